@@ -1,0 +1,1 @@
+//! floe: lakehouse triage in the terminal.
