@@ -1,0 +1,592 @@
+#!/usr/bin/env python3
+"""Bring the lab up, report on it, and take it down (standard library only).
+
+    python3 tests/lab/labctl.py up [--scale] [--airflow2] [--no-airflow] [--full]
+    python3 tests/lab/labctl.py status
+    python3 tests/lab/labctl.py down
+
+See tests/lab/README.md for the contract (lab.json, control endpoint, scenario cache).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import fcntl
+import hashlib
+import importlib.util
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import tarfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+LAB_ROOT = Path(__file__).resolve().parent
+REPO_ROOT = LAB_ROOT.parents[1]
+LAB_LOCK = LAB_ROOT / "requirements.lock"
+AIRFLOW_CTL = LAB_ROOT / "airflow" / "ctl.py"
+AIRFLOW_LOCKS = {
+    3: LAB_ROOT / "airflow" / "requirements-airflow3.lock",
+    2: LAB_ROOT / "airflow" / "requirements-airflow2.lock",
+}
+GENERATOR = LAB_ROOT / "scenarios" / "generate.py"
+SERVER = LAB_ROOT / "trino" / "server.py"
+SCENARIO_MAX_AGE_S = 12 * 3600
+
+TRINO_USER = "floe"
+BASIC_USERS = {"alice": "alice-secret"}
+JWT_SUBJECT = "bob"
+DENIED_USER = "mallory"
+COORDINATOR_ZONE = "Europe/Vienna"
+
+
+# ---------------------------------------------------------------------------- paths
+def lab_dir() -> Path:
+    return Path(os.environ.get("FLOE_LAB_DIR") or REPO_ROOT / ".lab").resolve()
+
+
+def cache_dir() -> Path:
+    env = os.environ.get("FLOE_CACHE_DIR")
+    if env:
+        return Path(env).resolve()
+    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return (Path(xdg) / "floe").resolve()
+
+
+def sha256_file(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def utc_now() -> str:
+    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def say(msg: str) -> None:
+    print(f"lab: {msg}", flush=True)
+
+
+class LabError(Exception):
+    pass
+
+
+# ---------------------------------------------------------------------------- processes
+def proc_start_time(pid: int) -> str | None:
+    """Start time of a process (clock ticks since boot), to tell a PID from a reused one."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    rest = stat[stat.rindex(")") + 2:].split()
+    return rest[19]  # field 22 of /proc/pid/stat
+
+
+def proc_state(pid: int) -> str | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat[stat.rindex(")") + 2:].split()[0]
+
+
+def alive(pid: int, started: str | None = None) -> bool:
+    if pid <= 0:
+        return False
+    st = proc_state(pid)
+    if st is None or st in ("Z", "X"):
+        return False
+    return started is None or proc_start_time(pid) == started
+
+
+def descendants(pid: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+        children.setdefault(ppid, []).append(int(entry.name))
+    out, todo = [], [pid]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            out.append(c)
+            todo.append(c)
+    return out
+
+
+def stop_processes(records: dict[str, dict], grace_s: float = 10.0) -> None:
+    """SIGTERM each recorded process and its descendants, wait, then SIGKILL what is left.
+    A record is {"pid": int, "started": str}; a PID whose start time changed is not ours."""
+    targets: dict[int, str | None] = {}
+    for rec in records.values():
+        pid = int(rec.get("pid") or 0)
+        if not alive(pid, rec.get("started")):
+            continue
+        targets[pid] = rec.get("started")
+        for d in descendants(pid):
+            targets.setdefault(d, proc_start_time(d))
+    if not targets:
+        return
+    for pid in targets:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline and any(alive(p, s) for p, s in targets.items()):
+        time.sleep(0.1)
+    for pid, started in targets.items():
+        if alive(pid, started):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and any(alive(p, s) for p, s in targets.items()):
+        time.sleep(0.05)
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# ---------------------------------------------------------------------------- runtime record
+class Runtime:
+    """`.lab/run.json`: what this lab started, written as it goes so `down` can always clean up."""
+
+    def __init__(self, root: Path):
+        self.path = root / "run.json"
+        self.data: dict = {"processes": {}, "airflow_homes": []}
+        if self.path.exists():
+            try:
+                self.data = json.loads(self.path.read_text())
+            except ValueError:
+                pass
+
+    def save(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.data, indent=2))
+        tmp.replace(self.path)
+
+    def add(self, name: str, pid: int) -> None:
+        self.data["processes"][name] = {"pid": pid, "started": proc_start_time(pid)}
+        self.save()
+
+    @property
+    def processes(self) -> dict:
+        return self.data.get("processes", {})
+
+
+# ---------------------------------------------------------------------------- venvs
+def ensure_venv(name: str, lock: Path) -> Path:
+    if not lock.exists():
+        raise LabError(f"{lock} not found")
+    venv = cache_dir() / "venvs" / f"{name}-{sha256_file(lock)[:12]}"
+    marker = venv / ".floe-complete"
+    if marker.exists():
+        return venv
+    venv.parent.mkdir(parents=True, exist_ok=True)
+    with open(venv.parent / f".{venv.name}.lock", "w") as lockf:
+        fcntl.flock(lockf, fcntl.LOCK_EX)
+        if marker.exists():
+            return venv
+        if venv.exists():
+            say(f"removing half-built venv {venv}")
+            shutil.rmtree(venv)
+        say(f"building venv {venv.name} from {lock.relative_to(REPO_ROOT)}")
+        log = venv.parent / f"{venv.name}.build.log"
+        with open(log, "w") as out:
+            try:
+                subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, stdout=out, stderr=out)
+                subprocess.run(
+                    [str(venv / "bin" / "python"), "-m", "pip", "install", "--disable-pip-version-check",
+                     "--no-input", "--progress-bar", "off", "-r", str(lock)],
+                    check=True, stdout=out, stderr=out,
+                )
+            except subprocess.CalledProcessError as e:
+                tail = log.read_text()[-3000:]
+                raise LabError(f"building {venv.name} failed ({e}); see {log}:\n{tail}") from None
+        marker.write_text(utc_now() + "\n")
+    return venv
+
+
+# ---------------------------------------------------------------------------- scenarios
+def scenario_key(args: list[str], live: Path, lock: Path) -> str:
+    h = hashlib.sha256()
+    for path in sorted((LAB_ROOT / "scenarios").rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
+            h.update(str(path.relative_to(LAB_ROOT)).encode() + b"\0" + path.read_bytes() + b"\0")
+    h.update(lock.read_bytes())
+    h.update(json.dumps(args).encode())
+    h.update(str(live).encode())
+    return h.hexdigest()[:16]
+
+
+def ensure_scenario(venv: Path, name: str, extra: list[str], root: Path) -> dict:
+    live = root / "warehouses" / name
+    args = ["--scenario", name, *extra]
+    key = scenario_key(args, live, LAB_LOCK)
+    store = cache_dir() / "scenarios"
+    store.mkdir(parents=True, exist_ok=True)
+    tarball = store / f"{name}-{key}.tar"
+    now = time.time()
+    for old in store.glob("*.tar"):
+        if now - old.stat().st_mtime > SCENARIO_MAX_AGE_S:
+            old.unlink(missing_ok=True)
+    if live.exists():
+        shutil.rmtree(live)
+    live.parent.mkdir(parents=True, exist_ok=True)
+    if tarball.exists():
+        say(f"scenario {name}: restoring the pristine copy from {tarball.name}")
+        with tarfile.open(tarball) as tf:
+            tf.extractall(live.parent, filter="tar")
+        generated_at = dt.datetime.fromtimestamp(tarball.stat().st_mtime, dt.timezone.utc)
+        return {"name": name, "path": str(live), "generated_at": generated_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "expected": str(live / "expected.json"), "cached": True}
+    say(f"scenario {name}: generating ({' '.join(args)})")
+    log = root / "logs" / f"generate-{name}.log"
+    with open(log, "w") as out:
+        proc = subprocess.run(
+            [str(venv / "bin" / "python"), str(GENERATOR), *args, "--out", str(live)],
+            stdout=out, stderr=out, cwd=str(REPO_ROOT),
+        )
+    if proc.returncode != 0:
+        raise LabError(f"scenario generator failed (exit {proc.returncode}); see {log}:\n{log.read_text()[-3000:]}")
+    if not (live / "expected.json").exists():
+        raise LabError(f"scenario generator wrote no {live / 'expected.json'}")
+    tmp = tarball.with_suffix(".tar.tmp")
+    with tarfile.open(tmp, "w") as tf:
+        tf.add(live, arcname=name)
+    tmp.replace(tarball)
+    return {"name": name, "path": str(live), "generated_at": utc_now(),
+            "expected": str(live / "expected.json"), "cached": False}
+
+
+# ---------------------------------------------------------------------------- trino
+def load_jwt_module():
+    spec = importlib.util.spec_from_file_location("lab_jwt_hs256", LAB_ROOT / "trino" / "jwt_hs256.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def http_json(url: str, timeout: float = 2.0, ca_file: str | None = None):
+    ctx = ssl.create_default_context(cafile=ca_file) if url.startswith("https") else None
+    with urllib.request.urlopen(url, timeout=timeout, context=ctx) as resp:
+        return json.loads(resp.read())
+
+
+def start_trino(venv: Path, root: Path, catalogs: dict, runtime: Runtime, stub: bool) -> dict:
+    tdir = root / "trino"
+    tdir.mkdir(parents=True, exist_ok=True)
+    state_file = tdir / "state.json"
+    state_file.unlink(missing_ok=True)
+    jwt_secret = secrets.token_hex(32)
+    config = {
+        "environment": "lab",
+        "time_zone": COORDINATOR_ZONE,
+        "page_size": 1000,
+        "client_timeout_s": 300,
+        "worker_threads": 4,
+        "engine": {"kind": "stub"} if stub else {"kind": "real", "catalogs": catalogs},
+        "tls": {"dir": str(root / "tls")},
+        "auth": {"users": BASIC_USERS, "jwt_secret": jwt_secret},
+        "access": {"denied_users": [DENIED_USER]},
+        "listeners": [
+            {"name": "plain", "port": 0, "version": 480, "auth": ["insecure"], "control": True},
+            {"name": "https", "port": 0, "version": 480, "auth": ["password", "jwt"], "tls": True},
+            {"name": "v481", "port": 0, "version": 481, "auth": ["insecure"]},
+            {"name": "v451", "port": 0, "version": 451, "auth": ["insecure"], "legacy_type_signatures": True},
+        ],
+        "state_file": str(state_file),
+    }
+    cfg_path = tdir / "config.json"
+    cfg_path.write_text(json.dumps(config, indent=2))
+    os.chmod(cfg_path, 0o600)
+    log = open(root / "logs" / "trino.log", "ab")
+    proc = subprocess.Popen(
+        [str(venv / "bin" / "python"), str(SERVER), "--config", str(cfg_path)],
+        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=str(REPO_ROOT),
+        start_new_session=True,
+    )
+    runtime.add("trino", proc.pid)
+    deadline = time.monotonic() + 180
+    state = None
+    info = None
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise LabError(f"the Trino server exited ({proc.returncode}); see {root / 'logs' / 'trino.log'}:\n"
+                           + (root / "logs" / "trino.log").read_text()[-3000:])
+        if state is None and state_file.exists():
+            state = json.loads(state_file.read_text())
+        if state is not None:
+            try:
+                info = http_json(state["listeners"]["plain"]["url"] + "/v1/info", timeout=2)
+                if not info.get("starting", True):
+                    break
+            except (urllib.error.URLError, OSError, ValueError):
+                pass
+        time.sleep(0.05)
+    else:
+        raise LabError("the Trino server did not become ready within 180 s")
+    listeners = state["listeners"]
+    jwt = load_jwt_module()
+    token = jwt.mint(bytes.fromhex(jwt_secret), JWT_SUBJECT)
+    return {
+        "url": listeners["plain"]["url"],
+        "version": listeners["plain"]["version"],
+        "user": TRINO_USER,
+        "catalog": "iceberg",
+        "control_url": listeners["plain"]["url"] + "/_lab",
+        "https_url": listeners["https"]["url"],
+        "ca_file": state.get("ca_file", str(root / "tls" / "ca.pem")),
+        "users": dict(BASIC_USERS),
+        "bearer_token": token,
+        "bearer_user": JWT_SUBJECT,
+        "denied_user": DENIED_USER,
+        "time_zone": COORDINATOR_ZONE,
+        "listeners": {"v481": listeners["v481"]["url"], "v451": listeners["v451"]["url"]},
+        "engine": "stub" if stub else "real",
+        "log": str(root / "logs" / "trino.log"),
+    }
+
+
+# ---------------------------------------------------------------------------- airflow
+def start_airflow(major: int, venv: Path, root: Path, trino_url: str, runtime: Runtime) -> dict:
+    home = root / f"airflow{major}"
+    port = free_port()
+    cmd = [sys.executable, str(AIRFLOW_CTL), "up", "--venv", str(venv), "--home", str(home),
+           "--port", str(port), "--trino-url", trino_url, "--trino-user", TRINO_USER, "--major", str(major)]
+    runtime.data.setdefault("airflow_homes", [])
+    if str(home) not in runtime.data["airflow_homes"]:
+        runtime.data["airflow_homes"].append(str(home))
+        runtime.save()
+    log = root / "logs" / f"airflow{major}-ctl.log"
+    with open(log, "w") as err:
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL,
+                              cwd=str(REPO_ROOT), text=True, timeout=900)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.strip().startswith("{")]
+    if proc.returncode != 0 or not lines:
+        raise LabError(f"airflow/ctl.py up (Airflow {major}) failed (exit {proc.returncode}); see {log}:\n"
+                       + log.read_text()[-3000:] + proc.stdout[-1000:])
+    out = json.loads(lines[-1])
+    prefix = "airflow" if major == 3 else "airflow2"
+    pids = out.get("pids") or {}
+    if isinstance(pids, list):
+        pids = {str(i): p for i, p in enumerate(pids)}
+    for name, pid in pids.items():
+        if isinstance(pid, int) and pid > 0:
+            runtime.add(f"{prefix}-{name}", pid)
+    info = {k: v for k, v in out.items() if k != "pids"}
+    info.setdefault("home", str(home))
+    return info
+
+
+def airflow_down(homes: list[str]) -> None:
+    if not AIRFLOW_CTL.exists():
+        return
+    for home in homes:
+        if Path(home).exists():
+            subprocess.run([sys.executable, str(AIRFLOW_CTL), "down", "--home", home],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
+
+
+# ---------------------------------------------------------------------------- commands
+def running_state(root: Path) -> tuple[dict | None, Runtime]:
+    runtime = Runtime(root)
+    lab_json = root / "lab.json"
+    lab = None
+    if lab_json.exists():
+        try:
+            lab = json.loads(lab_json.read_text())
+        except ValueError:
+            lab = None
+    return lab, runtime
+
+
+def cmd_up(args) -> int:
+    root = lab_dir()
+    lab, runtime = running_state(root)
+    procs = runtime.processes
+    if lab is not None and procs and all(alive(r["pid"], r.get("started")) for r in procs.values()):
+        say(f"already running (lab.json at {root / 'lab.json'}); `down` first to restart")
+        return 0
+    if procs or lab is not None:
+        say("cleaning up a previous lab that is no longer complete")
+        do_down(root, quiet=True)
+
+    airflow_majors = [] if args.no_airflow else [3]
+    if args.airflow2 and not args.no_airflow:
+        airflow_majors.append(2)
+    for major in airflow_majors:
+        missing = [p for p in (AIRFLOW_CTL, AIRFLOW_LOCKS[major]) if not p.exists()]
+        if missing:
+            raise LabError("Airflow is not available in this checkout (missing "
+                           + ", ".join(str(p.relative_to(REPO_ROOT)) for p in missing)
+                           + "); start the lab with --no-airflow")
+    stub = bool(args.stub_engine)
+    if not stub:
+        missing = [p for p in (GENERATOR, LAB_ROOT / "engine" / "__init__.py") if not p.exists()]
+        if missing:
+            raise LabError("the engine or the scenario generator is missing ("
+                           + ", ".join(str(p.relative_to(REPO_ROOT)) for p in missing)
+                           + "); `--stub-engine` starts the server on a stand-in engine without a warehouse")
+
+    t_total = time.monotonic()
+    timings: list[tuple[str, float]] = []
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "logs").mkdir(exist_ok=True)
+    runtime = Runtime(root)
+    runtime.data = {"processes": {}, "airflow_homes": [], "started_at": utc_now()}
+    runtime.save()
+    try:
+        t = time.monotonic()
+        lab_venv = ensure_venv("lab", LAB_LOCK)
+        airflow_venvs = {m: ensure_venv(f"airflow{m}", AIRFLOW_LOCKS[m]) for m in airflow_majors}
+        timings.append(("venvs", time.monotonic() - t))
+
+        scenario = None
+        scale = None
+        catalogs: dict[str, str] = {}
+        if not stub:
+            t = time.monotonic()
+            scenario = ensure_scenario(lab_venv, "seed", ["--full"] if args.full else [], root)
+            catalogs["iceberg"] = scenario["path"]
+            if args.scale:
+                scale = ensure_scenario(lab_venv, "scale", [], root)
+                catalogs["scale"] = scale["path"]
+            timings.append(("scenarios", time.monotonic() - t))
+
+        t = time.monotonic()
+        trino = start_trino(lab_venv, root, catalogs, runtime, stub)
+        timings.append(("trino", time.monotonic() - t))
+
+        airflow = {}
+        for major in airflow_majors:
+            t = time.monotonic()
+            airflow[major] = start_airflow(major, airflow_venvs[major], root, trino["url"], runtime)
+            timings.append((f"airflow{major}", time.monotonic() - t))
+
+        lab_doc = {
+            "started_at": runtime.data["started_at"],
+            "lab_dir": str(root),
+            "trino": trino,
+            "scenario": None if scenario is None else {
+                "name": scenario["name"], "generated_at": scenario["generated_at"],
+                "expected": scenario["expected"], "path": scenario["path"]},
+            "scale": None if scale is None else {
+                "catalog": "scale", "expected": scale["expected"], "path": scale["path"],
+                "generated_at": scale["generated_at"]},
+            "airflow": airflow.get(3),
+            "airflow2": airflow.get(2),
+            "pids": {name: rec["pid"] for name, rec in runtime.processes.items()},
+        }
+        tmp = root / "lab.json.tmp"
+        tmp.write_text(json.dumps(lab_doc, indent=2) + "\n")
+        tmp.replace(root / "lab.json")
+    except BaseException:
+        say("start failed; stopping what was started")
+        do_down(root, quiet=True)
+        raise
+    total = time.monotonic() - t_total
+    for name, secs in timings:
+        say(f"  {name:<10} {secs:6.1f} s")
+    say(f"  {'total':<10} {total:6.1f} s")
+    say(f"up: trino {trino['url']} (https {trino['https_url']})"
+        + (f", airflow {airflow[3].get('url')}" if 3 in airflow else "")
+        + f"; {root / 'lab.json'}")
+    return 0
+
+
+def do_down(root: Path, quiet: bool = False) -> bool:
+    lab, runtime = running_state(root)
+    records = dict(runtime.processes)
+    if lab is not None:
+        for name, pid in (lab.get("pids") or {}).items():
+            records.setdefault(name, {"pid": pid, "started": None})
+    was_running = any(alive(r["pid"], r.get("started")) for r in records.values())
+    airflow_down(runtime.data.get("airflow_homes", []))
+    stop_processes(records)
+    (root / "lab.json").unlink(missing_ok=True)
+    runtime.path.unlink(missing_ok=True)
+    if not quiet:
+        say("stopped" if was_running else "nothing was running")
+    return was_running
+
+
+def cmd_down(args) -> int:  # noqa: ARG001
+    do_down(lab_dir())
+    return 0
+
+
+def cmd_status(args) -> int:  # noqa: ARG001
+    root = lab_dir()
+    lab, runtime = running_state(root)
+    procs = runtime.processes
+    if lab is None and not procs:
+        say("not running")
+        return 0
+    say(f"lab dir {root}" + ("" if lab is not None else " (no lab.json: incomplete start)"))
+    all_alive = True
+    for name, rec in procs.items():
+        ok = alive(rec["pid"], rec.get("started"))
+        all_alive &= ok
+        say(f"  {name:<18} pid {rec['pid']:<8} {'running' if ok else 'DEAD'}")
+    if lab is not None:
+        trino = lab["trino"]
+        try:
+            info = http_json(trino["url"] + "/v1/info")
+            say(f"  trino {trino['url']}: version {info['nodeVersion']['version']}, "
+                f"starting={info['starting']}, uptime {info['uptime']}")
+        except (urllib.error.URLError, OSError, ValueError) as e:
+            all_alive = False
+            say(f"  trino {trino['url']}: not answering ({e})")
+        for k, v in (trino.get("listeners") or {}).items():
+            say(f"    {k}: {v}")
+        say(f"    https: {trino.get('https_url')}")
+        for key in ("airflow", "airflow2"):
+            if lab.get(key):
+                say(f"  {key}: {lab[key].get('url')} (version {lab[key].get('version')})")
+        if lab.get("scenario"):
+            say(f"  scenario {lab['scenario']['name']} generated at {lab['scenario']['generated_at']}")
+    return 0 if all_alive else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="labctl", description="the floe lab")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    up = sub.add_parser("up", help="start the lab")
+    up.add_argument("--scale", action="store_true", help="also generate and serve the scale catalog")
+    up.add_argument("--airflow2", action="store_true", help="also start Airflow 2")
+    up.add_argument("--no-airflow", action="store_true", help="start no Airflow")
+    up.add_argument("--full", action="store_true", help="the full-size seed scenario")
+    up.add_argument("--stub-engine", action="store_true",
+                    help="serve a stand-in engine (no warehouse); for protocol work only")
+    sub.add_parser("down", help="stop the lab")
+    sub.add_parser("status", help="show what runs")
+    args = ap.parse_args(argv)
+    try:
+        return {"up": cmd_up, "down": cmd_down, "status": cmd_status}[args.cmd](args)
+    except LabError as e:
+        print(f"lab: error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,133 @@
+"""Fault rules injected through the control endpoint (POST /_lab/faults).
+
+A rule is scoped to the requests of queries submitted by one X-Trino-User, or to every
+request (user null). `count` is how many times it fires; absent or null means until
+cleared. `on` picks the requests it applies to: `post` (POST /v1/statement), `next`
+(anything on a queued/executing nextUri), `info` (/v1/info*), `any` (default).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+KINDS = {"status", "latency", "drop", "malformed", "fail_query"}
+TARGETS = {"post", "next", "info", "any"}
+
+
+class FaultError(ValueError):
+    pass
+
+
+@dataclass
+class Rule:
+    user: str | None
+    spec: dict
+    remaining: int | None
+    fired: int = 0
+
+    @property
+    def kind(self) -> str:
+        return self.spec["kind"]
+
+    def applies(self, target: str, user: str | None) -> bool:
+        if self.remaining is not None and self.remaining <= 0:
+            return False
+        if self.user is not None and self.user != user:
+            return False
+        on = self.spec.get("on", "any")
+        return on == "any" or on == target
+
+    def consume(self) -> None:
+        self.fired += 1
+        if self.remaining is not None:
+            self.remaining -= 1
+
+    def describe(self) -> dict:
+        return {"user": self.user, **self.spec, "remaining": self.remaining, "fired": self.fired}
+
+
+def validate(spec: dict) -> dict:
+    if not isinstance(spec, dict):
+        raise FaultError("a rule must be an object")
+    kind = spec.get("kind")
+    if kind not in KINDS:
+        raise FaultError(f"unknown fault kind {kind!r} (one of {sorted(KINDS)})")
+    on = spec.get("on", "any")
+    if on not in TARGETS:
+        raise FaultError(f"unknown 'on' {on!r} (one of {sorted(TARGETS)})")
+    count = spec.get("count")
+    if count is not None and (not isinstance(count, int) or count < 0):
+        raise FaultError("'count' must be a non-negative integer or null")
+    if kind == "status":
+        status = spec.get("status")
+        if not isinstance(status, int) or not 100 <= status <= 599:
+            raise FaultError("'status' must be an HTTP status code")
+    if kind == "latency" and not isinstance(spec.get("ms"), (int, float)):
+        raise FaultError("'ms' must be a number")
+    if kind == "fail_query":
+        from common.errors import STANDARD_ERRORS
+
+        name = spec.get("error_name", "GENERIC_INTERNAL_ERROR")
+        if name not in STANDARD_ERRORS:
+            raise FaultError(f"unknown Trino error name {name!r}")
+        after = spec.get("after_pages", 0)
+        if not isinstance(after, int) or after < 0:
+            raise FaultError("'after_pages' must be a non-negative integer")
+    return dict(spec)
+
+
+class FaultStore:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._rules: list[Rule] = []
+
+    def add(self, user: str | None, specs: list) -> int:
+        if not isinstance(specs, list):
+            raise FaultError("'rules' must be a list")
+        rules = [Rule(user, validate(s), s.get("count")) for s in specs]
+        with self._lock:
+            self._rules.extend(rules)
+            return len(self._rules)
+
+    def clear(self, user: str | None, everything: bool) -> int:
+        with self._lock:
+            before = len(self._rules)
+            if everything:
+                self._rules.clear()
+            else:
+                self._rules = [r for r in self._rules if r.user != user]
+            return before - len(self._rules)
+
+    def describe(self) -> list[dict]:
+        with self._lock:
+            return [r.describe() for r in self._rules]
+
+    def for_request(self, target: str, user: str | None) -> tuple[float, dict | None]:
+        """Total latency (ms) to add and the first transport-level rule that fires (status,
+        drop or malformed), consuming counts."""
+        latency = 0.0
+        action = None
+        with self._lock:
+            for r in self._rules:
+                if r.kind == "fail_query" or not r.applies(target, user):
+                    continue
+                if r.kind == "latency":
+                    latency += float(r.spec["ms"])
+                    r.consume()
+                elif action is None:
+                    action = dict(r.spec)
+                    r.consume()
+        return latency, action
+
+    def fail_query(self, user: str | None, pages_served: int) -> dict | None:
+        """The fail_query rule that fires for a query of `user` about to get its page number
+        `pages_served` (0-based, executing pages), consuming one count."""
+        with self._lock:
+            for r in self._rules:
+                if r.kind != "fail_query" or not r.applies("next", user):
+                    continue
+                if pages_served >= int(r.spec.get("after_pages", 0)):
+                    r.consume()
+                    return dict(r.spec)
+        return None
