@@ -1,1 +1,10 @@
 //! floe: lakehouse triage in the terminal.
+//!
+//! Iceberg table health read through Trino, maintenance DAGs read through Airflow, and
+//! safe maintenance (`ALTER TABLE … EXECUTE optimize`) on a selection.
+
+pub mod app;
+pub mod config;
+pub mod health;
+pub mod lakehouse;
+pub mod trino;

@@ -1,0 +1,368 @@
+use super::*;
+use secrecy::ExposeSecret;
+use std::collections::HashMap;
+
+struct Fixture {
+    dir: PathBuf,
+    env: HashMap<String, String>,
+}
+
+impl Fixture {
+    fn new(name: &str) -> Fixture {
+        let dir = std::env::temp_dir().join(format!("floe-config-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("xdg/floe")).unwrap();
+        let mut env = HashMap::new();
+        env.insert("HOME".into(), dir.display().to_string());
+        env.insert("XDG_CONFIG_HOME".into(), dir.join("xdg").display().to_string());
+        env.insert("USER".into(), "operator".into());
+        Fixture { dir, env }
+    }
+
+    fn write(&self, name: &str, text: &str) -> PathBuf {
+        let p = self.dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    fn load(&self, over: &Overrides) -> Result<Settings, ConfigError> {
+        let env = |k: &str| self.env.get(k).cloned();
+        let dirs = Dirs::from_env(&env);
+        load_with(over, &env, &dirs)
+    }
+}
+
+fn flags(trino: &str) -> Overrides {
+    Overrides { trino: Some(trino.into()), ..Default::default() }
+}
+
+#[test]
+fn flags_alone_are_enough() {
+    let f = Fixture::new("flags");
+    let s = f.load(&flags("http://127.0.0.1:8080")).unwrap();
+    assert_eq!(s.trino.url.as_str(), "http://127.0.0.1:8080/");
+    assert_eq!(s.trino.user, "operator");
+    assert_eq!(s.trino.catalog, "iceberg");
+    assert_eq!(s.refresh, Duration::from_secs(60));
+    assert_eq!(s.max_concurrent_queries, 4);
+    assert!(!s.readonly);
+    assert!(s.airflow.is_none());
+    assert!(matches!(s.trino.auth, Auth::None));
+    assert_eq!(s.health.target_file_size, 128 << 20);
+    assert_eq!(s.file, None);
+}
+
+#[test]
+fn missing_url_says_how_to_give_one() {
+    let f = Fixture::new("nourl");
+    let e = f.load(&Overrides::default()).unwrap_err().0;
+    assert!(e.contains("--trino") && e.contains("FLOE_TRINO_URL") && e.contains("config.toml"), "{e}");
+}
+
+#[test]
+fn layering_defaults_file_env_flags() {
+    let mut f = Fixture::new("layers");
+    f.write(
+        "xdg/floe/config.toml",
+        r#"
+refresh = "30s"
+[trino]
+url = "http://file:8080"
+user = "from-file"
+catalog = "lake"
+schemas = ["a", "b"]
+"#,
+    );
+    let s = f.load(&Overrides::default()).unwrap();
+    assert_eq!(s.trino.url.host_str(), Some("file"));
+    assert_eq!(s.trino.user, "from-file");
+    assert_eq!(s.trino.schemas, vec!["a", "b"]);
+    assert_eq!(s.refresh, Duration::from_secs(30));
+
+    f.env.insert("FLOE_TRINO_URL".into(), "http://env:8080".into());
+    f.env.insert("FLOE_TRINO_USER".into(), "from-env".into());
+    f.env.insert("FLOE_REFRESH".into(), "45s".into());
+    let s = f.load(&Overrides::default()).unwrap();
+    assert_eq!(s.trino.url.host_str(), Some("env"));
+    assert_eq!(s.trino.user, "from-env");
+    assert_eq!(s.refresh, Duration::from_secs(45));
+
+    let over = Overrides {
+        trino: Some("http://flag:8080".into()),
+        user: Some("from-flag".into()),
+        schemas: vec!["z".into()],
+        refresh: Some(Dur::parse("10s").unwrap()),
+        ..Default::default()
+    };
+    let s = f.load(&over).unwrap();
+    assert_eq!(s.trino.url.host_str(), Some("flag"));
+    assert_eq!(s.trino.user, "from-flag");
+    assert_eq!(s.trino.schemas, vec!["z"]);
+    assert_eq!(s.refresh, Duration::from_secs(10));
+    assert_eq!(s.trino.catalog, "lake", "file value survives where nothing overrides it");
+}
+
+#[test]
+fn unknown_keys_name_the_key_and_the_file() {
+    let f = Fixture::new("unknown");
+    let p = f.write("c.toml", "[trino]\nurl = \"http://h:1\"\nuserr = \"x\"\n");
+    let e = f.load(&Overrides { config: Some(p.clone()), ..Default::default() }).unwrap_err().0;
+    assert!(e.contains("userr"), "{e}");
+    assert!(e.contains(&p.display().to_string()), "{e}");
+
+    let p = f.write("d.toml", "refersh = \"30s\"\n");
+    let e = f.load(&Overrides { config: Some(p), ..flags("http://h:1") }).unwrap_err().0;
+    assert!(e.contains("refersh"), "{e}");
+
+    let p = f.write("e.toml", "[profiles.prod.trino]\nurll = \"x\"\n");
+    let e = f.load(&Overrides { config: Some(p), ..flags("http://h:1") }).unwrap_err().0;
+    assert!(e.contains("urll"), "{e}");
+}
+
+#[test]
+fn explicit_config_must_exist() {
+    let mut f = Fixture::new("explicit");
+    let e = f
+        .load(&Overrides { config: Some(f.dir.join("nope.toml")), ..flags("http://h:1") })
+        .unwrap_err()
+        .0;
+    assert!(e.contains("nope.toml") && e.contains("does not exist"), "{e}");
+    f.env.insert("FLOE_CONFIG".into(), f.dir.join("gone.toml").display().to_string());
+    let e = f.load(&flags("http://h:1")).unwrap_err().0;
+    assert!(e.contains("gone.toml"), "{e}");
+}
+
+#[test]
+fn profiles_select_and_merge() {
+    let mut f = Fixture::new("profiles");
+    let p = f.write(
+        "c.toml",
+        r#"
+default_profile = "staging"
+readonly = false
+[trino]
+catalog = "iceberg"
+user = "shared"
+[profiles.staging.trino]
+url = "http://staging:8080"
+[profiles.prod]
+readonly = true
+[profiles.prod.trino]
+url = "trino://oncall@trino.prod:8443/lake?protocol=https"
+[profiles.prod.airflow]
+url = "https://airflow.prod"
+user = "floe"
+"#,
+    );
+    let base = Overrides { config: Some(p.clone()), ..Default::default() };
+    let s = f.load(&base).unwrap();
+    assert_eq!(s.profile, "staging");
+    assert_eq!(s.trino.url.host_str(), Some("staging"));
+    assert_eq!(s.trino.user, "shared");
+    assert!(!s.readonly);
+    assert_eq!(s.profiles, vec!["prod", "staging"]);
+
+    let s = f.load(&Overrides { profile: Some("prod".into()), ..base.clone() }).unwrap();
+    assert_eq!(s.profile, "prod");
+    assert_eq!(s.trino.url.as_str(), "https://trino.prod:8443/");
+    assert_eq!(s.trino.user, "oncall", "the URI's user wins over the shared section");
+    assert_eq!(s.trino.catalog, "lake");
+    assert!(s.readonly);
+    let a = s.airflow.unwrap();
+    assert_eq!(a.url.as_str(), "https://airflow.prod/");
+    assert_eq!(a.dag_tags, vec!["maintenance"]);
+
+    f.env.insert("FLOE_PROFILE".into(), "prod".into());
+    assert_eq!(f.load(&base).unwrap().profile, "prod");
+
+    let e = f.load(&Overrides { profile: Some("qa".into()), ..base }).unwrap_err().0;
+    assert!(e.contains("\"qa\"") && e.contains("prod, staging"), "{e}");
+}
+
+#[test]
+fn readonly_flag_wins() {
+    let f = Fixture::new("ro");
+    let p = f.write("c.toml", "readonly = false\n[trino]\nurl = \"http://h:1\"\n");
+    let s = f.load(&Overrides { config: Some(p), readonly: true, ..Default::default() }).unwrap();
+    assert!(s.readonly);
+}
+
+#[test]
+fn secrets_from_env_and_command_never_in_debug() {
+    let mut f = Fixture::new("secrets");
+    f.env.insert("FLOE_TRINO_PASSWORD".into(), "s3cret".into());
+    let s = f.load(&flags("https://h:8443")).unwrap();
+    match &s.trino.auth {
+        Auth::Basic { password } => assert_eq!(password.expose_secret(), "s3cret"),
+        other => panic!("expected basic auth, got {other:?}"),
+    }
+    assert!(!format!("{s:?}").contains("s3cret"));
+
+    let f = Fixture::new("secrets2");
+    let p = f.write("c.toml", "[trino]\nurl = \"https://h:8443\"\npassword_command = \"printf 'from-cmd\\n'\"\n");
+    let s = f.load(&Overrides { config: Some(p), ..Default::default() }).unwrap();
+    match &s.trino.auth {
+        Auth::Basic { password } => assert_eq!(password.expose_secret(), "from-cmd"),
+        other => panic!("expected basic auth, got {other:?}"),
+    }
+
+    let p = f.write("d.toml", "[trino]\nurl = \"https://h:8443\"\npassword_command = \"exit 3\"\n");
+    let e = f.load(&Overrides { config: Some(p.clone()), ..Default::default() }).unwrap_err().0;
+    assert!(e.contains("trino.password_command") && e.contains(&p.display().to_string()), "{e}");
+
+    let p = f.write("e.toml", "[trino]\nurl = \"https://h:8443\"\npassword_env = \"NOT_SET_ANYWHERE\"\n");
+    let e = f.load(&Overrides { config: Some(p), ..Default::default() }).unwrap_err().0;
+    assert!(e.contains("NOT_SET_ANYWHERE") && e.contains("trino.password_env"), "{e}");
+}
+
+#[test]
+fn password_over_plain_http_is_refused() {
+    let mut f = Fixture::new("plainpw");
+    f.env.insert("FLOE_TRINO_PASSWORD".into(), "pw".into());
+    let e = f.load(&flags("http://h:8080")).unwrap_err().0;
+    assert!(e.contains("HTTPS"), "{e}");
+}
+
+#[test]
+fn bearer_token() {
+    let mut f = Fixture::new("bearer");
+    f.env.insert("FLOE_TRINO_TOKEN".into(), "eyJ.x.y".into());
+    let s = f.load(&flags("https://h:8443")).unwrap();
+    assert!(matches!(s.trino.auth, Auth::Bearer { .. }));
+}
+
+#[test]
+fn refresh_minimum_and_bad_values() {
+    let f = Fixture::new("refresh");
+    let e = f
+        .load(&Overrides { refresh: Some(Dur::parse("2s").unwrap()), ..flags("http://h:1") })
+        .unwrap_err()
+        .0;
+    assert!(e.contains("minimum of 5s"), "{e}");
+    let p = f.write("c.toml", "refresh = \"soonish\"\n");
+    let e = f.load(&Overrides { config: Some(p), ..flags("http://h:1") }).unwrap_err().0;
+    assert!(e.contains("soonish"), "{e}");
+    let p = f.write("d.toml", "[health]\nsmall_file_ratio = 1.5\n");
+    let e = f.load(&Overrides { config: Some(p), ..flags("http://h:1") }).unwrap_err().0;
+    assert!(e.contains("small_file_ratio"), "{e}");
+    let p = f.write("e.toml", "[health]\ntarget_file_size = \"12 parsecs\"\n");
+    let e = f.load(&Overrides { config: Some(p), ..flags("http://h:1") }).unwrap_err().0;
+    assert!(e.contains("parsecs"), "{e}");
+}
+
+#[test]
+fn health_and_maintenance_sections() {
+    let f = Fixture::new("health");
+    let p = f.write(
+        "c.toml",
+        r#"
+[trino]
+url = "http://h:1"
+[health]
+target_file_size = "256MB"
+min_small_files = 20
+compaction_warn = "24h"
+compaction_critical = "72h"
+[[maintenance]]
+table = "iceberg.zoning.documents"
+dag_id = "compact_documents"
+interval = "1d"
+"#,
+    );
+    let s = f.load(&Overrides { config: Some(p), ..Default::default() }).unwrap();
+    assert_eq!(s.health.target_file_size, 256 << 20);
+    assert_eq!(s.health.min_small_files, 20);
+    assert_eq!(s.health.compaction_critical, Duration::from_secs(72 * 3600));
+    assert_eq!(s.maintenance.len(), 1);
+    assert_eq!(s.maintenance[0].dag_id, "compact_documents");
+    assert_eq!(s.maintenance[0].interval, Some(Duration::from_secs(86_400)));
+
+    let p = f.write("d.toml", "[[maintenance]]\ntable = \"documents\"\ndag_id = \"x\"\n");
+    let e = f.load(&Overrides { config: Some(p), ..flags("http://h:1") }).unwrap_err().0;
+    assert!(e.contains("catalog.schema.table"), "{e}");
+}
+
+#[test]
+fn bad_key_strings_are_config_errors() {
+    let f = Fixture::new("keys");
+    let p = f.write("c.toml", "[keys]\nquit = \"ctrl-bogus-key\"\n");
+    let e = f.load(&Overrides { config: Some(p.clone()), ..flags("http://h:1") }).unwrap_err().0;
+    assert!(e.contains("ctrl-bogus-key") && e.contains(&p.display().to_string()), "{e}");
+    let p = f.write("d.toml", "[keys]\nteleport = \"t\"\n");
+    let e = f.load(&Overrides { config: Some(p), ..flags("http://h:1") }).unwrap_err().0;
+    assert!(e.contains("teleport"), "{e}");
+    let p = f.write("e.toml", "[keys]\nquit = [\"q\", \"ctrl-q\"]\nrefresh = \"F5\"\n");
+    f.load(&Overrides { config: Some(p), ..flags("http://h:1") }).unwrap();
+}
+
+#[test]
+fn airflow_settings() {
+    let mut f = Fixture::new("airflow");
+    f.env.insert("FLOE_AIRFLOW_PASSWORD".into(), "pw".into());
+    let s = f
+        .load(&Overrides {
+            airflow: Some("http://127.0.0.1:28080".into()),
+            airflow_user: Some("admin".into()),
+            ..flags("http://h:1")
+        })
+        .unwrap();
+    let a = s.airflow.unwrap();
+    assert_eq!(a.user.as_deref(), Some("admin"));
+    assert_eq!(a.password.unwrap().expose_secret(), "pw");
+    assert_eq!(a.api, AirflowApi::Auto);
+    let e = f
+        .load(&Overrides { airflow: Some("ftp://x".into()), ..flags("http://h:1") })
+        .unwrap_err()
+        .0;
+    assert!(e.contains("Airflow URL"), "{e}");
+}
+
+#[test]
+fn table_names_split_with_quotes() {
+    assert_eq!(split_table_name("iceberg.zoning.documents"), vec!["iceberg", "zoning", "documents"]);
+    assert_eq!(
+        split_table_name(r#"iceberg.finance."ledger ""q3"" it's.odd""#),
+        vec!["iceberg", "finance", r#"ledger "q3" it's.odd"#]
+    );
+}
+
+#[test]
+fn example_config_parses_and_documents_every_key() {
+    let text = include_str!("../../config.example.toml");
+    let parsed: FileConfig = toml::from_str(text).expect("config.example.toml must parse");
+    assert!(parsed.profiles.is_some());
+    for key in [
+        "default_profile",
+        "readonly",
+        "refresh",
+        "max_concurrent_queries",
+        "query_timeout",
+        "audit_log",
+        "export_dir",
+        "mouse",
+        "password_env",
+        "password_command",
+        "token_env",
+        "token_command",
+        "ca_file",
+        "insecure_skip_verify",
+        "client_tags",
+        "dag_tags",
+        "dag_ids",
+        "test_connections",
+        "target_file_size",
+        "small_file_ratio",
+        "min_small_files",
+        "compaction_warn",
+        "compaction_critical",
+        "snapshot_retention",
+        "max_snapshots",
+        "delete_file_ratio_warn",
+        "delete_file_ratio_critical",
+        "dag_interval",
+        "[[maintenance]]",
+        "[keys]",
+    ] {
+        assert!(text.contains(key), "config.example.toml does not document {key}");
+    }
+}

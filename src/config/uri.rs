@@ -1,0 +1,172 @@
+//! Trino endpoints as operators paste them: `http(s)://host:port`, or the URI form Airflow
+//! connections and SQLAlchemy use, `trino://user@host:port/catalog[/schema]?protocol=https`.
+
+use url::Url;
+
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct TrinoEndpoint {
+    /// Base URL of the coordinator (scheme, host, port; no path).
+    pub url: Option<Url>,
+    pub user: Option<String>,
+    pub catalog: Option<String>,
+    pub schema: Option<String>,
+    /// `verify=false` in the URI: skip TLS verification (only honoured when named so).
+    pub insecure_skip_verify: bool,
+}
+
+pub fn parse_trino_uri(text: &str) -> Result<TrinoEndpoint, String> {
+    let raw = text.trim();
+    let parsed = Url::parse(raw).map_err(|e| format!("invalid Trino URL {raw:?}: {e}"))?;
+    let mut ep = TrinoEndpoint::default();
+    if !parsed.password().unwrap_or("").is_empty() {
+        return Err(format!(
+            "Trino URL {} contains a password: pass it through FLOE_TRINO_PASSWORD, password_env or password_command instead",
+            redact(&parsed)
+        ));
+    }
+    if !parsed.username().is_empty() {
+        ep.user = Some(percent_decode(parsed.username()));
+    }
+    let host = parsed
+        .host_str()
+        .filter(|h| !h.is_empty())
+        .ok_or_else(|| format!("invalid Trino URL {raw:?}: no host"))?;
+    let mut scheme = match parsed.scheme() {
+        "http" => "http",
+        "https" => "https",
+        "trino" | "presto" => "",
+        other => {
+            return Err(format!(
+                "invalid Trino URL {raw:?}: unsupported scheme {other:?} (use http://, https:// or trino://)"
+            ));
+        }
+    };
+    for (k, v) in parsed.query_pairs() {
+        match k.as_ref() {
+            "protocol" | "http_scheme" => match v.as_ref() {
+                "http" => scheme = if scheme.is_empty() { "http" } else { scheme },
+                "https" => scheme = if scheme.is_empty() { "https" } else { scheme },
+                other => return Err(format!("invalid Trino URL {raw:?}: protocol={other} (expected http or https)")),
+            },
+            "catalog" => ep.catalog = Some(v.into_owned()),
+            "schema" => ep.schema = Some(v.into_owned()),
+            "user" => ep.user = Some(v.into_owned()),
+            "verify" => ep.insecure_skip_verify = matches!(v.as_ref(), "false" | "False" | "0"),
+            // Other Airflow extras (source, session_properties, client_tags, timezone…)
+            // have floe settings of their own; ignoring them keeps a pasted URI usable.
+            _ => {}
+        }
+    }
+    let port = parsed.port();
+    if scheme.is_empty() {
+        // trino:// without protocol: Trino's clients default to https on 443/8443.
+        scheme = match port {
+            Some(443) | Some(8443) => "https",
+            _ => "http",
+        };
+    }
+    let default_port = if scheme == "https" { 443 } else { 8080 };
+    let port = port.unwrap_or(if parsed.scheme() == "trino" || parsed.scheme() == "presto" {
+        default_port
+    } else if scheme == "https" {
+        443
+    } else {
+        80
+    });
+    let host_part = if host.contains(':') && !host.starts_with('[') { format!("[{host}]") } else { host.to_string() };
+    ep.url = Some(
+        Url::parse(&format!("{scheme}://{host_part}:{port}/"))
+            .map_err(|e| format!("invalid Trino URL {raw:?}: {e}"))?,
+    );
+    let mut segments = parsed.path().split('/').filter(|s| !s.is_empty());
+    if let Some(c) = segments.next() {
+        if parsed.scheme() == "trino" || parsed.scheme() == "presto" {
+            ep.catalog = Some(percent_decode(c));
+            if let Some(s) = segments.next() {
+                ep.schema = Some(percent_decode(s));
+            }
+        } else {
+            return Err(format!(
+                "invalid Trino URL {raw:?}: an http(s) URL is the coordinator's base URL and takes no path; set the catalog with --catalog"
+            ));
+        }
+    }
+    Ok(ep)
+}
+
+/// The URL with any password replaced, safe to print and log.
+pub fn redact(url: &Url) -> String {
+    let mut u = url.clone();
+    if u.password().is_some() {
+        let _ = u.set_password(Some("***"));
+    }
+    u.to_string()
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            if let Ok(b) = u8::from_str_radix(&s[i + 1..i + 3], 16) {
+                out.push(b);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn airflow_style_uri() {
+        let ep = parse_trino_uri("trino://oncall@trino.internal:8443/iceberg?protocol=https").unwrap();
+        assert_eq!(ep.url.unwrap().as_str(), "https://trino.internal:8443/");
+        assert_eq!(ep.user.as_deref(), Some("oncall"));
+        assert_eq!(ep.catalog.as_deref(), Some("iceberg"));
+        assert_eq!(ep.schema, None);
+    }
+
+    #[test]
+    fn sqlalchemy_style_with_schema_and_defaults() {
+        let ep = parse_trino_uri("trino://etl@trino-old.internal/iceberg/zoning").unwrap();
+        assert_eq!(ep.url.unwrap().as_str(), "http://trino-old.internal:8080/");
+        assert_eq!(ep.catalog.as_deref(), Some("iceberg"));
+        assert_eq!(ep.schema.as_deref(), Some("zoning"));
+        let ep = parse_trino_uri("trino://t.example:8443").unwrap();
+        assert_eq!(ep.url.unwrap().scheme(), "https");
+    }
+
+    #[test]
+    fn http_urls() {
+        let ep = parse_trino_uri("http://127.0.0.1:8080").unwrap();
+        assert_eq!(ep.url.unwrap().as_str(), "http://127.0.0.1:8080/");
+        let ep = parse_trino_uri("https://trino.example.com").unwrap();
+        assert_eq!(ep.url.unwrap().as_str(), "https://trino.example.com/");
+        assert!(parse_trino_uri("http://h:1/iceberg").unwrap_err().contains("takes no path"));
+    }
+
+    #[test]
+    fn passwords_and_bad_input_are_refused() {
+        let e = parse_trino_uri("trino://u:hunter2@h:8443/iceberg").unwrap_err();
+        assert!(e.contains("FLOE_TRINO_PASSWORD"), "{e}");
+        assert!(!e.contains("hunter2"), "{e}");
+        assert!(parse_trino_uri("ftp://h").unwrap_err().contains("unsupported scheme"));
+        assert!(parse_trino_uri("trino://u@h/c?protocol=gopher").is_err());
+        assert!(parse_trino_uri("not a url").is_err());
+    }
+
+    #[test]
+    fn verify_false_and_encoded_user() {
+        let ep = parse_trino_uri("trino://svc%40corp@h:8443/iceberg?protocol=https&verify=false").unwrap();
+        assert!(ep.insecure_skip_verify);
+        assert_eq!(ep.user.as_deref(), Some("svc@corp"));
+    }
+}
