@@ -1,0 +1,459 @@
+//! Health rules: pure functions from facts to verdicts. Each finding carries its rule id,
+//! severity and a human reason; a 0-100 score is 100 minus the penalties of the findings.
+
+use std::fmt;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use crate::config::units::{human_bytes, human_duration};
+use crate::lakehouse::model::TableStats;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct HealthConfig {
+    /// Default target file size (bytes) when the table sets no `write.target-file-size-bytes`.
+    pub target_file_size: u64,
+    /// A data file is small below `small_file_ratio` × target.
+    pub small_file_ratio: f64,
+    /// Small files a partition (or a table) needs before it counts.
+    pub min_small_files: u64,
+    pub compaction_warn: Duration,
+    pub compaction_critical: Duration,
+    pub snapshot_retention: Duration,
+    pub max_snapshots: u64,
+    pub delete_file_ratio_warn: f64,
+    pub delete_file_ratio_critical: f64,
+    /// How often a maintenance DAG is expected to succeed when its mapping says nothing.
+    pub dag_interval: Duration,
+}
+
+impl Default for HealthConfig {
+    fn default() -> Self {
+        HealthConfig {
+            target_file_size: 128 << 20,
+            small_file_ratio: 0.75,
+            min_small_files: 12,
+            compaction_warn: Duration::from_secs(36 * 3600),
+            compaction_critical: Duration::from_secs(48 * 3600),
+            snapshot_retention: Duration::from_secs(7 * 86_400),
+            max_snapshots: 500,
+            delete_file_ratio_warn: 0.10,
+            delete_file_ratio_critical: 0.50,
+            dag_interval: Duration::from_secs(86_400),
+        }
+    }
+}
+
+impl HealthConfig {
+    /// Files below this many bytes are small, for a table whose target is `target`.
+    pub fn small_threshold(&self, target: u64) -> u64 {
+        (target as f64 * self.small_file_ratio).floor() as u64
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Severity {
+    Ok,
+    Info,
+    Warning,
+    Critical,
+    Unknown,
+}
+
+impl Severity {
+    /// The text label (readable without colour).
+    pub fn label(self) -> &'static str {
+        match self {
+            Severity::Ok => "OK",
+            Severity::Info => "INFO",
+            Severity::Warning => "WARNING",
+            Severity::Critical => "CRITICAL",
+            Severity::Unknown => "UNKNOWN",
+        }
+    }
+
+    /// Short label for narrow columns.
+    pub fn short(self) -> &'static str {
+        match self {
+            Severity::Ok => "OK",
+            Severity::Info => "INFO",
+            Severity::Warning => "WARN",
+            Severity::Critical => "CRIT",
+            Severity::Unknown => "UNKN",
+        }
+    }
+
+    /// Nagios plugin exit code.
+    pub fn exit_code(self) -> i32 {
+        match self {
+            Severity::Ok | Severity::Info => 0,
+            Severity::Warning => 1,
+            Severity::Critical => 2,
+            Severity::Unknown => 3,
+        }
+    }
+
+    /// Order for "worst first": Critical, Unknown, Warning, Info, Ok.
+    pub fn rank(self) -> u8 {
+        match self {
+            Severity::Critical => 4,
+            Severity::Unknown => 3,
+            Severity::Warning => 2,
+            Severity::Info => 1,
+            Severity::Ok => 0,
+        }
+    }
+}
+
+impl fmt::Display for Severity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.label())
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Finding {
+    pub rule: &'static str,
+    pub severity: Severity,
+    pub message: String,
+    /// Points taken off the score.
+    pub penalty: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Health {
+    pub status: Severity,
+    pub score: u32,
+    pub findings: Vec<Finding>,
+}
+
+impl Health {
+    fn from_findings(mut findings: Vec<Finding>) -> Health {
+        findings.sort_by(|a, b| b.severity.rank().cmp(&a.severity.rank()).then(b.penalty.cmp(&a.penalty)));
+        let penalty: u32 = findings.iter().map(|f| f.penalty).sum();
+        let status = findings
+            .iter()
+            .map(|f| f.severity)
+            .filter(|s| *s != Severity::Info)
+            .max_by_key(|s| s.rank())
+            .unwrap_or(Severity::Ok);
+        Health { status, score: 100u32.saturating_sub(penalty), findings }
+    }
+}
+
+/// What floe knows of the Airflow DAG that maintains a table.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct DagFacts {
+    pub dag_id: String,
+    /// True when the mapping was guessed from the DAG's id or tags, not configured.
+    pub guessed: bool,
+    pub paused: bool,
+    pub import_error: Option<String>,
+    pub last_run_state: Option<String>,
+    pub last_run_at: Option<DateTime<Utc>>,
+    pub last_success_at: Option<DateTime<Utc>>,
+    /// Failed runs in the window floe looked at, and the failing task of the latest one.
+    pub failed_runs: u32,
+    pub failing_task: Option<String>,
+    pub error_line: Option<String>,
+    /// How often the DAG should succeed (schedule or config).
+    pub expected_interval: Duration,
+}
+
+fn pct(part: u64, whole: u64) -> String {
+    if whole == 0 { "0%".into() } else { format!("{:.0}%", part as f64 * 100.0 / whole as f64) }
+}
+
+fn age(now: DateTime<Utc>, t: DateTime<Utc>) -> i64 {
+    (now - t).num_seconds().max(0)
+}
+
+fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Evaluate one table. `dag` is its maintenance DAG when one is known.
+pub fn evaluate(stats: &TableStats, dag: Option<&DagFacts>, cfg: &HealthConfig, now: DateTime<Utc>) -> Health {
+    let mut out = Vec::new();
+    let target = stats.target_file_size.max(1);
+    let threshold = cfg.small_threshold(target);
+    let enough_small = stats.small_files >= cfg.min_small_files;
+
+    if stats.is_empty_table() {
+        out.push(Finding {
+            rule: "empty",
+            severity: Severity::Info,
+            message: "empty: no snapshot has been committed".into(),
+            penalty: 0,
+        });
+    }
+
+    // Small files (table level; partitions counted in the same aggregate).
+    if enough_small {
+        let avg = stats.avg_file_size().unwrap_or(0);
+        let critical = avg < target / 8 || stats.critical_partitions > 0;
+        let warning = stats.small_file_partitions > 0 || avg < threshold;
+        let target_src = if stats.target_from_property { "table property" } else { "default" };
+        let mut msg = format!(
+            "{} of {} data files are small (< {}, {} of the {} target, {target_src}); average file {}",
+            thousands(stats.small_files),
+            thousands(stats.data_files),
+            human_bytes(threshold),
+            pct(threshold, target),
+            human_bytes(target),
+            human_bytes(avg),
+        );
+        if stats.partitioned {
+            msg.push_str(&format!(
+                "; {} of {} partitions hold ≥ {} small files",
+                thousands(stats.small_file_partitions),
+                thousands(stats.partitions),
+                cfg.min_small_files
+            ));
+            if stats.small_file_partitions == 0 && stats.partitions > 1 {
+                msg.push_str(" (spread thin: over-partitioned)");
+            }
+        }
+        let (severity, penalty) = if critical {
+            if avg < target / 8 {
+                msg.push_str(&format!(" — under 1/8 of target ({})", human_bytes(target / 8)));
+            } else {
+                msg.push_str(&format!(
+                    " — {} partitions average under 1/8 of target",
+                    thousands(stats.critical_partitions)
+                ));
+            }
+            (Severity::Critical, 40)
+        } else if warning {
+            (Severity::Warning, 20)
+        } else {
+            (Severity::Info, 0)
+        };
+        out.push(Finding { rule: "small_files", severity, message: msg, penalty });
+    }
+
+    // Compaction staleness: only while small files matter and the table changed since.
+    if enough_small {
+        match stats.last_compaction {
+            None => out.push(Finding {
+                rule: "never_compacted",
+                severity: Severity::Critical,
+                message: format!(
+                    "never compacted, with {} small files{}",
+                    thousands(stats.small_files),
+                    stats
+                        .oldest_snapshot
+                        .map(|t| format!("; written since {} ago", human_duration(age(now, t))))
+                        .unwrap_or_default()
+                ),
+                penalty: 30,
+            }),
+            Some(last) => {
+                let written_since = stats.last_write.is_some_and(|w| w > last);
+                let a = age(now, last);
+                let sev = if !written_since {
+                    None
+                } else if a >= cfg.compaction_critical.as_secs() as i64 {
+                    Some((Severity::Critical, 30, cfg.compaction_critical))
+                } else if a >= cfg.compaction_warn.as_secs() as i64 {
+                    Some((Severity::Warning, 15, cfg.compaction_warn))
+                } else {
+                    None
+                };
+                if let Some((severity, penalty, limit)) = sev {
+                    let mut msg = format!(
+                        "last compaction {} ago (over {}), {} writes since",
+                        human_duration(a),
+                        human_duration(limit.as_secs() as i64),
+                        stats.writes_since_compaction
+                    );
+                    if let Some(after) = stats.files_after_compaction
+                        && stats.data_files > after
+                    {
+                        msg.push_str(&format!(
+                            "; data files grew from {} to {}",
+                            thousands(after),
+                            thousands(stats.data_files)
+                        ));
+                    }
+                    out.push(Finding { rule: "compaction_stale", severity, message: msg, penalty });
+                }
+            }
+        }
+    }
+
+    // Snapshot bloat.
+    if stats.snapshots > 1 {
+        let oldest_age = stats.oldest_snapshot.map(|t| age(now, t)).unwrap_or(0);
+        let past_retention = oldest_age > cfg.snapshot_retention.as_secs() as i64;
+        let too_many = stats.snapshots > cfg.max_snapshots;
+        if past_retention || too_many {
+            let severity = if past_retention && too_many { Severity::Critical } else { Severity::Warning };
+            let mut msg = format!(
+                "{} snapshots, oldest {} old",
+                thousands(stats.snapshots),
+                human_duration(oldest_age)
+            );
+            if past_retention {
+                msg.push_str(&format!(
+                    " — beyond the {} retention: expire_snapshots is not running",
+                    human_duration(cfg.snapshot_retention.as_secs() as i64)
+                ));
+            }
+            if too_many {
+                msg.push_str(&format!(" — more than {} snapshots", thousands(cfg.max_snapshots)));
+            }
+            out.push(Finding {
+                rule: "snapshot_bloat",
+                severity,
+                message: msg,
+                penalty: if severity == Severity::Critical { 20 } else { 10 },
+            });
+        }
+    }
+
+    // Delete files (merge-on-read).
+    if stats.delete_files > 0 {
+        let ratio = stats.delete_files as f64 / stats.data_files.max(1) as f64;
+        let sev = if ratio >= cfg.delete_file_ratio_critical {
+            Some((Severity::Critical, 20))
+        } else if ratio >= cfg.delete_file_ratio_warn {
+            Some((Severity::Warning, 10))
+        } else {
+            None
+        };
+        let msg = format!(
+            "{} delete files for {} data files ({:.0}%); reads merge them until compaction",
+            thousands(stats.delete_files),
+            thousands(stats.data_files),
+            ratio * 100.0
+        );
+        match sev {
+            Some((severity, penalty)) => out.push(Finding { rule: "delete_files", severity, message: msg, penalty }),
+            None => out.push(Finding { rule: "delete_files", severity: Severity::Info, message: msg, penalty: 0 }),
+        }
+    }
+
+    // The table's maintenance DAG and the correlation no single tool shows.
+    if let Some(d) = dag {
+        out.extend(dag_findings(d, now));
+        let stale = out.iter().any(|f| {
+            matches!(f.rule, "compaction_stale" | "never_compacted") && f.severity >= Severity::Warning
+        });
+        if stale {
+            let guessed = if d.guessed { " (guessed mapping)" } else { "" };
+            let last = d.last_run_state.as_deref().unwrap_or("none");
+            if d.paused {
+                out.push(Finding {
+                    rule: "stale_dag_paused",
+                    severity: Severity::Critical,
+                    message: format!("compaction stale and its DAG {}{guessed} is paused", d.dag_id),
+                    penalty: 0,
+                });
+            } else if last == "failed" {
+                let what = match (&d.failing_task, &d.error_line) {
+                    (Some(t), Some(e)) => format!(": {t}: {e}"),
+                    (Some(t), None) => format!(": task {t} failed"),
+                    _ => String::new(),
+                };
+                out.push(Finding {
+                    rule: "stale_dag_failing",
+                    severity: Severity::Critical,
+                    message: format!("compaction stale and its DAG {}{guessed} is failing{what}", d.dag_id),
+                    penalty: 0,
+                });
+            } else if last == "success" {
+                out.push(Finding {
+                    rule: "stale_dag_succeeds",
+                    severity: Severity::Critical,
+                    message: format!(
+                        "compaction stale although its DAG {}{guessed} reports success{}: the DAG does not compact (a swallowed error?)",
+                        d.dag_id,
+                        d.last_success_at
+                            .map(|t| format!(" ({} ago)", human_duration(age(now, t))))
+                            .unwrap_or_default()
+                    ),
+                    penalty: 0,
+                });
+            }
+        }
+    }
+
+    Health::from_findings(out)
+}
+
+/// DAG rules: last run failed, no success within the expected interval, paused, import error.
+pub fn dag_findings(d: &DagFacts, now: DateTime<Utc>) -> Vec<Finding> {
+    let mut out = Vec::new();
+    if let Some(e) = &d.import_error {
+        out.push(Finding {
+            rule: "dag_import_error",
+            severity: Severity::Critical,
+            message: format!("DAG {} has an import error: {e}", d.dag_id),
+            penalty: 15,
+        });
+    }
+    if d.paused {
+        out.push(Finding {
+            rule: "dag_paused",
+            severity: Severity::Warning,
+            message: format!("DAG {} is paused", d.dag_id),
+            penalty: 5,
+        });
+    }
+    if d.last_run_state.as_deref() == Some("failed") {
+        let mut msg = format!("DAG {}: last run failed", d.dag_id);
+        if d.failed_runs > 1 {
+            msg.push_str(&format!(" ({} failed runs in the window)", d.failed_runs));
+        }
+        if let Some(t) = &d.failing_task {
+            msg.push_str(&format!("; task {t}"));
+        }
+        if let Some(e) = &d.error_line {
+            msg.push_str(&format!(": {e}"));
+        }
+        out.push(Finding { rule: "dag_failing", severity: Severity::Critical, message: msg, penalty: 15 });
+    }
+    if !d.paused {
+        let limit = d.expected_interval.as_secs() as i64 * 2;
+        match d.last_success_at {
+            Some(t) if age(now, t) > limit => out.push(Finding {
+                rule: "dag_no_success",
+                severity: Severity::Warning,
+                message: format!(
+                    "DAG {}: no success for {} (expected every {})",
+                    d.dag_id,
+                    human_duration(age(now, t)),
+                    human_duration(d.expected_interval.as_secs() as i64)
+                ),
+                penalty: 5,
+            }),
+            None if d.last_run_at.is_some() => out.push(Finding {
+                rule: "dag_no_success",
+                severity: Severity::Warning,
+                message: format!("DAG {}: no successful run in the window", d.dag_id),
+                penalty: 5,
+            }),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Verdict for a DAG on its own (DAGs tab, `floe check`).
+pub fn evaluate_dag(d: &DagFacts, now: DateTime<Utc>) -> Health {
+    Health::from_findings(dag_findings(d, now))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,302 @@
+use super::*;
+use chrono::TimeZone;
+
+const MB: u64 = 1 << 20;
+
+fn now() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 11, 29, 12, 0, 0).unwrap()
+}
+
+fn hours_ago(h: i64) -> DateTime<Utc> {
+    now() - chrono::Duration::hours(h)
+}
+
+/// A table that is fine on every rule.
+fn healthy() -> TableStats {
+    TableStats {
+        target_file_size: 128 * MB,
+        data_files: 40,
+        small_files: 2,
+        total_bytes: 40 * 120 * MB,
+        records: 1_000_000,
+        partitioned: true,
+        partitions: 20,
+        small_file_partitions: 0,
+        critical_partitions: 0,
+        snapshots: 5,
+        oldest_snapshot: Some(hours_ago(72)),
+        newest_snapshot: Some(hours_ago(1)),
+        last_compaction: Some(hours_ago(10)),
+        last_write: Some(hours_ago(1)),
+        writes_since_compaction: 1,
+        ..Default::default()
+    }
+}
+
+/// The incident: thousands of 2 MB files, last compaction 15 days ago, written daily.
+fn incident() -> TableStats {
+    TableStats {
+        target_file_size: 128 * MB,
+        data_files: 18_000,
+        small_files: 18_000,
+        total_bytes: 18_000 * 2 * MB,
+        records: 90_000_000,
+        partitioned: true,
+        partitions: 600,
+        small_file_partitions: 600,
+        critical_partitions: 600,
+        snapshots: 30,
+        oldest_snapshot: Some(hours_ago(24 * 20)),
+        newest_snapshot: Some(hours_ago(2)),
+        last_compaction: Some(hours_ago(24 * 15)),
+        last_write: Some(hours_ago(2)),
+        writes_since_compaction: 15,
+        files_after_compaction: Some(600),
+        ..Default::default()
+    }
+}
+
+fn rules(h: &Health) -> Vec<&'static str> {
+    h.findings.iter().map(|f| f.rule).collect()
+}
+
+fn finding<'a>(h: &'a Health, rule: &str) -> &'a Finding {
+    h.findings.iter().find(|f| f.rule == rule).unwrap_or_else(|| panic!("no {rule} in {h:?}"))
+}
+
+#[test]
+fn healthy_table_is_ok_with_full_score() {
+    let h = evaluate(&healthy(), None, &HealthConfig::default(), now());
+    assert_eq!(h.status, Severity::Ok);
+    assert_eq!(h.score, 100);
+    assert!(h.findings.is_empty(), "{h:?}");
+}
+
+#[test]
+fn the_incident_is_critical_and_says_why() {
+    let h = evaluate(&incident(), None, &HealthConfig::default(), now());
+    assert_eq!(h.status, Severity::Critical);
+    let small = finding(&h, "small_files");
+    assert_eq!(small.severity, Severity::Critical);
+    assert!(small.message.contains("18,000 of 18,000"), "{}", small.message);
+    assert!(small.message.contains("96 MB"), "{}", small.message);
+    assert!(small.message.contains("2.0 MB"), "{}", small.message);
+    let stale = finding(&h, "compaction_stale");
+    assert_eq!(stale.severity, Severity::Critical);
+    assert!(stale.message.contains("15d ago"), "{}", stale.message);
+    assert!(stale.message.contains("grew from 600 to 18,000"), "{}", stale.message);
+    // Twenty days of snapshots are past the 7-day retention as well.
+    assert_eq!(finding(&h, "snapshot_bloat").severity, Severity::Warning);
+    assert_eq!(h.score, 100 - 40 - 30 - 10);
+}
+
+#[test]
+fn small_file_threshold_is_ratio_of_target_and_property_wins() {
+    let cfg = HealthConfig::default();
+    assert_eq!(cfg.small_threshold(128 * MB), 96 * MB);
+    assert_eq!(cfg.small_threshold(64 * 1024), 48 * 1024);
+    let mut s = incident();
+    s.target_file_size = 64 * 1024;
+    s.target_from_property = true;
+    let h = evaluate(&s, None, &cfg, now());
+    assert!(finding(&h, "small_files").message.contains("table property"));
+}
+
+#[test]
+fn below_min_small_files_is_never_flagged_for_small_files_or_staleness() {
+    let cfg = HealthConfig::default();
+    let mut s = incident();
+    s.data_files = 11;
+    s.small_files = 11;
+    s.total_bytes = 11 * 1024;
+    s.last_compaction = None;
+    let h = evaluate(&s, None, &cfg, now());
+    assert!(!rules(&h).contains(&"small_files"), "{h:?}");
+    assert!(!rules(&h).contains(&"never_compacted"), "{h:?}");
+    assert!(!rules(&h).contains(&"compaction_stale"), "{h:?}");
+    // One more small file crosses the line.
+    s.data_files = 12;
+    s.small_files = 12;
+    let h = evaluate(&s, None, &cfg, now());
+    assert!(rules(&h).contains(&"small_files"));
+    assert_eq!(finding(&h, "never_compacted").severity, Severity::Critical);
+}
+
+#[test]
+fn average_under_one_eighth_of_target_is_critical_boundary() {
+    let cfg = HealthConfig::default();
+    let mut s = healthy();
+    s.data_files = 100;
+    s.small_files = 100;
+    s.partitions = 1;
+    s.small_file_partitions = 1;
+    s.total_bytes = 100 * (16 * MB); // exactly target/8: not under it
+    let h = evaluate(&s, None, &cfg, now());
+    assert_eq!(finding(&h, "small_files").severity, Severity::Warning);
+    s.total_bytes = 100 * (16 * MB) - 100; // just under
+    let h = evaluate(&s, None, &cfg, now());
+    assert_eq!(finding(&h, "small_files").severity, Severity::Critical);
+}
+
+#[test]
+fn over_partitioned_tables_count_at_table_level() {
+    // 500 partitions with 3 small files each: no small-file partition, but the table's
+    // average is far below the small threshold.
+    let cfg = HealthConfig::default();
+    let mut s = healthy();
+    s.partitions = 500;
+    s.data_files = 1500;
+    s.small_files = 1500;
+    s.small_file_partitions = 0;
+    s.total_bytes = 1500 * 40 * MB;
+    let h = evaluate(&s, None, &cfg, now());
+    let f = finding(&h, "small_files");
+    assert_eq!(f.severity, Severity::Warning);
+    assert!(f.message.contains("over-partitioned"), "{}", f.message);
+}
+
+#[test]
+fn a_few_small_files_in_a_big_table_are_informational() {
+    let cfg = HealthConfig::default();
+    let mut s = healthy();
+    s.data_files = 10_000;
+    s.small_files = 15;
+    s.total_bytes = 10_000 * 120 * MB;
+    s.partitions = 1000;
+    let h = evaluate(&s, None, &cfg, now());
+    assert_eq!(finding(&h, "small_files").severity, Severity::Info);
+    assert_eq!(h.status, Severity::Ok);
+}
+
+#[test]
+fn staleness_boundaries_and_needs_writes_since() {
+    let cfg = HealthConfig::default();
+    let mut s = incident();
+    s.last_compaction = Some(hours_ago(35));
+    let h = evaluate(&s, None, &cfg, now());
+    assert!(!rules(&h).contains(&"compaction_stale"));
+    s.last_compaction = Some(hours_ago(36));
+    let h = evaluate(&s, None, &cfg, now());
+    assert_eq!(finding(&h, "compaction_stale").severity, Severity::Warning);
+    s.last_compaction = Some(hours_ago(48));
+    let h = evaluate(&s, None, &cfg, now());
+    assert_eq!(finding(&h, "compaction_stale").severity, Severity::Critical);
+    // Not written since the compaction: not stale, however old.
+    s.last_compaction = Some(hours_ago(24 * 30));
+    s.last_write = Some(hours_ago(24 * 31));
+    let h = evaluate(&s, None, &cfg, now());
+    assert!(!rules(&h).contains(&"compaction_stale"));
+}
+
+#[test]
+fn snapshot_bloat() {
+    let cfg = HealthConfig::default();
+    let mut s = healthy();
+    s.snapshots = 400;
+    s.oldest_snapshot = Some(hours_ago(24 * 60));
+    let h = evaluate(&s, None, &cfg, now());
+    let f = finding(&h, "snapshot_bloat");
+    assert_eq!(f.severity, Severity::Warning);
+    assert!(f.message.contains("400 snapshots") && f.message.contains("60d"), "{}", f.message);
+    s.snapshots = 501;
+    assert_eq!(finding(&evaluate(&s, None, &cfg, now()), "snapshot_bloat").severity, Severity::Critical);
+    s.oldest_snapshot = Some(hours_ago(24 * 7 - 1));
+    s.snapshots = 400;
+    assert!(!rules(&evaluate(&s, None, &cfg, now())).contains(&"snapshot_bloat"));
+}
+
+#[test]
+fn delete_files_ratio() {
+    let cfg = HealthConfig::default();
+    let mut s = healthy();
+    s.delete_files = 4; // 10% of 40
+    assert_eq!(finding(&evaluate(&s, None, &cfg, now()), "delete_files").severity, Severity::Warning);
+    s.delete_files = 20;
+    assert_eq!(finding(&evaluate(&s, None, &cfg, now()), "delete_files").severity, Severity::Critical);
+    s.delete_files = 1;
+    assert_eq!(finding(&evaluate(&s, None, &cfg, now()), "delete_files").severity, Severity::Info);
+}
+
+#[test]
+fn empty_table_is_info_only() {
+    let s = TableStats { target_file_size: 128 * MB, ..Default::default() };
+    let h = evaluate(&s, None, &HealthConfig::default(), now());
+    assert_eq!(h.status, Severity::Ok);
+    assert_eq!(rules(&h), vec!["empty"]);
+}
+
+fn dag(state: &str) -> DagFacts {
+    DagFacts {
+        dag_id: "compact_documents".into(),
+        guessed: false,
+        paused: false,
+        import_error: None,
+        last_run_state: Some(state.into()),
+        last_run_at: Some(hours_ago(10)),
+        last_success_at: None,
+        failed_runs: 14,
+        failing_task: Some("compact".into()),
+        error_line: Some("ConnectionError: trino-old.internal:8080: Name or service not known".into()),
+        expected_interval: Duration::from_secs(86_400),
+    }
+}
+
+#[test]
+fn correlation_names_the_failing_dag_and_its_error() {
+    let h = evaluate(&incident(), Some(&dag("failed")), &HealthConfig::default(), now());
+    let f = finding(&h, "stale_dag_failing");
+    assert!(f.message.contains("compact_documents is failing: compact: ConnectionError: trino-old.internal:8080"), "{}", f.message);
+    assert!(rules(&h).contains(&"dag_failing"));
+    assert!(rules(&h).contains(&"dag_no_success"));
+}
+
+#[test]
+fn correlation_catches_the_silent_success() {
+    let mut d = dag("success");
+    d.last_success_at = Some(hours_ago(10));
+    d.failing_task = None;
+    d.error_line = None;
+    d.failed_runs = 0;
+    let h = evaluate(&incident(), Some(&d), &HealthConfig::default(), now());
+    let f = finding(&h, "stale_dag_succeeds");
+    assert!(f.message.contains("although its DAG compact_documents reports success"), "{}", f.message);
+    assert!(!rules(&h).contains(&"dag_failing"));
+    // A healthy table with a succeeding DAG: no correlation finding.
+    let h = evaluate(&healthy(), Some(&d), &HealthConfig::default(), now());
+    assert!(h.findings.is_empty(), "{h:?}");
+}
+
+#[test]
+fn paused_and_import_error_dags() {
+    let mut d = dag("success");
+    d.paused = true;
+    d.last_success_at = Some(hours_ago(24 * 30));
+    let h = evaluate_dag(&d, now());
+    assert_eq!(finding(&h, "dag_paused").severity, Severity::Warning);
+    assert!(!rules(&h).contains(&"dag_no_success"), "a paused DAG is reported as paused, not as late");
+    d.import_error = Some("ModuleNotFoundError: No module named 'x'".into());
+    assert_eq!(evaluate_dag(&d, now()).status, Severity::Critical);
+    let h = evaluate(&incident(), Some(&d), &HealthConfig::default(), now());
+    assert!(rules(&h).contains(&"stale_dag_paused"));
+}
+
+#[test]
+fn no_success_boundary_is_twice_the_interval() {
+    let mut d = dag("success");
+    d.last_success_at = Some(hours_ago(48));
+    assert!(!rules(&evaluate_dag(&d, now())).contains(&"dag_no_success"));
+    d.last_success_at = Some(hours_ago(49));
+    assert!(rules(&evaluate_dag(&d, now())).contains(&"dag_no_success"));
+}
+
+#[test]
+fn severity_codes_and_order() {
+    assert_eq!(Severity::Ok.exit_code(), 0);
+    assert_eq!(Severity::Warning.exit_code(), 1);
+    assert_eq!(Severity::Critical.exit_code(), 2);
+    assert_eq!(Severity::Unknown.exit_code(), 3);
+    assert!(Severity::Critical.rank() > Severity::Unknown.rank());
+    assert!(Severity::Unknown.rank() > Severity::Warning.rank());
+    assert_eq!(thousands(1234567), "1,234,567");
+    assert_eq!(thousands(12), "12");
+}

@@ -1,0 +1,5 @@
+//! The lakehouse as floe sees it through Trino: tables, stats, partitions, snapshots, and
+//! the SQL that reads and maintains them.
+
+pub mod model;
+pub mod sql;

@@ -1,0 +1,209 @@
+//! The domain: Iceberg tables as floe sees them through Trino.
+
+use std::fmt;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use super::sql::quote_ident;
+
+/// `catalog.schema.table`, each part as Trino knows it (case preserved as reported).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct TableRef {
+    pub catalog: String,
+    pub schema: String,
+    pub table: String,
+}
+
+impl TableRef {
+    pub fn new(catalog: impl Into<String>, schema: impl Into<String>, table: impl Into<String>) -> Self {
+        TableRef { catalog: catalog.into(), schema: schema.into(), table: table.into() }
+    }
+
+    /// The quoted SQL name: `"iceberg"."zoning"."documents"`.
+    pub fn sql(&self) -> String {
+        format!("{}.{}.{}", quote_ident(&self.catalog), quote_ident(&self.schema), quote_ident(&self.table))
+    }
+
+    /// The quoted SQL name of a metadata table: `"iceberg"."zoning"."documents$files"`.
+    pub fn meta(&self, suffix: &str) -> String {
+        format!(
+            "{}.{}.{}",
+            quote_ident(&self.catalog),
+            quote_ident(&self.schema),
+            quote_ident(&format!("{}${suffix}", self.table))
+        )
+    }
+
+    /// Parse `catalog.schema.table` (double quotes honoured), with defaults for the
+    /// missing leading parts.
+    pub fn parse(text: &str, default_catalog: &str, default_schema: Option<&str>) -> Result<TableRef, String> {
+        let parts = crate::config::split_table_name(text);
+        if parts.iter().any(|p| p.is_empty()) {
+            return Err(format!("invalid table name {text:?}"));
+        }
+        match parts.as_slice() {
+            [c, s, t] => Ok(TableRef::new(c, s, t)),
+            [s, t] => Ok(TableRef::new(default_catalog, s, t)),
+            [t] => match default_schema {
+                Some(s) => Ok(TableRef::new(default_catalog, s, t)),
+                None => Err(format!("table {text:?} needs a schema: write schema.table")),
+            },
+            _ => Err(format!("invalid table name {text:?}: expected [catalog.]schema.table")),
+        }
+    }
+}
+
+impl fmt::Display for TableRef {
+    /// `iceberg.zoning.documents`; parts that are not plain identifiers are quoted.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let part = |s: &str| {
+            if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                s.to_string()
+            } else {
+                quote_ident(s)
+            }
+        };
+        write!(f, "{}.{}.{}", part(&self.catalog), part(&self.schema), part(&self.table))
+    }
+}
+
+/// Everything floe learns about one table in one refresh (one aggregate query).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct TableStats {
+    /// The target file size used for this table's verdicts (bytes).
+    pub target_file_size: u64,
+    /// True when the target came from the table property `write.target-file-size-bytes`.
+    pub target_from_property: bool,
+    pub data_files: u64,
+    pub small_files: u64,
+    pub total_bytes: u64,
+    pub records: u64,
+    pub partitioned: bool,
+    pub partitions: u64,
+    pub small_file_partitions: u64,
+    pub critical_partitions: u64,
+    pub delete_files: u64,
+    pub delete_bytes: u64,
+    pub snapshots: u64,
+    pub oldest_snapshot: Option<DateTime<Utc>>,
+    pub newest_snapshot: Option<DateTime<Utc>>,
+    /// The newest `replace` snapshot that rewrote data files (Trino's optimize).
+    pub last_compaction: Option<DateTime<Utc>>,
+    /// The newest snapshot that added or removed data (append, overwrite, delete).
+    pub last_write: Option<DateTime<Utc>>,
+    /// Writes committed after the last compaction.
+    pub writes_since_compaction: u64,
+    /// `total-data-files` right after the last compaction, when the summary has it.
+    pub files_after_compaction: Option<u64>,
+    /// `(committed_at, total-data-files)` of every snapshot that records the total, oldest
+    /// first: the growth chart.
+    pub trend: Vec<(DateTime<Utc>, u64)>,
+}
+
+impl TableStats {
+    pub fn avg_file_size(&self) -> Option<u64> {
+        (self.data_files > 0).then(|| self.total_bytes / self.data_files)
+    }
+
+    pub fn is_empty_table(&self) -> bool {
+        self.snapshots == 0
+    }
+}
+
+/// One partition of one table (from `$files` grouped by `partition`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PartitionStats {
+    /// Field name and value as text (`district` → `north`, `filed_at_day` → `2026-03-02`);
+    /// `None` values are SQL NULL.
+    pub values: Vec<(String, Option<String>)>,
+    pub data_files: u64,
+    pub small_files: u64,
+    pub total_bytes: u64,
+    pub records: u64,
+    pub min_file: u64,
+    pub max_file: u64,
+    pub delete_files: u64,
+}
+
+impl PartitionStats {
+    /// `district=north/filed_at_day=2026-03-02`; `(unpartitioned)` for none.
+    pub fn label(&self) -> String {
+        if self.values.is_empty() {
+            return "(unpartitioned)".into();
+        }
+        self.values
+            .iter()
+            .map(|(k, v)| format!("{k}={}", v.as_deref().unwrap_or("null")))
+            .collect::<Vec<_>>()
+            .join("/")
+    }
+
+    pub fn avg_file_size(&self) -> u64 {
+        if self.data_files == 0 { 0 } else { self.total_bytes / self.data_files }
+    }
+}
+
+/// One snapshot (from `$snapshots`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SnapshotInfo {
+    pub committed_at: DateTime<Utc>,
+    pub snapshot_id: i64,
+    pub parent_id: Option<i64>,
+    pub operation: String,
+    pub added_data_files: Option<u64>,
+    pub deleted_data_files: Option<u64>,
+    pub total_data_files: Option<u64>,
+    pub added_records: Option<u64>,
+    pub total_records: Option<u64>,
+    pub total_delete_files: Option<u64>,
+    pub added_files_size: Option<u64>,
+    pub removed_files_size: Option<u64>,
+    pub trino_user: Option<String>,
+    pub trino_query_id: Option<String>,
+}
+
+impl SnapshotInfo {
+    /// A `replace` that rewrote data files: a compaction (optimize). `optimize_manifests`
+    /// also commits `replace`, but rewrites manifests only.
+    pub fn is_compaction(&self) -> bool {
+        self.operation == "replace" && self.deleted_data_files.unwrap_or(0) > 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_ref_parsing_and_quoting() {
+        let t = TableRef::parse("zoning.documents", "iceberg", None).unwrap();
+        assert_eq!(t, TableRef::new("iceberg", "zoning", "documents"));
+        assert_eq!(t.sql(), r#""iceberg"."zoning"."documents""#);
+        assert_eq!(t.meta("files"), r#""iceberg"."zoning"."documents$files""#);
+        assert_eq!(t.to_string(), "iceberg.zoning.documents");
+        let odd = TableRef::parse(r#"iceberg.finance."ledger ""q3"" it's-odd""#, "x", None).unwrap();
+        assert_eq!(odd.table, r#"ledger "q3" it's-odd"#);
+        assert_eq!(odd.sql(), r#""iceberg"."finance"."ledger ""q3"" it's-odd""#);
+        assert_eq!(odd.to_string(), r#"iceberg.finance."ledger ""q3"" it's-odd""#);
+        assert!(TableRef::parse("documents", "iceberg", None).is_err());
+        assert_eq!(TableRef::parse("documents", "iceberg", Some("zoning")).unwrap().schema, "zoning");
+        assert!(TableRef::parse("a..b", "iceberg", None).is_err());
+    }
+
+    #[test]
+    fn partition_label() {
+        let p = PartitionStats {
+            values: vec![("district".into(), Some("north".into())), ("filed_at_day".into(), None)],
+            data_files: 4,
+            small_files: 4,
+            total_bytes: 400,
+            records: 10,
+            min_file: 50,
+            max_file: 150,
+            delete_files: 0,
+        };
+        assert_eq!(p.label(), "district=north/filed_at_day=null");
+        assert_eq!(p.avg_file_size(), 100);
+    }
+}
