@@ -1,0 +1,3 @@
+//! The application core: keymap, state, actions, effects, `update`, runtime.
+
+pub mod keymap;

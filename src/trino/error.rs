@@ -1,0 +1,88 @@
+//! Errors of the Trino client. Every variant names what failed and where: Trino's error
+//! name and message with the query id, or the HTTP status and URL.
+
+use std::time::Duration;
+
+use thiserror::Error;
+
+#[derive(Debug, Error, Clone)]
+pub enum TrinoError {
+    /// The query ran and Trino reported it FAILED.
+    #[error("{error_name}: {message} (query {query_id})")]
+    Query {
+        query_id: String,
+        error_name: String,
+        error_code: i64,
+        error_type: String,
+        message: String,
+        location: Option<(u32, u32)>,
+    },
+    /// 401/403: credentials missing or refused.
+    #[error("authentication failed: HTTP {status} from {url}{}", detail(.message))]
+    Auth { status: u16, url: String, message: String },
+    /// Any other HTTP status that is not retryable, or retries that ran out.
+    #[error("HTTP {status} from {url}{}", detail(.message))]
+    Http { status: u16, url: String, message: String },
+    /// Connection refused, reset, TLS failure, timeouts, a body cut short.
+    #[error("cannot reach Trino at {url}: {message}")]
+    Transport { url: String, message: String },
+    /// The answer was not a Trino document.
+    #[error("malformed response from {url}: {message}")]
+    Malformed { url: String, message: String },
+    /// The whole query took longer than allowed (it was cancelled on the server).
+    #[error("query {query_id} exceeded the {} deadline and was cancelled", humantime::format_duration(*.deadline))]
+    Deadline { query_id: String, deadline: Duration },
+    /// The client cancelled it (the server was told with DELETE).
+    #[error("query {query_id} was cancelled")]
+    Cancelled { query_id: String },
+    /// The coordinator no longer knows the query (404/410 on nextUri: restarted, purged).
+    #[error("query {query_id} is gone from the coordinator (HTTP {status} from {url})")]
+    Gone { query_id: String, status: u16, url: String },
+    /// Client-side configuration (bad CA file, bad URL).
+    #[error("{0}")]
+    Config(String),
+}
+
+fn detail(m: &str) -> String {
+    let m = m.trim();
+    if m.is_empty() { String::new() } else { format!(": {m}") }
+}
+
+impl TrinoError {
+    /// Trino's error name for failed queries, else a short kind.
+    pub fn name(&self) -> &str {
+        match self {
+            TrinoError::Query { error_name, .. } => error_name,
+            TrinoError::Auth { .. } => "AUTHENTICATION_FAILED",
+            TrinoError::Http { .. } => "HTTP_ERROR",
+            TrinoError::Transport { .. } => "UNREACHABLE",
+            TrinoError::Malformed { .. } => "MALFORMED_RESPONSE",
+            TrinoError::Deadline { .. } => "DEADLINE_EXCEEDED",
+            TrinoError::Cancelled { .. } => "USER_CANCELED",
+            TrinoError::Gone { .. } => "QUERY_GONE",
+            TrinoError::Config(_) => "CONFIG",
+        }
+    }
+
+    /// True for errors where the server never answered usefully (check → UNKNOWN).
+    pub fn is_connectivity(&self) -> bool {
+        matches!(
+            self,
+            TrinoError::Auth { .. }
+                | TrinoError::Http { .. }
+                | TrinoError::Transport { .. }
+                | TrinoError::Malformed { .. }
+                | TrinoError::Config(_)
+        )
+    }
+
+    pub fn query_id(&self) -> Option<&str> {
+        match self {
+            TrinoError::Query { query_id, .. }
+            | TrinoError::Deadline { query_id, .. }
+            | TrinoError::Cancelled { query_id }
+            | TrinoError::Gone { query_id, .. } => Some(query_id),
+            _ => None,
+        }
+    }
+}
