@@ -1,0 +1,63 @@
+"""Daily compaction of iceberg.zoning.parcels, against the lab's Trino (`trino_default`).
+
+The healthy one: optimize really runs and commits.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from datetime import datetime, timedelta, timezone
+
+try:  # Airflow 3
+    from airflow.sdk import DAG, task
+except ImportError:  # Airflow 2
+    from airflow import DAG
+    from airflow.decorators import task
+
+from airflow.providers.common.sql.operators.sql import SQLExecuteQueryOperator
+from airflow.providers.trino.hooks.trino import TrinoHook
+
+TABLE = "iceberg.zoning.parcels"
+CONN_ID = "trino_default"
+
+log = logging.getLogger("airflow.task")
+
+
+def history_start() -> datetime:
+    """First logical date of the catch-up history (set by tests/lab/airflow/ctl.py)."""
+    value = os.environ.get("FLOE_LAB_HISTORY_START")
+    if value:
+        return datetime.fromisoformat(value).replace(tzinfo=timezone.utc)
+    today = datetime.now(timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0)
+    return today - timedelta(days=13)
+
+
+with DAG(
+    dag_id="compact_parcels",
+    description=f"Daily optimize of {TABLE}",
+    doc_md=__doc__,
+    schedule="@daily",
+    start_date=history_start(),
+    catchup=True,
+    max_active_runs=2,
+    tags=["maintenance", TABLE],
+    default_args={"owner": "data-platform", "retries": 0},
+):
+
+    @task
+    def check_table() -> None:
+        conn = TrinoHook.get_connection(CONN_ID)
+        log.info("target %s through connection %s (%s:%s)", TABLE, CONN_ID, conn.host, conn.port)
+
+    compact = SQLExecuteQueryOperator(
+        task_id="compact",
+        conn_id=CONN_ID,
+        sql=f"ALTER TABLE {TABLE} EXECUTE optimize(file_size_threshold => '1MB')",
+    )
+
+    @task
+    def report() -> None:
+        log.info("optimize of %s committed", TABLE)
+
+    check_table() >> compact >> report()
