@@ -4,6 +4,10 @@ A rule is scoped to the requests of queries submitted by one X-Trino-User, or to
 request (user null). `count` is how many times it fires; absent or null means until
 cleared. `on` picks the requests it applies to: `post` (POST /v1/statement), `next`
 (anything on a queued/executing nextUri), `info` (/v1/info*), `any` (default).
+
+Besides the transport faults, two kinds shape a query's execution (one count per query):
+`hold` keeps it QUEUED for `ms` before it reaches the engine, `slow` makes it run `ms`
+longer, reporting split progress and honouring cancellation meanwhile.
 """
 
 from __future__ import annotations
@@ -11,7 +15,9 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
-KINDS = {"status", "latency", "drop", "malformed", "fail_query"}
+KINDS = {"status", "latency", "drop", "malformed", "fail_query", "hold", "slow"}
+# per-query kinds, taken once per query when it is submitted
+QUERY_KINDS = {"hold", "slow"}
 TARGETS = {"post", "next", "info", "any"}
 
 
@@ -63,7 +69,7 @@ def validate(spec: dict) -> dict:
         status = spec.get("status")
         if not isinstance(status, int) or not 100 <= status <= 599:
             raise FaultError("'status' must be an HTTP status code")
-    if kind == "latency" and not isinstance(spec.get("ms"), (int, float)):
+    if kind in ("latency", "hold", "slow") and not isinstance(spec.get("ms"), (int, float)):
         raise FaultError("'ms' must be a number")
     if kind == "fail_query":
         from common.errors import STANDARD_ERRORS
@@ -110,7 +116,7 @@ class FaultStore:
         action = None
         with self._lock:
             for r in self._rules:
-                if r.kind == "fail_query" or not r.applies(target, user):
+                if r.kind == "fail_query" or r.kind in QUERY_KINDS or not r.applies(target, user):
                     continue
                 if r.kind == "latency":
                     latency += float(r.spec["ms"])
@@ -119,6 +125,15 @@ class FaultStore:
                     action = dict(r.spec)
                     r.consume()
         return latency, action
+
+    def take_query_rule(self, kind: str, user: str | None) -> dict | None:
+        """A `hold` or `slow` rule for a query of `user` being submitted, consuming one count."""
+        with self._lock:
+            for r in self._rules:
+                if r.kind == kind and r.applies(r.spec.get("on", "any"), user):
+                    r.consume()
+                    return dict(r.spec)
+        return None
 
     def fail_query(self, user: str | None, pages_served: int) -> dict | None:
         """The fail_query rule that fires for a query of `user` about to get its page number

@@ -121,6 +121,7 @@ class Query:
     delete_received: bool = False
     progress: Progress = field(default_factory=Progress)
     cpu_s: float = 0.0
+    slow_s: float = 0.0
     last_heartbeat: float = field(default_factory=time.monotonic)
 
     # queued URIs
@@ -170,6 +171,7 @@ class QueryManager:
         self.page_size_default = int(config.get("page_size", 1000))
         self.page_size_by_user: dict[str, int] = {}
         self.client_timeout_s = float(config.get("client_timeout_s", 300))
+        self.client_timeout_by_user: dict[str, float] = {}
         self.denied_users = set(config.get("access", {}).get("denied_users", []))
         self.faults = None  # set by the server
         threading.Thread(target=self._reaper, name="query-reaper", daemon=True).start()
@@ -198,7 +200,8 @@ class QueryManager:
             for qid, q in items:
                 with q.cond:
                     idle = now - q.last_heartbeat
-                    if not q.final and idle > self.client_timeout_s:
+                    timeout = self.client_timeout_by_user.get(q.user, self.client_timeout_s)
+                    if not q.final and not q.done_delivering and idle > timeout:
                         if not q.submitted:
                             # never polled: Trino drops such a submission silently
                             self._finish_locked(q, error=TrinoError(
@@ -257,7 +260,16 @@ class QueryManager:
             q.dispatch_error = TrinoError("PERMISSION_DENIED", "Access Denied: Cannot execute query")
             self._finish_locked(q, error=q.dispatch_error)
             return
-        self.pool.submit(self._run, q)
+        hold = self.faults.take_query_rule("hold", q.user) if self.faults else None
+        slow = self.faults.take_query_rule("slow", q.user) if self.faults else None
+        if slow:
+            q.slow_s = float(slow["ms"]) / 1000.0
+        if hold:
+            timer = threading.Timer(float(hold["ms"]) / 1000.0, self.pool.submit, (self._run, q))
+            timer.daemon = True
+            timer.start()
+        else:
+            self.pool.submit(self._run, q)
 
     def _run(self, q: Query) -> None:
         with q.cond:
@@ -274,6 +286,8 @@ class QueryManager:
                 q.cpu_s = time.thread_time() - cpu0
 
         try:
+            if q.slow_s:
+                self._slow_down(q, q.slow_s)
             result = self.engine_holder.engine.execute(q.sql, q.session, progress, q.cancelled)
             if not isinstance(result, Result):
                 raise TypeError(f"engine returned {type(result).__name__}, not Result")
@@ -304,6 +318,19 @@ class QueryManager:
                     physical_written_bytes=p.physical_written_bytes,
                 )
             q.cond.notify_all()
+
+    @staticmethod
+    def _slow_down(q: Query, seconds: float) -> None:
+        """The `slow` fault: extra execution time made of splits, cancellable like real work."""
+        steps = max(1, int(seconds / 0.05))
+        for i in range(steps):
+            if q.cancelled.is_set():
+                raise TrinoError("USER_CANCELED", "Query was canceled")
+            with q.cond:
+                q.progress = Progress(total_splits=steps + 1, completed_splits=i, running_splits=1,
+                                      processed_rows=i * 1000, processed_bytes=i * 65536,
+                                      physical_input_bytes=i * 65536)
+            time.sleep(seconds / steps)
 
     def cancel(self, q: Query) -> None:
         with q.cond:

@@ -299,6 +299,12 @@ class Handler(BaseHTTPRequestHandler):
     def listener(self) -> Listener:
         return self.server.listener
 
+    def send_response(self, code, message=None) -> None:
+        # airlift's Jetty sends no Server header
+        self.log_request(code)
+        self.send_response_only(code, message)
+        self.send_header("Date", self.date_time_string())
+
     def log_message(self, fmt, *args) -> None:  # noqa: D401 - access log to stderr
         if self.lab.config.get("access_log", True):
             log(f"[{self.listener.name}] {self.address_string()} {fmt % args}")
@@ -673,12 +679,20 @@ class Handler(BaseHTTPRequestHandler):
                         qm.page_size_by_user[user] = int(size)
                 if "client_timeout_s" in payload:
                     value = payload["client_timeout_s"]
-                    qm.client_timeout_s = float(value if value is not None else lab.config.get("client_timeout_s", 300))
+                    user = payload.get("user")
+                    if user is None:
+                        qm.client_timeout_s = float(value if value is not None
+                                                    else lab.config.get("client_timeout_s", 300))
+                    elif value is None:
+                        qm.client_timeout_by_user.pop(user, None)
+                    else:
+                        qm.client_timeout_by_user[user] = float(value)
             if method in ("GET", "POST"):
                 qm = lab.queries
                 return self.send_json(200, {"page_size": qm.page_size_default,
                                             "page_size_by_user": qm.page_size_by_user,
-                                            "client_timeout_s": qm.client_timeout_s})
+                                            "client_timeout_s": qm.client_timeout_s,
+                                            "client_timeout_s_by_user": qm.client_timeout_by_user})
         m = re.fullmatch(r"/_lab/engine/([A-Za-z0-9_]+)", path)
         if m and method == "POST":
             engine = lab.engine_holder.engine
