@@ -4,7 +4,12 @@
 //! safe maintenance (`ALTER TABLE … EXECUTE optimize`) on a selection.
 
 pub mod app;
+pub mod cli;
 pub mod config;
 pub mod health;
 pub mod lakehouse;
+pub mod maintain;
+pub mod report;
+pub mod run;
 pub mod trino;
+pub mod ui;

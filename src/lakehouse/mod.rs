@@ -2,4 +2,5 @@
 //! the SQL that reads and maintains them.
 
 pub mod model;
+pub mod queries;
 pub mod sql;

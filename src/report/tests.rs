@@ -1,0 +1,165 @@
+use super::*;
+use crate::health::{HealthConfig, evaluate};
+use chrono::TimeZone;
+
+fn now() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 11, 29, 12, 0, 0).unwrap()
+}
+
+fn stale_stats() -> TableStats {
+    TableStats {
+        target_file_size: 128 << 20,
+        data_files: 2000,
+        small_files: 2000,
+        total_bytes: 2000 * 4096,
+        records: 100_000,
+        partitioned: true,
+        partitions: 140,
+        small_file_partitions: 70,
+        critical_partitions: 70,
+        snapshots: 16,
+        oldest_snapshot: Some(now() - chrono::Duration::days(16)),
+        newest_snapshot: Some(now() - chrono::Duration::hours(3)),
+        last_compaction: Some(now() - chrono::Duration::days(15)),
+        last_write: Some(now() - chrono::Duration::hours(3)),
+        writes_since_compaction: 15,
+        files_after_compaction: Some(140),
+        trend: vec![],
+        ..Default::default()
+    }
+}
+
+fn report() -> Report {
+    let cfg = HealthConfig::default();
+    let docs = stale_stats();
+    let ok = TableStats { target_file_size: 128 << 20, snapshots: 1, oldest_snapshot: Some(now()), ..Default::default() };
+    let odd = TableRef::new("iceberg", "finance", "ledger \"q3\" it's-odd");
+    Report {
+        generated_at: now(),
+        profile: "lab".into(),
+        trino: TrinoInfo { url: "http://127.0.0.1:8080/".into(), version: Some("480".into()), uptime_seconds: Some(7200.0) },
+        airflow: None,
+        tables: vec![
+            TableReport {
+                table: TableRef::new("iceberg", "zoning", "documents"),
+                health: evaluate(&docs, None, &cfg, now()),
+                stats: Some(docs),
+                error: None,
+                dag: None,
+            },
+            TableReport { table: odd.clone(), health: evaluate(&ok, None, &cfg, now()), stats: Some(ok), error: None, dag: None },
+            TableReport {
+                table: TableRef::new("iceberg", "zoning", "broken"),
+                stats: None,
+                health: Health { status: Severity::Unknown, score: 0, findings: vec![] },
+                error: Some("TABLE_NOT_FOUND: line 1:15: Table 'iceberg.zoning.broken' does not exist".into()),
+                dag: None,
+            },
+        ],
+        dags: vec![],
+        findings: vec![],
+        fatal: None,
+    }
+}
+
+#[test]
+fn status_is_nagios_style() {
+    let r = report();
+    assert_eq!(r.status(), Severity::Critical);
+    assert_eq!(r.exit_code(), 2);
+    let mut r2 = report();
+    r2.tables.remove(0);
+    assert_eq!(r2.status(), Severity::Unknown, "an unreadable table makes an otherwise OK run UNKNOWN");
+    r2.tables.pop();
+    assert_eq!(r2.status(), Severity::Ok);
+    let mut r3 = report();
+    r3.fatal = Some("cannot reach Trino at http://x/v1/info: connection refused".into());
+    assert_eq!(r3.exit_code(), 3);
+    assert!(r3.render(Format::Text).starts_with("UNKNOWN: cannot reach Trino"));
+}
+
+#[test]
+fn text_lists_worst_first_with_findings() {
+    let t = report().render(Format::Text);
+    let first_line = t.lines().next().unwrap();
+    assert_eq!(first_line, "CRITICAL: 3 tables: 1 critical, 0 warning, 1 unknown, 1 ok");
+    let docs = t.find("iceberg.zoning.documents").unwrap();
+    let odd = t.find("iceberg.finance.\"ledger \"\"q3\"\" it's-odd\"").unwrap();
+    assert!(docs < odd, "{t}");
+    assert!(t.contains("15d"), "{t}");
+    assert!(t.contains("[CRITICAL] compaction_stale"), "{t}");
+    assert!(t.contains("TABLE_NOT_FOUND"), "{t}");
+}
+
+#[test]
+fn json_has_the_documented_fields() {
+    let j: serde_json::Value = serde_json::from_str(&report().render(Format::Json)).unwrap();
+    assert_eq!(j["status"], "CRITICAL");
+    assert_eq!(j["trino"]["version"], "480");
+    assert_eq!(j["trino"]["uptime_seconds"], 7200.0);
+    let t = &j["tables"][0];
+    for k in [
+        "catalog",
+        "schema",
+        "table",
+        "status",
+        "data_files",
+        "small_files",
+        "total_bytes",
+        "records",
+        "partitions",
+        "small_file_partitions",
+        "snapshots",
+        "delete_files",
+        "last_compaction_at",
+        "last_compaction_age_hours",
+        "last_write_at",
+        "score",
+        "findings",
+    ] {
+        assert!(t.get(k).is_some(), "missing {k}");
+    }
+    assert_eq!(t["table"], "documents");
+    assert_eq!(t["data_files"], 2000);
+    assert_eq!(t["last_compaction_age_hours"], 360.0);
+    assert_eq!(t["last_compaction_at"], "2026-11-14T12:00:00.000Z");
+    assert_eq!(t["findings"][0]["severity"], "CRITICAL");
+    assert!(t["findings"][0]["rule"].is_string() && t["findings"][0]["message"].is_string());
+    let broken = j["tables"].as_array().unwrap().iter().find(|t| t["table"] == "broken").unwrap();
+    assert!(broken["data_files"].is_null());
+    assert_eq!(broken["status"], "UNKNOWN");
+}
+
+#[test]
+fn prometheus_textfile() {
+    let p = report().render(Format::Prometheus);
+    for name in [
+        "floe_table_last_compaction_age_hours",
+        "floe_table_data_files",
+        "floe_table_small_files",
+        "floe_table_health_score",
+        "floe_table_status",
+        "floe_check_success",
+    ] {
+        assert!(p.contains(&format!("# HELP {name} ")), "{name}");
+        assert!(p.contains(&format!("# TYPE {name} gauge")), "{name}");
+    }
+    assert!(p.contains(r#"floe_table_last_compaction_age_hours{catalog="iceberg",schema="zoning",table="documents"} 360.00"#), "{p}");
+    assert!(p.contains(r#"table="ledger \"q3\" it's-odd""#), "{p}");
+    assert!(p.contains("floe_check_success 1"));
+    assert!(p.contains(r#"floe_table_status{catalog="iceberg",schema="zoning",table="broken"} 3"#), "{p}");
+    // Every sample line is `name{labels} value` or `name value`.
+    for line in p.lines().filter(|l| !l.starts_with('#')) {
+        let value = line.rsplit(' ').next().unwrap();
+        assert!(value == "+Inf" || value.parse::<f64>().is_ok(), "bad sample {line}");
+    }
+}
+
+#[test]
+fn markdown_escapes_pipes() {
+    let mut r = report();
+    r.tables[1].table.table = "a|b".into();
+    let m = r.render(Format::Markdown);
+    assert!(m.contains("a\\|b"), "{m}");
+    assert!(m.starts_with("## floe check: CRITICAL"));
+}

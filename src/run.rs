@@ -1,0 +1,184 @@
+//! Process entry: parse the command line, set up logging, dispatch.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+
+use clap::Parser;
+use secrecy::ExposeSecret;
+
+use crate::cli::{Cli, Cmd};
+use crate::config::{self, Auth, Settings};
+use crate::health::Severity;
+
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let command = cli.command.unwrap_or(Cmd::Tui);
+    let settings = config::load(&cli.global.overrides());
+    match command {
+        Cmd::Check(args) => {
+            let settings = match settings {
+                Ok(s) => s,
+                Err(e) => {
+                    // Monitoring needs an exit code in 0-3 whatever happens.
+                    println!("UNKNOWN: {e}");
+                    return ExitCode::from(Severity::Unknown.exit_code() as u8);
+                }
+            };
+            let _log = init_logging(&settings.log_dir);
+            let rt = runtime();
+            let report = rt.block_on(crate::report::check::run(&settings, &args.tables));
+            let text = report.render(args.format);
+            let code = report.exit_code();
+            match &args.output {
+                Some(path) => {
+                    if let Err(e) = write_atomic(path, &text) {
+                        println!("UNKNOWN: cannot write the report to {}: {e}", path.display());
+                        return ExitCode::from(3);
+                    }
+                    println!("{}", report.summary_line());
+                }
+                None => {
+                    let mut out = std::io::stdout().lock();
+                    let _ = out.write_all(text.as_bytes());
+                }
+            }
+            ExitCode::from(code as u8)
+        }
+        Cmd::Config => match settings {
+            Ok(s) => {
+                print!("{}", describe(&s));
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("floe: {e}");
+                ExitCode::from(1)
+            }
+        },
+        Cmd::Maintain(args) => {
+            let settings = match settings {
+                Ok(s) => s,
+                Err(e) => {
+                    eprintln!("floe: {e}");
+                    return ExitCode::from(1);
+                }
+            };
+            let _log = init_logging(&settings.log_dir);
+            let rt = runtime();
+            rt.block_on(crate::maintain::cli(&settings, args.action))
+        }
+        Cmd::Tui => {
+            let settings = match settings {
+                Ok(s) => s,
+                Err(e) => {
+                    eprintln!("floe: {e}");
+                    return ExitCode::from(1);
+                }
+            };
+            let _log = init_logging(&settings.log_dir);
+            match crate::ui::run(settings) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("floe: {e:?}");
+                    ExitCode::from(1)
+                }
+            }
+        }
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime")
+}
+
+/// Logs go to `<state dir>/floe.log`, never to the terminal. `FLOE_LOG` or `RUST_LOG` set
+/// the filter (default `floe=info`).
+pub fn init_logging(dir: &Path) -> Option<tracing_appender::non_blocking::WorkerGuard> {
+    use tracing_subscriber::EnvFilter;
+    std::fs::create_dir_all(dir).ok()?;
+    let appender = tracing_appender::rolling::never(dir, "floe.log");
+    let (writer, guard) = tracing_appender::non_blocking(appender);
+    let filter = std::env::var("FLOE_LOG")
+        .ok()
+        .and_then(|f| EnvFilter::try_new(f).ok())
+        .or_else(|| EnvFilter::try_from_default_env().ok())
+        .unwrap_or_else(|| EnvFilter::new("floe=info"));
+    tracing_subscriber::fmt().with_writer(writer).with_ansi(false).with_env_filter(filter).try_init().ok()?;
+    Some(guard)
+}
+
+fn write_atomic(path: &Path, text: &str) -> std::io::Result<()> {
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let tmp = dir.join(format!(
+        ".{}.{}.tmp",
+        path.file_name().and_then(|n| n.to_str()).unwrap_or("floe"),
+        std::process::id()
+    ));
+    std::fs::write(&tmp, text)?;
+    std::fs::rename(&tmp, path)
+}
+
+/// `floe config`: the resolved settings, secrets shown only as their presence.
+pub fn describe(s: &Settings) -> String {
+    let auth = match &s.trino.auth {
+        Auth::None => "none".to_string(),
+        Auth::Basic { password } => format!("basic (password: {} chars)", password.expose_secret().chars().count()),
+        Auth::Bearer { .. } => "bearer (token set)".to_string(),
+    };
+    let mut out = String::new();
+    out.push_str(&format!(
+        "config file: {}\nprofile: {}{}\n",
+        s.file.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "(none)".into()),
+        s.profile,
+        if s.profiles.is_empty() { String::new() } else { format!(" (defined: {})", s.profiles.join(", ")) }
+    ));
+    out.push_str(&format!(
+        "trino: {} user={} catalog={} schemas={} auth={auth}{}{}\n",
+        s.trino.url,
+        s.trino.user,
+        s.trino.catalog,
+        if s.trino.schemas.is_empty() { "(all)".into() } else { s.trino.schemas.join(",") },
+        s.trino.tls.ca_file.as_ref().map(|p| format!(" ca_file={}", p.display())).unwrap_or_default(),
+        if s.trino.tls.insecure_skip_verify { " insecure_skip_verify" } else { "" },
+    ));
+    match &s.airflow {
+        Some(a) => out.push_str(&format!(
+            "airflow: {} user={} api={:?} dag_tags={} dag_ids={}{}\n",
+            a.url,
+            a.user.as_deref().unwrap_or("-"),
+            a.api,
+            a.dag_tags.join(","),
+            a.dag_ids.join(","),
+            if a.password.is_some() { " (password set)" } else if a.token.is_some() { " (token set)" } else { "" },
+        )),
+        None => out.push_str("airflow: (not configured)\n"),
+    }
+    out.push_str(&format!(
+        "readonly: {}\nrefresh: {}\nmax_concurrent_queries: {}\nquery_timeout: {}\n",
+        s.readonly,
+        humantime::format_duration(s.refresh),
+        s.max_concurrent_queries,
+        humantime::format_duration(s.query_timeout)
+    ));
+    let h = &s.health;
+    out.push_str(&format!(
+        "health: target_file_size={} small_file_ratio={} min_small_files={} compaction_warn={} compaction_critical={} snapshot_retention={} max_snapshots={}\n",
+        h.target_file_size,
+        h.small_file_ratio,
+        h.min_small_files,
+        humantime::format_duration(h.compaction_warn),
+        humantime::format_duration(h.compaction_critical),
+        humantime::format_duration(h.snapshot_retention),
+        h.max_snapshots
+    ));
+    for m in &s.maintenance {
+        out.push_str(&format!("maintenance: {} -> {}\n", m.table, m.dag_id));
+    }
+    out.push_str(&format!(
+        "audit log: {}\nexports: {}\nlog: {}\n",
+        s.audit_log.display(),
+        s.export_dir.display(),
+        s.log_dir.join("floe.log").display()
+    ));
+    out
+}
