@@ -25,6 +25,7 @@ import ssl
 import subprocess
 import sys
 import tarfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -204,16 +205,21 @@ def ensure_venv(name: str, lock: Path) -> Path:
         fcntl.flock(lockf, fcntl.LOCK_EX)
         if marker.exists():
             return venv
-        if venv.exists():
-            say(f"removing half-built venv {venv}")
+        python = venv / "bin" / "python"
+        if venv.exists() and not python.exists():
+            say(f"removing broken venv {venv}")
             shutil.rmtree(venv)
-        say(f"building venv {venv.name} from {lock.relative_to(REPO_ROOT)}")
+        # A venv without the marker is completed in place (pip skips what is already
+        # installed), never deleted: someone may be running from it.
+        say(("completing venv " if venv.exists() else "building venv ")
+            + f"{venv.name} from {lock.relative_to(REPO_ROOT)}")
         log = venv.parent / f"{venv.name}.build.log"
         with open(log, "w") as out:
             try:
-                subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, stdout=out, stderr=out)
+                if not venv.exists():
+                    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, stdout=out, stderr=out)
                 subprocess.run(
-                    [str(venv / "bin" / "python"), "-m", "pip", "install", "--disable-pip-version-check",
+                    [str(python), "-m", "pip", "install", "--disable-pip-version-check",
                      "--no-input", "--progress-bar", "off", "-r", str(lock)],
                     check=True, stdout=out, stderr=out,
                 )
@@ -254,8 +260,7 @@ def ensure_scenario(venv: Path, name: str, extra: list[str], root: Path) -> dict
         say(f"scenario {name}: restoring the pristine copy from {tarball.name}")
         with tarfile.open(tarball) as tf:
             tf.extractall(live.parent, filter="tar")
-        generated_at = dt.datetime.fromtimestamp(tarball.stat().st_mtime, dt.timezone.utc)
-        return {"name": name, "path": str(live), "generated_at": generated_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        return {"name": name, "path": str(live), "generated_at": generated_at(live, tarball.stat().st_mtime),
                 "expected": str(live / "expected.json"), "cached": True}
     say(f"scenario {name}: generating ({' '.join(args)})")
     log = root / "logs" / f"generate-{name}.log"
@@ -272,8 +277,19 @@ def ensure_scenario(venv: Path, name: str, extra: list[str], root: Path) -> dict
     with tarfile.open(tmp, "w") as tf:
         tf.add(live, arcname=name)
     tmp.replace(tarball)
-    return {"name": name, "path": str(live), "generated_at": utc_now(),
+    return {"name": name, "path": str(live), "generated_at": generated_at(live, time.time()),
             "expected": str(live / "expected.json"), "cached": False}
+
+
+def generated_at(live: Path, fallback: float) -> str:
+    """The generator's own clock (expected.json), else when the warehouse was written."""
+    try:
+        value = json.loads((live / "expected.json").read_text()).get("generated_at")
+        if value:
+            return value
+    except (OSError, ValueError):
+        pass
+    return dt.datetime.fromtimestamp(fallback, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 # ---------------------------------------------------------------------------- trino
@@ -454,10 +470,26 @@ def cmd_up(args) -> int:
     runtime.data = {"processes": {}, "airflow_homes": [], "started_at": utc_now()}
     runtime.save()
     try:
+        # The Airflow venvs build while the lab venv, the scenarios and Trino come up.
+        airflow_venvs: dict[int, Path] = {}
+        airflow_errors: list[BaseException] = []
+        t_airflow_venvs = time.monotonic()
+
+        def build_airflow_venvs() -> None:
+            try:
+                for m in airflow_majors:
+                    airflow_venvs[m] = ensure_venv(f"airflow{m}", AIRFLOW_LOCKS[m])
+            except BaseException as e:  # noqa: BLE001 - re-raised in the main thread
+                airflow_errors.append(e)
+            if airflow_majors:
+                timings.append(("airflow venvs", time.monotonic() - t_airflow_venvs))
+
+        builder = threading.Thread(target=build_airflow_venvs, name="airflow-venvs")
+        builder.start()
+
         t = time.monotonic()
         lab_venv = ensure_venv("lab", LAB_LOCK)
-        airflow_venvs = {m: ensure_venv(f"airflow{m}", AIRFLOW_LOCKS[m]) for m in airflow_majors}
-        timings.append(("venvs", time.monotonic() - t))
+        timings.append(("lab venv", time.monotonic() - t))
 
         scenario = None
         scale = None
@@ -474,6 +506,10 @@ def cmd_up(args) -> int:
         t = time.monotonic()
         trino = start_trino(lab_venv, root, catalogs, runtime, stub)
         timings.append(("trino", time.monotonic() - t))
+
+        builder.join()
+        if airflow_errors:
+            raise airflow_errors[0]
 
         airflow = {}
         for major in airflow_majors:
