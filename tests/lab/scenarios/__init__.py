@@ -1,0 +1,1 @@
+"""Scenario warehouses for the lab (see generate.py)."""

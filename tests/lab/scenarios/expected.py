@@ -1,0 +1,107 @@
+"""expected.json: what the generator wrote, per table, for tests to compare against."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from scenarios.history import HistoryWriter
+
+# floe's default: a file is small below 75% of a 128 MB target
+DEFAULT_TARGET_FILE_SIZE = 128 * 1024 * 1024
+SMALL_FILE_THRESHOLD = int(DEFAULT_TARGET_FILE_SIZE * 0.75)
+SMALL_PARTITION_MIN_FILES = 12
+
+
+def iso(ms: int) -> str:
+    t = dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc)
+    return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+
+
+def trino_ts(ms: int) -> str:
+    """How Trino prints this instant as timestamp(3) with time zone in a UTC session."""
+    t = dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc)
+    return t.strftime("%Y-%m-%d %H:%M:%S.") + f"{ms % 1000:03d} UTC"
+
+
+def _snap(c) -> dict[str, Any] | None:
+    if c is None:
+        return None
+    return {
+        "snapshot_id": c.snapshot_id,
+        "operation": c.operation,
+        "committed_at_ms": c.timestamp_ms,
+        "committed_at": iso(c.timestamp_ms),
+        "committed_at_trino": trino_ts(c.timestamp_ms),
+    }
+
+
+def table_facts(schema_name: str, table_name: str, w: HistoryWriter, metadata_location: str,
+                set_properties: dict[str, str], notes: str = "") -> dict[str, Any]:
+    from engine.types import iceberg_to_trino, partition_field_sql, partition_field_type
+
+    files = w.live_files()
+    by_part = w.live_by_partition()
+    small = [f for f in files if f.file_size_in_bytes < SMALL_FILE_THRESHOLD]
+    small_by_part: dict[tuple, int] = {}
+    for f in small:
+        key = tuple(f.partition)
+        small_by_part[key] = small_by_part.get(key, 0) + 1
+    small_parts = sorted(
+        (w.spec.partition_to_path(next(iter(by_part[k])).partition, w.schema) if w.spec.fields else "", n)
+        for k, n in small_by_part.items() if n >= SMALL_PARTITION_MIN_FILES
+    )
+    commits = w.commits
+    ops: dict[str, int] = {}
+    for c in commits:
+        ops[c.operation] = ops.get(c.operation, 0) + 1
+    replaces = [c for c in commits if c.operation == "replace"]
+    writes = [c for c in commits if c.operation in ("append", "overwrite", "delete")]
+    partitioned = bool(w.spec.fields)
+    return {
+        "schema": schema_name,
+        "table": table_name,
+        "notes": notes,
+        "location": w.location,
+        "metadata_location": metadata_location,
+        "format_version": w.format_version,
+        "columns": [{"name": f.name, "type": iceberg_to_trino(f.field_type)} for f in w.schema.fields],
+        "partitioning": [partition_field_sql(w.schema, pf) for pf in w.spec.fields],
+        "partition_fields": [
+            {"name": pf.name, "type": partition_field_type(w.schema, pf)} for pf in w.spec.fields
+        ],
+        "data_files": len(files),
+        "small_files": len(small),
+        "records": sum(f.record_count for f in files),
+        "total_bytes": sum(f.file_size_in_bytes for f in files),
+        "min_file_bytes": min((f.file_size_in_bytes for f in files), default=None),
+        "max_file_bytes": max((f.file_size_in_bytes for f in files), default=None),
+        # an unpartitioned table with data has one (empty) partition, as $partitions shows it
+        "partitions": len(by_part) if partitioned else (1 if files else 0),
+        "small_file_partitions": len(small_parts),
+        "small_file_partition_list": [{"partition": p, "small_files": n} for p, n in small_parts],
+        "manifests": len(w._manifests),
+        "snapshots": len(commits),
+        "operations": ops,
+        "current_snapshot_id": commits[-1].snapshot_id if commits else None,
+        "oldest_snapshot": _snap(commits[0] if commits else None),
+        "newest_snapshot": _snap(commits[-1] if commits else None),
+        "last_replace": _snap(replaces[-1] if replaces else None),
+        "last_write": _snap(writes[-1] if writes else None),
+        "created_at_ms": w.created_ms,
+        "properties": dict(set_properties),
+        "current_summary": commits[-1].summary if commits else None,
+    }
+
+
+def document(scenario: str, now_ms: int, full: bool, tables: dict[str, dict]) -> dict[str, Any]:
+    return {
+        "scenario": scenario,
+        "full": full,
+        "generated_at": iso(now_ms),
+        "generated_at_ms": now_ms,
+        "target_file_size_bytes": DEFAULT_TARGET_FILE_SIZE,
+        "small_file_threshold_bytes": SMALL_FILE_THRESHOLD,
+        "small_partition_min_files": SMALL_PARTITION_MIN_FILES,
+        "tables": tables,
+    }
