@@ -113,3 +113,230 @@ def partition_field_sql(schema: Schema, pf: PartitionField) -> str:
 def timestamp_precision(trino_type: str) -> int | None:
     m = re.match(r"^timestamp\((\d+)\)", trino_type)
     return int(m.group(1)) if m else None
+
+
+# -- Trino type strings ---------------------------------------------------------------------
+#
+# A parsed type is a tuple: ("bigint",), ("decimal", p, s), ("timestamp", p, tz: bool),
+# ("varchar", n | None), ("array", T), ("map", K, V), ("row", [(name, T), ...]).
+
+def parse_type(s: str):
+    p = _TypeParser(s)
+    t = p.parse()
+    p.skip_ws()
+    if p.i != len(p.s):
+        raise ValueError(f"bad type {s!r}")
+    return t
+
+
+class _TypeParser:
+    def __init__(self, s: str) -> None:
+        self.s = s
+        self.i = 0
+
+    def skip_ws(self) -> None:
+        while self.i < len(self.s) and self.s[self.i].isspace():
+            self.i += 1
+
+    def word(self) -> str:
+        self.skip_ws()
+        j = self.i
+        while self.i < len(self.s) and (self.s[self.i].isalnum() or self.s[self.i] == "_"):
+            self.i += 1
+        return self.s[j:self.i]
+
+    def peek(self, c: str) -> bool:
+        self.skip_ws()
+        return self.s.startswith(c, self.i)
+
+    def expect(self, c: str) -> None:
+        if not self.peek(c):
+            raise ValueError(f"expected {c!r} at {self.i} in {self.s!r}")
+        self.i += len(c)
+
+    def number(self) -> int:
+        return int(self.word())
+
+    def parse(self):
+        w = self.word().lower()
+        if w == "timestamp" or w == "time":
+            prec = 3
+            if self.peek("("):
+                self.expect("(")
+                prec = self.number()
+                self.expect(")")
+            tz = False
+            save = self.i
+            if self.word().lower() == "with":
+                self.word()  # time
+                self.word()  # zone
+                tz = True
+            else:
+                self.i = save
+            return (w, prec, tz)
+        if w == "decimal":
+            self.expect("(")
+            p = self.number()
+            self.expect(",")
+            s = self.number()
+            self.expect(")")
+            return ("decimal", p, s)
+        if w in ("varchar", "char"):
+            n = None
+            if self.peek("("):
+                self.expect("(")
+                n = self.number()
+                self.expect(")")
+            return (w, n)
+        if w == "array":
+            self.expect("(")
+            t = self.parse()
+            self.expect(")")
+            return ("array", t)
+        if w == "map":
+            self.expect("(")
+            k = self.parse()
+            self.expect(",")
+            v = self.parse()
+            self.expect(")")
+            return ("map", k, v)
+        if w == "row":
+            self.expect("(")
+            fields = []
+            while True:
+                self.skip_ws()
+                if self.s[self.i] == '"':
+                    j = self.i + 1
+                    name = []
+                    while True:
+                        c = self.s[j]
+                        if c == '"':
+                            if j + 1 < len(self.s) and self.s[j + 1] == '"':
+                                name.append('"')
+                                j += 2
+                                continue
+                            break
+                        name.append(c)
+                        j += 1
+                    self.i = j + 1
+                    fname = "".join(name)
+                else:
+                    fname = self.word()
+                fields.append((fname, self.parse()))
+                if self.peek(","):
+                    self.expect(",")
+                    continue
+                self.expect(")")
+                break
+            return ("row", fields)
+        if w == "interval":
+            a = self.word().lower()
+            self.word()
+            b = self.word().lower()
+            return ("interval", a, b)
+        return (w,)
+
+
+def format_type(t) -> str:
+    k = t[0]
+    if k in ("timestamp", "time"):
+        return f"{k}({t[1]})" + (" with time zone" if t[2] else "")
+    if k == "decimal":
+        return f"decimal({t[1]},{t[2]})"
+    if k in ("varchar", "char"):
+        return k if t[1] is None else f"{k}({t[1]})"
+    if k == "array":
+        return f"array({format_type(t[1])})"
+    if k == "map":
+        return f"map({format_type(t[1])}, {format_type(t[2])})"
+    if k == "row":
+        return row_type([(n, format_type(ft)) for n, ft in t[1]])
+    if k == "interval":
+        return f"interval {t[1]} to {t[2]}"
+    return k
+
+
+def arrow_type(t):
+    """The Arrow type the engine materializes a Trino type as (before DuckDB sees it)."""
+    import pyarrow as pa
+
+    if isinstance(t, str):
+        t = parse_type(t)
+    k = t[0]
+    simple = {
+        "bigint": pa.int64(), "integer": pa.int32(), "smallint": pa.int16(), "tinyint": pa.int8(),
+        "double": pa.float64(), "real": pa.float32(), "boolean": pa.bool_(), "date": pa.date32(),
+        "varbinary": pa.binary(), "uuid": pa.string(),
+    }
+    if k in simple:
+        return simple[k]
+    if k in ("varchar", "char"):
+        return pa.string()
+    if k == "json":
+        return pa.json_()
+    if k == "decimal":
+        return pa.decimal128(t[1], t[2])
+    if k == "timestamp":
+        return pa.timestamp("us", tz="UTC") if t[2] else pa.timestamp("us")
+    if k == "time":
+        return pa.time64("us")
+    if k == "array":
+        return pa.list_(arrow_type(t[1]))
+    if k == "map":
+        return pa.map_(arrow_type(t[1]), arrow_type(t[2]))
+    if k == "row":
+        return pa.struct([pa.field(n, arrow_type(ft)) for n, ft in t[1]])
+    raise ValueError(f"no arrow type for {t}")
+
+
+def arrow_schema(columns: list[tuple[str, str]]):
+    import pyarrow as pa
+
+    return pa.schema([pa.field(n, arrow_type(t)) for n, t in columns])
+
+
+def duck_to_trino(dt) -> tuple:
+    """Map a DuckDB result type (DuckDBPyType) to a parsed Trino type."""
+    s = str(dt)
+    return _duck_str_to_trino(s, dt)
+
+
+def _duck_str_to_trino(s: str, dt=None) -> tuple:
+    u = s.upper()
+    simple = {
+        "BIGINT": ("bigint",), "HUGEINT": ("bigint",), "UBIGINT": ("bigint",), "UHUGEINT": ("bigint",),
+        "INTEGER": ("integer",), "UINTEGER": ("bigint",), "SMALLINT": ("smallint",), "USMALLINT": ("integer",),
+        "TINYINT": ("tinyint",), "UTINYINT": ("smallint",), "DOUBLE": ("double",), "FLOAT": ("real",),
+        "BOOLEAN": ("boolean",), "VARCHAR": ("varchar", None), "DATE": ("date",), "BLOB": ("varbinary",),
+        "JSON": ("json",), "UUID": ("uuid",), "TIMESTAMP WITH TIME ZONE": ("timestamp", 3, True),
+        "TIMESTAMP": ("timestamp", 6, False), "TIMESTAMP_MS": ("timestamp", 3, False),
+        "TIMESTAMP_S": ("timestamp", 0, False), "TIMESTAMP_NS": ("timestamp", 9, False),
+        "TIME": ("time", 6, False), "INTERVAL": ("interval", "day", "second"), "\"NULL\"": ("unknown",),
+        "NULL": ("unknown",),
+    }
+    if u in simple:
+        return simple[u]
+    if u.endswith("[]") or (u.endswith("]") and "[" in u and not u.startswith(("STRUCT", "MAP"))):
+        if dt is not None:
+            try:
+                return ("array", duck_to_trino(dict(dt.children)["child"]))
+            except Exception:
+                pass
+        return ("array", _duck_str_to_trino(s[: s.rindex("[")]))
+    if u.startswith("DECIMAL"):
+        p, sc = u[u.index("(") + 1:u.index(")")].split(",")
+        return ("decimal", int(p), int(sc))
+    if dt is not None:
+        try:
+            if u.startswith("STRUCT"):
+                return ("row", [(name, duck_to_trino(child)) for name, child in dt.children])
+            if u.startswith("MAP"):
+                ch = dict(dt.children)
+                return ("map", duck_to_trino(ch["key"]), duck_to_trino(ch["value"]))
+            if u.endswith("[]"):
+                return ("array", duck_to_trino(dict(dt.children)["child"]))
+        except Exception:
+            pass
+    if u.endswith("[]"):
+        return ("array", _duck_str_to_trino(s[:-2]))
+    return ("varchar", None)

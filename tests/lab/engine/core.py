@@ -1,0 +1,247 @@
+"""The Engine: what the lab's Trino-protocol server calls (see engine/api.py)."""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from typing import Any
+
+import duckdb
+import sqlglot
+from sqlglot import exp
+
+from common.errors import TrinoError
+from engine import catalogs, metatables, statements
+from engine.api import Progress, ProgressFn, Result, Session
+from engine.query import QueryRun, parse
+from engine.relation import Relation
+from engine.warehouse import LRU, Warehouse, build_data_relation
+
+log = logging.getLogger("lab.engine")
+
+_MACROS = [
+    # Trino fails a subscript on a missing key; element_at returns NULL (MapSubscriptOperator)
+    """CREATE OR REPLACE MACRO __trino_map_subscript(m, k) AS
+       CASE WHEN m IS NULL OR k IS NULL THEN NULL
+            WHEN map_contains(m, k) THEN m[k]
+            ELSE error('Key not present in map: ' || CAST(k AS VARCHAR)) END""",
+    """CREATE OR REPLACE MACRO __trino_array_subscript(a, i) AS
+       CASE WHEN a IS NULL OR i IS NULL THEN NULL
+            WHEN i = 0 THEN error('SQL array indices start at 1')
+            WHEN i < 0 THEN error('Array subscript is negative: ' || CAST(i AS VARCHAR))
+            WHEN i > len(a) THEN error('Array subscript must be less than or equal to array length: '
+                                       || CAST(i AS VARCHAR) || ' > ' || CAST(len(a) AS VARCHAR))
+            ELSE a[i] END""",
+]
+
+PREWARM_MIN_FILES = 500
+
+
+class Engine:
+    def __init__(self, catalogs_: dict[str, str], prewarm: bool = True) -> None:
+        self.catalog_dirs = dict(catalogs_)
+        self.warehouses: dict[str, Warehouse] = {name: Warehouse(name, d) for name, d in self.catalog_dirs.items()}
+        self._duck = duckdb.connect(":memory:")
+        self._duck.execute("SET threads = 2")
+        for m in _MACROS:
+            self._duck.execute(m)
+        self._cache = LRU(capacity=256)
+        self._table_locks: dict[tuple[str, str, str], threading.Lock] = {}
+        self._locks_lock = threading.Lock()
+        self._prewarm_thread: threading.Thread | None = None
+        if prewarm:
+            self._prewarm_thread = threading.Thread(target=self._prewarm, name="engine-prewarm", daemon=True)
+            self._prewarm_thread.start()
+
+    # -- infrastructure ---------------------------------------------------------------------------
+
+    def duck_cursor(self, session: Session | None = None):
+        cur = self._duck.cursor()
+        tz = session.time_zone if session is not None else "UTC"
+        try:
+            cur.execute(f"SET TimeZone = '{tz}'")
+        except Exception:
+            cur.execute("SET TimeZone = 'UTC'")
+        cur.execute("SET integer_division = true")
+        return cur
+
+    def table_lock(self, catalog: str, schema: str, table: str) -> threading.Lock:
+        key = (catalog, schema, table)
+        with self._locks_lock:
+            lk = self._table_locks.get(key)
+            if lk is None:
+                lk = self._table_locks[key] = threading.Lock()
+            return lk
+
+    def warehouse_or_error(self, catalog: str, pos: tuple[int | None, int | None] = (None, None)) -> Warehouse:
+        w = self.warehouses.get(catalog)
+        if w is None:
+            raise TrinoError("CATALOG_NOT_FOUND", f"Catalog '{catalog}' not found", *pos)
+        return w
+
+    def _prewarm(self) -> None:
+        """Build $files/$partitions of the large tables ahead of the first query."""
+        try:
+            for cname, w in self.warehouses.items():
+                exp_ = w.expected().get("tables", {})
+                for key, facts in sorted(exp_.items(), key=lambda kv: -kv[1].get("data_files", 0)):
+                    if facts.get("data_files", 0) < PREWARM_MIN_FILES:
+                        continue
+                    s, t = facts["schema"], facts["table"]
+                    for kind in ("files", "partitions"):
+                        try:
+                            self.metadata_relation(cname, s, t, kind, 480)
+                        except Exception:
+                            log.exception("prewarm %s.%s$%s failed", s, t, kind)
+        except Exception:
+            log.exception("prewarm failed")
+
+    def wait_prewarm(self, timeout: float | None = None) -> None:
+        if self._prewarm_thread is not None:
+            self._prewarm_thread.join(timeout)
+
+    # -- relations ----------------------------------------------------------------------------------
+
+    def metadata_relation(self, catalog: str, schema: str, table: str, kind: str, server_version: int) -> Relation:
+        w = self.warehouses[catalog]
+        loc = w.metadata_location(schema, table)
+        if loc is None:
+            raise KeyError(table)
+        key = (catalog, loc) + metatables.version_cache_key(kind, server_version)
+        tbl = w.load(schema, table, loc)
+        full = self._cache.get_or_build(key, lambda: metatables.build(kind, tbl, loc, server_version))
+        return metatables.for_version(kind, full, server_version)
+
+    def data_relation(self, catalog: str, schema: str, table: str) -> Relation:
+        w = self.warehouses[catalog]
+        loc = w.metadata_location(schema, table)
+        tbl = w.load(schema, table, loc)
+        key = (catalog, loc, "$data")
+        have = self._cache.peek(key)
+        if have is not None:
+            return have
+        from engine.warehouse import HIDDEN_DATA_COLUMNS, data_columns
+
+        cols = data_columns(tbl) + HIDDEN_DATA_COLUMNS
+        hidden = frozenset(n for n, _ in HIDDEN_DATA_COLUMNS)
+        return Relation(cols, None, hidden, loader=lambda: self._cache.get_or_build(
+            key, lambda: build_data_relation(tbl, self._duck.cursor)).materialize())
+
+    def resolve_relation(self, catalog: str | None, schema: str | None, name: str, session: Session,
+                         pos: tuple[int | None, int | None]) -> Relation:
+        if schema is None:
+            schema = session.schema
+            if schema is None:
+                raise TrinoError("MISSING_SCHEMA_NAME", "Schema must be specified when session schema is not set", *pos)
+        if catalog is None:
+            catalog = session.catalog
+            if catalog is None:
+                raise TrinoError("MISSING_CATALOG_NAME", "Catalog must be specified when session catalog is not set", *pos)
+        catalog, schema, name = catalog.lower(), schema.lower(), name.lower()
+        qualified = f"{catalog}.{schema}.{name}"
+        w = self.warehouses.get(catalog)
+        if w is None:
+            raise TrinoError("CATALOG_NOT_FOUND", f"Catalog '{catalog}' not found", *pos)
+        version = session.server_version
+        if schema == "information_schema":
+            if name in catalogs.INFO_TABLES:
+                return catalogs.info_schema_relation(w, name, getattr(self, "_info_filters", None) or None)
+            raise TrinoError("TABLE_NOT_FOUND", f"Table '{qualified}' does not exist", *pos)
+        if schema == "system" and name == "iceberg_tables" and "system" not in w.schemas():
+            if version >= 475:
+                return catalogs.iceberg_tables_relation(w)
+            raise TrinoError("TABLE_NOT_FOUND", f"Table '{qualified}' does not exist", *pos)
+        base, sep, suffix = name.partition("$")
+        loc = w.metadata_location(schema, base) if base else None
+        if loc is not None:
+            if not sep:
+                return self.data_relation(catalog, schema, base)
+            if metatables.exists_in_version(suffix, version):
+                return self.metadata_relation(catalog, schema, base, suffix, version)
+            raise TrinoError("TABLE_NOT_FOUND", f"Table '{qualified}' does not exist", *pos)
+        if not w.schema_exists(schema):
+            raise TrinoError("SCHEMA_NOT_FOUND", f"Schema '{schema}' does not exist", *pos)
+        raise TrinoError("TABLE_NOT_FOUND", f"Table '{qualified}' does not exist", *pos)
+
+    def invalidate(self, catalog: str, schema: str | None = None, table: str | None = None) -> None:
+        """Drop cached relations of a catalog (entries are keyed by metadata location, so stale
+        ones are never served; this only frees memory)."""
+        w = self.warehouses.get(catalog)
+        if w is not None:
+            w.forget()
+        self._cache.drop_where(lambda k: k[0] == catalog)
+
+    # -- execute ---------------------------------------------------------------------------------------
+
+    def execute(self, sql: str, session: Session, progress: ProgressFn | None = None,
+                cancelled: threading.Event | None = None) -> Result:
+        progress = progress or (lambda p: None)
+        cancelled = cancelled or threading.Event()
+        if cancelled.is_set():
+            raise TrinoError("USER_CANCELED", "Query was canceled")
+        if not sql or not sql.strip():
+            raise TrinoError("SYNTAX_ERROR", "mismatched input '<EOF>'. Expecting: <query>", 1, 1)
+        head = re.match(r"\s*(\w+)(?:\s+(\w+))?", sql)
+        first = head.group(1).lower() if head else ""
+        second = (head.group(2) or "").lower() if head else ""
+        try:
+            if first == "show":
+                return statements.show(self, sql, session)
+            if first in ("describe", "desc"):
+                return statements.describe(self, sql, session)
+            if first == "set" and second == "session":
+                return statements.set_session(self, sql, session)
+            if first == "reset" and second == "session":
+                return statements.reset_session(self, sql, session)
+            if first == "use":
+                return statements.use(self, sql, session)
+            if first == "alter" and re.match(r"(?is)\s*alter\s+table\s+.+?\s+execute\b", sql):
+                from engine import procedures
+                return procedures.execute(self, sql, session, progress, cancelled)
+            if first in ("select", "with", "values", "table") or sql.lstrip().startswith("("):
+                return self._query(sql, session, cancelled)
+            if first in ("explain",):
+                raise TrinoError("NOT_SUPPORTED", "EXPLAIN is not supported by this server")
+            return self._unsupported(sql)
+        except TrinoError:
+            raise
+        except Exception as e:  # anything unexpected is an internal error, as in Trino
+            log.exception("internal error for %r", sql)
+            raise TrinoError("GENERIC_INTERNAL_ERROR", f"{type(e).__name__}: {e}") from e
+
+    def _unsupported(self, sql: str) -> Result:
+        try:
+            tree = sqlglot.parse_one(sql, read="trino")
+        except Exception as e:
+            from engine.query import syntax_error
+            raise syntax_error(sql, e) from None
+        kind = type(tree).__name__.upper()
+        raise TrinoError("NOT_SUPPORTED", f"This server does not support {kind} statements")
+
+    def _query(self, sql: str, session: Session, cancelled: threading.Event) -> Result:
+        tree = parse(sql)
+        run = QueryRun(self, sql, session, cancelled)
+        return run.run(tree)
+
+    # -- control -----------------------------------------------------------------------------------------
+
+    def control(self, op: str, payload: dict) -> dict:
+        payload = payload or {}
+        if op == "expected":
+            cat = payload.get("catalog")
+            if cat:
+                return self.warehouse_or_error(cat).expected()
+            return {name: w.expected() for name, w in self.warehouses.items()}
+        if op == "reload":
+            self._cache.clear()
+            for name, d in self.catalog_dirs.items():
+                self.warehouses[name] = Warehouse(name, d)
+            return {"reloaded": sorted(self.warehouses)}
+        if op == "clone_table":
+            from engine.clone import clone_table
+            return clone_table(self, payload)
+        if op == "stats":
+            return {"cached_relations": len(self._cache._data)}
+        raise TrinoError("NOT_SUPPORTED", f"unknown engine operation {op!r}")
