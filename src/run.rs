@@ -14,7 +14,8 @@ use crate::health::Severity;
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let command = cli.command.unwrap_or(Cmd::Tui);
-    let settings = config::load(&cli.global.overrides());
+    let overrides = cli.global.overrides();
+    let settings = config::load(&overrides);
     match command {
         Cmd::Check(args) => {
             let settings = match settings {
@@ -33,7 +34,10 @@ pub fn main() -> ExitCode {
             match &args.output {
                 Some(path) => {
                     if let Err(e) = write_atomic(path, &text) {
-                        println!("UNKNOWN: cannot write the report to {}: {e}", path.display());
+                        println!(
+                            "UNKNOWN: cannot write the report to {}: {e}",
+                            path.display()
+                        );
                         return ExitCode::from(3);
                     }
                     println!("{}", report.summary_line());
@@ -76,7 +80,7 @@ pub fn main() -> ExitCode {
                 }
             };
             let _log = init_logging(&settings.log_dir);
-            match crate::ui::run(settings) {
+            match crate::app::runtime::run_with(settings, overrides) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("floe: {e:?}");
@@ -88,7 +92,10 @@ pub fn main() -> ExitCode {
 }
 
 fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime")
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
 }
 
 /// Logs go to `<state dir>/floe.log`, never to the terminal. `FLOE_LOG` or `RUST_LOG` set
@@ -103,12 +110,20 @@ pub fn init_logging(dir: &Path) -> Option<tracing_appender::non_blocking::Worker
         .and_then(|f| EnvFilter::try_new(f).ok())
         .or_else(|| EnvFilter::try_from_default_env().ok())
         .unwrap_or_else(|| EnvFilter::new("floe=info"));
-    tracing_subscriber::fmt().with_writer(writer).with_ansi(false).with_env_filter(filter).try_init().ok()?;
+    tracing_subscriber::fmt()
+        .with_writer(writer)
+        .with_ansi(false)
+        .with_env_filter(filter)
+        .try_init()
+        .ok()?;
     Some(guard)
 }
 
 fn write_atomic(path: &Path, text: &str) -> std::io::Result<()> {
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     let tmp = dir.join(format!(
         ".{}.{}.tmp",
         path.file_name().and_then(|n| n.to_str()).unwrap_or("floe"),
@@ -122,24 +137,47 @@ fn write_atomic(path: &Path, text: &str) -> std::io::Result<()> {
 pub fn describe(s: &Settings) -> String {
     let auth = match &s.trino.auth {
         Auth::None => "none".to_string(),
-        Auth::Basic { password } => format!("basic (password: {} chars)", password.expose_secret().chars().count()),
+        Auth::Basic { password } => format!(
+            "basic (password: {} chars)",
+            password.expose_secret().chars().count()
+        ),
         Auth::Bearer { .. } => "bearer (token set)".to_string(),
     };
     let mut out = String::new();
     out.push_str(&format!(
         "config file: {}\nprofile: {}{}\n",
-        s.file.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "(none)".into()),
+        s.file
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|| "(none)".into()),
         s.profile,
-        if s.profiles.is_empty() { String::new() } else { format!(" (defined: {})", s.profiles.join(", ")) }
+        if s.profiles.is_empty() {
+            String::new()
+        } else {
+            format!(" (defined: {})", s.profiles.join(", "))
+        }
     ));
     out.push_str(&format!(
         "trino: {} user={} catalog={} schemas={} auth={auth}{}{}\n",
         s.trino.url,
         s.trino.user,
         s.trino.catalog,
-        if s.trino.schemas.is_empty() { "(all)".into() } else { s.trino.schemas.join(",") },
-        s.trino.tls.ca_file.as_ref().map(|p| format!(" ca_file={}", p.display())).unwrap_or_default(),
-        if s.trino.tls.insecure_skip_verify { " insecure_skip_verify" } else { "" },
+        if s.trino.schemas.is_empty() {
+            "(all)".into()
+        } else {
+            s.trino.schemas.join(",")
+        },
+        s.trino
+            .tls
+            .ca_file
+            .as_ref()
+            .map(|p| format!(" ca_file={}", p.display()))
+            .unwrap_or_default(),
+        if s.trino.tls.insecure_skip_verify {
+            " insecure_skip_verify"
+        } else {
+            ""
+        },
     ));
     match &s.airflow {
         Some(a) => out.push_str(&format!(
@@ -149,7 +187,13 @@ pub fn describe(s: &Settings) -> String {
             a.api,
             a.dag_tags.join(","),
             a.dag_ids.join(","),
-            if a.password.is_some() { " (password set)" } else if a.token.is_some() { " (token set)" } else { "" },
+            if a.password.is_some() {
+                " (password set)"
+            } else if a.token.is_some() {
+                " (token set)"
+            } else {
+                ""
+            },
         )),
         None => out.push_str("airflow: (not configured)\n"),
     }

@@ -279,7 +279,9 @@ pub struct Dirs {
 
 impl Dirs {
     pub fn from_env(env: &dyn Fn(&str) -> Option<String>) -> Dirs {
-        let home = env("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
+        let home = env("HOME")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("."));
         let xdg = |var: &str, fallback: &str| {
             env(var)
                 .filter(|v| !v.is_empty() && Path::new(v).is_absolute())
@@ -362,7 +364,11 @@ pub fn load_with(
                 return Err(err(format!(
                     "profile {name:?} is not defined in {} (profiles: {})",
                     where_(),
-                    if known.is_empty() { "none".into() } else { known.join(", ") }
+                    if known.is_empty() {
+                        "none".into()
+                    } else {
+                        known.join(", ")
+                    }
                 )));
             }
         },
@@ -374,7 +380,10 @@ pub fn load_with(
     let key_in = |k: &str| format!("{k} (profile {profile_name:?} in {})", where_());
 
     // 3. Trino: top-level section < profile section < env < flags.
-    let t = merge_trino(file.trino.clone().unwrap_or_default(), profile.trino.clone().unwrap_or_default());
+    let t = merge_trino(
+        file.trino.clone().unwrap_or_default(),
+        profile.trino.clone().unwrap_or_default(),
+    );
     let mut endpoint = uri::TrinoEndpoint::default();
     let url_text = over
         .trino
@@ -418,13 +427,20 @@ pub fn load_with(
     let schemas = if !over.schemas.is_empty() {
         over.schemas.clone()
     } else if let Some(s) = env_nonempty("FLOE_SCHEMAS") {
-        s.split(',').map(|x| x.trim().to_string()).filter(|x| !x.is_empty()).collect()
+        s.split(',')
+            .map(|x| x.trim().to_string())
+            .filter(|x| !x.is_empty())
+            .collect()
     } else if let Some(s) = &endpoint.schema {
         vec![s.clone()]
     } else {
         t.schemas.clone().unwrap_or_default()
     };
-    let tables = if !over.tables.is_empty() { over.tables.clone() } else { t.tables.clone().unwrap_or_default() };
+    let tables = if !over.tables.is_empty() {
+        over.tables.clone()
+    } else {
+        t.tables.clone().unwrap_or_default()
+    };
 
     let password = secret(
         env,
@@ -479,7 +495,11 @@ pub fn load_with(
     if let Some(ca) = &ca_file
         && !ca.exists()
     {
-        return Err(err(format!("{}: CA file {} does not exist", key_in("trino.ca_file"), ca.display())));
+        return Err(err(format!(
+            "{}: CA file {} does not exist",
+            key_in("trino.ca_file"),
+            ca.display()
+        )));
     }
     let trino = TrinoSettings {
         url,
@@ -500,7 +520,10 @@ pub fn load_with(
     };
 
     // 4. Airflow (optional).
-    let a = merge_airflow(file.airflow.clone().unwrap_or_default(), profile.airflow.clone().unwrap_or_default());
+    let a = merge_airflow(
+        file.airflow.clone().unwrap_or_default(),
+        profile.airflow.clone().unwrap_or_default(),
+    );
     let airflow_url = over
         .airflow
         .clone()
@@ -509,8 +532,12 @@ pub fn load_with(
     let airflow = match airflow_url {
         None => None,
         Some(text) => {
-            let url = Url::parse(text.trim())
-                .map_err(|e| err(format!("{}: invalid Airflow URL {text:?}: {e}", key_in("airflow.url"))))?;
+            let url = Url::parse(text.trim()).map_err(|e| {
+                err(format!(
+                    "{}: invalid Airflow URL {text:?}: {e}",
+                    key_in("airflow.url")
+                ))
+            })?;
             if !matches!(url.scheme(), "http" | "https") {
                 return Err(err(format!(
                     "{}: invalid Airflow URL {text:?}: expected http:// or https://",
@@ -557,7 +584,10 @@ pub fn load_with(
                     ca_file: a.ca_file.clone(),
                     insecure_skip_verify: a.insecure_skip_verify.unwrap_or(false),
                 },
-                dag_tags: a.dag_tags.clone().unwrap_or_else(|| vec!["maintenance".into()]),
+                dag_tags: a
+                    .dag_tags
+                    .clone()
+                    .unwrap_or_else(|| vec!["maintenance".into()]),
                 dag_ids: a.dag_ids.clone().unwrap_or_default(),
                 runs: a.runs.unwrap_or(25).clamp(1, 100),
                 test_connections: a.test_connections.unwrap_or(true),
@@ -569,7 +599,12 @@ pub fn load_with(
     let readonly = over.readonly
         || env_bool(env, "FLOE_READONLY")?.unwrap_or(false)
         || profile.readonly.or(file.readonly).unwrap_or(false);
-    let refresh = match over.refresh.or(env_dur(env, "FLOE_REFRESH")?).or(profile.refresh).or(file.refresh) {
+    let refresh = match over
+        .refresh
+        .or(env_dur(env, "FLOE_REFRESH")?)
+        .or(profile.refresh)
+        .or(file.refresh)
+    {
         Some(d) => d.0,
         None => Duration::from_secs(60),
     };
@@ -587,10 +622,18 @@ pub fn load_with(
             where_()
         )));
     }
-    let query_timeout = file.query_timeout.map(|d| d.0).unwrap_or(Duration::from_secs(300));
+    let query_timeout = file
+        .query_timeout
+        .map(|d| d.0)
+        .unwrap_or(Duration::from_secs(300));
     let health = build_health(&file.health, &profile.health, &key_in("health"))?;
     let mut maintenance = Vec::new();
-    for m in file.maintenance.iter().flatten().chain(profile.maintenance.iter().flatten()) {
+    for m in file
+        .maintenance
+        .iter()
+        .flatten()
+        .chain(profile.maintenance.iter().flatten())
+    {
         let parts = split_table_name(&m.table);
         if parts.len() != 3 {
             return Err(err(format!(
@@ -606,7 +649,8 @@ pub fn load_with(
         });
     }
     let keys = file.keys.clone().unwrap_or_default();
-    crate::app::keymap::Keymap::from_config(&keys).map_err(|e| err(format!("{e} in [keys] of {}", where_())))?;
+    crate::app::keymap::Keymap::from_config(&keys)
+        .map_err(|e| err(format!("{e} in [keys] of {}", where_())))?;
 
     Ok(Settings {
         profile: profile_name,
@@ -620,8 +664,14 @@ pub fn load_with(
         health,
         maintenance,
         keys,
-        audit_log: file.audit_log.clone().unwrap_or_else(|| dirs.state.join("audit.jsonl")),
-        export_dir: file.export_dir.clone().unwrap_or_else(|| dirs.data.join("exports")),
+        audit_log: file
+            .audit_log
+            .clone()
+            .unwrap_or_else(|| dirs.state.join("audit.jsonl")),
+        export_dir: file
+            .export_dir
+            .clone()
+            .unwrap_or_else(|| dirs.data.join("exports")),
         log_dir: dirs.state.clone(),
         mouse: file.mouse.unwrap_or(false),
         profiles: profiles.keys().cloned().collect(),
@@ -631,7 +681,13 @@ pub fn load_with(
 fn read_file(path: &Path) -> Result<FileConfig, ConfigError> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| err(format!("cannot read config file {}: {e}", path.display())))?;
-    toml::from_str(&text).map_err(|e| err(format!("config file {}: {}", path.display(), e.to_string().trim_end())))
+    toml::from_str(&text).map_err(|e| {
+        err(format!(
+            "config file {}: {}",
+            path.display(),
+            e.to_string().trim_end()
+        ))
+    })
 }
 
 fn merge_trino(base: TrinoFile, over: TrinoFile) -> TrinoFile {
@@ -717,7 +773,10 @@ fn build_health(
         }
     }
     if !(h.small_file_ratio > 0.0 && h.small_file_ratio <= 1.0) {
-        return Err(err(format!("{key}.small_file_ratio = {}: expected a ratio in (0, 1]", h.small_file_ratio)));
+        return Err(err(format!(
+            "{key}.small_file_ratio = {}: expected a ratio in (0, 1]",
+            h.small_file_ratio
+        )));
     }
     if h.target_file_size == 0 {
         return Err(err(format!("{key}.target_file_size must be above 0")));
@@ -730,7 +789,9 @@ fn build_health(
         )));
     }
     if h.delete_file_ratio_critical < h.delete_file_ratio_warn {
-        return Err(err(format!("{key}.delete_file_ratio_critical is below delete_file_ratio_warn")));
+        return Err(err(format!(
+            "{key}.delete_file_ratio_critical is below delete_file_ratio_warn"
+        )));
     }
     Ok(h)
 }
@@ -750,7 +811,9 @@ fn secret(
     if let Some(var) = env_key {
         return match env(var).filter(|v| !v.is_empty()) {
             Some(v) => Ok(Some(SecretString::from(v))),
-            None => Err(err(format!("{env_key_name}: environment variable {var} is not set"))),
+            None => Err(err(format!(
+                "{env_key_name}: environment variable {var} is not set"
+            ))),
         };
     }
     if let Some(cmd) = command {
@@ -768,7 +831,9 @@ fn secret(
                 stderr.trim()
             )));
         }
-        let text = String::from_utf8_lossy(&out.stdout).trim_end_matches(['\n', '\r']).to_string();
+        let text = String::from_utf8_lossy(&out.stdout)
+            .trim_end_matches(['\n', '\r'])
+            .to_string();
         if text.is_empty() {
             return Err(err(format!("{command_key_name}: {cmd:?} printed nothing")));
         }
@@ -792,7 +857,9 @@ fn env_bool(env: &dyn Fn(&str) -> Option<String>, var: &str) -> Result<Option<bo
 fn env_dur(env: &dyn Fn(&str) -> Option<String>, var: &str) -> Result<Option<Dur>, ConfigError> {
     match env(var).filter(|v| !v.trim().is_empty()) {
         None => Ok(None),
-        Some(v) => Dur::parse(&v).map(Some).map_err(|e| err(format!("{var}: {e}"))),
+        Some(v) => Dur::parse(&v)
+            .map(Some)
+            .map_err(|e| err(format!("{var}: {e}"))),
     }
 }
 

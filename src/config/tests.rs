@@ -14,7 +14,10 @@ impl Fixture {
         std::fs::create_dir_all(dir.join("xdg/floe")).unwrap();
         let mut env = HashMap::new();
         env.insert("HOME".into(), dir.display().to_string());
-        env.insert("XDG_CONFIG_HOME".into(), dir.join("xdg").display().to_string());
+        env.insert(
+            "XDG_CONFIG_HOME".into(),
+            dir.join("xdg").display().to_string(),
+        );
         env.insert("USER".into(), "operator".into());
         Fixture { dir, env }
     }
@@ -33,7 +36,10 @@ impl Fixture {
 }
 
 fn flags(trino: &str) -> Overrides {
-    Overrides { trino: Some(trino.into()), ..Default::default() }
+    Overrides {
+        trino: Some(trino.into()),
+        ..Default::default()
+    }
 }
 
 #[test]
@@ -56,7 +62,10 @@ fn flags_alone_are_enough() {
 fn missing_url_says_how_to_give_one() {
     let f = Fixture::new("nourl");
     let e = f.load(&Overrides::default()).unwrap_err().0;
-    assert!(e.contains("--trino") && e.contains("FLOE_TRINO_URL") && e.contains("config.toml"), "{e}");
+    assert!(
+        e.contains("--trino") && e.contains("FLOE_TRINO_URL") && e.contains("config.toml"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -79,7 +88,8 @@ schemas = ["a", "b"]
     assert_eq!(s.trino.schemas, vec!["a", "b"]);
     assert_eq!(s.refresh, Duration::from_secs(30));
 
-    f.env.insert("FLOE_TRINO_URL".into(), "http://env:8080".into());
+    f.env
+        .insert("FLOE_TRINO_URL".into(), "http://env:8080".into());
     f.env.insert("FLOE_TRINO_USER".into(), "from-env".into());
     f.env.insert("FLOE_REFRESH".into(), "45s".into());
     let s = f.load(&Overrides::default()).unwrap();
@@ -99,23 +109,44 @@ schemas = ["a", "b"]
     assert_eq!(s.trino.user, "from-flag");
     assert_eq!(s.trino.schemas, vec!["z"]);
     assert_eq!(s.refresh, Duration::from_secs(10));
-    assert_eq!(s.trino.catalog, "lake", "file value survives where nothing overrides it");
+    assert_eq!(
+        s.trino.catalog, "lake",
+        "file value survives where nothing overrides it"
+    );
 }
 
 #[test]
 fn unknown_keys_name_the_key_and_the_file() {
     let f = Fixture::new("unknown");
     let p = f.write("c.toml", "[trino]\nurl = \"http://h:1\"\nuserr = \"x\"\n");
-    let e = f.load(&Overrides { config: Some(p.clone()), ..Default::default() }).unwrap_err().0;
+    let e = f
+        .load(&Overrides {
+            config: Some(p.clone()),
+            ..Default::default()
+        })
+        .unwrap_err()
+        .0;
     assert!(e.contains("userr"), "{e}");
     assert!(e.contains(&p.display().to_string()), "{e}");
 
     let p = f.write("d.toml", "refersh = \"30s\"\n");
-    let e = f.load(&Overrides { config: Some(p), ..flags("http://h:1") }).unwrap_err().0;
+    let e = f
+        .load(&Overrides {
+            config: Some(p),
+            ..flags("http://h:1")
+        })
+        .unwrap_err()
+        .0;
     assert!(e.contains("refersh"), "{e}");
 
     let p = f.write("e.toml", "[profiles.prod.trino]\nurll = \"x\"\n");
-    let e = f.load(&Overrides { config: Some(p), ..flags("http://h:1") }).unwrap_err().0;
+    let e = f
+        .load(&Overrides {
+            config: Some(p),
+            ..flags("http://h:1")
+        })
+        .unwrap_err()
+        .0;
     assert!(e.contains("urll"), "{e}");
 }
 
@@ -123,11 +154,20 @@ fn unknown_keys_name_the_key_and_the_file() {
 fn explicit_config_must_exist() {
     let mut f = Fixture::new("explicit");
     let e = f
-        .load(&Overrides { config: Some(f.dir.join("nope.toml")), ..flags("http://h:1") })
+        .load(&Overrides {
+            config: Some(f.dir.join("nope.toml")),
+            ..flags("http://h:1")
+        })
         .unwrap_err()
         .0;
-    assert!(e.contains("nope.toml") && e.contains("does not exist"), "{e}");
-    f.env.insert("FLOE_CONFIG".into(), f.dir.join("gone.toml").display().to_string());
+    assert!(
+        e.contains("nope.toml") && e.contains("does not exist"),
+        "{e}"
+    );
+    f.env.insert(
+        "FLOE_CONFIG".into(),
+        f.dir.join("gone.toml").display().to_string(),
+    );
     let e = f.load(&flags("http://h:1")).unwrap_err().0;
     assert!(e.contains("gone.toml"), "{e}");
 }
@@ -154,7 +194,10 @@ url = "https://airflow.prod"
 user = "floe"
 "#,
     );
-    let base = Overrides { config: Some(p.clone()), ..Default::default() };
+    let base = Overrides {
+        config: Some(p.clone()),
+        ..Default::default()
+    };
     let s = f.load(&base).unwrap();
     assert_eq!(s.profile, "staging");
     assert_eq!(s.trino.url.host_str(), Some("staging"));
@@ -162,10 +205,18 @@ user = "floe"
     assert!(!s.readonly);
     assert_eq!(s.profiles, vec!["prod", "staging"]);
 
-    let s = f.load(&Overrides { profile: Some("prod".into()), ..base.clone() }).unwrap();
+    let s = f
+        .load(&Overrides {
+            profile: Some("prod".into()),
+            ..base.clone()
+        })
+        .unwrap();
     assert_eq!(s.profile, "prod");
     assert_eq!(s.trino.url.as_str(), "https://trino.prod:8443/");
-    assert_eq!(s.trino.user, "oncall", "the URI's user wins over the shared section");
+    assert_eq!(
+        s.trino.user, "oncall",
+        "the URI's user wins over the shared section"
+    );
     assert_eq!(s.trino.catalog, "lake");
     assert!(s.readonly);
     let a = s.airflow.unwrap();
@@ -175,15 +226,30 @@ user = "floe"
     f.env.insert("FLOE_PROFILE".into(), "prod".into());
     assert_eq!(f.load(&base).unwrap().profile, "prod");
 
-    let e = f.load(&Overrides { profile: Some("qa".into()), ..base }).unwrap_err().0;
+    let e = f
+        .load(&Overrides {
+            profile: Some("qa".into()),
+            ..base
+        })
+        .unwrap_err()
+        .0;
     assert!(e.contains("\"qa\"") && e.contains("prod, staging"), "{e}");
 }
 
 #[test]
 fn readonly_flag_wins() {
     let f = Fixture::new("ro");
-    let p = f.write("c.toml", "readonly = false\n[trino]\nurl = \"http://h:1\"\n");
-    let s = f.load(&Overrides { config: Some(p), readonly: true, ..Default::default() }).unwrap();
+    let p = f.write(
+        "c.toml",
+        "readonly = false\n[trino]\nurl = \"http://h:1\"\n",
+    );
+    let s = f
+        .load(&Overrides {
+            config: Some(p),
+            readonly: true,
+            ..Default::default()
+        })
+        .unwrap();
     assert!(s.readonly);
 }
 
@@ -199,20 +265,52 @@ fn secrets_from_env_and_command_never_in_debug() {
     assert!(!format!("{s:?}").contains("s3cret"));
 
     let f = Fixture::new("secrets2");
-    let p = f.write("c.toml", "[trino]\nurl = \"https://h:8443\"\npassword_command = \"printf 'from-cmd\\n'\"\n");
-    let s = f.load(&Overrides { config: Some(p), ..Default::default() }).unwrap();
+    let p = f.write(
+        "c.toml",
+        "[trino]\nurl = \"https://h:8443\"\npassword_command = \"printf 'from-cmd\\n'\"\n",
+    );
+    let s = f
+        .load(&Overrides {
+            config: Some(p),
+            ..Default::default()
+        })
+        .unwrap();
     match &s.trino.auth {
         Auth::Basic { password } => assert_eq!(password.expose_secret(), "from-cmd"),
         other => panic!("expected basic auth, got {other:?}"),
     }
 
-    let p = f.write("d.toml", "[trino]\nurl = \"https://h:8443\"\npassword_command = \"exit 3\"\n");
-    let e = f.load(&Overrides { config: Some(p.clone()), ..Default::default() }).unwrap_err().0;
-    assert!(e.contains("trino.password_command") && e.contains(&p.display().to_string()), "{e}");
+    let p = f.write(
+        "d.toml",
+        "[trino]\nurl = \"https://h:8443\"\npassword_command = \"exit 3\"\n",
+    );
+    let e = f
+        .load(&Overrides {
+            config: Some(p.clone()),
+            ..Default::default()
+        })
+        .unwrap_err()
+        .0;
+    assert!(
+        e.contains("trino.password_command") && e.contains(&p.display().to_string()),
+        "{e}"
+    );
 
-    let p = f.write("e.toml", "[trino]\nurl = \"https://h:8443\"\npassword_env = \"NOT_SET_ANYWHERE\"\n");
-    let e = f.load(&Overrides { config: Some(p), ..Default::default() }).unwrap_err().0;
-    assert!(e.contains("NOT_SET_ANYWHERE") && e.contains("trino.password_env"), "{e}");
+    let p = f.write(
+        "e.toml",
+        "[trino]\nurl = \"https://h:8443\"\npassword_env = \"NOT_SET_ANYWHERE\"\n",
+    );
+    let e = f
+        .load(&Overrides {
+            config: Some(p),
+            ..Default::default()
+        })
+        .unwrap_err()
+        .0;
+    assert!(
+        e.contains("NOT_SET_ANYWHERE") && e.contains("trino.password_env"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -235,18 +333,39 @@ fn bearer_token() {
 fn refresh_minimum_and_bad_values() {
     let f = Fixture::new("refresh");
     let e = f
-        .load(&Overrides { refresh: Some(Dur::parse("2s").unwrap()), ..flags("http://h:1") })
+        .load(&Overrides {
+            refresh: Some(Dur::parse("2s").unwrap()),
+            ..flags("http://h:1")
+        })
         .unwrap_err()
         .0;
     assert!(e.contains("minimum of 5s"), "{e}");
     let p = f.write("c.toml", "refresh = \"soonish\"\n");
-    let e = f.load(&Overrides { config: Some(p), ..flags("http://h:1") }).unwrap_err().0;
+    let e = f
+        .load(&Overrides {
+            config: Some(p),
+            ..flags("http://h:1")
+        })
+        .unwrap_err()
+        .0;
     assert!(e.contains("soonish"), "{e}");
     let p = f.write("d.toml", "[health]\nsmall_file_ratio = 1.5\n");
-    let e = f.load(&Overrides { config: Some(p), ..flags("http://h:1") }).unwrap_err().0;
+    let e = f
+        .load(&Overrides {
+            config: Some(p),
+            ..flags("http://h:1")
+        })
+        .unwrap_err()
+        .0;
     assert!(e.contains("small_file_ratio"), "{e}");
     let p = f.write("e.toml", "[health]\ntarget_file_size = \"12 parsecs\"\n");
-    let e = f.load(&Overrides { config: Some(p), ..flags("http://h:1") }).unwrap_err().0;
+    let e = f
+        .load(&Overrides {
+            config: Some(p),
+            ..flags("http://h:1")
+        })
+        .unwrap_err()
+        .0;
     assert!(e.contains("parsecs"), "{e}");
 }
 
@@ -269,7 +388,12 @@ dag_id = "compact_documents"
 interval = "1d"
 "#,
     );
-    let s = f.load(&Overrides { config: Some(p), ..Default::default() }).unwrap();
+    let s = f
+        .load(&Overrides {
+            config: Some(p),
+            ..Default::default()
+        })
+        .unwrap();
     assert_eq!(s.health.target_file_size, 256 << 20);
     assert_eq!(s.health.min_small_files, 20);
     assert_eq!(s.health.compaction_critical, Duration::from_secs(72 * 3600));
@@ -277,8 +401,17 @@ interval = "1d"
     assert_eq!(s.maintenance[0].dag_id, "compact_documents");
     assert_eq!(s.maintenance[0].interval, Some(Duration::from_secs(86_400)));
 
-    let p = f.write("d.toml", "[[maintenance]]\ntable = \"documents\"\ndag_id = \"x\"\n");
-    let e = f.load(&Overrides { config: Some(p), ..flags("http://h:1") }).unwrap_err().0;
+    let p = f.write(
+        "d.toml",
+        "[[maintenance]]\ntable = \"documents\"\ndag_id = \"x\"\n",
+    );
+    let e = f
+        .load(&Overrides {
+            config: Some(p),
+            ..flags("http://h:1")
+        })
+        .unwrap_err()
+        .0;
     assert!(e.contains("catalog.schema.table"), "{e}");
 }
 
@@ -286,13 +419,35 @@ interval = "1d"
 fn bad_key_strings_are_config_errors() {
     let f = Fixture::new("keys");
     let p = f.write("c.toml", "[keys]\nquit = \"ctrl-bogus-key\"\n");
-    let e = f.load(&Overrides { config: Some(p.clone()), ..flags("http://h:1") }).unwrap_err().0;
-    assert!(e.contains("ctrl-bogus-key") && e.contains(&p.display().to_string()), "{e}");
+    let e = f
+        .load(&Overrides {
+            config: Some(p.clone()),
+            ..flags("http://h:1")
+        })
+        .unwrap_err()
+        .0;
+    assert!(
+        e.contains("ctrl-bogus-key") && e.contains(&p.display().to_string()),
+        "{e}"
+    );
     let p = f.write("d.toml", "[keys]\nteleport = \"t\"\n");
-    let e = f.load(&Overrides { config: Some(p), ..flags("http://h:1") }).unwrap_err().0;
+    let e = f
+        .load(&Overrides {
+            config: Some(p),
+            ..flags("http://h:1")
+        })
+        .unwrap_err()
+        .0;
     assert!(e.contains("teleport"), "{e}");
-    let p = f.write("e.toml", "[keys]\nquit = [\"q\", \"ctrl-q\"]\nrefresh = \"F5\"\n");
-    f.load(&Overrides { config: Some(p), ..flags("http://h:1") }).unwrap();
+    let p = f.write(
+        "e.toml",
+        "[keys]\nquit = [\"q\", \"ctrl-q\"]\nrefresh = \"F5\"\n",
+    );
+    f.load(&Overrides {
+        config: Some(p),
+        ..flags("http://h:1")
+    })
+    .unwrap();
 }
 
 #[test]
@@ -311,7 +466,10 @@ fn airflow_settings() {
     assert_eq!(a.password.unwrap().expose_secret(), "pw");
     assert_eq!(a.api, AirflowApi::Auto);
     let e = f
-        .load(&Overrides { airflow: Some("ftp://x".into()), ..flags("http://h:1") })
+        .load(&Overrides {
+            airflow: Some("ftp://x".into()),
+            ..flags("http://h:1")
+        })
         .unwrap_err()
         .0;
     assert!(e.contains("Airflow URL"), "{e}");
@@ -319,7 +477,10 @@ fn airflow_settings() {
 
 #[test]
 fn table_names_split_with_quotes() {
-    assert_eq!(split_table_name("iceberg.zoning.documents"), vec!["iceberg", "zoning", "documents"]);
+    assert_eq!(
+        split_table_name("iceberg.zoning.documents"),
+        vec!["iceberg", "zoning", "documents"]
+    );
     assert_eq!(
         split_table_name(r#"iceberg.finance."ledger ""q3"" it's.odd""#),
         vec!["iceberg", "finance", r#"ledger "q3" it's.odd"#]
@@ -363,6 +524,9 @@ fn example_config_parses_and_documents_every_key() {
         "[[maintenance]]",
         "[keys]",
     ] {
-        assert!(text.contains(key), "config.example.toml does not document {key}");
+        assert!(
+            text.contains(key),
+            "config.example.toml does not document {key}"
+        );
     }
 }

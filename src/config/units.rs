@@ -21,9 +21,9 @@ impl Bytes {
             .find(|c: char| !(c.is_ascii_digit() || c == '.'))
             .unwrap_or(t.len());
         let (num, unit) = t.split_at(split);
-        let value: f64 = num
-            .parse()
-            .map_err(|_| format!("invalid size {text:?}: expected a number with an optional unit like 128MB"))?;
+        let value: f64 = num.parse().map_err(|_| {
+            format!("invalid size {text:?}: expected a number with an optional unit like 128MB")
+        })?;
         let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
             "" | "b" => 1,
             "k" | "kb" | "kib" => 1 << 10,
@@ -31,7 +31,11 @@ impl Bytes {
             "g" | "gb" | "gib" => 1 << 30,
             "t" | "tb" | "tib" => 1 << 40,
             "p" | "pb" | "pib" => 1 << 50,
-            other => return Err(format!("invalid size {text:?}: unknown unit {other:?} (use B, kB, MB, GB, TB)")),
+            other => {
+                return Err(format!(
+                    "invalid size {text:?}: unknown unit {other:?} (use B, kB, MB, GB, TB)"
+                ));
+            }
         };
         let bytes = value * mult as f64;
         if !bytes.is_finite() || bytes < 0.0 || bytes > u64::MAX as f64 {
@@ -45,7 +49,7 @@ impl Bytes {
     pub fn trino_literal(self) -> String {
         for (unit, shift) in [("PB", 50), ("TB", 40), ("GB", 30), ("MB", 20), ("kB", 10)] {
             let m = 1u64 << shift;
-            if self.0 >= m && self.0 % m == 0 {
+            if self.0 >= m && self.0.is_multiple_of(m) {
                 return format!("{}{unit}", self.0 / m);
             }
         }
@@ -134,6 +138,19 @@ impl fmt::Display for Dur {
     }
 }
 
+/// Thousands separators: `18,000`.
+pub fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// A compact age or duration: `45s`, `12m`, `3h`, `15d`, `2d4h` below three days.
 pub fn human_duration(secs: i64) -> String {
     let neg = secs < 0;
@@ -145,11 +162,19 @@ pub fn human_duration(secs: i64) -> String {
     } else if s < 86_400 {
         let h = s / 3600;
         let m = (s % 3600) / 60;
-        if h < 10 && m > 0 { format!("{h}h{m}m") } else { format!("{h}h") }
+        if h < 10 && m > 0 {
+            format!("{h}h{m}m")
+        } else {
+            format!("{h}h")
+        }
     } else {
         let d = s / 86_400;
         let h = (s % 86_400) / 3600;
-        if d < 3 && h > 0 { format!("{d}d{h}h") } else { format!("{d}d") }
+        if d < 3 && h > 0 {
+            format!("{d}d{h}h")
+        } else {
+            format!("{d}d")
+        }
     };
     if neg { format!("-{text}") } else { text }
 }
@@ -165,7 +190,11 @@ mod tests {
         assert_eq!(Bytes::parse("1.5GB").unwrap(), Bytes(1_610_612_736));
         assert_eq!(Bytes::parse("4096").unwrap(), Bytes(4096));
         assert_eq!(Bytes::parse("2kb").unwrap(), Bytes(2048));
-        assert!(Bytes::parse("12 parsecs").unwrap_err().contains("unknown unit"));
+        assert!(
+            Bytes::parse("12 parsecs")
+                .unwrap_err()
+                .contains("unknown unit")
+        );
         assert!(Bytes::parse("").is_err());
         assert!(Bytes::parse("MB").is_err());
     }

@@ -46,7 +46,11 @@ pub fn parse_trino_uri(text: &str) -> Result<TrinoEndpoint, String> {
             "protocol" | "http_scheme" => match v.as_ref() {
                 "http" => scheme = if scheme.is_empty() { "http" } else { scheme },
                 "https" => scheme = if scheme.is_empty() { "https" } else { scheme },
-                other => return Err(format!("invalid Trino URL {raw:?}: protocol={other} (expected http or https)")),
+                other => {
+                    return Err(format!(
+                        "invalid Trino URL {raw:?}: protocol={other} (expected http or https)"
+                    ));
+                }
             },
             "catalog" => ep.catalog = Some(v.into_owned()),
             "schema" => ep.schema = Some(v.into_owned()),
@@ -66,14 +70,20 @@ pub fn parse_trino_uri(text: &str) -> Result<TrinoEndpoint, String> {
         };
     }
     let default_port = if scheme == "https" { 443 } else { 8080 };
-    let port = port.unwrap_or(if parsed.scheme() == "trino" || parsed.scheme() == "presto" {
-        default_port
-    } else if scheme == "https" {
-        443
+    let port = port.unwrap_or(
+        if parsed.scheme() == "trino" || parsed.scheme() == "presto" {
+            default_port
+        } else if scheme == "https" {
+            443
+        } else {
+            80
+        },
+    );
+    let host_part = if host.contains(':') && !host.starts_with('[') {
+        format!("[{host}]")
     } else {
-        80
-    });
-    let host_part = if host.contains(':') && !host.starts_with('[') { format!("[{host}]") } else { host.to_string() };
+        host.to_string()
+    };
     ep.url = Some(
         Url::parse(&format!("{scheme}://{host_part}:{port}/"))
             .map_err(|e| format!("invalid Trino URL {raw:?}: {e}"))?,
@@ -108,12 +118,13 @@ fn percent_decode(s: &str) -> String {
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
-        if bytes[i] == b'%' && i + 2 < bytes.len() {
-            if let Ok(b) = u8::from_str_radix(&s[i + 1..i + 3], 16) {
-                out.push(b);
-                i += 3;
-                continue;
-            }
+        if bytes[i] == b'%'
+            && i + 2 < bytes.len()
+            && let Ok(b) = u8::from_str_radix(&s[i + 1..i + 3], 16)
+        {
+            out.push(b);
+            i += 3;
+            continue;
         }
         out.push(bytes[i]);
         i += 1;
@@ -127,7 +138,8 @@ mod tests {
 
     #[test]
     fn airflow_style_uri() {
-        let ep = parse_trino_uri("trino://oncall@trino.internal:8443/iceberg?protocol=https").unwrap();
+        let ep =
+            parse_trino_uri("trino://oncall@trino.internal:8443/iceberg?protocol=https").unwrap();
         assert_eq!(ep.url.unwrap().as_str(), "https://trino.internal:8443/");
         assert_eq!(ep.user.as_deref(), Some("oncall"));
         assert_eq!(ep.catalog.as_deref(), Some("iceberg"));
@@ -150,7 +162,11 @@ mod tests {
         assert_eq!(ep.url.unwrap().as_str(), "http://127.0.0.1:8080/");
         let ep = parse_trino_uri("https://trino.example.com").unwrap();
         assert_eq!(ep.url.unwrap().as_str(), "https://trino.example.com/");
-        assert!(parse_trino_uri("http://h:1/iceberg").unwrap_err().contains("takes no path"));
+        assert!(
+            parse_trino_uri("http://h:1/iceberg")
+                .unwrap_err()
+                .contains("takes no path")
+        );
     }
 
     #[test]
@@ -158,14 +174,19 @@ mod tests {
         let e = parse_trino_uri("trino://u:hunter2@h:8443/iceberg").unwrap_err();
         assert!(e.contains("FLOE_TRINO_PASSWORD"), "{e}");
         assert!(!e.contains("hunter2"), "{e}");
-        assert!(parse_trino_uri("ftp://h").unwrap_err().contains("unsupported scheme"));
+        assert!(
+            parse_trino_uri("ftp://h")
+                .unwrap_err()
+                .contains("unsupported scheme")
+        );
         assert!(parse_trino_uri("trino://u@h/c?protocol=gopher").is_err());
         assert!(parse_trino_uri("not a url").is_err());
     }
 
     #[test]
     fn verify_false_and_encoded_user() {
-        let ep = parse_trino_uri("trino://svc%40corp@h:8443/iceberg?protocol=https&verify=false").unwrap();
+        let ep = parse_trino_uri("trino://svc%40corp@h:8443/iceberg?protocol=https&verify=false")
+            .unwrap();
         assert!(ep.insecure_skip_verify);
         assert_eq!(ep.user.as_deref(), Some("svc@corp"));
     }

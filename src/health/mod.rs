@@ -7,7 +7,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use crate::config::units::{human_bytes, human_duration};
+use crate::config::units::{human_bytes, human_duration, thousands};
 use crate::lakehouse::model::TableStats;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -131,7 +131,12 @@ pub struct Health {
 
 impl Health {
     fn from_findings(mut findings: Vec<Finding>) -> Health {
-        findings.sort_by(|a, b| b.severity.rank().cmp(&a.severity.rank()).then(b.penalty.cmp(&a.penalty)));
+        findings.sort_by(|a, b| {
+            b.severity
+                .rank()
+                .cmp(&a.severity.rank())
+                .then(b.penalty.cmp(&a.penalty))
+        });
         let penalty: u32 = findings.iter().map(|f| f.penalty).sum();
         let status = findings
             .iter()
@@ -139,7 +144,11 @@ impl Health {
             .filter(|s| *s != Severity::Info)
             .max_by_key(|s| s.rank())
             .unwrap_or(Severity::Ok);
-        Health { status, score: 100u32.saturating_sub(penalty), findings }
+        Health {
+            status,
+            score: 100u32.saturating_sub(penalty),
+            findings,
+        }
     }
 }
 
@@ -163,27 +172,24 @@ pub struct DagFacts {
 }
 
 fn pct(part: u64, whole: u64) -> String {
-    if whole == 0 { "0%".into() } else { format!("{:.0}%", part as f64 * 100.0 / whole as f64) }
+    if whole == 0 {
+        "0%".into()
+    } else {
+        format!("{:.0}%", part as f64 * 100.0 / whole as f64)
+    }
 }
 
 fn age(now: DateTime<Utc>, t: DateTime<Utc>) -> i64 {
     (now - t).num_seconds().max(0)
 }
 
-fn thousands(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
 /// Evaluate one table. `dag` is its maintenance DAG when one is known.
-pub fn evaluate(stats: &TableStats, dag: Option<&DagFacts>, cfg: &HealthConfig, now: DateTime<Utc>) -> Health {
+pub fn evaluate(
+    stats: &TableStats,
+    dag: Option<&DagFacts>,
+    cfg: &HealthConfig,
+    now: DateTime<Utc>,
+) -> Health {
     let mut out = Vec::new();
     let target = stats.target_file_size.max(1);
     let threshold = cfg.small_threshold(target);
@@ -203,7 +209,11 @@ pub fn evaluate(stats: &TableStats, dag: Option<&DagFacts>, cfg: &HealthConfig, 
         let avg = stats.avg_file_size().unwrap_or(0);
         let critical = avg < target / 8 || stats.critical_partitions > 0;
         let warning = stats.small_file_partitions > 0 || avg < threshold;
-        let target_src = if stats.target_from_property { "table property" } else { "default" };
+        let target_src = if stats.target_from_property {
+            "table property"
+        } else {
+            "default"
+        };
         let mut msg = format!(
             "{} of {} data files are small (< {}, {} of the {} target, {target_src}); average file {}",
             thousands(stats.small_files),
@@ -226,7 +236,10 @@ pub fn evaluate(stats: &TableStats, dag: Option<&DagFacts>, cfg: &HealthConfig, 
         }
         let (severity, penalty) = if critical {
             if avg < target / 8 {
-                msg.push_str(&format!(" — under 1/8 of target ({})", human_bytes(target / 8)));
+                msg.push_str(&format!(
+                    " — under 1/8 of target ({})",
+                    human_bytes(target / 8)
+                ));
             } else {
                 msg.push_str(&format!(
                     " — {} partitions average under 1/8 of target",
@@ -239,7 +252,12 @@ pub fn evaluate(stats: &TableStats, dag: Option<&DagFacts>, cfg: &HealthConfig, 
         } else {
             (Severity::Info, 0)
         };
-        out.push(Finding { rule: "small_files", severity, message: msg, penalty });
+        out.push(Finding {
+            rule: "small_files",
+            severity,
+            message: msg,
+            penalty,
+        });
     }
 
     // Compaction staleness: only while small files matter and the table changed since.
@@ -286,7 +304,12 @@ pub fn evaluate(stats: &TableStats, dag: Option<&DagFacts>, cfg: &HealthConfig, 
                             thousands(stats.data_files)
                         ));
                     }
-                    out.push(Finding { rule: "compaction_stale", severity, message: msg, penalty });
+                    out.push(Finding {
+                        rule: "compaction_stale",
+                        severity,
+                        message: msg,
+                        penalty,
+                    });
                 }
             }
         }
@@ -298,7 +321,11 @@ pub fn evaluate(stats: &TableStats, dag: Option<&DagFacts>, cfg: &HealthConfig, 
         let past_retention = oldest_age > cfg.snapshot_retention.as_secs() as i64;
         let too_many = stats.snapshots > cfg.max_snapshots;
         if past_retention || too_many {
-            let severity = if past_retention && too_many { Severity::Critical } else { Severity::Warning };
+            let severity = if past_retention && too_many {
+                Severity::Critical
+            } else {
+                Severity::Warning
+            };
             let mut msg = format!(
                 "{} snapshots, oldest {} old",
                 thousands(stats.snapshots),
@@ -311,13 +338,20 @@ pub fn evaluate(stats: &TableStats, dag: Option<&DagFacts>, cfg: &HealthConfig, 
                 ));
             }
             if too_many {
-                msg.push_str(&format!(" — more than {} snapshots", thousands(cfg.max_snapshots)));
+                msg.push_str(&format!(
+                    " — more than {} snapshots",
+                    thousands(cfg.max_snapshots)
+                ));
             }
             out.push(Finding {
                 rule: "snapshot_bloat",
                 severity,
                 message: msg,
-                penalty: if severity == Severity::Critical { 20 } else { 10 },
+                penalty: if severity == Severity::Critical {
+                    20
+                } else {
+                    10
+                },
             });
         }
     }
@@ -339,8 +373,18 @@ pub fn evaluate(stats: &TableStats, dag: Option<&DagFacts>, cfg: &HealthConfig, 
             ratio * 100.0
         );
         match sev {
-            Some((severity, penalty)) => out.push(Finding { rule: "delete_files", severity, message: msg, penalty }),
-            None => out.push(Finding { rule: "delete_files", severity: Severity::Info, message: msg, penalty: 0 }),
+            Some((severity, penalty)) => out.push(Finding {
+                rule: "delete_files",
+                severity,
+                message: msg,
+                penalty,
+            }),
+            None => out.push(Finding {
+                rule: "delete_files",
+                severity: Severity::Info,
+                message: msg,
+                penalty: 0,
+            }),
         }
     }
 
@@ -348,7 +392,8 @@ pub fn evaluate(stats: &TableStats, dag: Option<&DagFacts>, cfg: &HealthConfig, 
     if let Some(d) = dag {
         out.extend(dag_findings(d, now));
         let stale = out.iter().any(|f| {
-            matches!(f.rule, "compaction_stale" | "never_compacted") && f.severity >= Severity::Warning
+            matches!(f.rule, "compaction_stale" | "never_compacted")
+                && f.severity >= Severity::Warning
         });
         if stale {
             let guessed = if d.guessed { " (guessed mapping)" } else { "" };
@@ -357,7 +402,10 @@ pub fn evaluate(stats: &TableStats, dag: Option<&DagFacts>, cfg: &HealthConfig, 
                 out.push(Finding {
                     rule: "stale_dag_paused",
                     severity: Severity::Critical,
-                    message: format!("compaction stale and its DAG {}{guessed} is paused", d.dag_id),
+                    message: format!(
+                        "compaction stale and its DAG {}{guessed} is paused",
+                        d.dag_id
+                    ),
                     penalty: 0,
                 });
             } else if last == "failed" {
@@ -369,7 +417,10 @@ pub fn evaluate(stats: &TableStats, dag: Option<&DagFacts>, cfg: &HealthConfig, 
                 out.push(Finding {
                     rule: "stale_dag_failing",
                     severity: Severity::Critical,
-                    message: format!("compaction stale and its DAG {}{guessed} is failing{what}", d.dag_id),
+                    message: format!(
+                        "compaction stale and its DAG {}{guessed} is failing{what}",
+                        d.dag_id
+                    ),
                     penalty: 0,
                 });
             } else if last == "success" {
@@ -422,7 +473,12 @@ pub fn dag_findings(d: &DagFacts, now: DateTime<Utc>) -> Vec<Finding> {
         if let Some(e) = &d.error_line {
             msg.push_str(&format!(": {e}"));
         }
-        out.push(Finding { rule: "dag_failing", severity: Severity::Critical, message: msg, penalty: 15 });
+        out.push(Finding {
+            rule: "dag_failing",
+            severity: Severity::Critical,
+            message: msg,
+            penalty: 15,
+        });
     }
     if !d.paused {
         let limit = d.expected_interval.as_secs() as i64 * 2;

@@ -1,4 +1,5 @@
 use super::*;
+use crate::config::units::thousands;
 use chrono::TimeZone;
 
 const MB: u64 = 1 << 20;
@@ -61,7 +62,10 @@ fn rules(h: &Health) -> Vec<&'static str> {
 }
 
 fn finding<'a>(h: &'a Health, rule: &str) -> &'a Finding {
-    h.findings.iter().find(|f| f.rule == rule).unwrap_or_else(|| panic!("no {rule} in {h:?}"))
+    h.findings
+        .iter()
+        .find(|f| f.rule == rule)
+        .unwrap_or_else(|| panic!("no {rule} in {h:?}"))
 }
 
 #[test]
@@ -78,13 +82,21 @@ fn the_incident_is_critical_and_says_why() {
     assert_eq!(h.status, Severity::Critical);
     let small = finding(&h, "small_files");
     assert_eq!(small.severity, Severity::Critical);
-    assert!(small.message.contains("18,000 of 18,000"), "{}", small.message);
+    assert!(
+        small.message.contains("18,000 of 18,000"),
+        "{}",
+        small.message
+    );
     assert!(small.message.contains("96 MB"), "{}", small.message);
     assert!(small.message.contains("2.0 MB"), "{}", small.message);
     let stale = finding(&h, "compaction_stale");
     assert_eq!(stale.severity, Severity::Critical);
     assert!(stale.message.contains("15d ago"), "{}", stale.message);
-    assert!(stale.message.contains("grew from 600 to 18,000"), "{}", stale.message);
+    assert!(
+        stale.message.contains("grew from 600 to 18,000"),
+        "{}",
+        stale.message
+    );
     // Twenty days of snapshots are past the 7-day retention as well.
     assert_eq!(finding(&h, "snapshot_bloat").severity, Severity::Warning);
     assert_eq!(h.score, 100 - 40 - 30 - 10);
@@ -99,7 +111,11 @@ fn small_file_threshold_is_ratio_of_target_and_property_wins() {
     s.target_file_size = 64 * 1024;
     s.target_from_property = true;
     let h = evaluate(&s, None, &cfg, now());
-    assert!(finding(&h, "small_files").message.contains("table property"));
+    assert!(
+        finding(&h, "small_files")
+            .message
+            .contains("table property")
+    );
 }
 
 #[test]
@@ -197,9 +213,16 @@ fn snapshot_bloat() {
     let h = evaluate(&s, None, &cfg, now());
     let f = finding(&h, "snapshot_bloat");
     assert_eq!(f.severity, Severity::Warning);
-    assert!(f.message.contains("400 snapshots") && f.message.contains("60d"), "{}", f.message);
+    assert!(
+        f.message.contains("400 snapshots") && f.message.contains("60d"),
+        "{}",
+        f.message
+    );
     s.snapshots = 501;
-    assert_eq!(finding(&evaluate(&s, None, &cfg, now()), "snapshot_bloat").severity, Severity::Critical);
+    assert_eq!(
+        finding(&evaluate(&s, None, &cfg, now()), "snapshot_bloat").severity,
+        Severity::Critical
+    );
     s.oldest_snapshot = Some(hours_ago(24 * 7 - 1));
     s.snapshots = 400;
     assert!(!rules(&evaluate(&s, None, &cfg, now())).contains(&"snapshot_bloat"));
@@ -210,16 +233,28 @@ fn delete_files_ratio() {
     let cfg = HealthConfig::default();
     let mut s = healthy();
     s.delete_files = 4; // 10% of 40
-    assert_eq!(finding(&evaluate(&s, None, &cfg, now()), "delete_files").severity, Severity::Warning);
+    assert_eq!(
+        finding(&evaluate(&s, None, &cfg, now()), "delete_files").severity,
+        Severity::Warning
+    );
     s.delete_files = 20;
-    assert_eq!(finding(&evaluate(&s, None, &cfg, now()), "delete_files").severity, Severity::Critical);
+    assert_eq!(
+        finding(&evaluate(&s, None, &cfg, now()), "delete_files").severity,
+        Severity::Critical
+    );
     s.delete_files = 1;
-    assert_eq!(finding(&evaluate(&s, None, &cfg, now()), "delete_files").severity, Severity::Info);
+    assert_eq!(
+        finding(&evaluate(&s, None, &cfg, now()), "delete_files").severity,
+        Severity::Info
+    );
 }
 
 #[test]
 fn empty_table_is_info_only() {
-    let s = TableStats { target_file_size: 128 * MB, ..Default::default() };
+    let s = TableStats {
+        target_file_size: 128 * MB,
+        ..Default::default()
+    };
     let h = evaluate(&s, None, &HealthConfig::default(), now());
     assert_eq!(h.status, Severity::Ok);
     assert_eq!(rules(&h), vec!["empty"]);
@@ -236,16 +271,29 @@ fn dag(state: &str) -> DagFacts {
         last_success_at: None,
         failed_runs: 14,
         failing_task: Some("compact".into()),
-        error_line: Some("ConnectionError: trino-old.internal:8080: Name or service not known".into()),
+        error_line: Some(
+            "ConnectionError: trino-old.internal:8080: Name or service not known".into(),
+        ),
         expected_interval: Duration::from_secs(86_400),
     }
 }
 
 #[test]
 fn correlation_names_the_failing_dag_and_its_error() {
-    let h = evaluate(&incident(), Some(&dag("failed")), &HealthConfig::default(), now());
+    let h = evaluate(
+        &incident(),
+        Some(&dag("failed")),
+        &HealthConfig::default(),
+        now(),
+    );
     let f = finding(&h, "stale_dag_failing");
-    assert!(f.message.contains("compact_documents is failing: compact: ConnectionError: trino-old.internal:8080"), "{}", f.message);
+    assert!(
+        f.message.contains(
+            "compact_documents is failing: compact: ConnectionError: trino-old.internal:8080"
+        ),
+        "{}",
+        f.message
+    );
     assert!(rules(&h).contains(&"dag_failing"));
     assert!(rules(&h).contains(&"dag_no_success"));
 }
@@ -259,7 +307,12 @@ fn correlation_catches_the_silent_success() {
     d.failed_runs = 0;
     let h = evaluate(&incident(), Some(&d), &HealthConfig::default(), now());
     let f = finding(&h, "stale_dag_succeeds");
-    assert!(f.message.contains("although its DAG compact_documents reports success"), "{}", f.message);
+    assert!(
+        f.message
+            .contains("although its DAG compact_documents reports success"),
+        "{}",
+        f.message
+    );
     assert!(!rules(&h).contains(&"dag_failing"));
     // A healthy table with a succeeding DAG: no correlation finding.
     let h = evaluate(&healthy(), Some(&d), &HealthConfig::default(), now());
@@ -273,7 +326,10 @@ fn paused_and_import_error_dags() {
     d.last_success_at = Some(hours_ago(24 * 30));
     let h = evaluate_dag(&d, now());
     assert_eq!(finding(&h, "dag_paused").severity, Severity::Warning);
-    assert!(!rules(&h).contains(&"dag_no_success"), "a paused DAG is reported as paused, not as late");
+    assert!(
+        !rules(&h).contains(&"dag_no_success"),
+        "a paused DAG is reported as paused, not as late"
+    );
     d.import_error = Some("ModuleNotFoundError: No module named 'x'".into());
     assert_eq!(evaluate_dag(&d, now()).status, Severity::Critical);
     let h = evaluate(&incident(), Some(&d), &HealthConfig::default(), now());

@@ -16,13 +16,26 @@ pub struct TableRef {
 }
 
 impl TableRef {
-    pub fn new(catalog: impl Into<String>, schema: impl Into<String>, table: impl Into<String>) -> Self {
-        TableRef { catalog: catalog.into(), schema: schema.into(), table: table.into() }
+    pub fn new(
+        catalog: impl Into<String>,
+        schema: impl Into<String>,
+        table: impl Into<String>,
+    ) -> Self {
+        TableRef {
+            catalog: catalog.into(),
+            schema: schema.into(),
+            table: table.into(),
+        }
     }
 
     /// The quoted SQL name: `"iceberg"."zoning"."documents"`.
     pub fn sql(&self) -> String {
-        format!("{}.{}.{}", quote_ident(&self.catalog), quote_ident(&self.schema), quote_ident(&self.table))
+        format!(
+            "{}.{}.{}",
+            quote_ident(&self.catalog),
+            quote_ident(&self.schema),
+            quote_ident(&self.table)
+        )
     }
 
     /// The quoted SQL name of a metadata table: `"iceberg"."zoning"."documents$files"`.
@@ -37,7 +50,11 @@ impl TableRef {
 
     /// Parse `catalog.schema.table` (double quotes honoured), with defaults for the
     /// missing leading parts.
-    pub fn parse(text: &str, default_catalog: &str, default_schema: Option<&str>) -> Result<TableRef, String> {
+    pub fn parse(
+        text: &str,
+        default_catalog: &str,
+        default_schema: Option<&str>,
+    ) -> Result<TableRef, String> {
         let parts = crate::config::split_table_name(text);
         if parts.iter().any(|p| p.is_empty()) {
             return Err(format!("invalid table name {text:?}"));
@@ -49,7 +66,9 @@ impl TableRef {
                 Some(s) => Ok(TableRef::new(default_catalog, s, t)),
                 None => Err(format!("table {text:?} needs a schema: write schema.table")),
             },
-            _ => Err(format!("invalid table name {text:?}: expected [catalog.]schema.table")),
+            _ => Err(format!(
+                "invalid table name {text:?}: expected [catalog.]schema.table"
+            )),
         }
     }
 }
@@ -64,7 +83,13 @@ impl fmt::Display for TableRef {
                 quote_ident(s)
             }
         };
-        write!(f, "{}.{}.{}", part(&self.catalog), part(&self.schema), part(&self.table))
+        write!(
+            f,
+            "{}.{}.{}",
+            part(&self.catalog),
+            part(&self.schema),
+            part(&self.table)
+        )
     }
 }
 
@@ -140,7 +165,7 @@ impl PartitionStats {
     }
 
     pub fn avg_file_size(&self) -> u64 {
-        if self.data_files == 0 { 0 } else { self.total_bytes / self.data_files }
+        self.total_bytes.checked_div(self.data_files).unwrap_or(0)
     }
 }
 
@@ -182,19 +207,31 @@ mod tests {
         assert_eq!(t.sql(), r#""iceberg"."zoning"."documents""#);
         assert_eq!(t.meta("files"), r#""iceberg"."zoning"."documents$files""#);
         assert_eq!(t.to_string(), "iceberg.zoning.documents");
-        let odd = TableRef::parse(r#"iceberg.finance."ledger ""q3"" it's-odd""#, "x", None).unwrap();
+        let odd =
+            TableRef::parse(r#"iceberg.finance."ledger ""q3"" it's-odd""#, "x", None).unwrap();
         assert_eq!(odd.table, r#"ledger "q3" it's-odd"#);
         assert_eq!(odd.sql(), r#""iceberg"."finance"."ledger ""q3"" it's-odd""#);
-        assert_eq!(odd.to_string(), r#"iceberg.finance."ledger ""q3"" it's-odd""#);
+        assert_eq!(
+            odd.to_string(),
+            r#"iceberg.finance."ledger ""q3"" it's-odd""#
+        );
         assert!(TableRef::parse("documents", "iceberg", None).is_err());
-        assert_eq!(TableRef::parse("documents", "iceberg", Some("zoning")).unwrap().schema, "zoning");
+        assert_eq!(
+            TableRef::parse("documents", "iceberg", Some("zoning"))
+                .unwrap()
+                .schema,
+            "zoning"
+        );
         assert!(TableRef::parse("a..b", "iceberg", None).is_err());
     }
 
     #[test]
     fn partition_label() {
         let p = PartitionStats {
-            values: vec![("district".into(), Some("north".into())), ("filed_at_day".into(), None)],
+            values: vec![
+                ("district".into(), Some("north".into())),
+                ("filed_at_day".into(), None),
+            ],
             data_files: 4,
             small_files: 4,
             total_bytes: 400,

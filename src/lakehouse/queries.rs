@@ -2,6 +2,7 @@
 //! health read is one statement that aggregates on the server: no file rows cross the wire.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
@@ -33,8 +34,9 @@ pub struct Lakehouse {
     pub client: Client,
     pub catalog: String,
     pub health: HealthConfig,
-    /// `nodeVersion` as a number when known (decides which SQL the server understands).
-    pub server_version: Option<u32>,
+    /// `nodeVersion` as a number once known (0: unknown); decides which SQL the server
+    /// understands. Shared by clones.
+    server_version: Arc<AtomicU32>,
     layouts: Arc<Mutex<HashMap<TableRef, Layout>>>,
 }
 
@@ -52,37 +54,51 @@ impl Lakehouse {
             client,
             catalog: catalog.into(),
             health,
-            server_version: None,
+            server_version: Arc::new(AtomicU32::new(0)),
             layouts: Arc::new(Mutex::new(HashMap::new())),
         }
     }
 
     /// Ask the coordinator who it is, and remember its version.
-    pub async fn connect(&mut self) -> Result<ServerInfo, TrinoError> {
+    pub async fn connect(&self) -> Result<ServerInfo, TrinoError> {
         let info = self.client.info().await?;
-        self.server_version = info.version_number();
+        self.server_version
+            .store(info.version_number().unwrap_or(0), Ordering::Relaxed);
         Ok(info)
     }
 
+    pub fn server_version(&self) -> Option<u32> {
+        Some(self.server_version.load(Ordering::Relaxed)).filter(|v| *v > 0)
+    }
+
     fn supports(&self, since: u32) -> bool {
-        self.server_version.is_none_or(|v| v >= since)
+        self.server_version().is_none_or(|v| v >= since)
     }
 
     /// Every Iceberg table of the catalog in the given schemas (all when empty), filtered
     /// by globs over `schema.table`, sorted.
-    pub async fn discover(&self, schemas: &[String], globs: &[String]) -> Result<Vec<TableRef>, TrinoError> {
+    pub async fn discover(
+        &self,
+        schemas: &[String],
+        globs: &[String],
+    ) -> Result<Vec<TableRef>, TrinoError> {
         let cat = quote_ident(&self.catalog);
         let filter = if schemas.is_empty() {
             String::new()
         } else {
             format!(
                 " WHERE table_schema IN ({})",
-                schemas.iter().map(|s| quote_string(s)).collect::<Vec<_>>().join(", ")
+                schemas
+                    .iter()
+                    .map(|s| quote_string(s))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             )
         };
         let mut rows = None;
         if self.supports(ICEBERG_TABLES_SINCE) {
-            let sql = format!("SELECT table_schema, table_name FROM {cat}.system.iceberg_tables{filter}");
+            let sql =
+                format!("SELECT table_schema, table_name FROM {cat}.system.iceberg_tables{filter}");
             match self.client.query(&sql).await {
                 Ok(out) => rows = Some(out.rows),
                 Err(TrinoError::Query { ref error_name, .. })
@@ -94,18 +110,33 @@ impl Lakehouse {
             Some(r) => r,
             None => {
                 let where_ = if filter.is_empty() {
-                    " WHERE table_type = 'BASE TABLE' AND table_schema <> 'information_schema'".to_string()
+                    " WHERE table_type = 'BASE TABLE' AND table_schema <> 'information_schema'"
+                        .to_string()
                 } else {
                     format!("{filter} AND table_type = 'BASE TABLE'")
                 };
-                let sql = format!("SELECT table_schema, table_name FROM {cat}.information_schema.tables{where_}");
+                let sql = format!(
+                    "SELECT table_schema, table_name FROM {cat}.information_schema.tables{where_}"
+                );
                 self.client.query(&sql).await?.rows
             }
         };
         let mut tables: Vec<TableRef> = rows
             .iter()
-            .filter_map(|r| Some(TableRef::new(&self.catalog, r.str("table_schema")?, r.str("table_name")?)))
-            .filter(|t| globs.is_empty() || globs.iter().any(|g| glob_match(g, &format!("{}.{}", t.schema, t.table)) || glob_match(g, &t.table)))
+            .filter_map(|r| {
+                Some(TableRef::new(
+                    &self.catalog,
+                    r.str("table_schema")?,
+                    r.str("table_name")?,
+                ))
+            })
+            .filter(|t| {
+                globs.is_empty()
+                    || globs.iter().any(|g| {
+                        glob_match(g, &format!("{}.{}", t.schema, t.table))
+                            || glob_match(g, &t.table)
+                    })
+            })
             .collect();
         tables.sort();
         tables.dedup();
@@ -116,7 +147,11 @@ impl Lakehouse {
         if !self.supports(FILES_PARTITION_SINCE) {
             return Layout::Directory;
         }
-        self.layouts.lock().ok().and_then(|m| m.get(t).copied()).unwrap_or(Layout::PartitionColumn)
+        self.layouts
+            .lock()
+            .ok()
+            .and_then(|m| m.get(t).copied())
+            .unwrap_or(Layout::PartitionColumn)
     }
 
     fn set_layout(&self, t: &TableRef, l: Layout) {
@@ -132,15 +167,25 @@ impl Lakehouse {
         F: Fn(Layout) -> String,
     {
         let layout = self.layout(t);
-        match self.client.execute(&build(layout), QueryOptions::default()).await {
+        match self
+            .client
+            .execute(&build(layout), QueryOptions::default())
+            .await
+        {
             Ok(out) => Ok((out.rows, layout)),
-            Err(TrinoError::Query { ref error_name, ref message, .. })
-                if layout == Layout::PartitionColumn
-                    && error_name == "COLUMN_NOT_FOUND"
-                    && message.contains("partition") =>
+            Err(TrinoError::Query {
+                ref error_name,
+                ref message,
+                ..
+            }) if layout == Layout::PartitionColumn
+                && error_name == "COLUMN_NOT_FOUND"
+                && message.contains("partition") =>
             {
                 self.set_layout(t, Layout::Unpartitioned);
-                let out = self.client.execute(&build(Layout::Unpartitioned), QueryOptions::default()).await?;
+                let out = self
+                    .client
+                    .execute(&build(Layout::Unpartitioned), QueryOptions::default())
+                    .await?;
                 Ok((out.rows, Layout::Unpartitioned))
             }
             Err(e) => Err(e),
@@ -149,7 +194,9 @@ impl Lakehouse {
 
     /// The health facts of one table, in one statement.
     pub async fn table_stats(&self, t: &TableRef) -> Result<TableStats, TrinoError> {
-        let (rows, layout) = self.with_layout(t, |l| stats_sql(t, &self.health, l)).await?;
+        let (rows, layout) = self
+            .with_layout(t, |l| stats_sql(t, &self.health, l))
+            .await?;
         let row = rows.first().ok_or_else(|| TrinoError::Malformed {
             url: self.client.url().to_string(),
             message: format!("health query of {t} returned no row"),
@@ -162,7 +209,9 @@ impl Lakehouse {
 
     /// Per-partition file counts and sizes of one table.
     pub async fn partitions(&self, t: &TableRef) -> Result<PartitionList, TrinoError> {
-        let (rows, layout) = self.with_layout(t, |l| partitions_sql(t, &self.health, l)).await?;
+        let (rows, layout) = self
+            .with_layout(t, |l| partitions_sql(t, &self.health, l))
+            .await?;
         let mut list = PartitionList::default();
         for r in &rows {
             list.target_file_size = r.u64("target").unwrap_or(self.health.target_file_size);
@@ -177,7 +226,11 @@ impl Lakehouse {
                     })
                     .collect(),
                 (Layout::Directory, Some(v)) => {
-                    vec![("path".to_string(), v.as_str().map(|p| p.rsplit('/').next().unwrap_or(p).to_string()))]
+                    vec![(
+                        "path".to_string(),
+                        v.as_str()
+                            .map(|p| p.rsplit('/').next().unwrap_or(p).to_string()),
+                    )]
                 }
                 _ => Vec::new(),
             };
@@ -210,17 +263,30 @@ impl Lakehouse {
         let out = self.client.query(&sql).await?;
         out.rows
             .iter()
-            .map(|r| parse_snapshot(r).map_err(|m| TrinoError::Malformed { url: self.client.url().to_string(), message: format!("snapshots of {t}: {m}") }))
+            .map(|r| {
+                parse_snapshot(r).map_err(|m| TrinoError::Malformed {
+                    url: self.client.url().to_string(),
+                    message: format!("snapshots of {t}: {m}"),
+                })
+            })
             .collect()
     }
 
     /// `key → value` of `$properties`.
     pub async fn properties(&self, t: &TableRef) -> Result<Vec<(String, String)>, TrinoError> {
-        let out = self.client.query(&format!("SELECT key, value FROM {}", t.meta("properties"))).await?;
+        let out = self
+            .client
+            .query(&format!("SELECT key, value FROM {}", t.meta("properties")))
+            .await?;
         Ok(out
             .rows
             .iter()
-            .filter_map(|r| Some((r.str("key")?.to_string(), r.str("value").unwrap_or("").to_string())))
+            .filter_map(|r| {
+                Some((
+                    r.str("key")?.to_string(),
+                    r.str("value").unwrap_or("").to_string(),
+                ))
+            })
             .collect())
     }
 }
@@ -296,7 +362,9 @@ fn opt_time(r: &Row, name: &str) -> Option<DateTime<Utc>> {
 pub fn parse_stats(r: &Row, layout: Layout) -> Result<TableStats, String> {
     let u = |name: &str| -> Result<u64, String> { Ok(r.req(name)?.as_u64().unwrap_or(0)) };
     let mut trend = Vec::new();
-    if let (Some(Value::Array(at)), Some(Value::Array(files))) = (r.get("trend_at"), r.get("trend_files")) {
+    if let (Some(Value::Array(at)), Some(Value::Array(files))) =
+        (r.get("trend_at"), r.get("trend_files"))
+    {
         for (a, f) in at.iter().zip(files) {
             if let (Some(t), Some(n)) = (a.as_datetime(), f.as_u64()) {
                 trend.push((t, n));
@@ -335,10 +403,21 @@ pub fn parse_stats(r: &Row, layout: Layout) -> Result<TableStats, String> {
 fn parse_snapshot(r: &Row) -> Result<SnapshotInfo, String> {
     let summary = r.req("summary")?;
     let num = |k: &str| summary.map_get(k).and_then(Value::as_u64);
-    let text = |k: &str| summary.map_get(k).and_then(Value::as_str).map(str::to_string);
+    let text = |k: &str| {
+        summary
+            .map_get(k)
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
     Ok(SnapshotInfo {
-        committed_at: r.req("committed_at")?.as_datetime().ok_or("committed_at is not a timestamp")?,
-        snapshot_id: r.req("snapshot_id")?.as_i64().ok_or("snapshot_id is not a bigint")?,
+        committed_at: r
+            .req("committed_at")?
+            .as_datetime()
+            .ok_or("committed_at is not a timestamp")?,
+        snapshot_id: r
+            .req("snapshot_id")?
+            .as_i64()
+            .ok_or("snapshot_id is not a bigint")?,
         parent_id: r.i64("parent_id"),
         operation: r.str("operation").unwrap_or("").to_string(),
         added_data_files: num("added-data-files"),
@@ -421,23 +500,38 @@ mod tests {
 
     #[test]
     fn transform_values() {
-        assert_eq!(partition_value_text("ts_month", &Value::Int(674)), "2026-03");
+        assert_eq!(
+            partition_value_text("ts_month", &Value::Int(674)),
+            "2026-03"
+        );
         assert_eq!(partition_value_text("ts_year", &Value::Int(56)), "2026");
-        assert_eq!(partition_value_text("ts_hour", &Value::Int(494_000)), "2026-05-10-08");
+        assert_eq!(
+            partition_value_text("ts_hour", &Value::Int(494_000)),
+            "2026-05-10-08"
+        );
         assert_eq!(partition_value_text("id_bucket", &Value::Int(7)), "7");
-        assert_eq!(partition_value_text("district", &Value::Text("north".into())), "north");
+        assert_eq!(
+            partition_value_text("district", &Value::Text("north".into())),
+            "north"
+        );
     }
 
     #[test]
     fn stats_sql_reads_every_table_once_and_quotes_names() {
         let t = TableRef::new("iceberg", "finance", r#"ledger "q3" it's-odd"#);
         let sql = stats_sql(&t, &HealthConfig::default(), Layout::PartitionColumn);
-        assert!(sql.contains(r#""iceberg"."finance"."ledger ""q3"" it's-odd$files""#), "{sql}");
+        assert!(
+            sql.contains(r#""iceberg"."finance"."ledger ""q3"" it's-odd$files""#),
+            "{sql}"
+        );
         assert_eq!(sql.matches("$files").count(), 1);
         assert_eq!(sql.matches("$snapshots").count(), 1);
         assert_eq!(sql.matches("$properties").count(), 1);
         assert!(sql.contains("element_at(summary, 'total-data-files')"));
-        assert!(!sql.contains("summary["), "missing keys must not fail the query");
+        assert!(
+            !sql.contains("summary["),
+            "missing keys must not fail the query"
+        );
         let unpart = stats_sql(&t, &HealthConfig::default(), Layout::Unpartitioned);
         assert!(!unpart.contains("f.partition"));
     }

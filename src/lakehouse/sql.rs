@@ -56,7 +56,9 @@ pub fn typed_literal(trino_type: &str, value: &str) -> Result<String, String> {
         "decimal" => {
             let v = value.trim();
             let ok = !v.is_empty()
-                && v.trim_start_matches(['-', '+']).chars().all(|c| c.is_ascii_digit() || c == '.')
+                && v.trim_start_matches(['-', '+'])
+                    .chars()
+                    .all(|c| c.is_ascii_digit() || c == '.')
                 && v.matches('.').count() <= 1
                 && v.chars().any(|c| c.is_ascii_digit());
             if !ok {
@@ -66,7 +68,8 @@ pub fn typed_literal(trino_type: &str, value: &str) -> Result<String, String> {
         }
         "double" | "real" => {
             let v = value.trim();
-            v.parse::<f64>().map_err(|_| format!("{value:?} is not a valid {ty}"))?;
+            v.parse::<f64>()
+                .map_err(|_| format!("{value:?} is not a valid {ty}"))?;
             Ok(format!("{} {}", base.to_ascii_uppercase(), quote_string(v)))
         }
         "timestamp" => {
@@ -74,7 +77,9 @@ pub fn typed_literal(trino_type: &str, value: &str) -> Result<String, String> {
             let v = value.trim();
             // Validate the date-time part; a zone may follow for timestamp with time zone.
             let (dt, zone) = match v.rsplit_once(' ') {
-                Some((a, z)) if with_zone && !z.contains(':') || with_zone && z.starts_with(['+', '-']) => (a, Some(z)),
+                Some((a, z)) if with_zone && (!z.contains(':') || z.starts_with(['+', '-'])) => {
+                    (a, Some(z))
+                }
                 _ => (v, None),
             };
             let ok = ["%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%d %H:%M:%S", "%Y-%m-%d"]
@@ -98,7 +103,9 @@ pub fn typed_literal(trino_type: &str, value: &str) -> Result<String, String> {
             }
             Ok(format!("UUID {}", quote_string(v)))
         }
-        _ => Err(format!("values of type {ty} cannot be used in a partition predicate")),
+        _ => Err(format!(
+            "values of type {ty} cannot be used in a partition predicate"
+        )),
     }
 }
 
@@ -109,7 +116,10 @@ mod tests {
     #[test]
     fn identifiers_double_their_quotes() {
         assert_eq!(quote_ident("documents"), r#""documents""#);
-        assert_eq!(quote_ident(r#"ledger "q3" it's-odd"#), r#""ledger ""q3"" it's-odd""#);
+        assert_eq!(
+            quote_ident(r#"ledger "q3" it's-odd"#),
+            r#""ledger ""q3"" it's-odd""#
+        );
         assert_eq!(quote_ident(""), r#""""#);
         assert_eq!(quote_ident("ünïcødé"), "\"ünïcødé\"");
     }
@@ -119,7 +129,10 @@ mod tests {
         assert_eq!(quote_string("north"), "'north'");
         assert_eq!(quote_string("o'brien"), "'o''brien'");
         assert_eq!(quote_string(r"back\slash"), r"'back\slash'");
-        assert_eq!(quote_string("'; DROP TABLE x; --"), "'''; DROP TABLE x; --'");
+        assert_eq!(
+            quote_string("'; DROP TABLE x; --"),
+            "'''; DROP TABLE x; --'"
+        );
     }
 
     #[test]
@@ -128,11 +141,17 @@ mod tests {
         assert_eq!(typed_literal("varchar(20)", "x").unwrap(), "'x'");
         assert_eq!(typed_literal("bigint", " 42 ").unwrap(), "42");
         assert!(typed_literal("integer", "1; drop").is_err());
-        assert_eq!(typed_literal("date", "2026-03-02").unwrap(), "DATE '2026-03-02'");
+        assert_eq!(
+            typed_literal("date", "2026-03-02").unwrap(),
+            "DATE '2026-03-02'"
+        );
         assert!(typed_literal("date", "2026-02-30").is_err());
         assert!(typed_literal("date", "2026-03-02' OR 1=1 --").is_err());
         assert_eq!(typed_literal("boolean", "TRUE").unwrap(), "true");
-        assert_eq!(typed_literal("decimal(10,2)", "8.60").unwrap(), "DECIMAL '8.60'");
+        assert_eq!(
+            typed_literal("decimal(10,2)", "8.60").unwrap(),
+            "DECIMAL '8.60'"
+        );
         assert!(typed_literal("decimal(10,2)", "8.6.0").is_err());
         assert_eq!(typed_literal("double", "1.5E3").unwrap(), "DOUBLE '1.5E3'");
         assert_eq!(
@@ -144,7 +163,11 @@ mod tests {
             "TIMESTAMP '2026-03-02 00:00:00 UTC'"
         );
         assert_eq!(
-            typed_literal("timestamp(3) with time zone", "2026-03-02 00:00:00.000 Europe/Vienna").unwrap(),
+            typed_literal(
+                "timestamp(3) with time zone",
+                "2026-03-02 00:00:00.000 Europe/Vienna"
+            )
+            .unwrap(),
             "TIMESTAMP '2026-03-02 00:00:00.000 Europe/Vienna'"
         );
         assert!(typed_literal("array(bigint)", "[1]").is_err());

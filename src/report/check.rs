@@ -16,7 +16,11 @@ pub async fn run(settings: &Settings, globs: &[String]) -> Report {
     let mut report = Report {
         generated_at: started,
         profile: settings.profile.clone(),
-        trino: TrinoInfo { url: settings.trino.url.to_string(), version: None, uptime_seconds: None },
+        trino: TrinoInfo {
+            url: settings.trino.url.to_string(),
+            version: None,
+            uptime_seconds: None,
+        },
         airflow: None,
         tables: Vec::new(),
         dags: Vec::new(),
@@ -30,7 +34,11 @@ pub async fn run(settings: &Settings, globs: &[String]) -> Report {
             return report;
         }
     };
-    let mut lake = Lakehouse::new(client, settings.trino.catalog.clone(), settings.health.clone());
+    let lake = Lakehouse::new(
+        client,
+        settings.trino.catalog.clone(),
+        settings.health.clone(),
+    );
     match lake.connect().await {
         Ok(info) => {
             report.trino.version = Some(info.node_version.version.clone());
@@ -46,7 +54,10 @@ pub async fn run(settings: &Settings, globs: &[String]) -> Report {
     let tables = match lake.discover(&settings.trino.schemas, &all_globs).await {
         Ok(t) => t,
         Err(e) => {
-            report.fatal = Some(format!("cannot list the tables of catalog {}: {e}", settings.trino.catalog));
+            report.fatal = Some(format!(
+                "cannot list the tables of catalog {}: {e}",
+                settings.trino.catalog
+            ));
             return report;
         }
     };

@@ -131,8 +131,15 @@ impl Report {
             self.tables.len()
         );
         if !self.dags.is_empty() {
-            let failing = self.dags.iter().filter(|d| d.health.status >= Severity::Warning).count();
-            s.push_str(&format!("; {} DAGs, {failing} need attention", self.dags.len()));
+            let failing = self
+                .dags
+                .iter()
+                .filter(|d| d.health.status >= Severity::Warning)
+                .count();
+            s.push_str(&format!(
+                "; {} DAGs, {failing} need attention",
+                self.dags.len()
+            ));
         }
         s
     }
@@ -147,7 +154,10 @@ impl Report {
     }
 
     fn age_hours(&self, t: Option<DateTime<Utc>>) -> Option<f64> {
-        t.map(|t| ((self.generated_at - t).num_milliseconds().max(0) as f64 / 3_600_000.0 * 100.0).round() / 100.0)
+        t.map(|t| {
+            ((self.generated_at - t).num_milliseconds().max(0) as f64 / 3_600_000.0 * 100.0).round()
+                / 100.0
+        })
     }
 
     fn age_text(&self, t: Option<DateTime<Utc>>) -> String {
@@ -178,7 +188,10 @@ impl Report {
                 "airflow {} ({}{})\n",
                 a.url,
                 a.version.as_deref().unwrap_or("?"),
-                a.error.as_ref().map(|e| format!(", {e}")).unwrap_or_default()
+                a.error
+                    .as_ref()
+                    .map(|e| format!(", {e}"))
+                    .unwrap_or_default()
             ));
         }
         if self.fatal.is_some() {
@@ -199,7 +212,9 @@ impl Report {
                     name,
                     s.data_files,
                     s.small_files,
-                    s.avg_file_size().map(human_bytes).unwrap_or_else(|| "-".into()),
+                    s.avg_file_size()
+                        .map(human_bytes)
+                        .unwrap_or_else(|| "-".into()),
                     human_bytes(s.total_bytes),
                     s.snapshots,
                     self.age_text(s.last_compaction),
@@ -216,14 +231,24 @@ impl Report {
         let noteworthy: Vec<_> = self
             .sorted_tables()
             .into_iter()
-            .filter(|t| t.health.findings.iter().any(|f| f.severity > Severity::Info))
+            .filter(|t| {
+                t.health
+                    .findings
+                    .iter()
+                    .any(|f| f.severity > Severity::Info)
+            })
             .collect();
         if !noteworthy.is_empty() {
             out.push_str("\nFindings:\n");
             for t in noteworthy {
                 out.push_str(&format!("{} {}\n", t.health.status.label(), t.table));
                 for f in &t.health.findings {
-                    out.push_str(&format!("  [{}] {}: {}\n", f.severity.label(), f.rule, f.message));
+                    out.push_str(&format!(
+                        "  [{}] {}: {}\n",
+                        f.severity.label(),
+                        f.rule,
+                        f.message
+                    ));
                 }
             }
         }
@@ -236,17 +261,31 @@ impl Report {
                     d.facts.dag_id,
                     d.facts.last_run_state.as_deref().unwrap_or("none"),
                     self.age_text(d.facts.last_success_at),
-                    if d.tables.is_empty() { String::new() } else { format!(" maintains {}", d.tables.join(", ")) }
+                    if d.tables.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" maintains {}", d.tables.join(", "))
+                    }
                 ));
                 for f in &d.health.findings {
-                    out.push_str(&format!("  [{}] {}: {}\n", f.severity.label(), f.rule, f.message));
+                    out.push_str(&format!(
+                        "  [{}] {}: {}\n",
+                        f.severity.label(),
+                        f.rule,
+                        f.message
+                    ));
                 }
             }
         }
         if !self.findings.is_empty() {
             out.push_str("\nOther findings:\n");
             for f in &self.findings {
-                out.push_str(&format!("  [{}] {}: {}\n", f.severity.label(), f.rule, f.message));
+                out.push_str(&format!(
+                    "  [{}] {}: {}\n",
+                    f.severity.label(),
+                    f.rule,
+                    f.message
+                ));
             }
         }
         out
@@ -267,7 +306,8 @@ impl Report {
             dags: Vec<serde_json::Value>,
             findings: &'a [Finding],
         }
-        let ts = |t: Option<DateTime<Utc>>| t.map(|t| t.to_rfc3339_opts(SecondsFormat::Millis, true));
+        let ts =
+            |t: Option<DateTime<Utc>>| t.map(|t| t.to_rfc3339_opts(SecondsFormat::Millis, true));
         let tables = self
             .sorted_tables()
             .into_iter()
@@ -357,51 +397,99 @@ impl Report {
                 prom_escape(&t.table)
             )
         };
-        let read: Vec<(&TableReport, &TableStats)> =
-            self.tables.iter().filter_map(|t| t.stats.as_ref().map(|s| (t, s))).collect();
+        let read: Vec<(&TableReport, &TableStats)> = self
+            .tables
+            .iter()
+            .filter_map(|t| t.stats.as_ref().map(|s| (t, s)))
+            .collect();
         let per = |f: &dyn Fn(&TableStats) -> Option<String>| -> Vec<(String, String)> {
-            read.iter().filter_map(|(t, s)| f(s).map(|v| (labels(&t.table), v))).collect()
+            read.iter()
+                .filter_map(|(t, s)| f(s).map(|v| (labels(&t.table), v)))
+                .collect()
         };
         metric(
             "floe_check_success",
             "1 when floe reached Trino and evaluated the tables, 0 otherwise.",
-            vec![(String::new(), if self.fatal.is_some() { "0".into() } else { "1".into() })],
+            vec![(
+                String::new(),
+                if self.fatal.is_some() {
+                    "0".into()
+                } else {
+                    "1".into()
+                },
+            )],
         );
         metric(
             "floe_check_timestamp_seconds",
             "When this report was generated (Unix time).",
             vec![(String::new(), self.generated_at.timestamp().to_string())],
         );
-        let status_samples =
-            self.tables.iter().map(|t| (labels(&t.table), t.health.status.exit_code().to_string())).collect();
-        metric("floe_table_status", "Health status: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.", status_samples);
+        let status_samples = self
+            .tables
+            .iter()
+            .map(|t| (labels(&t.table), t.health.status.exit_code().to_string()))
+            .collect();
+        metric(
+            "floe_table_status",
+            "Health status: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.",
+            status_samples,
+        );
         metric(
             "floe_table_health_score",
             "Health score 0-100 (100 minus the penalties of the findings).",
-            read.iter().map(|(t, _)| (labels(&t.table), t.health.score.to_string())).collect(),
+            read.iter()
+                .map(|(t, _)| (labels(&t.table), t.health.score.to_string()))
+                .collect(),
         );
-        metric("floe_table_data_files", "Data files in the current snapshot.", per(&|s| Some(s.data_files.to_string())));
+        metric(
+            "floe_table_data_files",
+            "Data files in the current snapshot.",
+            per(&|s| Some(s.data_files.to_string())),
+        );
         metric(
             "floe_table_small_files",
             "Data files below small_file_ratio x the table's target file size.",
             per(&|s| Some(s.small_files.to_string())),
         );
-        metric("floe_table_total_bytes", "Bytes of data files in the current snapshot.", per(&|s| Some(s.total_bytes.to_string())));
-        metric("floe_table_records", "Records in data files (before deletes).", per(&|s| Some(s.records.to_string())));
-        metric("floe_table_partitions", "Partitions holding data files.", per(&|s| Some(s.partitions.to_string())));
+        metric(
+            "floe_table_total_bytes",
+            "Bytes of data files in the current snapshot.",
+            per(&|s| Some(s.total_bytes.to_string())),
+        );
+        metric(
+            "floe_table_records",
+            "Records in data files (before deletes).",
+            per(&|s| Some(s.records.to_string())),
+        );
+        metric(
+            "floe_table_partitions",
+            "Partitions holding data files.",
+            per(&|s| Some(s.partitions.to_string())),
+        );
         metric(
             "floe_table_small_file_partitions",
             "Partitions holding at least min_small_files small files.",
             per(&|s| Some(s.small_file_partitions.to_string())),
         );
-        metric("floe_table_delete_files", "Delete files (merge-on-read).", per(&|s| Some(s.delete_files.to_string())));
-        metric("floe_table_snapshots", "Snapshots in the table's metadata.", per(&|s| Some(s.snapshots.to_string())));
+        metric(
+            "floe_table_delete_files",
+            "Delete files (merge-on-read).",
+            per(&|s| Some(s.delete_files.to_string())),
+        );
+        metric(
+            "floe_table_snapshots",
+            "Snapshots in the table's metadata.",
+            per(&|s| Some(s.snapshots.to_string())),
+        );
         let now = self.generated_at;
         metric(
             "floe_table_last_compaction_age_hours",
             "Hours since the last compaction (a replace snapshot that rewrote data files); +Inf when a table with data was never compacted.",
             per(&|s| match s.last_compaction {
-                Some(t) => Some(format!("{:.2}", (now - t).num_seconds().max(0) as f64 / 3600.0)),
+                Some(t) => Some(format!(
+                    "{:.2}",
+                    (now - t).num_seconds().max(0) as f64 / 3600.0
+                )),
                 None if s.data_files > 0 => Some("+Inf".into()),
                 None => None,
             }),
@@ -409,14 +497,20 @@ impl Report {
         metric(
             "floe_table_last_write_age_hours",
             "Hours since the last snapshot that added or removed data.",
-            per(&|s| s.last_write.map(|t| format!("{:.2}", (now - t).num_seconds().max(0) as f64 / 3600.0))),
+            per(&|s| {
+                s.last_write
+                    .map(|t| format!("{:.2}", (now - t).num_seconds().max(0) as f64 / 3600.0))
+            }),
         );
         if !self.dags.is_empty() {
             let dl = |d: &DagReport| format!("{{dag_id=\"{}\"}}", prom_escape(&d.facts.dag_id));
             metric(
                 "floe_dag_status",
                 "Maintenance DAG status: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.",
-                self.dags.iter().map(|d| (dl(d), d.health.status.exit_code().to_string())).collect(),
+                self.dags
+                    .iter()
+                    .map(|d| (dl(d), d.health.status.exit_code().to_string()))
+                    .collect(),
             );
             metric(
                 "floe_dag_last_success_age_hours",
@@ -425,7 +519,9 @@ impl Report {
                     .iter()
                     .map(|d| {
                         let v = match d.facts.last_success_at {
-                            Some(t) => format!("{:.2}", (now - t).num_seconds().max(0) as f64 / 3600.0),
+                            Some(t) => {
+                                format!("{:.2}", (now - t).num_seconds().max(0) as f64 / 3600.0)
+                            }
                             None => "+Inf".into(),
                         };
                         (dl(d), v)
@@ -435,7 +531,10 @@ impl Report {
             metric(
                 "floe_dag_failed_runs",
                 "Failed runs among the runs floe read.",
-                self.dags.iter().map(|d| (dl(d), d.facts.failed_runs.to_string())).collect(),
+                self.dags
+                    .iter()
+                    .map(|d| (dl(d), d.facts.failed_runs.to_string()))
+                    .collect(),
             );
         }
         out
@@ -444,7 +543,10 @@ impl Report {
     // -------------------------------------------------------------- markdown
     fn markdown(&self) -> String {
         let mut out = String::new();
-        out.push_str(&format!("## floe check: {}\n\n", md_escape(&self.summary_line())));
+        out.push_str(&format!(
+            "## floe check: {}\n\n",
+            md_escape(&self.summary_line())
+        ));
         out.push_str(&format!(
             "Trino `{}` (version {}), profile `{}`, {}\n\n",
             self.trino.url,
@@ -466,7 +568,9 @@ impl Report {
                     md_escape(&t.table.to_string()),
                     s.data_files,
                     s.small_files,
-                    s.avg_file_size().map(human_bytes).unwrap_or_else(|| "-".into()),
+                    s.avg_file_size()
+                        .map(human_bytes)
+                        .unwrap_or_else(|| "-".into()),
                     human_bytes(s.total_bytes),
                     s.snapshots,
                     self.age_text(s.last_compaction),
@@ -481,7 +585,12 @@ impl Report {
         }
         let mut any = false;
         for t in self.sorted_tables() {
-            let f: Vec<_> = t.health.findings.iter().filter(|f| f.severity > Severity::Info).collect();
+            let f: Vec<_> = t
+                .health
+                .findings
+                .iter()
+                .filter(|f| f.severity > Severity::Info)
+                .collect();
             if f.is_empty() {
                 continue;
             }
@@ -489,9 +598,18 @@ impl Report {
                 out.push_str("\n### Findings\n");
                 any = true;
             }
-            out.push_str(&format!("\n**{}** `{}`\n\n", t.health.status.label(), md_escape(&t.table.to_string())));
+            out.push_str(&format!(
+                "\n**{}** `{}`\n\n",
+                t.health.status.label(),
+                md_escape(&t.table.to_string())
+            ));
             for x in f {
-                out.push_str(&format!("- **{}** {}: {}\n", x.severity.label(), x.rule, md_escape(&x.message)));
+                out.push_str(&format!(
+                    "- **{}** {}: {}\n",
+                    x.severity.label(),
+                    x.rule,
+                    md_escape(&x.message)
+                ));
             }
         }
         if !self.dags.is_empty() {
@@ -512,14 +630,21 @@ impl Report {
             }
         }
         for f in &self.findings {
-            out.push_str(&format!("\n- **{}** {}: {}", f.severity.label(), f.rule, md_escape(&f.message)));
+            out.push_str(&format!(
+                "\n- **{}** {}: {}",
+                f.severity.label(),
+                f.rule,
+                md_escape(&f.message)
+            ));
         }
         out
     }
 }
 
 fn prom_escape(s: &str) -> String {
-    s.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+    s.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
 }
 
 fn md_escape(s: &str) -> String {

@@ -32,12 +32,21 @@ fn stale_stats() -> TableStats {
 fn report() -> Report {
     let cfg = HealthConfig::default();
     let docs = stale_stats();
-    let ok = TableStats { target_file_size: 128 << 20, snapshots: 1, oldest_snapshot: Some(now()), ..Default::default() };
+    let ok = TableStats {
+        target_file_size: 128 << 20,
+        snapshots: 1,
+        oldest_snapshot: Some(now()),
+        ..Default::default()
+    };
     let odd = TableRef::new("iceberg", "finance", "ledger \"q3\" it's-odd");
     Report {
         generated_at: now(),
         profile: "lab".into(),
-        trino: TrinoInfo { url: "http://127.0.0.1:8080/".into(), version: Some("480".into()), uptime_seconds: Some(7200.0) },
+        trino: TrinoInfo {
+            url: "http://127.0.0.1:8080/".into(),
+            version: Some("480".into()),
+            uptime_seconds: Some(7200.0),
+        },
         airflow: None,
         tables: vec![
             TableReport {
@@ -47,12 +56,25 @@ fn report() -> Report {
                 error: None,
                 dag: None,
             },
-            TableReport { table: odd.clone(), health: evaluate(&ok, None, &cfg, now()), stats: Some(ok), error: None, dag: None },
+            TableReport {
+                table: odd.clone(),
+                health: evaluate(&ok, None, &cfg, now()),
+                stats: Some(ok),
+                error: None,
+                dag: None,
+            },
             TableReport {
                 table: TableRef::new("iceberg", "zoning", "broken"),
                 stats: None,
-                health: Health { status: Severity::Unknown, score: 0, findings: vec![] },
-                error: Some("TABLE_NOT_FOUND: line 1:15: Table 'iceberg.zoning.broken' does not exist".into()),
+                health: Health {
+                    status: Severity::Unknown,
+                    score: 0,
+                    findings: vec![],
+                },
+                error: Some(
+                    "TABLE_NOT_FOUND: line 1:15: Table 'iceberg.zoning.broken' does not exist"
+                        .into(),
+                ),
                 dag: None,
             },
         ],
@@ -69,22 +91,34 @@ fn status_is_nagios_style() {
     assert_eq!(r.exit_code(), 2);
     let mut r2 = report();
     r2.tables.remove(0);
-    assert_eq!(r2.status(), Severity::Unknown, "an unreadable table makes an otherwise OK run UNKNOWN");
+    assert_eq!(
+        r2.status(),
+        Severity::Unknown,
+        "an unreadable table makes an otherwise OK run UNKNOWN"
+    );
     r2.tables.pop();
     assert_eq!(r2.status(), Severity::Ok);
     let mut r3 = report();
     r3.fatal = Some("cannot reach Trino at http://x/v1/info: connection refused".into());
     assert_eq!(r3.exit_code(), 3);
-    assert!(r3.render(Format::Text).starts_with("UNKNOWN: cannot reach Trino"));
+    assert!(
+        r3.render(Format::Text)
+            .starts_with("UNKNOWN: cannot reach Trino")
+    );
 }
 
 #[test]
 fn text_lists_worst_first_with_findings() {
     let t = report().render(Format::Text);
     let first_line = t.lines().next().unwrap();
-    assert_eq!(first_line, "CRITICAL: 3 tables: 1 critical, 0 warning, 1 unknown, 1 ok");
+    assert_eq!(
+        first_line,
+        "CRITICAL: 3 tables: 1 critical, 0 warning, 1 unknown, 1 ok"
+    );
     let docs = t.find("iceberg.zoning.documents").unwrap();
-    let odd = t.find("iceberg.finance.\"ledger \"\"q3\"\" it's-odd\"").unwrap();
+    let odd = t
+        .find("iceberg.finance.\"ledger \"\"q3\"\" it's-odd\"")
+        .unwrap();
     assert!(docs < odd, "{t}");
     assert!(t.contains("15d"), "{t}");
     assert!(t.contains("[CRITICAL] compaction_stale"), "{t}");
@@ -125,7 +159,12 @@ fn json_has_the_documented_fields() {
     assert_eq!(t["last_compaction_at"], "2026-11-14T12:00:00.000Z");
     assert_eq!(t["findings"][0]["severity"], "CRITICAL");
     assert!(t["findings"][0]["rule"].is_string() && t["findings"][0]["message"].is_string());
-    let broken = j["tables"].as_array().unwrap().iter().find(|t| t["table"] == "broken").unwrap();
+    let broken = j["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["table"] == "broken")
+        .unwrap();
     assert!(broken["data_files"].is_null());
     assert_eq!(broken["status"], "UNKNOWN");
 }
@@ -147,11 +186,17 @@ fn prometheus_textfile() {
     assert!(p.contains(r#"floe_table_last_compaction_age_hours{catalog="iceberg",schema="zoning",table="documents"} 360.00"#), "{p}");
     assert!(p.contains(r#"table="ledger \"q3\" it's-odd""#), "{p}");
     assert!(p.contains("floe_check_success 1"));
-    assert!(p.contains(r#"floe_table_status{catalog="iceberg",schema="zoning",table="broken"} 3"#), "{p}");
+    assert!(
+        p.contains(r#"floe_table_status{catalog="iceberg",schema="zoning",table="broken"} 3"#),
+        "{p}"
+    );
     // Every sample line is `name{labels} value` or `name value`.
     for line in p.lines().filter(|l| !l.starts_with('#')) {
         let value = line.rsplit(' ').next().unwrap();
-        assert!(value == "+Inf" || value.parse::<f64>().is_ok(), "bad sample {line}");
+        assert!(
+            value == "+Inf" || value.parse::<f64>().is_ok(),
+            "bad sample {line}"
+        );
     }
 }
 

@@ -182,21 +182,33 @@ pub struct Client {
 
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Client").field("url", &self.cfg.url.as_str()).field("user", &self.cfg.user).finish()
+        f.debug_struct("Client")
+            .field("url", &self.cfg.url.as_str())
+            .field("user", &self.cfg.user)
+            .finish()
     }
 }
 
 /// Build a reqwest client with the TLS settings (custom CA, or verification off when asked).
-pub fn http_client(tls: &TlsSettings, connect: Duration, request: Duration) -> Result<reqwest::Client, String> {
+pub fn http_client(
+    tls: &TlsSettings,
+    connect: Duration,
+    request: Duration,
+) -> Result<reqwest::Client, String> {
     let mut b = reqwest::Client::builder()
         .connect_timeout(connect)
         .timeout(request)
         .user_agent(concat!("floe/", env!("CARGO_PKG_VERSION")))
         .tcp_nodelay(true);
     if let Some(ca) = &tls.ca_file {
-        let pem = std::fs::read(ca).map_err(|e| format!("cannot read CA file {}: {e}", ca.display()))?;
-        let certs = reqwest::Certificate::from_pem_bundle(&pem)
-            .map_err(|e| format!("CA file {} holds no usable PEM certificate: {e}", ca.display()))?;
+        let pem =
+            std::fs::read(ca).map_err(|e| format!("cannot read CA file {}: {e}", ca.display()))?;
+        let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| {
+            format!(
+                "CA file {} holds no usable PEM certificate: {e}",
+                ca.display()
+            )
+        })?;
         if certs.is_empty() {
             return Err(format!("CA file {} holds no PEM certificate", ca.display()));
         }
@@ -207,7 +219,8 @@ pub fn http_client(tls: &TlsSettings, connect: Duration, request: Duration) -> R
     if tls.insecure_skip_verify {
         b = b.tls_danger_accept_invalid_certs(true);
     }
-    b.build().map_err(|e| format!("cannot build HTTP client: {}", error_chain(&e)))
+    b.build()
+        .map_err(|e| format!("cannot build HTTP client: {}", error_chain(&e)))
 }
 
 /// An error and its sources in one line (reqwest hides the useful part in the chain).
@@ -233,13 +246,18 @@ enum Body<'a> {
 
 impl Client {
     pub fn new(cfg: ClientConfig) -> Result<Client, TrinoError> {
-        let http = http_client(&cfg.tls, cfg.connect_timeout, cfg.request_timeout).map_err(TrinoError::Config)?;
+        let http = http_client(&cfg.tls, cfg.connect_timeout, cfg.request_timeout)
+            .map_err(TrinoError::Config)?;
         let session = SessionState {
             catalog: cfg.catalog.clone(),
             schema: cfg.schema.clone(),
             properties: cfg.session.clone(),
         };
-        Ok(Client { http, cfg: Arc::new(cfg), session: Arc::new(Mutex::new(session)) })
+        Ok(Client {
+            http,
+            cfg: Arc::new(cfg),
+            session: Arc::new(Mutex::new(session)),
+        })
     }
 
     pub fn from_settings(s: &TrinoSettings, query_timeout: Duration) -> Result<Client, TrinoError> {
@@ -258,7 +276,9 @@ impl Client {
     pub async fn info(&self) -> Result<ServerInfo, TrinoError> {
         let url = self.endpoint("v1/info")?;
         let deadline = Instant::now() + self.cfg.retry.max_retry_time;
-        let (text, _) = self.request(Method::GET, &url, Body::None, Some(deadline), None, &mut 0).await?;
+        let (text, _) = self
+            .request(Method::GET, &url, Body::None, Some(deadline), None, &mut 0)
+            .await?;
         serde_json::from_str(&text).map_err(|e| TrinoError::Malformed {
             url: url.to_string(),
             message: format!("not a Trino server info document: {e}"),
@@ -272,7 +292,11 @@ impl Client {
 
     /// Run a statement to the end: drain every page, report progress, honour cancel and
     /// deadline (both cancel the query on the server).
-    pub async fn execute(&self, sql: &str, opts: QueryOptions<'_>) -> Result<QueryOutput, TrinoError> {
+    pub async fn execute(
+        &self,
+        sql: &str,
+        opts: QueryOptions<'_>,
+    ) -> Result<QueryOutput, TrinoError> {
         let started = Instant::now();
         let deadline_len = opts.deadline.unwrap_or(self.cfg.query_timeout);
         let deadline = deadline_len.map(|d| started + d);
@@ -286,7 +310,11 @@ impl Client {
             _ = cancel.cancelled() => return Err(TrinoError::Cancelled { query_id: String::new() }),
         };
         let query_id = first.id.clone();
-        let mut guard = CancelGuard { http: self.http.clone(), headers: self.headers(&[]), url: None };
+        let mut guard = CancelGuard {
+            http: self.http.clone(),
+            headers: self.headers(&[]),
+            url: None,
+        };
         let mut page = first;
         let mut columns: Option<Arc<Vec<Column>>> = None;
         let mut rows: Vec<Row> = Vec::new();
@@ -346,7 +374,11 @@ impl Client {
                 guard.url = None;
                 return Err(TrinoError::Query {
                     query_id,
-                    error_name: if e.error_name.is_empty() { "UNKNOWN_ERROR".into() } else { e.error_name },
+                    error_name: if e.error_name.is_empty() {
+                        "UNKNOWN_ERROR".into()
+                    } else {
+                        e.error_name
+                    },
                     error_code: e.error_code,
                     error_type: e.error_type,
                     message: e.message,
@@ -373,9 +405,13 @@ impl Client {
             }
             if deadline.is_some_and(|d| Instant::now() >= d) {
                 guard.cancel_now().await;
-                return Err(TrinoError::Deadline { query_id, deadline: deadline_len.unwrap_or_default() });
+                return Err(TrinoError::Deadline {
+                    query_id,
+                    deadline: deadline_len.unwrap_or_default(),
+                });
             }
-            let sleep_until = deadline.unwrap_or_else(|| Instant::now() + Duration::from_secs(86_400 * 365));
+            let sleep_until =
+                deadline.unwrap_or_else(|| Instant::now() + Duration::from_secs(86_400 * 365));
             page = tokio::select! {
                 r = self.request_json(Method::GET, &next, Body::None, deadline, &[], &mut retries) => match r {
                     Ok(p) => p,
@@ -398,7 +434,10 @@ impl Client {
     }
 
     fn endpoint(&self, path: &str) -> Result<Url, TrinoError> {
-        self.cfg.url.join(path).map_err(|e| TrinoError::Config(format!("bad Trino URL {}: {e}", self.cfg.url)))
+        self.cfg
+            .url
+            .join(path)
+            .map_err(|e| TrinoError::Config(format!("bad Trino URL {}: {e}", self.cfg.url)))
     }
 
     fn headers(&self, extra_session: &[(String, String)]) -> HeaderMap {
@@ -430,7 +469,12 @@ impl Client {
         if !props.is_empty() {
             let text = props
                 .iter()
-                .map(|(k, v)| format!("{k}={}", url::form_urlencoded::byte_serialize(v.as_bytes()).collect::<String>()))
+                .map(|(k, v)| {
+                    format!(
+                        "{k}={}",
+                        url::form_urlencoded::byte_serialize(v.as_bytes()).collect::<String>()
+                    )
+                })
                 .collect::<Vec<_>>()
                 .join(",");
             put("x-trino-session", &text);
@@ -438,17 +482,24 @@ impl Client {
         match &self.cfg.auth {
             Auth::None => {}
             Auth::Basic { password } => {
-                let token = base64_encode(format!("{}:{}", self.cfg.user, password.expose_secret()).as_bytes());
+                let token = base64_encode(
+                    format!("{}:{}", self.cfg.user, password.expose_secret()).as_bytes(),
+                );
                 put("authorization", &format!("Basic {token}"));
             }
-            Auth::Bearer { token } => put("authorization", &format!("Bearer {}", token.expose_secret())),
+            Auth::Bearer { token } => put(
+                "authorization",
+                &format!("Bearer {}", token.expose_secret()),
+            ),
         }
         h
     }
 
     /// Apply `X-Trino-Set-*` / `Clear-*` response headers to the session.
     fn apply_response_headers(&self, h: &HeaderMap) {
-        let Ok(mut s) = self.session.lock() else { return };
+        let Ok(mut s) = self.session.lock() else {
+            return;
+        };
         if let Some(v) = h.get("x-trino-set-catalog").and_then(|v| v.to_str().ok()) {
             s.catalog = Some(v.to_string());
         }
@@ -532,16 +583,24 @@ impl Client {
         let mut attempt = 0u32;
         loop {
             attempt += 1;
-            let mut req = self.http.request(method.clone(), url.clone()).headers(self.headers(session.unwrap_or(&[])));
+            let mut req = self
+                .http
+                .request(method.clone(), url.clone())
+                .headers(self.headers(session.unwrap_or(&[])));
             if let Body::Sql(sql) = &body {
-                req = req.header("content-type", "text/plain; charset=utf-8").body(sql.to_string());
+                req = req
+                    .header("content-type", "text/plain; charset=utf-8")
+                    .body(sql.to_string());
             }
             let wait: Duration;
             let failure: TrinoError;
             match req.send().await {
                 Err(e) => {
                     let retryable = replayable || e.is_connect();
-                    failure = TrinoError::Transport { url: url.to_string(), message: error_chain(&e) };
+                    failure = TrinoError::Transport {
+                        url: url.to_string(),
+                        message: error_chain(&e),
+                    };
                     if !retryable {
                         return Err(failure);
                     }
@@ -570,19 +629,41 @@ impl Client {
                         match status.as_u16() {
                             429 => {
                                 wait = retry_after(&headers).unwrap_or(backoff);
-                                failure = TrinoError::Http { status: 429, url: url.to_string(), message };
+                                failure = TrinoError::Http {
+                                    status: 429,
+                                    url: url.to_string(),
+                                    message,
+                                };
                             }
                             502..=504 => {
                                 wait = backoff;
-                                failure = TrinoError::Http { status: status.as_u16(), url: url.to_string(), message };
+                                failure = TrinoError::Http {
+                                    status: status.as_u16(),
+                                    url: url.to_string(),
+                                    message,
+                                };
                             }
                             401 | 403 => {
-                                return Err(TrinoError::Auth { status: status.as_u16(), url: url.to_string(), message });
+                                return Err(TrinoError::Auth {
+                                    status: status.as_u16(),
+                                    url: url.to_string(),
+                                    message,
+                                });
                             }
                             404 | 410 if replayable => {
-                                return Err(TrinoError::Http { status: status.as_u16(), url: url.to_string(), message });
+                                return Err(TrinoError::Http {
+                                    status: status.as_u16(),
+                                    url: url.to_string(),
+                                    message,
+                                });
                             }
-                            s => return Err(TrinoError::Http { status: s, url: url.to_string(), message }),
+                            s => {
+                                return Err(TrinoError::Http {
+                                    status: s,
+                                    url: url.to_string(),
+                                    message,
+                                });
+                            }
                         }
                     }
                 }
@@ -590,14 +671,21 @@ impl Client {
             let now = Instant::now();
             if now + wait > budget_end {
                 return Err(match failure {
-                    TrinoError::Http { status, url, message } => TrinoError::Http {
+                    TrinoError::Http {
                         status,
                         url,
-                        message: format!("{message} (gave up after {attempt} attempts)").trim_start().to_string(),
+                        message,
+                    } => TrinoError::Http {
+                        status,
+                        url,
+                        message: format!("{message} (gave up after {attempt} attempts)")
+                            .trim_start()
+                            .to_string(),
                     },
-                    TrinoError::Transport { url, message } => {
-                        TrinoError::Transport { url, message: format!("{message} (gave up after {attempt} attempts)") }
-                    }
+                    TrinoError::Transport { url, message } => TrinoError::Transport {
+                        url,
+                        message: format!("{message} (gave up after {attempt} attempts)"),
+                    },
                     other => other,
                 });
             }
@@ -628,8 +716,12 @@ impl CancelGuard {
                 .send()
                 .await;
             match r {
-                Ok(resp) => tracing::info!(%url, status = resp.status().as_u16(), "cancelled Trino query"),
-                Err(e) => tracing::warn!(%url, error = %error_chain(&e), "cancelling Trino query failed"),
+                Ok(resp) => {
+                    tracing::info!(%url, status = resp.status().as_u16(), "cancelled Trino query")
+                }
+                Err(e) => {
+                    tracing::warn!(%url, error = %error_chain(&e), "cancelling Trino query failed")
+                }
             }
         }
     }
@@ -640,7 +732,11 @@ impl Drop for CancelGuard {
         if let Some(url) = self.url.take()
             && let Ok(handle) = tokio::runtime::Handle::try_current()
         {
-            let req = self.http.delete(url.clone()).headers(self.headers.clone()).timeout(Duration::from_secs(5));
+            let req = self
+                .http
+                .delete(url.clone())
+                .headers(self.headers.clone())
+                .timeout(Duration::from_secs(5));
             handle.spawn(async move {
                 let _ = req.send().await;
                 tracing::info!(%url, "cancelled abandoned Trino query");
@@ -649,7 +745,10 @@ impl Drop for CancelGuard {
     }
 }
 
-fn decode_columns(cols: &[super::wire::WireColumn], query_id: &str) -> Result<Vec<Column>, TrinoError> {
+fn decode_columns(
+    cols: &[super::wire::WireColumn],
+    query_id: &str,
+) -> Result<Vec<Column>, TrinoError> {
     cols.iter()
         .map(|c| {
             let ty = match &c.type_signature {
@@ -659,18 +758,33 @@ fn decode_columns(cols: &[super::wire::WireColumn], query_id: &str) -> Result<Ve
             .or_else(|_| TrinoType::parse(&c.type_text))
             .map_err(|e| TrinoError::Malformed {
                 url: String::new(),
-                message: format!("query {query_id}: column {:?} has an unreadable type {:?}: {e}", c.name, c.type_text),
+                message: format!(
+                    "query {query_id}: column {:?} has an unreadable type {:?}: {e}",
+                    c.name, c.type_text
+                ),
             })?;
-            Ok(Column { name: c.name.clone(), type_text: c.type_text.clone(), ty })
+            Ok(Column {
+                name: c.name.clone(),
+                type_text: c.type_text.clone(),
+                ty,
+            })
         })
         .collect()
 }
 
-fn decode_row(cols: &Arc<Vec<Column>>, raw: Vec<serde_json::Value>, query_id: &str) -> Result<Row, TrinoError> {
+fn decode_row(
+    cols: &Arc<Vec<Column>>,
+    raw: Vec<serde_json::Value>,
+    query_id: &str,
+) -> Result<Row, TrinoError> {
     if raw.len() != cols.len() {
         return Err(TrinoError::Malformed {
             url: String::new(),
-            message: format!("query {query_id}: a row has {} values for {} columns", raw.len(), cols.len()),
+            message: format!(
+                "query {query_id}: a row has {} values for {} columns",
+                raw.len(),
+                cols.len()
+            ),
         });
     }
     let values = cols
@@ -683,7 +797,10 @@ fn decode_row(cols: &Arc<Vec<Column>>, raw: Vec<serde_json::Value>, query_id: &s
             })
         })
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(Row { columns: cols.clone(), values })
+    Ok(Row {
+        columns: cols.clone(),
+        values,
+    })
 }
 
 /// A short message from an error body: JSON `message`/`detail`, else the text itself.
@@ -696,7 +813,12 @@ fn body_message(text: &str) -> String {
             }
         }
     }
-    let one_line: String = t.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" ");
+    let one_line: String = t
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
     if one_line.starts_with('<') {
         // An HTML error page from a proxy: its title is the useful part.
         if let Some(start) = one_line.find("<title>")
@@ -724,12 +846,24 @@ fn base64_encode(input: &[u8]) -> String {
     const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::with_capacity(input.len().div_ceil(3) * 4);
     for chunk in input.chunks(3) {
-        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
         let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
         out.push(T[(n >> 18) as usize & 63] as char);
         out.push(T[(n >> 12) as usize & 63] as char);
-        out.push(if chunk.len() > 1 { T[(n >> 6) as usize & 63] as char } else { '=' });
-        out.push(if chunk.len() > 2 { T[n as usize & 63] as char } else { '=' });
+        out.push(if chunk.len() > 1 {
+            T[(n >> 6) as usize & 63] as char
+        } else {
+            '='
+        });
+        out.push(if chunk.len() > 2 {
+            T[n as usize & 63] as char
+        } else {
+            '='
+        });
     }
     out
 }
@@ -744,7 +878,10 @@ mod tests {
         assert_eq!(base64_encode(b"f"), "Zg==");
         assert_eq!(base64_encode(b"fo"), "Zm8=");
         assert_eq!(base64_encode(b"foo"), "Zm9v");
-        assert_eq!(base64_encode(b"alice:alice-secret"), "YWxpY2U6YWxpY2Utc2VjcmV0");
+        assert_eq!(
+            base64_encode(b"alice:alice-secret"),
+            "YWxpY2U6YWxpY2Utc2VjcmV0"
+        );
     }
 
     #[test]
@@ -752,30 +889,60 @@ mod tests {
         let mut h = HeaderMap::new();
         h.insert("retry-after", HeaderValue::from_static("2"));
         assert_eq!(retry_after(&h), Some(Duration::from_secs(2)));
-        h.insert("retry-after", HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"));
-        assert_eq!(retry_after(&h), Some(Duration::ZERO), "a past date means now");
+        h.insert(
+            "retry-after",
+            HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"),
+        );
+        assert_eq!(
+            retry_after(&h),
+            Some(Duration::ZERO),
+            "a past date means now"
+        );
         h.insert("retry-after", HeaderValue::from_static("soon"));
         assert_eq!(retry_after(&h), None);
     }
 
     #[test]
     fn error_bodies() {
-        assert_eq!(body_message(r#"{"message":"Query not found"}"#), "Query not found");
-        assert_eq!(body_message("Error 503 Service Unavailable\n"), "Error 503 Service Unavailable");
-        assert_eq!(body_message("<html><head><title>502 Bad Gateway</title></head></html>"), "502 Bad Gateway");
+        assert_eq!(
+            body_message(r#"{"message":"Query not found"}"#),
+            "Query not found"
+        );
+        assert_eq!(
+            body_message("Error 503 Service Unavailable\n"),
+            "Error 503 Service Unavailable"
+        );
+        assert_eq!(
+            body_message("<html><head><title>502 Bad Gateway</title></head></html>"),
+            "502 Bad Gateway"
+        );
     }
 
     #[test]
     fn metrics_shape() {
         let cols = Arc::new(vec![
-            Column { name: "metric_name".into(), type_text: "varchar".into(), ty: TrinoType::Varchar },
-            Column { name: "metric_value".into(), type_text: "bigint".into(), ty: TrinoType::BigInt },
+            Column {
+                name: "metric_name".into(),
+                type_text: "varchar".into(),
+                ty: TrinoType::Varchar,
+            },
+            Column {
+                name: "metric_value".into(),
+                type_text: "bigint".into(),
+                ty: TrinoType::BigInt,
+            },
         ]);
         let out = QueryOutput {
             query_id: "q".into(),
             info_uri: None,
             columns: cols.clone(),
-            rows: vec![Row { columns: cols, values: vec![Value::Text("rewritten_data_files_count".into()), Value::Int(12)] }],
+            rows: vec![Row {
+                columns: cols,
+                values: vec![
+                    Value::Text("rewritten_data_files_count".into()),
+                    Value::Int(12),
+                ],
+            }],
             update_type: Some("ALTER TABLE EXECUTE".into()),
             update_count: None,
             warnings: vec![],

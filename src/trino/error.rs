@@ -19,10 +19,18 @@ pub enum TrinoError {
     },
     /// 401/403: credentials missing or refused.
     #[error("authentication failed: HTTP {status} from {url}{}", detail(.message))]
-    Auth { status: u16, url: String, message: String },
+    Auth {
+        status: u16,
+        url: String,
+        message: String,
+    },
     /// Any other HTTP status that is not retryable, or retries that ran out.
     #[error("HTTP {status} from {url}{}", detail(.message))]
-    Http { status: u16, url: String, message: String },
+    Http {
+        status: u16,
+        url: String,
+        message: String,
+    },
     /// Connection refused, reset, TLS failure, timeouts, a body cut short.
     #[error("cannot reach Trino at {url}: {message}")]
     Transport { url: String, message: String },
@@ -31,13 +39,20 @@ pub enum TrinoError {
     Malformed { url: String, message: String },
     /// The whole query took longer than allowed (it was cancelled on the server).
     #[error("query {query_id} exceeded the {} deadline and was cancelled", humantime::format_duration(*.deadline))]
-    Deadline { query_id: String, deadline: Duration },
+    Deadline {
+        query_id: String,
+        deadline: Duration,
+    },
     /// The client cancelled it (the server was told with DELETE).
     #[error("query {query_id} was cancelled")]
     Cancelled { query_id: String },
     /// The coordinator no longer knows the query (404/410 on nextUri: restarted, purged).
     #[error("query {query_id} is gone from the coordinator (HTTP {status} from {url})")]
-    Gone { query_id: String, status: u16, url: String },
+    Gone {
+        query_id: String,
+        status: u16,
+        url: String,
+    },
     /// Client-side configuration (bad CA file, bad URL).
     #[error("{0}")]
     Config(String),
@@ -45,7 +60,11 @@ pub enum TrinoError {
 
 fn detail(m: &str) -> String {
     let m = m.trim();
-    if m.is_empty() { String::new() } else { format!(": {m}") }
+    if m.is_empty() {
+        String::new()
+    } else {
+        format!(": {m}")
+    }
 }
 
 impl TrinoError {

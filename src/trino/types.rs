@@ -13,7 +13,10 @@ pub enum TrinoType {
     BigInt,
     Real,
     Double,
-    Decimal { precision: u32, scale: u32 },
+    Decimal {
+        precision: u32,
+        scale: u32,
+    },
     Varchar,
     Char,
     Varbinary,
@@ -21,8 +24,12 @@ pub enum TrinoType {
     Date,
     Time,
     TimeTz,
-    Timestamp { precision: u32 },
-    TimestampTz { precision: u32 },
+    Timestamp {
+        precision: u32,
+    },
+    TimestampTz {
+        precision: u32,
+    },
     IntervalDayToSecond,
     IntervalYearToMonth,
     Uuid,
@@ -64,8 +71,8 @@ impl TrinoType {
             match &a.value {
                 Json::String(s) => TrinoType::parse(s),
                 v => {
-                    let s: TypeSignature =
-                        serde_json::from_value(v.clone()).map_err(|e| format!("bad type argument: {e}"))?;
+                    let s: TypeSignature = serde_json::from_value(v.clone())
+                        .map_err(|e| format!("bad type argument: {e}"))?;
                     TrinoType::from_signature(&s)
                 }
             }
@@ -81,7 +88,9 @@ impl TrinoType {
         Ok(match raw.as_str() {
             "array" => {
                 let t = types()?;
-                TrinoType::Array(Box::new(t.into_iter().next().ok_or("array without element type")?))
+                TrinoType::Array(Box::new(
+                    t.into_iter().next().ok_or("array without element type")?,
+                ))
             }
             "map" => {
                 let mut t = types()?.into_iter();
@@ -100,11 +109,15 @@ impl TrinoType {
                                 .and_then(|f| f.get("name"))
                                 .and_then(|n| n.as_str())
                                 .map(str::to_string);
-                            let ts = a.value.get("typeSignature").ok_or("row field without typeSignature")?;
+                            let ts = a
+                                .value
+                                .get("typeSignature")
+                                .ok_or("row field without typeSignature")?;
                             let ty = match ts {
                                 Json::String(s) => TrinoType::parse(s)?,
                                 v => TrinoType::from_signature(
-                                    &serde_json::from_value(v.clone()).map_err(|e| format!("bad row field: {e}"))?,
+                                    &serde_json::from_value(v.clone())
+                                        .map_err(|e| format!("bad row field: {e}"))?,
                                 )?,
                             };
                             fields.push((name, ty));
@@ -117,10 +130,17 @@ impl TrinoType {
             }
             "decimal" => {
                 let l = longs();
-                TrinoType::Decimal { precision: l.first().copied().unwrap_or(38), scale: l.get(1).copied().unwrap_or(0) }
+                TrinoType::Decimal {
+                    precision: l.first().copied().unwrap_or(38),
+                    scale: l.get(1).copied().unwrap_or(0),
+                }
             }
-            "timestamp" => TrinoType::Timestamp { precision: longs().first().copied().unwrap_or(3) },
-            "timestamp with time zone" => TrinoType::TimestampTz { precision: longs().first().copied().unwrap_or(3) },
+            "timestamp" => TrinoType::Timestamp {
+                precision: longs().first().copied().unwrap_or(3),
+            },
+            "timestamp with time zone" => TrinoType::TimestampTz {
+                precision: longs().first().copied().unwrap_or(3),
+            },
             other => TrinoType::simple(other),
         })
     }
@@ -146,7 +166,10 @@ impl TrinoType {
             "interval day to second" => TrinoType::IntervalDayToSecond,
             "interval year to month" => TrinoType::IntervalYearToMonth,
             "uuid" => TrinoType::Uuid,
-            "decimal" => TrinoType::Decimal { precision: 38, scale: 0 },
+            "decimal" => TrinoType::Decimal {
+                precision: 38,
+                scale: 0,
+            },
             other => TrinoType::Other(other.to_string()),
         }
     }
@@ -154,7 +177,11 @@ impl TrinoType {
     /// Parse a `type` text such as `row(district varchar, "filed at" date)`,
     /// `map(varchar, array(bigint))`, `timestamp(3) with time zone`, `decimal(10,2)`.
     pub fn parse(text: &str) -> Result<TrinoType, String> {
-        let mut p = Parser { s: text.as_bytes(), i: 0, text };
+        let mut p = Parser {
+            s: text.as_bytes(),
+            i: 0,
+            text,
+        };
         let t = p.ty()?;
         p.ws();
         if p.i != p.s.len() {
@@ -210,7 +237,9 @@ impl Parser<'_> {
         while matches!(self.peek(), Some(c) if c.is_ascii_digit()) {
             self.i += 1;
         }
-        self.text[start..self.i].parse().map_err(|_| format!("expected a number in {:?}", self.text))
+        self.text[start..self.i]
+            .parse()
+            .map_err(|_| format!("expected a number in {:?}", self.text))
     }
 
     fn quoted(&mut self) -> Result<String, String> {
@@ -271,7 +300,8 @@ impl Parser<'_> {
                     } else {
                         let first = self.word();
                         self.ws();
-                        let next_is_type = matches!(self.peek(), Some(c) if c.is_ascii_alphabetic() || c == b'"');
+                        let next_is_type =
+                            matches!(self.peek(), Some(c) if c.is_ascii_alphabetic() || c == b'"');
                         if next_is_type && !is_type_continuation(&first, self) {
                             (Some(first), self.ty()?)
                         } else {
@@ -293,9 +323,15 @@ impl Parser<'_> {
                     let p = self.number()?;
                     let s = if self.eat(b',') { self.number()? } else { 0 };
                     self.expect(b')')?;
-                    Ok(TrinoType::Decimal { precision: p, scale: s })
+                    Ok(TrinoType::Decimal {
+                        precision: p,
+                        scale: s,
+                    })
                 } else {
-                    Ok(TrinoType::Decimal { precision: 38, scale: 0 })
+                    Ok(TrinoType::Decimal {
+                        precision: 38,
+                        scale: 0,
+                    })
                 }
             }
             "varchar" | "char" | "varbinary" => {
@@ -315,16 +351,28 @@ impl Parser<'_> {
                 };
                 let save = self.i;
                 if self.word() == "with" && self.word() == "time" && self.word() == "zone" {
-                    return Ok(if name == "time" { TrinoType::TimeTz } else { TrinoType::TimestampTz { precision } });
+                    return Ok(if name == "time" {
+                        TrinoType::TimeTz
+                    } else {
+                        TrinoType::TimestampTz { precision }
+                    });
                 }
                 self.i = save;
-                Ok(if name == "time" { TrinoType::Time } else { TrinoType::Timestamp { precision } })
+                Ok(if name == "time" {
+                    TrinoType::Time
+                } else {
+                    TrinoType::Timestamp { precision }
+                })
             }
             "interval" => {
                 let a = self.word();
                 let _to = self.word();
                 let _b = self.word();
-                Ok(if a == "day" { TrinoType::IntervalDayToSecond } else { TrinoType::IntervalYearToMonth })
+                Ok(if a == "day" {
+                    TrinoType::IntervalDayToSecond
+                } else {
+                    TrinoType::IntervalYearToMonth
+                })
             }
             "double" => {
                 let save = self.i;
@@ -339,7 +387,9 @@ impl Parser<'_> {
                     let mut depth = 1;
                     while depth > 0 {
                         match self.peek() {
-                            None => return Err(format!("unbalanced parentheses in {:?}", self.text)),
+                            None => {
+                                return Err(format!("unbalanced parentheses in {:?}", self.text));
+                            }
                             Some(b'(') => depth += 1,
                             Some(b')') => depth -= 1,
                             _ => {}
@@ -356,7 +406,10 @@ impl Parser<'_> {
         if self.eat(c) {
             Ok(())
         } else {
-            Err(format!("expected '{}' at {} in {:?}", c as char, self.i, self.text))
+            Err(format!(
+                "expected '{}' at {} in {:?}",
+                c as char, self.i, self.text
+            ))
         }
     }
 }
@@ -385,37 +438,55 @@ mod tests {
             TrinoType::Varchar
         );
         assert_eq!(
-            sig(r#"{"rawType":"timestamp with time zone","arguments":[{"kind":"LONG","value":3}]}"#),
+            sig(
+                r#"{"rawType":"timestamp with time zone","arguments":[{"kind":"LONG","value":3}]}"#
+            ),
             TrinoType::TimestampTz { precision: 3 }
         );
         assert_eq!(
-            sig(r#"{"rawType":"decimal","arguments":[{"kind":"LONG","value":10},{"kind":"LONG","value":2}]}"#),
-            TrinoType::Decimal { precision: 10, scale: 2 }
+            sig(
+                r#"{"rawType":"decimal","arguments":[{"kind":"LONG","value":10},{"kind":"LONG","value":2}]}"#
+            ),
+            TrinoType::Decimal {
+                precision: 10,
+                scale: 2
+            }
         );
         assert_eq!(
-            sig(r#"{"rawType":"map","arguments":[{"kind":"TYPE","value":{"rawType":"varchar","arguments":[]}},{"kind":"TYPE","value":{"rawType":"varchar","arguments":[]}}]}"#),
+            sig(
+                r#"{"rawType":"map","arguments":[{"kind":"TYPE","value":{"rawType":"varchar","arguments":[]}},{"kind":"TYPE","value":{"rawType":"varchar","arguments":[]}}]}"#
+            ),
             TrinoType::Map(Box::new(TrinoType::Varchar), Box::new(TrinoType::Varchar))
         );
         assert_eq!(
             sig(r#"{"rawType":"row","arguments":[
                 {"kind":"NAMED_TYPE","value":{"fieldName":{"name":"district"},"typeSignature":{"rawType":"varchar","arguments":[]}}},
                 {"kind":"NAMED_TYPE","value":{"typeSignature":{"rawType":"date","arguments":[]}}}]}"#),
-            TrinoType::Row(vec![(Some("district".into()), TrinoType::Varchar), (None, TrinoType::Date)])
+            TrinoType::Row(vec![
+                (Some("district".into()), TrinoType::Varchar),
+                (None, TrinoType::Date)
+            ])
         );
     }
 
     #[test]
     fn presto_era_signatures() {
         assert_eq!(
-            sig(r#"{"rawType":"varchar","typeArguments":[],"literalArguments":[],"arguments":[{"kind":"LONG_LITERAL","value":2147483647}]}"#),
+            sig(
+                r#"{"rawType":"varchar","typeArguments":[],"literalArguments":[],"arguments":[{"kind":"LONG_LITERAL","value":2147483647}]}"#
+            ),
             TrinoType::Varchar
         );
         assert_eq!(
-            sig(r#"{"rawType":"array","arguments":[{"kind":"TYPE_SIGNATURE","value":{"rawType":"bigint","arguments":[]}}]}"#),
+            sig(
+                r#"{"rawType":"array","arguments":[{"kind":"TYPE_SIGNATURE","value":{"rawType":"bigint","arguments":[]}}]}"#
+            ),
             TrinoType::Array(Box::new(TrinoType::BigInt))
         );
         assert_eq!(
-            sig(r#"{"rawType":"row","arguments":[{"kind":"NAMED_TYPE_SIGNATURE","value":{"fieldName":{"name":"a","delimited":false},"typeSignature":"bigint"}}]}"#),
+            sig(
+                r#"{"rawType":"row","arguments":[{"kind":"NAMED_TYPE_SIGNATURE","value":{"fieldName":{"name":"a","delimited":false},"typeSignature":"bigint"}}]}"#
+            ),
             TrinoType::Row(vec![(Some("a".into()), TrinoType::BigInt)])
         );
     }
@@ -427,10 +498,16 @@ mod tests {
             TrinoType::parse("timestamp(6) with time zone").unwrap(),
             TrinoType::TimestampTz { precision: 6 }
         );
-        assert_eq!(TrinoType::parse("timestamp(3)").unwrap(), TrinoType::Timestamp { precision: 3 });
+        assert_eq!(
+            TrinoType::parse("timestamp(3)").unwrap(),
+            TrinoType::Timestamp { precision: 3 }
+        );
         assert_eq!(TrinoType::parse("varchar(12)").unwrap(), TrinoType::Varchar);
         assert_eq!(
-            TrinoType::parse(r#"row(district varchar, "filed at day" date, ts timestamp(3) with time zone)"#).unwrap(),
+            TrinoType::parse(
+                r#"row(district varchar, "filed at day" date, ts timestamp(3) with time zone)"#
+            )
+            .unwrap(),
             TrinoType::Row(vec![
                 (Some("district".into()), TrinoType::Varchar),
                 (Some("filed at day".into()), TrinoType::Date),
@@ -451,8 +528,14 @@ mod tests {
                 ]))))
             )
         );
-        assert_eq!(TrinoType::parse("interval day to second").unwrap(), TrinoType::IntervalDayToSecond);
-        assert_eq!(TrinoType::parse("qdigest(bigint)").unwrap(), TrinoType::Other("qdigest".into()));
+        assert_eq!(
+            TrinoType::parse("interval day to second").unwrap(),
+            TrinoType::IntervalDayToSecond
+        );
+        assert_eq!(
+            TrinoType::parse("qdigest(bigint)").unwrap(),
+            TrinoType::Other("qdigest".into())
+        );
         assert!(TrinoType::parse("row(a bigint").is_err());
         assert!(TrinoType::parse("").is_err());
     }

@@ -40,11 +40,13 @@ impl Value {
         let mismatch = || format!("value {v} does not match type {ty:?}");
         Ok(match ty {
             TrinoType::Boolean => Value::Bool(v.as_bool().ok_or_else(mismatch)?),
-            TrinoType::TinyInt | TrinoType::SmallInt | TrinoType::Integer | TrinoType::BigInt => match v {
-                Json::Number(n) => Value::Int(n.as_i64().ok_or_else(mismatch)?),
-                Json::String(s) => Value::Int(s.trim().parse().map_err(|_| mismatch())?),
-                _ => return Err(mismatch()),
-            },
+            TrinoType::TinyInt | TrinoType::SmallInt | TrinoType::Integer | TrinoType::BigInt => {
+                match v {
+                    Json::Number(n) => Value::Int(n.as_i64().ok_or_else(mismatch)?),
+                    Json::String(s) => Value::Int(s.trim().parse().map_err(|_| mismatch())?),
+                    _ => return Err(mismatch()),
+                }
+            }
             TrinoType::Real | TrinoType::Double => match v {
                 Json::Number(n) => Value::Double(n.as_f64().ok_or_else(mismatch)?),
                 Json::String(s) => Value::Double(match s.as_str() {
@@ -63,11 +65,17 @@ impl Value {
             TrinoType::Varbinary => Value::Binary(v.as_str().ok_or_else(mismatch)?.to_string()),
             TrinoType::Date => {
                 let s = v.as_str().ok_or_else(mismatch)?;
-                Value::Date(NaiveDate::parse_from_str(s, "%Y-%m-%d").map_err(|e| format!("date {s:?}: {e}"))?)
+                Value::Date(
+                    NaiveDate::parse_from_str(s, "%Y-%m-%d")
+                        .map_err(|e| format!("date {s:?}: {e}"))?,
+                )
             }
             TrinoType::Timestamp { .. } => {
                 let s = v.as_str().ok_or_else(mismatch)?;
-                Value::Timestamp(parse_local(s).ok_or_else(|| format!("timestamp {s:?} is not yyyy-MM-dd HH:mm:ss[.f]"))?)
+                Value::Timestamp(
+                    parse_local(s)
+                        .ok_or_else(|| format!("timestamp {s:?} is not yyyy-MM-dd HH:mm:ss[.f]"))?,
+                )
             }
             TrinoType::TimestampTz { .. } => {
                 let s = v.as_str().ok_or_else(mismatch)?;
@@ -76,7 +84,12 @@ impl Value {
             }
             TrinoType::Array(inner) => {
                 let items = v.as_array().ok_or_else(mismatch)?;
-                Value::Array(items.iter().map(|x| Value::decode(inner, x)).collect::<Result<_, _>>()?)
+                Value::Array(
+                    items
+                        .iter()
+                        .map(|x| Value::decode(inner, x))
+                        .collect::<Result<_, _>>()?,
+                )
             }
             TrinoType::Map(k, val) => {
                 let obj = v.as_object().ok_or_else(mismatch)?;
@@ -90,7 +103,11 @@ impl Value {
             TrinoType::Row(fields) => {
                 let items = v.as_array().ok_or_else(mismatch)?;
                 if items.len() != fields.len() {
-                    return Err(format!("row has {} values for {} fields", items.len(), fields.len()));
+                    return Err(format!(
+                        "row has {} values for {} fields",
+                        items.len(),
+                        fields.len()
+                    ));
                 }
                 Value::Row(
                     fields
@@ -125,9 +142,10 @@ impl Value {
             TrinoType::Boolean => Ok(Value::Bool(key == "true")),
             _ => {
                 let as_json = match ty {
-                    TrinoType::TinyInt | TrinoType::SmallInt | TrinoType::Integer | TrinoType::BigInt => {
-                        Json::String(key.to_string())
-                    }
+                    TrinoType::TinyInt
+                    | TrinoType::SmallInt
+                    | TrinoType::Integer
+                    | TrinoType::BigInt => Json::String(key.to_string()),
                     _ => Json::String(key.to_string()),
                 };
                 Value::decode(ty, &as_json)
@@ -203,10 +221,20 @@ impl Value {
             Value::Date(d) => d.format("%Y-%m-%d").to_string(),
             Value::Timestamp(t) => t.format("%Y-%m-%d %H:%M:%S%.f").to_string(),
             Value::TimestampTz(t, _) => t.format("%Y-%m-%d %H:%M:%S%.3f UTC").to_string(),
-            Value::Array(items) => format!("[{}]", items.iter().map(Value::display).collect::<Vec<_>>().join(", ")),
+            Value::Array(items) => format!(
+                "[{}]",
+                items
+                    .iter()
+                    .map(Value::display)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
             Value::Map(kv) => format!(
                 "{{{}}}",
-                kv.iter().map(|(k, v)| format!("{}={}", k.display(), v.display())).collect::<Vec<_>>().join(", ")
+                kv.iter()
+                    .map(|(k, v)| format!("{}={}", k.display(), v.display()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
             Value::Row(fields) => format!(
                 "({})",
@@ -225,7 +253,10 @@ impl Value {
     /// A map's value for a string key (`element_at` on the client side).
     pub fn map_get(&self, key: &str) -> Option<&Value> {
         match self {
-            Value::Map(kv) => kv.iter().find(|(k, _)| k.as_str() == Some(key)).map(|(_, v)| v),
+            Value::Map(kv) => kv
+                .iter()
+                .find(|(k, _)| k.as_str() == Some(key))
+                .map(|(_, v)| v),
             _ => None,
         }
     }
@@ -241,9 +272,15 @@ fn parse_local(s: &str) -> Option<NaiveDateTime> {
 /// `2026-11-29 17:25:25.672 UTC`, `… Europe/Vienna`, `… +05:30`: the local date-time is
 /// everything before the last space, the zone after it.
 pub fn parse_timestamp_tz(s: &str) -> Result<(DateTime<Utc>, String), String> {
-    let (local, zone) = s.rsplit_once(' ').ok_or_else(|| format!("timestamp with time zone {s:?} has no zone"))?;
-    let naive = parse_local(local).ok_or_else(|| format!("timestamp {s:?} is not yyyy-MM-dd HH:mm:ss[.f] zone"))?;
-    let utc = if matches!(zone, "UTC" | "Z" | "GMT" | "Etc/UTC" | "UCT" | "Zulu" | "Etc/GMT") {
+    let (local, zone) = s
+        .rsplit_once(' ')
+        .ok_or_else(|| format!("timestamp with time zone {s:?} has no zone"))?;
+    let naive = parse_local(local)
+        .ok_or_else(|| format!("timestamp {s:?} is not yyyy-MM-dd HH:mm:ss[.f] zone"))?;
+    let utc = if matches!(
+        zone,
+        "UTC" | "Z" | "GMT" | "Etc/UTC" | "UCT" | "Zulu" | "Etc/GMT"
+    ) {
         Utc.from_utc_datetime(&naive)
     } else if let Some(off) = parse_offset(zone) {
         off.from_local_datetime(&naive)
@@ -251,7 +288,9 @@ pub fn parse_timestamp_tz(s: &str) -> Result<(DateTime<Utc>, String), String> {
             .ok_or_else(|| format!("timestamp {s:?}: invalid local time"))?
             .with_timezone(&Utc)
     } else {
-        let tz: chrono_tz::Tz = zone.parse().map_err(|_| format!("timestamp {s:?}: unknown time zone {zone:?}"))?;
+        let tz: chrono_tz::Tz = zone
+            .parse()
+            .map_err(|_| format!("timestamp {s:?}: unknown time zone {zone:?}"))?;
         tz.from_local_datetime(&naive)
             .earliest()
             .ok_or_else(|| format!("timestamp {s:?}: local time does not exist in {zone}"))?
@@ -261,7 +300,10 @@ pub fn parse_timestamp_tz(s: &str) -> Result<(DateTime<Utc>, String), String> {
 }
 
 fn parse_offset(zone: &str) -> Option<chrono::FixedOffset> {
-    let z = zone.strip_prefix("UTC").or_else(|| zone.strip_prefix("GMT")).unwrap_or(zone);
+    let z = zone
+        .strip_prefix("UTC")
+        .or_else(|| zone.strip_prefix("GMT"))
+        .unwrap_or(zone);
     let (sign, rest) = match z.as_bytes().first()? {
         b'+' => (1, &z[1..]),
         b'-' => (-1, &z[1..]),
@@ -293,7 +335,10 @@ pub struct Row {
 
 impl Row {
     pub fn get(&self, name: &str) -> Option<&Value> {
-        self.columns.iter().position(|c| c.name == name).and_then(|i| self.values.get(i))
+        self.columns
+            .iter()
+            .position(|c| c.name == name)
+            .and_then(|i| self.values.get(i))
     }
 
     /// The value of a column that must exist (a missing column is a decoding error).
@@ -301,7 +346,11 @@ impl Row {
         self.get(name).ok_or_else(|| {
             format!(
                 "result has no column {name:?} (columns: {})",
-                self.columns.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", ")
+                self.columns
+                    .iter()
+                    .map(|c| c.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             )
         })
     }
@@ -347,28 +396,50 @@ mod tests {
         assert_eq!(d("double", v), Value::Double(64_861_504.0));
         assert!(matches!(d("double", json!("NaN")), Value::Double(x) if x.is_nan()));
         assert_eq!(d("real", json!("Infinity")), Value::Double(f64::INFINITY));
-        assert_eq!(d("double", json!("-Infinity")), Value::Double(f64::NEG_INFINITY));
+        assert_eq!(
+            d("double", json!("-Infinity")),
+            Value::Double(f64::NEG_INFINITY)
+        );
         assert!(Value::decode(&TrinoType::Double, &json!("many")).is_err());
     }
 
     #[test]
     fn decimals_stay_text() {
-        assert_eq!(d("decimal(10,2)", json!("8.60")), Value::Decimal("8.60".into()));
+        assert_eq!(
+            d("decimal(10,2)", json!("8.60")),
+            Value::Decimal("8.60".into())
+        );
         assert_eq!(d("decimal(10,2)", json!("8.60")).as_f64(), Some(8.6));
     }
 
     #[test]
     fn timestamps_with_zone_names_and_offsets() {
-        let utc = d("timestamp(3) with time zone", json!("2026-11-29 17:25:25.672 UTC"));
-        let expect = Utc.with_ymd_and_hms(2026, 11, 29, 17, 25, 25).unwrap() + chrono::Duration::milliseconds(672);
+        let utc = d(
+            "timestamp(3) with time zone",
+            json!("2026-11-29 17:25:25.672 UTC"),
+        );
+        let expect = Utc.with_ymd_and_hms(2026, 11, 29, 17, 25, 25).unwrap()
+            + chrono::Duration::milliseconds(672);
         assert_eq!(utc.as_datetime(), Some(expect));
-        let vienna = d("timestamp(3) with time zone", json!("2026-11-29 18:25:25.672 Europe/Vienna"));
+        let vienna = d(
+            "timestamp(3) with time zone",
+            json!("2026-11-29 18:25:25.672 Europe/Vienna"),
+        );
         assert_eq!(vienna.as_datetime(), Some(expect));
-        let off = d("timestamp(6) with time zone", json!("2026-11-29 22:55:25.672000 +05:30"));
+        let off = d(
+            "timestamp(6) with time zone",
+            json!("2026-11-29 22:55:25.672000 +05:30"),
+        );
         assert_eq!(off.as_datetime(), Some(expect));
         let t = d("timestamp(3)", json!("2021-03-04 13:00:00.000"));
         assert_eq!(t.display(), "2021-03-04 13:00:00");
-        assert!(Value::decode(&TrinoType::TimestampTz { precision: 3 }, &json!("2026-11-29 17:25:25 Mars/Olympus")).is_err());
+        assert!(
+            Value::decode(
+                &TrinoType::TimestampTz { precision: 3 },
+                &json!("2026-11-29 17:25:25 Mars/Olympus")
+            )
+            .is_err()
+        );
     }
 
     #[test]
@@ -379,15 +450,30 @@ mod tests {
             v,
             Value::Row(vec![
                 (Some("district".into()), Value::Text("north".into())),
-                (Some("filed_at_day".into()), Value::Date(NaiveDate::from_ymd_opt(2026, 3, 2).unwrap())),
+                (
+                    Some("filed_at_day".into()),
+                    Value::Date(NaiveDate::from_ymd_opt(2026, 3, 2).unwrap())
+                ),
             ])
         );
-        let m = d("map(varchar, varchar)", json!({"total-records": "1", "operation": "append"}));
+        let m = d(
+            "map(varchar, varchar)",
+            json!({"total-records": "1", "operation": "append"}),
+        );
         assert_eq!(m.map_get("total-records").and_then(Value::as_u64), Some(1));
         assert_eq!(m.map_get("missing"), None);
         let m = d("map(integer, bigint)", json!({"1": 40, "2": 41}));
-        assert_eq!(m, Value::Map(vec![(Value::Int(1), Value::Int(40)), (Value::Int(2), Value::Int(41))]));
-        assert_eq!(d("array(bigint)", json!([1, null, 3])), Value::Array(vec![Value::Int(1), Value::Null, Value::Int(3)]));
+        assert_eq!(
+            m,
+            Value::Map(vec![
+                (Value::Int(1), Value::Int(40)),
+                (Value::Int(2), Value::Int(41))
+            ])
+        );
+        assert_eq!(
+            d("array(bigint)", json!([1, null, 3])),
+            Value::Array(vec![Value::Int(1), Value::Null, Value::Int(3)])
+        );
         assert!(Value::decode(&ty, &json!(["only one"])).is_err());
     }
 

@@ -3,8 +3,8 @@
 
 use std::fmt;
 
-use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
+use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value as Json;
 
 use super::types::TypeSignature;
@@ -59,7 +59,10 @@ impl<'de> Deserialize<'de> for Data {
                 Ok(Data::Rows(rows))
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Data, A::Error> {
-                while map.next_entry::<de::IgnoredAny, de::IgnoredAny>()?.is_some() {}
+                while map
+                    .next_entry::<de::IgnoredAny, de::IgnoredAny>()?
+                    .is_some()
+                {}
                 Ok(Data::Spooled)
             }
             fn visit_unit<E>(self) -> Result<Data, E> {
@@ -250,7 +253,13 @@ mod tests {
         .unwrap();
         let e = page.error.unwrap();
         assert_eq!(e.error_name, "SYNTAX_ERROR");
-        assert_eq!(e.error_location, Some(ErrorLocation { line_number: 1, column_number: 15 }));
+        assert_eq!(
+            e.error_location,
+            Some(ErrorLocation {
+                line_number: 1,
+                column_number: 15
+            })
+        );
     }
 
     #[test]
@@ -260,7 +269,9 @@ mod tests {
         let page: QueryResults =
             serde_json::from_str(r#"{"id":"q","data":{"encoding":"json","segments":[]}}"#).unwrap();
         assert!(matches!(page.data, Some(Data::Spooled)));
-        assert!(serde_json::from_str::<QueryResults>(r#"{"id":"q","stats":{"state":"RUN"#).is_err());
+        assert!(
+            serde_json::from_str::<QueryResults>(r#"{"id":"q","stats":{"state":"RUN"#).is_err()
+        );
     }
 
     #[test]
