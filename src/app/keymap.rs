@@ -91,44 +91,255 @@ pub const SPECS: &[Spec] = &[
     spec!(Help, "help", ["?"], "help", false, Global, true),
     spec!(Quit, "quit", ["q"], "quit", false, Global, true),
     spec!(Filter, "filter", ["/"], "filter", false, Global, true),
-    spec!(SortNext, "sort_next", ["s"], "sort by next column", false, Global, true),
-    spec!(SortReverse, "sort_reverse", ["S"], "reverse sort", false, Global, false),
-    spec!(Refresh, "refresh", ["r"], "refresh now", false, Global, true),
-    spec!(Freeze, "freeze", ["f"], "freeze/unfreeze auto-refresh", false, Global, false),
-    spec!(CommandLine, "command", [":"], "command line (:q :profile :schema :refresh :export)", false, Global, false),
-    spec!(Export, "export", ["ctrl-s"], "export view (CSV/JSON)", false, Global, false),
-    spec!(NextTab, "next_tab", ["tab"], "next tab", false, Global, false),
-    spec!(PrevTab, "prev_tab", ["backtab"], "previous tab", false, Global, false),
-    spec!(TabTables, "tab_tables", ["1"], "Tables tab", false, Global, false),
-    spec!(TabPartitions, "tab_partitions", ["2"], "Partitions tab", false, Global, false),
-    spec!(TabSnapshots, "tab_snapshots", ["3"], "Snapshots tab", false, Global, false),
+    spec!(
+        SortNext,
+        "sort_next",
+        ["s"],
+        "sort by next column",
+        false,
+        Global,
+        true
+    ),
+    spec!(
+        SortReverse,
+        "sort_reverse",
+        ["S"],
+        "reverse sort",
+        false,
+        Global,
+        false
+    ),
+    spec!(
+        Refresh,
+        "refresh",
+        ["r"],
+        "refresh now",
+        false,
+        Global,
+        true
+    ),
+    spec!(
+        Freeze,
+        "freeze",
+        ["f"],
+        "freeze auto-refresh",
+        false,
+        Global,
+        false
+    ),
+    spec!(
+        CommandLine,
+        "command",
+        [":"],
+        "command line (:help lists)",
+        false,
+        Global,
+        false
+    ),
+    spec!(
+        Export,
+        "export",
+        ["ctrl-s"],
+        "export view (CSV/JSON)",
+        false,
+        Global,
+        false
+    ),
+    spec!(
+        NextTab,
+        "next_tab",
+        ["tab"],
+        "next tab",
+        false,
+        Global,
+        false
+    ),
+    spec!(
+        PrevTab,
+        "prev_tab",
+        ["backtab"],
+        "previous tab",
+        false,
+        Global,
+        false
+    ),
+    spec!(
+        TabTables,
+        "tab_tables",
+        ["1"],
+        "Tables tab",
+        false,
+        Global,
+        false
+    ),
+    spec!(
+        TabPartitions,
+        "tab_partitions",
+        ["2"],
+        "Partitions tab",
+        false,
+        Global,
+        false
+    ),
+    spec!(
+        TabSnapshots,
+        "tab_snapshots",
+        ["3"],
+        "Snapshots tab",
+        false,
+        Global,
+        false
+    ),
     spec!(TabDags, "tab_dags", ["4"], "DAGs tab", false, Global, false),
     spec!(Down, "down", ["j", "down"], "down", false, Global, false),
     spec!(Up, "up", ["k", "up"], "up", false, Global, false),
-    spec!(PageDown, "page_down", ["pagedown"], "page down", false, Global, false),
-    spec!(PageUp, "page_up", ["pageup"], "page up", false, Global, false),
-    spec!(HalfDown, "half_down", ["ctrl-d"], "half page down", false, Global, false),
-    spec!(HalfUp, "half_up", ["ctrl-u"], "half page up", false, Global, false),
+    spec!(
+        PageDown,
+        "page_down",
+        ["pagedown"],
+        "page down",
+        false,
+        Global,
+        false
+    ),
+    spec!(
+        PageUp,
+        "page_up",
+        ["pageup"],
+        "page up",
+        false,
+        Global,
+        false
+    ),
+    spec!(
+        HalfDown,
+        "half_down",
+        ["ctrl-d"],
+        "half page down",
+        false,
+        Global,
+        false
+    ),
+    spec!(
+        HalfUp,
+        "half_up",
+        ["ctrl-u"],
+        "half page up",
+        false,
+        Global,
+        false
+    ),
     spec!(Top, "top", ["g", "home"], "first row", false, Global, false),
-    spec!(Bottom, "bottom", ["G", "end"], "last row", false, Global, false),
+    spec!(
+        Bottom,
+        "bottom",
+        ["G", "end"],
+        "last row",
+        false,
+        Global,
+        false
+    ),
     spec!(Enter, "enter", ["enter"], "drill down", false, Global, true),
     spec!(Back, "back", ["esc"], "back / clear", false, Global, false),
     spec!(Info, "info", ["i"], "health breakdown", false, Tables, true),
     spec!(Mark, "mark", ["space"], "mark row", false, Partitions, true),
-    spec!(ClearMarks, "clear_marks", ["ctrl-\\"], "clear marks", false, Partitions, false),
-    spec!(Optimize, "optimize", ["o"], "optimize marked / selected", true, Global, true),
-    spec!(ExpireSnapshots, "expire_snapshots", ["x"], "expire snapshots", true, Global, false),
-    spec!(RemoveOrphans, "remove_orphan_files", ["R"], "remove orphan files", true, Global, false),
-    spec!(OptimizeManifests, "optimize_manifests", ["M"], "optimize manifests", true, Global, false),
-    spec!(TriggerDag, "trigger_dag", ["t"], "trigger DAG run", true, Global, false),
-    spec!(ClearRun, "clear_run", ["C"], "clear failed run (retry)", true, Dags, false),
-    spec!(PauseDag, "pause_dag", ["p"], "pause/unpause DAG", true, Dags, false),
-    spec!(Cancel, "cancel", ["c"], "cancel running maintenance", false, Global, false),
-    spec!(Queue, "queue", ["Q"], "maintenance queue and results", false, Global, false),
+    spec!(
+        ClearMarks,
+        "clear_marks",
+        ["ctrl-\\"],
+        "clear marks",
+        false,
+        Partitions,
+        false
+    ),
+    spec!(
+        Optimize,
+        "optimize",
+        ["o"],
+        "optimize marked/selected",
+        true,
+        Global,
+        true
+    ),
+    spec!(
+        ExpireSnapshots,
+        "expire_snapshots",
+        ["x"],
+        "expire snapshots",
+        true,
+        Global,
+        false
+    ),
+    spec!(
+        RemoveOrphans,
+        "remove_orphan_files",
+        ["R"],
+        "remove orphan files",
+        true,
+        Global,
+        false
+    ),
+    spec!(
+        OptimizeManifests,
+        "optimize_manifests",
+        ["M"],
+        "optimize manifests",
+        true,
+        Global,
+        false
+    ),
+    spec!(
+        TriggerDag,
+        "trigger_dag",
+        ["t"],
+        "trigger DAG run",
+        true,
+        Global,
+        false
+    ),
+    spec!(
+        ClearRun,
+        "clear_run",
+        ["C"],
+        "clear failed run",
+        true,
+        Dags,
+        false
+    ),
+    spec!(
+        PauseDag,
+        "pause_dag",
+        ["p"],
+        "pause/unpause DAG",
+        true,
+        Dags,
+        false
+    ),
+    spec!(
+        Cancel,
+        "cancel",
+        ["c"],
+        "cancel running maintenance",
+        false,
+        Global,
+        false
+    ),
+    spec!(
+        Queue,
+        "queue",
+        ["Q"],
+        "maintenance queue",
+        false,
+        Global,
+        false
+    ),
 ];
 
 pub fn spec(cmd: Command) -> &'static Spec {
-    SPECS.iter().find(|s| s.command == cmd).expect("every command has a spec")
+    SPECS
+        .iter()
+        .find(|s| s.command == cmd)
+        .expect("every command has a spec")
 }
 
 /// A key as the keymap knows it.
@@ -188,7 +399,13 @@ impl Key {
         // Terminals report ctrl-\ as ctrl-4 in some modes and as FS (0x1c) in others.
         let code = match code {
             KeyCodeOrd::Char('4') if ctrl => KeyCodeOrd::Char('\\'),
-            KeyCodeOrd::Char('\u{1c}') => return Some(Key { code: KeyCodeOrd::Char('\\'), ctrl: true, alt }),
+            KeyCodeOrd::Char('\u{1c}') => {
+                return Some(Key {
+                    code: KeyCodeOrd::Char('\\'),
+                    ctrl: true,
+                    alt,
+                });
+            }
             c => c,
         };
         Some(Key { code, ctrl, alt })
@@ -198,7 +415,10 @@ impl Key {
     pub fn parse(text: &str) -> Result<Key, String> {
         let bad = || format!("invalid key {text:?}");
         let t = text.trim();
-        let t = t.strip_prefix('<').and_then(|x| x.strip_suffix('>')).unwrap_or(t);
+        let t = t
+            .strip_prefix('<')
+            .and_then(|x| x.strip_suffix('>'))
+            .unwrap_or(t);
         if t.is_empty() {
             return Err(bad());
         }
@@ -240,7 +460,10 @@ impl Key {
             "end" => KeyCodeOrd::End,
             "insert" | "ins" => KeyCodeOrd::Insert,
             "delete" | "del" => KeyCodeOrd::Delete,
-            f if f.len() >= 2 && f.starts_with('f') && f[1..].chars().all(|c| c.is_ascii_digit()) => {
+            f if f.len() >= 2
+                && f.starts_with('f')
+                && f[1..].chars().all(|c| c.is_ascii_digit()) =>
+            {
                 let n: u8 = f[1..].parse().map_err(|_| bad())?;
                 if !(1..=12).contains(&n) {
                     return Err(bad());
@@ -253,7 +476,11 @@ impl Key {
                 if chars.next().is_some() {
                     return Err(bad());
                 }
-                let c = if shift && c.is_ascii_lowercase() { c.to_ascii_uppercase() } else { c };
+                let c = if shift && c.is_ascii_lowercase() {
+                    c.to_ascii_uppercase()
+                } else {
+                    c
+                };
                 let c = if ctrl { c.to_ascii_lowercase() } else { c };
                 KeyCodeOrd::Char(c)
             }
@@ -306,12 +533,19 @@ impl Keymap {
     pub fn from_config(overrides: &BTreeMap<String, KeySpec>) -> Result<Keymap, String> {
         let mut by_command: BTreeMap<Command, Vec<Key>> = BTreeMap::new();
         for s in SPECS {
-            let keys = s.keys.iter().map(|k| Key::parse(k).expect("default keys parse")).collect();
+            let keys = s
+                .keys
+                .iter()
+                .map(|k| Key::parse(k).expect("default keys parse"))
+                .collect();
             by_command.insert(s.command, keys);
         }
         for (name, spec) in overrides {
             let s = SPECS.iter().find(|s| s.name == name).ok_or_else(|| {
-                format!("unknown command {name:?} (known: {})", SPECS.iter().map(|s| s.name).collect::<Vec<_>>().join(", "))
+                format!(
+                    "unknown command {name:?} (known: {})",
+                    SPECS.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")
+                )
             })?;
             let mut keys = Vec::new();
             for k in spec.keys() {
@@ -333,7 +567,11 @@ impl Keymap {
                 }
             }
         }
-        Ok(Keymap { by_key, by_command, readonly: false })
+        Ok(Keymap {
+            by_key,
+            by_command,
+            readonly: false,
+        })
     }
 
     /// In read-only mode every mutation leaves the keymap (and so the footer and help).
@@ -370,7 +608,11 @@ impl Keymap {
 
     /// `j ↓` for display.
     pub fn keys_text(&self, cmd: Command) -> String {
-        self.keys(cmd).iter().map(|k| k.to_string()).collect::<Vec<_>>().join(" ")
+        self.keys(cmd)
+            .iter()
+            .map(|k| k.to_string())
+            .collect::<Vec<_>>()
+            .join(" ")
     }
 
     /// Whether the command is available at all (not removed by read-only mode).
@@ -393,7 +635,11 @@ impl Keymap {
             .iter()
             .filter(|s| s.footer && self.enabled(s.command))
             .filter(|s| s.scope == Scope::Global || s.scope == scope)
-            .filter_map(|s| self.keys(s.command).first().map(|k| (k.to_string(), short_desc(s))))
+            .filter_map(|s| {
+                self.keys(s.command)
+                    .first()
+                    .map(|k| (k.to_string(), short_desc(s)))
+            })
             .collect()
     }
 }
@@ -427,9 +673,26 @@ mod tests {
 
     #[test]
     fn parses_key_strings() {
-        assert_eq!(Key::parse("q").unwrap(), Key { code: KeyCodeOrd::Char('q'), ctrl: false, alt: false });
-        assert_eq!(Key::parse("ctrl-s").unwrap(), Key { code: KeyCodeOrd::Char('s'), ctrl: true, alt: false });
-        assert_eq!(Key::parse("<Ctrl-d>").unwrap(), Key::parse("ctrl-d").unwrap());
+        assert_eq!(
+            Key::parse("q").unwrap(),
+            Key {
+                code: KeyCodeOrd::Char('q'),
+                ctrl: false,
+                alt: false
+            }
+        );
+        assert_eq!(
+            Key::parse("ctrl-s").unwrap(),
+            Key {
+                code: KeyCodeOrd::Char('s'),
+                ctrl: true,
+                alt: false
+            }
+        );
+        assert_eq!(
+            Key::parse("<Ctrl-d>").unwrap(),
+            Key::parse("ctrl-d").unwrap()
+        );
         assert_eq!(Key::parse("shift-tab").unwrap().code, KeyCodeOrd::BackTab);
         assert_eq!(Key::parse("F5").unwrap().code, KeyCodeOrd::F(5));
         assert_eq!(Key::parse("space").unwrap().code, KeyCodeOrd::Char(' '));
@@ -444,23 +707,50 @@ mod tests {
     #[test]
     fn default_keymap_dispatches() {
         let km = Keymap::default();
-        assert_eq!(km.lookup(&ev(KeyCode::Char('q'), KeyModifiers::NONE)), Some(Command::Quit));
-        assert_eq!(km.lookup(&ev(KeyCode::Char('G'), KeyModifiers::SHIFT)), Some(Command::Bottom));
-        assert_eq!(km.lookup(&ev(KeyCode::Char('d'), KeyModifiers::CONTROL)), Some(Command::HalfDown));
-        assert_eq!(km.lookup(&ev(KeyCode::Down, KeyModifiers::NONE)), Some(Command::Down));
-        assert_eq!(km.lookup(&ev(KeyCode::Char('\\'), KeyModifiers::CONTROL)), Some(Command::ClearMarks));
-        assert_eq!(km.lookup(&ev(KeyCode::Char('4'), KeyModifiers::CONTROL)), Some(Command::ClearMarks));
-        assert_eq!(km.lookup(&ev(KeyCode::BackTab, KeyModifiers::SHIFT)), Some(Command::PrevTab));
+        assert_eq!(
+            km.lookup(&ev(KeyCode::Char('q'), KeyModifiers::NONE)),
+            Some(Command::Quit)
+        );
+        assert_eq!(
+            km.lookup(&ev(KeyCode::Char('G'), KeyModifiers::SHIFT)),
+            Some(Command::Bottom)
+        );
+        assert_eq!(
+            km.lookup(&ev(KeyCode::Char('d'), KeyModifiers::CONTROL)),
+            Some(Command::HalfDown)
+        );
+        assert_eq!(
+            km.lookup(&ev(KeyCode::Down, KeyModifiers::NONE)),
+            Some(Command::Down)
+        );
+        assert_eq!(
+            km.lookup(&ev(KeyCode::Char('\\'), KeyModifiers::CONTROL)),
+            Some(Command::ClearMarks)
+        );
+        assert_eq!(
+            km.lookup(&ev(KeyCode::Char('4'), KeyModifiers::CONTROL)),
+            Some(Command::ClearMarks)
+        );
+        assert_eq!(
+            km.lookup(&ev(KeyCode::BackTab, KeyModifiers::SHIFT)),
+            Some(Command::PrevTab)
+        );
         assert_eq!(km.lookup(&ev(KeyCode::Char('z'), KeyModifiers::NONE)), None);
     }
 
     #[test]
     fn overrides_replace_keys_and_conflicts_are_errors() {
         let mut o = BTreeMap::new();
-        o.insert("quit".to_string(), KeySpec::Many(vec!["ctrl-q".into(), "F10".into()]));
+        o.insert(
+            "quit".to_string(),
+            KeySpec::Many(vec!["ctrl-q".into(), "F10".into()]),
+        );
         let km = Keymap::from_config(&o).unwrap();
         assert_eq!(km.lookup(&ev(KeyCode::Char('q'), KeyModifiers::NONE)), None);
-        assert_eq!(km.lookup(&ev(KeyCode::F(10), KeyModifiers::NONE)), Some(Command::Quit));
+        assert_eq!(
+            km.lookup(&ev(KeyCode::F(10), KeyModifiers::NONE)),
+            Some(Command::Quit)
+        );
         assert_eq!(km.keys_text(Command::Quit), "ctrl-q F10");
 
         let mut o = BTreeMap::new();
@@ -491,7 +781,10 @@ mod tests {
         let km = Keymap::default();
         let help = km.help();
         for (key, _) in km.footer(Scope::Tables) {
-            assert!(help.iter().any(|(k, _, _)| k.split(' ').any(|x| x == key)), "{key} not in help");
+            assert!(
+                help.iter().any(|(k, _, _)| k.split(' ').any(|x| x == key)),
+                "{key} not in help"
+            );
         }
     }
 }

@@ -1,3 +1,8 @@
 //! The application core: keymap, state, actions, effects, `update`, runtime.
 
+pub mod action;
+pub mod grid;
 pub mod keymap;
+pub mod runtime;
+pub mod state;
+pub mod update;

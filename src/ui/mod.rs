@@ -1,7 +1,299 @@
-//! The terminal UI.
+//! Rendering: a pure function of `State`. Only the visible window of a list becomes
+//! widgets.
 
-use crate::config::Settings;
+pub mod dags;
+pub mod partitions;
+pub mod popup;
+pub mod snapshots;
+pub mod tables;
+pub mod theme;
 
-pub fn run(_settings: Settings) -> color_eyre::Result<()> {
-    Err(color_eyre::eyre::eyre!("the terminal UI is not built yet; use `floe check`"))
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Cell, Paragraph, Row, Table, TableState};
+
+use crate::app::keymap::Scope;
+use crate::app::state::{Load, Prompt, State, Tab};
+use crate::config::units::human_duration;
+use theme::Theme;
+
+pub use crate::app::runtime::run;
+
+/// Rows every screen spends outside the body list: header, tabs, column header, status,
+/// footer.
+pub const CHROME_ROWS: usize = 5;
+
+pub fn draw(f: &mut Frame, s: &State) {
+    let area = f.area();
+    if area.width < 20 || area.height < 5 {
+        f.render_widget(Paragraph::new("floe: terminal too small"), area);
+        return;
+    }
+    let th = Theme::new(s.no_color);
+    let [header, tabs, body, status, footer] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Length(1),
+        Constraint::Min(1),
+        Constraint::Length(1),
+        Constraint::Length(1),
+    ])
+    .areas(area);
+    draw_header(f, header, s, &th);
+    draw_tabs(f, tabs, s, &th);
+    match s.tab {
+        Tab::Tables => tables::draw(f, body, s, &th),
+        Tab::Partitions => partitions::draw(f, body, s, &th),
+        Tab::Snapshots => snapshots::draw(f, body, s, &th),
+        Tab::Dags => dags::draw(f, body, s, &th),
+    }
+    draw_status(f, status, s, &th);
+    draw_footer(f, footer, s, &th);
+    match &s.popup {
+        Some(crate::app::state::Popup::Help) => popup::help(f, area, s, &th),
+        Some(crate::app::state::Popup::Info(t)) => popup::info(f, area, s, t, &th),
+        None => {}
+    }
 }
+
+fn draw_header(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
+    let mut spans = vec![Span::styled(" floe ", th.header())];
+    let sep = || Span::styled(" │ ", th.dim());
+    spans.push(Span::raw(s.conn.profile.clone()));
+    spans.push(sep());
+    spans.push(Span::raw(
+        s.conn.trino_url.trim_end_matches('/').to_string(),
+    ));
+    match (&s.conn.info, &s.conn.info_error) {
+        (_, Some(_)) => spans.push(Span::styled(
+            " UNREACHABLE",
+            th.severity(crate::health::Severity::Critical),
+        )),
+        (Some(i), None) => {
+            spans.push(Span::raw(format!(" v{}", i.node_version.version)));
+            if let Some(u) = i.uptime_secs() {
+                let up = human_duration(u as i64);
+                spans.push(Span::raw(" up "));
+                // A coordinator restarted in the last hours is a clue.
+                if u < 6.0 * 3600.0 {
+                    spans.push(Span::styled(
+                        up,
+                        th.severity(crate::health::Severity::Warning),
+                    ));
+                } else {
+                    spans.push(Span::raw(up));
+                }
+            }
+            if i.starting {
+                spans.push(Span::styled(
+                    " STARTING",
+                    th.severity(crate::health::Severity::Warning),
+                ));
+            }
+        }
+        (None, None) => spans.push(Span::styled(" connecting…", th.dim())),
+    }
+    if s.airflow_configured {
+        spans.push(sep());
+        spans.push(Span::raw(format!(
+            "airflow {}",
+            s.conn.airflow_version.as_deref().unwrap_or("…")
+        )));
+    }
+    spans.push(sep());
+    let age = s
+        .last_refresh
+        .map(|t| human_duration((s.now - t).num_seconds()))
+        .unwrap_or_else(|| "-".into());
+    let refresh = if s.refresh_in_flight() {
+        format!("refreshing… ({age} ago)")
+    } else if s.frozen {
+        format!("{age} ago, FROZEN")
+    } else {
+        format!(
+            "{age} ago, next {}",
+            s.next_refresh_in()
+                .map(human_duration)
+                .unwrap_or_else(|| "-".into())
+        )
+    };
+    spans.push(Span::raw(refresh));
+    if s.readonly {
+        spans.push(Span::raw(" "));
+        spans.push(Span::styled(" READ-ONLY ", th.badge()));
+    }
+    f.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+fn draw_tabs(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
+    let mut spans = Vec::new();
+    for (i, t) in Tab::ALL.iter().enumerate() {
+        let mut title = format!(" {} {} ", i + 1, t.title());
+        if matches!(t, Tab::Partitions | Tab::Snapshots) {
+            let focus = match t {
+                Tab::Partitions => s.partitions.table.as_ref(),
+                _ => s.snapshots.table.as_ref(),
+            };
+            if let Some(tb) = focus {
+                title = format!(" {} {}: {} ", i + 1, t.title(), tb.table);
+            }
+        }
+        let style = if *t == s.tab {
+            th.active_tab()
+        } else {
+            Style::default()
+        };
+        spans.push(Span::styled(title, style));
+        spans.push(Span::raw(" "));
+    }
+    if s.tab == Tab::Partitions && !s.partitions.marks.is_empty() {
+        spans.push(Span::styled(
+            format!("[{} marked]", s.partitions.marks.len()),
+            th.marked(),
+        ));
+    }
+    f.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+fn draw_status(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
+    let line = match &s.prompt {
+        Some(Prompt::Filter(t)) => Line::from(vec![
+            Span::styled("/", th.key()),
+            Span::raw(t.clone()),
+            Span::raw("█"),
+        ]),
+        Some(Prompt::Command(t)) => Line::from(vec![
+            Span::styled(":", th.key()),
+            Span::raw(t.clone()),
+            Span::raw("█"),
+        ]),
+        None => match &s.status {
+            Some(m) => {
+                let label = match m.level {
+                    crate::app::state::Level::Error => "ERROR ",
+                    crate::app::state::Level::Warn => "WARN ",
+                    crate::app::state::Level::Info => "",
+                };
+                Line::from(vec![
+                    Span::styled(label, th.level(m.level)),
+                    Span::styled(m.text.clone(), th.level(m.level)),
+                ])
+            }
+            None => {
+                let filter = s.grid().map(|g| g.filter.clone()).unwrap_or_default();
+                if filter.is_empty() {
+                    Line::from("")
+                } else {
+                    Line::from(vec![
+                        Span::styled("filter: ", th.dim()),
+                        Span::raw(filter),
+                        Span::styled("  (esc clears)", th.dim()),
+                    ])
+                }
+            }
+        },
+    };
+    f.render_widget(Paragraph::new(line), area);
+}
+
+fn draw_footer(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
+    let scope = match s.tab {
+        Tab::Tables => Scope::Tables,
+        Tab::Partitions => Scope::Partitions,
+        Tab::Snapshots => Scope::Snapshots,
+        Tab::Dags => Scope::Dags,
+    };
+    let mut spans = Vec::new();
+    let mut width = 0usize;
+    for (k, d) in s.keymap.footer(scope) {
+        let item = k.chars().count() + d.chars().count() + 3;
+        if width + item > area.width as usize {
+            break;
+        }
+        width += item;
+        spans.push(Span::styled(k, th.key()));
+        spans.push(Span::raw(format!(" {d}  ")));
+    }
+    f.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+/// A list body: column header plus the visible window of rows. `cells(i)` builds the row
+/// for data index `i`; only `height` of them are built.
+#[allow(clippy::too_many_arguments)]
+pub fn draw_list(
+    f: &mut Frame,
+    area: Rect,
+    th: &Theme,
+    headers: &[&str],
+    widths: &[Constraint],
+    grid: &crate::app::grid::Grid,
+    load: &Load,
+    empty: &str,
+    mut cells: impl FnMut(usize) -> (Vec<Cell<'static>>, Style),
+) {
+    let height = (area.height as usize).saturating_sub(1);
+    let (start, end) = grid.window(height);
+    let rows: Vec<Row> = grid.index[start..end]
+        .iter()
+        .map(|&i| {
+            let (c, style) = cells(i);
+            Row::new(c).style(style)
+        })
+        .collect();
+    if rows.is_empty() {
+        let msg = match load {
+            Load::Loading | Load::Idle => "loading…".to_string(),
+            Load::Failed(e) => format!("failed: {e}"),
+            Load::Loaded if !grid.filter.is_empty() => format!("nothing matches /{}", grid.filter),
+            Load::Loaded => empty.to_string(),
+        };
+        let header =
+            Row::new(headers.iter().map(|h| Cell::from(h.to_string()))).style(th.column_header());
+        f.render_widget(
+            Table::new(Vec::<Row>::new(), widths.to_vec()).header(header),
+            area,
+        );
+        if area.height > 2 {
+            let r = Rect {
+                y: area.y + 2,
+                height: 1,
+                ..area
+            };
+            f.render_widget(
+                Paragraph::new(Span::styled(format!("  {msg}"), th.dim())),
+                r,
+            );
+        }
+        return;
+    }
+    let header =
+        Row::new(headers.iter().map(|h| Cell::from(h.to_string()))).style(th.column_header());
+    let table = Table::new(rows, widths.to_vec())
+        .header(header)
+        .row_highlight_style(th.selected())
+        .column_spacing(1);
+    let mut state = TableState::default().with_selected(Some(grid.selected.saturating_sub(start)));
+    f.render_stateful_widget(table, area, &mut state);
+}
+
+/// Right-aligned cell text.
+pub fn num(text: impl Into<String>) -> Cell<'static> {
+    Cell::from(Line::from(text.into()).alignment(ratatui::layout::Alignment::Right))
+}
+
+pub use crate::config::units::thousands;
+
+/// `1.2M`, `18k`, `950`: counts in narrow columns.
+pub fn compact(n: u64) -> String {
+    match n {
+        0..=9_999 => n.to_string(),
+        10_000..=999_999 => format!("{}k", n / 1000),
+        1_000_000..=9_999_999 => format!("{:.1}M", n as f64 / 1e6),
+        10_000_000..=999_999_999 => format!("{}M", n / 1_000_000),
+        _ => format!("{:.1}G", n as f64 / 1e9),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,126 @@
+//! Every input to `update` (Action) and every piece of work it asks for (Effect).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use crossterm::event::KeyEvent;
+
+use crate::health::HealthConfig;
+use crate::lakehouse::model::{SnapshotInfo, TableRef, TableStats};
+use crate::lakehouse::queries::PartitionList;
+use crate::trino::ServerInfo;
+
+#[derive(Clone, Debug)]
+pub enum Action {
+    /// The runtime is up: load everything.
+    Start,
+    Key(KeyEvent),
+    Tick(DateTime<Utc>),
+    Resize(u16, u16),
+    Info(Result<ServerInfo, String>),
+    Discovered {
+        generation: u64,
+        result: Result<Vec<TableRef>, String>,
+    },
+    Stats {
+        generation: u64,
+        table: TableRef,
+        result: Result<TableStats, String>,
+    },
+    Partitions {
+        request: u64,
+        table: TableRef,
+        result: Result<PartitionList, String>,
+    },
+    Snapshots {
+        request: u64,
+        table: TableRef,
+        result: Result<Vec<SnapshotInfo>, String>,
+    },
+    Exported(Result<PathBuf, String>),
+    ProfileSwitched(Result<ProfileView, String>),
+    /// SIGTERM, SIGHUP (a dropped SSH session): leave cleanly.
+    Terminate,
+}
+
+/// What the screen needs to know about a (new) profile.
+#[derive(Clone, Debug)]
+pub struct ProfileView {
+    pub profile: String,
+    pub trino_url: String,
+    pub readonly: bool,
+    pub refresh: Duration,
+    pub schemas: Vec<String>,
+    pub health: HealthConfig,
+    pub airflow_url: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExportFormat {
+    Csv,
+    Json,
+}
+
+/// A view as exported: what the operator sees, filtered and sorted.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExportData {
+    pub view: &'static str,
+    pub columns: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Effect {
+    FetchInfo,
+    Discover {
+        generation: u64,
+        schemas: Vec<String>,
+    },
+    LoadStats {
+        generation: u64,
+        table: TableRef,
+    },
+    LoadPartitions {
+        request: u64,
+        table: TableRef,
+    },
+    LoadSnapshots {
+        request: u64,
+        table: TableRef,
+    },
+    Export {
+        format: ExportFormat,
+        data: ExportData,
+    },
+    SwitchProfile(String),
+    Quit,
+}
+
+/// Work that the runtime keeps at most one of at a time: a newer one replaces (and
+/// cancels) the older.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Slot {
+    Info,
+    Discovery,
+    Stats(TableRef),
+    Partitions,
+    Snapshots,
+    Export,
+    Profile,
+}
+
+impl Effect {
+    pub fn slot(&self) -> Option<Slot> {
+        Some(match self {
+            Effect::FetchInfo => Slot::Info,
+            Effect::Discover { .. } => Slot::Discovery,
+            Effect::LoadStats { table, .. } => Slot::Stats(table.clone()),
+            Effect::LoadPartitions { .. } => Slot::Partitions,
+            Effect::LoadSnapshots { .. } => Slot::Snapshots,
+            Effect::Export { .. } => Slot::Export,
+            Effect::SwitchProfile(_) => Slot::Profile,
+            Effect::Quit => return None,
+        })
+    }
+}

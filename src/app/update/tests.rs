@@ -1,0 +1,651 @@
+use super::*;
+use crate::app::action::Action;
+use crate::lakehouse::model::{PartitionStats, SnapshotInfo, TableStats};
+use crate::lakehouse::queries::PartitionList;
+use chrono::{DateTime, TimeZone, Utc};
+
+pub fn t0() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 11, 29, 9, 0, 0).unwrap()
+}
+
+fn key(c: char) -> Action {
+    Action::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE))
+}
+
+fn code(c: KeyCode) -> Action {
+    Action::Key(KeyEvent::new(c, KeyModifiers::NONE))
+}
+
+fn ctrl(c: char) -> Action {
+    Action::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL))
+}
+
+fn tref(s: &str, t: &str) -> TableRef {
+    TableRef::new("iceberg", s, t)
+}
+
+pub fn incident_stats() -> TableStats {
+    TableStats {
+        target_file_size: 128 << 20,
+        data_files: 2016,
+        small_files: 2016,
+        total_bytes: 2016 * 3 * 1024,
+        records: 201_600,
+        partitioned: true,
+        partitions: 144,
+        small_file_partitions: 72,
+        critical_partitions: 72,
+        snapshots: 17,
+        oldest_snapshot: Some(t0() - chrono::Duration::days(16)),
+        newest_snapshot: Some(t0() - chrono::Duration::hours(9)),
+        last_compaction: Some(t0() - chrono::Duration::days(15)),
+        last_write: Some(t0() - chrono::Duration::hours(9)),
+        writes_since_compaction: 15,
+        files_after_compaction: Some(144),
+        ..Default::default()
+    }
+}
+
+pub fn healthy_stats() -> TableStats {
+    TableStats {
+        target_file_size: 64 * 1024,
+        target_from_property: true,
+        data_files: 12,
+        small_files: 0,
+        total_bytes: 12 * 80 * 1024,
+        records: 12_000,
+        partitioned: true,
+        partitions: 6,
+        snapshots: 4,
+        oldest_snapshot: Some(t0() - chrono::Duration::days(3)),
+        newest_snapshot: Some(t0() - chrono::Duration::hours(20)),
+        last_compaction: Some(t0() - chrono::Duration::hours(20)),
+        last_write: Some(t0() - chrono::Duration::hours(21)),
+        ..Default::default()
+    }
+}
+
+/// A state that has discovered three tables and loaded two of them.
+pub fn loaded() -> State {
+    let mut s = State::new(t0());
+    s.conn.profile = "lab".into();
+    s.conn.trino_url = "http://127.0.0.1:8080/".into();
+    let fx = update(&mut s, Action::Start);
+    assert!(matches!(fx[0], Effect::FetchInfo));
+    let generation = s.tables.generation;
+    let tables = vec![
+        tref("zoning", "parcels"),
+        tref("zoning", "documents"),
+        tref("audit", "events"),
+    ];
+    let fx = update(
+        &mut s,
+        Action::Discovered {
+            generation,
+            result: Ok(tables),
+        },
+    );
+    assert_eq!(fx.len(), 3);
+    update(
+        &mut s,
+        Action::Stats {
+            generation,
+            table: tref("zoning", "parcels"),
+            result: Ok(healthy_stats()),
+        },
+    );
+    update(
+        &mut s,
+        Action::Stats {
+            generation,
+            table: tref("zoning", "documents"),
+            result: Ok(incident_stats()),
+        },
+    );
+    s
+}
+
+fn selected_name(s: &State) -> String {
+    s.tables
+        .selected()
+        .map(|r| r.name.clone())
+        .unwrap_or_default()
+}
+
+#[test]
+fn start_discovers_then_loads_stats_worst_first() {
+    let s = loaded();
+    // documents (CRITICAL) first, parcels (OK), events (not loaded yet) last.
+    let names: Vec<_> = s
+        .tables
+        .grid
+        .index
+        .iter()
+        .map(|&i| s.tables.rows[i].name.clone())
+        .collect();
+    assert_eq!(
+        names,
+        vec!["zoning.documents", "zoning.parcels", "audit.events"]
+    );
+    assert_eq!(s.tables.pending, 1);
+    assert!(s.refresh_in_flight());
+}
+
+#[test]
+fn navigation_and_vim_keys() {
+    let mut s = loaded();
+    assert_eq!(selected_name(&s), "zoning.documents");
+    update(&mut s, key('j'));
+    assert_eq!(selected_name(&s), "zoning.parcels");
+    update(&mut s, code(KeyCode::Down));
+    update(&mut s, code(KeyCode::Down));
+    assert_eq!(selected_name(&s), "audit.events", "stops at the bottom");
+    update(&mut s, key('g'));
+    assert_eq!(selected_name(&s), "zoning.documents");
+    update(&mut s, key('G'));
+    assert_eq!(selected_name(&s), "audit.events");
+    update(&mut s, ctrl('u'));
+    assert_eq!(selected_name(&s), "zoning.documents");
+    update(&mut s, code(KeyCode::PageDown));
+    assert_eq!(selected_name(&s), "audit.events");
+}
+
+#[test]
+fn selection_follows_the_table_when_stats_reorder_rows() {
+    let mut s = loaded();
+    update(&mut s, key('G')); // audit.events, not loaded yet
+    let generation = s.tables.generation;
+    let mut bloated = healthy_stats();
+    bloated.snapshots = 600;
+    bloated.oldest_snapshot = Some(t0() - chrono::Duration::days(60));
+    update(
+        &mut s,
+        Action::Stats {
+            generation,
+            table: tref("audit", "events"),
+            result: Ok(bloated),
+        },
+    );
+    assert_eq!(selected_name(&s), "audit.events");
+    assert_eq!(
+        s.tables.grid.selected, 1,
+        "CRITICAL snapshot bloat sorts it second"
+    );
+}
+
+#[test]
+fn filter_live_and_escape_clears() {
+    let mut s = loaded();
+    update(&mut s, key('/'));
+    assert!(matches!(s.prompt, Some(Prompt::Filter(_))));
+    for c in "PARC".chars() {
+        update(&mut s, key(c));
+    }
+    assert_eq!(s.tables.grid.len(), 1, "case-insensitive substring");
+    assert_eq!(selected_name(&s), "zoning.parcels");
+    update(&mut s, code(KeyCode::Enter));
+    assert!(s.prompt.is_none());
+    assert_eq!(s.tables.grid.len(), 1, "enter keeps the filter");
+    update(&mut s, code(KeyCode::Esc));
+    assert_eq!(s.tables.grid.len(), 3, "esc clears it");
+    update(&mut s, key('/'));
+    update(&mut s, key('z'));
+    update(&mut s, code(KeyCode::Esc));
+    assert!(s.prompt.is_none());
+    assert_eq!(s.tables.grid.len(), 3);
+}
+
+#[test]
+fn sort_cycles_and_reverses() {
+    let mut s = loaded();
+    update(&mut s, key('s'));
+    assert_eq!(s.tables.grid.sort_col, 1);
+    let names: Vec<_> = s
+        .tables
+        .grid
+        .index
+        .iter()
+        .map(|&i| s.tables.rows[i].name.clone())
+        .collect();
+    assert_eq!(
+        names,
+        vec!["audit.events", "zoning.documents", "zoning.parcels"]
+    );
+    assert!(s.status.as_ref().unwrap().text.contains("sorted by table"));
+    update(&mut s, key('S'));
+    let names: Vec<_> = s
+        .tables
+        .grid
+        .index
+        .iter()
+        .map(|&i| s.tables.rows[i].name.clone())
+        .collect();
+    assert_eq!(
+        names,
+        vec!["zoning.parcels", "zoning.documents", "audit.events"]
+    );
+    for _ in 0..TABLE_SORTS.len() - 1 {
+        update(&mut s, key('s'));
+    }
+    assert_eq!(s.tables.grid.sort_col, 0, "cycles back to health");
+}
+
+#[test]
+fn enter_drills_into_partitions_and_loads_them_once() {
+    let mut s = loaded();
+    let fx = update(&mut s, code(KeyCode::Enter));
+    assert_eq!(s.tab, Tab::Partitions);
+    assert_eq!(
+        fx,
+        vec![Effect::LoadPartitions {
+            request: 1,
+            table: tref("zoning", "documents")
+        }]
+    );
+    // Switching away and back does not reload what is loaded or loading.
+    update(&mut s, key('1'));
+    let fx = update(&mut s, key('2'));
+    assert!(fx.is_empty());
+    update(&mut s, code(KeyCode::Esc));
+    assert_eq!(s.tab, Tab::Tables, "esc goes back");
+    // Another table: a new request replaces the old.
+    update(&mut s, key('j'));
+    let fx = update(&mut s, code(KeyCode::Enter));
+    assert_eq!(
+        fx,
+        vec![Effect::LoadPartitions {
+            request: 2,
+            table: tref("zoning", "parcels")
+        }]
+    );
+    // The stale answer for documents is dropped.
+    update(
+        &mut s,
+        Action::Partitions {
+            request: 1,
+            table: tref("zoning", "documents"),
+            result: Ok(PartitionList::default()),
+        },
+    );
+    assert!(s.partitions.load.is_loading());
+}
+
+pub fn partitions(n: usize) -> PartitionList {
+    PartitionList {
+        target_file_size: 128 << 20,
+        layout_fields: vec!["district".into(), "filed_at_day".into()],
+        partitions: (0..n)
+            .map(|i| PartitionStats {
+                values: vec![
+                    (
+                        "district".into(),
+                        Some(["north", "south", "east"][i % 3].into()),
+                    ),
+                    (
+                        "filed_at_day".into(),
+                        Some(format!("2026-11-{:02}", 1 + i / 3)),
+                    ),
+                ],
+                data_files: 14 + (i as u64 % 5),
+                small_files: if i % 4 == 0 { 3 } else { 14 + (i as u64 % 5) },
+                total_bytes: (14 + (i as u64 % 5)) * 3000,
+                records: 1400,
+                min_file: 2000,
+                max_file: 4000,
+                delete_files: 0,
+            })
+            .collect(),
+    }
+}
+
+#[test]
+fn marks_toggle_move_and_clear() {
+    let mut s = loaded();
+    update(&mut s, code(KeyCode::Enter));
+    let table = tref("zoning", "documents");
+    update(
+        &mut s,
+        Action::Partitions {
+            request: 1,
+            table: table.clone(),
+            result: Ok(partitions(9)),
+        },
+    );
+    assert_eq!(s.partitions.rows.len(), 9);
+    let first = s.partitions.selected().unwrap().label.clone();
+    update(&mut s, key(' '));
+    update(&mut s, key(' '));
+    assert_eq!(s.partitions.marks.len(), 2);
+    assert!(s.partitions.marks.contains(&first));
+    update(&mut s, key('k'));
+    update(&mut s, key(' '));
+    assert_eq!(
+        s.partitions.marks.len(),
+        1,
+        "space on a marked row unmarks it"
+    );
+    // Marks survive a reload of the same partitions.
+    update(&mut s, key('r'));
+    let req = s.partitions.request;
+    update(
+        &mut s,
+        Action::Partitions {
+            request: req,
+            table: table.clone(),
+            result: Ok(partitions(9)),
+        },
+    );
+    assert_eq!(s.partitions.marks.len(), 1);
+    update(
+        &mut s,
+        Action::Key(KeyEvent::new(KeyCode::Char('\\'), KeyModifiers::CONTROL)),
+    );
+    assert!(s.partitions.marks.is_empty());
+}
+
+#[test]
+fn partition_severity_follows_the_rules() {
+    let mut s = loaded();
+    update(&mut s, code(KeyCode::Enter));
+    update(
+        &mut s,
+        Action::Partitions {
+            request: 1,
+            table: tref("zoning", "documents"),
+            result: Ok(partitions(8)),
+        },
+    );
+    let crit = s
+        .partitions
+        .rows
+        .iter()
+        .filter(|r| r.severity == crate::health::Severity::Critical)
+        .count();
+    let ok = s
+        .partitions
+        .rows
+        .iter()
+        .filter(|r| r.severity == crate::health::Severity::Ok)
+        .count();
+    assert_eq!((crit, ok), (6, 2));
+    assert_eq!(
+        s.partitions.selected().unwrap().severity,
+        crate::health::Severity::Critical,
+        "worst first"
+    );
+}
+
+#[test]
+fn refresh_never_overlaps_and_rows_stay_while_reloading() {
+    let mut s = loaded();
+    let fx = update(&mut s, key('r'));
+    assert!(
+        fx.is_empty(),
+        "the first refresh is still in flight (one table pending)"
+    );
+    assert!(s.status.as_ref().unwrap().text.contains("already running"));
+    let generation = s.tables.generation;
+    update(
+        &mut s,
+        Action::Stats {
+            generation,
+            table: tref("audit", "events"),
+            result: Ok(healthy_stats()),
+        },
+    );
+    assert!(!s.refresh_in_flight());
+    let fx = update(&mut s, key('r'));
+    assert!(fx.iter().any(|e| matches!(e, Effect::Discover { .. })));
+    assert!(
+        s.tables.rows.iter().all(|r| r.stale && r.stats.is_some()),
+        "old values stay, marked stale"
+    );
+    // A result of the previous generation is ignored.
+    let before = s
+        .tables
+        .row(&tref("zoning", "parcels"))
+        .unwrap()
+        .stats
+        .clone();
+    update(
+        &mut s,
+        Action::Stats {
+            generation,
+            table: tref("zoning", "parcels"),
+            result: Ok(incident_stats()),
+        },
+    );
+    assert_eq!(
+        s.tables.row(&tref("zoning", "parcels")).unwrap().stats,
+        before
+    );
+}
+
+#[test]
+fn auto_refresh_on_tick_unless_frozen() {
+    let mut s = loaded();
+    let generation = s.tables.generation;
+    update(
+        &mut s,
+        Action::Stats {
+            generation,
+            table: tref("audit", "events"),
+            result: Ok(healthy_stats()),
+        },
+    );
+    let fx = update(&mut s, Action::Tick(t0() + chrono::Duration::seconds(30)));
+    assert!(fx.is_empty());
+    assert_eq!(s.next_refresh_in(), Some(30));
+    update(&mut s, key('f'));
+    assert!(s.frozen);
+    let fx = update(&mut s, Action::Tick(t0() + chrono::Duration::seconds(61)));
+    assert!(fx.is_empty(), "frozen");
+    update(&mut s, key('f'));
+    let fx = update(&mut s, Action::Tick(t0() + chrono::Duration::seconds(62)));
+    assert!(fx.iter().any(|e| matches!(e, Effect::Discover { .. })));
+}
+
+#[test]
+fn errors_keep_data_and_show_trino_names() {
+    let mut s = loaded();
+    let generation = s.tables.generation;
+    update(
+        &mut s,
+        Action::Stats {
+            generation,
+            table: tref("audit", "events"),
+            result: Err("TABLE_NOT_FOUND: line 1:15: Table 'iceberg.audit.events' does not exist (query 20261129_1)".into()),
+        },
+    );
+    let st = s.status.as_ref().unwrap();
+    assert_eq!(st.level, Level::Error);
+    assert!(st.text.contains("TABLE_NOT_FOUND"), "{}", st.text);
+    // The next refresh fails to list tables: rows stay.
+    update(&mut s, key('r'));
+    let generation = s.tables.generation;
+    update(
+        &mut s,
+        Action::Discovered {
+            generation,
+            result: Err(
+                "cannot reach Trino at http://127.0.0.1:1/v1/statement: connection refused".into(),
+            ),
+        },
+    );
+    assert_eq!(s.tables.rows.len(), 3);
+    assert!(s.tables.rows.iter().all(|r| !r.stale));
+    assert!(
+        s.status
+            .as_ref()
+            .unwrap()
+            .text
+            .contains("connection refused")
+    );
+    assert!(!s.refresh_in_flight(), "the next refresh retries");
+}
+
+#[test]
+fn command_line() {
+    let mut s = loaded();
+    s.profiles = vec!["lab".into(), "prod".into()];
+    let run = |s: &mut State, line: &str| {
+        update(s, key(':'));
+        for c in line.chars() {
+            update(s, key(c));
+        }
+        update(s, code(KeyCode::Enter))
+    };
+    run(&mut s, "refresh 30s");
+    assert_eq!(s.refresh_every, std::time::Duration::from_secs(30));
+    run(&mut s, "refresh 2s");
+    assert!(s.status.as_ref().unwrap().text.contains("at least 5s"));
+    let fx = run(&mut s, "profile prod");
+    assert_eq!(fx, vec![Effect::SwitchProfile("prod".into())]);
+    run(&mut s, "profile nope");
+    assert!(s.status.as_ref().unwrap().text.contains("lab, prod"));
+    run(&mut s, "bogus");
+    assert!(
+        s.status
+            .as_ref()
+            .unwrap()
+            .text
+            .contains("unknown command :bogus")
+    );
+    let fx = run(&mut s, "schema zoning");
+    assert_eq!(s.schemas, vec!["zoning"]);
+    assert!(fx.iter().any(
+        |e| matches!(e, Effect::Discover { schemas, .. } if schemas == &vec!["zoning".to_string()])
+    ));
+    let fx = run(&mut s, "export json");
+    assert!(matches!(
+        &fx[..],
+        [Effect::Export {
+            format: ExportFormat::Json,
+            ..
+        }]
+    ));
+    let fx = run(&mut s, "q");
+    assert_eq!(fx, vec![Effect::Quit]);
+    assert!(s.quit);
+}
+
+#[test]
+fn export_is_the_view_as_seen() {
+    let mut s = loaded();
+    update(&mut s, key('/'));
+    update(&mut s, key('d'));
+    update(&mut s, key('o'));
+    update(&mut s, key('c'));
+    update(&mut s, code(KeyCode::Enter));
+    let fx = update(&mut s, ctrl('s'));
+    let Effect::Export { data, format } = &fx[0] else {
+        panic!("{fx:?}")
+    };
+    assert_eq!(*format, ExportFormat::Csv);
+    assert_eq!(data.rows.len(), 1);
+    assert_eq!(data.rows[0][2], "documents");
+    assert_eq!(data.rows[0][3], "CRITICAL");
+    assert!(data.rows[0].last().unwrap().contains("compaction"));
+}
+
+#[test]
+fn help_and_info_popups_close_with_esc() {
+    let mut s = loaded();
+    update(&mut s, key('?'));
+    assert_eq!(s.popup, Some(Popup::Help));
+    update(&mut s, key('j'));
+    assert_eq!(
+        s.popup,
+        Some(Popup::Help),
+        "keys do not leak through a popup"
+    );
+    update(&mut s, code(KeyCode::Esc));
+    assert_eq!(s.popup, None);
+    update(&mut s, key('i'));
+    assert_eq!(s.popup, Some(Popup::Info(tref("zoning", "documents"))));
+    let lines = breakdown(&s, &tref("zoning", "documents"));
+    assert!(lines.iter().any(|(_, l)| l.contains("compaction_stale")));
+    update(&mut s, key('q'));
+    assert_eq!(s.popup, None);
+    assert!(!s.quit, "q closes the popup first");
+}
+
+#[test]
+fn readonly_refuses_maintenance() {
+    let mut s = loaded();
+    s.readonly = true;
+    s.keymap = s.keymap.clone().with_readonly(true);
+    update(&mut s, key('o'));
+    assert!(
+        s.status.is_none() || !s.status.as_ref().unwrap().text.contains("not available"),
+        "o is not bound at all"
+    );
+}
+
+#[test]
+fn snapshots_tab_loads_and_orders_newest_first() {
+    let mut s = loaded();
+    let fx = update(&mut s, key('3'));
+    assert_eq!(
+        fx,
+        vec![Effect::LoadSnapshots {
+            request: 1,
+            table: tref("zoning", "documents")
+        }]
+    );
+    let snaps: Vec<SnapshotInfo> = (0..5)
+        .map(|i| SnapshotInfo {
+            committed_at: t0() - chrono::Duration::days(5 - i),
+            snapshot_id: 100 + i,
+            parent_id: None,
+            operation: if i == 1 {
+                "replace".into()
+            } else {
+                "append".into()
+            },
+            added_data_files: Some(10),
+            deleted_data_files: if i == 1 { Some(40) } else { None },
+            total_data_files: Some(10 * i as u64),
+            added_records: None,
+            total_records: None,
+            total_delete_files: None,
+            added_files_size: None,
+            removed_files_size: None,
+            trino_user: None,
+            trino_query_id: None,
+        })
+        .collect();
+    update(
+        &mut s,
+        Action::Snapshots {
+            request: 1,
+            table: tref("zoning", "documents"),
+            result: Ok(snaps),
+        },
+    );
+    let first = &s.snapshots.rows[s.snapshots.grid.index[0]].info;
+    assert_eq!(first.snapshot_id, 104);
+}
+
+#[test]
+fn terminate_and_ctrl_c_quit() {
+    let mut s = loaded();
+    assert_eq!(update(&mut s, Action::Terminate), vec![Effect::Quit]);
+    let mut s = loaded();
+    update(&mut s, key('/'));
+    assert_eq!(
+        update(&mut s, ctrl('c')),
+        vec![Effect::Quit],
+        "even from a prompt"
+    );
+}
+
+#[test]
+fn resize_keeps_selection_visible() {
+    let mut s = loaded();
+    update(&mut s, key('G'));
+    update(&mut s, Action::Resize(20, 7));
+    let h = s.page_height();
+    let g = &s.tables.grid;
+    assert!(g.selected >= g.offset && g.selected < g.offset + h);
+}

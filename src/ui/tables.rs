@@ -1,0 +1,181 @@
+//! Tab 1: every table, worst first.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Cell, Paragraph, Wrap};
+
+use super::theme::Theme;
+use super::{compact, draw_list, num};
+use crate::app::state::{State, TableRow};
+use crate::app::update::breakdown;
+use crate::config::units::{human_bytes, human_duration};
+use crate::health::Severity;
+
+pub fn draw(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
+    // At 160 columns and more the health breakdown of the selection sits beside the list.
+    let (list, side) = if area.width >= 160 {
+        let [l, r] = Layout::horizontal([Constraint::Min(100), Constraint::Length(48)]).areas(area);
+        (l, Some(r))
+    } else {
+        (area, None)
+    };
+    let wide = list.width >= 110;
+    let mut headers = vec!["STAT", "SCORE", "TABLE", "FILES", "SMALL", "AVG", "SIZE"];
+    let mut widths = vec![
+        Constraint::Length(5),
+        Constraint::Length(5),
+        Constraint::Min(14),
+        Constraint::Length(6),
+        Constraint::Length(6),
+        Constraint::Length(7),
+        Constraint::Length(7),
+    ];
+    if wide {
+        headers.extend([
+            "RECORDS",
+            "PARTS",
+            "SNAPS",
+            "COMPACTED",
+            "WRITTEN",
+            "DELETES",
+        ]);
+        widths.extend([
+            Constraint::Length(7),
+            Constraint::Length(6),
+            Constraint::Length(5),
+            Constraint::Length(9),
+            Constraint::Length(7),
+            Constraint::Length(7),
+        ]);
+    } else {
+        headers.push("COMPACTED");
+        widths.push(Constraint::Length(9));
+    }
+    let now = s.now;
+    draw_list(
+        f,
+        list,
+        th,
+        &headers,
+        &widths,
+        &s.tables.grid,
+        &s.tables.load,
+        "no Iceberg tables",
+        |i| {
+            let r = &s.tables.rows[i];
+            row_cells(r, wide, now, th)
+        },
+    );
+    if let Some(side) = side {
+        draw_side(f, side, s, th);
+    }
+}
+
+fn status_cell(r: &TableRow, th: &Theme) -> Cell<'static> {
+    let (text, style) = match (r.status(), r.loading && r.stats.is_none()) {
+        (_, true) => ("…".to_string(), th.dim()),
+        (Some(sev), _) => (sev.short().to_string(), th.severity(sev)),
+        (None, _) => ("-".to_string(), th.dim()),
+    };
+    // A reload in flight: the values are from the previous refresh.
+    let text = if r.stale || (r.loading && r.stats.is_some()) {
+        format!("{text}~")
+    } else {
+        text
+    };
+    Cell::from(Span::styled(text, style))
+}
+
+fn age(now: chrono::DateTime<chrono::Utc>, t: Option<chrono::DateTime<chrono::Utc>>) -> String {
+    t.map(|t| human_duration((now - t).num_seconds()))
+        .unwrap_or_else(|| "never".into())
+}
+
+fn row_cells(
+    r: &TableRow,
+    wide: bool,
+    now: chrono::DateTime<chrono::Utc>,
+    th: &Theme,
+) -> (Vec<Cell<'static>>, Style) {
+    let name = match (&r.stats, &r.error) {
+        // Not readable: the reason goes where the eye is (the full text is in `i`).
+        (None, Some(e)) => Cell::from(Line::from(vec![
+            Span::raw(r.name.clone()),
+            Span::styled(format!(" ! {e}"), th.severity(Severity::Unknown)),
+        ])),
+        _ => Cell::from(r.name.clone()),
+    };
+    let mut cells = vec![
+        status_cell(r, th),
+        num(r
+            .health
+            .as_ref()
+            .map(|h| h.score.to_string())
+            .unwrap_or_default()),
+        name,
+    ];
+    let style = if r.stale { th.dim() } else { Style::default() };
+    if let Some(st) = &r.stats {
+        let small_style =
+            if st.small_files > 0 && r.status().is_some_and(|s| s >= Severity::Warning) {
+                th.severity(r.status().unwrap_or(Severity::Ok))
+            } else {
+                Style::default()
+            };
+        cells.push(num(compact(st.data_files)));
+        cells.push(Cell::from(
+            Line::from(Span::styled(compact(st.small_files), small_style))
+                .alignment(ratatui::layout::Alignment::Right),
+        ));
+        cells.push(num(st
+            .avg_file_size()
+            .map(human_bytes)
+            .unwrap_or_else(|| "-".into())));
+        cells.push(num(human_bytes(st.total_bytes)));
+        if wide {
+            cells.push(num(compact(st.records)));
+            cells.push(num(if st.partitioned {
+                compact(st.partitions)
+            } else {
+                "-".into()
+            }));
+            cells.push(num(compact(st.snapshots)));
+            cells.push(num(if st.is_empty_table() {
+                "-".into()
+            } else {
+                age(now, st.last_compaction)
+            }));
+            cells.push(num(age(now, st.last_write)));
+            cells.push(num(compact(st.delete_files)));
+        } else {
+            cells.push(num(if st.is_empty_table() {
+                "-".into()
+            } else {
+                age(now, st.last_compaction)
+            }));
+        }
+    }
+    (cells, style)
+}
+
+fn draw_side(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
+    let block = Block::default().borders(Borders::LEFT).title(" why ");
+    let lines: Vec<Line> = match s.tables.selected() {
+        Some(r) => {
+            let mut v = vec![Line::from(Span::styled(r.table.to_string(), th.header()))];
+            for (sev, text) in breakdown(s, &r.table) {
+                v.push(Line::from(Span::styled(text, th.severity(sev))));
+            }
+            v
+        }
+        None => vec![Line::from("")],
+    };
+    f.render_widget(
+        Paragraph::new(lines)
+            .block(block)
+            .wrap(Wrap { trim: false }),
+        area,
+    );
+}

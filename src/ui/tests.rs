@@ -1,0 +1,301 @@
+//! Whole-screen snapshots over TestBackend at 80x24 and 160x48.
+
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::style::{Color, Modifier};
+
+use crate::app::action::Action;
+use crate::app::state::{Level, State};
+use crate::app::update::tests::{loaded, partitions, t0};
+use crate::app::update::update;
+use crate::lakehouse::model::{SnapshotInfo, TableRef};
+use crate::trino::ServerInfo;
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+fn key(s: &mut State, c: char) {
+    update(
+        s,
+        Action::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE)),
+    );
+}
+
+fn with_info(mut s: State) -> State {
+    let info: ServerInfo = serde_json::from_str(
+        r#"{"nodeVersion":{"version":"480"},"environment":"lab","coordinator":true,"starting":false,"uptime":"2.50h"}"#,
+    )
+    .unwrap();
+    update(&mut s, Action::Info(Ok(info)));
+    s
+}
+
+fn screen(s: &mut State, w: u16, h: u16) -> Terminal<TestBackend> {
+    update(s, Action::Resize(w, h));
+    let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
+    term.draw(|f| super::draw(f, s)).unwrap();
+    term
+}
+
+fn all_loaded() -> State {
+    let mut s = with_info(loaded());
+    let generation = s.tables.generation;
+    update(
+        &mut s,
+        Action::Stats {
+            generation,
+            table: TableRef::new("iceberg", "audit", "events"),
+            result: Err("TABLE_NOT_FOUND: line 1:15: Table 'iceberg.audit.events' does not exist (query 20261129_090000_00007_lab01)".into()),
+        },
+    );
+    s.status = None;
+    s
+}
+
+fn snapshots() -> Vec<SnapshotInfo> {
+    // Daily appends for 16 days with one compaction 15 days ago.
+    (0..17)
+        .map(|i| {
+            let compaction = i == 1;
+            let total = if i == 0 {
+                1800
+            } else if compaction {
+                144
+            } else {
+                144 + (i as u64 - 1) * 126
+            };
+            SnapshotInfo {
+                committed_at: t0()
+                    - chrono::Duration::days(16 - i as i64)
+                    - chrono::Duration::hours(9),
+                snapshot_id: 8_667_764_846_443_717_000 + i as i64,
+                parent_id: None,
+                operation: if compaction {
+                    "replace".into()
+                } else {
+                    "append".into()
+                },
+                added_data_files: Some(if compaction { 144 } else { 126 }),
+                deleted_data_files: if compaction { Some(1800) } else { None },
+                total_data_files: Some(total),
+                added_records: Some(12_600),
+                total_records: Some(180_000 + i as u64 * 12_600),
+                total_delete_files: Some(0),
+                added_files_size: None,
+                removed_files_size: None,
+                trino_user: Some(if compaction {
+                    "etl".into()
+                } else {
+                    "ingest".into()
+                }),
+                trino_query_id: None,
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn tables_80x24() {
+    let mut s = all_loaded();
+    insta::assert_snapshot!(screen(&mut s, 80, 24).backend());
+}
+
+#[test]
+fn tables_160x48_with_breakdown_panel() {
+    let mut s = all_loaded();
+    insta::assert_snapshot!(screen(&mut s, 160, 48).backend());
+}
+
+#[test]
+fn tables_loading_and_stale() {
+    let mut s = State::new(t0());
+    s.conn.profile = "lab".into();
+    s.conn.trino_url = "http://127.0.0.1:8080/".into();
+    update(&mut s, Action::Start);
+    insta::assert_snapshot!("tables_discovering", screen(&mut s, 80, 24).backend());
+    let mut s = all_loaded();
+    s.readonly = true;
+    s.keymap = s.keymap.clone().with_readonly(true);
+    s.tables.load = crate::app::state::Load::Loaded;
+    update(
+        &mut s,
+        Action::Key(KeyEvent::new(KeyCode::Char('r'), KeyModifiers::NONE)),
+    );
+    insta::assert_snapshot!(
+        "tables_refreshing_readonly",
+        screen(&mut s, 80, 24).backend()
+    );
+}
+
+#[test]
+fn tables_error_keeps_rows() {
+    let mut s = all_loaded();
+    key(&mut s, 'r');
+    let generation = s.tables.generation;
+    update(
+        &mut s,
+        Action::Discovered {
+            generation,
+            result: Err(
+                "cannot reach Trino at http://127.0.0.1:8080/v1/statement: connection refused"
+                    .into(),
+            ),
+        },
+    );
+    update(
+        &mut s,
+        Action::Info(Err(
+            "cannot reach Trino at http://127.0.0.1:8080/v1/info: connection refused".into(),
+        )),
+    );
+    insta::assert_snapshot!(screen(&mut s, 80, 24).backend());
+}
+
+#[test]
+fn partitions_with_marks() {
+    let mut s = all_loaded();
+    update(
+        &mut s,
+        Action::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE)),
+    );
+    let req = s.partitions.request;
+    update(
+        &mut s,
+        Action::Partitions {
+            request: req,
+            table: TableRef::new("iceberg", "zoning", "documents"),
+            result: Ok(partitions(40)),
+        },
+    );
+    key(&mut s, ' ');
+    key(&mut s, ' ');
+    insta::assert_snapshot!("partitions_80x24", screen(&mut s, 80, 24).backend());
+    insta::assert_snapshot!("partitions_160x48", screen(&mut s, 160, 48).backend());
+}
+
+#[test]
+fn snapshots_with_growth_chart() {
+    let mut s = all_loaded();
+    key(&mut s, '3');
+    let req = s.snapshots.request;
+    update(
+        &mut s,
+        Action::Snapshots {
+            request: req,
+            table: TableRef::new("iceberg", "zoning", "documents"),
+            result: Ok(snapshots()),
+        },
+    );
+    insta::assert_snapshot!("snapshots_80x24", screen(&mut s, 80, 24).backend());
+    insta::assert_snapshot!("snapshots_160x48", screen(&mut s, 160, 48).backend());
+}
+
+#[test]
+fn help_overlay_and_info_popup() {
+    let mut s = all_loaded();
+    key(&mut s, '?');
+    insta::assert_snapshot!("help_80x24", screen(&mut s, 80, 24).backend());
+    update(
+        &mut s,
+        Action::Key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE)),
+    );
+    key(&mut s, 'i');
+    insta::assert_snapshot!("info_80x24", screen(&mut s, 80, 24).backend());
+}
+
+#[test]
+fn dags_tab_without_airflow() {
+    let mut s = all_loaded();
+    key(&mut s, '4');
+    insta::assert_snapshot!(screen(&mut s, 80, 24).backend());
+}
+
+#[test]
+fn prompt_and_status_lines() {
+    let mut s = all_loaded();
+    key(&mut s, '/');
+    key(&mut s, 'd');
+    key(&mut s, 'o');
+    insta::assert_snapshot!("filter_prompt", screen(&mut s, 80, 24).backend());
+    update(
+        &mut s,
+        Action::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE)),
+    );
+    s.set_status(
+        Level::Error,
+        "partitions of iceberg.zoning.documents: GENERIC_INTERNAL_ERROR: boom (query q1)",
+    );
+    insta::assert_snapshot!("error_status", screen(&mut s, 80, 24).backend());
+}
+
+#[test]
+fn no_color_uses_no_colour_and_reverse_video_selection() {
+    let mut s = all_loaded();
+    s.no_color = true;
+    let term = screen(&mut s, 80, 24);
+    let buf = term.backend().buffer();
+    for cell in buf.content() {
+        assert_eq!(
+            cell.fg,
+            Color::Reset,
+            "a coloured cell under NO_COLOR: {cell:?}"
+        );
+        assert_eq!(
+            cell.bg,
+            Color::Reset,
+            "a coloured cell under NO_COLOR: {cell:?}"
+        );
+    }
+    // The selected row (first data row, y = 3) is reverse video.
+    let y = 3;
+    assert!((0..80).any(|x| buf[(x, y)].modifier.contains(Modifier::REVERSED)));
+    // Severity is readable as text.
+    let text: String = (0..80).map(|x| buf[(x, y)].symbol().to_string()).collect();
+    assert!(text.contains("CRIT"), "{text}");
+    // With colour, the same screen colours the severity.
+    s.no_color = false;
+    let term = screen(&mut s, 80, 24);
+    assert!(
+        term.backend()
+            .buffer()
+            .content()
+            .iter()
+            .any(|c| c.fg == Color::Red)
+    );
+}
+
+#[test]
+fn tiny_terminals_and_resize_storms_do_not_panic() {
+    let mut s = all_loaded();
+    for (w, h) in [
+        (20, 5),
+        (1, 1),
+        (0, 0),
+        (19, 4),
+        (21, 6),
+        (80, 6),
+        (300, 100),
+        (40, 10),
+        (20, 5),
+    ] {
+        let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
+        update(&mut s, Action::Resize(w, h));
+        for tab in ['1', '2', '3', '4', '?'] {
+            key(&mut s, tab);
+            term.draw(|f| super::draw(f, &s)).unwrap();
+            update(
+                &mut s,
+                Action::Key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE)),
+            );
+        }
+    }
+    let mut term = Terminal::new(TestBackend::new(20, 5)).unwrap();
+    term.draw(|f| super::draw(f, &s)).unwrap();
+    insta::assert_snapshot!("tiny_20x5", term.backend());
+}
+
+#[test]
+fn formatting_helpers() {
+    assert_eq!(super::thousands(18000), "18,000");
+    assert_eq!(super::compact(950), "950");
+    assert_eq!(super::compact(18_000), "18k");
+    assert_eq!(super::compact(1_234_567), "1.2M");
+}
