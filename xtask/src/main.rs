@@ -1,1 +1,301 @@
-fn main() {}
+//! Project tasks: `cargo xtask lab up|down|status`, `cargo xtask test`, `cargo xtask demo`,
+//! `cargo xtask bench`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::time::Instant;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives in the workspace")
+        .to_path_buf()
+}
+
+fn lab_dir() -> PathBuf {
+    std::env::var_os("FLOE_LAB_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join(".lab"))
+}
+
+fn cache_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("FLOE_CACHE_DIR") {
+        return PathBuf::from(d);
+    }
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache")
+        });
+    base.join("floe")
+}
+
+const USAGE: &str = "usage: cargo xtask <task>
+
+  lab up [--scale] [--airflow2] [--no-airflow] [--full]
+                 start the lab (Trino-protocol server over an Iceberg warehouse, Airflow)
+  lab down       stop every process the lab started
+  lab status     show what runs
+  test [--keep-lab] [-- CARGO_TEST_ARGS]
+                 the whole suite: the lab's own tests, then floe's unit, snapshot and
+                 integration tests against the lab (brought up and down as needed)
+  demo [--keep-lab]
+                 bring the lab up and open floe on the seed incident
+  bench [-- CRITERION_ARGS]
+                 benchmarks (the scale scenario is brought up for the Trino ones)";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("lab") => lab(&args[1..]).map(|_| ()),
+        Some("test") => test(&args[1..]),
+        Some("demo") => demo(&args[1..]),
+        Some("bench") => bench(&args[1..]),
+        _ => {
+            eprintln!("{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("xtask: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn labctl(args: &[String]) -> Result<(), String> {
+    let status = Command::new("python3")
+        .arg(root().join("tests/lab/labctl.py"))
+        .args(args)
+        .current_dir(root())
+        .status()
+        .map_err(|e| format!("cannot run python3 (needed for the lab): {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("labctl {} failed ({status})", args.join(" ")))
+    }
+}
+
+fn lab(args: &[String]) -> Result<bool, String> {
+    match args.first().map(String::as_str) {
+        Some("up" | "down" | "status") => {
+            labctl(args)?;
+            Ok(true)
+        }
+        _ => Err(format!("unknown lab command {:?}\n{USAGE}", args.first())),
+    }
+}
+
+fn lab_json() -> Result<serde_json::Value, String> {
+    let p = lab_dir().join("lab.json");
+    let text = std::fs::read_to_string(&p)
+        .map_err(|e| format!("{}: {e} (is the lab up?)", p.display()))?;
+    serde_json::from_str(&text).map_err(|e| format!("{}: {e}", p.display()))
+}
+
+fn lab_running() -> bool {
+    lab_dir().join("lab.json").exists()
+}
+
+/// The lab's Python venv (built by labctl from the pinned lock, keyed by its hash).
+fn lab_python() -> Result<PathBuf, String> {
+    if let Ok(j) = lab_json()
+        && let Some(v) = j.get("venv").and_then(|v| v.as_str())
+    {
+        return Ok(PathBuf::from(v).join("bin/python"));
+    }
+    let lock = root().join("tests/lab/requirements.lock");
+    let out = Command::new("sha256sum")
+        .arg(&lock)
+        .output()
+        .map_err(|e| format!("sha256sum {}: {e}", lock.display()))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let hash = text.split_whitespace().next().unwrap_or("");
+    if hash.len() < 12 {
+        return Err(format!("cannot hash {}", lock.display()));
+    }
+    Ok(cache_dir()
+        .join("venvs")
+        .join(format!("lab-{}", &hash[..12]))
+        .join("bin/python"))
+}
+
+fn run(cmd: &mut Command, what: &str) -> Result<(), String> {
+    let t = Instant::now();
+    eprintln!("xtask: {what}");
+    let status = cmd.status().map_err(|e| format!("{what}: {e}"))?;
+    eprintln!(
+        "xtask: {what}: {} in {:.0}s",
+        if status.success() { "ok" } else { "FAILED" },
+        t.elapsed().as_secs_f64()
+    );
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("{what} failed ({status})"))
+    }
+}
+
+fn test(args: &[String]) -> Result<(), String> {
+    let keep = args.iter().any(|a| a == "--keep-lab");
+    let cargo_args: Vec<String> = args
+        .iter()
+        .skip_while(|a| *a != "--")
+        .skip(1)
+        .cloned()
+        .collect();
+    let started_here = !lab_running();
+    labctl(&["up".into(), "--airflow2".into()])?;
+    let result = (|| {
+        let mut failures = Vec::new();
+        let py = lab_python()?;
+        if let Err(e) = run(
+            Command::new(&py)
+                .args([
+                    "-m",
+                    "pytest",
+                    "-q",
+                    "-p",
+                    "no:cacheprovider",
+                    "tests/lab/tests",
+                ])
+                .current_dir(root())
+                .env("FLOE_LAB_DIR", lab_dir()),
+            "the lab's own tests (pytest)",
+        ) {
+            failures.push(e);
+        }
+        if let Err(e) = run(
+            Command::new(env!("CARGO"))
+                .args(["test", "--workspace", "--all-targets"])
+                .args(&cargo_args)
+                .current_dir(root())
+                .env("FLOE_LAB_DIR", lab_dir())
+                .env("CI", std::env::var("CI").unwrap_or_else(|_| "true".into())),
+            "floe's tests (cargo test)",
+        ) {
+            failures.push(e);
+        }
+        if let Err(e) = run(
+            Command::new(env!("CARGO"))
+                .args(["test", "--workspace", "--doc"])
+                .current_dir(root()),
+            "doc tests",
+        ) {
+            failures.push(e);
+        }
+        if failures.is_empty() {
+            Ok(())
+        } else {
+            Err(failures.join("; "))
+        }
+    })();
+    if started_here && !keep {
+        let _ = labctl(&["down".into()]);
+    }
+    result
+}
+
+fn demo(args: &[String]) -> Result<(), String> {
+    let keep = args.iter().any(|a| a == "--keep-lab");
+    let started_here = !lab_running();
+    labctl(&["up".into()])?;
+    let result = (|| {
+        let j = lab_json()?;
+        let config = write_demo_config(&j)?;
+        run(
+            Command::new(env!("CARGO"))
+                .args(["build", "--quiet", "--bin", "floe"])
+                .current_dir(root()),
+            "building floe",
+        )?;
+        let target = std::env::var_os("CARGO_TARGET_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| root().join("target"));
+        let bin = target.join("debug/floe");
+        let airflow_password = j["airflow"]["password"]
+            .as_str()
+            .unwrap_or("admin")
+            .to_string();
+        let status = Command::new(&bin)
+            .arg("--config")
+            .arg(&config)
+            .env("FLOE_LAB_AIRFLOW_PASSWORD", airflow_password)
+            .env("XDG_STATE_HOME", lab_dir().join("state"))
+            .env("XDG_DATA_HOME", lab_dir().join("data"))
+            .stdin(Stdio::inherit())
+            .stdout(Stdio::inherit())
+            .stderr(Stdio::inherit())
+            .status()
+            .map_err(|e| format!("{}: {e}", bin.display()))?;
+        if status.success() {
+            Ok(())
+        } else {
+            Err(format!("floe exited with {status}"))
+        }
+    })();
+    if started_here && !keep {
+        let _ = labctl(&["down".into()]);
+    } else {
+        eprintln!("xtask: the lab keeps running; `cargo xtask lab down` stops it");
+    }
+    result
+}
+
+fn toml_str(s: &str) -> String {
+    serde_json::to_string(s).expect("strings serialize")
+}
+
+/// A config file for the lab: its Trino, its Airflow, and the table→DAG mapping of the
+/// incident (the other DAGs are matched by their tags and shown as guessed).
+fn write_demo_config(j: &serde_json::Value) -> Result<PathBuf, String> {
+    let t = &j["trino"];
+    let url = t["url"].as_str().ok_or("lab.json has no trino.url")?;
+    let mut text = format!(
+        "# Written by `cargo xtask demo` for the local lab.\n[trino]\nurl = {}\nuser = {}\ncatalog = {}\n",
+        toml_str(url),
+        toml_str(t["user"].as_str().unwrap_or("floe")),
+        toml_str(t["catalog"].as_str().unwrap_or("iceberg")),
+    );
+    if let Some(a) = j.get("airflow").filter(|a| !a.is_null()) {
+        text.push_str(&format!(
+            "\n[airflow]\nurl = {}\nuser = {}\npassword_env = \"FLOE_LAB_AIRFLOW_PASSWORD\"\n",
+            toml_str(a["url"].as_str().unwrap_or("")),
+            toml_str(a["user"].as_str().unwrap_or("admin")),
+        ));
+        text.push_str("\n[[maintenance]]\ntable = \"iceberg.zoning.documents\"\ndag_id = \"compact_documents\"\n");
+    }
+    let path = lab_dir().join("demo.toml");
+    std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(path)
+}
+
+fn bench(args: &[String]) -> Result<(), String> {
+    let extra: Vec<String> = args
+        .iter()
+        .skip_while(|a| *a != "--")
+        .skip(1)
+        .cloned()
+        .collect();
+    let started_here = !lab_running();
+    labctl(&["up".into(), "--scale".into(), "--no-airflow".into()])?;
+    let result = run(
+        Command::new(env!("CARGO"))
+            .args(["bench", "--bench", "floe"])
+            .args(if extra.is_empty() {
+                vec![]
+            } else {
+                std::iter::once("--".to_string()).chain(extra).collect()
+            })
+            .current_dir(root())
+            .env("FLOE_LAB_DIR", lab_dir()),
+        "benchmarks",
+    );
+    if started_here {
+        let _ = labctl(&["down".into()]);
+    }
+    result
+}
