@@ -223,11 +223,12 @@ def test_queued_pages_while_held(raw, control, user):
 
 
 def test_syntax_error_fails_on_a_queued_page(raw):
-    pages = raw.run("SELEC 1")
+    pages = raw.run("SELECT * FROM WHERE")
     last = pages[-1]
     assert "/queued/" in pages[-2]["nextUri"]
     assert last["stats"]["state"] == "FAILED" and last["error"]["errorName"] == "SYNTAX_ERROR"
-    assert last["error"]["errorLocation"] == {"lineNumber": 1, "columnNumber": 1}
+    assert last["error"]["errorLocation"] == {"lineNumber": 1, "columnNumber": 15}
+    assert last["error"]["message"].startswith("line 1:15: mismatched input 'WHERE'")
     assert last["error"]["failureInfo"]["type"] == "io.trino.sql.parser.ParsingException"
 
 

@@ -526,8 +526,10 @@ class QueryManager:
                 row = [typesig.round_value(t, v) if t is not None else v for t, v in zip(q.transformers, row)]
             chunk.append(row)
             i += 1
-            budget -= len(json.dumps(row, separators=(",", ":"))) if len(chunk) % 64 == 1 else 0
-            if budget <= 0 and chunk:
+            if len(chunk) % 64 == 1:
+                # sample one row in 64 to keep pages near Trino's ~1 MB target
+                budget -= 64 * len(json.dumps(row, separators=(",", ":"), default=str))
+            if budget <= 0:
                 break
         q.row_offset = i
         return chunk
