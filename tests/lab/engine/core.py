@@ -22,6 +22,12 @@ from engine.warehouse import LRU, Warehouse, build_data_relation
 log = logging.getLogger("lab.engine")
 
 _MACROS = [
+    # Trino scalar functions DuckDB lacks
+    "CREATE OR REPLACE MACRO nan() AS CAST('NaN' AS DOUBLE)",
+    "CREATE OR REPLACE MACRO infinity() AS CAST('Infinity' AS DOUBLE)",
+    "CREATE OR REPLACE MACRO is_nan(x) AS isnan(x)",
+    "CREATE OR REPLACE MACRO is_finite(x) AS isfinite(x)",
+    "CREATE OR REPLACE MACRO is_infinite(x) AS isinf(x)",
     # Trino fails a subscript on a missing key; element_at returns NULL (MapSubscriptOperator)
     """CREATE OR REPLACE MACRO __trino_map_subscript(m, k) AS
        CASE WHEN m IS NULL OR k IS NULL THEN NULL
@@ -165,13 +171,14 @@ class Engine:
             raise TrinoError("SCHEMA_NOT_FOUND", f"Schema '{schema}' does not exist", *pos)
         raise TrinoError("TABLE_NOT_FOUND", f"Table '{qualified}' does not exist", *pos)
 
-    def invalidate(self, catalog: str, schema: str | None = None, table: str | None = None) -> None:
-        """Drop cached relations of a catalog (entries are keyed by metadata location, so stale
-        ones are never served; this only frees memory)."""
+    def invalidate(self, catalog: str, old_location: str | None = None) -> None:
+        """Free what was cached for a table version that is no longer current (entries are
+        keyed by metadata location, so a commit never serves stale data anyway)."""
         w = self.warehouses.get(catalog)
-        if w is not None:
-            w.forget()
-        self._cache.drop_where(lambda k: k[0] == catalog)
+        if w is not None and old_location is not None:
+            w.forget(old_location)
+        if old_location is not None:
+            self._cache.drop_where(lambda k: k[0] == catalog and len(k) > 1 and k[1] == old_location)
 
     # -- execute ---------------------------------------------------------------------------------------
 

@@ -25,7 +25,7 @@ _TOKEN = re.compile(
       | (?P<s>'(?:[^']|'')*')            # string literal
       | (?P<n>-?\d+(?:\.\d+)?)           # number
       | (?P<w>[A-Za-z_][\w$@]*)          # word
-      | (?P<p>=>|[.,()=;*])              # punctuation
+      | (?P<p>=>|<=|>=|<>|!=|\|\||[.,()=;*<>+\-/%\[\]:?])   # punctuation and operators
     )""",
     re.X,
 )

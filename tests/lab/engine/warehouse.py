@@ -160,9 +160,12 @@ class Warehouse:
             self._tables[loc] = t
         return t
 
-    def forget(self) -> None:
+    def forget(self, location: str | None = None) -> None:
         with self._tables_lock:
-            self._tables.clear()
+            if location is None:
+                self._tables.clear()
+            else:
+                self._tables.pop(location, None)
 
     def expected(self) -> dict:
         p = self.dir / "expected.json"

@@ -1,0 +1,110 @@
+"""Shared fixtures for the engine tests: a seed warehouse generated once per test run (or the
+one named by FLOE_ENGINE_TEST_SEED), and helpers that call the engine directly (no HTTP).
+
+A fresh warehouse is generated into a temporary directory because several tests mutate
+tables; they do so on clones (`control("clone_table")`) as the lab's own tests must.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+LAB_ROOT = Path(__file__).resolve().parents[1]
+if str(LAB_ROOT) not in sys.path:
+    sys.path.insert(0, str(LAB_ROOT))
+
+from common.errors import TrinoError  # noqa: E402
+from engine.api import Session  # noqa: E402
+
+_STATE: dict = {}
+_LOCK = threading.Lock()
+
+
+def seed_dir(tmp_root: Path) -> Path:
+    """Generate the seed scenario once per process."""
+    with _LOCK:
+        if "seed" in _STATE:
+            return _STATE["seed"]
+        given = os.environ.get("FLOE_ENGINE_TEST_SEED")
+        if given:
+            d = Path(given).resolve()
+        else:
+            d = tmp_root / "seed"
+            subprocess.run(
+                [sys.executable, str(LAB_ROOT / "scenarios" / "generate.py"), "--scenario", "seed", "--out", str(d)],
+                check=True, cwd=str(LAB_ROOT.parents[1]),
+            )
+        _STATE["seed"] = d
+        return d
+
+
+def shared_engine(tmp_root: Path):
+    from engine import load_engine
+
+    with _LOCK:
+        if "engine" in _STATE:
+            return _STATE["engine"]
+    d = seed_dir(tmp_root)
+    eng = load_engine({"iceberg": str(d)}, prewarm=False)
+    with _LOCK:
+        _STATE.setdefault("engine", eng)
+        return _STATE["engine"]
+
+
+@pytest.fixture(scope="session")
+def seed(tmp_path_factory) -> Path:
+    return seed_dir(tmp_path_factory.getbasetemp())
+
+
+@pytest.fixture(scope="session")
+def engine(tmp_path_factory):
+    return shared_engine(tmp_path_factory.getbasetemp())
+
+
+@pytest.fixture(scope="session")
+def expected(engine) -> dict:
+    return engine.control("expected", {"catalog": "iceberg"})
+
+
+def session(**kw) -> Session:
+    base = dict(user="floe", catalog="iceberg", schema="zoning", time_zone="UTC", server_version=480,
+                query_id="20261129_000000_00000_tests")
+    base.update(kw)
+    return Session(**base)
+
+
+def run(engine, sql: str, progress=None, cancelled=None, **kw):
+    return engine.execute(sql, session(**kw), progress or (lambda p: None), cancelled or threading.Event())
+
+
+def fails(engine, sql: str, **kw) -> TrinoError:
+    with pytest.raises(TrinoError) as info:
+        run(engine, sql, **kw)
+    return info.value
+
+
+def one(engine, sql: str, **kw):
+    r = run(engine, sql, **kw)
+    assert len(r.rows) == 1, r.rows
+    return r.rows[0]
+
+
+def facts(expected: dict, name: str) -> dict:
+    return expected["tables"][name]
+
+
+_clones = iter(range(10_000))
+
+
+def clone(engine, source: str) -> str:
+    """An isolated copy of a seed table; returns "scratch.<name>"."""
+    target = f"scratch.t{next(_clones)}_{os.getpid()}_{source.split('.')[-1].replace(' ', '_')[:12]}"
+    target = "".join(c if (c.isalnum() or c in "._") else "_" for c in target)
+    engine.control("clone_table", {"source": source, "target": target})
+    return target
