@@ -38,6 +38,8 @@ TARGET_RESULT_BYTES = 1024 * 1024
 # Trino keeps finished queries for query.min-expire-age (15 m) before forgetting them.
 EXPIRE_AFTER_S = 15 * 60
 MAX_RETAINED = 2000
+# How long a started statement may take to fail parsing and still fail on a queued page.
+DISPATCH_GRACE_S = 0.25
 
 _ID_ALPHABET = "abcdefghijkmnpqrstuvwxyz23456789"
 
@@ -474,8 +476,8 @@ class QueryManager:
                 if q.final or q.engine_done:
                     return True
                 # A statement that got a worker is dispatched once parsing had its chance to
-                # fail (sub-millisecond in practice), so syntax errors surface here as in Trino.
-                return q.started_mono is not None and time.monotonic() - q.started_mono >= 0.05
+                # fail, so syntax errors surface on a queued page as in Trino.
+                return q.started_mono is not None and time.monotonic() - q.started_mono >= DISPATCH_GRACE_S
 
             while not dispatched():
                 remaining = deadline - time.monotonic()
