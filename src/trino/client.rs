@@ -596,10 +596,17 @@ impl Client {
             let failure: TrinoError;
             match req.send().await {
                 Err(e) => {
-                    let retryable = replayable || e.is_connect();
+                    let message = error_chain(&e);
+                    let retryable = match transport_kind(&e, &message) {
+                        // A certificate or a hostname will not fix itself in a second.
+                        Transport::Permanent => false,
+                        // Refused: maybe a coordinator restarting; a few quick tries only.
+                        Transport::Connect => attempt < 4,
+                        Transport::Transient => replayable,
+                    };
                     failure = TrinoError::Transport {
                         url: url.to_string(),
-                        message: error_chain(&e),
+                        message,
                     };
                     if !retryable {
                         return Err(failure);
@@ -708,21 +715,7 @@ struct CancelGuard {
 impl CancelGuard {
     async fn cancel_now(&mut self) {
         if let Some(url) = self.url.take() {
-            let r = self
-                .http
-                .delete(url.clone())
-                .headers(self.headers.clone())
-                .timeout(Duration::from_secs(5))
-                .send()
-                .await;
-            match r {
-                Ok(resp) => {
-                    tracing::info!(%url, status = resp.status().as_u16(), "cancelled Trino query")
-                }
-                Err(e) => {
-                    tracing::warn!(%url, error = %error_chain(&e), "cancelling Trino query failed")
-                }
-            }
+            cancel_with_retries(self.http.clone(), self.headers.clone(), url).await;
         }
     }
 }
@@ -732,17 +725,40 @@ impl Drop for CancelGuard {
         if let Some(url) = self.url.take()
             && let Ok(handle) = tokio::runtime::Handle::try_current()
         {
-            let req = self
-                .http
-                .delete(url.clone())
-                .headers(self.headers.clone())
-                .timeout(Duration::from_secs(5));
-            handle.spawn(async move {
-                let _ = req.send().await;
-                tracing::info!(%url, "cancelled abandoned Trino query");
-            });
+            handle.spawn(cancel_with_retries(
+                self.http.clone(),
+                self.headers.clone(),
+                url,
+            ));
         }
     }
+}
+
+/// `DELETE nextUri`, retried briefly through the same transient failures as any request
+/// (a proxy storm that made the client give up may be over a moment later).
+async fn cancel_with_retries(http: reqwest::Client, headers: HeaderMap, url: Url) {
+    let mut wait = Duration::from_millis(100);
+    for attempt in 1..=5 {
+        let r = http
+            .delete(url.clone())
+            .headers(headers.clone())
+            .timeout(Duration::from_secs(5))
+            .send()
+            .await;
+        match r {
+            Ok(resp) if !matches!(resp.status().as_u16(), 429 | 502..=504) => {
+                tracing::info!(%url, status = resp.status().as_u16(), "cancelled Trino query");
+                return;
+            }
+            Ok(resp) => {
+                tracing::debug!(%url, attempt, status = resp.status().as_u16(), "cancel not accepted yet")
+            }
+            Err(e) => tracing::debug!(%url, attempt, error = %error_chain(&e), "cancel failed"),
+        }
+        tokio::time::sleep(wait).await;
+        wait *= 2;
+    }
+    tracing::warn!(%url, "could not cancel the Trino query; the coordinator abandons it when polling stops");
 }
 
 fn decode_columns(
@@ -801,6 +817,31 @@ fn decode_row(
         columns: cols.clone(),
         values,
     })
+}
+
+enum Transport {
+    Permanent,
+    Connect,
+    Transient,
+}
+
+fn transport_kind(e: &reqwest::Error, chain: &str) -> Transport {
+    let c = chain.to_ascii_lowercase();
+    let permanent = [
+        "certificate",
+        "tls",
+        "handshake",
+        "dns error",
+        "failed to lookup address",
+        "name or service not known",
+    ];
+    if permanent.iter().any(|p| c.contains(p)) {
+        Transport::Permanent
+    } else if e.is_connect() {
+        Transport::Connect
+    } else {
+        Transport::Transient
+    }
 }
 
 /// A short message from an error body: JSON `message`/`detail`, else the text itself.

@@ -1,0 +1,173 @@
+//! The lab, as integration tests see it: `.lab/lab.json` (or `$FLOE_LAB_DIR/lab.json`),
+//! written by `cargo xtask lab up`. A missing lab is a failure, never a skip.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use floe::config::{Auth, TlsSettings};
+use floe::trino::{Client, ClientConfig, RetryPolicy};
+use serde_json::{Value, json};
+
+pub struct Lab {
+    pub dir: PathBuf,
+    pub v: Value,
+    pub expected: Value,
+}
+
+pub fn lab() -> &'static Lab {
+    static LAB: OnceLock<Lab> = OnceLock::new();
+    LAB.get_or_init(|| {
+        let dir = std::env::var_os("FLOE_LAB_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".lab"));
+        let path = dir.join("lab.json");
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+            panic!(
+                "{}: {e}: the lab is not running (start it with `cargo xtask lab up`)",
+                path.display()
+            )
+        });
+        let v: Value = serde_json::from_str(&text).expect("lab.json parses");
+        let exp_path = v["scenario"]["expected"]
+            .as_str()
+            .expect("lab.json names the scenario's expected.json");
+        let expected =
+            serde_json::from_str(&std::fs::read_to_string(exp_path).expect("expected.json"))
+                .expect("expected.json parses");
+        Lab { dir, v, expected }
+    })
+}
+
+impl Lab {
+    pub fn trino_url(&self) -> String {
+        self.v["trino"]["url"].as_str().unwrap().to_string()
+    }
+
+    pub fn listener(&self, name: &str) -> String {
+        self.v["trino"]["listeners"][name]
+            .as_str()
+            .unwrap_or_else(|| panic!("no listener {name}"))
+            .to_string()
+    }
+
+    pub fn https_url(&self) -> String {
+        self.v["trino"]["https_url"].as_str().unwrap().to_string()
+    }
+
+    pub fn ca_file(&self) -> PathBuf {
+        PathBuf::from(self.v["trino"]["ca_file"].as_str().unwrap())
+    }
+
+    pub fn control_url(&self) -> String {
+        self.v["trino"]["control_url"]
+            .as_str()
+            .unwrap()
+            .trim_end_matches('/')
+            .to_string()
+    }
+
+    /// expected.json facts of `schema.table`.
+    pub fn table(&self, key: &str) -> &Value {
+        let t = &self.expected["tables"][key];
+        assert!(!t.is_null(), "expected.json has no table {key}");
+        t
+    }
+
+    pub fn config(&self, url: &str, user: &str) -> ClientConfig {
+        ClientConfig {
+            url: url.parse().unwrap(),
+            user: user.to_string(),
+            source: "floe-test".into(),
+            catalog: Some("iceberg".into()),
+            schema: None,
+            auth: Auth::None,
+            tls: TlsSettings {
+                ca_file: None,
+                insecure_skip_verify: false,
+            },
+            session: Default::default(),
+            client_tags: vec![],
+            retry: RetryPolicy::default(),
+            request_timeout: Duration::from_secs(30),
+            connect_timeout: Duration::from_secs(5),
+            query_timeout: Some(Duration::from_secs(120)),
+        }
+    }
+
+    pub fn client(&self, user: &str) -> Client {
+        Client::new(self.config(&self.trino_url(), user)).unwrap()
+    }
+
+    fn http() -> reqwest::Client {
+        reqwest::Client::builder()
+            .timeout(Duration::from_secs(60))
+            .build()
+            .unwrap()
+    }
+
+    pub async fn post(&self, path: &str, body: Value) -> Value {
+        let url = format!("{}/{}", self.control_url(), path.trim_start_matches('/'));
+        let r = Self::http()
+            .post(&url)
+            .json(&body)
+            .send()
+            .await
+            .expect("lab control endpoint");
+        let status = r.status();
+        let v: Value = r.json().await.unwrap_or(Value::Null);
+        assert!(status.is_success(), "POST {url} {body}: {status} {v}");
+        v
+    }
+
+    pub async fn faults(&self, user: &str, rules: Value) {
+        self.post("faults", json!({"user": user, "rules": rules}))
+            .await;
+    }
+
+    pub async fn clear_faults(&self, user: &str) {
+        let url = format!("{}/faults?user={user}", self.control_url());
+        Self::http().delete(&url).send().await.unwrap();
+    }
+
+    pub async fn page_size(&self, user: &str, n: u64) {
+        self.post("config", json!({"user": user, "page_size": n}))
+            .await;
+    }
+
+    /// Queries the lab saw from `user`, oldest first.
+    pub async fn queries_of(&self, user: &str) -> Vec<Value> {
+        let url = format!("{}/queries", self.control_url());
+        let v: Value = Self::http()
+            .get(&url)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let list = v.get("queries").cloned().unwrap_or(v);
+        list.as_array()
+            .cloned()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|q| q["user"] == user)
+            .collect()
+    }
+
+    /// An isolated, mutable copy of a seed table (tests that change tables use these).
+    pub async fn clone_table(&self, source: &str, target: &str) -> Value {
+        self.post(
+            "engine/clone_table",
+            json!({"source": source, "target": target}),
+        )
+        .await
+    }
+}
+
+/// A user name unique to this test process and test, so faults and page sizes scoped
+/// to it touch nobody else.
+pub fn user(test: &str) -> String {
+    format!("t_{test}_{}", std::process::id())
+}
