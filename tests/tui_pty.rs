@@ -1,0 +1,195 @@
+//! End to end: the real binary in a pseudo-terminal against the lab. It waits for the
+//! seed's documents table to show CRITICAL, drills into its partitions, opens the
+//! snapshots tab, and quits (or is killed) with the terminal restored.
+
+mod common;
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::lab;
+
+struct Pty {
+    master: File,
+    slave: OwnedFd,
+    child: Child,
+    parser: Arc<Mutex<vt100::Parser>>,
+    raw: Arc<Mutex<Vec<u8>>>,
+}
+
+impl Pty {
+    fn spawn(args: &[&str], cols: u16, rows: u16) -> Pty {
+        let mut master: libc::c_int = -1;
+        let mut slave: libc::c_int = -1;
+        let ws = libc::winsize { ws_row: rows, ws_col: cols, ws_xpixel: 0, ws_ypixel: 0 };
+        // SAFETY: openpty writes two fds into the provided integers.
+        let rc = unsafe { libc::openpty(&mut master, &mut slave, std::ptr::null_mut(), std::ptr::null(), &ws) };
+        assert_eq!(rc, 0, "openpty failed");
+        // SAFETY: both fds were just opened by openpty and are owned here.
+        let (master, slave) = unsafe { (File::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+        let home = std::env::temp_dir().join(format!("floe-pty-home-{}", std::process::id()));
+        let io = |fd: &OwnedFd| Stdio::from(fd.try_clone().unwrap());
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_floe"));
+        cmd.args(args)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", &home)
+            .env("XDG_CONFIG_HOME", home.join("config"))
+            .env("XDG_STATE_HOME", home.join("state"))
+            .env("XDG_DATA_HOME", home.join("data"))
+            .env("TERM", "xterm-256color")
+            .env("NO_COLOR", "1")
+            .stdin(io(&slave))
+            .stdout(io(&slave))
+            .stderr(io(&slave));
+        // SAFETY: only async-signal-safe calls between fork and exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::setsid() < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                if libc::ioctl(0, libc::TIOCSCTTY as _, 0) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let child = cmd.spawn().expect("spawn floe in a pty");
+        let parser = Arc::new(Mutex::new(vt100::Parser::new(std::num::NonZero::new(rows).unwrap(), std::num::NonZero::new(cols).unwrap(), 0)));
+        let raw = Arc::new(Mutex::new(Vec::new()));
+        let mut reader = master.try_clone().unwrap();
+        let (p2, r2) = (parser.clone(), raw.clone());
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 8192];
+            while let Ok(n) = reader.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                p2.lock().unwrap().process(&buf[..n]);
+                r2.lock().unwrap().extend_from_slice(&buf[..n]);
+            }
+        });
+        Pty { master, slave, child, parser, raw }
+    }
+
+    fn screen(&self) -> String {
+        self.parser.lock().unwrap().screen().contents()
+    }
+
+    fn send(&mut self, bytes: &[u8]) {
+        self.master.write_all(bytes).unwrap();
+        self.master.flush().unwrap();
+    }
+
+    fn wait_for(&self, what: &str, timeout: Duration, pred: impl Fn(&str) -> bool) -> String {
+        let start = Instant::now();
+        loop {
+            let s = self.screen();
+            if pred(&s) {
+                return s;
+            }
+            if start.elapsed() > timeout {
+                panic!("timed out after {timeout:?} waiting for {what}; screen:\n{s}");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn wait_exit(&mut self, timeout: Duration) -> ExitStatus {
+        let start = Instant::now();
+        loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                return s;
+            }
+            if start.elapsed() > timeout {
+                let _ = self.child.kill();
+                panic!("floe did not exit within {timeout:?}; screen:\n{}", self.screen());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The terminal is back to normal: cooked mode with echo, main screen, cursor shown.
+    fn assert_restored(&self) {
+        // SAFETY: termios is plain data; tcgetattr fills it for a valid tty fd.
+        let mut t: libc::termios = unsafe { std::mem::zeroed() };
+        let rc = unsafe { libc::tcgetattr(self.slave.as_raw_fd(), &mut t) };
+        assert_eq!(rc, 0);
+        assert!(t.c_lflag & libc::ICANON != 0, "still in raw mode (ICANON off)");
+        assert!(t.c_lflag & libc::ECHO != 0, "still in raw mode (ECHO off)");
+        std::thread::sleep(Duration::from_millis(200));
+        let p = self.parser.lock().unwrap();
+        assert!(!p.screen().alternate_screen(), "still on the alternate screen");
+        assert!(!p.screen().hide_cursor(), "cursor still hidden");
+        let raw = self.raw.lock().unwrap();
+        let text = String::from_utf8_lossy(&raw);
+        assert!(text.contains("\x1b[?1049l"), "never left the alternate screen");
+    }
+}
+
+fn row_with<'a>(screen: &'a str, needle: &str) -> Option<&'a str> {
+    screen.lines().find(|l| l.contains(needle))
+}
+
+#[test]
+fn drill_from_the_critical_table_to_partitions_and_snapshots_then_quit() {
+    let url = lab().trino_url();
+    let mut pty = Pty::spawn(&["--trino", &url, "--user", "floe"], 100, 30);
+    let s = pty.wait_for("documents to show CRIT", Duration::from_secs(60), |s| {
+        row_with(s, "zoning.documents").is_some_and(|r| r.contains("CRIT") && !r.contains('~'))
+    });
+    // Worst first: the incident is on the first data row, selected.
+    let first_data_row = s.lines().nth(3).unwrap_or("");
+    assert!(first_data_row.contains("CRIT"), "{s}");
+    assert!(s.contains("v480"), "header shows the coordinator version:\n{s}");
+    // Move to documents (it may share CRIT with others) and drill down.
+    let rows: Vec<&str> = s.lines().skip(3).collect();
+    let pos = rows.iter().position(|l| l.contains("zoning.documents")).unwrap();
+    for _ in 0..pos {
+        pty.send(b"j");
+    }
+    pty.send(b"\r");
+    let s = pty.wait_for("partitions of documents", Duration::from_secs(30), |s| {
+        s.contains("Partitions: documents") && s.contains("district=") && s.contains("filed_at_day=")
+    });
+    assert!(s.contains("CRIT"), "small-file partitions are flagged:\n{s}");
+    pty.send(b" ");
+    pty.wait_for("one partition marked", Duration::from_secs(5), |s| s.contains("[1 marked]"));
+    pty.send(b"3");
+    let s = pty.wait_for("snapshots of documents", Duration::from_secs(30), |s| {
+        s.contains("Snapshots: documents") && s.contains("replace") && s.contains("since the last compaction")
+    });
+    assert!(s.contains("append"), "{s}");
+    pty.send(b"q");
+    let status = pty.wait_exit(Duration::from_secs(10));
+    assert!(status.success(), "{status:?}");
+    pty.assert_restored();
+}
+
+#[test]
+fn sigterm_and_sighup_restore_the_terminal() {
+    for sig in [libc::SIGTERM, libc::SIGHUP] {
+        let url = lab().trino_url();
+        let mut pty = Pty::spawn(&["--trino", &url, "--user", "floe"], 80, 24);
+        pty.wait_for("the table list", Duration::from_secs(60), |s| s.contains("zoning.documents"));
+        // SAFETY: sending a signal to our own child.
+        unsafe { libc::kill(pty.child.id() as i32, sig) };
+        pty.wait_exit(Duration::from_secs(10));
+        pty.assert_restored();
+    }
+}
+
+#[test]
+fn an_unreachable_trino_shows_the_error_and_quits_cleanly() {
+    let mut pty = Pty::spawn(&["--trino", "http://127.0.0.1:9", "--user", "floe"], 80, 24);
+    let s = pty.wait_for("the error in the status line", Duration::from_secs(30), |s| s.contains("ERROR") && s.contains("127.0.0.1:9"));
+    assert!(s.contains("UNREACHABLE"), "{s}");
+    pty.send(b"q");
+    assert!(pty.wait_exit(Duration::from_secs(10)).success());
+    pty.assert_restored();
+}
