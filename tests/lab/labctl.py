@@ -220,7 +220,7 @@ def ensure_venv(name: str, lock: Path) -> Path:
                     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, stdout=out, stderr=out)
                 subprocess.run(
                     [str(python), "-m", "pip", "install", "--disable-pip-version-check",
-                     "--no-input", "--progress-bar", "off", "-r", str(lock)],
+                     "--no-input", "--progress-bar", "off", "--no-compile", "-r", str(lock)],
                     check=True, stdout=out, stderr=out,
                 )
             except subprocess.CalledProcessError as e:
