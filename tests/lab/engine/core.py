@@ -136,7 +136,7 @@ class Engine:
             key, lambda: build_data_relation(tbl, self._duck.cursor)).materialize())
 
     def resolve_relation(self, catalog: str | None, schema: str | None, name: str, session: Session,
-                         pos: tuple[int | None, int | None]) -> Relation:
+                         pos: tuple[int | None, int | None], filters: dict[str, str] | None = None) -> Relation:
         if schema is None:
             schema = session.schema
             if schema is None:
@@ -153,7 +153,7 @@ class Engine:
         version = session.server_version
         if schema == "information_schema":
             if name in catalogs.INFO_TABLES:
-                return catalogs.info_schema_relation(w, name, getattr(self, "_info_filters", None) or None)
+                return catalogs.info_schema_relation(w, name, filters)
             raise TrinoError("TABLE_NOT_FOUND", f"Table '{qualified}' does not exist", *pos)
         if schema == "system" and name == "iceberg_tables" and "system" not in w.schemas():
             if version >= 475:

@@ -115,7 +115,8 @@ class QueryRun:
                 line, col = node_pos(self.sql, tbl)
                 raise TrinoError("SYNTAX_ERROR", f"Too many dots in table name: {tbl.sql('trino')}")
             line, col = node_pos(self.sql, tbl)
-            rel = self.engine.resolve_relation(catalog, schema, name, self.session, (line, col))
+            rel = self.engine.resolve_relation(catalog, schema, name, self.session, (line, col),
+                                               filters=_pushdown_filters(tbl))
             reg = f"__r{counter}"
             counter += 1
             alias = tbl.alias or (tbl.this.name if tbl.this is not None else name)
@@ -412,6 +413,33 @@ class QueryRun:
             if name == fn:
                 return node_pos(self.sql, f)
         return None, None
+
+
+def _pushdown_filters(tbl: exp.Table) -> dict[str, str]:
+    """`table_schema = '...'` / `table_name = '...'` conjuncts of the WHERE of the SELECT that
+    reads `tbl` (information_schema pushes these down, as Trino does)."""
+    select = tbl.find_ancestor(exp.Select)
+    if select is None or select.args.get("joins"):
+        return {}
+    where = select.args.get("where")
+    if where is None:
+        return {}
+    out: dict[str, str] = {}
+    stack = [where.this]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, exp.And):
+            stack += [e.left, e.right]
+        elif isinstance(e, exp.Paren):
+            stack.append(e.this)
+        elif isinstance(e, exp.EQ):
+            a, b = e.left, e.right
+            if isinstance(b, exp.Column):
+                a, b = b, a
+            if isinstance(a, exp.Column) and isinstance(b, exp.Literal) and b.is_string \
+                    and a.name.lower() in ("table_schema", "table_name"):
+                out[a.name.lower()] = b.this
+    return out
 
 
 def _unwrap(e: exp.Expression | None) -> exp.Expression | None:

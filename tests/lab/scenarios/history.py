@@ -50,6 +50,51 @@ from pyiceberg.table.snapshots import (
 from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
 
 ICEBERG_VERSION = "Apache Iceberg 1.10.1 (commit ccb8bc435062171e64bc8b7e5f56e6aed9c5b934)"
+
+
+def _install_avro_writer_caches() -> None:
+    """pyiceberg rebuilds the Avro writer tree (and the manifest entry schema) for every
+    manifest and manifest list it writes; both are pure functions of the schemas, so they
+    are memoized here. Thousands of small manifests then cost milliseconds, not seconds."""
+    import pyiceberg.avro.file as avro_file
+    import pyiceberg.manifest as manifest
+
+    if getattr(avro_file, "_lab_cached", False):
+        return
+    resolve, construct = avro_file.resolve_writer, avro_file.construct_writer
+    writers: dict = {}
+
+    def resolve_writer(record_schema, file_schema):
+        key = ("r", repr(record_schema), repr(file_schema))
+        w = writers.get(key)
+        if w is None:
+            w = writers[key] = resolve(record_schema=record_schema, file_schema=file_schema)
+        return w
+
+    def construct_writer(file_schema):
+        key = ("c", repr(file_schema))
+        w = writers.get(key)
+        if w is None:
+            w = writers[key] = construct(file_schema=file_schema)
+        return w
+
+    schemas: dict = {}
+    original = manifest.ManifestWriter._with_partition
+
+    def _with_partition(self, format_version):
+        key = (format_version, repr(self._spec), repr(self._schema))
+        sc = schemas.get(key)
+        if sc is None:
+            sc = schemas[key] = original(self, format_version)
+        return sc
+
+    avro_file.resolve_writer = resolve_writer
+    avro_file.construct_writer = construct_writer
+    manifest.ManifestWriter._with_partition = _with_partition
+    avro_file._lab_cached = True
+
+
+_install_avro_writer_caches()
 TRINO_VERSION = "480"
 
 
@@ -144,18 +189,19 @@ class FastDataFileWriter:
         with writer:
             writer.write(table)
         stats = data_file_statistics_from_parquet_metadata(writer.writer.metadata, self.plan, self.mapping)
-        return DataFile.from_args(
+        df = DataFile.from_args(
             content=DataFileContent.DATA,
             file_path=uri,
             file_format=FileFormat.PARQUET,
             partition=partition if partition is not None else Record(),
             file_size_in_bytes=os.path.getsize(path),
             sort_order_id=None,
-            spec_id=self.metadata.default_spec_id,
             equality_ids=None,
             key_metadata=None,
             **stats.to_serialized_dict(),
         )
+        df.spec_id = self.metadata.default_spec_id
+        return df
 
     def write_many(self, items) -> list[DataFile]:
         from concurrent.futures import ThreadPoolExecutor

@@ -1,0 +1,124 @@
+"""The scenario generator: what expected.json claims is what pyiceberg reads back from the
+warehouse, the seed tables have the shapes tests/lab/README.md promises, and the history
+follows the scenario clock with valid sequence numbers."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from test_engine_common import LAB_ROOT, seed  # noqa: F401
+
+DAY = 86_400_000
+SMALL = 100663296
+
+
+def catalog(d: Path):
+    from scenarios.catalog import open_catalog
+
+    return open_catalog(d)
+
+
+@pytest.fixture(scope="module")
+def expected_seed(seed) -> dict:
+    return json.loads((seed / "expected.json").read_text())
+
+
+def test_expected_json_matches_the_warehouse(seed, expected_seed):
+    cat = catalog(seed)
+    names = {(t["schema"], t["table"]) for t in expected_seed["tables"].values()}
+    listed = {(ns[0], t[1]) for ns in cat.list_namespaces() for t in cat.list_tables(ns)}
+    assert names <= listed
+    for key, facts in expected_seed["tables"].items():
+        tbl = cat.load_table((facts["schema"], facts["table"]))
+        tasks = list(tbl.scan().plan_files())
+        files = [t.file for t in tasks]
+        assert len(files) == facts["data_files"], key
+        assert sum(f.file_size_in_bytes for f in files) == facts["total_bytes"], key
+        assert sum(f.record_count for f in files) == facts["records"], key
+        assert sum(1 for f in files if f.file_size_in_bytes < SMALL) == facts["small_files"], key
+        if facts["data_files"] < 2500:
+            assert tbl.scan().to_arrow().num_rows == facts["records"], key
+        assert len(tbl.metadata.snapshots) == facts["snapshots"], key
+        assert tbl.metadata_location == facts["metadata_location"], key
+        if tbl.spec().fields:
+            assert len({tuple(f.partition) for f in files}) == facts["partitions"], key
+        assert {k: tbl.properties[k] for k in facts["properties"]} == facts["properties"], key
+        for f in files:
+            assert os.path.getsize(f.file_path[len("file://"):]) == f.file_size_in_bytes
+
+
+def test_history_is_valid_and_follows_the_clock(seed, expected_seed):
+    cat = catalog(seed)
+    now = expected_seed["generated_at_ms"]
+    for facts in expected_seed["tables"].values():
+        md = cat.load_table((facts["schema"], facts["table"])).metadata
+        snaps = md.snapshots
+        assert [s.sequence_number for s in snaps] == list(range(1, len(snaps) + 1))
+        assert all(a.timestamp_ms < b.timestamp_ms for a, b in zip(snaps, snaps[1:]))
+        assert all(b.parent_snapshot_id == a.snapshot_id for a, b in zip(snaps, snaps[1:]))
+        assert all(s.timestamp_ms < now for s in snaps)
+        assert [e.snapshot_id for e in md.snapshot_log] == [s.snapshot_id for s in snaps]
+        assert md.last_sequence_number == len(snaps)
+        for e in md.metadata_log:
+            assert os.path.exists(e.metadata_file[len("file://"):])
+        if snaps:
+            assert md.current_snapshot_id == facts["current_snapshot_id"] == snaps[-1].snapshot_id
+            assert md.last_updated_ms == snaps[-1].timestamp_ms
+
+
+def test_seed_tables_have_their_promised_shapes(seed, expected_seed):
+    t = expected_seed["tables"]
+    now = expected_seed["generated_at_ms"]
+    docs = t["zoning.documents"]
+    assert docs["partitioning"] == ["district", "day(filed_at)"]
+    assert 1800 <= docs["data_files"] <= 2300 and docs["max_file_bytes"] < 20_000
+    assert abs(docs["last_replace"]["committed_at_ms"] - (now - 15 * DAY)) < 1000
+    assert docs["operations"] == {"append": 45, "replace": 1}
+    assert now - docs["last_write"]["committed_at_ms"] < 3_600_000
+    assert docs["small_file_partitions"] > 10
+    parcels = t["zoning.parcels"]
+    assert parcels["properties"]["write.target-file-size-bytes"] == "65536"
+    assert parcels["min_file_bytes"] >= 65536 and parcels["newest_snapshot"]["operation"] == "replace"
+    permits = t["zoning.permits"]
+    assert permits["partitioning"] == ["status"] and "replace" not in permits["operations"]
+    assert permits["data_files"] >= 100
+    assert t["zoning.inspections"]["partitioning"] == [] and t["zoning.inspections"]["partitions"] == 1
+    events = t["audit.events"]
+    assert events["snapshots"] >= 300 and now - events["oldest_snapshot"]["committed_at_ms"] > 30 * DAY
+    staging = t["zoning.staging"]
+    assert staging["snapshots"] == 0 and staging["data_files"] == 0 and staging["current_snapshot_id"] is None
+    assert 'finance.ledger "q3" it\'s-odd' in t
+
+
+def test_file_modified_times_are_the_commit_times(seed, expected_seed):
+    cat = catalog(seed)
+    facts = expected_seed["tables"]["zoning.permits"]
+    tbl = cat.load_table(("zoning", "permits"))
+    commit_ms = {s.timestamp_ms for s in tbl.metadata.snapshots}
+    for task in tbl.scan().plan_files():
+        mtime_ms = os.stat(task.file.file_path[len("file://"):]).st_mtime_ns // 1_000_000
+        assert mtime_ms in commit_ms
+    assert facts["data_files"] == len(list(tbl.scan().plan_files()))
+
+
+def test_scale_scenario_small(tmp_path):
+    out = tmp_path / "scale"
+    subprocess.run([sys.executable, str(LAB_ROOT / "scenarios" / "generate.py"), "--scenario", "scale",
+                    "--tables", "60", "--out", str(out)], check=True, cwd=str(LAB_ROOT.parents[1]))
+    exp = json.loads((out / "expected.json").read_text())
+    assert exp["scenario"] == "scale" and len(exp["tables"]) == 60
+    assert len({t["schema"] for t in exp["tables"].values()}) == 10
+    cat = catalog(out)
+    for key, facts in list(exp["tables"].items())[:20]:
+        tbl = cat.load_table((facts["schema"], facts["table"]))
+        files = [f.file for f in tbl.scan().plan_files()]
+        assert len(files) == facts["data_files"] and sum(f.record_count for f in files) == facts["records"], key
+        assert len(tbl.metadata.snapshots) == facts["snapshots"], key
+    sizes = {t["size_class"] for t in exp["tables"].values()}
+    assert {"tiny", "small", "medium"} <= sizes
