@@ -11,8 +11,8 @@
 History: the maintenance DAGs are `@daily` with `catchup=True` and a start date about two weeks
 back, so the scheduler itself creates and runs one scheduled run per past day. That takes a few
 minutes, so the resulting AIRFLOW_HOME (SQLite DB + task logs) is cached under
-`$FLOE_CACHE_DIR/airflow/` keyed by the DAG sources, the lock file, this script and the DAG folder's
-path, and restored on later bring-ups while it is younger than 12 hours (older: history is run
+`$FLOE_CACHE_DIR/airflow/` keyed by the DAG sources, the lock file, HISTORY_FORMAT and the DAG
+folder's path, and restored on later bring-ups while it is younger than 12 hours (older: history is run
 again). A restored history whose last day is before today is completed by the scheduler's own
 catch-up before `up` returns.
 
@@ -47,6 +47,9 @@ HERE = Path(__file__).resolve().parent
 DAGS_DIR = HERE / "dags"
 
 HISTORY_DAYS = 14
+# Part of the history cache key with the DAG sources and the lock file: bump it when a change here
+# alters what the history looks like (settings the runs see, the history's shape).
+HISTORY_FORMAT = 1
 CACHE_MAX_AGE_S = 12 * 3600
 HISTORY_DAGS = {  # dag_id -> the state every history run must end in
     "compact_documents": "failed",
@@ -250,9 +253,6 @@ class Api:
     def version(self) -> str:
         return self._raw("GET", self.prefix + "/version")[1]["version"]
 
-    def dag_ids(self) -> set[str]:
-        return {d["dag_id"] for d in self.call("GET", "/dags?limit=100")[1]["dags"]}
-
     def import_error_files(self) -> list[str]:
         return [e["filename"] for e in self.call("GET", "/importErrors")[1]["import_errors"]]
 
@@ -269,12 +269,38 @@ class Api:
         self.call("POST", "/connections", conn, expect=(200, 201))
 
 
-def healthy(api: Api) -> bool:
+def _ts(value) -> datetime | None:
+    if not value:
+        return None
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+def healthy(api: Api, since: datetime) -> bool:
+    """Every component healthy, with a heartbeat from the processes started at `since` (a restored
+    DB still holds the previous processes' recent heartbeats)."""
     h = api.health()
     if not h:
         return False
-    parts = ["metadatabase", "scheduler"] + (["dag_processor"] if api.major >= 3 else [])
-    return all((h.get(p) or {}).get("status") == "healthy" for p in parts)
+    parts = {"metadatabase": None, "scheduler": "latest_scheduler_heartbeat"}
+    if api.major >= 3:
+        parts["dag_processor"] = "latest_dag_processor_heartbeat"
+    for part, beat in parts.items():
+        info = h.get(part) or {}
+        if info.get("status") != "healthy":
+            return False
+        if beat and (_ts(info.get(beat)) or since) <= since:
+            return False
+    return True
+
+
+def dags_parsed(api: Api, since: datetime) -> bool:
+    """All lab DAGs parsed by this bring-up's processor, and the broken file reported."""
+    dags = {d["dag_id"]: d for d in api.call("GET", "/dags?limit=100")[1]["dags"]}
+    for dag_id in ALL_DAGS:
+        parsed = _ts((dags.get(dag_id) or {}).get("last_parsed_time"))
+        if parsed is None or parsed < since:
+            return False
+    return any(f.endswith(BROKEN_FILE) for f in api.import_error_files())
 
 
 def wait_for(what: str, check, timeout: float, interval: float = 1.0, procs: dict | None = None):
@@ -316,9 +342,11 @@ def connections(trino_url: str, trino_user: str) -> list[dict]:
     ]
 
 
-def airflow_env(major: int, home: Path, port: int, history_start: str) -> dict:
+def airflow_env(major: int, venv: Path, home: Path, port: int, history_start: str) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "FLOE_LAB_HISTORY"))}
     env.update({
+        "PATH": f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '/usr/bin:/bin')}",  # executors run `airflow …`
+        "VIRTUAL_ENV": str(venv),
         "AIRFLOW_HOME": str(home),
         "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home / 'airflow.db'}",
         "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS_DIR),
@@ -373,8 +401,8 @@ def cache_root() -> Path:
 
 def history_key(major: int) -> str:
     h = hashlib.sha256()
-    h.update(f"major={major}\ndags={DAGS_DIR}\n".encode())
-    for path in [HERE / f"requirements-airflow{major}.lock", Path(__file__).resolve(),
+    h.update(f"format={HISTORY_FORMAT}\nmajor={major}\ndags={DAGS_DIR}\n".encode())
+    for path in [HERE / f"requirements-airflow{major}.lock",
                  *sorted(p for p in DAGS_DIR.rglob("*") if p.is_file() and "__pycache__" not in p.parts)]:
         h.update(f"\0{path.relative_to(HERE)}\0".encode())
         h.update(path.read_bytes())
@@ -497,7 +525,7 @@ def cmd_up(args) -> int:
         start = history_start_for(major, now)
         (home / HISTORY_FILE).write_text(json.dumps({"start": start, "created_at": now.isoformat(), "major": major}))
     (home / "passwords.json").write_text(json.dumps(USERS))
-    env = airflow_env(major, home, args.port, start)
+    env = airflow_env(major, venv, home, args.port, start)
 
     procs: dict[str, dict] = {}
 
@@ -508,17 +536,19 @@ def cmd_up(args) -> int:
         if not cached:
             run_cli([airflow, "db", "migrate"], env, home, "db migrate")
             if major < 3:
+                run_cli([airflow, "sync-perm"], env, home, "sync-perm (creates the Viewer role)")
                 for user, role in (("admin", "Admin"), ("viewer", "Viewer")):
                     run_cli([airflow, "users", "create", "--username", user, "--password", USERS[user],
                              "--role", role, "--firstname", user, "--lastname", "lab",
                              "--email", f"{user}@lab.invalid"], env, home, f"users create {user}")
         if major >= 3:
-            names = {"airflow-api": [airflow, "api-server", "--host", "127.0.0.1", "--port", str(args.port)],
-                     "airflow-scheduler": [airflow, "scheduler", "--skip-serve-logs"],
-                     "airflow-dag-processor": [airflow, "dag-processor"]}
+            names = {"api": [airflow, "api-server", "--host", "127.0.0.1", "--port", str(args.port)],
+                     "scheduler": [airflow, "scheduler", "--skip-serve-logs"],
+                     "dag-processor": [airflow, "dag-processor"]}
         else:
-            names = {"airflow2-webserver": [airflow, "webserver", "--hostname", "127.0.0.1", "--port", str(args.port)],
-                     "airflow2-scheduler": [airflow, "scheduler", "--skip-serve-logs"]}
+            names = {"webserver": [airflow, "webserver", "--hostname", "127.0.0.1", "--port", str(args.port)],
+                     "scheduler": [airflow, "scheduler", "--skip-serve-logs"]}
+        started = datetime.now(timezone.utc).replace(microsecond=0)
         for name, argv in names.items():
             procs[name] = start_process(name, argv, env, home)
             save_state()
@@ -526,11 +556,8 @@ def cmd_up(args) -> int:
 
         base = f"http://127.0.0.1:{args.port}"
         api = Api(base, major, "admin", USERS["admin"])
-        wait_for("healthy", lambda: healthy(api), 300, procs=procs)
-        wait_for("DAGs parsed",
-                 lambda: set(ALL_DAGS) <= api.dag_ids()
-                 and any(f.endswith(BROKEN_FILE) for f in api.import_error_files()),
-                 300, procs=procs)
+        wait_for("healthy", lambda: healthy(api, started), 300, procs=procs)
+        wait_for("DAGs parsed", lambda: dags_parsed(api, started), 300, procs=procs)
 
         for conn in connections(args.trino_url, args.trino_user):
             api.put_connection(conn)

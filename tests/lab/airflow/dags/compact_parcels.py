@@ -16,7 +16,6 @@ except ImportError:  # Airflow 2
     from airflow.decorators import task
 
 from airflow.providers.common.sql.operators.sql import SQLExecuteQueryOperator
-from airflow.providers.trino.hooks.trino import TrinoHook
 
 TABLE = "iceberg.zoning.parcels"
 CONN_ID = "trino_default"
@@ -45,19 +44,15 @@ with DAG(
     default_args={"owner": "data-platform", "retries": 0},
 ):
 
-    @task
-    def check_table() -> None:
-        conn = TrinoHook.get_connection(CONN_ID)
-        log.info("target %s through connection %s (%s:%s)", TABLE, CONN_ID, conn.host, conn.port)
-
     compact = SQLExecuteQueryOperator(
         task_id="compact",
         conn_id=CONN_ID,
-        sql=f"ALTER TABLE {TABLE} EXECUTE optimize(file_size_threshold => '1MB')",
+        # the table's write.target-file-size-bytes: files below it are rewritten (none, once healthy)
+        sql=f"ALTER TABLE {TABLE} EXECUTE optimize(file_size_threshold => '64kB')",
     )
 
     @task
     def report() -> None:
         log.info("optimize of %s committed", TABLE)
 
-    check_table() >> compact >> report()
+    compact >> report()

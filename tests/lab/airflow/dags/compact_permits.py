@@ -49,10 +49,6 @@ with DAG(
 ):
 
     @task
-    def check_table() -> None:
-        log.info("target %s", TABLE)
-
-    @task
     def compact() -> None:
         try:
             TrinoHook(trino_conn_id=CONN_ID).run(SQL)
@@ -64,4 +60,4 @@ with DAG(
     def report() -> None:
         log.info("%s compacted", TABLE)
 
-    check_table() >> compact() >> report()
+    compact() >> report()
