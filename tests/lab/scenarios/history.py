@@ -174,14 +174,14 @@ class FastDataFileWriter:
             return f"{self.location}/data/{name}"
         return f"{self.location}/data/{self.spec.partition_to_path(partition, self.schema)}/{name}"
 
-    def write_one(self, values, table: pa.Table) -> DataFile:
+    def write_one(self, values, table: pa.Table, uri: str | None = None) -> DataFile:
         import pyarrow.parquet as pq
         from pyiceberg.io.pyarrow import data_file_statistics_from_parquet_metadata
         from pyiceberg.manifest import DataFileContent, FileFormat
         from pyiceberg.typedef import Record
 
         partition = Record(*values) if values is not None else None
-        uri = self.path_for(partition)
+        uri = uri or self.path_for(partition)
         path = local_path(uri)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         table = table.select(self.arrow_schema.names).cast(self.arrow_schema)
@@ -204,13 +204,37 @@ class FastDataFileWriter:
         return df
 
     def write_many(self, items) -> list[DataFile]:
-        from concurrent.futures import ThreadPoolExecutor
+        """Write many files; large batches go to two worker processes (the Parquet encoding
+        and the statistics are CPU-bound)."""
+        from pyiceberg.typedef import Record
 
         items = list(items)
         if len(items) < 8:
             return [self.write_one(v, t) for v, t in items]
+        jobs = [(v, t, self.path_for(Record(*v) if v is not None else None)) for v, t in items]
+        if len(jobs) >= PROCESS_POOL_MIN and (os.cpu_count() or 1) >= 2:
+            import multiprocessing as mp
+
+            global _ACTIVE_WRITER
+            _ACTIVE_WRITER = self
+            try:
+                with mp.get_context("fork").Pool(2) as pool:
+                    return pool.map(_write_job, jobs, chunksize=32)
+            finally:
+                _ACTIVE_WRITER = None
+        from concurrent.futures import ThreadPoolExecutor
+
         with ThreadPoolExecutor(max_workers=2) as ex:
-            return list(ex.map(lambda it: self.write_one(*it), items))
+            return list(ex.map(lambda j: self.write_one(*j), jobs))
+
+
+PROCESS_POOL_MIN = 256
+_ACTIVE_WRITER: "FastDataFileWriter | None" = None
+
+
+def _write_job(job):
+    values, table, uri = job
+    return _ACTIVE_WRITER.write_one(values, table, uri)
 
 
 @dataclass

@@ -424,3 +424,23 @@ def test_nan_and_special_doubles(engine):
     row = one(engine, "SELECT nan(), infinity(), -infinity(), 1e10, CAST(0.1 AS double)")
     assert row[:3] == ["NaN", "Infinity", "-Infinity"]
     assert row[3] == 1e10 and math.isclose(row[4], 0.1)
+
+
+@pytest.mark.parametrize("sql,where,token", [
+    ("SELEC 1", "1:1", "SELEC"),
+    ("SELECT 1 FROM", "1:14", "<EOF>"),
+    ("SELECT * FROM WHERE", "1:15", "WHERE"),
+    ("SELECT *\nFROM documents\nWHERE", "3:6", "<EOF>"),
+])
+def test_syntax_error_positions(engine, sql, where, token):
+    e = fails(engine, sql)
+    assert e.error_name == "SYNTAX_ERROR" and e.error_code == 1
+    assert e.wire_message.startswith(f"line {where}: mismatched input '{token}'. Expecting: ")
+
+
+def test_system_catalog(engine):
+    r = run(engine, "SELECT node_version, coordinator, state FROM system.runtime.nodes")
+    assert r.rows == [["480", True, "active"]]
+    assert run(engine, "SHOW SCHEMAS FROM system").rows == [["information_schema"], ["jdbc"], ["metadata"], ["runtime"]]
+    e = fails(engine, "SELECT * FROM system.nope.t")
+    assert e.error_name == "SCHEMA_NOT_FOUND" and e.wire_message == "line 1:15: Schema 'nope' does not exist"
