@@ -321,6 +321,14 @@ impl SnapshotsView {
 pub enum Prompt {
     Filter(String),
     Command(String),
+    /// The retention of expire_snapshots / remove_orphan_files, edited before planning.
+    Retention(RetentionFor, String),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RetentionFor {
+    ExpireSnapshots,
+    RemoveOrphanFiles,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -328,6 +336,10 @@ pub enum Popup {
     Help,
     /// The health breakdown of a table.
     Info(TableRef),
+    /// A maintenance plan awaiting `y`.
+    Confirm(Box<super::jobs::Confirm>),
+    /// Maintenance jobs and the outcome of each statement.
+    Queue,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -379,6 +391,7 @@ pub struct State {
     pub quit: bool,
     pub profiles: Vec<String>,
     pub airflow_configured: bool,
+    pub jobs: super::jobs::Jobs,
 }
 
 impl State {
@@ -405,14 +418,16 @@ impl State {
             quit: false,
             profiles: Vec::new(),
             airflow_configured: false,
+            jobs: super::jobs::Jobs::default(),
         }
     }
 
     /// Rows of the body's list (terminal height minus header, tabs, column header,
     /// status and footer lines).
     pub fn page_height(&self) -> usize {
+        let job = usize::from(self.jobs.visible(self.now).is_some());
         (self.size.1 as usize)
-            .saturating_sub(crate::ui::CHROME_ROWS + self.extra_rows())
+            .saturating_sub(crate::ui::CHROME_ROWS + self.extra_rows() + job)
             .max(1)
     }
 
