@@ -52,6 +52,9 @@ SYSTEM_SCHEMAS = ["information_schema", "jdbc", "metadata", "runtime"]
 
 class Engine:
     def __init__(self, catalogs_: dict[str, str], prewarm: bool = True) -> None:
+        from engine import manifest_cache
+
+        manifest_cache.install()
         self.catalog_dirs = dict(catalogs_)
         self.warehouses: dict[str, Warehouse] = {name: Warehouse(name, d) for name, d in self.catalog_dirs.items()}
         self._duck = duckdb.connect(":memory:")
@@ -270,6 +273,9 @@ class Engine:
                 return self.warehouse_or_error(cat).expected()
             return {name: w.expected() for name, w in self.warehouses.items()}
         if op == "reload":
+            from engine import manifest_cache
+
+            manifest_cache.clear()
             self._cache.clear()
             for name, d in self.catalog_dirs.items():
                 self.warehouses[name] = Warehouse(name, d)

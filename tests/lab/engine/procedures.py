@@ -536,15 +536,22 @@ def optimize(ctx: Ctx, values: dict, st) -> Result:
     written: list[DataFile] = []
     rows_written = 0
     try:
+        from concurrent.futures import ThreadPoolExecutor
+
+        pool = ThreadPoolExecutor(max_workers=2)
         for key, fs in sorted(rewrite.items(), key=lambda kv: str(kv[0])):
             parts = []
-            for f in fs:
+            # two readers ahead of the consumer; cancellation is checked between files
+            futures = [pool.submit(pq.read_table, local_path(f.file_path)) for f in fs[:2]]
+            for i, f in enumerate(fs):
                 ctx.check_cancel()
-                prog.running_splits = 1
-                t = pq.read_table(local_path(f.file_path))
+                prog.running_splits = min(2, len(fs) - i)
+                t = futures[i].result()
+                if i + 2 < len(fs):
+                    futures.append(pool.submit(pq.read_table, local_path(fs[i + 2].file_path)))
                 parts.append(t)
                 prog.completed_splits += 1
-                prog.running_splits = 0
+                prog.running_splits = min(2, len(fs) - i - 1)
                 prog.processed_rows += t.num_rows
                 prog.processed_bytes += f.file_size_in_bytes
                 prog.physical_input_bytes += f.file_size_in_bytes
@@ -557,8 +564,13 @@ def optimize(ctx: Ctx, values: dict, st) -> Result:
             rows_written += merged.num_rows
             ctx.progress(prog)
         ctx.check_cancel()
+        pool.shutdown(wait=True)
         _commit_replace(ctx, tbl, todo, written)
     except BaseException:
+        try:
+            pool.shutdown(wait=True, cancel_futures=True)
+        except NameError:
+            pass
         for df in written:
             try:
                 os.unlink(local_path(df.file_path))

@@ -88,9 +88,31 @@ def _install_avro_writer_caches() -> None:
             sc = schemas[key] = original(self, format_version)
         return sc
 
+    # pyiceberg writes one Avro block per manifest entry (slow, and a bigger file); buffer
+    # the entries and write them as one block when the writer closes
+    add_entry, exit_ = manifest.ManifestWriter.add_entry, manifest.ManifestWriter.__exit__
+
+    def buffered_add_entry(self, entry):
+        buf = self.__dict__.setdefault("_lab_buffer", [])
+        real = self._writer
+        self._writer = _BlockSink(buf)
+        try:
+            add_entry(self, entry)
+        finally:
+            self._writer = real
+        return self
+
+    def flushing_exit(self, exc_type, exc_value, traceback):
+        buf = self.__dict__.pop("_lab_buffer", None)
+        if exc_type is None and buf:
+            self._writer.write_block(buf)
+        return exit_(self, exc_type, exc_value, traceback)
+
     avro_file.resolve_writer = resolve_writer
     avro_file.construct_writer = construct_writer
     manifest.ManifestWriter._with_partition = _with_partition
+    manifest.ManifestWriter.add_entry = buffered_add_entry
+    manifest.ManifestWriter.__exit__ = flushing_exit
     avro_file._lab_cached = True
 
 
@@ -112,27 +134,8 @@ def trino_query_id(ts_ms: int, rnd: random.Random) -> str:
 
 
 class BufferedManifestWriter(ManifestWriterV2):
-    """pyiceberg's v2 manifest writer, writing all entries as one Avro block on close
-    (pyiceberg writes a block per entry, which is slow and bloats the file)."""
-
-    def __enter__(self) -> "BufferedManifestWriter":
-        super().__enter__()
-        self._buffer: list[ManifestEntry] = []
-        return self
-
-    def add_entry(self, entry: ManifestEntry) -> "BufferedManifestWriter":
-        real = self._writer
-        self._writer = _BlockSink(self._buffer)
-        try:
-            super().add_entry(entry)
-        finally:
-            self._writer = real
-        return self
-
-    def __exit__(self, exc_type, exc_value, traceback) -> None:
-        if exc_type is None and self._buffer:
-            self._writer.write_block(self._buffer)
-        super().__exit__(exc_type, exc_value, traceback)
+    """pyiceberg's v2 manifest writer (entries are written as one Avro block on close, see
+    _install_avro_writer_caches)."""
 
 
 class _BlockSink:
