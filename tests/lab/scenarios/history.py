@@ -108,6 +108,33 @@ def _install_avro_writer_caches() -> None:
             self._writer.write_block(buf)
         return exit_(self, exc_type, exc_value, traceback)
 
+    # reading: the file schema parsed from each file's header, and the reader tree, are
+    # likewise pure functions of the header's schema text and the requested schema
+    header_schemas: dict = {}
+    get_schema = avro_file.AvroFileHeader.get_schema
+
+    def cached_get_schema(self):
+        text = self.meta.get(avro_file._SCHEMA_KEY)
+        if text is None:
+            return get_schema(self)
+        sc = header_schemas.get(text)
+        if sc is None:
+            sc = header_schemas[text] = get_schema(self)
+        return sc
+
+    resolve_reader = avro_file.resolve_reader
+    readers: dict = {}
+
+    def cached_resolve_reader(file_schema, read_schema, read_types=None, read_enums=None):
+        key = (repr(file_schema), repr(read_schema), tuple((read_types or {}).items()),
+               tuple((read_enums or {}).items()))
+        r = readers.get(key)
+        if r is None:
+            r = readers[key] = resolve_reader(file_schema, read_schema, read_types or {}, read_enums or {})
+        return r
+
+    avro_file.AvroFileHeader.get_schema = cached_get_schema
+    avro_file.resolve_reader = cached_resolve_reader
     avro_file.resolve_writer = resolve_writer
     avro_file.construct_writer = construct_writer
     manifest.ManifestWriter._with_partition = _with_partition
@@ -118,6 +145,27 @@ def _install_avro_writer_caches() -> None:
 
 _install_avro_writer_caches()
 TRINO_VERSION = "480"
+
+
+# the order Iceberg's Java SnapshotProducer writes summary keys in (Trino's commits set the
+# trino_* keys first; the environment keys come last)
+SUMMARY_ORDER = [
+    "trino_query_id", "trino_user",
+    "added-data-files", "deleted-data-files", "added-delete-files", "removed-position-delete-files",
+    "removed-delete-files", "added-position-delete-files", "added-equality-delete-files",
+    "removed-equality-delete-files", "added-records", "deleted-records", "added-files-size", "removed-files-size",
+    "added-position-deletes", "removed-position-deletes", "added-equality-deletes", "removed-equality-deletes",
+    "changed-partition-count", "manifests-created", "manifests-kept", "manifests-replaced", "entries-processed",
+    "total-records", "total-files-size", "total-data-files", "total-delete-files", "total-position-deletes",
+    "total-equality-deletes", "engine-version", "engine-name", "iceberg-version",
+]
+_RANK = {k: i for i, k in enumerate(SUMMARY_ORDER)}
+
+
+def order_summary(props: dict[str, str]) -> dict[str, str]:
+    """Summary properties in Java's order (unknown keys keep their place before the totals)."""
+    known_total = _RANK["total-records"]
+    return dict(sorted(props.items(), key=lambda kv: _RANK.get(kv[0], known_total - 0.5)))
 
 
 def local_path(uri: str) -> str:
@@ -353,11 +401,7 @@ class HistoryWriter:
         previous = cur.summary if cur is not None else None
         base_op = Operation.OVERWRITE if op == Operation.REPLACE else op
         s = update_snapshot_summaries(Summary(operation=base_op, **ssc.build()), previous)
-        tail = ("engine-name", "engine-version", "iceberg-version")
-        props = {k: v for k, v in extra.items() if k not in tail}
-        props.update(s.additional_properties)
-        props.update({k: extra[k] for k in tail if k in extra})
-        return Summary(operation=op, **props)
+        return Summary(operation=op, **order_summary({**extra, **s.additional_properties}))
 
     def _commit(
         self,

@@ -314,3 +314,15 @@ def test_clone_keeps_history(engine, seed, expected):
     tbl = independent_table(seed, t)
     assert tbl.location() != docs["location"] and tbl.scan().to_arrow().num_rows == docs["records"]
     assert all(f.file.file_path.startswith(tbl.location()) for f in tbl.scan().plan_files())
+
+
+def test_optimize_keeps_the_starting_data_sequence_number(engine):
+    t = clone(engine, "zoning.permits")
+    schema, name = t.split(".")
+    start_seq = one(engine, f'SELECT max(sequence_number) FROM iceberg.{schema}."{name}$entries"')[0]
+    run(engine, f"ALTER TABLE {t} EXECUTE optimize WHERE status = 'approved'")
+    added = run(engine, f'SELECT sequence_number, file_sequence_number, data_file.partition '
+                        f'FROM iceberg.{schema}."{name}$entries" WHERE status = 1').rows
+    assert added == [[start_seq, start_seq + 1, ["approved"]]]
+    deleted = one(engine, f'SELECT count(*) FROM iceberg.{schema}."{name}$entries" WHERE status = 2')[0]
+    assert deleted == 60
