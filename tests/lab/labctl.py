@@ -263,8 +263,12 @@ def ensure_scenario(venv: Path, name: str, extra: list[str], root: Path) -> dict
     live.parent.mkdir(parents=True, exist_ok=True)
     if tarball.exists():
         say(f"scenario {name}: restoring the pristine copy from {tarball.name}")
-        with tarfile.open(tarball) as tf:
-            tf.extractall(live.parent, filter="tar")
+        tar = shutil.which("tar")
+        if tar:  # GNU tar unpacks a few thousand small files several times faster
+            subprocess.run([tar, "-xf", str(tarball), "-C", str(live.parent)], check=True)
+        else:
+            with tarfile.open(tarball) as tf:
+                tf.extractall(live.parent, filter="tar")
         return {"name": name, "path": str(live), "generated_at": generated_at(live, tarball.stat().st_mtime),
                 "expected": str(live / "expected.json"), "cached": True}
     say(f"scenario {name}: generating ({' '.join(args)})")
