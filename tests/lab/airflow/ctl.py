@@ -504,7 +504,8 @@ def cmd_up(args) -> int:
         return 2
 
     state = read_state(home)
-    if state and state.get("procs") and all(_alive(p["pid"], p["start"]) for p in state["procs"].values()):
+    if (state and state.get("procs") and state.get("line")
+            and all(_alive(p["pid"], p["start"]) for p in state["procs"].values())):
         log("already running")
         print(json.dumps(state["line"]), flush=True)
         return 0
@@ -522,6 +523,9 @@ def cmd_up(args) -> int:
         with contextlib.suppress(OSError):
             if time.time() - stale.stat().st_mtime >= CACHE_MAX_AGE_S:
                 stale.unlink()
+                if stale == tarball:
+                    log(f"history cache {tarball.name} is older than {CACHE_MAX_AGE_S // 3600} h: "
+                        "running the history again")
 
     reset_home(home)
     now = datetime.now(timezone.utc)
@@ -537,6 +541,12 @@ def cmd_up(args) -> int:
     env = airflow_env(major, venv, home, args.port, start)
 
     procs: dict[str, dict] = {}
+
+    def on_term(signum, _frame):  # let the cleanup below run when the caller gives up on us
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, on_term)
+    signal.signal(signal.SIGHUP, on_term)
 
     def save_state(line=None):
         (home / STATE_FILE).write_text(json.dumps({"procs": procs, "line": line, "major": major}))
