@@ -214,6 +214,8 @@ pub struct PartitionRow {
     pub label: String,
     pub search: String,
     pub severity: Severity,
+    /// Rank of `label` among the table's partitions: sorts compare integers, not text.
+    pub order: u32,
 }
 
 pub const PARTITION_SORTS: [&str; 6] =
@@ -232,7 +234,7 @@ pub fn cmp_partitions(a: &PartitionRow, b: &PartitionRow, col: usize) -> Orderin
         4 => y.total_bytes.cmp(&x.total_bytes),
         _ => y.records.cmp(&x.records),
     };
-    o.then_with(|| a.label.cmp(&b.label))
+    o.then_with(|| a.order.cmp(&b.order))
 }
 
 /// Severity of one partition by the rules: a small-file partition holds at least

@@ -129,9 +129,18 @@ pub fn update(s: &mut State, action: Action) -> Vec<Effect> {
                                 severity: partition_severity(&p, target, &cfg),
                                 label,
                                 stats: p,
+                                order: 0,
                             }
                         })
                         .collect();
+                    // Rank labels once per load (the tie-break of every sort).
+                    let mut by_label: Vec<usize> = (0..s.partitions.rows.len()).collect();
+                    by_label.sort_unstable_by(|&a, &b| {
+                        s.partitions.rows[a].label.cmp(&s.partitions.rows[b].label)
+                    });
+                    for (rank, i) in by_label.into_iter().enumerate() {
+                        s.partitions.rows[i].order = rank as u32;
+                    }
                     s.partitions.target_file_size = target;
                     s.partitions.fields = list.layout_fields;
                     let labels: std::collections::BTreeSet<&str> =
