@@ -370,6 +370,23 @@ class _CachedMetadataMixin:
             specs = self.__dict__["_lab_specs"] = self._transaction.table_metadata.specs()
         return specs[spec_id]
 
+    def _build_manifest_evaluator(self, spec_id: int):
+        """pyiceberg's manifest evaluator keeps the manifest it is looking at in the visitor
+        (`_ManifestEvalVisitor.partition_fields`), and `_deleted_entries` shares one evaluator
+        across its thread pool: two threads can then judge a manifest by another one's
+        partition bounds and skip files that must be deleted ("Missing required files to
+        delete"). Each evaluation here gets the evaluator to itself."""
+        from pyiceberg.expressions.visitors import manifest_evaluator
+
+        evaluate = manifest_evaluator(self.spec(spec_id), self.schema(), self.partition_filters[spec_id],
+                                      self._case_sensitive)
+        lock = threading.Lock()
+
+        def safe(manifest) -> bool:
+            with lock:
+                return evaluate(manifest)
+        return safe
+
 
 class _ReplaceFiles(_CachedMetadataMixin, _OverwriteFiles):
     """pyiceberg's overwrite producer, recorded as Iceberg's `replace` (RewriteFiles): the
