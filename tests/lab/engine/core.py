@@ -28,6 +28,10 @@ _MACROS = [
     "CREATE OR REPLACE MACRO is_nan(x) AS isnan(x)",
     "CREATE OR REPLACE MACRO is_finite(x) AS isfinite(x)",
     "CREATE OR REPLACE MACRO is_infinite(x) AS isinf(x)",
+    """CREATE OR REPLACE MACRO to_iso8601(x) AS
+       CASE WHEN typeof(x) = 'DATE' THEN strftime(x, '%Y-%m-%d')
+            ELSE strftime(x, '%Y-%m-%dT%H:%M:%S.%g') || CASE WHEN typeof(x) LIKE 'TIMESTAMP WITH%' THEN 'Z' ELSE '' END
+       END""",
     # Trino fails a subscript on a missing key; element_at returns NULL (MapSubscriptOperator)
     """CREATE OR REPLACE MACRO __trino_map_subscript(m, k) AS
        CASE WHEN m IS NULL OR k IS NULL THEN NULL

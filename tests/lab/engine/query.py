@@ -238,6 +238,10 @@ class QueryRun:
                 b.replace(exp.Anonymous(this="__trino_map_subscript", expressions=[b.this.copy(), b.expressions[0].copy()]))
             elif t.startswith("array("):
                 b.replace(exp.Anonymous(this="__trino_array_subscript", expressions=[b.this.copy(), b.expressions[0].copy()]))
+        # Trino's count_if is a count (0 over no rows); DuckDB's is a sum (NULL over no rows)
+        for c in list(tree.find_all(exp.CountIf)):
+            cond = c.this.copy()
+            c.replace(exp.Count(this=exp.Case(ifs=[exp.If(this=cond, true=exp.Literal.number(1))])))
         for a in list(tree.find_all(exp.ArraySize)):
             t = self.expr_column_type(a.this)
             if t is not None and t.startswith("map("):
