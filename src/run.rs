@@ -60,24 +60,16 @@ pub fn main() -> ExitCode {
             }
         },
         Cmd::Maintain(args) => {
-            let settings = match settings {
-                Ok(s) => s,
-                Err(e) => {
-                    eprintln!("floe: {e}");
-                    return ExitCode::from(1);
-                }
+            let Some(settings) = or_report(settings) else {
+                return ExitCode::from(1);
             };
             let _log = init_logging(&settings.log_dir);
             let rt = runtime();
             rt.block_on(crate::maintain::cli(&settings, args.action))
         }
         Cmd::Tui => {
-            let settings = match settings {
-                Ok(s) => s,
-                Err(e) => {
-                    eprintln!("floe: {e}");
-                    return ExitCode::from(1);
-                }
+            let Some(settings) = or_report(settings) else {
+                return ExitCode::from(1);
             };
             let _log = init_logging(&settings.log_dir);
             match crate::app::runtime::run_with(settings, overrides) {
@@ -89,6 +81,11 @@ pub fn main() -> ExitCode {
             }
         }
     }
+}
+
+/// The settings, or the configuration error printed to stderr.
+fn or_report(settings: Result<Settings, config::ConfigError>) -> Option<Settings> {
+    settings.map_err(|e| eprintln!("floe: {e}")).ok()
 }
 
 fn runtime() -> tokio::runtime::Runtime {

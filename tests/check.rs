@@ -22,11 +22,28 @@ fn floe(args: &[&str]) -> Output {
         .expect("run floe")
 }
 
+/// `--schema` flags for the seed's schemas: other tests clone tables into `scratch`.
+fn seed_schemas() -> Vec<String> {
+    let mut s: Vec<String> = lab().expected["tables"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|t| t["schema"].as_str().unwrap().to_string())
+        .collect();
+    s.sort();
+    s.dedup();
+    s.into_iter()
+        .flat_map(|x| ["--schema".to_string(), x])
+        .collect()
+}
+
 fn json_check(extra: &[&str]) -> (Value, i32) {
     let url = lab().trino_url();
+    let schemas = seed_schemas();
     let mut args = vec![
         "check", "--trino", &url, "--user", "floe", "--format", "json",
     ];
+    args.extend(schemas.iter().map(String::as_str));
     args.extend_from_slice(extra);
     let out = floe(&args);
     let code = out.status.code().unwrap();
@@ -192,7 +209,10 @@ fn quoted_table_names_are_read() {
 #[test]
 fn text_report_starts_with_the_nagios_line_and_writes_files_atomically() {
     let url = lab().trino_url();
-    let out = floe(&["check", "--trino", &url]);
+    let schemas = seed_schemas();
+    let mut args = vec!["check", "--trino", url.as_str()];
+    args.extend(schemas.iter().map(String::as_str));
+    let out = floe(&args);
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.starts_with("CRITICAL: 7 tables:"), "{text}");
     assert!(text.contains("iceberg.zoning.documents"));

@@ -11,6 +11,12 @@ use crate::app::state::State;
 use crate::app::update::breakdown;
 use crate::lakehouse::model::TableRef;
 
+/// Rows `lines` take once wrapped to `width` columns.
+fn wrapped_rows(lines: &[Line], width: usize) -> usize {
+    let w = width.max(1);
+    lines.iter().map(|l| l.width().max(1).div_ceil(w)).sum()
+}
+
 pub fn centered(area: Rect, width: u16, height: u16) -> Rect {
     let [v] = Layout::vertical([Constraint::Length(height.min(area.height))])
         .flex(Flex::Center)
@@ -86,11 +92,7 @@ pub fn info(f: &mut Frame, area: Rect, s: &State, t: &TableRef, th: &Theme) {
     }
     lines.push(Line::from(Span::styled("esc closes", th.dim())));
     let width = area.width.saturating_sub(4).min(100);
-    let inner = width.saturating_sub(2).max(1) as usize;
-    let wrapped: u16 = lines
-        .iter()
-        .map(|l| (l.width().max(1).div_ceil(inner)) as u16)
-        .sum();
+    let wrapped = wrapped_rows(&lines, width.saturating_sub(2) as usize) as u16;
     let r = centered(area, width, (wrapped + 2).min(area.height));
     f.render_widget(Clear, r);
     f.render_widget(
@@ -155,11 +157,7 @@ pub fn confirm(f: &mut Frame, area: Rect, c: &crate::app::jobs::Confirm, th: &Th
     }
     keys.push(Span::styled("j/k scroll", th.dim()));
     let width = area.width.saturating_sub(4).min(140);
-    let inner_w = width.saturating_sub(2).max(1) as usize;
-    let wrapped: usize = lines
-        .iter()
-        .map(|l| l.width().max(1).div_ceil(inner_w))
-        .sum();
+    let wrapped = wrapped_rows(&lines, width.saturating_sub(2) as usize);
     let height = ((wrapped + 4) as u16)
         .min(area.height.saturating_sub(2))
         .max(6);
@@ -203,11 +201,7 @@ pub fn queue(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
         th.dim(),
     )));
     let width = area.width.saturating_sub(4).min(140);
-    let inner_w = width.saturating_sub(2).max(1) as usize;
-    let wrapped: usize = lines
-        .iter()
-        .map(|l| l.width().max(1).div_ceil(inner_w))
-        .sum();
+    let wrapped = wrapped_rows(&lines, width.saturating_sub(2) as usize);
     let height = (wrapped as u16 + 2)
         .min(area.height.saturating_sub(2))
         .max(4);
