@@ -10,6 +10,8 @@ use serde::Serialize;
 use crate::config::units::{human_bytes, human_duration, thousands};
 use crate::lakehouse::model::TableStats;
 
+pub mod mapping;
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct HealthConfig {
     /// Default target file size (bytes) when the table sets no `write.target-file-size-bytes`.
