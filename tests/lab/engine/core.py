@@ -66,6 +66,10 @@ class Engine:
         for m in _MACROS:
             self._duck.execute(m)
         self._cache = LRU(capacity=256)
+        from collections import OrderedDict
+
+        self._data_tables: OrderedDict = OrderedDict()
+        self._data_lock = threading.Lock()
         self._table_locks: dict[tuple[str, str, str], threading.Lock] = {}
         self._locks_lock = threading.Lock()
         self._prewarm_thread: threading.Thread | None = None
@@ -136,16 +140,37 @@ class Engine:
         w = self.warehouses[catalog]
         loc = w.metadata_location(schema, table)
         tbl = w.load(schema, table, loc)
-        key = (catalog, loc, "$data")
-        have = self._cache.peek(key)
-        if have is not None:
-            return have
         from engine.warehouse import HIDDEN_DATA_COLUMNS, data_columns
 
         cols = data_columns(tbl) + HIDDEN_DATA_COLUMNS
         hidden = frozenset(n for n, _ in HIDDEN_DATA_COLUMNS)
-        return Relation(cols, None, hidden, loader=lambda: self._cache.get_or_build(
-            key, lambda: build_data_relation(tbl, self._duck.cursor)).materialize())
+
+        def load(needed):
+            return self._data_table(catalog, loc, tbl, needed)
+        return Relation(cols, None, hidden, loader=load)
+
+    def _data_table(self, catalog: str, loc: str, tbl, needed):
+        """A table version's rows with at least the `needed` columns (None: all), reusing any
+        cached read that has them."""
+        import pyarrow as pa
+
+        from engine.warehouse import HIDDEN_DATA_COLUMNS, data_columns
+
+        all_names = [n for n, _ in data_columns(tbl) + HIDDEN_DATA_COLUMNS]
+        want = frozenset(all_names) if needed is None else frozenset(needed)
+        with self._data_lock:
+            for (c, l, cols), table in list(self._data_tables.items()):
+                if c == catalog and l == loc and want <= cols:
+                    self._data_tables.move_to_end((c, l, cols))
+                    names = [n for n in table.column_names if n in want] or table.column_names[:1]
+                    return table.select(names)
+        rel = build_data_relation(tbl, self._duck.cursor, want)
+        table: pa.Table = rel.table
+        with self._data_lock:
+            self._data_tables[(catalog, loc, frozenset(table.column_names))] = table
+            while len(self._data_tables) > 24:
+                self._data_tables.popitem(last=False)
+        return table
 
     def resolve_relation(self, catalog: str | None, schema: str | None, name: str, session: Session,
                          pos: tuple[int | None, int | None], filters: dict[str, str] | None = None) -> Relation:
@@ -208,6 +233,9 @@ class Engine:
             w.forget(old_location)
         if old_location is not None:
             self._cache.drop_where(lambda k: k[0] == catalog and len(k) > 1 and k[1] == old_location)
+            with self._data_lock:
+                for k in [k for k in self._data_tables if k[0] == catalog and k[1] == old_location]:
+                    del self._data_tables[k]
 
     # -- execute ---------------------------------------------------------------------------------------
 
@@ -281,6 +309,8 @@ class Engine:
 
             manifest_cache.clear()
             self._cache.clear()
+            with self._data_lock:
+                self._data_tables.clear()
             for name, d in self.catalog_dirs.items():
                 self.warehouses[name] = Warehouse(name, d)
             return {"reloaded": sorted(self.warehouses)}

@@ -326,6 +326,13 @@ class QueryRun:
         cur = self.engine.duck_cursor(self.session)
         try:
             lazy = [r for r in self.registered if not r.relation.loaded]
+            if lazy:
+                referenced = {c.name.lower() for c in tree.find_all(exp.Column)}
+                unexpanded = any(isinstance(p, exp.Star) or (isinstance(p, exp.Column) and isinstance(p.this, exp.Star))
+                                 for sel in tree.find_all(exp.Select) for p in sel.expressions)
+                for r in lazy:
+                    if not unexpanded:
+                        r.relation.needed = frozenset(n for n, _ in r.relation.columns if n.lower() in referenced)
             for r in self.registered:
                 cur.register(r.name, r.relation.table if r.relation.loaded else r.relation.empty())
             if lazy:

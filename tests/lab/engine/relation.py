@@ -15,12 +15,14 @@ class Relation:
     columns: list[tuple[str, str]]
     table: pa.Table | None
     hidden: frozenset[str] = field(default_factory=frozenset)
-    # for relations whose rows are expensive (data tables): built on first use
+    # for relations whose rows are expensive (data tables): built on first use, with only
+    # the columns a query needs when `needed` is set
     loader: object = None
+    needed: frozenset | None = None
 
     def materialize(self) -> pa.Table:
         if self.table is None:
-            self.table = self.loader()
+            self.table = self.loader(self.needed)
         return self.table
 
     @property

@@ -180,11 +180,18 @@ def data_columns(table: Table) -> list[tuple[str, str]]:
     return [(f.name, iceberg_to_trino(f.field_type)) for f in table.schema().fields]
 
 
-def build_data_relation(table: Table, duck_connect: Callable[[], Any]) -> Relation:
-    """Read the live data files of the current snapshot (with Trino's hidden columns)."""
-    cols = data_columns(table) + HIDDEN_DATA_COLUMNS
+def build_data_relation(table: Table, duck_connect: Callable[[], Any], needed: frozenset[str] | None = None) -> Relation:
+    """Read the live data files of the current snapshot (with Trino's hidden columns); only
+    the `needed` columns when given (at least "$path", which carries the row count)."""
+    all_cols = data_columns(table) + HIDDEN_DATA_COLUMNS
+    if needed is not None:
+        keep = set(needed) or {"$path"}
+        cols = [c for c in all_cols if c[0] in keep]
+    else:
+        cols = all_cols
     hidden = frozenset(n for n, _ in HIDDEN_DATA_COLUMNS)
     files = []
+    counts = []
     for _m, e in metatables.live_entries(table):
         df = e.data_file
         p = local_path(df.file_path)
@@ -193,8 +200,21 @@ def build_data_relation(table: Table, duck_connect: Callable[[], Any]) -> Relati
         except FileNotFoundError:
             mtime_us = None
         files.append((df.file_path, p, mtime_us, metatables.partition_path(table, df)))
+        counts.append(df.record_count)
     if not files:
-        return Relation.from_rows(cols, [], hidden)
+        return Relation.from_rows(cols, [], hidden & {c[0] for c in cols})
+    if all(n in hidden for n, _ in cols):
+        # only per-file columns: every file contributes its record count of identical rows
+        # (the warehouse has no delete files), so the manifests say it all
+        idx = pa.array([i for i, n in enumerate(counts) for _ in range(n)], pa.int32())
+        per_file = {
+            "$path": pa.array([f[0] for f in files], pa.string()),
+            "$file_modified_time": pa.array([(f[2] // 1000 * 1000) if f[2] is not None else None for f in files],
+                                            pa.timestamp("us", tz="UTC")),
+            "$partition": pa.array([f[3] for f in files], pa.string()),
+        }
+        got = pa.table({n: per_file[n].take(idx) for n, _ in cols})
+        return Relation(cols, got, hidden & {c[0] for c in cols})
     info = pa.table({
         "uri": pa.array([f[0] for f in files], pa.string()),
         "local": pa.array([f[1] for f in files], pa.string()),
@@ -205,11 +225,12 @@ def build_data_relation(table: Table, duck_connect: Callable[[], Any]) -> Relati
     con = duck_connect()
     try:
         con.register("__files", info)
-        names = [n for n, _ in data_columns(table)]
-        select = ", ".join(f'd."{n}"' for n in names)
+        hidden_sql = {"$path": 'f.uri AS "$path"', "$file_modified_time": 'f.mtime AS "$file_modified_time"',
+                      "$partition": 'f.part AS "$partition"'}
+        select = ", ".join(hidden_sql[n] if n in hidden_sql else f'd."{n}"' for n, _ in cols)
         paths = "[" + ", ".join("'" + f[1].replace("'", "''") + "'" for f in files) + "]"
         sql = (
-            f"SELECT {select}, f.uri AS \"$path\", f.mtime AS \"$file_modified_time\", f.part AS \"$partition\" "
+            f"SELECT {select} "
             f"FROM read_parquet({paths}, filename = true, union_by_name = true) d "
             f"JOIN __files f ON d.filename = f.local"
         )
@@ -217,9 +238,9 @@ def build_data_relation(table: Table, duck_connect: Callable[[], Any]) -> Relati
     finally:
         con.close()
     got = _arrow_table(got)
-    schema = metatables.Relation.from_rows(cols, []).table.schema
+    schema = Relation.from_rows(cols, []).table.schema
     got = got.cast(schema, safe=False) if got.schema != schema else got
-    return Relation(cols, got, hidden)
+    return Relation(cols, got, hidden & {c[0] for c in cols})
 
 
 def _arrow_table(x) -> pa.Table:

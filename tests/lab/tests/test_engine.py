@@ -396,6 +396,11 @@ def test_data_table_and_hidden_columns(engine, expected):
     assert mtime == docs["last_write"]["committed_at_trino"]          # files carry the scenario clock
     n = one(engine, 'SELECT count(*), count(DISTINCT "$path") FROM zoning.documents')
     assert n == [docs["records"], docs["data_files"]]
+    # a read of the data itself agrees with the count taken from file metadata
+    assert one(engine, "SELECT count(doc_id), count(DISTINCT doc_id), max(doc_id) FROM zoning.documents") == \
+        [docs["records"]] * 3
+    per_part = run(engine, 'SELECT "$partition", count(*), count(district) FROM documents GROUP BY 1').rows
+    assert len(per_part) == docs["partitions"] and all(r[1] == r[2] for r in per_part)
 
 
 def test_concurrent_queries(engine, expected):
