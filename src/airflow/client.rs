@@ -117,6 +117,8 @@ struct Inner {
     auth: AuthMode,
     retry: RetryPolicy,
     runs_window: usize,
+    dag_tags: Vec<String>,
+    dag_ids: Vec<String>,
 }
 
 /// A cheap-to-clone handle on one Airflow server; clones share the HTTP pool and the token.
@@ -222,6 +224,8 @@ impl AirflowClient {
                 auth,
                 retry: opts.retry,
                 runs_window: settings.runs.max(1),
+                dag_tags: settings.dag_tags.clone(),
+                dag_ids: settings.dag_ids.clone(),
             }),
         };
         match &client.inner.auth {
@@ -332,6 +336,11 @@ impl AirflowClient {
         out.sort_by(|a, b| a.dag_id.cmp(&b.dag_id));
         out.dedup_by(|a, b| a.dag_id == b.dag_id);
         Ok(out)
+    }
+
+    /// The DAGs the settings name: `dag_tags` (OR) plus `dag_ids`.
+    pub async fn configured_dags(&self) -> Result<Vec<Dag>, AirflowError> {
+        self.dags(&self.inner.dag_tags, &self.inner.dag_ids).await
     }
 
     /// `GET …/dags/{dag_id}`.
