@@ -26,9 +26,22 @@ impl Pty {
     fn spawn(args: &[&str], cols: u16, rows: u16) -> Pty {
         let mut master: libc::c_int = -1;
         let mut slave: libc::c_int = -1;
-        let ws = libc::winsize { ws_row: rows, ws_col: cols, ws_xpixel: 0, ws_ypixel: 0 };
+        let ws = libc::winsize {
+            ws_row: rows,
+            ws_col: cols,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
         // SAFETY: openpty writes two fds into the provided integers.
-        let rc = unsafe { libc::openpty(&mut master, &mut slave, std::ptr::null_mut(), std::ptr::null(), &ws) };
+        let rc = unsafe {
+            libc::openpty(
+                &mut master,
+                &mut slave,
+                std::ptr::null_mut(),
+                std::ptr::null(),
+                &ws,
+            )
+        };
         assert_eq!(rc, 0, "openpty failed");
         // SAFETY: both fds were just opened by openpty and are owned here.
         let (master, slave) = unsafe { (File::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
@@ -60,7 +73,11 @@ impl Pty {
             });
         }
         let child = cmd.spawn().expect("spawn floe in a pty");
-        let parser = Arc::new(Mutex::new(vt100::Parser::new(std::num::NonZero::new(rows).unwrap(), std::num::NonZero::new(cols).unwrap(), 0)));
+        let parser = Arc::new(Mutex::new(vt100::Parser::new(
+            std::num::NonZero::new(rows).unwrap(),
+            std::num::NonZero::new(cols).unwrap(),
+            0,
+        )));
         let raw = Arc::new(Mutex::new(Vec::new()));
         let mut reader = master.try_clone().unwrap();
         let (p2, r2) = (parser.clone(), raw.clone());
@@ -74,7 +91,13 @@ impl Pty {
                 r2.lock().unwrap().extend_from_slice(&buf[..n]);
             }
         });
-        Pty { master, slave, child, parser, raw }
+        Pty {
+            master,
+            slave,
+            child,
+            parser,
+            raw,
+        }
     }
 
     fn screen(&self) -> String {
@@ -108,7 +131,10 @@ impl Pty {
             }
             if start.elapsed() > timeout {
                 let _ = self.child.kill();
-                panic!("floe did not exit within {timeout:?}; screen:\n{}", self.screen());
+                panic!(
+                    "floe did not exit within {timeout:?}; screen:\n{}",
+                    self.screen()
+                );
             }
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -120,15 +146,24 @@ impl Pty {
         let mut t: libc::termios = unsafe { std::mem::zeroed() };
         let rc = unsafe { libc::tcgetattr(self.slave.as_raw_fd(), &mut t) };
         assert_eq!(rc, 0);
-        assert!(t.c_lflag & libc::ICANON != 0, "still in raw mode (ICANON off)");
+        assert!(
+            t.c_lflag & libc::ICANON != 0,
+            "still in raw mode (ICANON off)"
+        );
         assert!(t.c_lflag & libc::ECHO != 0, "still in raw mode (ECHO off)");
         std::thread::sleep(Duration::from_millis(200));
         let p = self.parser.lock().unwrap();
-        assert!(!p.screen().alternate_screen(), "still on the alternate screen");
+        assert!(
+            !p.screen().alternate_screen(),
+            "still on the alternate screen"
+        );
         assert!(!p.screen().hide_cursor(), "cursor still hidden");
         let raw = self.raw.lock().unwrap();
         let text = String::from_utf8_lossy(&raw);
-        assert!(text.contains("\x1b[?1049l"), "never left the alternate screen");
+        assert!(
+            text.contains("\x1b[?1049l"),
+            "never left the alternate screen"
+        );
     }
 }
 
@@ -146,23 +181,38 @@ fn drill_from_the_critical_table_to_partitions_and_snapshots_then_quit() {
     // Worst first: the incident is on the first data row, selected.
     let first_data_row = s.lines().nth(3).unwrap_or("");
     assert!(first_data_row.contains("CRIT"), "{s}");
-    assert!(s.contains("v480"), "header shows the coordinator version:\n{s}");
+    assert!(
+        s.contains("v480"),
+        "header shows the coordinator version:\n{s}"
+    );
     // Move to documents (it may share CRIT with others) and drill down.
     let rows: Vec<&str> = s.lines().skip(3).collect();
-    let pos = rows.iter().position(|l| l.contains("zoning.documents")).unwrap();
+    let pos = rows
+        .iter()
+        .position(|l| l.contains("zoning.documents"))
+        .unwrap();
     for _ in 0..pos {
         pty.send(b"j");
     }
     pty.send(b"\r");
     let s = pty.wait_for("partitions of documents", Duration::from_secs(30), |s| {
-        s.contains("Partitions: documents") && s.contains("district=") && s.contains("filed_at_day=")
+        s.contains("Partitions: documents")
+            && s.contains("district=")
+            && s.contains("filed_at_day=")
     });
-    assert!(s.contains("CRIT"), "small-file partitions are flagged:\n{s}");
+    assert!(
+        s.contains("CRIT"),
+        "small-file partitions are flagged:\n{s}"
+    );
     pty.send(b" ");
-    pty.wait_for("one partition marked", Duration::from_secs(5), |s| s.contains("[1 marked]"));
+    pty.wait_for("one partition marked", Duration::from_secs(5), |s| {
+        s.contains("[1 marked]")
+    });
     pty.send(b"3");
     let s = pty.wait_for("snapshots of documents", Duration::from_secs(30), |s| {
-        s.contains("Snapshots: documents") && s.contains("replace") && s.contains("since the last compaction")
+        s.contains("Snapshots: documents")
+            && s.contains("replace")
+            && s.contains("since the last compaction")
     });
     assert!(s.contains("append"), "{s}");
     pty.send(b"q");
@@ -176,7 +226,9 @@ fn sigterm_and_sighup_restore_the_terminal() {
     for sig in [libc::SIGTERM, libc::SIGHUP] {
         let url = lab().trino_url();
         let mut pty = Pty::spawn(&["--trino", &url, "--user", "floe"], 80, 24);
-        pty.wait_for("the table list", Duration::from_secs(60), |s| s.contains("zoning.documents"));
+        pty.wait_for("the table list", Duration::from_secs(60), |s| {
+            s.contains("zoning.documents")
+        });
         // SAFETY: sending a signal to our own child.
         unsafe { libc::kill(pty.child.id() as i32, sig) };
         pty.wait_exit(Duration::from_secs(10));
@@ -187,7 +239,11 @@ fn sigterm_and_sighup_restore_the_terminal() {
 #[test]
 fn an_unreachable_trino_shows_the_error_and_quits_cleanly() {
     let mut pty = Pty::spawn(&["--trino", "http://127.0.0.1:9", "--user", "floe"], 80, 24);
-    let s = pty.wait_for("the error in the status line", Duration::from_secs(30), |s| s.contains("ERROR") && s.contains("127.0.0.1:9"));
+    let s = pty.wait_for(
+        "the error in the status line",
+        Duration::from_secs(30),
+        |s| s.contains("ERROR") && s.contains("127.0.0.1:9"),
+    );
     assert!(s.contains("UNREACHABLE"), "{s}");
     pty.send(b"q");
     assert!(pty.wait_exit(Duration::from_secs(10)).success());

@@ -6,9 +6,12 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use crossterm::event::KeyEvent;
 
+use super::jobs::PlanDraft;
 use crate::health::HealthConfig;
-use crate::lakehouse::model::{SnapshotInfo, TableRef, TableStats};
+use crate::lakehouse::maintenance::Plan;
+use crate::lakehouse::model::{PartitionStats, SnapshotInfo, TableRef, TableStats};
 use crate::lakehouse::queries::PartitionList;
+use crate::maintain::run::StepEvent;
 use crate::trino::ServerInfo;
 
 #[derive(Clone, Debug)]
@@ -40,6 +43,15 @@ pub enum Action {
     },
     Exported(Result<PathBuf, String>),
     ProfileSwitched(Result<ProfileView, String>),
+    PlanReady(Result<PlanDraft, String>),
+    Job {
+        job: u64,
+        event: StepEvent,
+    },
+    JobDone {
+        job: u64,
+        result: Result<(), String>,
+    },
     /// SIGTERM, SIGHUP (a dropped SSH session): leave cleanly.
     Terminate,
 }
@@ -94,7 +106,32 @@ pub enum Effect {
         data: ExportData,
     },
     SwitchProfile(String),
+    /// Build a maintenance plan (the runtime reads the layout, threshold, partitions).
+    PlanMaintenance {
+        table: TableRef,
+        kind: MaintenanceKind,
+        partitions: Option<Vec<PartitionStats>>,
+    },
+    RunPlan {
+        job: u64,
+        plan: Plan,
+    },
+    CancelJob(u64),
     Quit,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MaintenanceKind {
+    /// `partitions: None` means the table's small-file partitions (or the whole table
+    /// when it is unpartitioned).
+    Optimize,
+    ExpireSnapshots {
+        retention_secs: u64,
+    },
+    RemoveOrphanFiles {
+        retention_secs: u64,
+    },
+    OptimizeManifests,
 }
 
 /// Work that the runtime keeps at most one of at a time: a newer one replaces (and
@@ -108,6 +145,8 @@ pub enum Slot {
     Snapshots,
     Export,
     Profile,
+    Plan,
+    Job(u64),
 }
 
 impl Effect {
@@ -120,7 +159,9 @@ impl Effect {
             Effect::LoadSnapshots { .. } => Slot::Snapshots,
             Effect::Export { .. } => Slot::Export,
             Effect::SwitchProfile(_) => Slot::Profile,
-            Effect::Quit => return None,
+            Effect::PlanMaintenance { .. } => Slot::Plan,
+            Effect::RunPlan { job, .. } => Slot::Job(*job),
+            Effect::CancelJob(_) | Effect::Quit => return None,
         })
     }
 }

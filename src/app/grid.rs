@@ -44,7 +44,8 @@ impl Grid {
             .collect();
         let col = self.sort_col;
         let rev = self.reverse;
-        self.index.sort_by(|&a, &b| {
+        // Every comparator ends with a unique key, so an unstable sort is deterministic.
+        self.index.sort_unstable_by(|&a, &b| {
             let o = cmp(&rows[a], &rows[b], col);
             if rev { o.reverse() } else { o }
         });

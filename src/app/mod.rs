@@ -2,6 +2,7 @@
 
 pub mod action;
 pub mod grid;
+pub mod jobs;
 pub mod keymap;
 pub mod runtime;
 pub mod state;

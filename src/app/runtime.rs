@@ -16,13 +16,18 @@ use tokio::sync::{Semaphore, mpsc};
 use tokio::task::AbortHandle;
 use tokio::time::Instant;
 
-use super::action::{Action, Effect, ExportData, ExportFormat, ProfileView, Slot};
+use super::action::{Action, Effect, ExportData, ExportFormat, MaintenanceKind, ProfileView, Slot};
+use super::jobs::PlanDraft;
 use super::keymap::Keymap;
 use super::state::State;
 use super::update::update;
 use crate::config::{self, Settings};
+use crate::lakehouse::maintenance::Procedure;
+use crate::lakehouse::model::{PartitionStats, TableRef};
 use crate::lakehouse::queries::Lakehouse;
+use crate::maintain::run::{StepEvent, run_plan};
 use crate::trino::Client;
+use tokio_util::sync::CancellationToken;
 
 /// The IO side: clients and the tasks running effects.
 pub struct Runtime {
@@ -32,6 +37,7 @@ pub struct Runtime {
     tx: mpsc::UnboundedSender<Action>,
     running: HashMap<Slot, AbortHandle>,
     overrides: config::Overrides,
+    job_tokens: HashMap<u64, CancellationToken>,
 }
 
 impl Runtime {
@@ -48,6 +54,7 @@ impl Runtime {
             tx,
             running: HashMap::new(),
             overrides,
+            job_tokens: HashMap::new(),
         })
     }
 
@@ -71,6 +78,40 @@ impl Runtime {
         let pool = self.pool.clone();
         let handle = match e {
             Effect::Quit => return,
+            Effect::PlanMaintenance {
+                table,
+                kind,
+                partitions,
+            } => {
+                let min_small = self.settings.health.min_small_files;
+                tokio::spawn(async move {
+                    let _permit = pool.acquire_owned().await;
+                    let r = plan_draft(&lake, table, kind, partitions, min_small).await;
+                    let _ = tx.send(Action::PlanReady(r));
+                })
+            }
+            Effect::RunPlan { job, plan } => {
+                let token = CancellationToken::new();
+                self.job_tokens.insert(job, token.clone());
+                let ctx = crate::maintain::context(&self.settings);
+                tokio::spawn(async move {
+                    let tx2 = tx.clone();
+                    let on_event = move |event: StepEvent| {
+                        let _ = tx2.send(Action::Job { job, event });
+                    };
+                    let r = run_plan(&lake, &plan, &ctx, token, &on_event).await;
+                    let _ = tx.send(Action::JobDone {
+                        job,
+                        result: r.map(|_| ()),
+                    });
+                })
+            }
+            Effect::CancelJob(job) => {
+                if let Some(t) = self.job_tokens.get(&job) {
+                    t.cancel();
+                }
+                return;
+            }
             Effect::FetchInfo => tokio::spawn(async move {
                 let r = lake.connect().await.map_err(|e| e.to_string());
                 let _ = tx.send(Action::Info(r));
@@ -158,6 +199,72 @@ impl Runtime {
             self.running.insert(slot, handle.abort_handle());
         }
     }
+}
+
+/// Read what a plan needs (threshold, layout, small-file partitions) and return the draft.
+async fn plan_draft(
+    lake: &Lakehouse,
+    table: TableRef,
+    kind: MaintenanceKind,
+    partitions: Option<Vec<PartitionStats>>,
+    min_small: u64,
+) -> Result<PlanDraft, String> {
+    let procedure = match kind {
+        MaintenanceKind::Optimize => Procedure::Optimize {
+            threshold: crate::maintain::small_file_threshold(lake, &table)
+                .await
+                .map_err(|e| format!("reading the properties of {table}: {e}"))?,
+        },
+        MaintenanceKind::ExpireSnapshots { retention_secs } => {
+            Procedure::ExpireSnapshots { retention_secs }
+        }
+        MaintenanceKind::RemoveOrphanFiles { retention_secs } => {
+            Procedure::RemoveOrphanFiles { retention_secs }
+        }
+        MaintenanceKind::OptimizeManifests => Procedure::OptimizeManifests,
+    };
+    let mut draft = PlanDraft {
+        table: table.clone(),
+        procedure,
+        layout: Default::default(),
+        partitions: Vec::new(),
+    };
+    if kind != MaintenanceKind::Optimize {
+        return Ok(draft);
+    }
+    let parts = match partitions {
+        Some(p) => p,
+        None => {
+            // From the Tables tab: the table's small-file partitions, incrementally.
+            let list = lake
+                .partitions(&table)
+                .await
+                .map_err(|e| format!("reading the partitions of {table}: {e}"))?;
+            if list.layout_fields.is_empty() {
+                Vec::new()
+            } else {
+                let small: Vec<PartitionStats> = list
+                    .partitions
+                    .into_iter()
+                    .filter(|p| p.small_files >= min_small)
+                    .collect();
+                if small.is_empty() {
+                    return Err(format!(
+                        "no partition of {table} holds {min_small} or more small files: nothing to optimize (mark partitions in the Partitions tab to choose)"
+                    ));
+                }
+                small
+            }
+        }
+    };
+    if !parts.is_empty() {
+        draft.layout = lake
+            .table_layout(&table)
+            .await
+            .map_err(|e| format!("reading the layout of {table}: {e}"))?;
+    }
+    draft.partitions = parts;
+    Ok(draft)
 }
 
 fn lakehouse(s: &Settings) -> color_eyre::Result<Lakehouse> {

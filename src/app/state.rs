@@ -214,6 +214,8 @@ pub struct PartitionRow {
     pub label: String,
     pub search: String,
     pub severity: Severity,
+    /// Rank of `label` among the table's partitions: sorts compare integers, not text.
+    pub order: u32,
 }
 
 pub const PARTITION_SORTS: [&str; 6] =
@@ -232,7 +234,7 @@ pub fn cmp_partitions(a: &PartitionRow, b: &PartitionRow, col: usize) -> Orderin
         4 => y.total_bytes.cmp(&x.total_bytes),
         _ => y.records.cmp(&x.records),
     };
-    o.then_with(|| a.label.cmp(&b.label))
+    o.then_with(|| a.order.cmp(&b.order))
 }
 
 /// Severity of one partition by the rules: a small-file partition holds at least
@@ -321,6 +323,14 @@ impl SnapshotsView {
 pub enum Prompt {
     Filter(String),
     Command(String),
+    /// The retention of expire_snapshots / remove_orphan_files, edited before planning.
+    Retention(RetentionFor, String),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RetentionFor {
+    ExpireSnapshots,
+    RemoveOrphanFiles,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -328,6 +338,10 @@ pub enum Popup {
     Help,
     /// The health breakdown of a table.
     Info(TableRef),
+    /// A maintenance plan awaiting `y`.
+    Confirm(Box<super::jobs::Confirm>),
+    /// Maintenance jobs and the outcome of each statement.
+    Queue,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -379,6 +393,7 @@ pub struct State {
     pub quit: bool,
     pub profiles: Vec<String>,
     pub airflow_configured: bool,
+    pub jobs: super::jobs::Jobs,
 }
 
 impl State {
@@ -405,14 +420,16 @@ impl State {
             quit: false,
             profiles: Vec::new(),
             airflow_configured: false,
+            jobs: super::jobs::Jobs::default(),
         }
     }
 
     /// Rows of the body's list (terminal height minus header, tabs, column header,
     /// status and footer lines).
     pub fn page_height(&self) -> usize {
+        let job = usize::from(self.jobs.visible(self.now).is_some());
         (self.size.1 as usize)
-            .saturating_sub(crate::ui::CHROME_ROWS + self.extra_rows())
+            .saturating_sub(crate::ui::CHROME_ROWS + self.extra_rows() + job)
             .max(1)
     }
 

@@ -2,7 +2,8 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
-use super::action::{Action, Effect, ExportData, ExportFormat};
+use super::action::{Action, Effect, ExportData, ExportFormat, MaintenanceKind};
+use super::jobs::{Confirm, Job};
 use super::keymap::Command;
 use super::state::*;
 use crate::config::units::{human_bytes, human_duration};
@@ -128,9 +129,18 @@ pub fn update(s: &mut State, action: Action) -> Vec<Effect> {
                                 severity: partition_severity(&p, target, &cfg),
                                 label,
                                 stats: p,
+                                order: 0,
                             }
                         })
                         .collect();
+                    // Rank labels once per load (the tie-break of every sort).
+                    let mut by_label: Vec<usize> = (0..s.partitions.rows.len()).collect();
+                    by_label.sort_unstable_by(|&a, &b| {
+                        s.partitions.rows[a].label.cmp(&s.partitions.rows[b].label)
+                    });
+                    for (rank, i) in by_label.into_iter().enumerate() {
+                        s.partitions.rows[i].order = rank as u32;
+                    }
                     s.partitions.target_file_size = target;
                     s.partitions.fields = list.layout_fields;
                     let labels: std::collections::BTreeSet<&str> =
@@ -224,7 +234,220 @@ pub fn update(s: &mut State, action: Action) -> Vec<Effect> {
             s.quit = true;
             vec![Effect::Quit]
         }
+        Action::PlanReady(r) => {
+            match r.and_then(|draft| {
+                let plan = draft.build(false)?;
+                Ok(Confirm {
+                    draft,
+                    grouped: false,
+                    plan,
+                    scroll: 0,
+                })
+            }) {
+                Ok(c) if s.readonly => {
+                    s.set_status(
+                        Level::Error,
+                        format!("read-only: not running {}", c.plan.procedure.name()),
+                    );
+                }
+                Ok(c) => {
+                    s.prompt = None;
+                    s.status = None;
+                    s.popup = Some(Popup::Confirm(Box::new(c)));
+                }
+                Err(e) => s.set_status(Level::Error, e),
+            }
+            Vec::new()
+        }
+        Action::Job { job, event } => {
+            if let crate::maintain::run::StepEvent::Finished { step, outcome } = &event
+                && let Some(j) = s.jobs.list.iter().find(|j| j.id == job)
+            {
+                let what = j
+                    .plan
+                    .steps
+                    .get(*step)
+                    .and_then(|x| x.partition.clone())
+                    .unwrap_or_else(|| j.plan.table.to_string());
+                let name = j.plan.procedure.name();
+                if outcome.ok {
+                    if s.partitions.table.as_ref() == Some(&j.plan.table) {
+                        s.partitions.marks.remove(&what);
+                    }
+                    let files = match (outcome.files_after, j.plan.steps.get(*step)) {
+                        (Some(a), Some(st)) => format!(": files {} → {a}", st.files),
+                        _ => String::new(),
+                    };
+                    s.set_status(Level::Info, format!("{name} {what}{files}"));
+                } else if !outcome.cancelled {
+                    s.set_status(
+                        Level::Error,
+                        format!(
+                            "{name} {what} failed: {}",
+                            outcome.error.as_deref().unwrap_or("")
+                        ),
+                    );
+                }
+            }
+            if let Some(j) = s.jobs.get_mut(job) {
+                j.apply(event);
+            }
+            Vec::new()
+        }
+        Action::JobDone { job, result } => {
+            let now = s.now;
+            let Some(j) = s.jobs.get_mut(job) else {
+                return Vec::new();
+            };
+            j.finish(now, result.err());
+            let line = j.line(now);
+            let failed = j.error.is_some();
+            let table = j.plan.table.clone();
+            s.set_status(if failed { Level::Error } else { Level::Info }, line);
+            after_mutation(s, &table)
+        }
     }
+}
+
+/// Re-read what a finished job changed: the table's stats (its row), its partitions and
+/// snapshots when they are loaded (the new `replace` appears).
+fn after_mutation(s: &mut State, table: &TableRef) -> Vec<Effect> {
+    let mut fx = Vec::new();
+    if let Some(row) = s.tables.row_mut(table) {
+        row.loading = true;
+        row.stale = true;
+        s.tables.pending += 1;
+        fx.push(Effect::LoadStats {
+            generation: s.tables.generation,
+            table: table.clone(),
+        });
+    }
+    if s.partitions.table.as_ref() == Some(table) {
+        s.partitions.request += 1;
+        s.partitions.load = Load::Loading;
+        fx.push(Effect::LoadPartitions {
+            request: s.partitions.request,
+            table: table.clone(),
+        });
+    }
+    if s.snapshots.table.as_ref() == Some(table) {
+        s.snapshots.request += 1;
+        s.snapshots.load = Load::Loading;
+        fx.push(Effect::LoadSnapshots {
+            request: s.snapshots.request,
+            table: table.clone(),
+        });
+    }
+    fx
+}
+
+/// The table a maintenance command applies to on the current tab.
+fn maintenance_table(s: &State) -> Option<TableRef> {
+    match s.tab {
+        Tab::Tables => s.tables.selected().map(|r| r.table.clone()),
+        Tab::Partitions => s.partitions.table.clone(),
+        Tab::Snapshots => s.snapshots.table.clone(),
+        Tab::Dags => None,
+    }
+}
+
+fn plan_maintenance(s: &mut State, kind: MaintenanceKind) -> Vec<Effect> {
+    if s.readonly {
+        s.set_status(Level::Error, "read-only: maintenance is disabled");
+        return Vec::new();
+    }
+    let Some(table) = maintenance_table(s) else {
+        s.set_status(Level::Warn, "select a table first");
+        return Vec::new();
+    };
+    if let Some(j) = s.jobs.running_on(&table) {
+        let name = j.plan.procedure.name();
+        s.set_status(
+            Level::Error,
+            format!("{name} is already running on {table}: one mutation per table at a time"),
+        );
+        return Vec::new();
+    }
+    let partitions = match (kind, s.tab) {
+        (MaintenanceKind::Optimize, Tab::Partitions) => {
+            let marked: Vec<_> = s
+                .partitions
+                .rows
+                .iter()
+                .filter(|r| s.partitions.marks.contains(&r.label))
+                .map(|r| r.stats.clone())
+                .collect();
+            if !marked.is_empty() {
+                Some(marked)
+            } else {
+                match s.partitions.selected() {
+                    Some(r) if !r.stats.values.is_empty() => Some(vec![r.stats.clone()]),
+                    _ => None,
+                }
+            }
+        }
+        _ => None,
+    };
+    s.set_status(Level::Info, format!("planning maintenance of {table}…"));
+    vec![Effect::PlanMaintenance {
+        table,
+        kind,
+        partitions,
+    }]
+}
+
+fn on_confirm_key(s: &mut State, mut c: Box<Confirm>, ev: KeyEvent) -> Vec<Effect> {
+    match ev.code {
+        KeyCode::Char('y') | KeyCode::Char('Y') => {
+            s.popup = None;
+            if s.readonly {
+                s.set_status(Level::Error, "read-only: maintenance is disabled");
+                return Vec::new();
+            }
+            if let Some(j) = s.jobs.running_on(&c.plan.table) {
+                let name = j.plan.procedure.name();
+                s.set_status(
+                    Level::Error,
+                    format!("{name} is already running on {}", c.plan.table),
+                );
+                return Vec::new();
+            }
+            s.jobs.next_id += 1;
+            let id = s.jobs.next_id;
+            s.jobs.list.push(Job::new(id, c.plan.clone(), s.now));
+            s.set_status(
+                Level::Info,
+                format!(
+                    "{} started: c cancels, Q shows the queue",
+                    c.plan.procedure.name()
+                ),
+            );
+            return vec![Effect::RunPlan {
+                job: id,
+                plan: c.plan,
+            }];
+        }
+        KeyCode::Char('g') if c.draft.partitions.len() > 1 => match c.draft.build(!c.grouped) {
+            Ok(p) => {
+                c.grouped = !c.grouped;
+                c.plan = p;
+                c.scroll = 0;
+            }
+            Err(e) => s.set_status(Level::Error, e),
+        },
+        KeyCode::Char('j') | KeyCode::Down => c.scroll = c.scroll.saturating_add(1),
+        KeyCode::Char('k') | KeyCode::Up => c.scroll = c.scroll.saturating_sub(1),
+        KeyCode::PageDown => c.scroll = c.scroll.saturating_add(10),
+        KeyCode::PageUp => c.scroll = c.scroll.saturating_sub(10),
+        // Anything else, Enter included, is no: nothing runs without an explicit y.
+        _ => {
+            s.popup = None;
+            s.set_status(Level::Info, "cancelled: nothing was run");
+            return Vec::new();
+        }
+    }
+    s.popup = Some(Popup::Confirm(c));
+    Vec::new()
 }
 
 /// Start a refresh of the tables (and the detail tab on screen), unless one is running.
@@ -433,6 +656,13 @@ fn on_key(s: &mut State, ev: KeyEvent) -> Vec<Effect> {
     if let Some(p) = s.prompt.clone() {
         return on_prompt_key(s, p, ev);
     }
+    if let Some(Popup::Confirm(c)) = s.popup.clone() {
+        return on_confirm_key(s, c, ev);
+    }
+    if s.popup == Some(Popup::Queue) && s.keymap.lookup(&ev) == Some(Command::Queue) {
+        s.popup = None;
+        return Vec::new();
+    }
     if s.popup.is_some() {
         let cmd = s.keymap.lookup(&ev);
         if matches!(
@@ -450,9 +680,13 @@ fn on_key(s: &mut State, ev: KeyEvent) -> Vec<Effect> {
 }
 
 fn on_prompt_key(s: &mut State, p: Prompt, ev: KeyEvent) -> Vec<Effect> {
+    let retention = match &p {
+        Prompt::Retention(r, _) => Some(*r),
+        _ => None,
+    };
     let (mut text, is_filter) = match p {
         Prompt::Filter(t) => (t, true),
-        Prompt::Command(t) => (t, false),
+        Prompt::Command(t) | Prompt::Retention(_, t) => (t, false),
     };
     match ev.code {
         KeyCode::Esc => {
@@ -464,6 +698,30 @@ fn on_prompt_key(s: &mut State, p: Prompt, ev: KeyEvent) -> Vec<Effect> {
         }
         KeyCode::Enter => {
             s.prompt = None;
+            if let Some(r) = retention {
+                return match crate::config::Dur::parse(&text) {
+                    Ok(d) => {
+                        let secs = d.0.as_secs();
+                        plan_maintenance(
+                            s,
+                            match r {
+                                RetentionFor::ExpireSnapshots => MaintenanceKind::ExpireSnapshots {
+                                    retention_secs: secs,
+                                },
+                                RetentionFor::RemoveOrphanFiles => {
+                                    MaintenanceKind::RemoveOrphanFiles {
+                                        retention_secs: secs,
+                                    }
+                                }
+                            },
+                        )
+                    }
+                    Err(e) => {
+                        s.set_status(Level::Error, e);
+                        Vec::new()
+                    }
+                };
+            }
             return if is_filter {
                 Vec::new()
             } else {
@@ -487,6 +745,8 @@ fn on_prompt_key(s: &mut State, p: Prompt, ev: KeyEvent) -> Vec<Effect> {
     if is_filter {
         set_filter(s, &text);
         s.prompt = Some(Prompt::Filter(text));
+    } else if let Some(r) = retention {
+        s.prompt = Some(Prompt::Retention(r, text));
     } else {
         s.prompt = Some(Prompt::Command(text));
     }
@@ -901,20 +1161,51 @@ fn on_command(s: &mut State, cmd: Command) -> Vec<Effect> {
             }
         }
         Command::Export => return export(s, ExportFormat::Csv),
-        Command::Optimize
-        | Command::ExpireSnapshots
-        | Command::RemoveOrphans
-        | Command::OptimizeManifests
-        | Command::TriggerDag
-        | Command::ClearRun
-        | Command::PauseDag => {
+        Command::Optimize => return plan_maintenance(s, MaintenanceKind::Optimize),
+        Command::OptimizeManifests => {
+            return plan_maintenance(s, MaintenanceKind::OptimizeManifests);
+        }
+        Command::ExpireSnapshots | Command::RemoveOrphans => {
+            if s.readonly {
+                s.set_status(Level::Error, "read-only: maintenance is disabled");
+            } else if maintenance_table(s).is_some() {
+                let r = if cmd == Command::ExpireSnapshots {
+                    RetentionFor::ExpireSnapshots
+                } else {
+                    RetentionFor::RemoveOrphanFiles
+                };
+                s.prompt = Some(Prompt::Retention(r, "7d".into()));
+            }
+        }
+        Command::TriggerDag | Command::ClearRun | Command::PauseDag => {
             if s.readonly {
                 s.set_status(Level::Error, "read-only: maintenance is disabled");
             } else {
-                s.set_status(Level::Warn, "maintenance actions are not available yet");
+                s.set_status(
+                    Level::Warn,
+                    "Airflow actions need Airflow configured (--airflow URL)",
+                );
             }
         }
-        Command::Cancel | Command::Queue => {}
+        Command::Cancel => {
+            let running: Vec<u64> = s
+                .jobs
+                .list
+                .iter()
+                .filter(|j| j.running())
+                .map(|j| j.id)
+                .collect();
+            if running.is_empty() {
+                s.set_status(Level::Info, "no maintenance is running");
+            } else {
+                s.set_status(
+                    Level::Warn,
+                    "cancelling: DELETE sent to Trino, the remaining statements will not run",
+                );
+                return running.into_iter().map(Effect::CancelJob).collect();
+            }
+        }
+        Command::Queue => s.popup = Some(Popup::Queue),
     }
     Vec::new()
 }

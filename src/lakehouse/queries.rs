@@ -143,7 +143,7 @@ impl Lakehouse {
         Ok(tables)
     }
 
-    fn layout(&self, t: &TableRef) -> Layout {
+    fn file_layout(&self, t: &TableRef) -> Layout {
         if !self.supports(FILES_PARTITION_SINCE) {
             return Layout::Directory;
         }
@@ -154,7 +154,7 @@ impl Lakehouse {
             .unwrap_or(Layout::PartitionColumn)
     }
 
-    fn set_layout(&self, t: &TableRef, l: Layout) {
+    fn set_file_layout(&self, t: &TableRef, l: Layout) {
         if let Ok(mut m) = self.layouts.lock() {
             m.insert(t.clone(), l);
         }
@@ -166,7 +166,7 @@ impl Lakehouse {
     where
         F: Fn(Layout) -> String,
     {
-        let layout = self.layout(t);
+        let layout = self.file_layout(t);
         match self
             .client
             .execute(&build(layout), QueryOptions::default())
@@ -181,7 +181,7 @@ impl Lakehouse {
                 && error_name == "COLUMN_NOT_FOUND"
                 && message.contains("partition") =>
             {
-                self.set_layout(t, Layout::Unpartitioned);
+                self.set_file_layout(t, Layout::Unpartitioned);
                 let out = self
                     .client
                     .execute(&build(Layout::Unpartitioned), QueryOptions::default())
@@ -270,6 +270,41 @@ impl Lakehouse {
                 })
             })
             .collect()
+    }
+
+    /// Columns and partitioning of a table (`DESCRIBE` and `SHOW CREATE TABLE`), what a
+    /// maintenance plan needs to type its predicates.
+    pub async fn table_layout(
+        &self,
+        t: &TableRef,
+    ) -> Result<super::maintenance::TableLayout, TrinoError> {
+        let cols = self.client.query(&format!("DESCRIBE {}", t.sql())).await?;
+        let columns = cols
+            .rows
+            .iter()
+            .filter_map(|r| Some((r.str("Column")?.to_string(), r.str("Type")?.to_string())))
+            .collect();
+        let create = self
+            .client
+            .query(&format!("SHOW CREATE TABLE {}", t.sql()))
+            .await?;
+        let text = create
+            .rows
+            .first()
+            .and_then(|r| r.values.first())
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let partitioning =
+            super::maintenance::partitioning_from_show_create(text).map_err(|m| {
+                TrinoError::Malformed {
+                    url: self.client.url().to_string(),
+                    message: format!("partitioning of {t}: {m}"),
+                }
+            })?;
+        Ok(super::maintenance::TableLayout {
+            columns,
+            partitioning,
+        })
     }
 
     /// `key → value` of `$properties`.

@@ -32,14 +32,19 @@ pub fn draw(f: &mut Frame, s: &State) {
         return;
     }
     let th = Theme::new(s.no_color);
-    let [header, tabs, body, status, footer] = Layout::vertical([
+    let job = s.jobs.visible(s.now);
+    let [header, tabs, body, jobline, status, footer] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Length(1),
         Constraint::Min(1),
+        Constraint::Length(u16::from(job.is_some())),
         Constraint::Length(1),
         Constraint::Length(1),
     ])
     .areas(area);
+    if let Some(j) = job {
+        draw_job(f, jobline, s, j, &th);
+    }
     draw_header(f, header, s, &th);
     draw_tabs(f, tabs, s, &th);
     match s.tab {
@@ -53,6 +58,8 @@ pub fn draw(f: &mut Frame, s: &State) {
     match &s.popup {
         Some(crate::app::state::Popup::Help) => popup::help(f, area, s, &th),
         Some(crate::app::state::Popup::Info(t)) => popup::info(f, area, s, t, &th),
+        Some(crate::app::state::Popup::Confirm(c)) => popup::confirm(f, area, c, &th),
+        Some(crate::app::state::Popup::Queue) => popup::queue(f, area, s, &th),
         None => {}
     }
 }
@@ -168,6 +175,22 @@ fn draw_status(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
             Span::raw(t.clone()),
             Span::raw("█"),
         ]),
+        Some(Prompt::Retention(r, t)) => Line::from(vec![
+            Span::styled(
+                match r {
+                    crate::app::state::RetentionFor::ExpireSnapshots => {
+                        "expire snapshots older than (min 7d unless the server allows less): "
+                    }
+                    crate::app::state::RetentionFor::RemoveOrphanFiles => {
+                        "remove orphan files older than (min 7d unless the server allows less): "
+                    }
+                },
+                th.key(),
+            ),
+            Span::raw(t.clone()),
+            Span::raw("█"),
+            Span::styled("  enter plans it, esc cancels", th.dim()),
+        ]),
         None => match &s.status {
             Some(m) => {
                 let label = match m.level {
@@ -195,6 +218,30 @@ fn draw_status(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
         },
     };
     f.render_widget(Paragraph::new(line), area);
+}
+
+/// The running (or just finished) maintenance job: a gauge and its progress line.
+fn draw_job(f: &mut Frame, area: Rect, s: &State, job: &crate::app::jobs::Job, th: &Theme) {
+    let line = job.line(s.now);
+    let style = if job.error.is_some() {
+        th.severity(crate::health::Severity::Critical)
+    } else if job.running() {
+        th.key()
+    } else {
+        th.compaction()
+    };
+    let bar_w = 12usize;
+    let filled = (job.ratio() * bar_w as f64).round() as usize;
+    let bar = format!("[{}{}] ", "█".repeat(filled), "░".repeat(bar_w - filled));
+    let mut spans = vec![];
+    if job.running() {
+        spans.push(Span::raw(bar));
+    }
+    spans.push(Span::styled(line, style));
+    if job.running() {
+        spans.push(Span::styled("  c cancels", th.dim()));
+    }
+    f.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 
 fn draw_footer(f: &mut Frame, area: Rect, s: &State, th: &Theme) {

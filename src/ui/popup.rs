@@ -104,3 +104,123 @@ pub fn info(f: &mut Frame, area: Rect, s: &State, t: &TableRef, th: &Theme) {
         r,
     );
 }
+
+/// The confirm popup: what will be rewritten, the exact SQL, and `y` to run it.
+pub fn confirm(f: &mut Frame, area: Rect, c: &crate::app::jobs::Confirm, th: &Theme) {
+    let plan = &c.plan;
+    let mut lines = vec![Line::from(Span::styled(plan.summary(), th.header()))];
+    if plan.steps.iter().any(|s| s.files > 0) {
+        lines.push(Line::from(format!(
+            "{} data files ({} small) in {} — one statement at a time, oldest partition first; a failure stops the rest",
+            crate::config::units::thousands(plan.steps.iter().map(|s| s.files).sum()),
+            crate::config::units::thousands(plan.files()),
+            crate::config::units::human_bytes(plan.bytes()),
+        )));
+    }
+    for (k, v) in &plan.session {
+        lines.push(Line::from(Span::styled(
+            format!("session: {k} = {v}"),
+            th.dim(),
+        )));
+    }
+    lines.push(Line::from(""));
+    for (i, st) in plan.steps.iter().enumerate() {
+        let head = match &st.partition {
+            Some(p) => format!(
+                "-- {}/{}: {p} ({} files, {} small, {})",
+                i + 1,
+                plan.steps.len(),
+                st.files,
+                st.small_files,
+                crate::config::units::human_bytes(st.bytes)
+            ),
+            None => format!("-- {}/{}", i + 1, plan.steps.len()),
+        };
+        lines.push(Line::from(Span::styled(head, th.dim())));
+        lines.push(Line::from(format!("{};", st.sql)));
+    }
+    let mut keys = vec![
+        Span::styled(" y ", th.badge()),
+        Span::raw(" run   "),
+        Span::styled(" n ", th.key()),
+        Span::raw("/esc/any key: do nothing   "),
+    ];
+    if c.draft.partitions.len() > 1 {
+        keys.push(Span::styled(" g ", th.key()));
+        keys.push(Span::raw(if c.grouped {
+            " one statement per partition   "
+        } else {
+            " group into one statement   "
+        }));
+    }
+    keys.push(Span::styled("j/k scroll", th.dim()));
+    let width = area.width.saturating_sub(4).min(140);
+    let inner_w = width.saturating_sub(2).max(1) as usize;
+    let wrapped: usize = lines
+        .iter()
+        .map(|l| l.width().max(1).div_ceil(inner_w))
+        .sum();
+    let height = ((wrapped + 4) as u16)
+        .min(area.height.saturating_sub(2))
+        .max(6);
+    let r = centered(area, width, height);
+    f.render_widget(Clear, r);
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .title(format!(" confirm {} ", plan.procedure.name()));
+    let inner = block.inner(r);
+    f.render_widget(block, r);
+    let [body, legend] = Layout::vertical([Constraint::Min(1), Constraint::Length(1)]).areas(inner);
+    f.render_widget(
+        Paragraph::new(lines)
+            .wrap(Wrap { trim: false })
+            .scroll((c.scroll, 0)),
+        body,
+    );
+    f.render_widget(Paragraph::new(Line::from(keys)), legend);
+}
+
+/// Maintenance jobs, newest first, with the outcome of every statement.
+pub fn queue(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
+    let mut lines = Vec::new();
+    if s.jobs.list.is_empty() {
+        lines.push(Line::from(Span::styled(
+            "no maintenance has run in this session",
+            th.dim(),
+        )));
+    }
+    for job in s.jobs.list.iter().rev() {
+        lines.push(Line::from(Span::styled(job.line(s.now), th.header())));
+        for i in 0..job.steps.len() {
+            lines.push(Line::from(format!(
+                "  {}",
+                crate::app::jobs::step_line(job, i)
+            )));
+        }
+    }
+    lines.push(Line::from(Span::styled(
+        "c cancels the running job · Q or esc closes",
+        th.dim(),
+    )));
+    let width = area.width.saturating_sub(4).min(140);
+    let inner_w = width.saturating_sub(2).max(1) as usize;
+    let wrapped: usize = lines
+        .iter()
+        .map(|l| l.width().max(1).div_ceil(inner_w))
+        .sum();
+    let height = (wrapped as u16 + 2)
+        .min(area.height.saturating_sub(2))
+        .max(4);
+    let r = centered(area, width, height);
+    f.render_widget(Clear, r);
+    f.render_widget(
+        Paragraph::new(lines)
+            .block(
+                Block::default()
+                    .borders(Borders::ALL)
+                    .title(" maintenance "),
+            )
+            .wrap(Wrap { trim: false }),
+        r,
+    );
+}

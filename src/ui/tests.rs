@@ -299,3 +299,124 @@ fn formatting_helpers() {
     assert_eq!(super::compact(18_000), "18k");
     assert_eq!(super::compact(1_234_567), "1.2M");
 }
+
+fn confirm_state() -> State {
+    use crate::app::jobs::PlanDraft;
+    use crate::lakehouse::maintenance::{Procedure, TableLayout, parse_partition_entry};
+    let mut s = all_loaded();
+    update(
+        &mut s,
+        Action::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE)),
+    );
+    let req = s.partitions.request;
+    update(
+        &mut s,
+        Action::Partitions {
+            request: req,
+            table: TableRef::new("iceberg", "zoning", "documents"),
+            result: Ok(partitions(12)),
+        },
+    );
+    key(&mut s, ' ');
+    key(&mut s, ' ');
+    let marked = s
+        .partitions
+        .rows
+        .iter()
+        .filter(|r| s.partitions.marks.contains(&r.label))
+        .map(|r| r.stats.clone())
+        .collect();
+    let draft = PlanDraft {
+        table: TableRef::new("iceberg", "zoning", "documents"),
+        procedure: Procedure::Optimize {
+            threshold: 96 << 20,
+        },
+        layout: TableLayout {
+            columns: vec![
+                ("district".into(), "varchar".into()),
+                ("filed_at".into(), "timestamp(6) with time zone".into()),
+            ],
+            partitioning: vec![
+                parse_partition_entry("district").unwrap(),
+                parse_partition_entry("day(filed_at)").unwrap(),
+            ],
+        },
+        partitions: marked,
+    };
+    update(&mut s, Action::PlanReady(Ok(draft)));
+    s
+}
+
+#[test]
+fn confirm_popup_shows_the_exact_sql() {
+    let mut s = confirm_state();
+    insta::assert_snapshot!("confirm_80x24", screen(&mut s, 80, 24).backend());
+    insta::assert_snapshot!("confirm_160x48", screen(&mut s, 160, 48).backend());
+}
+
+#[test]
+fn progress_line_and_queue() {
+    use crate::maintain::run::{StepEvent, StepOutcome};
+    use crate::trino::QueryProgress;
+    let mut s = confirm_state();
+    key(&mut s, 'y');
+    let job = s.jobs.list.last().unwrap().id;
+    let done = StepOutcome {
+        ok: true,
+        cancelled: false,
+        query_id: Some("20261129_091500_00042_lab01".into()),
+        error: None,
+        rows: Some(1402),
+        metrics: Default::default(),
+        duration_ms: 1300,
+        files_after: Some(1),
+        small_after: Some(1),
+    };
+    update(
+        &mut s,
+        Action::Job {
+            job,
+            event: StepEvent::Started { step: 0 },
+        },
+    );
+    update(
+        &mut s,
+        Action::Job {
+            job,
+            event: StepEvent::Finished {
+                step: 0,
+                outcome: done,
+            },
+        },
+    );
+    update(
+        &mut s,
+        Action::Job {
+            job,
+            event: StepEvent::Started { step: 1 },
+        },
+    );
+    let p = QueryProgress {
+        query_id: "20261129_091502_00043_lab01".into(),
+        state: "RUNNING".into(),
+        scheduled: true,
+        percentage: Some(45.0),
+        total_splits: 18,
+        completed_splits: 8,
+        processed_rows: 760,
+        ..Default::default()
+    };
+    update(
+        &mut s,
+        Action::Job {
+            job,
+            event: StepEvent::Progress {
+                step: 1,
+                progress: p,
+            },
+        },
+    );
+    insta::assert_snapshot!("progress_80x24", screen(&mut s, 80, 24).backend());
+    key(&mut s, 'Q');
+    insta::assert_snapshot!("queue_80x24", screen(&mut s, 80, 24).backend());
+}

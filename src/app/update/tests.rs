@@ -649,3 +649,249 @@ fn resize_keeps_selection_visible() {
     let g = &s.tables.grid;
     assert!(g.selected >= g.offset && g.selected < g.offset + h);
 }
+
+mod maintenance {
+    use super::*;
+    use crate::app::action::MaintenanceKind;
+    use crate::app::jobs::PlanDraft;
+    use crate::lakehouse::maintenance::{Procedure, TableLayout, parse_partition_entry};
+    use crate::maintain::run::{StepEvent, StepOutcome};
+
+    pub fn on_partitions() -> State {
+        let mut s = loaded();
+        update(&mut s, code(KeyCode::Enter));
+        update(
+            &mut s,
+            Action::Partitions {
+                request: 1,
+                table: tref("zoning", "documents"),
+                result: Ok(partitions(6)),
+            },
+        );
+        s
+    }
+
+    fn draft(s: &State) -> PlanDraft {
+        let marked = s
+            .partitions
+            .rows
+            .iter()
+            .filter(|r| s.partitions.marks.contains(&r.label))
+            .map(|r| r.stats.clone())
+            .collect();
+        PlanDraft {
+            table: tref("zoning", "documents"),
+            procedure: Procedure::Optimize {
+                threshold: 96 << 20,
+            },
+            layout: TableLayout {
+                columns: vec![
+                    ("district".into(), "varchar".into()),
+                    ("filed_at".into(), "timestamp(6) with time zone".into()),
+                ],
+                partitioning: vec![
+                    parse_partition_entry("district").unwrap(),
+                    parse_partition_entry("day(filed_at)").unwrap(),
+                ],
+            },
+            partitions: marked,
+        }
+    }
+
+    fn outcome(ok: bool, after: Option<u64>) -> StepOutcome {
+        StepOutcome {
+            ok,
+            cancelled: false,
+            query_id: Some("q1".into()),
+            error: (!ok).then(|| "ICEBERG_COMMIT_ERROR: conflict".into()),
+            rows: Some(10),
+            metrics: Default::default(),
+            duration_ms: 1200,
+            files_after: after,
+            small_after: after,
+        }
+    }
+
+    #[test]
+    fn optimize_marked_partitions_needs_an_explicit_y() {
+        let mut s = on_partitions();
+        update(&mut s, key(' '));
+        update(&mut s, key(' '));
+        let fx = update(&mut s, key('o'));
+        let [
+            Effect::PlanMaintenance {
+                table,
+                kind: MaintenanceKind::Optimize,
+                partitions: Some(p),
+            },
+        ] = &fx[..]
+        else {
+            panic!("{fx:?}")
+        };
+        assert_eq!(table, &tref("zoning", "documents"));
+        assert_eq!(p.len(), 2, "the marked partitions");
+        let d = draft(&s);
+        update(&mut s, Action::PlanReady(Ok(d)));
+        let Some(Popup::Confirm(c)) = &s.popup else {
+            panic!("no confirm popup")
+        };
+        assert_eq!(c.plan.steps.len(), 2);
+        // Enter is not yes.
+        let fx = update(&mut s, code(KeyCode::Enter));
+        assert!(fx.is_empty() && s.popup.is_none());
+        assert!(s.status.as_ref().unwrap().text.contains("nothing was run"));
+        let d = draft(&s);
+        update(&mut s, Action::PlanReady(Ok(d)));
+        update(&mut s, key('g'));
+        let Some(Popup::Confirm(c)) = &s.popup else {
+            panic!()
+        };
+        assert_eq!(c.plan.steps.len(), 1, "grouped");
+        assert!(c.plan.steps[0].sql.contains("\"$partition\" IN"));
+        update(&mut s, key('g'));
+        let fx = update(&mut s, key('y'));
+        let [Effect::RunPlan { job, plan }] = &fx[..] else {
+            panic!("{fx:?}")
+        };
+        assert_eq!(plan.steps.len(), 2);
+        assert!(s.jobs.running_on(&tref("zoning", "documents")).is_some());
+        // A second optimize on the same table is refused while the first runs.
+        let fx = update(&mut s, key('o'));
+        assert!(fx.is_empty());
+        assert!(
+            s.status
+                .as_ref()
+                .unwrap()
+                .text
+                .contains("one mutation per table")
+        );
+        // Progress, then results; the partition's mark goes once it is compacted.
+        let job = *job;
+        let first = plan.steps[0].partition.clone().unwrap();
+        update(
+            &mut s,
+            Action::Job {
+                job,
+                event: StepEvent::Started { step: 0 },
+            },
+        );
+        update(
+            &mut s,
+            Action::Job {
+                job,
+                event: StepEvent::Finished {
+                    step: 0,
+                    outcome: outcome(true, Some(1)),
+                },
+            },
+        );
+        assert!(!s.partitions.marks.contains(&first));
+        assert!(
+            s.status.as_ref().unwrap().text.contains("files"),
+            "{:?}",
+            s.status
+        );
+        let fx = update(
+            &mut s,
+            Action::JobDone {
+                job,
+                result: Ok(()),
+            },
+        );
+        assert!(
+            fx.iter().any(|e| matches!(e, Effect::LoadStats { .. })),
+            "the table row is re-read"
+        );
+        assert!(
+            fx.iter()
+                .any(|e| matches!(e, Effect::LoadPartitions { .. })),
+            "its partitions too"
+        );
+        assert!(s.jobs.running_on(&tref("zoning", "documents")).is_none());
+    }
+
+    #[test]
+    fn failures_and_cancel_stop_the_queue() {
+        let mut s = on_partitions();
+        update(&mut s, key(' '));
+        update(&mut s, key(' '));
+        let d = draft(&s);
+        update(&mut s, Action::PlanReady(Ok(d)));
+        let fx = update(&mut s, key('y'));
+        let Effect::RunPlan { job, .. } = fx[0].clone() else {
+            panic!()
+        };
+        assert_eq!(update(&mut s, key('c')), vec![Effect::CancelJob(job)]);
+        update(
+            &mut s,
+            Action::Job {
+                job,
+                event: StepEvent::Finished {
+                    step: 0,
+                    outcome: outcome(false, None),
+                },
+            },
+        );
+        assert_eq!(s.status.as_ref().unwrap().level, Level::Error);
+        assert!(
+            s.status
+                .as_ref()
+                .unwrap()
+                .text
+                .contains("ICEBERG_COMMIT_ERROR")
+        );
+        update(
+            &mut s,
+            Action::JobDone {
+                job,
+                result: Err(
+                    "ICEBERG_COMMIT_ERROR: conflict; 1 remaining statement(s) not run".into(),
+                ),
+            },
+        );
+        let j = s.jobs.list.last().unwrap();
+        assert!(matches!(j.steps[1], crate::app::jobs::StepStatus::Skipped));
+        assert!(
+            j.line(s.now)
+                .starts_with("✗ optimize documents failed after 0 of 2")
+        );
+    }
+
+    #[test]
+    fn expire_asks_for_a_retention_then_plans() {
+        let mut s = loaded();
+        update(&mut s, key('x'));
+        assert!(
+            matches!(s.prompt, Some(Prompt::Retention(RetentionFor::ExpireSnapshots, ref t)) if t == "7d")
+        );
+        update(&mut s, code(KeyCode::Backspace));
+        update(&mut s, code(KeyCode::Backspace));
+        update(&mut s, key('1'));
+        update(&mut s, key('d'));
+        let fx = update(&mut s, code(KeyCode::Enter));
+        assert_eq!(
+            fx,
+            vec![Effect::PlanMaintenance {
+                table: tref("zoning", "documents"),
+                kind: MaintenanceKind::ExpireSnapshots {
+                    retention_secs: 86_400
+                },
+                partitions: None
+            }]
+        );
+    }
+
+    #[test]
+    fn readonly_refuses_in_update_as_well_as_in_the_keymap() {
+        let mut s = on_partitions();
+        s.readonly = true;
+        // The keymap has no o in read-only mode…
+        s.keymap = s.keymap.clone().with_readonly(true);
+        assert!(update(&mut s, key('o')).is_empty());
+        // …and a plan that arrives anyway is not offered.
+        let d = draft(&s);
+        update(&mut s, Action::PlanReady(Ok(d)));
+        assert!(s.popup.is_none());
+        assert!(s.status.as_ref().unwrap().text.contains("read-only"));
+    }
+}

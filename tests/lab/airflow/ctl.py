@@ -47,9 +47,9 @@ HERE = Path(__file__).resolve().parent
 DAGS_DIR = HERE / "dags"
 
 HISTORY_DAYS = 14
-# Part of the history cache key with the DAG sources and the lock file: bump it when a change here
-# alters what the history looks like (settings the runs see, the history's shape).
-HISTORY_FORMAT = 1
+# Part of the history cache key with the DAG sources and the lock file: bump a major's number when
+# a change here alters what its history looks like (settings the runs see, the history's shape).
+HISTORY_FORMAT = {3: 1, 2: 2}
 CACHE_MAX_AGE_S = 12 * 3600
 HISTORY_DAGS = {  # dag_id -> the state every history run must end in
     "compact_documents": "failed",
@@ -148,7 +148,7 @@ def stop_processes(procs: dict[str, dict]) -> dict:
     roots = {p["pid"]: p["start"] for p in procs.values()}
     members = _members(roots)
     _signal([pid for pid, start in roots.items() if _alive(pid, start)], signal.SIGTERM)
-    left = _wait_gone(roots, 20)
+    left = _wait_gone(roots, 10)
     if left:
         log(f"still running after SIGTERM to the roots: {sorted(left)}; SIGTERM to all of them")
         _signal(left, signal.SIGTERM)
@@ -374,7 +374,14 @@ def airflow_env(major: int, venv: Path, home: Path, port: int, history_start: st
         })
     else:
         env.update({
-            "AIRFLOW__CORE__EXECUTOR": "SequentialExecutor",
+            # Airflow 2 refuses LocalExecutor on SQLite unless this check is skipped (as its own test
+            # suite does). SequentialExecutor would start a fresh `airflow tasks run` interpreter
+            # per task (~4 s each, the history took 7-15 min); LocalExecutor forks from the warm
+            # scheduler. Two task slots and a 30 s SQLite busy timeout keep lock waits harmless.
+            "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+            "AIRFLOW__CORE__PARALLELISM": "2",
+            "_AIRFLOW__SKIP_DATABASE_EXECUTOR_COMPATIBILITY_CHECK": "1",
+            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home / 'airflow.db'}?timeout=30",
             "AIRFLOW__API__AUTH_BACKENDS": "airflow.providers.fab.auth_manager.api.auth.backend.basic_auth,"
                                           "airflow.api.auth.backend.session",
             "AIRFLOW__WEBSERVER__WEB_SERVER_HOST": "127.0.0.1",
@@ -401,7 +408,7 @@ def cache_root() -> Path:
 
 def history_key(major: int) -> str:
     h = hashlib.sha256()
-    h.update(f"format={HISTORY_FORMAT}\nmajor={major}\ndags={DAGS_DIR}\n".encode())
+    h.update(f"format={HISTORY_FORMAT[major]}\nmajor={major}\ndags={DAGS_DIR}\n".encode())
     for path in [HERE / f"requirements-airflow{major}.lock",
                  *sorted(p for p in DAGS_DIR.rglob("*") if p.is_file() and "__pycache__" not in p.parts)]:
         h.update(f"\0{path.relative_to(HERE)}\0".encode())
@@ -497,7 +504,8 @@ def cmd_up(args) -> int:
         return 2
 
     state = read_state(home)
-    if state and state.get("procs") and all(_alive(p["pid"], p["start"]) for p in state["procs"].values()):
+    if (state and state.get("procs") and state.get("line")
+            and all(_alive(p["pid"], p["start"]) for p in state["procs"].values())):
         log("already running")
         print(json.dumps(state["line"]), flush=True)
         return 0
@@ -511,12 +519,17 @@ def cmd_up(args) -> int:
     lock = open(cache_dir / f"history-airflow{major}-{key}.lock", "w")
     fcntl.flock(lock, fcntl.LOCK_EX)  # one history build per key at a time
 
+    for stale in cache_dir.glob("history-airflow*.tar.gz"):  # expired caches of any key are useless
+        with contextlib.suppress(OSError):
+            if time.time() - stale.stat().st_mtime >= CACHE_MAX_AGE_S:
+                stale.unlink()
+                if stale == tarball:
+                    log(f"history cache {tarball.name} is older than {CACHE_MAX_AGE_S // 3600} h: "
+                        "running the history again")
+
     reset_home(home)
     now = datetime.now(timezone.utc)
-    cached = tarball.exists() and time.time() - tarball.stat().st_mtime < CACHE_MAX_AGE_S
-    if tarball.exists() and not cached:
-        log(f"history cache {tarball.name} is older than {CACHE_MAX_AGE_S // 3600} h: running history again")
-        tarball.unlink()
+    cached = tarball.exists()
     if cached:
         restore_cache(tarball, home)
         start = json.loads((home / HISTORY_FILE).read_text())["start"]
@@ -528,6 +541,12 @@ def cmd_up(args) -> int:
     env = airflow_env(major, venv, home, args.port, start)
 
     procs: dict[str, dict] = {}
+
+    def on_term(signum, _frame):  # let the cleanup below run when the caller gives up on us
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, on_term)
+    signal.signal(signal.SIGHUP, on_term)
 
     def save_state(line=None):
         (home / STATE_FILE).write_text(json.dumps({"procs": procs, "line": line, "major": major}))

@@ -8,6 +8,7 @@ refs (a fresh metadata log) and is registered under the target name.
 
 from __future__ import annotations
 
+import copy
 import os
 import shutil
 import time
@@ -89,12 +90,14 @@ def clone_table(engine: "Engine", payload: dict) -> dict:
                     with BufferedManifestWriter(spec, md.schema(), out, m.added_snapshot_id,
                                                 md.properties.get("write.avro.compression-codec", "gzip")) as mw:
                         for e in entries:
-                            df = e.data_file
-                            if df.file_path not in linked:
-                                if os.path.exists(local_path(df.file_path)):
-                                    _link(local_path(df.file_path), local_path(moved(df.file_path)))
-                                linked.add(df.file_path)
-                            df[1] = moved(df.file_path)
+                            src_df = e.data_file
+                            if src_df.file_path not in linked:
+                                if os.path.exists(local_path(src_df.file_path)):
+                                    _link(local_path(src_df.file_path), local_path(moved(src_df.file_path)))
+                                linked.add(src_df.file_path)
+                            df = copy.copy(src_df)          # entries are shared (manifest_cache)
+                            df._data = list(src_df._data)
+                            df[1] = moved(src_df.file_path)
                             mw.add_entry(ManifestEntry.from_args(
                                 status=e.status, snapshot_id=e.snapshot_id, sequence_number=e.sequence_number,
                                 file_sequence_number=e.file_sequence_number, data_file=df))

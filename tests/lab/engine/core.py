@@ -28,6 +28,10 @@ _MACROS = [
     "CREATE OR REPLACE MACRO is_nan(x) AS isnan(x)",
     "CREATE OR REPLACE MACRO is_finite(x) AS isfinite(x)",
     "CREATE OR REPLACE MACRO is_infinite(x) AS isinf(x)",
+    """CREATE OR REPLACE MACRO to_iso8601(x) AS
+       CASE WHEN typeof(x) = 'DATE' THEN strftime(x, '%Y-%m-%d')
+            ELSE strftime(x, '%Y-%m-%dT%H:%M:%S.%g') || CASE WHEN typeof(x) LIKE 'TIMESTAMP WITH%' THEN 'Z' ELSE '' END
+       END""",
     # Trino fails a subscript on a missing key; element_at returns NULL (MapSubscriptOperator)
     """CREATE OR REPLACE MACRO __trino_map_subscript(m, k) AS
        CASE WHEN m IS NULL OR k IS NULL THEN NULL
@@ -43,10 +47,18 @@ _MACROS = [
 ]
 
 PREWARM_MIN_FILES = 500
+KNOWN_STATEMENTS = {"alter", "analyze", "call", "comment", "commit", "create", "deallocate", "delete", "deny", "desc",
+                    "describe", "drop", "execute", "explain", "grant", "insert", "merge", "prepare", "refresh", "reset",
+                    "revoke", "rollback", "set", "show", "start", "truncate", "update", "use", "with", "select",
+                    "values", "table"}
+SYSTEM_SCHEMAS = ["information_schema", "jdbc", "metadata", "runtime"]
 
 
 class Engine:
     def __init__(self, catalogs_: dict[str, str], prewarm: bool = True) -> None:
+        from engine import manifest_cache
+
+        manifest_cache.install()
         self.catalog_dirs = dict(catalogs_)
         self.warehouses: dict[str, Warehouse] = {name: Warehouse(name, d) for name, d in self.catalog_dirs.items()}
         self._duck = duckdb.connect(":memory:")
@@ -148,6 +160,8 @@ class Engine:
         catalog, schema, name = catalog.lower(), schema.lower(), name.lower()
         qualified = f"{catalog}.{schema}.{name}"
         w = self.warehouses.get(catalog)
+        if w is None and catalog == "system":
+            return self._system_relation(schema, name, session, qualified, pos)
         if w is None:
             raise TrinoError("CATALOG_NOT_FOUND", f"Catalog '{catalog}' not found", *pos)
         version = session.server_version
@@ -168,6 +182,21 @@ class Engine:
                 return self.metadata_relation(catalog, schema, base, suffix, version)
             raise TrinoError("TABLE_NOT_FOUND", f"Table '{qualified}' does not exist", *pos)
         if not w.schema_exists(schema):
+            raise TrinoError("SCHEMA_NOT_FOUND", f"Schema '{schema}' does not exist", *pos)
+        raise TrinoError("TABLE_NOT_FOUND", f"Table '{qualified}' does not exist", *pos)
+
+    def _system_relation(self, schema: str, name: str, session: Session, qualified: str, pos) -> Relation:
+        """The few tables of Trino's `system` catalog a client may look at."""
+        if schema == "runtime" and name == "nodes":
+            return Relation.from_rows(
+                [("node_id", "varchar"), ("http_uri", "varchar"), ("node_version", "varchar"),
+                 ("coordinator", "boolean"), ("state", "varchar")],
+                [["lab-coordinator", "http://127.0.0.1", str(session.server_version), True, "active"]])
+        if schema == "metadata" and name == "catalogs":
+            rows = [[c, c, "iceberg"] for c in sorted(self.warehouses)] + [["system", "system", "system"]]
+            return Relation.from_rows([("catalog_name", "varchar"), ("connector_id", "varchar"),
+                                       ("connector_name", "varchar")], sorted(rows))
+        if schema not in SYSTEM_SCHEMAS:
             raise TrinoError("SCHEMA_NOT_FOUND", f"Schema '{schema}' does not exist", *pos)
         raise TrinoError("TABLE_NOT_FOUND", f"Table '{qualified}' does not exist", *pos)
 
@@ -211,6 +240,12 @@ class Engine:
                 return self._query(sql, session, cancelled)
             if first in ("explain",):
                 raise TrinoError("NOT_SUPPORTED", "EXPLAIN is not supported by this server")
+            if first not in KNOWN_STATEMENTS:
+                from engine.query import STATEMENT_STARTS, line_col
+                off = head.start(1) if head else 0
+                token = head.group(1) if head else "<EOF>"
+                raise TrinoError("SYNTAX_ERROR", f"mismatched input '{token}'. Expecting: {STATEMENT_STARTS}",
+                                 *line_col(sql, off))
             return self._unsupported(sql)
         except TrinoError:
             raise
@@ -242,6 +277,9 @@ class Engine:
                 return self.warehouse_or_error(cat).expected()
             return {name: w.expected() for name, w in self.warehouses.items()}
         if op == "reload":
+            from engine import manifest_cache
+
+            manifest_cache.clear()
             self._cache.clear()
             for name, d in self.catalog_dirs.items():
                 self.warehouses[name] = Warehouse(name, d)

@@ -353,16 +353,92 @@ def _check_retention(ctx: Ctx, retention: float, which: str) -> None:
 
 # -- optimize ---------------------------------------------------------------------------------------------
 
-class _ReplaceFiles(_OverwriteFiles):
+class _CachedMetadataMixin:
+    """pyiceberg's producers ask the transaction for the schema and specs per manifest they
+    write, and the transaction rebuilds (deep-copies) the table metadata on every access;
+    with hundreds of snapshots that dominates a commit. Both are fixed for a commit."""
+
+    def schema(self):
+        sc = self.__dict__.get("_lab_schema")
+        if sc is None:
+            sc = self.__dict__["_lab_schema"] = self._transaction.table_metadata.schema()
+        return sc
+
+    def spec(self, spec_id: int):
+        specs = self.__dict__.get("_lab_specs")
+        if specs is None:
+            specs = self.__dict__["_lab_specs"] = self._transaction.table_metadata.specs()
+        return specs[spec_id]
+
+    def _build_manifest_evaluator(self, spec_id: int):
+        """pyiceberg's manifest evaluator keeps the manifest it is looking at in the visitor
+        (`_ManifestEvalVisitor.partition_fields`), and `_deleted_entries` shares one evaluator
+        across its thread pool: two threads can then judge a manifest by another one's
+        partition bounds and skip files that must be deleted ("Missing required files to
+        delete"). Each evaluation here gets the evaluator to itself."""
+        from pyiceberg.expressions.visitors import manifest_evaluator
+
+        evaluate = manifest_evaluator(self.spec(spec_id), self.schema(), self.partition_filters[spec_id],
+                                      self._case_sensitive)
+        lock = threading.Lock()
+
+        def safe(manifest) -> bool:
+            with lock:
+                return evaluate(manifest)
+        return safe
+
+
+class _ReplaceFiles(_CachedMetadataMixin, _OverwriteFiles):
     """pyiceberg's overwrite producer, recorded as Iceberg's `replace` (RewriteFiles): the
-    summary is computed as for an overwrite, then labelled replace."""
+    summary is computed as for an overwrite, then labelled replace. As Trino's optimize
+    does (rewriteFiles.dataSequenceNumber), the new files keep the data sequence number of
+    the snapshot the rewrite started from."""
+
+    def _manifests(self):
+        manifests = super()._manifests()
+        start = self._transaction.table_metadata.snapshot_by_id(self._starting_snapshot_id) \
+            if self._starting_snapshot_id is not None else None
+        if start is None or start.sequence_number is None:
+            return manifests
+        out = []
+        for m in manifests:
+            if m.added_snapshot_id == self._snapshot_id and (m.added_files_count or 0) > 0 and \
+                    not (m.existing_files_count or 0) and not (m.deleted_files_count or 0):
+                entries = [e for e in _read_new_manifest(self._io, m)]
+                with self.new_manifest_writer(self.spec(m.partition_spec_id)) as w:
+                    for e in entries:
+                        w.add_entry(ManifestEntry.from_args(
+                            status=ManifestEntryStatus.ADDED, snapshot_id=self._snapshot_id,
+                            sequence_number=start.sequence_number, file_sequence_number=None,
+                            data_file=e.data_file))
+                out.append(w.to_manifest_file())
+                try:
+                    self._io.delete(m.manifest_path)
+                except Exception:
+                    pass
+            else:
+                out.append(m)
+        return out
 
     def _summary(self, snapshot_properties: dict[str, str] = {}) -> Summary:  # noqa: B006
+        from scenarios.history import order_summary
+
         s = super()._summary(snapshot_properties)
-        tail = ("engine-name", "engine-version", "iceberg-version")
-        props = {k: v for k, v in s.additional_properties.items() if k not in tail}
-        props.update({k: s.additional_properties[k] for k in tail if k in s.additional_properties})
-        return Summary(operation=Operation.REPLACE, **props)
+        return Summary(operation=Operation.REPLACE, **order_summary(dict(s.additional_properties)))
+
+
+def _read_new_manifest(io, m) -> list[ManifestEntry]:
+    """Entries of a manifest this commit just wrote (not through the shared cache)."""
+    from pyiceberg.avro.file import AvroFile
+    from pyiceberg.manifest import (DEFAULT_READ_VERSION, MANIFEST_ENTRY_SCHEMAS, DataFileContent, FileFormat)
+
+    with AvroFile[ManifestEntry](
+        io.new_input(m.manifest_path),
+        MANIFEST_ENTRY_SCHEMAS[DEFAULT_READ_VERSION],
+        read_types={-1: ManifestEntry, 2: DataFile},
+        read_enums={0: ManifestEntryStatus, 101: FileFormat, 134: DataFileContent},
+    ) as reader:
+        return list(reader)
 
 
 def _live_files(tbl: Table) -> list[DataFile]:
@@ -536,15 +612,22 @@ def optimize(ctx: Ctx, values: dict, st) -> Result:
     written: list[DataFile] = []
     rows_written = 0
     try:
+        from concurrent.futures import ThreadPoolExecutor
+
+        pool = ThreadPoolExecutor(max_workers=2)
         for key, fs in sorted(rewrite.items(), key=lambda kv: str(kv[0])):
             parts = []
-            for f in fs:
+            # two readers ahead of the consumer; cancellation is checked between files
+            futures = [pool.submit(pq.read_table, local_path(f.file_path)) for f in fs[:2]]
+            for i, f in enumerate(fs):
                 ctx.check_cancel()
-                prog.running_splits = 1
-                t = pq.read_table(local_path(f.file_path))
+                prog.running_splits = min(2, len(fs) - i)
+                t = futures[i].result()
+                if i + 2 < len(fs):
+                    futures.append(pool.submit(pq.read_table, local_path(fs[i + 2].file_path)))
                 parts.append(t)
                 prog.completed_splits += 1
-                prog.running_splits = 0
+                prog.running_splits = min(2, len(fs) - i - 1)
                 prog.processed_rows += t.num_rows
                 prog.processed_bytes += f.file_size_in_bytes
                 prog.physical_input_bytes += f.file_size_in_bytes
@@ -557,8 +640,13 @@ def optimize(ctx: Ctx, values: dict, st) -> Result:
             rows_written += merged.num_rows
             ctx.progress(prog)
         ctx.check_cancel()
+        pool.shutdown(wait=True)
         _commit_replace(ctx, tbl, todo, written)
     except BaseException:
+        try:
+            pool.shutdown(wait=True, cancel_futures=True)
+        except NameError:
+            pass
         for df in written:
             try:
                 os.unlink(local_path(df.file_path))
@@ -727,7 +815,7 @@ def remove_orphan_files(ctx: Ctx, values: dict) -> Result:
 
 # -- optimize_manifests ----------------------------------------------------------------------------------------------
 
-class _RewriteManifests(_SnapshotProducer["_RewriteManifests"]):
+class _RewriteManifests(_CachedMetadataMixin, _SnapshotProducer["_RewriteManifests"]):
     def __init__(self, transaction, io, groups, snapshot_properties, previous_summary, replaced: int) -> None:
         super().__init__(Operation.REPLACE, transaction, io, snapshot_properties=snapshot_properties)
         self._groups = groups
@@ -763,7 +851,9 @@ class _RewriteManifests(_SnapshotProducer["_RewriteManifests"]):
             if k in self._previous:
                 props[k] = self._previous[k]
         props.update({k: snapshot_properties[k] for k in tail if k in snapshot_properties})
-        return Summary(operation=Operation.REPLACE, **props)
+        from scenarios.history import order_summary
+
+        return Summary(operation=Operation.REPLACE, **order_summary(props))
 
 
 def optimize_manifests(ctx: Ctx) -> Result:

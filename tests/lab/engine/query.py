@@ -42,17 +42,44 @@ def node_pos(sql: str, node: exp.Expression) -> tuple[int | None, int | None]:
     return line_col(sql, best)
 
 
+STATEMENT_STARTS = ("'ALTER', 'ANALYZE', 'CALL', 'COMMENT', 'COMMIT', 'CREATE', 'DEALLOCATE', 'DELETE', 'DENY', "
+                    "'DESC', 'DESCRIBE', 'DROP', 'EXECUTE', 'EXPLAIN', 'GRANT', 'INSERT', 'MERGE', 'PREPARE', "
+                    "'REFRESH', 'RESET', 'REVOKE', 'ROLLBACK', 'SET', 'SHOW', 'START', 'TRUNCATE', 'UPDATE', "
+                    "'USE', 'WITH', <query>")
+
+
+def _end_position(sql: str) -> tuple[int, int]:
+    text = sql.rstrip()
+    return line_col(sql, len(text)) if text else (1, 1)
+
+
 def syntax_error(sql: str, e: Exception) -> TrinoError:
+    """Trino's parser messages ("mismatched input 'X'. Expecting: ...") at Trino's positions,
+    as far as sqlglot's error tells what was expected."""
     errs = getattr(e, "errors", None) or []
-    if errs:
-        first = errs[0]
-        line = first.get("line") or 1
-        col_end = first.get("col") or 1
-        hl = first.get("highlight") or ""
-        col = max(1, col_end - len(hl) + 1) if hl else col_end
-        token = hl or "<EOF>"
-        return TrinoError("SYNTAX_ERROR", f"mismatched input '{token}'. Expecting: <expression>", line, col)
-    return TrinoError("SYNTAX_ERROR", f"mismatched input '<EOF>'. Expecting: <expression>", 1, 1)
+    if not errs:
+        return TrinoError("SYNTAX_ERROR", "mismatched input '<EOF>'. Expecting: <query>", *_end_position(sql))
+    first = errs[0]
+    desc = first.get("description") or ""
+    line = first.get("line") or 1
+    col_end = first.get("col") or 1
+    hl = first.get("highlight") or ""
+    start = (first.get("start_context") or "")
+    offset = len(start) if start and sql.startswith(start) else None
+    at_end = "SENTINEL" in desc or (
+        hl and offset is not None and sql[offset + len(hl):].strip() == "" and
+        (desc.startswith("Expecting") or desc.startswith("Required keyword")))
+    if desc.startswith("Expected table name"):
+        expecting = "'(', 'LATERAL', 'UNNEST', <identifier>"
+    elif desc.startswith("Expecting )"):
+        expecting = "')', ','"
+    else:
+        expecting = "<expression>"
+    if at_end:
+        line, col = _end_position(sql)
+        return TrinoError("SYNTAX_ERROR", f"mismatched input '<EOF>'. Expecting: {expecting}", line, col)
+    col = max(1, col_end - len(hl) + 1) if hl else col_end
+    return TrinoError("SYNTAX_ERROR", f"mismatched input '{hl or '<EOF>'}'. Expecting: {expecting}", line, col)
 
 
 def parse(sql: str) -> exp.Expression:
@@ -211,6 +238,10 @@ class QueryRun:
                 b.replace(exp.Anonymous(this="__trino_map_subscript", expressions=[b.this.copy(), b.expressions[0].copy()]))
             elif t.startswith("array("):
                 b.replace(exp.Anonymous(this="__trino_array_subscript", expressions=[b.this.copy(), b.expressions[0].copy()]))
+        # Trino's count_if is a count (0 over no rows); DuckDB's is a sum (NULL over no rows)
+        for c in list(tree.find_all(exp.CountIf)):
+            cond = c.this.copy()
+            c.replace(exp.Count(this=exp.Case(ifs=[exp.If(this=cond, true=exp.Literal.number(1))])))
         for a in list(tree.find_all(exp.ArraySize)):
             t = self.expr_column_type(a.this)
             if t is not None and t.startswith("map("):

@@ -173,6 +173,9 @@ def show(engine: "Engine", sql: str, session: Session) -> Result:
         if catalog is None:
             raise TrinoError("MISSING_CATALOG_NAME", "Catalog must be specified when session catalog is not set",
                              *_lc(sql, start.pos))
+        if catalog == "system":
+            from engine.core import SYSTEM_SCHEMAS
+            return _single("Schema", _like_filter(cur, list(SYSTEM_SCHEMAS)))
         wh = engine.warehouse_or_error(catalog, _lc(sql, start.pos))
         return _single("Schema", _like_filter(cur, schema_names(wh)))
     if w == "tables":

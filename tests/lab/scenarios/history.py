@@ -88,14 +88,84 @@ def _install_avro_writer_caches() -> None:
             sc = schemas[key] = original(self, format_version)
         return sc
 
+    # pyiceberg writes one Avro block per manifest entry (slow, and a bigger file); buffer
+    # the entries and write them as one block when the writer closes
+    add_entry, exit_ = manifest.ManifestWriter.add_entry, manifest.ManifestWriter.__exit__
+
+    def buffered_add_entry(self, entry):
+        buf = self.__dict__.setdefault("_lab_buffer", [])
+        real = self._writer
+        self._writer = _BlockSink(buf)
+        try:
+            add_entry(self, entry)
+        finally:
+            self._writer = real
+        return self
+
+    def flushing_exit(self, exc_type, exc_value, traceback):
+        buf = self.__dict__.pop("_lab_buffer", None)
+        if exc_type is None and buf:
+            self._writer.write_block(buf)
+        return exit_(self, exc_type, exc_value, traceback)
+
+    # reading: the file schema parsed from each file's header, and the reader tree, are
+    # likewise pure functions of the header's schema text and the requested schema
+    header_schemas: dict = {}
+    get_schema = avro_file.AvroFileHeader.get_schema
+
+    def cached_get_schema(self):
+        text = self.meta.get(avro_file._SCHEMA_KEY)
+        if text is None:
+            return get_schema(self)
+        sc = header_schemas.get(text)
+        if sc is None:
+            sc = header_schemas[text] = get_schema(self)
+        return sc
+
+    resolve_reader = avro_file.resolve_reader
+    readers: dict = {}
+
+    def cached_resolve_reader(file_schema, read_schema, read_types=None, read_enums=None):
+        key = (repr(file_schema), repr(read_schema), tuple((read_types or {}).items()),
+               tuple((read_enums or {}).items()))
+        r = readers.get(key)
+        if r is None:
+            r = readers[key] = resolve_reader(file_schema, read_schema, read_types or {}, read_enums or {})
+        return r
+
+    avro_file.AvroFileHeader.get_schema = cached_get_schema
+    avro_file.resolve_reader = cached_resolve_reader
     avro_file.resolve_writer = resolve_writer
     avro_file.construct_writer = construct_writer
     manifest.ManifestWriter._with_partition = _with_partition
+    manifest.ManifestWriter.add_entry = buffered_add_entry
+    manifest.ManifestWriter.__exit__ = flushing_exit
     avro_file._lab_cached = True
 
 
 _install_avro_writer_caches()
 TRINO_VERSION = "480"
+
+
+# the order Iceberg's Java SnapshotProducer writes summary keys in (Trino's commits set the
+# trino_* keys first; the environment keys come last)
+SUMMARY_ORDER = [
+    "trino_query_id", "trino_user",
+    "added-data-files", "deleted-data-files", "added-delete-files", "removed-position-delete-files",
+    "removed-delete-files", "added-position-delete-files", "added-equality-delete-files",
+    "removed-equality-delete-files", "added-records", "deleted-records", "added-files-size", "removed-files-size",
+    "added-position-deletes", "removed-position-deletes", "added-equality-deletes", "removed-equality-deletes",
+    "changed-partition-count", "manifests-created", "manifests-kept", "manifests-replaced", "entries-processed",
+    "total-records", "total-files-size", "total-data-files", "total-delete-files", "total-position-deletes",
+    "total-equality-deletes", "engine-version", "engine-name", "iceberg-version",
+]
+_RANK = {k: i for i, k in enumerate(SUMMARY_ORDER)}
+
+
+def order_summary(props: dict[str, str]) -> dict[str, str]:
+    """Summary properties in Java's order (unknown keys keep their place before the totals)."""
+    known_total = _RANK["total-records"]
+    return dict(sorted(props.items(), key=lambda kv: _RANK.get(kv[0], known_total - 0.5)))
 
 
 def local_path(uri: str) -> str:
@@ -112,27 +182,8 @@ def trino_query_id(ts_ms: int, rnd: random.Random) -> str:
 
 
 class BufferedManifestWriter(ManifestWriterV2):
-    """pyiceberg's v2 manifest writer, writing all entries as one Avro block on close
-    (pyiceberg writes a block per entry, which is slow and bloats the file)."""
-
-    def __enter__(self) -> "BufferedManifestWriter":
-        super().__enter__()
-        self._buffer: list[ManifestEntry] = []
-        return self
-
-    def add_entry(self, entry: ManifestEntry) -> "BufferedManifestWriter":
-        real = self._writer
-        self._writer = _BlockSink(self._buffer)
-        try:
-            super().add_entry(entry)
-        finally:
-            self._writer = real
-        return self
-
-    def __exit__(self, exc_type, exc_value, traceback) -> None:
-        if exc_type is None and self._buffer:
-            self._writer.write_block(self._buffer)
-        super().__exit__(exc_type, exc_value, traceback)
+    """pyiceberg's v2 manifest writer (entries are written as one Avro block on close, see
+    _install_avro_writer_caches)."""
 
 
 class _BlockSink:
@@ -174,14 +225,14 @@ class FastDataFileWriter:
             return f"{self.location}/data/{name}"
         return f"{self.location}/data/{self.spec.partition_to_path(partition, self.schema)}/{name}"
 
-    def write_one(self, values, table: pa.Table) -> DataFile:
+    def write_one(self, values, table: pa.Table, uri: str | None = None) -> DataFile:
         import pyarrow.parquet as pq
         from pyiceberg.io.pyarrow import data_file_statistics_from_parquet_metadata
         from pyiceberg.manifest import DataFileContent, FileFormat
         from pyiceberg.typedef import Record
 
         partition = Record(*values) if values is not None else None
-        uri = self.path_for(partition)
+        uri = uri or self.path_for(partition)
         path = local_path(uri)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         table = table.select(self.arrow_schema.names).cast(self.arrow_schema)
@@ -204,13 +255,37 @@ class FastDataFileWriter:
         return df
 
     def write_many(self, items) -> list[DataFile]:
-        from concurrent.futures import ThreadPoolExecutor
+        """Write many files; large batches go to two worker processes (the Parquet encoding
+        and the statistics are CPU-bound)."""
+        from pyiceberg.typedef import Record
 
         items = list(items)
         if len(items) < 8:
             return [self.write_one(v, t) for v, t in items]
+        jobs = [(v, t, self.path_for(Record(*v) if v is not None else None)) for v, t in items]
+        if len(jobs) >= PROCESS_POOL_MIN and (os.cpu_count() or 1) >= 2:
+            import multiprocessing as mp
+
+            global _ACTIVE_WRITER
+            _ACTIVE_WRITER = self
+            try:
+                with mp.get_context("fork").Pool(2) as pool:
+                    return pool.map(_write_job, jobs, chunksize=32)
+            finally:
+                _ACTIVE_WRITER = None
+        from concurrent.futures import ThreadPoolExecutor
+
         with ThreadPoolExecutor(max_workers=2) as ex:
-            return list(ex.map(lambda it: self.write_one(*it), items))
+            return list(ex.map(lambda j: self.write_one(*j), jobs))
+
+
+PROCESS_POOL_MIN = 256
+_ACTIVE_WRITER: "FastDataFileWriter | None" = None
+
+
+def _write_job(job):
+    values, table, uri = job
+    return _ACTIVE_WRITER.write_one(values, table, uri)
 
 
 @dataclass
@@ -326,11 +401,7 @@ class HistoryWriter:
         previous = cur.summary if cur is not None else None
         base_op = Operation.OVERWRITE if op == Operation.REPLACE else op
         s = update_snapshot_summaries(Summary(operation=base_op, **ssc.build()), previous)
-        tail = ("engine-name", "engine-version", "iceberg-version")
-        props = {k: v for k, v in extra.items() if k not in tail}
-        props.update(s.additional_properties)
-        props.update({k: extra[k] for k in tail if k in extra})
-        return Summary(operation=op, **props)
+        return Summary(operation=op, **order_summary({**extra, **s.additional_properties}))
 
     def _commit(
         self,

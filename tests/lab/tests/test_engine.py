@@ -424,3 +424,124 @@ def test_nan_and_special_doubles(engine):
     row = one(engine, "SELECT nan(), infinity(), -infinity(), 1e10, CAST(0.1 AS double)")
     assert row[:3] == ["NaN", "Infinity", "-Infinity"]
     assert row[3] == 1e10 and math.isclose(row[4], 0.1)
+
+
+@pytest.mark.parametrize("sql,where,token", [
+    ("SELEC 1", "1:1", "SELEC"),
+    ("SELECT 1 FROM", "1:14", "<EOF>"),
+    ("SELECT * FROM WHERE", "1:15", "WHERE"),
+    ("SELECT *\nFROM documents\nWHERE", "3:6", "<EOF>"),
+])
+def test_syntax_error_positions(engine, sql, where, token):
+    e = fails(engine, sql)
+    assert e.error_name == "SYNTAX_ERROR" and e.error_code == 1
+    assert e.wire_message.startswith(f"line {where}: mismatched input '{token}'. Expecting: ")
+
+
+def test_system_catalog(engine):
+    r = run(engine, "SELECT node_version, coordinator, state FROM system.runtime.nodes")
+    assert r.rows == [["480", True, "active"]]
+    assert run(engine, "SHOW SCHEMAS FROM system").rows == [["information_schema"], ["jdbc"], ["metadata"], ["runtime"]]
+    e = fails(engine, "SELECT * FROM system.nope.t")
+    assert e.error_name == "SCHEMA_NOT_FOUND" and e.wire_message == "line 1:15: Schema 'nope' does not exist"
+
+
+def test_count_if_over_no_rows_is_zero(engine):
+    assert one(engine, 'SELECT count_if(file_size_in_bytes > 0), count(*), sum(record_count) '
+                       'FROM iceberg.zoning."staging$files"') == [0, 0, None]
+
+
+HEALTH_SQL = """WITH
+props AS (
+  SELECT max(CASE WHEN key = 'write.target-file-size-bytes' THEN value END) AS target_prop
+  FROM "iceberg"."{s}"."{t}$properties"
+),
+cfg AS (
+  SELECT COALESCE(TRY_CAST(target_prop AS bigint), 134217728) AS target,
+         TRY_CAST(target_prop AS bigint) IS NOT NULL AS target_from_property
+  FROM props
+),
+files AS (
+  SELECT f.content, f.file_size_in_bytes AS size, f.record_count AS records, {part} AS part,
+         f.file_size_in_bytes < cfg.target * 0.75 AS small
+  FROM "iceberg"."{s}"."{t}$files" f CROSS JOIN cfg
+),
+file_agg AS (
+  SELECT count_if(content = 0) AS data_files, count_if(content = 0 AND small) AS small_files,
+         COALESCE(sum(CASE WHEN content = 0 THEN size END), 0) AS total_bytes,
+         COALESCE(sum(CASE WHEN content = 0 THEN records END), 0) AS records
+  FROM files
+),
+parts AS (
+  SELECT part, count(*) AS files, count_if(small) AS small, sum(size) AS bytes
+  FROM files WHERE content = 0 GROUP BY part
+),
+part_agg AS (
+  SELECT count(*) AS partitions, count_if(small >= 12) AS small_file_partitions,
+         count_if(small >= 12 AND bytes < files * (cfg.target / 8)) AS critical_partitions
+  FROM parts CROSS JOIN cfg
+),
+snaps AS (
+  SELECT committed_at, operation,
+         TRY_CAST(element_at(summary, 'total-data-files') AS bigint) AS total_files,
+         TRY_CAST(element_at(summary, 'deleted-data-files') AS bigint) AS deleted_files
+  FROM "iceberg"."{s}"."{t}$snapshots"
+),
+compaction AS (
+  SELECT max(committed_at) AS last_compaction FROM snaps WHERE operation = 'replace' AND deleted_files > 0
+),
+snap_agg AS (
+  SELECT count(*) AS snapshots, min(committed_at) AS oldest_snapshot,
+         max(CASE WHEN operation <> 'replace' THEN committed_at END) AS last_write
+  FROM snaps
+),
+since AS (
+  SELECT count_if(s.operation <> 'replace' AND s.committed_at > c.last_compaction) AS writes_since_compaction
+  FROM snaps s CROSS JOIN compaction c
+),
+trend AS (
+  SELECT array_agg(to_unixtime(committed_at) ORDER BY committed_at) AS trend_at,
+         array_agg(total_files ORDER BY committed_at) AS trend_files
+  FROM snaps WHERE total_files IS NOT NULL
+)
+SELECT cfg.target, cfg.target_from_property, file_agg.data_files, file_agg.small_files, file_agg.total_bytes,
+       file_agg.records, part_agg.partitions, part_agg.small_file_partitions, snap_agg.snapshots,
+       to_unixtime(snap_agg.oldest_snapshot) AS oldest_snapshot, to_unixtime(snap_agg.last_write) AS last_write,
+       to_unixtime(compaction.last_compaction) AS last_compaction, since.writes_since_compaction,
+       trend.trend_at, trend.trend_files
+FROM cfg CROSS JOIN file_agg CROSS JOIN part_agg CROSS JOIN snap_agg CROSS JOIN compaction CROSS JOIN since
+     CROSS JOIN trend"""
+
+
+@pytest.mark.parametrize("table", ["zoning.documents", "zoning.parcels", "zoning.inspections", "zoning.staging",
+                                   "finance.ledger \"q3\" it's-odd"])
+def test_floe_health_statement(engine, expected, table):
+    """The one-statement-per-table health query floe runs, with its values checked."""
+    t = facts(expected, table)
+    part = "f.partition" if t["partitioning"] else "CAST(NULL AS varchar)"
+    sql = HEALTH_SQL.format(s=t["schema"], t=t["table"].replace('"', '""'), part=part)
+    r = run(engine, sql)
+    row = dict(zip([c.name for c in r.columns], r.rows[0]))
+    types = dict((c.name, c.type) for c in r.columns)
+    assert types["target"] == "bigint" and types["trend_at"] == "array(double)"
+    assert types["trend_files"] == "array(bigint)" and types["oldest_snapshot"] == "double"
+    target = int(t["properties"].get("write.target-file-size-bytes", 134217728))
+    assert row["target"] == target and row["target_from_property"] is ("write.target-file-size-bytes" in t["properties"])
+    assert [row["data_files"], row["total_bytes"], row["records"]] == [t["data_files"], t["total_bytes"], t["records"]]
+    small = t["small_files"] if target == 134217728 else None
+    if small is not None:
+        assert row["small_files"] == small
+    assert row["snapshots"] == t["snapshots"]
+    if t["partitioning"]:
+        assert row["partitions"] == t["partitions"]
+        if target == 134217728:
+            assert row["small_file_partitions"] == t["small_file_partitions"]
+    if t["last_replace"]:
+        assert round(row["last_compaction"] * 1000) == t["last_replace"]["committed_at_ms"]
+    else:
+        assert row["last_compaction"] is None
+    if t["snapshots"]:
+        assert round(row["oldest_snapshot"] * 1000) == t["oldest_snapshot"]["committed_at_ms"]
+        assert len(row["trend_at"]) == t["snapshots"] and row["trend_files"][-1] == t["data_files"]
+    else:
+        assert row["trend_at"] is None and row["writes_since_compaction"] == 0

@@ -314,3 +314,42 @@ def test_clone_keeps_history(engine, seed, expected):
     tbl = independent_table(seed, t)
     assert tbl.location() != docs["location"] and tbl.scan().to_arrow().num_rows == docs["records"]
     assert all(f.file.file_path.startswith(tbl.location()) for f in tbl.scan().plan_files())
+
+
+def test_optimize_keeps_the_starting_data_sequence_number(engine):
+    t = clone(engine, "zoning.permits")
+    schema, name = t.split(".")
+    start_seq = one(engine, f'SELECT max(sequence_number) FROM iceberg.{schema}."{name}$entries"')[0]
+    run(engine, f"ALTER TABLE {t} EXECUTE optimize WHERE status = 'approved'")
+    added = run(engine, f'SELECT sequence_number, file_sequence_number, data_file.partition '
+                        f'FROM iceberg.{schema}."{name}$entries" WHERE status = 1').rows
+    assert added == [[start_seq, start_seq + 1, ["approved"]]]
+    deleted = one(engine, f'SELECT count(*) FROM iceberg.{schema}."{name}$entries" WHERE status = 2')[0]
+    assert deleted == 60
+
+
+def test_manifest_evaluation_is_safe_across_threads(engine, seed):
+    """pyiceberg evaluates manifests for a commit on a thread pool with one shared evaluator
+    that keeps per-manifest state; the engine's producers give each evaluation its own."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from engine.procedures import _ReplaceFiles
+    from pyiceberg.table.snapshots import Operation
+
+    t = clone(engine, "zoning.documents")
+    tbl = independent_table(seed, t)
+    live = [e.data_file for m in tbl.current_snapshot().manifests(tbl.io) for e in m.fetch_manifest_entry(tbl.io)]
+    newest_day = max(f.partition[1] for f in live)
+    files = [f for f in live if f.partition[0] == "north" and f.partition[1] == newest_day]
+    producer = _ReplaceFiles(operation=Operation.OVERWRITE, transaction=tbl.transaction(), io=tbl.io)
+    for f in files:
+        producer.delete_data_file(f)
+    producer._build_delete_files_partition_predicate()
+    evaluate = producer._build_manifest_evaluator(0)
+    manifests = list(tbl.current_snapshot().manifests(tbl.io)) * 200
+    want = [evaluate(m) for m in manifests]
+    assert any(want) and not all(want)
+    for _ in range(3):
+        with ThreadPoolExecutor(8) as pool:
+            assert list(pool.map(evaluate, manifests)) == want
+    assert len(producer._deleted_entries()) == len(files)

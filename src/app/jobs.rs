@@ -1,0 +1,286 @@
+//! Maintenance in the TUI: plans awaiting confirmation, and jobs (plans being run) with
+//! the state of each statement.
+
+use chrono::{DateTime, Utc};
+
+use crate::config::units::{human_bytes, human_duration, thousands};
+use crate::lakehouse::maintenance::{Plan, Procedure, TableLayout, optimize_plan, table_plan};
+use crate::lakehouse::model::{PartitionStats, TableRef};
+use crate::maintain::run::{StepEvent, StepOutcome};
+use crate::trino::QueryProgress;
+
+/// Everything needed to (re)build a plan purely, e.g. when the operator toggles grouping.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlanDraft {
+    pub table: TableRef,
+    pub procedure: Procedure,
+    pub layout: TableLayout,
+    pub partitions: Vec<PartitionStats>,
+}
+
+impl PlanDraft {
+    pub fn build(&self, grouped: bool) -> Result<Plan, String> {
+        match &self.procedure {
+            Procedure::Optimize { threshold } => optimize_plan(
+                &self.table,
+                &self.layout,
+                &self.partitions,
+                *threshold,
+                grouped,
+            ),
+            other => Ok(table_plan(&self.table, other.clone())),
+        }
+    }
+}
+
+/// The confirm popup: the exact SQL and what it will rewrite; `y` runs it, anything else
+/// keeps things as they are.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Confirm {
+    pub draft: PlanDraft,
+    pub grouped: bool,
+    pub plan: Plan,
+    pub scroll: u16,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum StepStatus {
+    Pending,
+    Running(Option<QueryProgress>),
+    Done(StepOutcome),
+    Failed(StepOutcome),
+    Cancelled,
+    /// Not run because an earlier statement failed or was cancelled.
+    Skipped,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Job {
+    pub id: u64,
+    pub plan: Plan,
+    pub steps: Vec<StepStatus>,
+    pub started: DateTime<Utc>,
+    pub finished: Option<DateTime<Utc>>,
+    /// Why it stopped early, when it did.
+    pub error: Option<String>,
+}
+
+impl Job {
+    pub fn new(id: u64, plan: Plan, now: DateTime<Utc>) -> Job {
+        let steps = vec![StepStatus::Pending; plan.steps.len()];
+        Job {
+            id,
+            plan,
+            steps,
+            started: now,
+            finished: None,
+            error: None,
+        }
+    }
+
+    pub fn running(&self) -> bool {
+        self.finished.is_none()
+    }
+
+    pub fn apply(&mut self, ev: StepEvent) {
+        match ev {
+            StepEvent::Started { step } => {
+                if let Some(s) = self.steps.get_mut(step) {
+                    *s = StepStatus::Running(None);
+                }
+            }
+            StepEvent::Progress { step, progress } => {
+                if let Some(s) = self.steps.get_mut(step) {
+                    *s = StepStatus::Running(Some(progress));
+                }
+            }
+            StepEvent::Finished { step, outcome } => {
+                if let Some(s) = self.steps.get_mut(step) {
+                    *s = if outcome.ok {
+                        StepStatus::Done(outcome)
+                    } else if outcome.cancelled {
+                        StepStatus::Cancelled
+                    } else {
+                        StepStatus::Failed(outcome)
+                    };
+                }
+            }
+        }
+    }
+
+    pub fn finish(&mut self, now: DateTime<Utc>, error: Option<String>) {
+        self.finished = Some(now);
+        self.error = error;
+        for s in &mut self.steps {
+            if matches!(s, StepStatus::Pending | StepStatus::Running(_)) {
+                *s = StepStatus::Skipped;
+            }
+        }
+    }
+
+    pub fn done_steps(&self) -> usize {
+        self.steps
+            .iter()
+            .filter(|s| matches!(s, StepStatus::Done(_)))
+            .count()
+    }
+
+    /// (files before, files after) over the steps that re-read their partition.
+    pub fn files_before_after(&self) -> Option<(u64, u64)> {
+        let mut any = false;
+        let (mut b, mut a) = (0, 0);
+        for (st, step) in self.steps.iter().zip(&self.plan.steps) {
+            if let StepStatus::Done(o) = st
+                && let Some(after) = o.files_after
+            {
+                any = true;
+                b += step.files;
+                a += after;
+            }
+        }
+        any.then_some((b, a))
+    }
+
+    /// The running step and its progress.
+    pub fn current(&self) -> Option<(usize, Option<&QueryProgress>)> {
+        self.steps.iter().enumerate().find_map(|(i, s)| match s {
+            StepStatus::Running(p) => Some((i, p.as_ref())),
+            _ => None,
+        })
+    }
+
+    /// One line for the status area.
+    pub fn line(&self, now: DateTime<Utc>) -> String {
+        let name = format!("{} {}", self.plan.procedure.name(), self.plan.table.table);
+        let n = self.steps.len();
+        if self.running() {
+            let elapsed = human_duration((now - self.started).num_seconds());
+            return match self.current() {
+                Some((i, p)) => {
+                    let part = self.plan.steps[i].partition.as_deref().unwrap_or("table");
+                    let stats = match p {
+                        Some(p) => format!(
+                            "{} {}/{} splits, {} rows",
+                            p.percentage
+                                .map(|x| format!("{x:.0}%"))
+                                .unwrap_or_else(|| p.state.to_lowercase()),
+                            p.completed_splits,
+                            p.total_splits,
+                            thousands(p.processed_rows)
+                        ),
+                        None => "starting".into(),
+                    };
+                    format!("▶ {name} {}/{n} {stats} · {part} · {elapsed}", i + 1)
+                }
+                None => format!("▶ {name} [{}/{n}] · {elapsed}", self.done_steps()),
+            };
+        }
+        let files = self
+            .files_before_after()
+            .map(|(b, a)| format!(", files {} → {}", thousands(b), thousands(a)))
+            .unwrap_or_default();
+        match &self.error {
+            None => format!(
+                "✓ {name}: {} of {n} statements done{files}",
+                self.done_steps()
+            ),
+            Some(e)
+                if self
+                    .steps
+                    .iter()
+                    .any(|s| matches!(s, StepStatus::Cancelled)) =>
+            {
+                format!(
+                    "⊘ {name} cancelled after {} of {n}{files}: {e}",
+                    self.done_steps()
+                )
+            }
+            Some(e) => format!(
+                "✗ {name} failed after {} of {n}{files}: {e}",
+                self.done_steps()
+            ),
+        }
+    }
+
+    /// A progress fraction 0..=1 for the gauge: statements done plus the running one's share.
+    pub fn ratio(&self) -> f64 {
+        let n = self.steps.len().max(1) as f64;
+        let running = self
+            .current()
+            .and_then(|(_, p)| p.and_then(|p| p.percentage))
+            .map(|x| x / 100.0)
+            .unwrap_or(0.0);
+        ((self.done_steps() as f64 + running) / n).clamp(0.0, 1.0)
+    }
+}
+
+/// One line per statement, for the queue popup.
+pub fn step_line(job: &Job, i: usize) -> String {
+    let step = &job.plan.steps[i];
+    let what = step.partition.clone().unwrap_or_else(|| "table".into());
+    match &job.steps[i] {
+        StepStatus::Pending => format!(
+            "· {what}: pending ({} small files, {})",
+            step.small_files,
+            human_bytes(step.bytes)
+        ),
+        StepStatus::Running(p) => format!(
+            "▶ {what}: {}",
+            p.as_ref()
+                .map(|p| format!(
+                    "{} {} splits {}/{}",
+                    p.state,
+                    p.percentage.map(|x| format!("{x:.0}%")).unwrap_or_default(),
+                    p.completed_splits,
+                    p.total_splits
+                ))
+                .unwrap_or_else(|| "starting".into())
+        ),
+        StepStatus::Done(o) => {
+            let mut s = format!("✓ {what}");
+            if let Some(a) = o.files_after {
+                s.push_str(&format!(": files {} → {a}", step.files));
+            }
+            if let Some(r) = o.rows {
+                s.push_str(&format!(", {r} rows"));
+            }
+            for (k, v) in &o.metrics {
+                s.push_str(&format!(", {k} {v}"));
+            }
+            s.push_str(&format!(
+                " ({:.1}s, {})",
+                o.duration_ms as f64 / 1000.0,
+                o.query_id.as_deref().unwrap_or("-")
+            ));
+            s
+        }
+        StepStatus::Failed(o) => format!("✗ {what}: {}", o.error.as_deref().unwrap_or("failed")),
+        StepStatus::Cancelled => format!("⊘ {what}: cancelled"),
+        StepStatus::Skipped => format!("- {what}: not run"),
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Jobs {
+    pub list: Vec<Job>,
+    pub next_id: u64,
+}
+
+impl Jobs {
+    pub fn get_mut(&mut self, id: u64) -> Option<&mut Job> {
+        self.list.iter_mut().find(|j| j.id == id)
+    }
+
+    pub fn running_on(&self, t: &TableRef) -> Option<&Job> {
+        self.list.iter().find(|j| j.running() && &j.plan.table == t)
+    }
+
+    /// The job the status area shows: a running one, else the latest for a short while.
+    pub fn visible(&self, now: DateTime<Utc>) -> Option<&Job> {
+        self.list.iter().rev().find(|j| j.running()).or_else(|| {
+            self.list
+                .last()
+                .filter(|j| j.finished.is_some_and(|f| (now - f).num_seconds() < 30))
+        })
+    }
+}

@@ -1,0 +1,500 @@
+//! Maintenance plans: the exact statements floe will run, built without splicing anything
+//! raw. Identity partition columns get typed equality predicates, temporal transforms
+//! get ranges aligned to the partition's bounds (which Trino's Iceberg connector absorbs
+//! into the scan), other transforms use the `"$partition"` path.
+
+use std::fmt;
+
+use chrono::{Datelike, NaiveDate, NaiveDateTime};
+use serde::Serialize;
+
+use super::model::{PartitionStats, TableRef};
+use super::sql::{quote_ident, quote_string, typed_literal};
+use crate::config::units::{Bytes, human_bytes};
+
+/// How a partition field derives from its source column.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub enum Transform {
+    Identity,
+    Year,
+    Month,
+    Day,
+    Hour,
+    Bucket(u32),
+    Truncate(u32),
+    Void,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PartitionField {
+    /// The field name as `$files.partition` names it (`district`, `filed_at_day`).
+    pub name: String,
+    pub source: String,
+    pub transform: Transform,
+}
+
+/// Columns (name, Trino type) and the partitioning of a table.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TableLayout {
+    pub columns: Vec<(String, String)>,
+    pub partitioning: Vec<PartitionField>,
+}
+
+impl TableLayout {
+    pub fn column_type(&self, name: &str) -> Option<&str> {
+        self.columns
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, t)| t.as_str())
+    }
+
+    fn field(&self, name: &str) -> Option<&PartitionField> {
+        self.partitioning.iter().find(|f| f.name == name)
+    }
+}
+
+/// Parse one entry of Trino's `partitioning = ARRAY[…]` (`district`, `day(filed_at)`,
+/// `bucket(id, 16)`, `"Odd Col"`, `truncate("Odd Col", 4)`).
+pub fn parse_partition_entry(entry: &str) -> Result<PartitionField, String> {
+    let e = entry.trim();
+    let unquote = |s: &str| -> String {
+        let s = s.trim();
+        if s.len() >= 2 && s.starts_with('"') && s.ends_with('"') {
+            s[1..s.len() - 1].replace("\"\"", "\"")
+        } else {
+            s.to_lowercase()
+        }
+    };
+    if let Some(open) = e.find('(')
+        && e.ends_with(')')
+        && !e.starts_with('"')
+    {
+        let func = e[..open].trim().to_lowercase();
+        let args: Vec<&str> = split_args(&e[open + 1..e.len() - 1]);
+        let source = unquote(
+            args.first()
+                .ok_or_else(|| format!("partition transform {e:?} has no column"))?,
+        );
+        let num = |i: usize| -> Result<u32, String> {
+            args.get(i)
+                .and_then(|a| a.trim().parse().ok())
+                .ok_or_else(|| format!("partition transform {e:?}: bad width"))
+        };
+        let (transform, suffix) = match func.as_str() {
+            "year" => (Transform::Year, "year"),
+            "month" => (Transform::Month, "month"),
+            "day" => (Transform::Day, "day"),
+            "hour" => (Transform::Hour, "hour"),
+            "bucket" => (Transform::Bucket(num(1)?), "bucket"),
+            "truncate" => (Transform::Truncate(num(1)?), "trunc"),
+            "void" => (Transform::Void, "null"),
+            other => return Err(format!("unknown partition transform {other:?} in {e:?}")),
+        };
+        return Ok(PartitionField {
+            name: format!("{source}_{suffix}"),
+            source,
+            transform,
+        });
+    }
+    let name = unquote(e);
+    Ok(PartitionField {
+        name: name.clone(),
+        source: name,
+        transform: Transform::Identity,
+    })
+}
+
+fn split_args(s: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut quoted = false;
+    let mut start = 0;
+    for (i, c) in s.char_indices() {
+        match c {
+            '"' => quoted = !quoted,
+            ',' if !quoted => {
+                out.push(&s[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(&s[start..]);
+    out
+}
+
+/// The `partitioning = ARRAY['a', 'day(b)']` property of `SHOW CREATE TABLE`'s text.
+pub fn partitioning_from_show_create(text: &str) -> Result<Vec<PartitionField>, String> {
+    let Some(pos) = text.find("partitioning = ARRAY[") else {
+        return Ok(Vec::new());
+    };
+    let rest = &text[pos + "partitioning = ARRAY[".len()..];
+    // Entries are SQL string literals: '…' with '' for a quote.
+    let mut entries = Vec::new();
+    let mut chars = rest.char_indices().peekable();
+    let mut cur: Option<String> = None;
+    while let Some((_, c)) = chars.next() {
+        match (&mut cur, c) {
+            (None, '\'') => cur = Some(String::new()),
+            (None, ']') => break,
+            (None, _) => {}
+            (Some(s), '\'') => {
+                if matches!(chars.peek(), Some((_, '\''))) {
+                    s.push('\'');
+                    chars.next();
+                } else {
+                    entries.push(cur.take().unwrap_or_default());
+                }
+            }
+            (Some(s), c) => s.push(c),
+        }
+    }
+    entries.iter().map(|e| parse_partition_entry(e)).collect()
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub enum Procedure {
+    Optimize { threshold: u64 },
+    ExpireSnapshots { retention_secs: u64 },
+    RemoveOrphanFiles { retention_secs: u64 },
+    OptimizeManifests,
+}
+
+impl Procedure {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Procedure::Optimize { .. } => "optimize",
+            Procedure::ExpireSnapshots { .. } => "expire_snapshots",
+            Procedure::RemoveOrphanFiles { .. } => "remove_orphan_files",
+            Procedure::OptimizeManifests => "optimize_manifests",
+        }
+    }
+
+    fn call(&self) -> String {
+        match self {
+            Procedure::Optimize { threshold } => {
+                format!(
+                    "optimize(file_size_threshold => {})",
+                    quote_string(&Bytes(*threshold).trino_literal())
+                )
+            }
+            Procedure::ExpireSnapshots { retention_secs } => {
+                format!(
+                    "expire_snapshots(retention_threshold => {})",
+                    quote_string(&trino_duration(*retention_secs))
+                )
+            }
+            Procedure::RemoveOrphanFiles { retention_secs } => {
+                format!(
+                    "remove_orphan_files(retention_threshold => {})",
+                    quote_string(&trino_duration(*retention_secs))
+                )
+            }
+            Procedure::OptimizeManifests => "optimize_manifests".into(),
+        }
+    }
+}
+
+/// A duration as Trino's airlift `Duration` parses it: `7d`, `36h`, `90m`, `45s`.
+pub fn trino_duration(secs: u64) -> String {
+    for (unit, n) in [("d", 86_400), ("h", 3600), ("m", 60)] {
+        if secs >= n && secs.is_multiple_of(n) {
+            return format!("{}{unit}", secs / n);
+        }
+    }
+    format!("{secs}s")
+}
+
+/// One statement of a plan, with what it is expected to rewrite.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Step {
+    pub sql: String,
+    /// The partition it targets (`district=north/filed_at_day=2026-03-02`), if any.
+    pub partition: Option<String>,
+    pub files: u64,
+    pub small_files: u64,
+    pub bytes: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Plan {
+    pub table: TableRef,
+    pub procedure: Procedure,
+    pub steps: Vec<Step>,
+    /// Session properties the statements need (none by default).
+    pub session: Vec<(String, String)>,
+}
+
+impl Plan {
+    pub fn files(&self) -> u64 {
+        self.steps.iter().map(|s| s.small_files).sum()
+    }
+
+    pub fn bytes(&self) -> u64 {
+        self.steps.iter().map(|s| s.bytes).sum()
+    }
+
+    /// One line that says what the plan does.
+    pub fn summary(&self) -> String {
+        match &self.procedure {
+            Procedure::Optimize { threshold } => {
+                let parts = self.steps.iter().filter(|s| s.partition.is_some()).count();
+                let scope = if parts > 0 {
+                    format!("{parts} partition{}", if parts == 1 { "" } else { "s" })
+                } else {
+                    "the whole table".to_string()
+                };
+                format!(
+                    "optimize {} ({scope}, {} statement{}): rewrite files below {} — {} small files, {}",
+                    self.table,
+                    self.steps.len(),
+                    if self.steps.len() == 1 { "" } else { "s" },
+                    human_bytes(*threshold),
+                    self.files(),
+                    human_bytes(self.bytes())
+                )
+            }
+            Procedure::ExpireSnapshots { retention_secs } => {
+                format!(
+                    "expire snapshots of {} older than {}",
+                    self.table,
+                    trino_duration(*retention_secs)
+                )
+            }
+            Procedure::RemoveOrphanFiles { retention_secs } => {
+                format!(
+                    "remove orphan files of {} older than {}",
+                    self.table,
+                    trino_duration(*retention_secs)
+                )
+            }
+            Procedure::OptimizeManifests => format!("optimize the manifests of {}", self.table),
+        }
+    }
+}
+
+impl fmt::Display for Plan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "{}", self.summary())?;
+        for (k, v) in &self.session {
+            writeln!(f, "-- session: {k}={v}")?;
+        }
+        for s in &self.steps {
+            writeln!(f, "{};", s.sql)?;
+        }
+        Ok(())
+    }
+}
+
+/// A table-wide procedure (no WHERE).
+pub fn table_plan(table: &TableRef, procedure: Procedure) -> Plan {
+    let sql = format!("ALTER TABLE {} EXECUTE {}", table.sql(), procedure.call());
+    Plan {
+        table: table.clone(),
+        procedure,
+        steps: vec![Step {
+            sql,
+            partition: None,
+            files: 0,
+            small_files: 0,
+            bytes: 0,
+        }],
+        session: Vec::new(),
+    }
+}
+
+/// Optimize the given partitions: one statement each (oldest first), or one grouped
+/// statement over `"$partition"`. With no partitions, the whole table.
+pub fn optimize_plan(
+    table: &TableRef,
+    layout: &TableLayout,
+    partitions: &[PartitionStats],
+    threshold: u64,
+    grouped: bool,
+) -> Result<Plan, String> {
+    let procedure = Procedure::Optimize { threshold };
+    if partitions.is_empty() {
+        return Ok(table_plan(table, procedure));
+    }
+    let mut parts: Vec<&PartitionStats> = partitions.iter().collect();
+    parts.sort_by_key(|p| temporal_key(layout, p));
+    let head = format!("ALTER TABLE {} EXECUTE {}", table.sql(), procedure.call());
+    let mut steps = Vec::new();
+    if grouped {
+        let paths: Vec<String> = parts
+            .iter()
+            .map(|p| partition_path(p))
+            .collect::<Result<_, _>>()?;
+        let list = paths
+            .iter()
+            .map(|p| quote_string(p))
+            .collect::<Vec<_>>()
+            .join(", ");
+        steps.push(Step {
+            sql: format!("{head} WHERE \"$partition\" IN ({list})"),
+            partition: Some(format!("{} partitions", parts.len())),
+            files: parts.iter().map(|p| p.data_files).sum(),
+            small_files: parts.iter().map(|p| p.small_files).sum(),
+            bytes: parts.iter().map(|p| p.total_bytes).sum(),
+        });
+    } else {
+        for p in parts {
+            let predicate = partition_predicate(layout, p)?;
+            steps.push(Step {
+                sql: format!("{head} WHERE {predicate}"),
+                partition: Some(p.label()),
+                files: p.data_files,
+                small_files: p.small_files,
+                bytes: p.total_bytes,
+            });
+        }
+    }
+    Ok(Plan {
+        table: table.clone(),
+        procedure,
+        steps,
+        session: Vec::new(),
+    })
+}
+
+/// Sort key: the partition's temporal values first (oldest first), then its label.
+fn temporal_key(layout: &TableLayout, p: &PartitionStats) -> (Vec<String>, String) {
+    let mut t = Vec::new();
+    for (name, v) in &p.values {
+        if layout.field(name).is_some_and(|f| {
+            matches!(
+                f.transform,
+                Transform::Year | Transform::Month | Transform::Day | Transform::Hour
+            )
+        }) {
+            t.push(v.clone().unwrap_or_default());
+        }
+    }
+    (t, p.label())
+}
+
+/// The WHERE predicate selecting exactly one partition.
+pub fn partition_predicate(layout: &TableLayout, p: &PartitionStats) -> Result<String, String> {
+    if p.values.is_empty() {
+        return Err("the table is not partitioned: optimize it as a whole".into());
+    }
+    let mut terms = Vec::new();
+    for (name, value) in &p.values {
+        let field = layout.field(name).ok_or_else(|| {
+            format!("partition field {name:?} is not in the table's current partitioning")
+        })?;
+        let col = quote_ident(&field.source);
+        let ty = layout
+            .column_type(&field.source)
+            .ok_or_else(|| format!("partition source column {:?} not found", field.source))?
+            .to_string();
+        let term = match (&field.transform, value) {
+            (Transform::Void, _) => continue,
+            (_, None) => format!("{col} IS NULL"),
+            (Transform::Identity, Some(v)) => format!("{col} = {}", typed_literal(&ty, v)?),
+            (Transform::Year | Transform::Month | Transform::Day | Transform::Hour, Some(v)) => {
+                let (lo, hi) = temporal_bounds(&field.transform, v)?;
+                range(&col, &ty, lo, hi)?
+            }
+            (Transform::Bucket(_) | Transform::Truncate(_), Some(_)) => {
+                // Not expressible as an aligned range: select the partition by its path.
+                return Ok(format!(
+                    "\"$partition\" = {}",
+                    quote_string(&partition_path(p)?)
+                ));
+            }
+        };
+        terms.push(term);
+    }
+    if terms.is_empty() {
+        return Err("the partition has only void fields: optimize the table as a whole".into());
+    }
+    Ok(terms.join(" AND "))
+}
+
+fn temporal_bounds(t: &Transform, v: &str) -> Result<(NaiveDateTime, NaiveDateTime), String> {
+    let bad = || format!("partition value {v:?} does not fit transform {t:?}");
+    let midnight = |d: NaiveDate| d.and_hms_opt(0, 0, 0).expect("midnight exists");
+    match t {
+        Transform::Day => {
+            let d = NaiveDate::parse_from_str(v, "%Y-%m-%d").map_err(|_| bad())?;
+            Ok((midnight(d), midnight(d.succ_opt().ok_or_else(bad)?)))
+        }
+        Transform::Month => {
+            let d = NaiveDate::parse_from_str(&format!("{v}-01"), "%Y-%m-%d").map_err(|_| bad())?;
+            let next = if d.month() == 12 {
+                NaiveDate::from_ymd_opt(d.year() + 1, 1, 1)
+            } else {
+                NaiveDate::from_ymd_opt(d.year(), d.month() + 1, 1)
+            }
+            .ok_or_else(bad)?;
+            Ok((midnight(d), midnight(next)))
+        }
+        Transform::Year => {
+            let y: i32 = v.parse().map_err(|_| bad())?;
+            let a = NaiveDate::from_ymd_opt(y, 1, 1).ok_or_else(bad)?;
+            let b = NaiveDate::from_ymd_opt(y + 1, 1, 1).ok_or_else(bad)?;
+            Ok((midnight(a), midnight(b)))
+        }
+        Transform::Hour => {
+            let t = NaiveDateTime::parse_from_str(&format!("{v}:00:00"), "%Y-%m-%d-%H:%M:%S")
+                .map_err(|_| bad())?;
+            Ok((t, t + chrono::Duration::hours(1)))
+        }
+        _ => Err(bad()),
+    }
+}
+
+fn range(col: &str, ty: &str, lo: NaiveDateTime, hi: NaiveDateTime) -> Result<String, String> {
+    let t = ty.to_ascii_lowercase();
+    let lit = |x: NaiveDateTime| -> Result<String, String> {
+        if t == "date" {
+            typed_literal("date", &x.format("%Y-%m-%d").to_string())
+        } else if t.starts_with("timestamp") {
+            typed_literal(&t, &x.format("%Y-%m-%d %H:%M:%S").to_string())
+        } else {
+            Err(format!("a temporal partition on a {ty} column"))
+        }
+    };
+    if t == "date" && (lo.time() != chrono::NaiveTime::MIN || hi.time() != chrono::NaiveTime::MIN) {
+        return Err("an hour partition on a date column".into());
+    }
+    Ok(format!("{col} >= {} AND {col} < {}", lit(lo)?, lit(hi)?))
+}
+
+/// The partition's path as Iceberg writes it (`district=north/filed_at_day=2026-03-02`),
+/// values escaped as Java's URLEncoder does; the value of Trino's `"$partition"`.
+pub fn partition_path(p: &PartitionStats) -> Result<String, String> {
+    if p.values.is_empty() {
+        return Err("the table is not partitioned".into());
+    }
+    Ok(p.values
+        .iter()
+        .map(|(k, v)| {
+            format!(
+                "{}={}",
+                url_encode(k),
+                v.as_deref()
+                    .map(url_encode)
+                    .unwrap_or_else(|| "null".into())
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("/"))
+}
+
+fn url_encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'.' | b'-' | b'*' | b'_' => {
+                out.push(b as char)
+            }
+            b' ' => out.push('+'),
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+pub(crate) mod tests;

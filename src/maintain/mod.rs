@@ -1,0 +1,321 @@
+//! Maintenance: the audit log, the plan runner shared by the TUI and the CLI, and
+//! `floe maintain …` for scripts and cron.
+
+pub mod audit;
+pub mod run;
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::Mutex;
+use std::time::Instant;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::cli::MaintainCmd;
+use crate::config::Settings;
+use crate::config::units::{Bytes, Dur, human_bytes, thousands};
+use crate::lakehouse::maintenance::{Plan, Procedure, optimize_plan, table_plan};
+use crate::lakehouse::model::{PartitionStats, TableRef};
+use crate::lakehouse::queries::Lakehouse;
+use crate::trino::{Client, TrinoError};
+use audit::AuditLog;
+use run::{RunContext, StepEvent, run_plan};
+
+pub fn context(s: &Settings) -> RunContext {
+    RunContext {
+        profile: s.profile.clone(),
+        user: s.trino.user.clone(),
+        target: s.trino.url.to_string(),
+        readonly: s.readonly,
+        audit: AuditLog::new(s.audit_log.clone()),
+    }
+}
+
+/// The small-file threshold floe uses for a table: `small_file_ratio` × its target
+/// (the table property `write.target-file-size-bytes`, else the config's default).
+pub async fn small_file_threshold(lake: &Lakehouse, t: &TableRef) -> Result<u64, TrinoError> {
+    let props = lake.properties(t).await?;
+    let target = props
+        .iter()
+        .find(|(k, _)| k == "write.target-file-size-bytes")
+        .and_then(|(_, v)| v.trim().parse::<u64>().ok())
+        .unwrap_or(lake.health.target_file_size);
+    Ok(lake.health.small_threshold(target))
+}
+
+/// Partitions matching `k=v[/k=v…]` specs (each spec may name a subset of the fields).
+pub fn select_partitions(
+    all: &[PartitionStats],
+    specs: &[String],
+) -> Result<Vec<PartitionStats>, String> {
+    let mut out = Vec::new();
+    for spec in specs {
+        let wanted: Vec<(String, String)> = spec
+            .split('/')
+            .map(|kv| {
+                kv.split_once('=')
+                    .map(|(k, v)| (k.trim().to_string(), v.to_string()))
+                    .ok_or_else(|| {
+                        format!("--partition {spec:?}: expected COLUMN=VALUE[/COLUMN=VALUE…]")
+                    })
+            })
+            .collect::<Result<_, _>>()?;
+        if let Some(p) = all.first() {
+            for (k, _) in &wanted {
+                if !p.values.iter().any(|(n, _)| n == k) {
+                    let fields: Vec<&str> = p.values.iter().map(|(n, _)| n.as_str()).collect();
+                    return Err(format!(
+                        "--partition {spec:?}: the table has no partition field {k:?} (fields: {})",
+                        fields.join(", ")
+                    ));
+                }
+            }
+        }
+        let matches: Vec<&PartitionStats> = all
+            .iter()
+            .filter(|p| {
+                wanted.iter().all(|(k, v)| {
+                    p.values
+                        .iter()
+                        .any(|(n, val)| n == k && val.as_deref().unwrap_or("null") == v)
+                })
+            })
+            .collect();
+        if matches.is_empty() {
+            return Err(format!(
+                "--partition {spec:?} matches no partition holding data files"
+            ));
+        }
+        if wanted.len() == all.first().map(|p| p.values.len()).unwrap_or(0) {
+            out.extend(matches.into_iter().cloned());
+        } else {
+            // A subset of the fields: one statement over all of them, counted together.
+            let mut agg = PartitionStats {
+                values: wanted
+                    .iter()
+                    .map(|(k, v)| (k.clone(), Some(v.clone())))
+                    .collect(),
+                data_files: 0,
+                small_files: 0,
+                total_bytes: 0,
+                records: 0,
+                min_file: u64::MAX,
+                max_file: 0,
+                delete_files: 0,
+            };
+            for p in matches {
+                agg.data_files += p.data_files;
+                agg.small_files += p.small_files;
+                agg.total_bytes += p.total_bytes;
+                agg.records += p.records;
+                agg.min_file = agg.min_file.min(p.min_file);
+                agg.max_file = agg.max_file.max(p.max_file);
+            }
+            out.push(agg);
+        }
+    }
+    Ok(out)
+}
+
+async fn build_plan(lake: &Lakehouse, s: &Settings, cmd: &MaintainCmd) -> Result<Plan, String> {
+    let name = match cmd {
+        MaintainCmd::Optimize { table, .. }
+        | MaintainCmd::ExpireSnapshots { table, .. }
+        | MaintainCmd::RemoveOrphanFiles { table, .. }
+        | MaintainCmd::OptimizeManifests { table, .. } => table,
+    };
+    let t = TableRef::parse(
+        name,
+        &s.trino.catalog,
+        s.trino.schemas.first().map(String::as_str),
+    )?;
+    let retention = |text: &str| -> Result<u64, String> {
+        Dur::parse(text)
+            .map(|d| d.0.as_secs())
+            .map_err(|e| format!("--retention: {e}"))
+    };
+    Ok(match cmd {
+        MaintainCmd::Optimize {
+            partitions,
+            threshold,
+            ..
+        } => {
+            let threshold = match threshold {
+                Some(text) => {
+                    Bytes::parse(text)
+                        .map_err(|e| format!("--threshold: {e}"))?
+                        .0
+                }
+                None => small_file_threshold(lake, &t)
+                    .await
+                    .map_err(|e| format!("reading the properties of {t}: {e}"))?,
+            };
+            if partitions.is_empty() {
+                optimize_plan(&t, &Default::default(), &[], threshold, false)?
+            } else {
+                let layout = lake
+                    .table_layout(&t)
+                    .await
+                    .map_err(|e| format!("reading the layout of {t}: {e}"))?;
+                let all = lake
+                    .partitions(&t)
+                    .await
+                    .map_err(|e| format!("reading the partitions of {t}: {e}"))?;
+                let chosen = select_partitions(&all.partitions, partitions)?;
+                optimize_plan(&t, &layout, &chosen, threshold, false)?
+            }
+        }
+        MaintainCmd::ExpireSnapshots { retention: r, .. } => table_plan(
+            &t,
+            Procedure::ExpireSnapshots {
+                retention_secs: retention(r)?,
+            },
+        ),
+        MaintainCmd::RemoveOrphanFiles { retention: r, .. } => table_plan(
+            &t,
+            Procedure::RemoveOrphanFiles {
+                retention_secs: retention(r)?,
+            },
+        ),
+        MaintainCmd::OptimizeManifests { .. } => table_plan(&t, Procedure::OptimizeManifests),
+    })
+}
+
+/// `floe maintain …`: without `--yes` print the plan and touch nothing; with it, run
+/// with progress on stderr, exit non-zero on failure, audit every statement.
+pub async fn cli(settings: &Settings, cmd: MaintainCmd) -> ExitCode {
+    let yes = match &cmd {
+        MaintainCmd::Optimize { yes, .. }
+        | MaintainCmd::ExpireSnapshots { yes, .. }
+        | MaintainCmd::RemoveOrphanFiles { yes, .. }
+        | MaintainCmd::OptimizeManifests { yes, .. } => *yes,
+    };
+    let client = match Client::from_settings(&settings.trino, settings.query_timeout) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("floe: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let lake = Lakehouse::new(
+        client,
+        settings.trino.catalog.clone(),
+        settings.health.clone(),
+    );
+    if let Err(e) = lake.connect().await {
+        eprintln!("floe: {e}");
+        return ExitCode::from(1);
+    }
+    let plan = match build_plan(&lake, settings, &cmd).await {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("floe: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    print!("{plan}");
+    if !yes {
+        println!(
+            "-- not run: add --yes to execute{}",
+            if settings.readonly {
+                " (and leave read-only mode)"
+            } else {
+                ""
+            }
+        );
+        return ExitCode::SUCCESS;
+    }
+    let ctx = context(settings);
+    let cancel = CancellationToken::new();
+    let c2 = cancel.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            eprintln!("floe: cancelling (DELETE sent to Trino)…");
+            c2.cancel();
+        }
+    });
+    let n = plan.steps.len();
+    let last_print = Mutex::new(Instant::now());
+    let steps = plan.steps.clone();
+    let on_event = move |ev: StepEvent| {
+        let mut err = std::io::stderr().lock();
+        match ev {
+            StepEvent::Started { step } => {
+                let _ = writeln!(
+                    err,
+                    "[{}/{n}] {}",
+                    step + 1,
+                    steps[step].partition.as_deref().unwrap_or("table")
+                );
+            }
+            StepEvent::Progress { step, progress: p } => {
+                let mut last = last_print.lock().unwrap_or_else(|e| e.into_inner());
+                if last.elapsed().as_millis() >= 1000 {
+                    *last = Instant::now();
+                    let _ = writeln!(
+                        err,
+                        "[{}/{n}]   {} {} splits {}/{} rows {} written {} ({:.0}s) query {}",
+                        step + 1,
+                        p.state,
+                        p.percentage
+                            .map(|x| format!("{x:.0}%"))
+                            .unwrap_or_else(|| "-".into()),
+                        p.completed_splits,
+                        p.total_splits,
+                        thousands(p.processed_rows),
+                        human_bytes(p.physical_written_bytes),
+                        p.elapsed_ms as f64 / 1000.0,
+                        p.query_id
+                    );
+                }
+            }
+            StepEvent::Finished { step, outcome: o } => {
+                let what = if o.ok {
+                    let mut s = "done".to_string();
+                    if let Some(r) = o.rows {
+                        s.push_str(&format!(", rows {r}"));
+                    }
+                    for (k, v) in &o.metrics {
+                        s.push_str(&format!(", {k} {v}"));
+                    }
+                    if let Some(after) = o.files_after {
+                        s.push_str(&format!(", files {} -> {after}", steps[step].files));
+                    }
+                    s
+                } else if o.cancelled {
+                    "cancelled".to_string()
+                } else {
+                    format!("FAILED: {}", o.error.as_deref().unwrap_or(""))
+                };
+                let query = match &o.query_id {
+                    Some(q) if !what.contains(q.as_str()) => format!(" (query {q})"),
+                    _ => String::new(),
+                };
+                let _ = writeln!(
+                    err,
+                    "[{}/{n}] {what} in {:.1}s{query}",
+                    step + 1,
+                    o.duration_ms as f64 / 1000.0
+                );
+            }
+        }
+    };
+    match run_plan(&lake, &plan, &ctx, cancel.clone(), &on_event).await {
+        Ok(out) => {
+            eprintln!(
+                "floe: {} statement(s) succeeded; audit log {}",
+                out.len(),
+                ctx.audit.path().display()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("floe: {e}");
+            if cancel.is_cancelled() {
+                ExitCode::from(130)
+            } else {
+                ExitCode::from(1)
+            }
+        }
+    }
+}

@@ -1,0 +1,239 @@
+//! Running a plan: statements one at a time (never two mutations on one table at once),
+//! progress from Trino's stats, cancellable, stop at the first failure, re-read the
+//! partition after each optimize, audit every statement.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use tokio_util::sync::CancellationToken;
+
+use super::audit::{AuditLog, Record};
+use crate::lakehouse::maintenance::{Plan, Procedure};
+use crate::lakehouse::model::TableRef;
+use crate::lakehouse::queries::Lakehouse;
+use crate::trino::{QueryOptions, QueryProgress, TrinoError};
+
+/// Who runs what, for the audit log and the read-only guard.
+#[derive(Clone, Debug)]
+pub struct RunContext {
+    pub profile: String,
+    pub user: String,
+    pub target: String,
+    pub readonly: bool,
+    pub audit: AuditLog,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct StepOutcome {
+    pub ok: bool,
+    pub cancelled: bool,
+    pub query_id: Option<String>,
+    pub error: Option<String>,
+    /// `rows` / updateCount (Trino ≤ 480).
+    pub rows: Option<i64>,
+    /// `metric_name` / `metric_value` (Trino 481+, and coordinator procedures 478+).
+    pub metrics: BTreeMap<String, i64>,
+    pub duration_ms: u64,
+    /// Data files of the partition after the statement, when re-read.
+    pub files_after: Option<u64>,
+    pub small_after: Option<u64>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum StepEvent {
+    Started {
+        step: usize,
+    },
+    Progress {
+        step: usize,
+        progress: QueryProgress,
+    },
+    Finished {
+        step: usize,
+        outcome: StepOutcome,
+    },
+}
+
+/// Tables with a mutation running, process-wide: a second plan on the same table is
+/// refused rather than queued behind the first's back.
+fn busy() -> &'static Mutex<HashSet<TableRef>> {
+    static BUSY: std::sync::OnceLock<Mutex<HashSet<TableRef>>> = std::sync::OnceLock::new();
+    BUSY.get_or_init(|| Mutex::new(HashSet::new()))
+}
+
+struct Claim(TableRef);
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        if let Ok(mut b) = busy().lock() {
+            b.remove(&self.0);
+        }
+    }
+}
+
+/// Run every step of `plan` in order. Returns the outcomes of the steps that ran; the
+/// error says why it stopped early (refused, busy, failed, cancelled).
+pub async fn run_plan(
+    lake: &Lakehouse,
+    plan: &Plan,
+    ctx: &RunContext,
+    cancel: CancellationToken,
+    on_event: &(dyn Fn(StepEvent) + Send + Sync),
+) -> Result<Vec<StepOutcome>, String> {
+    let record = |step: Option<usize>, outcome: &str, error: Option<String>| {
+        let s = step.and_then(|i| plan.steps.get(i));
+        let mut r = Record::now(
+            &ctx.profile,
+            &ctx.user,
+            &ctx.target,
+            plan.procedure.name(),
+            s.map(|s| s.sql.as_str()).unwrap_or(""),
+        );
+        r.table = Some(plan.table.to_string());
+        r.partition = s.and_then(|s| s.partition.clone());
+        r.outcome = outcome.into();
+        r.error = error;
+        r
+    };
+    if ctx.readonly {
+        let msg = format!(
+            "read-only: refusing to run {} on {}",
+            plan.procedure.name(),
+            plan.table
+        );
+        for i in 0..plan.steps.len() {
+            let _ = ctx
+                .audit
+                .append(&record(Some(i), "refused", Some(msg.clone())));
+        }
+        return Err(msg);
+    }
+    let _claim = {
+        let mut b = busy()
+            .lock()
+            .map_err(|_| "internal lock poisoned".to_string())?;
+        if !b.insert(plan.table.clone()) {
+            let msg = format!(
+                "a maintenance statement is already running on {}; one at a time per table",
+                plan.table
+            );
+            let _ = ctx
+                .audit
+                .append(&record(Some(0), "refused", Some(msg.clone())));
+            return Err(msg);
+        }
+        Claim(plan.table.clone())
+    };
+    let mut outcomes = Vec::new();
+    for (i, step) in plan.steps.iter().enumerate() {
+        if cancel.is_cancelled() {
+            return Err(format!(
+                "cancelled before step {} of {}",
+                i + 1,
+                plan.steps.len()
+            ));
+        }
+        on_event(StepEvent::Started { step: i });
+        let started = Instant::now();
+        let last_id: Arc<Mutex<Option<String>>> = Arc::default();
+        let id2 = last_id.clone();
+        let progress = move |p: &QueryProgress| {
+            if let Ok(mut g) = id2.lock() {
+                *g = Some(p.query_id.clone());
+            }
+            on_event(StepEvent::Progress {
+                step: i,
+                progress: p.clone(),
+            });
+        };
+        let result = lake
+            .client
+            .execute(
+                &step.sql,
+                QueryOptions {
+                    progress: Some(&progress),
+                    cancel: Some(cancel.clone()),
+                    // A compaction may run for hours; the operator cancels, not a timer.
+                    deadline: Some(None),
+                    session: plan.session.clone(),
+                },
+            )
+            .await;
+        let duration_ms = started.elapsed().as_millis() as u64;
+        let mut outcome = StepOutcome {
+            ok: false,
+            cancelled: false,
+            query_id: last_id.lock().ok().and_then(|g| g.clone()),
+            error: None,
+            rows: None,
+            metrics: BTreeMap::new(),
+            duration_ms,
+            files_after: None,
+            small_after: None,
+        };
+        let mut rec = record(Some(i), "success", None);
+        rec.duration_ms = duration_ms;
+        rec.files_before = (step.files > 0).then_some(step.files);
+        match result {
+            Ok(out) => {
+                outcome.ok = true;
+                outcome.query_id = Some(out.query_id.clone());
+                match out.metrics() {
+                    Some(m) => outcome.metrics = m,
+                    None => {
+                        outcome.rows = out
+                            .update_count
+                            .or_else(|| out.rows.first().and_then(|r| r.i64("rows")));
+                    }
+                }
+                if let (Procedure::Optimize { .. }, Some(label)) =
+                    (&plan.procedure, &step.partition)
+                    && let Ok(list) = lake.partitions(&plan.table).await
+                {
+                    let p = list.partitions.iter().find(|p| &p.label() == label);
+                    // A partition that vanished holds no files any more.
+                    outcome.files_after = Some(p.map(|p| p.data_files).unwrap_or(0));
+                    outcome.small_after = Some(p.map(|p| p.small_files).unwrap_or(0));
+                }
+            }
+            Err(e) => {
+                outcome.cancelled = matches!(e, TrinoError::Cancelled { .. });
+                outcome.error = Some(e.to_string());
+                if let Some(id) = e.query_id().filter(|s| !s.is_empty()) {
+                    outcome.query_id = Some(id.to_string());
+                }
+                rec.outcome = if outcome.cancelled {
+                    "cancelled".into()
+                } else {
+                    "failed".into()
+                };
+                rec.error = Some(e.to_string());
+            }
+        }
+        rec.query_id = outcome.query_id.clone();
+        rec.rows = outcome.rows;
+        rec.metrics = outcome.metrics.clone();
+        rec.files_after = outcome.files_after;
+        if let Err(e) = ctx.audit.append(&rec) {
+            tracing::error!(error = %e, "cannot write the audit log");
+        }
+        let stop = !outcome.ok;
+        let err = outcome.error.clone();
+        on_event(StepEvent::Finished {
+            step: i,
+            outcome: outcome.clone(),
+        });
+        outcomes.push(outcome);
+        if stop {
+            let why = err.unwrap_or_default();
+            let rest = plan.steps.len() - i - 1;
+            return Err(if rest > 0 {
+                format!("{why}; {rest} remaining statement(s) not run")
+            } else {
+                why
+            });
+        }
+    }
+    Ok(outcomes)
+}

@@ -1,0 +1,497 @@
+//! Maintenance against the lab: every test works on its own clone of a seed table.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{lab, user};
+use floe::health::HealthConfig;
+use floe::lakehouse::maintenance::{Plan, Procedure, optimize_plan, table_plan};
+use floe::lakehouse::model::TableRef;
+use floe::lakehouse::queries::Lakehouse;
+use floe::lakehouse::sql::{quote_ident, quote_string};
+use floe::maintain::audit::AuditLog;
+use floe::maintain::run::{RunContext, StepEvent, run_plan};
+use floe::trino::Client;
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+async fn clone(source: &str, name: &str) -> TableRef {
+    let table = format!("{name}_{}", std::process::id());
+    lab().clone_table(source, &format!("scratch.{table}")).await;
+    TableRef::new("iceberg", "scratch", table)
+}
+
+fn lakehouse(url: &str, user: &str) -> Lakehouse {
+    Lakehouse::new(
+        Client::new(lab().config(url, user)).unwrap(),
+        "iceberg",
+        HealthConfig::default(),
+    )
+}
+
+fn ctx(name: &str, readonly: bool) -> RunContext {
+    let path = std::env::temp_dir().join(format!("floe-audit-{name}-{}.jsonl", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    RunContext {
+        profile: "lab".into(),
+        user: "floe".into(),
+        target: lab().trino_url(),
+        readonly,
+        audit: AuditLog::new(path),
+    }
+}
+
+async fn snapshots(lake: &Lakehouse, t: &TableRef) -> Vec<(String, i64)> {
+    let out = lake
+        .client
+        .query(&format!(
+            "SELECT operation, snapshot_id FROM {} ORDER BY committed_at",
+            t.meta("snapshots")
+        ))
+        .await
+        .unwrap();
+    out.rows
+        .iter()
+        .map(|r| {
+            (
+                r.str("operation").unwrap().to_string(),
+                r.i64("snapshot_id").unwrap(),
+            )
+        })
+        .collect()
+}
+
+async fn record_count(lake: &Lakehouse, t: &TableRef) -> u64 {
+    lake.client
+        .query(&format!("SELECT count(*) AS n FROM {}", t.sql()))
+        .await
+        .unwrap()
+        .rows[0]
+        .u64("n")
+        .unwrap()
+}
+
+fn no_events() -> impl Fn(StepEvent) + Send + Sync {
+    |_| {}
+}
+
+#[tokio::test]
+async fn optimizing_two_partitions_compacts_them_and_commits_replace_snapshots() {
+    let t = clone("zoning.documents", "opt").await;
+    let lake = lakehouse(&lab().trino_url(), "floe");
+    let before = lake.partitions(&t).await.unwrap();
+    let mut worst = before.partitions.clone();
+    worst.sort_by_key(|p| std::cmp::Reverse(p.small_files));
+    let chosen: Vec<_> = worst.into_iter().take(2).collect();
+    assert!(
+        chosen.iter().all(|p| p.data_files >= 12),
+        "the seed has small-file partitions"
+    );
+    let layout = lake.table_layout(&t).await.unwrap();
+    let plan = optimize_plan(&t, &layout, &chosen, 96 << 20, false).unwrap();
+    let snaps_before = snapshots(&lake, &t).await;
+    let records_before = record_count(&lake, &t).await;
+    let c = ctx("opt", false);
+    let seen = std::sync::Mutex::new(Vec::new());
+    let on_event = |e: StepEvent| seen.lock().unwrap().push(e);
+    let out = run_plan(&lake, &plan, &c, CancellationToken::new(), &on_event)
+        .await
+        .unwrap();
+    assert_eq!(out.len(), 2);
+    for (o, p) in out.iter().zip(&plan.steps) {
+        assert!(o.ok);
+        assert!(
+            o.files_after.unwrap() <= 2,
+            "{:?}: {} files left",
+            p.partition,
+            o.files_after.unwrap()
+        );
+        assert!(o.rows.unwrap() > 0, "≤ 480 result shape: rows written");
+    }
+    assert!(
+        seen.lock()
+            .unwrap()
+            .iter()
+            .any(|e| matches!(e, StepEvent::Progress { .. }))
+    );
+    // Read back independently through $partitions.
+    for p in &chosen {
+        let district = p
+            .values
+            .iter()
+            .find(|(k, _)| k == "district")
+            .unwrap()
+            .1
+            .clone()
+            .unwrap();
+        let day = p
+            .values
+            .iter()
+            .find(|(k, _)| k == "filed_at_day")
+            .unwrap()
+            .1
+            .clone()
+            .unwrap();
+        let sql = format!(
+            "SELECT file_count, record_count FROM {} WHERE partition.district = {} AND partition.filed_at_day = DATE {}",
+            t.meta("partitions"),
+            quote_string(&district),
+            quote_string(&day)
+        );
+        let r = &lake.client.query(&sql).await.unwrap().rows[0];
+        assert!(r.u64("file_count").unwrap() <= 2);
+        assert_eq!(r.u64("record_count").unwrap(), p.records, "no record lost");
+    }
+    let snaps_after = snapshots(&lake, &t).await;
+    let new: Vec<_> = snaps_after[snaps_before.len()..]
+        .iter()
+        .map(|(op, _)| op.as_str())
+        .collect();
+    assert_eq!(
+        new,
+        vec!["replace", "replace"],
+        "one replace snapshot per statement"
+    );
+    assert_eq!(record_count(&lake, &t).await, records_before);
+    // floe's own view agrees, and untouched partitions are unchanged.
+    let after = lake.partitions(&t).await.unwrap();
+    for p in &before.partitions {
+        let a = after
+            .partitions
+            .iter()
+            .find(|x| x.label() == p.label())
+            .unwrap();
+        if chosen.iter().any(|c| c.label() == p.label()) {
+            assert!(a.data_files <= 2);
+        } else {
+            assert_eq!(a.data_files, p.data_files, "{}", p.label());
+        }
+    }
+    // The audit log has one success record per statement, with its query id.
+    let audit = c.audit.read();
+    assert_eq!(audit.len(), 2);
+    for (r, s) in audit.iter().zip(&plan.steps) {
+        assert_eq!(r.outcome, "success");
+        assert_eq!(r.statement, s.sql);
+        assert_eq!(r.table.as_deref(), Some(t.to_string().as_str()));
+        assert!(r.query_id.as_deref().is_some_and(|q| !q.is_empty()));
+        assert_eq!(r.files_before, Some(s.files));
+        assert!(r.files_after.unwrap() <= 2);
+    }
+}
+
+#[tokio::test]
+async fn cancel_mid_run_stops_the_queue_and_leaves_the_table_valid() {
+    let t = clone("zoning.documents", "cancel").await;
+    let u = user("mcancel");
+    let lake = lakehouse(&lab().trino_url(), &u);
+    let parts = lake.partitions(&t).await.unwrap();
+    let chosen: Vec<_> = parts
+        .partitions
+        .iter()
+        .filter(|p| p.small_files >= 12)
+        .take(3)
+        .cloned()
+        .collect();
+    let plan = optimize_plan(
+        &t,
+        &lake.table_layout(&t).await.unwrap(),
+        &chosen,
+        96 << 20,
+        false,
+    )
+    .unwrap();
+    let snaps_before = snapshots(&lake, &t).await;
+    let records = record_count(&lake, &t).await;
+    lab()
+        .faults(&u, json!([{"kind": "slow", "ms": 20000}]))
+        .await;
+    let token = CancellationToken::new();
+    let t2 = token.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        t2.cancel();
+    });
+    let c = ctx("cancel", false);
+    let err = run_plan(&lake, &plan, &c, token, &no_events())
+        .await
+        .unwrap_err();
+    lab().clear_faults(&u).await;
+    assert!(
+        err.contains("cancelled") && err.contains("2 remaining statement(s) not run"),
+        "{err}"
+    );
+    let fresh = lakehouse(&lab().trino_url(), "floe");
+    assert_eq!(
+        snapshots(&fresh, &t).await,
+        snaps_before,
+        "nothing committed"
+    );
+    assert_eq!(record_count(&fresh, &t).await, records);
+    let audit = c.audit.read();
+    assert_eq!(audit.len(), 1);
+    assert_eq!(audit[0].outcome, "cancelled");
+    let q = lab().queries_of(&u).await;
+    assert!(
+        q.iter().any(|q| q["error_name"] == "USER_CANCELED"),
+        "{q:?}"
+    );
+}
+
+#[tokio::test]
+async fn read_only_is_refused_at_execution_time_and_audited() {
+    let t = clone("zoning.permits", "ro").await;
+    let lake = lakehouse(&lab().trino_url(), "floe");
+    let plan = table_plan(
+        &t,
+        Procedure::Optimize {
+            threshold: 96 << 20,
+        },
+    );
+    let before = snapshots(&lake, &t).await;
+    let c = ctx("ro", true);
+    let err = run_plan(&lake, &plan, &c, CancellationToken::new(), &no_events())
+        .await
+        .unwrap_err();
+    assert!(err.starts_with("read-only:"), "{err}");
+    assert_eq!(snapshots(&lake, &t).await, before);
+    let audit = c.audit.read();
+    assert_eq!(audit[0].outcome, "refused");
+}
+
+#[tokio::test]
+async fn expire_retention_error_is_trinos_verbatim_and_the_session_property_lowers_it() {
+    let t = clone("audit.events", "expire").await;
+    let lake = lakehouse(&lab().trino_url(), "floe");
+    let mut plan: Plan = table_plan(
+        &t,
+        Procedure::ExpireSnapshots {
+            retention_secs: 86_400,
+        },
+    );
+    let err = run_plan(
+        &lake,
+        &plan,
+        &ctx("expire", false),
+        CancellationToken::new(),
+        &no_events(),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        err.starts_with(
+            "INVALID_PROCEDURE_ARGUMENT: Retention specified (1.00d) is shorter than the minimum retention configured in the system (7.00d). Minimum retention can be changed with iceberg.expire-snapshots.min-retention configuration property or iceberg.expire_snapshots_min_retention session property"
+        ),
+        "{err}"
+    );
+    let before = snapshots(&lake, &t).await.len();
+    plan.session = vec![("iceberg.expire_snapshots_min_retention".into(), "1d".into())];
+    run_plan(
+        &lake,
+        &plan,
+        &ctx("expire2", false),
+        CancellationToken::new(),
+        &no_events(),
+    )
+    .await
+    .unwrap();
+    let after = snapshots(&lake, &t).await.len();
+    assert!(after < before, "snapshots expired: {before} -> {after}");
+}
+
+#[tokio::test]
+async fn trino_481_returns_metrics() {
+    let t = clone("zoning.permits", "m481").await;
+    let lake = lakehouse(&lab().listener("v481"), "floe");
+    let parts = lake.partitions(&t).await.unwrap();
+    let one: Vec<_> = parts
+        .partitions
+        .iter()
+        .filter(|p| p.small_files >= 12)
+        .take(1)
+        .cloned()
+        .collect();
+    let plan = optimize_plan(
+        &t,
+        &lake.table_layout(&t).await.unwrap(),
+        &one,
+        96 << 20,
+        false,
+    )
+    .unwrap();
+    let out = run_plan(
+        &lake,
+        &plan,
+        &ctx("m481", false),
+        CancellationToken::new(),
+        &no_events(),
+    )
+    .await
+    .unwrap();
+    let m = &out[0].metrics;
+    assert_eq!(
+        m.get("rewritten_data_files_count").copied(),
+        Some(one[0].data_files as i64),
+        "{m:?}"
+    );
+    assert!(m.get("added_data_files_count").copied().unwrap_or(0) >= 1);
+    assert_eq!(out[0].rows, None);
+}
+
+#[tokio::test]
+async fn hostile_literals_and_identifiers_round_trip_through_the_lab() {
+    let values = floe_test_strings();
+    let client = lab().client("floe");
+    for chunk in values.chunks(25) {
+        let cols: Vec<String> = chunk
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                format!(
+                    "{} AS {}",
+                    quote_string(v),
+                    quote_ident(&format!("c{i} {v}"))
+                )
+            })
+            .collect();
+        let out = client
+            .query(&format!("SELECT {}", cols.join(", ")))
+            .await
+            .unwrap();
+        for (i, v) in chunk.iter().enumerate() {
+            // Trino folds identifiers to lower case; compare the way it does.
+            assert_eq!(
+                out.columns[i].name.to_lowercase(),
+                format!("c{i} {v}").to_lowercase(),
+                "identifier {v:?}"
+            );
+            assert_eq!(
+                out.rows[0].values[i].as_str(),
+                Some(v.as_str()),
+                "literal {v:?}"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn hostile_partition_values_make_valid_optimize_statements() {
+    let t = clone("zoning.documents", "hostile").await;
+    let lake = lakehouse(&lab().trino_url(), "floe");
+    let layout = lake.table_layout(&t).await.unwrap();
+    let before = snapshots(&lake, &t).await;
+    let parts: Vec<_> = floe_test_strings()
+        .into_iter()
+        .take(12)
+        .map(|v| floe::lakehouse::model::PartitionStats {
+            values: vec![
+                ("district".into(), Some(v)),
+                ("filed_at_day".into(), Some("2026-11-20".into())),
+            ],
+            data_files: 0,
+            small_files: 0,
+            total_bytes: 0,
+            records: 0,
+            min_file: 0,
+            max_file: 0,
+            delete_files: 0,
+        })
+        .collect();
+    let plan = optimize_plan(&t, &layout, &parts, 96 << 20, false).unwrap();
+    // Each parses and selects exactly nothing: no district has such a name.
+    run_plan(
+        &lake,
+        &plan,
+        &ctx("hostile", false),
+        CancellationToken::new(),
+        &no_events(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        snapshots(&lake, &t).await,
+        before,
+        "no file selected, no snapshot committed"
+    );
+}
+
+/// Strings with quotes, backslashes, unicode and SQL punctuation (the same generator the
+/// unit tests use, seeded differently).
+fn floe_test_strings() -> Vec<String> {
+    const ALPHABET: &[&str] = &[
+        "a", "'", "''", "\"", "\\", " ", ";", "--", "%", "+", "é", "日本", "🦀", ")", "/*", "$",
+        "\t",
+    ];
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    (0..100)
+        .map(|_| {
+            let mut next = || {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x
+            };
+            let len = 1 + (next() % 10) as usize;
+            (0..len)
+                .map(|_| ALPHABET[(next() % ALPHABET.len() as u64) as usize])
+                .collect()
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn the_cli_prints_without_yes_runs_with_it_and_refuses_when_read_only() {
+    let t = clone("zoning.permits", "cli").await;
+    let lake = lakehouse(&lab().trino_url(), "floe");
+    let before = snapshots(&lake, &t).await;
+    let home = std::env::temp_dir().join(format!("floe-cli-home-{}", std::process::id()));
+    let run = |extra: &[&str]| {
+        let url = lab().trino_url();
+        let name = format!("scratch.{}", t.table);
+        let mut args = vec![
+            "--trino",
+            url.as_str(),
+            "--user",
+            "floe",
+            "maintain",
+            "optimize",
+            name.as_str(),
+            "--partition",
+            "status=approved",
+        ];
+        args.extend_from_slice(extra);
+        std::process::Command::new(env!("CARGO_BIN_EXE_floe"))
+            .args(&args)
+            .env("XDG_CONFIG_HOME", home.join("c"))
+            .env("XDG_STATE_HOME", home.join("s"))
+            .output()
+            .unwrap()
+    };
+    let out = run(&[]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains(&format!("ALTER TABLE \"iceberg\".\"scratch\".\"{}\" EXECUTE optimize(file_size_threshold => '96MB') WHERE \"status\" = 'approved';", t.table)), "{text}");
+    assert!(text.contains("not run: add --yes"));
+    assert_eq!(
+        snapshots(&lake, &t).await,
+        before,
+        "nothing touched without --yes"
+    );
+    let out = run(&["--yes", "--readonly"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("read-only"));
+    assert_eq!(snapshots(&lake, &t).await, before);
+    let out = run(&["--yes"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("[1/1] done") && err.contains("files"), "{err}");
+    assert_eq!(snapshots(&lake, &t).await.last().unwrap().0, "replace");
+    let audit = AuditLog::new(home.join("s/floe/audit.jsonl")).read();
+    let outcomes: Vec<&str> = audit.iter().map(|r| r.outcome.as_str()).collect();
+    assert_eq!(outcomes, vec!["refused", "success"]);
+}
