@@ -418,6 +418,34 @@ async fn v2_maintenance_dags_by_tag_and_id() {
 }
 
 #[tokio::test]
+async fn listings_follow_pages() {
+    for server in [Server::Three, Server::Two] {
+        let opts = ClientOptions {
+            page_size: 1,
+            ..ClientOptions::default()
+        };
+        let paged = AirflowClient::connect_with(&settings(server), opts)
+            .await
+            .unwrap();
+        let whole = client(server).await;
+        let dags = paged.dags(&["maintenance".into()], &[]).await.unwrap();
+        assert_eq!(
+            dags,
+            whole.dags(&["maintenance".into()], &[]).await.unwrap()
+        );
+        assert_eq!(dags.len(), 4, "{server:?}: one page per DAG");
+        let runs = paged.runs("compact_documents", 5).await.unwrap();
+        assert_eq!(runs, whole.runs("compact_documents", 5).await.unwrap());
+        assert_eq!(runs.len(), 5);
+        let tasks = paged
+            .task_instances("compact_documents", &runs[0].run_id)
+            .await
+            .unwrap();
+        assert_eq!(tasks.len(), 3, "{server:?}");
+    }
+}
+
+#[tokio::test]
 async fn v2_compact_documents_fails_in_compact_on_the_dead_host() {
     let c = client(Server::Three).await;
     let runs = c.runs("compact_documents", 100).await.unwrap();

@@ -28,8 +28,6 @@ use crate::config::{AirflowApi, AirflowSettings, TlsSettings};
 use crate::health::DagFacts;
 use crate::trino::client::{error_chain, http_client};
 
-/// The page size asked for; servers clamp it to `[api] maximum_page_limit` (default 100).
-const PAGE: usize = 100;
 /// Never follow more pages than this in one listing (a server that ignores `offset`).
 const MAX_PAGES: usize = 500;
 
@@ -59,6 +57,9 @@ pub struct ClientOptions {
     /// Timeout of one HTTP request.
     pub request_timeout: Duration,
     pub retry: RetryPolicy,
+    /// Items asked for per page of a listing; servers clamp it to `[api] maximum_page_limit`
+    /// (default 100), and the client follows `total_entries` either way.
+    pub page_size: usize,
 }
 
 impl Default for ClientOptions {
@@ -67,6 +68,7 @@ impl Default for ClientOptions {
             connect_timeout: Duration::from_secs(10),
             request_timeout: Duration::from_secs(30),
             retry: RetryPolicy::default(),
+            page_size: 100,
         }
     }
 }
@@ -116,6 +118,7 @@ struct Inner {
     version: ServerVersion,
     auth: AuthMode,
     retry: RetryPolicy,
+    page_size: usize,
     runs_window: usize,
     dag_tags: Vec<String>,
     dag_ids: Vec<String>,
@@ -223,6 +226,7 @@ impl AirflowClient {
                 version,
                 auth,
                 retry: opts.retry,
+                page_size: opts.page_size.clamp(1, 1000),
                 runs_window: settings.runs.max(1),
                 dag_tags: settings.dag_tags.clone(),
                 dag_ids: settings.dag_ids.clone(),
@@ -317,7 +321,6 @@ impl AirflowClient {
             if !tags.is_empty() && self.inner.api == ApiVersion::V2 {
                 q.push(("tags_match_mode", "any".into()));
             }
-            q.push(("order_by", "dag_id".into()));
             let wire: Vec<WireDag> = self.list(&["dags"], &q, "dags", None).await?;
             out.extend(wire.into_iter().map(Dag::from));
         }
@@ -691,7 +694,8 @@ impl AirflowClient {
         let mut out: Vec<W> = Vec::new();
         let mut offset = 0usize;
         for _ in 0..MAX_PAGES {
-            let want = max.map_or(PAGE, |m| (m - out.len()).min(PAGE));
+            let page = self.inner.page_size;
+            let want = max.map_or(page, |m| (m - out.len()).min(page));
             let mut q: Vec<(&str, String)> = query.to_vec();
             q.push(("limit", want.to_string()));
             q.push(("offset", offset.to_string()));
