@@ -3,6 +3,7 @@
 //! Iceberg table health read through Trino, maintenance DAGs read through Airflow, and
 //! safe maintenance (`ALTER TABLE … EXECUTE optimize`) on a selection.
 
+pub mod airflow;
 pub mod app;
 pub mod cli;
 pub mod config;

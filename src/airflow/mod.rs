@@ -1,0 +1,24 @@
+//! Airflow's stable REST API, for the maintenance DAGs: `/api/v2` (Airflow 3) and `/api/v1`
+//! (Airflow 2), detected when connecting.
+//!
+//! [`AirflowClient`] reads DAGs, runs, task instances, task logs, import errors and
+//! connections, and performs the few writes floe offers (trigger, clear, pause). The models
+//! ([`model`]) are one shape for both APIs; [`log`] turns task logs into lines with **the
+//! error line** an operator needs; [`facts`] reduces what was read to the
+//! [`DagFacts`](crate::health::DagFacts) the health rules evaluate.
+
+pub mod client;
+pub mod error;
+pub mod facts;
+pub mod log;
+pub mod model;
+
+pub use client::{AirflowClient, ClientOptions, RetryPolicy, encode_segment};
+pub use error::AirflowError;
+pub use facts::{TaskFailure, dag_facts, failing_task, import_error_for, schedule_interval};
+pub use log::{LogLine, TaskLog};
+pub use model::{
+    AirflowHealth, ApiVersion, ClearOutcome, ClearScope, ClearedTask, ComponentHealth, Connection,
+    ConnectionTest, Dag, DagImportError, DagRun, DagRunState, HealthStatus, RunType, ServerVersion,
+    TaskInstance, TaskState,
+};
