@@ -317,3 +317,217 @@ fn auth_failure_is_unknown_and_says_where() {
     assert!(text.contains(url.trim_end_matches('/')), "{text}");
     assert!(!text.contains("not-her-password"));
 }
+
+fn with_airflow(which: &str, extra: &[&str]) -> (Value, i32) {
+    let a = &lab().v[which];
+    assert!(
+        !a.is_null(),
+        "lab.json has no {which}: start the lab with `cargo xtask lab up --airflow2`"
+    );
+    let url = lab().trino_url();
+    let af = a["url"].as_str().unwrap().to_string();
+    let user = a["user"].as_str().unwrap().to_string();
+    let schemas = seed_schemas();
+    let mut args = vec![
+        "check",
+        "--trino",
+        url.as_str(),
+        "--user",
+        "floe",
+        "--format",
+        "json",
+        "--airflow",
+        af.as_str(),
+        "--airflow-user",
+        user.as_str(),
+    ];
+    args.extend(schemas.iter().map(String::as_str));
+    args.extend_from_slice(extra);
+    let home = std::env::temp_dir().join(format!("floe-check-af-{}", std::process::id()));
+    let out = Command::new(env!("CARGO_BIN_EXE_floe"))
+        .args(&args)
+        .env("FLOE_AIRFLOW_PASSWORD", a["password"].as_str().unwrap())
+        .env("XDG_CONFIG_HOME", home.join("c"))
+        .env("XDG_STATE_HOME", home.join("s"))
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{e}: {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (v, out.status.code().unwrap())
+}
+
+fn rules(t: &Value) -> Vec<String> {
+    t["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["rule"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn message<'a>(t: &'a Value, rule: &str) -> &'a str {
+    t["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["rule"] == rule)
+        .unwrap_or_else(|| panic!("no {rule} in {t}"))["message"]
+        .as_str()
+        .unwrap()
+}
+
+fn assert_incident_story(report: &Value) {
+    assert_eq!(report["status"], "CRITICAL");
+    // documents: stale compaction, and its DAG fails on the dead host.
+    let docs = table(report, "zoning", "documents");
+    let m = message(docs, "stale_dag_failing");
+    assert!(
+        m.contains("compact_documents") && m.contains("trino-old.internal:8080"),
+        "{m}"
+    );
+    assert_eq!(docs["maintenance_dag"]["dag_id"], "compact_documents");
+    // permits: never compacted although its DAG reports success (the bare except).
+    let permits = table(report, "zoning", "permits");
+    assert!(message(permits, "stale_dag_succeeds").contains("compact_permits"));
+    // audit.events: its maintenance DAG is paused.
+    assert!(rules(table(report, "audit", "events")).contains(&"stale_dag_paused".to_string()));
+    // parcels is healthy with a succeeding DAG: no correlation finding.
+    assert!(
+        !rules(table(report, "zoning", "parcels"))
+            .iter()
+            .any(|r| r.starts_with("stale_dag"))
+    );
+    // The DAGs themselves.
+    let dags = report["dags"].as_array().unwrap();
+    let cd = dags
+        .iter()
+        .find(|d| d["dag_id"] == "compact_documents")
+        .unwrap();
+    assert_eq!(cd["status"], "CRITICAL");
+    assert_eq!(cd["last_run_state"], "failed");
+    assert_eq!(cd["failing_task"], "compact");
+    assert!(
+        cd["error_line"]
+            .as_str()
+            .unwrap()
+            .contains("trino-old.internal:8080")
+    );
+    assert!(
+        cd["failed_runs"].as_u64().unwrap() >= 10,
+        "two weeks of failures: {cd}"
+    );
+    assert_eq!(
+        dags.iter()
+            .find(|d| d["dag_id"] == "expire_snapshots")
+            .unwrap()["paused"],
+        true
+    );
+    // Import errors and the connection pointing at the dead host.
+    let findings: Vec<(&str, &str)> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["rule"].as_str().unwrap(), f["message"].as_str().unwrap()))
+        .collect();
+    assert!(
+        findings
+            .iter()
+            .any(|(r, m)| *r == "dag_import_error" && m.contains("broken_dag.py")),
+        "{findings:?}"
+    );
+    assert!(
+        findings
+            .iter()
+            .any(|(r, m)| r.starts_with("airflow_connection")
+                && m.contains("trino_documents")
+                && m.contains("trino-old.internal:8080")),
+        "{findings:?}"
+    );
+}
+
+#[test]
+fn with_airflow_3_the_whole_incident_is_in_one_report() {
+    let (report, code) = with_airflow("airflow", &[]);
+    assert_eq!(code, 2);
+    assert_eq!(report["airflow"]["api"], "v2");
+    assert_incident_story(&report);
+}
+
+#[test]
+fn with_airflow_2_the_v1_api_tells_the_same_story() {
+    let (report, _) = with_airflow("airflow2", &[]);
+    assert_eq!(report["airflow"]["api"], "v1");
+    assert_incident_story(&report);
+}
+
+#[test]
+fn prometheus_has_dag_metrics() {
+    let (_, _) = with_airflow("airflow", &[]);
+    let a = &lab().v["airflow"];
+    let url = lab().trino_url();
+    let af = a["url"].as_str().unwrap().to_string();
+    let out = Command::new(env!("CARGO_BIN_EXE_floe"))
+        .args([
+            "check",
+            "--trino",
+            &url,
+            "--airflow",
+            &af,
+            "--airflow-user",
+            "admin",
+            "--format",
+            "prometheus",
+            "--table",
+            "zoning.*",
+        ])
+        .env("FLOE_AIRFLOW_PASSWORD", a["password"].as_str().unwrap())
+        .env("XDG_STATE_HOME", std::env::temp_dir().join("floe-prom-af"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains(r#"floe_dag_status{dag_id="compact_documents"} 2"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"floe_dag_last_success_age_hours{dag_id="compact_documents"} +Inf"#),
+        "{text}"
+    );
+}
+
+#[test]
+fn an_unreachable_airflow_degrades_to_a_finding() {
+    let url = lab().trino_url();
+    let schemas = seed_schemas();
+    let mut args = vec![
+        "check",
+        "--trino",
+        url.as_str(),
+        "--format",
+        "json",
+        "--airflow",
+        "http://127.0.0.1:9",
+    ];
+    args.extend(schemas.iter().map(String::as_str));
+    let out = floe(&args);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["status"], "CRITICAL", "the tables are still evaluated");
+    assert!(
+        v["airflow"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("127.0.0.1:9")
+    );
+    assert!(
+        v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["rule"] == "airflow_unreachable" && f["severity"] == "UNKNOWN")
+    );
+}

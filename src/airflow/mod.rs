@@ -12,6 +12,7 @@ pub mod error;
 pub mod facts;
 pub mod log;
 pub mod model;
+pub mod scan;
 
 pub use client::{AirflowClient, ClientOptions, RetryPolicy, encode_segment};
 pub use error::AirflowError;

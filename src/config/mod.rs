@@ -648,6 +648,15 @@ pub fn load_with(
             interval: m.interval.map(|d| d.0),
         });
     }
+    let mut airflow = airflow;
+    if let Some(a) = &mut airflow {
+        // The DAGs of [[maintenance]] are maintenance DAGs whatever their tags.
+        for m in &maintenance {
+            if !a.dag_ids.contains(&m.dag_id) {
+                a.dag_ids.push(m.dag_id.clone());
+            }
+        }
+    }
     let keys = file.keys.clone().unwrap_or_default();
     crate::app::keymap::Keymap::from_config(&keys)
         .map_err(|e| err(format!("{e} in [keys] of {}", where_())))?;

@@ -185,6 +185,15 @@ fn age(now: DateTime<Utc>, t: DateTime<Utc>) -> i64 {
     (now - t).num_seconds().max(0)
 }
 
+/// An error line short enough for a finding (the whole line is in the DAGs tab's log).
+fn clip(e: &str) -> String {
+    const MAX: usize = 240;
+    if e.chars().count() <= MAX {
+        return e.to_string();
+    }
+    format!("{}…", e.chars().take(MAX).collect::<String>())
+}
+
 /// Evaluate one table. `dag` is its maintenance DAG when one is known.
 pub fn evaluate(
     stats: &TableStats,
@@ -390,9 +399,9 @@ pub fn evaluate(
         }
     }
 
-    // The table's maintenance DAG and the correlation no single tool shows.
+    // The correlation no single tool shows: the table's compaction is stale, and what its
+    // maintenance DAG says about it. (The DAG's own findings are the DAG's verdict.)
     if let Some(d) = dag {
-        out.extend(dag_findings(d, now));
         let stale = out.iter().any(|f| {
             matches!(f.rule, "compaction_stale" | "never_compacted")
                 && f.severity >= Severity::Warning
@@ -400,7 +409,17 @@ pub fn evaluate(
         if stale {
             let guessed = if d.guessed { " (guessed mapping)" } else { "" };
             let last = d.last_run_state.as_deref().unwrap_or("none");
-            if d.paused {
+            if let Some(e) = &d.import_error {
+                out.push(Finding {
+                    rule: "stale_dag_broken",
+                    severity: Severity::Critical,
+                    message: format!(
+                        "compaction stale and its DAG {}{guessed} does not import: {e}",
+                        d.dag_id
+                    ),
+                    penalty: 0,
+                });
+            } else if d.paused {
                 out.push(Finding {
                     rule: "stale_dag_paused",
                     severity: Severity::Critical,
@@ -412,7 +431,7 @@ pub fn evaluate(
                 });
             } else if last == "failed" {
                 let what = match (&d.failing_task, &d.error_line) {
-                    (Some(t), Some(e)) => format!(": {t}: {e}"),
+                    (Some(t), Some(e)) => format!(": {t}: {}", clip(e)),
                     (Some(t), None) => format!(": task {t} failed"),
                     _ => String::new(),
                 };
@@ -473,7 +492,7 @@ pub fn dag_findings(d: &DagFacts, now: DateTime<Utc>) -> Vec<Finding> {
             msg.push_str(&format!("; task {t}"));
         }
         if let Some(e) = &d.error_line {
-            msg.push_str(&format!(": {e}"));
+            msg.push_str(&format!(": {}", clip(e)));
         }
         out.push(Finding {
             rule: "dag_failing",

@@ -294,8 +294,13 @@ fn correlation_names_the_failing_dag_and_its_error() {
         "{}",
         f.message
     );
-    assert!(rules(&h).contains(&"dag_failing"));
-    assert!(rules(&h).contains(&"dag_no_success"));
+    assert!(
+        !rules(&h).contains(&"dag_failing"),
+        "the DAG's own findings are the DAG's verdict"
+    );
+    let d = evaluate_dag(&dag("failed"), now());
+    assert!(rules(&d).contains(&"dag_failing"));
+    assert!(rules(&d).contains(&"dag_no_success"));
 }
 
 #[test]
@@ -330,10 +335,17 @@ fn paused_and_import_error_dags() {
         !rules(&h).contains(&"dag_no_success"),
         "a paused DAG is reported as paused, not as late"
     );
+    let h = evaluate(&incident(), Some(&d), &HealthConfig::default(), now());
+    assert!(rules(&h).contains(&"stale_dag_paused"));
     d.import_error = Some("ModuleNotFoundError: No module named 'x'".into());
     assert_eq!(evaluate_dag(&d, now()).status, Severity::Critical);
     let h = evaluate(&incident(), Some(&d), &HealthConfig::default(), now());
-    assert!(rules(&h).contains(&"stale_dag_paused"));
+    let f = finding(&h, "stale_dag_broken");
+    assert!(
+        f.message.contains("does not import: ModuleNotFoundError"),
+        "{}",
+        f.message
+    );
 }
 
 #[test]

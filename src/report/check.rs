@@ -1,16 +1,94 @@
-//! `floe check`: connect, discover, read every table with bounded concurrency, evaluate.
+//! `floe check`: connect, discover, read every table with bounded concurrency, read the
+//! maintenance DAGs, correlate, evaluate.
+
+use std::collections::BTreeMap;
 
 use chrono::Utc;
 use futures::StreamExt;
 
-use super::{Report, TableReport, TrinoInfo};
+use super::{AirflowInfo, DagReport, Report, TableReport, TrinoInfo};
+use crate::airflow::{AirflowClient, scan};
 use crate::config::Settings;
-use crate::health::{Finding, Health, Severity, evaluate};
-use crate::lakehouse::model::TableRef;
+use crate::health::mapping::{DagName, map_dags};
+use crate::health::{DagFacts, Finding, Health, Severity, evaluate, evaluate_dag};
+use crate::lakehouse::model::{TableRef, TableStats};
 use crate::lakehouse::queries::Lakehouse;
-use crate::trino::Client;
+use crate::trino::{Client, TrinoError};
 
-/// Evaluate every table the settings select (plus `--table` globs).
+/// What Airflow said, ready to correlate.
+struct AirflowRead {
+    info: AirflowInfo,
+    dags: Vec<(crate::airflow::Dag, Result<DagFacts, String>)>,
+    findings: Vec<Finding>,
+}
+
+async fn read_airflow(settings: &Settings) -> Option<AirflowRead> {
+    let a = settings.airflow.as_ref()?;
+    let mut info = AirflowInfo {
+        url: a.url.to_string(),
+        version: None,
+        api: None,
+        error: None,
+    };
+    let unreachable = |info: AirflowInfo, e: String| AirflowRead {
+        findings: vec![Finding {
+            rule: "airflow_unreachable",
+            severity: Severity::Unknown,
+            message: format!("DAGs not evaluated: {e}"),
+            penalty: 0,
+        }],
+        info: AirflowInfo {
+            error: Some(e),
+            ..info
+        },
+        dags: Vec::new(),
+    };
+    let client = match AirflowClient::connect(a).await {
+        Ok(c) => c,
+        Err(e) => return Some(unreachable(info, e.to_string())),
+    };
+    info.version = Some(client.server_version().version.clone());
+    info.api = Some(client.api().to_string());
+    let list = match scan::list(&client).await {
+        Ok(l) => l,
+        Err(e) => return Some(unreachable(info, e.to_string())),
+    };
+    let intervals: BTreeMap<String, std::time::Duration> = settings
+        .maintenance
+        .iter()
+        .filter_map(|m| Some((m.dag_id.clone(), m.interval?)))
+        .collect();
+    let (mut facts, conn) = tokio::join!(
+        scan::facts(
+            &client,
+            &list.dags,
+            &intervals,
+            settings.health.dag_interval,
+            settings.max_concurrent_queries
+        ),
+        scan::connection_findings(&client, &settings.trino.url, a.test_connections)
+    );
+    let mut findings = scan::server_findings(&list);
+    findings.extend(conn);
+    let dags = list
+        .dags
+        .into_iter()
+        .map(|d| {
+            let f = facts
+                .remove(&d.dag_id)
+                .unwrap_or_else(|| Err("not read".into()));
+            (d, f)
+        })
+        .collect();
+    Some(AirflowRead {
+        info,
+        dags,
+        findings,
+    })
+}
+
+/// Evaluate every table the settings select (plus `--table` globs), and the maintenance
+/// DAGs when Airflow is configured.
 pub async fn run(settings: &Settings, globs: &[String]) -> Report {
     let started = Utc::now();
     let mut report = Report {
@@ -61,24 +139,85 @@ pub async fn run(settings: &Settings, globs: &[String]) -> Report {
             return report;
         }
     };
-    let now = Utc::now();
     let lake = &lake;
-    let results: Vec<(TableRef, Result<_, _>)> = futures::stream::iter(tables)
+    let stats = futures::stream::iter(tables.clone())
         .map(|t| async move {
             let r = lake.table_stats(&t).await;
             (t, r)
         })
         .buffer_unordered(settings.max_concurrent_queries)
-        .collect()
-        .await;
+        .collect::<Vec<(TableRef, Result<TableStats, TrinoError>)>>();
+    let (results, airflow) = tokio::join!(stats, read_airflow(settings));
+    let now = Utc::now();
+
+    // Which DAG maintains which table, and what each DAG says.
+    let mut facts_by_dag: BTreeMap<String, DagFacts> = BTreeMap::new();
+    let mut mapping = BTreeMap::new();
+    if let Some(a) = airflow {
+        let names: Vec<DagName> = a
+            .dags
+            .iter()
+            .map(|(d, _)| DagName {
+                dag_id: d.dag_id.clone(),
+                tags: d.tags.clone(),
+            })
+            .collect();
+        mapping = map_dags(&tables, &names, &settings.maintenance);
+        for (dag, facts) in a.dags {
+            let maintained: Vec<String> = mapping
+                .iter()
+                .filter(|(_, m)| m.dag_id == dag.dag_id)
+                .map(|(t, _)| t.to_string())
+                .collect();
+            match facts {
+                Ok(f) => {
+                    report.dags.push(DagReport {
+                        health: evaluate_dag(&f, now),
+                        facts: f.clone(),
+                        tables: maintained,
+                    });
+                    facts_by_dag.insert(dag.dag_id.clone(), f);
+                }
+                Err(e) => report.findings.push(Finding {
+                    rule: "dag_unreadable",
+                    severity: Severity::Unknown,
+                    message: format!("DAG {}: cannot read its runs: {e}", dag.dag_id),
+                    penalty: 0,
+                }),
+            }
+        }
+        // A configured DAG Airflow does not list is a finding of its own.
+        for m in &settings.maintenance {
+            if !names.iter().any(|n| n.dag_id == m.dag_id) {
+                report.findings.push(Finding {
+                    rule: "dag_missing",
+                    severity: Severity::Warning,
+                    message: format!(
+                        "DAG {} (maintains {}) is not among Airflow's maintenance DAGs",
+                        m.dag_id, m.table
+                    ),
+                    penalty: 0,
+                });
+            }
+        }
+        report.findings.extend(a.findings);
+        report.airflow = Some(a.info);
+    }
+
     for (table, r) in results {
+        let dag = mapping.get(&table).and_then(|m| {
+            facts_by_dag.get(&m.dag_id).map(|f| DagFacts {
+                guessed: m.guessed,
+                ..f.clone()
+            })
+        });
         report.tables.push(match r {
             Ok(stats) => TableReport {
-                health: evaluate(&stats, None, &settings.health, now),
+                health: evaluate(&stats, dag.as_ref(), &settings.health, now),
                 table,
                 stats: Some(stats),
                 error: None,
-                dag: None,
+                dag,
             },
             Err(e) => TableReport {
                 health: Health {
@@ -94,11 +233,18 @@ pub async fn run(settings: &Settings, globs: &[String]) -> Report {
                 table,
                 stats: None,
                 error: Some(e.to_string()),
-                dag: None,
+                dag,
             },
         });
     }
     report.tables.sort_by(|a, b| a.table.cmp(&b.table));
+    report.dags.sort_by(|a, b| {
+        b.health
+            .status
+            .rank()
+            .cmp(&a.health.status.rank())
+            .then(a.facts.dag_id.cmp(&b.facts.dag_id))
+    });
     report.generated_at = now;
     report
 }

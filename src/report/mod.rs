@@ -256,11 +256,14 @@ impl Report {
             out.push_str("\nDAGs:\n");
             for d in &self.dags {
                 out.push_str(&format!(
-                    "{:<8} {} (last run {}, last success {} ago){}\n",
+                    "{:<8} {} (last run {}, last success {}){}\n",
                     d.health.status.label(),
                     d.facts.dag_id,
                     d.facts.last_run_state.as_deref().unwrap_or("none"),
-                    self.age_text(d.facts.last_success_at),
+                    match d.facts.last_success_at {
+                        Some(t) => format!("{} ago", self.age_text(Some(t))),
+                        None => "never".into(),
+                    },
                     if d.tables.is_empty() {
                         String::new()
                     } else {
