@@ -44,6 +44,45 @@ pub enum Action {
     Exported(Result<PathBuf, String>),
     ProfileSwitched(Result<ProfileView, String>),
     PlanReady(Result<PlanDraft, String>),
+    DagsLoaded {
+        generation: u64,
+        result: Result<crate::airflow::scan::DagList, String>,
+    },
+    DagFacts {
+        generation: u64,
+        dag_id: String,
+        result: Result<crate::health::DagFacts, String>,
+    },
+    ConnectionFindings(Vec<crate::health::Finding>),
+    Runs {
+        dag_id: String,
+        result: Result<Vec<crate::airflow::DagRun>, String>,
+    },
+    Tasks {
+        dag_id: String,
+        run_id: String,
+        result: Result<Vec<crate::airflow::TaskInstance>, String>,
+    },
+    Log {
+        dag_id: String,
+        run_id: String,
+        task_id: String,
+        try_number: u32,
+        result: Result<crate::airflow::TaskLog, String>,
+    },
+    Failure {
+        dag_id: String,
+        result: Result<Option<super::dags::FailureDetail>, String>,
+    },
+    ClearPlanned {
+        dag_id: String,
+        run_id: String,
+        result: Result<crate::airflow::ClearOutcome, String>,
+    },
+    DagWritten {
+        action: DagWrite,
+        result: Result<String, String>,
+    },
     Job {
         job: u64,
         event: StepEvent,
@@ -66,6 +105,7 @@ pub struct ProfileView {
     pub schemas: Vec<String>,
     pub health: HealthConfig,
     pub airflow_url: Option<String>,
+    pub maintenance: Vec<crate::config::MaintenanceMapping>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -117,7 +157,73 @@ pub enum Effect {
         plan: Plan,
     },
     CancelJob(u64),
+    LoadDags {
+        generation: u64,
+    },
+    LoadDagFacts {
+        generation: u64,
+        dag: Box<crate::airflow::Dag>,
+    },
+    CheckConnections,
+    LoadRuns {
+        dag_id: String,
+    },
+    LoadTasks {
+        dag_id: String,
+        run_id: String,
+    },
+    LoadLog {
+        dag_id: String,
+        run_id: String,
+        task_id: String,
+        try_number: u32,
+    },
+    LoadFailure {
+        dag_id: String,
+    },
+    /// The dry run of a clear (what would run again), shown before the real one.
+    PlanClear {
+        dag_id: String,
+        run_id: String,
+    },
+    WriteDag(DagWrite),
     Quit,
+}
+
+/// The writes floe makes to Airflow (each confirmed, audited, refused when read-only).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DagWrite {
+    Trigger {
+        dag_id: String,
+    },
+    Clear {
+        dag_id: String,
+        run_id: String,
+        only_failed: bool,
+    },
+    SetPaused {
+        dag_id: String,
+        paused: bool,
+    },
+}
+
+impl DagWrite {
+    pub fn dag_id(&self) -> &str {
+        match self {
+            DagWrite::Trigger { dag_id }
+            | DagWrite::Clear { dag_id, .. }
+            | DagWrite::SetPaused { dag_id, .. } => dag_id,
+        }
+    }
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            DagWrite::Trigger { .. } => "trigger_dag",
+            DagWrite::Clear { .. } => "clear_dag_run",
+            DagWrite::SetPaused { paused: true, .. } => "pause_dag",
+            DagWrite::SetPaused { paused: false, .. } => "unpause_dag",
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -147,6 +253,14 @@ pub enum Slot {
     Profile,
     Plan,
     Job(u64),
+    Dags,
+    DagFacts(String),
+    Connections,
+    DagRuns,
+    DagTasks,
+    DagLog,
+    DagFailure(String),
+    DagWrite(String),
 }
 
 impl Effect {
@@ -161,6 +275,15 @@ impl Effect {
             Effect::SwitchProfile(_) => Slot::Profile,
             Effect::PlanMaintenance { .. } => Slot::Plan,
             Effect::RunPlan { job, .. } => Slot::Job(*job),
+            Effect::LoadDags { .. } => Slot::Dags,
+            Effect::LoadDagFacts { dag, .. } => Slot::DagFacts(dag.dag_id.clone()),
+            Effect::CheckConnections => Slot::Connections,
+            Effect::LoadRuns { .. } => Slot::DagRuns,
+            Effect::LoadTasks { .. } => Slot::DagTasks,
+            Effect::LoadLog { .. } => Slot::DagLog,
+            Effect::LoadFailure { dag_id } => Slot::DagFailure(dag_id.clone()),
+            Effect::PlanClear { .. } => Slot::Plan,
+            Effect::WriteDag(w) => Slot::DagWrite(w.dag_id().to_string()),
             Effect::CancelJob(_) | Effect::Quit => return None,
         })
     }

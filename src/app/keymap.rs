@@ -54,6 +54,8 @@ pub enum Command {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Scope {
     Global,
+    /// Tables, Partitions and Snapshots: the lakehouse tabs.
+    Lake,
     Tables,
     Partitions,
     Snapshots,
@@ -258,7 +260,7 @@ pub const SPECS: &[Spec] = &[
         ["o"],
         "optimize marked/selected",
         true,
-        Global,
+        Lake,
         true
     ),
     spec!(
@@ -267,7 +269,7 @@ pub const SPECS: &[Spec] = &[
         ["x"],
         "expire snapshots",
         true,
-        Global,
+        Lake,
         false
     ),
     spec!(
@@ -276,7 +278,7 @@ pub const SPECS: &[Spec] = &[
         ["R"],
         "remove orphan files",
         true,
-        Global,
+        Lake,
         false
     ),
     spec!(
@@ -285,7 +287,7 @@ pub const SPECS: &[Spec] = &[
         ["M"],
         "optimize manifests",
         true,
-        Global,
+        Lake,
         false
     ),
     spec!(
@@ -294,8 +296,8 @@ pub const SPECS: &[Spec] = &[
         ["t"],
         "trigger DAG run",
         true,
-        Global,
-        false
+        Dags,
+        true
     ),
     spec!(
         ClearRun,
@@ -304,7 +306,7 @@ pub const SPECS: &[Spec] = &[
         "clear failed run",
         true,
         Dags,
-        false
+        true
     ),
     spec!(
         PauseDag,
@@ -313,7 +315,7 @@ pub const SPECS: &[Spec] = &[
         "pause/unpause DAG",
         true,
         Dags,
-        false
+        true
     ),
     spec!(
         Cancel,
@@ -634,7 +636,12 @@ impl Keymap {
         SPECS
             .iter()
             .filter(|s| s.footer && self.enabled(s.command))
-            .filter(|s| s.scope == Scope::Global || s.scope == scope)
+            .filter(|s| {
+                s.scope == Scope::Global
+                    || s.scope == scope
+                    || (s.scope == Scope::Lake
+                        && matches!(scope, Scope::Tables | Scope::Partitions | Scope::Snapshots))
+            })
             .filter_map(|s| {
                 self.keys(s.command)
                     .first()
@@ -652,6 +659,9 @@ fn short_desc(s: &Spec) -> &'static str {
         Command::Mark => "mark",
         Command::Optimize => "optimize",
         Command::Refresh => "refresh",
+        Command::TriggerDag => "trigger",
+        Command::ClearRun => "clear run",
+        Command::PauseDag => "pause",
         _ => s.desc,
     }
 }

@@ -1,6 +1,7 @@
 //! The application core: keymap, state, actions, effects, `update`, runtime.
 
 pub mod action;
+pub mod dags;
 pub mod grid;
 pub mod jobs;
 pub mod keymap;

@@ -16,11 +16,14 @@ use tokio::sync::{Semaphore, mpsc};
 use tokio::task::AbortHandle;
 use tokio::time::Instant;
 
+use super::action::DagWrite;
 use super::action::{Action, Effect, ExportData, ExportFormat, MaintenanceKind, ProfileView, Slot};
+use super::dags::FailureDetail;
 use super::jobs::PlanDraft;
 use super::keymap::Keymap;
 use super::state::State;
 use super::update::update;
+use crate::airflow::AirflowClient;
 use crate::config::{self, Settings};
 use crate::lakehouse::maintenance::Procedure;
 use crate::lakehouse::model::{PartitionStats, TableRef};
@@ -38,6 +41,7 @@ pub struct Runtime {
     running: HashMap<Slot, AbortHandle>,
     overrides: config::Overrides,
     job_tokens: HashMap<u64, CancellationToken>,
+    airflow: AirflowHandle,
 }
 
 impl Runtime {
@@ -47,6 +51,7 @@ impl Runtime {
         tx: mpsc::UnboundedSender<Action>,
     ) -> color_eyre::Result<Runtime> {
         let lake = lakehouse(&settings)?;
+        let settings_airflow = settings.airflow.clone();
         Ok(Runtime {
             pool: Arc::new(Semaphore::new(settings.max_concurrent_queries)),
             settings,
@@ -55,6 +60,7 @@ impl Runtime {
             running: HashMap::new(),
             overrides,
             job_tokens: HashMap::new(),
+            airflow: AirflowHandle::new(settings_airflow),
         })
     }
 
@@ -106,6 +112,171 @@ impl Runtime {
                     });
                 })
             }
+            Effect::LoadDags { generation } => {
+                let af = self.airflow.clone();
+                tokio::spawn(async move {
+                    let r = match af.get().await {
+                        Ok(c) => crate::airflow::scan::list(&c)
+                            .await
+                            .map_err(|e| e.to_string()),
+                        Err(e) => Err(e),
+                    };
+                    let _ = tx.send(Action::DagsLoaded {
+                        generation,
+                        result: r,
+                    });
+                })
+            }
+            Effect::LoadDagFacts { generation, dag } => {
+                let af = self.airflow.clone();
+                let interval = self.dag_interval(&dag.dag_id);
+                let configured = self
+                    .settings
+                    .maintenance
+                    .iter()
+                    .find(|m| m.dag_id == dag.dag_id)
+                    .and_then(|m| m.interval);
+                tokio::spawn(async move {
+                    let _permit = af.pool.clone().acquire_owned().await;
+                    let r = match af.get().await {
+                        Ok(c) => c
+                            .fetch_facts(&dag, interval)
+                            .await
+                            .map_err(|e| e.to_string())
+                            .map(|mut f| {
+                                if let Some(i) = configured {
+                                    f.expected_interval = i;
+                                }
+                                f
+                            }),
+                        Err(e) => Err(e),
+                    };
+                    let _ = tx.send(Action::DagFacts {
+                        generation,
+                        dag_id: dag.dag_id.clone(),
+                        result: r,
+                    });
+                })
+            }
+            Effect::CheckConnections => {
+                let af = self.airflow.clone();
+                let trino = self.settings.trino.url.clone();
+                let test = self
+                    .settings
+                    .airflow
+                    .as_ref()
+                    .is_some_and(|a| a.test_connections);
+                tokio::spawn(async move {
+                    if let Ok(c) = af.get().await {
+                        let f = crate::airflow::scan::connection_findings(&c, &trino, test).await;
+                        let _ = tx.send(Action::ConnectionFindings(f));
+                    }
+                })
+            }
+            Effect::LoadRuns { dag_id } => {
+                let af = self.airflow.clone();
+                let n = self.settings.airflow.as_ref().map(|a| a.runs).unwrap_or(25);
+                tokio::spawn(async move {
+                    let r = match af.get().await {
+                        Ok(c) => c.runs(&dag_id, n).await.map_err(|e| e.to_string()),
+                        Err(e) => Err(e),
+                    };
+                    let _ = tx.send(Action::Runs { dag_id, result: r });
+                })
+            }
+            Effect::LoadTasks { dag_id, run_id } => {
+                let af = self.airflow.clone();
+                tokio::spawn(async move {
+                    let r = match af.get().await {
+                        Ok(c) => c
+                            .task_instances(&dag_id, &run_id)
+                            .await
+                            .map_err(|e| e.to_string()),
+                        Err(e) => Err(e),
+                    };
+                    let _ = tx.send(Action::Tasks {
+                        dag_id,
+                        run_id,
+                        result: r,
+                    });
+                })
+            }
+            Effect::LoadLog {
+                dag_id,
+                run_id,
+                task_id,
+                try_number,
+            } => {
+                let af = self.airflow.clone();
+                tokio::spawn(async move {
+                    let r = match af.get().await {
+                        Ok(c) => c
+                            .task_log(&dag_id, &run_id, &task_id, try_number)
+                            .await
+                            .map_err(|e| e.to_string()),
+                        Err(e) => Err(e),
+                    };
+                    let _ = tx.send(Action::Log {
+                        dag_id,
+                        run_id,
+                        task_id,
+                        try_number,
+                        result: r,
+                    });
+                })
+            }
+            Effect::LoadFailure { dag_id } => {
+                let af = self.airflow.clone();
+                let n = self.settings.airflow.as_ref().map(|a| a.runs).unwrap_or(25);
+                tokio::spawn(async move {
+                    let _permit = af.pool.clone().acquire_owned().await;
+                    let r = match af.get().await {
+                        Ok(c) => failure_detail(&c, &dag_id, n)
+                            .await
+                            .map_err(|e| e.to_string()),
+                        Err(e) => Err(e),
+                    };
+                    let _ = tx.send(Action::Failure { dag_id, result: r });
+                })
+            }
+            Effect::PlanClear { dag_id, run_id } => {
+                let af = self.airflow.clone();
+                tokio::spawn(async move {
+                    let r = match af.get().await {
+                        Ok(c) => c
+                            .clear_run(&dag_id, &run_id, true, true)
+                            .await
+                            .map_err(|e| e.to_string()),
+                        Err(e) => Err(e),
+                    };
+                    let _ = tx.send(Action::ClearPlanned {
+                        dag_id,
+                        run_id,
+                        result: r,
+                    });
+                })
+            }
+            Effect::WriteDag(action) => {
+                let af = self.airflow.clone();
+                let ctx = crate::maintain::context(&self.settings);
+                let user = self
+                    .settings
+                    .airflow
+                    .as_ref()
+                    .and_then(|a| a.user.clone())
+                    .unwrap_or_default();
+                let target = self
+                    .settings
+                    .airflow
+                    .as_ref()
+                    .map(|a| a.url.to_string())
+                    .unwrap_or_default();
+                tokio::spawn(async move {
+                    let r = write_dag(&af, &action, &ctx, &user, &target).await;
+                    let _ = tx.send(Action::DagWritten { action, result: r });
+                })
+            }
+
             Effect::CancelJob(job) => {
                 if let Some(t) = self.job_tokens.get(&job) {
                     t.cancel();
@@ -177,6 +348,7 @@ impl Runtime {
                             self.pool = Arc::new(Semaphore::new(s.max_concurrent_queries));
                             self.settings = s;
                             self.lake = l;
+                            self.airflow = AirflowHandle::new(self.settings.airflow.clone());
                             for (_, h) in self.running.drain() {
                                 h.abort();
                             }
@@ -267,6 +439,160 @@ async fn plan_draft(
     Ok(draft)
 }
 
+/// Airflow, connected on first use (and again after a failure), with its own small pool.
+#[derive(Clone)]
+pub struct AirflowHandle {
+    settings: Option<crate::config::AirflowSettings>,
+    client: Arc<tokio::sync::Mutex<Option<AirflowClient>>>,
+    pub pool: Arc<Semaphore>,
+}
+
+impl AirflowHandle {
+    fn new(settings: Option<crate::config::AirflowSettings>) -> AirflowHandle {
+        AirflowHandle {
+            settings,
+            client: Arc::default(),
+            pool: Arc::new(Semaphore::new(4)),
+        }
+    }
+
+    pub async fn get(&self) -> Result<AirflowClient, String> {
+        let Some(s) = &self.settings else {
+            return Err("Airflow is not configured".into());
+        };
+        let mut guard = self.client.lock().await;
+        if let Some(c) = guard.as_ref() {
+            return Ok(c.clone());
+        }
+        let c = AirflowClient::connect(s).await.map_err(|e| e.to_string())?;
+        *guard = Some(c.clone());
+        Ok(c)
+    }
+}
+
+/// The failing task of a DAG's newest failed run, with its log.
+async fn failure_detail(
+    c: &AirflowClient,
+    dag_id: &str,
+    runs: usize,
+) -> Result<Option<FailureDetail>, crate::airflow::AirflowError> {
+    let list = c.runs(dag_id, runs).await?;
+    let Some(run) = crate::airflow::facts::latest_failed(&list) else {
+        return Ok(None);
+    };
+    let Some(f) = c.failure(dag_id, &run.run_id).await? else {
+        return Ok(None);
+    };
+    let log = if f.try_number > 0 {
+        c.task_log(dag_id, &f.run_id, &f.task_id, f.try_number)
+            .await?
+    } else {
+        Default::default()
+    };
+    Ok(Some(FailureDetail {
+        run_id: f.run_id,
+        task_id: f.task_id,
+        try_number: f.try_number,
+        log,
+    }))
+}
+
+/// Run one Airflow write, refused in read-only mode, audited either way.
+async fn write_dag(
+    af: &AirflowHandle,
+    action: &DagWrite,
+    ctx: &crate::maintain::run::RunContext,
+    user: &str,
+    target: &str,
+) -> Result<String, String> {
+    let statement = match action {
+        DagWrite::Trigger { dag_id } => format!("trigger {dag_id}"),
+        DagWrite::Clear {
+            dag_id,
+            run_id,
+            only_failed,
+        } => {
+            format!(
+                "clear {dag_id} {run_id}{}",
+                if *only_failed { " (only failed)" } else { "" }
+            )
+        }
+        DagWrite::SetPaused { dag_id, paused } => format!("set {dag_id} is_paused={paused}"),
+    };
+    let mut rec =
+        crate::maintain::audit::Record::now(&ctx.profile, user, target, action.name(), &statement);
+    if ctx.readonly {
+        rec.outcome = "refused".into();
+        rec.error = Some("read-only".into());
+        let _ = ctx.audit.append(&rec);
+        return Err("read-only: Airflow writes are disabled".into());
+    }
+    let started = std::time::Instant::now();
+    let r: Result<String, String> = async {
+        let c = af.get().await?;
+        match action {
+            DagWrite::Trigger { dag_id } => {
+                let run = c.trigger(dag_id).await.map_err(|e| e.to_string())?;
+                Ok(format!(
+                    "triggered {dag_id}: run {} is {}",
+                    run.run_id,
+                    run.state.as_str()
+                ))
+            }
+            DagWrite::Clear {
+                dag_id,
+                run_id,
+                only_failed,
+            } => {
+                let o = c
+                    .clear_run(dag_id, run_id, false, *only_failed)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                Ok(format!(
+                    "cleared run {run_id} of {dag_id}{}",
+                    o.run
+                        .map(|r| format!(": now {}", r.state.as_str()))
+                        .unwrap_or_default()
+                ))
+            }
+            DagWrite::SetPaused { dag_id, paused } => {
+                c.set_paused(dag_id, *paused)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                Ok(format!(
+                    "{} {dag_id}",
+                    if *paused { "paused" } else { "unpaused" }
+                ))
+            }
+        }
+    }
+    .await;
+    rec.duration_ms = started.elapsed().as_millis() as u64;
+    match &r {
+        Ok(_) => rec.outcome = "success".into(),
+        Err(e) => {
+            rec.outcome = "failed".into();
+            rec.error = Some(e.clone());
+        }
+    }
+    if let Err(e) = ctx.audit.append(&rec) {
+        tracing::error!(error = %e, "cannot write the audit log");
+    }
+    r
+}
+
+impl Runtime {
+    /// The interval a DAG is expected to succeed in: its mapping's, else the config's.
+    fn dag_interval(&self, dag_id: &str) -> std::time::Duration {
+        self.settings
+            .maintenance
+            .iter()
+            .find(|m| m.dag_id == dag_id)
+            .and_then(|m| m.interval)
+            .unwrap_or(self.settings.health.dag_interval)
+    }
+}
+
 fn lakehouse(s: &Settings) -> color_eyre::Result<Lakehouse> {
     let client = Client::from_settings(&s.trino, s.query_timeout).map_err(|e| eyre!("{e}"))?;
     Ok(Lakehouse::new(
@@ -285,6 +611,7 @@ pub fn profile_view(s: &Settings) -> ProfileView {
         schemas: s.trino.schemas.clone(),
         health: s.health.clone(),
         airflow_url: s.airflow.as_ref().map(|a| a.url.to_string()),
+        maintenance: s.maintenance.clone(),
     }
 }
 
@@ -305,6 +632,7 @@ pub fn initial_state(s: &Settings, no_color: bool) -> color_eyre::Result<State> 
     st.no_color = no_color;
     st.profiles = s.profiles.clone();
     st.airflow_configured = s.airflow.is_some();
+    st.maintenance = s.maintenance.clone();
     Ok(st)
 }
 

@@ -342,6 +342,8 @@ pub enum Popup {
     Confirm(Box<super::jobs::Confirm>),
     /// Maintenance jobs and the outcome of each statement.
     Queue,
+    /// A write to Airflow awaiting `y`.
+    ConfirmDag(Box<super::dags::DagConfirm>),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -394,6 +396,9 @@ pub struct State {
     pub profiles: Vec<String>,
     pub airflow_configured: bool,
     pub jobs: super::jobs::Jobs,
+    pub dags: super::dags::DagsView,
+    /// `[[maintenance]]` mappings of the profile.
+    pub maintenance: Vec<crate::config::MaintenanceMapping>,
 }
 
 impl State {
@@ -421,6 +426,8 @@ impl State {
             profiles: Vec::new(),
             airflow_configured: false,
             jobs: super::jobs::Jobs::default(),
+            dags: super::dags::DagsView::default(),
+            maintenance: Vec::new(),
         }
     }
 
@@ -446,7 +453,7 @@ impl State {
             Tab::Tables => Some(&mut self.tables.grid),
             Tab::Partitions => Some(&mut self.partitions.grid),
             Tab::Snapshots => Some(&mut self.snapshots.grid),
-            Tab::Dags => None,
+            Tab::Dags => self.dags.grid_mut(),
         }
     }
 
@@ -455,7 +462,7 @@ impl State {
             Tab::Tables => Some(&self.tables.grid),
             Tab::Partitions => Some(&self.partitions.grid),
             Tab::Snapshots => Some(&self.snapshots.grid),
-            Tab::Dags => None,
+            Tab::Dags => self.dags.grid(),
         }
     }
 

@@ -2,7 +2,8 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
-use super::action::{Action, Effect, ExportData, ExportFormat, MaintenanceKind};
+use super::action::{Action, DagWrite, Effect, ExportData, ExportFormat, MaintenanceKind};
+use super::dags::DagLevel;
 use super::jobs::{Confirm, Job};
 use super::keymap::Command;
 use super::state::*;
@@ -216,6 +217,9 @@ pub fn update(s: &mut State, action: Action) -> Vec<Effect> {
                 s.refresh_every = p.refresh;
                 s.schemas = p.schemas;
                 s.health = p.health;
+                s.airflow_configured = s.conn.airflow_url.is_some();
+                s.maintenance = p.maintenance;
+                s.dags = super::dags::DagsView::default();
                 s.tables = TablesView::default();
                 s.partitions = PartitionsView::default();
                 s.snapshots = SnapshotsView::default();
@@ -234,6 +238,102 @@ pub fn update(s: &mut State, action: Action) -> Vec<Effect> {
             s.quit = true;
             vec![Effect::Quit]
         }
+        Action::DagsLoaded { generation, result } => super::dags::on_list(s, generation, result),
+        Action::DagFacts {
+            generation,
+            dag_id,
+            result,
+        } => {
+            if generation != s.dags.generation {
+                return Vec::new();
+            }
+            super::dags::on_facts(s, &dag_id, result)
+        }
+        Action::ConnectionFindings(f) => {
+            s.dags.findings = f;
+            Vec::new()
+        }
+        Action::Runs { dag_id, result } => {
+            super::dags::on_runs(s, &dag_id, result);
+            Vec::new()
+        }
+        Action::Tasks {
+            dag_id,
+            run_id,
+            result,
+        } => {
+            super::dags::on_tasks(s, &dag_id, &run_id, result);
+            Vec::new()
+        }
+        Action::Log {
+            dag_id,
+            run_id,
+            task_id,
+            try_number,
+            result,
+        } => {
+            super::dags::on_log(s, (dag_id, run_id, task_id, try_number), result);
+            Vec::new()
+        }
+        Action::Failure { dag_id, result } => {
+            match result {
+                Ok(Some(f)) => {
+                    s.dags.failures.insert(dag_id, Ok(f));
+                }
+                Ok(None) => {
+                    s.dags.failures.remove(&dag_id);
+                }
+                Err(e) => {
+                    s.dags.failures.insert(dag_id, Err(e));
+                }
+            }
+            Vec::new()
+        }
+        Action::ClearPlanned {
+            dag_id,
+            run_id,
+            result,
+        } => {
+            match result {
+                Ok(outcome) if !s.readonly => {
+                    s.status = None;
+                    s.popup = Some(Popup::ConfirmDag(Box::new(super::dags::confirm_clear(
+                        &dag_id, &run_id, &outcome,
+                    ))));
+                }
+                Ok(_) => s.set_status(Level::Error, "read-only: Airflow writes are disabled"),
+                Err(e) => s.set_status(Level::Error, format!("dry run of clearing {run_id}: {e}")),
+            }
+            Vec::new()
+        }
+        Action::DagWritten { action, result } => {
+            match result {
+                Ok(msg) => s.set_status(Level::Info, msg),
+                Err(e) => s.set_status(
+                    Level::Error,
+                    format!("{} {}: {e}", action.name(), action.dag_id()),
+                ),
+            }
+            // Show the new state: the DAG's facts, and its runs when they are open.
+            let mut fx = Vec::new();
+            if let Some(r) = s.dags.row(action.dag_id()) {
+                fx.push(Effect::LoadDagFacts {
+                    generation: s.dags.generation,
+                    dag: Box::new(r.dag.clone()),
+                });
+            }
+            if s.dags.dag_id.as_deref() == Some(action.dag_id()) {
+                fx.push(Effect::LoadRuns {
+                    dag_id: action.dag_id().to_string(),
+                });
+            }
+            if matches!(action, DagWrite::SetPaused { .. }) {
+                s.dags.last_full = None;
+                fx.extend(super::dags::refresh(s, false));
+            }
+            fx
+        }
+
         Action::PlanReady(r) => {
             match r.and_then(|draft| {
                 let plan = draft.build(false)?;
@@ -479,6 +579,7 @@ fn refresh(s: &mut State, manual: bool) -> Vec<Effect> {
         }
         _ => {}
     }
+    fx.extend(super::dags::refresh(s, manual));
     fx
 }
 
@@ -505,6 +606,7 @@ fn on_discovered(
             }
             s.tables.rows = rows;
             s.tables.load = Load::Loaded;
+            super::dags::correlate(s);
             s.tables.pending = s.tables.rows.len();
             s.tables.reindex();
             if s.tables.rows.is_empty() {
@@ -616,11 +718,19 @@ fn reindex_current(s: &mut State) {
         Tab::Tables => s.tables.reindex(),
         Tab::Partitions => s.partitions.reindex(None),
         Tab::Snapshots => s.snapshots.reindex(),
-        Tab::Dags => {}
+        Tab::Dags => s.dags.reindex_level(),
     }
 }
 
+fn in_log(s: &State) -> bool {
+    s.tab == Tab::Dags && s.dags.level() == DagLevel::Log
+}
+
 fn set_filter(s: &mut State, text: &str) {
+    if in_log(s) {
+        super::dags::search_log(s, text);
+        return;
+    }
     let lower = text.to_lowercase();
     if let Some(g) = s.grid_mut() {
         if g.filter == lower {
@@ -632,6 +742,14 @@ fn set_filter(s: &mut State, text: &str) {
 }
 
 fn current_filter(s: &State) -> String {
+    if in_log(s) {
+        return s
+            .dags
+            .log
+            .as_ref()
+            .map(|l| l.search.clone())
+            .unwrap_or_default();
+    }
     s.grid().map(|g| g.filter.clone()).unwrap_or_default()
 }
 
@@ -658,6 +776,22 @@ fn on_key(s: &mut State, ev: KeyEvent) -> Vec<Effect> {
     }
     if let Some(Popup::Confirm(c)) = s.popup.clone() {
         return on_confirm_key(s, c, ev);
+    }
+    if let Some(Popup::ConfirmDag(c)) = s.popup.clone() {
+        s.popup = None;
+        if matches!(ev.code, KeyCode::Char('y') | KeyCode::Char('Y')) {
+            if s.readonly {
+                s.set_status(Level::Error, "read-only: Airflow writes are disabled");
+                return Vec::new();
+            }
+            s.set_status(
+                Level::Info,
+                format!("{} {}…", c.action.name(), c.action.dag_id()),
+            );
+            return vec![Effect::WriteDag(c.action)];
+        }
+        s.set_status(Level::Info, "cancelled: nothing was sent to Airflow");
+        return Vec::new();
     }
     if s.popup == Some(Popup::Queue) && s.keymap.lookup(&ev) == Some(Command::Queue) {
         s.popup = None;
@@ -1052,7 +1186,9 @@ fn on_command(s: &mut State, cmd: Command) -> Vec<Effect> {
     let h = s.page_height();
     let half = (h / 2).max(1) as isize;
     let mv = |s: &mut State, d: isize| {
-        if let Some(g) = s.grid_mut() {
+        if in_log(s) {
+            super::dags::scroll_log(s, d, h);
+        } else if let Some(g) = s.grid_mut() {
             g.move_by(d, h);
         }
     };
@@ -1075,7 +1211,7 @@ fn on_command(s: &mut State, cmd: Command) -> Vec<Effect> {
             );
         }
         Command::Filter => {
-            if s.grid().is_some() {
+            if s.grid().is_some() || in_log(s) {
                 s.prompt = Some(Prompt::Filter(current_filter(s)));
             }
         }
@@ -1110,12 +1246,16 @@ fn on_command(s: &mut State, cmd: Command) -> Vec<Effect> {
         Command::HalfDown => mv(s, half),
         Command::HalfUp => mv(s, -half),
         Command::Top => {
-            if let Some(g) = s.grid_mut() {
+            if in_log(s) {
+                super::dags::scroll_log(s, isize::MIN / 2, h);
+            } else if let Some(g) = s.grid_mut() {
                 g.top(h);
             }
         }
         Command::Bottom => {
-            if let Some(g) = s.grid_mut() {
+            if in_log(s) {
+                super::dags::scroll_log(s, isize::MAX / 2, h);
+            } else if let Some(g) = s.grid_mut() {
                 g.bottom(h);
             }
         }
@@ -1124,10 +1264,19 @@ fn on_command(s: &mut State, cmd: Command) -> Vec<Effect> {
                 s.tab = Tab::Partitions;
                 return load_partitions(s, false);
             }
+            if s.tab == Tab::Dags {
+                return super::dags::enter(s);
+            }
         }
         Command::Back => {
             if !current_filter(s).is_empty() {
                 set_filter(s, "");
+            } else if s.tab == Tab::Dags
+                && s.dags.log.as_ref().is_some_and(|l| !l.search.is_empty())
+                && s.dags.level() == DagLevel::Log
+            {
+                super::dags::search_log(s, "");
+            } else if s.tab == Tab::Dags && super::dags::back(s) {
             } else if matches!(s.tab, Tab::Partitions | Tab::Snapshots) {
                 s.tab = Tab::Tables;
             } else if s.status.is_some() {
@@ -1177,16 +1326,7 @@ fn on_command(s: &mut State, cmd: Command) -> Vec<Effect> {
                 s.prompt = Some(Prompt::Retention(r, "7d".into()));
             }
         }
-        Command::TriggerDag | Command::ClearRun | Command::PauseDag => {
-            if s.readonly {
-                s.set_status(Level::Error, "read-only: maintenance is disabled");
-            } else {
-                s.set_status(
-                    Level::Warn,
-                    "Airflow actions need Airflow configured (--airflow URL)",
-                );
-            }
-        }
+        Command::TriggerDag | Command::ClearRun | Command::PauseDag => return dag_command(s, cmd),
         Command::Cancel => {
             let running: Vec<u64> = s
                 .jobs
@@ -1208,6 +1348,69 @@ fn on_command(s: &mut State, cmd: Command) -> Vec<Effect> {
         Command::Queue => s.popup = Some(Popup::Queue),
     }
     Vec::new()
+}
+
+/// `t`, `C`, `p`: Airflow writes, each shown for confirmation first.
+fn dag_command(s: &mut State, cmd: Command) -> Vec<Effect> {
+    if s.readonly {
+        s.set_status(Level::Error, "read-only: Airflow writes are disabled");
+        return Vec::new();
+    }
+    if !s.airflow_configured {
+        s.set_status(Level::Warn, "Airflow is not configured (--airflow URL)");
+        return Vec::new();
+    }
+    let Some(dag_id) = super::dags::target_dag(s) else {
+        s.set_status(
+            Level::Warn,
+            "no maintenance DAG here: select a DAG, or a table with a mapped DAG",
+        );
+        return Vec::new();
+    };
+    match cmd {
+        Command::TriggerDag => {
+            s.popup = Some(Popup::ConfirmDag(Box::new(super::dags::confirm_trigger(
+                s, &dag_id,
+            ))));
+            Vec::new()
+        }
+        Command::PauseDag => {
+            match super::dags::confirm_pause(s, &dag_id) {
+                Some(c) => s.popup = Some(Popup::ConfirmDag(Box::new(c))),
+                None => s.set_status(Level::Warn, format!("{dag_id} is not loaded yet")),
+            }
+            Vec::new()
+        }
+        _ => {
+            // The run to clear: the selected one in the runs view, else the newest failed.
+            let run = match (s.tab, s.dags.level()) {
+                (Tab::Dags, DagLevel::Runs) => s.dags.selected_run().map(|r| r.run_id.clone()),
+                (Tab::Dags, DagLevel::Tasks | DagLevel::Log) => s.dags.run_id.clone(),
+                _ => s
+                    .dags
+                    .failures
+                    .get(&dag_id)
+                    .and_then(|f| f.as_ref().ok())
+                    .map(|f| f.run_id.clone()),
+            };
+            match run {
+                Some(run_id) => {
+                    s.set_status(
+                        Level::Info,
+                        format!("dry run: what clearing {run_id} would run again…"),
+                    );
+                    vec![Effect::PlanClear { dag_id, run_id }]
+                }
+                None => {
+                    s.set_status(
+                        Level::Warn,
+                        format!("no failed run of {dag_id} to clear (enter lists its runs)"),
+                    );
+                    Vec::new()
+                }
+            }
+        }
+    }
 }
 
 /// One line per finding, for the Info popup and the side panel.

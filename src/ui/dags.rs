@@ -1,12 +1,37 @@
-//! Tab 4: maintenance DAGs from Airflow.
+//! Tab 4: maintenance DAGs from Airflow — failing first, import errors on top, the
+//! selected DAG's failing task with the tail of its log below; enter drills into runs,
+//! task instances and a log.
 
+use chrono::{DateTime, Utc};
 use ratatui::Frame;
-use ratatui::layout::Rect;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::Paragraph;
+use ratatui::widgets::{Block, Borders, Cell, Paragraph, Wrap};
 
 use super::theme::Theme;
-use crate::app::state::State;
+use super::{draw_list, num};
+use crate::app::dags::DagLevel;
+use crate::app::state::{Load, State};
+use crate::config::units::human_duration;
+use crate::health::Severity;
+
+fn age(now: DateTime<Utc>, t: Option<DateTime<Utc>>) -> String {
+    t.map(|t| human_duration((now - t).num_seconds()))
+        .unwrap_or_else(|| "never".into())
+}
+
+/// Severity of a run or task state, for colour and labels.
+fn state_severity(state: &str) -> Severity {
+    match state {
+        "failed" | "upstream_failed" => Severity::Critical,
+        "up_for_retry" | "restarting" | "queued" | "running" | "scheduled" | "deferred" => {
+            Severity::Warning
+        }
+        "success" => Severity::Ok,
+        _ => Severity::Info,
+    }
+}
 
 pub fn draw(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
     if !s.airflow_configured {
@@ -21,5 +46,406 @@ pub fn draw(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
             ),
         ];
         f.render_widget(Paragraph::new(lines), area);
+        return;
     }
+    match s.dags.level() {
+        DagLevel::List => list(f, area, s, th),
+        DagLevel::Runs => runs(f, area, s, th),
+        DagLevel::Tasks => tasks(f, area, s, th),
+        DagLevel::Log => log(f, area, s, th),
+    }
+}
+
+fn list(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
+    let v = &s.dags;
+    // Import errors and connection findings first: they are why DAGs do not run.
+    let mut notes: Vec<Line> = Vec::new();
+    for e in &v.import_errors {
+        notes.push(Line::from(vec![
+            Span::styled("IMPORT ERROR ", th.severity(Severity::Critical)),
+            Span::raw(format!("{}: {}", e.filename, e.summary())),
+        ]));
+    }
+    for fnd in &v.findings {
+        notes.push(Line::from(vec![
+            Span::styled(
+                format!("{} ", fnd.severity.short()),
+                th.severity(fnd.severity),
+            ),
+            Span::raw(fnd.message.clone()),
+        ]));
+    }
+    let notes_h = (notes.len() as u16).min(area.height / 4);
+    let detail_h = if area.height >= 16 {
+        (area.height / 3).clamp(5, 12)
+    } else {
+        0
+    };
+    let [top, body, detail] = Layout::vertical([
+        Constraint::Length(notes_h),
+        Constraint::Min(3),
+        Constraint::Length(detail_h),
+    ])
+    .areas(area);
+    if notes_h > 0 {
+        f.render_widget(Paragraph::new(notes), top);
+    }
+    let wide = body.width >= 110;
+    let mut headers = vec!["STAT", "DAG", "LAST RUN", "AGO", "LAST OK", "FAILED"];
+    let mut widths = vec![
+        Constraint::Length(5),
+        Constraint::Min(18),
+        Constraint::Length(9),
+        Constraint::Length(6),
+        Constraint::Length(7),
+        Constraint::Length(6),
+    ];
+    if wide {
+        headers.extend(["PAUSED", "NEXT RUN", "SCHEDULE", "OWNER", "MAINTAINS"]);
+        widths.extend([
+            Constraint::Length(6),
+            Constraint::Length(8),
+            Constraint::Length(10),
+            Constraint::Length(12),
+            Constraint::Min(20),
+        ]);
+    }
+    let now = s.now;
+    draw_list(
+        f,
+        body,
+        th,
+        &headers,
+        &widths,
+        &v.grid,
+        &v.load,
+        "no maintenance DAGs (check [airflow] dag_tags / dag_ids)",
+        |i| {
+            let r = &v.rows[i];
+            let (stat, sev) = match (r.status(), &r.facts) {
+                (_, None) if r.error.is_none() => ("…".to_string(), Severity::Info),
+                (Some(sev), _) => (sev.short().to_string(), sev),
+                (None, _) => ("-".to_string(), Severity::Info),
+            };
+            let name = if r.dag.paused {
+                format!("{} (paused)", r.dag.dag_id)
+            } else {
+                r.dag.dag_id.clone()
+            };
+            let mut cells = vec![
+                Cell::from(Span::styled(stat, th.severity(sev))),
+                Cell::from(name),
+            ];
+            match &r.facts {
+                Some(fa) => {
+                    let last = fa.last_run_state.clone().unwrap_or_else(|| "none".into());
+                    cells.push(Cell::from(Span::styled(
+                        last.clone(),
+                        th.severity(state_severity(&last)),
+                    )));
+                    cells.push(num(age(now, fa.last_run_at)));
+                    cells.push(num(age(now, fa.last_success_at)));
+                    cells.push(num(fa.failed_runs.to_string()));
+                }
+                None => {
+                    let e = r.error.clone().unwrap_or_default();
+                    cells.push(Cell::from(Span::styled(e, th.severity(Severity::Unknown))));
+                }
+            }
+            if wide {
+                while cells.len() < 6 {
+                    cells.push(Cell::from(""));
+                }
+                cells.push(Cell::from(if r.dag.paused { "yes" } else { "" }));
+                cells.push(num(r
+                    .dag
+                    .next_run
+                    .map(|t| human_duration((t - now).num_seconds()))
+                    .unwrap_or_default()));
+                cells.push(Cell::from(r.dag.schedule.clone().unwrap_or_default()));
+                cells.push(Cell::from(r.dag.owners.join(",")));
+                cells.push(Cell::from(r.tables.join(", ")));
+            }
+            (cells, Style::default())
+        },
+    );
+    if detail_h > 0 {
+        draw_detail(f, detail, s, th);
+    }
+}
+
+/// The selected DAG's failing task: its error line first, then the tail of its log.
+fn draw_detail(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
+    let Some(r) = s.dags.selected() else { return };
+    let mut lines = Vec::new();
+    let title = format!(" {} ", r.dag.dag_id);
+    match (&r.facts, s.dags.failures.get(&r.dag.dag_id)) {
+        (Some(fa), failure) if fa.last_run_state.as_deref() == Some("failed") => {
+            if let Some(Ok(d)) = failure {
+                lines.push(Line::from(vec![
+                    Span::styled("failing task ", th.dim()),
+                    Span::styled(format!("{} ", d.task_id), th.header()),
+                    Span::styled(
+                        format!("(run {}, try {})", d.run_id, d.try_number),
+                        th.dim(),
+                    ),
+                ]));
+                if let Some(e) = &d.log.error_line {
+                    lines.push(Line::from(Span::styled(
+                        e.clone(),
+                        th.severity(Severity::Critical),
+                    )));
+                }
+                let room = (area.height as usize).saturating_sub(lines.len() + 2);
+                for l in d.log.tail(room) {
+                    let style = if l.error {
+                        th.severity(Severity::Critical)
+                    } else {
+                        th.dim()
+                    };
+                    lines.push(Line::from(Span::styled(l.text.clone(), style)));
+                }
+            } else {
+                if let (Some(t), Some(e)) = (&fa.failing_task, &fa.error_line) {
+                    lines.push(Line::from(Span::styled(
+                        format!("{t}: {e}"),
+                        th.severity(Severity::Critical),
+                    )));
+                }
+                if let Some(Err(e)) = failure {
+                    lines.push(Line::from(Span::styled(
+                        format!("cannot read the failing task's log: {e}"),
+                        th.dim(),
+                    )));
+                }
+            }
+        }
+        (Some(fa), _) => {
+            lines.push(Line::from(format!(
+                "last run {} {} ago; last success {} ago; {} failed runs in the window; expected every {}",
+                fa.last_run_state.as_deref().unwrap_or("none"),
+                age(s.now, fa.last_run_at),
+                age(s.now, fa.last_success_at),
+                fa.failed_runs,
+                human_duration(fa.expected_interval.as_secs() as i64)
+            )));
+            if let Some(h) = &r.health {
+                for fnd in &h.findings {
+                    lines.push(Line::from(Span::styled(
+                        format!("[{}] {}", fnd.severity.short(), fnd.message),
+                        th.severity(fnd.severity),
+                    )));
+                }
+            }
+        }
+        (None, _) => lines.push(Line::from(Span::styled("loading…", th.dim()))),
+    }
+    if !r.tables.is_empty() {
+        lines.push(Line::from(Span::styled(
+            format!("maintains {}", r.tables.join(", ")),
+            th.dim(),
+        )));
+    }
+    f.render_widget(
+        Paragraph::new(lines)
+            .block(Block::default().borders(Borders::TOP).title(title))
+            .wrap(Wrap { trim: false }),
+        area,
+    );
+}
+
+fn runs(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
+    let v = &s.dags;
+    let [title, body] = Layout::vertical([Constraint::Length(1), Constraint::Min(2)]).areas(area);
+    f.render_widget(
+        Paragraph::new(Line::from(vec![
+            Span::styled(
+                format!(" runs of {} ", v.dag_id.as_deref().unwrap_or("")),
+                th.header(),
+            ),
+            Span::styled(
+                " enter: task instances · C clears the selected run · t triggers · esc back",
+                th.dim(),
+            ),
+        ])),
+        title,
+    );
+    let headers = ["STATE", "RUN", "TYPE", "STARTED", "DURATION"];
+    let widths = [
+        Constraint::Length(9),
+        Constraint::Min(24),
+        Constraint::Length(10),
+        Constraint::Length(8),
+        Constraint::Length(9),
+    ];
+    let now = s.now;
+    draw_list(
+        f,
+        body,
+        th,
+        &headers,
+        &widths,
+        &v.runs_grid,
+        &v.runs_load,
+        "no runs",
+        |i| {
+            let r = &v.runs[i];
+            let st = r.state.as_str().to_string();
+            (
+                vec![
+                    Cell::from(Span::styled(st.clone(), th.severity(state_severity(&st)))),
+                    Cell::from(r.run_id.clone()),
+                    Cell::from(r.run_type.as_str().to_string()),
+                    num(age(now, r.start_date.or(r.sort_time()))),
+                    num(r
+                        .duration
+                        .map(|d| human_duration(d.as_secs() as i64))
+                        .unwrap_or_default()),
+                ],
+                Style::default(),
+            )
+        },
+    );
+}
+
+fn tasks(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
+    let v = &s.dags;
+    let [title, body] = Layout::vertical([Constraint::Length(1), Constraint::Min(2)]).areas(area);
+    f.render_widget(
+        Paragraph::new(Line::from(vec![
+            Span::styled(
+                format!(
+                    " {} / {} ",
+                    v.dag_id.as_deref().unwrap_or(""),
+                    v.run_id.as_deref().unwrap_or("")
+                ),
+                th.header(),
+            ),
+            Span::styled(" enter: log · C clears this run · esc back", th.dim()),
+        ])),
+        title,
+    );
+    let headers = ["STATE", "TASK", "TRY", "STARTED", "DURATION", "HOST"];
+    let widths = [
+        Constraint::Length(15),
+        Constraint::Min(16),
+        Constraint::Length(3),
+        Constraint::Length(8),
+        Constraint::Length(9),
+        Constraint::Length(12),
+    ];
+    let now = s.now;
+    draw_list(
+        f,
+        body,
+        th,
+        &headers,
+        &widths,
+        &v.tasks_grid,
+        &v.tasks_load,
+        "no task instances",
+        |i| {
+            let t = &v.tasks[i];
+            let st = t
+                .state
+                .as_ref()
+                .map(|x| x.as_str().to_string())
+                .unwrap_or_else(|| "none".into());
+            (
+                vec![
+                    Cell::from(Span::styled(st.clone(), th.severity(state_severity(&st)))),
+                    Cell::from(t.task_id.clone()),
+                    num(t.try_number.to_string()),
+                    num(if t.start_date.is_some() {
+                        age(now, t.start_date)
+                    } else {
+                        String::new()
+                    }),
+                    num(t
+                        .duration
+                        .map(|d| format!("{:.1}s", d.as_secs_f64()))
+                        .unwrap_or_default()),
+                    Cell::from(t.hostname.clone().unwrap_or_default()),
+                ],
+                Style::default(),
+            )
+        },
+    );
+}
+
+fn log(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
+    let v = &s.dags;
+    let Some(lv) = &v.log else {
+        let msg = match &v.log_load {
+            Load::Failed(e) => format!("  cannot read the log: {e}"),
+            _ => "  loading the log…".to_string(),
+        };
+        f.render_widget(Paragraph::new(Span::styled(msg, th.dim())), area);
+        return;
+    };
+    let pinned = lv.log.error_line.is_some() as u16;
+    let [title, err, body] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Length(pinned),
+        Constraint::Min(1),
+    ])
+    .areas(area);
+    f.render_widget(
+        Paragraph::new(Line::from(vec![
+            Span::styled(
+                format!(" {} · {} · try {} ", lv.task_id, lv.run_id, lv.try_number),
+                th.header(),
+            ),
+            Span::styled(
+                format!(
+                    " line {}/{} · / search{} · esc back",
+                    lv.scroll + 1,
+                    lv.log.lines.len(),
+                    if lv.search.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({})", lv.search)
+                    }
+                ),
+                th.dim(),
+            ),
+        ])),
+        title,
+    );
+    if let Some(e) = &lv.log.error_line {
+        f.render_widget(
+            Paragraph::new(Line::from(vec![
+                Span::styled("ERROR ", th.badge()),
+                Span::styled(format!(" {e}"), th.severity(Severity::Critical)),
+            ])),
+            err,
+        );
+    }
+    let h = body.height as usize;
+    let lines: Vec<Line> = lv
+        .log
+        .lines
+        .iter()
+        .skip(lv.scroll)
+        .take(h)
+        .map(|l| {
+            let mut style = if l.error {
+                th.severity(Severity::Critical)
+            } else {
+                Style::default()
+            };
+            if !lv.search.is_empty() && l.text.to_lowercase().contains(&lv.search) {
+                style = style.add_modifier(Modifier::REVERSED);
+            }
+            let ts = l
+                .timestamp
+                .map(|t| t.format("%H:%M:%S ").to_string())
+                .unwrap_or_default();
+            Line::from(vec![
+                Span::styled(ts, th.dim()),
+                Span::styled(l.text.clone(), style),
+            ])
+        })
+        .collect();
+    f.render_widget(Paragraph::new(lines), body);
 }

@@ -60,6 +60,7 @@ pub fn draw(f: &mut Frame, s: &State) {
         Some(crate::app::state::Popup::Info(t)) => popup::info(f, area, s, t, &th),
         Some(crate::app::state::Popup::Confirm(c)) => popup::confirm(f, area, c, &th),
         Some(crate::app::state::Popup::Queue) => popup::queue(f, area, s, &th),
+        Some(crate::app::state::Popup::ConfirmDag(c)) => popup::confirm_dag(f, area, c, &th),
         None => {}
     }
 }
@@ -103,10 +104,25 @@ fn draw_header(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
     }
     if s.airflow_configured {
         spans.push(sep());
-        spans.push(Span::raw(format!(
-            "airflow {}",
-            s.conn.airflow_version.as_deref().unwrap_or("…")
-        )));
+        match (&s.dags.load, &s.conn.airflow_version) {
+            (crate::app::state::Load::Failed(_), _) => spans.push(Span::styled(
+                "airflow UNREACHABLE",
+                th.severity(crate::health::Severity::Critical),
+            )),
+            (_, v) => spans.push(Span::raw(format!(
+                "airflow {}",
+                v.as_deref().unwrap_or("…")
+            ))),
+        }
+        // The scheduler or DAG processor down explains DAGs that do not run.
+        if let Some(h) = &s.dags.health {
+            for name in crate::airflow::scan::unhealthy(h) {
+                spans.push(Span::styled(
+                    format!(" {name} UNHEALTHY"),
+                    th.severity(crate::health::Severity::Critical),
+                ));
+            }
+        }
     }
     spans.push(sep());
     let age = s

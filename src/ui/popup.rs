@@ -40,6 +40,7 @@ pub fn help(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
     let mut items: Vec<Line> = Vec::new();
     for (scope, title) in [
         (Scope::Global, "everywhere"),
+        (Scope::Lake, "Tables, Partitions, Snapshots"),
         (Scope::Tables, "Tables"),
         (Scope::Partitions, "Partitions"),
         (Scope::Snapshots, "Snapshots"),
@@ -213,6 +214,32 @@ pub fn queue(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
                 Block::default()
                     .borders(Borders::ALL)
                     .title(" maintenance "),
+            )
+            .wrap(Wrap { trim: false }),
+        r,
+    );
+}
+
+/// A write to Airflow awaiting `y`.
+pub fn confirm_dag(f: &mut Frame, area: Rect, c: &crate::app::dags::DagConfirm, th: &Theme) {
+    let mut lines: Vec<Line> = c.lines.iter().map(|l| Line::from(l.clone())).collect();
+    lines.push(Line::from(""));
+    lines.push(Line::from(vec![
+        Span::styled(" y ", th.badge()),
+        Span::raw(" do it   "),
+        Span::styled("any other key: do nothing", th.dim()),
+    ]));
+    let width = area.width.saturating_sub(4).min(110);
+    let height =
+        (wrapped_rows(&lines, width.saturating_sub(2) as usize) as u16 + 2).min(area.height);
+    let r = centered(area, width, height);
+    f.render_widget(Clear, r);
+    f.render_widget(
+        Paragraph::new(lines)
+            .block(
+                Block::default()
+                    .borders(Borders::ALL)
+                    .title(format!(" confirm {} ", c.action.name())),
             )
             .wrap(Wrap { trim: false }),
         r,

@@ -49,9 +49,13 @@ pub fn draw(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
             Constraint::Length(7),
             Constraint::Length(7),
         ]);
+        if s.airflow_configured {
+            headers.push("MAINTENANCE DAG");
+            widths.push(Constraint::Min(16));
+        }
     } else {
         headers.push("COMPACTED");
-        widths.push(Constraint::Length(9));
+        widths.push(Constraint::Length(10));
     }
     let now = s.now;
     draw_list(
@@ -149,15 +153,53 @@ fn row_cells(
             }));
             cells.push(num(age(now, st.last_write)));
             cells.push(num(compact(st.delete_files)));
+            if let Some(d) = &r.dag {
+                let (mark, sev) = dag_mark(d);
+                let guess = if d.guessed { "?" } else { "" };
+                cells.push(Cell::from(Span::styled(
+                    format!("{mark} {}{guess}", d.dag_id),
+                    th.severity(sev),
+                )));
+            }
         } else {
-            cells.push(num(if st.is_empty_table() {
-                "-".into()
+            // The DAG's last run beside the compaction age: ✗ failed, ✓ success, ‖ paused.
+            let age_text = if st.is_empty_table() {
+                "-".to_string()
             } else {
                 age(now, st.last_compaction)
-            }));
+            };
+            match &r.dag {
+                Some(d) => {
+                    let (mark, sev) = dag_mark(d);
+                    cells.push(Cell::from(
+                        Line::from(vec![
+                            Span::raw(format!("{age_text} ")),
+                            Span::styled(mark, th.severity(sev)),
+                        ])
+                        .alignment(ratatui::layout::Alignment::Right),
+                    ));
+                }
+                None => cells.push(num(age_text)),
+            }
         }
     }
     (cells, style)
+}
+
+/// The maintenance DAG's state as one symbol (readable without colour).
+fn dag_mark(d: &crate::health::DagFacts) -> (&'static str, Severity) {
+    if d.import_error.is_some() {
+        ("!", Severity::Critical)
+    } else if d.paused {
+        ("‖", Severity::Warning)
+    } else {
+        match d.last_run_state.as_deref() {
+            Some("failed") => ("✗", Severity::Critical),
+            Some("success") => ("✓", Severity::Ok),
+            Some(_) => ("…", Severity::Info),
+            None => ("·", Severity::Info),
+        }
+    }
 }
 
 fn draw_side(f: &mut Frame, area: Rect, s: &State, th: &Theme) {

@@ -420,3 +420,100 @@ fn progress_line_and_queue() {
     key(&mut s, 'Q');
     insta::assert_snapshot!("queue_80x24", screen(&mut s, 80, 24).backend());
 }
+
+mod dags {
+    use super::*;
+    use crate::airflow::{LogLine, TaskLog, TaskState};
+    use crate::app::update::tests::dags::{ERROR, task, with_dags};
+
+    #[test]
+    fn dags_tab_failing_first_with_import_error_and_the_failing_task() {
+        let mut s = with_dags();
+        key(&mut s, '4');
+        insta::assert_snapshot!("dags_80x24", screen(&mut s, 80, 24).backend());
+        insta::assert_snapshot!("dags_160x48", screen(&mut s, 160, 48).backend());
+        // The Tables tab shows the DAG beside the compaction age, and the correlation.
+        key(&mut s, '1');
+        insta::assert_snapshot!("tables_with_dags_80x24", screen(&mut s, 80, 24).backend());
+        insta::assert_snapshot!("tables_with_dags_160x48", screen(&mut s, 160, 48).backend());
+    }
+
+    #[test]
+    fn runs_tasks_log_and_confirm() {
+        let mut s = with_dags();
+        key(&mut s, '4');
+        update(
+            &mut s,
+            Action::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE)),
+        );
+        update(
+            &mut s,
+            Action::Runs {
+                dag_id: "compact_documents".into(),
+                result: Ok(vec![]),
+            },
+        );
+        update(
+            &mut s,
+            Action::Key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE)),
+        );
+        s.dags.level = Some(crate::app::dags::DagLevel::Tasks);
+        s.dags.run_id = Some("scheduled__2026-11-29T00:00:00+00:00".into());
+        let run = s.dags.run_id.clone().unwrap();
+        update(
+            &mut s,
+            Action::Tasks {
+                dag_id: "compact_documents".into(),
+                run_id: run.clone(),
+                result: Ok(vec![
+                    task("check_table", TaskState::Success, 1),
+                    task("compact", TaskState::Failed, 1),
+                    task("report", TaskState::UpstreamFailed, 0),
+                ]),
+            },
+        );
+        insta::assert_snapshot!("dag_tasks_80x24", screen(&mut s, 80, 24).backend());
+        update(
+            &mut s,
+            Action::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE)),
+        );
+        let mut lines: Vec<LogLine> = (0..30)
+            .map(|i| LogLine {
+                timestamp: None,
+                level: Some("info".into()),
+                text: format!("[task] step {i}"),
+                error: false,
+            })
+            .collect();
+        lines.push(LogLine {
+            timestamp: None,
+            level: Some("error".into()),
+            text: "Task failed with exception".into(),
+            error: true,
+        });
+        lines.push(LogLine {
+            timestamp: None,
+            level: Some("error".into()),
+            text: ERROR.into(),
+            error: true,
+        });
+        update(
+            &mut s,
+            Action::Log {
+                dag_id: "compact_documents".into(),
+                run_id: run,
+                task_id: "compact".into(),
+                try_number: 1,
+                result: Ok(TaskLog {
+                    lines,
+                    error_line: Some(ERROR.into()),
+                    continuation_token: None,
+                }),
+            },
+        );
+        insta::assert_snapshot!("dag_log_80x24", screen(&mut s, 80, 24).backend());
+        key(&mut s, '1');
+        key(&mut s, 't');
+        insta::assert_snapshot!("confirm_trigger_80x24", screen(&mut s, 80, 24).backend());
+    }
+}

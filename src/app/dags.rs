@@ -1,0 +1,642 @@
+//! The DAGs tab: maintenance DAGs (failing first), import errors, and the drill-down
+//! DAG → runs → task instances → log; plus the table ↔ DAG correlation it feeds.
+
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+
+use super::action::{DagWrite, Effect};
+use super::grid::Grid;
+use super::state::{Level, Load, State, Tab};
+use crate::airflow::scan::DagList;
+use crate::airflow::{
+    AirflowHealth, ClearOutcome, Dag, DagImportError, DagRun, TaskInstance, TaskLog,
+};
+use crate::health::mapping::{DagName, Mapped, map_dags};
+use crate::health::{DagFacts, Finding, Health, Severity, evaluate, evaluate_dag};
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct DagRow {
+    pub dag: Dag,
+    pub facts: Option<DagFacts>,
+    pub error: Option<String>,
+    pub health: Option<Health>,
+    /// Tables this DAG maintains (configured or guessed).
+    pub tables: Vec<String>,
+    pub search: String,
+}
+
+impl DagRow {
+    pub fn status(&self) -> Option<Severity> {
+        if self.error.is_some() && self.health.is_none() {
+            return Some(Severity::Unknown);
+        }
+        self.health.as_ref().map(|h| h.status)
+    }
+}
+
+pub const DAG_SORTS: [&str; 4] = ["health", "dag", "last run", "last success"];
+
+fn cmp_dags(a: &DagRow, b: &DagRow, col: usize) -> Ordering {
+    let rank = |r: &DagRow| r.status().map(|s| s.rank()).unwrap_or(0);
+    let o = match col {
+        0 => rank(b).cmp(&rank(a)).then(
+            b.facts
+                .as_ref()
+                .map(|f| f.failed_runs)
+                .cmp(&a.facts.as_ref().map(|f| f.failed_runs)),
+        ),
+        1 => Ordering::Equal,
+        2 => b
+            .facts
+            .as_ref()
+            .and_then(|f| f.last_run_at)
+            .cmp(&a.facts.as_ref().and_then(|f| f.last_run_at)),
+        // Longest without success first.
+        _ => a
+            .facts
+            .as_ref()
+            .and_then(|f| f.last_success_at)
+            .cmp(&b.facts.as_ref().and_then(|f| f.last_success_at)),
+    };
+    o.then_with(|| a.dag.dag_id.cmp(&b.dag.dag_id))
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DagLevel {
+    List,
+    Runs,
+    Tasks,
+    Log,
+}
+
+/// The failing task of a DAG's newest failed run with the tail of its log (the detail pane).
+#[derive(Clone, Debug, PartialEq)]
+pub struct FailureDetail {
+    pub run_id: String,
+    pub task_id: String,
+    pub try_number: u32,
+    pub log: TaskLog,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct LogView {
+    pub dag_id: String,
+    pub run_id: String,
+    pub task_id: String,
+    pub try_number: u32,
+    pub log: TaskLog,
+    /// First visible line.
+    pub scroll: usize,
+    /// `/` search (lower-cased); matching lines are highlighted.
+    pub search: String,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct DagsView {
+    pub rows: Vec<DagRow>,
+    pub grid: Grid,
+    pub load: Load,
+    pub generation: u64,
+    pub version: Option<String>,
+    pub api: Option<String>,
+    pub health: Option<AirflowHealth>,
+    pub import_errors: Vec<DagImportError>,
+    /// Connection and server findings.
+    pub findings: Vec<Finding>,
+    pub last_full: Option<DateTime<Utc>>,
+    pub level: Option<DagLevel>,
+    pub dag_id: Option<String>,
+    pub runs: Vec<DagRun>,
+    pub runs_grid: Grid,
+    pub runs_load: Load,
+    pub run_id: Option<String>,
+    pub tasks: Vec<TaskInstance>,
+    pub tasks_grid: Grid,
+    pub tasks_load: Load,
+    pub log: Option<LogView>,
+    pub log_load: Load,
+    pub failures: BTreeMap<String, Result<FailureDetail, String>>,
+    /// Which DAG maintains which table.
+    pub mapping: BTreeMap<crate::lakehouse::model::TableRef, Mapped>,
+}
+
+impl DagsView {
+    pub fn level(&self) -> DagLevel {
+        self.level.unwrap_or(DagLevel::List)
+    }
+
+    pub fn reindex(&mut self) {
+        self.grid
+            .rebuild(&self.rows, |r| r.search.as_str(), cmp_dags, None);
+    }
+
+    /// Re-apply filter and order to the list the current level shows.
+    pub fn reindex_level(&mut self) {
+        match self.level() {
+            DagLevel::List => self.reindex(),
+            DagLevel::Runs => {
+                self.runs_grid
+                    .rebuild(&self.runs, |r| r.run_id.as_str(), keep_order, None)
+            }
+            DagLevel::Tasks => {
+                self.tasks_grid
+                    .rebuild(&self.tasks, |t| t.task_id.as_str(), keep_order, None)
+            }
+            DagLevel::Log => {}
+        }
+    }
+
+    pub fn selected(&self) -> Option<&DagRow> {
+        self.grid.selected_row().and_then(|i| self.rows.get(i))
+    }
+
+    pub fn row(&self, dag_id: &str) -> Option<&DagRow> {
+        self.rows.iter().find(|r| r.dag.dag_id == dag_id)
+    }
+
+    pub fn selected_run(&self) -> Option<&DagRun> {
+        self.runs_grid.selected_row().and_then(|i| self.runs.get(i))
+    }
+
+    pub fn selected_task(&self) -> Option<&TaskInstance> {
+        self.tasks_grid
+            .selected_row()
+            .and_then(|i| self.tasks.get(i))
+    }
+
+    /// The grid the current level moves through (the log scrolls instead).
+    pub fn grid_mut(&mut self) -> Option<&mut Grid> {
+        match self.level() {
+            DagLevel::List => Some(&mut self.grid),
+            DagLevel::Runs => Some(&mut self.runs_grid),
+            DagLevel::Tasks => Some(&mut self.tasks_grid),
+            DagLevel::Log => None,
+        }
+    }
+
+    pub fn grid(&self) -> Option<&Grid> {
+        match self.level() {
+            DagLevel::List => Some(&self.grid),
+            DagLevel::Runs => Some(&self.runs_grid),
+            DagLevel::Tasks => Some(&self.tasks_grid),
+            DagLevel::Log => None,
+        }
+    }
+}
+
+fn keep_order<T>(_: &T, _: &T, _: usize) -> Ordering {
+    Ordering::Equal
+}
+
+/// Start (or skip) the DAGs part of a refresh: the full list at 5× the refresh interval
+/// (what Airflow's own UI does to spare the server), the selected DAG at every refresh.
+pub fn refresh(s: &mut State, manual: bool) -> Vec<Effect> {
+    if !s.airflow_configured {
+        return Vec::new();
+    }
+    let full_every = chrono::Duration::from_std(s.refresh_every * 5).unwrap_or_default();
+    let due =
+        s.dags.last_full.is_none_or(|t| s.now - t >= full_every) || (manual && s.tab == Tab::Dags);
+    if due && !s.dags.load.is_loading() {
+        s.dags.generation += 1;
+        s.dags.load = Load::Loading;
+        s.dags.last_full = Some(s.now);
+        return vec![
+            Effect::LoadDags {
+                generation: s.dags.generation,
+            },
+            Effect::CheckConnections,
+        ];
+    }
+    let mut fx = Vec::new();
+    if let Some(r) = s.dags.selected() {
+        fx.push(Effect::LoadDagFacts {
+            generation: s.dags.generation,
+            dag: Box::new(r.dag.clone()),
+        });
+    }
+    if s.tab == Tab::Dags {
+        match (s.dags.level(), &s.dags.dag_id, &s.dags.run_id) {
+            (DagLevel::Runs, Some(d), _) => fx.push(Effect::LoadRuns { dag_id: d.clone() }),
+            (DagLevel::Tasks, Some(d), Some(r)) => fx.push(Effect::LoadTasks {
+                dag_id: d.clone(),
+                run_id: r.clone(),
+            }),
+            _ => {}
+        }
+    }
+    fx
+}
+
+/// Recompute the table ↔ DAG mapping and push every DAG's facts into the table rows,
+/// re-evaluating their health (the correlation findings).
+pub fn correlate(s: &mut State) {
+    let tables: Vec<_> = s.tables.rows.iter().map(|r| r.table.clone()).collect();
+    let names: Vec<DagName> = s
+        .dags
+        .rows
+        .iter()
+        .map(|r| DagName {
+            dag_id: r.dag.dag_id.clone(),
+            tags: r.dag.tags.clone(),
+        })
+        .collect();
+    s.dags.mapping = map_dags(&tables, &names, &s.maintenance);
+    for d in &mut s.dags.rows {
+        d.tables = s
+            .dags
+            .mapping
+            .iter()
+            .filter(|(_, m)| m.dag_id == d.dag.dag_id)
+            .map(|(t, _)| t.to_string())
+            .collect();
+    }
+    let now = s.now;
+    let cfg = s.health.clone();
+    for row in &mut s.tables.rows {
+        row.dag = s.dags.mapping.get(&row.table).and_then(|m| {
+            s.dags
+                .rows
+                .iter()
+                .find(|d| d.dag.dag_id == m.dag_id)
+                .and_then(|d| d.facts.clone())
+                .map(|f| DagFacts {
+                    guessed: m.guessed,
+                    ..f
+                })
+        });
+        if let Some(st) = &row.stats {
+            row.health = Some(evaluate(st, row.dag.as_ref(), &cfg, now));
+        }
+    }
+    s.tables.reindex();
+}
+
+pub fn on_list(s: &mut State, generation: u64, result: Result<DagList, String>) -> Vec<Effect> {
+    if generation != s.dags.generation {
+        return Vec::new();
+    }
+    match result {
+        Ok(list) => {
+            s.dags.version = Some(list.version.clone());
+            s.dags.api = Some(list.api.clone());
+            s.conn.airflow_version = Some(list.version.clone());
+            s.dags.health = list.health.clone();
+            s.dags.import_errors = list.import_errors.clone();
+            let old = std::mem::take(&mut s.dags.rows);
+            s.dags.rows = list
+                .dags
+                .into_iter()
+                .map(|dag| {
+                    let prev = old.iter().find(|r| r.dag.dag_id == dag.dag_id);
+                    DagRow {
+                        search: format!(
+                            "{} {} {}",
+                            dag.dag_id,
+                            dag.tags.join(" "),
+                            dag.owners.join(" ")
+                        )
+                        .to_lowercase(),
+                        facts: prev.and_then(|p| p.facts.clone()),
+                        error: None,
+                        health: prev.and_then(|p| p.health.clone()),
+                        tables: Vec::new(),
+                        dag,
+                    }
+                })
+                .collect();
+            s.dags.load = Load::Loaded;
+            correlate(s);
+            s.dags.reindex();
+            let generation = s.dags.generation;
+            s.dags
+                .rows
+                .iter()
+                .map(|r| Effect::LoadDagFacts {
+                    generation,
+                    dag: Box::new(r.dag.clone()),
+                })
+                .collect()
+        }
+        Err(e) => {
+            s.dags.load = Load::Failed(e.clone());
+            s.set_status(Level::Error, format!("Airflow: {e}"));
+            Vec::new()
+        }
+    }
+}
+
+pub fn on_facts(s: &mut State, dag_id: &str, result: Result<DagFacts, String>) -> Vec<Effect> {
+    let now = s.now;
+    let Some(row) = s.dags.rows.iter_mut().find(|r| r.dag.dag_id == dag_id) else {
+        return Vec::new();
+    };
+    let mut fx = Vec::new();
+    match result {
+        Ok(f) => {
+            row.health = Some(evaluate_dag(&f, now));
+            let failing = f.last_run_state.as_deref() == Some("failed");
+            row.facts = Some(f);
+            row.error = None;
+            // The failing task and the tail of its log, for the detail pane.
+            if failing {
+                fx.push(Effect::LoadFailure {
+                    dag_id: dag_id.to_string(),
+                });
+            } else {
+                s.dags.failures.remove(dag_id);
+            }
+        }
+        Err(e) => row.error = Some(e),
+    }
+    correlate(s);
+    s.dags.reindex();
+    fx
+}
+
+/// Enter on the DAGs tab: DAG → runs → tasks → log.
+pub fn enter(s: &mut State) -> Vec<Effect> {
+    match s.dags.level() {
+        DagLevel::List => {
+            let Some(d) = s.dags.selected().map(|r| r.dag.dag_id.clone()) else {
+                return Vec::new();
+            };
+            s.dags.level = Some(DagLevel::Runs);
+            if s.dags.dag_id.as_ref() != Some(&d) {
+                s.dags.runs.clear();
+                s.dags.runs_grid = Grid::default();
+            }
+            s.dags.dag_id = Some(d.clone());
+            s.dags.runs_load = Load::Loading;
+            vec![Effect::LoadRuns { dag_id: d }]
+        }
+        DagLevel::Runs => {
+            let (Some(d), Some(run)) = (
+                s.dags.dag_id.clone(),
+                s.dags.selected_run().map(|r| r.run_id.clone()),
+            ) else {
+                return Vec::new();
+            };
+            s.dags.level = Some(DagLevel::Tasks);
+            if s.dags.run_id.as_ref() != Some(&run) {
+                s.dags.tasks.clear();
+                s.dags.tasks_grid = Grid::default();
+            }
+            s.dags.run_id = Some(run.clone());
+            s.dags.tasks_load = Load::Loading;
+            vec![Effect::LoadTasks {
+                dag_id: d,
+                run_id: run,
+            }]
+        }
+        DagLevel::Tasks => {
+            let (Some(d), Some(run)) = (s.dags.dag_id.clone(), s.dags.run_id.clone()) else {
+                return Vec::new();
+            };
+            let Some(t) = s.dags.selected_task().cloned() else {
+                return Vec::new();
+            };
+            if t.try_number == 0 {
+                s.set_status(
+                    Level::Info,
+                    format!("task {} has not run yet: no log", t.task_id),
+                );
+                return Vec::new();
+            }
+            s.dags.level = Some(DagLevel::Log);
+            s.dags.log_load = Load::Loading;
+            vec![Effect::LoadLog {
+                dag_id: d,
+                run_id: run,
+                task_id: t.task_id,
+                try_number: t.try_number,
+            }]
+        }
+        DagLevel::Log => Vec::new(),
+    }
+}
+
+/// Esc on the DAGs tab: one level up. Returns false at the top.
+pub fn back(s: &mut State) -> bool {
+    s.dags.level = match s.dags.level() {
+        DagLevel::List => return false,
+        DagLevel::Runs => Some(DagLevel::List),
+        DagLevel::Tasks => Some(DagLevel::Runs),
+        DagLevel::Log => Some(DagLevel::Tasks),
+    };
+    true
+}
+
+pub fn on_runs(s: &mut State, dag_id: &str, result: Result<Vec<DagRun>, String>) {
+    if s.dags.dag_id.as_deref() != Some(dag_id) {
+        return;
+    }
+    match result {
+        Ok(runs) => {
+            let keep = s.dags.selected_run().map(|r| r.run_id.clone());
+            s.dags.runs = runs;
+            s.dags.runs_load = Load::Loaded;
+            let f = move |r: &DagRun| Some(&r.run_id) == keep.as_ref();
+            s.dags
+                .runs_grid
+                .rebuild(&s.dags.runs, |r| r.run_id.as_str(), keep_order, Some(&f));
+        }
+        Err(e) => {
+            s.set_status(Level::Error, format!("runs of {dag_id}: {e}"));
+            s.dags.runs_load = Load::Failed(e);
+        }
+    }
+}
+
+pub fn on_tasks(
+    s: &mut State,
+    dag_id: &str,
+    run_id: &str,
+    result: Result<Vec<TaskInstance>, String>,
+) {
+    if s.dags.dag_id.as_deref() != Some(dag_id) || s.dags.run_id.as_deref() != Some(run_id) {
+        return;
+    }
+    match result {
+        Ok(mut tasks) => {
+            // Failed first: the task to look at is on top.
+            let order = |t: &TaskInstance| match t.state.as_ref().map(|s| s.as_str()) {
+                Some("failed") => 0,
+                Some("upstream_failed") => 1,
+                Some("up_for_retry") => 2,
+                _ => 3,
+            };
+            tasks.sort_by_key(|t| (order(t), t.start_date));
+            s.dags.tasks = tasks;
+            s.dags.tasks_load = Load::Loaded;
+            s.dags
+                .tasks_grid
+                .rebuild(&s.dags.tasks, |t| t.task_id.as_str(), keep_order, None);
+        }
+        Err(e) => {
+            s.set_status(Level::Error, format!("tasks of {dag_id} {run_id}: {e}"));
+            s.dags.tasks_load = Load::Failed(e);
+        }
+    }
+}
+
+pub fn on_log(s: &mut State, key: (String, String, String, u32), result: Result<TaskLog, String>) {
+    let (dag_id, run_id, task_id, try_number) = key;
+    match result {
+        Ok(log) => {
+            // Open on the error: the line an operator needs is shown first.
+            let scroll = log
+                .lines
+                .iter()
+                .position(|l| l.error)
+                .map(|i| i.saturating_sub(2))
+                .unwrap_or(0);
+            s.dags.log = Some(LogView {
+                dag_id,
+                run_id,
+                task_id,
+                try_number,
+                log,
+                scroll,
+                search: String::new(),
+            });
+            s.dags.log_load = Load::Loaded;
+        }
+        Err(e) => {
+            s.set_status(
+                Level::Error,
+                format!("log of {task_id} ({run_id}, try {try_number}): {e}"),
+            );
+            s.dags.log_load = Load::Failed(e);
+        }
+    }
+}
+
+/// `/` in the log view: jump to the first line that matches.
+pub fn search_log(s: &mut State, text: &str) {
+    if let Some(v) = &mut s.dags.log {
+        v.search = text.to_lowercase();
+        if !v.search.is_empty()
+            && let Some(i) = v
+                .log
+                .lines
+                .iter()
+                .position(|l| l.text.to_lowercase().contains(&v.search))
+        {
+            v.scroll = i.saturating_sub(1);
+        }
+    }
+}
+
+pub fn scroll_log(s: &mut State, delta: isize, height: usize) {
+    if let Some(v) = &mut s.dags.log {
+        let max = v.log.lines.len().saturating_sub(height.max(1));
+        v.scroll = (v.scroll as isize + delta).clamp(0, max as isize) as usize;
+    }
+}
+
+/// The DAG a write applies to: the selected one on the DAGs tab, else the maintenance DAG
+/// of the selected table.
+pub fn target_dag(s: &State) -> Option<String> {
+    match s.tab {
+        Tab::Dags => match s.dags.level() {
+            DagLevel::List => s.dags.selected().map(|r| r.dag.dag_id.clone()),
+            _ => s.dags.dag_id.clone(),
+        },
+        _ => {
+            let t = match s.tab {
+                Tab::Tables => s.tables.selected().map(|r| r.table.clone()),
+                _ => s.focus_table().cloned(),
+            }?;
+            s.dags.mapping.get(&t).map(|m| m.dag_id.clone())
+        }
+    }
+}
+
+/// A write to Airflow awaiting `y`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DagConfirm {
+    pub action: DagWrite,
+    pub lines: Vec<String>,
+}
+
+pub fn confirm_trigger(s: &State, dag_id: &str) -> DagConfirm {
+    let row = s.dags.row(dag_id);
+    let mut lines = vec![format!("trigger a run of {dag_id} now")];
+    if let Some(r) = row {
+        if !r.tables.is_empty() {
+            lines.push(format!("it maintains {}", r.tables.join(", ")));
+        }
+        if r.dag.paused {
+            lines.push("the DAG is paused: the run is queued until it is unpaused".into());
+        }
+        if let Some(f) = &r.facts
+            && f.last_run_state.as_deref() == Some("failed")
+        {
+            lines.push(format!(
+                "its last run failed{}",
+                f.error_line
+                    .as_ref()
+                    .map(|e| format!(": {e}"))
+                    .unwrap_or_default()
+            ));
+        }
+    }
+    lines.push(match s.dags.api.as_deref() {
+        Some("v1") => format!("POST /api/v1/dags/{dag_id}/dagRuns {{}}"),
+        _ => format!("POST /api/v2/dags/{dag_id}/dagRuns {{\"logical_date\": null}}"),
+    });
+    DagConfirm {
+        action: DagWrite::Trigger {
+            dag_id: dag_id.to_string(),
+        },
+        lines,
+    }
+}
+
+pub fn confirm_pause(s: &State, dag_id: &str) -> Option<DagConfirm> {
+    let paused = s.dags.row(dag_id)?.dag.paused;
+    Some(DagConfirm {
+        action: DagWrite::SetPaused {
+            dag_id: dag_id.to_string(),
+            paused: !paused,
+        },
+        lines: vec![
+            format!("{} {dag_id}", if paused { "unpause" } else { "pause" }),
+            format!("PATCH {{\"is_paused\": {}}}", !paused),
+        ],
+    })
+}
+
+/// The dry run of a clear, shown before the real one.
+pub fn confirm_clear(dag_id: &str, run_id: &str, outcome: &ClearOutcome) -> DagConfirm {
+    let mut lines = vec![format!(
+        "clear run {run_id} of {dag_id}: these tasks run again"
+    )];
+    for t in &outcome.tasks {
+        lines.push(format!(
+            "  {} ({})",
+            t.task_id,
+            t.state
+                .as_ref()
+                .map(|s| s.as_str().to_string())
+                .unwrap_or_else(|| "-".into())
+        ));
+    }
+    if outcome.tasks.is_empty() {
+        lines.push("  (the dry run lists no task)".into());
+    }
+    if outcome.scope == crate::airflow::ClearScope::AllTasks {
+        lines.push("Airflow 2's API clears every task of the run, not only the failed ones".into());
+    }
+    DagConfirm {
+        action: DagWrite::Clear {
+            dag_id: dag_id.to_string(),
+            run_id: run_id.to_string(),
+            only_failed: outcome.scope == crate::airflow::ClearScope::OnlyFailed,
+        },
+        lines,
+    }
+}
