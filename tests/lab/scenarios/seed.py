@@ -195,7 +195,9 @@ class Seed:
         )
         spec = PartitionSpec(PartitionField(source_id=2, field_id=1000, transform=IdentityTransform(), name="district"))
         props = {"write.target-file-size-bytes": "65536"}
-        w = self.writer("zoning", "parcels", schema, spec, props, self.now - 16 * DAY_MS)
+        # Healthy all round: compacted daily and snapshots expired after a week, so its
+        # history starts six days ago.
+        w = self.writer("zoning", "parcels", schema, spec, props, self.now - 7 * DAY_MS)
         ids = Ids()
 
         def batch(districts: list[str], n: int, until_ms: int):
@@ -221,10 +223,10 @@ class Seed:
             })
 
         districts = DISTRICTS_DEFAULT
-        ts = self.now - 15 * DAY_MS - 3 * HOUR_MS
+        ts = self.now - 6 * DAY_MS - 3 * HOUR_MS
         files = w.write_partitioned(batch(districts, 4000, ts), ts)
         w.append(files, ts, trino_extra(ts, "ingest", rnd))
-        for i in range(14, -1, -1):
+        for i in range(5, -1, -1):
             ts = self.now - i * DAY_MS - 3 * HOUR_MS
             files = w.write_partitioned(batch(districts, 150, ts), ts)
             w.append(files, ts, trino_extra(ts, "ingest", rnd))
@@ -233,7 +235,7 @@ class Seed:
             removed = [f for _, fs in groups for f in fs]
             merged = w.write_partitioned([(k, _read_files(fs)) for k, fs in groups], ts_c)
             w.replace(removed, merged, ts_c, trino_extra(ts_c, "airflow", rnd))
-        self.register("zoning", "parcels", w, props, "healthy: compacted daily, files at or above the table's target")
+        self.register("zoning", "parcels", w, props, "healthy: compacted daily, files at or above the table's target, a week of snapshots")
 
     # -- zoning.permits: never compacted ------------------------------------------------------------
 

@@ -85,6 +85,8 @@ def test_seed_tables_have_their_promised_shapes(seed, expected_seed):
     parcels = t["zoning.parcels"]
     assert parcels["properties"]["write.target-file-size-bytes"] == "65536"
     assert parcels["min_file_bytes"] >= 65536 and parcels["newest_snapshot"]["operation"] == "replace"
+    # Healthy on every rule: no snapshot older than the 7-day retention either.
+    assert now - parcels["oldest_snapshot"]["committed_at_ms"] < 7 * DAY
     permits = t["zoning.permits"]
     assert permits["partitioning"] == ["status"] and "replace" not in permits["operations"]
     assert permits["data_files"] >= 100
