@@ -90,11 +90,11 @@ fn list(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
     if notes_h > 0 {
         f.render_widget(Paragraph::new(notes), top);
     }
-    let wide = body.width >= 110;
+    let wide = body.width >= 140;
     let mut headers = vec!["STAT", "DAG", "LAST RUN", "AGO", "LAST OK", "FAILED"];
     let mut widths = vec![
         Constraint::Length(5),
-        Constraint::Min(18),
+        Constraint::Min(26),
         Constraint::Length(9),
         Constraint::Length(6),
         Constraint::Length(7),
@@ -157,11 +157,15 @@ fn list(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
                     cells.push(Cell::from(""));
                 }
                 cells.push(Cell::from(if r.dag.paused { "yes" } else { "" }));
-                cells.push(num(r
-                    .dag
-                    .next_run
-                    .map(|t| human_duration((t - now).num_seconds()))
-                    .unwrap_or_default()));
+                // A paused DAG has no next run, whatever the schedule says.
+                cells.push(num(if r.dag.paused {
+                    "-".to_string()
+                } else {
+                    r.dag
+                        .next_run
+                        .map(|t| human_duration((t - now).num_seconds()))
+                        .unwrap_or_default()
+                }));
                 cells.push(Cell::from(r.dag.schedule.clone().unwrap_or_default()));
                 cells.push(Cell::from(r.dag.owners.join(",")));
                 cells.push(Cell::from(r.tables.join(", ")));

@@ -22,11 +22,15 @@ pub fn draw(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
         (area, None)
     };
     let wide = list.width >= 110;
+    let cols = Cols {
+        wide,
+        dag: wide && s.airflow_configured && list.width >= 150,
+    };
     let mut headers = vec!["STAT", "SCORE", "TABLE", "FILES", "SMALL", "AVG", "SIZE"];
     let mut widths = vec![
         Constraint::Length(5),
         Constraint::Length(5),
-        Constraint::Min(14),
+        Constraint::Min(20),
         Constraint::Length(6),
         Constraint::Length(6),
         Constraint::Length(7),
@@ -49,9 +53,9 @@ pub fn draw(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
             Constraint::Length(7),
             Constraint::Length(7),
         ]);
-        if s.airflow_configured {
+        if cols.dag {
             headers.push("MAINTENANCE DAG");
-            widths.push(Constraint::Min(16));
+            widths.push(Constraint::Length(24));
         }
     } else {
         headers.push("COMPACTED");
@@ -69,7 +73,7 @@ pub fn draw(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
         "no Iceberg tables",
         |i| {
             let r = &s.tables.rows[i];
-            row_cells(r, wide, now, th)
+            row_cells(r, cols, now, th)
         },
     );
     if let Some(side) = side {
@@ -97,9 +101,17 @@ fn age(now: chrono::DateTime<chrono::Utc>, t: Option<chrono::DateTime<chrono::Ut
         .unwrap_or_else(|| "never".into())
 }
 
+/// Which optional columns fit.
+#[derive(Clone, Copy)]
+struct Cols {
+    wide: bool,
+    /// The maintenance DAG gets a column of its own.
+    dag: bool,
+}
+
 fn row_cells(
     r: &TableRow,
-    wide: bool,
+    cols: Cols,
     now: chrono::DateTime<chrono::Utc>,
     th: &Theme,
 ) -> (Vec<Cell<'static>>, Style) {
@@ -138,7 +150,27 @@ fn row_cells(
             .map(human_bytes)
             .unwrap_or_else(|| "-".into())));
         cells.push(num(human_bytes(st.total_bytes)));
-        if wide {
+        // The compaction age, with the maintenance DAG's last run beside it when the
+        // DAG has no column of its own: ✗ failed, ✓ success, ‖ paused, ! import error.
+        let age_text = if st.is_empty_table() {
+            "-".to_string()
+        } else {
+            age(now, st.last_compaction)
+        };
+        let compacted = match (&r.dag, cols.dag) {
+            (Some(d), false) => {
+                let (mark, sev) = dag_mark(d);
+                Cell::from(
+                    Line::from(vec![
+                        Span::raw(format!("{age_text} ")),
+                        Span::styled(mark, th.severity(sev)),
+                    ])
+                    .alignment(ratatui::layout::Alignment::Right),
+                )
+            }
+            _ => num(age_text),
+        };
+        if cols.wide {
             cells.push(num(compact(st.records)));
             cells.push(num(if st.partitioned {
                 compact(st.partitions)
@@ -146,14 +178,12 @@ fn row_cells(
                 "-".into()
             }));
             cells.push(num(compact(st.snapshots)));
-            cells.push(num(if st.is_empty_table() {
-                "-".into()
-            } else {
-                age(now, st.last_compaction)
-            }));
+            cells.push(compacted);
             cells.push(num(age(now, st.last_write)));
             cells.push(num(compact(st.delete_files)));
-            if let Some(d) = &r.dag {
+            if cols.dag
+                && let Some(d) = &r.dag
+            {
                 let (mark, sev) = dag_mark(d);
                 let guess = if d.guessed { "?" } else { "" };
                 cells.push(Cell::from(Span::styled(
@@ -162,25 +192,7 @@ fn row_cells(
                 )));
             }
         } else {
-            // The DAG's last run beside the compaction age: ✗ failed, ✓ success, ‖ paused.
-            let age_text = if st.is_empty_table() {
-                "-".to_string()
-            } else {
-                age(now, st.last_compaction)
-            };
-            match &r.dag {
-                Some(d) => {
-                    let (mark, sev) = dag_mark(d);
-                    cells.push(Cell::from(
-                        Line::from(vec![
-                            Span::raw(format!("{age_text} ")),
-                            Span::styled(mark, th.severity(sev)),
-                        ])
-                        .alignment(ratatui::layout::Alignment::Right),
-                    ));
-                }
-                None => cells.push(num(age_text)),
-            }
+            cells.push(compacted);
         }
     }
     (cells, style)
