@@ -359,6 +359,8 @@ pub fn load_with(
     let (profile_name, profile) = match wanted {
         Some(name) => match profiles.get(&name) {
             Some(p) => (name, p.clone()),
+            // The implicit profile needs no section.
+            None if name == "default" => (name, ProfileFile::default()),
             None => {
                 let known: Vec<_> = profiles.keys().cloned().collect();
                 return Err(err(format!(
