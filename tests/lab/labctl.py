@@ -394,6 +394,11 @@ def start_trino(venv: Path, root: Path, catalogs: dict, runtime: Runtime, stub: 
 
 
 # ---------------------------------------------------------------------------- airflow
+# A cold bring-up builds the run history by really running two weeks of DAG runs; on a
+# loaded 2-core machine Airflow 2 has taken up to 40 minutes for it.
+AIRFLOW_UP_TIMEOUT_S = {3: 1200, 2: 2700}
+
+
 def start_airflow(major: int, venv: Path, root: Path, trino_url: str, runtime: Runtime) -> dict:
     home = root / f"airflow{major}"
     port = free_port()
@@ -407,7 +412,7 @@ def start_airflow(major: int, venv: Path, root: Path, trino_url: str, runtime: R
     log = root / "logs" / f"airflow{major}-ctl.log"
     with open(log, "w") as err:
         proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL,
-                              cwd=str(REPO_ROOT), text=True, timeout=900)
+                              cwd=str(REPO_ROOT), text=True, timeout=AIRFLOW_UP_TIMEOUT_S[major])
     lines = [ln for ln in proc.stdout.splitlines() if ln.strip().startswith("{")]
     if proc.returncode != 0 or not lines:
         raise LabError(f"airflow/ctl.py up (Airflow {major}) failed (exit {proc.returncode}); see {log}:\n"
