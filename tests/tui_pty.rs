@@ -174,6 +174,16 @@ impl Pty {
     }
 }
 
+impl Drop for Pty {
+    /// A test that fails mid-way must not leave floe running.
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
 fn row_with<'a>(screen: &'a str, needle: &str) -> Option<&'a str> {
     screen.lines().find(|l| l.contains(needle))
 }
