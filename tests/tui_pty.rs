@@ -48,6 +48,12 @@ impl Pty {
             )
         };
         assert_eq!(rc, 0, "openpty failed");
+        // Only the child's stdio may hold the terminal: a child inheriting the master
+        // would keep it open, and its writes would block forever once no one reads.
+        for fd in [master, slave] {
+            // SAFETY: fcntl on fds we own.
+            unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+        }
         // SAFETY: both fds were just opened by openpty and are owned here.
         let (master, slave) = unsafe { (File::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
         let home = std::env::temp_dir().join(format!("floe-pty-home-{}", std::process::id()));
