@@ -10,6 +10,7 @@ pub mod config;
 pub mod health;
 pub mod lakehouse;
 pub mod maintain;
+pub mod net;
 pub mod report;
 pub mod run;
 pub mod trino;

@@ -8,7 +8,6 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use reqwest::header::HeaderMap;
 use reqwest::{Method, RequestBuilder, StatusCode};
 use secrecy::{ExposeSecret, SecretString};
 use serde::de::DeserializeOwned;
@@ -26,7 +25,7 @@ use super::model::{
 };
 use crate::config::{AirflowApi, AirflowSettings, TlsSettings};
 use crate::health::DagFacts;
-use crate::trino::client::{error_chain, http_client};
+use crate::net::{Transport, error_chain, http_client, retry_after, transport_kind};
 
 /// Never follow more pages than this in one listing (a server that ignores `offset`).
 const MAX_PAGES: usize = 500;
@@ -1095,42 +1094,6 @@ async fn get_version(
     .await
 }
 
-enum Transport {
-    Permanent,
-    Connect,
-    Transient,
-}
-
-fn transport_kind(e: &reqwest::Error, chain: &str) -> Transport {
-    let c = chain.to_ascii_lowercase();
-    let permanent = [
-        "certificate",
-        "tls",
-        "handshake",
-        "dns error",
-        "failed to lookup address",
-        "name or service not known",
-    ];
-    if permanent.iter().any(|p| c.contains(p)) {
-        Transport::Permanent
-    } else if e.is_connect() {
-        Transport::Connect
-    } else {
-        Transport::Transient
-    }
-}
-
-/// `Retry-After` in seconds or as an HTTP date.
-fn retry_after(h: &HeaderMap) -> Option<Duration> {
-    let v = h.get("retry-after")?.to_str().ok()?.trim();
-    if let Ok(secs) = v.parse::<f64>() {
-        return Some(Duration::from_secs_f64(secs.clamp(0.0, 300.0)));
-    }
-    let when = chrono::DateTime::parse_from_rfc2822(v).ok()?;
-    let delta = when.with_timezone(&chrono::Utc) - chrono::Utc::now();
-    Some(delta.to_std().unwrap_or(Duration::ZERO))
-}
-
 /// The server's reason from an error body: v2 `{"detail": "…"}` (or a validation list, or
 /// an object with `message`), v1 problem+json (`detail`, else `title`), Airflow 3's answer
 /// on `/api/v1` (`error`), an HTML page's title, else the text.
@@ -1267,17 +1230,5 @@ mod tests {
             ),
             "Airflow 404 = lots of circles"
         );
-    }
-
-    #[test]
-    fn retry_after_forms() {
-        let mut h = HeaderMap::new();
-        h.insert("retry-after", "2".parse().unwrap());
-        assert_eq!(retry_after(&h), Some(Duration::from_secs(2)));
-        h.insert(
-            "retry-after",
-            "Wed, 21 Oct 2015 07:28:00 GMT".parse().unwrap(),
-        );
-        assert_eq!(retry_after(&h), Some(Duration::ZERO));
     }
 }

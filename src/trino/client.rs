@@ -17,6 +17,8 @@ use super::types::TrinoType;
 use super::value::{Column, Row, Value};
 use super::wire::{Data, QueryResults, ServerInfo, StatementStats};
 use crate::config::{Auth, TlsSettings, TrinoSettings};
+use crate::net::{Transport, retry_after, transport_kind};
+pub use crate::net::{error_chain, http_client};
 
 const CAPABILITIES: &str = "PARAMETRIC_DATETIME";
 
@@ -187,55 +189,6 @@ impl std::fmt::Debug for Client {
             .field("user", &self.cfg.user)
             .finish()
     }
-}
-
-/// Build a reqwest client with the TLS settings (custom CA, or verification off when asked).
-pub fn http_client(
-    tls: &TlsSettings,
-    connect: Duration,
-    request: Duration,
-) -> Result<reqwest::Client, String> {
-    let mut b = reqwest::Client::builder()
-        .connect_timeout(connect)
-        .timeout(request)
-        .user_agent(concat!("floe/", env!("CARGO_PKG_VERSION")))
-        .tcp_nodelay(true);
-    if let Some(ca) = &tls.ca_file {
-        let pem =
-            std::fs::read(ca).map_err(|e| format!("cannot read CA file {}: {e}", ca.display()))?;
-        let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| {
-            format!(
-                "CA file {} holds no usable PEM certificate: {e}",
-                ca.display()
-            )
-        })?;
-        if certs.is_empty() {
-            return Err(format!("CA file {} holds no PEM certificate", ca.display()));
-        }
-        for c in certs {
-            b = b.add_root_certificate(c);
-        }
-    }
-    if tls.insecure_skip_verify {
-        b = b.tls_danger_accept_invalid_certs(true);
-    }
-    b.build()
-        .map_err(|e| format!("cannot build HTTP client: {}", error_chain(&e)))
-}
-
-/// An error and its sources in one line (reqwest hides the useful part in the chain).
-pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut out = e.to_string();
-    let mut src = e.source();
-    while let Some(s) = src {
-        let t = s.to_string();
-        if !out.contains(&t) {
-            out.push_str(": ");
-            out.push_str(&t);
-        }
-        src = s.source();
-    }
-    out
 }
 
 #[derive(Clone, Copy)]
@@ -819,31 +772,6 @@ fn decode_row(
     })
 }
 
-enum Transport {
-    Permanent,
-    Connect,
-    Transient,
-}
-
-fn transport_kind(e: &reqwest::Error, chain: &str) -> Transport {
-    let c = chain.to_ascii_lowercase();
-    let permanent = [
-        "certificate",
-        "tls",
-        "handshake",
-        "dns error",
-        "failed to lookup address",
-        "name or service not known",
-    ];
-    if permanent.iter().any(|p| c.contains(p)) {
-        Transport::Permanent
-    } else if e.is_connect() {
-        Transport::Connect
-    } else {
-        Transport::Transient
-    }
-}
-
 /// A short message from an error body: JSON `message`/`detail`, else the text itself.
 fn body_message(text: &str) -> String {
     let t = text.trim();
@@ -870,17 +798,6 @@ fn body_message(text: &str) -> String {
         return String::new();
     }
     one_line.chars().take(300).collect()
-}
-
-/// `Retry-After` as seconds or an HTTP date.
-fn retry_after(h: &HeaderMap) -> Option<Duration> {
-    let v = h.get("retry-after")?.to_str().ok()?.trim();
-    if let Ok(secs) = v.parse::<f64>() {
-        return Some(Duration::from_secs_f64(secs.max(0.0)));
-    }
-    let when = chrono::DateTime::parse_from_rfc2822(v).ok()?;
-    let delta = when.with_timezone(&chrono::Utc) - chrono::Utc::now();
-    Some(delta.to_std().unwrap_or(Duration::ZERO))
 }
 
 fn base64_encode(input: &[u8]) -> String {
@@ -923,24 +840,6 @@ mod tests {
             base64_encode(b"alice:alice-secret"),
             "YWxpY2U6YWxpY2Utc2VjcmV0"
         );
-    }
-
-    #[test]
-    fn retry_after_forms() {
-        let mut h = HeaderMap::new();
-        h.insert("retry-after", HeaderValue::from_static("2"));
-        assert_eq!(retry_after(&h), Some(Duration::from_secs(2)));
-        h.insert(
-            "retry-after",
-            HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"),
-        );
-        assert_eq!(
-            retry_after(&h),
-            Some(Duration::ZERO),
-            "a past date means now"
-        );
-        h.insert("retry-after", HeaderValue::from_static("soon"));
-        assert_eq!(retry_after(&h), None);
     }
 
     #[test]
