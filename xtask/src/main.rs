@@ -282,9 +282,18 @@ fn bench(args: &[String]) -> Result<(), String> {
         .collect();
     let started_here = !lab_running();
     labctl(&["up".into(), "--scale".into(), "--no-airflow".into()])?;
+    let scale = lab_json().map(|j| !j["scale"].is_null()).unwrap_or(false);
+    let mut benches = vec!["bench", "--bench", "floe", "--bench", "memory"];
+    if scale {
+        benches.extend(["--bench", "lab"]);
+    } else {
+        eprintln!(
+            "xtask: the running lab has no scale scenario (`cargo xtask lab down`, then bench again): skipping the lab benchmarks"
+        );
+    }
     let result = run(
         Command::new(env!("CARGO"))
-            .args(["bench", "--bench", "floe"])
+            .args(&benches)
             .args(if extra.is_empty() {
                 vec![]
             } else {
