@@ -444,46 +444,52 @@ impl Report {
                 .map(|(t, _)| (labels(&t.table), t.health.score.to_string()))
                 .collect(),
         );
-        metric(
-            "floe_table_data_files",
-            "Data files in the current snapshot.",
-            per(&|s| Some(s.data_files.to_string())),
-        );
-        metric(
-            "floe_table_small_files",
-            "Data files below small_file_ratio x the table's target file size.",
-            per(&|s| Some(s.small_files.to_string())),
-        );
-        metric(
-            "floe_table_total_bytes",
-            "Bytes of data files in the current snapshot.",
-            per(&|s| Some(s.total_bytes.to_string())),
-        );
-        metric(
-            "floe_table_records",
-            "Records in data files (before deletes).",
-            per(&|s| Some(s.records.to_string())),
-        );
-        metric(
-            "floe_table_partitions",
-            "Partitions holding data files.",
-            per(&|s| Some(s.partitions.to_string())),
-        );
-        metric(
-            "floe_table_small_file_partitions",
-            "Partitions holding at least min_small_files small files.",
-            per(&|s| Some(s.small_file_partitions.to_string())),
-        );
-        metric(
-            "floe_table_delete_files",
-            "Delete files (merge-on-read).",
-            per(&|s| Some(s.delete_files.to_string())),
-        );
-        metric(
-            "floe_table_snapshots",
-            "Snapshots in the table's metadata.",
-            per(&|s| Some(s.snapshots.to_string())),
-        );
+        // Plain counts of each table, one gauge each.
+        let counts: [(&str, &str, Count); 8] = [
+            (
+                "floe_table_data_files",
+                "Data files in the current snapshot.",
+                |s| s.data_files,
+            ),
+            (
+                "floe_table_small_files",
+                "Data files below small_file_ratio x the table's target file size.",
+                |s| s.small_files,
+            ),
+            (
+                "floe_table_total_bytes",
+                "Bytes of data files in the current snapshot.",
+                |s| s.total_bytes,
+            ),
+            (
+                "floe_table_records",
+                "Records in data files (before deletes).",
+                |s| s.records,
+            ),
+            (
+                "floe_table_partitions",
+                "Partitions holding data files.",
+                |s| s.partitions,
+            ),
+            (
+                "floe_table_small_file_partitions",
+                "Partitions holding at least min_small_files small files.",
+                |s| s.small_file_partitions,
+            ),
+            (
+                "floe_table_delete_files",
+                "Delete files (merge-on-read).",
+                |s| s.delete_files,
+            ),
+            (
+                "floe_table_snapshots",
+                "Snapshots in the table's metadata.",
+                |s| s.snapshots,
+            ),
+        ];
+        for (name, help, value) in counts {
+            metric(name, help, per(&|s| Some(value(s).to_string())));
+        }
         let now = self.generated_at;
         metric(
             "floe_table_last_compaction_age_hours",
@@ -643,6 +649,9 @@ impl Report {
         out
     }
 }
+
+/// Reads one count of a table's stats.
+type Count = fn(&TableStats) -> u64;
 
 fn prom_escape(s: &str) -> String {
     s.replace('\\', "\\\\")
