@@ -101,7 +101,7 @@ fn list(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
         Constraint::Length(6),
     ];
     if wide {
-        headers.extend(["PAUSED", "NEXT RUN", "SCHEDULE", "OWNER", "MAINTAINS"]);
+        headers.extend(["PAUSED", "NEXT RUN", "SCHEDULE", "OWNER", "TAGS"]);
         widths.extend([
             Constraint::Length(6),
             Constraint::Length(8),
@@ -168,7 +168,7 @@ fn list(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
                 }));
                 cells.push(Cell::from(r.dag.schedule.clone().unwrap_or_default()));
                 cells.push(Cell::from(r.dag.owners.join(",")));
-                cells.push(Cell::from(r.tables.join(", ")));
+                cells.push(Cell::from(r.dag.tags.join(", ")));
             }
             (cells, Style::default())
         },
