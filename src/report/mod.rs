@@ -243,12 +243,7 @@ impl Report {
             for t in noteworthy {
                 out.push_str(&format!("{} {}\n", t.health.status.label(), t.table));
                 for f in &t.health.findings {
-                    out.push_str(&format!(
-                        "  [{}] {}: {}\n",
-                        f.severity.label(),
-                        f.rule,
-                        f.message
-                    ));
+                    out.push_str(&finding_line(f));
                 }
             }
         }
@@ -271,24 +266,14 @@ impl Report {
                     }
                 ));
                 for f in &d.health.findings {
-                    out.push_str(&format!(
-                        "  [{}] {}: {}\n",
-                        f.severity.label(),
-                        f.rule,
-                        f.message
-                    ));
+                    out.push_str(&finding_line(f));
                 }
             }
         }
         if !self.findings.is_empty() {
             out.push_str("\nOther findings:\n");
             for f in &self.findings {
-                out.push_str(&format!(
-                    "  [{}] {}: {}\n",
-                    f.severity.label(),
-                    f.rule,
-                    f.message
-                ));
+                out.push_str(&finding_line(f));
             }
         }
         out
@@ -652,6 +637,11 @@ impl Report {
 
 /// Reads one count of a table's stats.
 type Count = fn(&TableStats) -> u64;
+
+/// One finding in the text report.
+fn finding_line(f: &Finding) -> String {
+    format!("  [{}] {}: {}\n", f.severity.label(), f.rule, f.message)
+}
 
 fn prom_escape(s: &str) -> String {
     s.replace('\\', "\\\\")

@@ -2,7 +2,6 @@
 //! selected DAG's failing task with the tail of its log below; enter drills into runs,
 //! task instances and a log.
 
-use chrono::{DateTime, Utc};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
@@ -10,16 +9,11 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Paragraph, Wrap};
 
 use super::theme::Theme;
-use super::{draw_list, num};
+use super::{age, draw_list, num};
 use crate::app::dags::DagLevel;
 use crate::app::state::{Load, State};
 use crate::config::units::human_duration;
 use crate::health::Severity;
-
-fn age(now: DateTime<Utc>, t: Option<DateTime<Utc>>) -> String {
-    t.map(|t| human_duration((now - t).num_seconds()))
-        .unwrap_or_else(|| "never".into())
-}
 
 /// Severity of a run or task state, for colour and labels.
 fn state_severity(state: &str) -> Severity {

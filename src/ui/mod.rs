@@ -340,6 +340,12 @@ pub fn draw_list(
     f.render_stateful_widget(table, area, &mut state);
 }
 
+/// How long ago `t` was (`15d`, `3h20m`), or `never`.
+pub fn age(now: chrono::DateTime<chrono::Utc>, t: Option<chrono::DateTime<chrono::Utc>>) -> String {
+    t.map(|t| human_duration((now - t).num_seconds()))
+        .unwrap_or_else(|| "never".into())
+}
+
 /// Right-aligned cell text.
 pub fn num(text: impl Into<String>) -> Cell<'static> {
     Cell::from(Line::from(text.into()).alignment(ratatui::layout::Alignment::Right))

@@ -7,10 +7,10 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Paragraph, Wrap};
 
 use super::theme::Theme;
-use super::{compact, draw_list, num};
+use super::{age, compact, draw_list, num};
 use crate::app::state::{State, TableRow};
 use crate::app::update::breakdown;
-use crate::config::units::{human_bytes, human_duration};
+use crate::config::units::human_bytes;
 use crate::health::Severity;
 
 pub fn draw(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
@@ -94,11 +94,6 @@ fn status_cell(r: &TableRow, th: &Theme) -> Cell<'static> {
         text
     };
     Cell::from(Span::styled(text, style))
-}
-
-fn age(now: chrono::DateTime<chrono::Utc>, t: Option<chrono::DateTime<chrono::Utc>>) -> String {
-    t.map(|t| human_duration((now - t).num_seconds()))
-        .unwrap_or_else(|| "never".into())
 }
 
 /// Which optional columns fit.
