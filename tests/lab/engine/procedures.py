@@ -27,15 +27,15 @@ from pyiceberg.transforms import DayTransform, HourTransform, IdentityTransform,
 from pyiceberg import types as it
 from sqlglot import exp
 
-from common.errors import TrinoError
-from engine.api import Column, Progress, Result, Session
-from engine.statements import Cursor, Tok, _lc, tokenize
-from engine.units import UnitError, format_duration, parse_data_size, parse_duration
-from engine.warehouse import local_path
-from engine import where as W
+from ..common.errors import TrinoError
+from .api import Column, Progress, Result, Session
+from .statements import Cursor, Tok, _lc, tokenize
+from .units import UnitError, format_duration, parse_data_size, parse_duration
+from .warehouse import local_path
+from . import where as W
 
 if TYPE_CHECKING:
-    from engine.core import Engine
+    from .core import Engine
 
 ICEBERG_VERSION = "Apache Iceberg 1.10.1 (commit ccb8bc435062171e64bc8b7e5f56e6aed9c5b934)"
 
@@ -421,7 +421,7 @@ class _ReplaceFiles(_CachedMetadataMixin, _OverwriteFiles):
         return out
 
     def _summary(self, snapshot_properties: dict[str, str] = {}) -> Summary:  # noqa: B006
-        from scenarios.history import order_summary
+        from ..scenarios.history import order_summary
 
         s = super()._summary(snapshot_properties)
         return Summary(operation=Operation.REPLACE, **order_summary(dict(s.additional_properties)))
@@ -523,7 +523,7 @@ def _const_evaluator(ctx: Ctx):
 
 
 def _day_start(ctx: Ctx):
-    from engine.wire import zone
+    from .wire import zone
 
     z = zone(ctx.session.time_zone)
 
@@ -539,7 +539,7 @@ def select_files(ctx: Ctx, tbl: Table, files: list[DataFile], st) -> list[DataFi
     try:
         tree = W.parse_where(st.where_sql)
     except Exception as e:
-        from engine.query import syntax_error
+        from .query import syntax_error
         raise syntax_error(ctx.sql, e) from None
     cols = filter_columns(tbl)
     an = W.Analyzer(ctx.sql, st.where_offset - W.WHERE_PREFIX_LEN, cols, _const_evaluator(ctx), _day_start(ctx))
@@ -675,7 +675,7 @@ class _Writer:
     """New data files in the table's layout (Trino names them <query id>-<uuid>.parquet)."""
 
     def __init__(self, tbl: Table, ctx: Ctx) -> None:
-        from scenarios.history import FastDataFileWriter
+        from ..scenarios.history import FastDataFileWriter
 
         self.fast = FastDataFileWriter(tbl.metadata, tbl.io)
         self.prefix = (ctx.session.query_id or _query_id())
@@ -851,7 +851,7 @@ class _RewriteManifests(_CachedMetadataMixin, _SnapshotProducer["_RewriteManifes
             if k in self._previous:
                 props[k] = self._previous[k]
         props.update({k: snapshot_properties[k] for k in tail if k in snapshot_properties})
-        from scenarios.history import order_summary
+        from ..scenarios.history import order_summary
 
         return Summary(operation=Operation.REPLACE, **order_summary(props))
 

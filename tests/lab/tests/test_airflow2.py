@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from test_airflow import DEAD_ENDPOINT, HISTORY_DAYS, TABLES, listening_addresses, q, ts
+from .test_airflow import DEAD_ENDPOINT, HISTORY_DAYS, TABLES, listening_addresses, q, ts
 
 
 class V1:
