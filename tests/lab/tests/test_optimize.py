@@ -333,7 +333,7 @@ def test_manifest_evaluation_is_safe_across_threads(engine, seed):
     that keeps per-manifest state; the engine's producers give each evaluation its own."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from ..engine.procedures import _ReplaceFiles
+    from ..engine.procedures.optimize import _ReplaceFiles
     from pyiceberg.table.snapshots import Operation
 
     t = clone(engine, "zoning.documents")
