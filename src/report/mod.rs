@@ -6,7 +6,7 @@ pub mod check;
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::Serialize;
 
-use crate::config::units::{human_bytes, human_duration};
+use crate::fmt::{human_bytes, human_duration};
 use crate::health::{DagFacts, Finding, Health, Severity};
 use crate::lakehouse::model::{TableRef, TableStats};
 
