@@ -4,6 +4,7 @@
 //! that name the key and the file; secrets never live in the file: `password_env`,
 //! `password_command` or the `FLOE_*_PASSWORD` variables.
 
+pub mod keys;
 pub mod units;
 pub mod uri;
 
@@ -18,6 +19,8 @@ use serde::Deserialize;
 use url::Url;
 
 use crate::health::HealthConfig;
+use crate::lakehouse::sql::split_table_name;
+pub use keys::KeySpec;
 pub use units::{Bytes, Dur};
 
 /// A configuration problem, always naming what and where.
@@ -129,23 +132,6 @@ pub struct MaintenanceFile {
     pub table: String,
     pub dag_id: String,
     pub interval: Option<Dur>,
-}
-
-/// A key binding in `[keys]`: one key string or several.
-#[derive(Debug, Deserialize, Clone, PartialEq, Eq)]
-#[serde(untagged)]
-pub enum KeySpec {
-    One(String),
-    Many(Vec<String>),
-}
-
-impl KeySpec {
-    pub fn keys(&self) -> Vec<String> {
-        match self {
-            KeySpec::One(k) => vec![k.clone()],
-            KeySpec::Many(v) => v.clone(),
-        }
-    }
 }
 
 #[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq)]
@@ -660,8 +646,7 @@ pub fn load_with(
         }
     }
     let keys = file.keys.clone().unwrap_or_default();
-    crate::app::keymap::Keymap::from_config(&keys)
-        .map_err(|e| err(format!("{e} in [keys] of {}", where_())))?;
+    keys::bind(&keys).map_err(|e| err(format!("{e} in [keys] of {}", where_())))?;
 
     Ok(Settings {
         profile: profile_name,
@@ -872,27 +857,6 @@ fn env_dur(env: &dyn Fn(&str) -> Option<String>, var: &str) -> Result<Option<Dur
             .map(Some)
             .map_err(|e| err(format!("{var}: {e}"))),
     }
-}
-
-/// Split `catalog.schema."odd.name"` into its parts, honouring double quotes.
-pub fn split_table_name(text: &str) -> Vec<String> {
-    let mut parts = Vec::new();
-    let mut cur = String::new();
-    let mut chars = text.chars().peekable();
-    let mut quoted = false;
-    while let Some(c) = chars.next() {
-        match c {
-            '"' if quoted && chars.peek() == Some(&'"') => {
-                cur.push('"');
-                chars.next();
-            }
-            '"' => quoted = !quoted,
-            '.' if !quoted => parts.push(std::mem::take(&mut cur)),
-            _ => cur.push(c),
-        }
-    }
-    parts.push(cur);
-    parts
 }
 
 #[cfg(test)]
