@@ -41,7 +41,7 @@ fn filter_sort_100k(b: Bencher, filter: &str) {
     let mut col = 0;
     b.bench_local(|| {
         s.partitions.grid.filter = filter.to_string();
-        col = (col + 1) % floe::app::state::PARTITION_SORTS.len();
+        col = (col + 1) % floe::app::partitions::PARTITION_SORTS.len();
         s.partitions.grid.sort_col = col;
         s.partitions.reindex(None);
     });

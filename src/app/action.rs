@@ -6,12 +6,15 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use crossterm::event::KeyEvent;
 
-use super::jobs::PlanDraft;
+use super::export::{ExportData, ExportFormat};
 use crate::health::HealthConfig;
 use crate::lakehouse::maintenance::Plan;
 use crate::lakehouse::model::{PartitionStats, SnapshotInfo, TableRef, TableStats};
 use crate::lakehouse::queries::PartitionList;
+use crate::maintain::plan::PlanDraft;
 use crate::maintain::run::StepEvent;
+
+pub use crate::maintain::plan::MaintenanceKind;
 use crate::trino::ServerInfo;
 
 #[derive(Clone, Debug)]
@@ -21,7 +24,8 @@ pub enum Action {
     Key(KeyEvent),
     Tick(DateTime<Utc>),
     Resize(u16, u16),
-    Info(Result<ServerInfo, String>),
+    /// The Trino coordinator's `/v1/info` (the header).
+    ServerInfo(Result<ServerInfo, String>),
     Discovered {
         generation: u64,
         result: Result<Vec<TableRef>, String>,
@@ -108,23 +112,9 @@ pub struct ProfileView {
     pub maintenance: Vec<crate::config::MaintenanceMapping>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ExportFormat {
-    Csv,
-    Json,
-}
-
-/// A view as exported: what the operator sees, filtered and sorted.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ExportData {
-    pub view: &'static str,
-    pub columns: Vec<String>,
-    pub rows: Vec<Vec<String>>,
-}
-
 #[derive(Clone, Debug, PartialEq)]
 pub enum Effect {
-    FetchInfo,
+    FetchServerInfo,
     Discover {
         generation: u64,
         schemas: Vec<String>,
@@ -226,25 +216,11 @@ impl DagWrite {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MaintenanceKind {
-    /// `partitions: None` means the table's small-file partitions (or the whole table
-    /// when it is unpartitioned).
-    Optimize,
-    ExpireSnapshots {
-        retention_secs: u64,
-    },
-    RemoveOrphanFiles {
-        retention_secs: u64,
-    },
-    OptimizeManifests,
-}
-
 /// Work that the runtime keeps at most one of at a time: a newer one replaces (and
 /// cancels) the older.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Slot {
-    Info,
+    ServerInfo,
     Discovery,
     Stats(TableRef),
     Partitions,
@@ -266,7 +242,7 @@ pub enum Slot {
 impl Effect {
     pub fn slot(&self) -> Option<Slot> {
         Some(match self {
-            Effect::FetchInfo => Slot::Info,
+            Effect::FetchServerInfo => Slot::ServerInfo,
             Effect::Discover { .. } => Slot::Discovery,
             Effect::LoadStats { table, .. } => Slot::Stats(table.clone()),
             Effect::LoadPartitions { .. } => Slot::Partitions,

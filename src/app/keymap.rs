@@ -37,7 +37,8 @@ pub enum Command {
     Back,
     Mark,
     ClearMarks,
-    Info,
+    /// The health breakdown of a table (config name `info`).
+    Health,
     Export,
     Optimize,
     ExpireSnapshots,
@@ -243,7 +244,15 @@ pub const SPECS: &[Spec] = &[
     ),
     spec!(Enter, "enter", ["enter"], "drill down", false, Global, true),
     spec!(Back, "back", ["esc"], "back / clear", false, Global, false),
-    spec!(Info, "info", ["i"], "health breakdown", false, Tables, true),
+    spec!(
+        Health,
+        "info",
+        ["i"],
+        "health breakdown",
+        false,
+        Tables,
+        true
+    ),
     spec!(Mark, "mark", ["space"], "mark row", false, Partitions, true),
     spec!(
         ClearMarks,
@@ -655,7 +664,7 @@ fn short_desc(s: &Spec) -> &'static str {
     match s.command {
         Command::SortNext => "sort",
         Command::Enter => "open",
-        Command::Info => "why",
+        Command::Health => "why",
         Command::Mark => "mark",
         Command::Optimize => "optimize",
         Command::Refresh => "refresh",

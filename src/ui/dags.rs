@@ -9,7 +9,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Paragraph, Wrap};
 
 use super::theme::Theme;
-use super::{age, draw_list, num};
+use super::{ListProps, age, draw_list, num};
 use crate::app::dags::DagLevel;
 use crate::app::state::{Load, State};
 use crate::config::units::human_duration;
@@ -109,11 +109,13 @@ fn list(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
         f,
         body,
         th,
-        &headers,
-        &widths,
-        &v.grid,
-        &v.load,
-        "no maintenance DAGs (check [airflow] dag_tags / dag_ids)",
+        &ListProps {
+            headers,
+            widths,
+            grid: &v.grid,
+            load: &v.load,
+            empty: "no maintenance DAGs (check [airflow] dag_tags / dag_ids)",
+        },
         |i| {
             let r = &v.rows[i];
             let (stat, sev) = match (r.status(), &r.facts) {
@@ -281,11 +283,13 @@ fn runs(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
         f,
         body,
         th,
-        &headers,
-        &widths,
-        &v.runs_grid,
-        &v.runs_load,
-        "no runs",
+        &ListProps {
+            headers: headers.to_vec(),
+            widths: widths.to_vec(),
+            grid: &v.runs_grid,
+            load: &v.runs_load,
+            empty: "no runs",
+        },
         |i| {
             let r = &v.runs[i];
             let st = r.state.as_str().to_string();
@@ -337,11 +341,13 @@ fn tasks(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
         f,
         body,
         th,
-        &headers,
-        &widths,
-        &v.tasks_grid,
-        &v.tasks_load,
-        "no task instances",
+        &ListProps {
+            headers: headers.to_vec(),
+            widths: widths.to_vec(),
+            grid: &v.tasks_grid,
+            load: &v.tasks_load,
+            empty: "no task instances",
+        },
         |i| {
             let t = &v.tasks[i];
             let st = t

@@ -6,7 +6,7 @@ use ratatui::style::{Color, Modifier};
 
 use crate::app::action::Action;
 use crate::app::state::{Level, State};
-use crate::app::update::tests::{loaded, partitions, t0};
+use crate::app::testing::{loaded, partitions, t0};
 use crate::app::update::update;
 use crate::lakehouse::model::{SnapshotInfo, TableRef};
 use crate::trino::ServerInfo;
@@ -24,7 +24,7 @@ fn with_info(mut s: State) -> State {
         r#"{"nodeVersion":{"version":"480"},"environment":"lab","coordinator":true,"starting":false,"uptime":"2.50h"}"#,
     )
     .unwrap();
-    update(&mut s, Action::Info(Ok(info)));
+    update(&mut s, Action::ServerInfo(Ok(info)));
     s
 }
 
@@ -142,7 +142,7 @@ fn tables_error_keeps_rows() {
     );
     update(
         &mut s,
-        Action::Info(Err(
+        Action::ServerInfo(Err(
             "cannot reach Trino at http://127.0.0.1:8080/v1/info: connection refused".into(),
         )),
     );
@@ -301,8 +301,8 @@ fn formatting_helpers() {
 }
 
 fn confirm_state() -> State {
-    use crate::app::jobs::PlanDraft;
     use crate::lakehouse::maintenance::{Procedure, TableLayout, parse_partition_entry};
+    use crate::maintain::plan::PlanDraft;
     let mut s = all_loaded();
     update(
         &mut s,
@@ -424,7 +424,7 @@ fn progress_line_and_queue() {
 mod dags {
     use super::*;
     use crate::airflow::{LogLine, TaskLog, TaskState};
-    use crate::app::update::tests::dags::{ERROR, task, with_dags};
+    use crate::app::testing::dags::{ERROR, task, with_dags};
 
     #[test]
     fn dags_tab_failing_first_with_import_error_and_the_failing_task() {

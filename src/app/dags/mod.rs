@@ -6,15 +6,16 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 
-use super::action::{DagWrite, Effect};
+use super::action::{Action, Effect};
 use super::grid::Grid;
 use super::state::{Level, Load, State, Tab};
 use crate::airflow::scan::DagList;
-use crate::airflow::{
-    AirflowHealth, ClearOutcome, Dag, DagImportError, DagRun, TaskInstance, TaskLog,
-};
+use crate::airflow::{AirflowHealth, Dag, DagImportError, DagRun, TaskInstance, TaskLog};
 use crate::health::mapping::{DagName, Mapped, map_dags};
 use crate::health::{DagFacts, Finding, Health, Severity, evaluate, evaluate_dag};
+
+pub mod writes;
+pub use writes::{DagConfirm, command, confirm_clear, confirm_pause, confirm_trigger, target_dag};
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct DagRow {
@@ -537,106 +538,69 @@ pub fn scroll_log(s: &mut State, delta: isize, height: usize) {
     }
 }
 
-/// The DAG a write applies to: the selected one on the DAGs tab, else the maintenance DAG
-/// of the selected table.
-pub fn target_dag(s: &State) -> Option<String> {
-    match s.tab {
-        Tab::Dags => match s.dags.level() {
-            DagLevel::List => s.dags.selected().map(|r| r.dag.dag_id.clone()),
-            _ => s.dags.dag_id.clone(),
-        },
-        _ => {
-            let t = match s.tab {
-                Tab::Tables => s.tables.selected().map(|r| r.table.clone()),
-                _ => s.focus_table().cloned(),
-            }?;
-            s.dags.mapping.get(&t).map(|m| m.dag_id.clone())
+/// The DAGs tab's messages: lists, facts, runs, tasks, logs, failures, writes.
+pub fn update(s: &mut State, action: Action) -> Vec<Effect> {
+    match action {
+        Action::DagsLoaded { generation, result } => on_list(s, generation, result),
+        Action::DagFacts {
+            generation,
+            dag_id,
+            result,
+        } => {
+            if generation != s.dags.generation {
+                return Vec::new();
+            }
+            on_facts(s, &dag_id, result)
         }
-    }
-}
-
-/// A write to Airflow awaiting `y`.
-#[derive(Clone, Debug, PartialEq)]
-pub struct DagConfirm {
-    pub action: DagWrite,
-    pub lines: Vec<String>,
-}
-
-pub fn confirm_trigger(s: &State, dag_id: &str) -> DagConfirm {
-    let row = s.dags.row(dag_id);
-    let mut lines = vec![format!("trigger a run of {dag_id} now")];
-    if let Some(r) = row {
-        if !r.tables.is_empty() {
-            lines.push(format!("it maintains {}", r.tables.join(", ")));
+        Action::ConnectionFindings(f) => {
+            s.dags.findings = f;
+            Vec::new()
         }
-        if r.dag.paused {
-            lines.push("the DAG is paused: the run is queued until it is unpaused".into());
+        Action::Runs { dag_id, result } => {
+            on_runs(s, &dag_id, result);
+            Vec::new()
         }
-        if let Some(f) = &r.facts
-            && f.last_run_state.as_deref() == Some("failed")
-        {
-            lines.push(format!(
-                "its last run failed{}",
-                f.error_line
-                    .as_ref()
-                    .map(|e| format!(": {e}"))
-                    .unwrap_or_default()
-            ));
+        Action::Tasks {
+            dag_id,
+            run_id,
+            result,
+        } => {
+            on_tasks(s, &dag_id, &run_id, result);
+            Vec::new()
         }
-    }
-    lines.push(match s.dags.api.as_deref() {
-        Some("v1") => format!("POST /api/v1/dags/{dag_id}/dagRuns {{}}"),
-        _ => format!("POST /api/v2/dags/{dag_id}/dagRuns {{\"logical_date\": null}}"),
-    });
-    DagConfirm {
-        action: DagWrite::Trigger {
-            dag_id: dag_id.to_string(),
-        },
-        lines,
-    }
-}
-
-pub fn confirm_pause(s: &State, dag_id: &str) -> Option<DagConfirm> {
-    let paused = s.dags.row(dag_id)?.dag.paused;
-    Some(DagConfirm {
-        action: DagWrite::SetPaused {
-            dag_id: dag_id.to_string(),
-            paused: !paused,
-        },
-        lines: vec![
-            format!("{} {dag_id}", if paused { "unpause" } else { "pause" }),
-            format!("PATCH {{\"is_paused\": {}}}", !paused),
-        ],
-    })
-}
-
-/// The dry run of a clear, shown before the real one.
-pub fn confirm_clear(dag_id: &str, run_id: &str, outcome: &ClearOutcome) -> DagConfirm {
-    let mut lines = vec![format!(
-        "clear run {run_id} of {dag_id}: these tasks run again"
-    )];
-    for t in &outcome.tasks {
-        lines.push(format!(
-            "  {} ({})",
-            t.task_id,
-            t.state
-                .as_ref()
-                .map(|s| s.as_str().to_string())
-                .unwrap_or_else(|| "-".into())
-        ));
-    }
-    if outcome.tasks.is_empty() {
-        lines.push("  (the dry run lists no task)".into());
-    }
-    if outcome.scope == crate::airflow::ClearScope::AllTasks {
-        lines.push("Airflow 2's API clears every task of the run, not only the failed ones".into());
-    }
-    DagConfirm {
-        action: DagWrite::Clear {
-            dag_id: dag_id.to_string(),
-            run_id: run_id.to_string(),
-            only_failed: outcome.scope == crate::airflow::ClearScope::OnlyFailed,
-        },
-        lines,
+        Action::Log {
+            dag_id,
+            run_id,
+            task_id,
+            try_number,
+            result,
+        } => {
+            on_log(s, (dag_id, run_id, task_id, try_number), result);
+            Vec::new()
+        }
+        Action::Failure { dag_id, result } => {
+            match result {
+                Ok(Some(f)) => {
+                    s.dags.failures.insert(dag_id, Ok(f));
+                }
+                Ok(None) => {
+                    s.dags.failures.remove(&dag_id);
+                }
+                Err(e) => {
+                    s.dags.failures.insert(dag_id, Err(e));
+                }
+            }
+            Vec::new()
+        }
+        Action::ClearPlanned {
+            dag_id,
+            run_id,
+            result,
+        } => {
+            writes::on_clear_planned(s, &dag_id, &run_id, result);
+            Vec::new()
+        }
+        Action::DagWritten { action, result } => writes::on_written(s, action, result),
+        _ => Vec::new(),
     }
 }
