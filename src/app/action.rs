@@ -6,6 +6,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use crossterm::event::KeyEvent;
 
+use super::dags::DagMsg;
 use super::export::{ExportData, ExportFormat};
 use crate::health::HealthConfig;
 use crate::lakehouse::maintenance::Plan;
@@ -48,45 +49,8 @@ pub enum Action {
     Exported(Result<PathBuf, String>),
     ProfileSwitched(Result<ProfileView, String>),
     PlanReady(Result<PlanDraft, String>),
-    DagsLoaded {
-        generation: u64,
-        result: Result<crate::airflow::scan::DagList, String>,
-    },
-    DagFacts {
-        generation: u64,
-        dag_id: String,
-        result: Result<crate::health::DagFacts, String>,
-    },
-    ConnectionFindings(Vec<crate::health::Finding>),
-    Runs {
-        dag_id: String,
-        result: Result<Vec<crate::airflow::DagRun>, String>,
-    },
-    Tasks {
-        dag_id: String,
-        run_id: String,
-        result: Result<Vec<crate::airflow::TaskInstance>, String>,
-    },
-    Log {
-        dag_id: String,
-        run_id: String,
-        task_id: String,
-        try_number: u32,
-        result: Result<crate::airflow::TaskLog, String>,
-    },
-    Failure {
-        dag_id: String,
-        result: Result<Option<super::dags::FailureDetail>, String>,
-    },
-    ClearPlanned {
-        dag_id: String,
-        run_id: String,
-        result: Result<crate::airflow::ClearOutcome, String>,
-    },
-    DagWritten {
-        action: DagWrite,
-        result: Result<String, String>,
-    },
+    /// A result for the DAGs tab.
+    Dags(DagMsg),
     Job {
         job: u64,
         event: StepEvent,

@@ -143,7 +143,7 @@ pub mod dags {
     use super::*;
     use crate::airflow::scan::DagList;
     use crate::airflow::{Dag, DagImportError, LogLine, TaskInstance, TaskLog, TaskState};
-    use crate::app::dags::FailureDetail;
+    use crate::app::dags::{DagMsg, FailureDetail};
     use crate::health::DagFacts;
     use std::time::Duration;
 
@@ -232,10 +232,10 @@ pub mod dags {
         let generation = s.dags.generation;
         let fx = update(
             &mut s,
-            Action::DagsLoaded {
+            Action::Dags(DagMsg::Loaded {
                 generation,
                 result: Ok(list()),
-            },
+            }),
         );
         assert_eq!(
             fx.iter()
@@ -245,11 +245,11 @@ pub mod dags {
         );
         let fx = update(
             &mut s,
-            Action::DagFacts {
+            Action::Dags(DagMsg::Facts {
                 generation,
                 dag_id: "compact_documents".into(),
                 result: Ok(failing_facts()),
-            },
+            }),
         );
         assert_eq!(
             fx,
@@ -259,11 +259,11 @@ pub mod dags {
         );
         update(
             &mut s,
-            Action::DagFacts {
+            Action::Dags(DagMsg::Facts {
                 generation,
                 dag_id: "compact_parcels".into(),
                 result: Ok(ok_facts("compact_parcels")),
-            },
+            }),
         );
         let mut paused = ok_facts("expire_snapshots");
         paused.paused = true;
@@ -271,11 +271,11 @@ pub mod dags {
         paused.last_success_at = None;
         update(
             &mut s,
-            Action::DagFacts {
+            Action::Dags(DagMsg::Facts {
                 generation,
                 dag_id: "expire_snapshots".into(),
                 result: Ok(paused),
-            },
+            }),
         );
         let log = TaskLog {
             lines: vec![
@@ -303,7 +303,7 @@ pub mod dags {
         };
         update(
             &mut s,
-            Action::Failure {
+            Action::Dags(DagMsg::Failure {
                 dag_id: "compact_documents".into(),
                 result: Ok(Some(FailureDetail {
                     run_id: "scheduled__2026-11-29T00:00:00+00:00".into(),
@@ -311,7 +311,7 @@ pub mod dags {
                     try_number: 1,
                     log,
                 })),
-            },
+            }),
         );
         s
     }

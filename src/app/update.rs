@@ -73,15 +73,7 @@ pub fn update(s: &mut State, action: Action) -> Vec<Effect> {
         a @ (Action::PlanReady(_) | Action::Job { .. } | Action::JobDone { .. }) => {
             maintenance::update(s, a)
         }
-        a @ (Action::DagsLoaded { .. }
-        | Action::DagFacts { .. }
-        | Action::ConnectionFindings(_)
-        | Action::Runs { .. }
-        | Action::Tasks { .. }
-        | Action::Log { .. }
-        | Action::Failure { .. }
-        | Action::ClearPlanned { .. }
-        | Action::DagWritten { .. }) => dags::update(s, a),
+        Action::Dags(msg) => dags::update(s, msg),
     }
 }
 

@@ -424,6 +424,7 @@ fn progress_line_and_queue() {
 mod dags {
     use super::*;
     use crate::airflow::{LogLine, TaskLog, TaskState};
+    use crate::app::dags::DagMsg;
     use crate::app::testing::dags::{ERROR, task, with_dags};
 
     #[test]
@@ -448,10 +449,10 @@ mod dags {
         );
         update(
             &mut s,
-            Action::Runs {
+            Action::Dags(DagMsg::Runs {
                 dag_id: "compact_documents".into(),
                 result: Ok(vec![]),
-            },
+            }),
         );
         update(
             &mut s,
@@ -462,7 +463,7 @@ mod dags {
         let run = s.dags.run_id.clone().unwrap();
         update(
             &mut s,
-            Action::Tasks {
+            Action::Dags(DagMsg::Tasks {
                 dag_id: "compact_documents".into(),
                 run_id: run.clone(),
                 result: Ok(vec![
@@ -470,7 +471,7 @@ mod dags {
                     task("compact", TaskState::Failed, 1),
                     task("report", TaskState::UpstreamFailed, 0),
                 ]),
-            },
+            }),
         );
         insta::assert_snapshot!("dag_tasks_80x24", screen(&mut s, 80, 24).backend());
         update(
@@ -499,7 +500,7 @@ mod dags {
         });
         update(
             &mut s,
-            Action::Log {
+            Action::Dags(DagMsg::Log {
                 dag_id: "compact_documents".into(),
                 run_id: run,
                 task_id: "compact".into(),
@@ -509,7 +510,7 @@ mod dags {
                     error_line: Some(ERROR.into()),
                     continuation_token: None,
                 }),
-            },
+            }),
         );
         insta::assert_snapshot!("dag_log_80x24", screen(&mut s, 80, 24).backend());
         key(&mut s, '1');

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 
-use super::action::{Action, Effect};
+use super::action::{DagWrite, Effect};
 use super::grid::Grid;
 use super::state::{Level, Load, State, Tab};
 use crate::airflow::scan::DagList;
@@ -359,11 +359,55 @@ pub fn on_facts(s: &mut State, dag_id: &str, result: Result<DagFacts, String>) -
     fx
 }
 
+/// Results for the DAGs tab.
+#[derive(Clone, Debug)]
+pub enum DagMsg {
+    Loaded {
+        generation: u64,
+        result: Result<DagList, String>,
+    },
+    Facts {
+        generation: u64,
+        dag_id: String,
+        result: Result<DagFacts, String>,
+    },
+    ConnectionFindings(Vec<Finding>),
+    Runs {
+        dag_id: String,
+        result: Result<Vec<DagRun>, String>,
+    },
+    Tasks {
+        dag_id: String,
+        run_id: String,
+        result: Result<Vec<TaskInstance>, String>,
+    },
+    Log {
+        dag_id: String,
+        run_id: String,
+        task_id: String,
+        try_number: u32,
+        result: Result<TaskLog, String>,
+    },
+    Failure {
+        dag_id: String,
+        result: Result<Option<FailureDetail>, String>,
+    },
+    ClearPlanned {
+        dag_id: String,
+        run_id: String,
+        result: Result<crate::airflow::ClearOutcome, String>,
+    },
+    Written {
+        action: DagWrite,
+        result: Result<String, String>,
+    },
+}
+
 /// The DAGs tab's messages: lists, facts, runs, tasks, logs, failures, writes.
-pub fn update(s: &mut State, action: Action) -> Vec<Effect> {
-    match action {
-        Action::DagsLoaded { generation, result } => on_list(s, generation, result),
-        Action::DagFacts {
+pub fn update(s: &mut State, msg: DagMsg) -> Vec<Effect> {
+    match msg {
+        DagMsg::Loaded { generation, result } => on_list(s, generation, result),
+        DagMsg::Facts {
             generation,
             dag_id,
             result,
@@ -373,15 +417,15 @@ pub fn update(s: &mut State, action: Action) -> Vec<Effect> {
             }
             on_facts(s, &dag_id, result)
         }
-        Action::ConnectionFindings(f) => {
+        DagMsg::ConnectionFindings(f) => {
             s.dags.findings = f;
             Vec::new()
         }
-        Action::Runs { dag_id, result } => {
+        DagMsg::Runs { dag_id, result } => {
             drill::on_runs(s, &dag_id, result);
             Vec::new()
         }
-        Action::Tasks {
+        DagMsg::Tasks {
             dag_id,
             run_id,
             result,
@@ -389,7 +433,7 @@ pub fn update(s: &mut State, action: Action) -> Vec<Effect> {
             drill::on_tasks(s, &dag_id, &run_id, result);
             Vec::new()
         }
-        Action::Log {
+        DagMsg::Log {
             dag_id,
             run_id,
             task_id,
@@ -399,7 +443,7 @@ pub fn update(s: &mut State, action: Action) -> Vec<Effect> {
             drill::on_log(s, (dag_id, run_id, task_id, try_number), result);
             Vec::new()
         }
-        Action::Failure { dag_id, result } => {
+        DagMsg::Failure { dag_id, result } => {
             match result {
                 Ok(Some(f)) => {
                     s.dags.failures.insert(dag_id, Ok(f));
@@ -413,7 +457,7 @@ pub fn update(s: &mut State, action: Action) -> Vec<Effect> {
             }
             Vec::new()
         }
-        Action::ClearPlanned {
+        DagMsg::ClearPlanned {
             dag_id,
             run_id,
             result,
@@ -421,7 +465,6 @@ pub fn update(s: &mut State, action: Action) -> Vec<Effect> {
             writes::on_clear_planned(s, &dag_id, &run_id, result);
             Vec::new()
         }
-        Action::DagWritten { action, result } => writes::on_written(s, action, result),
-        _ => Vec::new(),
+        DagMsg::Written { action, result } => writes::on_written(s, action, result),
     }
 }

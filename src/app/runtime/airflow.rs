@@ -10,7 +10,7 @@ use tokio::task::JoinHandle;
 use super::Runtime;
 use crate::airflow::{AirflowClient, AirflowError};
 use crate::app::action::{Action, DagWrite, Effect};
-use crate::app::dags::FailureDetail;
+use crate::app::dags::{DagMsg, FailureDetail};
 
 /// Airflow, connected on first use (and again after a failure), with its own small pool.
 #[derive(Clone)]
@@ -64,7 +64,7 @@ impl Runtime {
                 let result = af
                     .call(|c| async move { crate::airflow::scan::list(&c).await })
                     .await;
-                let _ = tx.send(Action::DagsLoaded { generation, result });
+                let _ = tx.send(Action::Dags(DagMsg::Loaded { generation, result }));
             }),
             Effect::LoadDagFacts { generation, dag } => {
                 let interval = self.dag_interval(&dag.dag_id);
@@ -86,11 +86,11 @@ impl Runtime {
                             }
                             f
                         });
-                    let _ = tx.send(Action::DagFacts {
+                    let _ = tx.send(Action::Dags(DagMsg::Facts {
                         generation,
                         dag_id,
                         result,
-                    });
+                    }));
                 })
             }
             Effect::CheckConnections => {
@@ -103,25 +103,25 @@ impl Runtime {
                 tokio::spawn(async move {
                     if let Ok(c) = af.get().await {
                         let f = crate::airflow::scan::connection_findings(&c, &trino, test).await;
-                        let _ = tx.send(Action::ConnectionFindings(f));
+                        let _ = tx.send(Action::Dags(DagMsg::ConnectionFindings(f)));
                     }
                 })
             }
             Effect::LoadRuns { dag_id } => tokio::spawn(async move {
                 let d = dag_id.clone();
                 let result = af.call(|c| async move { c.runs(&d, runs).await }).await;
-                let _ = tx.send(Action::Runs { dag_id, result });
+                let _ = tx.send(Action::Dags(DagMsg::Runs { dag_id, result }));
             }),
             Effect::LoadTasks { dag_id, run_id } => tokio::spawn(async move {
                 let (d, r) = (dag_id.clone(), run_id.clone());
                 let result = af
                     .call(|c| async move { c.task_instances(&d, &r).await })
                     .await;
-                let _ = tx.send(Action::Tasks {
+                let _ = tx.send(Action::Dags(DagMsg::Tasks {
                     dag_id,
                     run_id,
                     result,
-                });
+                }));
             }),
             Effect::LoadLog {
                 dag_id,
@@ -133,13 +133,13 @@ impl Runtime {
                 let result = af
                     .call(|c| async move { c.task_log(&d, &r, &t, try_number).await })
                     .await;
-                let _ = tx.send(Action::Log {
+                let _ = tx.send(Action::Dags(DagMsg::Log {
                     dag_id,
                     run_id,
                     task_id,
                     try_number,
                     result,
-                });
+                }));
             }),
             Effect::LoadFailure { dag_id } => tokio::spawn(async move {
                 let _permit = af.pool.clone().acquire_owned().await;
@@ -147,18 +147,18 @@ impl Runtime {
                 let result = af
                     .call(|c| async move { failure_detail(&c, &d, runs).await })
                     .await;
-                let _ = tx.send(Action::Failure { dag_id, result });
+                let _ = tx.send(Action::Dags(DagMsg::Failure { dag_id, result }));
             }),
             Effect::PlanClear { dag_id, run_id } => tokio::spawn(async move {
                 let (d, r) = (dag_id.clone(), run_id.clone());
                 let result = af
                     .call(|c| async move { c.clear_run(&d, &r, true, true).await })
                     .await;
-                let _ = tx.send(Action::ClearPlanned {
+                let _ = tx.send(Action::Dags(DagMsg::ClearPlanned {
                     dag_id,
                     run_id,
                     result,
-                });
+                }));
             }),
             Effect::WriteDag(action) => {
                 let ctx = crate::maintain::context(&self.settings);
@@ -184,7 +184,7 @@ impl Runtime {
                         write_dag(&af, &action),
                     )
                     .await;
-                    let _ = tx.send(Action::DagWritten { action, result });
+                    let _ = tx.send(Action::Dags(DagMsg::Written { action, result }));
                 })
             }
             _ => return None,

@@ -2,7 +2,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::update;
 use crate::app::action::{Action, DagWrite, Effect};
-use crate::app::dags::{DagLevel, command as dag_command};
+use crate::app::dags::{DagLevel, DagMsg, command as dag_command};
 use crate::app::export::ExportFormat;
 use crate::app::keymap::Command;
 use crate::app::prompt::{Prompt, RetentionFor};
@@ -840,10 +840,10 @@ pub mod dags {
         let g = s.dags.generation;
         update(
             &mut s,
-            Action::DagsLoaded {
+            Action::Dags(DagMsg::Loaded {
                 generation: g,
                 result: Ok(list()),
-            },
+            }),
         );
         assert_eq!(
             s.dags.mapping[&tref("zoning", "documents")].dag_id,
@@ -870,10 +870,10 @@ pub mod dags {
         ];
         update(
             &mut s,
-            Action::Runs {
+            Action::Dags(DagMsg::Runs {
                 dag_id: "compact_documents".into(),
                 result: Ok(runs),
-            },
+            }),
         );
         let fx = update(&mut s, code(KeyCode::Enter));
         assert_eq!(
@@ -890,11 +890,11 @@ pub mod dags {
         ];
         update(
             &mut s,
-            Action::Tasks {
+            Action::Dags(DagMsg::Tasks {
                 dag_id: "compact_documents".into(),
                 run_id: "scheduled__2026-11-29T00:00:00+00:00".into(),
                 result: Ok(tasks),
-            },
+            }),
         );
         assert_eq!(
             s.dags.selected_task().unwrap().task_id,
@@ -934,13 +934,13 @@ pub mod dags {
         };
         update(
             &mut s,
-            Action::Log {
+            Action::Dags(DagMsg::Log {
                 dag_id: "compact_documents".into(),
                 run_id: "scheduled__2026-11-29T00:00:00+00:00".into(),
                 task_id: "compact".into(),
                 try_number: 1,
                 result: Ok(log),
-            },
+            }),
         );
         assert_eq!(
             s.dags.log.as_ref().unwrap().scroll,
@@ -1016,11 +1016,11 @@ pub mod dags {
         };
         update(
             &mut s,
-            Action::ClearPlanned {
+            Action::Dags(DagMsg::ClearPlanned {
                 dag_id: "compact_documents".into(),
                 run_id: "scheduled__2026-11-29T00:00:00+00:00".into(),
                 result: Ok(outcome),
-            },
+            }),
         );
         let Some(Popup::ConfirmDag(c)) = &s.popup else {
             panic!()
