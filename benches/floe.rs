@@ -5,6 +5,7 @@ mod data;
 
 use divan::Bencher;
 use floe::app::action::Action;
+use floe::app::tables::TablesMsg;
 use floe::app::update::update;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
@@ -71,11 +72,11 @@ fn update_stats_result(b: Bencher) {
         s.tables.pending = 2;
         update(
             &mut s,
-            Action::Stats {
+            Action::Tables(TablesMsg::Stats {
                 generation,
                 table: tables[i].clone(),
                 result: Ok(data::stats(i * 7)),
-            },
+            }),
         )
     });
 }

@@ -8,12 +8,12 @@ use crossterm::event::KeyEvent;
 
 use super::dags::DagMsg;
 use super::export::{ExportData, ExportFormat};
+use super::maintenance::MaintenanceMsg;
+use super::tables::TablesMsg;
 use crate::health::HealthConfig;
 use crate::lakehouse::maintenance::Plan;
-use crate::lakehouse::model::{PartitionStats, SnapshotInfo, TableRef, TableStats};
+use crate::lakehouse::model::{PartitionStats, SnapshotInfo, TableRef};
 use crate::lakehouse::queries::PartitionList;
-use crate::maintain::plan::PlanDraft;
-use crate::maintain::run::StepEvent;
 
 pub use crate::maintain::plan::MaintenanceKind;
 use crate::trino::ServerInfo;
@@ -27,15 +27,8 @@ pub enum Action {
     Resize(u16, u16),
     /// The Trino coordinator's `/v1/info` (the header).
     ServerInfo(Result<ServerInfo, String>),
-    Discovered {
-        generation: u64,
-        result: Result<Vec<TableRef>, String>,
-    },
-    Stats {
-        generation: u64,
-        table: TableRef,
-        result: Result<TableStats, String>,
-    },
+    /// A result for the Tables tab.
+    Tables(TablesMsg),
     Partitions {
         request: u64,
         table: TableRef,
@@ -48,17 +41,10 @@ pub enum Action {
     },
     Exported(Result<PathBuf, String>),
     ProfileSwitched(Result<ProfileView, String>),
-    PlanReady(Result<PlanDraft, String>),
     /// A result for the DAGs tab.
     Dags(DagMsg),
-    Job {
-        job: u64,
-        event: StepEvent,
-    },
-    JobDone {
-        job: u64,
-        result: Result<(), String>,
-    },
+    /// A result for maintenance (a drafted plan, a job's progress and end).
+    Maintenance(MaintenanceMsg),
     /// SIGTERM, SIGHUP (a dropped SSH session): leave cleanly.
     Terminate,
 }

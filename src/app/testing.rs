@@ -6,6 +6,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::action::{Action, Effect};
 use super::state::State;
+use super::tables::TablesMsg;
 use super::update::update;
 use crate::lakehouse::model::{PartitionStats, TableRef, TableStats};
 use crate::lakehouse::queries::PartitionList;
@@ -86,27 +87,27 @@ pub fn loaded() -> State {
     ];
     let fx = update(
         &mut s,
-        Action::Discovered {
+        Action::Tables(TablesMsg::Discovered {
             generation,
             result: Ok(tables),
-        },
+        }),
     );
     assert_eq!(fx.len(), 3);
     update(
         &mut s,
-        Action::Stats {
+        Action::Tables(TablesMsg::Stats {
             generation,
             table: tref("zoning", "parcels"),
             result: Ok(healthy_stats()),
-        },
+        }),
     );
     update(
         &mut s,
-        Action::Stats {
+        Action::Tables(TablesMsg::Stats {
             generation,
             table: tref("zoning", "documents"),
             result: Ok(incident_stats()),
-        },
+        }),
     );
     s
 }

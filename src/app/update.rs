@@ -67,12 +67,10 @@ pub fn update(s: &mut State, action: Action) -> Vec<Effect> {
             Vec::new()
         }
         Action::Terminate => quit(s),
-        a @ (Action::Discovered { .. } | Action::Stats { .. }) => tables::update(s, a),
+        Action::Tables(msg) => tables::update(s, msg),
         a @ Action::Partitions { .. } => partitions::update(s, a),
         a @ Action::Snapshots { .. } => snapshots::update(s, a),
-        a @ (Action::PlanReady(_) | Action::Job { .. } | Action::JobDone { .. }) => {
-            maintenance::update(s, a)
-        }
+        Action::Maintenance(msg) => maintenance::update(s, msg),
         Action::Dags(msg) => dags::update(s, msg),
     }
 }

@@ -5,7 +5,9 @@ use ratatui::backend::TestBackend;
 use ratatui::style::{Color, Modifier};
 
 use crate::app::action::Action;
+use crate::app::maintenance::MaintenanceMsg;
 use crate::app::state::{Level, State};
+use crate::app::tables::TablesMsg;
 use crate::app::testing::{loaded, partitions, t0};
 use crate::app::update::update;
 use crate::lakehouse::model::{SnapshotInfo, TableRef};
@@ -40,11 +42,11 @@ fn all_loaded() -> State {
     let generation = s.tables.generation;
     update(
         &mut s,
-        Action::Stats {
+        Action::Tables(TablesMsg::Stats {
             generation,
             table: TableRef::new("iceberg", "audit", "events"),
             result: Err("TABLE_NOT_FOUND: line 1:15: Table 'iceberg.audit.events' does not exist (query 20261129_090000_00007_lab01)".into()),
-        },
+        }),
     );
     s.status = None;
     s
@@ -132,13 +134,13 @@ fn tables_error_keeps_rows() {
     let generation = s.tables.generation;
     update(
         &mut s,
-        Action::Discovered {
+        Action::Tables(TablesMsg::Discovered {
             generation,
             result: Err(
                 "cannot reach Trino at http://127.0.0.1:8080/v1/statement: connection refused"
                     .into(),
             ),
-        },
+        }),
     );
     update(
         &mut s,
@@ -343,7 +345,10 @@ fn confirm_state() -> State {
         },
         partitions: marked,
     };
-    update(&mut s, Action::PlanReady(Ok(draft)));
+    update(
+        &mut s,
+        Action::Maintenance(MaintenanceMsg::PlanReady(Ok(draft))),
+    );
     s
 }
 
@@ -374,27 +379,27 @@ fn progress_line_and_queue() {
     };
     update(
         &mut s,
-        Action::Job {
+        Action::Maintenance(MaintenanceMsg::Step {
             job,
             event: StepEvent::Started { step: 0 },
-        },
+        }),
     );
     update(
         &mut s,
-        Action::Job {
+        Action::Maintenance(MaintenanceMsg::Step {
             job,
             event: StepEvent::Finished {
                 step: 0,
                 outcome: done,
             },
-        },
+        }),
     );
     update(
         &mut s,
-        Action::Job {
+        Action::Maintenance(MaintenanceMsg::Step {
             job,
             event: StepEvent::Started { step: 1 },
-        },
+        }),
     );
     let p = QueryProgress {
         query_id: "20261129_091502_00043_lab01".into(),
@@ -408,13 +413,13 @@ fn progress_line_and_queue() {
     };
     update(
         &mut s,
-        Action::Job {
+        Action::Maintenance(MaintenanceMsg::Step {
             job,
             event: StepEvent::Progress {
                 step: 1,
                 progress: p,
             },
-        },
+        }),
     );
     insta::assert_snapshot!("progress_80x24", screen(&mut s, 80, 24).backend());
     key(&mut s, 'Q');

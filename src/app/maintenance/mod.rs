@@ -7,25 +7,39 @@ pub mod jobs;
 pub use confirm::Confirm;
 pub use jobs::{Job, Jobs, StepStatus, step_line};
 
-use super::action::{Action, Effect, MaintenanceKind};
+use super::action::{Effect, MaintenanceKind};
 use super::prompt::{Prompt, RetentionFor};
 use super::state::{Level, Popup, State, Tab};
 use crate::lakehouse::model::TableRef;
 use crate::maintain::plan::PlanDraft;
 use crate::maintain::run::StepEvent;
 
+/// Results for maintenance.
+#[derive(Clone, Debug)]
+pub enum MaintenanceMsg {
+    /// A plan was drafted (or could not be).
+    PlanReady(Result<PlanDraft, String>),
+    /// A statement of a job started, progressed or finished.
+    Step { job: u64, event: StepEvent },
+    /// A job ended.
+    Done {
+        job: u64,
+        result: Result<(), String>,
+    },
+}
+
 /// Maintenance messages: a drafted plan, a job's progress, a job's end.
-pub fn update(s: &mut State, action: Action) -> Vec<Effect> {
-    match action {
-        Action::PlanReady(r) => {
+pub fn update(s: &mut State, msg: MaintenanceMsg) -> Vec<Effect> {
+    match msg {
+        MaintenanceMsg::PlanReady(r) => {
             on_plan_ready(s, r);
             Vec::new()
         }
-        Action::Job { job, event } => {
+        MaintenanceMsg::Step { job, event } => {
             on_job_event(s, job, event);
             Vec::new()
         }
-        Action::JobDone { job, result } => {
+        MaintenanceMsg::Done { job, result } => {
             let now = s.now;
             let Some(j) = s.jobs.get_mut(job) else {
                 return Vec::new();
@@ -37,7 +51,6 @@ pub fn update(s: &mut State, action: Action) -> Vec<Effect> {
             s.set_status(if failed { Level::Error } else { Level::Info }, line);
             after_mutation(s, &table)
         }
-        _ => Vec::new(),
     }
 }
 

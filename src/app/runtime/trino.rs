@@ -6,6 +6,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::Runtime;
 use crate::app::action::{Action, Effect};
+use crate::app::maintenance::MaintenanceMsg;
+use crate::app::tables::TablesMsg;
 use crate::maintain::run::{StepEvent, run_plan};
 
 impl Runtime {
@@ -30,17 +32,17 @@ impl Runtime {
                         .discover(&schemas, &globs)
                         .await
                         .map_err(|e| e.to_string());
-                    let _ = tx.send(Action::Discovered { generation, result });
+                    let _ = tx.send(Action::Tables(TablesMsg::Discovered { generation, result }));
                 })
             }
             Effect::LoadStats { generation, table } => tokio::spawn(async move {
                 let _permit = pool.acquire_owned().await;
                 let result = lake.table_stats(&table).await.map_err(|e| e.to_string());
-                let _ = tx.send(Action::Stats {
+                let _ = tx.send(Action::Tables(TablesMsg::Stats {
                     generation,
                     table,
                     result,
-                });
+                }));
             }),
             Effect::LoadPartitions { request, table } => tokio::spawn(async move {
                 let _permit = pool.acquire_owned().await;
@@ -70,7 +72,7 @@ impl Runtime {
                     let _permit = pool.acquire_owned().await;
                     let r = crate::maintain::plan::draft(&lake, table, kind, partitions, min_small)
                         .await;
-                    let _ = tx.send(Action::PlanReady(r));
+                    let _ = tx.send(Action::Maintenance(MaintenanceMsg::PlanReady(r)));
                 })
             }
             Effect::RunPlan { job, plan } => {
@@ -80,13 +82,13 @@ impl Runtime {
                 tokio::spawn(async move {
                     let tx2 = tx.clone();
                     let on_event = move |event: StepEvent| {
-                        let _ = tx2.send(Action::Job { job, event });
+                        let _ = tx2.send(Action::Maintenance(MaintenanceMsg::Step { job, event }));
                     };
                     let r = run_plan(&lake, &plan, &ctx, token, &on_event).await;
-                    let _ = tx.send(Action::JobDone {
+                    let _ = tx.send(Action::Maintenance(MaintenanceMsg::Done {
                         job,
                         result: r.map(|_| ()),
-                    });
+                    }));
                 })
             }
             _ => return None,

@@ -5,8 +5,10 @@ use crate::app::action::{Action, DagWrite, Effect};
 use crate::app::dags::{DagLevel, DagMsg, command as dag_command};
 use crate::app::export::ExportFormat;
 use crate::app::keymap::Command;
+use crate::app::maintenance::MaintenanceMsg;
 use crate::app::prompt::{Prompt, RetentionFor};
 use crate::app::state::{Level, Popup, State, Tab};
+use crate::app::tables::TablesMsg;
 use crate::app::tables::{TABLE_SORTS, health_breakdown as breakdown};
 use crate::app::testing::*;
 use crate::lakehouse::model::SnapshotInfo;
@@ -67,11 +69,11 @@ fn selection_follows_the_table_when_stats_reorder_rows() {
     bloated.oldest_snapshot = Some(t0() - chrono::Duration::days(60));
     update(
         &mut s,
-        Action::Stats {
+        Action::Tables(TablesMsg::Stats {
             generation,
             table: tref("audit", "events"),
             result: Ok(bloated),
-        },
+        }),
     );
     assert_eq!(selected_name(&s), "audit.events");
     assert_eq!(
@@ -266,11 +268,11 @@ fn refresh_never_overlaps_and_rows_stay_while_reloading() {
     let generation = s.tables.generation;
     update(
         &mut s,
-        Action::Stats {
+        Action::Tables(TablesMsg::Stats {
             generation,
             table: tref("audit", "events"),
             result: Ok(healthy_stats()),
-        },
+        }),
     );
     assert!(!s.refresh_in_flight());
     let fx = update(&mut s, key('r'));
@@ -288,11 +290,11 @@ fn refresh_never_overlaps_and_rows_stay_while_reloading() {
         .clone();
     update(
         &mut s,
-        Action::Stats {
+        Action::Tables(TablesMsg::Stats {
             generation,
             table: tref("zoning", "parcels"),
             result: Ok(incident_stats()),
-        },
+        }),
     );
     assert_eq!(
         s.tables.row(&tref("zoning", "parcels")).unwrap().stats,
@@ -306,11 +308,11 @@ fn auto_refresh_on_tick_unless_frozen() {
     let generation = s.tables.generation;
     update(
         &mut s,
-        Action::Stats {
+        Action::Tables(TablesMsg::Stats {
             generation,
             table: tref("audit", "events"),
             result: Ok(healthy_stats()),
-        },
+        }),
     );
     let fx = update(&mut s, Action::Tick(t0() + chrono::Duration::seconds(30)));
     assert!(fx.is_empty());
@@ -330,11 +332,11 @@ fn errors_keep_data_and_show_trino_names() {
     let generation = s.tables.generation;
     update(
         &mut s,
-        Action::Stats {
+        Action::Tables(TablesMsg::Stats {
             generation,
             table: tref("audit", "events"),
             result: Err("TABLE_NOT_FOUND: line 1:15: Table 'iceberg.audit.events' does not exist (query 20261129_1)".into()),
-        },
+        }),
     );
     let st = s.status.as_ref().unwrap();
     assert_eq!(st.level, Level::Error);
@@ -344,12 +346,12 @@ fn errors_keep_data_and_show_trino_names() {
     let generation = s.tables.generation;
     update(
         &mut s,
-        Action::Discovered {
+        Action::Tables(TablesMsg::Discovered {
             generation,
             result: Err(
                 "cannot reach Trino at http://127.0.0.1:1/v1/statement: connection refused".into(),
             ),
-        },
+        }),
     );
     assert_eq!(s.tables.rows.len(), 3);
     assert!(s.tables.rows.iter().all(|r| !r.stale));
@@ -610,7 +612,10 @@ mod maintenance {
         assert_eq!(table, &tref("zoning", "documents"));
         assert_eq!(p.len(), 2, "the marked partitions");
         let d = draft(&s);
-        update(&mut s, Action::PlanReady(Ok(d)));
+        update(
+            &mut s,
+            Action::Maintenance(MaintenanceMsg::PlanReady(Ok(d))),
+        );
         let Some(Popup::Confirm(c)) = &s.popup else {
             panic!("no confirm popup")
         };
@@ -620,7 +625,10 @@ mod maintenance {
         assert!(fx.is_empty() && s.popup.is_none());
         assert!(s.status.as_ref().unwrap().text.contains("nothing was run"));
         let d = draft(&s);
-        update(&mut s, Action::PlanReady(Ok(d)));
+        update(
+            &mut s,
+            Action::Maintenance(MaintenanceMsg::PlanReady(Ok(d))),
+        );
         update(&mut s, key('g'));
         let Some(Popup::Confirm(c)) = &s.popup else {
             panic!()
@@ -649,20 +657,20 @@ mod maintenance {
         let first = plan.steps[0].partition.clone().unwrap();
         update(
             &mut s,
-            Action::Job {
+            Action::Maintenance(MaintenanceMsg::Step {
                 job,
                 event: StepEvent::Started { step: 0 },
-            },
+            }),
         );
         update(
             &mut s,
-            Action::Job {
+            Action::Maintenance(MaintenanceMsg::Step {
                 job,
                 event: StepEvent::Finished {
                     step: 0,
                     outcome: outcome(true, Some(1)),
                 },
-            },
+            }),
         );
         assert!(!s.partitions.marks.contains(&first));
         assert!(
@@ -672,10 +680,10 @@ mod maintenance {
         );
         let fx = update(
             &mut s,
-            Action::JobDone {
+            Action::Maintenance(MaintenanceMsg::Done {
                 job,
                 result: Ok(()),
-            },
+            }),
         );
         assert!(
             fx.iter().any(|e| matches!(e, Effect::LoadStats { .. })),
@@ -695,7 +703,10 @@ mod maintenance {
         update(&mut s, key(' '));
         update(&mut s, key(' '));
         let d = draft(&s);
-        update(&mut s, Action::PlanReady(Ok(d)));
+        update(
+            &mut s,
+            Action::Maintenance(MaintenanceMsg::PlanReady(Ok(d))),
+        );
         let fx = update(&mut s, key('y'));
         let Effect::RunPlan { job, .. } = fx[0].clone() else {
             panic!()
@@ -703,13 +714,13 @@ mod maintenance {
         assert_eq!(update(&mut s, key('c')), vec![Effect::CancelJob(job)]);
         update(
             &mut s,
-            Action::Job {
+            Action::Maintenance(MaintenanceMsg::Step {
                 job,
                 event: StepEvent::Finished {
                     step: 0,
                     outcome: outcome(false, None),
                 },
-            },
+            }),
         );
         assert_eq!(s.status.as_ref().unwrap().level, Level::Error);
         assert!(
@@ -721,12 +732,12 @@ mod maintenance {
         );
         update(
             &mut s,
-            Action::JobDone {
+            Action::Maintenance(MaintenanceMsg::Done {
                 job,
                 result: Err(
                     "ICEBERG_COMMIT_ERROR: conflict; 1 remaining statement(s) not run".into(),
                 ),
-            },
+            }),
         );
         let j = s.jobs.list.last().unwrap();
         assert!(matches!(
@@ -772,7 +783,10 @@ mod maintenance {
         assert!(update(&mut s, key('o')).is_empty());
         // …and a plan that arrives anyway is not offered.
         let d = draft(&s);
-        update(&mut s, Action::PlanReady(Ok(d)));
+        update(
+            &mut s,
+            Action::Maintenance(MaintenanceMsg::PlanReady(Ok(d))),
+        );
         assert!(s.popup.is_none());
         assert!(s.status.as_ref().unwrap().text.contains("read-only"));
     }
@@ -1064,11 +1078,11 @@ pub mod dags {
         let g = s.tables.generation;
         update(
             &mut s,
-            Action::Stats {
+            Action::Tables(TablesMsg::Stats {
                 generation: g,
                 table: tref("audit", "events"),
                 result: Ok(healthy_stats()),
-            },
+            }),
         );
         update(&mut s, key('4'));
         assert!(
@@ -1094,19 +1108,19 @@ pub mod dags {
         let tables: Vec<_> = s.tables.rows.iter().map(|r| r.table.clone()).collect();
         update(
             &mut s,
-            Action::Discovered {
+            Action::Tables(TablesMsg::Discovered {
                 generation: g,
                 result: Ok(tables.clone()),
-            },
+            }),
         );
         for t in tables {
             update(
                 &mut s,
-                Action::Stats {
+                Action::Tables(TablesMsg::Stats {
                     generation: g,
                     table: t,
                     result: Ok(healthy_stats()),
-                },
+                }),
             );
         }
         let fx = update(&mut s, Action::Tick(t0() + chrono::Duration::seconds(301)));
