@@ -25,6 +25,14 @@ pub struct ExportData {
     pub rows: Vec<Vec<String>>,
 }
 
+/// The export file was written (or not).
+pub fn on_written(s: &mut State, r: Result<PathBuf, String>) {
+    match r {
+        Ok(path) => s.set_status(Level::Info, format!("exported to {}", path.display())),
+        Err(e) => s.set_status(Level::Error, format!("export failed: {e}")),
+    }
+}
+
 /// `e`, `:export`: the view as seen, to a file.
 pub fn export(s: &mut State, format: ExportFormat) -> Vec<Effect> {
     match export_view(s) {

@@ -4,7 +4,7 @@
 use std::cmp::Ordering;
 use std::collections::BTreeSet;
 
-use super::action::{Action, Effect};
+use super::action::Effect;
 use super::grid::Grid;
 use super::layout::Width;
 use super::state::{Level, Load, State};
@@ -242,16 +242,14 @@ impl PartitionsView {
     }
 }
 
-/// The Partitions tab's messages: a partition list arrived.
-pub fn update(s: &mut State, action: Action) -> Vec<Effect> {
-    if let Action::Partitions {
-        request,
-        table,
-        result,
-    } = action
-    {
-        on_partitions(s, request, &table, result);
-    }
+/// The Partitions tab's message: the partition list of `table` arrived.
+pub fn update(
+    s: &mut State,
+    request: u64,
+    table: &TableRef,
+    result: Result<PartitionList, String>,
+) -> Vec<Effect> {
+    on_partitions(s, request, table, result);
     Vec::new()
 }
 

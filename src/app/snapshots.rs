@@ -4,7 +4,7 @@ use std::cmp::Ordering;
 
 use chrono::{DateTime, Utc};
 
-use super::action::{Action, Effect};
+use super::action::Effect;
 use super::grid::{Grid, opt_cmp};
 use super::layout::Width;
 use super::state::{Level, Load, State};
@@ -192,17 +192,14 @@ impl SnapshotsView {
     }
 }
 
-/// The Snapshots tab's messages: a snapshot list arrived.
-pub fn update(s: &mut State, action: Action) -> Vec<Effect> {
-    let Action::Snapshots {
-        request,
-        table,
-        result,
-    } = action
-    else {
-        return Vec::new();
-    };
-    if request != s.snapshots.request || s.snapshots.table.as_ref() != Some(&table) {
+/// The Snapshots tab's message: the snapshots of `table` arrived.
+pub fn update(
+    s: &mut State,
+    request: u64,
+    table: &TableRef,
+    result: Result<Vec<SnapshotInfo>, String>,
+) -> Vec<Effect> {
+    if request != s.snapshots.request || s.snapshots.table.as_ref() != Some(table) {
         return Vec::new();
     }
     match result {

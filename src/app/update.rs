@@ -50,10 +50,7 @@ pub fn update(s: &mut State, action: Action) -> Vec<Effect> {
             Vec::new()
         }
         Action::Exported(r) => {
-            match r {
-                Ok(path) => s.set_status(Level::Info, format!("exported to {}", path.display())),
-                Err(e) => s.set_status(Level::Error, format!("export failed: {e}")),
-            }
+            export::on_written(s, r);
             Vec::new()
         }
         Action::ProfileSwitched(Ok(p)) => {
@@ -68,8 +65,16 @@ pub fn update(s: &mut State, action: Action) -> Vec<Effect> {
         }
         Action::Terminate => quit(s),
         Action::Tables(msg) => tables::update(s, msg),
-        a @ Action::Partitions { .. } => partitions::update(s, a),
-        a @ Action::Snapshots { .. } => snapshots::update(s, a),
+        Action::Partitions {
+            request,
+            table,
+            result,
+        } => partitions::update(s, request, &table, result),
+        Action::Snapshots {
+            request,
+            table,
+            result,
+        } => snapshots::update(s, request, &table, result),
         Action::Maintenance(msg) => maintenance::update(s, msg),
         Action::Dags(msg) => dags::update(s, msg),
     }
