@@ -4,6 +4,7 @@
 
 pub mod action;
 pub mod dags;
+pub mod detail;
 pub mod export;
 pub mod grid;
 pub mod keymap;

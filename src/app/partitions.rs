@@ -5,6 +5,7 @@ use std::cmp::Ordering;
 use std::collections::BTreeSet;
 
 use super::action::Effect;
+use super::detail::{self, TableDetail};
 use super::grid::Grid;
 use super::layout::Width;
 use super::state::{Level, Load, State};
@@ -311,38 +312,36 @@ fn on_partitions(
     }
 }
 
+impl TableDetail for PartitionsView {
+    fn table(&self) -> Option<&TableRef> {
+        self.table.as_ref()
+    }
+    fn set_table(&mut self, table: TableRef) {
+        self.table = Some(table);
+    }
+    fn load_state(&self) -> &Load {
+        &self.load
+    }
+    fn set_load(&mut self, load: Load) {
+        self.load = load;
+    }
+    fn request_mut(&mut self) -> &mut u64 {
+        &mut self.request
+    }
+    fn effect(request: u64, table: TableRef) -> Effect {
+        Effect::LoadPartitions { request, table }
+    }
+}
+
 /// Point the Partitions tab at the selected table and load it (when needed or forced).
 pub fn load(s: &mut State, force: bool) -> Vec<Effect> {
-    let Some(table) = s
-        .tables
-        .selected()
-        .map(|r| r.table.clone())
-        .or_else(|| s.partitions.table.clone())
-    else {
-        return Vec::new();
-    };
-    let same = s.partitions.table.as_ref() == Some(&table);
-    if same && !force && matches!(s.partitions.load, Load::Loaded | Load::Loading) {
-        return Vec::new();
-    }
-    if !same {
-        s.partitions = PartitionsView {
-            request: s.partitions.request,
-            ..PartitionsView::default()
-        };
-        s.partitions.table = Some(table.clone());
-    }
-    reload(s, table)
+    let selected = s.tables.selected().map(|r| r.table.clone());
+    detail::load(&mut s.partitions, selected, force)
 }
 
 /// Load the partitions of `table` again (it is the focused one).
 pub fn reload(s: &mut State, table: TableRef) -> Vec<Effect> {
-    s.partitions.request += 1;
-    s.partitions.load = Load::Loading;
-    vec![Effect::LoadPartitions {
-        request: s.partitions.request,
-        table,
-    }]
+    detail::reload(&mut s.partitions, table)
 }
 
 /// Space: mark or unmark the selected partition and move on.

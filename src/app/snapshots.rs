@@ -5,6 +5,7 @@ use std::cmp::Ordering;
 use chrono::{DateTime, Utc};
 
 use super::action::Effect;
+use super::detail::{self, TableDetail};
 use super::grid::{Grid, opt_cmp};
 use super::layout::Width;
 use super::state::{Level, Load, State};
@@ -228,36 +229,34 @@ pub fn update(
     Vec::new()
 }
 
+impl TableDetail for SnapshotsView {
+    fn table(&self) -> Option<&TableRef> {
+        self.table.as_ref()
+    }
+    fn set_table(&mut self, table: TableRef) {
+        self.table = Some(table);
+    }
+    fn load_state(&self) -> &Load {
+        &self.load
+    }
+    fn set_load(&mut self, load: Load) {
+        self.load = load;
+    }
+    fn request_mut(&mut self) -> &mut u64 {
+        &mut self.request
+    }
+    fn effect(request: u64, table: TableRef) -> Effect {
+        Effect::LoadSnapshots { request, table }
+    }
+}
+
 /// Point the Snapshots tab at the selected table and load it (when needed or forced).
 pub fn load(s: &mut State, force: bool) -> Vec<Effect> {
-    let Some(table) = s
-        .tables
-        .selected()
-        .map(|r| r.table.clone())
-        .or_else(|| s.snapshots.table.clone())
-    else {
-        return Vec::new();
-    };
-    let same = s.snapshots.table.as_ref() == Some(&table);
-    if same && !force && matches!(s.snapshots.load, Load::Loaded | Load::Loading) {
-        return Vec::new();
-    }
-    if !same {
-        s.snapshots = SnapshotsView {
-            request: s.snapshots.request,
-            ..SnapshotsView::default()
-        };
-        s.snapshots.table = Some(table.clone());
-    }
-    reload(s, table)
+    let selected = s.tables.selected().map(|r| r.table.clone());
+    detail::load(&mut s.snapshots, selected, force)
 }
 
 /// Load the snapshots of `table` again (it is the focused one).
 pub fn reload(s: &mut State, table: TableRef) -> Vec<Effect> {
-    s.snapshots.request += 1;
-    s.snapshots.load = Load::Loading;
-    vec![Effect::LoadSnapshots {
-        request: s.snapshots.request,
-        table,
-    }]
+    detail::reload(&mut s.snapshots, table)
 }
