@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use chrono::Utc;
 
 use super::action::Effect;
+use super::grid::Grid;
 use super::partitions::PartitionCol;
 use super::snapshots::SnapshotCol;
 use super::state::{Level, State, Tab};
@@ -46,60 +47,59 @@ pub fn export(s: &mut State, format: ExportFormat) -> Vec<Effect> {
 
 /// The current view as the operator sees it (filter and sort applied), for the postmortem.
 pub fn export_view(s: &State) -> Option<ExportData> {
-    let names = |cols: &[&'static str]| cols.iter().map(|c| c.to_string()).collect();
     match s.tab {
         Tab::Tables => {
-            let cols = TableCol::EXPORTED;
-            let rows = s
-                .tables
-                .grid
-                .index
-                .iter()
-                .map(|&i| cols.iter().map(|c| c.export(&s.tables.rows[i])).collect())
-                .collect();
-            Some(ExportData {
-                view: "tables",
-                columns: names(&cols.map(TableCol::field)),
-                rows,
-            })
+            let v = &s.tables;
+            Some(table(
+                "tables",
+                &v.grid,
+                &TableCol::EXPORTED.map(TableCol::field),
+                |i| TableCol::EXPORTED.map(|c| c.export(&v.rows[i])).to_vec(),
+            ))
         }
         Tab::Partitions => {
             let v = &s.partitions;
             v.table.as_ref()?;
-            let cols = PartitionCol::EXPORTED;
-            let rows = v
-                .grid
-                .index
-                .iter()
-                .map(|&i| cols.iter().map(|c| c.export(v, &v.rows[i])).collect())
-                .collect();
-            Some(ExportData {
-                view: "partitions",
-                columns: names(&cols.map(PartitionCol::field)),
-                rows,
-            })
+            Some(table(
+                "partitions",
+                &v.grid,
+                &PartitionCol::EXPORTED.map(PartitionCol::field),
+                |i| {
+                    PartitionCol::EXPORTED
+                        .map(|c| c.export(v, &v.rows[i]))
+                        .to_vec()
+                },
+            ))
         }
         Tab::Snapshots => {
             let v = &s.snapshots;
             v.table.as_ref()?;
-            let cols = SnapshotCol::EXPORTED;
-            let rows = v
-                .grid
-                .index
-                .iter()
-                .map(|&i| {
-                    cols.iter()
+            Some(table(
+                "snapshots",
+                &v.grid,
+                &SnapshotCol::EXPORTED.map(SnapshotCol::field),
+                |i| {
+                    SnapshotCol::EXPORTED
                         .map(|c| c.export(v, &v.rows[i], s.now))
-                        .collect()
-                })
-                .collect();
-            Some(ExportData {
-                view: "snapshots",
-                columns: names(&cols.map(SnapshotCol::field)),
-                rows,
-            })
+                        .to_vec()
+                },
+            ))
         }
         Tab::Dags => None,
+    }
+}
+
+/// The rows of `grid` in display order, one `row(i)` each.
+fn table(
+    view: &'static str,
+    grid: &Grid,
+    fields: &[&str],
+    row: impl Fn(usize) -> Vec<String>,
+) -> ExportData {
+    ExportData {
+        view,
+        columns: fields.iter().map(|c| c.to_string()).collect(),
+        rows: grid.index.iter().map(|&i| row(i)).collect(),
     }
 }
 
