@@ -241,6 +241,15 @@ impl PartitionsView {
     pub fn selected(&self) -> Option<&PartitionRow> {
         self.grid.selected_row().and_then(|i| self.rows.get(i))
     }
+
+    /// The stats of the marked partitions.
+    pub fn marked(&self) -> Vec<PartitionStats> {
+        self.rows
+            .iter()
+            .filter(|r| self.marks.contains(&r.label))
+            .map(|r| r.stats.clone())
+            .collect()
+    }
 }
 
 /// The Partitions tab's message: the partition list of `table` arrived.

@@ -158,13 +158,7 @@ pub fn plan(s: &mut State, kind: MaintenanceKind) -> Vec<Effect> {
     }
     let partitions = match (kind, s.tab) {
         (MaintenanceKind::Optimize, Tab::Partitions) => {
-            let marked: Vec<_> = s
-                .partitions
-                .rows
-                .iter()
-                .filter(|r| s.partitions.marks.contains(&r.label))
-                .map(|r| r.stats.clone())
-                .collect();
+            let marked = s.partitions.marked();
             if !marked.is_empty() {
                 Some(marked)
             } else {
