@@ -47,6 +47,7 @@ BASIC_USERS = {"alice": "alice-secret"}
 JWT_SUBJECT = "bob"
 DENIED_USER = "mallory"
 COORDINATOR_ZONE = "Europe/Vienna"
+ALIAS_HOST = "127.0.0.2"  # another loopback address the Trino-protocol server also listens on
 
 
 # ---------------------------------------------------------------------------- paths
@@ -351,6 +352,7 @@ def start_trino(venv: Path, root: Path, catalogs: dict, runtime: Runtime, stub: 
             {"name": "v451", "port": 0, "version": 451, "auth": ["insecure"], "legacy_type_signatures": True},
         ],
         "state_file": str(state_file),
+        "alias_host": ALIAS_HOST,
     }
     cfg_path = tdir / "config.json"
     cfg_path.write_text(json.dumps(config, indent=2))
@@ -392,6 +394,11 @@ def start_trino(venv: Path, root: Path, catalogs: dict, runtime: Runtime, stub: 
         "control_url": listeners["plain"]["url"] + "/_lab",
         "https_url": listeners["https"]["url"],
         "ca_file": state.get("ca_file", str(root / "tls" / "ca.pem")),
+        "other_ca_file": state.get("other_ca_file", str(root / "tls" / "other-ca.pem")),
+        # the same listeners on a second loopback address (null when it could not be bound)
+        "alias_host": ALIAS_HOST if "alias_url" in listeners["plain"] else None,
+        "alias_url": listeners["plain"].get("alias_url"),
+        "https_alias_url": listeners["https"].get("alias_url"),
         "users": dict(BASIC_USERS),
         "bearer_token": token,
         "bearer_user": JWT_SUBJECT,
