@@ -215,3 +215,25 @@ def test_other_ca_does_not_verify_the_lab(lab):
     with pytest.raises(requests.exceptions.SSLError):
         requests.get(t["https_url"] + "/v1/info", verify=t["other_ca_file"], timeout=10)
     assert requests.get(t["https_url"] + "/v1/info", verify=t["ca_file"], timeout=10).status_code == 200
+
+
+# --------------------------------------------------------------------------- FAILED mid-optimize
+def test_fail_query_mid_optimize_commits_nothing(raw, control, user):
+    target = f"scratch.budget_{user}"
+    r = control.engine("clone_table", {"source": "finance.budget", "target": target})
+    assert r.status_code == 200, r.text
+    snapshots = f'SELECT count(*) FROM iceberg.scratch."budget_{user}$snapshots"'
+    before = RawClient.rows(raw.run(snapshots))[0][0]
+    # running long enough to be failed on its second executing page, before it commits
+    control.faults(user, {"kind": "slow", "ms": 4000, "count": 1},
+                   {"kind": "fail_query", "error_name": "REMOTE_TASK_ERROR", "message": "worker lost",
+                    "after_pages": 1, "count": 1})
+    pages = raw.run(f"ALTER TABLE iceberg.{target} EXECUTE optimize")
+    assert pages[-1]["stats"]["state"] == "FAILED"
+    assert pages[-1]["error"]["errorName"] == "REMOTE_TASK_ERROR"
+    assert RawClient.rows(raw.run(snapshots))[0][0] == before
+    # the same optimize, unhindered, compacts the hostile partitions
+    pages = raw.run(f"ALTER TABLE iceberg.{target} EXECUTE optimize")
+    assert pages[-1]["stats"]["state"] == "FINISHED", pages[-1].get("error")
+    files = RawClient.rows(raw.run(f'SELECT count(*) FROM iceberg.scratch."budget_{user}$files"'))[0][0]
+    assert files == 12
