@@ -35,6 +35,7 @@ LAB_ROOT = Path(__file__).resolve().parent
 REPO_ROOT = LAB_ROOT.parents[1]
 LAB_LOCK = LAB_ROOT / "requirements.lock"
 AIRFLOW_CTL = LAB_ROOT / "airflow" / "ctl.py"
+AIRFLOW_PROXY = LAB_ROOT / "airflow" / "proxy.py"
 AIRFLOW_LOCKS = {
     3: LAB_ROOT / "airflow" / "requirements-airflow3.lock",
     2: LAB_ROOT / "airflow" / "requirements-airflow2.lock",
@@ -47,6 +48,7 @@ BASIC_USERS = {"alice": "alice-secret"}
 JWT_SUBJECT = "bob"
 DENIED_USER = "mallory"
 COORDINATOR_ZONE = "Europe/Vienna"
+ALIAS_HOST = "127.0.0.2"  # another loopback address the Trino-protocol server also listens on
 
 
 # ---------------------------------------------------------------------------- paths
@@ -351,6 +353,7 @@ def start_trino(venv: Path, root: Path, catalogs: dict, runtime: Runtime, stub: 
             {"name": "v451", "port": 0, "version": 451, "auth": ["insecure"], "legacy_type_signatures": True},
         ],
         "state_file": str(state_file),
+        "alias_host": ALIAS_HOST,
     }
     cfg_path = tdir / "config.json"
     cfg_path.write_text(json.dumps(config, indent=2))
@@ -392,6 +395,11 @@ def start_trino(venv: Path, root: Path, catalogs: dict, runtime: Runtime, stub: 
         "control_url": listeners["plain"]["url"] + "/_lab",
         "https_url": listeners["https"]["url"],
         "ca_file": state.get("ca_file", str(root / "tls" / "ca.pem")),
+        "other_ca_file": state.get("other_ca_file", str(root / "tls" / "other-ca.pem")),
+        # the same listeners on a second loopback address (null when it could not be bound)
+        "alias_host": ALIAS_HOST if "alias_url" in listeners["plain"] else None,
+        "alias_url": listeners["plain"].get("alias_url"),
+        "https_alias_url": listeners["https"].get("alias_url"),
         "users": dict(BASIC_USERS),
         "bearer_token": token,
         "bearer_user": JWT_SUBJECT,
@@ -438,6 +446,31 @@ def start_airflow(major: int, venv: Path, root: Path, trino_url: str, runtime: R
     info = {k: v for k, v in out.items() if k != "pids"}
     info.setdefault("home", str(home))
     return info
+
+
+def start_airflow_proxy(key: str, upstream: str, root: Path, runtime: Runtime) -> dict:
+    """The fault-injecting reverse proxy in front of one Airflow (standard library only)."""
+    state_file = root / f"{key}-proxy.json"
+    state_file.unlink(missing_ok=True)
+    log = open(root / "logs" / f"{key}-proxy.log", "ab")
+    proc = subprocess.Popen(
+        [sys.executable, str(AIRFLOW_PROXY), "--upstream", upstream, "--state-file", str(state_file)],
+        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=str(REPO_ROOT), start_new_session=True,
+    )
+    runtime.add(f"{key}-proxy", proc.pid)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise LabError(f"the {key} proxy exited ({proc.returncode}); see {root / 'logs' / f'{key}-proxy.log'}")
+        if state_file.exists():
+            state = json.loads(state_file.read_text())
+            try:
+                http_json(state["control_url"] + "/health", timeout=2)
+                return {"proxy_url": state["url"], "proxy_control_url": state["control_url"]}
+            except (urllib.error.URLError, OSError, ValueError):
+                pass
+        time.sleep(0.05)
+    raise LabError(f"the {key} proxy did not start within 30 s")
 
 
 def airflow_down(homes: list[str]) -> None:
@@ -546,7 +579,10 @@ def cmd_up(args) -> int:
         def bring_up(major: int) -> None:
             t0 = time.monotonic()
             try:
-                airflow[major] = start_airflow(major, airflow_venvs[major], root, trino["url"], runtime)
+                info = start_airflow(major, airflow_venvs[major], root, trino["url"], runtime)
+                key = "airflow" if major == 3 else "airflow2"
+                info.update(start_airflow_proxy(key, info["url"], root, runtime))
+                airflow[major] = info
             except BaseException as e:  # noqa: BLE001 - re-raised in the main thread
                 failures.append(e)
             timings.append((f"airflow{major}", time.monotonic() - t0))
@@ -638,7 +674,8 @@ def cmd_status(args) -> int:  # noqa: ARG001
         say(f"    https: {trino.get('https_url')}")
         for key in ("airflow", "airflow2"):
             if lab.get(key):
-                say(f"  {key}: {lab[key].get('url')} (version {lab[key].get('version')})")
+                say(f"  {key}: {lab[key].get('url')} (version {lab[key].get('version')}), "
+                    f"fault proxy {lab[key].get('proxy_url')}")
         if lab.get("scenario"):
             say(f"  scenario {lab['scenario']['name']} generated at {lab['scenario']['generated_at']}")
     return 0 if all_alive else 1
