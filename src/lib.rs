@@ -13,5 +13,6 @@ pub mod maintain;
 pub mod net;
 pub mod report;
 pub mod run;
+pub mod text;
 pub mod trino;
 pub mod ui;
