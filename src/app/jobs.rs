@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::config::units::{human_bytes, human_duration, thousands};
+use crate::fmt::{human_bytes, human_duration, thousands};
 use crate::lakehouse::maintenance::{Plan, Procedure, TableLayout, optimize_plan, table_plan};
 use crate::lakehouse::model::{PartitionStats, TableRef};
 use crate::maintain::run::{StepEvent, StepOutcome};

@@ -7,7 +7,7 @@ use super::dags::DagLevel;
 use super::jobs::{Confirm, Job};
 use super::keymap::Command;
 use super::state::*;
-use crate::config::units::{human_bytes, human_duration};
+use crate::fmt::{human_bytes, human_duration};
 use crate::health::{Severity, evaluate};
 use crate::lakehouse::model::TableRef;
 

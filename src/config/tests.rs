@@ -1,6 +1,9 @@
 use super::*;
+use crate::lakehouse::sql::split_table_name;
 use secrecy::ExposeSecret;
 use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::Duration;
 
 struct Fixture {
     dir: PathBuf,

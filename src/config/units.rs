@@ -5,6 +5,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+// Re-exported from their new home so older paths keep compiling.
+pub use crate::fmt::{human_bytes, human_duration, thousands};
+
 /// A size in bytes. Parses `134217728`, `"128MB"`, `"128 MiB"`, `"1.5GB"`; units are binary
 /// (1 MB = 1024 KB) as in Trino's and Iceberg's configuration, and `MiB` spellings are
 /// accepted as synonyms.
@@ -60,25 +63,6 @@ impl Bytes {
 impl fmt::Display for Bytes {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&human_bytes(self.0))
-    }
-}
-
-/// `2.0 MB`, `96 MB`, `512 B`: binary units, one decimal below 10, compact for tables.
-pub fn human_bytes(n: u64) -> String {
-    const UNITS: [&str; 6] = ["B", "KB", "MB", "GB", "TB", "PB"];
-    if n < 1024 {
-        return format!("{n} B");
-    }
-    let mut v = n as f64;
-    let mut i = 0;
-    while v >= 1024.0 && i < UNITS.len() - 1 {
-        v /= 1024.0;
-        i += 1;
-    }
-    if v >= 9.95 {
-        format!("{v:.0} {}", UNITS[i])
-    } else {
-        format!("{v:.1} {}", UNITS[i])
     }
 }
 
@@ -138,47 +122,6 @@ impl fmt::Display for Dur {
     }
 }
 
-/// Thousands separators: `18,000`.
-pub fn thousands(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::with_capacity(s.len() + s.len() / 3);
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
-/// A compact age or duration: `45s`, `12m`, `3h`, `15d`, `2d4h` below three days.
-pub fn human_duration(secs: i64) -> String {
-    let neg = secs < 0;
-    let s = secs.unsigned_abs();
-    let text = if s < 60 {
-        format!("{s}s")
-    } else if s < 3600 {
-        format!("{}m", s / 60)
-    } else if s < 86_400 {
-        let h = s / 3600;
-        let m = (s % 3600) / 60;
-        if h < 10 && m > 0 {
-            format!("{h}h{m}m")
-        } else {
-            format!("{h}h")
-        }
-    } else {
-        let d = s / 86_400;
-        let h = (s % 86_400) / 3600;
-        if d < 3 && h > 0 {
-            format!("{d}d{h}h")
-        } else {
-            format!("{d}d")
-        }
-    };
-    if neg { format!("-{text}") } else { text }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -213,17 +156,5 @@ mod tests {
         assert_eq!(Dur::parse("36h").unwrap().secs(), 36 * 3600);
         assert_eq!(Dur::parse("7d").unwrap().secs(), 7 * 86_400);
         assert!(Dur::parse("soon").is_err());
-    }
-
-    #[test]
-    fn human_forms() {
-        assert_eq!(human_bytes(2 * 1024 * 1024), "2.0 MB");
-        assert_eq!(human_bytes(512), "512 B");
-        assert_eq!(human_bytes(300 * 1024 * 1024 * 1024), "300 GB");
-        assert_eq!(human_duration(45), "45s");
-        assert_eq!(human_duration(15 * 86_400 + 3600), "15d");
-        assert_eq!(human_duration(86_400 + 2 * 3600), "1d2h");
-        assert_eq!(human_duration(3 * 3600 + 20 * 60), "3h20m");
-        assert_eq!(human_duration(-120), "-2m");
     }
 }

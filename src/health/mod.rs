@@ -7,7 +7,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use crate::config::units::{human_bytes, human_duration, thousands};
+use crate::fmt::{human_bytes, human_duration, thousands};
 use crate::lakehouse::model::TableStats;
 
 pub mod mapping;

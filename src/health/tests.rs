@@ -1,5 +1,5 @@
 use super::*;
-use crate::config::units::thousands;
+use crate::fmt::thousands;
 use chrono::TimeZone;
 
 const MB: u64 = 1 << 20;

@@ -10,7 +10,8 @@ use serde::Serialize;
 
 use super::model::{PartitionStats, TableRef};
 use super::sql::{quote_ident, quote_string, typed_literal};
-use crate::config::units::{Bytes, human_bytes};
+use crate::config::units::Bytes;
+use crate::fmt::human_bytes;
 
 /// How a partition field derives from its source column.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

@@ -55,7 +55,7 @@ impl TableRef {
         default_catalog: &str,
         default_schema: Option<&str>,
     ) -> Result<TableRef, String> {
-        let parts = crate::config::split_table_name(text);
+        let parts = crate::lakehouse::sql::split_table_name(text);
         if parts.iter().any(|p| p.is_empty()) {
             return Err(format!("invalid table name {text:?}"));
         }

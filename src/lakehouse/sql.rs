@@ -30,6 +30,27 @@ pub fn quote_string(text: &str) -> String {
     s
 }
 
+/// Split `catalog.schema."odd.name"` into its parts, honouring double quotes.
+pub fn split_table_name(text: &str) -> Vec<String> {
+    let mut parts = Vec::new();
+    let mut cur = String::new();
+    let mut chars = text.chars().peekable();
+    let mut quoted = false;
+    while let Some(c) = chars.next() {
+        match c {
+            '"' if quoted && chars.peek() == Some(&'"') => {
+                cur.push('"');
+                chars.next();
+            }
+            '"' => quoted = !quoted,
+            '.' if !quoted => parts.push(std::mem::take(&mut cur)),
+            _ => cur.push(c),
+        }
+    }
+    parts.push(cur);
+    parts
+}
+
 /// A literal of the given Trino type for a value shown as text, validated so that a value
 /// that does not fit the type is an error rather than SQL.
 pub fn typed_literal(trino_type: &str, value: &str) -> Result<String, String> {

@@ -13,7 +13,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::cli::MaintainCmd;
 use crate::config::Settings;
-use crate::config::units::{Bytes, Dur, human_bytes, thousands};
+use crate::config::units::{Bytes, Dur};
+use crate::fmt::{human_bytes, thousands};
 use crate::lakehouse::maintenance::{Plan, Procedure, optimize_plan, table_plan};
 use crate::lakehouse::model::{PartitionStats, TableRef};
 use crate::lakehouse::queries::Lakehouse;

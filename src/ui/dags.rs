@@ -12,7 +12,7 @@ use super::theme::Theme;
 use super::{age, draw_list, num};
 use crate::app::dags::DagLevel;
 use crate::app::state::{Load, State};
-use crate::config::units::human_duration;
+use crate::fmt::human_duration;
 use crate::health::Severity;
 
 /// Severity of a run or task state, for colour and labels.

@@ -16,7 +16,7 @@ use ratatui::widgets::{Cell, Paragraph, Row, Table, TableState};
 
 use crate::app::keymap::Scope;
 use crate::app::state::{Load, Prompt, State, Tab};
-use crate::config::units::human_duration;
+use crate::fmt::human_duration;
 use theme::Theme;
 
 pub use crate::app::runtime::run;
@@ -351,7 +351,7 @@ pub fn num(text: impl Into<String>) -> Cell<'static> {
     Cell::from(Line::from(text.into()).alignment(ratatui::layout::Alignment::Right))
 }
 
-pub use crate::config::units::thousands;
+pub use crate::fmt::thousands;
 
 /// `1.2M`, `18k`, `950`: counts in narrow columns.
 pub fn compact(n: u64) -> String {

@@ -9,7 +9,7 @@ use ratatui::widgets::{Cell, Paragraph};
 use super::theme::Theme;
 use super::{draw_list, num, thousands};
 use crate::app::state::State;
-use crate::config::units::human_bytes;
+use crate::fmt::human_bytes;
 use crate::health::Severity;
 
 pub fn draw(f: &mut Frame, area: Rect, s: &State, th: &Theme) {

@@ -13,7 +13,7 @@ use ratatui::widgets::{
 use super::theme::Theme;
 use super::{draw_list, num, thousands};
 use crate::app::state::State;
-use crate::config::units::human_duration;
+use crate::fmt::human_duration;
 
 /// Rows the chart takes above the list (none on short terminals).
 pub fn chart_height(term_rows: u16) -> usize {

@@ -10,7 +10,7 @@ use super::theme::Theme;
 use super::{age, compact, draw_list, num};
 use crate::app::state::{State, TableRow};
 use crate::app::update::breakdown;
-use crate::config::units::human_bytes;
+use crate::fmt::human_bytes;
 use crate::health::Severity;
 
 pub fn draw(f: &mut Frame, area: Rect, s: &State, th: &Theme) {

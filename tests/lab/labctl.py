@@ -40,7 +40,6 @@ AIRFLOW_LOCKS = {
     2: LAB_ROOT / "airflow" / "requirements-airflow2.lock",
 }
 GENERATOR = LAB_ROOT / "scenarios" / "generate.py"
-SERVER = LAB_ROOT / "trino" / "server.py"
 SCENARIO_MAX_AGE_S = 12 * 3600
 
 TRINO_USER = "floe"
@@ -77,6 +76,17 @@ def say(msg: str) -> None:
 
 class LabError(Exception):
     pass
+
+
+# The server and the scenario generator are modules of the package `lab` (this directory),
+# run as `python -m lab.<module>` with the package's parent directory on PYTHONPATH.
+def lab_module(venv: Path, module: str, *args: str) -> list[str]:
+    return [str(venv / "bin" / "python"), "-m", f"lab.{module}", *args]
+
+
+def lab_env() -> dict[str, str]:
+    path = os.pathsep.join(p for p in (str(LAB_ROOT.parent), os.environ.get("PYTHONPATH")) if p)
+    return {**os.environ, "PYTHONPATH": path}
 
 
 # ---------------------------------------------------------------------------- processes
@@ -297,8 +307,8 @@ def ensure_scenario(venv: Path, name: str, extra: list[str], root: Path) -> dict
     log = root / "logs" / f"generate-{name}.log"
     with open(log, "w") as out:
         proc = subprocess.run(
-            [str(venv / "bin" / "python"), str(GENERATOR), *args, "--out", str(live)],
-            stdout=out, stderr=out, cwd=str(REPO_ROOT),
+            lab_module(venv, "scenarios.generate", *args, "--out", str(live)),
+            stdout=out, stderr=out, cwd=str(REPO_ROOT), env=lab_env(),
         )
     if proc.returncode != 0:
         raise LabError(f"scenario generator failed (exit {proc.returncode}); see {log}:\n{log.read_text()[-3000:]}")
@@ -369,8 +379,8 @@ def start_trino(venv: Path, root: Path, catalogs: dict, runtime: Runtime, stub: 
     os.chmod(cfg_path, 0o600)
     log = open(root / "logs" / "trino.log", "ab")
     proc = subprocess.Popen(
-        [str(venv / "bin" / "python"), str(SERVER), "--config", str(cfg_path)],
-        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=str(REPO_ROOT),
+        lab_module(venv, "trino.server", "--config", str(cfg_path)),
+        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=str(REPO_ROOT), env=lab_env(),
         start_new_session=True,
     )
     runtime.add("trino", proc.pid)

@@ -1,6 +1,6 @@
 """The lab's SQL engine: Trino SQL executed for real over Iceberg warehouses.
 
-    from engine import load_engine
+    from lab.engine import load_engine
     engine = load_engine({"iceberg": "/abs/.lab/warehouses/seed"})
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 def load_engine(catalogs: dict[str, str], **kwargs):
     """Open the scenario directories and return an Engine (see engine/api.py)."""
-    from engine.core import Engine
+    from .core import Engine
 
     return Engine(catalogs, **kwargs)
 

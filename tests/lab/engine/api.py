@@ -97,7 +97,7 @@ class EngineProtocol(Protocol):
 
 # How the server obtains an engine:
 #
-#     from engine import load_engine
+#     from lab.engine import load_engine
 #     engine = load_engine({"iceberg": "/abs/.lab/warehouses/seed", "scale": "/abs/…/scale"})
 #
 # Each value is a scenario directory written by scenarios/generate.py: it holds

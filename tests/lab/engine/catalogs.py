@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from engine.relation import Relation
-from engine.warehouse import Warehouse, data_columns
+from .relation import Relation
+from .warehouse import Warehouse, data_columns
 
 if TYPE_CHECKING:
     pass

@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING
 from pyiceberg.manifest import ManifestEntry, write_manifest_list
 from pyiceberg.serializers import ToOutputFile
 
-from common.errors import TrinoError
-from engine.warehouse import local_path
+from ..common.errors import TrinoError
+from .warehouse import local_path
 
 if TYPE_CHECKING:
-    from engine.core import Engine
+    from .core import Engine
 
 
 def _split(name: str, default_catalog: str) -> tuple[str, str, str]:
@@ -43,7 +43,7 @@ def _link(src: str, dst: str) -> None:
 
 
 def clone_table(engine: "Engine", payload: dict) -> dict:
-    from scenarios.history import BufferedManifestWriter
+    from ..scenarios.history import BufferedManifestWriter
 
     t0 = time.monotonic()
     default_catalog = payload.get("catalog") or ("iceberg" if "iceberg" in engine.warehouses

@@ -12,12 +12,12 @@ import duckdb
 import sqlglot
 from sqlglot import exp
 
-from common.errors import TrinoError
-from engine import catalogs, metatables, statements
-from engine.api import Progress, ProgressFn, Result, Session
-from engine.query import QueryRun, parse
-from engine.relation import Relation
-from engine.warehouse import LRU, Warehouse, build_data_relation
+from ..common.errors import TrinoError
+from . import catalogs, metatables, statements
+from .api import Progress, ProgressFn, Result, Session
+from .query import QueryRun, parse
+from .relation import Relation
+from .warehouse import LRU, Warehouse, build_data_relation
 
 log = logging.getLogger("lab.engine")
 
@@ -56,7 +56,7 @@ SYSTEM_SCHEMAS = ["information_schema", "jdbc", "metadata", "runtime"]
 
 class Engine:
     def __init__(self, catalogs_: dict[str, str], prewarm: bool = True) -> None:
-        from engine import manifest_cache
+        from . import manifest_cache
 
         manifest_cache.install()
         self.catalog_dirs = dict(catalogs_)
@@ -140,7 +140,7 @@ class Engine:
         w = self.warehouses[catalog]
         loc = w.metadata_location(schema, table)
         tbl = w.load(schema, table, loc)
-        from engine.warehouse import HIDDEN_DATA_COLUMNS, data_columns
+        from .warehouse import HIDDEN_DATA_COLUMNS, data_columns
 
         cols = data_columns(tbl) + HIDDEN_DATA_COLUMNS
         hidden = frozenset(n for n, _ in HIDDEN_DATA_COLUMNS)
@@ -154,7 +154,7 @@ class Engine:
         cached read that has them."""
         import pyarrow as pa
 
-        from engine.warehouse import HIDDEN_DATA_COLUMNS, data_columns
+        from .warehouse import HIDDEN_DATA_COLUMNS, data_columns
 
         all_names = [n for n, _ in data_columns(tbl) + HIDDEN_DATA_COLUMNS]
         want = frozenset(all_names) if needed is None else frozenset(needed)
@@ -262,14 +262,14 @@ class Engine:
             if first == "use":
                 return statements.use(self, sql, session)
             if first == "alter" and re.match(r"(?is)\s*alter\s+table\s+.+?\s+execute\b", sql):
-                from engine import procedures
+                from . import procedures
                 return procedures.execute(self, sql, session, progress, cancelled)
             if first in ("select", "with", "values", "table") or sql.lstrip().startswith("("):
                 return self._query(sql, session, cancelled)
             if first in ("explain",):
                 raise TrinoError("NOT_SUPPORTED", "EXPLAIN is not supported by this server")
             if first not in KNOWN_STATEMENTS:
-                from engine.query import STATEMENT_STARTS, line_col
+                from .query import STATEMENT_STARTS, line_col
                 off = head.start(1) if head else 0
                 token = head.group(1) if head else "<EOF>"
                 raise TrinoError("SYNTAX_ERROR", f"mismatched input '{token}'. Expecting: {STATEMENT_STARTS}",
@@ -285,7 +285,7 @@ class Engine:
         try:
             tree = sqlglot.parse_one(sql, read="trino")
         except Exception as e:
-            from engine.query import syntax_error
+            from .query import syntax_error
             raise syntax_error(sql, e) from None
         kind = type(tree).__name__.upper()
         raise TrinoError("NOT_SUPPORTED", f"This server does not support {kind} statements")
@@ -305,7 +305,7 @@ class Engine:
                 return self.warehouse_or_error(cat).expected()
             return {name: w.expected() for name, w in self.warehouses.items()}
         if op == "reload":
-            from engine import manifest_cache
+            from . import manifest_cache
 
             manifest_cache.clear()
             self._cache.clear()
@@ -315,7 +315,7 @@ class Engine:
                 self.warehouses[name] = Warehouse(name, d)
             return {"reloaded": sorted(self.warehouses)}
         if op == "clone_table":
-            from engine.clone import clone_table
+            from .clone import clone_table
             return clone_table(self, payload)
         if op == "stats":
             return {"cached_relations": len(self._cache._data)}

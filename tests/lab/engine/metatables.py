@@ -20,8 +20,8 @@ from pyiceberg.partitioning import PartitionField
 from pyiceberg.table import Table
 from pyiceberg.transforms import DayTransform, HourTransform, IdentityTransform, MonthTransform, YearTransform
 
-from engine.relation import Relation
-from engine.types import iceberg_to_trino, partition_field_type, row_type
+from .relation import Relation
+from .types import iceberg_to_trino, partition_field_type, row_type
 
 TS3 = "timestamp(3) with time zone"
 EPOCH_DATE = dt.date(1970, 1, 1)

@@ -12,14 +12,14 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
-from common.errors import TrinoError
-from engine.api import Column, Result, Session
-from engine.relation import Relation
-from engine.types import duck_to_trino, format_type, parse_type, timestamp_precision
-from engine.wire import encoder
+from ..common.errors import TrinoError
+from .api import Column, Result, Session
+from .relation import Relation
+from .types import duck_to_trino, format_type, parse_type, timestamp_precision
+from .wire import encoder
 
 if TYPE_CHECKING:
-    from engine.core import Engine
+    from .core import Engine
 
 
 def line_col(sql: str, offset: int) -> tuple[int, int]:

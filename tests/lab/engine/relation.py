@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from engine.types import arrow_schema
+from .types import arrow_schema
 
 
 @dataclass

@@ -6,15 +6,15 @@ import re
 import urllib.parse
 from typing import TYPE_CHECKING
 
-from common.errors import TrinoError
-from engine.api import Column, Result, Session
-from engine.catalogs import like_to_regex, schema_names
-from engine.types import partition_field_sql
-from engine.units import UnitError, parse_data_size, parse_duration
-from engine.warehouse import data_columns
+from ..common.errors import TrinoError
+from .api import Column, Result, Session
+from .catalogs import like_to_regex, schema_names
+from .types import partition_field_sql
+from .units import UnitError, parse_data_size, parse_duration
+from .warehouse import data_columns
 
 if TYPE_CHECKING:
-    from engine.core import Engine
+    from .core import Engine
 
 
 # -- a tiny tokenizer for the statements sqlglot does not parse ---------------------------------
@@ -174,7 +174,7 @@ def show(engine: "Engine", sql: str, session: Session) -> Result:
             raise TrinoError("MISSING_CATALOG_NAME", "Catalog must be specified when session catalog is not set",
                              *_lc(sql, start.pos))
         if catalog == "system":
-            from engine.core import SYSTEM_SCHEMAS
+            from .core import SYSTEM_SCHEMAS
             return _single("Schema", _like_filter(cur, list(SYSTEM_SCHEMAS)))
         wh = engine.warehouse_or_error(catalog, _lc(sql, start.pos))
         return _single("Schema", _like_filter(cur, schema_names(wh)))
@@ -196,7 +196,7 @@ def show(engine: "Engine", sql: str, session: Session) -> Result:
                              *_lc(sql, start.pos))
         wh = engine.warehouse_or_error(catalog, _lc(sql, start.pos))
         if schema == "information_schema":
-            from engine.catalogs import INFO_TABLE_ORDER
+            from .catalogs import INFO_TABLE_ORDER
             names = sorted(INFO_TABLE_ORDER)
         else:
             if schema not in wh.schemas():

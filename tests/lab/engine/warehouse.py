@@ -18,9 +18,9 @@ from typing import Any, Callable
 import pyarrow as pa
 from pyiceberg.table import Table
 
-from engine import metatables
-from engine.relation import Relation
-from engine.types import iceberg_to_trino
+from . import metatables
+from .relation import Relation
+from .types import iceberg_to_trino
 
 HIDDEN_DATA_COLUMNS = [
     ("$path", "varchar"),
@@ -89,7 +89,7 @@ class TableRef:
 
 class Warehouse:
     def __init__(self, trino_catalog: str, directory: str | Path) -> None:
-        from scenarios.catalog import CATALOG_NAME, open_catalog
+        from ..scenarios.catalog import CATALOG_NAME, open_catalog
 
         self.name = trino_catalog
         self.dir = Path(directory).resolve()

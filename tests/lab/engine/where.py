@@ -23,7 +23,7 @@ from typing import Any, Callable
 import sqlglot
 from sqlglot import exp
 
-from common.errors import TrinoError
+from ..common.errors import TrinoError
 
 FILTER_NODE = "Unexpected FilterNode found in plan; probably connector was not able to handle provided WHERE expression"
 DAY_US = 86_400_000_000

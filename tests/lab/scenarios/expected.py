@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from scenarios.history import HistoryWriter
+from .history import HistoryWriter
 
 # floe's default: a file is small below 75% of a 128 MB target
 DEFAULT_TARGET_FILE_SIZE = 128 * 1024 * 1024
@@ -38,7 +38,7 @@ def _snap(c) -> dict[str, Any] | None:
 
 def table_facts(schema_name: str, table_name: str, w: HistoryWriter, metadata_location: str,
                 set_properties: dict[str, str], notes: str = "") -> dict[str, Any]:
-    from engine.types import iceberg_to_trino, partition_field_sql, partition_field_type
+    from ..engine.types import iceberg_to_trino, partition_field_sql, partition_field_type
 
     files = w.live_files()
     by_part = w.live_by_partition()

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Generate a scenario warehouse for the lab.
 
-    python tests/lab/scenarios/generate.py --scenario seed|scale --out DIR [--full]
+    PYTHONPATH=tests python -m lab.scenarios.generate --scenario seed|scale --out DIR [--full]
 
 DIR receives `catalog.db` (pyiceberg SqlCatalog on sqlite), `warehouse/` and `expected.json`.
 Snapshot timestamps are relative to the generation time (the scenario clock starts at "now"
@@ -18,12 +18,8 @@ import sys
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-if str(HERE.parent) not in sys.path:
-    sys.path.insert(0, str(HERE.parent))
-
-from scenarios import expected as expected_mod  # noqa: E402
-from scenarios.catalog import open_catalog  # noqa: E402
+from . import expected as expected_mod
+from .catalog import open_catalog
 
 
 def _clean(out: Path) -> None:
@@ -53,11 +49,11 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.monotonic()
     catalog = open_catalog(out)
     if args.scenario == "seed":
-        from scenarios.seed import build_seed
+        from .seed import build_seed
 
         tables = build_seed(catalog, out, now_ms, full=args.full, seed=args.seed)
     else:
-        from scenarios.scale import build_scale
+        from .scale import build_scale
 
         tables = build_scale(catalog, out, now_ms, n_tables=args.tables, seed=args.seed)
     doc = expected_mod.document(args.scenario, now_ms, args.full, tables)

@@ -22,9 +22,9 @@ from pyiceberg.schema import Schema
 from pyiceberg.transforms import DayTransform, IdentityTransform
 from pyiceberg.types import DoubleType, LongType, NestedField, StringType, TimestamptzType
 
-from scenarios.expected import table_facts
-from scenarios.history import FastDataFileWriter, HistoryWriter, local_path
-from scenarios.seed import BASE_PROPERTIES, DAY_MS, HOUR_MS, trino_extra
+from .expected import table_facts
+from .history import FastDataFileWriter, HistoryWriter, local_path
+from .seed import BASE_PROPERTIES, DAY_MS, HOUR_MS, trino_extra
 
 SCHEMAS = ["sales", "marketing", "finance_ops", "logistics", "support", "risk", "hr", "engineering",
            "legal", "telemetry"]
@@ -66,7 +66,7 @@ class Templates:
     """Template files per (partition kind, partition value, size): written once, copied per table."""
 
     def __init__(self, out: Path, now_ms: int, seed: int) -> None:
-        from scenarios.catalog import open_catalog
+        from .catalog import open_catalog
 
         self.dir = out / "warehouse" / ".templates"
         self.now = now_ms
@@ -123,7 +123,7 @@ def _plan(i: int, seed: int) -> dict[str, Any]:
 
 
 def build_table(plan: dict[str, Any], out: str, now_ms: int) -> tuple[str, str, str, dict]:
-    from scenarios.catalog import open_catalog
+    from .catalog import open_catalog
 
     from pyiceberg.io.pyarrow import PyArrowFileIO
 

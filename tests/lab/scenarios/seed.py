@@ -24,8 +24,8 @@ from pyiceberg.types import (
     TimestamptzType,
 )
 
-from scenarios.expected import table_facts
-from scenarios.history import ICEBERG_VERSION, TRINO_VERSION, HistoryWriter, trino_query_id
+from .expected import table_facts
+from .history import ICEBERG_VERSION, TRINO_VERSION, HistoryWriter, trino_query_id
 
 DAY_MS = 86_400_000
 HOUR_MS = 3_600_000
@@ -403,7 +403,7 @@ class Seed:
 def _read_files(files) -> pa.Table:
     import pyarrow.parquet as pq
 
-    from scenarios.history import local_path
+    from .history import local_path
 
     return pa.concat_tables([pq.read_table(local_path(f.file_path)) for f in files])
 

@@ -5,15 +5,12 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 
 import pytest
 
 LAB_ROOT = Path(__file__).resolve().parents[1]          # tests/lab
 REPO_ROOT = LAB_ROOT.parents[1]
-if str(LAB_ROOT) not in sys.path:
-    sys.path.insert(0, str(LAB_ROOT))
 
 
 def lab_dir() -> Path:

@@ -1,8 +1,11 @@
-"""The lab's Airflow 3 (REST API v2): the maintenance DAGs reach their intended states, the
+"""The lab's Airflows through their REST APIs: Airflow 3 (API v2, JWT from /auth/token) and
+Airflow 2 (API v1, HTTP basic auth). The maintenance DAGs reach their intended states, the
 failing task's log carries the dead-host error, and authentication behaves as documented.
 
-Reads `lab.json`'s `airflow` entry (written from `tests/lab/airflow/ctl.py up`'s JSON line).
-These tests only read; they never trigger, clear or pause anything.
+Every test runs against both unless it is marked for one API (`ONLY_V2`, `ONLY_V1`). Reads
+`lab.json`'s `airflow` and `airflow2` entries (written from `tests/lab/airflow/ctl.py up`'s JSON
+line); Airflow 2 needs the lab started with `--airflow2` (as `cargo xtask test` does), without
+it its tests fail. These tests only read; they never trigger, clear or pause anything.
 """
 
 from __future__ import annotations
@@ -47,22 +50,34 @@ def load_ctl():
     return module
 
 
-class V2:
-    def __init__(self, base: str, user: str, password: str):
+# ------------------------------------------------------------------------------------ clients
+
+
+class Api:
+    """One Airflow REST API as these tests use it; the subclasses hold what differs."""
+
+    version = ""            # "v2" | "v1"
+    major = 0               # the Airflow release line it belongs to
+    lab_key = ""            # its entry in lab.json
+    pid_prefix = ""         # its processes' names in lab.json's `pids`
+    health_path = ""
+    healthy = ()            # components /health reports healthy
+    run_order = ""          # newest run first
+
+    def __init__(self, base: str):
         self.base = base.rstrip("/")
         self.s = requests.Session()
-        r = self.s.post(f"{self.base}/auth/token", json={"username": user, "password": password}, timeout=30)
-        assert r.status_code == 201, r.text
-        self.token = r.json()["access_token"]
-        self.s.headers["Authorization"] = f"Bearer {self.token}"
+
+    def url(self, path: str) -> str:
+        return f"{self.base}/api/{self.version}{path}"
 
     def get(self, path: str, **params):
-        r = self.s.get(f"{self.base}/api/v2{path}", params=params, timeout=60)
+        r = self.s.get(self.url(path), params=params, timeout=60)
         assert r.status_code == 200, f"GET {path} -> {r.status_code} {r.text[:500]}"
         return r.json()
 
     def runs(self, dag_id: str) -> list[dict]:
-        body = self.get(f"/dags/{dag_id}/dagRuns", limit=100, order_by="-run_after")
+        body = self.get(f"/dags/{dag_id}/dagRuns", limit=100, order_by=self.run_order)
         assert body["total_entries"] == len(body["dag_runs"])
         return body["dag_runs"]
 
@@ -70,42 +85,138 @@ class V2:
         body = self.get(f"/dags/{dag_id}/dagRuns/{q(run_id)}/taskInstances")
         return {t["task_id"]: t for t in body["task_instances"]}
 
-    def log(self, dag_id: str, run_id: str, task_id: str, try_number: int = 1) -> dict:
-        return self.get(f"/dags/{dag_id}/dagRuns/{q(run_id)}/taskInstances/{task_id}/logs/{try_number}",
+    def log_url(self, dag_id: str, run_id: str, task_id: str, try_number: int) -> str:
+        return self.url(f"/dags/{dag_id}/dagRuns/{q(run_id)}/taskInstances/{task_id}/logs/{try_number}")
+
+    def assert_refused(self, r: requests.Response, status: int, text: str) -> None:
+        """An error answer: the status and the API's own wording of it."""
+        raise NotImplementedError
+
+
+class V2(Api):
+    version, major, lab_key, pid_prefix = "v2", 3, "airflow", "airflow-"
+    health_path, healthy = "/monitor/health", ("metadatabase", "scheduler", "dag_processor")
+    run_order = "-run_after"
+
+    def __init__(self, base: str, user: str, password: str):
+        super().__init__(base)
+        r = self.s.post(f"{self.base}/auth/token", json={"username": user, "password": password}, timeout=30)
+        assert r.status_code == 201, r.text
+        self.token = r.json()["access_token"]
+        self.s.headers["Authorization"] = f"Bearer {self.token}"
+
+    def log(self, dag_id: str, run_id: str, task_id: str, try_number: int = 1) -> "Log":
+        body = self.get(f"/dags/{dag_id}/dagRuns/{q(run_id)}/taskInstances/{task_id}/logs/{try_number}",
                         full_content="true")
+        return StructuredLog(body)
+
+    def assert_refused(self, r, status, text):
+        assert r.status_code == status
+        assert r.json() == {"detail": text}
+
+
+class V1(Api):
+    version, major, lab_key, pid_prefix = "v1", 2, "airflow2", "airflow2-"
+    health_path, healthy = "/health", ("metadatabase", "scheduler")
+    run_order = "-execution_date"
+
+    def __init__(self, base: str, user: str, password: str):
+        super().__init__(base)
+        self.s.auth = (user, password)
+
+    def log(self, dag_id: str, run_id: str, task_id: str, try_number: int = 1) -> "Log":
+        r = self.s.get(self.log_url(dag_id, run_id, task_id, try_number), params={"full_content": "true"},
+                       headers={"Accept": "text/plain"}, timeout=60)
+        assert r.status_code == 200, r.text[:500]
+        assert r.headers["Content-Type"].startswith("text/plain")
+        return TextLog(r.text)
+
+    def assert_refused(self, r, status, text):
+        assert r.status_code == status
+        assert r.headers["Content-Type"].startswith("application/problem+json")
+        assert r.json()["title"] == text
+
+
+class Log:
+    def mentions(self, text: str) -> bool:
+        raise NotImplementedError
+
+    def problems(self) -> list:
+        """What a log that reports no trouble must not hold."""
+        raise NotImplementedError
+
+
+class StructuredLog(Log):
+    """API v2: the task log as structured events."""
+
+    def __init__(self, body: dict):
+        self.body = body
+        self.content = body["content"]
+
+    def mentions(self, text):
+        return any(text in (m.get("event") or "") for m in self.content)
+
+    def problems(self):
+        return [m for m in self.content
+                if m.get("level") in ("error", "warning", "critical") or m.get("error_detail")]
+
+
+class TextLog(Log):
+    """API v1: the task log as text lines."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def mentions(self, text):
+        return text in self.text
+
+    def problems(self):
+        return [ln for ln in self.text.splitlines() if " ERROR - " in ln or "Traceback" in ln]
+
+
+APIS = [pytest.param(V2, id="airflow3-v2"), pytest.param(V1, id="airflow2-v1")]
+ONLY_V2 = pytest.mark.parametrize("flavour", APIS[:1], indirect=True)
+ONLY_V1 = pytest.mark.parametrize("flavour", APIS[1:], indirect=True)
+
+
+@pytest.fixture(scope="module", params=APIS)
+def flavour(request) -> type[Api]:
+    return request.param
 
 
 @pytest.fixture(scope="module")
-def af(lab) -> dict:
-    info = lab.get("airflow")
-    assert info, "lab.json has no `airflow` entry: the lab was started without Airflow"
-    assert info["api"] == "v2"
+def af(lab, flavour) -> dict:
+    info = lab.get(flavour.lab_key)
+    hint = "start the lab with `--airflow2`" if flavour is V1 else "the lab was started without Airflow"
+    assert info, f"lab.json has no `{flavour.lab_key}` entry: {hint}"
+    assert info["api"] == flavour.version
     return info
 
 
 @pytest.fixture(scope="module")
-def api(af) -> V2:
-    return V2(af["url"], af["user"], af["password"])
+def api(af, flavour) -> Api:
+    return flavour(af["url"], af["user"], af["password"])
 
 
 # ------------------------------------------------------------------------------------ server
 
 
-def test_version_and_health(af):
-    v = requests.get(f"{af['url']}/api/v2/version", timeout=30)
+def test_version_and_health(af, flavour):
+    v = requests.get(f"{af['url']}/api/{flavour.version}/version", timeout=30)
     assert v.status_code == 200
     assert v.json()["version"] == af["version"]
-    assert af["version"].startswith("3.")
-    h = requests.get(f"{af['url']}/api/v2/monitor/health", timeout=30).json()
-    for part in ("metadatabase", "scheduler", "dag_processor"):
+    assert af["version"].startswith(f"{flavour.major}.")
+    h = requests.get(f"{af['url']}/api/{flavour.version}{flavour.health_path}", timeout=30).json()
+    for part in flavour.healthy:
         assert h[part]["status"] == "healthy", h
-    # Airflow 3 removed /api/v1
-    r = requests.get(f"{af['url']}/api/v1/version", timeout=30)
+    # each release line serves its own API only (Airflow 3 removed /api/v1)
+    other = "v1" if flavour is V2 else "v2"
+    r = requests.get(f"{af['url']}/api/{other}/version", timeout=30)
     assert r.status_code == 404
 
 
-def _airflow_pids(lab, af) -> list[int]:
-    pids = [p for name, p in (lab.get("pids") or {}).items() if name.startswith("airflow-")]
+def _airflow_pids(lab, af, flavour) -> list[int]:
+    pids = [p for name, p in (lab.get("pids") or {}).items() if name.startswith(flavour.pid_prefix)]
     pids += list((af.get("pids") or {}).values())
     home = af.get("home")
     if home and (Path(home) / "ctl-state.json").exists():
@@ -151,9 +262,9 @@ def listening_addresses(root_pids: list[int]) -> list[tuple[str, int]]:
     return found
 
 
-def test_listens_on_loopback_only(lab, af):
-    pids = _airflow_pids(lab, af)
-    assert pids, "no Airflow pids recorded"
+def test_listens_on_loopback_only(lab, af, flavour):
+    pids = _airflow_pids(lab, af, flavour)
+    assert pids, f"no Airflow {flavour.major} pids recorded"
     listening = listening_addresses(pids)
     port = urllib.parse.urlsplit(af["url"]).port
     assert ("127.0.0.1", port) in listening
@@ -168,15 +279,20 @@ def test_maintenance_dags_tags_and_pause_state(api):
     dags = {d["dag_id"]: d for d in body["dags"]}
     assert set(dags) == set(TABLES)
     for dag_id, table in TABLES.items():
-        assert {t["name"] for t in dags[dag_id]["tags"]} == {"maintenance", table}
-        assert dags[dag_id]["timetable_summary"] == "0 0 * * *"
-        assert dags[dag_id]["is_paused"] is (dag_id == "expire_snapshots")
-        assert dags[dag_id]["has_import_errors"] is False
+        dag = dags[dag_id]
+        assert {t["name"] for t in dag["tags"]} == {"maintenance", table}
+        if api.version == "v2":
+            assert dag["timetable_summary"] == "0 0 * * *"
+        else:
+            assert dag["schedule_interval"] == {"__type": "CronExpression", "value": "@daily"}
+            assert dag["is_active"] is True
+        assert dag["is_paused"] is (dag_id == "expire_snapshots")
+        assert dag["has_import_errors"] is False
     # the table tag alone finds the DAG that maintains it
     assert [d["dag_id"] for d in api.get("/dags", tags="iceberg.zoning.documents")["dags"]] == ["compact_documents"]
 
 
-def assert_daily_history(runs: list[dict], state: str):
+def assert_daily_history(api: Api, runs: list[dict], state: str):
     assert len(runs) >= HISTORY_DAYS, f"{len(runs)} runs"
     assert {r["state"] for r in runs} == {state}, sorted({r["state"] for r in runs})
     assert {r["run_type"] for r in runs} == {"scheduled"}
@@ -184,23 +300,35 @@ def assert_daily_history(runs: list[dict], state: str):
     assert all(d.hour == d.minute == d.second == 0 for d in days)
     assert all(b - a == timedelta(days=1) for a, b in zip(days, days[1:])), days
     today = datetime.now(timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0)
+    # Airflow 2's @daily run for day D runs once D is over: the latest is yesterday's
     assert days[-1] >= today - timedelta(days=1), f"latest logical date {days[-1]} is stale"
     assert days[-1] - days[0] >= timedelta(days=HISTORY_DAYS - 1)
-    for r in runs:  # ran for real: started, ended, took time
-        assert r["start_date"] and r["end_date"] and r["duration"] > 0
-        assert r["triggered_by"] == "timetable"
+    for r in runs:  # ran for real: started and ended
+        assert r["start_date"] and r["end_date"]
+        if api.version == "v2":
+            assert r["duration"] > 0
+            assert r["triggered_by"] == "timetable"
+        else:
+            assert r["external_trigger"] is False
+            assert r["execution_date"] == r["logical_date"]
+            assert ts(r["data_interval_end"]) - ts(r["data_interval_start"]) == timedelta(days=1)
 
 
 def test_compact_documents_two_weeks_of_failures(api):
     runs = api.runs("compact_documents")
-    assert_daily_history(runs, "failed")
+    assert_daily_history(api, runs, "failed")
     latest = runs[0]
     assert latest["state"] == "failed"
     assert latest["logical_date"] == max(r["logical_date"] for r in runs)
-    failed = api.get("/dags", dag_id_pattern="compact_documents", last_dag_run_state="failed")
-    assert [d["dag_id"] for d in failed["dags"]] == ["compact_documents"]
     stats = {s["state"]: s["count"] for s in api.get("/dagStats", dag_ids="compact_documents")["dags"][0]["stats"]}
     assert stats["failed"] == len(runs) and stats["success"] == 0
+
+
+@ONLY_V2
+def test_dags_filter_by_last_run_state(api):
+    """API v2 only: v1 has no `last_dag_run_state` filter."""
+    failed = api.get("/dags", dag_id_pattern="compact_documents", last_dag_run_state="failed")
+    assert [d["dag_id"] for d in failed["dags"]] == ["compact_documents"]
 
 
 def test_compact_documents_failing_task(api):
@@ -215,12 +343,13 @@ def test_compact_documents_failing_task(api):
     assert {t["task_id"] for t in failed["task_instances"]} == {"compact"}
 
 
+@ONLY_V2
 def test_compact_documents_log_names_the_dead_host(api):
     run = api.runs("compact_documents")[0]
-    body = api.log("compact_documents", run["dag_run_id"], "compact")
-    assert body["continuation_token"] is None  # finished task
-    errors = [m for m in body["content"] if m.get("level") == "error" and m.get("error_detail")]
-    assert len(errors) == 1, [m.get("event") for m in body["content"]]
+    log = api.log("compact_documents", run["dag_run_id"], "compact")
+    assert log.body["continuation_token"] is None  # finished task
+    errors = [m for m in log.content if m.get("level") == "error" and m.get("error_detail")]
+    assert len(errors) == 1, [m.get("event") for m in log.content]
     assert errors[0]["event"] == "Task failed with exception"
     detail = errors[0]["error_detail"]
     head = detail[0]
@@ -231,31 +360,42 @@ def test_compact_documents_log_names_the_dead_host(api):
     assert "TrinoConnectionError" in types and "NameResolutionError" in types, types
     assert any(f["filename"].endswith("compact_documents.py") for f in head["frames"])
     # the statement that was attempted is logged before the failure
-    assert any("EXECUTE optimize" in (m.get("event") or "") for m in body["content"])
+    assert log.mentions("EXECUTE optimize")
+
+
+@ONLY_V1
+def test_compact_documents_text_log_names_the_dead_host(api):
+    run = api.runs("compact_documents")[0]
+    log = api.log("compact_documents", run["dag_run_id"], "compact")
+    text = log.text
+    assert "ERROR - Task failed with exception" in text
+    last = [ln for ln in text.splitlines() if ln.startswith("ConnectionError: ")]
+    assert last, text[-2000:]
+    assert DEAD_ENDPOINT in last[-1] and "Failed to resolve 'trino-old.internal'" in last[-1]
+    assert "trino.exceptions.TrinoConnectionError: failed to execute" in text
+    # the statement that was attempted is logged before the failure
+    assert log.mentions("EXECUTE optimize")
 
 
 def test_compact_permits_reports_success(api):
     runs = api.runs("compact_permits")
-    assert_daily_history(runs, "success")
+    assert_daily_history(api, runs, "success")
     tis = api.tis("compact_permits", runs[0]["dag_run_id"])
     assert {k: v["state"] for k, v in tis.items()} == {"compact": "success", "report": "success"}
-    body = api.log("compact_permits", runs[0]["dag_run_id"], "compact")
-    # the bare except: no error or warning anywhere in the log of a compaction that never happened
-    assert not [m for m in body["content"] if m.get("level") in ("error", "warning", "critical")]
-    assert not any(m.get("error_detail") for m in body["content"])
-    assert any("ALTER TABLE iceberg.zoning.permits EXECUTE optimize" in (m.get("event") or "")
-               for m in body["content"])
+    log = api.log("compact_permits", runs[0]["dag_run_id"], "compact")
+    # the bare except: no error anywhere in the log of a compaction that never happened
+    assert not log.problems()
+    assert log.mentions("ALTER TABLE iceberg.zoning.permits EXECUTE optimize")
 
 
 def test_compact_parcels_succeeds(api):
     runs = api.runs("compact_parcels")
-    assert_daily_history(runs, "success")
+    assert_daily_history(api, runs, "success")
     tis = api.tis("compact_parcels", runs[0]["dag_run_id"])
     assert {k: v["state"] for k, v in tis.items()} == {"compact": "success", "report": "success"}
     assert tis["compact"]["operator"] == "SQLExecuteQueryOperator"
-    body = api.log("compact_parcels", runs[0]["dag_run_id"], "compact")
-    assert any("ALTER TABLE iceberg.zoning.parcels EXECUTE optimize" in (m.get("event") or "")
-               for m in body["content"])
+    log = api.log("compact_parcels", runs[0]["dag_run_id"], "compact")
+    assert log.mentions("ALTER TABLE iceberg.zoning.parcels EXECUTE optimize")
 
 
 def test_expire_snapshots_paused_without_runs(api):
@@ -265,11 +405,15 @@ def test_expire_snapshots_paused_without_runs(api):
 
 
 def test_import_errors_list_broken_dag(api):
-    body = api.get("/importErrors")
-    files = {e["filename"]: e for e in body["import_errors"]}
-    assert "broken_dag.py" in files, list(files)
-    assert files["broken_dag.py"]["bundle_name"] == "dags-folder"
-    assert "ModuleNotFoundError: No module named 'lakehouse_maintenance_helpers'" in files["broken_dag.py"]["stack_trace"]
+    errors = api.get("/importErrors")["import_errors"]
+    broken = [e for e in errors if e["filename"].endswith("broken_dag.py")]
+    assert len(broken) == 1, [e["filename"] for e in errors]
+    if api.version == "v2":  # relative to its DAG bundle
+        assert broken[0]["filename"] == "broken_dag.py"
+        assert broken[0]["bundle_name"] == "dags-folder"
+    else:  # absolute on 2.x
+        assert broken[0]["filename"].endswith("/broken_dag.py") and broken[0]["filename"].startswith("/")
+    assert "ModuleNotFoundError: No module named 'lakehouse_maintenance_helpers'" in broken[0]["stack_trace"]
 
 
 # ------------------------------------------------------------------------------------ connections
@@ -284,13 +428,14 @@ def test_connections_list_trino(lab, api):
     assert conns["trino_default"]["login"] == lab["trino"]["user"]
     for cid in ("trino_documents", "trino_permits"):
         assert f"{conns[cid]['host']}:{conns[cid]['port']}" == DEAD_ENDPOINT
-    assert json.loads(conns["trino_default"]["extra"])["catalog"] == "iceberg"
+    if api.version == "v2":  # v1 lists connections without their extra
+        assert json.loads(conns["trino_default"]["extra"])["catalog"] == "iceberg"
 
 
-def _test_connection(api: V2, cid: str) -> dict:
+def _test_connection(api: Api, cid: str) -> dict:
     conn = api.get(f"/connections/{cid}")
     body = {k: conn[k] for k in ("connection_id", "conn_type", "host", "port", "login", "schema", "extra")}
-    r = api.s.post(f"{api.base}/api/v2/connections/test", json=body, timeout=120)
+    r = api.s.post(api.url("/connections/test"), json=body, timeout=120)
     assert r.status_code == 200, r.text
     return r.json()
 
@@ -310,17 +455,33 @@ def test_connection_test_dead_host(api):
 # ------------------------------------------------------------------------------------ auth
 
 
-def test_wrong_password_401(af):
+def test_viewer_reads_but_cannot_pause(af, flavour):
+    viewer = flavour(af["url"], af["viewer_user"], af["viewer_password"])
+    assert viewer.get("/dags/compact_documents")["dag_id"] == "compact_documents"
+    r = viewer.s.patch(viewer.url("/dags/compact_documents"), json={"is_paused": True}, timeout=30)
+    viewer.assert_refused(r, 403, "Forbidden")
+
+
+@ONLY_V1
+def test_basic_auth(af, api):
+    url = api.url("/dags")
+    wrong = requests.get(url, auth=(af["user"], "wrong"), timeout=30)
+    api.assert_refused(wrong, 401, "Unauthorized")
+    assert requests.get(url, timeout=30).status_code == 401
+    assert requests.get(url, auth=(af["user"], af["password"]), timeout=30).status_code == 200
+
+
+@ONLY_V2
+def test_wrong_password_401(af, api):
     r = requests.post(f"{af['url']}/auth/token", json={"username": af["user"], "password": "wrong"}, timeout=30)
-    assert r.status_code == 401
-    assert r.json() == {"detail": "Invalid credentials"}
+    api.assert_refused(r, 401, "Invalid credentials")
 
 
-def test_no_token_401(af):
-    r = requests.get(f"{af['url']}/api/v2/dags", timeout=30)
-    assert r.status_code == 401
-    assert r.json() == {"detail": "Not authenticated"}
-    basic = requests.get(f"{af['url']}/api/v2/dags", auth=(af["user"], af["password"]), timeout=30)
+@ONLY_V2
+def test_no_token_401(af, api):
+    r = requests.get(api.url("/dags"), timeout=30)
+    api.assert_refused(r, 401, "Not authenticated")
+    basic = requests.get(api.url("/dags"), auth=(af["user"], af["password"]), timeout=30)
     assert basic.status_code == 401  # no basic auth on v2
 
 
@@ -337,28 +498,20 @@ def _resign(token: str, secret: str, **claims) -> str:
     return f"{signing_input}.{_b64(sig)}"
 
 
-def test_expired_token_401(af, api):
+@ONLY_V2
+def test_expired_token_401(api):
     now = int(time.time())
     expired = _resign(api.token, load_ctl().JWT_SECRET, iat=now - 7200, nbf=now - 7200, exp=now - 3600)
-    r = requests.get(f"{af['url']}/api/v2/dags", headers={"Authorization": f"Bearer {expired}"}, timeout=30)
-    assert r.status_code == 401
-    assert r.json() == {"detail": "Token Expired"}
+    r = requests.get(api.url("/dags"), headers={"Authorization": f"Bearer {expired}"}, timeout=30)
+    api.assert_refused(r, 401, "Token Expired")
     # the same claims, re-signed but still valid, are accepted: only the expiry differs
     valid = _resign(api.token, load_ctl().JWT_SECRET, exp=now + 600)
-    ok = requests.get(f"{af['url']}/api/v2/dags", headers={"Authorization": f"Bearer {valid}"}, timeout=30)
+    ok = requests.get(api.url("/dags"), headers={"Authorization": f"Bearer {valid}"}, timeout=30)
     assert ok.status_code == 200
 
 
-def test_forged_token_403(af, api):
+@ONLY_V2
+def test_forged_token_403(api):
     forged = _resign(api.token, "not-the-secret", exp=int(time.time()) + 600)
-    r = requests.get(f"{af['url']}/api/v2/dags", headers={"Authorization": f"Bearer {forged}"}, timeout=30)
-    assert r.status_code == 403
-    assert r.json() == {"detail": "Invalid JWT token"}
-
-
-def test_viewer_reads_but_cannot_pause(af):
-    viewer = V2(af["url"], af["viewer_user"], af["viewer_password"])
-    assert viewer.get("/dags/compact_documents")["dag_id"] == "compact_documents"
-    r = viewer.s.patch(f"{viewer.base}/api/v2/dags/compact_documents", json={"is_paused": True}, timeout=30)
-    assert r.status_code == 403
-    assert r.json() == {"detail": "Forbidden"}
+    r = requests.get(api.url("/dags"), headers={"Authorization": f"Bearer {forged}"}, timeout=30)
+    api.assert_refused(r, 403, "Invalid JWT token")

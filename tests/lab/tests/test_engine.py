@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from test_engine_common import engine, expected, facts, fails, one, run, seed  # noqa: F401
+from .test_engine_common import engine, expected, facts, fails, one, run, seed  # noqa: F401
 
 DOCS = 'iceberg.zoning."documents$'
 SMALL = 100663296  # 0.75 x 128 MB

@@ -15,14 +15,22 @@ from pathlib import Path
 
 import pytest
 
-LAB_ROOT = Path(__file__).resolve().parents[1]
-if str(LAB_ROOT) not in sys.path:
-    sys.path.insert(0, str(LAB_ROOT))
+from ..common.errors import TrinoError
+from ..engine.api import Session
 
-from common.errors import TrinoError  # noqa: E402
-from engine.api import Session  # noqa: E402
+LAB_ROOT = Path(__file__).resolve().parents[1]          # tests/lab: the `lab` package
+REPO_ROOT = LAB_ROOT.parents[1]
 
 _STATE: dict = {}
+
+
+def generate(*args: str) -> None:
+    """Run the scenario generator as labctl does: `python -m lab.scenarios.generate` from the
+    repository root, with the lab package's parent directory on PYTHONPATH."""
+    path = os.pathsep.join(p for p in (str(LAB_ROOT.parent), os.environ.get("PYTHONPATH")) if p)
+    subprocess.run([sys.executable, "-m", "lab.scenarios.generate", *args], check=True, cwd=str(REPO_ROOT),
+                   env={**os.environ, "PYTHONPATH": path})
+
 _LOCK = threading.Lock()
 
 
@@ -36,16 +44,13 @@ def seed_dir(tmp_root: Path) -> Path:
             d = Path(given).resolve()
         else:
             d = tmp_root / "seed"
-            subprocess.run(
-                [sys.executable, str(LAB_ROOT / "scenarios" / "generate.py"), "--scenario", "seed", "--out", str(d)],
-                check=True, cwd=str(LAB_ROOT.parents[1]),
-            )
+            generate("--scenario", "seed", "--out", str(d))
         _STATE["seed"] = d
         return d
 
 
 def shared_engine(tmp_root: Path):
-    from engine import load_engine
+    from ..engine import load_engine
 
     with _LOCK:
         if "engine" in _STATE:

@@ -10,14 +10,14 @@ import time
 
 import pytest
 
-from test_engine_common import clone, engine, expected, facts, fails, one, run, seed  # noqa: F401
+from .test_engine_common import clone, engine, expected, facts, fails, one, run, seed  # noqa: F401
 
 FILTER_NODE = "Unexpected FilterNode found in plan; probably connector was not able to handle provided WHERE expression"
 
 
 def independent_table(seed_dir, name: str):
     """The table as a separate pyiceberg catalog sees it (nothing shared with the engine)."""
-    from scenarios.catalog import open_catalog
+    from ..scenarios.catalog import open_catalog
 
     schema, table = name.split(".", 1)
     return open_catalog(seed_dir).load_table((schema, table))
@@ -333,7 +333,7 @@ def test_manifest_evaluation_is_safe_across_threads(engine, seed):
     that keeps per-manifest state; the engine's producers give each evaluation its own."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from engine.procedures import _ReplaceFiles
+    from ..engine.procedures.optimize import _ReplaceFiles
     from pyiceberg.table.snapshots import Operation
 
     t = clone(engine, "zoning.documents")

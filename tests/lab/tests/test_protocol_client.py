@@ -21,7 +21,7 @@ import trino
 from trino.auth import BasicAuthentication, JWTAuthentication
 from trino.exceptions import HttpError, TrinoQueryError, TrinoUserError
 
-from common.errors import STANDARD_ERRORS, position_of
+from ..common.errors import STANDARD_ERRORS, position_of
 
 
 def facts(expected: dict, name: str) -> dict:

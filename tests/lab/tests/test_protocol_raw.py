@@ -10,7 +10,7 @@ import time
 import pytest
 import requests
 
-from conftest import RawClient
+from .conftest import RawClient
 
 QUERY_ID = re.compile(r"^\d{8}_\d{6}_\d{5}_[a-z0-9]{5}$")
 STATS_KEYS = {

@@ -6,20 +6,18 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from test_engine_common import LAB_ROOT, seed  # noqa: F401
+from .test_engine_common import generate, seed  # noqa: F401
 
 DAY = 86_400_000
 SMALL = 100663296
 
 
 def catalog(d: Path):
-    from scenarios.catalog import open_catalog
+    from ..scenarios.catalog import open_catalog
 
     return open_catalog(d)
 
@@ -111,8 +109,7 @@ def test_file_modified_times_are_the_commit_times(seed, expected_seed):
 
 def test_scale_scenario_small(tmp_path):
     out = tmp_path / "scale"
-    subprocess.run([sys.executable, str(LAB_ROOT / "scenarios" / "generate.py"), "--scenario", "scale",
-                    "--tables", "60", "--out", str(out)], check=True, cwd=str(LAB_ROOT.parents[1]))
+    generate("--scenario", "scale", "--tables", "60", "--out", str(out))
     exp = json.loads((out / "expected.json").read_text())
     assert exp["scenario"] == "scale" and len(exp["tables"]) == 60
     assert len({t["schema"] for t in exp["tables"].values()}) == 10

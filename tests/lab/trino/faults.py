@@ -72,7 +72,7 @@ def validate(spec: dict) -> dict:
     if kind in ("latency", "hold", "slow") and not isinstance(spec.get("ms"), (int, float)):
         raise FaultError("'ms' must be a number")
     if kind == "fail_query":
-        from common.errors import STANDARD_ERRORS
+        from ..common.errors import STANDARD_ERRORS
 
         name = spec.get("error_name", "GENERIC_INTERNAL_ERROR")
         if name not in STANDARD_ERRORS:

@@ -28,9 +28,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-import typesig
-from common.errors import TrinoError
-from engine.api import Progress, Result, Session
+from ..common.errors import TrinoError
+from ..engine.api import Progress, Result, Session
+from . import typesig
 
 FINAL_STATES = ("FINISHED", "FAILED")
 MAX_WAIT_S = 1.0

@@ -1,6 +1,6 @@
 """The lab's Trino-protocol server.
 
-    python tests/lab/trino/server.py --config FILE.json
+    PYTHONPATH=tests python -m lab.trino.server --config FILE.json
 
 One process serves several listeners (ports), each a personality of the same coordinator:
 plain HTTP with Trino's default "insecure" authentication, HTTPS with PASSWORD and JWT
@@ -45,17 +45,11 @@ import zoneinfo
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-LAB_ROOT = HERE.parent
-for p in (str(HERE), str(LAB_ROOT)):
-    if p not in sys.path:
-        sys.path.insert(0 if p == str(HERE) else 1, p)
-
-import faults as faults_mod  # noqa: E402
-import jwt_hs256  # noqa: E402
-from common.errors import TrinoError  # noqa: E402
-from engine.api import Session  # noqa: E402
-from queries import (  # noqa: E402
+from ..common.errors import TrinoError
+from ..engine.api import Session
+from . import faults as faults_mod
+from . import jwt_hs256
+from .queries import (
     MAX_WAIT_S,
     HttpError,
     Listener,
@@ -122,11 +116,11 @@ class LabServer:
         t0 = time.monotonic()
         try:
             if spec.get("kind") == "stub":
-                from stub_engine import StubEngine
+                from .stub_engine import StubEngine
 
                 engine = StubEngine()
             else:
-                from engine import load_engine
+                from ..engine import load_engine
 
                 engine = load_engine(spec.get("catalogs", {}))
         except Exception:  # noqa: BLE001
@@ -207,7 +201,7 @@ class LabServer:
             ctx = None
             if lcfg.get("tls"):
                 if tls_files is None:
-                    from tls import ensure_certificates
+                    from .tls import ensure_certificates
 
                     tls_files = ensure_certificates(Path(self.config["tls"]["dir"]))
                 ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)

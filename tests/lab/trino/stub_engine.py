@@ -15,8 +15,8 @@ import re
 import threading
 import time
 
-from common.errors import TrinoError
-from engine.api import Column, Progress, Result, Session
+from ..common.errors import TrinoError
+from ..engine.api import Column, Progress, Result, Session
 
 _TYPE_MAP = {
     "BIGINT": "bigint", "INTEGER": "integer", "SMALLINT": "smallint", "TINYINT": "tinyint",

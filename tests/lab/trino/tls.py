@@ -1,6 +1,6 @@
 """A throwaway certificate authority and a server certificate for 127.0.0.1 / localhost.
 
-`python tests/lab/trino/tls.py --out DIR` writes DIR/ca.pem, DIR/ca-key.pem, DIR/server.pem
+`PYTHONPATH=tests python -m lab.trino.tls --out DIR` writes DIR/ca.pem, DIR/ca-key.pem, DIR/server.pem
 (leaf + CA chain) and DIR/server-key.pem; existing files are kept.
 """
 

@@ -1,0 +1,175 @@
+//! The file model: what `config.toml` may say. Every struct rejects unknown keys, and a
+//! profile section overrides the top-level one key by key.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use super::keys::KeySpec;
+use super::units::{Bytes, Dur};
+use super::{ConfigError, err};
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    pub default_profile: Option<String>,
+    pub readonly: Option<bool>,
+    pub refresh: Option<Dur>,
+    pub max_concurrent_queries: Option<usize>,
+    pub query_timeout: Option<Dur>,
+    pub audit_log: Option<PathBuf>,
+    pub export_dir: Option<PathBuf>,
+    pub mouse: Option<bool>,
+    pub trino: Option<TrinoFile>,
+    pub airflow: Option<AirflowFile>,
+    pub health: Option<HealthFile>,
+    pub keys: Option<BTreeMap<String, KeySpec>>,
+    pub maintenance: Option<Vec<MaintenanceFile>>,
+    pub profiles: Option<BTreeMap<String, ProfileFile>>,
+}
+
+#[derive(Debug, Default, Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct ProfileFile {
+    pub readonly: Option<bool>,
+    pub refresh: Option<Dur>,
+    pub trino: Option<TrinoFile>,
+    pub airflow: Option<AirflowFile>,
+    pub health: Option<HealthFile>,
+    pub maintenance: Option<Vec<MaintenanceFile>>,
+}
+
+#[derive(Debug, Default, Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct TrinoFile {
+    pub url: Option<String>,
+    pub user: Option<String>,
+    pub catalog: Option<String>,
+    pub schemas: Option<Vec<String>>,
+    pub tables: Option<Vec<String>>,
+    pub auth: Option<AuthKind>,
+    pub password_env: Option<String>,
+    pub password_command: Option<String>,
+    pub token_env: Option<String>,
+    pub token_command: Option<String>,
+    pub ca_file: Option<PathBuf>,
+    pub insecure_skip_verify: Option<bool>,
+    pub session: Option<BTreeMap<String, String>>,
+    pub source: Option<String>,
+    pub client_tags: Option<Vec<String>>,
+}
+
+#[derive(Debug, Default, Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct AirflowFile {
+    pub url: Option<String>,
+    pub user: Option<String>,
+    pub password_env: Option<String>,
+    pub password_command: Option<String>,
+    pub token_env: Option<String>,
+    pub token_command: Option<String>,
+    pub api: Option<AirflowApi>,
+    pub ca_file: Option<PathBuf>,
+    pub insecure_skip_verify: Option<bool>,
+    pub dag_tags: Option<Vec<String>>,
+    pub dag_ids: Option<Vec<String>>,
+    pub runs: Option<usize>,
+    pub test_connections: Option<bool>,
+}
+
+#[derive(Debug, Default, Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct HealthFile {
+    pub target_file_size: Option<Bytes>,
+    pub small_file_ratio: Option<f64>,
+    pub min_small_files: Option<u64>,
+    pub compaction_warn: Option<Dur>,
+    pub compaction_critical: Option<Dur>,
+    pub snapshot_retention: Option<Dur>,
+    pub max_snapshots: Option<u64>,
+    pub delete_file_ratio_warn: Option<f64>,
+    pub delete_file_ratio_critical: Option<f64>,
+    pub dag_interval: Option<Dur>,
+}
+
+#[derive(Debug, Deserialize, Clone, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct MaintenanceFile {
+    pub table: String,
+    pub dag_id: String,
+    pub interval: Option<Dur>,
+}
+
+#[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum AuthKind {
+    None,
+    Basic,
+    Bearer,
+}
+
+#[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum AirflowApi {
+    #[default]
+    Auto,
+    V1,
+    V2,
+}
+
+pub(super) fn read_file(path: &Path) -> Result<FileConfig, ConfigError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| err(format!("cannot read config file {}: {e}", path.display())))?;
+    toml::from_str(&text).map_err(|e| {
+        err(format!(
+            "config file {}: {}",
+            path.display(),
+            e.to_string().trim_end()
+        ))
+    })
+}
+
+pub(super) fn merge_trino(base: TrinoFile, over: TrinoFile) -> TrinoFile {
+    TrinoFile {
+        url: over.url.or(base.url),
+        user: over.user.or(base.user),
+        catalog: over.catalog.or(base.catalog),
+        schemas: over.schemas.or(base.schemas),
+        tables: over.tables.or(base.tables),
+        auth: over.auth.or(base.auth),
+        password_env: over.password_env.or(base.password_env),
+        password_command: over.password_command.or(base.password_command),
+        token_env: over.token_env.or(base.token_env),
+        token_command: over.token_command.or(base.token_command),
+        ca_file: over.ca_file.or(base.ca_file),
+        insecure_skip_verify: over.insecure_skip_verify.or(base.insecure_skip_verify),
+        session: match (base.session, over.session) {
+            (Some(mut b), Some(o)) => {
+                b.extend(o);
+                Some(b)
+            }
+            (b, o) => o.or(b),
+        },
+        source: over.source.or(base.source),
+        client_tags: over.client_tags.or(base.client_tags),
+    }
+}
+
+pub(super) fn merge_airflow(base: AirflowFile, over: AirflowFile) -> AirflowFile {
+    AirflowFile {
+        url: over.url.or(base.url),
+        user: over.user.or(base.user),
+        password_env: over.password_env.or(base.password_env),
+        password_command: over.password_command.or(base.password_command),
+        token_env: over.token_env.or(base.token_env),
+        token_command: over.token_command.or(base.token_command),
+        api: over.api.or(base.api),
+        ca_file: over.ca_file.or(base.ca_file),
+        insecure_skip_verify: over.insecure_skip_verify.or(base.insecure_skip_verify),
+        dag_tags: over.dag_tags.or(base.dag_tags),
+        dag_ids: over.dag_ids.or(base.dag_ids),
+        runs: over.runs.or(base.runs),
+        test_connections: over.test_connections.or(base.test_connections),
+    }
+}

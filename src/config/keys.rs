@@ -1,0 +1,626 @@
+//! Key bindings as data: every command with its name, default keys and description, the
+//! key syntax of `[keys]` (`q`, `ctrl-s`, `<Ctrl-d>`, `shift-tab`, `F5`), and the resolution
+//! of `[keys]` overrides over the defaults. The app's keymap, footer and help read this table.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use serde::Deserialize;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Command {
+    Quit,
+    Help,
+    Refresh,
+    Freeze,
+    Filter,
+    CommandLine,
+    SortNext,
+    SortReverse,
+    NextTab,
+    PrevTab,
+    TabTables,
+    TabPartitions,
+    TabSnapshots,
+    TabDags,
+    Down,
+    Up,
+    PageDown,
+    PageUp,
+    HalfDown,
+    HalfUp,
+    Top,
+    Bottom,
+    Enter,
+    Back,
+    Mark,
+    ClearMarks,
+    Info,
+    Export,
+    Optimize,
+    ExpireSnapshots,
+    RemoveOrphans,
+    OptimizeManifests,
+    TriggerDag,
+    ClearRun,
+    PauseDag,
+    Cancel,
+    Queue,
+}
+
+/// Where a command applies (for the footer and help).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    Global,
+    /// Tables, Partitions and Snapshots: the lakehouse tabs.
+    Lake,
+    Tables,
+    Partitions,
+    Snapshots,
+    Dags,
+}
+
+pub struct Spec {
+    pub command: Command,
+    pub name: &'static str,
+    pub keys: &'static [&'static str],
+    pub desc: &'static str,
+    /// Changes the lakehouse or Airflow: removed in read-only mode.
+    pub mutation: bool,
+    pub scope: Scope,
+    /// Shown in the footer (short hint) and not only in help.
+    pub footer: bool,
+}
+
+macro_rules! spec {
+    ($cmd:ident, $name:literal, [$($k:literal),*], $desc:literal, $mutation:literal, $scope:ident, $footer:literal) => {
+        Spec {
+            command: Command::$cmd,
+            name: $name,
+            keys: &[$($k),*],
+            desc: $desc,
+            mutation: $mutation,
+            scope: Scope::$scope,
+            footer: $footer,
+        }
+    };
+}
+
+/// The defaults. Order is the order of help and footer.
+pub const SPECS: &[Spec] = &[
+    spec!(Help, "help", ["?"], "help", false, Global, true),
+    spec!(Quit, "quit", ["q"], "quit", false, Global, true),
+    spec!(Filter, "filter", ["/"], "filter", false, Global, true),
+    spec!(
+        SortNext,
+        "sort_next",
+        ["s"],
+        "sort by next column",
+        false,
+        Global,
+        true
+    ),
+    spec!(
+        SortReverse,
+        "sort_reverse",
+        ["S"],
+        "reverse sort",
+        false,
+        Global,
+        false
+    ),
+    spec!(
+        Refresh,
+        "refresh",
+        ["r"],
+        "refresh now",
+        false,
+        Global,
+        true
+    ),
+    spec!(
+        Freeze,
+        "freeze",
+        ["f"],
+        "freeze auto-refresh",
+        false,
+        Global,
+        false
+    ),
+    spec!(
+        CommandLine,
+        "command",
+        [":"],
+        "command line (:help lists)",
+        false,
+        Global,
+        false
+    ),
+    spec!(
+        Export,
+        "export",
+        ["ctrl-s"],
+        "export view (CSV/JSON)",
+        false,
+        Global,
+        false
+    ),
+    spec!(
+        NextTab,
+        "next_tab",
+        ["tab"],
+        "next tab",
+        false,
+        Global,
+        false
+    ),
+    spec!(
+        PrevTab,
+        "prev_tab",
+        ["backtab"],
+        "previous tab",
+        false,
+        Global,
+        false
+    ),
+    spec!(
+        TabTables,
+        "tab_tables",
+        ["1"],
+        "Tables tab",
+        false,
+        Global,
+        false
+    ),
+    spec!(
+        TabPartitions,
+        "tab_partitions",
+        ["2"],
+        "Partitions tab",
+        false,
+        Global,
+        false
+    ),
+    spec!(
+        TabSnapshots,
+        "tab_snapshots",
+        ["3"],
+        "Snapshots tab",
+        false,
+        Global,
+        false
+    ),
+    spec!(TabDags, "tab_dags", ["4"], "DAGs tab", false, Global, false),
+    spec!(Down, "down", ["j", "down"], "down", false, Global, false),
+    spec!(Up, "up", ["k", "up"], "up", false, Global, false),
+    spec!(
+        PageDown,
+        "page_down",
+        ["pagedown"],
+        "page down",
+        false,
+        Global,
+        false
+    ),
+    spec!(
+        PageUp,
+        "page_up",
+        ["pageup"],
+        "page up",
+        false,
+        Global,
+        false
+    ),
+    spec!(
+        HalfDown,
+        "half_down",
+        ["ctrl-d"],
+        "half page down",
+        false,
+        Global,
+        false
+    ),
+    spec!(
+        HalfUp,
+        "half_up",
+        ["ctrl-u"],
+        "half page up",
+        false,
+        Global,
+        false
+    ),
+    spec!(Top, "top", ["g", "home"], "first row", false, Global, false),
+    spec!(
+        Bottom,
+        "bottom",
+        ["G", "end"],
+        "last row",
+        false,
+        Global,
+        false
+    ),
+    spec!(Enter, "enter", ["enter"], "drill down", false, Global, true),
+    spec!(Back, "back", ["esc"], "back / clear", false, Global, false),
+    spec!(Info, "info", ["i"], "health breakdown", false, Tables, true),
+    spec!(Mark, "mark", ["space"], "mark row", false, Partitions, true),
+    spec!(
+        ClearMarks,
+        "clear_marks",
+        ["ctrl-\\"],
+        "clear marks",
+        false,
+        Partitions,
+        false
+    ),
+    spec!(
+        Optimize,
+        "optimize",
+        ["o"],
+        "optimize marked/selected",
+        true,
+        Lake,
+        true
+    ),
+    spec!(
+        ExpireSnapshots,
+        "expire_snapshots",
+        ["x"],
+        "expire snapshots",
+        true,
+        Lake,
+        false
+    ),
+    spec!(
+        RemoveOrphans,
+        "remove_orphan_files",
+        ["R"],
+        "remove orphan files",
+        true,
+        Lake,
+        false
+    ),
+    spec!(
+        OptimizeManifests,
+        "optimize_manifests",
+        ["M"],
+        "optimize manifests",
+        true,
+        Lake,
+        false
+    ),
+    spec!(
+        TriggerDag,
+        "trigger_dag",
+        ["t"],
+        "trigger DAG run",
+        true,
+        Dags,
+        true
+    ),
+    spec!(
+        ClearRun,
+        "clear_run",
+        ["C"],
+        "clear failed run",
+        true,
+        Dags,
+        true
+    ),
+    spec!(
+        PauseDag,
+        "pause_dag",
+        ["p"],
+        "pause/unpause DAG",
+        true,
+        Dags,
+        true
+    ),
+    spec!(
+        Cancel,
+        "cancel",
+        ["c"],
+        "cancel running maintenance",
+        false,
+        Global,
+        false
+    ),
+    spec!(
+        Queue,
+        "queue",
+        ["Q"],
+        "maintenance queue",
+        false,
+        Global,
+        false
+    ),
+];
+
+pub fn spec(cmd: Command) -> &'static Spec {
+    SPECS
+        .iter()
+        .find(|s| s.command == cmd)
+        .expect("every command has a spec")
+}
+
+/// A key as the keymap knows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Key {
+    pub code: KeyCodeOrd,
+    pub ctrl: bool,
+    pub alt: bool,
+}
+
+/// `KeyCode` subset with a total order (for maps).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum KeyCodeOrd {
+    Char(char),
+    F(u8),
+    Enter,
+    Esc,
+    Tab,
+    BackTab,
+    Backspace,
+    Up,
+    Down,
+    Left,
+    Right,
+    PageUp,
+    PageDown,
+    Home,
+    End,
+    Insert,
+    Delete,
+}
+
+impl Key {
+    pub fn from_event(ev: &KeyEvent) -> Option<Key> {
+        let code = match ev.code {
+            KeyCode::Char(c) => KeyCodeOrd::Char(c),
+            KeyCode::F(n) => KeyCodeOrd::F(n),
+            KeyCode::Enter => KeyCodeOrd::Enter,
+            KeyCode::Esc => KeyCodeOrd::Esc,
+            KeyCode::Tab => KeyCodeOrd::Tab,
+            KeyCode::BackTab => KeyCodeOrd::BackTab,
+            KeyCode::Backspace => KeyCodeOrd::Backspace,
+            KeyCode::Up => KeyCodeOrd::Up,
+            KeyCode::Down => KeyCodeOrd::Down,
+            KeyCode::Left => KeyCodeOrd::Left,
+            KeyCode::Right => KeyCodeOrd::Right,
+            KeyCode::PageUp => KeyCodeOrd::PageUp,
+            KeyCode::PageDown => KeyCodeOrd::PageDown,
+            KeyCode::Home => KeyCodeOrd::Home,
+            KeyCode::End => KeyCodeOrd::End,
+            KeyCode::Insert => KeyCodeOrd::Insert,
+            KeyCode::Delete => KeyCodeOrd::Delete,
+            _ => return None,
+        };
+        let ctrl = ev.modifiers.contains(KeyModifiers::CONTROL);
+        let alt = ev.modifiers.contains(KeyModifiers::ALT);
+        // Terminals report ctrl-\ as ctrl-4 in some modes and as FS (0x1c) in others.
+        let code = match code {
+            KeyCodeOrd::Char('4') if ctrl => KeyCodeOrd::Char('\\'),
+            KeyCodeOrd::Char('\u{1c}') => {
+                return Some(Key {
+                    code: KeyCodeOrd::Char('\\'),
+                    ctrl: true,
+                    alt,
+                });
+            }
+            c => c,
+        };
+        Some(Key { code, ctrl, alt })
+    }
+
+    /// Parse `q`, `G`, `ctrl-s`, `<Ctrl-d>`, `shift-tab`, `alt-x`, `enter`, `space`, `F5`.
+    pub fn parse(text: &str) -> Result<Key, String> {
+        let bad = || format!("invalid key {text:?}");
+        let t = text.trim();
+        let t = t
+            .strip_prefix('<')
+            .and_then(|x| x.strip_suffix('>'))
+            .unwrap_or(t);
+        if t.is_empty() {
+            return Err(bad());
+        }
+        let (mut ctrl, mut alt, mut shift) = (false, false, false);
+        let mut rest = t;
+        // Modifiers are `word-` prefixes; a lone `-` is the minus key.
+        while let Some(pos) = rest.find('-') {
+            if pos == 0 || rest.len() == 1 {
+                break;
+            }
+            let (m, tail) = rest.split_at(pos);
+            match m.to_ascii_lowercase().as_str() {
+                "ctrl" | "c" | "control" => ctrl = true,
+                "alt" | "a" | "m" | "meta" => alt = true,
+                "shift" | "s" => shift = true,
+                _ => return Err(bad()),
+            }
+            rest = &tail[1..];
+            if rest.is_empty() {
+                return Err(bad());
+            }
+        }
+        let lower = rest.to_ascii_lowercase();
+        let code = match lower.as_str() {
+            "enter" | "return" | "cr" => KeyCodeOrd::Enter,
+            "esc" | "escape" => KeyCodeOrd::Esc,
+            "tab" if shift => KeyCodeOrd::BackTab,
+            "tab" => KeyCodeOrd::Tab,
+            "backtab" => KeyCodeOrd::BackTab,
+            "backspace" | "bs" => KeyCodeOrd::Backspace,
+            "space" => KeyCodeOrd::Char(' '),
+            "up" => KeyCodeOrd::Up,
+            "down" => KeyCodeOrd::Down,
+            "left" => KeyCodeOrd::Left,
+            "right" => KeyCodeOrd::Right,
+            "pageup" | "pgup" => KeyCodeOrd::PageUp,
+            "pagedown" | "pgdn" | "pgdown" => KeyCodeOrd::PageDown,
+            "home" => KeyCodeOrd::Home,
+            "end" => KeyCodeOrd::End,
+            "insert" | "ins" => KeyCodeOrd::Insert,
+            "delete" | "del" => KeyCodeOrd::Delete,
+            f if f.len() >= 2
+                && f.starts_with('f')
+                && f[1..].chars().all(|c| c.is_ascii_digit()) =>
+            {
+                let n: u8 = f[1..].parse().map_err(|_| bad())?;
+                if !(1..=12).contains(&n) {
+                    return Err(bad());
+                }
+                KeyCodeOrd::F(n)
+            }
+            _ => {
+                let mut chars = rest.chars();
+                let c = chars.next().ok_or_else(bad)?;
+                if chars.next().is_some() {
+                    return Err(bad());
+                }
+                let c = if shift && c.is_ascii_lowercase() {
+                    c.to_ascii_uppercase()
+                } else {
+                    c
+                };
+                let c = if ctrl { c.to_ascii_lowercase() } else { c };
+                KeyCodeOrd::Char(c)
+            }
+        };
+        Ok(Key { code, ctrl, alt })
+    }
+}
+
+impl fmt::Display for Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.ctrl {
+            f.write_str("ctrl-")?;
+        }
+        if self.alt {
+            f.write_str("alt-")?;
+        }
+        match self.code {
+            KeyCodeOrd::Char(' ') => f.write_str("space"),
+            KeyCodeOrd::Char(c) => write!(f, "{c}"),
+            KeyCodeOrd::F(n) => write!(f, "F{n}"),
+            KeyCodeOrd::Enter => f.write_str("enter"),
+            KeyCodeOrd::Esc => f.write_str("esc"),
+            KeyCodeOrd::Tab => f.write_str("tab"),
+            KeyCodeOrd::BackTab => f.write_str("shift-tab"),
+            KeyCodeOrd::Backspace => f.write_str("backspace"),
+            KeyCodeOrd::Up => f.write_str("↑"),
+            KeyCodeOrd::Down => f.write_str("↓"),
+            KeyCodeOrd::Left => f.write_str("←"),
+            KeyCodeOrd::Right => f.write_str("→"),
+            KeyCodeOrd::PageUp => f.write_str("pgup"),
+            KeyCodeOrd::PageDown => f.write_str("pgdn"),
+            KeyCodeOrd::Home => f.write_str("home"),
+            KeyCodeOrd::End => f.write_str("end"),
+            KeyCodeOrd::Insert => f.write_str("ins"),
+            KeyCodeOrd::Delete => f.write_str("del"),
+        }
+    }
+}
+
+/// A key binding in `[keys]`: one key string or several.
+#[derive(Debug, Deserialize, Clone, PartialEq, Eq)]
+#[serde(untagged)]
+pub enum KeySpec {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl KeySpec {
+    pub fn keys(&self) -> Vec<String> {
+        match self {
+            KeySpec::One(k) => vec![k.clone()],
+            KeySpec::Many(v) => v.clone(),
+        }
+    }
+}
+
+/// Resolved bindings: key → command, and command → its keys (in the order written).
+#[derive(Clone, Debug, Default)]
+pub struct Bindings {
+    pub by_key: BTreeMap<Key, Command>,
+    pub by_command: BTreeMap<Command, Vec<Key>>,
+}
+
+/// Resolve `[keys]` overrides (command name → key or keys) over the defaults: an unknown
+/// command, a key that does not parse or a key bound to two commands is an error.
+pub fn bind(overrides: &BTreeMap<String, KeySpec>) -> Result<Bindings, String> {
+    let mut by_command: BTreeMap<Command, Vec<Key>> = BTreeMap::new();
+    for s in SPECS {
+        let keys = s
+            .keys
+            .iter()
+            .map(|k| Key::parse(k).expect("default keys parse"))
+            .collect();
+        by_command.insert(s.command, keys);
+    }
+    for (name, spec) in overrides {
+        let s = SPECS.iter().find(|s| s.name == name).ok_or_else(|| {
+            format!(
+                "unknown command {name:?} (known: {})",
+                SPECS.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")
+            )
+        })?;
+        let mut keys = Vec::new();
+        for k in spec.keys() {
+            keys.push(Key::parse(&k).map_err(|e| format!("{e} for {name}"))?);
+        }
+        by_command.insert(s.command, keys);
+    }
+    let mut by_key = BTreeMap::new();
+    for (cmd, keys) in &by_command {
+        for k in keys {
+            if let Some(prev) = by_key.insert(*k, *cmd)
+                && prev != *cmd
+            {
+                return Err(format!(
+                    "key {k} is bound to both {} and {}",
+                    spec(prev).name,
+                    spec(*cmd).name
+                ));
+            }
+        }
+    }
+    Ok(Bindings { by_key, by_command })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_key_strings() {
+        assert_eq!(
+            Key::parse("q").unwrap(),
+            Key {
+                code: KeyCodeOrd::Char('q'),
+                ctrl: false,
+                alt: false
+            }
+        );
+        assert_eq!(
+            Key::parse("ctrl-s").unwrap(),
+            Key {
+                code: KeyCodeOrd::Char('s'),
+                ctrl: true,
+                alt: false
+            }
+        );
+        assert_eq!(
+            Key::parse("<Ctrl-d>").unwrap(),
+            Key::parse("ctrl-d").unwrap()
+        );
+        assert_eq!(Key::parse("shift-tab").unwrap().code, KeyCodeOrd::BackTab);
+        assert_eq!(Key::parse("F5").unwrap().code, KeyCodeOrd::F(5));
+        assert_eq!(Key::parse("space").unwrap().code, KeyCodeOrd::Char(' '));
+        assert_eq!(Key::parse("-").unwrap().code, KeyCodeOrd::Char('-'));
+        assert_eq!(Key::parse("ctrl-\\").unwrap().code, KeyCodeOrd::Char('\\'));
+        assert_eq!(Key::parse("shift-g").unwrap().code, KeyCodeOrd::Char('G'));
+        for bad in ["", "ctrl-bogus-key", "hyper-x", "F13", "ctrl-", "qq"] {
+            assert!(Key::parse(bad).is_err(), "{bad:?} should not parse");
+        }
+    }
+}

@@ -1,0 +1,158 @@
+//! Resolved settings: what the rest of floe reads once the layers are merged.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use secrecy::SecretString;
+use url::Url;
+
+use super::file::AirflowApi;
+use super::keys::KeySpec;
+use super::units::Dur;
+use crate::health::HealthConfig;
+
+#[derive(Clone)]
+pub enum Auth {
+    None,
+    Basic { password: SecretString },
+    Bearer { token: SecretString },
+}
+
+impl fmt::Debug for Auth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Auth::None => "none",
+            Auth::Basic { .. } => "basic(***)",
+            Auth::Bearer { .. } => "bearer(***)",
+        })
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct TlsSettings {
+    pub ca_file: Option<PathBuf>,
+    pub insecure_skip_verify: bool,
+}
+
+#[derive(Clone, Debug)]
+pub struct TrinoSettings {
+    pub url: Url,
+    pub user: String,
+    pub catalog: String,
+    pub schemas: Vec<String>,
+    pub tables: Vec<String>,
+    pub auth: Auth,
+    pub tls: TlsSettings,
+    pub session: BTreeMap<String, String>,
+    pub source: String,
+    pub client_tags: Vec<String>,
+}
+
+#[derive(Clone, Debug)]
+pub struct AirflowSettings {
+    pub url: Url,
+    pub user: Option<String>,
+    pub password: Option<SecretString>,
+    pub token: Option<SecretString>,
+    pub api: AirflowApi,
+    pub tls: TlsSettings,
+    pub dag_tags: Vec<String>,
+    pub dag_ids: Vec<String>,
+    pub runs: usize,
+    pub test_connections: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MaintenanceMapping {
+    /// `catalog.schema.table`
+    pub table: String,
+    pub dag_id: String,
+    pub interval: Option<Duration>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Settings {
+    pub profile: String,
+    pub file: Option<PathBuf>,
+    pub trino: TrinoSettings,
+    pub airflow: Option<AirflowSettings>,
+    pub readonly: bool,
+    pub refresh: Duration,
+    pub max_concurrent_queries: usize,
+    pub query_timeout: Duration,
+    pub health: HealthConfig,
+    pub maintenance: Vec<MaintenanceMapping>,
+    pub keys: BTreeMap<String, KeySpec>,
+    pub audit_log: PathBuf,
+    pub export_dir: PathBuf,
+    pub log_dir: PathBuf,
+    pub mouse: bool,
+    /// Every profile the file defines (for `:profile NAME`).
+    pub profiles: Vec<String>,
+}
+
+pub const MIN_REFRESH: Duration = Duration::from_secs(5);
+
+/// What the command line says (every field optional; flags win over everything).
+#[derive(Clone, Debug, Default)]
+pub struct Overrides {
+    pub config: Option<PathBuf>,
+    pub profile: Option<String>,
+    pub trino: Option<String>,
+    pub user: Option<String>,
+    pub catalog: Option<String>,
+    pub schemas: Vec<String>,
+    pub tables: Vec<String>,
+    pub airflow: Option<String>,
+    pub airflow_user: Option<String>,
+    pub readonly: bool,
+    pub refresh: Option<Dur>,
+    pub ca_file: Option<PathBuf>,
+    pub insecure_skip_verify: bool,
+}
+
+/// Where floe keeps things, following XDG (`directories`).
+#[derive(Clone, Debug)]
+pub struct Dirs {
+    pub config: PathBuf,
+    pub state: PathBuf,
+    pub data: PathBuf,
+}
+
+impl Dirs {
+    pub fn from_env(env: &dyn Fn(&str) -> Option<String>) -> Dirs {
+        let home = env("HOME")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("."));
+        let xdg = |var: &str, fallback: &str| {
+            env(var)
+                .filter(|v| !v.is_empty() && Path::new(v).is_absolute())
+                .map(PathBuf::from)
+                .unwrap_or_else(|| home.join(fallback))
+                .join("floe")
+        };
+        Dirs {
+            config: xdg("XDG_CONFIG_HOME", ".config"),
+            state: xdg("XDG_STATE_HOME", ".local/state"),
+            data: xdg("XDG_DATA_HOME", ".local/share"),
+        }
+    }
+
+    /// The real process environment (through `directories` when XDG vars are unset).
+    pub fn system() -> Dirs {
+        let env = |k: &str| std::env::var(k).ok();
+        let mut d = Dirs::from_env(&env);
+        if std::env::var_os("XDG_CONFIG_HOME").is_none()
+            && let Some(p) = directories::ProjectDirs::from("", "", "floe")
+        {
+            d.config = p.config_dir().to_path_buf();
+            d.data = p.data_dir().to_path_buf();
+            if let Some(s) = p.state_dir() {
+                d.state = s.to_path_buf();
+            }
+        }
+        d
+    }
+}

@@ -1,0 +1,69 @@
+//! The JSON report (`floe check --format json`).
+
+use chrono::SecondsFormat;
+use serde::Serialize;
+
+use super::record::{TableRecord, timestamp};
+use super::{AirflowInfo, Report, TrinoInfo};
+use crate::health::{Finding, Severity};
+
+impl Report {
+    pub(super) fn json(&self) -> String {
+        #[derive(Serialize)]
+        struct J<'a> {
+            status: Severity,
+            summary: String,
+            generated_at: String,
+            profile: &'a str,
+            trino: &'a TrinoInfo,
+            airflow: &'a Option<AirflowInfo>,
+            error: &'a Option<String>,
+            tables: Vec<serde_json::Value>,
+            dags: Vec<serde_json::Value>,
+            findings: &'a [Finding],
+        }
+        let tables = self
+            .sorted_tables()
+            .into_iter()
+            .map(|t| {
+                serde_json::to_value(TableRecord::from_report(t, self.generated_at))
+                    .expect("table record serializes")
+            })
+            .collect();
+        let dags = self
+            .dags
+            .iter()
+            .map(|d| {
+                serde_json::json!({
+                    "dag_id": d.facts.dag_id,
+                    "status": d.health.status,
+                    "paused": d.facts.paused,
+                    "last_run_state": d.facts.last_run_state,
+                    "last_run_at": timestamp(d.facts.last_run_at),
+                    "last_success_at": timestamp(d.facts.last_success_at),
+                    "failed_runs": d.facts.failed_runs,
+                    "failing_task": d.facts.failing_task,
+                    "error_line": d.facts.error_line,
+                    "import_error": d.facts.import_error,
+                    "tables": d.tables,
+                    "findings": d.health.findings,
+                })
+            })
+            .collect();
+        let j = J {
+            status: self.status(),
+            summary: self.summary_line(),
+            generated_at: self.generated_at.to_rfc3339_opts(SecondsFormat::Secs, true),
+            profile: &self.profile,
+            trino: &self.trino,
+            airflow: &self.airflow,
+            error: &self.fatal,
+            tables,
+            dags,
+            findings: &self.findings,
+        };
+        let mut s = serde_json::to_string_pretty(&j).expect("report serializes");
+        s.push('\n');
+        s
+    }
+}
