@@ -89,6 +89,27 @@ pub fn csv_cell(s: &str) -> Cow<'_, str> {
     }
 }
 
+/// Serialised JSON with every unsafe character that serde leaves raw (DEL, C1 controls,
+/// bidi controls) written as a `\uXXXX` escape: the same JSON value, inert on a terminal.
+/// Such characters can only stand inside string literals, where the escape is valid.
+pub fn json_escape_unsafe(json: &str) -> String {
+    if is_inert(json) {
+        return json.to_string();
+    }
+    let mut out = String::with_capacity(json.len() + 16);
+    for c in json.chars() {
+        if is_unsafe(c) {
+            let mut buf = [0u16; 2];
+            for unit in c.encode_utf16(&mut buf) {
+                let _ = write!(out, "\\u{unit:04x}");
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// True when `s` holds no byte a terminal would act on (what every output test asserts).
 pub fn is_inert(s: &str) -> bool {
     !s.chars().any(is_unsafe)
