@@ -4,28 +4,25 @@
 //! sent as Bearer, renewed once on 401) and `/api/v1` (Airflow 2; HTTP basic auth). A static
 //! bearer token (managed deployments) works with either. GETs are retried on 502/503/504,
 //! 429 and transport failures; writes only when the connection was never made.
+//!
+//! The endpoints live in `endpoints/` (one module per resource), the login in `auth`, server
+//! detection in `detect`; this module holds the handle and the plumbing they share: URLs,
+//! listings, authenticated calls and the retry policy.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use reqwest::{Method, RequestBuilder, StatusCode};
-use secrecy::{ExposeSecret, SecretString};
+use reqwest::{Method, StatusCode};
 use serde::de::DeserializeOwned;
-use serde_json::{Value, json};
-use tokio::time::Instant;
+use serde_json::Value;
 use url::Url;
 
-use super::error::AirflowError;
-use super::facts::{TaskFailure, dag_facts, failing_task, import_error_for, latest_failed};
-use super::log::{TaskLog, parse_v1, parse_v2};
-use super::model::{
-    AirflowHealth, ApiVersion, ClearOutcome, ClearScope, ClearedTask, Connection, ConnectionTest,
-    Dag, DagImportError, DagRun, ServerVersion, TaskInstance, WireConnection, WireDag,
-    WireImportError, WireRun, WireTaskInstance, WireTaskRef, major_of,
-};
-use crate::config::{AirflowApi, AirflowSettings, TlsSettings};
-use crate::health::DagFacts;
-use crate::net::{Transport, error_chain, http_client, retry_after, transport_kind};
+use super::auth::AuthMode;
+use super::detect::detect;
+use super::error::{AirflowError, body_message};
+use super::model::{ApiVersion, ServerVersion};
+use crate::config::{AirflowSettings, TlsSettings};
+use crate::net::{self, Idempotency, Mutations, Reply, http_client};
 
 /// Never follow more pages than this in one listing (a server that ignores `offset`).
 const MAX_PAGES: usize = 500;
@@ -37,6 +34,14 @@ pub struct RetryPolicy {
     pub max_backoff: Duration,
     /// How long one request may keep retrying.
     pub max_retry_time: Duration,
+}
+
+impl RetryPolicy {
+    /// The retry loop's policy: a write is sent again only when the connection was refused.
+    pub fn policy(&self) -> net::Policy {
+        let (first, max, time) = (self.initial_backoff, self.max_backoff, self.max_retry_time);
+        net::Policy::new(first, max, time, Mutations::RefusedOnly)
+    }
 }
 
 impl Default for RetryPolicy {
@@ -72,61 +77,24 @@ impl Default for ClientOptions {
     }
 }
 
-enum AuthMode {
-    None,
-    Basic {
-        user: String,
-        password: SecretString,
-    },
-    /// A token from the settings: nothing to renew.
-    Static {
-        token: SecretString,
-    },
-    /// v2 login: the token is renewed with the same credentials when the server refuses it.
-    Jwt {
-        user: String,
-        password: SecretString,
-        state: Mutex<TokenState>,
-        login_lock: tokio::sync::Mutex<()>,
-    },
-}
-
-#[derive(Default)]
-struct TokenState {
-    token: Option<SecretString>,
-    /// Bumped by every login, so concurrent 401s log in once.
-    generation: u64,
-}
-
-impl AuthMode {
-    fn kind(&self) -> &'static str {
-        match self {
-            AuthMode::None => "none",
-            AuthMode::Basic { .. } => "basic",
-            AuthMode::Static { .. } => "bearer",
-            AuthMode::Jwt { .. } => "jwt",
-        }
-    }
-}
-
-struct Inner {
+pub(super) struct Inner {
     http: reqwest::Client,
     /// The base URL, ending in `/`.
-    base: Url,
-    api: ApiVersion,
+    pub(super) base: Url,
+    pub(super) api: ApiVersion,
     version: ServerVersion,
-    auth: AuthMode,
+    pub(super) auth: AuthMode,
     retry: RetryPolicy,
     page_size: usize,
-    runs_window: usize,
-    dag_tags: Vec<String>,
-    dag_ids: Vec<String>,
+    pub(super) runs_window: usize,
+    pub(super) dag_tags: Vec<String>,
+    pub(super) dag_ids: Vec<String>,
 }
 
 /// A cheap-to-clone handle on one Airflow server; clones share the HTTP pool and the token.
 #[derive(Clone)]
 pub struct AirflowClient {
-    inner: Arc<Inner>,
+    pub(super) inner: Arc<Inner>,
 }
 
 impl std::fmt::Debug for AirflowClient {
@@ -140,15 +108,8 @@ impl std::fmt::Debug for AirflowClient {
     }
 }
 
-/// A response: status, body, and how many attempts it took.
-struct Reply {
-    status: StatusCode,
-    text: String,
-    attempts: u32,
-}
-
 #[derive(Clone, Copy)]
-enum Payload<'a> {
+pub(super) enum Payload<'a> {
     None,
     Json(&'a Value),
 }
@@ -167,7 +128,7 @@ pub fn encode_segment(s: &str) -> String {
     out
 }
 
-fn with_slash(url: &Url) -> Url {
+pub(super) fn with_slash(url: &Url) -> Url {
     let mut u = url.clone();
     u.set_query(None);
     u.set_fragment(None);
@@ -178,7 +139,7 @@ fn with_slash(url: &Url) -> Url {
     u
 }
 
-fn join(base: &Url, rel: &str) -> Result<Url, AirflowError> {
+pub(super) fn join(base: &Url, rel: &str) -> Result<Url, AirflowError> {
     base.join(rel)
         .map_err(|e| AirflowError::Config(format!("bad Airflow URL {base}{rel}: {e}")))
 }
@@ -198,25 +159,7 @@ impl AirflowClient {
         let http = build_http(&settings.tls, &opts)?;
         let base = with_slash(&settings.url);
         let (api, version) = detect(&http, &base, settings, &opts.retry).await?;
-        let user = settings.user.clone().filter(|u| !u.is_empty());
-        let auth = match (&settings.token, &user, &settings.password) {
-            (Some(token), _, _) => AuthMode::Static {
-                token: token.clone(),
-            },
-            (None, Some(user), Some(password)) => match api {
-                ApiVersion::V2 => AuthMode::Jwt {
-                    user: user.clone(),
-                    password: password.clone(),
-                    state: Mutex::new(TokenState::default()),
-                    login_lock: tokio::sync::Mutex::new(()),
-                },
-                ApiVersion::V1 => AuthMode::Basic {
-                    user: user.clone(),
-                    password: password.clone(),
-                },
-            },
-            _ => AuthMode::None,
-        };
+        let auth = AuthMode::from_settings(settings, api);
         let client = AirflowClient {
             inner: Arc::new(Inner {
                 http,
@@ -264,404 +207,12 @@ impl AirflowClient {
         &self.inner.base
     }
 
-    /// Drop the session token so the next call logs in again (v2 login only; e.g. after a
-    /// password rotation). Other modes are unaffected.
-    pub fn forget_token(&self) {
-        if let AuthMode::Jwt { state, .. } = &self.inner.auth
-            && let Ok(mut s) = state.lock()
-        {
-            s.token = None;
-        }
-    }
-
-    /// Replace the session token (v2 login only). For tests that check renewal against a
-    /// server: a token the server refuses is renewed once with the configured credentials.
-    #[doc(hidden)]
-    pub fn set_session_token(&self, token: SecretString) {
-        if let AuthMode::Jwt { state, .. } = &self.inner.auth
-            && let Ok(mut s) = state.lock()
-        {
-            s.token = Some(token);
-        }
-    }
-
-    // -----------------------------------------------------------------------------------
-    // Reads
-    // -----------------------------------------------------------------------------------
-
-    /// `GET …/version`.
-    pub async fn version(&self) -> Result<ServerVersion, AirflowError> {
-        let url = self.url(&["version"], &[])?;
-        self.get_json(&url).await
-    }
-
-    /// `GET /api/v2/monitor/health` or `/api/v1/health`.
-    pub async fn health(&self) -> Result<AirflowHealth, AirflowError> {
-        let url = match self.inner.api {
-            ApiVersion::V2 => self.url(&["monitor", "health"], &[])?,
-            ApiVersion::V1 => self.url(&["health"], &[])?,
-        };
-        let v: Value = self.get_json(&url).await?;
-        if !v.is_object() {
-            return Err(AirflowError::Malformed {
-                url: url.to_string(),
-                message: "the health document is not an object".into(),
-            });
-        }
-        Ok(AirflowHealth::from_value(&v))
-    }
-
-    /// DAGs carrying any of `tags` (OR) plus those named in `ids`; every DAG when both are
-    /// empty. Sorted by id. An id the server does not know is left out.
-    pub async fn dags(&self, tags: &[String], ids: &[String]) -> Result<Vec<Dag>, AirflowError> {
-        let mut out: Vec<Dag> = Vec::new();
-        if !tags.is_empty() || ids.is_empty() {
-            let mut q: Vec<(&str, String)> = tags.iter().map(|t| ("tags", t.clone())).collect();
-            if !tags.is_empty() && self.inner.api == ApiVersion::V2 {
-                q.push(("tags_match_mode", "any".into()));
-            }
-            let wire: Vec<WireDag> = self.list(&["dags"], &q, "dags", None).await?;
-            out.extend(wire.into_iter().map(Dag::from));
-        }
-        for id in ids {
-            if out.iter().any(|d| &d.dag_id == id) {
-                continue;
-            }
-            match self.dag(id).await {
-                Ok(d) => out.push(d),
-                Err(e) if e.is_not_found() => {
-                    tracing::warn!(dag_id = %id, "configured DAG not found on the Airflow server");
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        out.sort_by(|a, b| a.dag_id.cmp(&b.dag_id));
-        out.dedup_by(|a, b| a.dag_id == b.dag_id);
-        Ok(out)
-    }
-
-    /// The DAGs the settings name: `dag_tags` (OR) plus `dag_ids`.
-    pub async fn configured_dags(&self) -> Result<Vec<Dag>, AirflowError> {
-        self.dags(&self.inner.dag_tags, &self.inner.dag_ids).await
-    }
-
-    /// `GET …/dags/{dag_id}`.
-    pub async fn dag(&self, dag_id: &str) -> Result<Dag, AirflowError> {
-        let url = self.url(&["dags", dag_id], &[])?;
-        let w: WireDag = self.get_json(&url).await?;
-        Ok(Dag::from(w))
-    }
-
-    /// The newest `limit` runs of a DAG, newest first (`order_by=-run_after` on v2,
-    /// `-execution_date` on v1).
-    pub async fn runs(&self, dag_id: &str, limit: usize) -> Result<Vec<DagRun>, AirflowError> {
-        let order = match self.inner.api {
-            ApiVersion::V2 => "-run_after",
-            ApiVersion::V1 => "-execution_date",
-        };
-        let wire: Vec<WireRun> = self
-            .list(
-                &["dags", dag_id, "dagRuns"],
-                &[("order_by", order.into())],
-                "dag_runs",
-                Some(limit.max(1)),
-            )
-            .await?;
-        Ok(wire.into_iter().map(DagRun::from).collect())
-    }
-
-    /// `GET …/dags/{dag_id}/dagRuns/{run_id}`.
-    pub async fn run(&self, dag_id: &str, run_id: &str) -> Result<DagRun, AirflowError> {
-        let url = self.url(&["dags", dag_id, "dagRuns", run_id], &[])?;
-        let w: WireRun = self.get_json(&url).await?;
-        Ok(DagRun::from(w))
-    }
-
-    /// The task instances of a run.
-    pub async fn task_instances(
-        &self,
-        dag_id: &str,
-        run_id: &str,
-    ) -> Result<Vec<TaskInstance>, AirflowError> {
-        let wire: Vec<WireTaskInstance> = self
-            .list(
-                &["dags", dag_id, "dagRuns", run_id, "taskInstances"],
-                &[],
-                "task_instances",
-                None,
-            )
-            .await?;
-        Ok(wire.into_iter().map(TaskInstance::from).collect())
-    }
-
-    /// The whole log of one try: v2 as JSON (rendering `event` and `error_detail`), v1 as
-    /// `text/plain`. A try that does not exist is a 404 on v2; v1 answers 200 with a
-    /// "Could not read served logs" text.
-    pub async fn task_log(
-        &self,
-        dag_id: &str,
-        run_id: &str,
-        task_id: &str,
-        try_number: u32,
-    ) -> Result<TaskLog, AirflowError> {
-        let try_text = try_number.to_string();
-        let url = self.url(
-            &[
-                "dags",
-                dag_id,
-                "dagRuns",
-                run_id,
-                "taskInstances",
-                task_id,
-                "logs",
-                &try_text,
-            ],
-            &[("full_content", "true".into())],
-        )?;
-        match self.inner.api {
-            ApiVersion::V2 => {
-                let v: Value = self.get_json(&url).await?;
-                if !v.is_object() && !v.is_array() {
-                    return Err(AirflowError::Malformed {
-                        url: url.to_string(),
-                        message: "the log document is neither an object nor a list".into(),
-                    });
-                }
-                Ok(parse_v2(&v))
-            }
-            ApiVersion::V1 => {
-                let r = self
-                    .call(Method::GET, &url, Payload::None, "text/plain")
-                    .await?;
-                Ok(parse_v1(&r.text))
-            }
-        }
-    }
-
-    /// Files the DAG processor could not import.
-    pub async fn import_errors(&self) -> Result<Vec<DagImportError>, AirflowError> {
-        let wire: Vec<WireImportError> = self
-            .list(&["importErrors"], &[], "import_errors", None)
-            .await?;
-        Ok(wire.into_iter().map(DagImportError::from).collect())
-    }
-
-    /// Every connection (passwords are never read).
-    pub async fn connections(&self) -> Result<Vec<Connection>, AirflowError> {
-        let wire: Vec<WireConnection> = self
-            .list(&["connections"], &[], "connections", None)
-            .await?;
-        Ok(wire.into_iter().map(Connection::from).collect())
-    }
-
-    /// `POST …/connections/test` with the connection's fields. The server tests what it is
-    /// sent, not the stored connection, and never reveals stored passwords: a connection that
-    /// needs one fails the test. 403 (tests disabled by `[core] test_connection`, or not
-    /// permitted) is [`ConnectionTest::NotAllowed`], not an error.
-    pub async fn test_connection(&self, conn: &Connection) -> Result<ConnectionTest, AirflowError> {
-        let url = self.url(&["connections", "test"], &[])?;
-        let body = conn.test_body();
-        match self
-            .call(Method::POST, &url, Payload::Json(&body), JSON)
-            .await
-        {
-            Ok(r) => {
-                let v: Value = decode(&url, &r.text)?;
-                let message = v["message"].as_str().unwrap_or("").to_string();
-                match v["status"].as_bool() {
-                    Some(true) => Ok(ConnectionTest::Passed(message)),
-                    Some(false) => Ok(ConnectionTest::Failed(message)),
-                    None => Err(AirflowError::Malformed {
-                        url: url.to_string(),
-                        message: "no boolean status in the connection test result".into(),
-                    }),
-                }
-            }
-            Err(AirflowError::Auth {
-                status: 403,
-                message,
-                ..
-            }) => Ok(ConnectionTest::NotAllowed(format!(
-                "not allowed by the server{}",
-                if message.is_empty() {
-                    String::new()
-                } else {
-                    format!(": {message}")
-                }
-            ))),
-            Err(e) => Err(e),
-        }
-    }
-
-    // -----------------------------------------------------------------------------------
-    // Writes: they return what the server says; confirmation, read-only checks and the
-    // audit log are the caller's.
-    // -----------------------------------------------------------------------------------
-
-    /// Create a manual run now (`{"logical_date": null}` on v2, `{}` on v1). On a paused
-    /// DAG the run is created `queued` and waits for the DAG to be unpaused.
-    pub async fn trigger(&self, dag_id: &str) -> Result<DagRun, AirflowError> {
-        let url = self.url(&["dags", dag_id, "dagRuns"], &[])?;
-        let body = match self.inner.api {
-            ApiVersion::V2 => json!({"logical_date": null}),
-            ApiVersion::V1 => json!({}),
-        };
-        let r = self
-            .call(Method::POST, &url, Payload::Json(&body), JSON)
-            .await?;
-        let w: WireRun = decode(&url, &r.text)?;
-        Ok(DagRun::from(w))
-    }
-
-    /// Clear a run so its tasks run again (or, with `dry_run`, list what would be cleared).
-    /// v2 honours `only_failed`; v1's run-clear endpoint has no such option and clears every
-    /// task of the run, which the outcome's [`ClearScope::AllTasks`] says.
-    pub async fn clear_run(
-        &self,
-        dag_id: &str,
-        run_id: &str,
-        dry_run: bool,
-        only_failed: bool,
-    ) -> Result<ClearOutcome, AirflowError> {
-        let url = self.url(&["dags", dag_id, "dagRuns", run_id, "clear"], &[])?;
-        let (body, scope) = match self.inner.api {
-            ApiVersion::V2 => (
-                json!({"dry_run": dry_run, "only_failed": only_failed}),
-                if only_failed {
-                    ClearScope::OnlyFailed
-                } else {
-                    ClearScope::AllTasks
-                },
-            ),
-            ApiVersion::V1 => (json!({"dry_run": dry_run}), ClearScope::AllTasks),
-        };
-        let r = self
-            .call(Method::POST, &url, Payload::Json(&body), JSON)
-            .await?;
-        let mut v: Value = decode(&url, &r.text)?;
-        let mut outcome = ClearOutcome {
-            dry_run,
-            scope,
-            tasks: Vec::new(),
-            run: None,
-        };
-        if let Some(list) = v.get_mut("task_instances") {
-            let refs: Vec<WireTaskRef> =
-                serde_json::from_value(list.take()).map_err(|e| AirflowError::Malformed {
-                    url: url.to_string(),
-                    message: format!("task_instances: {e}"),
-                })?;
-            outcome.tasks = refs.into_iter().map(ClearedTask::from).collect();
-        } else if v.get("dag_run_id").is_some() {
-            let w: WireRun = serde_json::from_value(v).map_err(|e| AirflowError::Malformed {
-                url: url.to_string(),
-                message: format!("not a DAG run: {e}"),
-            })?;
-            outcome.run = Some(DagRun::from(w));
-        } else {
-            return Err(AirflowError::Malformed {
-                url: url.to_string(),
-                message: "neither task_instances nor a DAG run in the clear result".into(),
-            });
-        }
-        Ok(outcome)
-    }
-
-    /// Pause or unpause a DAG; returns the DAG as the server now has it.
-    pub async fn set_paused(&self, dag_id: &str, paused: bool) -> Result<Dag, AirflowError> {
-        let url = self.url(&["dags", dag_id], &[("update_mask", "is_paused".into())])?;
-        let body = json!({ "is_paused": paused });
-        let r = self
-            .call(Method::PATCH, &url, Payload::Json(&body), JSON)
-            .await?;
-        let w: WireDag = decode(&url, &r.text)?;
-        Ok(Dag::from(w))
-    }
-
-    // -----------------------------------------------------------------------------------
-    // Facts for the health rules
-    // -----------------------------------------------------------------------------------
-
-    /// The failing task of a failed run and the error line of its log. A log that cannot be
-    /// read leaves `error_line` empty rather than failing.
-    pub async fn failure(
-        &self,
-        dag_id: &str,
-        run_id: &str,
-    ) -> Result<Option<TaskFailure>, AirflowError> {
-        let tasks = self.task_instances(dag_id, run_id).await?;
-        let Some(t) = failing_task(&tasks) else {
-            return Ok(None);
-        };
-        let error_line = if t.try_number == 0 {
-            None
-        } else {
-            match self
-                .task_log(dag_id, run_id, &t.task_id, t.try_number)
-                .await
-            {
-                Ok(log) => log.error_line,
-                Err(e) => {
-                    tracing::warn!(dag_id, run_id, task_id = %t.task_id, error = %e, "cannot read the failing task's log");
-                    None
-                }
-            }
-        };
-        Ok(Some(TaskFailure {
-            run_id: run_id.to_string(),
-            task_id: t.task_id.clone(),
-            try_number: t.try_number,
-            error_line,
-        }))
-    }
-
-    /// Read what [`dag_facts`] needs for one DAG and build its facts: the runs in the window
-    /// (`settings.runs`), the failing task of the newest failed run and its error line, and
-    /// the DAG file's import error. Only the runs are required; the rest degrades to
-    /// "unknown" when it cannot be read. `default_interval` applies when the schedule says
-    /// nothing floe can read.
-    pub async fn fetch_facts(
-        &self,
-        dag: &Dag,
-        default_interval: Duration,
-    ) -> Result<DagFacts, AirflowError> {
-        let runs = self.runs(&dag.dag_id, self.inner.runs_window).await?;
-        let failure = match latest_failed(&runs) {
-            Some(run) => match self.failure(&dag.dag_id, &run.run_id).await {
-                Ok(f) => f,
-                Err(e) => {
-                    tracing::warn!(dag_id = %dag.dag_id, run_id = %run.run_id, error = %e, "cannot read the failed run's tasks");
-                    None
-                }
-            },
-            None => None,
-        };
-        let import_error = if dag.has_import_errors {
-            match self.import_errors().await {
-                Ok(errors) => import_error_for(dag, &errors).map(|e| e.summary()),
-                Err(e) => {
-                    tracing::warn!(dag_id = %dag.dag_id, error = %e, "cannot read import errors");
-                    None
-                }
-            }
-        } else {
-            None
-        };
-        Ok(dag_facts(
-            dag,
-            &runs,
-            failure.as_ref(),
-            import_error.as_deref(),
-            default_interval,
-        ))
-    }
-
-    // -----------------------------------------------------------------------------------
-    // Plumbing
-    // -----------------------------------------------------------------------------------
-
     /// `{base}/api/vN/{segments…}?{query}`, every segment percent-encoded.
-    fn url(&self, segments: &[&str], query: &[(&str, String)]) -> Result<Url, AirflowError> {
+    pub(super) fn url(
+        &self,
+        segments: &[&str],
+        query: &[(&str, String)],
+    ) -> Result<Url, AirflowError> {
         let mut rel = self.inner.api.prefix().to_string();
         for s in segments {
             rel.push('/');
@@ -677,13 +228,13 @@ impl AirflowClient {
         Ok(url)
     }
 
-    async fn get_json<T: DeserializeOwned>(&self, url: &Url) -> Result<T, AirflowError> {
+    pub(super) async fn get_json<T: DeserializeOwned>(&self, url: &Url) -> Result<T, AirflowError> {
         let r = self.call(Method::GET, url, Payload::None, JSON).await?;
         decode(url, &r.text)
     }
 
     /// A paginated collection `{"<key>": [...], "total_entries": n}`, up to `max` items.
-    async fn list<W: DeserializeOwned>(
+    pub(super) async fn list<W: DeserializeOwned>(
         &self,
         segments: &[&str],
         query: &[(&str, String)],
@@ -738,7 +289,7 @@ impl AirflowClient {
     /// One authenticated exchange: non-2xx answers become errors; a refused v2 session
     /// token (401, or 403 "Invalid JWT token" after a secret rotation) is renewed once and
     /// the request replayed.
-    async fn call(
+    pub(super) async fn call(
         &self,
         method: Method,
         url: &Url,
@@ -767,74 +318,10 @@ impl AirflowClient {
         }
     }
 
-    fn token_generation(&self) -> u64 {
-        match &self.inner.auth {
-            AuthMode::Jwt { state, .. } => state.lock().map(|s| s.generation).unwrap_or(0),
-            _ => 0,
-        }
-    }
-
-    fn authorize(&self, req: RequestBuilder) -> RequestBuilder {
-        match &self.inner.auth {
-            AuthMode::None => req,
-            AuthMode::Basic { user, password } => {
-                req.basic_auth(user, Some(password.expose_secret()))
-            }
-            AuthMode::Static { token } => req.bearer_auth(token.expose_secret()),
-            AuthMode::Jwt { state, .. } => {
-                let token = state.lock().ok().and_then(|s| s.token.clone());
-                match token {
-                    Some(t) => req.bearer_auth(t.expose_secret()),
-                    None => req,
-                }
-            }
-        }
-    }
-
-    /// `POST /auth/token` unless another task already renewed the token since `seen`.
-    async fn relogin(&self, seen: u64) -> Result<(), AirflowError> {
-        let AuthMode::Jwt {
-            user,
-            password,
-            state,
-            login_lock,
-        } = &self.inner.auth
-        else {
-            return Ok(());
-        };
-        let _one_at_a_time = login_lock.lock().await;
-        if state.lock().map(|s| s.generation).unwrap_or(0) != seen {
-            return Ok(());
-        }
-        let url = join(&self.inner.base, "auth/token")?;
-        let body = json!({"username": user, "password": password.expose_secret()});
-        let r = self
-            .exchange(Method::POST, &url, Payload::Json(&body), JSON, false)
-            .await?;
-        drop(body);
-        if !r.status.is_success() {
-            let message = body_message(&r.text);
-            return Err(status_error(&r, &url, message));
-        }
-        let v: Value = decode(&url, &r.text)?;
-        let Some(token) = v["access_token"].as_str().filter(|t| !t.is_empty()) else {
-            return Err(AirflowError::Malformed {
-                url: url.to_string(),
-                message: "no access_token in the login answer".into(),
-            });
-        };
-        if let Ok(mut s) = state.lock() {
-            s.token = Some(SecretString::from(token.to_string()));
-            s.generation += 1;
-        }
-        tracing::debug!(%url, "logged in to Airflow");
-        Ok(())
-    }
-
     /// One HTTP exchange with retries: GETs (and the login) through 502/503/504, 429 and
     /// transport failures; other writes only through connection failures, when nothing
     /// reached the server.
-    async fn exchange(
+    pub(super) async fn exchange(
         &self,
         method: Method,
         url: &Url,
@@ -842,8 +329,12 @@ impl AirflowClient {
         accept: &str,
         authorize: bool,
     ) -> Result<Reply, AirflowError> {
-        let replayable = method == Method::GET || !authorize;
-        send_with_retries(&self.inner.retry, url, replayable, || {
+        let idempotency = if method == Method::GET || !authorize {
+            Idempotency::Idempotent
+        } else {
+            Idempotency::Mutation
+        };
+        let build = || {
             let mut req = self
                 .inner
                 .http
@@ -856,119 +347,20 @@ impl AirflowClient {
                 req = self.authorize(req);
             }
             req
-        })
-        .await
+        };
+        net::send(&self.inner.retry.policy(), idempotency, None, url, build)
+            .await
+            .map_err(|f| AirflowError::from_net(url, f))
     }
 }
 
-const JSON: &str = "application/json";
+pub(super) const JSON: &str = "application/json";
 
 fn build_http(tls: &TlsSettings, opts: &ClientOptions) -> Result<reqwest::Client, AirflowError> {
     http_client(tls, opts.connect_timeout, opts.request_timeout).map_err(AirflowError::Config)
 }
 
-/// Send what `build` makes, retrying as the policy allows.
-async fn send_with_retries(
-    policy: &RetryPolicy,
-    url: &Url,
-    replayable: bool,
-    build: impl Fn() -> RequestBuilder,
-) -> Result<Reply, AirflowError> {
-    let budget_end = Instant::now() + policy.max_retry_time;
-    let mut backoff = policy.initial_backoff;
-    let mut attempt = 0u32;
-    loop {
-        attempt += 1;
-        let (wait, failure) = match build().send().await {
-            Err(e) => {
-                let message = error_chain(&e);
-                let retryable = match transport_kind(&e, &message) {
-                    Transport::Permanent => false,
-                    Transport::Connect => attempt < 4,
-                    Transport::Transient => replayable,
-                };
-                let failure = AirflowError::Transport {
-                    url: url.to_string(),
-                    message,
-                };
-                if !retryable {
-                    return Err(failure);
-                }
-                (backoff, failure)
-            }
-            Ok(resp) => {
-                let status = resp.status();
-                let headers = resp.headers().clone();
-                let text = match resp.text().await {
-                    Ok(t) => t,
-                    Err(e) => {
-                        let failure = AirflowError::Transport {
-                            url: url.to_string(),
-                            message: format!("response cut short: {}", error_chain(&e)),
-                        };
-                        if !replayable {
-                            return Err(failure);
-                        }
-                        wait_or_give_up(budget_end, backoff, attempt, failure)?;
-                        tokio::time::sleep(backoff).await;
-                        backoff = (backoff * 2).min(policy.max_backoff);
-                        continue;
-                    }
-                };
-                let retry_status = matches!(status.as_u16(), 429 | 502..=504);
-                if !(retry_status && replayable) {
-                    return Ok(Reply {
-                        status,
-                        text,
-                        attempts: attempt,
-                    });
-                }
-                let wait = if status.as_u16() == 429 {
-                    retry_after(&headers).unwrap_or(backoff)
-                } else {
-                    backoff
-                };
-                if Instant::now() + wait > budget_end {
-                    return Ok(Reply {
-                        status,
-                        text,
-                        attempts: attempt,
-                    });
-                }
-                let failure = AirflowError::Http {
-                    status: status.as_u16(),
-                    url: url.to_string(),
-                    message: body_message(&text),
-                };
-                (wait, failure)
-            }
-        };
-        wait_or_give_up(budget_end, wait, attempt, failure)?;
-        tokio::time::sleep(wait).await;
-        backoff = (backoff * 2).min(policy.max_backoff);
-    }
-}
-
-fn wait_or_give_up(
-    budget_end: Instant,
-    wait: Duration,
-    attempt: u32,
-    failure: AirflowError,
-) -> Result<(), AirflowError> {
-    if Instant::now() + wait <= budget_end {
-        tracing::debug!(attempt, wait_ms = wait.as_millis() as u64, error = %failure, "retrying Airflow request");
-        return Ok(());
-    }
-    Err(match failure {
-        AirflowError::Transport { url, message } => AirflowError::Transport {
-            url,
-            message: format!("{message} (gave up after {attempt} attempts)"),
-        },
-        other => other,
-    })
-}
-
-fn status_error(r: &Reply, url: &Url, message: String) -> AirflowError {
+pub(super) fn status_error(r: &Reply, url: &Url, message: String) -> AirflowError {
     let status = r.status.as_u16();
     let message = if r.attempts > 1 {
         format!("{message} (gave up after {} attempts)", r.attempts)
@@ -991,179 +383,15 @@ fn status_error(r: &Reply, url: &Url, message: String) -> AirflowError {
     }
 }
 
-fn decode<T: DeserializeOwned>(url: &Url, text: &str) -> Result<T, AirflowError> {
+pub(super) fn decode<T: DeserializeOwned>(url: &Url, text: &str) -> Result<T, AirflowError> {
     serde_json::from_str(text).map_err(|e| AirflowError::Malformed {
         url: url.to_string(),
         message: format!("{e} (body starts {:?})", snippet(text)),
     })
 }
 
-fn snippet(text: &str) -> String {
+pub(super) fn snippet(text: &str) -> String {
     text.chars().take(120).collect()
-}
-
-/// Find the server and its major version. Version endpoints need no auth on 2.10 and 3.x;
-/// credentials are sent to v1's only if it asks for them.
-async fn detect(
-    http: &reqwest::Client,
-    base: &Url,
-    settings: &AirflowSettings,
-    retry: &RetryPolicy,
-) -> Result<(ApiVersion, ServerVersion), AirflowError> {
-    let candidates: &[ApiVersion] = match settings.api {
-        AirflowApi::Auto => &[ApiVersion::V2, ApiVersion::V1],
-        AirflowApi::V2 => &[ApiVersion::V2],
-        AirflowApi::V1 => &[ApiVersion::V1],
-    };
-    let mut tried = Vec::new();
-    for &api in candidates {
-        let url = join(base, &format!("{}/version", api.prefix()))?;
-        let mut r = get_version(http, &url, settings, retry, false).await?;
-        if matches!(r.status.as_u16(), 401 | 403) && api == ApiVersion::V1 {
-            r = get_version(http, &url, settings, retry, true).await?;
-        }
-        let version = if r.status.is_success() {
-            serde_json::from_str::<ServerVersion>(&r.text).ok()
-        } else {
-            None
-        };
-        let Some(version) = version else {
-            let what = if r.status.is_success() {
-                format!(
-                    "HTTP 200 without a version document ({:?})",
-                    snippet(&r.text)
-                )
-            } else {
-                let m = body_message(&r.text);
-                format!(
-                    "HTTP {}{}",
-                    r.status.as_u16(),
-                    if m.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" ({m})")
-                    }
-                )
-            };
-            tried.push(format!("GET {url}: {what}"));
-            continue;
-        };
-        let chosen = match major_of(&version.version) {
-            Some(m) if m >= 3 => ApiVersion::V2,
-            Some(2) => ApiVersion::V1,
-            _ => {
-                return Err(AirflowError::Unsupported {
-                    url: base.to_string(),
-                    version: version.version,
-                    message: "floe speaks the REST APIs of Airflow 2 (v1) and 3 (v2)".into(),
-                });
-            }
-        };
-        if settings.api != AirflowApi::Auto && chosen != api {
-            return Err(AirflowError::Unsupported {
-                url: base.to_string(),
-                version: version.version,
-                message: format!(
-                    "the settings force API {api}, which this major version does not serve"
-                ),
-            });
-        }
-        return Ok((chosen, version));
-    }
-    Err(AirflowError::NotAirflow {
-        url: base.to_string(),
-        message: tried.join("; "),
-    })
-}
-
-async fn get_version(
-    http: &reqwest::Client,
-    url: &Url,
-    settings: &AirflowSettings,
-    retry: &RetryPolicy,
-    auth: bool,
-) -> Result<Reply, AirflowError> {
-    send_with_retries(retry, url, true, || {
-        let req = http.get(url.clone()).header("accept", JSON);
-        match (&settings.token, &settings.user, &settings.password, auth) {
-            (Some(t), _, _, true) => req.bearer_auth(t.expose_secret()),
-            (None, Some(u), Some(p), true) => req.basic_auth(u, Some(p.expose_secret())),
-            _ => req,
-        }
-    })
-    .await
-}
-
-/// The server's reason from an error body: v2 `{"detail": "…"}` (or a validation list, or
-/// an object with `message`), v1 problem+json (`detail`, else `title`), Airflow 3's answer
-/// on `/api/v1` (`error`), an HTML page's title, else the text.
-pub(crate) fn body_message(text: &str) -> String {
-    let t = text.trim();
-    if let Ok(v) = serde_json::from_str::<Value>(t) {
-        match &v["detail"] {
-            Value::String(s) if !s.trim().is_empty() => return s.trim().to_string(),
-            Value::Array(items) if !items.is_empty() => {
-                return items
-                    .iter()
-                    .map(|i| {
-                        let loc = i["loc"]
-                            .as_array()
-                            .map(|l| {
-                                l.iter()
-                                    .map(|p| match p {
-                                        Value::String(s) => s.clone(),
-                                        other => other.to_string(),
-                                    })
-                                    .collect::<Vec<_>>()
-                                    .join(".")
-                            })
-                            .unwrap_or_default();
-                        let msg = i["msg"]
-                            .as_str()
-                            .map(str::to_string)
-                            .unwrap_or_else(|| i.to_string());
-                        if loc.is_empty() {
-                            msg
-                        } else {
-                            format!("{loc}: {msg}")
-                        }
-                    })
-                    .collect::<Vec<_>>()
-                    .join("; ");
-            }
-            Value::Object(o) => {
-                for k in ["message", "reason"] {
-                    if let Some(s) = o.get(k).and_then(Value::as_str) {
-                        return s.to_string();
-                    }
-                }
-                return Value::Object(o.clone()).to_string();
-            }
-            _ => {}
-        }
-        for k in ["title", "error", "message"] {
-            if let Some(s) = v[k].as_str().filter(|s| !s.trim().is_empty()) {
-                return s.trim().to_string();
-            }
-        }
-        return snippet(t);
-    }
-    let one_line = t
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ");
-    if one_line.starts_with('<') {
-        let lower = one_line.to_ascii_lowercase();
-        if let Some(start) = lower.find("<title>")
-            && let Some(end) = lower[start..].find("</title>")
-        {
-            return one_line[start + 7..start + end].trim().to_string();
-        }
-        return String::new();
-    }
-    one_line.chars().take(300).collect()
 }
 
 #[cfg(test)]
@@ -1191,44 +419,6 @@ mod tests {
         assert_eq!(
             join(&base, "auth/token").unwrap().as_str(),
             "http://127.0.0.1:8080/auth/token"
-        );
-    }
-
-    #[test]
-    fn error_bodies_of_both_apis() {
-        assert_eq!(
-            body_message(r#"{"detail":"Invalid credentials"}"#),
-            "Invalid credentials"
-        );
-        assert_eq!(
-            body_message(
-                r#"{"detail":[{"type":"missing","loc":["body","logical_date"],"msg":"Field required","input":{}}]}"#
-            ),
-            "body.logical_date: Field required"
-        );
-        assert_eq!(
-            body_message(
-                r#"{"detail":{"reason":"Unique constraint violation","statement":"hidden","message":"Serious error when handling your request."}}"#
-            ),
-            "Serious error when handling your request."
-        );
-        assert_eq!(
-            body_message(
-                r#"{"detail":null,"status":401,"title":"Unauthorized","type":"https://airflow.apache.org/docs/apache-airflow/2.10.5/stable-rest-api-ref.html#section/Errors/Unauthenticated"}"#
-            ),
-            "Unauthorized"
-        );
-        assert_eq!(
-            body_message(
-                r#"{"error":"/api/v1 has been removed in Airflow 3, please use its upgraded version /api/v2 instead."}"#
-            ),
-            "/api/v1 has been removed in Airflow 3, please use its upgraded version /api/v2 instead."
-        );
-        assert_eq!(
-            body_message(
-                "<!DOCTYPE html>\n<html><head><title>Airflow 404 = lots of circles</title></head></html>"
-            ),
-            "Airflow 404 = lots of circles"
         );
     }
 }

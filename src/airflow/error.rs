@@ -1,7 +1,12 @@
 //! Errors of the Airflow client. Every variant names what failed and where: the HTTP status
 //! and URL with the server's `detail`, or the URL that could not be reached or read.
 
+use serde_json::Value;
 use thiserror::Error;
+use url::Url;
+
+use super::client::snippet;
+use crate::net::{NetFailure, detail, text_reason};
 
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum AirflowError {
@@ -49,15 +54,6 @@ fn auth_kind(status: u16) -> &'static str {
     }
 }
 
-fn detail(m: &str) -> String {
-    let m = m.trim();
-    if m.is_empty() {
-        String::new()
-    } else {
-        format!(": {m}")
-    }
-}
-
 impl AirflowError {
     /// A short kind for status lines and reports.
     pub fn name(&self) -> &'static str {
@@ -85,6 +81,73 @@ impl AirflowError {
     pub fn is_not_found(&self) -> bool {
         self.status() == Some(404)
     }
+
+    /// What the retry loop could not get an answer for.
+    pub(crate) fn from_net(url: &Url, failure: NetFailure) -> AirflowError {
+        match failure {
+            NetFailure::Transport { message } => AirflowError::Transport {
+                url: url.to_string(),
+                message,
+            },
+        }
+    }
+}
+
+/// The server's reason from an error body: v2 `{"detail": "…"}` (or a validation list, or
+/// an object with `message`), v1 problem+json (`detail`, else `title`), Airflow 3's answer
+/// on `/api/v1` (`error`), an HTML page's title, else the text.
+pub(crate) fn body_message(text: &str) -> String {
+    let t = text.trim();
+    if let Ok(v) = serde_json::from_str::<Value>(t) {
+        match &v["detail"] {
+            Value::String(s) if !s.trim().is_empty() => return s.trim().to_string(),
+            Value::Array(items) if !items.is_empty() => {
+                return items
+                    .iter()
+                    .map(|i| {
+                        let loc = i["loc"]
+                            .as_array()
+                            .map(|l| {
+                                l.iter()
+                                    .map(|p| match p {
+                                        Value::String(s) => s.clone(),
+                                        other => other.to_string(),
+                                    })
+                                    .collect::<Vec<_>>()
+                                    .join(".")
+                            })
+                            .unwrap_or_default();
+                        let msg = i["msg"]
+                            .as_str()
+                            .map(str::to_string)
+                            .unwrap_or_else(|| i.to_string());
+                        if loc.is_empty() {
+                            msg
+                        } else {
+                            format!("{loc}: {msg}")
+                        }
+                    })
+                    .collect::<Vec<_>>()
+                    .join("; ");
+            }
+            Value::Object(o) => {
+                for k in ["message", "reason"] {
+                    if let Some(s) = o.get(k).and_then(Value::as_str) {
+                        return s.to_string();
+                    }
+                }
+                return Value::Object(o.clone()).to_string();
+            }
+            _ => {}
+        }
+        for k in ["title", "error", "message"] {
+            if let Some(s) = v[k].as_str().filter(|s| !s.trim().is_empty()) {
+                return s.trim().to_string();
+            }
+        }
+        return snippet(t);
+    }
+    text_reason(t)
 }
 
 #[cfg(test)]
@@ -119,5 +182,43 @@ mod tests {
         };
         assert_eq!(e.to_string(), "HTTP 404 from http://a/api/v2/dags/nope");
         assert!(e.is_not_found());
+    }
+
+    #[test]
+    fn error_bodies_of_both_apis() {
+        assert_eq!(
+            body_message(r#"{"detail":"Invalid credentials"}"#),
+            "Invalid credentials"
+        );
+        assert_eq!(
+            body_message(
+                r#"{"detail":[{"type":"missing","loc":["body","logical_date"],"msg":"Field required","input":{}}]}"#
+            ),
+            "body.logical_date: Field required"
+        );
+        assert_eq!(
+            body_message(
+                r#"{"detail":{"reason":"Unique constraint violation","statement":"hidden","message":"Serious error when handling your request."}}"#
+            ),
+            "Serious error when handling your request."
+        );
+        assert_eq!(
+            body_message(
+                r#"{"detail":null,"status":401,"title":"Unauthorized","type":"https://airflow.apache.org/docs/apache-airflow/2.10.5/stable-rest-api-ref.html#section/Errors/Unauthenticated"}"#
+            ),
+            "Unauthorized"
+        );
+        assert_eq!(
+            body_message(
+                r#"{"error":"/api/v1 has been removed in Airflow 3, please use its upgraded version /api/v2 instead."}"#
+            ),
+            "/api/v1 has been removed in Airflow 3, please use its upgraded version /api/v2 instead."
+        );
+        assert_eq!(
+            body_message(
+                "<!DOCTYPE html>\n<html><head><title>Airflow 404 = lots of circles</title></head></html>"
+            ),
+            "Airflow 404 = lots of circles"
+        );
     }
 }

@@ -12,7 +12,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::model::parse_time;
+use super::wire::parse_time;
 
 /// The longest error line kept (exception messages can embed whole HTTP error pages).
 const MAX_ERROR_LINE: usize = 1000;

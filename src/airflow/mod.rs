@@ -3,16 +3,20 @@
 //!
 //! [`AirflowClient`] reads DAGs, runs, task instances, task logs, import errors and
 //! connections, and performs the few writes floe offers (trigger, clear, pause). The models
-//! ([`model`]) are one shape for both APIs; [`log`] turns task logs into lines with **the
+//! ([`model`]) are one shape for both APIs, decoded from the documents in [`wire`]; [`log`] turns task logs into lines with **the
 //! error line** an operator needs; [`facts`] reduces what was read to the
 //! [`DagFacts`](crate::health::DagFacts) the health rules evaluate.
 
+mod auth;
 pub mod client;
+mod detect;
+mod endpoints;
 pub mod error;
 pub mod facts;
 pub mod log;
 pub mod model;
 pub mod scan;
+pub mod wire;
 
 pub use client::{AirflowClient, ClientOptions, RetryPolicy, encode_segment};
 pub use error::AirflowError;

@@ -5,22 +5,21 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
-use reqwest::{Method, StatusCode};
-use secrecy::ExposeSecret;
+use reqwest::Method;
+use reqwest::header::HeaderMap;
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 use url::Url;
 
+use super::cancel::CancelGuard;
 use super::error::TrinoError;
+use super::output::{QueryOptions, QueryOutput, QueryProgress};
+use super::session::SessionState;
 use super::types::TrinoType;
 use super::value::{Column, Row, Value};
-use super::wire::{Data, QueryResults, ServerInfo, StatementStats};
+use super::wire::{Data, QueryResults, ServerInfo};
 use crate::config::{Auth, TlsSettings, TrinoSettings};
-use crate::net::{Transport, retry_after, transport_kind};
+use crate::net::{self, Idempotency, Mutations, NetFailure};
 pub use crate::net::{error_chain, http_client};
-
-const CAPABILITIES: &str = "PARAMETRIC_DATETIME";
 
 #[derive(Clone, Debug)]
 pub struct RetryPolicy {
@@ -31,6 +30,14 @@ pub struct RetryPolicy {
     pub max_retry_time: Duration,
     /// Malformed bodies tolerated on replayable requests before giving up.
     pub max_malformed: u32,
+}
+
+impl RetryPolicy {
+    /// The retry loop's policy: a statement POST is sent again through 429 and 502/503/504.
+    pub fn policy(&self) -> net::Policy {
+        let (first, max, time) = (self.initial_backoff, self.max_backoff, self.max_retry_time);
+        net::Policy::new(first, max, time, Mutations::BusyStatuses)
+    }
 }
 
 impl Default for RetryPolicy {
@@ -84,102 +91,12 @@ impl ClientConfig {
     }
 }
 
-/// Progress of a running query, from its `stats`.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct QueryProgress {
-    pub query_id: String,
-    pub state: String,
-    pub scheduled: bool,
-    /// Present once the query is scheduled (and the server computes it).
-    pub percentage: Option<f64>,
-    pub total_splits: u64,
-    pub queued_splits: u64,
-    pub running_splits: u64,
-    pub completed_splits: u64,
-    pub processed_rows: u64,
-    pub processed_bytes: u64,
-    pub physical_written_bytes: u64,
-    pub elapsed_ms: u64,
-    pub cpu_ms: u64,
-    pub info_uri: Option<String>,
-}
-
-impl QueryProgress {
-    fn from_stats(id: &str, info_uri: &Option<String>, s: &StatementStats) -> QueryProgress {
-        QueryProgress {
-            query_id: id.to_string(),
-            state: s.state.clone(),
-            scheduled: s.scheduled,
-            percentage: s.progress_percentage,
-            total_splits: s.total_splits,
-            queued_splits: s.queued_splits,
-            running_splits: s.running_splits,
-            completed_splits: s.completed_splits,
-            processed_rows: s.processed_rows,
-            processed_bytes: s.processed_bytes,
-            physical_written_bytes: s.physical_written_bytes,
-            elapsed_ms: s.elapsed_time_millis,
-            cpu_ms: s.cpu_time_millis,
-            info_uri: info_uri.clone(),
-        }
-    }
-}
-
-/// The complete answer to a statement.
-#[derive(Clone, Debug)]
-pub struct QueryOutput {
-    pub query_id: String,
-    pub info_uri: Option<String>,
-    pub columns: Arc<Vec<Column>>,
-    pub rows: Vec<Row>,
-    pub update_type: Option<String>,
-    pub update_count: Option<i64>,
-    pub warnings: Vec<String>,
-    pub progress: QueryProgress,
-    /// Requests answered 429/502/503/504 or failed in transit and replayed.
-    pub retries: u32,
-}
-
-impl QueryOutput {
-    /// `metric_name`/`metric_value` rows (what Trino 481+ returns for table procedures).
-    pub fn metrics(&self) -> Option<BTreeMap<String, i64>> {
-        let names: Vec<&str> = self.columns.iter().map(|c| c.name.as_str()).collect();
-        if names != ["metric_name", "metric_value"] {
-            return None;
-        }
-        Some(
-            self.rows
-                .iter()
-                .filter_map(|r| Some((r.str("metric_name")?.to_string(), r.i64("metric_value")?)))
-                .collect(),
-        )
-    }
-}
-
-/// Options of one call.
-#[derive(Default)]
-pub struct QueryOptions<'a> {
-    pub progress: Option<&'a (dyn Fn(&QueryProgress) + Send + Sync)>,
-    pub cancel: Option<CancellationToken>,
-    /// Overrides the client's query timeout; `Some(None)` means no deadline at all.
-    pub deadline: Option<Option<Duration>>,
-    /// Extra session properties for this statement only.
-    pub session: Vec<(String, String)>,
-}
-
-#[derive(Clone, Debug, Default)]
-struct SessionState {
-    catalog: Option<String>,
-    schema: Option<String>,
-    properties: BTreeMap<String, String>,
-}
-
 /// A cheap-to-clone handle; all clones share the HTTP pool and the session.
 #[derive(Clone)]
 pub struct Client {
     http: reqwest::Client,
-    cfg: Arc<ClientConfig>,
-    session: Arc<Mutex<SessionState>>,
+    pub(super) cfg: Arc<ClientConfig>,
+    pub(super) session: Arc<Mutex<SessionState>>,
 }
 
 impl std::fmt::Debug for Client {
@@ -393,90 +310,6 @@ impl Client {
             .map_err(|e| TrinoError::Config(format!("bad Trino URL {}: {e}", self.cfg.url)))
     }
 
-    fn headers(&self, extra_session: &[(String, String)]) -> HeaderMap {
-        let mut h = HeaderMap::new();
-        let mut put = |name: &'static str, value: &str| {
-            if let Ok(v) = HeaderValue::from_str(value) {
-                h.append(HeaderName::from_static(name), v);
-            }
-        };
-        put("x-trino-user", &self.cfg.user);
-        put("x-trino-source", &self.cfg.source);
-        put("x-trino-time-zone", "UTC");
-        put("x-trino-client-capabilities", CAPABILITIES);
-        put("x-trino-transaction-id", "NONE");
-        if !self.cfg.client_tags.is_empty() {
-            put("x-trino-client-tags", &self.cfg.client_tags.join(","));
-        }
-        let s = self.session.lock().map(|s| s.clone()).unwrap_or_default();
-        if let Some(c) = &s.catalog {
-            put("x-trino-catalog", c);
-            if let Some(sc) = &s.schema {
-                put("x-trino-schema", sc);
-            }
-        }
-        let mut props = s.properties.clone();
-        for (k, v) in extra_session {
-            props.insert(k.clone(), v.clone());
-        }
-        if !props.is_empty() {
-            let text = props
-                .iter()
-                .map(|(k, v)| {
-                    format!(
-                        "{k}={}",
-                        url::form_urlencoded::byte_serialize(v.as_bytes()).collect::<String>()
-                    )
-                })
-                .collect::<Vec<_>>()
-                .join(",");
-            put("x-trino-session", &text);
-        }
-        match &self.cfg.auth {
-            Auth::None => {}
-            Auth::Basic { password } => {
-                let token = base64_encode(
-                    format!("{}:{}", self.cfg.user, password.expose_secret()).as_bytes(),
-                );
-                put("authorization", &format!("Basic {token}"));
-            }
-            Auth::Bearer { token } => put(
-                "authorization",
-                &format!("Bearer {}", token.expose_secret()),
-            ),
-        }
-        h
-    }
-
-    /// Apply `X-Trino-Set-*` / `Clear-*` response headers to the session.
-    fn apply_response_headers(&self, h: &HeaderMap) {
-        let Ok(mut s) = self.session.lock() else {
-            return;
-        };
-        if let Some(v) = h.get("x-trino-set-catalog").and_then(|v| v.to_str().ok()) {
-            s.catalog = Some(v.to_string());
-        }
-        if let Some(v) = h.get("x-trino-set-schema").and_then(|v| v.to_str().ok()) {
-            s.schema = Some(v.to_string());
-        }
-        for v in h.get_all("x-trino-set-session") {
-            if let Ok(text) = v.to_str()
-                && let Some((k, val)) = text.split_once('=')
-            {
-                let decoded: String = url::form_urlencoded::parse(format!("v={val}").as_bytes())
-                    .next()
-                    .map(|(_, v)| v.into_owned())
-                    .unwrap_or_default();
-                s.properties.insert(k.trim().to_string(), decoded);
-            }
-        }
-        for v in h.get_all("x-trino-clear-session") {
-            if let Ok(k) = v.to_str() {
-                s.properties.remove(k.trim());
-            }
-        }
-    }
-
     async fn request_json(
         &self,
         method: Method,
@@ -515,8 +348,9 @@ impl Client {
         }
     }
 
-    /// One HTTP exchange with retries: 502/503/504 with exponential backoff, 429 after
-    /// Retry-After, transport errors on replayable requests (and connect errors on POST).
+    /// One HTTP exchange with the retries of [`net::send`]: 502/503/504 with exponential
+    /// backoff, 429 after Retry-After, transport errors on replayable requests (and connect
+    /// errors on POST).
     async fn request(
         &self,
         method: Method,
@@ -526,192 +360,58 @@ impl Client {
         session: Option<&[(String, String)]>,
         retries: &mut u32,
     ) -> Result<(String, HeaderMap), TrinoError> {
-        let policy = &self.cfg.retry;
-        let budget_end = {
-            let b = Instant::now() + policy.max_retry_time;
-            deadline.map_or(b, |d| d.min(b))
+        let idempotency = if method == Method::POST {
+            Idempotency::Mutation
+        } else {
+            Idempotency::Idempotent
         };
-        let replayable = method != Method::POST;
-        let mut backoff = policy.initial_backoff;
-        let mut attempt = 0u32;
-        loop {
-            attempt += 1;
-            let mut req = self
+        let build = || {
+            let req = self
                 .http
                 .request(method.clone(), url.clone())
                 .headers(self.headers(session.unwrap_or(&[])));
-            if let Body::Sql(sql) = &body {
-                req = req
+            match &body {
+                Body::Sql(sql) => req
                     .header("content-type", "text/plain; charset=utf-8")
-                    .body(sql.to_string());
+                    .body(sql.to_string()),
+                Body::None => req,
             }
-            let wait: Duration;
-            let failure: TrinoError;
-            match req.send().await {
-                Err(e) => {
-                    let message = error_chain(&e);
-                    let retryable = match transport_kind(&e, &message) {
-                        // A certificate or a hostname will not fix itself in a second.
-                        Transport::Permanent => false,
-                        // Refused: maybe a coordinator restarting; a few quick tries only.
-                        Transport::Connect => attempt < 4,
-                        Transport::Transient => replayable,
-                    };
-                    failure = TrinoError::Transport {
-                        url: url.to_string(),
-                        message,
-                    };
-                    if !retryable {
-                        return Err(failure);
-                    }
-                    wait = backoff;
-                }
-                Ok(resp) => {
-                    let status = resp.status();
-                    let headers = resp.headers().clone();
-                    if status == StatusCode::OK || status == StatusCode::NO_CONTENT {
-                        match resp.text().await {
-                            Ok(text) => return Ok((text, headers)),
-                            Err(e) => {
-                                failure = TrinoError::Transport {
-                                    url: url.to_string(),
-                                    message: format!("response cut short: {}", error_chain(&e)),
-                                };
-                                if !replayable {
-                                    return Err(failure);
-                                }
-                                wait = backoff;
-                            }
-                        }
-                    } else {
-                        let text = resp.text().await.unwrap_or_default();
-                        let message = body_message(&text);
-                        match status.as_u16() {
-                            429 => {
-                                wait = retry_after(&headers).unwrap_or(backoff);
-                                failure = TrinoError::Http {
-                                    status: 429,
-                                    url: url.to_string(),
-                                    message,
-                                };
-                            }
-                            502..=504 => {
-                                wait = backoff;
-                                failure = TrinoError::Http {
-                                    status: status.as_u16(),
-                                    url: url.to_string(),
-                                    message,
-                                };
-                            }
-                            401 | 403 => {
-                                return Err(TrinoError::Auth {
-                                    status: status.as_u16(),
-                                    url: url.to_string(),
-                                    message,
-                                });
-                            }
-                            404 | 410 if replayable => {
-                                return Err(TrinoError::Http {
-                                    status: status.as_u16(),
-                                    url: url.to_string(),
-                                    message,
-                                });
-                            }
-                            s => {
-                                return Err(TrinoError::Http {
-                                    status: s,
-                                    url: url.to_string(),
-                                    message,
-                                });
-                            }
-                        }
-                    }
-                }
-            }
-            let now = Instant::now();
-            if now + wait > budget_end {
-                return Err(match failure {
-                    TrinoError::Http {
-                        status,
-                        url,
-                        message,
-                    } => TrinoError::Http {
-                        status,
-                        url,
-                        message: format!("{message} (gave up after {attempt} attempts)")
-                            .trim_start()
-                            .to_string(),
-                    },
-                    TrinoError::Transport { url, message } => TrinoError::Transport {
-                        url,
-                        message: format!("{message} (gave up after {attempt} attempts)"),
-                    },
-                    other => other,
-                });
-            }
-            tracing::debug!(%url, attempt, wait_ms = wait.as_millis() as u64, error = %failure, "retrying Trino request");
-            *retries += 1;
-            tokio::time::sleep(wait).await;
-            backoff = (backoff * 2).min(policy.max_backoff);
+        };
+        let reply = net::send(&self.cfg.retry.policy(), idempotency, deadline, url, build)
+            .await
+            .map_err(|f| match f {
+                NetFailure::Transport { message } => TrinoError::Transport {
+                    url: url.to_string(),
+                    message,
+                },
+            })?;
+        *retries += reply.attempts - 1;
+        let status = reply.status.as_u16();
+        if matches!(status, 200 | 204) {
+            return Ok((reply.text, reply.headers));
         }
-    }
-}
-
-/// Sends `DELETE nextUri` when a query is abandoned: on cancel, on deadline, and when the
-/// future running it is dropped mid-way.
-struct CancelGuard {
-    http: reqwest::Client,
-    headers: HeaderMap,
-    url: Option<Url>,
-}
-
-impl CancelGuard {
-    async fn cancel_now(&mut self) {
-        if let Some(url) = self.url.take() {
-            cancel_with_retries(self.http.clone(), self.headers.clone(), url).await;
-        }
-    }
-}
-
-impl Drop for CancelGuard {
-    fn drop(&mut self) {
-        if let Some(url) = self.url.take()
-            && let Ok(handle) = tokio::runtime::Handle::try_current()
-        {
-            handle.spawn(cancel_with_retries(
-                self.http.clone(),
-                self.headers.clone(),
+        let message = body_message(&reply.text);
+        let url = url.to_string();
+        Err(match status {
+            401 | 403 => TrinoError::Auth {
+                status,
                 url,
-            ));
-        }
+                message,
+            },
+            _ if reply.gave_up => TrinoError::Http {
+                status,
+                url,
+                message: format!("{message} (gave up after {} attempts)", reply.attempts)
+                    .trim_start()
+                    .to_string(),
+            },
+            _ => TrinoError::Http {
+                status,
+                url,
+                message,
+            },
+        })
     }
-}
-
-/// `DELETE nextUri`, retried briefly through the same transient failures as any request
-/// (a proxy storm that made the client give up may be over a moment later).
-async fn cancel_with_retries(http: reqwest::Client, headers: HeaderMap, url: Url) {
-    let mut wait = Duration::from_millis(100);
-    for attempt in 1..=5 {
-        let r = http
-            .delete(url.clone())
-            .headers(headers.clone())
-            .timeout(Duration::from_secs(5))
-            .send()
-            .await;
-        match r {
-            Ok(resp) if !matches!(resp.status().as_u16(), 429 | 502..=504) => {
-                tracing::info!(%url, status = resp.status().as_u16(), "cancelled Trino query");
-                return;
-            }
-            Ok(resp) => {
-                tracing::debug!(%url, attempt, status = resp.status().as_u16(), "cancel not accepted yet")
-            }
-            Err(e) => tracing::debug!(%url, attempt, error = %error_chain(&e), "cancel failed"),
-        }
-        tokio::time::sleep(wait).await;
-        wait *= 2;
-    }
-    tracing::warn!(%url, "could not cancel the Trino query; the coordinator abandons it when polling stops");
 }
 
 fn decode_columns(
@@ -782,65 +482,12 @@ fn body_message(text: &str) -> String {
             }
         }
     }
-    let one_line: String = t
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ");
-    if one_line.starts_with('<') {
-        // An HTML error page from a proxy: its title is the useful part.
-        if let Some(start) = one_line.find("<title>")
-            && let Some(end) = one_line[start..].find("</title>")
-        {
-            return one_line[start + 7..start + end].to_string();
-        }
-        return String::new();
-    }
-    one_line.chars().take(300).collect()
-}
-
-fn base64_encode(input: &[u8]) -> String {
-    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(input.len().div_ceil(3) * 4);
-    for chunk in input.chunks(3) {
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        out.push(T[(n >> 18) as usize & 63] as char);
-        out.push(T[(n >> 12) as usize & 63] as char);
-        out.push(if chunk.len() > 1 {
-            T[(n >> 6) as usize & 63] as char
-        } else {
-            '='
-        });
-        out.push(if chunk.len() > 2 {
-            T[n as usize & 63] as char
-        } else {
-            '='
-        });
-    }
-    out
+    net::text_reason(t)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn base64_matches_rfc4648() {
-        assert_eq!(base64_encode(b""), "");
-        assert_eq!(base64_encode(b"f"), "Zg==");
-        assert_eq!(base64_encode(b"fo"), "Zm8=");
-        assert_eq!(base64_encode(b"foo"), "Zm9v");
-        assert_eq!(
-            base64_encode(b"alice:alice-secret"),
-            "YWxpY2U6YWxpY2Utc2VjcmV0"
-        );
-    }
 
     #[test]
     fn error_bodies() {
@@ -856,39 +503,5 @@ mod tests {
             body_message("<html><head><title>502 Bad Gateway</title></head></html>"),
             "502 Bad Gateway"
         );
-    }
-
-    #[test]
-    fn metrics_shape() {
-        let cols = Arc::new(vec![
-            Column {
-                name: "metric_name".into(),
-                type_text: "varchar".into(),
-                ty: TrinoType::Varchar,
-            },
-            Column {
-                name: "metric_value".into(),
-                type_text: "bigint".into(),
-                ty: TrinoType::BigInt,
-            },
-        ]);
-        let out = QueryOutput {
-            query_id: "q".into(),
-            info_uri: None,
-            columns: cols.clone(),
-            rows: vec![Row {
-                columns: cols,
-                values: vec![
-                    Value::Text("rewritten_data_files_count".into()),
-                    Value::Int(12),
-                ],
-            }],
-            update_type: Some("ALTER TABLE EXECUTE".into()),
-            update_count: None,
-            warnings: vec![],
-            progress: QueryProgress::default(),
-            retries: 0,
-        };
-        assert_eq!(out.metrics().unwrap()["rewritten_data_files_count"], 12);
     }
 }

@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use thiserror::Error;
 
+use crate::net::detail;
+
 #[derive(Debug, Error, Clone)]
 pub enum TrinoError {
     /// The query ran and Trino reported it FAILED.
@@ -56,15 +58,6 @@ pub enum TrinoError {
     /// Client-side configuration (bad CA file, bad URL).
     #[error("{0}")]
     Config(String),
-}
-
-fn detail(m: &str) -> String {
-    let m = m.trim();
-    if m.is_empty() {
-        String::new()
-    } else {
-        format!(": {m}")
-    }
 }
 
 impl TrinoError {

@@ -1,13 +1,17 @@
 //! A hand-written client for Trino's client REST protocol (direct protocol, no spooling).
 
+mod cancel;
 pub mod client;
 pub mod error;
+pub mod output;
+mod session;
 pub mod types;
 pub mod value;
 pub mod wire;
 
-pub use client::{Client, ClientConfig, QueryOptions, QueryOutput, QueryProgress, RetryPolicy};
+pub use client::{Client, ClientConfig, RetryPolicy};
 pub use error::TrinoError;
+pub use output::{QueryOptions, QueryOutput, QueryProgress};
 pub use types::TrinoType;
 pub use value::{Column, Row, Value};
 pub use wire::ServerInfo;

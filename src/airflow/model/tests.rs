@@ -2,6 +2,7 @@
 //! notes/airflow.md against Airflow 3.3.2 and 2.10.5).
 
 use super::*;
+use crate::airflow::wire::*;
 
 fn t(s: &str) -> DateTime<Utc> {
     parse_time(s).unwrap()

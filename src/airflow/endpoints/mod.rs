@@ -1,0 +1,7 @@
+//! The REST endpoints floe uses, one module per resource, each an `impl AirflowClient`.
+
+mod connections;
+mod dags;
+mod runs;
+mod server;
+mod tasks;
