@@ -67,6 +67,8 @@ pub struct Report {
     pub findings: Vec<Finding>,
     /// Set when nothing could be evaluated (Trino unreachable, auth failed…).
     pub fatal: Option<String>,
+    /// How floe connected that the operator must know (TLS verification off…).
+    pub warnings: Vec<String>,
 }
 
 impl Report {

@@ -81,6 +81,7 @@ fn report() -> Report {
         dags: vec![],
         findings: vec![],
         fatal: None,
+        warnings: vec![],
     }
 }
 
@@ -215,6 +216,7 @@ fn hostile_report() -> Report {
     let h = crate::text::hostile_sample();
     let mut r = report();
     r.profile = format!("p{h}");
+    r.warnings = vec![format!("TLS verification is OFF{h}")];
     r.trino.version = Some(format!("480{h}"));
     r.airflow = Some(AirflowInfo {
         url: "http://127.0.0.1:8080/".into(),
@@ -236,7 +238,7 @@ fn hostile_report() -> Report {
         expected_interval: std::time::Duration::from_secs(86_400),
     };
     for t in &mut r.tables {
-        t.table = TableRef::new(&format!("ice{h}"), &format!("zon{h}"), &format!("doc{h}"));
+        t.table = TableRef::new(format!("ice{h}"), format!("zon{h}"), format!("doc{h}"));
         t.dag = Some(facts.clone());
         t.health.findings.push(Finding {
             rule: "stale_dag_failing",
@@ -328,4 +330,30 @@ fn prometheus_labels_stay_parseable() {
             }
         }
     }
+}
+
+#[test]
+fn connection_warnings_come_right_after_the_summary() {
+    let mut r = report();
+    r.warnings = vec!["TLS certificate verification is OFF for Trino https://t/".into()];
+    let text = r.render(Format::Text);
+    assert_eq!(
+        text.lines().nth(1),
+        Some("WARNING: TLS certificate verification is OFF for Trino https://t/")
+    );
+    assert!(
+        r.render(Format::Markdown)
+            .contains("> **Warning:** TLS certificate")
+    );
+    let v: serde_json::Value = serde_json::from_str(&r.render(Format::Json)).unwrap();
+    assert_eq!(
+        v["warnings"][0],
+        "TLS certificate verification is OFF for Trino https://t/"
+    );
+    assert!(
+        serde_json::from_str::<serde_json::Value>(&report().render(Format::Json)).unwrap()
+            ["warnings"]
+            .is_null(),
+        "no key when there is nothing to warn about"
+    );
 }
