@@ -104,6 +104,7 @@ pub async fn run(settings: &Settings, globs: &[String]) -> Report {
         dags: Vec::new(),
         findings: Vec::new(),
         fatal: None,
+        warnings: settings.warnings(),
     };
     let client = match Client::from_settings(&settings.trino, settings.query_timeout) {
         Ok(c) => c,

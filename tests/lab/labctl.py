@@ -209,6 +209,9 @@ class Runtime:
 
 # ---------------------------------------------------------------------------- venvs
 def ensure_venv(name: str, lock: Path) -> Path:
+    """The venv for `lock`, built if needed. It is built in a temporary directory beside its
+    final place and renamed there only once pip has finished, so an interrupted build (a
+    ctrl-c during the first demo) never leaves a half-made venv that later runs reuse."""
     if not lock.exists():
         raise LabError(f"{lock} not found")
     venv = cache_dir() / "venvs" / f"{name}-{sha256_file(lock)[:12]}"
@@ -220,29 +223,48 @@ def ensure_venv(name: str, lock: Path) -> Path:
         fcntl.flock(lockf, fcntl.LOCK_EX)
         if marker.exists():
             return venv
-        python = venv / "bin" / "python"
-        if venv.exists() and not python.exists():
-            say(f"removing broken venv {venv}")
+        # Under the lock nobody else is building it, and without the marker nobody runs
+        # from it: whatever is there is the remains of an interrupted build.
+        if venv.exists():
+            say(f"removing incomplete venv {venv} (no completion marker)")
             shutil.rmtree(venv)
-        # A venv without the marker is completed in place (pip skips what is already
-        # installed), never deleted: someone may be running from it.
-        say(("completing venv " if venv.exists() else "building venv ")
-            + f"{venv.name} from {lock.relative_to(REPO_ROOT)}")
+        for stale in venv.parent.glob(f".{venv.name}.building-*"):
+            shutil.rmtree(stale, ignore_errors=True)
+        say(f"building venv {venv.name} from {lock.relative_to(REPO_ROOT) if lock.is_relative_to(REPO_ROOT) else lock}")
+        tmp = venv.parent / f".{venv.name}.building-{os.getpid()}"
         log = venv.parent / f"{venv.name}.build.log"
         with open(log, "w") as out:
             try:
-                if not venv.exists():
-                    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, stdout=out, stderr=out)
+                subprocess.run([sys.executable, "-m", "venv", str(tmp)], check=True, stdout=out, stderr=out)
                 subprocess.run(
-                    [str(python), "-m", "pip", "install", "--disable-pip-version-check",
+                    [str(tmp / "bin" / "python"), "-m", "pip", "install", "--disable-pip-version-check",
                      "--no-input", "--progress-bar", "off", "--no-compile", "-r", str(lock)],
                     check=True, stdout=out, stderr=out,
                 )
             except subprocess.CalledProcessError as e:
+                shutil.rmtree(tmp, ignore_errors=True)
                 tail = log.read_text()[-3000:]
                 raise LabError(f"building {venv.name} failed ({e}); see {log}:\n{tail}") from None
-        marker.write_text(utc_now() + "\n")
+            except BaseException:
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise
+        relocate_venv(tmp, venv)
+        (tmp / ".floe-complete").write_text(utc_now() + "\n")
+        os.rename(tmp, venv)
     return venv
+
+
+def relocate_venv(built: Path, final: Path) -> None:
+    """Point the scripts of a venv built at `built` at `final`, where it is about to be
+    renamed: console scripts carry their interpreter's absolute path in the shebang, and
+    the activate scripts carry VIRTUAL_ENV."""
+    old, new = str(built).encode(), str(final).encode()
+    for f in (built / "bin").iterdir():
+        if f.is_symlink() or not f.is_file():
+            continue
+        data = f.read_bytes()
+        if old in data[:4096] or (f.name.startswith("activate") and old in data):
+            f.write_bytes(data.replace(old, new))
 
 
 # ---------------------------------------------------------------------------- scenarios
