@@ -18,14 +18,19 @@ pub struct Keymap {
 }
 
 impl Keymap {
-    /// Validate `[keys]` overrides (command name → key or keys).
-    pub fn from_config(overrides: &BTreeMap<String, KeySpec>) -> Result<Keymap, String> {
-        let Bindings { by_key, by_command } = bind(overrides)?;
-        Ok(Keymap {
+    /// The keymap of bindings the config resolved (`Settings::keys`).
+    pub fn new(bindings: Bindings) -> Keymap {
+        let Bindings { by_key, by_command } = bindings;
+        Keymap {
             by_key,
             by_command,
             readonly: false,
-        })
+        }
+    }
+
+    /// Validate `[keys]` overrides (command name → key or keys) and build the keymap.
+    pub fn from_config(overrides: &BTreeMap<String, KeySpec>) -> Result<Keymap, String> {
+        bind(overrides).map(Keymap::new)
     }
 
     /// In read-only mode every mutation leaves the keymap (and so the footer and help).

@@ -56,8 +56,9 @@ pub fn load_with(over: &Overrides, env: Env, dirs: &Dirs) -> Result<Settings, Co
             }
         }
     }
-    let key_bindings = cx.file.keys.clone().unwrap_or_default();
-    keys::bind(&key_bindings).map_err(|e| err(format!("{e} in [keys] of {}", cx.where_())))?;
+    // The key bindings are resolved once, here: the TUI's keymap is built from them.
+    let key_bindings = keys::bind(&cx.file.keys.clone().unwrap_or_default())
+        .map_err(|e| err(format!("{e} in [keys] of {}", cx.where_())))?;
 
     let Layers {
         file,

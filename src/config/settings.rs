@@ -9,7 +9,7 @@ use secrecy::SecretString;
 use url::Url;
 
 use super::file::AirflowApi;
-use super::keys::KeySpec;
+use super::keys::Bindings;
 use super::units::Dur;
 use crate::health::HealthConfig;
 
@@ -84,7 +84,8 @@ pub struct Settings {
     pub query_timeout: Duration,
     pub health: HealthConfig,
     pub maintenance: Vec<MaintenanceMapping>,
-    pub keys: BTreeMap<String, KeySpec>,
+    /// `[keys]` resolved over the defaults.
+    pub keys: Bindings,
     pub audit_log: PathBuf,
     pub export_dir: PathBuf,
     pub log_dir: PathBuf,

@@ -172,9 +172,7 @@ pub fn initial_state(s: &Settings, no_color: bool) -> color_eyre::Result<State> 
     st.conn.trino_url = view.trino_url;
     st.conn.airflow_url = view.airflow_url;
     st.readonly = s.readonly;
-    st.keymap = Keymap::from_config(&s.keys)
-        .map_err(|e| eyre!("{e}"))?
-        .with_readonly(s.readonly);
+    st.keymap = Keymap::new(s.keys.clone()).with_readonly(s.readonly);
     st.health = s.health.clone();
     st.schemas = s.trino.schemas.clone();
     st.refresh_every = s.refresh;
