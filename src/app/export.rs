@@ -10,7 +10,8 @@ use super::grid::Grid;
 use super::partitions::PartitionCol;
 use super::snapshots::SnapshotCol;
 use super::state::{Level, State, Tab};
-use super::tables::TableCol;
+use crate::health::{Health, Severity};
+use crate::report::record::{DagRecord, TableRecord};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ExportFormat {
@@ -24,6 +25,80 @@ pub struct ExportData {
     pub view: &'static str,
     pub columns: Vec<String>,
     pub rows: Vec<Vec<String>>,
+    /// The Tables view's records, the ones `floe check --format json` prints (same field
+    /// names): a JSON export writes them as they are; `columns`/`rows` flatten them.
+    pub records: Vec<TableRecord>,
+}
+
+/// The fields of a [`TableRecord`] in a CSV export, in file order (the record's names).
+const TABLE_FIELDS: [&str; 20] = [
+    "catalog",
+    "schema",
+    "table",
+    "status",
+    "score",
+    "data_files",
+    "small_files",
+    "total_bytes",
+    "records",
+    "partitions",
+    "small_file_partitions",
+    "snapshots",
+    "delete_files",
+    "target_file_size",
+    "last_compaction_at",
+    "last_compaction_age_hours",
+    "last_write_at",
+    "maintenance_dag",
+    "error",
+    "findings",
+];
+
+/// A record field as one CSV cell: the DAG by its id, findings as `[SEVERITY] message`.
+fn record_cell(v: &serde_json::Value, field: &str) -> String {
+    match (field, &v[field]) {
+        (_, serde_json::Value::Null) => String::new(),
+        (_, serde_json::Value::String(s)) => s.clone(),
+        ("maintenance_dag", d) => d["dag_id"].as_str().unwrap_or_default().to_string(),
+        ("findings", serde_json::Value::Array(fs)) => fs
+            .iter()
+            .map(|f| {
+                format!(
+                    "[{}] {}",
+                    f["severity"].as_str().unwrap_or_default(),
+                    f["message"].as_str().unwrap_or_default()
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
+        (_, other) => other.to_string(),
+    }
+}
+
+fn table_records(s: &State) -> Vec<TableRecord> {
+    let v = &s.tables;
+    let unknown = Health {
+        status: Severity::Unknown,
+        score: 0,
+        findings: Vec::new(),
+    };
+    v.grid
+        .index
+        .iter()
+        .map(|&i| {
+            let r = &v.rows[i];
+            TableRecord {
+                maintenance_dag: r.dag.as_ref().map(DagRecord::new),
+                error: r.error.clone(),
+                ..TableRecord::new(
+                    &r.table,
+                    r.stats.as_ref(),
+                    r.health.as_ref().unwrap_or(&unknown),
+                    s.now,
+                )
+            }
+        })
+        .collect()
 }
 
 /// The export file was written (or not).
@@ -49,13 +124,20 @@ pub fn export(s: &mut State, format: ExportFormat) -> Vec<Effect> {
 pub fn export_view(s: &State) -> Option<ExportData> {
     match s.tab {
         Tab::Tables => {
-            let v = &s.tables;
-            Some(table(
-                "tables",
-                &v.grid,
-                &TableCol::EXPORTED.map(TableCol::field),
-                |i| TableCol::EXPORTED.map(|c| c.export(&v.rows[i])).to_vec(),
-            ))
+            let records = table_records(s);
+            let rows = records
+                .iter()
+                .map(|r| {
+                    let v = serde_json::to_value(r).expect("a table record serializes");
+                    TABLE_FIELDS.iter().map(|f| record_cell(&v, f)).collect()
+                })
+                .collect();
+            Some(ExportData {
+                view: "tables",
+                columns: TABLE_FIELDS.iter().map(|f| f.to_string()).collect(),
+                rows,
+                records,
+            })
         }
         Tab::Partitions => {
             let v = &s.partitions;
@@ -100,14 +182,18 @@ fn table(
         view,
         columns: fields.iter().map(|c| c.to_string()).collect(),
         rows: grid.index.iter().map(|&i| row(i)).collect(),
+        records: Vec::new(),
     }
 }
 
+/// One CSV cell: control characters made visible and a formula neutralised (a table or
+/// partition value is a server's string), then quoted when needed.
 fn csv_field(s: &str) -> String {
+    let s = crate::text::csv_cell(s);
     if s.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {
-        s.to_string()
+        s.into_owned()
     }
 }
 
@@ -134,6 +220,10 @@ pub fn write_export(
             }
             ("csv", out)
         }
+        ExportFormat::Json if !data.records.is_empty() => (
+            "json",
+            serde_json::to_string_pretty(&data.records).map_err(|e| e.to_string())? + "\n",
+        ),
         ExportFormat::Json => {
             let rows: Vec<serde_json::Map<String, serde_json::Value>> = data
                 .rows
@@ -152,9 +242,40 @@ pub fn write_export(
             )
         }
     };
-    let path = dir.join(format!("floe-{}-{stamp}.{ext}", data.view));
-    std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    Ok(path)
+    let name = |n: u32| match n {
+        0 => format!("floe-{}-{stamp}.{ext}", data.view),
+        n => format!("floe-{}-{stamp}-{n}.{ext}", data.view),
+    };
+    // Table names, errors and statements: readable by the operator only. JSON keeps the
+    // real strings, with what serde leaves raw written as \uXXXX.
+    let text = match format {
+        ExportFormat::Json => crate::text::json_escape_unsafe(&text),
+        ExportFormat::Csv => text,
+    };
+    // A second export within the same second gets its own file, never overwrites.
+    for n in 0..100 {
+        let path = dir.join(name(n));
+        match write_private(&path, &text) {
+            Ok(()) => return Ok(path),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(format!("cannot write {}: {e}", path.display())),
+        }
+    }
+    Err(format!(
+        "cannot write {}: too many exports this second",
+        dir.join(name(0)).display()
+    ))
+}
+
+fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)?;
+    f.write_all(text.as_bytes())
 }
 
 #[cfg(test)]
@@ -171,6 +292,7 @@ mod tests {
             view: "tables",
             columns: vec!["table".into(), "note".into()],
             rows: vec![vec!["ledger \"q3\"".into(), "x, y".into()]],
+            records: Vec::new(),
         };
         let p = write_export(&dir, ExportFormat::Csv, &data).unwrap();
         assert_eq!(
@@ -182,5 +304,65 @@ mod tests {
             serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
         assert_eq!(v[0]["table"], "ledger \"q3\"");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn exports_are_private_inert_and_formula_free() {
+        use std::os::unix::fs::PermissionsExt;
+        let h = crate::text::hostile_sample();
+        let dir = std::env::temp_dir().join(format!("floe-export-h-{}", std::process::id()));
+        let data = ExportData {
+            view: "partitions",
+            columns: vec!["partition".into(), "note".into()],
+            rows: vec![vec![
+                format!("r{h}"),
+                "=HYPERLINK(\"http://x\",\"y\")".into(),
+            ]],
+            records: Vec::new(),
+        };
+        let csv = write_export(&dir, ExportFormat::Csv, &data).unwrap();
+        let again = write_export(&dir, ExportFormat::Csv, &data).unwrap();
+        assert_ne!(
+            csv, again,
+            "a second export in the same second is a new file"
+        );
+        let text = std::fs::read_to_string(&csv).unwrap();
+        assert!(crate::text::is_inert(&text), "{text:?}");
+        assert!(text.contains("\\x1b]52;"), "{text}");
+        assert!(text.contains("\"'=HYPERLINK("), "{text}");
+        let json = write_export(&dir, ExportFormat::Json, &data).unwrap();
+        let jtext = std::fs::read_to_string(&json).unwrap();
+        assert!(crate::text::is_inert(&jtext));
+        let v: serde_json::Value = serde_json::from_str(&jtext).unwrap();
+        assert_eq!(
+            v[0]["partition"],
+            format!("r{h}"),
+            "JSON keeps the real string"
+        );
+        for p in [&csv, &again, &json] {
+            let mode = std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o600, "{}", p.display());
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_tables_export_is_floe_checks_record() {
+        let s = crate::app::testing::loaded();
+        let data = export_view(&s).expect("the Tables view exports");
+        assert!(data.columns.iter().any(|c| c == "last_compaction_at"));
+        assert!(!data.columns.iter().any(|c| c == "last_compaction"));
+        assert_eq!(data.records.len(), data.rows.len());
+        let first = serde_json::to_value(&data.records[0]).unwrap();
+        // Every CSV column is a field of the record `floe check --format json` prints.
+        for c in &data.columns {
+            assert!(first.get(c).is_some(), "{c} is not a check JSON field");
+        }
+        let col = |name: &str| data.columns.iter().position(|c| c == name).unwrap();
+        assert_eq!(data.rows[0][col("table")], first["table"].as_str().unwrap());
+        assert_eq!(
+            data.rows[0][col("data_files")],
+            first["data_files"].to_string()
+        );
     }
 }

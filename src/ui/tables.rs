@@ -130,13 +130,7 @@ fn row_cells(
                 }
                 None => continue,
             },
-            (
-                TableCol::Catalog
-                | TableCol::Schema
-                | TableCol::SmallPartitions
-                | TableCol::Findings,
-                Some(_),
-            ) => continue,
+            (TableCol::SmallPartitions, Some(_)) => continue,
         };
         cells.push(cell);
     }

@@ -7,12 +7,11 @@ use crate::app::grid::{opt_cmp, opt_desc};
 use crate::app::layout::Width;
 use crate::lakehouse::model::TableStats;
 
-/// The columns of the Tables tab: drawn (those of [`TableCol::SHOWN`] that fit), sorted
-/// by (in [`TABLE_SORTS`] order) and exported (in [`TableCol::EXPORTED`] order).
+/// The columns of the Tables tab: drawn (those of [`TableCol::SHOWN`] that fit) and sorted
+/// by (in [`TABLE_SORTS`] order). An export writes the table's
+/// [`TableRecord`](crate::report::record::TableRecord), the record `floe check` prints.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TableCol {
-    Catalog,
-    Schema,
     Status,
     Score,
     Table,
@@ -28,7 +27,6 @@ pub enum TableCol {
     Written,
     Deletes,
     Dag,
-    Findings,
 }
 
 /// Sort columns of the Tables tab, in `s` cycling order.
@@ -69,27 +67,6 @@ impl TableCol {
         TableCol::Dag,
     ];
 
-    /// Exported fields, in file order.
-    pub const EXPORTED: [TableCol; 17] = [
-        TableCol::Catalog,
-        TableCol::Schema,
-        TableCol::Table,
-        TableCol::Status,
-        TableCol::Score,
-        TableCol::Files,
-        TableCol::Small,
-        TableCol::AvgSize,
-        TableCol::Size,
-        TableCol::Records,
-        TableCol::Partitions,
-        TableCol::SmallPartitions,
-        TableCol::Snapshots,
-        TableCol::Deletes,
-        TableCol::Compacted,
-        TableCol::Written,
-        TableCol::Findings,
-    ];
-
     pub fn header(self) -> &'static str {
         match self {
             TableCol::Status => "STAT",
@@ -106,10 +83,7 @@ impl TableCol {
             TableCol::Written => "WRITTEN",
             TableCol::Deletes => "DELETES",
             TableCol::Dag => "MAINTENANCE DAG",
-            TableCol::Catalog
-            | TableCol::Schema
-            | TableCol::SmallPartitions
-            | TableCol::Findings => "",
+            TableCol::SmallPartitions => "",
         }
     }
 
@@ -128,15 +102,12 @@ impl TableCol {
             TableCol::Compacted if wide => 9,
             TableCol::Compacted => 10,
             TableCol::Dag => 24,
-            TableCol::Catalog
-            | TableCol::Schema
-            | TableCol::SmallPartitions
-            | TableCol::Findings => 0,
+            TableCol::SmallPartitions => 0,
         })
     }
 
     /// Priority: the list width from which the column shows (narrower lists drop it);
-    /// `None` for fields that are only exported.
+    /// `None` for a sort key that is not drawn.
     pub fn shown_from(self) -> Option<u16> {
         match self {
             TableCol::Status
@@ -153,10 +124,7 @@ impl TableCol {
             | TableCol::Written
             | TableCol::Deletes => Some(WIDE),
             TableCol::Dag => Some(150),
-            TableCol::Catalog
-            | TableCol::Schema
-            | TableCol::SmallPartitions
-            | TableCol::Findings => None,
+            TableCol::SmallPartitions => None,
         }
     }
 
@@ -184,11 +152,8 @@ impl TableCol {
             TableCol::Compacted => "compacted",
             TableCol::Written => "written",
             TableCol::Deletes => "deletes",
-            TableCol::Catalog => "catalog",
-            TableCol::Schema => "schema",
             TableCol::SmallPartitions => "small partitions",
             TableCol::Dag => "dag",
-            TableCol::Findings => "findings",
         }
     }
 
@@ -237,80 +202,9 @@ impl TableCol {
                 opt_desc(t(a), t(b))
             }
             TableCol::Deletes => opt_desc(s(a, |x| x.delete_files), s(b, |x| x.delete_files)),
-            TableCol::Table
-            | TableCol::Catalog
-            | TableCol::Schema
-            | TableCol::Dag
-            | TableCol::Findings => Ordering::Equal,
+            TableCol::Table | TableCol::Dag => Ordering::Equal,
         };
         o.then_with(|| a.table.cmp(&b.table))
-    }
-
-    /// The field's name in an export.
-    pub fn field(self) -> &'static str {
-        match self {
-            TableCol::Catalog => "catalog",
-            TableCol::Schema => "schema",
-            TableCol::Table => "table",
-            TableCol::Status => "status",
-            TableCol::Score => "score",
-            TableCol::Files => "data_files",
-            TableCol::Small => "small_files",
-            TableCol::AvgSize => "avg_file_bytes",
-            TableCol::Size => "total_bytes",
-            TableCol::Records => "records",
-            TableCol::Partitions => "partitions",
-            TableCol::SmallPartitions => "small_file_partitions",
-            TableCol::Snapshots => "snapshots",
-            TableCol::Deletes => "delete_files",
-            TableCol::Compacted => "last_compaction",
-            TableCol::Written => "last_write",
-            TableCol::Dag => "maintenance_dag",
-            TableCol::Findings => "findings",
-        }
-    }
-
-    /// The field's value in an export.
-    pub fn export(self, r: &TableRow) -> String {
-        let st = r.stats.as_ref();
-        let n = |f: fn(&TableStats) -> u64| opt(st.map(f));
-        let ts = |t: Option<chrono::DateTime<chrono::Utc>>| {
-            t.map(|t| t.to_rfc3339()).unwrap_or_default()
-        };
-        match self {
-            TableCol::Catalog => r.table.catalog.clone(),
-            TableCol::Schema => r.table.schema.clone(),
-            TableCol::Table => r.table.table.clone(),
-            TableCol::Status => r
-                .status()
-                .map(|x| x.label().to_string())
-                .unwrap_or_default(),
-            TableCol::Score => opt(r.health.as_ref().map(|h| h.score)),
-            TableCol::Files => n(|x| x.data_files),
-            TableCol::Small => n(|x| x.small_files),
-            TableCol::AvgSize => opt(st.and_then(|x| x.avg_file_size())),
-            TableCol::Size => n(|x| x.total_bytes),
-            TableCol::Records => n(|x| x.records),
-            TableCol::Partitions => n(|x| x.partitions),
-            TableCol::SmallPartitions => n(|x| x.small_file_partitions),
-            TableCol::Snapshots => n(|x| x.snapshots),
-            TableCol::Deletes => n(|x| x.delete_files),
-            TableCol::Compacted => ts(st.and_then(|x| x.last_compaction)),
-            TableCol::Written => ts(st.and_then(|x| x.last_write)),
-            TableCol::Dag => r.dag.as_ref().map(|d| d.dag_id.clone()).unwrap_or_default(),
-            TableCol::Findings => r
-                .health
-                .as_ref()
-                .map(|h| {
-                    h.findings
-                        .iter()
-                        .map(|f| format!("[{}] {}", f.severity.label(), f.message))
-                        .collect::<Vec<_>>()
-                        .join("; ")
-                })
-                .or_else(|| r.error.clone())
-                .unwrap_or_default(),
-        }
     }
 }
 
