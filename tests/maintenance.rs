@@ -495,3 +495,133 @@ async fn the_cli_prints_without_yes_runs_with_it_and_refuses_when_read_only() {
     let outcomes: Vec<&str> = audit.iter().map(|r| r.outcome.as_str()).collect();
     assert_eq!(outcomes, vec!["refused", "success"]);
 }
+
+#[tokio::test]
+async fn identity_fiscal_year_is_read_planned_and_recounted_by_the_tables_spec() {
+    // finance.budget: identity `fiscal_year` (integer) and `region` (hostile strings), 14
+    // small files in each of its 12 partitions, and a column COMMENT that reads
+    // `partitioning = ARRAY['month(ts)']`.
+    let t = clone("finance.budget", "budget").await;
+    let u = user("budget");
+    let lake = lakehouse(&lab().trino_url(), &u);
+    // The TUI's partitions view: an identity `fiscal_year` shows its value, not 1970 + it.
+    let list = lake.partitions(&t).await.unwrap();
+    let labels: Vec<String> = list.partitions.iter().map(|p| p.label()).collect();
+    assert_eq!(list.partitions.len(), 12, "{labels:?}");
+    assert!(
+        labels.contains(&"fiscal_year=2026/region=north".to_string()),
+        "{labels:?}"
+    );
+    assert!(list.partitions.iter().all(|p| p.data_files == 14));
+    // The layout is read once per table, not per refresh.
+    lake.partitions(&t).await.unwrap();
+    let layout = lake.table_layout(&t).await.unwrap();
+    let fields: Vec<&str> = layout
+        .partitioning
+        .iter()
+        .map(|f| f.name.as_str())
+        .collect();
+    assert_eq!(
+        fields,
+        ["fiscal_year", "region"],
+        "not the comment's month(ts)"
+    );
+    let show_create = lab()
+        .queries_of(&u)
+        .await
+        .iter()
+        .filter(|q| {
+            q["sql"]
+                .as_str()
+                .is_some_and(|s| s.starts_with("SHOW CREATE TABLE"))
+        })
+        .count();
+    assert_eq!(show_create, 1, "SHOW CREATE TABLE once per table");
+
+    // `floe maintain`: a partial spec names a year; the plan selects it by equality and
+    // the run records the files really left in the partitions it rewrote.
+    let home = std::env::temp_dir().join(format!("floe-budget-home-{}", std::process::id()));
+    let run = |extra: &[&str]| {
+        let url = lab().trino_url();
+        let name = format!("scratch.{}", t.table);
+        let mut args = vec![
+            "--trino",
+            url.as_str(),
+            "--user",
+            "floe",
+            "maintain",
+            "optimize",
+            name.as_str(),
+            "--partition",
+            "fiscal_year=2026",
+        ];
+        args.extend_from_slice(extra);
+        std::process::Command::new(env!("CARGO_BIN_EXE_floe"))
+            .args(&args)
+            .env("XDG_CONFIG_HOME", home.join("c"))
+            .env("XDG_STATE_HOME", home.join("s"))
+            .output()
+            .unwrap()
+    };
+    let out = run(&[]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains(r#"WHERE "fiscal_year" = 2026;"#), "{text}");
+    let out = run(&["--yes"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("files 84 -> 6"), "{err}");
+    let audit = AuditLog::new(home.join("s/floe/audit.jsonl")).read();
+    assert_eq!(audit.last().unwrap().files_after, Some(6));
+
+    // A grouped plan over two 2025 partitions (one with quotes in its value): the real
+    // count, not 0.
+    let chosen: Vec<_> = lake
+        .partitions(&t)
+        .await
+        .unwrap()
+        .partitions
+        .into_iter()
+        .filter(|p| {
+            p.label() == "fiscal_year=2025/region=north"
+                || p.label() == "fiscal_year=2025/region=a'b\"c"
+        })
+        .collect();
+    assert_eq!(chosen.len(), 2);
+    let plan = optimize_plan(&t, &layout, &chosen, 96 << 20, true).unwrap();
+    assert_eq!(plan.steps.len(), 1);
+    let c = ctx("budget", false);
+    let outcomes = run_plan(&lake, &plan, &c, CancellationToken::new(), &no_events())
+        .await
+        .unwrap();
+    assert_eq!(outcomes[0].files_after, Some(2));
+    assert_eq!(outcomes[0].small_after, Some(2));
+    assert_eq!(c.audit.read()[0].files_after, Some(2));
+    // The re-read is one statement over the step's partitions only.
+    let recounts: Vec<String> = lab()
+        .queries_of(&u)
+        .await
+        .iter()
+        .filter_map(|q| q["sql"].as_str())
+        .filter(|s| s.contains("$files") && !s.contains("GROUP BY"))
+        .map(str::to_string)
+        .collect();
+    assert_eq!(recounts.len(), 1, "{recounts:?}");
+    assert!(
+        recounts[0].contains(r#"f.partition."fiscal_year" = 2025"#),
+        "{recounts:?}"
+    );
+
+    // Untouched partitions keep their files.
+    let after = lake.partitions(&t).await.unwrap();
+    for p in &after.partitions {
+        let rewritten = p.label().starts_with("fiscal_year=2026/")
+            || chosen.iter().any(|c| c.label() == p.label());
+        let want = if rewritten { 1 } else { 14 };
+        assert_eq!(p.data_files, want, "{}", p.label());
+    }
+}

@@ -5,8 +5,11 @@
 
 use std::fmt;
 
-use chrono::{Datelike, NaiveDate, NaiveDateTime};
+use chrono::{DateTime, Datelike, NaiveDate, NaiveDateTime};
 use serde::Serialize;
+
+use super::layout::PropValue;
+use crate::trino::Value;
 
 use super::model::{PartitionStats, TableRef};
 use super::sql::{quote_ident, quote_string, typed_literal};
@@ -49,8 +52,45 @@ impl TableLayout {
             .map(|(_, t)| t.as_str())
     }
 
-    fn field(&self, name: &str) -> Option<&PartitionField> {
+    /// The partition field `$files.partition` names `name`, from the table's spec.
+    pub fn field(&self, name: &str) -> Option<&PartitionField> {
         self.partitioning.iter().find(|f| f.name == name)
+    }
+}
+
+impl Transform {
+    /// A partition value of this transform as the operator reads it and as Iceberg writes
+    /// it in paths (`"$partition"`): year/month/hour (integers since 1970 in `$files`) as
+    /// `2026`, `2026-03`, `2026-03-02-14`; everything else as the value itself.
+    pub fn render(&self, v: &Value) -> String {
+        if let Value::Int(n) = *v {
+            match self {
+                Transform::Year => return format!("{:04}", 1970 + n),
+                Transform::Month => {
+                    let y = 1970 + n.div_euclid(12);
+                    let m = n.rem_euclid(12) + 1;
+                    return format!("{y:04}-{m:02}");
+                }
+                Transform::Day => {
+                    if let Some(t) = n
+                        .checked_mul(86_400)
+                        .and_then(|s| DateTime::from_timestamp(s, 0))
+                    {
+                        return t.format("%Y-%m-%d").to_string();
+                    }
+                }
+                Transform::Hour => {
+                    if let Some(t) = n
+                        .checked_mul(3600)
+                        .and_then(|s| DateTime::from_timestamp(s, 0))
+                    {
+                        return t.format("%Y-%m-%d-%H").to_string();
+                    }
+                }
+                _ => {}
+            }
+        }
+        v.display()
     }
 }
 
@@ -123,33 +163,23 @@ fn split_args(s: &str) -> Vec<&str> {
     out
 }
 
-/// The `partitioning = ARRAY['a', 'day(b)']` property of `SHOW CREATE TABLE`'s text.
+/// The `partitioning = ARRAY['a', 'day(b)']` property of the `WITH (…)` clause of
+/// `SHOW CREATE TABLE`'s text (empty when the table is not partitioned).
 pub fn partitioning_from_show_create(text: &str) -> Result<Vec<PartitionField>, String> {
-    let Some(pos) = text.find("partitioning = ARRAY[") else {
+    let props = super::layout::with_properties(text)?;
+    let Some((_, value)) = props.iter().find(|(k, _)| k == "partitioning") else {
         return Ok(Vec::new());
     };
-    let rest = &text[pos + "partitioning = ARRAY[".len()..];
-    // Entries are SQL string literals: '…' with '' for a quote.
-    let mut entries = Vec::new();
-    let mut chars = rest.char_indices().peekable();
-    let mut cur: Option<String> = None;
-    while let Some((_, c)) = chars.next() {
-        match (&mut cur, c) {
-            (None, '\'') => cur = Some(String::new()),
-            (None, ']') => break,
-            (None, _) => {}
-            (Some(s), '\'') => {
-                if matches!(chars.peek(), Some((_, '\''))) {
-                    s.push('\'');
-                    chars.next();
-                } else {
-                    entries.push(cur.take().unwrap_or_default());
-                }
-            }
-            (Some(s), c) => s.push(c),
-        }
-    }
-    entries.iter().map(|e| parse_partition_entry(e)).collect()
+    let PropValue::Array(items) = value else {
+        return Err(format!("partitioning is not an ARRAY: {value:?}"));
+    };
+    items
+        .iter()
+        .map(|item| match item {
+            PropValue::Str(e) => parse_partition_entry(e),
+            other => Err(format!("partitioning entry {other:?} is not a string")),
+        })
+        .collect()
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -214,6 +244,11 @@ pub struct Step {
     pub files: u64,
     pub small_files: u64,
     pub bytes: u64,
+    /// The partitions the statement rewrites, each as the partition values it must match
+    /// (all fields, or the subset a partial `--partition` spec names); after the statement
+    /// these are re-read to count what is left. Empty for a table-wide statement.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub targets: Vec<Vec<(String, Option<String>)>>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -298,6 +333,7 @@ pub fn table_plan(table: &TableRef, procedure: Procedure) -> Plan {
             files: 0,
             small_files: 0,
             bytes: 0,
+            targets: Vec::new(),
         }],
         session: Vec::new(),
     }
@@ -336,6 +372,7 @@ pub fn optimize_plan(
             files: parts.iter().map(|p| p.data_files).sum(),
             small_files: parts.iter().map(|p| p.small_files).sum(),
             bytes: parts.iter().map(|p| p.total_bytes).sum(),
+            targets: parts.iter().map(|p| p.values.clone()).collect(),
         });
     } else {
         for p in parts {
@@ -346,6 +383,7 @@ pub fn optimize_plan(
                 files: p.data_files,
                 small_files: p.small_files,
                 bytes: p.total_bytes,
+                targets: vec![p.values.clone()],
             });
         }
     }
@@ -408,6 +446,59 @@ pub fn partition_predicate(layout: &TableLayout, p: &PartitionStats) -> Result<S
     }
     if terms.is_empty() {
         return Err("the partition has only void fields: optimize the table as a whole".into());
+    }
+    Ok(terms.join(" AND "))
+}
+
+/// A predicate on the `partition` row of `$files` (aliased `f`) matching partitions whose
+/// rendered values are `values` (all fields or a subset): each value turned back into the
+/// field's own type (years, months and hours since 1970, dates, the source column's type).
+pub fn files_partition_predicate(
+    layout: &TableLayout,
+    values: &[(String, Option<String>)],
+) -> Result<String, String> {
+    let mut terms = Vec::new();
+    for (name, value) in values {
+        let field = layout.field(name).ok_or_else(|| {
+            format!("partition field {name:?} is not in the table's current partitioning")
+        })?;
+        let col = format!("f.partition.{}", quote_ident(name));
+        let Some(v) = value else {
+            terms.push(format!("{col} IS NULL"));
+            continue;
+        };
+        let bad = || {
+            format!(
+                "partition value {v:?} does not fit transform {:?}",
+                field.transform
+            )
+        };
+        let source_type = || {
+            layout
+                .column_type(&field.source)
+                .ok_or_else(|| format!("partition source column {:?} not found", field.source))
+        };
+        let lit = match &field.transform {
+            Transform::Identity | Transform::Truncate(_) => typed_literal(source_type()?, v)?,
+            Transform::Bucket(_) => v.trim().parse::<i64>().map_err(|_| bad())?.to_string(),
+            Transform::Year => (v.trim().parse::<i64>().map_err(|_| bad())? - 1970).to_string(),
+            Transform::Month => {
+                let d =
+                    NaiveDate::parse_from_str(&format!("{v}-01"), "%Y-%m-%d").map_err(|_| bad())?;
+                ((i64::from(d.year()) - 1970) * 12 + i64::from(d.month0())).to_string()
+            }
+            Transform::Day => typed_literal("date", v)?,
+            Transform::Hour => {
+                let t = NaiveDateTime::parse_from_str(&format!("{v}:00:00"), "%Y-%m-%d-%H:%M:%S")
+                    .map_err(|_| bad())?;
+                t.and_utc().timestamp().div_euclid(3600).to_string()
+            }
+            Transform::Void => return Err(bad()),
+        };
+        terms.push(format!("{col} = {lit}"));
+    }
+    if terms.is_empty() {
+        return Err("no partition value to match".into());
     }
     Ok(terms.join(" AND "))
 }

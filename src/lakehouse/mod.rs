@@ -1,6 +1,8 @@
 //! The lakehouse as floe sees it through Trino: tables, stats, partitions, snapshots, and
-//! the SQL that reads and maintains them.
+//! the SQL that reads and maintains them. A table's layout comes from its
+//! own declared spec, never from the names of its fields.
 
+pub mod layout;
 pub mod maintenance;
 pub mod model;
 pub mod queries;

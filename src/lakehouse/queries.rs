@@ -1,12 +1,13 @@
 //! What floe asks Trino, and how the answers become the domain model. Every per-table
 //! health read is one statement that aggregates on the server: no file rows cross the wire.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
 
+use super::maintenance::{PartitionField, TableLayout, files_partition_predicate};
 use super::model::{PartitionStats, SnapshotInfo, TableRef, TableStats};
 use super::sql::{quote_ident, quote_string};
 use crate::health::HealthConfig;
@@ -38,6 +39,17 @@ pub struct Lakehouse {
     /// understands. Shared by clones.
     server_version: Arc<AtomicU32>,
     layouts: Arc<Mutex<HashMap<TableRef, Layout>>>,
+    /// Each table's declared layout (columns and partition spec), read once per table for
+    /// the life of this connection and shared by the partitions view, plans and the CLI.
+    specs: Arc<Mutex<HashMap<TableRef, CachedSpec>>>,
+}
+
+#[derive(Clone)]
+struct CachedSpec {
+    layout: Arc<TableLayout>,
+    /// `$files` partition fields the spec, freshly read, did not know (fields of an older
+    /// spec): they do not make the next load read the spec again.
+    unknown: BTreeSet<String>,
 }
 
 /// The partitions of one table.
@@ -56,6 +68,7 @@ impl Lakehouse {
             health,
             server_version: Arc::new(AtomicU32::new(0)),
             layouts: Arc::new(Mutex::new(HashMap::new())),
+            specs: Arc::new(Mutex::new(HashMap::new())),
         }
     }
 
@@ -207,11 +220,20 @@ impl Lakehouse {
         })
     }
 
-    /// Per-partition file counts and sizes of one table.
+    /// Per-partition file counts and sizes of one table, values rendered by each field's
+    /// transform from the table's spec (see [`Lakehouse::table_layout`]).
     pub async fn partitions(&self, t: &TableRef) -> Result<PartitionList, TrinoError> {
         let (rows, layout) = self
             .with_layout(t, |l| partitions_sql(t, &self.health, l))
             .await?;
+        let spec = if layout == Layout::PartitionColumn && !rows.is_empty() {
+            Some(
+                self.spec_for_fields(t, &partition_field_names(&rows))
+                    .await?,
+            )
+        } else {
+            None
+        };
         let mut list = PartitionList::default();
         for r in &rows {
             list.target_file_size = r.u64("target").unwrap_or(self.health.target_file_size);
@@ -221,7 +243,8 @@ impl Lakehouse {
                     .enumerate()
                     .map(|(i, (name, v))| {
                         let name = name.clone().unwrap_or_else(|| format!("field{i}"));
-                        let text = (!v.is_null()).then(|| partition_value_text(&name, v));
+                        let field = spec.as_ref().and_then(|s| s.field(&name));
+                        let text = (!v.is_null()).then(|| partition_value_text(field, v));
                         (name, text)
                     })
                     .collect(),
@@ -254,6 +277,29 @@ impl Lakehouse {
         Ok(list)
     }
 
+    /// Data files, and those below `threshold`, left in the partitions matching any of
+    /// `targets` (rendered values, as a plan step records them): one aggregate over
+    /// `$files` with one row back.
+    pub async fn recount(
+        &self,
+        t: &TableRef,
+        targets: &[Vec<(String, Option<String>)>],
+        threshold: u64,
+    ) -> Result<(u64, u64), TrinoError> {
+        let names: BTreeSet<String> = targets.iter().flatten().map(|(k, _)| k.clone()).collect();
+        let spec = self.spec_for_fields(t, &names).await?;
+        let sql = recount_sql(t, &spec, targets, threshold).map_err(|m| TrinoError::Malformed {
+            url: self.client.url().to_string(),
+            message: format!("re-reading partitions of {t}: {m}"),
+        })?;
+        let out = self.client.query(&sql).await?;
+        let r = out.rows.first();
+        Ok((
+            r.and_then(|r| r.u64("files")).unwrap_or(0),
+            r.and_then(|r| r.u64("small_files")).unwrap_or(0),
+        ))
+    }
+
     /// Every snapshot of one table, oldest first.
     pub async fn snapshots(&self, t: &TableRef) -> Result<Vec<SnapshotInfo>, TrinoError> {
         let sql = format!(
@@ -272,12 +318,46 @@ impl Lakehouse {
             .collect()
     }
 
-    /// Columns and partitioning of a table (`DESCRIBE` and `SHOW CREATE TABLE`), what a
-    /// maintenance plan needs to type its predicates.
-    pub async fn table_layout(
+    /// Columns and partitioning of a table (`DESCRIBE` and `SHOW CREATE TABLE`): how its
+    /// partition values read and how a maintenance plan types its predicates. Read once
+    /// per table and kept for the life of this connection.
+    pub async fn table_layout(&self, t: &TableRef) -> Result<TableLayout, TrinoError> {
+        Ok(self.spec(t).await?.as_ref().clone())
+    }
+
+    async fn spec(&self, t: &TableRef) -> Result<Arc<TableLayout>, TrinoError> {
+        let cached = self.specs.lock().ok().and_then(|m| m.get(t).cloned());
+        match cached {
+            Some(c) => Ok(c.layout),
+            None => self.read_spec(t, &BTreeSet::new()).await,
+        }
+    }
+
+    /// The cached spec, read again once when it does not know a field `$files` shows
+    /// (the spec evolved since it was read).
+    async fn spec_for_fields(
         &self,
         t: &TableRef,
-    ) -> Result<super::maintenance::TableLayout, TrinoError> {
+        fields: &BTreeSet<String>,
+    ) -> Result<Arc<TableLayout>, TrinoError> {
+        let cached = self.specs.lock().ok().and_then(|m| m.get(t).cloned());
+        match cached {
+            Some(c)
+                if fields
+                    .iter()
+                    .all(|f| c.layout.field(f).is_some() || c.unknown.contains(f)) =>
+            {
+                Ok(c.layout)
+            }
+            _ => self.read_spec(t, fields).await,
+        }
+    }
+
+    async fn read_spec(
+        &self,
+        t: &TableRef,
+        fields: &BTreeSet<String>,
+    ) -> Result<Arc<TableLayout>, TrinoError> {
         let cols = self.client.query(&format!("DESCRIBE {}", t.sql())).await?;
         let columns = cols
             .rows
@@ -301,10 +381,25 @@ impl Lakehouse {
                     message: format!("partitioning of {t}: {m}"),
                 }
             })?;
-        Ok(super::maintenance::TableLayout {
+        let layout = Arc::new(TableLayout {
             columns,
             partitioning,
-        })
+        });
+        let unknown = fields
+            .iter()
+            .filter(|f| layout.field(f).is_none())
+            .cloned()
+            .collect();
+        if let Ok(mut m) = self.specs.lock() {
+            m.insert(
+                t.clone(),
+                CachedSpec {
+                    layout: layout.clone(),
+                    unknown,
+                },
+            );
+        }
+        Ok(layout)
     }
 
     /// `key → value` of `$properties`.
@@ -469,27 +564,47 @@ fn parse_snapshot(r: &Row) -> Result<SnapshotInfo, String> {
     })
 }
 
-/// A partition value as the operator reads it: month/hour/year transforms (integers since
-/// 1970 in `$files`) shown as Iceberg writes them in paths (`2026-03`, `2026-03-02-14`).
-pub fn partition_value_text(field: &str, v: &Value) -> String {
-    if let Some(n) = v.as_i64()
-        && matches!(v, Value::Int(_))
-    {
-        if field.ends_with("_month") {
-            let y = 1970 + n.div_euclid(12);
-            let m = n.rem_euclid(12) + 1;
-            return format!("{y:04}-{m:02}");
-        }
-        if field.ends_with("_year") {
-            return format!("{:04}", 1970 + n);
-        }
-        if field.ends_with("_hour")
-            && let Some(t) = DateTime::from_timestamp(n * 3600, 0)
-        {
-            return t.format("%Y-%m-%d-%H").to_string();
-        }
+/// The names of the partition fields in rows of [`partitions_sql`].
+fn partition_field_names(rows: &[Row]) -> BTreeSet<String> {
+    rows.iter()
+        .filter_map(|r| match r.get("part") {
+            Some(Value::Row(fields)) => Some(fields),
+            _ => None,
+        })
+        .flatten()
+        .filter_map(|(n, _)| n.clone())
+        .collect()
+}
+
+/// A partition value as the operator reads it, by the field's transform in the table's
+/// spec (see [`crate::lakehouse::maintenance::Transform::render`]). A field the spec does
+/// not know is shown as its value: the field's name says nothing about its meaning.
+pub fn partition_value_text(field: Option<&PartitionField>, v: &Value) -> String {
+    match field {
+        Some(f) => f.transform.render(v),
+        None => v.display(),
     }
-    v.display()
+}
+
+/// The re-read after an optimize step: files and small files left in its partitions.
+pub fn recount_sql(
+    t: &TableRef,
+    spec: &TableLayout,
+    targets: &[Vec<(String, Option<String>)>],
+    threshold: u64,
+) -> Result<String, String> {
+    if targets.is_empty() {
+        return Err("no partition to re-read".into());
+    }
+    let preds = targets
+        .iter()
+        .map(|values| files_partition_predicate(spec, values).map(|p| format!("({p})")))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(format!(
+        "SELECT count_if(f.content = 0) AS files,\n       count_if(f.content = 0 AND f.file_size_in_bytes < {threshold}) AS small_files\nFROM {files} f\nWHERE {preds}",
+        files = t.meta("files"),
+        preds = preds.join("\n   OR "),
+    ))
 }
 
 /// `*` and `?` globs (no character classes), case-sensitive as Trino names are.
@@ -534,22 +649,91 @@ mod tests {
         assert!(!glob_match("a*b", "acd"));
     }
 
+    fn field(entry: &str) -> PartitionField {
+        crate::lakehouse::maintenance::parse_partition_entry(entry).unwrap()
+    }
+
     #[test]
     fn transform_values() {
         assert_eq!(
-            partition_value_text("ts_month", &Value::Int(674)),
+            partition_value_text(Some(&field("month(ts)")), &Value::Int(674)),
             "2026-03"
         );
-        assert_eq!(partition_value_text("ts_year", &Value::Int(56)), "2026");
         assert_eq!(
-            partition_value_text("ts_hour", &Value::Int(494_000)),
+            partition_value_text(Some(&field("year(ts)")), &Value::Int(56)),
+            "2026"
+        );
+        assert_eq!(
+            partition_value_text(Some(&field("hour(ts)")), &Value::Int(494_000)),
             "2026-05-10-08"
         );
-        assert_eq!(partition_value_text("id_bucket", &Value::Int(7)), "7");
         assert_eq!(
-            partition_value_text("district", &Value::Text("north".into())),
+            partition_value_text(Some(&field("bucket(id, 16)")), &Value::Int(7)),
+            "7"
+        );
+        assert_eq!(
+            partition_value_text(Some(&field("district")), &Value::Text("north".into())),
             "north"
         );
+    }
+
+    #[test]
+    fn identity_columns_named_like_transforms_keep_their_values() {
+        // `fiscal_year` is an identity column: 2026 is the year 2026, not 1970 + 2026.
+        for (entry, v, want) in [
+            ("fiscal_year", Value::Int(2026), "2026"),
+            ("report_month", Value::Int(3), "3"),
+            ("shift_hour", Value::Int(14), "14"),
+            ("created_day", Value::Int(5), "5"),
+        ] {
+            let f = field(entry);
+            assert_eq!(f.name, entry);
+            assert_eq!(partition_value_text(Some(&f), &v), want, "{entry}");
+        }
+        // A field the spec does not know is its value, whatever its name.
+        assert_eq!(partition_value_text(None, &Value::Int(2026)), "2026");
+    }
+
+    #[test]
+    fn recount_reads_only_the_steps_partitions_typed_by_their_transforms() {
+        let t = TableRef::new("iceberg", "finance", "budget");
+        let spec = TableLayout {
+            columns: vec![
+                ("fiscal_year".into(), "integer".into()),
+                ("region".into(), "varchar".into()),
+                ("ts".into(), "timestamp(6)".into()),
+            ],
+            partitioning: ["fiscal_year", "region", "month(ts)"]
+                .iter()
+                .map(|e| field(e))
+                .collect(),
+        };
+        let sql = recount_sql(
+            &t,
+            &spec,
+            &[
+                vec![
+                    ("fiscal_year".into(), Some("2026".into())),
+                    ("region".into(), Some("it's".into())),
+                    ("ts_month".into(), Some("2026-03".into())),
+                ],
+                vec![("region".into(), None)],
+            ],
+            1000,
+        )
+        .unwrap();
+        assert!(
+            sql.contains(r#"(f.partition."fiscal_year" = 2026 AND f.partition."region" = 'it''s' AND f.partition."ts_month" = 674)"#),
+            "{sql}"
+        );
+        assert!(
+            sql.contains(r#"OR (f.partition."region" IS NULL)"#),
+            "{sql}"
+        );
+        assert_eq!(sql.matches("$files").count(), 1);
+        assert!(!sql.contains("$properties"));
+        assert!(recount_sql(&t, &spec, &[vec![("nope".into(), Some("1".into()))]], 1).is_err());
+        assert!(recount_sql(&t, &spec, &[], 1).is_err());
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Running a plan: statements one at a time (never two mutations on one table at once),
 //! progress from Trino's stats, cancellable, stop at the first failure, re-read the
-//! partition after each optimize, audit every statement.
+//! partitions an optimize rewrote (only those), audit every statement.
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -187,14 +187,13 @@ pub async fn run_plan(
                             .or_else(|| out.rows.first().and_then(|r| r.i64("rows")));
                     }
                 }
-                if let (Procedure::Optimize { .. }, Some(label)) =
-                    (&plan.procedure, &step.partition)
-                    && let Ok(list) = lake.partitions(&plan.table).await
+                if let Procedure::Optimize { threshold } = &plan.procedure
+                    && !step.targets.is_empty()
+                    && let Ok((files, small)) =
+                        lake.recount(&plan.table, &step.targets, *threshold).await
                 {
-                    let p = list.partitions.iter().find(|p| &p.label() == label);
-                    // A partition that vanished holds no files any more.
-                    outcome.files_after = Some(p.map(|p| p.data_files).unwrap_or(0));
-                    outcome.small_after = Some(p.map(|p| p.small_files).unwrap_or(0));
+                    outcome.files_after = Some(files);
+                    outcome.small_after = Some(small);
                 }
             }
             Err(e) => {

@@ -281,3 +281,160 @@ fn hostile_values_stay_inside_their_literal() {
         );
     }
 }
+
+#[test]
+fn partitioning_comes_from_the_with_clause_not_from_a_comment() {
+    // Trino's own text: a column comment (quotes doubled, a newline) and the table comment
+    // carry `partitioning = ARRAY[…]`; only the WITH clause counts.
+    let text = "CREATE TABLE iceberg.finance.budget (\n   fiscal_year integer COMMENT 'was: partitioning = ARRAY[''year(booked_at)'']\nWITH (partitioning = ARRAY[''amount''])',\n   region varchar COMMENT '''',\n   \"odd \"\"col\"\"\" varchar,\n   amount decimal(12, 2)\n)\nCOMMENT 'partitioning = ARRAY[''bucket(amount, 4)'']'\nWITH (\n   format = 'PARQUET',\n   format_version = 2,\n   location = 's3://lake/finance/budget',\n   partitioning = ARRAY['fiscal_year','region','bucket(\"odd \"\"col\"\"\", 8)']\n)";
+    let f = partitioning_from_show_create(text).unwrap();
+    assert_eq!(
+        f,
+        vec![
+            PartitionField {
+                name: "fiscal_year".into(),
+                source: "fiscal_year".into(),
+                transform: Transform::Identity,
+            },
+            PartitionField {
+                name: "region".into(),
+                source: "region".into(),
+                transform: Transform::Identity,
+            },
+            PartitionField {
+                name: r#"odd "col"_bucket"#.into(),
+                source: r#"odd "col""#.into(),
+                transform: Transform::Bucket(8),
+            },
+        ]
+    );
+    // Only a comment mentions partitioning: the table is not partitioned.
+    assert!(
+        partitioning_from_show_create(
+            "CREATE TABLE x (\n   a bigint COMMENT 'partitioning = ARRAY[''a'']'\n)\nWITH (\n   format = 'PARQUET'\n)"
+        )
+        .unwrap()
+        .is_empty()
+    );
+    assert!(partitioning_from_show_create("WITH (partitioning = 'a')").is_err());
+}
+
+#[test]
+fn identity_year_columns_make_equality_predicates() {
+    let l = TableLayout {
+        columns: vec![
+            ("fiscal_year".into(), "integer".into()),
+            ("region".into(), "varchar".into()),
+        ],
+        partitioning: partitioning_from_show_create(
+            "WITH (partitioning = ARRAY['fiscal_year','region'])",
+        )
+        .unwrap(),
+    };
+    let p = part(
+        &[("fiscal_year", Some("2026")), ("region", Some("emea"))],
+        9,
+    );
+    assert_eq!(
+        partition_predicate(&l, &p).unwrap(),
+        r#""fiscal_year" = 2026 AND "region" = 'emea'"#
+    );
+    assert_eq!(
+        files_partition_predicate(&l, &p.values).unwrap(),
+        r#"f.partition."fiscal_year" = 2026 AND f.partition."region" = 'emea'"#
+    );
+}
+
+#[test]
+fn files_predicates_turn_rendered_values_back_into_field_values() {
+    let l = TableLayout {
+        columns: vec![
+            ("ts".into(), "timestamp(6) with time zone".into()),
+            ("id".into(), "bigint".into()),
+            ("name".into(), "varchar".into()),
+        ],
+        partitioning: [
+            "year(ts)",
+            "month(ts)",
+            "day(ts)",
+            "hour(ts)",
+            "bucket(id, 16)",
+            "truncate(name, 2)",
+        ]
+        .iter()
+        .map(|e| parse_partition_entry(e).unwrap())
+        .collect(),
+    };
+    let one = |k: &str, v: &str| files_partition_predicate(&l, &[(k.into(), Some(v.into()))]);
+    assert_eq!(
+        one("ts_year", "2026").unwrap(),
+        r#"f.partition."ts_year" = 56"#
+    );
+    assert_eq!(
+        one("ts_month", "2026-03").unwrap(),
+        r#"f.partition."ts_month" = 674"#
+    );
+    assert_eq!(
+        one("ts_day", "2026-03-02").unwrap(),
+        r#"f.partition."ts_day" = DATE '2026-03-02'"#
+    );
+    assert_eq!(
+        one("ts_hour", "2026-05-10-08").unwrap(),
+        r#"f.partition."ts_hour" = 494000"#
+    );
+    assert_eq!(
+        one("id_bucket", "7").unwrap(),
+        r#"f.partition."id_bucket" = 7"#
+    );
+    assert_eq!(
+        one("name_trunc", "a'").unwrap(),
+        r#"f.partition."name_trunc" = 'a'''"#
+    );
+    assert!(one("ts_month", "March").is_err());
+    assert!(one("id_bucket", "1 OR 1=1").is_err());
+    // Rendering and reading back agree.
+    for (entry, n) in [("year(ts)", 56), ("month(ts)", 674), ("hour(ts)", 494_000)] {
+        let f = parse_partition_entry(entry).unwrap();
+        let text = f.transform.render(&crate::trino::Value::Int(n));
+        assert_eq!(
+            one(&f.name, &text).unwrap(),
+            format!("f.partition.\"{}\" = {n}", f.name)
+        );
+    }
+}
+
+#[test]
+fn steps_record_the_partitions_they_rewrite() {
+    let (t, l) = documents();
+    let a = part(
+        &[
+            ("district", Some("north")),
+            ("filed_at_day", Some("2026-03-02")),
+        ],
+        9,
+    );
+    let b = part(
+        &[
+            ("district", Some("south")),
+            ("filed_at_day", Some("2026-03-01")),
+        ],
+        4,
+    );
+    let single = optimize_plan(&t, &l, &[a.clone(), b.clone()], 96 << 20, false).unwrap();
+    assert_eq!(single.steps[0].targets, vec![b.values.clone()]);
+    assert_eq!(single.steps[1].targets, vec![a.values.clone()]);
+    let grouped = optimize_plan(&t, &l, &[a.clone(), b.clone()], 96 << 20, true).unwrap();
+    assert_eq!(
+        grouped.steps[0].targets,
+        vec![b.values.clone(), a.values.clone()]
+    );
+    // A partial spec (a subset of the fields) targets every partition it matches.
+    let partial = part(&[("district", Some("north"))], 13);
+    let plan = optimize_plan(&t, &l, std::slice::from_ref(&partial), 96 << 20, false).unwrap();
+    assert_eq!(plan.steps[0].targets, vec![partial.values]);
+    assert!(
+        table_plan(&t, Procedure::OptimizeManifests).steps[0]
+            .targets
+            .is_empty()
+    );
+}
