@@ -64,13 +64,8 @@ pub struct AirflowSettings {
     pub test_connections: bool,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct MaintenanceMapping {
-    /// `catalog.schema.table`
-    pub table: String,
-    pub dag_id: String,
-    pub interval: Option<Duration>,
-}
+/// `[[maintenance]]`: a table's maintenance DAG (the type lives with the mapping rules).
+pub use crate::health::mapping::MaintenanceMapping;
 
 #[derive(Clone, Debug)]
 pub struct Settings {
