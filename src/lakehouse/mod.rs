@@ -7,3 +7,4 @@ pub mod maintenance;
 pub mod model;
 pub mod queries;
 pub mod sql;
+pub mod statements;
