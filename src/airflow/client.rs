@@ -22,7 +22,7 @@ use super::detect::detect;
 use super::error::{AirflowError, body_message};
 use super::model::{ApiVersion, ServerVersion};
 use crate::config::{AirflowSettings, TlsSettings};
-use crate::net::{self, Idempotency, Mutations, Reply, http_client};
+use crate::net::{self, BodyLimit, Idempotency, Mutations, Reply, http_client};
 
 /// Never follow more pages than this in one listing (a server that ignores `offset`).
 const MAX_PAGES: usize = 500;
@@ -86,6 +86,10 @@ pub(super) struct Inner {
     pub(super) auth: AuthMode,
     retry: RetryPolicy,
     page_size: usize,
+    /// `airflow.max_response_size`.
+    max_response_size: u64,
+    /// `airflow.max_log_size`.
+    pub(super) max_log_size: u64,
     pub(super) runs_window: usize,
     pub(super) dag_tags: Vec<String>,
     pub(super) dag_ids: Vec<String>,
@@ -169,6 +173,8 @@ impl AirflowClient {
                 auth,
                 retry: opts.retry,
                 page_size: opts.page_size.clamp(1, 1000),
+                max_response_size: settings.max_response_size,
+                max_log_size: settings.max_log_size,
                 runs_window: settings.runs.max(1),
                 dag_tags: settings.dag_tags.clone(),
                 dag_ids: settings.dag_ids.clone(),
@@ -296,11 +302,24 @@ impl AirflowClient {
         body: Payload<'_>,
         accept: &str,
     ) -> Result<Reply, AirflowError> {
+        let limit = BodyLimit::Whole(self.inner.max_response_size);
+        self.call_reading(method, url, body, accept, limit).await
+    }
+
+    /// [`call`](Self::call), reading the body as `limit` says.
+    pub(super) async fn call_reading(
+        &self,
+        method: Method,
+        url: &Url,
+        body: Payload<'_>,
+        accept: &str,
+        limit: BodyLimit,
+    ) -> Result<Reply, AirflowError> {
         let mut renewed = false;
         loop {
             let generation = self.token_generation();
             let r = self
-                .exchange(method.clone(), url, body, accept, true)
+                .exchange(method.clone(), url, body, accept, true, limit)
                 .await?;
             if r.status.is_success() {
                 return Ok(r);
@@ -320,7 +339,9 @@ impl AirflowClient {
 
     /// One HTTP exchange with retries: GETs (and the login) through 502/503/504, 429 and
     /// transport failures; other writes only through connection failures, when nothing
-    /// reached the server.
+    /// reached the server. A write answered 502/503/504, or whose connection was lost or
+    /// timed out after it was sent, is [`AirflowError::MayHaveRun`]: a trigger sent again
+    /// would be a second run.
     pub(super) async fn exchange(
         &self,
         method: Method,
@@ -328,6 +349,7 @@ impl AirflowClient {
         body: Payload<'_>,
         accept: &str,
         authorize: bool,
+        limit: BodyLimit,
     ) -> Result<Reply, AirflowError> {
         let idempotency = if method == Method::GET || !authorize {
             Idempotency::Idempotent
@@ -348,9 +370,15 @@ impl AirflowClient {
             }
             req
         };
-        net::send(&self.inner.retry.policy(), idempotency, None, url, build)
+        let policy = self.inner.retry.policy().with_body(limit);
+        net::send(&policy, idempotency, None, url, build)
             .await
-            .map_err(|f| AirflowError::from_net(url, f))
+            .map_err(|f| AirflowError::from_net(&method, url, f))
+    }
+
+    /// The default body limit of this client.
+    pub(super) fn json_limit(&self) -> BodyLimit {
+        BodyLimit::Whole(self.inner.max_response_size)
     }
 }
 

@@ -55,9 +55,46 @@ pub enum TrinoError {
         status: u16,
         url: String,
     },
-    /// Client-side configuration (bad CA file, bad URL).
+    /// A statement that changes data was sent and the answer does not say whether it ran
+    /// (a gateway's 502/504, a connection lost or a timeout after it was sent).
+    #[error(
+        "the statement may have run: query id unknown, check before retrying (POST {url}: {message})"
+    )]
+    MayHaveRun { url: String, message: String },
+    /// An answer longer than `trino.max_response_size`.
+    #[error("response from {url} is larger than {} (trino.max_response_size)", fmt_size(*.limit))]
+    TooLarge { url: String, limit: u64 },
+    /// The server pointed the client at another origin (host, port) or from https to
+    /// http while credentials are sent with every request.
+    #[error(
+        "refusing to follow nextUri {to} from {from}: {reason} while sending credentials; the query was cancelled"
+    )]
+    UnsafeRedirect {
+        from: String,
+        to: String,
+        reason: String,
+    },
+    /// Client-side configuration (bad CA file, bad URL, a value that cannot be sent).
     #[error("{0}")]
     Config(String),
+}
+
+/// A byte count the way the config file writes one (`32 MiB`, `9.5 MiB`).
+pub(crate) fn fmt_size(n: u64) -> String {
+    const KIB: u64 = 1024;
+    const MIB: u64 = 1024 * 1024;
+    let (unit, size) = if n >= MIB {
+        ("MiB", MIB)
+    } else if n >= KIB {
+        ("KiB", KIB)
+    } else {
+        return format!("{n} bytes");
+    };
+    if n.is_multiple_of(size) {
+        format!("{} {unit}", n / size)
+    } else {
+        format!("{:.1} {unit}", n as f64 / size as f64)
+    }
 }
 
 impl TrinoError {
@@ -72,6 +109,9 @@ impl TrinoError {
             TrinoError::Deadline { .. } => "DEADLINE_EXCEEDED",
             TrinoError::Cancelled { .. } => "USER_CANCELED",
             TrinoError::Gone { .. } => "QUERY_GONE",
+            TrinoError::MayHaveRun { .. } => "OUTCOME_UNKNOWN",
+            TrinoError::TooLarge { .. } => "RESPONSE_TOO_LARGE",
+            TrinoError::UnsafeRedirect { .. } => "UNSAFE_REDIRECT",
             TrinoError::Config(_) => "CONFIG",
         }
     }
@@ -84,6 +124,9 @@ impl TrinoError {
                 | TrinoError::Http { .. }
                 | TrinoError::Transport { .. }
                 | TrinoError::Malformed { .. }
+                | TrinoError::MayHaveRun { .. }
+                | TrinoError::TooLarge { .. }
+                | TrinoError::UnsafeRedirect { .. }
                 | TrinoError::Config(_)
         )
     }
