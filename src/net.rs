@@ -21,7 +21,15 @@ pub fn http_client(
         .connect_timeout(connect)
         .timeout(request)
         .user_agent(concat!("floe/", env!("CARGO_PKG_VERSION")))
-        .tcp_nodelay(true);
+        .tcp_nodelay(true)
+        .redirect(reqwest::redirect::Policy::custom(|attempt| {
+            let from = attempt.previous().last().cloned();
+            match from.map(|f| redirect_refusal(&f, attempt.url())) {
+                _ if attempt.previous().len() > 5 => attempt.error("more than 5 redirects"),
+                Some(Some(reason)) => attempt.error(reason),
+                _ => attempt.follow(),
+            }
+        }));
     if let Some(ca) = &tls.ca_file {
         let pem =
             std::fs::read(ca).map_err(|e| format!("cannot read CA file {}: {e}", ca.display()))?;
@@ -43,6 +51,25 @@ pub fn http_client(
     }
     b.build()
         .map_err(|e| format!("cannot build HTTP client: {}", error_chain(&e)))
+}
+
+/// Why an HTTP redirect from `from` to `to` is not followed: credentials are sent to the
+/// origin they were configured for only, so a redirect to another host or port, or from
+/// https to http, is refused (reqwest would drop an Authorization header on the way and
+/// turn a clear refusal into a misleading 401, or replay a write elsewhere).
+pub fn redirect_refusal(from: &Url, to: &Url) -> Option<String> {
+    let why = if from.scheme() == "https" && to.scheme() != "https" {
+        "it downgrades https to http"
+    } else if from.host_str() != to.host_str() {
+        "it leaves the configured host"
+    } else if from.scheme() == to.scheme()
+        && from.port_or_known_default() != to.port_or_known_default()
+    {
+        "it leaves the configured port"
+    } else {
+        return None;
+    };
+    Some(format!("refusing the redirect from {from} to {to}: {why}"))
 }
 
 /// An error and its sources in one line (reqwest hides the useful part in the chain).
@@ -81,7 +108,7 @@ pub fn transport_kind(e: &reqwest::Error, chain: &str) -> Transport {
         "failed to lookup address",
         "name or service not known",
     ];
-    if permanent.iter().any(|p| c.contains(p)) {
+    if e.is_redirect() || permanent.iter().any(|p| c.contains(p)) {
         Transport::Permanent
     } else if e.is_connect() {
         Transport::Connect

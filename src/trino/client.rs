@@ -215,9 +215,22 @@ impl Client {
         let post_headers = self.headers(&opts.session)?;
         let headers = self.headers(&[])?;
 
+        let far = || Instant::now() + Duration::from_secs(86_400 * 365);
         let first = tokio::select! {
             r = self.request_json(Method::POST, &post_url, Body::Sql(sql), deadline, &post_headers, opts.mutation, &mut retries) => r?,
             _ = cancel.cancelled() => return Err(TrinoError::Cancelled { query_id: String::new() }),
+            _ = tokio::time::sleep_until(deadline.unwrap_or_else(far)) => {
+                if opts.mutation {
+                    return Err(TrinoError::MayHaveRun {
+                        url: post_url.to_string(),
+                        message: format!(
+                            "no answer within the {} deadline",
+                            humantime::format_duration(deadline_len.unwrap_or_default())
+                        ),
+                    });
+                }
+                return Err(TrinoError::Deadline { query_id: String::new(), deadline: deadline_len.unwrap_or_default() });
+            }
         };
         let query_id = first.id.clone();
         let mut guard = CancelGuard {
@@ -332,8 +345,7 @@ impl Client {
                     deadline: deadline_len.unwrap_or_default(),
                 });
             }
-            let sleep_until =
-                deadline.unwrap_or_else(|| Instant::now() + Duration::from_secs(86_400 * 365));
+            let sleep_until = deadline.unwrap_or_else(far);
             page = tokio::select! {
                 r = self.request_json(Method::GET, &next, Body::None, deadline, &headers, false, &mut retries) => match r {
                     Ok(p) => p,

@@ -40,7 +40,7 @@ pub enum TrinoError {
     #[error("malformed response from {url}: {message}")]
     Malformed { url: String, message: String },
     /// The whole query took longer than allowed (it was cancelled on the server).
-    #[error("query {query_id} exceeded the {} deadline and was cancelled", humantime::format_duration(*.deadline))]
+    #[error("{}", deadline_text(.query_id, *.deadline))]
     Deadline {
         query_id: String,
         deadline: Duration,
@@ -77,6 +77,15 @@ pub enum TrinoError {
     /// Client-side configuration (bad CA file, bad URL, a value that cannot be sent).
     #[error("{0}")]
     Config(String),
+}
+
+fn deadline_text(query_id: &str, deadline: Duration) -> String {
+    let d = humantime::format_duration(deadline);
+    if query_id.is_empty() {
+        format!("Trino did not answer the statement within the {d} deadline")
+    } else {
+        format!("query {query_id} exceeded the {d} deadline and was cancelled")
+    }
 }
 
 /// A byte count the way the config file writes one (`32 MiB`, `9.5 MiB`).
