@@ -108,7 +108,9 @@ pub fn transport_kind(e: &reqwest::Error, chain: &str) -> Transport {
         "failed to lookup address",
         "name or service not known",
     ];
-    if e.is_redirect() || permanent.iter().any(|p| c.contains(p)) {
+    // A request that could not be built (a header value that cannot be sent) or a refused
+    // redirect will fail the same way every time.
+    if e.is_builder() || e.is_redirect() || permanent.iter().any(|p| c.contains(p)) {
         Transport::Permanent
     } else if e.is_connect() {
         Transport::Connect
@@ -619,6 +621,29 @@ mod tests {
             .finish(Mutation, 4, false)
             .unwrap_err();
         assert!(matches!(e, NetFailure::Transport { .. }), "{e:?}");
+    }
+
+    #[test]
+    fn redirects_stay_on_their_origin() {
+        let u = |s: &str| s.parse::<Url>().unwrap();
+        let from = u("https://airflow.example/api/v2/dags");
+        assert_eq!(
+            redirect_refusal(&from, &u("https://airflow.example/api/v2/dags/")),
+            None
+        );
+        let m = redirect_refusal(&from, &u("http://airflow.example/api/v2/dags")).unwrap();
+        assert_eq!(
+            m,
+            "refusing the redirect from https://airflow.example/api/v2/dags to http://airflow.example/api/v2/dags: it downgrades https to http"
+        );
+        assert!(redirect_refusal(&from, &u("https://sso.example/login")).is_some());
+        assert!(redirect_refusal(&from, &u("https://airflow.example:8443/x")).is_some());
+        // An upgrade to https on the same host is followed.
+        let plain = u("http://airflow.example/api/v2/dags");
+        assert_eq!(
+            redirect_refusal(&plain, &u("https://airflow.example/api/v2/dags")),
+            None
+        );
     }
 
     #[test]

@@ -546,3 +546,135 @@ fn check_timeout_is_unknown_and_names_what_was_still_running() {
         "{text}"
     );
 }
+
+// Rows that need the lab's page-reshaping faults and its alias host.
+
+#[tokio::test]
+async fn unknown_fields_everywhere_are_ignored() {
+    let u = user("fextra");
+    lab().page_size(&u, 500).await;
+    lab().faults(&u, json!([{"kind": "extra_fields"}])).await;
+    let c = lab().client(&u);
+    let out = c.query(FILES).await;
+    let failed = {
+        lab().faults(&u, json!([{"kind": "fail_query", "error_name": "GENERIC_INTERNAL_ERROR", "message": "worker lost", "count": 1}])).await;
+        c.query("SELECT 1").await
+    };
+    lab().clear_faults(&u).await;
+    let out = out.unwrap();
+    assert_eq!(
+        out.rows.len() as u64,
+        lab().table("zoning.documents")["data_files"]
+            .as_u64()
+            .unwrap()
+    );
+    let e = failed.unwrap_err();
+    assert_eq!(e.name(), "GENERIC_INTERNAL_ERROR", "{e}");
+}
+
+#[tokio::test]
+async fn a_50_mb_page_stops_at_the_limit() {
+    for (i, gzip) in [false, true].into_iter().enumerate() {
+        let u = user(&format!("f50mb{i}"));
+        lab()
+            .faults(
+                &u,
+                json!([{"kind": "big_page", "mb": 50, "gzip": gzip, "count": 1}]),
+            )
+            .await;
+        let e = lab().client(&u).query(FILES).await.unwrap_err();
+        lab().clear_faults(&u).await;
+        assert!(
+            matches!(e, TrinoError::TooLarge { .. }),
+            "gzip {gzip}: {e:?}"
+        );
+        let m = e.to_string();
+        assert!(
+            m.contains("larger than 32 MiB (trino.max_response_size)"),
+            "{m}"
+        );
+        assert!(
+            m.contains(&format!("{}/v1/statement/", lab().trino_url())),
+            "{m}"
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let q = lab().queries_of(&u).await;
+        assert!(
+            q.last().unwrap()["delete_received"].as_bool().unwrap(),
+            "{q:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_429_with_an_http_date_retry_after_waits_until_then() {
+    let u = user("f429d");
+    lab().faults(&u, json!([{"kind": "status", "status": 429, "count": 1, "on": "next", "headers": {"Retry-After": {"http_date_in_s": 2}}}])).await;
+    let t = Instant::now();
+    let out = lab().client(&u).query("SELECT 1").await.unwrap();
+    assert_eq!(out.retries, 1);
+    assert!(
+        t.elapsed() >= Duration::from_millis(500),
+        "{:?}",
+        t.elapsed()
+    );
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+}
+
+fn alice() -> Client {
+    let pw = lab().v["trino"]["users"]["alice"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut cfg = lab().config(&lab().https_url(), "alice");
+    cfg.auth = Auth::Basic {
+        password: SecretString::from(pw),
+    };
+    cfg.tls.ca_file = Some(lab().ca_file());
+    Client::new(cfg).unwrap()
+}
+
+#[tokio::test]
+async fn next_uri_to_another_host_or_to_http_is_refused_with_credentials() {
+    for (rule, why) in [
+        (
+            json!({"kind": "redirect_host", "host": "127.0.0.2", "count": 1}),
+            "another host",
+        ),
+        (
+            json!({"kind": "redirect_host", "scheme": "http", "count": 1}),
+            "downgrades https to http",
+        ),
+    ] {
+        lab().faults("alice", json!([rule])).await;
+        let sql = format!("SELECT 1 AS redirect_{}", why.len());
+        let e = alice().query(&sql).await.unwrap_err();
+        lab().clear_faults("alice").await;
+        let TrinoError::UnsafeRedirect { from, to, .. } = &e else {
+            panic!("{why}: {e:?}");
+        };
+        assert_eq!(from, &format!("{}/v1/statement", lab().https_url()));
+        let m = e.to_string();
+        assert!(m.contains(why), "{m}");
+        assert!(m.contains(to.as_str()) && m.contains(from.as_str()), "{m}");
+        // The credentials never went there.
+        let q = statements("alice", &sql).await;
+        let q = q.last().unwrap();
+        assert_eq!(q["redirect_hits"].as_u64().unwrap_or(0), 0, "{q}");
+        assert!(
+            q["redirect_auth"].as_array().is_none_or(|a| a.is_empty()),
+            "{q}"
+        );
+    }
+    // Without credentials there is nothing to leak: followed.
+    let u = user("fredirect");
+    lab()
+        .faults(
+            &u,
+            json!([{"kind": "redirect_host", "host": "127.0.0.2", "count": 1}]),
+        )
+        .await;
+    let out = lab().client(&u).query("SELECT 7 AS n").await.unwrap();
+    lab().clear_faults(&u).await;
+    assert_eq!(out.rows[0].u64("n"), Some(7));
+}

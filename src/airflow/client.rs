@@ -160,6 +160,7 @@ impl AirflowClient {
         settings: &AirflowSettings,
         opts: ClientOptions,
     ) -> Result<AirflowClient, AirflowError> {
+        check_sendable(settings)?;
         let http = build_http(&settings.tls, &opts)?;
         let base = with_slash(&settings.url);
         let (api, version) = detect(&http, &base, settings, &opts.retry).await?;
@@ -384,6 +385,22 @@ impl AirflowClient {
 
 pub(super) const JSON: &str = "application/json";
 
+/// A static token that cannot travel in an HTTP header (a newline from a file or a
+/// command) is an error naming its setting, before anything is sent: left out, it would
+/// turn into a misleading 401.
+fn check_sendable(settings: &AirflowSettings) -> Result<(), AirflowError> {
+    use secrecy::ExposeSecret;
+    if let Some(token) = &settings.token
+        && reqwest::header::HeaderValue::from_str(&format!("Bearer {}", token.expose_secret()))
+            .is_err()
+    {
+        return Err(AirflowError::Config(
+            "the Airflow token (FLOE_AIRFLOW_TOKEN, airflow.token_env or airflow.token_command) cannot be sent in an HTTP header: it contains a line break or another control character".into(),
+        ));
+    }
+    Ok(())
+}
+
 fn build_http(tls: &TlsSettings, opts: &ClientOptions) -> Result<reqwest::Client, AirflowError> {
     http_client(tls, opts.connect_timeout, opts.request_timeout).map_err(AirflowError::Config)
 }
@@ -434,6 +451,34 @@ mod tests {
         );
         assert_eq!(encode_segment("a/b c"), "a%2Fb%20c");
         assert_eq!(encode_segment("compact_documents"), "compact_documents");
+    }
+
+    #[test]
+    fn a_token_that_cannot_be_sent_is_an_error_naming_its_setting() {
+        let mut s = AirflowSettings {
+            url: "http://127.0.0.1:1".parse().unwrap(),
+            user: None,
+            password: None,
+            token: Some(secrecy::SecretString::from("abc.def\n".to_string())),
+            api: crate::config::AirflowApi::Auto,
+            tls: TlsSettings {
+                ca_file: None,
+                insecure_skip_verify: false,
+            },
+            dag_tags: vec![],
+            dag_ids: vec![],
+            runs: 1,
+            test_connections: false,
+            max_response_size: 1 << 20,
+            max_log_size: 1 << 20,
+        };
+        let m = check_sendable(&s).unwrap_err().to_string();
+        assert!(
+            m.contains("FLOE_AIRFLOW_TOKEN") && !m.contains("abc.def"),
+            "{m}"
+        );
+        s.token = Some(secrecy::SecretString::from("abc.def".to_string()));
+        assert!(check_sendable(&s).is_ok());
     }
 
     #[test]

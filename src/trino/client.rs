@@ -636,6 +636,88 @@ fn body_message(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use secrecy::SecretString;
+
+    fn client(url: &str, auth: Auth) -> Client {
+        let mut cfg = ClientConfig::from_settings(
+            &TrinoSettings {
+                url: url.parse().unwrap(),
+                user: "oncall".into(),
+                catalog: "iceberg".into(),
+                schemas: vec![],
+                tables: vec![],
+                auth: Auth::None,
+                tls: TlsSettings {
+                    ca_file: None,
+                    insecure_skip_verify: false,
+                },
+                session: Default::default(),
+                source: "floe".into(),
+                client_tags: vec![],
+                max_response_size: DEFAULT_MAX_RESPONSE_SIZE,
+            },
+            Duration::from_secs(1),
+        );
+        cfg.auth = auth;
+        Client::new(cfg).unwrap()
+    }
+
+    #[test]
+    fn next_uri_stays_on_the_origin_while_credentials_are_sent() {
+        let basic = Auth::Basic {
+            password: SecretString::from("pw".to_string()),
+        };
+        let c = client("https://trino.example:8443", basic);
+        let origin: Url = "https://trino.example:8443/v1/statement".parse().unwrap();
+        let ok = |u: &str| c.may_follow(&origin, &u.parse().unwrap());
+        assert!(ok("https://trino.example:8443/v1/statement/queued/q/s/1").is_ok());
+        let e = ok("http://trino.example:8443/v1/statement/queued/q/s/1").unwrap_err();
+        assert!(e.contains("downgrades https to http"), "{e}");
+        let e = ok("https://evil.example:8443/v1/statement/queued/q/s/1").unwrap_err();
+        assert!(
+            e.contains("another host (evil.example instead of trino.example)"),
+            "{e}"
+        );
+        let e = ok("https://trino.example:9443/v1/statement/queued/q/s/1").unwrap_err();
+        assert!(e.contains("another port"), "{e}");
+        assert!(ok("file:///etc/passwd").is_err());
+        // Without credentials there is nothing to leak.
+        let anon = client("http://trino.example:8080", Auth::None);
+        let origin: Url = "http://trino.example:8080/v1/statement".parse().unwrap();
+        assert!(
+            anon.may_follow(
+                &origin,
+                &"http://worker-1.example:8080/v1/x".parse().unwrap()
+            )
+            .is_ok()
+        );
+    }
+
+    #[test]
+    fn trinos_own_503_is_the_only_busy_answer_that_proves_nothing_started() {
+        let reply = |status: u16, text: &str| net::Reply {
+            status: reqwest::StatusCode::from_u16(status).unwrap(),
+            headers: HeaderMap::new(),
+            text: text.into(),
+            cut: 0,
+            attempts: 1,
+            gave_up: false,
+        };
+        assert!(never_started(&reply(
+            503,
+            "Trino server is still initializing"
+        )));
+        assert!(!never_started(&reply(503, "Service Unavailable")));
+        assert!(!never_started(&reply(
+            503,
+            "upstream connect error or disconnect/reset before headers"
+        )));
+        assert!(!never_started(&reply(
+            502,
+            "Trino server is still initializing"
+        )));
+        assert!(!never_started(&reply(504, "")));
+    }
 
     #[test]
     fn error_bodies() {
