@@ -4,6 +4,7 @@
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use floe::app::action::Action;
 use floe::app::state::{State, Tab};
+use floe::app::tables::TablesMsg;
 use floe::app::update::update;
 use floe::lakehouse::model::{PartitionStats, SnapshotInfo, TableRef, TableStats};
 use floe::lakehouse::queries::PartitionList;
@@ -127,19 +128,19 @@ pub fn loaded_state(n_tables: usize, n_partitions: usize, n_snapshots: usize, ta
     let ts = tables(n_tables);
     update(
         &mut s,
-        Action::Discovered {
+        Action::Tables(TablesMsg::Discovered {
             generation,
             result: Ok(ts.clone()),
-        },
+        }),
     );
     for (i, t) in ts.iter().enumerate() {
         update(
             &mut s,
-            Action::Stats {
+            Action::Tables(TablesMsg::Stats {
                 generation,
                 table: t.clone(),
                 result: Ok(stats(i)),
-            },
+            }),
         );
     }
     let first = s.tables.selected().unwrap().table.clone();

@@ -5,6 +5,7 @@ mod data;
 
 use divan::Bencher;
 use floe::app::action::Action;
+use floe::app::tables::TablesMsg;
 use floe::app::update::update;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
@@ -41,7 +42,7 @@ fn filter_sort_100k(b: Bencher, filter: &str) {
     let mut col = 0;
     b.bench_local(|| {
         s.partitions.grid.filter = filter.to_string();
-        col = (col + 1) % floe::app::state::PARTITION_SORTS.len();
+        col = (col + 1) % floe::app::partitions::PARTITION_SORTS.len();
         s.partitions.grid.sort_col = col;
         s.partitions.reindex(None);
     });
@@ -71,11 +72,11 @@ fn update_stats_result(b: Bencher) {
         s.tables.pending = 2;
         update(
             &mut s,
-            Action::Stats {
+            Action::Tables(TablesMsg::Stats {
                 generation,
                 table: tables[i].clone(),
                 result: Ok(data::stats(i * 7)),
-            },
+            }),
         )
     });
 }

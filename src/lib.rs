@@ -14,5 +14,6 @@ pub mod maintain;
 pub mod net;
 pub mod report;
 pub mod run;
+pub mod text;
 pub mod trino;
 pub mod ui;

@@ -5,7 +5,6 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use clap::Parser;
-use secrecy::ExposeSecret;
 
 use crate::cli::{Cli, Cmd};
 use crate::config::{self, Auth, Settings};
@@ -104,6 +103,8 @@ fn runtime() -> tokio::runtime::Runtime {
 pub fn init_logging(dir: &Path) -> Option<tracing_appender::non_blocking::WorkerGuard> {
     use tracing_subscriber::EnvFilter;
     std::fs::create_dir_all(dir).ok()?;
+    // The log holds table names, statements and server errors: readable by its owner only.
+    private_file(&dir.join("floe.log")).ok()?;
     let appender = tracing_appender::rolling::never(dir, "floe.log");
     let (writer, guard) = tracing_appender::non_blocking(appender);
     let filter = std::env::var("FLOE_LOG")
@@ -118,6 +119,18 @@ pub fn init_logging(dir: &Path) -> Option<tracing_appender::non_blocking::Worker
         .try_init()
         .ok()?;
     Some(guard)
+}
+
+/// Create `path` if missing, readable and writable by its owner only (0600), and make an
+/// existing file so.
+pub fn private_file(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(path)?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
 }
 
 fn write_atomic(path: &Path, text: &str) -> std::io::Result<()> {
@@ -138,10 +151,7 @@ fn write_atomic(path: &Path, text: &str) -> std::io::Result<()> {
 pub fn describe(s: &Settings) -> String {
     let auth = match &s.trino.auth {
         Auth::None => "none".to_string(),
-        Auth::Basic { password } => format!(
-            "basic (password: {} chars)",
-            password.expose_secret().chars().count()
-        ),
+        Auth::Basic { .. } => "basic (password set)".to_string(),
         Auth::Bearer { .. } => "bearer (token set)".to_string(),
     };
     let mut out = String::new();
@@ -226,4 +236,29 @@ pub fn describe(s: &Settings) -> String {
         s.log_dir.join("floe.log").display()
     ));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn the_log_file_is_private() {
+        let dir = std::env::temp_dir().join(format!("floe-log-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let fresh = dir.join("new.log");
+        private_file(&fresh).unwrap();
+        let old = dir.join("old.log");
+        std::fs::write(&old, "x").unwrap();
+        std::fs::set_permissions(&old, std::fs::Permissions::from_mode(0o644)).unwrap();
+        private_file(&old).unwrap();
+        for p in [&fresh, &old] {
+            let mode = std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o600, "{}", p.display());
+        }
+        assert_eq!(std::fs::read_to_string(&old).unwrap(), "x", "contents kept");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

@@ -6,12 +6,16 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use crossterm::event::KeyEvent;
 
-use super::jobs::PlanDraft;
+use super::dags::DagMsg;
+use super::export::{ExportData, ExportFormat};
+use super::maintenance::MaintenanceMsg;
+use super::tables::TablesMsg;
 use crate::health::HealthConfig;
 use crate::lakehouse::maintenance::Plan;
-use crate::lakehouse::model::{PartitionStats, SnapshotInfo, TableRef, TableStats};
+use crate::lakehouse::model::{PartitionStats, SnapshotInfo, TableRef};
 use crate::lakehouse::queries::PartitionList;
-use crate::maintain::run::StepEvent;
+
+pub use crate::maintain::plan::MaintenanceKind;
 use crate::trino::ServerInfo;
 
 #[derive(Clone, Debug)]
@@ -21,16 +25,10 @@ pub enum Action {
     Key(KeyEvent),
     Tick(DateTime<Utc>),
     Resize(u16, u16),
-    Info(Result<ServerInfo, String>),
-    Discovered {
-        generation: u64,
-        result: Result<Vec<TableRef>, String>,
-    },
-    Stats {
-        generation: u64,
-        table: TableRef,
-        result: Result<TableStats, String>,
-    },
+    /// The Trino coordinator's `/v1/info` (the header).
+    ServerInfo(Result<ServerInfo, String>),
+    /// A result for the Tables tab.
+    Tables(TablesMsg),
     Partitions {
         request: u64,
         table: TableRef,
@@ -43,54 +41,10 @@ pub enum Action {
     },
     Exported(Result<PathBuf, String>),
     ProfileSwitched(Result<ProfileView, String>),
-    PlanReady(Result<PlanDraft, String>),
-    DagsLoaded {
-        generation: u64,
-        result: Result<crate::airflow::scan::DagList, String>,
-    },
-    DagFacts {
-        generation: u64,
-        dag_id: String,
-        result: Result<crate::health::DagFacts, String>,
-    },
-    ConnectionFindings(Vec<crate::health::Finding>),
-    Runs {
-        dag_id: String,
-        result: Result<Vec<crate::airflow::DagRun>, String>,
-    },
-    Tasks {
-        dag_id: String,
-        run_id: String,
-        result: Result<Vec<crate::airflow::TaskInstance>, String>,
-    },
-    Log {
-        dag_id: String,
-        run_id: String,
-        task_id: String,
-        try_number: u32,
-        result: Result<crate::airflow::TaskLog, String>,
-    },
-    Failure {
-        dag_id: String,
-        result: Result<Option<super::dags::FailureDetail>, String>,
-    },
-    ClearPlanned {
-        dag_id: String,
-        run_id: String,
-        result: Result<crate::airflow::ClearOutcome, String>,
-    },
-    DagWritten {
-        action: DagWrite,
-        result: Result<String, String>,
-    },
-    Job {
-        job: u64,
-        event: StepEvent,
-    },
-    JobDone {
-        job: u64,
-        result: Result<(), String>,
-    },
+    /// A result for the DAGs tab.
+    Dags(DagMsg),
+    /// A result for maintenance (a drafted plan, a job's progress and end).
+    Maintenance(MaintenanceMsg),
     /// SIGTERM, SIGHUP (a dropped SSH session): leave cleanly.
     Terminate,
 }
@@ -108,23 +62,9 @@ pub struct ProfileView {
     pub maintenance: Vec<crate::config::MaintenanceMapping>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ExportFormat {
-    Csv,
-    Json,
-}
-
-/// A view as exported: what the operator sees, filtered and sorted.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ExportData {
-    pub view: &'static str,
-    pub columns: Vec<String>,
-    pub rows: Vec<Vec<String>>,
-}
-
 #[derive(Clone, Debug, PartialEq)]
 pub enum Effect {
-    FetchInfo,
+    FetchServerInfo,
     Discover {
         generation: u64,
         schemas: Vec<String>,
@@ -226,25 +166,11 @@ impl DagWrite {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MaintenanceKind {
-    /// `partitions: None` means the table's small-file partitions (or the whole table
-    /// when it is unpartitioned).
-    Optimize,
-    ExpireSnapshots {
-        retention_secs: u64,
-    },
-    RemoveOrphanFiles {
-        retention_secs: u64,
-    },
-    OptimizeManifests,
-}
-
 /// Work that the runtime keeps at most one of at a time: a newer one replaces (and
 /// cancels) the older.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Slot {
-    Info,
+    ServerInfo,
     Discovery,
     Stats(TableRef),
     Partitions,
@@ -266,7 +192,7 @@ pub enum Slot {
 impl Effect {
     pub fn slot(&self) -> Option<Slot> {
         Some(match self {
-            Effect::FetchInfo => Slot::Info,
+            Effect::FetchServerInfo => Slot::ServerInfo,
             Effect::Discover { .. } => Slot::Discovery,
             Effect::LoadStats { table, .. } => Slot::Stats(table.clone()),
             Effect::LoadPartitions { .. } => Slot::Partitions,

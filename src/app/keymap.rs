@@ -107,7 +107,7 @@ fn short_desc(s: &Spec) -> &'static str {
     match s.command {
         Command::SortNext => "sort",
         Command::Enter => "open",
-        Command::Info => "why",
+        Command::Health => "why",
         Command::Mark => "mark",
         Command::Optimize => "optimize",
         Command::Refresh => "refresh",

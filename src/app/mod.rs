@@ -1,10 +1,23 @@
-//! The application core: keymap, state, actions, effects, `update`, runtime.
+//! The application core, cut by feature: each tab (and maintenance, the prompt, export)
+//! owns its view state, its messages and its `update` for them; `update` dispatches;
+//! the runtime runs effects. See README.md for how a tab is added.
 
 pub mod action;
 pub mod dags;
+pub mod detail;
+pub mod export;
 pub mod grid;
-pub mod jobs;
 pub mod keymap;
+pub mod layout;
+pub mod maintenance;
+pub mod nav;
+pub mod partitions;
+pub mod prompt;
 pub mod runtime;
+pub mod snapshots;
 pub mod state;
+pub mod tables;
 pub mod update;
+
+#[cfg(test)]
+pub(crate) mod testing;

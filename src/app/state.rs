@@ -1,15 +1,18 @@
 //! Everything the screen shows, and nothing that does IO.
 
-use std::cmp::Ordering;
-use std::collections::BTreeSet;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
+use super::action::ProfileView;
 use super::grid::Grid;
 use super::keymap::Keymap;
-use crate::health::{DagFacts, Health, HealthConfig, Severity};
-use crate::lakehouse::model::{PartitionStats, SnapshotInfo, TableRef, TableStats};
+use super::partitions::PartitionsView;
+use super::prompt::Prompt;
+use super::snapshots::SnapshotsView;
+use super::tables::TablesView;
+use crate::health::HealthConfig;
+use crate::lakehouse::model::TableRef;
 use crate::trino::ServerInfo;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,285 +64,12 @@ impl Load {
 }
 
 #[derive(Clone, Debug, PartialEq)]
-pub struct TableRow {
-    pub table: TableRef,
-    pub name: String,
-    /// Lower-cased searchable text.
-    pub search: String,
-    pub stats: Option<TableStats>,
-    pub health: Option<Health>,
-    pub error: Option<String>,
-    /// A reload is in flight; the values shown are from the previous refresh.
-    pub stale: bool,
-    pub loading: bool,
-    pub dag: Option<DagFacts>,
-}
-
-impl TableRow {
-    pub fn new(table: TableRef) -> TableRow {
-        let name = format!("{}.{}", table.schema, table.table);
-        TableRow {
-            search: name.to_lowercase(),
-            name,
-            table,
-            stats: None,
-            health: None,
-            error: None,
-            stale: false,
-            loading: false,
-            dag: None,
-        }
-    }
-
-    pub fn status(&self) -> Option<Severity> {
-        if self.error.is_some() && self.health.is_none() {
-            return Some(Severity::Unknown);
-        }
-        self.health.as_ref().map(|h| h.status)
-    }
-}
-
-/// Sort columns of the Tables tab, in `s` cycling order.
-pub const TABLE_SORTS: [&str; 12] = [
-    "health",
-    "table",
-    "files",
-    "small",
-    "avg size",
-    "size",
-    "records",
-    "partitions",
-    "snapshots",
-    "compacted",
-    "written",
-    "deletes",
-];
-
-fn opt_cmp<T: PartialOrd>(a: Option<T>, b: Option<T>) -> Ordering {
-    // Unknown values last.
-    match (a, b) {
-        (Some(x), Some(y)) => x.partial_cmp(&y).unwrap_or(Ordering::Equal),
-        (Some(_), None) => Ordering::Less,
-        (None, Some(_)) => Ordering::Greater,
-        (None, None) => Ordering::Equal,
-    }
-}
-
-/// Largest first, unknown values last.
-fn opt_desc<T: PartialOrd>(a: Option<T>, b: Option<T>) -> Ordering {
-    match (a, b) {
-        (Some(x), Some(y)) => y.partial_cmp(&x).unwrap_or(Ordering::Equal),
-        (a, b) => opt_cmp(a, b),
-    }
-}
-
-pub fn cmp_tables(a: &TableRow, b: &TableRow, col: usize) -> Ordering {
-    let s = |r: &TableRow, f: fn(&TableStats) -> u64| r.stats.as_ref().map(f);
-    let o = match col {
-        0 => {
-            let rank = |r: &TableRow| r.status().map(|s| s.rank());
-            opt_desc(rank(a), rank(b))
-                .then(opt_cmp(
-                    a.health.as_ref().map(|h| h.score),
-                    b.health.as_ref().map(|h| h.score),
-                ))
-                .then(opt_desc(s(a, |x| x.small_files), s(b, |x| x.small_files)))
-        }
-        1 => Ordering::Equal,
-        2 => opt_desc(s(a, |x| x.data_files), s(b, |x| x.data_files)),
-        3 => opt_desc(s(a, |x| x.small_files), s(b, |x| x.small_files)),
-        4 => opt_cmp(
-            a.stats.as_ref().and_then(|x| x.avg_file_size()),
-            b.stats.as_ref().and_then(|x| x.avg_file_size()),
-        ),
-        5 => opt_desc(s(a, |x| x.total_bytes), s(b, |x| x.total_bytes)),
-        6 => opt_desc(s(a, |x| x.records), s(b, |x| x.records)),
-        7 => opt_desc(s(a, |x| x.partitions), s(b, |x| x.partitions)),
-        8 => opt_desc(s(a, |x| x.snapshots), s(b, |x| x.snapshots)),
-        // Oldest compaction first (never compacted first of all).
-        9 => {
-            let t = |r: &TableRow| {
-                r.stats
-                    .as_ref()
-                    .map(|x| x.last_compaction.map(|t| t.timestamp()).unwrap_or(i64::MIN))
-            };
-            opt_cmp(t(a), t(b))
-        }
-        10 => {
-            let t = |r: &TableRow| {
-                r.stats
-                    .as_ref()
-                    .and_then(|x| x.last_write.map(|t| t.timestamp()))
-            };
-            opt_desc(t(a), t(b))
-        }
-        _ => opt_desc(s(a, |x| x.delete_files), s(b, |x| x.delete_files)),
-    };
-    o.then_with(|| a.table.cmp(&b.table))
-}
-
-#[derive(Clone, Debug, Default)]
-pub struct TablesView {
-    pub rows: Vec<TableRow>,
-    pub grid: Grid,
-    pub load: Load,
-    /// Refresh generation; results of older generations are dropped.
-    pub generation: u64,
-    /// Stats queries of the current generation still in flight.
-    pub pending: usize,
-}
-
-impl TablesView {
-    pub fn reindex(&mut self) {
-        self.grid
-            .rebuild(&self.rows, |r| r.search.as_str(), cmp_tables, None);
-    }
-
-    pub fn selected(&self) -> Option<&TableRow> {
-        self.grid.selected_row().and_then(|i| self.rows.get(i))
-    }
-
-    pub fn row_mut(&mut self, t: &TableRef) -> Option<&mut TableRow> {
-        self.rows.iter_mut().find(|r| &r.table == t)
-    }
-
-    pub fn row(&self, t: &TableRef) -> Option<&TableRow> {
-        self.rows.iter().find(|r| &r.table == t)
-    }
-}
-
-#[derive(Clone, Debug, PartialEq)]
-pub struct PartitionRow {
-    pub stats: PartitionStats,
-    pub label: String,
-    pub search: String,
-    pub severity: Severity,
-    /// Rank of `label` among the table's partitions: sorts compare integers, not text.
-    pub order: u32,
-}
-
-pub const PARTITION_SORTS: [&str; 6] =
-    ["small", "partition", "files", "avg size", "size", "records"];
-
-pub fn cmp_partitions(a: &PartitionRow, b: &PartitionRow, col: usize) -> Ordering {
-    let (x, y) = (&a.stats, &b.stats);
-    let o = match col {
-        0 => y
-            .small_files
-            .cmp(&x.small_files)
-            .then(a.severity.rank().cmp(&b.severity.rank()).reverse()),
-        1 => Ordering::Equal,
-        2 => y.data_files.cmp(&x.data_files),
-        3 => x.avg_file_size().cmp(&y.avg_file_size()),
-        4 => y.total_bytes.cmp(&x.total_bytes),
-        _ => y.records.cmp(&x.records),
-    };
-    o.then_with(|| a.order.cmp(&b.order))
-}
-
-/// Severity of one partition by the rules: a small-file partition holds at least
-/// `min_small_files` small files; critical when its average file is under target/8.
-pub fn partition_severity(p: &PartitionStats, target: u64, cfg: &HealthConfig) -> Severity {
-    if p.small_files < cfg.min_small_files {
-        Severity::Ok
-    } else if p.avg_file_size() < target / 8 {
-        Severity::Critical
-    } else {
-        Severity::Warning
-    }
-}
-
-#[derive(Clone, Debug, Default)]
-pub struct PartitionsView {
-    pub table: Option<TableRef>,
-    pub rows: Vec<PartitionRow>,
-    pub grid: Grid,
-    pub load: Load,
-    pub target_file_size: u64,
-    pub fields: Vec<String>,
-    /// Marked partitions (by label) of `table`.
-    pub marks: BTreeSet<String>,
-    pub request: u64,
-}
-
-impl PartitionsView {
-    pub fn reindex(&mut self, keep: Option<String>) {
-        match keep {
-            Some(label) => {
-                let f = move |r: &PartitionRow| r.label == label;
-                self.grid
-                    .rebuild(&self.rows, |r| r.search.as_str(), cmp_partitions, Some(&f));
-            }
-            None => self
-                .grid
-                .rebuild(&self.rows, |r| r.search.as_str(), cmp_partitions, None),
-        }
-    }
-
-    pub fn selected(&self) -> Option<&PartitionRow> {
-        self.grid.selected_row().and_then(|i| self.rows.get(i))
-    }
-}
-
-#[derive(Clone, Debug, PartialEq)]
-pub struct SnapshotRow {
-    pub info: SnapshotInfo,
-    pub search: String,
-}
-
-pub const SNAPSHOT_SORTS: [&str; 4] = ["committed", "operation", "added", "total files"];
-
-pub fn cmp_snapshots(a: &SnapshotRow, b: &SnapshotRow, col: usize) -> Ordering {
-    let (x, y) = (&a.info, &b.info);
-    let o = match col {
-        0 => Ordering::Equal,
-        1 => x.operation.cmp(&y.operation),
-        2 => opt_cmp(y.added_data_files, x.added_data_files),
-        _ => opt_cmp(y.total_data_files, x.total_data_files),
-    };
-    // Newest first within ties.
-    o.then_with(|| y.committed_at.cmp(&x.committed_at))
-        .then_with(|| y.snapshot_id.cmp(&x.snapshot_id))
-}
-
-#[derive(Clone, Debug, Default)]
-pub struct SnapshotsView {
-    pub table: Option<TableRef>,
-    pub rows: Vec<SnapshotRow>,
-    pub grid: Grid,
-    pub load: Load,
-    pub request: u64,
-}
-
-impl SnapshotsView {
-    pub fn reindex(&mut self) {
-        self.grid
-            .rebuild(&self.rows, |r| r.search.as_str(), cmp_snapshots, None);
-    }
-}
-
-/// A text prompt at the bottom line.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Prompt {
-    Filter(String),
-    Command(String),
-    /// The retention of expire_snapshots / remove_orphan_files, edited before planning.
-    Retention(RetentionFor, String),
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RetentionFor {
-    ExpireSnapshots,
-    RemoveOrphanFiles,
-}
-
-#[derive(Clone, Debug, PartialEq)]
 pub enum Popup {
     Help,
     /// The health breakdown of a table.
-    Info(TableRef),
+    Health(TableRef),
     /// A maintenance plan awaiting `y`.
-    Confirm(Box<super::jobs::Confirm>),
+    Confirm(Box<super::maintenance::Confirm>),
     /// Maintenance jobs and the outcome of each statement.
     Queue,
     /// A write to Airflow awaiting `y`.
@@ -395,7 +125,7 @@ pub struct State {
     pub quit: bool,
     pub profiles: Vec<String>,
     pub airflow_configured: bool,
-    pub jobs: super::jobs::Jobs,
+    pub jobs: super::maintenance::Jobs,
     pub dags: super::dags::DagsView,
     /// `[[maintenance]]` mappings of the profile.
     pub maintenance: Vec<crate::config::MaintenanceMapping>,
@@ -425,7 +155,7 @@ impl State {
             quit: false,
             profiles: Vec::new(),
             airflow_configured: false,
-            jobs: super::jobs::Jobs::default(),
+            jobs: super::maintenance::Jobs::default(),
             dags: super::dags::DagsView::default(),
             maintenance: Vec::new(),
         }
@@ -436,14 +166,14 @@ impl State {
     pub fn page_height(&self) -> usize {
         let job = usize::from(self.jobs.visible(self.now).is_some());
         (self.size.1 as usize)
-            .saturating_sub(crate::ui::CHROME_ROWS + self.extra_rows() + job)
+            .saturating_sub(super::layout::CHROME_ROWS + self.extra_rows() + job)
             .max(1)
     }
 
     /// Rows the current tab spends above its list (the Snapshots chart).
     pub fn extra_rows(&self) -> usize {
         match self.tab {
-            Tab::Snapshots => crate::ui::snapshots::chart_height(self.size.1),
+            Tab::Snapshots => super::layout::chart_height(self.size.1),
             _ => 0,
         }
     }
@@ -489,6 +219,28 @@ impl State {
                 .num_seconds()
                 .max(0),
         )
+    }
+
+    /// A new profile: its connection and settings, every view empty again.
+    pub fn apply_profile(&mut self, p: ProfileView) {
+        self.conn = Conn {
+            profile: p.profile,
+            trino_url: p.trino_url,
+            airflow_url: p.airflow_url,
+            ..Conn::default()
+        };
+        self.readonly = p.readonly;
+        self.keymap = self.keymap.clone().with_readonly(p.readonly);
+        self.refresh_every = p.refresh;
+        self.schemas = p.schemas;
+        self.health = p.health;
+        self.airflow_configured = self.conn.airflow_url.is_some();
+        self.maintenance = p.maintenance;
+        self.dags = super::dags::DagsView::default();
+        self.tables = TablesView::default();
+        self.partitions = PartitionsView::default();
+        self.snapshots = SnapshotsView::default();
+        self.tab = Tab::Tables;
     }
 
     pub fn set_status(&mut self, level: Level, text: impl Into<String>) {

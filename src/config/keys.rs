@@ -36,7 +36,8 @@ pub enum Command {
     Back,
     Mark,
     ClearMarks,
-    Info,
+    /// The health breakdown of a table (config name `info`).
+    Health,
     Export,
     Optimize,
     ExpireSnapshots,
@@ -242,7 +243,15 @@ pub const SPECS: &[Spec] = &[
     ),
     spec!(Enter, "enter", ["enter"], "drill down", false, Global, true),
     spec!(Back, "back", ["esc"], "back / clear", false, Global, false),
-    spec!(Info, "info", ["i"], "health breakdown", false, Tables, true),
+    spec!(
+        Health,
+        "info",
+        ["i"],
+        "health breakdown",
+        false,
+        Tables,
+        true
+    ),
     spec!(Mark, "mark", ["space"], "mark row", false, Partitions, true),
     spec!(
         ClearMarks,

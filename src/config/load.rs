@@ -8,7 +8,7 @@ use std::time::Duration;
 use url::Url;
 
 use super::file::{AuthKind, FileConfig, HealthFile, ProfileFile, merge_airflow, merge_trino};
-use super::secrets::{env_bool, env_dur, secret};
+use super::secrets::{SecretKind, env_bool, env_dur, secret};
 use super::settings::{
     AirflowSettings, Auth, DEFAULT_MAX_LOG_SIZE, DEFAULT_MAX_RESPONSE_SIZE, Dirs, MIN_REFRESH,
     MaintenanceMapping, Overrides, Settings, TlsSettings, TrinoSettings,
@@ -292,6 +292,7 @@ impl Layers<'_> {
     fn trino_auth(&self, t: &super::file::TrinoFile, url: &Url) -> Result<Auth, ConfigError> {
         let password = secret(
             self.env,
+            SecretKind::Password,
             "FLOE_TRINO_PASSWORD",
             t.password_env.as_deref(),
             t.password_command.as_deref(),
@@ -300,6 +301,7 @@ impl Layers<'_> {
         )?;
         let token = secret(
             self.env,
+            SecretKind::Token,
             "FLOE_TRINO_TOKEN",
             t.token_env.as_deref(),
             t.token_command.as_deref(),
@@ -330,14 +332,16 @@ impl Layers<'_> {
                 }
                 Auth::Basic { password }
             }
-            AuthKind::Bearer => Auth::Bearer {
-                token: token.ok_or_else(|| {
+            AuthKind::Bearer => {
+                let token = token.ok_or_else(|| {
                     err(format!(
                         "{}: bearer auth needs a token: set FLOE_TRINO_TOKEN, trino.token_env or trino.token_command",
                         self.key_in("trino.auth")
                     ))
-                })?,
-            },
+                })?;
+                refuse_plain_http(url, "a Trino token", &self.key_in("trino.url"))?;
+                Auth::Bearer { token }
+            }
         })
     }
 
@@ -376,6 +380,7 @@ impl Layers<'_> {
         }
         let password = secret(
             self.env,
+            SecretKind::Password,
             "FLOE_AIRFLOW_PASSWORD",
             a.password_env.as_deref(),
             a.password_command.as_deref(),
@@ -384,12 +389,24 @@ impl Layers<'_> {
         )?;
         let token = secret(
             self.env,
+            SecretKind::Token,
             "FLOE_AIRFLOW_TOKEN",
             a.token_env.as_deref(),
             a.token_command.as_deref(),
             &self.key_in("airflow.token_env"),
             &self.key_in("airflow.token_command"),
         )?;
+        if password.is_some() || token.is_some() {
+            refuse_plain_http(
+                &url,
+                if token.is_some() {
+                    "an Airflow token"
+                } else {
+                    "an Airflow password"
+                },
+                &self.key_in("airflow.url"),
+            )?;
+        }
         let user = over
             .airflow_user
             .clone()
@@ -558,5 +575,26 @@ fn size(value: Option<Bytes>, default: u64, key: &str) -> Result<u64, ConfigErro
         None => Ok(default),
         Some(Bytes(n)) if n >= MIN => Ok(n),
         Some(b) => Err(err(format!("{key}: {b} is too small (at least 64KiB)"))),
+    }
+}
+
+/// Credentials never cross the network in clear text: over `http://` they are refused,
+/// except to this machine (an SSH tunnel, `ssh -L 8080:airflow:8080`, is the way to reach
+/// a plain-HTTP server safely).
+fn refuse_plain_http(url: &Url, what: &str, key: &str) -> Result<(), ConfigError> {
+    if url.scheme() != "http" || is_loopback(url) {
+        return Ok(());
+    }
+    Err(err(format!(
+        "{key}: refusing to send {what} over plain HTTP to {url}: use https://, or an SSH tunnel to 127.0.0.1"
+    )))
+}
+
+fn is_loopback(url: &Url) -> bool {
+    match url.host() {
+        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
     }
 }

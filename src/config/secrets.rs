@@ -1,26 +1,52 @@
 //! Secrets and plain values from the environment: secrets never live in the file.
 
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use secrecy::SecretString;
 
 use super::units::Dur;
 use super::{ConfigError, err};
 
+/// What a secret is: a token is one word (whitespace around it is never part of it); a
+/// password keeps inner and leading spaces but not the line ending an `echo` or a file
+/// read left behind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum SecretKind {
+    Password,
+    Token,
+}
+
+impl SecretKind {
+    fn clean(self, v: &str) -> String {
+        match self {
+            SecretKind::Token => v.trim().to_string(),
+            SecretKind::Password => v.trim_end_matches(['\n', '\r']).to_string(),
+        }
+    }
+}
+
+/// How long a `*_command` may take (a vault that waits for a login never answers).
+pub const SECRET_COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// Resolve a secret: the fixed `FLOE_*` variable, then `*_env`, then `*_command`.
 pub(super) fn secret(
     env: &dyn Fn(&str) -> Option<String>,
+    kind: SecretKind,
     fixed_var: &str,
     env_key: Option<&str>,
     command: Option<&str>,
     env_key_name: &str,
     command_key_name: &str,
 ) -> Result<Option<SecretString>, ConfigError> {
-    if let Some(v) = env(fixed_var).filter(|v| !v.is_empty()) {
+    if let Some(v) = env(fixed_var)
+        .map(|v| kind.clean(&v))
+        .filter(|v| !v.is_empty())
+    {
         return Ok(Some(SecretString::from(v)));
     }
     if let Some(var) = env_key {
-        return match env(var).filter(|v| !v.is_empty()) {
+        return match env(var).map(|v| kind.clean(&v)).filter(|v| !v.is_empty()) {
             Some(v) => Ok(Some(SecretString::from(v))),
             None => Err(err(format!(
                 "{env_key_name}: environment variable {var} is not set"
@@ -28,29 +54,73 @@ pub(super) fn secret(
         };
     }
     if let Some(cmd) = command {
-        let out = Command::new("sh")
-            .arg("-c")
-            .arg(cmd)
-            .stdin(std::process::Stdio::null())
-            .output()
-            .map_err(|e| err(format!("{command_key_name}: cannot run {cmd:?}: {e}")))?;
-        if !out.status.success() {
-            let stderr = String::from_utf8_lossy(&out.stderr);
-            return Err(err(format!(
-                "{command_key_name}: {cmd:?} exited with {}: {}",
-                out.status,
-                stderr.trim()
-            )));
-        }
-        let text = String::from_utf8_lossy(&out.stdout)
-            .trim_end_matches(['\n', '\r'])
-            .to_string();
+        let out = run_secret_command(cmd, SECRET_COMMAND_TIMEOUT)
+            .map_err(|e| err(format!("{command_key_name}: {e}")))?;
+        let text = kind.clean(&out);
         if text.is_empty() {
             return Err(err(format!("{command_key_name}: {cmd:?} printed nothing")));
         }
         return Ok(Some(SecretString::from(text)));
     }
     Ok(None)
+}
+
+/// Run `cmd` with `sh -c`, no stdin, and give up (killing it) after `timeout`.
+fn run_secret_command(cmd: &str, timeout: Duration) -> Result<String, String> {
+    use std::io::Read;
+    use std::os::unix::process::CommandExt;
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(cmd)
+        // Its own process group, so a timeout kills what the shell started too.
+        .process_group(0)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run {cmd:?}: {e}"))?;
+    // Read both pipes on their own threads so a chatty command cannot block on a full pipe.
+    let mut stdout = child.stdout.take().expect("piped");
+    let mut stderr = child.stderr.take().expect("piped");
+    let out = std::thread::spawn(move || {
+        let mut b = Vec::new();
+        let _ = stdout.read_to_end(&mut b);
+        b
+    });
+    let errs = std::thread::spawn(move || {
+        let mut b = Vec::new();
+        let _ = stderr.read_to_end(&mut b);
+        b
+    });
+    let started = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if started.elapsed() >= timeout => {
+                // SAFETY: kill(2) on the process group this function created.
+                unsafe {
+                    libc::kill(-(child.id() as i32), libc::SIGKILL);
+                }
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "{cmd:?} did not finish within {}s (killed)",
+                    timeout.as_secs()
+                ));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => return Err(format!("waiting for {cmd:?}: {e}")),
+        }
+    };
+    let stdout = out.join().unwrap_or_default();
+    let stderr = errs.join().unwrap_or_default();
+    if !status.success() {
+        return Err(format!(
+            "{cmd:?} exited with {status}: {}",
+            crate::text::one_line(&String::from_utf8_lossy(&stderr))
+        ));
+    }
+    Ok(String::from_utf8_lossy(&stdout).into_owned())
 }
 
 pub(super) fn env_bool(
@@ -77,5 +147,29 @@ pub(super) fn env_dur(
         Some(v) => Dur::parse(&v)
             .map(Some)
             .map_err(|e| err(format!("{var}: {e}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_hung_password_command_is_killed_at_its_timeout() {
+        let started = Instant::now();
+        let e = run_secret_command("sleep 30; echo late", Duration::from_millis(300)).unwrap_err();
+        assert!(e.contains("did not finish within"), "{e}");
+        assert!(started.elapsed() < Duration::from_secs(10));
+    }
+
+    #[test]
+    fn a_chatty_command_does_not_block_on_a_full_pipe() {
+        // 1 MB on stderr, more than a pipe holds, then the secret on stdout.
+        let out = run_secret_command(
+            "head -c 1000000 /dev/zero | tr '\\0' x >&2; echo s3cret",
+            Duration::from_secs(20),
+        )
+        .unwrap();
+        assert_eq!(out.trim_end(), "s3cret");
     }
 }

@@ -104,6 +104,27 @@ pub struct Settings {
     pub profiles: Vec<String>,
 }
 
+impl Settings {
+    /// What the operator must see at a glance about how floe connects (the TUI header,
+    /// the top of `floe check`): today, TLS verification turned off.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut w = Vec::new();
+        if self.trino.tls.insecure_skip_verify {
+            w.push(format!(
+                "TLS certificate verification is OFF for Trino {} (insecure_skip_verify or verify=false in the URI): anyone on the path can read queries and credentials",
+                self.trino.url
+            ));
+        }
+        if let Some(a) = self.airflow.as_ref().filter(|a| a.tls.insecure_skip_verify) {
+            w.push(format!(
+                "TLS certificate verification is OFF for Airflow {} (airflow.insecure_skip_verify)",
+                a.url
+            ));
+        }
+        w
+    }
+}
+
 pub const MIN_REFRESH: Duration = Duration::from_secs(5);
 
 /// What the command line says (every field optional; flags win over everything).

@@ -333,6 +333,87 @@ fn bearer_token() {
 }
 
 #[test]
+fn a_token_with_a_trailing_newline_is_trimmed() {
+    let mut f = Fixture::new("tokentrim");
+    f.env.insert("FLOE_TRINO_TOKEN".into(), "eyJ.x.y\n".into());
+    let s = f.load(&flags("https://h:8443")).unwrap();
+    let Auth::Bearer { token } = &s.trino.auth else {
+        panic!("bearer expected")
+    };
+    assert_eq!(token.expose_secret(), "eyJ.x.y");
+    // A password keeps its inner and leading spaces, but not the line ending.
+    let mut f = Fixture::new("pwtrim");
+    f.env
+        .insert("FLOE_TRINO_PASSWORD".into(), " p w\r\n".into());
+    let s = f.load(&flags("https://h:8443")).unwrap();
+    let Auth::Basic { password } = &s.trino.auth else {
+        panic!("basic expected")
+    };
+    assert_eq!(password.expose_secret(), " p w");
+}
+
+#[test]
+fn tokens_and_airflow_passwords_over_plain_http_are_refused_except_to_loopback() {
+    let mut f = Fixture::new("plaintoken");
+    f.env.insert("FLOE_TRINO_TOKEN".into(), "eyJ.x.y".into());
+    let e = f.load(&flags("http://trino.internal:8080")).unwrap_err().0;
+    assert!(e.contains("trino.url") && e.contains("plain HTTP"), "{e}");
+    assert!(f.load(&flags("http://127.0.0.1:8080")).is_ok());
+    assert!(f.load(&flags("http://localhost:8080")).is_ok());
+
+    let mut f = Fixture::new("plainairflow");
+    f.env.insert("FLOE_AIRFLOW_PASSWORD".into(), "pw".into());
+    let with_airflow = |url: &str| Overrides {
+        airflow: Some(url.into()),
+        airflow_user: Some("admin".into()),
+        ..flags("http://127.0.0.1:8080")
+    };
+    let e = f
+        .load(&with_airflow("http://airflow.internal:8080"))
+        .unwrap_err()
+        .0;
+    assert!(
+        e.contains("airflow.url") && e.contains("Airflow password") && e.contains("plain HTTP"),
+        "{e}"
+    );
+    assert!(f.load(&with_airflow("http://127.0.0.1:28080")).is_ok());
+    assert!(f.load(&with_airflow("https://airflow.internal")).is_ok());
+}
+
+#[test]
+fn floe_config_shows_that_a_password_is_set_not_its_length() {
+    let mut f = Fixture::new("describe");
+    f.env
+        .insert("FLOE_TRINO_PASSWORD".into(), "hunter22".into());
+    let s = f.load(&flags("https://h:8443")).unwrap();
+    let text = crate::run::describe(&s);
+    assert!(text.contains("basic (password set)"), "{text}");
+    assert!(
+        !text.contains("8 chars") && !text.contains("hunter22"),
+        "{text}"
+    );
+}
+
+#[test]
+fn verify_false_in_a_pasted_uri_is_a_visible_warning() {
+    let f = Fixture::new("verifyfalse");
+    let s = f
+        .load(&flags(
+            "trino://oncall@h:8443/iceberg?protocol=https&verify=false",
+        ))
+        .unwrap();
+    let w = s.warnings();
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(w[0].contains("verification is OFF") && w[0].contains("https://h:8443/"));
+    assert!(
+        f.load(&flags("https://h:8443"))
+            .unwrap()
+            .warnings()
+            .is_empty()
+    );
+}
+
+#[test]
 fn refresh_minimum_and_bad_values() {
     let f = Fixture::new("refresh");
     let e = f

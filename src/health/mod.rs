@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use crate::fmt::{human_bytes, human_duration, thousands};
-use crate::lakehouse::model::TableStats;
+use crate::lakehouse::model::{PartitionStats, TableStats};
 
 pub mod mapping;
 
@@ -44,6 +44,23 @@ impl Default for HealthConfig {
             delete_file_ratio_critical: 0.50,
             dag_interval: Duration::from_secs(86_400),
         }
+    }
+}
+
+/// Small files are critical when the average data file (of a table, or of a partition
+/// holding enough small files) is under the target size divided by this.
+pub const CRITICAL_AVG_DIVISOR: u64 = 8;
+
+/// Severity of one partition by the rules: a small-file partition holds at least
+/// `min_small_files` small files; critical when its average file is under
+/// target / [`CRITICAL_AVG_DIVISOR`].
+pub fn partition_severity(p: &PartitionStats, target: u64, cfg: &HealthConfig) -> Severity {
+    if p.small_files < cfg.min_small_files {
+        Severity::Ok
+    } else if p.avg_file_size() < target / CRITICAL_AVG_DIVISOR {
+        Severity::Critical
+    } else {
+        Severity::Warning
     }
 }
 
@@ -218,7 +235,7 @@ pub fn evaluate(
     // Small files (table level; partitions counted in the same aggregate).
     if enough_small {
         let avg = stats.avg_file_size().unwrap_or(0);
-        let critical = avg < target / 8 || stats.critical_partitions > 0;
+        let critical = avg < target / CRITICAL_AVG_DIVISOR || stats.critical_partitions > 0;
         let warning = stats.small_file_partitions > 0 || avg < threshold;
         let target_src = if stats.target_from_property {
             "table property"
@@ -246,10 +263,10 @@ pub fn evaluate(
             }
         }
         let (severity, penalty) = if critical {
-            if avg < target / 8 {
+            if avg < target / CRITICAL_AVG_DIVISOR {
                 msg.push_str(&format!(
                     " — under 1/8 of target ({})",
-                    human_bytes(target / 8)
+                    human_bytes(target / CRITICAL_AVG_DIVISOR)
                 ));
             } else {
                 msg.push_str(&format!(

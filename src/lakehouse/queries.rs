@@ -346,6 +346,7 @@ fn part_expr(layout: Layout) -> &'static str {
 
 /// One statement with every health fact of a table (see [`TableStats`]).
 pub fn stats_sql(t: &TableRef, h: &HealthConfig, layout: Layout) -> String {
+    use crate::health::CRITICAL_AVG_DIVISOR;
     let ratio = h.small_file_ratio;
     let min = h.min_small_files;
     let part = part_expr(layout);
@@ -354,7 +355,7 @@ pub fn stats_sql(t: &TableRef, h: &HealthConfig, layout: Layout) -> String {
     } else {
         format!(
             "parts AS (\n  SELECT part, count(*) AS files, count_if(small) AS small, sum(size) AS bytes\n  FROM files WHERE content = 0 GROUP BY part\n),\n\
-             part_agg AS (\n  SELECT count(*) AS partitions,\n         count_if(small >= {min}) AS small_file_partitions,\n         count_if(small >= {min} AND bytes < files * (cfg.target / 8)) AS critical_partitions\n  FROM parts CROSS JOIN cfg\n)"
+             part_agg AS (\n  SELECT count(*) AS partitions,\n         count_if(small >= {min}) AS small_file_partitions,\n         count_if(small >= {min} AND bytes < files * (cfg.target / {CRITICAL_AVG_DIVISOR})) AS critical_partitions\n  FROM parts CROSS JOIN cfg\n)"
         )
     };
     format!(

@@ -146,6 +146,43 @@ impl AuditLog {
     }
 }
 
+/// Run one write that is not SQL (an Airflow request) under audit: refused and recorded
+/// when read-only; otherwise timed and recorded with its outcome. `user` and `target`
+/// name the remote side (the Airflow user and URL).
+pub async fn audited<F>(
+    ctx: &super::run::RunContext,
+    user: &str,
+    target: &str,
+    action: &str,
+    statement: &str,
+    write: F,
+) -> Result<String, String>
+where
+    F: std::future::Future<Output = Result<String, String>>,
+{
+    let mut rec = Record::now(&ctx.profile, user, target, action, statement);
+    if ctx.readonly {
+        rec.outcome = "refused".into();
+        rec.error = Some("read-only".into());
+        let _ = ctx.audit.append(&rec);
+        return Err("read-only: Airflow writes are disabled".into());
+    }
+    let started = std::time::Instant::now();
+    let r = write.await;
+    rec.duration_ms = started.elapsed().as_millis() as u64;
+    match &r {
+        Ok(_) => rec.outcome = "success".into(),
+        Err(e) => {
+            rec.outcome = "failed".into();
+            rec.error = Some(e.clone());
+        }
+    }
+    if let Err(e) = ctx.audit.append(&rec) {
+        tracing::error!(error = %e, "cannot write the audit log");
+    }
+    r
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,6 +2,7 @@
 //! `floe maintain …` for scripts and cron.
 
 pub mod audit;
+pub mod plan;
 pub mod run;
 
 use std::io::Write;
@@ -147,21 +148,13 @@ async fn build_plan(lake: &Lakehouse, s: &Settings, cmd: &MaintainCmd) -> Result
                         .map_err(|e| format!("--threshold: {e}"))?
                         .0
                 }
-                None => small_file_threshold(lake, &t)
-                    .await
-                    .map_err(|e| format!("reading the properties of {t}: {e}"))?,
+                None => plan::threshold_of(lake, &t).await?,
             };
             if partitions.is_empty() {
                 optimize_plan(&t, &Default::default(), &[], threshold, false)?
             } else {
-                let layout = lake
-                    .table_layout(&t)
-                    .await
-                    .map_err(|e| format!("reading the layout of {t}: {e}"))?;
-                let all = lake
-                    .partitions(&t)
-                    .await
-                    .map_err(|e| format!("reading the partitions of {t}: {e}"))?;
+                let layout = plan::layout_of(lake, &t).await?;
+                let all = plan::partitions_of(lake, &t).await?;
                 let chosen = select_partitions(&all.partitions, partitions)?;
                 optimize_plan(&t, &layout, &chosen, threshold, false)?
             }

@@ -203,6 +203,7 @@ fn empty_report(settings: &Settings) -> Report {
         dags: Vec::new(),
         findings: Vec::new(),
         fatal: None,
+        warnings: settings.warnings(),
     }
 }
 

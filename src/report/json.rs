@@ -21,6 +21,8 @@ impl Report {
             tables: Vec<serde_json::Value>,
             dags: Vec<serde_json::Value>,
             findings: &'a [Finding],
+            #[serde(skip_serializing_if = "<[String]>::is_empty")]
+            warnings: &'a [String],
         }
         let tables = self
             .sorted_tables()
@@ -61,6 +63,7 @@ impl Report {
             tables,
             dags,
             findings: &self.findings,
+            warnings: &self.warnings,
         };
         let mut s = serde_json::to_string_pretty(&j).expect("report serializes");
         s.push('\n');

@@ -20,6 +20,9 @@ impl Report {
             self.profile,
             self.generated_at.to_rfc3339_opts(SecondsFormat::Secs, true)
         ));
+        for w in &self.warnings {
+            out.push_str(&format!("> **Warning:** {}\n\n", md_escape(w)));
+        }
         if self.fatal.is_some() {
             return out;
         }

@@ -67,6 +67,8 @@ pub struct Report {
     pub findings: Vec<Finding>,
     /// Set when nothing could be evaluated (Trino unreachable, auth failed…).
     pub fatal: Option<String>,
+    /// How floe connected that the operator must know (TLS verification off…).
+    pub warnings: Vec<String>,
 }
 
 impl Report {
@@ -149,13 +151,19 @@ impl Report {
         s
     }
 
+    /// The report in `format`, safe to print: no control character from a server (a DAG's
+    /// error line, a table name, a partition value) reaches the terminal or file raw. Text
+    /// and markdown are sanitised whole; Prometheus label values are sanitised before they
+    /// are escaped (its format knows only `\\`, `\"` and `\n`); JSON keeps every string,
+    /// with the characters serde leaves raw (DEL, C1, bidi controls) written as `\uXXXX`.
     pub fn render(&self, format: Format) -> String {
-        match format {
+        let out = match format {
             Format::Text => self.text(),
-            Format::Json => self.json(),
+            Format::Json => return crate::text::json_escape_unsafe(&self.json()),
             Format::Prometheus => self.prometheus(),
             Format::Markdown => self.markdown(),
-        }
+        };
+        crate::text::sanitize(&out).into_owned()
     }
 
     fn age_text(&self, t: Option<DateTime<Utc>>) -> String {

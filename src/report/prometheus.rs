@@ -174,7 +174,8 @@ impl Report {
 type Count = fn(&TableStats) -> u64;
 
 fn prom_escape(s: &str) -> String {
-    s.replace('\\', "\\\\")
+    crate::text::sanitize(s)
+        .replace('\\', "\\\\")
         .replace('"', "\\\"")
         .replace('\n', "\\n")
 }

@@ -81,6 +81,7 @@ fn report() -> Report {
         dags: vec![],
         findings: vec![],
         fatal: None,
+        warnings: vec![],
     }
 }
 
@@ -207,4 +208,152 @@ fn markdown_escapes_pipes() {
     let m = r.render(Format::Markdown);
     assert!(m.contains("a\\|b"), "{m}");
     assert!(m.starts_with("## floe check: CRITICAL"));
+}
+
+/// A report whose every server-supplied string carries every control character floe must
+/// neutralise: table, schema and DAG names, errors, log lines, findings, versions.
+fn hostile_report() -> Report {
+    let h = crate::text::hostile_sample();
+    let mut r = report();
+    r.profile = format!("p{h}");
+    r.warnings = vec![format!("TLS verification is OFF{h}")];
+    r.trino.version = Some(format!("480{h}"));
+    r.airflow = Some(AirflowInfo {
+        url: "http://127.0.0.1:8080/".into(),
+        version: Some(format!("3{h}")),
+        api: Some("v2".into()),
+        error: Some(format!("HTTP 500{h}")),
+    });
+    let facts = DagFacts {
+        dag_id: format!("compact{h}"),
+        guessed: false,
+        paused: false,
+        import_error: Some(format!("broken{h}")),
+        last_run_state: Some(format!("failed{h}")),
+        last_run_at: Some(now()),
+        last_success_at: None,
+        failed_runs: 14,
+        failing_task: Some(format!("compact{h}")),
+        error_line: Some(format!("ConnectionError{h}")),
+        expected_interval: std::time::Duration::from_secs(86_400),
+    };
+    for t in &mut r.tables {
+        t.table = TableRef::new(format!("ice{h}"), format!("zon{h}"), format!("doc{h}"));
+        t.dag = Some(facts.clone());
+        t.health.findings.push(Finding {
+            rule: "stale_dag_failing",
+            severity: Severity::Critical,
+            message: format!("its DAG is failing: {h}"),
+            penalty: 10,
+        });
+    }
+    r.tables[2].error = Some(format!("TABLE_NOT_FOUND{h}"));
+    r.dags.push(DagReport {
+        facts: facts.clone(),
+        health: Health {
+            status: Severity::Critical,
+            score: 0,
+            findings: vec![Finding {
+                rule: "dag_failing",
+                severity: Severity::Critical,
+                message: format!("failing{h}"),
+                penalty: 50,
+            }],
+        },
+        tables: vec![format!("iceberg.zoning.doc{h}")],
+    });
+    r.findings.push(Finding {
+        rule: "import_error",
+        severity: Severity::Warning,
+        message: format!("import error{h}"),
+        penalty: 0,
+    });
+    r
+}
+
+#[test]
+fn no_control_character_reaches_any_output() {
+    let h = crate::text::hostile_sample();
+    for fatal in [None, Some(format!("cannot reach Trino{h}"))] {
+        let mut r = hostile_report();
+        r.fatal = fatal;
+        for format in [
+            Format::Text,
+            Format::Markdown,
+            Format::Prometheus,
+            Format::Json,
+        ] {
+            let out = r.render(format);
+            assert!(
+                crate::text::is_inert(&out),
+                "{format:?} lets a control character through: {:?}",
+                out.chars()
+                    .filter(|c| crate::text::is_unsafe(*c))
+                    .collect::<String>()
+            );
+        }
+        assert!(crate::text::is_inert(&r.summary_line()) || r.fatal.is_some());
+    }
+    // The escapes are visible where an operator reads them.
+    let text = hostile_report().render(Format::Text);
+    assert!(text.contains("\\x1b]52;"), "{text}");
+    assert!(text.contains("\\u{202e}"));
+}
+
+#[test]
+fn json_keeps_the_real_strings() {
+    let h = crate::text::hostile_sample();
+    let out = hostile_report().render(Format::Json);
+    let v: serde_json::Value = serde_json::from_str(&out).expect("valid JSON");
+    let text = v.to_string();
+    assert!(text.contains("compact") && serde_json::to_string(&v).is_ok());
+    let dag = v["dags"][0]["dag_id"]
+        .as_str()
+        .or_else(|| v["tables"][0]["maintenance_dag"]["dag_id"].as_str());
+    assert_eq!(dag, Some(format!("compact{h}").as_str()), "{out}");
+}
+
+#[test]
+fn prometheus_labels_stay_parseable() {
+    let out = hostile_report().render(Format::Prometheus);
+    for line in out.lines().filter(|l| l.contains("table=\"")) {
+        // Inside label values only \\, \" and \n are escapes.
+        let labels = &line[line.find('{').unwrap() + 1..line.rfind('}').unwrap()];
+        let mut chars = labels.chars();
+        while let Some(c) = chars.next() {
+            if c == '\\' {
+                let next = chars.next();
+                assert!(
+                    matches!(next, Some('\\' | '"' | 'n')),
+                    "bad escape in {line}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn connection_warnings_come_right_after_the_summary() {
+    let mut r = report();
+    r.warnings = vec!["TLS certificate verification is OFF for Trino https://t/".into()];
+    let text = r.render(Format::Text);
+    assert_eq!(
+        text.lines().nth(1),
+        Some("WARNING: TLS certificate verification is OFF for Trino https://t/")
+    );
+    assert!(
+        r.render(Format::Markdown)
+            .contains("> **Warning:** TLS certificate")
+    );
+    let v: serde_json::Value = serde_json::from_str(&r.render(Format::Json)).unwrap();
+    assert_eq!(
+        v["warnings"][0],
+        "TLS certificate verification is OFF for Trino https://t/"
+    );
+    assert!(
+        serde_json::from_str::<serde_json::Value>(&report().render(Format::Json)).unwrap()
+            ["warnings"]
+            .is_null(),
+        "no key when there is nothing to warn about"
+    );
 }

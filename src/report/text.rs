@@ -11,6 +11,9 @@ impl Report {
         let mut out = String::new();
         out.push_str(&self.summary_line());
         out.push('\n');
+        for w in &self.warnings {
+            out.push_str(&format!("WARNING: {w}\n"));
+        }
         let version = self.trino.version.as_deref().unwrap_or("?");
         out.push_str(&format!(
             "trino {} (version {version}{}) profile {} at {}\n",

@@ -181,6 +181,7 @@ impl TrinoType {
             s: text.as_bytes(),
             i: 0,
             text,
+            depth: 0,
         };
         let t = p.ty()?;
         p.ws();
@@ -191,10 +192,15 @@ impl TrinoType {
     }
 }
 
+/// Types nested deeper than this are refused: a server's type text is not trusted, and
+/// recursion without a bound would overflow the stack (real Iceberg types nest a few levels).
+const MAX_TYPE_DEPTH: usize = 64;
+
 struct Parser<'a> {
     s: &'a [u8],
     i: usize,
     text: &'a str,
+    depth: usize,
 }
 
 impl Parser<'_> {
@@ -266,8 +272,21 @@ impl Parser<'_> {
         }
     }
 
-    /// Words of a multi-word type name (`time with time zone`, `interval day to second`).
     fn ty(&mut self) -> Result<TrinoType, String> {
+        if self.depth >= MAX_TYPE_DEPTH {
+            return Err(format!(
+                "type nested deeper than {MAX_TYPE_DEPTH} levels in {:?}",
+                crate::text::clip(self.text, 80)
+            ));
+        }
+        self.depth += 1;
+        let t = self.ty_at_depth();
+        self.depth -= 1;
+        t
+    }
+
+    /// Words of a multi-word type name (`time with time zone`, `interval day to second`).
+    fn ty_at_depth(&mut self) -> Result<TrinoType, String> {
         let name = self.word();
         if name.is_empty() {
             return Err(format!("expected a type in {:?}", self.text));
@@ -489,6 +508,18 @@ mod tests {
             ),
             TrinoType::Row(vec![(Some("a".into()), TrinoType::BigInt)])
         );
+    }
+
+    #[test]
+    fn deeply_nested_type_text_is_an_error_not_a_stack_overflow() {
+        let deep = format!("{}bigint{}", "array(".repeat(100_000), ")".repeat(100_000));
+        let e = TrinoType::parse(&deep).unwrap_err();
+        assert!(e.contains("nested deeper than"), "{e}");
+        let rows = format!("{}x bigint{}", "row(a ".repeat(50_000), ")".repeat(50_000));
+        assert!(TrinoType::parse(&rows).is_err());
+        // Real types, a few levels deep, still parse.
+        let ok = format!("{}bigint{}", "array(".repeat(20), ")".repeat(20));
+        assert!(TrinoType::parse(&ok).is_ok());
     }
 
     #[test]

@@ -309,11 +309,19 @@ fn parse_offset(zone: &str) -> Option<chrono::FixedOffset> {
         b'-' => (-1, &z[1..]),
         _ => return None,
     };
-    let (h, m) = match rest.split_once(':') {
-        Some((h, m)) => (h.parse::<i32>().ok()?, m.parse::<i32>().ok()?),
+    // Digits and one colon only: anything else (a multibyte character included) is not
+    // an offset, and slicing it by byte positions could cut a character in two.
+    if rest.is_empty() || !rest.bytes().all(|b| b.is_ascii_digit() || b == b':') {
+        return None;
+    }
+    let (h, m): (i32, i32) = match rest.split_once(':') {
+        Some((h, m)) => (h.parse().ok()?, m.parse().ok()?),
         None if rest.len() == 4 => (rest[..2].parse().ok()?, rest[2..].parse().ok()?),
         None => (rest.parse().ok()?, 0),
     };
+    if !(0..=23).contains(&h) || !(0..=59).contains(&m) {
+        return None;
+    }
     chrono::FixedOffset::east_opt(sign * (h * 3600 + m * 60))
 }
 
@@ -410,6 +418,33 @@ mod tests {
             Value::Decimal("8.60".into())
         );
         assert_eq!(d("decimal(10,2)", json!("8.60")).as_f64(), Some(8.6));
+    }
+
+    #[test]
+    fn hostile_zone_offsets_are_errors_not_panics() {
+        // A multibyte character where the offset's digits belong, overflowing hours, and
+        // out-of-range minutes: each is refused, none slices a character or overflows.
+        for zone in [
+            "+1é2",
+            "-é",
+            "+99999999999",
+            "+2147483647",
+            "+12:99",
+            "+",
+            "UTC+",
+            "+1:é",
+        ] {
+            let text = format!("2026-11-29 17:25:25.672 {zone}");
+            assert!(
+                Value::decode(&TrinoType::TimestampTz { precision: 3 }, &json!(text)).is_err(),
+                "{zone:?} should not decode"
+            );
+        }
+        let ok = d(
+            "timestamp(3) with time zone",
+            json!("2026-11-29 17:25:25.672 -0130"),
+        );
+        assert!(ok.as_datetime().is_some());
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! selected DAG's failing task with the tail of its log below; enter drills into runs,
 //! task instances and a log.
 
+use chrono::{DateTime, Utc};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
@@ -9,8 +10,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Paragraph, Wrap};
 
 use super::theme::Theme;
-use super::{age, draw_list, num};
-use crate::app::dags::DagLevel;
+use super::{ListProps, age, constraint, draw_list, num};
+use crate::app::dags::{DagCol, DagLevel, DagRow};
 use crate::app::state::{Load, State};
 use crate::fmt::human_duration;
 use crate::health::Severity;
@@ -84,91 +85,72 @@ fn list(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
     if notes_h > 0 {
         f.render_widget(Paragraph::new(notes), top);
     }
-    let wide = body.width >= 140;
-    let mut headers = vec!["STAT", "DAG", "LAST RUN", "AGO", "LAST OK", "FAILED"];
-    let mut widths = vec![
-        Constraint::Length(5),
-        Constraint::Min(26),
-        Constraint::Length(9),
-        Constraint::Length(6),
-        Constraint::Length(7),
-        Constraint::Length(6),
-    ];
-    if wide {
-        headers.extend(["PAUSED", "NEXT RUN", "SCHEDULE", "OWNER", "TAGS"]);
-        widths.extend([
-            Constraint::Length(6),
-            Constraint::Length(8),
-            Constraint::Length(10),
-            Constraint::Length(12),
-            Constraint::Min(20),
-        ]);
-    }
+    let shown = DagCol::shown(body.width);
+    let props = ListProps {
+        headers: shown.iter().map(|c| c.header()).collect(),
+        widths: shown.iter().map(|c| constraint(c.width())).collect(),
+        grid: &v.grid,
+        load: &v.load,
+        empty: "no maintenance DAGs (check [airflow] dag_tags / dag_ids)",
+    };
     let now = s.now;
-    draw_list(
-        f,
-        body,
-        th,
-        &headers,
-        &widths,
-        &v.grid,
-        &v.load,
-        "no maintenance DAGs (check [airflow] dag_tags / dag_ids)",
-        |i| {
-            let r = &v.rows[i];
-            let (stat, sev) = match (r.status(), &r.facts) {
+    draw_list(f, body, th, &props, |i| {
+        let r = &v.rows[i];
+        let cells = shown.iter().map(|&col| dag_cell(col, r, now, th)).collect();
+        (cells, Style::default())
+    });
+    if detail_h > 0 {
+        draw_detail(f, detail, s, th);
+    }
+}
+
+/// One cell of the DAG list. Without facts, LAST RUN holds the error and the columns
+/// that need facts stay empty.
+fn dag_cell(col: DagCol, r: &DagRow, now: DateTime<Utc>, th: &Theme) -> Cell<'static> {
+    let facts = r.facts.as_ref();
+    match col {
+        DagCol::Status => {
+            let (stat, sev) = match (r.status(), facts) {
                 (_, None) if r.error.is_none() => ("…".to_string(), Severity::Info),
                 (Some(sev), _) => (sev.short().to_string(), sev),
                 (None, _) => ("-".to_string(), Severity::Info),
             };
-            let name = if r.dag.paused {
-                format!("{} (paused)", r.dag.dag_id)
-            } else {
-                r.dag.dag_id.clone()
-            };
-            let mut cells = vec![
-                Cell::from(Span::styled(stat, th.severity(sev))),
-                Cell::from(name),
-            ];
-            match &r.facts {
-                Some(fa) => {
-                    let last = fa.last_run_state.clone().unwrap_or_else(|| "none".into());
-                    cells.push(Cell::from(Span::styled(
-                        last.clone(),
-                        th.severity(state_severity(&last)),
-                    )));
-                    cells.push(num(age(now, fa.last_run_at)));
-                    cells.push(num(age(now, fa.last_success_at)));
-                    cells.push(num(fa.failed_runs.to_string()));
-                }
-                None => {
-                    let e = r.error.clone().unwrap_or_default();
-                    cells.push(Cell::from(Span::styled(e, th.severity(Severity::Unknown))));
-                }
+            Cell::from(Span::styled(stat, th.severity(sev)))
+        }
+        DagCol::Dag if r.dag.paused => Cell::from(format!("{} (paused)", r.dag.dag_id)),
+        DagCol::Dag => Cell::from(r.dag.dag_id.clone()),
+        DagCol::LastRun => match facts {
+            Some(fa) => {
+                let last = fa.last_run_state.clone().unwrap_or_else(|| "none".into());
+                let style = th.severity(state_severity(&last));
+                Cell::from(Span::styled(last, style))
             }
-            if wide {
-                while cells.len() < 6 {
-                    cells.push(Cell::from(""));
-                }
-                cells.push(Cell::from(if r.dag.paused { "yes" } else { "" }));
-                // A paused DAG has no next run, whatever the schedule says.
-                cells.push(num(if r.dag.paused {
-                    "-".to_string()
-                } else {
-                    r.dag
-                        .next_run
-                        .map(|t| human_duration((t - now).num_seconds()))
-                        .unwrap_or_default()
-                }));
-                cells.push(Cell::from(r.dag.schedule.clone().unwrap_or_default()));
-                cells.push(Cell::from(r.dag.owners.join(",")));
-                cells.push(Cell::from(r.dag.tags.join(", ")));
+            None => {
+                let e = r.error.clone().unwrap_or_default();
+                Cell::from(Span::styled(e, th.severity(Severity::Unknown)))
             }
-            (cells, Style::default())
         },
-    );
-    if detail_h > 0 {
-        draw_detail(f, detail, s, th);
+        DagCol::Ago | DagCol::LastOk | DagCol::Failed => match facts {
+            Some(fa) => num(match col {
+                DagCol::Ago => age(now, fa.last_run_at),
+                DagCol::LastOk => age(now, fa.last_success_at),
+                _ => fa.failed_runs.to_string(),
+            }),
+            None => Cell::from(""),
+        },
+        DagCol::Paused => Cell::from(if r.dag.paused { "yes" } else { "" }),
+        // A paused DAG has no next run, whatever the schedule says.
+        DagCol::NextRun => num(if r.dag.paused {
+            "-".to_string()
+        } else {
+            r.dag
+                .next_run
+                .map(|t| human_duration((t - now).num_seconds()))
+                .unwrap_or_default()
+        }),
+        DagCol::Schedule => Cell::from(r.dag.schedule.clone().unwrap_or_default()),
+        DagCol::Owner => Cell::from(r.dag.owners.join(",")),
+        DagCol::Tags => Cell::from(r.dag.tags.join(", ")),
     }
 }
 
@@ -281,11 +263,13 @@ fn runs(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
         f,
         body,
         th,
-        &headers,
-        &widths,
-        &v.runs_grid,
-        &v.runs_load,
-        "no runs",
+        &ListProps {
+            headers: headers.to_vec(),
+            widths: widths.to_vec(),
+            grid: &v.runs_grid,
+            load: &v.runs_load,
+            empty: "no runs",
+        },
         |i| {
             let r = &v.runs[i];
             let st = r.state.as_str().to_string();
@@ -337,11 +321,13 @@ fn tasks(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
         f,
         body,
         th,
-        &headers,
-        &widths,
-        &v.tasks_grid,
-        &v.tasks_load,
-        "no task instances",
+        &ListProps {
+            headers: headers.to_vec(),
+            widths: widths.to_vec(),
+            grid: &v.tasks_grid,
+            load: &v.tasks_load,
+            empty: "no task instances",
+        },
         |i| {
             let t = &v.tasks[i];
             let st = t

@@ -2,9 +2,9 @@
 //! widgets.
 
 pub mod dags;
+pub mod history;
 pub mod partitions;
 pub mod popup;
-pub mod snapshots;
 pub mod tables;
 pub mod theme;
 
@@ -15,15 +15,13 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph, Row, Table, TableState};
 
 use crate::app::keymap::Scope;
-use crate::app::state::{Load, Prompt, State, Tab};
+use crate::app::layout::Width;
+use crate::app::prompt::{Prompt, RetentionFor};
+use crate::app::state::{Load, Popup, State, Tab};
 use crate::fmt::human_duration;
 use theme::Theme;
 
 pub use crate::app::runtime::run;
-
-/// Rows every screen spends outside the body list: header, tabs, column header, status,
-/// footer.
-pub const CHROME_ROWS: usize = 5;
 
 pub fn draw(f: &mut Frame, s: &State) {
     let area = f.area();
@@ -50,17 +48,17 @@ pub fn draw(f: &mut Frame, s: &State) {
     match s.tab {
         Tab::Tables => tables::draw(f, body, s, &th),
         Tab::Partitions => partitions::draw(f, body, s, &th),
-        Tab::Snapshots => snapshots::draw(f, body, s, &th),
+        Tab::Snapshots => history::draw(f, body, s, &th),
         Tab::Dags => dags::draw(f, body, s, &th),
     }
     draw_status(f, status, s, &th);
     draw_footer(f, footer, s, &th);
     match &s.popup {
-        Some(crate::app::state::Popup::Help) => popup::help(f, area, s, &th),
-        Some(crate::app::state::Popup::Info(t)) => popup::info(f, area, s, t, &th),
-        Some(crate::app::state::Popup::Confirm(c)) => popup::confirm(f, area, c, &th),
-        Some(crate::app::state::Popup::Queue) => popup::queue(f, area, s, &th),
-        Some(crate::app::state::Popup::ConfirmDag(c)) => popup::confirm_dag(f, area, c, &th),
+        Some(Popup::Help) => popup::help(f, area, s, &th),
+        Some(Popup::Health(t)) => popup::health(f, area, s, t, &th),
+        Some(Popup::Confirm(c)) => popup::confirm(f, area, c, &th),
+        Some(Popup::Queue) => popup::queue(f, area, s, &th),
+        Some(Popup::ConfirmDag(c)) => popup::confirm_dag(f, area, c, &th),
         None => {}
     }
 }
@@ -105,7 +103,7 @@ fn draw_header(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
     if s.airflow_configured {
         spans.push(sep());
         match (&s.dags.load, &s.conn.airflow_version) {
-            (crate::app::state::Load::Failed(_), _) => spans.push(Span::styled(
+            (Load::Failed(_), _) => spans.push(Span::styled(
                 "airflow UNREACHABLE",
                 th.severity(crate::health::Severity::Critical),
             )),
@@ -194,10 +192,10 @@ fn draw_status(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
         Some(Prompt::Retention(r, t)) => Line::from(vec![
             Span::styled(
                 match r {
-                    crate::app::state::RetentionFor::ExpireSnapshots => {
+                    RetentionFor::ExpireSnapshots => {
                         "expire snapshots older than (min 7d unless the server allows less): "
                     }
-                    crate::app::state::RetentionFor::RemoveOrphanFiles => {
+                    RetentionFor::RemoveOrphanFiles => {
                         "remove orphan files older than (min 7d unless the server allows less): "
                     }
                 },
@@ -237,7 +235,7 @@ fn draw_status(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
 }
 
 /// The running (or just finished) maintenance job: a gauge and its progress line.
-fn draw_job(f: &mut Frame, area: Rect, s: &State, job: &crate::app::jobs::Job, th: &Theme) {
+fn draw_job(f: &mut Frame, area: Rect, s: &State, job: &crate::app::maintenance::Job, th: &Theme) {
     let line = job.line(s.now);
     let style = if job.error.is_some() {
         th.severity(crate::health::Severity::Critical)
@@ -281,20 +279,35 @@ fn draw_footer(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
     f.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 
+/// What a list body shows: its columns, rows (through the grid), and what to say when
+/// there are none.
+pub struct ListProps<'a> {
+    pub headers: Vec<&'a str>,
+    pub widths: Vec<Constraint>,
+    pub grid: &'a crate::app::grid::Grid,
+    pub load: &'a Load,
+    /// Shown when loaded and empty.
+    pub empty: &'a str,
+}
+
+/// A column width as ratatui lays it out.
+pub fn constraint(w: Width) -> Constraint {
+    match w {
+        Width::Fixed(n) => Constraint::Length(n),
+        Width::Min(n) => Constraint::Min(n),
+    }
+}
+
 /// A list body: column header plus the visible window of rows. `cells(i)` builds the row
 /// for data index `i`; only `height` of them are built.
-#[allow(clippy::too_many_arguments)]
 pub fn draw_list(
     f: &mut Frame,
     area: Rect,
     th: &Theme,
-    headers: &[&str],
-    widths: &[Constraint],
-    grid: &crate::app::grid::Grid,
-    load: &Load,
-    empty: &str,
+    p: &ListProps,
     mut cells: impl FnMut(usize) -> (Vec<Cell<'static>>, Style),
 ) {
+    let (grid, load) = (p.grid, p.load);
     let height = (area.height as usize).saturating_sub(1);
     let (start, end) = grid.window(height);
     let rows: Vec<Row> = grid.index[start..end]
@@ -304,17 +317,17 @@ pub fn draw_list(
             Row::new(c).style(style)
         })
         .collect();
+    let header =
+        Row::new(p.headers.iter().map(|h| Cell::from(h.to_string()))).style(th.column_header());
     if rows.is_empty() {
         let msg = match load {
             Load::Loading | Load::Idle => "loading…".to_string(),
             Load::Failed(e) => format!("failed: {e}"),
             Load::Loaded if !grid.filter.is_empty() => format!("nothing matches /{}", grid.filter),
-            Load::Loaded => empty.to_string(),
+            Load::Loaded => p.empty.to_string(),
         };
-        let header =
-            Row::new(headers.iter().map(|h| Cell::from(h.to_string()))).style(th.column_header());
         f.render_widget(
-            Table::new(Vec::<Row>::new(), widths.to_vec()).header(header),
+            Table::new(Vec::<Row>::new(), p.widths.clone()).header(header),
             area,
         );
         if area.height > 2 {
@@ -330,9 +343,7 @@ pub fn draw_list(
         }
         return;
     }
-    let header =
-        Row::new(headers.iter().map(|h| Cell::from(h.to_string()))).style(th.column_header());
-    let table = Table::new(rows, widths.to_vec())
+    let table = Table::new(rows, p.widths.clone())
         .header(header)
         .row_highlight_style(th.selected())
         .column_spacing(1);

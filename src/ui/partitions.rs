@@ -1,13 +1,14 @@
 //! Tab 2: the partitions of the selected table; space marks rows for optimize.
 
 use ratatui::Frame;
-use ratatui::layout::{Constraint, Rect};
+use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::Span;
 use ratatui::widgets::{Cell, Paragraph};
 
 use super::theme::Theme;
-use super::{draw_list, num, thousands};
+use super::{ListProps, constraint, draw_list, num, thousands};
+use crate::app::partitions::PartitionCol;
 use crate::app::state::State;
 use crate::fmt::human_bytes;
 use crate::health::Severity;
@@ -24,70 +25,51 @@ pub fn draw(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
         );
         return;
     }
-    let wide = area.width >= 100;
-    let mut headers = vec!["M", "STAT", "PARTITION", "FILES", "SMALL", "AVG", "SIZE"];
-    let mut widths = vec![
-        Constraint::Length(1),
-        Constraint::Length(4),
-        Constraint::Min(20),
-        Constraint::Length(6),
-        Constraint::Length(6),
-        Constraint::Length(7),
-        Constraint::Length(7),
-    ];
-    if wide {
-        headers.extend(["RECORDS", "MIN FILE", "MAX FILE", "DELETES"]);
-        widths.extend([
-            Constraint::Length(9),
-            Constraint::Length(8),
-            Constraint::Length(8),
-            Constraint::Length(7),
-        ]);
-    }
+    let shown = PartitionCol::shown(area.width);
     let empty = if p.fields.is_empty() && !p.rows.is_empty() {
         ""
     } else {
         "no data files"
     };
-    draw_list(
-        f,
-        area,
-        th,
-        &headers,
-        &widths,
-        &p.grid,
-        &p.load,
+    let props = ListProps {
+        headers: shown.iter().map(|c| c.header()).collect(),
+        widths: shown.iter().map(|c| constraint(c.width())).collect(),
+        grid: &p.grid,
+        load: &p.load,
         empty,
-        |i| {
-            let r = &p.rows[i];
-            let marked = p.marks.contains(&r.label);
-            let (stat, st_style) = match r.severity {
-                Severity::Ok => ("ok".to_string(), th.dim()),
-                sev => (sev.short().to_string(), th.severity(sev)),
-            };
-            let row_style = if marked {
-                th.marked()
-            } else if r.severity >= Severity::Warning {
-                th.severity(r.severity)
-            } else {
-                Style::default()
-            };
-            let mut cells = vec![
-                Cell::from(if marked { "*" } else { " " }),
-                Cell::from(Span::styled(stat, st_style)),
-                Cell::from(r.label.clone()),
-                num(thousands(r.stats.data_files)),
-                num(thousands(r.stats.small_files)),
-                num(human_bytes(r.stats.avg_file_size())),
-                num(human_bytes(r.stats.total_bytes)),
-            ];
-            if wide {
-                cells.push(num(thousands(r.stats.records)));
-                cells.push(num(human_bytes(r.stats.min_file)));
-                cells.push(num(human_bytes(r.stats.max_file)));
-                cells.push(num(thousands(r.stats.delete_files)));
-            }
-            (cells, row_style)
-        },
-    );
+    };
+    draw_list(f, area, th, &props, |i| {
+        let r = &p.rows[i];
+        let marked = p.marks.contains(&r.label);
+        let (stat, st_style) = match r.severity {
+            Severity::Ok => ("ok".to_string(), th.dim()),
+            sev => (sev.short().to_string(), th.severity(sev)),
+        };
+        let row_style = if marked {
+            th.marked()
+        } else if r.severity >= Severity::Warning {
+            th.severity(r.severity)
+        } else {
+            Style::default()
+        };
+        let st = &r.stats;
+        let cells = shown
+            .iter()
+            .map(|col| match col {
+                PartitionCol::Mark => Cell::from(if marked { "*" } else { " " }),
+                PartitionCol::Status => Cell::from(Span::styled(stat.clone(), st_style)),
+                PartitionCol::Partition => Cell::from(r.label.clone()),
+                PartitionCol::Files => num(thousands(st.data_files)),
+                PartitionCol::Small => num(thousands(st.small_files)),
+                PartitionCol::AvgSize => num(human_bytes(st.avg_file_size())),
+                PartitionCol::Size => num(human_bytes(st.total_bytes)),
+                PartitionCol::Records => num(thousands(st.records)),
+                PartitionCol::MinFile => num(human_bytes(st.min_file)),
+                PartitionCol::MaxFile => num(human_bytes(st.max_file)),
+                PartitionCol::Deletes => num(thousands(st.delete_files)),
+                PartitionCol::Table => Cell::from(""),
+            })
+            .collect();
+        (cells, row_style)
+    });
 }

@@ -8,7 +8,7 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 use super::theme::Theme;
 use crate::app::keymap::Scope;
 use crate::app::state::State;
-use crate::app::update::breakdown;
+use crate::app::tables::health_breakdown;
 use crate::lakehouse::model::TableRef;
 
 /// Rows `lines` take once wrapped to `width` columns.
@@ -86,9 +86,9 @@ pub fn help(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
     }
 }
 
-pub fn info(f: &mut Frame, area: Rect, s: &State, t: &TableRef, th: &Theme) {
+pub fn health(f: &mut Frame, area: Rect, s: &State, t: &TableRef, th: &Theme) {
     let mut lines = vec![Line::from(Span::styled(t.to_string(), th.header()))];
-    for (sev, text) in breakdown(s, t) {
+    for (sev, text) in health_breakdown(s, t) {
         lines.push(Line::from(Span::styled(text, th.severity(sev))));
     }
     lines.push(Line::from(Span::styled("esc closes", th.dim())));
@@ -109,7 +109,7 @@ pub fn info(f: &mut Frame, area: Rect, s: &State, t: &TableRef, th: &Theme) {
 }
 
 /// The confirm popup: what will be rewritten, the exact SQL, and `y` to run it.
-pub fn confirm(f: &mut Frame, area: Rect, c: &crate::app::jobs::Confirm, th: &Theme) {
+pub fn confirm(f: &mut Frame, area: Rect, c: &crate::app::maintenance::Confirm, th: &Theme) {
     let plan = &c.plan;
     let mut lines = vec![Line::from(Span::styled(plan.summary(), th.header()))];
     if plan.steps.iter().any(|s| s.files > 0) {
@@ -193,7 +193,7 @@ pub fn queue(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
         for i in 0..job.steps.len() {
             lines.push(Line::from(format!(
                 "  {}",
-                crate::app::jobs::step_line(job, i)
+                crate::app::maintenance::step_line(job, i)
             )));
         }
     }

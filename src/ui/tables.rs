@@ -7,9 +7,9 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Paragraph, Wrap};
 
 use super::theme::Theme;
-use super::{age, compact, draw_list, num};
-use crate::app::state::{State, TableRow};
-use crate::app::update::breakdown;
+use super::{ListProps, age, compact, constraint, draw_list, num};
+use crate::app::state::State;
+use crate::app::tables::{TableCol, TableRow, WIDE, health_breakdown};
 use crate::fmt::human_bytes;
 use crate::health::Severity;
 
@@ -21,61 +21,22 @@ pub fn draw(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
     } else {
         (area, None)
     };
-    let wide = list.width >= 110;
+    let shown = TableCol::shown(list.width, s.airflow_configured);
+    let wide = list.width >= WIDE;
     let cols = Cols {
-        wide,
-        dag: wide && s.airflow_configured && list.width >= 150,
+        dag: shown.contains(&TableCol::Dag),
     };
-    let mut headers = vec!["STAT", "SCORE", "TABLE", "FILES", "SMALL", "AVG", "SIZE"];
-    let mut widths = vec![
-        Constraint::Length(5),
-        Constraint::Length(5),
-        Constraint::Min(20),
-        Constraint::Length(6),
-        Constraint::Length(6),
-        Constraint::Length(7),
-        Constraint::Length(7),
-    ];
-    if wide {
-        headers.extend([
-            "RECORDS",
-            "PARTS",
-            "SNAPS",
-            "COMPACTED",
-            "WRITTEN",
-            "DELETES",
-        ]);
-        widths.extend([
-            Constraint::Length(7),
-            Constraint::Length(6),
-            Constraint::Length(5),
-            Constraint::Length(9),
-            Constraint::Length(7),
-            Constraint::Length(7),
-        ]);
-        if cols.dag {
-            headers.push("MAINTENANCE DAG");
-            widths.push(Constraint::Length(24));
-        }
-    } else {
-        headers.push("COMPACTED");
-        widths.push(Constraint::Length(10));
-    }
+    let props = ListProps {
+        headers: shown.iter().map(|c| c.header()).collect(),
+        widths: shown.iter().map(|c| constraint(c.width(wide))).collect(),
+        grid: &s.tables.grid,
+        load: &s.tables.load,
+        empty: "no Iceberg tables",
+    };
     let now = s.now;
-    draw_list(
-        f,
-        list,
-        th,
-        &headers,
-        &widths,
-        &s.tables.grid,
-        &s.tables.load,
-        "no Iceberg tables",
-        |i| {
-            let r = &s.tables.rows[i];
-            row_cells(r, cols, now, th)
-        },
-    );
+    draw_list(f, list, th, &props, |i| {
+        row_cells(&s.tables.rows[i], &shown, cols, now, th)
+    });
     if let Some(side) = side {
         draw_side(f, side, s, th);
     }
@@ -99,98 +60,116 @@ fn status_cell(r: &TableRow, th: &Theme) -> Cell<'static> {
 /// Which optional columns fit.
 #[derive(Clone, Copy)]
 struct Cols {
-    wide: bool,
     /// The maintenance DAG gets a column of its own.
     dag: bool,
 }
 
 fn row_cells(
     r: &TableRow,
+    shown: &[TableCol],
     cols: Cols,
     now: chrono::DateTime<chrono::Utc>,
     th: &Theme,
 ) -> (Vec<Cell<'static>>, Style) {
-    let name = match (&r.stats, &r.error) {
-        // Not readable: the reason goes where the eye is (the full text is in `i`).
-        (None, Some(e)) => Cell::from(Line::from(vec![
-            Span::raw(r.name.clone()),
-            Span::styled(format!(" ! {e}"), th.severity(Severity::Unknown)),
-        ])),
-        _ => Cell::from(r.name.clone()),
-    };
-    let mut cells = vec![
-        status_cell(r, th),
-        num(r
-            .health
-            .as_ref()
-            .map(|h| h.score.to_string())
-            .unwrap_or_default()),
-        name,
-    ];
     let style = if r.stale { th.dim() } else { Style::default() };
-    if let Some(st) = &r.stats {
-        let small_style =
-            if st.small_files > 0 && r.status().is_some_and(|s| s >= Severity::Warning) {
-                th.severity(r.status().unwrap_or(Severity::Ok))
-            } else {
-                Style::default()
-            };
-        cells.push(num(compact(st.data_files)));
-        cells.push(Cell::from(
-            Line::from(Span::styled(compact(st.small_files), small_style))
-                .alignment(ratatui::layout::Alignment::Right),
-        ));
-        cells.push(num(st
-            .avg_file_size()
-            .map(human_bytes)
-            .unwrap_or_else(|| "-".into())));
-        cells.push(num(human_bytes(st.total_bytes)));
-        // The compaction age, with the maintenance DAG's last run beside it when the
-        // DAG has no column of its own: ✗ failed, ✓ success, ‖ paused, ! import error.
-        let age_text = if st.is_empty_table() {
-            "-".to_string()
-        } else {
-            age(now, st.last_compaction)
-        };
-        let compacted = match (&r.dag, cols.dag) {
-            (Some(d), false) => {
-                let (mark, sev) = dag_mark(d);
+    let mut cells = Vec::with_capacity(shown.len());
+    for &col in shown {
+        let cell = match (col, &r.stats) {
+            (TableCol::Status, _) => status_cell(r, th),
+            (TableCol::Score, _) => num(r
+                .health
+                .as_ref()
+                .map(|h| h.score.to_string())
+                .unwrap_or_default()),
+            (TableCol::Table, _) => match (&r.stats, &r.error) {
+                // Not readable: the reason goes where the eye is (the full text is in `i`).
+                (None, Some(e)) => Cell::from(Line::from(vec![
+                    Span::raw(r.name.clone()),
+                    Span::styled(format!(" ! {e}"), th.severity(Severity::Unknown)),
+                ])),
+                _ => Cell::from(r.name.clone()),
+            },
+            // The rest needs stats: a row without them stops here.
+            (_, None) => break,
+            (TableCol::Files, Some(st)) => num(compact(st.data_files)),
+            (TableCol::Small, Some(st)) => {
+                let small_style =
+                    if st.small_files > 0 && r.status().is_some_and(|s| s >= Severity::Warning) {
+                        th.severity(r.status().unwrap_or(Severity::Ok))
+                    } else {
+                        Style::default()
+                    };
                 Cell::from(
-                    Line::from(vec![
-                        Span::raw(format!("{age_text} ")),
-                        Span::styled(mark, th.severity(sev)),
-                    ])
-                    .alignment(ratatui::layout::Alignment::Right),
+                    Line::from(Span::styled(compact(st.small_files), small_style))
+                        .alignment(ratatui::layout::Alignment::Right),
                 )
             }
-            _ => num(age_text),
-        };
-        if cols.wide {
-            cells.push(num(compact(st.records)));
-            cells.push(num(if st.partitioned {
+            (TableCol::AvgSize, Some(st)) => num(st
+                .avg_file_size()
+                .map(human_bytes)
+                .unwrap_or_else(|| "-".into())),
+            (TableCol::Size, Some(st)) => num(human_bytes(st.total_bytes)),
+            (TableCol::Records, Some(st)) => num(compact(st.records)),
+            (TableCol::Partitions, Some(st)) => num(if st.partitioned {
                 compact(st.partitions)
             } else {
                 "-".into()
-            }));
-            cells.push(num(compact(st.snapshots)));
-            cells.push(compacted);
-            cells.push(num(age(now, st.last_write)));
-            cells.push(num(compact(st.delete_files)));
-            if cols.dag
-                && let Some(d) = &r.dag
-            {
-                let (mark, sev) = dag_mark(d);
-                let guess = if d.guessed { "?" } else { "" };
-                cells.push(Cell::from(Span::styled(
-                    format!("{mark} {}{guess}", d.dag_id),
-                    th.severity(sev),
-                )));
-            }
-        } else {
-            cells.push(compacted);
-        }
+            }),
+            (TableCol::Snapshots, Some(st)) => num(compact(st.snapshots)),
+            (TableCol::Compacted, Some(st)) => compacted_cell(r, st, cols, now, th),
+            (TableCol::Written, Some(st)) => num(age(now, st.last_write)),
+            (TableCol::Deletes, Some(st)) => num(compact(st.delete_files)),
+            (TableCol::Dag, Some(_)) => match &r.dag {
+                Some(d) => {
+                    let (mark, sev) = dag_mark(d);
+                    let guess = if d.guessed { "?" } else { "" };
+                    Cell::from(Span::styled(
+                        format!("{mark} {}{guess}", d.dag_id),
+                        th.severity(sev),
+                    ))
+                }
+                None => continue,
+            },
+            (
+                TableCol::Catalog
+                | TableCol::Schema
+                | TableCol::SmallPartitions
+                | TableCol::Findings,
+                Some(_),
+            ) => continue,
+        };
+        cells.push(cell);
     }
     (cells, style)
+}
+
+/// The compaction age, with the maintenance DAG's last run beside it when the DAG has no
+/// column of its own: ✗ failed, ✓ success, ‖ paused, ! import error.
+fn compacted_cell(
+    r: &TableRow,
+    st: &crate::lakehouse::model::TableStats,
+    cols: Cols,
+    now: chrono::DateTime<chrono::Utc>,
+    th: &Theme,
+) -> Cell<'static> {
+    let age_text = if st.is_empty_table() {
+        "-".to_string()
+    } else {
+        age(now, st.last_compaction)
+    };
+    match (&r.dag, cols.dag) {
+        (Some(d), false) => {
+            let (mark, sev) = dag_mark(d);
+            Cell::from(
+                Line::from(vec![
+                    Span::raw(format!("{age_text} ")),
+                    Span::styled(mark, th.severity(sev)),
+                ])
+                .alignment(ratatui::layout::Alignment::Right),
+            )
+        }
+        _ => num(age_text),
+    }
 }
 
 /// The maintenance DAG's state as one symbol (readable without colour).
@@ -214,7 +193,7 @@ fn draw_side(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
     let lines: Vec<Line> = match s.tables.selected() {
         Some(r) => {
             let mut v = vec![Line::from(Span::styled(r.table.to_string(), th.header()))];
-            for (sev, text) in breakdown(s, &r.table) {
+            for (sev, text) in health_breakdown(s, &r.table) {
                 v.push(Line::from(Span::styled(text, th.severity(sev))));
             }
             v

@@ -5,8 +5,10 @@ use ratatui::backend::TestBackend;
 use ratatui::style::{Color, Modifier};
 
 use crate::app::action::Action;
+use crate::app::maintenance::MaintenanceMsg;
 use crate::app::state::{Level, State};
-use crate::app::update::tests::{loaded, partitions, t0};
+use crate::app::tables::TablesMsg;
+use crate::app::testing::{loaded, partitions, t0};
 use crate::app::update::update;
 use crate::lakehouse::model::{SnapshotInfo, TableRef};
 use crate::trino::ServerInfo;
@@ -24,7 +26,7 @@ fn with_info(mut s: State) -> State {
         r#"{"nodeVersion":{"version":"480"},"environment":"lab","coordinator":true,"starting":false,"uptime":"2.50h"}"#,
     )
     .unwrap();
-    update(&mut s, Action::Info(Ok(info)));
+    update(&mut s, Action::ServerInfo(Ok(info)));
     s
 }
 
@@ -40,11 +42,11 @@ fn all_loaded() -> State {
     let generation = s.tables.generation;
     update(
         &mut s,
-        Action::Stats {
+        Action::Tables(TablesMsg::Stats {
             generation,
             table: TableRef::new("iceberg", "audit", "events"),
             result: Err("TABLE_NOT_FOUND: line 1:15: Table 'iceberg.audit.events' does not exist (query 20261129_090000_00007_lab01)".into()),
-        },
+        }),
     );
     s.status = None;
     s
@@ -132,17 +134,17 @@ fn tables_error_keeps_rows() {
     let generation = s.tables.generation;
     update(
         &mut s,
-        Action::Discovered {
+        Action::Tables(TablesMsg::Discovered {
             generation,
             result: Err(
                 "cannot reach Trino at http://127.0.0.1:8080/v1/statement: connection refused"
                     .into(),
             ),
-        },
+        }),
     );
     update(
         &mut s,
-        Action::Info(Err(
+        Action::ServerInfo(Err(
             "cannot reach Trino at http://127.0.0.1:8080/v1/info: connection refused".into(),
         )),
     );
@@ -301,8 +303,8 @@ fn formatting_helpers() {
 }
 
 fn confirm_state() -> State {
-    use crate::app::jobs::PlanDraft;
     use crate::lakehouse::maintenance::{Procedure, TableLayout, parse_partition_entry};
+    use crate::maintain::plan::PlanDraft;
     let mut s = all_loaded();
     update(
         &mut s,
@@ -343,7 +345,10 @@ fn confirm_state() -> State {
         },
         partitions: marked,
     };
-    update(&mut s, Action::PlanReady(Ok(draft)));
+    update(
+        &mut s,
+        Action::Maintenance(MaintenanceMsg::PlanReady(Ok(draft))),
+    );
     s
 }
 
@@ -374,27 +379,27 @@ fn progress_line_and_queue() {
     };
     update(
         &mut s,
-        Action::Job {
+        Action::Maintenance(MaintenanceMsg::Step {
             job,
             event: StepEvent::Started { step: 0 },
-        },
+        }),
     );
     update(
         &mut s,
-        Action::Job {
+        Action::Maintenance(MaintenanceMsg::Step {
             job,
             event: StepEvent::Finished {
                 step: 0,
                 outcome: done,
             },
-        },
+        }),
     );
     update(
         &mut s,
-        Action::Job {
+        Action::Maintenance(MaintenanceMsg::Step {
             job,
             event: StepEvent::Started { step: 1 },
-        },
+        }),
     );
     let p = QueryProgress {
         query_id: "20261129_091502_00043_lab01".into(),
@@ -408,13 +413,13 @@ fn progress_line_and_queue() {
     };
     update(
         &mut s,
-        Action::Job {
+        Action::Maintenance(MaintenanceMsg::Step {
             job,
             event: StepEvent::Progress {
                 step: 1,
                 progress: p,
             },
-        },
+        }),
     );
     insta::assert_snapshot!("progress_80x24", screen(&mut s, 80, 24).backend());
     key(&mut s, 'Q');
@@ -424,7 +429,8 @@ fn progress_line_and_queue() {
 mod dags {
     use super::*;
     use crate::airflow::{LogLine, TaskLog, TaskState};
-    use crate::app::update::tests::dags::{ERROR, task, with_dags};
+    use crate::app::dags::DagMsg;
+    use crate::app::testing::dags::{ERROR, task, with_dags};
 
     #[test]
     fn dags_tab_failing_first_with_import_error_and_the_failing_task() {
@@ -448,10 +454,10 @@ mod dags {
         );
         update(
             &mut s,
-            Action::Runs {
+            Action::Dags(DagMsg::Runs {
                 dag_id: "compact_documents".into(),
                 result: Ok(vec![]),
-            },
+            }),
         );
         update(
             &mut s,
@@ -462,7 +468,7 @@ mod dags {
         let run = s.dags.run_id.clone().unwrap();
         update(
             &mut s,
-            Action::Tasks {
+            Action::Dags(DagMsg::Tasks {
                 dag_id: "compact_documents".into(),
                 run_id: run.clone(),
                 result: Ok(vec![
@@ -470,7 +476,7 @@ mod dags {
                     task("compact", TaskState::Failed, 1),
                     task("report", TaskState::UpstreamFailed, 0),
                 ]),
-            },
+            }),
         );
         insta::assert_snapshot!("dag_tasks_80x24", screen(&mut s, 80, 24).backend());
         update(
@@ -499,7 +505,7 @@ mod dags {
         });
         update(
             &mut s,
-            Action::Log {
+            Action::Dags(DagMsg::Log {
                 dag_id: "compact_documents".into(),
                 run_id: run,
                 task_id: "compact".into(),
@@ -509,7 +515,7 @@ mod dags {
                     error_line: Some(ERROR.into()),
                     continuation_token: None,
                 }),
-            },
+            }),
         );
         insta::assert_snapshot!("dag_log_80x24", screen(&mut s, 80, 24).backend());
         key(&mut s, '1');

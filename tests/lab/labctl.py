@@ -35,6 +35,7 @@ LAB_ROOT = Path(__file__).resolve().parent
 REPO_ROOT = LAB_ROOT.parents[1]
 LAB_LOCK = LAB_ROOT / "requirements.lock"
 AIRFLOW_CTL = LAB_ROOT / "airflow" / "ctl.py"
+AIRFLOW_PROXY = LAB_ROOT / "airflow" / "proxy.py"
 AIRFLOW_LOCKS = {
     3: LAB_ROOT / "airflow" / "requirements-airflow3.lock",
     2: LAB_ROOT / "airflow" / "requirements-airflow2.lock",
@@ -47,6 +48,7 @@ BASIC_USERS = {"alice": "alice-secret"}
 JWT_SUBJECT = "bob"
 DENIED_USER = "mallory"
 COORDINATOR_ZONE = "Europe/Vienna"
+ALIAS_HOST = "127.0.0.2"  # another loopback address the Trino-protocol server also listens on
 
 
 # ---------------------------------------------------------------------------- paths
@@ -207,6 +209,9 @@ class Runtime:
 
 # ---------------------------------------------------------------------------- venvs
 def ensure_venv(name: str, lock: Path) -> Path:
+    """The venv for `lock`, built if needed. It is built in a temporary directory beside its
+    final place and renamed there only once pip has finished, so an interrupted build (a
+    ctrl-c during the first demo) never leaves a half-made venv that later runs reuse."""
     if not lock.exists():
         raise LabError(f"{lock} not found")
     venv = cache_dir() / "venvs" / f"{name}-{sha256_file(lock)[:12]}"
@@ -218,29 +223,48 @@ def ensure_venv(name: str, lock: Path) -> Path:
         fcntl.flock(lockf, fcntl.LOCK_EX)
         if marker.exists():
             return venv
-        python = venv / "bin" / "python"
-        if venv.exists() and not python.exists():
-            say(f"removing broken venv {venv}")
+        # Under the lock nobody else is building it, and without the marker nobody runs
+        # from it: whatever is there is the remains of an interrupted build.
+        if venv.exists():
+            say(f"removing incomplete venv {venv} (no completion marker)")
             shutil.rmtree(venv)
-        # A venv without the marker is completed in place (pip skips what is already
-        # installed), never deleted: someone may be running from it.
-        say(("completing venv " if venv.exists() else "building venv ")
-            + f"{venv.name} from {lock.relative_to(REPO_ROOT)}")
+        for stale in venv.parent.glob(f".{venv.name}.building-*"):
+            shutil.rmtree(stale, ignore_errors=True)
+        say(f"building venv {venv.name} from {lock.relative_to(REPO_ROOT) if lock.is_relative_to(REPO_ROOT) else lock}")
+        tmp = venv.parent / f".{venv.name}.building-{os.getpid()}"
         log = venv.parent / f"{venv.name}.build.log"
         with open(log, "w") as out:
             try:
-                if not venv.exists():
-                    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, stdout=out, stderr=out)
+                subprocess.run([sys.executable, "-m", "venv", str(tmp)], check=True, stdout=out, stderr=out)
                 subprocess.run(
-                    [str(python), "-m", "pip", "install", "--disable-pip-version-check",
+                    [str(tmp / "bin" / "python"), "-m", "pip", "install", "--disable-pip-version-check",
                      "--no-input", "--progress-bar", "off", "--no-compile", "-r", str(lock)],
                     check=True, stdout=out, stderr=out,
                 )
             except subprocess.CalledProcessError as e:
+                shutil.rmtree(tmp, ignore_errors=True)
                 tail = log.read_text()[-3000:]
                 raise LabError(f"building {venv.name} failed ({e}); see {log}:\n{tail}") from None
-        marker.write_text(utc_now() + "\n")
+            except BaseException:
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise
+        relocate_venv(tmp, venv)
+        (tmp / ".floe-complete").write_text(utc_now() + "\n")
+        os.rename(tmp, venv)
     return venv
+
+
+def relocate_venv(built: Path, final: Path) -> None:
+    """Point the scripts of a venv built at `built` at `final`, where it is about to be
+    renamed: console scripts carry their interpreter's absolute path in the shebang, and
+    the activate scripts carry VIRTUAL_ENV."""
+    old, new = str(built).encode(), str(final).encode()
+    for f in (built / "bin").iterdir():
+        if f.is_symlink() or not f.is_file():
+            continue
+        data = f.read_bytes()
+        if old in data[:4096] or (f.name.startswith("activate") and old in data):
+            f.write_bytes(data.replace(old, new))
 
 
 # ---------------------------------------------------------------------------- scenarios
@@ -351,6 +375,7 @@ def start_trino(venv: Path, root: Path, catalogs: dict, runtime: Runtime, stub: 
             {"name": "v451", "port": 0, "version": 451, "auth": ["insecure"], "legacy_type_signatures": True},
         ],
         "state_file": str(state_file),
+        "alias_host": ALIAS_HOST,
     }
     cfg_path = tdir / "config.json"
     cfg_path.write_text(json.dumps(config, indent=2))
@@ -392,6 +417,11 @@ def start_trino(venv: Path, root: Path, catalogs: dict, runtime: Runtime, stub: 
         "control_url": listeners["plain"]["url"] + "/_lab",
         "https_url": listeners["https"]["url"],
         "ca_file": state.get("ca_file", str(root / "tls" / "ca.pem")),
+        "other_ca_file": state.get("other_ca_file", str(root / "tls" / "other-ca.pem")),
+        # the same listeners on a second loopback address (null when it could not be bound)
+        "alias_host": ALIAS_HOST if "alias_url" in listeners["plain"] else None,
+        "alias_url": listeners["plain"].get("alias_url"),
+        "https_alias_url": listeners["https"].get("alias_url"),
         "users": dict(BASIC_USERS),
         "bearer_token": token,
         "bearer_user": JWT_SUBJECT,
@@ -438,6 +468,31 @@ def start_airflow(major: int, venv: Path, root: Path, trino_url: str, runtime: R
     info = {k: v for k, v in out.items() if k != "pids"}
     info.setdefault("home", str(home))
     return info
+
+
+def start_airflow_proxy(key: str, upstream: str, root: Path, runtime: Runtime) -> dict:
+    """The fault-injecting reverse proxy in front of one Airflow (standard library only)."""
+    state_file = root / f"{key}-proxy.json"
+    state_file.unlink(missing_ok=True)
+    log = open(root / "logs" / f"{key}-proxy.log", "ab")
+    proc = subprocess.Popen(
+        [sys.executable, str(AIRFLOW_PROXY), "--upstream", upstream, "--state-file", str(state_file)],
+        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=str(REPO_ROOT), start_new_session=True,
+    )
+    runtime.add(f"{key}-proxy", proc.pid)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise LabError(f"the {key} proxy exited ({proc.returncode}); see {root / 'logs' / f'{key}-proxy.log'}")
+        if state_file.exists():
+            state = json.loads(state_file.read_text())
+            try:
+                http_json(state["control_url"] + "/health", timeout=2)
+                return {"proxy_url": state["url"], "proxy_control_url": state["control_url"]}
+            except (urllib.error.URLError, OSError, ValueError):
+                pass
+        time.sleep(0.05)
+    raise LabError(f"the {key} proxy did not start within 30 s")
 
 
 def airflow_down(homes: list[str]) -> None:
@@ -546,7 +601,10 @@ def cmd_up(args) -> int:
         def bring_up(major: int) -> None:
             t0 = time.monotonic()
             try:
-                airflow[major] = start_airflow(major, airflow_venvs[major], root, trino["url"], runtime)
+                info = start_airflow(major, airflow_venvs[major], root, trino["url"], runtime)
+                key = "airflow" if major == 3 else "airflow2"
+                info.update(start_airflow_proxy(key, info["url"], root, runtime))
+                airflow[major] = info
             except BaseException as e:  # noqa: BLE001 - re-raised in the main thread
                 failures.append(e)
             timings.append((f"airflow{major}", time.monotonic() - t0))
@@ -638,7 +696,8 @@ def cmd_status(args) -> int:  # noqa: ARG001
         say(f"    https: {trino.get('https_url')}")
         for key in ("airflow", "airflow2"):
             if lab.get(key):
-                say(f"  {key}: {lab[key].get('url')} (version {lab[key].get('version')})")
+                say(f"  {key}: {lab[key].get('url')} (version {lab[key].get('version')}), "
+                    f"fault proxy {lab[key].get('proxy_url')}")
         if lab.get("scenario"):
             say(f"  scenario {lab['scenario']['name']} generated at {lab['scenario']['generated_at']}")
     return 0 if all_alive else 1

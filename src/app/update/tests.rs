@@ -1,109 +1,18 @@
-use super::*;
-use crate::app::action::Action;
-use crate::lakehouse::model::{PartitionStats, SnapshotInfo, TableStats};
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+use super::update;
+use crate::app::action::{Action, DagWrite, Effect};
+use crate::app::dags::{DagLevel, DagMsg, command as dag_command};
+use crate::app::export::ExportFormat;
+use crate::app::keymap::Command;
+use crate::app::maintenance::MaintenanceMsg;
+use crate::app::prompt::{Prompt, RetentionFor};
+use crate::app::state::{Level, Popup, State, Tab};
+use crate::app::tables::TablesMsg;
+use crate::app::tables::{TABLE_SORTS, health_breakdown as breakdown};
+use crate::app::testing::*;
+use crate::lakehouse::model::SnapshotInfo;
 use crate::lakehouse::queries::PartitionList;
-use chrono::{DateTime, TimeZone, Utc};
-
-pub fn t0() -> DateTime<Utc> {
-    Utc.with_ymd_and_hms(2026, 11, 29, 9, 0, 0).unwrap()
-}
-
-fn key(c: char) -> Action {
-    Action::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE))
-}
-
-fn code(c: KeyCode) -> Action {
-    Action::Key(KeyEvent::new(c, KeyModifiers::NONE))
-}
-
-fn ctrl(c: char) -> Action {
-    Action::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL))
-}
-
-fn tref(s: &str, t: &str) -> TableRef {
-    TableRef::new("iceberg", s, t)
-}
-
-pub fn incident_stats() -> TableStats {
-    TableStats {
-        target_file_size: 128 << 20,
-        data_files: 2016,
-        small_files: 2016,
-        total_bytes: 2016 * 3 * 1024,
-        records: 201_600,
-        partitioned: true,
-        partitions: 144,
-        small_file_partitions: 72,
-        critical_partitions: 72,
-        snapshots: 17,
-        oldest_snapshot: Some(t0() - chrono::Duration::days(16)),
-        newest_snapshot: Some(t0() - chrono::Duration::hours(9)),
-        last_compaction: Some(t0() - chrono::Duration::days(15)),
-        last_write: Some(t0() - chrono::Duration::hours(9)),
-        writes_since_compaction: 15,
-        files_after_compaction: Some(144),
-        ..Default::default()
-    }
-}
-
-pub fn healthy_stats() -> TableStats {
-    TableStats {
-        target_file_size: 64 * 1024,
-        target_from_property: true,
-        data_files: 12,
-        small_files: 0,
-        total_bytes: 12 * 80 * 1024,
-        records: 12_000,
-        partitioned: true,
-        partitions: 6,
-        snapshots: 4,
-        oldest_snapshot: Some(t0() - chrono::Duration::days(3)),
-        newest_snapshot: Some(t0() - chrono::Duration::hours(20)),
-        last_compaction: Some(t0() - chrono::Duration::hours(20)),
-        last_write: Some(t0() - chrono::Duration::hours(21)),
-        ..Default::default()
-    }
-}
-
-/// A state that has discovered three tables and loaded two of them.
-pub fn loaded() -> State {
-    let mut s = State::new(t0());
-    s.conn.profile = "lab".into();
-    s.conn.trino_url = "http://127.0.0.1:8080/".into();
-    let fx = update(&mut s, Action::Start);
-    assert!(matches!(fx[0], Effect::FetchInfo));
-    let generation = s.tables.generation;
-    let tables = vec![
-        tref("zoning", "parcels"),
-        tref("zoning", "documents"),
-        tref("audit", "events"),
-    ];
-    let fx = update(
-        &mut s,
-        Action::Discovered {
-            generation,
-            result: Ok(tables),
-        },
-    );
-    assert_eq!(fx.len(), 3);
-    update(
-        &mut s,
-        Action::Stats {
-            generation,
-            table: tref("zoning", "parcels"),
-            result: Ok(healthy_stats()),
-        },
-    );
-    update(
-        &mut s,
-        Action::Stats {
-            generation,
-            table: tref("zoning", "documents"),
-            result: Ok(incident_stats()),
-        },
-    );
-    s
-}
 
 fn selected_name(s: &State) -> String {
     s.tables
@@ -160,11 +69,11 @@ fn selection_follows_the_table_when_stats_reorder_rows() {
     bloated.oldest_snapshot = Some(t0() - chrono::Duration::days(60));
     update(
         &mut s,
-        Action::Stats {
+        Action::Tables(TablesMsg::Stats {
             generation,
             table: tref("audit", "events"),
             result: Ok(bloated),
-        },
+        }),
     );
     assert_eq!(selected_name(&s), "audit.events");
     assert_eq!(
@@ -270,34 +179,6 @@ fn enter_drills_into_partitions_and_loads_them_once() {
     assert!(s.partitions.load.is_loading());
 }
 
-pub fn partitions(n: usize) -> PartitionList {
-    PartitionList {
-        target_file_size: 128 << 20,
-        layout_fields: vec!["district".into(), "filed_at_day".into()],
-        partitions: (0..n)
-            .map(|i| PartitionStats {
-                values: vec![
-                    (
-                        "district".into(),
-                        Some(["north", "south", "east"][i % 3].into()),
-                    ),
-                    (
-                        "filed_at_day".into(),
-                        Some(format!("2026-11-{:02}", 1 + i / 3)),
-                    ),
-                ],
-                data_files: 14 + (i as u64 % 5),
-                small_files: if i % 4 == 0 { 3 } else { 14 + (i as u64 % 5) },
-                total_bytes: (14 + (i as u64 % 5)) * 3000,
-                records: 1400,
-                min_file: 2000,
-                max_file: 4000,
-                delete_files: 0,
-            })
-            .collect(),
-    }
-}
-
 #[test]
 fn marks_toggle_move_and_clear() {
     let mut s = loaded();
@@ -387,11 +268,11 @@ fn refresh_never_overlaps_and_rows_stay_while_reloading() {
     let generation = s.tables.generation;
     update(
         &mut s,
-        Action::Stats {
+        Action::Tables(TablesMsg::Stats {
             generation,
             table: tref("audit", "events"),
             result: Ok(healthy_stats()),
-        },
+        }),
     );
     assert!(!s.refresh_in_flight());
     let fx = update(&mut s, key('r'));
@@ -409,11 +290,11 @@ fn refresh_never_overlaps_and_rows_stay_while_reloading() {
         .clone();
     update(
         &mut s,
-        Action::Stats {
+        Action::Tables(TablesMsg::Stats {
             generation,
             table: tref("zoning", "parcels"),
             result: Ok(incident_stats()),
-        },
+        }),
     );
     assert_eq!(
         s.tables.row(&tref("zoning", "parcels")).unwrap().stats,
@@ -427,11 +308,11 @@ fn auto_refresh_on_tick_unless_frozen() {
     let generation = s.tables.generation;
     update(
         &mut s,
-        Action::Stats {
+        Action::Tables(TablesMsg::Stats {
             generation,
             table: tref("audit", "events"),
             result: Ok(healthy_stats()),
-        },
+        }),
     );
     let fx = update(&mut s, Action::Tick(t0() + chrono::Duration::seconds(30)));
     assert!(fx.is_empty());
@@ -451,11 +332,11 @@ fn errors_keep_data_and_show_trino_names() {
     let generation = s.tables.generation;
     update(
         &mut s,
-        Action::Stats {
+        Action::Tables(TablesMsg::Stats {
             generation,
             table: tref("audit", "events"),
             result: Err("TABLE_NOT_FOUND: line 1:15: Table 'iceberg.audit.events' does not exist (query 20261129_1)".into()),
-        },
+        }),
     );
     let st = s.status.as_ref().unwrap();
     assert_eq!(st.level, Level::Error);
@@ -465,12 +346,12 @@ fn errors_keep_data_and_show_trino_names() {
     let generation = s.tables.generation;
     update(
         &mut s,
-        Action::Discovered {
+        Action::Tables(TablesMsg::Discovered {
             generation,
             result: Err(
                 "cannot reach Trino at http://127.0.0.1:1/v1/statement: connection refused".into(),
             ),
-        },
+        }),
     );
     assert_eq!(s.tables.rows.len(), 3);
     assert!(s.tables.rows.iter().all(|r| !r.stale));
@@ -562,7 +443,7 @@ fn help_and_info_popups_close_with_esc() {
     update(&mut s, code(KeyCode::Esc));
     assert_eq!(s.popup, None);
     update(&mut s, key('i'));
-    assert_eq!(s.popup, Some(Popup::Info(tref("zoning", "documents"))));
+    assert_eq!(s.popup, Some(Popup::Health(tref("zoning", "documents"))));
     let lines = breakdown(&s, &tref("zoning", "documents"));
     assert!(lines.iter().any(|(_, l)| l.contains("compaction_stale")));
     update(&mut s, key('q'));
@@ -653,8 +534,8 @@ fn resize_keeps_selection_visible() {
 mod maintenance {
     use super::*;
     use crate::app::action::MaintenanceKind;
-    use crate::app::jobs::PlanDraft;
     use crate::lakehouse::maintenance::{Procedure, TableLayout, parse_partition_entry};
+    use crate::maintain::plan::PlanDraft;
     use crate::maintain::run::{StepEvent, StepOutcome};
 
     pub fn on_partitions() -> State {
@@ -731,7 +612,10 @@ mod maintenance {
         assert_eq!(table, &tref("zoning", "documents"));
         assert_eq!(p.len(), 2, "the marked partitions");
         let d = draft(&s);
-        update(&mut s, Action::PlanReady(Ok(d)));
+        update(
+            &mut s,
+            Action::Maintenance(MaintenanceMsg::PlanReady(Ok(d))),
+        );
         let Some(Popup::Confirm(c)) = &s.popup else {
             panic!("no confirm popup")
         };
@@ -741,7 +625,10 @@ mod maintenance {
         assert!(fx.is_empty() && s.popup.is_none());
         assert!(s.status.as_ref().unwrap().text.contains("nothing was run"));
         let d = draft(&s);
-        update(&mut s, Action::PlanReady(Ok(d)));
+        update(
+            &mut s,
+            Action::Maintenance(MaintenanceMsg::PlanReady(Ok(d))),
+        );
         update(&mut s, key('g'));
         let Some(Popup::Confirm(c)) = &s.popup else {
             panic!()
@@ -770,20 +657,20 @@ mod maintenance {
         let first = plan.steps[0].partition.clone().unwrap();
         update(
             &mut s,
-            Action::Job {
+            Action::Maintenance(MaintenanceMsg::Step {
                 job,
                 event: StepEvent::Started { step: 0 },
-            },
+            }),
         );
         update(
             &mut s,
-            Action::Job {
+            Action::Maintenance(MaintenanceMsg::Step {
                 job,
                 event: StepEvent::Finished {
                     step: 0,
                     outcome: outcome(true, Some(1)),
                 },
-            },
+            }),
         );
         assert!(!s.partitions.marks.contains(&first));
         assert!(
@@ -793,10 +680,10 @@ mod maintenance {
         );
         let fx = update(
             &mut s,
-            Action::JobDone {
+            Action::Maintenance(MaintenanceMsg::Done {
                 job,
                 result: Ok(()),
-            },
+            }),
         );
         assert!(
             fx.iter().any(|e| matches!(e, Effect::LoadStats { .. })),
@@ -816,7 +703,10 @@ mod maintenance {
         update(&mut s, key(' '));
         update(&mut s, key(' '));
         let d = draft(&s);
-        update(&mut s, Action::PlanReady(Ok(d)));
+        update(
+            &mut s,
+            Action::Maintenance(MaintenanceMsg::PlanReady(Ok(d))),
+        );
         let fx = update(&mut s, key('y'));
         let Effect::RunPlan { job, .. } = fx[0].clone() else {
             panic!()
@@ -824,13 +714,13 @@ mod maintenance {
         assert_eq!(update(&mut s, key('c')), vec![Effect::CancelJob(job)]);
         update(
             &mut s,
-            Action::Job {
+            Action::Maintenance(MaintenanceMsg::Step {
                 job,
                 event: StepEvent::Finished {
                     step: 0,
                     outcome: outcome(false, None),
                 },
-            },
+            }),
         );
         assert_eq!(s.status.as_ref().unwrap().level, Level::Error);
         assert!(
@@ -842,15 +732,18 @@ mod maintenance {
         );
         update(
             &mut s,
-            Action::JobDone {
+            Action::Maintenance(MaintenanceMsg::Done {
                 job,
                 result: Err(
                     "ICEBERG_COMMIT_ERROR: conflict; 1 remaining statement(s) not run".into(),
                 ),
-            },
+            }),
         );
         let j = s.jobs.list.last().unwrap();
-        assert!(matches!(j.steps[1], crate::app::jobs::StepStatus::Skipped));
+        assert!(matches!(
+            j.steps[1],
+            crate::app::maintenance::StepStatus::Skipped
+        ));
         assert!(
             j.line(s.now)
                 .starts_with("✗ optimize documents failed after 0 of 2")
@@ -890,7 +783,10 @@ mod maintenance {
         assert!(update(&mut s, key('o')).is_empty());
         // …and a plan that arrives anyway is not offered.
         let d = draft(&s);
-        update(&mut s, Action::PlanReady(Ok(d)));
+        update(
+            &mut s,
+            Action::Maintenance(MaintenanceMsg::PlanReady(Ok(d))),
+        );
         assert!(s.popup.is_none());
         assert!(s.status.as_ref().unwrap().text.contains("read-only"));
     }
@@ -898,184 +794,9 @@ mod maintenance {
 
 pub mod dags {
     use super::*;
-    use crate::airflow::scan::DagList;
-    use crate::airflow::{
-        Dag, DagImportError, DagRun, DagRunState, LogLine, RunType, TaskInstance, TaskLog,
-        TaskState,
-    };
-    use crate::app::action::DagWrite;
-    use crate::app::dags::{DagLevel, FailureDetail};
-    use crate::health::DagFacts;
+    use crate::airflow::{DagRun, DagRunState, LogLine, RunType, TaskLog, TaskState};
+    pub use crate::app::testing::dags::*;
     use std::time::Duration;
-
-    pub fn dag(id: &str, table: &str, paused: bool) -> Dag {
-        Dag {
-            dag_id: id.into(),
-            display_name: id.into(),
-            description: None,
-            paused,
-            active: true,
-            has_import_errors: false,
-            owners: vec!["data-platform".into()],
-            tags: vec!["maintenance".into(), table.into()],
-            schedule: Some("@daily".into()),
-            schedule_description: None,
-            schedule_interval: Some(Duration::from_secs(86_400)),
-            next_run: Some(t0() + chrono::Duration::hours(15)),
-            next_logical_date: None,
-            fileloc: None,
-            relative_fileloc: None,
-            bundle_name: None,
-        }
-    }
-
-    pub fn list() -> DagList {
-        DagList {
-            version: "3.3.2".into(),
-            api: "v2".into(),
-            health: None,
-            dags: vec![
-                dag("compact_documents", "iceberg.zoning.documents", false),
-                dag("compact_parcels", "iceberg.zoning.parcels", false),
-                dag("expire_snapshots", "iceberg.audit.events", true),
-            ],
-            import_errors: vec![DagImportError {
-                id: Some(1),
-                filename: "broken_dag.py".into(),
-                bundle_name: Some("dags-folder".into()),
-                timestamp: None,
-                stack_trace: "Traceback (most recent call last):\nModuleNotFoundError: No module named 'lakehouse_maintenance_helpers'\n".into(),
-            }],
-        }
-    }
-
-    pub const ERROR: &str = "ConnectionError: optimize of iceberg.zoning.documents failed: could not connect to Trino at trino-old.internal:8080 (connection trino_documents)";
-
-    pub fn failing_facts() -> DagFacts {
-        DagFacts {
-            dag_id: "compact_documents".into(),
-            guessed: false,
-            paused: false,
-            import_error: None,
-            last_run_state: Some("failed".into()),
-            last_run_at: Some(t0() - chrono::Duration::hours(9)),
-            last_success_at: None,
-            failed_runs: 14,
-            failing_task: Some("compact".into()),
-            error_line: Some(ERROR.into()),
-            expected_interval: Duration::from_secs(86_400),
-        }
-    }
-
-    fn ok_facts(id: &str) -> DagFacts {
-        DagFacts {
-            dag_id: id.into(),
-            last_run_state: Some("success".into()),
-            last_success_at: Some(t0() - chrono::Duration::hours(8)),
-            failed_runs: 0,
-            failing_task: None,
-            error_line: None,
-            ..failing_facts()
-        }
-    }
-
-    /// The loaded state with Airflow: DAGs listed, facts in, the failing task's log read.
-    pub fn with_dags() -> State {
-        let mut s = loaded();
-        s.airflow_configured = true;
-        let fx = update(&mut s, key('r'));
-        // The first refresh is still pending one table: no new table refresh, but the DAG
-        // list loads on its first refresh.
-        assert!(
-            fx.iter().any(|e| matches!(e, Effect::LoadDags { .. })),
-            "{fx:?}"
-        );
-        let generation = s.dags.generation;
-        let fx = update(
-            &mut s,
-            Action::DagsLoaded {
-                generation,
-                result: Ok(list()),
-            },
-        );
-        assert_eq!(
-            fx.iter()
-                .filter(|e| matches!(e, Effect::LoadDagFacts { .. }))
-                .count(),
-            3
-        );
-        let fx = update(
-            &mut s,
-            Action::DagFacts {
-                generation,
-                dag_id: "compact_documents".into(),
-                result: Ok(failing_facts()),
-            },
-        );
-        assert_eq!(
-            fx,
-            vec![Effect::LoadFailure {
-                dag_id: "compact_documents".into()
-            }]
-        );
-        update(
-            &mut s,
-            Action::DagFacts {
-                generation,
-                dag_id: "compact_parcels".into(),
-                result: Ok(ok_facts("compact_parcels")),
-            },
-        );
-        let mut paused = ok_facts("expire_snapshots");
-        paused.paused = true;
-        paused.last_run_state = None;
-        paused.last_success_at = None;
-        update(
-            &mut s,
-            Action::DagFacts {
-                generation,
-                dag_id: "expire_snapshots".into(),
-                result: Ok(paused),
-            },
-        );
-        let log = TaskLog {
-            lines: vec![
-                LogLine {
-                    timestamp: None,
-                    level: Some("info".into()),
-                    text: "running on trino-old.internal:8080".into(),
-                    error: false,
-                },
-                LogLine {
-                    timestamp: None,
-                    level: Some("error".into()),
-                    text: "Task failed with exception".into(),
-                    error: true,
-                },
-                LogLine {
-                    timestamp: None,
-                    level: Some("error".into()),
-                    text: ERROR.into(),
-                    error: true,
-                },
-            ],
-            error_line: Some(ERROR.into()),
-            continuation_token: None,
-        };
-        update(
-            &mut s,
-            Action::Failure {
-                dag_id: "compact_documents".into(),
-                result: Ok(Some(FailureDetail {
-                    run_id: "scheduled__2026-11-29T00:00:00+00:00".into(),
-                    task_id: "compact".into(),
-                    try_number: 1,
-                    log,
-                })),
-            },
-        );
-        s
-    }
 
     fn run(state: DagRunState, id: &str) -> DagRun {
         DagRun {
@@ -1093,26 +814,6 @@ pub mod dags {
             duration: Some(Duration::from_secs(8)),
             triggered_by: None,
             external_trigger: None,
-            note: None,
-        }
-    }
-
-    pub fn task(id: &str, state: TaskState, try_number: u32) -> TaskInstance {
-        TaskInstance {
-            dag_id: "compact_documents".into(),
-            run_id: "scheduled__2026-11-29T00:00:00+00:00".into(),
-            task_id: id.into(),
-            map_index: -1,
-            state: Some(state),
-            try_number,
-            max_tries: None,
-            start_date: Some(t0() - chrono::Duration::hours(9)),
-            end_date: None,
-            duration: Some(Duration::from_millis(2300)),
-            hostname: Some("vm".into()),
-            operator: None,
-            pool: None,
-            queue: None,
             note: None,
         }
     }
@@ -1153,10 +854,10 @@ pub mod dags {
         let g = s.dags.generation;
         update(
             &mut s,
-            Action::DagsLoaded {
+            Action::Dags(DagMsg::Loaded {
                 generation: g,
                 result: Ok(list()),
-            },
+            }),
         );
         assert_eq!(
             s.dags.mapping[&tref("zoning", "documents")].dag_id,
@@ -1183,10 +884,10 @@ pub mod dags {
         ];
         update(
             &mut s,
-            Action::Runs {
+            Action::Dags(DagMsg::Runs {
                 dag_id: "compact_documents".into(),
                 result: Ok(runs),
-            },
+            }),
         );
         let fx = update(&mut s, code(KeyCode::Enter));
         assert_eq!(
@@ -1203,11 +904,11 @@ pub mod dags {
         ];
         update(
             &mut s,
-            Action::Tasks {
+            Action::Dags(DagMsg::Tasks {
                 dag_id: "compact_documents".into(),
                 run_id: "scheduled__2026-11-29T00:00:00+00:00".into(),
                 result: Ok(tasks),
-            },
+            }),
         );
         assert_eq!(
             s.dags.selected_task().unwrap().task_id,
@@ -1247,13 +948,13 @@ pub mod dags {
         };
         update(
             &mut s,
-            Action::Log {
+            Action::Dags(DagMsg::Log {
                 dag_id: "compact_documents".into(),
                 run_id: "scheduled__2026-11-29T00:00:00+00:00".into(),
                 task_id: "compact".into(),
                 try_number: 1,
                 result: Ok(log),
-            },
+            }),
         );
         assert_eq!(
             s.dags.log.as_ref().unwrap().scroll,
@@ -1329,11 +1030,11 @@ pub mod dags {
         };
         update(
             &mut s,
-            Action::ClearPlanned {
+            Action::Dags(DagMsg::ClearPlanned {
                 dag_id: "compact_documents".into(),
                 run_id: "scheduled__2026-11-29T00:00:00+00:00".into(),
                 result: Ok(outcome),
-            },
+            }),
         );
         let Some(Popup::ConfirmDag(c)) = &s.popup else {
             panic!()
@@ -1377,11 +1078,11 @@ pub mod dags {
         let g = s.tables.generation;
         update(
             &mut s,
-            Action::Stats {
+            Action::Tables(TablesMsg::Stats {
                 generation: g,
                 table: tref("audit", "events"),
                 result: Ok(healthy_stats()),
-            },
+            }),
         );
         update(&mut s, key('4'));
         assert!(
@@ -1407,19 +1108,19 @@ pub mod dags {
         let tables: Vec<_> = s.tables.rows.iter().map(|r| r.table.clone()).collect();
         update(
             &mut s,
-            Action::Discovered {
+            Action::Tables(TablesMsg::Discovered {
                 generation: g,
                 result: Ok(tables.clone()),
-            },
+            }),
         );
         for t in tables {
             update(
                 &mut s,
-                Action::Stats {
+                Action::Tables(TablesMsg::Stats {
                     generation: g,
                     table: t,
                     result: Ok(healthy_stats()),
-                },
+                }),
             );
         }
         let fx = update(&mut s, Action::Tick(t0() + chrono::Duration::seconds(301)));

@@ -266,7 +266,11 @@ def show_create_table(engine: "Engine", sql: str, session: Session, parts: list[
     tbl = engine.warehouses[catalog].load(schema, name) if "$" not in name else None
     if tbl is None:
         raise TrinoError("NOT_SUPPORTED", f"Relation '{catalog}.{schema}.{name}' is not a table", *_lc(sql, pos))
-    cols = ",\n".join(f"   {_quote_ident(n)} {t}" for n, t in data_columns(tbl))
+    docs = {f.name: f.doc for f in tbl.schema().fields}
+    cols = ",\n".join(
+        f"   {_quote_ident(n)} {t}" + (f" COMMENT {_sql_string(docs[n])}" if docs.get(n) else "")
+        for n, t in data_columns(tbl)
+    )
     props = tbl.metadata.properties
     out: dict[str, str] = {}
     out["format"] = _sql_string(props.get("write.format.default", "PARQUET").upper())
@@ -290,7 +294,10 @@ def show_create_table(engine: "Engine", sql: str, session: Session, parts: list[
     if "write.metadata.previous-versions-max" in props:
         out["max_previous_versions"] = props["write.metadata.previous-versions-max"]
     with_clause = ",\n".join(f"   {k} = {out[k]}" for k in sorted(out))
-    text = f"CREATE TABLE {catalog}.{_quote_ident(schema)}.{_quote_ident(name)} (\n{cols}\n)\nWITH (\n{with_clause}\n)"
+    comment = props.get("comment")
+    comment_clause = f"COMMENT {_sql_string(comment)}\n" if comment else ""
+    text = (f"CREATE TABLE {catalog}.{_quote_ident(schema)}.{_quote_ident(name)} (\n{cols}\n)\n"
+            f"{comment_clause}WITH (\n{with_clause}\n)")
     return Result(columns=[Column("Create Table", "varchar")], rows=[[text]])
 
 

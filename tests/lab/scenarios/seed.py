@@ -78,6 +78,18 @@ class Ids:
         return out
 
 
+# finance.budget
+BUDGET_YEARS = (2025, 2026)
+BUDGET_REGIONS = (
+    "north",
+    "a'b\"c",             # both quotes
+    "Zürich-東京",         # non-ASCII
+    "\x1b[2J",             # an ANSI escape (clear screen)
+    "\u202eevil",          # a right-to-left override
+    "line1\nline2",        # a newline
+)
+BUDGET_NOTE_DOC = "free text; partitioning = ARRAY['month(ts)']"
+
 WORDS = ("permit", "variance", "appeal", "site plan", "notice", "survey", "deed", "easement", "hearing",
          "minutes", "objection", "renewal", "license", "zoning map", "setback", "parking study")
 
@@ -399,6 +411,46 @@ class Seed:
             w.append(files, ts, trino_extra(ts, "finance-etl", rnd))
         self.register("finance", name, w, {}, "a table name that needs quoting")
 
+    # -- finance.budget: identity partitions that look like transforms, hostile values ---------------
+
+    def budget(self) -> None:
+        rnd = self.rnd
+        schema = Schema(
+            NestedField(1, "line_id", LongType(), required=False),
+            NestedField(2, "fiscal_year", IntegerType(), required=False),
+            NestedField(3, "region", StringType(), required=False, doc="sales region, free text"),
+            NestedField(4, "amount", DecimalType(12, 2), required=False),
+            NestedField(5, "note", StringType(), required=False, doc=BUDGET_NOTE_DOC),
+        )
+        spec = PartitionSpec(
+            PartitionField(source_id=2, field_id=1000, transform=IdentityTransform(), name="fiscal_year"),
+            PartitionField(source_id=3, field_id=1001, transform=IdentityTransform(), name="region"),
+        )
+        w = self.writer("finance", "budget", schema, spec, {}, self.now - 16 * DAY_MS)
+        ids = Ids()
+
+        def one(year: int, region: str) -> pa.Table:
+            n = rnd.randint(5, 15)
+            return pa.table({
+                "line_id": pa.array(ids.take(n), pa.int64()),
+                "fiscal_year": pa.array([year] * n, pa.int32()),
+                "region": pa.array([region] * n, pa.string()),
+                "amount": pa.array([decimal.Decimal(rnd.randint(-100_000, 5_000_000)) / 100 for _ in range(n)],
+                                   pa.decimal128(12, 2)),
+                "note": pa.array([rnd.choice(("plan", "forecast", "it's revised", None)) for _ in range(n)],
+                                 pa.string()),
+            })
+
+        # every (year, region) partition gets one small file per load: 14 loads, 14 small files each
+        for i in range(14, 0, -1):
+            ts = self.now - i * DAY_MS - 6 * HOUR_MS
+            items = [((y, r), one(y, r)) for y in BUDGET_YEARS for r in BUDGET_REGIONS]
+            files = w.write_partitioned(items, ts)
+            w.append(files, ts, trino_extra(ts, "finance-etl", rnd))
+        self.register("finance", "budget", w, {},
+                      "identity partitions fiscal_year (int) and region (hostile strings); a column "
+                      "COMMENT that looks like a partitioning property")
+
 
 def _read_files(files) -> pa.Table:
     import pyarrow.parquet as pq
@@ -410,7 +462,8 @@ def _read_files(files) -> pa.Table:
 
 def build_seed(catalog, out: Path, now_ms: int, full: bool, seed: int) -> dict[str, dict[str, Any]]:
     s = Seed(catalog, out, now_ms, full, seed)
-    steps: list[Callable[[], None]] = [s.documents, s.parcels, s.permits, s.inspections, s.staging, s.events, s.ledger]
+    steps: list[Callable[[], None]] = [s.documents, s.parcels, s.permits, s.inspections, s.staging, s.events, s.ledger,
+                                       s.budget]
     for step in steps:
         step()
     return s.tables

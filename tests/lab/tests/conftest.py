@@ -65,6 +65,9 @@ def control(lab):
         def fault_state(self):
             return self.http.get(f"{self.base}/faults", timeout=10).json()
 
+        def fault_state_for(self, user):
+            return [r for r in self.fault_state() if r["user"] == user]
+
         def config(self, user, **settings):
             self._config_users.add(user)
             r = self.http.post(f"{self.base}/config", json={"user": user, **settings}, timeout=10)
@@ -157,6 +160,16 @@ class RawClient:
         pages = [r.json()]
         while "nextUri" in pages[-1] and len(pages) < max_pages:
             r = self.get(pages[-1]["nextUri"])
+            assert r.status_code == 200, (r.status_code, r.text)
+            pages.append(r.json())
+        return pages
+
+    def run_from(self, first: dict, max_pages: int = 100000) -> list[dict]:
+        """Follow nextUri from a page already received, sending the client's credentials
+        (as a client that trusts every nextUri would); returns every page."""
+        pages = [first]
+        while "nextUri" in pages[-1] and len(pages) < max_pages:
+            r = self.http.get(pages[-1]["nextUri"], auth=self.auth, timeout=30)
             assert r.status_code == 200, (r.status_code, r.text)
             pages.append(r.json())
         return pages

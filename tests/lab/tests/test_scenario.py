@@ -94,6 +94,11 @@ def test_seed_tables_have_their_promised_shapes(seed, expected_seed):
     staging = t["zoning.staging"]
     assert staging["snapshots"] == 0 and staging["data_files"] == 0 and staging["current_snapshot_id"] is None
     assert 'finance.ledger "q3" it\'s-odd' in t
+    budget = t["finance.budget"]
+    assert budget["partitioning"] == ["fiscal_year", "region"]
+    assert [f["type"] for f in budget["partition_fields"]] == ["integer", "varchar"]
+    assert budget["partitions"] == 12 and budget["small_file_partitions"] == 12
+    assert all(p["small_files"] >= 12 for p in budget["small_file_partition_list"])
 
 
 def test_file_modified_times_are_the_commit_times(seed, expected_seed):
@@ -121,3 +126,27 @@ def test_scale_scenario_small(tmp_path):
         assert len(tbl.metadata.snapshots) == facts["snapshots"], key
     sizes = {t["size_class"] for t in exp["tables"].values()}
     assert {"tiny", "small", "medium"} <= sizes
+
+
+HOSTILE_REGIONS = {"north", "a'b\"c", "Zürich-東京", "\x1b[2J", "\u202eevil", "line1\nline2"}
+
+
+def test_budget_through_the_lab(connect):
+    """finance.budget: identity partitions named like transforms, hostile partition values and
+    a column COMMENT that looks like the partitioning property, as Trino prints them."""
+    cur = connect().cursor()
+    cur.execute("SHOW CREATE TABLE iceberg.finance.budget")
+    text = cur.fetchall()[0][0]
+    assert text.startswith("CREATE TABLE iceberg.finance.budget (\n   line_id bigint,\n   fiscal_year integer,\n")
+    assert "   note varchar COMMENT 'free text; partitioning = ARRAY[''month(ts)'']'\n)\nWITH (\n" in text
+    assert "   partitioning = ARRAY['fiscal_year','region']\n" in text
+    assert "   format = 'PARQUET',\n" in text
+    cur.execute('SELECT partition.fiscal_year, partition.region, file_count FROM iceberg.finance."budget$partitions"')
+    rows = cur.fetchall()
+    assert {r[0] for r in rows} == {2025, 2026}
+    assert {r[1] for r in rows} == HOSTILE_REGIONS
+    assert all(r[2] == 14 for r in rows) and len(rows) == 12
+    cur.execute('SELECT DISTINCT partition.region FROM iceberg.finance."budget$files"')
+    assert {r[0] for r in cur.fetchall()} == HOSTILE_REGIONS
+    cur.execute("SELECT count(*) FROM iceberg.finance.budget WHERE fiscal_year = 2026 AND region = 'a''b\"c'")
+    assert cur.fetchall()[0][0] > 0

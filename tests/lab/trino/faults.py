@@ -5,6 +5,12 @@ request (user null). `count` is how many times it fires; absent or null means un
 cleared. `on` picks the requests it applies to: `post` (POST /v1/statement), `next`
 (anything on a queued/executing nextUri), `info` (/v1/info*), `any` (default).
 
+Three kinds shape the JSON answer of a request that was processed normally (one count per
+answer they change): `big_page` pads the next page carrying `data` with an unknown field of
+`mb` MB, `extra_fields` adds unknown fields to every object of the answer (top level, stats,
+columns, type signatures, error, ...; never inside `data`), `redirect_host` points the
+page's `nextUri` at another `host` and/or `scheme` (and `port`).
+
 Besides the transport faults, two kinds shape a query's execution (one count per query):
 `hold` keeps it QUEUED for `ms` before it reaches the engine, `slow` makes it run `ms`
 longer, reporting split progress and honouring cancellation meanwhile.
@@ -15,9 +21,12 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
-KINDS = {"status", "latency", "drop", "malformed", "fail_query", "hold", "slow"}
+KINDS = {"status", "latency", "drop", "malformed", "fail_query", "hold", "slow",
+         "big_page", "extra_fields", "redirect_host"}
 # per-query kinds, taken once per query when it is submitted
 QUERY_KINDS = {"hold", "slow"}
+# kinds that reshape a JSON answer after it was produced
+PAGE_KINDS = {"big_page", "extra_fields", "redirect_host"}
 TARGETS = {"post", "next", "info", "any"}
 
 
@@ -69,6 +78,27 @@ def validate(spec: dict) -> dict:
         status = spec.get("status")
         if not isinstance(status, int) or not 100 <= status <= 599:
             raise FaultError("'status' must be an HTTP status code")
+        headers = spec.get("headers", {})
+        if not isinstance(headers, dict):
+            raise FaultError("'headers' must be an object of header name to value")
+        for name, value in headers.items():
+            if not isinstance(value, (str, int, float)) and not (
+                    isinstance(value, dict) and isinstance(value.get("http_date_in_s"), (int, float))):
+                raise FaultError(f"header {name!r}: a value is a string, a number or "
+                                 "{\"http_date_in_s\": seconds}")
+        if spec.get("body") is not None and not isinstance(spec["body"], str):
+            raise FaultError("'body' must be a string")
+    if kind == "big_page":
+        mb = spec.get("mb")
+        if not isinstance(mb, (int, float)) or not 0 < mb <= 1024:
+            raise FaultError("'mb' must be a number of megabytes in (0, 1024]")
+    if kind == "redirect_host":
+        if spec.get("host") is None and spec.get("scheme") is None and spec.get("port") is None:
+            raise FaultError("redirect_host needs 'host', 'scheme' or 'port'")
+        if spec.get("scheme") not in (None, "http", "https"):
+            raise FaultError("'scheme' must be http or https")
+        if spec.get("port") is not None and not isinstance(spec["port"], int):
+            raise FaultError("'port' must be an integer")
     if kind in ("latency", "hold", "slow") and not isinstance(spec.get("ms"), (int, float)):
         raise FaultError("'ms' must be a number")
     if kind == "fail_query":
@@ -116,7 +146,8 @@ class FaultStore:
         action = None
         with self._lock:
             for r in self._rules:
-                if r.kind == "fail_query" or r.kind in QUERY_KINDS or not r.applies(target, user):
+                if (r.kind == "fail_query" or r.kind in QUERY_KINDS or r.kind in PAGE_KINDS
+                        or not r.applies(target, user)):
                     continue
                 if r.kind == "latency":
                     latency += float(r.spec["ms"])
@@ -125,6 +156,22 @@ class FaultStore:
                     action = dict(r.spec)
                     r.consume()
         return latency, action
+
+    def for_page(self, target: str, user: str | None, has_data: bool, has_next: bool) -> list[dict]:
+        """The answer-shaping rules that fire for one JSON answer, consuming counts:
+        `big_page` only on a page carrying data, `redirect_host` only on one with a nextUri."""
+        out = []
+        with self._lock:
+            for r in self._rules:
+                if r.kind not in PAGE_KINDS or not r.applies(target, user):
+                    continue
+                if r.kind == "big_page" and not has_data:
+                    continue
+                if r.kind == "redirect_host" and not has_next:
+                    continue
+                r.consume()
+                out.append(dict(r.spec))
+        return out
 
     def take_query_rule(self, kind: str, user: str | None) -> dict | None:
         """A `hold` or `slow` rule for a query of `user` being submitted, consuming one count."""

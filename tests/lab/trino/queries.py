@@ -140,6 +140,11 @@ class Query:
     transformers: list | None = None
     done_delivering: bool = False
 
+    # redirect_host faults: where nextUri was pointed, requests that arrived there
+    redirected_to: str | None = None
+    redirect_hits: int = 0
+    redirect_auth: list = field(default_factory=list)
+
     # ---- slugs: a per-query secret per context and token, like io.trino.server.protocol.Slug
     def slug(self, context: str, token: int) -> str:
         prefix = "x" if context == "queued" else "y"
@@ -642,6 +647,8 @@ class QueryManager:
                 "delete_received": q.delete_received, "listener": q.listener.name,
                 "source": q.source, "created": iso_millis(q.created_wall),
                 "pages": q.exec_pages,
+                "redirected_to": q.redirected_to, "redirect_hits": q.redirect_hits,
+                "redirect_auth": list(q.redirect_auth),
             })
         return out
 

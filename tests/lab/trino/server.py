@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import argparse
 import base64
+import copy
+import email.utils
 import gzip
 import json
 import os
@@ -214,15 +216,38 @@ class LabServer:
                 "url": f"{scheme}://127.0.0.1:{port}", "port": port,
                 "version": str(lcfg.get("version", 480)), "auth": lcfg.get("auth", ["insecure"]),
             }
+            # the same listener on a second loopback address: another host for nextUri
+            # redirections that still reaches this server
+            alias_host = self.config.get("alias_host")
+            if alias_host:
+                try:
+                    alias = LabHTTPServer((alias_host, port), Handler, self, lcfg, ctx, listener=httpd.listener)
+                except OSError as e:
+                    log(f"cannot bind {alias_host}:{port} ({e}); no alias listener")
+                else:
+                    self.servers.append(alias)
+                    listeners[lcfg["name"]]["alias_url"] = f"{scheme}://{alias_host}:{port}"
         state = {"pid": os.getpid(), "listeners": listeners}
         if tls_files:
             state["ca_file"] = tls_files["ca_file"]
+            state["other_ca_file"] = tls_files["other_ca_file"]
         return state
+
+    def listener_port(self, tls: bool) -> int | None:
+        """The port of the main listener of one scheme (the control listener for plain HTTP)."""
+        for httpd in self.servers:
+            cfg = httpd.listener_cfg
+            if httpd.alias or bool(cfg.get("tls")) != tls:
+                continue
+            if tls or cfg.get("control"):
+                return httpd.server_address[1]
+        return None
 
     def serve(self) -> None:
         for httpd in self.servers:
             threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.25},
-                             name=f"listener-{httpd.listener_cfg['name']}", daemon=True).start()
+                             name=f"listener-{httpd.listener_cfg['name']}{'-alias' if httpd.alias else ''}",
+                             daemon=True).start()
 
     def shutdown(self) -> None:
         for httpd in self.servers:
@@ -234,11 +259,12 @@ class LabHTTPServer(ThreadingHTTPServer):
     allow_reuse_address = True
     request_queue_size = 128
 
-    def __init__(self, addr, handler, lab: LabServer, listener_cfg: dict, ssl_ctx):
+    def __init__(self, addr, handler, lab: LabServer, listener_cfg: dict, ssl_ctx, listener=None):
         self.lab = lab
         self.listener_cfg = listener_cfg
         self.ssl_ctx = ssl_ctx
-        self.listener = Listener(
+        self.alias = listener is not None
+        self.listener = listener or Listener(
             name=listener_cfg["name"],
             version=int(listener_cfg.get("version", 480)),
             legacy_type_signatures=bool(listener_cfg.get("legacy_type_signatures", False)),
@@ -334,7 +360,9 @@ class Handler(BaseHTTPRequestHandler):
             content_type = "application/json"
         encoding = None
         accept = self.headers.get("Accept-Encoding", "")
-        if (body and len(body) >= GZIP_MIN_BYTES and "gzip" in accept
+        no_gzip = getattr(self, "_no_gzip", False)
+        self._no_gzip = False
+        if (body and len(body) >= GZIP_MIN_BYTES and "gzip" in accept and not no_gzip
                 and (action is None or action.get("kind") != "drop")):
             body = gzip.compress(body, compresslevel=1)
             encoding = "gzip"
@@ -363,8 +391,60 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(body)
 
     def send_json(self, status: int, obj, headers: list | None = None) -> None:
+        padding = None
+        target = getattr(self, "_fault_target", None)
+        if status == 200 and target in ("post", "next", "info", "other"):
+            obj, padding = self.shape_answer(obj, target)
         body = json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+        if padding is not None:
+            # `"labPadding":"<padding>"` spliced in as the first field, without another copy
+            body = b'{"labPadding":"' + padding + b'",' + body[1:]
+            self._no_gzip = not getattr(self, "_padding_gzip", False)
         self.send(status, body, "application/json", headers)
+
+    def shape_answer(self, obj, target: str):
+        """Apply big_page / extra_fields / redirect_host rules to a JSON answer (a copy: pages
+        are cached for replays)."""
+        if not isinstance(obj, dict):
+            return obj, None
+        rules = self.lab.faults.for_page(target, getattr(self, "_fault_user", None),
+                                         has_data=bool(obj.get("data")), has_next=bool(obj.get("nextUri")))
+        if not rules:
+            return obj, None
+        obj = copy.deepcopy(obj)
+        padding = None
+        for rule in rules:
+            kind = rule["kind"]
+            if kind == "extra_fields":
+                add_unknown_fields(obj)
+            elif kind == "big_page":
+                size = int(float(rule["mb"]) * 1024 * 1024)
+                # random base64 text: incompressible, so the wire carries the full size too
+                if rule.get("gzip"):
+                    # compressible, and compressed on the wire when the client accepts gzip
+                    padding = b"x" * size
+                else:
+                    padding = base64.b64encode(os.urandom(size * 3 // 4 + 3))[:size]
+                self._padding_gzip = bool(rule.get("gzip"))
+            elif kind == "redirect_host":
+                self.redirect_next_uri(obj, rule)
+        return obj, padding
+
+    def redirect_next_uri(self, page: dict, rule: dict) -> None:
+        old = urllib.parse.urlsplit(page["nextUri"])
+        scheme = rule.get("scheme") or old.scheme
+        host = rule.get("host") or old.hostname
+        port = rule.get("port")
+        if port is None:
+            port = old.port
+            if scheme != old.scheme:
+                # the listener of the other scheme serves the same queries
+                port = self.lab.listener_port(tls=scheme == "https") or port
+        base = f"{scheme}://{host}:{port}"
+        page["nextUri"] = urllib.parse.urlunsplit((scheme, f"{host}:{port}", old.path, old.query, ""))
+        q = self.lab.queries.get(page.get("id", ""))
+        if q is not None:
+            q.redirected_to = base
 
     def send_text(self, status: int, text: str, headers: list | None = None) -> None:
         # Trino answers protocol errors with a plain-text body and the message as reason
@@ -383,16 +463,27 @@ class Handler(BaseHTTPRequestHandler):
         if kind == "status":
             status = int(action["status"])
             headers = []
-            if status == 429 and action.get("retry_after") is not None:
+            if action.get("retry_after") is not None:
                 headers.append(("Retry-After", str(action["retry_after"])))
-            if status == 401:
+            if status == 401 and not any(k.lower() == "www-authenticate" for k in action.get("headers", {})):
                 headers.append(("WWW-Authenticate", 'Basic realm="Trino"'))
-            text = action.get("body") or {
-                401: "Unauthorized", 429: "Too Many Requests", 502: "Bad Gateway",
+            for name, value in (action.get("headers") or {}).items():
+                if isinstance(value, dict):
+                    # an HTTP date computed when the rule fires, e.g. 2 s ahead
+                    value = email.utils.formatdate(time.time() + float(value["http_date_in_s"]), usegmt=True)
+                headers.append((name, str(value)))
+            if self.command == "POST":
+                self.read_body()
+            body = action.get("body")
+            if body is not None:
+                ctype = action.get("content_type") or (
+                    "text/html; charset=utf-8" if body.lstrip().startswith("<") else "text/plain; charset=utf-8")
+                self.send(status, body.encode("utf-8"), ctype, headers)
+                return True
+            text = {
+                401: "Unauthorized", 403: "Forbidden", 429: "Too Many Requests", 502: "Bad Gateway",
                 503: "Service Unavailable", 504: "Gateway Timeout",
             }.get(status, "Injected fault")
-            if self.command in ("POST", "PUT", "DELETE", "GET") and self.command == "POST":
-                self.read_body()
             self.send_text(status, text, headers)
             return True
         # drop / malformed: the request is processed, its answer is spoiled in send()
@@ -428,8 +519,11 @@ class Handler(BaseHTTPRequestHandler):
                     user = self.headers.get("X-Trino-User")
                     if target == "any-other":
                         target = "other"
+                self._fault_target, self._fault_user = target, user
                 if self.apply_faults(target, user):
                     return
+            else:
+                self._fault_target = self._fault_user = None
             self.route()
         except DropConnection:
             return
@@ -615,6 +709,12 @@ class Handler(BaseHTTPRequestHandler):
         if q is None:
             raise HttpError(404, "Query not found")
         context = "queued" if kind == "queued" else "executing"
+        if q.redirected_to is not None and self.base_url() == q.redirected_to:
+            auth = (self.headers.get("Authorization") or "").partition(" ")[0]
+            with q.cond:
+                q.redirect_hits += 1
+                if auth and auth not in q.redirect_auth:
+                    q.redirect_auth.append(auth)
         if method == "DELETE":
             if not q.slug_valid(context, slug, token):
                 raise HttpError(404, "Query not found")
@@ -703,6 +803,22 @@ class Handler(BaseHTTPRequestHandler):
         if path == "/_lab/health" and method == "GET":
             return self.send_json(200, {"engine_loaded": lab.engine_holder.engine is not None})
         raise HttpError(404, "Not Found")
+
+
+UNKNOWN_FIELD = "labUnknownField"
+
+
+def add_unknown_fields(node) -> None:
+    """Add a field no client knows to every JSON object of an answer, except inside row
+    values (`data`, where an object is a MAP value)."""
+    if isinstance(node, dict):
+        for key, value in list(node.items()):
+            if key != "data":
+                add_unknown_fields(value)
+        node[UNKNOWN_FIELD] = {"note": "unknown to clients", "n": [1, 2.5, None, True]}
+    elif isinstance(node, list):
+        for item in node:
+            add_unknown_fields(item)
 
 
 def _zone_supported(zone: str) -> bool:

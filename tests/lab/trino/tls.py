@@ -1,7 +1,9 @@
 """A throwaway certificate authority and a server certificate for 127.0.0.1 / localhost.
 
 `PYTHONPATH=tests python -m lab.trino.tls --out DIR` writes DIR/ca.pem, DIR/ca-key.pem, DIR/server.pem
-(leaf + CA chain) and DIR/server-key.pem; existing files are kept.
+(leaf + CA chain, valid for localhost, 127.0.0.1 and 127.0.0.2) and DIR/server-key.pem, plus
+DIR/other-ca.pem: a second, unrelated CA that signed nothing the lab serves (a client trusting
+only it must fail the handshake). Existing files are kept.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ def ensure_certificates(out: Path) -> dict:
         "ca_key": out / "ca-key.pem",
         "cert_file": out / "server.pem",
         "key_file": out / "server-key.pem",
+        "other_ca_file": out / "other-ca.pem",
     }
     if all(p.exists() for p in paths.values()):
         return {k: str(v) for k, v in paths.items()}
@@ -72,6 +75,7 @@ def ensure_certificates(out: Path) -> dict:
             x509.SubjectAlternativeName([
                 x509.DNSName("localhost"),
                 x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
+                x509.IPAddress(ipaddress.ip_address("127.0.0.2")),
             ]),
             critical=False,
         )
@@ -90,6 +94,24 @@ def ensure_certificates(out: Path) -> dict:
             os.chmod(tmp, 0o600)
         tmp.replace(path)
 
+    other_key = ec.generate_private_key(ec.SECP256R1())
+    other_name = x509.Name([
+        x509.NameAttribute(NameOID.ORGANIZATION_NAME, "unrelated org"),
+        x509.NameAttribute(NameOID.COMMON_NAME, "unrelated CA"),
+    ])
+    other_ca = (
+        x509.CertificateBuilder()
+        .subject_name(other_name)
+        .issuer_name(other_name)
+        .public_key(other_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(hours=1))
+        .not_valid_after(now + dt.timedelta(days=3650))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(other_key.public_key()), critical=False)
+        .sign(other_key, hashes.SHA256())
+    )
+
     pem = serialization.Encoding.PEM
     write(paths["ca_key"], ca_key.private_bytes(pem, serialization.PrivateFormat.PKCS8,
                                                 serialization.NoEncryption()), private=True)
@@ -97,6 +119,7 @@ def ensure_certificates(out: Path) -> dict:
                                                serialization.NoEncryption()), private=True)
     write(paths["cert_file"], cert.public_bytes(pem) + ca_cert.public_bytes(pem))
     write(paths["ca_file"], ca_cert.public_bytes(pem))
+    write(paths["other_ca_file"], other_ca.public_bytes(pem))
     return {k: str(v) for k, v in paths.items()}
 
 

@@ -1,47 +1,12 @@
-//! Maintenance in the TUI: plans awaiting confirmation, and jobs (plans being run) with
-//! the state of each statement.
+//! Maintenance jobs: plans being run, with the state of each statement.
 
 use chrono::{DateTime, Utc};
 
 use crate::fmt::{human_bytes, human_duration, thousands};
-use crate::lakehouse::maintenance::{Plan, Procedure, TableLayout, optimize_plan, table_plan};
-use crate::lakehouse::model::{PartitionStats, TableRef};
+use crate::lakehouse::maintenance::Plan;
+use crate::lakehouse::model::TableRef;
 use crate::maintain::run::{StepEvent, StepOutcome};
 use crate::trino::QueryProgress;
-
-/// Everything needed to (re)build a plan purely, e.g. when the operator toggles grouping.
-#[derive(Clone, Debug, PartialEq)]
-pub struct PlanDraft {
-    pub table: TableRef,
-    pub procedure: Procedure,
-    pub layout: TableLayout,
-    pub partitions: Vec<PartitionStats>,
-}
-
-impl PlanDraft {
-    pub fn build(&self, grouped: bool) -> Result<Plan, String> {
-        match &self.procedure {
-            Procedure::Optimize { threshold } => optimize_plan(
-                &self.table,
-                &self.layout,
-                &self.partitions,
-                *threshold,
-                grouped,
-            ),
-            other => Ok(table_plan(&self.table, other.clone())),
-        }
-    }
-}
-
-/// The confirm popup: the exact SQL and what it will rewrite; `y` runs it, anything else
-/// keeps things as they are.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Confirm {
-    pub draft: PlanDraft,
-    pub grouped: bool,
-    pub plan: Plan,
-    pub scroll: u16,
-}
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum StepStatus {

@@ -8,13 +8,17 @@ use chrono::{DateTime, Utc};
 
 use super::action::{DagWrite, Effect};
 use super::grid::Grid;
+use super::layout::Width;
 use super::state::{Level, Load, State, Tab};
 use crate::airflow::scan::DagList;
-use crate::airflow::{
-    AirflowHealth, ClearOutcome, Dag, DagImportError, DagRun, TaskInstance, TaskLog,
-};
+use crate::airflow::{AirflowHealth, Dag, DagImportError, DagRun, TaskInstance, TaskLog};
 use crate::health::mapping::{DagName, Mapped, map_dags};
 use crate::health::{DagFacts, Finding, Health, Severity, evaluate, evaluate_dag};
+
+mod drill;
+pub mod writes;
+pub use drill::{back, enter, scroll_log, search_log};
+pub use writes::{DagConfirm, command, confirm_clear, confirm_pause, confirm_trigger, target_dag};
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct DagRow {
@@ -36,31 +40,138 @@ impl DagRow {
     }
 }
 
-pub const DAG_SORTS: [&str; 4] = ["health", "dag", "last run", "last success"];
+/// The columns of the DAG list: drawn and sorted by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DagCol {
+    Status,
+    Dag,
+    LastRun,
+    Ago,
+    LastOk,
+    Failed,
+    Paused,
+    NextRun,
+    Schedule,
+    Owner,
+    Tags,
+}
+
+/// Sort columns of the DAG list, in `s` cycling order.
+pub const DAG_SORTS: [DagCol; 4] = [DagCol::Status, DagCol::Dag, DagCol::Ago, DagCol::LastOk];
+
+impl DagCol {
+    /// Drawn columns, left to right.
+    pub const SHOWN: [DagCol; 11] = [
+        DagCol::Status,
+        DagCol::Dag,
+        DagCol::LastRun,
+        DagCol::Ago,
+        DagCol::LastOk,
+        DagCol::Failed,
+        DagCol::Paused,
+        DagCol::NextRun,
+        DagCol::Schedule,
+        DagCol::Owner,
+        DagCol::Tags,
+    ];
+
+    pub fn header(self) -> &'static str {
+        match self {
+            DagCol::Status => "STAT",
+            DagCol::Dag => "DAG",
+            DagCol::LastRun => "LAST RUN",
+            DagCol::Ago => "AGO",
+            DagCol::LastOk => "LAST OK",
+            DagCol::Failed => "FAILED",
+            DagCol::Paused => "PAUSED",
+            DagCol::NextRun => "NEXT RUN",
+            DagCol::Schedule => "SCHEDULE",
+            DagCol::Owner => "OWNER",
+            DagCol::Tags => "TAGS",
+        }
+    }
+
+    pub fn width(self) -> Width {
+        Width::Fixed(match self {
+            DagCol::Dag => return Width::Min(26),
+            DagCol::Tags => return Width::Min(20),
+            DagCol::Status => 5,
+            DagCol::LastRun => 9,
+            DagCol::Ago | DagCol::Failed | DagCol::Paused => 6,
+            DagCol::LastOk => 7,
+            DagCol::NextRun => 8,
+            DagCol::Schedule => 10,
+            DagCol::Owner => 12,
+        })
+    }
+
+    /// Priority: the list width from which the column shows.
+    pub fn shown_from(self) -> u16 {
+        match self {
+            DagCol::Paused | DagCol::NextRun | DagCol::Schedule | DagCol::Owner | DagCol::Tags => {
+                140
+            }
+            _ => 0,
+        }
+    }
+
+    /// The columns a list `width` wide shows.
+    pub fn shown(width: u16) -> Vec<DagCol> {
+        DagCol::SHOWN
+            .into_iter()
+            .filter(|c| width >= c.shown_from())
+            .collect()
+    }
+
+    pub fn sort_name(self) -> &'static str {
+        match self {
+            DagCol::Status => "health",
+            DagCol::Dag => "dag",
+            DagCol::LastRun | DagCol::Ago => "last run",
+            DagCol::LastOk => "last success",
+            DagCol::Failed => "failed",
+            DagCol::Paused => "paused",
+            DagCol::NextRun => "next run",
+            DagCol::Schedule => "schedule",
+            DagCol::Owner => "owner",
+            DagCol::Tags => "tags",
+        }
+    }
+
+    /// Order two rows by this column (ties: by DAG id).
+    pub fn cmp(self, a: &DagRow, b: &DagRow) -> Ordering {
+        let rank = |r: &DagRow| r.status().map(|s| s.rank()).unwrap_or(0);
+        let fa =
+            |r: &DagRow, f: fn(&DagFacts) -> Option<DateTime<Utc>>| r.facts.as_ref().and_then(f);
+        let o = match self {
+            DagCol::Status | DagCol::Failed => rank(b).cmp(&rank(a)).then(
+                b.facts
+                    .as_ref()
+                    .map(|f| f.failed_runs)
+                    .cmp(&a.facts.as_ref().map(|f| f.failed_runs)),
+            ),
+            DagCol::LastRun | DagCol::Ago => {
+                fa(b, |f| f.last_run_at).cmp(&fa(a, |f| f.last_run_at))
+            }
+            // Longest without success first.
+            DagCol::LastOk => fa(a, |f| f.last_success_at).cmp(&fa(b, |f| f.last_success_at)),
+            DagCol::Dag
+            | DagCol::Paused
+            | DagCol::NextRun
+            | DagCol::Schedule
+            | DagCol::Owner
+            | DagCol::Tags => Ordering::Equal,
+        };
+        o.then_with(|| a.dag.dag_id.cmp(&b.dag.dag_id))
+    }
+}
 
 fn cmp_dags(a: &DagRow, b: &DagRow, col: usize) -> Ordering {
-    let rank = |r: &DagRow| r.status().map(|s| s.rank()).unwrap_or(0);
-    let o = match col {
-        0 => rank(b).cmp(&rank(a)).then(
-            b.facts
-                .as_ref()
-                .map(|f| f.failed_runs)
-                .cmp(&a.facts.as_ref().map(|f| f.failed_runs)),
-        ),
-        1 => Ordering::Equal,
-        2 => b
-            .facts
-            .as_ref()
-            .and_then(|f| f.last_run_at)
-            .cmp(&a.facts.as_ref().and_then(|f| f.last_run_at)),
-        // Longest without success first.
-        _ => a
-            .facts
-            .as_ref()
-            .and_then(|f| f.last_success_at)
-            .cmp(&b.facts.as_ref().and_then(|f| f.last_success_at)),
-    };
-    o.then_with(|| a.dag.dag_id.cmp(&b.dag.dag_id))
+    DAG_SORTS
+        .get(col)
+        .copied()
+        .unwrap_or(DagCol::LastOk)
+        .cmp(a, b)
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -356,287 +467,112 @@ pub fn on_facts(s: &mut State, dag_id: &str, result: Result<DagFacts, String>) -
     fx
 }
 
-/// Enter on the DAGs tab: DAG → runs → tasks → log.
-pub fn enter(s: &mut State) -> Vec<Effect> {
-    match s.dags.level() {
-        DagLevel::List => {
-            let Some(d) = s.dags.selected().map(|r| r.dag.dag_id.clone()) else {
+/// Results for the DAGs tab.
+#[derive(Clone, Debug)]
+pub enum DagMsg {
+    Loaded {
+        generation: u64,
+        result: Result<DagList, String>,
+    },
+    Facts {
+        generation: u64,
+        dag_id: String,
+        result: Result<DagFacts, String>,
+    },
+    ConnectionFindings(Vec<Finding>),
+    Runs {
+        dag_id: String,
+        result: Result<Vec<DagRun>, String>,
+    },
+    Tasks {
+        dag_id: String,
+        run_id: String,
+        result: Result<Vec<TaskInstance>, String>,
+    },
+    Log {
+        dag_id: String,
+        run_id: String,
+        task_id: String,
+        try_number: u32,
+        result: Result<TaskLog, String>,
+    },
+    Failure {
+        dag_id: String,
+        result: Result<Option<FailureDetail>, String>,
+    },
+    ClearPlanned {
+        dag_id: String,
+        run_id: String,
+        result: Result<crate::airflow::ClearOutcome, String>,
+    },
+    Written {
+        action: DagWrite,
+        result: Result<String, String>,
+    },
+}
+
+/// The DAGs tab's messages: lists, facts, runs, tasks, logs, failures, writes.
+pub fn update(s: &mut State, msg: DagMsg) -> Vec<Effect> {
+    match msg {
+        DagMsg::Loaded { generation, result } => on_list(s, generation, result),
+        DagMsg::Facts {
+            generation,
+            dag_id,
+            result,
+        } => {
+            if generation != s.dags.generation {
                 return Vec::new();
-            };
-            s.dags.level = Some(DagLevel::Runs);
-            if s.dags.dag_id.as_ref() != Some(&d) {
-                s.dags.runs.clear();
-                s.dags.runs_grid = Grid::default();
             }
-            s.dags.dag_id = Some(d.clone());
-            s.dags.runs_load = Load::Loading;
-            vec![Effect::LoadRuns { dag_id: d }]
+            on_facts(s, &dag_id, result)
         }
-        DagLevel::Runs => {
-            let (Some(d), Some(run)) = (
-                s.dags.dag_id.clone(),
-                s.dags.selected_run().map(|r| r.run_id.clone()),
-            ) else {
-                return Vec::new();
-            };
-            s.dags.level = Some(DagLevel::Tasks);
-            if s.dags.run_id.as_ref() != Some(&run) {
-                s.dags.tasks.clear();
-                s.dags.tasks_grid = Grid::default();
+        DagMsg::ConnectionFindings(f) => {
+            s.dags.findings = f;
+            Vec::new()
+        }
+        DagMsg::Runs { dag_id, result } => {
+            drill::on_runs(s, &dag_id, result);
+            Vec::new()
+        }
+        DagMsg::Tasks {
+            dag_id,
+            run_id,
+            result,
+        } => {
+            drill::on_tasks(s, &dag_id, &run_id, result);
+            Vec::new()
+        }
+        DagMsg::Log {
+            dag_id,
+            run_id,
+            task_id,
+            try_number,
+            result,
+        } => {
+            drill::on_log(s, (dag_id, run_id, task_id, try_number), result);
+            Vec::new()
+        }
+        DagMsg::Failure { dag_id, result } => {
+            match result {
+                Ok(Some(f)) => {
+                    s.dags.failures.insert(dag_id, Ok(f));
+                }
+                Ok(None) => {
+                    s.dags.failures.remove(&dag_id);
+                }
+                Err(e) => {
+                    s.dags.failures.insert(dag_id, Err(e));
+                }
             }
-            s.dags.run_id = Some(run.clone());
-            s.dags.tasks_load = Load::Loading;
-            vec![Effect::LoadTasks {
-                dag_id: d,
-                run_id: run,
-            }]
+            Vec::new()
         }
-        DagLevel::Tasks => {
-            let (Some(d), Some(run)) = (s.dags.dag_id.clone(), s.dags.run_id.clone()) else {
-                return Vec::new();
-            };
-            let Some(t) = s.dags.selected_task().cloned() else {
-                return Vec::new();
-            };
-            if t.try_number == 0 {
-                s.set_status(
-                    Level::Info,
-                    format!("task {} has not run yet: no log", t.task_id),
-                );
-                return Vec::new();
-            }
-            s.dags.level = Some(DagLevel::Log);
-            s.dags.log_load = Load::Loading;
-            vec![Effect::LoadLog {
-                dag_id: d,
-                run_id: run,
-                task_id: t.task_id,
-                try_number: t.try_number,
-            }]
+        DagMsg::ClearPlanned {
+            dag_id,
+            run_id,
+            result,
+        } => {
+            writes::on_clear_planned(s, &dag_id, &run_id, result);
+            Vec::new()
         }
-        DagLevel::Log => Vec::new(),
-    }
-}
-
-/// Esc on the DAGs tab: one level up. Returns false at the top.
-pub fn back(s: &mut State) -> bool {
-    s.dags.level = match s.dags.level() {
-        DagLevel::List => return false,
-        DagLevel::Runs => Some(DagLevel::List),
-        DagLevel::Tasks => Some(DagLevel::Runs),
-        DagLevel::Log => Some(DagLevel::Tasks),
-    };
-    true
-}
-
-pub fn on_runs(s: &mut State, dag_id: &str, result: Result<Vec<DagRun>, String>) {
-    if s.dags.dag_id.as_deref() != Some(dag_id) {
-        return;
-    }
-    match result {
-        Ok(runs) => {
-            let keep = s.dags.selected_run().map(|r| r.run_id.clone());
-            s.dags.runs = runs;
-            s.dags.runs_load = Load::Loaded;
-            let f = move |r: &DagRun| Some(&r.run_id) == keep.as_ref();
-            s.dags
-                .runs_grid
-                .rebuild(&s.dags.runs, |r| r.run_id.as_str(), keep_order, Some(&f));
-        }
-        Err(e) => {
-            s.set_status(Level::Error, format!("runs of {dag_id}: {e}"));
-            s.dags.runs_load = Load::Failed(e);
-        }
-    }
-}
-
-pub fn on_tasks(
-    s: &mut State,
-    dag_id: &str,
-    run_id: &str,
-    result: Result<Vec<TaskInstance>, String>,
-) {
-    if s.dags.dag_id.as_deref() != Some(dag_id) || s.dags.run_id.as_deref() != Some(run_id) {
-        return;
-    }
-    match result {
-        Ok(mut tasks) => {
-            // Failed first: the task to look at is on top.
-            let order = |t: &TaskInstance| match t.state.as_ref().map(|s| s.as_str()) {
-                Some("failed") => 0,
-                Some("upstream_failed") => 1,
-                Some("up_for_retry") => 2,
-                _ => 3,
-            };
-            tasks.sort_by_key(|t| (order(t), t.start_date));
-            s.dags.tasks = tasks;
-            s.dags.tasks_load = Load::Loaded;
-            s.dags
-                .tasks_grid
-                .rebuild(&s.dags.tasks, |t| t.task_id.as_str(), keep_order, None);
-        }
-        Err(e) => {
-            s.set_status(Level::Error, format!("tasks of {dag_id} {run_id}: {e}"));
-            s.dags.tasks_load = Load::Failed(e);
-        }
-    }
-}
-
-pub fn on_log(s: &mut State, key: (String, String, String, u32), result: Result<TaskLog, String>) {
-    let (dag_id, run_id, task_id, try_number) = key;
-    match result {
-        Ok(log) => {
-            // Open on the error: the line an operator needs is shown first.
-            let scroll = log
-                .lines
-                .iter()
-                .position(|l| l.error)
-                .map(|i| i.saturating_sub(2))
-                .unwrap_or(0);
-            s.dags.log = Some(LogView {
-                dag_id,
-                run_id,
-                task_id,
-                try_number,
-                log,
-                scroll,
-                search: String::new(),
-            });
-            s.dags.log_load = Load::Loaded;
-        }
-        Err(e) => {
-            s.set_status(
-                Level::Error,
-                format!("log of {task_id} ({run_id}, try {try_number}): {e}"),
-            );
-            s.dags.log_load = Load::Failed(e);
-        }
-    }
-}
-
-/// `/` in the log view: jump to the first line that matches.
-pub fn search_log(s: &mut State, text: &str) {
-    if let Some(v) = &mut s.dags.log {
-        v.search = text.to_lowercase();
-        if !v.search.is_empty()
-            && let Some(i) = v
-                .log
-                .lines
-                .iter()
-                .position(|l| l.text.to_lowercase().contains(&v.search))
-        {
-            v.scroll = i.saturating_sub(1);
-        }
-    }
-}
-
-pub fn scroll_log(s: &mut State, delta: isize, height: usize) {
-    if let Some(v) = &mut s.dags.log {
-        let max = v.log.lines.len().saturating_sub(height.max(1));
-        v.scroll = (v.scroll as isize + delta).clamp(0, max as isize) as usize;
-    }
-}
-
-/// The DAG a write applies to: the selected one on the DAGs tab, else the maintenance DAG
-/// of the selected table.
-pub fn target_dag(s: &State) -> Option<String> {
-    match s.tab {
-        Tab::Dags => match s.dags.level() {
-            DagLevel::List => s.dags.selected().map(|r| r.dag.dag_id.clone()),
-            _ => s.dags.dag_id.clone(),
-        },
-        _ => {
-            let t = match s.tab {
-                Tab::Tables => s.tables.selected().map(|r| r.table.clone()),
-                _ => s.focus_table().cloned(),
-            }?;
-            s.dags.mapping.get(&t).map(|m| m.dag_id.clone())
-        }
-    }
-}
-
-/// A write to Airflow awaiting `y`.
-#[derive(Clone, Debug, PartialEq)]
-pub struct DagConfirm {
-    pub action: DagWrite,
-    pub lines: Vec<String>,
-}
-
-pub fn confirm_trigger(s: &State, dag_id: &str) -> DagConfirm {
-    let row = s.dags.row(dag_id);
-    let mut lines = vec![format!("trigger a run of {dag_id} now")];
-    if let Some(r) = row {
-        if !r.tables.is_empty() {
-            lines.push(format!("it maintains {}", r.tables.join(", ")));
-        }
-        if r.dag.paused {
-            lines.push("the DAG is paused: the run is queued until it is unpaused".into());
-        }
-        if let Some(f) = &r.facts
-            && f.last_run_state.as_deref() == Some("failed")
-        {
-            lines.push(format!(
-                "its last run failed{}",
-                f.error_line
-                    .as_ref()
-                    .map(|e| format!(": {e}"))
-                    .unwrap_or_default()
-            ));
-        }
-    }
-    lines.push(match s.dags.api.as_deref() {
-        Some("v1") => format!("POST /api/v1/dags/{dag_id}/dagRuns {{}}"),
-        _ => format!("POST /api/v2/dags/{dag_id}/dagRuns {{\"logical_date\": null}}"),
-    });
-    DagConfirm {
-        action: DagWrite::Trigger {
-            dag_id: dag_id.to_string(),
-        },
-        lines,
-    }
-}
-
-pub fn confirm_pause(s: &State, dag_id: &str) -> Option<DagConfirm> {
-    let paused = s.dags.row(dag_id)?.dag.paused;
-    Some(DagConfirm {
-        action: DagWrite::SetPaused {
-            dag_id: dag_id.to_string(),
-            paused: !paused,
-        },
-        lines: vec![
-            format!("{} {dag_id}", if paused { "unpause" } else { "pause" }),
-            format!("PATCH {{\"is_paused\": {}}}", !paused),
-        ],
-    })
-}
-
-/// The dry run of a clear, shown before the real one.
-pub fn confirm_clear(dag_id: &str, run_id: &str, outcome: &ClearOutcome) -> DagConfirm {
-    let mut lines = vec![format!(
-        "clear run {run_id} of {dag_id}: these tasks run again"
-    )];
-    for t in &outcome.tasks {
-        lines.push(format!(
-            "  {} ({})",
-            t.task_id,
-            t.state
-                .as_ref()
-                .map(|s| s.as_str().to_string())
-                .unwrap_or_else(|| "-".into())
-        ));
-    }
-    if outcome.tasks.is_empty() {
-        lines.push("  (the dry run lists no task)".into());
-    }
-    if outcome.scope == crate::airflow::ClearScope::AllTasks {
-        lines.push("Airflow 2's API clears every task of the run, not only the failed ones".into());
-    }
-    DagConfirm {
-        action: DagWrite::Clear {
-            dag_id: dag_id.to_string(),
-            run_id: run_id.to_string(),
-            only_failed: outcome.scope == crate::airflow::ClearScope::OnlyFailed,
-        },
-        lines,
+        DagMsg::Written { action, result } => writes::on_written(s, action, result),
     }
 }

@@ -11,18 +11,11 @@ use ratatui::widgets::{
 };
 
 use super::theme::Theme;
-use super::{draw_list, num, thousands};
+use super::{ListProps, constraint, draw_list, num, thousands};
+use crate::app::layout::chart_height;
+use crate::app::snapshots::SnapshotCol;
 use crate::app::state::State;
 use crate::fmt::human_duration;
-
-/// Rows the chart takes above the list (none on short terminals).
-pub fn chart_height(term_rows: u16) -> usize {
-    if term_rows < 16 {
-        0
-    } else {
-        ((term_rows as usize - 5) / 3).clamp(7, 14)
-    }
-}
 
 pub fn draw(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
     let v = &s.snapshots;
@@ -46,64 +39,49 @@ pub fn draw(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
     if let Some(c) = chart_area {
         draw_chart(f, c, s, th);
     }
-    let headers = [
-        "COMMITTED (UTC)",
-        "AGE",
-        "OPERATION",
-        "ADDED",
-        "DELETED",
-        "TOTAL FILES",
-        "RECORDS",
-        "BY",
-    ];
-    let widths = [
-        Constraint::Length(16),
-        Constraint::Length(6),
-        Constraint::Length(12),
-        Constraint::Length(7),
-        Constraint::Length(7),
-        Constraint::Length(11),
-        Constraint::Length(10),
-        Constraint::Min(6),
-    ];
+    let shown = SnapshotCol::SHOWN;
+    let props = ListProps {
+        headers: shown.iter().map(|c| c.header()).collect(),
+        widths: shown.iter().map(|c| constraint(c.width())).collect(),
+        grid: &v.grid,
+        load: &v.load,
+        empty: "no snapshots: the table was never written",
+    };
     let now = s.now;
-    draw_list(
-        f,
-        list_area,
-        th,
-        &headers,
-        &widths,
-        &v.grid,
-        &v.load,
-        "no snapshots: the table was never written",
-        |i| {
-            let r = &v.rows[i].info;
-            let compaction = r.is_compaction();
-            let op = if compaction {
-                format!("{} ◆", r.operation)
-            } else {
-                r.operation.clone()
-            };
-            let n = |x: Option<u64>| x.map(thousands).unwrap_or_else(|| "-".into());
-            (
-                vec![
-                    Cell::from(r.committed_at.format("%Y-%m-%d %H:%M").to_string()),
-                    num(human_duration((now - r.committed_at).num_seconds())),
-                    Cell::from(op),
-                    num(n(r.added_data_files)),
-                    num(n(r.deleted_data_files)),
-                    num(n(r.total_data_files)),
-                    num(n(r.total_records)),
-                    Cell::from(r.trino_user.clone().unwrap_or_default()),
-                ],
-                if compaction {
-                    th.compaction()
-                } else {
-                    Style::default()
-                },
-            )
-        },
-    );
+    draw_list(f, list_area, th, &props, |i| {
+        let r = &v.rows[i].info;
+        let compaction = r.is_compaction();
+        let op = if compaction {
+            format!("{} ◆", r.operation)
+        } else {
+            r.operation.clone()
+        };
+        let n = |x: Option<u64>| x.map(thousands).unwrap_or_else(|| "-".into());
+        let cells = shown
+            .iter()
+            .map(|col| match col {
+                SnapshotCol::Committed => {
+                    Cell::from(r.committed_at.format("%Y-%m-%d %H:%M").to_string())
+                }
+                SnapshotCol::Age => num(human_duration((now - r.committed_at).num_seconds())),
+                SnapshotCol::Operation => Cell::from(op.clone()),
+                SnapshotCol::Added => num(n(r.added_data_files)),
+                SnapshotCol::Deleted => num(n(r.deleted_data_files)),
+                SnapshotCol::TotalFiles => num(n(r.total_data_files)),
+                SnapshotCol::Records => num(n(r.total_records)),
+                SnapshotCol::By => Cell::from(r.trino_user.clone().unwrap_or_default()),
+                SnapshotCol::Table | SnapshotCol::SnapshotId | SnapshotCol::QueryId => {
+                    Cell::from("")
+                }
+            })
+            .collect();
+        let style = if compaction {
+            th.compaction()
+        } else {
+            Style::default()
+        };
+        (cells, style)
+    });
 }
 
 fn draw_chart(f: &mut Frame, area: Rect, s: &State, th: &Theme) {

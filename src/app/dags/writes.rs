@@ -1,0 +1,243 @@
+//! Writes to Airflow from the DAGs tab (and the Tables tab, through a table's
+//! maintenance DAG): trigger, clear, pause; each shown for confirmation first.
+
+use crossterm::event::{KeyCode, KeyEvent};
+
+use super::DagLevel;
+use crate::airflow::ClearOutcome;
+use crate::app::action::{DagWrite, Effect};
+use crate::app::keymap::Command;
+use crate::app::state::{Level, Popup, State, Tab};
+
+/// `t`, `C`, `p`: Airflow writes, each shown for confirmation first.
+pub fn command(s: &mut State, cmd: Command) -> Vec<Effect> {
+    if s.readonly {
+        s.set_status(Level::Error, "read-only: Airflow writes are disabled");
+        return Vec::new();
+    }
+    if !s.airflow_configured {
+        s.set_status(Level::Warn, "Airflow is not configured (--airflow URL)");
+        return Vec::new();
+    }
+    let Some(dag_id) = target_dag(s) else {
+        s.set_status(
+            Level::Warn,
+            "no maintenance DAG here: select a DAG, or a table with a mapped DAG",
+        );
+        return Vec::new();
+    };
+    match cmd {
+        Command::TriggerDag => {
+            s.popup = Some(Popup::ConfirmDag(Box::new(confirm_trigger(s, &dag_id))));
+            Vec::new()
+        }
+        Command::PauseDag => {
+            match confirm_pause(s, &dag_id) {
+                Some(c) => s.popup = Some(Popup::ConfirmDag(Box::new(c))),
+                None => s.set_status(Level::Warn, format!("{dag_id} is not loaded yet")),
+            }
+            Vec::new()
+        }
+        _ => {
+            // The run to clear: the selected one in the runs view, else the newest failed.
+            let run = match (s.tab, s.dags.level()) {
+                (Tab::Dags, DagLevel::Runs) => s.dags.selected_run().map(|r| r.run_id.clone()),
+                (Tab::Dags, DagLevel::Tasks | DagLevel::Log) => s.dags.run_id.clone(),
+                _ => s
+                    .dags
+                    .failures
+                    .get(&dag_id)
+                    .and_then(|f| f.as_ref().ok())
+                    .map(|f| f.run_id.clone()),
+            };
+            match run {
+                Some(run_id) => {
+                    s.set_status(
+                        Level::Info,
+                        format!("dry run: what clearing {run_id} would run again…"),
+                    );
+                    vec![Effect::PlanClear { dag_id, run_id }]
+                }
+                None => {
+                    s.set_status(
+                        Level::Warn,
+                        format!("no failed run of {dag_id} to clear (enter lists its runs)"),
+                    );
+                    Vec::new()
+                }
+            }
+        }
+    }
+}
+
+/// A key while a DAG write awaits `y`.
+pub fn on_confirm_key(s: &mut State, c: DagConfirm, ev: KeyEvent) -> Vec<Effect> {
+    s.popup = None;
+    if matches!(ev.code, KeyCode::Char('y') | KeyCode::Char('Y')) {
+        if s.readonly {
+            s.set_status(Level::Error, "read-only: Airflow writes are disabled");
+            return Vec::new();
+        }
+        s.set_status(
+            Level::Info,
+            format!("{} {}…", c.action.name(), c.action.dag_id()),
+        );
+        return vec![Effect::WriteDag(c.action)];
+    }
+    s.set_status(Level::Info, "cancelled: nothing was sent to Airflow");
+    Vec::new()
+}
+
+pub(super) fn on_clear_planned(
+    s: &mut State,
+    dag_id: &str,
+    run_id: &str,
+    result: Result<ClearOutcome, String>,
+) {
+    match result {
+        Ok(outcome) if !s.readonly => {
+            s.status = None;
+            s.popup = Some(Popup::ConfirmDag(Box::new(confirm_clear(
+                dag_id, run_id, &outcome,
+            ))));
+        }
+        Ok(_) => s.set_status(Level::Error, "read-only: Airflow writes are disabled"),
+        Err(e) => s.set_status(Level::Error, format!("dry run of clearing {run_id}: {e}")),
+    }
+}
+
+pub(super) fn on_written(
+    s: &mut State,
+    action: DagWrite,
+    result: Result<String, String>,
+) -> Vec<Effect> {
+    match result {
+        Ok(msg) => s.set_status(Level::Info, msg),
+        Err(e) => s.set_status(
+            Level::Error,
+            format!("{} {}: {e}", action.name(), action.dag_id()),
+        ),
+    }
+    // Show the new state: the DAG's facts, and its runs when they are open.
+    let mut fx = Vec::new();
+    if let Some(r) = s.dags.row(action.dag_id()) {
+        fx.push(Effect::LoadDagFacts {
+            generation: s.dags.generation,
+            dag: Box::new(r.dag.clone()),
+        });
+    }
+    if s.dags.dag_id.as_deref() == Some(action.dag_id()) {
+        fx.push(Effect::LoadRuns {
+            dag_id: action.dag_id().to_string(),
+        });
+    }
+    if matches!(action, DagWrite::SetPaused { .. }) {
+        s.dags.last_full = None;
+        fx.extend(super::refresh(s, false));
+    }
+    fx
+}
+
+/// The DAG a write applies to: the selected one on the DAGs tab, else the maintenance DAG
+/// of the selected table.
+pub fn target_dag(s: &State) -> Option<String> {
+    match s.tab {
+        Tab::Dags => match s.dags.level() {
+            DagLevel::List => s.dags.selected().map(|r| r.dag.dag_id.clone()),
+            _ => s.dags.dag_id.clone(),
+        },
+        _ => {
+            let t = match s.tab {
+                Tab::Tables => s.tables.selected().map(|r| r.table.clone()),
+                _ => s.focus_table().cloned(),
+            }?;
+            s.dags.mapping.get(&t).map(|m| m.dag_id.clone())
+        }
+    }
+}
+
+/// A write to Airflow awaiting `y`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DagConfirm {
+    pub action: DagWrite,
+    pub lines: Vec<String>,
+}
+
+pub fn confirm_trigger(s: &State, dag_id: &str) -> DagConfirm {
+    let row = s.dags.row(dag_id);
+    let mut lines = vec![format!("trigger a run of {dag_id} now")];
+    if let Some(r) = row {
+        if !r.tables.is_empty() {
+            lines.push(format!("it maintains {}", r.tables.join(", ")));
+        }
+        if r.dag.paused {
+            lines.push("the DAG is paused: the run is queued until it is unpaused".into());
+        }
+        if let Some(f) = &r.facts
+            && f.last_run_state.as_deref() == Some("failed")
+        {
+            lines.push(format!(
+                "its last run failed{}",
+                f.error_line
+                    .as_ref()
+                    .map(|e| format!(": {e}"))
+                    .unwrap_or_default()
+            ));
+        }
+    }
+    lines.push(match s.dags.api.as_deref() {
+        Some("v1") => format!("POST /api/v1/dags/{dag_id}/dagRuns {{}}"),
+        _ => format!("POST /api/v2/dags/{dag_id}/dagRuns {{\"logical_date\": null}}"),
+    });
+    DagConfirm {
+        action: DagWrite::Trigger {
+            dag_id: dag_id.to_string(),
+        },
+        lines,
+    }
+}
+
+pub fn confirm_pause(s: &State, dag_id: &str) -> Option<DagConfirm> {
+    let paused = s.dags.row(dag_id)?.dag.paused;
+    Some(DagConfirm {
+        action: DagWrite::SetPaused {
+            dag_id: dag_id.to_string(),
+            paused: !paused,
+        },
+        lines: vec![
+            format!("{} {dag_id}", if paused { "unpause" } else { "pause" }),
+            format!("PATCH {{\"is_paused\": {}}}", !paused),
+        ],
+    })
+}
+
+/// The dry run of a clear, shown before the real one.
+pub fn confirm_clear(dag_id: &str, run_id: &str, outcome: &ClearOutcome) -> DagConfirm {
+    let mut lines = vec![format!(
+        "clear run {run_id} of {dag_id}: these tasks run again"
+    )];
+    for t in &outcome.tasks {
+        lines.push(format!(
+            "  {} ({})",
+            t.task_id,
+            t.state
+                .as_ref()
+                .map(|s| s.as_str().to_string())
+                .unwrap_or_else(|| "-".into())
+        ));
+    }
+    if outcome.tasks.is_empty() {
+        lines.push("  (the dry run lists no task)".into());
+    }
+    if outcome.scope == crate::airflow::ClearScope::AllTasks {
+        lines.push("Airflow 2's API clears every task of the run, not only the failed ones".into());
+    }
+    DagConfirm {
+        action: DagWrite::Clear {
+            dag_id: dag_id.to_string(),
+            run_id: run_id.to_string(),
+            only_failed: outcome.scope == crate::airflow::ClearScope::OnlyFailed,
+        },
+        lines,
+    }
+}

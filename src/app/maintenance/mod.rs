@@ -1,0 +1,233 @@
+//! Maintenance in the TUI: planning (`o`, `O`, `E`, `X`), the confirm popup, jobs (plans
+//! being run) and their queue, cancelling.
+
+pub mod confirm;
+pub mod jobs;
+
+pub use confirm::Confirm;
+pub use jobs::{Job, Jobs, StepStatus, step_line};
+
+use super::action::{Effect, MaintenanceKind};
+use super::prompt::{Prompt, RetentionFor};
+use super::state::{Level, Popup, State, Tab};
+use crate::lakehouse::model::TableRef;
+use crate::maintain::plan::PlanDraft;
+use crate::maintain::run::StepEvent;
+
+/// Results for maintenance.
+#[derive(Clone, Debug)]
+pub enum MaintenanceMsg {
+    /// A plan was drafted (or could not be).
+    PlanReady(Result<PlanDraft, String>),
+    /// A statement of a job started, progressed or finished.
+    Step { job: u64, event: StepEvent },
+    /// A job ended.
+    Done {
+        job: u64,
+        result: Result<(), String>,
+    },
+}
+
+/// Maintenance messages: a drafted plan, a job's progress, a job's end.
+pub fn update(s: &mut State, msg: MaintenanceMsg) -> Vec<Effect> {
+    match msg {
+        MaintenanceMsg::PlanReady(r) => {
+            on_plan_ready(s, r);
+            Vec::new()
+        }
+        MaintenanceMsg::Step { job, event } => {
+            on_job_event(s, job, event);
+            Vec::new()
+        }
+        MaintenanceMsg::Done { job, result } => {
+            let now = s.now;
+            let Some(j) = s.jobs.get_mut(job) else {
+                return Vec::new();
+            };
+            j.finish(now, result.err());
+            let line = j.line(now);
+            let failed = j.error.is_some();
+            let table = j.plan.table.clone();
+            s.set_status(if failed { Level::Error } else { Level::Info }, line);
+            after_mutation(s, &table)
+        }
+    }
+}
+
+fn on_plan_ready(s: &mut State, r: Result<PlanDraft, String>) {
+    match r.and_then(|draft| {
+        let plan = draft.build(false)?;
+        Ok(Confirm {
+            draft,
+            grouped: false,
+            plan,
+            scroll: 0,
+        })
+    }) {
+        Ok(c) if s.readonly => {
+            s.set_status(
+                Level::Error,
+                format!("read-only: not running {}", c.plan.procedure.name()),
+            );
+        }
+        Ok(c) => {
+            s.prompt = None;
+            s.status = None;
+            s.popup = Some(Popup::Confirm(Box::new(c)));
+        }
+        Err(e) => s.set_status(Level::Error, e),
+    }
+}
+
+fn on_job_event(s: &mut State, job: u64, event: StepEvent) {
+    if let StepEvent::Finished { step, outcome } = &event
+        && let Some(j) = s.jobs.list.iter().find(|j| j.id == job)
+    {
+        let what = j
+            .plan
+            .steps
+            .get(*step)
+            .and_then(|x| x.partition.clone())
+            .unwrap_or_else(|| j.plan.table.to_string());
+        let name = j.plan.procedure.name();
+        if outcome.ok {
+            if s.partitions.table.as_ref() == Some(&j.plan.table) {
+                s.partitions.marks.remove(&what);
+            }
+            let files = match (outcome.files_after, j.plan.steps.get(*step)) {
+                (Some(a), Some(st)) => format!(": files {} → {a}", st.files),
+                _ => String::new(),
+            };
+            s.set_status(Level::Info, format!("{name} {what}{files}"));
+        } else if !outcome.cancelled {
+            s.set_status(
+                Level::Error,
+                format!(
+                    "{name} {what} failed: {}",
+                    outcome.error.as_deref().unwrap_or("")
+                ),
+            );
+        }
+    }
+    if let Some(j) = s.jobs.get_mut(job) {
+        j.apply(event);
+    }
+}
+
+/// Re-read what a finished job changed: the table's stats (its row), its partitions and
+/// snapshots when they are loaded (the new `replace` appears).
+fn after_mutation(s: &mut State, table: &TableRef) -> Vec<Effect> {
+    let mut fx = Vec::new();
+    fx.extend(super::tables::reload_row(s, table));
+    if s.partitions.table.as_ref() == Some(table) {
+        fx.extend(super::partitions::reload(s, table.clone()));
+    }
+    if s.snapshots.table.as_ref() == Some(table) {
+        fx.extend(super::snapshots::reload(s, table.clone()));
+    }
+    fx
+}
+
+/// The table a maintenance command applies to on the current tab.
+fn target_table(s: &State) -> Option<TableRef> {
+    match s.tab {
+        Tab::Tables => s.tables.selected().map(|r| r.table.clone()),
+        Tab::Partitions => s.partitions.table.clone(),
+        Tab::Snapshots => s.snapshots.table.clone(),
+        Tab::Dags => None,
+    }
+}
+
+/// `o`, `O`, and a retention entered: ask the runtime to draft a plan.
+pub fn plan(s: &mut State, kind: MaintenanceKind) -> Vec<Effect> {
+    if s.readonly {
+        s.set_status(Level::Error, "read-only: maintenance is disabled");
+        return Vec::new();
+    }
+    let Some(table) = target_table(s) else {
+        s.set_status(Level::Warn, "select a table first");
+        return Vec::new();
+    };
+    if let Some(j) = s.jobs.running_on(&table) {
+        let name = j.plan.procedure.name();
+        s.set_status(
+            Level::Error,
+            format!("{name} is already running on {table}: one mutation per table at a time"),
+        );
+        return Vec::new();
+    }
+    let partitions = match (kind, s.tab) {
+        (MaintenanceKind::Optimize, Tab::Partitions) => {
+            let marked = s.partitions.marked();
+            if !marked.is_empty() {
+                Some(marked)
+            } else {
+                match s.partitions.selected() {
+                    Some(r) if !r.stats.values.is_empty() => Some(vec![r.stats.clone()]),
+                    _ => None,
+                }
+            }
+        }
+        _ => None,
+    };
+    s.set_status(Level::Info, format!("planning maintenance of {table}…"));
+    vec![Effect::PlanMaintenance {
+        table,
+        kind,
+        partitions,
+    }]
+}
+
+/// `E`, `X`: ask for the retention first (the prompt plans on enter).
+pub fn ask_retention(s: &mut State, r: RetentionFor) {
+    if s.readonly {
+        s.set_status(Level::Error, "read-only: maintenance is disabled");
+    } else if target_table(s).is_some() {
+        s.prompt = Some(Prompt::Retention(r, "7d".into()));
+    }
+}
+
+/// The retention prompt's text entered.
+pub fn plan_with_retention(s: &mut State, r: RetentionFor, text: &str) -> Vec<Effect> {
+    match crate::config::Dur::parse(text) {
+        Ok(d) => {
+            let retention_secs = d.0.as_secs();
+            plan(
+                s,
+                match r {
+                    RetentionFor::ExpireSnapshots => {
+                        MaintenanceKind::ExpireSnapshots { retention_secs }
+                    }
+                    RetentionFor::RemoveOrphanFiles => {
+                        MaintenanceKind::RemoveOrphanFiles { retention_secs }
+                    }
+                },
+            )
+        }
+        Err(e) => {
+            s.set_status(Level::Error, e);
+            Vec::new()
+        }
+    }
+}
+
+/// `c`: cancel every running job.
+pub fn cancel(s: &mut State) -> Vec<Effect> {
+    let running: Vec<u64> = s
+        .jobs
+        .list
+        .iter()
+        .filter(|j| j.running())
+        .map(|j| j.id)
+        .collect();
+    if running.is_empty() {
+        s.set_status(Level::Info, "no maintenance is running");
+        Vec::new()
+    } else {
+        s.set_status(
+            Level::Warn,
+            "cancelling: DELETE sent to Trino, the remaining statements will not run",
+        );
+        running.into_iter().map(Effect::CancelJob).collect()
+    }
+}

@@ -1,0 +1,373 @@
+//! The Partitions tab: the partitions of the focused table, worst first; space marks
+//! rows for optimize.
+
+use std::cmp::Ordering;
+use std::collections::BTreeSet;
+
+use super::action::Effect;
+use super::detail::{self, TableDetail};
+use super::grid::Grid;
+use super::layout::Width;
+use super::state::{Level, Load, State};
+use crate::health::{Severity, partition_severity};
+use crate::lakehouse::model::{PartitionStats, TableRef};
+use crate::lakehouse::queries::PartitionList;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct PartitionRow {
+    pub stats: PartitionStats,
+    pub label: String,
+    pub search: String,
+    pub severity: Severity,
+    /// Rank of `label` among the table's partitions: sorts compare integers, not text.
+    pub order: u32,
+}
+
+/// The columns of the Partitions tab: drawn, sorted by and exported.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PartitionCol {
+    Table,
+    Mark,
+    Status,
+    Partition,
+    Files,
+    Small,
+    AvgSize,
+    Size,
+    Records,
+    MinFile,
+    MaxFile,
+    Deletes,
+}
+
+/// Sort columns of the Partitions tab, in `s` cycling order.
+pub const PARTITION_SORTS: [PartitionCol; 6] = [
+    PartitionCol::Small,
+    PartitionCol::Partition,
+    PartitionCol::Files,
+    PartitionCol::AvgSize,
+    PartitionCol::Size,
+    PartitionCol::Records,
+];
+
+impl PartitionCol {
+    /// Drawn columns, left to right.
+    pub const SHOWN: [PartitionCol; 11] = [
+        PartitionCol::Mark,
+        PartitionCol::Status,
+        PartitionCol::Partition,
+        PartitionCol::Files,
+        PartitionCol::Small,
+        PartitionCol::AvgSize,
+        PartitionCol::Size,
+        PartitionCol::Records,
+        PartitionCol::MinFile,
+        PartitionCol::MaxFile,
+        PartitionCol::Deletes,
+    ];
+
+    /// Exported fields, in file order.
+    pub const EXPORTED: [PartitionCol; 9] = [
+        PartitionCol::Table,
+        PartitionCol::Partition,
+        PartitionCol::Status,
+        PartitionCol::Files,
+        PartitionCol::Small,
+        PartitionCol::AvgSize,
+        PartitionCol::Size,
+        PartitionCol::Records,
+        PartitionCol::Mark,
+    ];
+
+    pub fn header(self) -> &'static str {
+        match self {
+            PartitionCol::Table => "",
+            PartitionCol::Mark => "M",
+            PartitionCol::Status => "STAT",
+            PartitionCol::Partition => "PARTITION",
+            PartitionCol::Files => "FILES",
+            PartitionCol::Small => "SMALL",
+            PartitionCol::AvgSize => "AVG",
+            PartitionCol::Size => "SIZE",
+            PartitionCol::Records => "RECORDS",
+            PartitionCol::MinFile => "MIN FILE",
+            PartitionCol::MaxFile => "MAX FILE",
+            PartitionCol::Deletes => "DELETES",
+        }
+    }
+
+    pub fn width(self) -> Width {
+        Width::Fixed(match self {
+            PartitionCol::Partition => return Width::Min(20),
+            PartitionCol::Table => 0,
+            PartitionCol::Mark => 1,
+            PartitionCol::Status => 4,
+            PartitionCol::Files | PartitionCol::Small => 6,
+            PartitionCol::AvgSize | PartitionCol::Size | PartitionCol::Deletes => 7,
+            PartitionCol::MinFile | PartitionCol::MaxFile => 8,
+            PartitionCol::Records => 9,
+        })
+    }
+
+    /// Priority: the list width from which the column shows; `None` when only exported.
+    pub fn shown_from(self) -> Option<u16> {
+        match self {
+            PartitionCol::Table => None,
+            PartitionCol::Records
+            | PartitionCol::MinFile
+            | PartitionCol::MaxFile
+            | PartitionCol::Deletes => Some(100),
+            _ => Some(0),
+        }
+    }
+
+    /// The columns a list `width` wide shows.
+    pub fn shown(width: u16) -> Vec<PartitionCol> {
+        PartitionCol::SHOWN
+            .into_iter()
+            .filter(|c| c.shown_from().is_some_and(|w| width >= w))
+            .collect()
+    }
+
+    pub fn sort_name(self) -> &'static str {
+        match self {
+            PartitionCol::Small => "small",
+            PartitionCol::Partition => "partition",
+            PartitionCol::Files => "files",
+            PartitionCol::AvgSize => "avg size",
+            PartitionCol::Size => "size",
+            PartitionCol::Records => "records",
+            PartitionCol::Table => "table",
+            PartitionCol::Mark => "marked",
+            PartitionCol::Status => "severity",
+            PartitionCol::MinFile => "min file",
+            PartitionCol::MaxFile => "max file",
+            PartitionCol::Deletes => "deletes",
+        }
+    }
+
+    /// Order two rows by this column (ties: by partition).
+    pub fn cmp(self, a: &PartitionRow, b: &PartitionRow) -> Ordering {
+        let (x, y) = (&a.stats, &b.stats);
+        let o = match self {
+            PartitionCol::Small | PartitionCol::Status => y
+                .small_files
+                .cmp(&x.small_files)
+                .then(a.severity.rank().cmp(&b.severity.rank()).reverse()),
+            PartitionCol::Files => y.data_files.cmp(&x.data_files),
+            PartitionCol::AvgSize => x.avg_file_size().cmp(&y.avg_file_size()),
+            PartitionCol::Size => y.total_bytes.cmp(&x.total_bytes),
+            PartitionCol::Records => y.records.cmp(&x.records),
+            PartitionCol::MinFile => x.min_file.cmp(&y.min_file),
+            PartitionCol::MaxFile => y.max_file.cmp(&x.max_file),
+            PartitionCol::Deletes => y.delete_files.cmp(&x.delete_files),
+            PartitionCol::Partition | PartitionCol::Table | PartitionCol::Mark => Ordering::Equal,
+        };
+        o.then_with(|| a.order.cmp(&b.order))
+    }
+
+    /// The field's name in an export.
+    pub fn field(self) -> &'static str {
+        match self {
+            PartitionCol::Table => "table",
+            PartitionCol::Mark => "marked",
+            PartitionCol::Status => "severity",
+            PartitionCol::Partition => "partition",
+            PartitionCol::Files => "data_files",
+            PartitionCol::Small => "small_files",
+            PartitionCol::AvgSize => "avg_file_bytes",
+            PartitionCol::Size => "total_bytes",
+            PartitionCol::Records => "records",
+            PartitionCol::MinFile => "min_file_bytes",
+            PartitionCol::MaxFile => "max_file_bytes",
+            PartitionCol::Deletes => "delete_files",
+        }
+    }
+
+    /// The field's value in an export of `v`.
+    pub fn export(self, v: &PartitionsView, r: &PartitionRow) -> String {
+        match self {
+            PartitionCol::Table => v.table.as_ref().map(|t| t.to_string()).unwrap_or_default(),
+            PartitionCol::Mark => v.marks.contains(&r.label).to_string(),
+            PartitionCol::Status => r.severity.label().to_string(),
+            PartitionCol::Partition => r.label.clone(),
+            PartitionCol::Files => r.stats.data_files.to_string(),
+            PartitionCol::Small => r.stats.small_files.to_string(),
+            PartitionCol::AvgSize => r.stats.avg_file_size().to_string(),
+            PartitionCol::Size => r.stats.total_bytes.to_string(),
+            PartitionCol::Records => r.stats.records.to_string(),
+            PartitionCol::MinFile => r.stats.min_file.to_string(),
+            PartitionCol::MaxFile => r.stats.max_file.to_string(),
+            PartitionCol::Deletes => r.stats.delete_files.to_string(),
+        }
+    }
+}
+
+pub fn cmp_partitions(a: &PartitionRow, b: &PartitionRow, col: usize) -> Ordering {
+    PARTITION_SORTS
+        .get(col)
+        .copied()
+        .unwrap_or(PartitionCol::Records)
+        .cmp(a, b)
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct PartitionsView {
+    pub table: Option<TableRef>,
+    pub rows: Vec<PartitionRow>,
+    pub grid: Grid,
+    pub load: Load,
+    pub target_file_size: u64,
+    pub fields: Vec<String>,
+    /// Marked partitions (by label) of `table`.
+    pub marks: BTreeSet<String>,
+    pub request: u64,
+}
+
+impl PartitionsView {
+    pub fn reindex(&mut self, keep: Option<String>) {
+        match keep {
+            Some(label) => {
+                let f = move |r: &PartitionRow| r.label == label;
+                self.grid
+                    .rebuild(&self.rows, |r| r.search.as_str(), cmp_partitions, Some(&f));
+            }
+            None => self
+                .grid
+                .rebuild(&self.rows, |r| r.search.as_str(), cmp_partitions, None),
+        }
+    }
+
+    pub fn selected(&self) -> Option<&PartitionRow> {
+        self.grid.selected_row().and_then(|i| self.rows.get(i))
+    }
+
+    /// The stats of the marked partitions.
+    pub fn marked(&self) -> Vec<PartitionStats> {
+        self.rows
+            .iter()
+            .filter(|r| self.marks.contains(&r.label))
+            .map(|r| r.stats.clone())
+            .collect()
+    }
+}
+
+/// The Partitions tab's message: the partition list of `table` arrived.
+pub fn update(
+    s: &mut State,
+    request: u64,
+    table: &TableRef,
+    result: Result<PartitionList, String>,
+) -> Vec<Effect> {
+    on_partitions(s, request, table, result);
+    Vec::new()
+}
+
+fn on_partitions(
+    s: &mut State,
+    request: u64,
+    table: &TableRef,
+    result: Result<PartitionList, String>,
+) {
+    if request != s.partitions.request || s.partitions.table.as_ref() != Some(table) {
+        return;
+    }
+    match result {
+        Ok(list) => {
+            let keep = s.partitions.selected().map(|r| r.label.clone());
+            let target = list.target_file_size;
+            let cfg = s.health.clone();
+            s.partitions.rows = list
+                .partitions
+                .into_iter()
+                .map(|p| {
+                    let label = p.label();
+                    PartitionRow {
+                        search: label.to_lowercase(),
+                        severity: partition_severity(&p, target, &cfg),
+                        label,
+                        stats: p,
+                        order: 0,
+                    }
+                })
+                .collect();
+            // Rank labels once per load (the tie-break of every sort).
+            let mut by_label: Vec<usize> = (0..s.partitions.rows.len()).collect();
+            by_label.sort_unstable_by(|&a, &b| {
+                s.partitions.rows[a].label.cmp(&s.partitions.rows[b].label)
+            });
+            for (rank, i) in by_label.into_iter().enumerate() {
+                s.partitions.rows[i].order = rank as u32;
+            }
+            s.partitions.target_file_size = target;
+            s.partitions.fields = list.layout_fields;
+            let labels: BTreeSet<&str> =
+                s.partitions.rows.iter().map(|r| r.label.as_str()).collect();
+            let before = s.partitions.marks.len();
+            s.partitions.marks.retain(|m| labels.contains(m.as_str()));
+            if s.partitions.marks.len() < before {
+                s.set_status(
+                    Level::Info,
+                    "marks on partitions that no longer exist were dropped",
+                );
+            }
+            s.partitions.load = Load::Loaded;
+            s.partitions.reindex(keep);
+        }
+        Err(e) => {
+            s.set_status(Level::Error, format!("partitions of {table}: {e}"));
+            s.partitions.load = Load::Failed(e);
+        }
+    }
+}
+
+impl TableDetail for PartitionsView {
+    fn table(&self) -> Option<&TableRef> {
+        self.table.as_ref()
+    }
+    fn set_table(&mut self, table: TableRef) {
+        self.table = Some(table);
+    }
+    fn load_state(&self) -> &Load {
+        &self.load
+    }
+    fn set_load(&mut self, load: Load) {
+        self.load = load;
+    }
+    fn request_mut(&mut self) -> &mut u64 {
+        &mut self.request
+    }
+    fn effect(request: u64, table: TableRef) -> Effect {
+        Effect::LoadPartitions { request, table }
+    }
+}
+
+/// Point the Partitions tab at the selected table and load it (when needed or forced).
+pub fn load(s: &mut State, force: bool) -> Vec<Effect> {
+    let selected = s.tables.selected().map(|r| r.table.clone());
+    detail::load(&mut s.partitions, selected, force)
+}
+
+/// Load the partitions of `table` again (it is the focused one).
+pub fn reload(s: &mut State, table: TableRef) -> Vec<Effect> {
+    detail::reload(&mut s.partitions, table)
+}
+
+/// Space: mark or unmark the selected partition and move on.
+pub fn toggle_mark(s: &mut State) {
+    let h = s.page_height();
+    if let Some(label) = s.partitions.selected().map(|r| r.label.clone()) {
+        if !s.partitions.marks.remove(&label) {
+            s.partitions.marks.insert(label);
+        }
+        s.partitions.grid.move_by(1, h);
+    }
+}
+
+pub fn clear_marks(s: &mut State) {
+    if !s.partitions.marks.is_empty() {
+        let n = s.partitions.marks.len();
+        s.partitions.marks.clear();
+        s.set_status(Level::Info, format!("cleared {n} marks"));
+    }
+}

@@ -1,0 +1,235 @@
+//! The bottom-line prompts: the `/` filter (live), the `:` command line, and the
+//! retention asked before expire_snapshots / remove_orphan_files.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+use super::action::Effect;
+use super::export::ExportFormat;
+use super::nav::{in_log, reindex_current};
+use super::state::{Level, Load, Popup, State};
+use crate::config::units::human_duration;
+
+/// A text prompt at the bottom line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Prompt {
+    Filter(String),
+    Command(String),
+    /// The retention of expire_snapshots / remove_orphan_files, edited before planning.
+    Retention(RetentionFor, String),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RetentionFor {
+    ExpireSnapshots,
+    RemoveOrphanFiles,
+}
+
+/// `/`: open the filter prompt on what is filtered now.
+pub fn open_filter(s: &mut State) {
+    if s.grid().is_some() || in_log(s) {
+        s.prompt = Some(Prompt::Filter(current_filter(s)));
+    }
+}
+
+/// A key while a prompt is open.
+pub fn on_key(s: &mut State, p: Prompt, ev: KeyEvent) -> Vec<Effect> {
+    let retention = match &p {
+        Prompt::Retention(r, _) => Some(*r),
+        _ => None,
+    };
+    let (mut text, is_filter) = match p {
+        Prompt::Filter(t) => (t, true),
+        Prompt::Command(t) | Prompt::Retention(_, t) => (t, false),
+    };
+    match ev.code {
+        KeyCode::Esc => {
+            s.prompt = None;
+            if is_filter {
+                set_filter(s, "");
+            }
+            return Vec::new();
+        }
+        KeyCode::Enter => {
+            s.prompt = None;
+            if let Some(r) = retention {
+                return super::maintenance::plan_with_retention(s, r, &text);
+            }
+            return if is_filter {
+                Vec::new()
+            } else {
+                run_command_line(s, text.trim())
+            };
+        }
+        KeyCode::Backspace => {
+            text.pop();
+        }
+        KeyCode::Char('u') if ev.modifiers.contains(KeyModifiers::CONTROL) => text.clear(),
+        KeyCode::Char('w') if ev.modifiers.contains(KeyModifiers::CONTROL) => {
+            let t = text.trim_end().to_string();
+            text = match t.rfind(' ') {
+                Some(i) => t[..=i].to_string(),
+                None => String::new(),
+            };
+        }
+        KeyCode::Char(c) if !ev.modifiers.contains(KeyModifiers::CONTROL) => text.push(c),
+        _ => {}
+    }
+    if is_filter {
+        set_filter(s, &text);
+        s.prompt = Some(Prompt::Filter(text));
+    } else if let Some(r) = retention {
+        s.prompt = Some(Prompt::Retention(r, text));
+    } else {
+        s.prompt = Some(Prompt::Command(text));
+    }
+    Vec::new()
+}
+
+/// Filter the current list (or search the log) by `text`.
+pub fn set_filter(s: &mut State, text: &str) {
+    if in_log(s) {
+        super::dags::search_log(s, text);
+        return;
+    }
+    let lower = text.to_lowercase();
+    if let Some(g) = s.grid_mut() {
+        if g.filter == lower {
+            return;
+        }
+        g.filter = lower;
+    }
+    reindex_current(s);
+}
+
+pub fn current_filter(s: &State) -> String {
+    if in_log(s) {
+        return s
+            .dags
+            .log
+            .as_ref()
+            .map(|l| l.search.clone())
+            .unwrap_or_default();
+    }
+    s.grid().map(|g| g.filter.clone()).unwrap_or_default()
+}
+
+fn profiles_text(s: &State) -> String {
+    if s.profiles.is_empty() {
+        "none defined".to_string()
+    } else {
+        s.profiles.join(", ")
+    }
+}
+
+fn run_command_line(s: &mut State, line: &str) -> Vec<Effect> {
+    let mut parts = line.split_whitespace();
+    let cmd = parts.next().unwrap_or("");
+    let arg: Vec<&str> = parts.collect();
+    match cmd {
+        "" => Vec::new(),
+        "q" | "quit" | "q!" => {
+            s.quit = true;
+            vec![Effect::Quit]
+        }
+        "help" | "h" => {
+            s.popup = Some(Popup::Help);
+            Vec::new()
+        }
+        "profile" | "ctx" => match arg.first() {
+            None => {
+                let list = profiles_text(s);
+                s.set_status(
+                    Level::Info,
+                    format!("profile {} (profiles: {list})", s.conn.profile),
+                );
+                Vec::new()
+            }
+            Some(name) if s.profiles.iter().any(|p| p == name) => {
+                vec![Effect::SwitchProfile(name.to_string())]
+            }
+            Some(name) => {
+                let list = profiles_text(s);
+                s.set_status(
+                    Level::Error,
+                    format!("no profile {name:?} (profiles: {list})"),
+                );
+                Vec::new()
+            }
+        },
+        "schema" | "schemas" => {
+            s.schemas = arg
+                .iter()
+                .flat_map(|a| a.split(','))
+                .filter(|x| !x.is_empty())
+                .map(str::to_string)
+                .collect();
+            s.set_status(
+                Level::Info,
+                if s.schemas.is_empty() {
+                    "watching all schemas".to_string()
+                } else {
+                    format!("watching schemas {}", s.schemas.join(", "))
+                },
+            );
+            // A new scope: start over even if a refresh is running.
+            s.tables.pending = 0;
+            s.tables.load = Load::Idle;
+            s.tables.rows.clear();
+            s.tables.reindex();
+            super::update::refresh(s, true)
+        }
+        "refresh" | "r" => match arg.first() {
+            None => super::update::refresh(s, true),
+            Some(d) => {
+                match crate::config::Dur::parse(d) {
+                    Ok(d) if d.0 >= crate::config::MIN_REFRESH => {
+                        s.refresh_every = d.0;
+                        s.set_status(
+                            Level::Info,
+                            format!(
+                                "auto-refresh every {}",
+                                human_duration(d.0.as_secs() as i64)
+                            ),
+                        );
+                    }
+                    Ok(_) => s.set_status(Level::Error, "refresh interval must be at least 5s"),
+                    Err(e) => s.set_status(Level::Error, e),
+                }
+                Vec::new()
+            }
+        },
+        "freeze" | "unfreeze" => {
+            s.frozen = cmd == "freeze";
+            s.set_status(
+                Level::Info,
+                if s.frozen {
+                    "auto-refresh frozen"
+                } else {
+                    "auto-refresh resumed"
+                },
+            );
+            Vec::new()
+        }
+        "export" | "w" => {
+            let format = match arg.first().copied() {
+                None | Some("csv") => ExportFormat::Csv,
+                Some("json") => ExportFormat::Json,
+                Some(other) => {
+                    s.set_status(
+                        Level::Error,
+                        format!("unknown export format {other:?} (csv or json)"),
+                    );
+                    return Vec::new();
+                }
+            };
+            super::export::export(s, format)
+        }
+        other => {
+            s.set_status(
+                Level::Error,
+                format!("unknown command :{other} (try :q, :profile NAME, :schema NAME, :refresh 30s, :export [csv|json], :freeze)"),
+            );
+            Vec::new()
+        }
+    }
+}

@@ -1,0 +1,262 @@
+//! The Snapshots tab: the snapshot history of the focused table, newest first.
+
+use std::cmp::Ordering;
+
+use chrono::{DateTime, Utc};
+
+use super::action::Effect;
+use super::detail::{self, TableDetail};
+use super::grid::{Grid, opt_cmp};
+use super::layout::Width;
+use super::state::{Level, Load, State};
+use crate::lakehouse::model::{SnapshotInfo, TableRef};
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct SnapshotRow {
+    pub info: SnapshotInfo,
+    pub search: String,
+}
+
+/// The columns of the Snapshots tab: drawn, sorted by and exported.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SnapshotCol {
+    Table,
+    Committed,
+    Age,
+    SnapshotId,
+    Operation,
+    Added,
+    Deleted,
+    TotalFiles,
+    Records,
+    By,
+    QueryId,
+}
+
+/// Sort columns of the Snapshots tab, in `s` cycling order.
+pub const SNAPSHOT_SORTS: [SnapshotCol; 4] = [
+    SnapshotCol::Committed,
+    SnapshotCol::Operation,
+    SnapshotCol::Added,
+    SnapshotCol::TotalFiles,
+];
+
+impl SnapshotCol {
+    /// Drawn columns, left to right (all fit).
+    pub const SHOWN: [SnapshotCol; 8] = [
+        SnapshotCol::Committed,
+        SnapshotCol::Age,
+        SnapshotCol::Operation,
+        SnapshotCol::Added,
+        SnapshotCol::Deleted,
+        SnapshotCol::TotalFiles,
+        SnapshotCol::Records,
+        SnapshotCol::By,
+    ];
+
+    /// Exported fields, in file order.
+    pub const EXPORTED: [SnapshotCol; 10] = [
+        SnapshotCol::Table,
+        SnapshotCol::Committed,
+        SnapshotCol::SnapshotId,
+        SnapshotCol::Operation,
+        SnapshotCol::Added,
+        SnapshotCol::Deleted,
+        SnapshotCol::TotalFiles,
+        SnapshotCol::Records,
+        SnapshotCol::By,
+        SnapshotCol::QueryId,
+    ];
+
+    pub fn header(self) -> &'static str {
+        match self {
+            SnapshotCol::Committed => "COMMITTED (UTC)",
+            SnapshotCol::Age => "AGE",
+            SnapshotCol::Operation => "OPERATION",
+            SnapshotCol::Added => "ADDED",
+            SnapshotCol::Deleted => "DELETED",
+            SnapshotCol::TotalFiles => "TOTAL FILES",
+            SnapshotCol::Records => "RECORDS",
+            SnapshotCol::By => "BY",
+            SnapshotCol::Table | SnapshotCol::SnapshotId | SnapshotCol::QueryId => "",
+        }
+    }
+
+    pub fn width(self) -> Width {
+        Width::Fixed(match self {
+            SnapshotCol::By => return Width::Min(6),
+            SnapshotCol::Committed => 16,
+            SnapshotCol::Age => 6,
+            SnapshotCol::Operation => 12,
+            SnapshotCol::Added | SnapshotCol::Deleted => 7,
+            SnapshotCol::TotalFiles => 11,
+            SnapshotCol::Records => 10,
+            SnapshotCol::Table | SnapshotCol::SnapshotId | SnapshotCol::QueryId => 0,
+        })
+    }
+
+    pub fn sort_name(self) -> &'static str {
+        match self {
+            SnapshotCol::Committed => "committed",
+            SnapshotCol::Operation => "operation",
+            SnapshotCol::Added => "added",
+            SnapshotCol::TotalFiles => "total files",
+            SnapshotCol::Table => "table",
+            SnapshotCol::Age => "age",
+            SnapshotCol::SnapshotId => "snapshot",
+            SnapshotCol::Deleted => "deleted",
+            SnapshotCol::Records => "records",
+            SnapshotCol::By => "by",
+            SnapshotCol::QueryId => "query",
+        }
+    }
+
+    /// Order two rows by this column (ties: newest first).
+    pub fn cmp(self, a: &SnapshotRow, b: &SnapshotRow) -> Ordering {
+        let (x, y) = (&a.info, &b.info);
+        let o = match self {
+            SnapshotCol::Operation => x.operation.cmp(&y.operation),
+            SnapshotCol::Added => opt_cmp(y.added_data_files, x.added_data_files),
+            SnapshotCol::Deleted => opt_cmp(y.deleted_data_files, x.deleted_data_files),
+            SnapshotCol::TotalFiles => opt_cmp(y.total_data_files, x.total_data_files),
+            SnapshotCol::Records => opt_cmp(y.total_records, x.total_records),
+            SnapshotCol::By => x.trino_user.cmp(&y.trino_user),
+            SnapshotCol::Committed
+            | SnapshotCol::Age
+            | SnapshotCol::Table
+            | SnapshotCol::SnapshotId
+            | SnapshotCol::QueryId => Ordering::Equal,
+        };
+        // Newest first within ties.
+        o.then_with(|| y.committed_at.cmp(&x.committed_at))
+            .then_with(|| y.snapshot_id.cmp(&x.snapshot_id))
+    }
+
+    /// The field's name in an export.
+    pub fn field(self) -> &'static str {
+        match self {
+            SnapshotCol::Table => "table",
+            SnapshotCol::Committed => "committed_at",
+            SnapshotCol::Age => "age_secs",
+            SnapshotCol::SnapshotId => "snapshot_id",
+            SnapshotCol::Operation => "operation",
+            SnapshotCol::Added => "added_data_files",
+            SnapshotCol::Deleted => "deleted_data_files",
+            SnapshotCol::TotalFiles => "total_data_files",
+            SnapshotCol::Records => "total_records",
+            SnapshotCol::By => "trino_user",
+            SnapshotCol::QueryId => "trino_query_id",
+        }
+    }
+
+    /// The field's value in an export of `v` at `now`.
+    pub fn export(self, v: &SnapshotsView, r: &SnapshotRow, now: DateTime<Utc>) -> String {
+        let r = &r.info;
+        let opt = super::tables::opt;
+        match self {
+            SnapshotCol::Table => v.table.as_ref().map(|t| t.to_string()).unwrap_or_default(),
+            SnapshotCol::Committed => r.committed_at.to_rfc3339(),
+            SnapshotCol::Age => (now - r.committed_at).num_seconds().to_string(),
+            SnapshotCol::SnapshotId => r.snapshot_id.to_string(),
+            SnapshotCol::Operation => r.operation.clone(),
+            SnapshotCol::Added => opt(r.added_data_files),
+            SnapshotCol::Deleted => opt(r.deleted_data_files),
+            SnapshotCol::TotalFiles => opt(r.total_data_files),
+            SnapshotCol::Records => opt(r.total_records),
+            SnapshotCol::By => r.trino_user.clone().unwrap_or_default(),
+            SnapshotCol::QueryId => r.trino_query_id.clone().unwrap_or_default(),
+        }
+    }
+}
+
+pub fn cmp_snapshots(a: &SnapshotRow, b: &SnapshotRow, col: usize) -> Ordering {
+    SNAPSHOT_SORTS
+        .get(col)
+        .copied()
+        .unwrap_or(SnapshotCol::TotalFiles)
+        .cmp(a, b)
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct SnapshotsView {
+    pub table: Option<TableRef>,
+    pub rows: Vec<SnapshotRow>,
+    pub grid: Grid,
+    pub load: Load,
+    pub request: u64,
+}
+
+impl SnapshotsView {
+    pub fn reindex(&mut self) {
+        self.grid
+            .rebuild(&self.rows, |r| r.search.as_str(), cmp_snapshots, None);
+    }
+}
+
+/// The Snapshots tab's message: the snapshots of `table` arrived.
+pub fn update(
+    s: &mut State,
+    request: u64,
+    table: &TableRef,
+    result: Result<Vec<SnapshotInfo>, String>,
+) -> Vec<Effect> {
+    if request != s.snapshots.request || s.snapshots.table.as_ref() != Some(table) {
+        return Vec::new();
+    }
+    match result {
+        Ok(list) => {
+            s.snapshots.rows = list
+                .into_iter()
+                .map(|info| SnapshotRow {
+                    search: format!(
+                        "{} {} {}",
+                        info.operation,
+                        info.snapshot_id,
+                        info.committed_at.format("%Y-%m-%d %H:%M")
+                    )
+                    .to_lowercase(),
+                    info,
+                })
+                .collect();
+            s.snapshots.load = Load::Loaded;
+            s.snapshots.reindex();
+        }
+        Err(e) => {
+            s.set_status(Level::Error, format!("snapshots of {table}: {e}"));
+            s.snapshots.load = Load::Failed(e);
+        }
+    }
+    Vec::new()
+}
+
+impl TableDetail for SnapshotsView {
+    fn table(&self) -> Option<&TableRef> {
+        self.table.as_ref()
+    }
+    fn set_table(&mut self, table: TableRef) {
+        self.table = Some(table);
+    }
+    fn load_state(&self) -> &Load {
+        &self.load
+    }
+    fn set_load(&mut self, load: Load) {
+        self.load = load;
+    }
+    fn request_mut(&mut self) -> &mut u64 {
+        &mut self.request
+    }
+    fn effect(request: u64, table: TableRef) -> Effect {
+        Effect::LoadSnapshots { request, table }
+    }
+}
+
+/// Point the Snapshots tab at the selected table and load it (when needed or forced).
+pub fn load(s: &mut State, force: bool) -> Vec<Effect> {
+    let selected = s.tables.selected().map(|r| r.table.clone());
+    detail::load(&mut s.snapshots, selected, force)
+}
+
+/// Load the snapshots of `table` again (it is the focused one).
+pub fn reload(s: &mut State, table: TableRef) -> Vec<Effect> {
+    detail::reload(&mut s.snapshots, table)
+}

@@ -1,0 +1,339 @@
+//! Fixtures shared by the update tests and the screen snapshots: a clock, table stats
+//! of the incident and of a healthy table, a loaded state, partitions, DAGs.
+
+use chrono::{DateTime, TimeZone, Utc};
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+use super::action::{Action, Effect};
+use super::state::State;
+use super::tables::TablesMsg;
+use super::update::update;
+use crate::lakehouse::model::{PartitionStats, TableRef, TableStats};
+use crate::lakehouse::queries::PartitionList;
+
+pub fn t0() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 11, 29, 9, 0, 0).unwrap()
+}
+
+pub fn key(c: char) -> Action {
+    Action::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE))
+}
+
+pub fn code(c: KeyCode) -> Action {
+    Action::Key(KeyEvent::new(c, KeyModifiers::NONE))
+}
+
+pub fn ctrl(c: char) -> Action {
+    Action::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL))
+}
+
+pub fn tref(s: &str, t: &str) -> TableRef {
+    TableRef::new("iceberg", s, t)
+}
+
+pub fn incident_stats() -> TableStats {
+    TableStats {
+        target_file_size: 128 << 20,
+        data_files: 2016,
+        small_files: 2016,
+        total_bytes: 2016 * 3 * 1024,
+        records: 201_600,
+        partitioned: true,
+        partitions: 144,
+        small_file_partitions: 72,
+        critical_partitions: 72,
+        snapshots: 17,
+        oldest_snapshot: Some(t0() - chrono::Duration::days(16)),
+        newest_snapshot: Some(t0() - chrono::Duration::hours(9)),
+        last_compaction: Some(t0() - chrono::Duration::days(15)),
+        last_write: Some(t0() - chrono::Duration::hours(9)),
+        writes_since_compaction: 15,
+        files_after_compaction: Some(144),
+        ..Default::default()
+    }
+}
+
+pub fn healthy_stats() -> TableStats {
+    TableStats {
+        target_file_size: 64 * 1024,
+        target_from_property: true,
+        data_files: 12,
+        small_files: 0,
+        total_bytes: 12 * 80 * 1024,
+        records: 12_000,
+        partitioned: true,
+        partitions: 6,
+        snapshots: 4,
+        oldest_snapshot: Some(t0() - chrono::Duration::days(3)),
+        newest_snapshot: Some(t0() - chrono::Duration::hours(20)),
+        last_compaction: Some(t0() - chrono::Duration::hours(20)),
+        last_write: Some(t0() - chrono::Duration::hours(21)),
+        ..Default::default()
+    }
+}
+
+/// A state that has discovered three tables and loaded two of them.
+pub fn loaded() -> State {
+    let mut s = State::new(t0());
+    s.conn.profile = "lab".into();
+    s.conn.trino_url = "http://127.0.0.1:8080/".into();
+    let fx = update(&mut s, Action::Start);
+    assert!(matches!(fx[0], Effect::FetchServerInfo));
+    let generation = s.tables.generation;
+    let tables = vec![
+        tref("zoning", "parcels"),
+        tref("zoning", "documents"),
+        tref("audit", "events"),
+    ];
+    let fx = update(
+        &mut s,
+        Action::Tables(TablesMsg::Discovered {
+            generation,
+            result: Ok(tables),
+        }),
+    );
+    assert_eq!(fx.len(), 3);
+    update(
+        &mut s,
+        Action::Tables(TablesMsg::Stats {
+            generation,
+            table: tref("zoning", "parcels"),
+            result: Ok(healthy_stats()),
+        }),
+    );
+    update(
+        &mut s,
+        Action::Tables(TablesMsg::Stats {
+            generation,
+            table: tref("zoning", "documents"),
+            result: Ok(incident_stats()),
+        }),
+    );
+    s
+}
+
+pub fn partitions(n: usize) -> PartitionList {
+    PartitionList {
+        target_file_size: 128 << 20,
+        layout_fields: vec!["district".into(), "filed_at_day".into()],
+        partitions: (0..n)
+            .map(|i| PartitionStats {
+                values: vec![
+                    (
+                        "district".into(),
+                        Some(["north", "south", "east"][i % 3].into()),
+                    ),
+                    (
+                        "filed_at_day".into(),
+                        Some(format!("2026-11-{:02}", 1 + i / 3)),
+                    ),
+                ],
+                data_files: 14 + (i as u64 % 5),
+                small_files: if i % 4 == 0 { 3 } else { 14 + (i as u64 % 5) },
+                total_bytes: (14 + (i as u64 % 5)) * 3000,
+                records: 1400,
+                min_file: 2000,
+                max_file: 4000,
+                delete_files: 0,
+            })
+            .collect(),
+    }
+}
+
+pub mod dags {
+    use super::*;
+    use crate::airflow::scan::DagList;
+    use crate::airflow::{Dag, DagImportError, LogLine, TaskInstance, TaskLog, TaskState};
+    use crate::app::dags::{DagMsg, FailureDetail};
+    use crate::health::DagFacts;
+    use std::time::Duration;
+
+    pub fn dag(id: &str, table: &str, paused: bool) -> Dag {
+        Dag {
+            dag_id: id.into(),
+            display_name: id.into(),
+            description: None,
+            paused,
+            active: true,
+            has_import_errors: false,
+            owners: vec!["data-platform".into()],
+            tags: vec!["maintenance".into(), table.into()],
+            schedule: Some("@daily".into()),
+            schedule_description: None,
+            schedule_interval: Some(Duration::from_secs(86_400)),
+            next_run: Some(t0() + chrono::Duration::hours(15)),
+            next_logical_date: None,
+            fileloc: None,
+            relative_fileloc: None,
+            bundle_name: None,
+        }
+    }
+
+    pub fn list() -> DagList {
+        DagList {
+            version: "3.3.2".into(),
+            api: "v2".into(),
+            health: None,
+            dags: vec![
+                dag("compact_documents", "iceberg.zoning.documents", false),
+                dag("compact_parcels", "iceberg.zoning.parcels", false),
+                dag("expire_snapshots", "iceberg.audit.events", true),
+            ],
+            import_errors: vec![DagImportError {
+                id: Some(1),
+                filename: "broken_dag.py".into(),
+                bundle_name: Some("dags-folder".into()),
+                timestamp: None,
+                stack_trace: "Traceback (most recent call last):\nModuleNotFoundError: No module named 'lakehouse_maintenance_helpers'\n".into(),
+            }],
+        }
+    }
+
+    pub const ERROR: &str = "ConnectionError: optimize of iceberg.zoning.documents failed: could not connect to Trino at trino-old.internal:8080 (connection trino_documents)";
+
+    pub fn failing_facts() -> DagFacts {
+        DagFacts {
+            dag_id: "compact_documents".into(),
+            guessed: false,
+            paused: false,
+            import_error: None,
+            last_run_state: Some("failed".into()),
+            last_run_at: Some(t0() - chrono::Duration::hours(9)),
+            last_success_at: None,
+            failed_runs: 14,
+            failing_task: Some("compact".into()),
+            error_line: Some(ERROR.into()),
+            expected_interval: Duration::from_secs(86_400),
+        }
+    }
+
+    pub fn ok_facts(id: &str) -> DagFacts {
+        DagFacts {
+            dag_id: id.into(),
+            last_run_state: Some("success".into()),
+            last_success_at: Some(t0() - chrono::Duration::hours(8)),
+            failed_runs: 0,
+            failing_task: None,
+            error_line: None,
+            ..failing_facts()
+        }
+    }
+
+    /// The loaded state with Airflow: DAGs listed, facts in, the failing task's log read.
+    pub fn with_dags() -> State {
+        let mut s = loaded();
+        s.airflow_configured = true;
+        let fx = update(&mut s, key('r'));
+        // The first refresh is still pending one table: no new table refresh, but the DAG
+        // list loads on its first refresh.
+        assert!(
+            fx.iter().any(|e| matches!(e, Effect::LoadDags { .. })),
+            "{fx:?}"
+        );
+        let generation = s.dags.generation;
+        let fx = update(
+            &mut s,
+            Action::Dags(DagMsg::Loaded {
+                generation,
+                result: Ok(list()),
+            }),
+        );
+        assert_eq!(
+            fx.iter()
+                .filter(|e| matches!(e, Effect::LoadDagFacts { .. }))
+                .count(),
+            3
+        );
+        let fx = update(
+            &mut s,
+            Action::Dags(DagMsg::Facts {
+                generation,
+                dag_id: "compact_documents".into(),
+                result: Ok(failing_facts()),
+            }),
+        );
+        assert_eq!(
+            fx,
+            vec![Effect::LoadFailure {
+                dag_id: "compact_documents".into()
+            }]
+        );
+        update(
+            &mut s,
+            Action::Dags(DagMsg::Facts {
+                generation,
+                dag_id: "compact_parcels".into(),
+                result: Ok(ok_facts("compact_parcels")),
+            }),
+        );
+        let mut paused = ok_facts("expire_snapshots");
+        paused.paused = true;
+        paused.last_run_state = None;
+        paused.last_success_at = None;
+        update(
+            &mut s,
+            Action::Dags(DagMsg::Facts {
+                generation,
+                dag_id: "expire_snapshots".into(),
+                result: Ok(paused),
+            }),
+        );
+        let log = TaskLog {
+            lines: vec![
+                LogLine {
+                    timestamp: None,
+                    level: Some("info".into()),
+                    text: "running on trino-old.internal:8080".into(),
+                    error: false,
+                },
+                LogLine {
+                    timestamp: None,
+                    level: Some("error".into()),
+                    text: "Task failed with exception".into(),
+                    error: true,
+                },
+                LogLine {
+                    timestamp: None,
+                    level: Some("error".into()),
+                    text: ERROR.into(),
+                    error: true,
+                },
+            ],
+            error_line: Some(ERROR.into()),
+            continuation_token: None,
+        };
+        update(
+            &mut s,
+            Action::Dags(DagMsg::Failure {
+                dag_id: "compact_documents".into(),
+                result: Ok(Some(FailureDetail {
+                    run_id: "scheduled__2026-11-29T00:00:00+00:00".into(),
+                    task_id: "compact".into(),
+                    try_number: 1,
+                    log,
+                })),
+            }),
+        );
+        s
+    }
+
+    pub fn task(id: &str, state: TaskState, try_number: u32) -> TaskInstance {
+        TaskInstance {
+            dag_id: "compact_documents".into(),
+            run_id: "scheduled__2026-11-29T00:00:00+00:00".into(),
+            task_id: id.into(),
+            map_index: -1,
+            state: Some(state),
+            try_number,
+            max_tries: None,
+            start_date: Some(t0() - chrono::Duration::hours(9)),
+            end_date: None,
+            duration: Some(Duration::from_millis(2300)),
+            hostname: Some("vm".into()),
+            operator: None,
+            pool: None,
+            queue: None,
+            note: None,
+        }
+    }
+}
