@@ -22,6 +22,9 @@ pub fn http_client(
         .timeout(request)
         .user_agent(concat!("floe/", env!("CARGO_PKG_VERSION")))
         .tcp_nodelay(true)
+        // `Content-Length`, not `content-length`: proxies that match header names by case
+        // (and add their own) would otherwise send two lengths upstream.
+        .http1_title_case_headers()
         .redirect(reqwest::redirect::Policy::custom(|attempt| {
             let from = attempt.previous().last().cloned();
             match from.map(|f| redirect_refusal(&f, attempt.url())) {
