@@ -397,7 +397,8 @@ fn may_retry(policy: &Policy, idempotency: Idempotency, failure: &Failure, attem
 }
 
 /// Send what `build` makes until it is answered, retrying as `policy` allows for a request
-/// of this `idempotency`: with exponential backoff, after `Retry-After` for 429, and never
+/// of this `idempotency`: with exponential backoff, after `Retry-After` when the answer
+/// has one (429, 502/503/504), and never
 /// past `deadline` nor the policy's retry time. `url` names the request in the log.
 pub async fn send(
     policy: &Policy,
@@ -469,11 +470,11 @@ async fn exchange(
         gave_up: false,
     };
     match status.as_u16() {
-        429 => {
+        // A 503 may say when to come back too (RFC 9110 §10.2.3).
+        429 | 502..=504 => {
             let wait = retry_after(&reply.headers).unwrap_or(backoff);
             Err((Failure::Busy(reply), wait))
         }
-        502..=504 => Err((Failure::Busy(reply), backoff)),
         _ => Ok(reply),
     }
 }

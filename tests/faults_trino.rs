@@ -259,6 +259,20 @@ async fn a_503_storm_gives_up_with_status_and_url() {
 }
 
 #[tokio::test]
+async fn a_503_with_retry_after_waits_as_asked() {
+    let u = user("f503ra");
+    lab().faults(&u, json!([{"kind": "status", "status": 503, "count": 1, "on": "next", "headers": {"Retry-After": "1"}}])).await;
+    let t = Instant::now();
+    let out = lab().client(&u).query("SELECT 1").await.unwrap();
+    assert_eq!(out.retries, 1);
+    assert!(
+        t.elapsed() >= Duration::from_millis(900),
+        "{:?}",
+        t.elapsed()
+    );
+}
+
+#[tokio::test]
 async fn a_mutation_is_retried_only_after_trinos_own_503() {
     // Trino's own answer while it initialises: nothing started, sent again.
     let u = user("fmut503");
