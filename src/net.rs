@@ -495,22 +495,31 @@ async fn read_body(
     let mut buf: Vec<u8> = Vec::new();
     let mut dropped: u64 = 0;
     while let Some(chunk) = resp.chunk().await.map_err(BodyError::Cut)? {
-        buf.extend_from_slice(&chunk);
+        let after = (buf.len() + chunk.len()) as u64;
         match limit {
-            BodyLimit::Whole(max) if buf.len() as u64 > max => {
+            BodyLimit::Whole(max) if after > max => {
                 if head_only {
-                    buf.truncate(max as usize);
+                    let room = max as usize - buf.len();
+                    buf.extend_from_slice(&chunk[..room]);
                     break;
                 }
                 return Err(BodyError::TooLarge(max));
             }
-            BodyLimit::Tail(max) if buf.len() as u64 > max.saturating_mul(2) => {
-                let excess = buf.len() - max as usize;
+            // Keep between `max` and `2 * max` bytes, so the buffer never grows past that.
+            BodyLimit::Tail(max) if after > max.saturating_mul(2) => {
+                let excess = (after - max).min(buf.len() as u64) as usize;
                 buf.drain(..excess);
                 dropped += excess as u64;
+                if buf.capacity() == 0 {
+                    buf.reserve_exact((max.saturating_mul(2) as usize).min(1 << 30));
+                }
+            }
+            BodyLimit::Tail(max) if buf.capacity() == 0 => {
+                buf.reserve_exact((max.saturating_mul(2) as usize).min(1 << 30));
             }
             _ => {}
         }
+        buf.extend_from_slice(&chunk);
     }
     if let BodyLimit::Tail(max) = limit
         && buf.len() as u64 > max
