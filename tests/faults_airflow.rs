@@ -327,3 +327,38 @@ async fn a_trigger_answered_504_after_it_ran_is_not_sent_again() {
         }
     }
 }
+
+#[tokio::test]
+async fn a_redirect_away_from_the_server_is_refused() {
+    let _one = PROXY.lock().await;
+    for key in SERVERS {
+        let s = proxied(key);
+        let c = AirflowClient::connect(&s).await.unwrap();
+        let prefix = if key == "airflow" { "api/v2" } else { "api/v1" };
+        let own = format!(
+            "{}/{prefix}/dags/compact_documents",
+            s.url.as_str().trim_end_matches('/')
+        );
+        let away = own.replace("127.0.0.1", "localhost");
+        // Elsewhere: refused, naming both URLs, not retried.
+        lab().proxy_clear(key).await;
+        lab().proxy_faults(key, serde_json::json!([{"kind": "status", "status": 307, "method": "GET", "path": "/dags/compact_documents$", "headers": {"Location": away}, "body": ""}])).await;
+        let e = c.dag("compact_documents").await.unwrap_err();
+        let seen = lab().proxy_requests(key).await.len();
+        lab().proxy_clear(key).await;
+        assert!(matches!(e, AirflowError::Transport { .. }), "{key}: {e:?}");
+        let m = e.to_string();
+        assert!(
+            m.contains(&format!(
+                "refusing the redirect from {own} to {away}: it leaves the configured host"
+            )),
+            "{m}"
+        );
+        assert_eq!(seen, 1, "{key}: a refused redirect is not retried");
+        // On the same server: followed.
+        lab().proxy_faults(key, serde_json::json!([{"kind": "status", "status": 307, "method": "GET", "path": "/dags/compact_documents$", "headers": {"Location": own}, "body": "", "count": 1}])).await;
+        let d = c.dag("compact_documents").await;
+        lab().proxy_clear(key).await;
+        assert_eq!(d.unwrap().dag_id, "compact_documents", "{key}");
+    }
+}
