@@ -6,8 +6,7 @@ use thiserror::Error;
 use url::Url;
 
 use super::client::snippet;
-use crate::net::{NetFailure, detail, text_reason};
-use crate::trino::error::fmt_size;
+use crate::net::{NetFailure, detail, fmt_size, text_reason};
 use reqwest::Method;
 
 #[derive(Debug, Error, Clone, PartialEq, Eq)]

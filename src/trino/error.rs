@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use thiserror::Error;
 
-use crate::net::detail;
+use crate::net::{detail, fmt_size};
 
 #[derive(Debug, Error, Clone)]
 pub enum TrinoError {
@@ -85,24 +85,6 @@ fn deadline_text(query_id: &str, deadline: Duration) -> String {
         format!("Trino did not answer the statement within the {d} deadline")
     } else {
         format!("query {query_id} exceeded the {d} deadline and was cancelled")
-    }
-}
-
-/// A byte count the way the config file writes one (`32 MiB`, `9.5 MiB`).
-pub(crate) fn fmt_size(n: u64) -> String {
-    const KIB: u64 = 1024;
-    const MIB: u64 = 1024 * 1024;
-    let (unit, size) = if n >= MIB {
-        ("MiB", MIB)
-    } else if n >= KIB {
-        ("KiB", KIB)
-    } else {
-        return format!("{n} bytes");
-    };
-    if n.is_multiple_of(size) {
-        format!("{} {unit}", n / size)
-    } else {
-        format!("{:.1} {unit}", n as f64 / size as f64)
     }
 }
 
