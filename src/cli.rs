@@ -88,6 +88,10 @@ pub struct CheckArgs {
     /// Only tables matching this glob over schema.table or table (repeat).
     #[arg(long = "table", value_name = "GLOB")]
     pub tables: Vec<String>,
+    /// Overall deadline: past it the check is UNKNOWN (exit 3), naming what was still
+    /// running, and its queries are cancelled on Trino.
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_dur)]
+    pub timeout: Dur,
 }
 
 #[derive(Args, Debug)]

@@ -21,7 +21,18 @@ pub fn http_client(
         .connect_timeout(connect)
         .timeout(request)
         .user_agent(concat!("floe/", env!("CARGO_PKG_VERSION")))
-        .tcp_nodelay(true);
+        .tcp_nodelay(true)
+        // `Content-Length`, not `content-length`: proxies that match header names by case
+        // (and add their own) would otherwise send two lengths upstream.
+        .http1_title_case_headers()
+        .redirect(reqwest::redirect::Policy::custom(|attempt| {
+            let from = attempt.previous().last().cloned();
+            match from.map(|f| redirect_refusal(&f, attempt.url())) {
+                _ if attempt.previous().len() > 5 => attempt.error("more than 5 redirects"),
+                Some(Some(reason)) => attempt.error(reason),
+                _ => attempt.follow(),
+            }
+        }));
     if let Some(ca) = &tls.ca_file {
         let pem =
             std::fs::read(ca).map_err(|e| format!("cannot read CA file {}: {e}", ca.display()))?;
@@ -43,6 +54,43 @@ pub fn http_client(
     }
     b.build()
         .map_err(|e| format!("cannot build HTTP client: {}", error_chain(&e)))
+}
+
+/// Why an HTTP redirect from `from` to `to` is not followed: credentials are sent to the
+/// origin they were configured for only, so a redirect to another host or port, or from
+/// https to http, is refused (reqwest would drop an Authorization header on the way and
+/// turn a clear refusal into a misleading 401, or replay a write elsewhere).
+pub fn redirect_refusal(from: &Url, to: &Url) -> Option<String> {
+    let why = if from.scheme() == "https" && to.scheme() != "https" {
+        "it downgrades https to http"
+    } else if from.host_str() != to.host_str() {
+        "it leaves the configured host"
+    } else if from.scheme() == to.scheme()
+        && from.port_or_known_default() != to.port_or_known_default()
+    {
+        "it leaves the configured port"
+    } else {
+        return None;
+    };
+    Some(format!("refusing the redirect from {from} to {to}: {why}"))
+}
+
+/// A byte count the way the config file writes one (`32 MiB`, `9.5 MiB`).
+pub fn fmt_size(n: u64) -> String {
+    const KIB: u64 = 1024;
+    const MIB: u64 = 1024 * 1024;
+    let (unit, size) = if n >= MIB {
+        ("MiB", MIB)
+    } else if n >= KIB {
+        ("KiB", KIB)
+    } else {
+        return format!("{n} bytes");
+    };
+    if n.is_multiple_of(size) {
+        format!("{} {unit}", n / size)
+    } else {
+        format!("{:.1} {unit}", n as f64 / size as f64)
+    }
 }
 
 /// An error and its sources in one line (reqwest hides the useful part in the chain).
@@ -81,7 +129,9 @@ pub fn transport_kind(e: &reqwest::Error, chain: &str) -> Transport {
         "failed to lookup address",
         "name or service not known",
     ];
-    if permanent.iter().any(|p| c.contains(p)) {
+    // A request that could not be built (a header value that cannot be sent) or a refused
+    // redirect will fail the same way every time.
+    if e.is_builder() || e.is_redirect() || permanent.iter().any(|p| c.contains(p)) {
         Transport::Permanent
     } else if e.is_connect() {
         Transport::Connect
@@ -90,15 +140,63 @@ pub fn transport_kind(e: &reqwest::Error, chain: &str) -> Transport {
     }
 }
 
-/// `Retry-After` in seconds or as an HTTP date.
+/// The longest a `Retry-After` is waited for, whatever the server asks.
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+
+/// `Retry-After` (RFC 9110 §10.2.3): delay seconds or an HTTP date, capped at
+/// [`MAX_RETRY_AFTER`]; `None` when absent or unreadable (the caller backs off as usual).
 pub fn retry_after(h: &HeaderMap) -> Option<Duration> {
-    let v = h.get("retry-after")?.to_str().ok()?.trim();
-    if let Ok(secs) = v.parse::<f64>() {
-        return Some(Duration::from_secs_f64(secs.clamp(0.0, 300.0)));
+    let v = h.get("retry-after")?.to_str().ok()?;
+    parse_retry_after(v, chrono::Utc::now())
+}
+
+/// [`retry_after`] of one header value at `now`. Seconds may carry a fraction; NaN,
+/// infinities and negative numbers are unreadable. A date in the past means now.
+pub fn parse_retry_after(value: &str, now: chrono::DateTime<chrono::Utc>) -> Option<Duration> {
+    let v = value.trim();
+    if v.is_empty() {
+        return None;
     }
-    let when = chrono::DateTime::parse_from_rfc2822(v).ok()?;
-    let delta = when.with_timezone(&chrono::Utc) - chrono::Utc::now();
-    Some(delta.to_std().unwrap_or(Duration::ZERO))
+    if v.bytes().all(|b| b.is_ascii_digit()) {
+        // 1*DIGIT; more digits than a u64 holds is simply "long".
+        let secs = v.parse::<u64>().unwrap_or(u64::MAX);
+        return Some(Duration::from_secs(secs).min(MAX_RETRY_AFTER));
+    }
+    if v.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        let secs = v
+            .parse::<f64>()
+            .ok()
+            .filter(|s| s.is_finite() && *s >= 0.0)?;
+        return Some(Duration::from_secs_f64(
+            secs.min(MAX_RETRY_AFTER.as_secs_f64()),
+        ));
+    }
+    let when = http_date(v)?;
+    let delta = when - now;
+    Some(match delta.to_std() {
+        Ok(d) => d.min(MAX_RETRY_AFTER),
+        Err(_) => Duration::ZERO,
+    })
+}
+
+/// An HTTP date in any of the three forms RFC 9110 §5.6.7 makes recipients accept:
+/// IMF-fixdate, RFC 850 and asctime.
+fn http_date(v: &str) -> Option<chrono::DateTime<chrono::Utc>> {
+    use chrono::{NaiveDateTime, TimeZone, Utc};
+    if let Ok(d) = chrono::DateTime::parse_from_rfc2822(v) {
+        return Some(d.with_timezone(&Utc));
+    }
+    let collapsed = v.split_whitespace().collect::<Vec<_>>().join(" ");
+    for fmt in [
+        "%A, %d-%b-%y %H:%M:%S GMT",
+        "%a %b %e %H:%M:%S %Y",
+        "%a %b %d %H:%M:%S %Y",
+    ] {
+        if let Ok(n) = NaiveDateTime::parse_from_str(&collapsed, fmt) {
+            return Some(Utc.from_utc_datetime(&n));
+        }
+    }
+    None
 }
 
 /// `": reason"` after an error's status and URL, or nothing when there is no reason.
@@ -137,20 +235,37 @@ pub fn text_reason(text: &str) -> String {
 pub enum Idempotency {
     /// Reads, cancels, logins: sent again after any failure that may pass.
     Idempotent,
-    /// Starts or changes something: sent again only after what the policy's
-    /// [`Mutations`] rule takes as proof that it never started.
+    /// Starts or changes something: sent again only after what proves that it never
+    /// started (a refused connection, or what the policy's [`Mutations`] rule recognises).
+    /// Any other failure after it was sent is [`NetFailure::MayHaveRun`].
     Mutation,
 }
 
-/// What, besides a refused connection, a mutation is sent again after.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// What, besides a refused connection, proves that a mutation never started.
+#[derive(Clone, Copy, Debug)]
 pub enum Mutations {
     /// Nothing else: an answer of any status, or an exchange broken half-way, may mean the
-    /// work was done.
+    /// work was done (a gateway's 502/504 may come after it forwarded the request).
     RefusedOnly,
-    /// Also 429 and 502/503/504, as Trino's protocol asks of its clients.
-    BusyStatuses,
+    /// Also a busy answer (429, 502/503/504) this function recognises as the server's own
+    /// refusal to start anything (Trino's 503 while it initialises).
+    RefusedOr(fn(&Reply) -> bool),
 }
+
+/// How much of a body is read (after decoding: a gzip body counts what it inflates to).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BodyLimit {
+    /// At most this many bytes; a longer successful body is [`NetFailure::TooLarge`].
+    Whole(u64),
+    /// The last this many bytes; what came before is counted in [`Reply::cut`] and dropped.
+    Tail(u64),
+}
+
+/// The most of an error status's body that is read (its head: the reason is there).
+pub const MAX_ERROR_BODY: u64 = 64 * 1024;
+
+/// The default cap of a body.
+pub const DEFAULT_MAX_BODY: u64 = 32 * 1024 * 1024;
 
 /// How one request is retried.
 #[derive(Clone, Copy, Debug)]
@@ -161,6 +276,8 @@ pub struct Policy {
     /// How long one request may keep retrying (an earlier deadline given to [`send`] wins).
     pub max_retry_time: Duration,
     pub mutations: Mutations,
+    /// How much of a successful answer's body is read.
+    pub body: BodyLimit,
 }
 
 impl Policy {
@@ -175,7 +292,13 @@ impl Policy {
             max_backoff,
             max_retry_time,
             mutations,
+            body: BodyLimit::Whole(DEFAULT_MAX_BODY),
         }
+    }
+
+    /// The same policy reading bodies as `body` says.
+    pub fn with_body(self, body: BodyLimit) -> Policy {
+        Policy { body, ..self }
     }
 }
 
@@ -184,8 +307,11 @@ impl Policy {
 pub struct Reply {
     pub status: StatusCode,
     pub headers: HeaderMap,
-    /// The body; empty when an error status's body was cut short.
+    /// The body; empty when an error status's body was cut short, only its head (at most
+    /// [`MAX_ERROR_BODY`]) for an error status, only its tail with [`BodyLimit::Tail`].
     pub text: String,
+    /// Bytes dropped from the start of the body ([`BodyLimit::Tail`]).
+    pub cut: u64,
     /// How many times the request was sent.
     pub attempts: u32,
     /// The status asked for another try (429, 502/503/504) and the retry time ran out.
@@ -198,6 +324,12 @@ pub enum NetFailure {
     /// Refused, reset, timed out, TLS or name resolution, a successful answer cut short.
     /// The message says why, and after how many attempts when the retry time ran out.
     Transport { message: String },
+    /// A mutation was sent and what came back does not say whether it was carried out:
+    /// a 502/503/504 that is not the server's own refusal, a connection lost or a timeout
+    /// after the request was sent. The message says which.
+    MayHaveRun { message: String },
+    /// A successful answer's body is longer than [`BodyLimit::Whole`] allows.
+    TooLarge { limit: u64 },
 }
 
 /// What went wrong with one attempt.
@@ -208,6 +340,8 @@ enum Failure {
     },
     /// 429 or 502/503/504.
     Busy(Reply),
+    /// Over the body limit: nothing a retry changes.
+    TooLarge(u64),
 }
 
 impl Failure {
@@ -215,13 +349,33 @@ impl Failure {
         match self {
             Failure::Transport { message, .. } => message.clone(),
             Failure::Busy(r) => format!("HTTP {}", r.status.as_u16()),
+            Failure::TooLarge(limit) => format!("body over {limit} bytes"),
         }
     }
 
     /// The end of the loop: the answer or the failure, marked when the retry time ran out.
-    fn finish(self, attempts: u32, gave_up: bool) -> Result<Reply, NetFailure> {
+    fn finish(
+        self,
+        idempotency: Idempotency,
+        attempts: u32,
+        gave_up: bool,
+    ) -> Result<Reply, NetFailure> {
+        let mutation = idempotency == Idempotency::Mutation;
         match self {
+            Failure::TooLarge(limit) => Err(NetFailure::TooLarge { limit }),
+            Failure::Busy(reply)
+                if mutation && !gave_up && matches!(reply.status.as_u16(), 502..=504) =>
+            {
+                let reason = text_reason(&reply.text);
+                Err(NetFailure::MayHaveRun {
+                    message: format!("HTTP {}{}", reply.status.as_u16(), detail(&reason)),
+                })
+            }
             Failure::Busy(reply) => Ok(Reply { gave_up, ..reply }),
+            Failure::Transport {
+                kind: Transport::Transient,
+                message,
+            } if mutation => Err(NetFailure::MayHaveRun { message }),
             Failure::Transport { message, .. } if gave_up => Err(NetFailure::Transport {
                 message: format!("{message} (gave up after {attempts} attempts)"),
             }),
@@ -234,6 +388,7 @@ impl Failure {
 fn may_retry(policy: &Policy, idempotency: Idempotency, failure: &Failure, attempt: u32) -> bool {
     let idempotent = idempotency == Idempotency::Idempotent;
     match failure {
+        Failure::TooLarge(_) => false,
         // A certificate or a hostname will not fix itself in a second.
         Failure::Transport {
             kind: Transport::Permanent,
@@ -249,12 +404,19 @@ fn may_retry(policy: &Policy, idempotency: Idempotency, failure: &Failure, attem
             kind: Transport::Transient,
             ..
         } => idempotent,
-        Failure::Busy(_) => idempotent || policy.mutations == Mutations::BusyStatuses,
+        Failure::Busy(reply) => {
+            idempotent
+                || match policy.mutations {
+                    Mutations::RefusedOnly => false,
+                    Mutations::RefusedOr(never_started) => never_started(reply),
+                }
+        }
     }
 }
 
 /// Send what `build` makes until it is answered, retrying as `policy` allows for a request
-/// of this `idempotency`: with exponential backoff, after `Retry-After` for 429, and never
+/// of this `idempotency`: with exponential backoff, after `Retry-After` when the answer
+/// has one (429, 502/503/504), and never
 /// past `deadline` nor the policy's retry time. `url` names the request in the log.
 pub async fn send(
     policy: &Policy,
@@ -271,15 +433,15 @@ pub async fn send(
     let mut attempt = 0u32;
     loop {
         attempt += 1;
-        let (failure, wait) = match exchange(build(), attempt, backoff).await {
+        let (failure, wait) = match exchange(build(), attempt, backoff, policy.body).await {
             Ok(reply) => return Ok(reply),
             Err(f) => f,
         };
         if !may_retry(policy, idempotency, &failure, attempt) {
-            return failure.finish(attempt, false);
+            return failure.finish(idempotency, attempt, false);
         }
         if Instant::now() + wait > budget_end {
-            return failure.finish(attempt, true);
+            return failure.finish(idempotency, attempt, true);
         }
         tracing::debug!(%url, attempt, wait_ms = wait.as_millis() as u64, error = %failure.describe(), "retrying request");
         tokio::time::sleep(wait).await;
@@ -292,39 +454,111 @@ async fn exchange(
     req: RequestBuilder,
     attempt: u32,
     backoff: Duration,
+    limit: BodyLimit,
 ) -> Result<Reply, (Failure, Duration)> {
-    let resp = req.send().await.map_err(|e| {
+    let mut resp = req.send().await.map_err(|e| {
         let message = error_chain(&e);
         let kind = transport_kind(&e, &message);
         (Failure::Transport { kind, message }, backoff)
     })?;
     let status = resp.status();
     let headers = resp.headers().clone();
-    let text = match resp.text().await {
-        Ok(t) => t,
-        Err(e) if status.is_success() => {
+    let read = if status.is_success() {
+        limit
+    } else {
+        BodyLimit::Whole(MAX_ERROR_BODY)
+    };
+    let (text, cut) = match read_body(&mut resp, read, !status.is_success()).await {
+        Ok(body) => body,
+        Err(BodyError::TooLarge(limit)) => return Err((Failure::TooLarge(limit), backoff)),
+        Err(BodyError::Cut(e)) if status.is_success() => {
             let message = format!("response cut short: {}", error_chain(&e));
             let kind = Transport::Transient;
             return Err((Failure::Transport { kind, message }, backoff));
         }
         // An error status says what happened even when its body is lost.
-        Err(_) => String::new(),
+        Err(BodyError::Cut(_)) => (String::new(), 0),
     };
     let reply = Reply {
         status,
         headers,
         text,
+        cut,
         attempts: attempt,
         gave_up: false,
     };
     match status.as_u16() {
-        429 => {
+        // A 503 may say when to come back too (RFC 9110 §10.2.3).
+        429 | 502..=504 => {
             let wait = retry_after(&reply.headers).unwrap_or(backoff);
             Err((Failure::Busy(reply), wait))
         }
-        502..=504 => Err((Failure::Busy(reply), backoff)),
         _ => Ok(reply),
     }
+}
+
+enum BodyError {
+    TooLarge(u64),
+    Cut(reqwest::Error),
+}
+
+/// Read a body chunk by chunk (decoded as it streams), never holding more than the limit:
+/// with [`BodyLimit::Whole`] stop past it (an error, or with `head_only` the head kept),
+/// with [`BodyLimit::Tail`] keep its last bytes. The text and the bytes dropped before it.
+async fn read_body(
+    resp: &mut reqwest::Response,
+    limit: BodyLimit,
+    head_only: bool,
+) -> Result<(String, u64), BodyError> {
+    let mut buf: Vec<u8> = Vec::new();
+    let mut dropped: u64 = 0;
+    while let Some(chunk) = resp.chunk().await.map_err(BodyError::Cut)? {
+        let after = (buf.len() + chunk.len()) as u64;
+        match limit {
+            BodyLimit::Whole(max) if after > max => {
+                if head_only {
+                    let room = max as usize - buf.len();
+                    buf.extend_from_slice(&chunk[..room]);
+                    break;
+                }
+                return Err(BodyError::TooLarge(max));
+            }
+            // Keep between `max` and `2 * max` bytes, so the buffer never grows past that.
+            BodyLimit::Tail(max) if after > max.saturating_mul(2) => {
+                let excess = (after - max).min(buf.len() as u64) as usize;
+                buf.drain(..excess);
+                dropped += excess as u64;
+                if buf.capacity() == 0 {
+                    buf.reserve_exact((max.saturating_mul(2) as usize).min(1 << 30));
+                }
+            }
+            BodyLimit::Tail(max) if buf.capacity() == 0 => {
+                buf.reserve_exact((max.saturating_mul(2) as usize).min(1 << 30));
+            }
+            _ => {}
+        }
+        buf.extend_from_slice(&chunk);
+    }
+    if let BodyLimit::Tail(max) = limit
+        && buf.len() as u64 > max
+    {
+        let excess = buf.len() - max as usize;
+        buf.drain(..excess);
+        dropped += excess as u64;
+    }
+    let mut start = 0;
+    if dropped > 0 {
+        // Do not begin inside a UTF-8 sequence.
+        while start < buf.len() && start < 3 && (buf[start] & 0xC0) == 0x80 {
+            start += 1;
+        }
+        dropped += start as u64;
+    }
+    let text = match String::from_utf8(buf.split_off(start)) {
+        Ok(t) => t,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    };
+    Ok((text, dropped))
 }
 
 #[cfg(test)]
@@ -332,35 +566,40 @@ mod tests {
     use super::*;
     use reqwest::header::HeaderValue;
 
-    fn busy(status: u16) -> Failure {
-        Failure::Busy(Reply {
+    fn reply(status: u16, text: &str) -> Reply {
+        Reply {
             status: StatusCode::from_u16(status).unwrap(),
             headers: HeaderMap::new(),
-            text: String::new(),
+            text: text.into(),
+            cut: 0,
             attempts: 1,
             gave_up: false,
-        })
+        }
+    }
+
+    fn busy(status: u16) -> Failure {
+        Failure::Busy(reply(status, ""))
     }
 
     fn transport(kind: Transport) -> Failure {
         Failure::Transport {
             kind,
-            message: String::new(),
+            message: "connection closed before message completed".into(),
         }
+    }
+
+    fn starting(r: &Reply) -> bool {
+        r.status == StatusCode::SERVICE_UNAVAILABLE && r.text.contains("still initializing")
     }
 
     #[test]
     fn what_is_sent_again() {
         use Idempotency::{Idempotent, Mutation};
-        let policy = |mutations| Policy {
-            initial_backoff: Duration::ZERO,
-            max_backoff: Duration::ZERO,
-            max_retry_time: Duration::ZERO,
-            mutations,
-        };
-        let busy_too = policy(Mutations::BusyStatuses);
+        let policy =
+            |mutations| Policy::new(Duration::ZERO, Duration::ZERO, Duration::ZERO, mutations);
+        let own_503 = policy(Mutations::RefusedOr(starting));
         let refused_only = policy(Mutations::RefusedOnly);
-        for p in [&busy_too, &refused_only] {
+        for p in [&own_503, &refused_only] {
             assert!(!may_retry(
                 p,
                 Idempotent,
@@ -376,14 +615,74 @@ mod tests {
                 9
             ));
             assert!(!may_retry(p, Mutation, &transport(Transport::Transient), 1));
+            assert!(!may_retry(p, Idempotent, &Failure::TooLarge(1), 1));
             for status in [429, 502, 503, 504] {
                 assert!(may_retry(p, Idempotent, &busy(status), 9));
+                assert!(!may_retry(p, Mutation, &busy(status), 1), "{status}");
             }
         }
-        for status in [429, 502, 503, 504] {
-            assert!(may_retry(&busy_too, Mutation, &busy(status), 1));
-            assert!(!may_retry(&refused_only, Mutation, &busy(status), 1));
+        let trino_503 = Failure::Busy(reply(503, "Trino server is still initializing"));
+        assert!(may_retry(&own_503, Mutation, &trino_503, 1));
+        assert!(!may_retry(&refused_only, Mutation, &trino_503, 1));
+    }
+
+    #[test]
+    fn a_mutation_without_a_clear_answer_may_have_run() {
+        use Idempotency::{Idempotent, Mutation};
+        for status in [502, 503, 504] {
+            let e = busy(status).finish(Mutation, 1, false).unwrap_err();
+            assert!(
+                matches!(&e, NetFailure::MayHaveRun { message } if message.starts_with(&format!("HTTP {status}"))),
+                "{e:?}"
+            );
+            assert!(busy(status).finish(Idempotent, 1, false).is_ok());
         }
+        let e = transport(Transport::Transient)
+            .finish(Mutation, 1, false)
+            .unwrap_err();
+        assert!(matches!(e, NetFailure::MayHaveRun { .. }), "{e:?}");
+        // The server's own refusal, retried until the time ran out: it never started.
+        let r = Failure::Busy(reply(503, "Trino server is still initializing"))
+            .finish(Mutation, 5, true)
+            .unwrap();
+        assert!(r.gave_up);
+        // 429 is an answer, not an ambiguity.
+        assert_eq!(busy(429).finish(Mutation, 1, false).unwrap().status, 429);
+        let e = transport(Transport::Connect)
+            .finish(Mutation, 4, false)
+            .unwrap_err();
+        assert!(matches!(e, NetFailure::Transport { .. }), "{e:?}");
+    }
+
+    #[test]
+    fn sizes_read_like_the_config_file() {
+        assert_eq!(fmt_size(32 * 1024 * 1024), "32 MiB");
+        assert_eq!(fmt_size(9 * 1024 * 1024 + 512 * 1024), "9.5 MiB");
+        assert_eq!(fmt_size(64 * 1024), "64 KiB");
+        assert_eq!(fmt_size(1000), "1000 bytes");
+    }
+
+    #[test]
+    fn redirects_stay_on_their_origin() {
+        let u = |s: &str| s.parse::<Url>().unwrap();
+        let from = u("https://airflow.example/api/v2/dags");
+        assert_eq!(
+            redirect_refusal(&from, &u("https://airflow.example/api/v2/dags/")),
+            None
+        );
+        let m = redirect_refusal(&from, &u("http://airflow.example/api/v2/dags")).unwrap();
+        assert_eq!(
+            m,
+            "refusing the redirect from https://airflow.example/api/v2/dags to http://airflow.example/api/v2/dags: it downgrades https to http"
+        );
+        assert!(redirect_refusal(&from, &u("https://sso.example/login")).is_some());
+        assert!(redirect_refusal(&from, &u("https://airflow.example:8443/x")).is_some());
+        // An upgrade to https on the same host is followed.
+        let plain = u("http://airflow.example/api/v2/dags");
+        assert_eq!(
+            redirect_refusal(&plain, &u("https://airflow.example/api/v2/dags")),
+            None
+        );
     }
 
     #[test]
@@ -403,6 +702,52 @@ mod tests {
         h.insert("retry-after", HeaderValue::from_static("soon"));
         assert_eq!(retry_after(&h), None);
         h.insert("retry-after", HeaderValue::from_static("86400"));
-        assert_eq!(retry_after(&h), Some(Duration::from_secs(300)), "capped");
+        assert_eq!(retry_after(&h), Some(MAX_RETRY_AFTER), "capped");
+    }
+
+    #[test]
+    fn retry_after_never_panics_and_stays_capped() {
+        let now = chrono::DateTime::parse_from_rfc3339("2026-11-30T12:00:00Z")
+            .unwrap()
+            .with_timezone(&chrono::Utc);
+        let p = |v: &str| parse_retry_after(v, now);
+        for garbage in [
+            "NaN",
+            "nan",
+            "inf",
+            "-inf",
+            "Infinity",
+            "-1",
+            "-0.5",
+            "1e30",
+            "1e400",
+            "",
+            "  ",
+            "soon",
+            "0x10",
+            "1.2.3",
+            "+5",
+            "Wed, 99 Oct 2015 07:28:00 GMT",
+            "\u{0}",
+        ] {
+            assert_eq!(p(garbage), None, "{garbage:?}");
+        }
+        assert_eq!(p("0"), Some(Duration::ZERO));
+        assert_eq!(p(" 7 "), Some(Duration::from_secs(7)));
+        assert_eq!(p("1.5"), Some(Duration::from_millis(1500)));
+        assert_eq!(p("99999999999999999999999999"), Some(MAX_RETRY_AFTER));
+        assert_eq!(p("3600.5"), Some(MAX_RETRY_AFTER));
+        // The three HTTP-date forms of RFC 9110.
+        assert_eq!(
+            p("Mon, 30 Nov 2026 12:00:10 GMT"),
+            Some(Duration::from_secs(10))
+        );
+        assert_eq!(
+            p("Monday, 30-Nov-26 12:00:10 GMT"),
+            Some(Duration::from_secs(10))
+        );
+        assert_eq!(p("Mon Nov 30 12:00:10 2026"), Some(Duration::from_secs(10)));
+        assert_eq!(p("Wed, 01 Jan 3000 00:00:00 GMT"), Some(MAX_RETRY_AFTER));
+        assert_eq!(p("Thu, 01 Jan 1970 00:00:00 GMT"), Some(Duration::ZERO));
     }
 }

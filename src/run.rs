@@ -27,7 +27,11 @@ pub fn main() -> ExitCode {
             };
             let _log = init_logging(&settings.log_dir);
             let rt = runtime();
-            let report = rt.block_on(crate::report::check::run(&settings, &args.tables));
+            let report = rt.block_on(crate::report::check::run_within(
+                &settings,
+                &args.tables,
+                args.timeout.0,
+            ));
             let text = report.render(args.format);
             let code = report.exit_code();
             match &args.output {

@@ -75,6 +75,8 @@ fn settings_as(server: Server, user: &str, password: &str) -> AirflowSettings {
         dag_ids: vec![],
         runs: 25,
         test_connections: true,
+        max_response_size: floe::config::DEFAULT_MAX_RESPONSE_SIZE,
+        max_log_size: floe::config::DEFAULT_MAX_LOG_SIZE,
     }
 }
 

@@ -137,7 +137,14 @@ impl AirflowClient {
         let url = join(&self.inner.base, "auth/token")?;
         let body = json!({"username": user, "password": password.expose_secret()});
         let r = self
-            .exchange(Method::POST, &url, Payload::Json(&body), JSON, false)
+            .exchange(
+                Method::POST,
+                &url,
+                Payload::Json(&body),
+                JSON,
+                false,
+                self.json_limit(),
+            )
             .await?;
         drop(body);
         if !r.status.is_success() {

@@ -22,7 +22,7 @@ use super::detect::detect;
 use super::error::{AirflowError, body_message};
 use super::model::{ApiVersion, ServerVersion};
 use crate::config::{AirflowSettings, TlsSettings};
-use crate::net::{self, Idempotency, Mutations, Reply, http_client};
+use crate::net::{self, BodyLimit, Idempotency, Mutations, Reply, http_client};
 
 /// Never follow more pages than this in one listing (a server that ignores `offset`).
 const MAX_PAGES: usize = 500;
@@ -86,6 +86,10 @@ pub(super) struct Inner {
     pub(super) auth: AuthMode,
     retry: RetryPolicy,
     page_size: usize,
+    /// `airflow.max_response_size`.
+    max_response_size: u64,
+    /// `airflow.max_log_size`.
+    pub(super) max_log_size: u64,
     pub(super) runs_window: usize,
     pub(super) dag_tags: Vec<String>,
     pub(super) dag_ids: Vec<String>,
@@ -156,6 +160,7 @@ impl AirflowClient {
         settings: &AirflowSettings,
         opts: ClientOptions,
     ) -> Result<AirflowClient, AirflowError> {
+        check_sendable(settings)?;
         let http = build_http(&settings.tls, &opts)?;
         let base = with_slash(&settings.url);
         let (api, version) = detect(&http, &base, settings, &opts.retry).await?;
@@ -169,6 +174,8 @@ impl AirflowClient {
                 auth,
                 retry: opts.retry,
                 page_size: opts.page_size.clamp(1, 1000),
+                max_response_size: settings.max_response_size,
+                max_log_size: settings.max_log_size,
                 runs_window: settings.runs.max(1),
                 dag_tags: settings.dag_tags.clone(),
                 dag_ids: settings.dag_ids.clone(),
@@ -296,11 +303,24 @@ impl AirflowClient {
         body: Payload<'_>,
         accept: &str,
     ) -> Result<Reply, AirflowError> {
+        let limit = BodyLimit::Whole(self.inner.max_response_size);
+        self.call_reading(method, url, body, accept, limit).await
+    }
+
+    /// [`call`](Self::call), reading the body as `limit` says.
+    pub(super) async fn call_reading(
+        &self,
+        method: Method,
+        url: &Url,
+        body: Payload<'_>,
+        accept: &str,
+        limit: BodyLimit,
+    ) -> Result<Reply, AirflowError> {
         let mut renewed = false;
         loop {
             let generation = self.token_generation();
             let r = self
-                .exchange(method.clone(), url, body, accept, true)
+                .exchange(method.clone(), url, body, accept, true, limit)
                 .await?;
             if r.status.is_success() {
                 return Ok(r);
@@ -320,7 +340,9 @@ impl AirflowClient {
 
     /// One HTTP exchange with retries: GETs (and the login) through 502/503/504, 429 and
     /// transport failures; other writes only through connection failures, when nothing
-    /// reached the server.
+    /// reached the server. A write answered 502/503/504, or whose connection was lost or
+    /// timed out after it was sent, is [`AirflowError::MayHaveRun`]: a trigger sent again
+    /// would be a second run.
     pub(super) async fn exchange(
         &self,
         method: Method,
@@ -328,6 +350,7 @@ impl AirflowClient {
         body: Payload<'_>,
         accept: &str,
         authorize: bool,
+        limit: BodyLimit,
     ) -> Result<Reply, AirflowError> {
         let idempotency = if method == Method::GET || !authorize {
             Idempotency::Idempotent
@@ -348,13 +371,35 @@ impl AirflowClient {
             }
             req
         };
-        net::send(&self.inner.retry.policy(), idempotency, None, url, build)
+        let policy = self.inner.retry.policy().with_body(limit);
+        net::send(&policy, idempotency, None, url, build)
             .await
-            .map_err(|f| AirflowError::from_net(url, f))
+            .map_err(|f| AirflowError::from_net(&method, url, f))
+    }
+
+    /// The default body limit of this client.
+    pub(super) fn json_limit(&self) -> BodyLimit {
+        BodyLimit::Whole(self.inner.max_response_size)
     }
 }
 
 pub(super) const JSON: &str = "application/json";
+
+/// A static token that cannot travel in an HTTP header (a newline from a file or a
+/// command) is an error naming its setting, before anything is sent: left out, it would
+/// turn into a misleading 401.
+fn check_sendable(settings: &AirflowSettings) -> Result<(), AirflowError> {
+    use secrecy::ExposeSecret;
+    if let Some(token) = &settings.token
+        && reqwest::header::HeaderValue::from_str(&format!("Bearer {}", token.expose_secret()))
+            .is_err()
+    {
+        return Err(AirflowError::Config(
+            "the Airflow token (FLOE_AIRFLOW_TOKEN, airflow.token_env or airflow.token_command) cannot be sent in an HTTP header: it contains a line break or another control character".into(),
+        ));
+    }
+    Ok(())
+}
 
 fn build_http(tls: &TlsSettings, opts: &ClientOptions) -> Result<reqwest::Client, AirflowError> {
     http_client(tls, opts.connect_timeout, opts.request_timeout).map_err(AirflowError::Config)
@@ -406,6 +451,34 @@ mod tests {
         );
         assert_eq!(encode_segment("a/b c"), "a%2Fb%20c");
         assert_eq!(encode_segment("compact_documents"), "compact_documents");
+    }
+
+    #[test]
+    fn a_token_that_cannot_be_sent_is_an_error_naming_its_setting() {
+        let mut s = AirflowSettings {
+            url: "http://127.0.0.1:1".parse().unwrap(),
+            user: None,
+            password: None,
+            token: Some(secrecy::SecretString::from("abc.def\n".to_string())),
+            api: crate::config::AirflowApi::Auto,
+            tls: TlsSettings {
+                ca_file: None,
+                insecure_skip_verify: false,
+            },
+            dag_tags: vec![],
+            dag_ids: vec![],
+            runs: 1,
+            test_connections: false,
+            max_response_size: 1 << 20,
+            max_log_size: 1 << 20,
+        };
+        let m = check_sendable(&s).unwrap_err().to_string();
+        assert!(
+            m.contains("FLOE_AIRFLOW_TOKEN") && !m.contains("abc.def"),
+            "{m}"
+        );
+        s.token = Some(secrecy::SecretString::from("abc.def".to_string()));
+        assert!(check_sendable(&s).is_ok());
     }
 
     #[test]

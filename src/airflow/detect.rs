@@ -7,7 +7,7 @@ use super::client::{JSON, RetryPolicy, join, snippet};
 use super::error::{AirflowError, body_message};
 use super::model::{ApiVersion, ServerVersion, major_of};
 use crate::config::{AirflowApi, AirflowSettings};
-use crate::net::{self, Idempotency, Reply};
+use crate::net::{self, BodyLimit, Idempotency, Reply};
 
 /// Find the server and its major version. Version endpoints need no auth on 2.10 and 3.x;
 /// credentials are sent to v1's only if it asks for them.
@@ -98,7 +98,10 @@ async fn get_version(
             _ => req,
         }
     };
-    net::send(&retry.policy(), Idempotency::Idempotent, None, url, build)
+    let policy = retry
+        .policy()
+        .with_body(BodyLimit::Whole(settings.max_response_size));
+    net::send(&policy, Idempotency::Idempotent, None, url, build)
         .await
-        .map_err(|f| AirflowError::from_net(url, f))
+        .map_err(|f| AirflowError::from_net(&reqwest::Method::GET, url, f))
 }

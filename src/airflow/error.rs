@@ -6,7 +6,8 @@ use thiserror::Error;
 use url::Url;
 
 use super::client::snippet;
-use crate::net::{NetFailure, detail, text_reason};
+use crate::net::{NetFailure, detail, fmt_size, text_reason};
+use reqwest::Method;
 
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum AirflowError {
@@ -41,6 +42,24 @@ pub enum AirflowError {
         version: String,
         message: String,
     },
+    /// A write was sent and what came back does not say whether Airflow carried it out
+    /// (a gateway's 502/503/504, a connection lost or a timeout after it was sent). It is
+    /// never sent again: a trigger sent twice is two runs.
+    #[error(
+        "{method} {url} may have been carried out: {message}; it was not sent again, check on the server before retrying"
+    )]
+    MayHaveRun {
+        method: String,
+        url: String,
+        message: String,
+    },
+    /// An answer longer than its limit.
+    #[error("response from {url} is larger than {} ({key})", fmt_size(*.limit))]
+    TooLarge {
+        url: String,
+        limit: u64,
+        key: &'static str,
+    },
     /// Client-side configuration (bad CA file, bad URL).
     #[error("{0}")]
     Config(String),
@@ -65,6 +84,8 @@ impl AirflowError {
             AirflowError::Malformed { .. } => "MALFORMED_RESPONSE",
             AirflowError::NotAirflow { .. } => "NOT_AIRFLOW",
             AirflowError::Unsupported { .. } => "UNSUPPORTED_VERSION",
+            AirflowError::MayHaveRun { .. } => "OUTCOME_UNKNOWN",
+            AirflowError::TooLarge { .. } => "RESPONSE_TOO_LARGE",
             AirflowError::Config(_) => "CONFIG",
         }
     }
@@ -83,11 +104,21 @@ impl AirflowError {
     }
 
     /// What the retry loop could not get an answer for.
-    pub(crate) fn from_net(url: &Url, failure: NetFailure) -> AirflowError {
+    pub(crate) fn from_net(method: &Method, url: &Url, failure: NetFailure) -> AirflowError {
         match failure {
             NetFailure::Transport { message } => AirflowError::Transport {
                 url: url.to_string(),
                 message,
+            },
+            NetFailure::MayHaveRun { message } => AirflowError::MayHaveRun {
+                method: method.to_string(),
+                url: url.to_string(),
+                message,
+            },
+            NetFailure::TooLarge { limit } => AirflowError::TooLarge {
+                url: url.to_string(),
+                limit,
+                key: "airflow.max_response_size",
             },
         }
     }

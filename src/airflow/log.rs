@@ -81,13 +81,14 @@ fn json_str(v: &Value) -> Option<String> {
 /// Decode a v2 log document: `{"content": [message…], "continuation_token": …}`.
 /// Also accepts a bare list of messages and NDJSON text (one message per line).
 pub fn parse_v2(doc: &Value) -> TaskLog {
+    let none = Vec::new();
     let (messages, token) = match doc {
-        Value::Array(a) => (a.clone(), None),
+        Value::Array(a) => (a, None),
         Value::Object(_) => (
-            doc["content"].as_array().cloned().unwrap_or_default(),
+            doc["content"].as_array().unwrap_or(&none),
             doc["continuation_token"].as_str().map(str::to_string),
         ),
-        _ => (Vec::new(), None),
+        _ => (&none, None),
     };
     let mut log = TaskLog {
         continuation_token: token,
@@ -95,7 +96,7 @@ pub fn parse_v2(doc: &Value) -> TaskLog {
     };
     let mut exception_line: Option<String> = None;
     let mut last_error_event: Option<String> = None;
-    for m in &messages {
+    for m in messages {
         let (event, ts, level) = match m {
             Value::String(s) => (s.clone(), None, None),
             Value::Object(_) => (

@@ -14,6 +14,7 @@ mod endpoints;
 pub mod error;
 pub mod facts;
 pub mod log;
+mod log_tail;
 pub mod model;
 pub mod scan;
 pub mod wire;

@@ -52,10 +52,33 @@ pub async fn facts(
     default_interval: Duration,
     concurrency: usize,
 ) -> BTreeMap<String, Result<DagFacts, String>> {
+    let nothing = |_: &str| ();
+    facts_observed(
+        client,
+        dags,
+        intervals,
+        default_interval,
+        concurrency,
+        &nothing,
+    )
+    .await
+}
+
+/// [`facts`], telling `started` the id of each DAG whose reads begin; what `started`
+/// returns is dropped when they end (a guard that marks the DAG done).
+pub async fn facts_observed<G>(
+    client: &AirflowClient,
+    dags: &[Dag],
+    intervals: &BTreeMap<String, Duration>,
+    default_interval: Duration,
+    concurrency: usize,
+    started: &(dyn Fn(&str) -> G + Sync),
+) -> BTreeMap<String, Result<DagFacts, String>> {
     futures::stream::iter(dags.iter().cloned())
         .map(|dag| {
             let interval = intervals.get(&dag.dag_id).copied();
             async move {
+                let _running = started(&dag.dag_id);
                 let r = client
                     .fetch_facts(&dag, interval.unwrap_or(default_interval))
                     .await

@@ -58,6 +58,7 @@ pub struct TrinoFile {
     pub session: Option<BTreeMap<String, String>>,
     pub source: Option<String>,
     pub client_tags: Option<Vec<String>>,
+    pub max_response_size: Option<Bytes>,
 }
 
 #[derive(Debug, Default, Deserialize, Clone)]
@@ -76,6 +77,8 @@ pub struct AirflowFile {
     pub dag_ids: Option<Vec<String>>,
     pub runs: Option<usize>,
     pub test_connections: Option<bool>,
+    pub max_response_size: Option<Bytes>,
+    pub max_log_size: Option<Bytes>,
 }
 
 #[derive(Debug, Default, Deserialize, Clone)]
@@ -153,6 +156,7 @@ pub(super) fn merge_trino(base: TrinoFile, over: TrinoFile) -> TrinoFile {
         },
         source: over.source.or(base.source),
         client_tags: over.client_tags.or(base.client_tags),
+        max_response_size: over.max_response_size.or(base.max_response_size),
     }
 }
 
@@ -171,5 +175,7 @@ pub(super) fn merge_airflow(base: AirflowFile, over: AirflowFile) -> AirflowFile
         dag_ids: over.dag_ids.or(base.dag_ids),
         runs: over.runs.or(base.runs),
         test_connections: over.test_connections.or(base.test_connections),
+        max_response_size: over.max_response_size.or(base.max_response_size),
+        max_log_size: over.max_log_size.or(base.max_log_size),
     }
 }

@@ -10,9 +10,10 @@ use url::Url;
 use super::file::{AuthKind, FileConfig, HealthFile, ProfileFile, merge_airflow, merge_trino};
 use super::secrets::{SecretKind, env_bool, env_dur, secret};
 use super::settings::{
-    AirflowSettings, Auth, Dirs, MIN_REFRESH, MaintenanceMapping, Overrides, Settings, TlsSettings,
-    TrinoSettings,
+    AirflowSettings, Auth, DEFAULT_MAX_LOG_SIZE, DEFAULT_MAX_RESPONSE_SIZE, Dirs, MIN_REFRESH,
+    MaintenanceMapping, Overrides, Settings, TlsSettings, TrinoSettings,
 };
+use super::units::Bytes;
 use super::{ConfigError, err, keys, uri};
 use crate::health::HealthConfig;
 use crate::lakehouse::sql::split_table_name;
@@ -280,6 +281,11 @@ impl Layers<'_> {
             session: t.session.clone().unwrap_or_default(),
             source: t.source.clone().unwrap_or_else(|| "floe".into()),
             client_tags: t.client_tags.clone().unwrap_or_default(),
+            max_response_size: size(
+                t.max_response_size,
+                DEFAULT_MAX_RESPONSE_SIZE,
+                &self.key_in("trino.max_response_size"),
+            )?,
         })
     }
 
@@ -427,6 +433,16 @@ impl Layers<'_> {
             dag_ids: a.dag_ids.clone().unwrap_or_default(),
             runs: a.runs.unwrap_or(25).clamp(1, 100),
             test_connections: a.test_connections.unwrap_or(true),
+            max_response_size: size(
+                a.max_response_size,
+                DEFAULT_MAX_RESPONSE_SIZE,
+                &self.key_in("airflow.max_response_size"),
+            )?,
+            max_log_size: size(
+                a.max_log_size,
+                DEFAULT_MAX_LOG_SIZE,
+                &self.key_in("airflow.max_log_size"),
+            )?,
         }))
     }
 
@@ -551,6 +567,16 @@ fn build_health(
         )));
     }
     Ok(h)
+}
+
+/// A response-size limit: at least 64 KiB (smaller would refuse ordinary answers).
+fn size(value: Option<Bytes>, default: u64, key: &str) -> Result<u64, ConfigError> {
+    const MIN: u64 = 64 * 1024;
+    match value {
+        None => Ok(default),
+        Some(Bytes(n)) if n >= MIN => Ok(n),
+        Some(b) => Err(err(format!("{key}: {b} is too small (at least 64KiB)"))),
+    }
 }
 
 /// Credentials never cross the network in clear text: over `http://` they are refused,

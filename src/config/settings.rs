@@ -48,6 +48,8 @@ pub struct TrinoSettings {
     pub session: BTreeMap<String, String>,
     pub source: String,
     pub client_tags: Vec<String>,
+    /// The longest answer read from Trino, decoded (`trino.max_response_size`).
+    pub max_response_size: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -62,7 +64,16 @@ pub struct AirflowSettings {
     pub dag_ids: Vec<String>,
     pub runs: usize,
     pub test_connections: bool,
+    /// The longest JSON answer read from Airflow, decoded (`airflow.max_response_size`).
+    pub max_response_size: u64,
+    /// The most of a task log kept, its end (`airflow.max_log_size`).
+    pub max_log_size: u64,
 }
+
+/// Default of `trino.max_response_size` and `airflow.max_response_size`.
+pub const DEFAULT_MAX_RESPONSE_SIZE: u64 = 32 * 1024 * 1024;
+/// Default of `airflow.max_log_size`.
+pub const DEFAULT_MAX_LOG_SIZE: u64 = 8 * 1024 * 1024;
 
 /// `[[maintenance]]`: a table's maintenance DAG (the type lives with the mapping rules).
 pub use crate::health::mapping::MaintenanceMapping;

@@ -595,6 +595,8 @@ fn example_config_parses_and_documents_every_key() {
         "dag_tags",
         "dag_ids",
         "test_connections",
+        "max_response_size",
+        "max_log_size",
         "target_file_size",
         "small_file_ratio",
         "min_small_files",

@@ -157,6 +157,7 @@ pub async fn run_plan(
                     // A compaction may run for hours; the operator cancels, not a timer.
                     deadline: Some(None),
                     session: plan.session.clone(),
+                    mutation: true,
                 },
             )
             .await;

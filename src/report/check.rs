@@ -2,6 +2,8 @@
 //! maintenance DAGs, correlate, evaluate.
 
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use chrono::Utc;
 use futures::StreamExt;
@@ -22,7 +24,70 @@ struct AirflowRead {
     findings: Vec<Finding>,
 }
 
-async fn read_airflow(settings: &Settings) -> Option<AirflowRead> {
+/// The default of `floe check --timeout`.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// What is still running, for the message of a check that ran out of time.
+#[derive(Clone, Default)]
+struct Running(Arc<Mutex<Vec<String>>>);
+
+/// Marks one piece of work done when dropped (finished or abandoned).
+struct RunningGuard {
+    running: Running,
+    what: String,
+}
+
+impl Running {
+    fn start(&self, what: String) -> RunningGuard {
+        if let Ok(mut v) = self.0.lock() {
+            v.push(what.clone());
+        }
+        RunningGuard {
+            running: self.clone(),
+            what,
+        }
+    }
+
+    fn snapshot(&self) -> Vec<String> {
+        self.0.lock().map(|v| v.clone()).unwrap_or_default()
+    }
+}
+
+impl Drop for RunningGuard {
+    fn drop(&mut self) {
+        if let Ok(mut v) = self.running.0.lock()
+            && let Some(i) = v.iter().position(|w| *w == self.what)
+        {
+            v.remove(i);
+        }
+    }
+}
+
+/// The message of a check that ran out of time: what was still running, at most ten.
+fn timed_out(timeout: Duration, running: &[String]) -> String {
+    let mut m = format!(
+        "the check did not finish within its {} timeout (--timeout)",
+        humantime::format_duration(timeout)
+    );
+    if running.is_empty() {
+        return m;
+    }
+    m.push_str("; still running: ");
+    m.push_str(
+        &running
+            .iter()
+            .take(10)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("; "),
+    );
+    if running.len() > 10 {
+        m.push_str(&format!("; and {} more", running.len() - 10));
+    }
+    m
+}
+
+async fn read_airflow(settings: &Settings, running: &Running) -> Option<AirflowRead> {
     let a = settings.airflow.as_ref()?;
     let mut info = AirflowInfo {
         url: a.url.to_string(),
@@ -43,30 +108,40 @@ async fn read_airflow(settings: &Settings) -> Option<AirflowRead> {
         },
         dags: Vec::new(),
     };
+    let connecting = running.start(format!("Airflow: connecting to {}", a.url));
     let client = match AirflowClient::connect(a).await {
         Ok(c) => c,
         Err(e) => return Some(unreachable(info, e.to_string())),
     };
+    drop(connecting);
     info.version = Some(client.server_version().version.clone());
     info.api = Some(client.api().to_string());
+    let listing = running.start(format!("Airflow: listing the DAGs of {}", a.url));
     let list = match scan::list(&client).await {
         Ok(l) => l,
         Err(e) => return Some(unreachable(info, e.to_string())),
     };
+    drop(listing);
     let intervals: BTreeMap<String, std::time::Duration> = settings
         .maintenance
         .iter()
         .filter_map(|m| Some((m.dag_id.clone(), m.interval?)))
         .collect();
+    let started = |dag_id: &str| running.start(format!("Airflow: runs and logs of DAG {dag_id}"));
+    let connections = async {
+        let _testing = running.start(format!("Airflow: the connections of {}", a.url));
+        scan::connection_findings(&client, &settings.trino.url, a.test_connections).await
+    };
     let (mut facts, conn) = tokio::join!(
-        scan::facts(
+        scan::facts_observed(
             &client,
             &list.dags,
             &intervals,
             settings.health.dag_interval,
-            settings.max_concurrent_queries
+            settings.max_concurrent_queries,
+            &started
         ),
-        scan::connection_findings(&client, &settings.trino.url, a.test_connections)
+        connections
     );
     let mut findings = scan::server_findings(&list);
     findings.extend(conn);
@@ -88,11 +163,35 @@ async fn read_airflow(settings: &Settings) -> Option<AirflowRead> {
 }
 
 /// Evaluate every table the settings select (plus `--table` globs), and the maintenance
-/// DAGs when Airflow is configured.
+/// DAGs when Airflow is configured, within [`DEFAULT_TIMEOUT`].
 pub async fn run(settings: &Settings, globs: &[String]) -> Report {
-    let started = Utc::now();
-    let mut report = Report {
-        generated_at: started,
+    run_within(settings, globs, DEFAULT_TIMEOUT).await
+}
+
+/// [`run`] with an overall deadline: past `timeout` the report is UNKNOWN (exit 3) and
+/// names what was still running (which tables' statements, which Airflow calls); the
+/// statements still running are cancelled on Trino.
+pub async fn run_within(settings: &Settings, globs: &[String], timeout: Duration) -> Report {
+    let running = Running::default();
+    let mut work = Box::pin(run_tracked(settings, globs, &running));
+    tokio::select! {
+        report = &mut work => report,
+        _ = tokio::time::sleep(timeout) => {
+            let still = running.snapshot();
+            // Dropping the work sends DELETE for every query it had running; give those
+            // requests a moment before the process exits.
+            drop(work);
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            let mut report = empty_report(settings);
+            report.fatal = Some(timed_out(timeout, &still));
+            report
+        }
+    }
+}
+
+fn empty_report(settings: &Settings) -> Report {
+    Report {
+        generated_at: Utc::now(),
         profile: settings.profile.clone(),
         trino: TrinoInfo {
             url: settings.trino.url.to_string(),
@@ -105,7 +204,11 @@ pub async fn run(settings: &Settings, globs: &[String]) -> Report {
         findings: Vec::new(),
         fatal: None,
         warnings: settings.warnings(),
-    };
+    }
+}
+
+async fn run_tracked(settings: &Settings, globs: &[String], running: &Running) -> Report {
+    let mut report = empty_report(settings);
     let client = match Client::from_settings(&settings.trino, settings.query_timeout) {
         Ok(c) => c,
         Err(e) => {
@@ -118,7 +221,10 @@ pub async fn run(settings: &Settings, globs: &[String]) -> Report {
         settings.trino.catalog.clone(),
         settings.health.clone(),
     );
-    match lake.connect().await {
+    let connecting = running.start(format!("Trino: connecting to {}", settings.trino.url));
+    let connected = lake.connect().await;
+    drop(connecting);
+    match connected {
         Ok(info) => {
             report.trino.version = Some(info.node_version.version.clone());
             report.trino.uptime_seconds = info.uptime_secs();
@@ -130,7 +236,13 @@ pub async fn run(settings: &Settings, globs: &[String]) -> Report {
     }
     let mut all_globs = settings.trino.tables.clone();
     all_globs.extend(globs.iter().cloned());
-    let tables = match lake.discover(&settings.trino.schemas, &all_globs).await {
+    let listing = running.start(format!(
+        "Trino: listing the tables of catalog {}",
+        settings.trino.catalog
+    ));
+    let discovered = lake.discover(&settings.trino.schemas, &all_globs).await;
+    drop(listing);
+    let tables = match discovered {
         Ok(t) => t,
         Err(e) => {
             report.fatal = Some(format!(
@@ -143,12 +255,13 @@ pub async fn run(settings: &Settings, globs: &[String]) -> Report {
     let lake = &lake;
     let stats = futures::stream::iter(tables.clone())
         .map(|t| async move {
+            let _running = running.start(format!("Trino: the health queries of {t}"));
             let r = lake.table_stats(&t).await;
             (t, r)
         })
         .buffer_unordered(settings.max_concurrent_queries)
         .collect::<Vec<(TableRef, Result<TableStats, TrinoError>)>>();
-    let (results, airflow) = tokio::join!(stats, read_airflow(settings));
+    let (results, airflow) = tokio::join!(stats, read_airflow(settings, running));
     let now = Utc::now();
 
     // Which DAG maintains which table, and what each DAG says.
@@ -248,4 +361,29 @@ pub async fn run(settings: &Settings, globs: &[String]) -> Report {
     });
     report.generated_at = now;
     report
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_timeout_names_what_was_still_running() {
+        let running = Running::default();
+        let a = running.start("Trino: the health queries of iceberg.zoning.documents".into());
+        let b = running.start("Airflow: runs and logs of DAG compact_documents".into());
+        let done = running.start("Trino: the health queries of iceberg.audit.events".into());
+        drop(done);
+        let m = timed_out(Duration::from_secs(600), &running.snapshot());
+        assert_eq!(
+            m,
+            "the check did not finish within its 10m timeout (--timeout); still running: \
+             Trino: the health queries of iceberg.zoning.documents; \
+             Airflow: runs and logs of DAG compact_documents"
+        );
+        drop((a, b));
+        assert!(running.snapshot().is_empty());
+        let many: Vec<String> = (0..12).map(|i| format!("t{i}")).collect();
+        assert!(timed_out(Duration::from_secs(1), &many).ends_with("t9; and 2 more"));
+    }
 }

@@ -18,7 +18,7 @@ use super::types::TrinoType;
 use super::value::{Column, Row, Value};
 use super::wire::{Data, QueryResults, ServerInfo};
 use crate::config::{Auth, TlsSettings, TrinoSettings};
-use crate::net::{self, Idempotency, Mutations, NetFailure};
+use crate::net::{self, BodyLimit, Idempotency, Mutations, NetFailure};
 pub use crate::net::{error_chain, http_client};
 
 #[derive(Clone, Debug)]
@@ -33,12 +33,31 @@ pub struct RetryPolicy {
 }
 
 impl RetryPolicy {
-    /// The retry loop's policy: a statement POST is sent again through 429 and 502/503/504.
+    /// The retry loop's policy: reads are sent again through 429, 502/503/504 and transport
+    /// failures; a statement that changes data only when refused or answered by Trino's
+    /// own 503 (see [`never_started`]).
     pub fn policy(&self) -> net::Policy {
         let (first, max, time) = (self.initial_backoff, self.max_backoff, self.max_retry_time);
-        net::Policy::new(first, max, time, Mutations::BusyStatuses)
+        net::Policy::new(first, max, time, Mutations::RefusedOr(never_started))
     }
 }
+
+/// Whether a busy answer to `POST /v1/statement` proves that the statement never started:
+/// only the coordinator's own refusal while it initialises, a 503 whose plain-text body is
+/// "Trino server is still initializing" (`QueuedStatementResource`, and the internal
+/// authentication filter, answer it before a query exists). A gateway's 502/504, or a 503
+/// with any other body (a proxy whose upstream reset the connection after it forwarded the
+/// request), may come after the statement was forwarded: not retried.
+pub fn never_started(reply: &net::Reply) -> bool {
+    reply.status.as_u16() == 503
+        && reply
+            .text
+            .to_ascii_lowercase()
+            .contains("server is still initializing")
+}
+
+/// The default of `trino.max_response_size`.
+pub const DEFAULT_MAX_RESPONSE_SIZE: u64 = 32 * 1024 * 1024;
 
 impl Default for RetryPolicy {
     fn default() -> Self {
@@ -95,6 +114,8 @@ impl ClientConfig {
 #[derive(Clone)]
 pub struct Client {
     http: reqwest::Client,
+    /// The longest answer read (`trino.max_response_size`).
+    max_response_size: u64,
     pub(super) cfg: Arc<ClientConfig>,
     pub(super) session: Arc<Mutex<SessionState>>,
 }
@@ -125,13 +146,22 @@ impl Client {
         };
         Ok(Client {
             http,
+            max_response_size: DEFAULT_MAX_RESPONSE_SIZE,
             cfg: Arc::new(cfg),
             session: Arc::new(Mutex::new(session)),
         })
     }
 
     pub fn from_settings(s: &TrinoSettings, query_timeout: Duration) -> Result<Client, TrinoError> {
-        Client::new(ClientConfig::from_settings(s, query_timeout))
+        Ok(Client::new(ClientConfig::from_settings(s, query_timeout))?
+            .with_max_response_size(s.max_response_size))
+    }
+
+    /// The same client reading answers of at most `bytes` (decoded); a longer one is
+    /// [`TrinoError::TooLarge`].
+    pub fn with_max_response_size(mut self, bytes: u64) -> Client {
+        self.max_response_size = bytes.max(1);
+        self
     }
 
     pub fn config(&self) -> &ClientConfig {
@@ -146,8 +176,17 @@ impl Client {
     pub async fn info(&self) -> Result<ServerInfo, TrinoError> {
         let url = self.endpoint("v1/info")?;
         let deadline = Instant::now() + self.cfg.retry.max_retry_time;
+        let headers = self.headers(&[])?;
         let (text, _) = self
-            .request(Method::GET, &url, Body::None, Some(deadline), None, &mut 0)
+            .request(
+                Method::GET,
+                &url,
+                Body::None,
+                Some(deadline),
+                &headers,
+                false,
+                &mut 0,
+            )
             .await?;
         serde_json::from_str(&text).map_err(|e| TrinoError::Malformed {
             url: url.to_string(),
@@ -173,16 +212,30 @@ impl Client {
         let cancel = opts.cancel.clone().unwrap_or_default();
         let mut retries = 0u32;
         let post_url = self.endpoint("v1/statement")?;
-        let extra = opts.session.clone();
+        let post_headers = self.headers(&opts.session)?;
+        let headers = self.headers(&[])?;
 
+        let far = || Instant::now() + Duration::from_secs(86_400 * 365);
         let first = tokio::select! {
-            r = self.request_json(Method::POST, &post_url, Body::Sql(sql), deadline, &extra, &mut retries) => r?,
+            r = self.request_json(Method::POST, &post_url, Body::Sql(sql), deadline, &post_headers, opts.mutation, &mut retries) => r?,
             _ = cancel.cancelled() => return Err(TrinoError::Cancelled { query_id: String::new() }),
+            _ = tokio::time::sleep_until(deadline.unwrap_or_else(far)) => {
+                if opts.mutation {
+                    return Err(TrinoError::MayHaveRun {
+                        url: post_url.to_string(),
+                        message: format!(
+                            "no answer within the {} deadline",
+                            humantime::format_duration(deadline_len.unwrap_or_default())
+                        ),
+                    });
+                }
+                return Err(TrinoError::Deadline { query_id: String::new(), deadline: deadline_len.unwrap_or_default() });
+            }
         };
         let query_id = first.id.clone();
         let mut guard = CancelGuard {
             http: self.http.clone(),
-            headers: self.headers(&[]),
+            headers: headers.clone(),
             url: None,
         };
         let mut page = first;
@@ -194,6 +247,18 @@ impl Client {
         let info_uri = page.info_uri.clone();
         loop {
             guard.url = page.next_uri.as_deref().and_then(|u| Url::parse(u).ok());
+            if let Some(next) = &guard.url
+                && let Err(reason) = self.may_follow(&post_url, next)
+            {
+                let to = next.to_string();
+                guard.url = None;
+                self.kill(&query_id, &headers).await;
+                return Err(TrinoError::UnsafeRedirect {
+                    from: post_url.to_string(),
+                    to,
+                    reason,
+                });
+            }
             if columns.is_none()
                 && let Some(cols) = &page.columns
             {
@@ -280,14 +345,17 @@ impl Client {
                     deadline: deadline_len.unwrap_or_default(),
                 });
             }
-            let sleep_until =
-                deadline.unwrap_or_else(|| Instant::now() + Duration::from_secs(86_400 * 365));
+            let sleep_until = deadline.unwrap_or_else(far);
             page = tokio::select! {
-                r = self.request_json(Method::GET, &next, Body::None, deadline, &[], &mut retries) => match r {
+                r = self.request_json(Method::GET, &next, Body::None, deadline, &headers, false, &mut retries) => match r {
                     Ok(p) => p,
                     Err(TrinoError::Http { status: status @ (404 | 410), url, .. }) => {
                         guard.url = None;
                         return Err(TrinoError::Gone { query_id, status, url });
+                    }
+                    Err(e @ TrinoError::TooLarge { .. }) => {
+                        guard.cancel_now().await;
+                        return Err(e);
                     }
                     Err(e) => return Err(e),
                 },
@@ -310,20 +378,85 @@ impl Client {
             .map_err(|e| TrinoError::Config(format!("bad Trino URL {}: {e}", self.cfg.url)))
     }
 
+    /// Whether the client may follow `next`, handed out in answer to `origin`: with
+    /// credentials attached to every request, only on the same origin (scheme, host, port),
+    /// or from http to https on the same host. The error says why not.
+    fn may_follow(&self, origin: &Url, next: &Url) -> Result<(), String> {
+        if !matches!(next.scheme(), "http" | "https") {
+            return Err(format!("{} is not an HTTP URL", next.scheme()));
+        }
+        if matches!(self.cfg.auth, Auth::None) {
+            return Ok(());
+        }
+        if origin.scheme() == "https" && next.scheme() == "http" {
+            return Err("it downgrades https to http".into());
+        }
+        if origin.host_str() != next.host_str() {
+            return Err(format!(
+                "it points at another host ({} instead of {})",
+                next.host_str().unwrap_or(""),
+                origin.host_str().unwrap_or("")
+            ));
+        }
+        if origin.scheme() == next.scheme()
+            && origin.port_or_known_default() != next.port_or_known_default()
+        {
+            return Err(format!(
+                "it points at another port ({} instead of {})",
+                next.port_or_known_default().unwrap_or(0),
+                origin.port_or_known_default().unwrap_or(0)
+            ));
+        }
+        Ok(())
+    }
+
+    /// `DELETE /v1/query/{id}` on the configured coordinator: cancels a query whose nextUri
+    /// is not followed.
+    async fn kill(&self, query_id: &str, headers: &HeaderMap) {
+        let Ok(url) = self.endpoint(&format!("v1/query/{query_id}")) else {
+            return;
+        };
+        let r = self
+            .http
+            .delete(url.clone())
+            .headers(headers.clone())
+            .timeout(Duration::from_secs(5))
+            .send()
+            .await;
+        match r {
+            Ok(resp) => {
+                tracing::info!(%url, status = resp.status().as_u16(), "cancelled Trino query")
+            }
+            Err(e) => {
+                tracing::warn!(%url, error = %error_chain(&e), "could not cancel the Trino query")
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
     async fn request_json(
         &self,
         method: Method,
         url: &Url,
         body: Body<'_>,
         deadline: Option<Instant>,
-        session: &[(String, String)],
+        headers: &HeaderMap,
+        mutation: bool,
         retries: &mut u32,
     ) -> Result<QueryResults, TrinoError> {
         let replayable = method != Method::POST;
         let mut malformed = 0;
         loop {
             let (text, headers) = self
-                .request(method.clone(), url, body, deadline, Some(session), retries)
+                .request(
+                    method.clone(),
+                    url,
+                    body,
+                    deadline,
+                    headers,
+                    mutation,
+                    retries,
+                )
                 .await?;
             match serde_json::from_str::<QueryResults>(&text) {
                 Ok(page) => {
@@ -349,18 +482,20 @@ impl Client {
     }
 
     /// One HTTP exchange with the retries of [`net::send`]: 502/503/504 with exponential
-    /// backoff, 429 after Retry-After, transport errors on replayable requests (and connect
-    /// errors on POST).
+    /// backoff, 429 after Retry-After, transport errors; a `mutation` only after what
+    /// proves it never started (see [`never_started`]).
+    #[allow(clippy::too_many_arguments)]
     async fn request(
         &self,
         method: Method,
         url: &Url,
         body: Body<'_>,
         deadline: Option<Instant>,
-        session: Option<&[(String, String)]>,
+        headers: &HeaderMap,
+        mutation: bool,
         retries: &mut u32,
     ) -> Result<(String, HeaderMap), TrinoError> {
-        let idempotency = if method == Method::POST {
+        let idempotency = if mutation {
             Idempotency::Mutation
         } else {
             Idempotency::Idempotent
@@ -369,7 +504,7 @@ impl Client {
             let req = self
                 .http
                 .request(method.clone(), url.clone())
-                .headers(self.headers(session.unwrap_or(&[])));
+                .headers(headers.clone());
             match &body {
                 Body::Sql(sql) => req
                     .header("content-type", "text/plain; charset=utf-8")
@@ -377,12 +512,25 @@ impl Client {
                 Body::None => req,
             }
         };
-        let reply = net::send(&self.cfg.retry.policy(), idempotency, deadline, url, build)
+        let policy = self
+            .cfg
+            .retry
+            .policy()
+            .with_body(BodyLimit::Whole(self.max_response_size));
+        let reply = net::send(&policy, idempotency, deadline, url, build)
             .await
             .map_err(|f| match f {
                 NetFailure::Transport { message } => TrinoError::Transport {
                     url: url.to_string(),
                     message,
+                },
+                NetFailure::MayHaveRun { message } => TrinoError::MayHaveRun {
+                    url: url.to_string(),
+                    message,
+                },
+                NetFailure::TooLarge { limit } => TrinoError::TooLarge {
+                    url: url.to_string(),
+                    limit,
                 },
             })?;
         *retries += reply.attempts - 1;
@@ -488,6 +636,88 @@ fn body_message(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use secrecy::SecretString;
+
+    fn client(url: &str, auth: Auth) -> Client {
+        let mut cfg = ClientConfig::from_settings(
+            &TrinoSettings {
+                url: url.parse().unwrap(),
+                user: "oncall".into(),
+                catalog: "iceberg".into(),
+                schemas: vec![],
+                tables: vec![],
+                auth: Auth::None,
+                tls: TlsSettings {
+                    ca_file: None,
+                    insecure_skip_verify: false,
+                },
+                session: Default::default(),
+                source: "floe".into(),
+                client_tags: vec![],
+                max_response_size: DEFAULT_MAX_RESPONSE_SIZE,
+            },
+            Duration::from_secs(1),
+        );
+        cfg.auth = auth;
+        Client::new(cfg).unwrap()
+    }
+
+    #[test]
+    fn next_uri_stays_on_the_origin_while_credentials_are_sent() {
+        let basic = Auth::Basic {
+            password: SecretString::from("pw".to_string()),
+        };
+        let c = client("https://trino.example:8443", basic);
+        let origin: Url = "https://trino.example:8443/v1/statement".parse().unwrap();
+        let ok = |u: &str| c.may_follow(&origin, &u.parse().unwrap());
+        assert!(ok("https://trino.example:8443/v1/statement/queued/q/s/1").is_ok());
+        let e = ok("http://trino.example:8443/v1/statement/queued/q/s/1").unwrap_err();
+        assert!(e.contains("downgrades https to http"), "{e}");
+        let e = ok("https://evil.example:8443/v1/statement/queued/q/s/1").unwrap_err();
+        assert!(
+            e.contains("another host (evil.example instead of trino.example)"),
+            "{e}"
+        );
+        let e = ok("https://trino.example:9443/v1/statement/queued/q/s/1").unwrap_err();
+        assert!(e.contains("another port"), "{e}");
+        assert!(ok("file:///etc/passwd").is_err());
+        // Without credentials there is nothing to leak.
+        let anon = client("http://trino.example:8080", Auth::None);
+        let origin: Url = "http://trino.example:8080/v1/statement".parse().unwrap();
+        assert!(
+            anon.may_follow(
+                &origin,
+                &"http://worker-1.example:8080/v1/x".parse().unwrap()
+            )
+            .is_ok()
+        );
+    }
+
+    #[test]
+    fn trinos_own_503_is_the_only_busy_answer_that_proves_nothing_started() {
+        let reply = |status: u16, text: &str| net::Reply {
+            status: reqwest::StatusCode::from_u16(status).unwrap(),
+            headers: HeaderMap::new(),
+            text: text.into(),
+            cut: 0,
+            attempts: 1,
+            gave_up: false,
+        };
+        assert!(never_started(&reply(
+            503,
+            "Trino server is still initializing"
+        )));
+        assert!(!never_started(&reply(503, "Service Unavailable")));
+        assert!(!never_started(&reply(
+            503,
+            "upstream connect error or disconnect/reset before headers"
+        )));
+        assert!(!never_started(&reply(
+            502,
+            "Trino server is still initializing"
+        )));
+        assert!(!never_started(&reply(504, "")));
+    }
 
     #[test]
     fn error_bodies() {

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use thiserror::Error;
 
-use crate::net::detail;
+use crate::net::{detail, fmt_size};
 
 #[derive(Debug, Error, Clone)]
 pub enum TrinoError {
@@ -40,7 +40,7 @@ pub enum TrinoError {
     #[error("malformed response from {url}: {message}")]
     Malformed { url: String, message: String },
     /// The whole query took longer than allowed (it was cancelled on the server).
-    #[error("query {query_id} exceeded the {} deadline and was cancelled", humantime::format_duration(*.deadline))]
+    #[error("{}", deadline_text(.query_id, *.deadline))]
     Deadline {
         query_id: String,
         deadline: Duration,
@@ -55,9 +55,37 @@ pub enum TrinoError {
         status: u16,
         url: String,
     },
-    /// Client-side configuration (bad CA file, bad URL).
+    /// A statement that changes data was sent and the answer does not say whether it ran
+    /// (a gateway's 502/504, a connection lost or a timeout after it was sent).
+    #[error(
+        "the statement may have run: query id unknown, check before retrying (POST {url}: {message})"
+    )]
+    MayHaveRun { url: String, message: String },
+    /// An answer longer than `trino.max_response_size`.
+    #[error("response from {url} is larger than {} (trino.max_response_size)", fmt_size(*.limit))]
+    TooLarge { url: String, limit: u64 },
+    /// The server pointed the client at another origin (host, port) or from https to
+    /// http while credentials are sent with every request.
+    #[error(
+        "refusing to follow nextUri {to} from {from}: {reason} while sending credentials; the query was cancelled"
+    )]
+    UnsafeRedirect {
+        from: String,
+        to: String,
+        reason: String,
+    },
+    /// Client-side configuration (bad CA file, bad URL, a value that cannot be sent).
     #[error("{0}")]
     Config(String),
+}
+
+fn deadline_text(query_id: &str, deadline: Duration) -> String {
+    let d = humantime::format_duration(deadline);
+    if query_id.is_empty() {
+        format!("Trino did not answer the statement within the {d} deadline")
+    } else {
+        format!("query {query_id} exceeded the {d} deadline and was cancelled")
+    }
 }
 
 impl TrinoError {
@@ -72,6 +100,9 @@ impl TrinoError {
             TrinoError::Deadline { .. } => "DEADLINE_EXCEEDED",
             TrinoError::Cancelled { .. } => "USER_CANCELED",
             TrinoError::Gone { .. } => "QUERY_GONE",
+            TrinoError::MayHaveRun { .. } => "OUTCOME_UNKNOWN",
+            TrinoError::TooLarge { .. } => "RESPONSE_TOO_LARGE",
+            TrinoError::UnsafeRedirect { .. } => "UNSAFE_REDIRECT",
             TrinoError::Config(_) => "CONFIG",
         }
     }
@@ -84,6 +115,9 @@ impl TrinoError {
                 | TrinoError::Http { .. }
                 | TrinoError::Transport { .. }
                 | TrinoError::Malformed { .. }
+                | TrinoError::MayHaveRun { .. }
+                | TrinoError::TooLarge { .. }
+                | TrinoError::UnsafeRedirect { .. }
                 | TrinoError::Config(_)
         )
     }

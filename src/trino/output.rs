@@ -95,6 +95,11 @@ pub struct QueryOptions<'a> {
     pub deadline: Option<Option<Duration>>,
     /// Extra session properties for this statement only.
     pub session: Vec<(String, String)>,
+    /// The statement changes data (`ALTER TABLE … EXECUTE`, DML): its POST is sent again only
+    /// after what proves it never started (a refused connection, Trino's own 503 while it
+    /// initialises); a 502/504 or a connection lost after sending is
+    /// [`TrinoError::MayHaveRun`](super::TrinoError::MayHaveRun).
+    pub mutation: bool,
 }
 
 #[cfg(test)]

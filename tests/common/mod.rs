@@ -166,6 +166,67 @@ impl Lab {
     }
 }
 
+impl Lab {
+    /// A field of `lab.json`'s `airflow` (Airflow 3) or `airflow2` entry.
+    pub fn airflow_field(&self, key: &str, name: &str) -> String {
+        self.v[key][name]
+            .as_str()
+            .unwrap_or_else(|| panic!("lab.json {key} has no {name}"))
+            .to_string()
+    }
+
+    /// The fault proxy's control URL in front of `airflow` or `airflow2`.
+    pub fn proxy_control(&self, key: &str) -> String {
+        self.airflow_field(key, "proxy_control_url")
+            .trim_end_matches('/')
+            .to_string()
+    }
+
+    /// Add rules to the Airflow fault proxy of `key` (`airflow` or `airflow2`).
+    pub async fn proxy_faults(&self, key: &str, rules: Value) {
+        let url = format!("{}/faults", self.proxy_control(key));
+        let r = Self::http()
+            .post(&url)
+            .json(&json!({ "rules": rules }))
+            .send()
+            .await
+            .expect("proxy control endpoint");
+        let status = r.status();
+        let body = r.text().await.unwrap_or_default();
+        assert!(status.is_success(), "POST {url}: {status} {body}");
+    }
+
+    /// Clear every rule of the Airflow fault proxy of `key`, and forget its requests.
+    pub async fn proxy_clear(&self, key: &str) {
+        let base = self.proxy_control(key);
+        Self::http()
+            .delete(format!("{base}/faults"))
+            .send()
+            .await
+            .unwrap();
+        Self::http()
+            .delete(format!("{base}/requests"))
+            .send()
+            .await
+            .unwrap();
+    }
+
+    /// The requests the Airflow fault proxy of `key` saw, oldest first.
+    pub async fn proxy_requests(&self, key: &str) -> Vec<Value> {
+        let url = format!("{}/requests", self.proxy_control(key));
+        let v: Value = Self::http()
+            .get(&url)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let list = v.get("requests").cloned().unwrap_or(v);
+        list.as_array().cloned().unwrap_or_default()
+    }
+}
+
 /// A user name unique to this test process and test, so faults and page sizes scoped
 /// to it touch nobody else.
 pub fn user(test: &str) -> String {

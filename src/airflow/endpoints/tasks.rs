@@ -5,15 +5,17 @@ use std::time::Duration;
 use reqwest::Method;
 use serde_json::Value;
 
-use crate::airflow::client::Payload;
+use crate::airflow::client::{JSON, Payload, decode};
 use crate::airflow::facts::{
     TaskFailure, dag_facts, failing_task, import_error_for, latest_failed,
 };
 use crate::airflow::log::{TaskLog, parse_v1, parse_v2};
+use crate::airflow::log_tail;
 use crate::airflow::model::{ApiVersion, Dag, TaskInstance};
 use crate::airflow::wire::WireTaskInstance;
 use crate::airflow::{AirflowClient, AirflowError};
 use crate::health::DagFacts;
+use crate::net::BodyLimit;
 
 impl AirflowClient {
     /// The task instances of a run.
@@ -57,24 +59,40 @@ impl AirflowClient {
             ],
             &[("full_content", "true".into())],
         )?;
-        match self.inner.api {
+        let limit = self.inner.max_log_size;
+        let accept = match self.inner.api {
+            ApiVersion::V2 => JSON,
+            ApiVersion::V1 => "text/plain",
+        };
+        let r = self
+            .call_reading(
+                Method::GET,
+                &url,
+                Payload::None,
+                accept,
+                BodyLimit::Tail(limit),
+            )
+            .await?;
+        let mut log = match self.inner.api {
+            ApiVersion::V2 if r.cut > 0 => parse_v2(&log_tail::v2_tail(&r.text)),
             ApiVersion::V2 => {
-                let v: Value = self.get_json(&url).await?;
+                let v: Value = decode(&url, &r.text)?;
                 if !v.is_object() && !v.is_array() {
                     return Err(AirflowError::Malformed {
                         url: url.to_string(),
                         message: "the log document is neither an object nor a list".into(),
                     });
                 }
-                Ok(parse_v2(&v))
+                parse_v2(&v)
             }
-            ApiVersion::V1 => {
-                let r = self
-                    .call(Method::GET, &url, Payload::None, "text/plain")
-                    .await?;
-                Ok(parse_v1(&r.text))
-            }
+            ApiVersion::V1 if r.cut > 0 => parse_v1(log_tail::v1_tail(&r.text)),
+            ApiVersion::V1 => parse_v1(&r.text),
+        };
+        if r.cut > 0 {
+            tracing::info!(%url, cut = r.cut, "task log longer than airflow.max_log_size; kept its end");
+            log_tail::mark_cut(&mut log, r.cut, limit);
         }
+        Ok(log)
     }
 
     /// The failing task of a failed run and the error line of its log. A log that cannot be
