@@ -253,9 +253,15 @@ class Handler(BaseHTTPRequestHandler):
 
     def upstream(self, body: bytes, identity: bool = False) -> http.client.HTTPResponse:
         conn = http.client.HTTPConnection(self.proxy.up_host, self.proxy.up_port, timeout=300)
-        headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP}
+        # Header names are case-insensitive: the ones set below replace the client's
+        # whatever their spelling (a lowercase content-length sent twice is a 400).
+        replaced = {"host", "content-length"} | ({"accept-encoding"} if identity else set())
+        headers = {
+            k: v
+            for k, v in self.headers.items()
+            if k.lower() not in HOP_BY_HOP and k.lower() not in replaced
+        }
         if identity:
-            headers = {k: v for k, v in headers.items() if k.lower() != "accept-encoding"}
             headers["Accept-Encoding"] = "identity"
         headers["Host"] = f"{self.proxy.up_host}:{self.proxy.up_port}"
         if body or self.command in ("POST", "PUT", "PATCH"):

@@ -86,6 +86,31 @@ def test_forwards_unchanged(direct, via, pc):
     assert seen and all(e["forwarded"] and e["rule"] is None for e in seen)
 
 
+def test_lowercase_request_headers_are_not_sent_twice(af, pc):
+    """A client that spells its headers in lowercase (HTTP/2-style, as reqwest does) gets
+    the same answer through the proxy as directly: the proxy's own Host and
+    Content-Length replace the client's whatever their case."""
+    import http.client
+    import urllib.parse
+
+    body = json.dumps({"dag_ids": ["no_such_dag"]}).encode()
+
+    def post(base: str) -> int:
+        u = urllib.parse.urlsplit(base)
+        conn = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
+        conn.putrequest("POST", "/auth/token" if af["api"] == "v2" else "/api/v1/dags/~/dagRuns/list",
+                        skip_host=True, skip_accept_encoding=True)
+        conn.putheader("host", f"{u.hostname}:{u.port}")
+        conn.putheader("content-type", "application/json")
+        conn.putheader("content-length", str(len(body)))
+        conn.endheaders(body)
+        status = conn.getresponse().status
+        conn.close()
+        return status
+
+    assert post(af["proxy_url"]) == post(af["url"]) != 400
+
+
 def test_status_with_headers_and_body(via, pc):
     pc.faults({"kind": "status", "status": 403, "method": "POST", "path": r"/dagRuns$", "count": 1,
                "body": "<html><body><h1>403 Forbidden</h1></body></html>", "headers": {"Server": "nginx"}})
