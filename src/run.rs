@@ -9,6 +9,7 @@ use clap::Parser;
 use crate::cli::{Cli, Cmd};
 use crate::config::{self, Auth, Settings};
 use crate::health::Severity;
+use crate::text::sanitize;
 
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -21,7 +22,7 @@ pub fn main() -> ExitCode {
                 Ok(s) => s,
                 Err(e) => {
                     // Monitoring needs an exit code in 0-3 whatever happens.
-                    println!("UNKNOWN: {e}");
+                    println!("UNKNOWN: {}", sanitize(&e.to_string()));
                     return ExitCode::from(Severity::Unknown.exit_code() as u8);
                 }
             };
@@ -39,11 +40,11 @@ pub fn main() -> ExitCode {
                     if let Err(e) = write_atomic(path, &text) {
                         println!(
                             "UNKNOWN: cannot write the report to {}: {e}",
-                            path.display()
+                            sanitize(&path.display().to_string())
                         );
                         return ExitCode::from(3);
                     }
-                    println!("{}", report.summary_line());
+                    println!("{}", sanitize(&report.summary_line()));
                 }
                 None => {
                     let mut out = std::io::stdout().lock();
@@ -58,7 +59,7 @@ pub fn main() -> ExitCode {
                 ExitCode::SUCCESS
             }
             Err(e) => {
-                eprintln!("floe: {e}");
+                eprintln!("floe: {}", sanitize(&e.to_string()));
                 ExitCode::from(1)
             }
         },
@@ -78,7 +79,7 @@ pub fn main() -> ExitCode {
             match crate::app::runtime::run_with(settings, overrides) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
-                    eprintln!("floe: {e:?}");
+                    eprintln!("floe: {}", sanitize(&format!("{e:#}")));
                     ExitCode::from(1)
                 }
             }
@@ -88,7 +89,9 @@ pub fn main() -> ExitCode {
 
 /// The settings, or the configuration error printed to stderr.
 fn or_report(settings: Result<Settings, config::ConfigError>) -> Option<Settings> {
-    settings.map_err(|e| eprintln!("floe: {e}")).ok()
+    settings
+        .map_err(|e| eprintln!("floe: {}", sanitize(&e.to_string())))
+        .ok()
 }
 
 fn runtime() -> tokio::runtime::Runtime {

@@ -43,27 +43,15 @@ pub fn sanitize(s: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// [`sanitize`] for one line: runs of whitespace (newlines and tabs included) become one
-/// space, and the ends are trimmed.
+/// `s` on one line: runs of whitespace (newlines and tabs included) become one space, and
+/// the ends are trimmed. Nothing else changes: the text stays the server's.
+pub fn fold_whitespace(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// [`sanitize`] for one line: [`fold_whitespace`], then every unsafe character escaped.
 pub fn one_line(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut space = false;
-    for c in s.trim().chars() {
-        if c.is_whitespace() {
-            space = true;
-            continue;
-        }
-        if space && !out.is_empty() {
-            out.push(' ');
-        }
-        space = false;
-        if is_unsafe(c) {
-            escape_into(&mut out, c);
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    sanitize(&fold_whitespace(s)).into_owned()
 }
 
 /// At most `max` characters of `s` (an ellipsis marks a cut), never splitting a character.

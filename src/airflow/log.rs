@@ -58,16 +58,10 @@ fn is_fold_marker(text: &str) -> bool {
     t.starts_with("::group::") || t.starts_with("::endgroup::")
 }
 
-/// One line, whitespace collapsed, capped.
+/// One line, whitespace collapsed, capped. The text stays the server's (a JSON report
+/// keeps it); every output sanitises it (crate::text).
 fn one_line(text: &str) -> String {
-    let joined = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if joined.chars().count() > MAX_ERROR_LINE {
-        let mut s: String = joined.chars().take(MAX_ERROR_LINE).collect();
-        s.push('…');
-        s
-    } else {
-        joined
-    }
+    crate::text::clip(&crate::text::fold_whitespace(text), MAX_ERROR_LINE).into_owned()
 }
 
 fn json_str(v: &Value) -> Option<String> {
