@@ -535,3 +535,30 @@ fn an_unreachable_airflow_degrades_to_a_finding() {
             .any(|f| f["rule"] == "airflow_unreachable" && f["severity"] == "UNKNOWN")
     );
 }
+
+#[test]
+fn error_lines_never_carry_control_characters() {
+    // A config key (or a server's message) with an OSC 52 clipboard write and a clear-screen:
+    // the error that names it is printed with visible escapes, on stdout and on stderr.
+    let dir = std::env::temp_dir().join(format!("floe-hostile-cfg-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cfg = dir.join("config.toml");
+    std::fs::write(
+        &cfg,
+        "[trino]\nurl = \"http://127.0.0.1:1\"\n\"evil\\u001b]52;c;ZXZpbA==\\u0007\\u001b[2J\" = 1\n",
+    )
+    .unwrap();
+    let cfg = cfg.display().to_string();
+    let out = floe(&["check", "--config", &cfg]);
+    assert_eq!(out.status.code(), Some(3));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(stdout.starts_with("UNKNOWN:"), "{stdout}");
+    assert!(stdout.contains("evil"), "{stdout}");
+    assert!(floe::text::is_inert(&stdout), "{stdout:?}");
+    let out = floe(&["config", "--config", &cfg]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.contains("evil"), "{stderr}");
+    assert!(floe::text::is_inert(&stderr), "{stderr:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
