@@ -104,7 +104,10 @@ pub(super) fn resume(
         let _ = crossterm::execute!(stdout(), EnableMouseCapture);
     }
     terminal.hide_cursor()?;
-    terminal.clear()?;
+    // Clear the screen and forget the last frame, so the next draw is a whole one, at the
+    // size the terminal has now. (`clear` would ask the terminal where its cursor is.)
+    let size = terminal.size()?;
+    terminal.resize(ratatui::layout::Rect::new(0, 0, size.width, size.height))?;
     Ok(())
 }
 
