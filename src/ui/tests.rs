@@ -743,3 +743,30 @@ mod hostile {
         both_sizes(&mut s, "error status", "Airflow: a");
     }
 }
+
+/// Every popup and prompt at 20x5: clipped, framed, readable; never a panic.
+#[test]
+fn every_popup_at_20x5() {
+    let mut s = confirm_state();
+    let mut out = format!("confirm\n{}\n", screen(&mut s, 20, 5).backend());
+    key(&mut s, 'n');
+    assert!(s.popup.is_none(), "n declines the plan");
+    for (name, keys) in [
+        ("help", "?"),
+        ("health breakdown", "i"),
+        ("queue", "Q"),
+        ("command line", ":refresh"),
+        ("filter", "/north"),
+    ] {
+        for c in keys.chars() {
+            key(&mut s, c);
+        }
+        out.push_str(&format!("{name}\n{}\n", screen(&mut s, 20, 5).backend()));
+        update(
+            &mut s,
+            Action::Key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE)),
+        );
+        assert!(s.popup.is_none() && s.prompt.is_none(), "{name} closed");
+    }
+    insta::assert_snapshot!("every_popup_20x5", out);
+}
