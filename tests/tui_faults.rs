@@ -16,6 +16,13 @@ fn row_with<'a>(screen: &'a str, needle: &str) -> Option<&'a str> {
     screen.lines().find(|l| l.contains(needle))
 }
 
+/// The lab's seed schemas only: other tests' scratch tables come and go.
+fn lab_args<'a>(url: &'a str, user: &'a str) -> [&'a str; 8] {
+    [
+        "--trino", url, "--user", user, "--schema", "zoning", "--schema", "audit",
+    ]
+}
+
 /// A directory of this test's own (config files).
 fn scratch(test: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("floe-faults-{test}-{}", std::process::id()));
@@ -54,7 +61,7 @@ fn quit_restored(mut pty: Pty) {
 fn every_popup_open_at_20x5() {
     let u = user("tiny");
     let url = lab().trino_url();
-    let mut pty = Pty::spawn(&["--trino", &url, "--user", &u], 100, 30);
+    let mut pty = Pty::spawn(&lab_args(&url, &u), 100, 30);
     let s = table_list(&pty);
     // Select documents (the optimize plan needs a table with small files).
     let rows: Vec<&str> = s.lines().skip(3).collect();
@@ -117,7 +124,7 @@ fn every_popup_open_at_20x5() {
 #[test]
 fn a_resize_storm_then_a_normal_screen() {
     let url = lab().trino_url();
-    let mut pty = Pty::spawn(&["--trino", &url, "--user", "floe"], 100, 30);
+    let mut pty = Pty::spawn(&lab_args(&url, "floe"), 100, 30);
     table_list(&pty);
     let sizes: [(u16, u16); 10] = [
         (20, 5),
@@ -158,7 +165,7 @@ fn a_resize_storm_then_a_normal_screen() {
 #[test]
 fn ctrl_z_suspends_with_the_terminal_restored_and_fg_redraws() {
     let url = lab().trino_url();
-    let mut pty = Pty::spawn_job(&["--trino", &url, "--user", "floe"], &[], 100, 30);
+    let mut pty = Pty::spawn_job(&lab_args(&url, "floe"), &[], 100, 30);
     table_list(&pty);
     assert!(pty.is_raw());
     for how in ["ctrl-z", "SIGTSTP"] {
@@ -211,7 +218,7 @@ fn ctrl_z_suspends_with_the_terminal_restored_and_fg_redraws() {
 fn external_sigint_and_sigquit_restore_the_terminal() {
     for sig in [libc::SIGINT, libc::SIGQUIT] {
         let url = lab().trino_url();
-        let mut pty = Pty::spawn(&["--trino", &url, "--user", "floe"], 80, 24);
+        let mut pty = Pty::spawn(&lab_args(&url, "floe"), 80, 24);
         pty.wait_for("the table list", Duration::from_secs(60), |s| {
             s.contains("zoning.documents")
         });
@@ -263,9 +270,7 @@ fn a_panic_restores_the_terminal_and_mouse_capture() {
 fn a_panicking_effect_is_an_error_on_its_row() {
     let url = lab().trino_url();
     let mut pty = Pty::spawn_env(
-        &[
-            "--trino", &url, "--user", "floe", "--schema", "zoning", "--schema", "audit",
-        ],
+        &lab_args(&url, "floe"),
         &[("FLOE_TEST_PANIC", "effect")],
         120,
         30,
