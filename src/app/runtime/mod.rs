@@ -33,9 +33,6 @@ use tokio_util::sync::CancellationToken;
 
 pub use airflow::AirflowHandle;
 
-/// Whether `FLOE_TEST_PANIC=effect` has made its one effect panic.
-static TEST_PANICKED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
 /// The IO side: clients and the tasks running effects.
 pub struct Runtime {
     settings: Settings,
@@ -84,10 +81,7 @@ impl Runtime {
         }
         let slot = e.slot();
         let reply = panics::reply_of(&e);
-        if terminal::test_panic() == Some("effect")
-            && matches!(e, Effect::LoadStats { .. })
-            && !TEST_PANICKED.swap(true, std::sync::atomic::Ordering::Relaxed)
-        {
+        if panics::deliberate(&e) {
             let task = tokio::spawn(async { panic!("FLOE_TEST_PANIC=effect") });
             let handle = panics::watch(task, reply, self.tx.clone());
             if let Some(slot) = slot {

@@ -3,6 +3,7 @@
 //! sends the result the effect would have sent had it failed, carrying the panic message.
 
 use std::any::Any;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use tokio::sync::mpsc;
 use tokio::task::{AbortHandle, JoinHandle};
@@ -181,6 +182,15 @@ pub(super) fn watch(
         }
     });
     abort
+}
+
+/// Whether `e` is the one effect `FLOE_TEST_PANIC=effect` (a test-only switch, see
+/// `terminal::test_panic`) makes panic: the first table-stats load.
+pub(super) fn deliberate(e: &Effect) -> bool {
+    static DONE: AtomicBool = AtomicBool::new(false);
+    super::terminal::test_panic() == Some("effect")
+        && matches!(e, Effect::LoadStats { .. })
+        && !DONE.swap(true, Ordering::Relaxed)
 }
 
 /// A panic payload as text (what `panic!` was given).

@@ -5,7 +5,7 @@
 //!
 //! A panic inside an effect (a task on the runtime's worker threads) is not a way out: the
 //! effect's error is shown on the rows it was loading, and the panic hook leaves the
-//! terminal alone for it (see `effects`).
+//! terminal alone for it (see `panics`).
 
 use std::io::{Write, stdout};
 use std::sync::OnceLock;
