@@ -3,191 +3,20 @@
 //! snapshots tab, and quits (or is killed) with the terminal restored.
 
 mod common;
+#[path = "common/pty.rs"]
+mod pty;
 
-use std::fs::File;
-use std::io::{Read, Write};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::os::unix::process::CommandExt;
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::lab;
+use pty::Pty;
 
-struct Pty {
-    home: std::path::PathBuf,
-    master: File,
-    slave: OwnedFd,
-    child: Child,
-    parser: Arc<Mutex<vt100::Parser>>,
-    raw: Arc<Mutex<Vec<u8>>>,
-}
-
-impl Pty {
-    fn spawn(args: &[&str], cols: u16, rows: u16) -> Pty {
-        Pty::spawn_env(args, &[], cols, rows)
-    }
-
-    fn spawn_env(args: &[&str], env: &[(&str, &str)], cols: u16, rows: u16) -> Pty {
-        let mut master: libc::c_int = -1;
-        let mut slave: libc::c_int = -1;
-        let ws = libc::winsize {
-            ws_row: rows,
-            ws_col: cols,
-            ws_xpixel: 0,
-            ws_ypixel: 0,
-        };
-        // SAFETY: openpty writes two fds into the provided integers.
-        let rc = unsafe {
-            libc::openpty(
-                &mut master,
-                &mut slave,
-                std::ptr::null_mut(),
-                std::ptr::null(),
-                &ws,
-            )
-        };
-        assert_eq!(rc, 0, "openpty failed");
-        // Only the child's stdio may hold the terminal: a child inheriting the master
-        // would keep it open, and its writes would block forever once no one reads.
-        for fd in [master, slave] {
-            // SAFETY: fcntl on fds we own.
-            unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
-        }
-        // SAFETY: both fds were just opened by openpty and are owned here.
-        let (master, slave) = unsafe { (File::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
-        let home = std::env::temp_dir().join(format!("floe-pty-home-{}", std::process::id()));
-        let io = |fd: &OwnedFd| Stdio::from(fd.try_clone().unwrap());
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_floe"));
-        cmd.args(args)
-            .env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("HOME", &home)
-            .env("XDG_CONFIG_HOME", home.join("config"))
-            .env("XDG_STATE_HOME", home.join("state"))
-            .env("XDG_DATA_HOME", home.join("data"))
-            .env("TERM", "xterm-256color")
-            .env("NO_COLOR", "1")
-            .envs(env.iter().copied())
-            .stdin(io(&slave))
-            .stdout(io(&slave))
-            .stderr(io(&slave));
-        // SAFETY: only async-signal-safe calls between fork and exec.
-        unsafe {
-            cmd.pre_exec(|| {
-                if libc::setsid() < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                if libc::ioctl(0, libc::TIOCSCTTY as _, 0) < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
-        let child = cmd.spawn().expect("spawn floe in a pty");
-        let parser = Arc::new(Mutex::new(vt100::Parser::new(
-            std::num::NonZero::new(rows).unwrap(),
-            std::num::NonZero::new(cols).unwrap(),
-            0,
-        )));
-        let raw = Arc::new(Mutex::new(Vec::new()));
-        let mut reader = master.try_clone().unwrap();
-        let (p2, r2) = (parser.clone(), raw.clone());
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 8192];
-            while let Ok(n) = reader.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                p2.lock().unwrap().process(&buf[..n]);
-                r2.lock().unwrap().extend_from_slice(&buf[..n]);
-            }
-        });
-        Pty {
-            master,
-            slave,
-            child,
-            parser,
-            raw,
-            home,
-        }
-    }
-
-    fn screen(&self) -> String {
-        self.parser.lock().unwrap().screen().contents()
-    }
-
-    fn send(&mut self, bytes: &[u8]) {
-        self.master.write_all(bytes).unwrap();
-        self.master.flush().unwrap();
-    }
-
-    fn wait_for(&self, what: &str, timeout: Duration, pred: impl Fn(&str) -> bool) -> String {
-        let start = Instant::now();
-        loop {
-            let s = self.screen();
-            if pred(&s) {
-                return s;
-            }
-            if start.elapsed() > timeout {
-                panic!("timed out after {timeout:?} waiting for {what}; screen:\n{s}");
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-
-    fn wait_exit(&mut self, timeout: Duration) -> ExitStatus {
-        let start = Instant::now();
-        loop {
-            if let Some(s) = self.child.try_wait().unwrap() {
-                return s;
-            }
-            if start.elapsed() > timeout {
-                let _ = self.child.kill();
-                panic!(
-                    "floe did not exit within {timeout:?}; screen:\n{}",
-                    self.screen()
-                );
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    /// The terminal is back to normal: cooked mode with echo, main screen, cursor shown.
-    fn assert_restored(&self) {
-        // SAFETY: termios is plain data; tcgetattr fills it for a valid tty fd.
-        let mut t: libc::termios = unsafe { std::mem::zeroed() };
-        let rc = unsafe { libc::tcgetattr(self.slave.as_raw_fd(), &mut t) };
-        assert_eq!(rc, 0);
-        assert!(
-            t.c_lflag & libc::ICANON != 0,
-            "still in raw mode (ICANON off)"
-        );
-        assert!(t.c_lflag & libc::ECHO != 0, "still in raw mode (ECHO off)");
-        std::thread::sleep(Duration::from_millis(200));
-        let p = self.parser.lock().unwrap();
-        assert!(
-            !p.screen().alternate_screen(),
-            "still on the alternate screen"
-        );
-        assert!(!p.screen().hide_cursor(), "cursor still hidden");
-        let raw = self.raw.lock().unwrap();
-        let text = String::from_utf8_lossy(&raw);
-        assert!(
-            text.contains("\x1b[?1049l"),
-            "never left the alternate screen"
-        );
-    }
-}
-
-impl Drop for Pty {
-    /// A test that fails mid-way must not leave floe running.
-    fn drop(&mut self) {
-        if matches!(self.child.try_wait(), Ok(None)) {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
+/// The lab's seed schemas: other tests' scratch tables (dozens, cloned and dropped while
+/// this runs) would slow the first refresh and push the seed's tables off the screen.
+fn seed_args(url: &str) -> [&str; 8] {
+    [
+        "--trino", url, "--user", "floe", "--schema", "zoning", "--schema", "audit",
+    ]
 }
 
 fn row_with<'a>(screen: &'a str, needle: &str) -> Option<&'a str> {
@@ -197,7 +26,7 @@ fn row_with<'a>(screen: &'a str, needle: &str) -> Option<&'a str> {
 #[test]
 fn drill_from_the_critical_table_to_partitions_and_snapshots_then_quit() {
     let url = lab().trino_url();
-    let mut pty = Pty::spawn(&["--trino", &url, "--user", "floe"], 100, 30);
+    let mut pty = Pty::spawn(&seed_args(&url), 100, 30);
     let s = pty.wait_for("documents to show CRIT", Duration::from_secs(60), |s| {
         row_with(s, "zoning.documents").is_some_and(|r| r.contains("CRIT") && !r.contains('~'))
     });
@@ -248,7 +77,7 @@ fn drill_from_the_critical_table_to_partitions_and_snapshots_then_quit() {
 fn sigterm_and_sighup_restore_the_terminal() {
     for sig in [libc::SIGTERM, libc::SIGHUP] {
         let url = lab().trino_url();
-        let mut pty = Pty::spawn(&["--trino", &url, "--user", "floe"], 80, 24);
+        let mut pty = Pty::spawn(&seed_args(&url), 80, 24);
         pty.wait_for("the table list", Duration::from_secs(60), |s| {
             s.contains("zoning.documents")
         });

@@ -1,6 +1,8 @@
 //! The bottom-line prompts: the `/` filter (live), the `:` command line, and the
 //! retention asked before expire_snapshots / remove_orphan_files.
 
+use std::time::Duration;
+
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::action::Effect;
@@ -8,6 +10,10 @@ use super::export::ExportFormat;
 use super::nav::{in_log, reindex_current};
 use super::state::{Level, Load, Popup, State};
 use crate::config::units::human_duration;
+
+/// The longest `:refresh` interval: a longer one is surely a typo (and `300000y` would
+/// not even fit a date).
+pub const MAX_REFRESH: Duration = Duration::from_secs(86_400);
 
 /// A text prompt at the bottom line.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -182,7 +188,7 @@ fn run_command_line(s: &mut State, line: &str) -> Vec<Effect> {
             None => super::update::refresh(s, true),
             Some(d) => {
                 match crate::config::Dur::parse(d) {
-                    Ok(d) if d.0 >= crate::config::MIN_REFRESH => {
+                    Ok(d) if (crate::config::MIN_REFRESH..=MAX_REFRESH).contains(&d.0) => {
                         s.refresh_every = d.0;
                         s.set_status(
                             Level::Info,
@@ -192,7 +198,13 @@ fn run_command_line(s: &mut State, line: &str) -> Vec<Effect> {
                             ),
                         );
                     }
-                    Ok(_) => s.set_status(Level::Error, "refresh interval must be at least 5s"),
+                    Ok(_) => s.set_status(
+                        Level::Error,
+                        format!(
+                            "refresh interval must be at least 5s and at most {} (got {d})",
+                            human_duration(MAX_REFRESH.as_secs() as i64)
+                        ),
+                    ),
                     Err(e) => s.set_status(Level::Error, e),
                 }
                 Vec::new()
@@ -231,5 +243,44 @@ fn run_command_line(s: &mut State, line: &str) -> Vec<Effect> {
             );
             Vec::new()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::app::action::Action;
+    use crate::app::state::Level;
+    use crate::app::testing::{code, key, loaded, t0};
+    use crate::app::update::update;
+
+    fn command(s: &mut State, line: &str) {
+        update(s, key(':'));
+        for c in line.chars() {
+            update(s, key(c));
+        }
+        update(s, code(KeyCode::Enter));
+    }
+
+    #[test]
+    fn refresh_intervals_are_bounded() {
+        let mut s = loaded();
+        let before = s.refresh_every;
+        for bad in ["300000y", "2d", "86401s", "4s"] {
+            command(&mut s, &format!("refresh {bad}"));
+            let st = s.status.clone().unwrap();
+            assert_eq!(st.level, Level::Error, "{bad}: {}", st.text);
+            assert!(
+                st.text.contains("at least 5s and at most 1d"),
+                "{bad}: {}",
+                st.text
+            );
+            assert_eq!(s.refresh_every, before, "{bad} kept the old interval");
+        }
+        command(&mut s, "refresh 1d");
+        assert_eq!(s.refresh_every, MAX_REFRESH);
+        // The ticks after it go on.
+        update(&mut s, Action::Tick(t0() + chrono::Duration::seconds(1)));
+        assert!(s.next_refresh_in().unwrap() > 86_000);
     }
 }

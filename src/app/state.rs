@@ -214,11 +214,12 @@ impl State {
             return None;
         }
         let last = self.last_refresh?;
-        Some(
-            (last + chrono::Duration::from_std(self.refresh_every).unwrap_or_default() - self.now)
-                .num_seconds()
-                .max(0),
-        )
+        // Saturating: an interval too long for a date is "not before the end of time".
+        let every = chrono::Duration::from_std(self.refresh_every).unwrap_or(chrono::Duration::MAX);
+        let Some(due) = last.checked_add_signed(every) else {
+            return Some(i64::MAX);
+        };
+        Some(due.signed_duration_since(self.now).num_seconds().max(0))
     }
 
     /// A new profile: its connection and settings, every view empty again.
@@ -249,5 +250,31 @@ impl State {
             text: text.into(),
             at: self.now,
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::app::action::Action;
+    use crate::app::testing::{loaded, t0};
+    use crate::app::update::update;
+
+    /// An interval too long for chrono (a config value, or `:refresh 300000y` before it was
+    /// bounded) must not panic on the next tick: the refresh is simply never due.
+    #[test]
+    fn ticks_saturate_on_huge_intervals() {
+        for every in [
+            Duration::from_secs(300_000 * 365 * 86_400),
+            Duration::from_secs(u64::MAX),
+            Duration::MAX,
+        ] {
+            let mut s = loaded();
+            s.refresh_every = every;
+            s.last_refresh = Some(t0());
+            let fx = update(&mut s, Action::Tick(t0() + chrono::Duration::seconds(1)));
+            assert!(fx.is_empty(), "{fx:?}");
+            assert!(s.next_refresh_in().unwrap() > 1_000_000_000);
+        }
     }
 }

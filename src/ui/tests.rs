@@ -523,3 +523,250 @@ mod dags {
         insta::assert_snapshot!("confirm_trigger_80x24", screen(&mut s, 80, 24).backend());
     }
 }
+
+/// Text from servers (table and partition names, DAG ids, errors, log lines) may carry
+/// terminal escapes and bidi overrides: whatever reaches the screen buffer is inert.
+mod hostile {
+    use super::*;
+    use crate::airflow::{DagImportError, LogLine, TaskLog, TaskState};
+    use crate::app::dags::DagMsg;
+    use crate::app::testing::dags::{dag, failing_facts, list, task};
+    use crate::lakehouse::model::PartitionStats;
+    use crate::text::{hostile_sample, is_inert};
+
+    fn h(prefix: &str) -> String {
+        format!("{prefix}{}", hostile_sample())
+    }
+
+    fn assert_inert(term: &Terminal<TestBackend>, what: &str, shown: &str) {
+        let buf = term.backend().buffer();
+        let text: String = buf.content().iter().map(|c| c.symbol()).collect();
+        assert!(
+            text.contains(shown),
+            "{what}: {shown:?} is not on screen:\n{text}"
+        );
+        let mut drawn = 0;
+        for (i, cell) in buf.content().iter().enumerate() {
+            assert!(
+                is_inert(cell.symbol()),
+                "{what}: cell {i} holds {:?}",
+                cell.symbol()
+            );
+            drawn += usize::from(!cell.symbol().trim().is_empty());
+        }
+        assert!(drawn > 0, "{what}: nothing drawn");
+    }
+
+    /// Draw at 80x24 and 160x48; `shown` (the start of a hostile string) is on screen.
+    fn both_sizes(s: &mut State, what: &str, shown: &str) {
+        for (w, h) in [(80, 24), (160, 48)] {
+            assert_inert(&screen(s, w, h), &format!("{what} at {w}x{h}"), shown);
+        }
+    }
+
+    fn hostile_tables() -> State {
+        let mut s = with_info(crate::app::testing::loaded());
+        let generation = s.tables.generation + 1;
+        s.tables.generation = generation;
+        s.tables.pending = 0;
+        let bad = TableRef::new("iceberg", h("sch"), h("tbl"));
+        let failing = TableRef::new("iceberg", "zoning", h("err"));
+        update(
+            &mut s,
+            Action::Tables(TablesMsg::Discovered {
+                generation,
+                result: Ok(vec![bad.clone(), failing.clone()]),
+            }),
+        );
+        update(
+            &mut s,
+            Action::Tables(TablesMsg::Stats {
+                generation,
+                table: bad,
+                result: Ok(crate::app::testing::incident_stats()),
+            }),
+        );
+        update(
+            &mut s,
+            Action::Tables(TablesMsg::Stats {
+                generation,
+                table: failing,
+                result: Err(h("TABLE_NOT_FOUND: ")),
+            }),
+        );
+        s
+    }
+
+    #[test]
+    fn tables_partitions_and_status_draw_no_control_character() {
+        let mut s = hostile_tables();
+        assert!(s.status.is_some(), "the error reaches the status line");
+        both_sizes(&mut s, "tables", "scha");
+        key(&mut s, 'i');
+        both_sizes(&mut s, "health breakdown", "scha");
+        update(
+            &mut s,
+            Action::Key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE)),
+        );
+        update(
+            &mut s,
+            Action::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE)),
+        );
+        let req = s.partitions.request;
+        let table = s.partitions.table.clone().expect("a table drilled into");
+        let mut list = partitions(6);
+        for (i, p) in list.partitions.iter_mut().enumerate() {
+            p.values = vec![
+                (h("field"), Some(h(&format!("v{i}")))),
+                ("filed_at_day".into(), None),
+            ];
+        }
+        list.partitions.push(PartitionStats {
+            values: vec![(h("k"), Some(h("\u{202e}reversed")))],
+            ..list.partitions[0].clone()
+        });
+        update(
+            &mut s,
+            Action::Partitions {
+                request: req,
+                table,
+                result: Ok(list),
+            },
+        );
+        key(&mut s, ' ');
+        both_sizes(&mut s, "partitions", "fielda");
+        key(&mut s, '/');
+        for c in hostile_sample().chars().take(8) {
+            key(&mut s, c);
+        }
+        both_sizes(&mut s, "filter prompt", "/a");
+    }
+
+    #[test]
+    fn dags_and_logs_draw_no_control_character() {
+        let mut s = crate::app::testing::dags::with_dags();
+        let generation = s.dags.generation + 1;
+        s.dags.generation = generation;
+        let mut l = list();
+        l.dags.push(dag(&h("dag"), &h("iceberg.zoning.tag"), false));
+        l.import_errors.push(DagImportError {
+            id: Some(2),
+            filename: h("evil.py"),
+            bundle_name: Some(h("bundle")),
+            timestamp: None,
+            stack_trace: h("Traceback:\n"),
+        });
+        update(
+            &mut s,
+            Action::Dags(DagMsg::Loaded {
+                generation,
+                result: Ok(l),
+            }),
+        );
+        let mut facts = failing_facts();
+        facts.error_line = Some(h("ConnectionError: "));
+        facts.failing_task = Some(h("task"));
+        update(
+            &mut s,
+            Action::Dags(DagMsg::Facts {
+                generation,
+                dag_id: "compact_documents".into(),
+                result: Ok(facts),
+            }),
+        );
+        update(
+            &mut s,
+            Action::Dags(DagMsg::Facts {
+                generation,
+                dag_id: h("dag"),
+                result: Err(h("403: ")),
+            }),
+        );
+        key(&mut s, '4');
+        both_sizes(&mut s, "DAGs", "daga");
+        key(&mut s, '1');
+        both_sizes(&mut s, "tables with DAGs", "documents");
+        key(&mut s, '4');
+        s.dags.level = Some(crate::app::dags::DagLevel::Tasks);
+        s.dags.dag_id = Some("compact_documents".into());
+        s.dags.run_id = Some(h("run"));
+        let run = s.dags.run_id.clone().unwrap();
+        let mut t = task(&h("task"), TaskState::Failed, 1);
+        t.run_id = run.clone();
+        update(
+            &mut s,
+            Action::Dags(DagMsg::Tasks {
+                dag_id: "compact_documents".into(),
+                run_id: run.clone(),
+                result: Ok(vec![t, task("compact", TaskState::Failed, 1)]),
+            }),
+        );
+        both_sizes(&mut s, "task instances", "taska");
+        let fx = update(
+            &mut s,
+            Action::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE)),
+        );
+        let Some(crate::app::action::Effect::LoadLog {
+            dag_id,
+            run_id,
+            task_id,
+            try_number,
+        }) = fx.into_iter().next()
+        else {
+            panic!("enter on a task opens its log");
+        };
+        let lines: Vec<LogLine> = (0..5)
+            .map(|i| LogLine {
+                timestamp: None,
+                level: Some(h("info")),
+                text: h(&format!("[task] step {i} ")),
+                error: i == 4,
+            })
+            .collect();
+        update(
+            &mut s,
+            Action::Dags(DagMsg::Log {
+                dag_id,
+                run_id,
+                task_id,
+                try_number,
+                result: Ok(TaskLog {
+                    lines,
+                    error_line: Some(h("error: ")),
+                    continuation_token: None,
+                }),
+            }),
+        );
+        assert!(s.dags.log.is_some(), "the log is open");
+        both_sizes(&mut s, "log", "[task] step");
+        s.set_status(Level::Error, h("Airflow: "));
+        both_sizes(&mut s, "error status", "Airflow: a");
+    }
+}
+
+/// Every popup and prompt at 20x5: clipped, framed, readable; never a panic.
+#[test]
+fn every_popup_at_20x5() {
+    let mut s = confirm_state();
+    let mut out = format!("confirm\n{}\n", screen(&mut s, 20, 5).backend());
+    key(&mut s, 'n');
+    assert!(s.popup.is_none(), "n declines the plan");
+    for (name, keys) in [
+        ("help", "?"),
+        ("health breakdown", "i"),
+        ("queue", "Q"),
+        ("command line", ":refresh"),
+        ("filter", "/north"),
+    ] {
+        for c in keys.chars() {
+            key(&mut s, c);
+        }
+        out.push_str(&format!("{name}\n{}\n", screen(&mut s, 20, 5).backend()));
+        update(
+            &mut s,
+            Action::Key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE)),
+        );
+        assert!(s.popup.is_none() && s.prompt.is_none(), "{name} closed");
+    }
+    insta::assert_snapshot!("every_popup_20x5", out);
+}

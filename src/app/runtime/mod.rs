@@ -4,6 +4,8 @@
 //! in `airflow`; what to do with a result is `update`'s business, not the runtime's.
 
 mod airflow;
+mod panics;
+mod terminal;
 mod trino;
 
 use std::collections::HashMap;
@@ -78,6 +80,15 @@ impl Runtime {
             old.abort();
         }
         let slot = e.slot();
+        let reply = panics::reply_of(&e);
+        if panics::deliberate(&e) {
+            let task = tokio::spawn(async { panic!("FLOE_TEST_PANIC=effect") });
+            let handle = panics::watch(task, reply, self.tx.clone());
+            if let Some(slot) = slot {
+                self.running.insert(slot, handle);
+            }
+            return;
+        }
         let handle = match e {
             Effect::Quit => return,
             Effect::CancelJob(job) => {
@@ -119,8 +130,10 @@ impl Runtime {
                 None => return,
             },
         };
+        // A panic in the task becomes the effect's error, never a row loading forever.
+        let handle = panics::watch(handle, reply, self.tx.clone());
         if let Some(slot) = slot {
-            self.running.insert(slot, handle.abort_handle());
+            self.running.insert(slot, handle);
         }
     }
 
@@ -184,7 +197,9 @@ pub fn initial_state(s: &Settings, no_color: bool) -> color_eyre::Result<State> 
 }
 
 /// Open the TUI. The terminal is restored on every exit path: normal, error, panic
-/// (ratatui's hook after color-eyre's), SIGTERM and SIGHUP.
+/// (ratatui's hook after color-eyre's, mouse capture included), SIGTERM, SIGHUP, SIGINT
+/// and SIGQUIT; it is given back while floe is suspended (ctrl-z) and taken again on
+/// SIGCONT. See `terminal`.
 pub fn run(settings: Settings) -> color_eyre::Result<()> {
     run_with(settings, config::Overrides::default())
 }
@@ -198,20 +213,17 @@ pub fn run_with(settings: Settings, overrides: config::Overrides) -> color_eyre:
     }
     let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
     let state = initial_state(&settings, no_color)?;
+    // Effects run on these named threads: the panic hook tells their panics (an effect's
+    // error) from the event loop's (the end of floe) by the name.
     let rt = tokio::runtime::Builder::new_multi_thread()
+        .thread_name(terminal::WORKER_THREAD)
         .enable_all()
         .build()?;
     rt.block_on(async move {
         let mouse = settings.mouse;
-        let mut terminal = ratatui::init();
-        if mouse {
-            let _ = crossterm::execute!(std::io::stdout(), crossterm::event::EnableMouseCapture);
-        }
+        let mut terminal = terminal::enter(mouse);
         let result = event_loop(&mut terminal, state, settings, overrides).await;
-        if mouse {
-            let _ = crossterm::execute!(std::io::stdout(), crossterm::event::DisableMouseCapture);
-        }
-        ratatui::restore();
+        terminal::leave(mouse);
         result
     })
 }
@@ -224,7 +236,9 @@ async fn event_loop(
 ) -> color_eyre::Result<()> {
     use tokio::signal::unix::{SignalKind, signal};
     let (tx, mut rx) = mpsc::unbounded_channel::<Action>();
+    let mouse = settings.mouse;
     let mut rt = Runtime::new(settings, overrides, tx)?;
+    let mut term_signals = terminal::Signals::install()?;
     let mut events = EventStream::new();
     let mut sigterm = signal(SignalKind::terminate()).wrap_err("installing the SIGTERM handler")?;
     let mut sighup = signal(SignalKind::hangup()).wrap_err("installing the SIGHUP handler")?;
@@ -233,6 +247,9 @@ async fn event_loop(
     let fx = update(&mut state, Action::Start);
     rt.run(fx);
     terminal.draw(|f| crate::ui::draw(f, &state))?;
+    if terminal::test_panic() == Some("frame") {
+        panic!("FLOE_TEST_PANIC=frame: a deliberate panic after the first frame");
+    }
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let frame = Duration::from_millis(16);
@@ -242,6 +259,10 @@ async fn event_loop(
         let redraw_at = last_draw + frame;
         let action = tokio::select! {
             ev = events.next() => match ev {
+                Some(Ok(Event::Key(k))) if terminal::is_suspend_key(&k) => {
+                    terminal::suspend(terminal, mouse);
+                    Some(resumed(terminal, mouse)?)
+                }
                 Some(Ok(Event::Key(k))) => Some(Action::Key(k)),
                 Some(Ok(Event::Resize(w, h))) => Some(Action::Resize(w, h)),
                 Some(Ok(Event::Mouse(m))) => match m.kind {
@@ -257,6 +278,14 @@ async fn event_loop(
             _ = tick.tick() => Some(Action::Tick(Utc::now())),
             _ = sigterm.recv() => Some(Action::Terminate),
             _ = sighup.recv() => Some(Action::Terminate),
+            sig = term_signals.recv() => match sig {
+                terminal::TermSignal::Interrupt => Some(Action::Terminate),
+                terminal::TermSignal::Stop => {
+                    terminal::suspend(terminal, mouse);
+                    Some(resumed(terminal, mouse)?)
+                }
+                terminal::TermSignal::Continue => Some(resumed(terminal, mouse)?),
+            },
             _ = tokio::time::sleep_until(redraw_at), if pending_draw => None,
         };
         if let Some(a) = action {
@@ -278,4 +307,12 @@ async fn event_loop(
             pending_draw = false;
         }
     }
+}
+
+/// After a stop: the terminal taken again and cleared, and the size it has now (it may
+/// have changed meanwhile) as the action that makes the next frame a full one.
+fn resumed(terminal: &mut ratatui::DefaultTerminal, mouse: bool) -> color_eyre::Result<Action> {
+    terminal::resume(terminal, mouse)?;
+    let size = terminal.size()?;
+    Ok(Action::Resize(size.width, size.height))
 }
