@@ -85,6 +85,11 @@ impl Keymap {
             .iter()
             .filter(|s| self.enabled(s.command))
             .map(|s| (self.keys_text(s.command), s.desc, s.scope))
+            .chain(
+                FIXED
+                    .iter()
+                    .map(|(k, d)| (k.to_string(), *d, Scope::Global)),
+            )
             .collect()
     }
 
@@ -107,6 +112,12 @@ impl Keymap {
             .collect()
     }
 }
+
+/// Keys the terminal gives meaning to, whatever `[keys]` says: listed in help too.
+const FIXED: [(&str, &str); 2] = [
+    ("ctrl-c", "quit, asks if jobs run"),
+    ("ctrl-z", "suspend (fg resumes)"),
+];
 
 fn short_desc(s: &Spec) -> &'static str {
     match s.command {

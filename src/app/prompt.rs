@@ -1,8 +1,6 @@
 //! The bottom-line prompts: the `/` filter (live), the `:` command line, and the
 //! retention asked before expire_snapshots / remove_orphan_files.
 
-use std::time::Duration;
-
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::action::Effect;
@@ -11,9 +9,7 @@ use super::nav::{in_log, reindex_current};
 use super::state::{Level, Load, Popup, State};
 use crate::config::units::human_duration;
 
-/// The longest `:refresh` interval: a longer one is surely a typo (and `300000y` would
-/// not even fit a date).
-pub const MAX_REFRESH: Duration = Duration::from_secs(86_400);
+pub use crate::config::MAX_REFRESH;
 
 /// A text prompt at the bottom line.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -10,8 +10,8 @@ use url::Url;
 use super::file::{AuthKind, FileConfig, HealthFile, ProfileFile, merge_airflow, merge_trino};
 use super::secrets::{SecretKind, env_bool, env_dur, secret};
 use super::settings::{
-    AirflowSettings, Auth, DEFAULT_MAX_LOG_SIZE, DEFAULT_MAX_RESPONSE_SIZE, Dirs, MIN_REFRESH,
-    MaintenanceMapping, Overrides, Settings, TlsSettings, TrinoSettings,
+    AirflowSettings, Auth, DEFAULT_MAX_LOG_SIZE, DEFAULT_MAX_RESPONSE_SIZE, Dirs, MAX_REFRESH,
+    MIN_REFRESH, MaintenanceMapping, Overrides, Settings, TlsSettings, TrinoSettings,
 };
 use super::units::Bytes;
 use super::{ConfigError, err, keys, uri};
@@ -465,6 +465,13 @@ impl Layers<'_> {
         if refresh < MIN_REFRESH {
             return Err(err(format!(
                 "refresh {} is below the minimum of 5s ({})",
+                humantime::format_duration(refresh),
+                self.key_in("refresh")
+            )));
+        }
+        if refresh > MAX_REFRESH {
+            return Err(err(format!(
+                "refresh {} is above the maximum of 1d ({})",
                 humantime::format_duration(refresh),
                 self.key_in("refresh")
             )));

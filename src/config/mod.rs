@@ -21,8 +21,8 @@ pub use file::{
 pub use keys::KeySpec;
 pub use load::{load, load_with};
 pub use settings::{
-    AirflowSettings, Auth, DEFAULT_MAX_LOG_SIZE, DEFAULT_MAX_RESPONSE_SIZE, Dirs, MIN_REFRESH,
-    MaintenanceMapping, Overrides, Settings, TlsSettings, TrinoSettings,
+    AirflowSettings, Auth, DEFAULT_MAX_LOG_SIZE, DEFAULT_MAX_RESPONSE_SIZE, Dirs, MAX_REFRESH,
+    MIN_REFRESH, MaintenanceMapping, Overrides, Settings, TlsSettings, TrinoSettings,
 };
 pub use units::{Bytes, Dur};
 

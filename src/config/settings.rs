@@ -122,6 +122,9 @@ impl Settings {
 }
 
 pub const MIN_REFRESH: Duration = Duration::from_secs(5);
+/// The longest refresh interval (`refresh`, `:refresh`): a longer one is surely a typo, and
+/// `300000y` would not even fit a date.
+pub const MAX_REFRESH: Duration = Duration::from_secs(86_400);
 
 /// What the command line says (every field optional; flags win over everything).
 #[derive(Clone, Debug, Default)]

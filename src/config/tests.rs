@@ -414,6 +414,19 @@ fn verify_false_in_a_pasted_uri_is_a_visible_warning() {
 }
 
 #[test]
+fn refresh_has_a_maximum() {
+    let f = Fixture::new("refreshmax");
+    let e = f
+        .load(&Overrides {
+            refresh: Some(Dur::parse("300000y").unwrap()),
+            ..flags("http://h:1")
+        })
+        .unwrap_err()
+        .0;
+    assert!(e.contains("maximum of 1d"), "{e}");
+}
+
+#[test]
 fn refresh_minimum_and_bad_values() {
     let f = Fixture::new("refresh");
     let e = f
