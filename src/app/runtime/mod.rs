@@ -26,8 +26,9 @@ use super::state::State;
 use super::update::update;
 use crate::config::{self, Settings};
 use crate::lakehouse::queries::Lakehouse;
+use crate::maintain::run::Stop;
 use crate::trino::Client;
-use tokio_util::sync::CancellationToken;
+use tokio::task::JoinHandle;
 
 pub use airflow::AirflowHandle;
 
@@ -39,9 +40,15 @@ pub struct Runtime {
     tx: mpsc::UnboundedSender<Action>,
     running: HashMap<Slot, AbortHandle>,
     overrides: config::Overrides,
-    job_tokens: HashMap<u64, CancellationToken>,
+    /// Running jobs: never in a slot, never aborted; stopped only through their `Stop`.
+    jobs: HashMap<u64, (Stop, JoinHandle<()>)>,
+    /// Airflow writes in flight: never aborted, waited for (bounded) before exiting.
+    writes: Vec<JoinHandle<()>>,
     airflow: AirflowHandle,
 }
+
+/// How long quitting waits for running jobs to be cancelled on Trino.
+pub const STOP_WAIT: Duration = Duration::from_secs(10);
 
 impl Runtime {
     pub fn new(
@@ -58,13 +65,16 @@ impl Runtime {
             tx,
             running: HashMap::new(),
             overrides,
-            job_tokens: HashMap::new(),
+            jobs: HashMap::new(),
+            writes: Vec::new(),
             airflow: AirflowHandle::new(settings_airflow),
         })
     }
 
     pub fn run(&mut self, effects: Vec<Effect>) {
         self.running.retain(|_, h| !h.is_finished());
+        self.jobs.retain(|_, (_, h)| !h.is_finished());
+        self.writes.retain(|h| !h.is_finished());
         for e in effects {
             self.spawn(e);
         }
@@ -81,8 +91,29 @@ impl Runtime {
         let handle = match e {
             Effect::Quit => return,
             Effect::CancelJob(job) => {
-                if let Some(t) = self.job_tokens.get(&job) {
-                    t.cancel();
+                if let Some((stop, _)) = self.jobs.get(&job) {
+                    stop.cancel();
+                }
+                return;
+            }
+            Effect::StopJobs { interrupted } => {
+                for (stop, _) in self.jobs.values() {
+                    if interrupted {
+                        stop.interrupt();
+                    } else {
+                        stop.cancel();
+                    }
+                }
+                return;
+            }
+            Effect::RunPlan { job, plan } => {
+                let (stop, h) = self.spawn_job(job, plan);
+                self.jobs.insert(job, (stop, h));
+                return;
+            }
+            Effect::WriteDag(w) => {
+                if let Some(h) = self.spawn_airflow(Effect::WriteDag(w)) {
+                    self.writes.push(h);
                 }
                 return;
             }
@@ -109,8 +140,7 @@ impl Runtime {
             | Effect::LoadTasks { .. }
             | Effect::LoadLog { .. }
             | Effect::LoadFailure { .. }
-            | Effect::PlanClear { .. }
-            | Effect::WriteDag(_)) => match self.spawn_airflow(e) {
+            | Effect::PlanClear { .. }) => match self.spawn_airflow(e) {
                 Some(h) => h,
                 None => return,
             },
@@ -124,7 +154,35 @@ impl Runtime {
         }
     }
 
-    /// Load another profile: new clients, every running effect cancelled.
+    /// Stop every job still running (interrupted: floe is leaving; a job already asked to
+    /// stop keeps its reason) and wait, at most `within`, for each to end: its statement
+    /// cancelled on Trino (DELETE nextUri sent and answered) and its outcome audited.
+    /// Airflow writes in flight are waited for too. Returns how many did not end in time.
+    pub async fn shutdown(&mut self, within: Duration) -> usize {
+        let mut handles = Vec::new();
+        for (_, (stop, h)) in self.jobs.drain() {
+            if !stop.is_stopped() {
+                stop.interrupt();
+            }
+            handles.push(h);
+        }
+        handles.append(&mut self.writes);
+        let deadline = Instant::now() + within;
+        let mut late = 0;
+        for h in handles {
+            if tokio::time::timeout_at(deadline, h).await.is_err() {
+                late += 1;
+            }
+        }
+        if late > 0 {
+            tracing::warn!(late, "quitting before every job was cancelled on Trino");
+        }
+        late
+    }
+
+    /// Load another profile: new clients, every running read cancelled. Jobs and Airflow
+    /// writes are not in a slot: they run on to their end on the clients they started
+    /// with, and audit under the profile they started on.
     fn switch_profile(&mut self, name: &str) -> Result<ProfileView, String> {
         let mut over = self.overrides.clone();
         over.profile = Some(name.to_string());
@@ -235,6 +293,7 @@ async fn event_loop(
     let fx = update(&mut state, Action::Start);
     rt.run(fx);
     terminal.draw(|f| crate::ui::draw(f, &state))?;
+    update(&mut state, Action::Drawn);
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let frame = Duration::from_millis(16);
@@ -272,10 +331,16 @@ async fn event_loop(
             pending_draw = true;
         }
         if state.quit {
+            if !rt.jobs.is_empty() || !rt.writes.is_empty() {
+                // Show "cancelling…" while the cancels are sent and answered.
+                terminal.draw(|f| crate::ui::draw(f, &state))?;
+                rt.shutdown(STOP_WAIT).await;
+            }
             return Ok(());
         }
         if pending_draw && Instant::now() >= last_draw + frame {
             terminal.draw(|f| crate::ui::draw(f, &state))?;
+            update(&mut state, Action::Drawn);
             last_draw = Instant::now();
             pending_draw = false;
         }
