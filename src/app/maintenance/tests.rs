@@ -229,3 +229,17 @@ fn mutations_have_no_slot_so_nothing_replaces_or_aborts_them() {
     let plan = draft().build(false).unwrap();
     assert_eq!(Effect::RunPlan { job: 1, plan }.slot(), None);
 }
+
+#[test]
+fn the_quit_question_lists_the_running_jobs() {
+    use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
+    let mut s = on_screen();
+    s.no_color = true;
+    run_job(&mut s);
+    update(&mut s, key('q'));
+    update(&mut s, Action::Resize(80, 24));
+    let mut term = Terminal::new(TestBackend::new(80, 24)).unwrap();
+    term.draw(|f| crate::ui::draw(f, &s)).unwrap();
+    insta::assert_snapshot!("quit_jobs_80x24", term.backend());
+}
