@@ -45,6 +45,8 @@ pub struct Runtime {
     /// Airflow writes in flight: never aborted, waited for (bounded) before exiting.
     writes: Vec<JoinHandle<()>>,
     airflow: AirflowHandle,
+    /// Bumped by each profile switch: a plan drafted for an older profile is dropped.
+    profile_epoch: Arc<std::sync::Mutex<u64>>,
 }
 
 /// How long quitting waits for running jobs to be cancelled on Trino.
@@ -67,6 +69,7 @@ impl Runtime {
             overrides,
             jobs: HashMap::new(),
             writes: Vec::new(),
+            profile_epoch: Arc::default(),
             airflow: AirflowHandle::new(settings_airflow),
         })
     }
@@ -118,7 +121,13 @@ impl Runtime {
                 return;
             }
             Effect::SwitchProfile(name) => {
+                // Under the lock, so no plan of the old profile is sent after the switch.
+                let epoch = self.profile_epoch.clone();
+                let mut epoch = epoch.lock().unwrap_or_else(|e| e.into_inner());
                 let r = self.switch_profile(&name);
+                if r.is_ok() {
+                    *epoch += 1;
+                }
                 let _ = self.tx.send(Action::ProfileSwitched(r));
                 return;
             }
@@ -151,6 +160,21 @@ impl Runtime {
         };
         if let Some(slot) = slot {
             self.running.insert(slot, handle.abort_handle());
+        }
+    }
+
+    /// A sender for a result that opens a confirm popup (a drafted plan, a clear's dry
+    /// run): it sends only while the profile it was asked on is still the current one, so
+    /// a popup never shows the old profile's plan after a switch.
+    pub(super) fn confirm_sender(&self) -> impl Fn(Action) + Send + Sync + 'static {
+        let epoch = self.profile_epoch.clone();
+        let mine = *epoch.lock().unwrap_or_else(|e| e.into_inner());
+        let tx = self.tx.clone();
+        move |a| {
+            let now = epoch.lock().unwrap_or_else(|e| e.into_inner());
+            if *now == mine {
+                let _ = tx.send(a);
+            }
         }
     }
 
@@ -344,5 +368,43 @@ async fn event_loop(
             last_draw = Instant::now();
             pending_draw = false;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_plan_drafted_before_a_profile_switch_is_never_delivered_after_it() {
+        let dir = std::env::temp_dir().join(format!("floe-rt-epoch-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("config.toml");
+        std::fs::write(
+            &path,
+            "default_profile = \"a\"\n[trino]\nurl = \"http://127.0.0.1:9\"\n[profiles.a.trino]\nuser = \"a\"\n[profiles.b.trino]\nuser = \"b\"\n",
+        )
+        .unwrap();
+        let over = config::Overrides {
+            config: Some(path),
+            ..Default::default()
+        };
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let mut rt = Runtime::new(config::load(&over).unwrap(), over, tx).unwrap();
+        let before = rt.confirm_sender();
+        rt.run(vec![Effect::SwitchProfile("b".into())]);
+        before(Action::Drawn);
+        let after = rt.confirm_sender();
+        after(Action::Start);
+        assert!(matches!(
+            rx.recv().await,
+            Some(Action::ProfileSwitched(Ok(_)))
+        ));
+        assert!(
+            matches!(rx.recv().await, Some(Action::Start)),
+            "only the new one"
+        );
+        assert!(rx.try_recv().is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

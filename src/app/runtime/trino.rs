@@ -68,11 +68,12 @@ impl Runtime {
                 partitions,
             } => {
                 let min_small = self.settings.health.min_small_files;
+                let send = self.confirm_sender();
                 tokio::spawn(async move {
                     let _permit = pool.acquire_owned().await;
                     let r = crate::maintain::plan::draft(&lake, table, kind, partitions, min_small)
                         .await;
-                    let _ = tx.send(Action::Maintenance(MaintenanceMsg::PlanReady(r)));
+                    send(Action::Maintenance(MaintenanceMsg::PlanReady(r)));
                 })
             }
             _ => return None,
