@@ -584,3 +584,40 @@ fn sigterm_with_a_running_job_cancels_it_on_trino_and_audits_interrupted() {
     t.pty.assert_restored();
     t.assert_cancelled(&id, "interrupted");
 }
+
+#[test]
+fn a_plan_arriving_under_the_filter_prompt_does_not_take_the_next_y() {
+    let mut t = job_tui("ptyahead");
+    // The plan's reads are slowed so it arrives while the prompt is open.
+    lab_rt().block_on(lab().faults(
+        &t.user,
+        serde_json::json!([{"kind": "latency", "ms": 300, "on": "post", "count": 4}]),
+    ));
+    t.pty.send(b"o/");
+    t.pty
+        .wait_for("the plan under the prompt", Duration::from_secs(30), |s| {
+            s.contains("EXECUTE optimize")
+        });
+    t.pty.send(b"y");
+    std::thread::sleep(Duration::from_millis(1500));
+    let s = t.pty.screen();
+    assert!(!s.contains("▶ optimize"), "y ran the plan:\n{s}");
+    assert!(s.contains("/y"), "y went to the filter:\n{s}");
+    let q = lab_rt().block_on(lab().queries_of(&t.user));
+    lab_rt().block_on(lab().clear_faults(&t.user));
+    assert!(
+        !q.iter()
+            .any(|q| q["sql"].as_str().unwrap_or("").contains("EXECUTE optimize")),
+        "nothing sent: {q:?}"
+    );
+    t.pty.send(b"\x1b");
+    std::thread::sleep(Duration::from_millis(500));
+    t.pty.send(b"n");
+    t.pty
+        .wait_for("the popup closed", Duration::from_secs(10), |s| {
+            !s.contains("EXECUTE optimize")
+        });
+    t.pty.send(b"q");
+    assert!(t.pty.wait_exit(Duration::from_secs(10)).success());
+    t.pty.assert_restored();
+}

@@ -317,7 +317,7 @@ async fn event_loop(
     let fx = update(&mut state, Action::Start);
     rt.run(fx);
     terminal.draw(|f| crate::ui::draw(f, &state))?;
-    update(&mut state, Action::Drawn);
+    after_draw(&mut state, &mut rt);
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let frame = Duration::from_millis(16);
@@ -327,14 +327,7 @@ async fn event_loop(
         let redraw_at = last_draw + frame;
         let action = tokio::select! {
             ev = events.next() => match ev {
-                Some(Ok(Event::Key(k))) => Some(Action::Key(k)),
-                Some(Ok(Event::Resize(w, h))) => Some(Action::Resize(w, h)),
-                Some(Ok(Event::Mouse(m))) => match m.kind {
-                    MouseEventKind::ScrollDown => Some(Action::Key(KeyEvent::new(KeyCode::Down, KeyModifiers::NONE))),
-                    MouseEventKind::ScrollUp => Some(Action::Key(KeyEvent::new(KeyCode::Up, KeyModifiers::NONE))),
-                    _ => None,
-                },
-                Some(Ok(_)) => None,
+                Some(Ok(ev)) => event_action(ev),
                 Some(Err(e)) => return Err(eyre!("reading terminal events: {e}")),
                 None => Some(Action::Terminate),
             },
@@ -364,11 +357,52 @@ async fn event_loop(
         }
         if pending_draw && Instant::now() >= last_draw + frame {
             terminal.draw(|f| crate::ui::draw(f, &state))?;
-            update(&mut state, Action::Drawn);
             last_draw = Instant::now();
-            pending_draw = false;
+            pending_draw = !after_draw(&mut state, &mut rt);
         }
     }
+}
+
+/// A terminal event as an Action (mouse wheel as arrow keys).
+fn event_action(ev: Event) -> Option<Action> {
+    match ev {
+        Event::Key(k) => Some(Action::Key(k)),
+        Event::Resize(w, h) => Some(Action::Resize(w, h)),
+        Event::Mouse(m) => match m.kind {
+            MouseEventKind::ScrollDown => Some(Action::Key(KeyEvent::new(
+                KeyCode::Down,
+                KeyModifiers::NONE,
+            ))),
+            MouseEventKind::ScrollUp => {
+                Some(Action::Key(KeyEvent::new(KeyCode::Up, KeyModifiers::NONE)))
+            }
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// After a frame: first apply the input already waiting (typed before the frame was on
+/// screen), then tell `update` the frame was drawn, so a confirm popup in it takes only
+/// keys pressed once it was visible. When that input changed the popup or the prompt,
+/// the frame is stale and nothing is armed: false asks for another frame.
+fn after_draw(state: &mut State, rt: &mut Runtime) -> bool {
+    let seen = (state.popup.clone(), state.prompt.clone());
+    let mut fresh = true;
+    while matches!(crossterm::event::poll(Duration::ZERO), Ok(true)) {
+        let Ok(ev) = crossterm::event::read() else {
+            break;
+        };
+        if let Some(a) = event_action(ev) {
+            let fx = update(state, a);
+            rt.run(fx);
+            fresh = false;
+        }
+    }
+    if (&state.popup, &state.prompt) == (&seen.0, &seen.1) {
+        update(state, Action::Drawn);
+    }
+    fresh
 }
 
 #[cfg(test)]
