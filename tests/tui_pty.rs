@@ -458,6 +458,11 @@ struct JobTui {
 }
 
 fn job_tui(name: &str) -> JobTui {
+    job_tui_with(name, "", "")
+}
+
+/// [`job_tui`] with more config: top-level keys, and sections after `[trino]`.
+fn job_tui_with(name: &str, top: &str, extra: &str) -> JobTui {
     let u = format!("t_{name}_{}", std::process::id());
     let table = format!("{name}_{}", std::process::id());
     let dir = std::env::temp_dir().join(format!("floe-pty-{name}-{}", std::process::id()));
@@ -473,7 +478,7 @@ fn job_tui(name: &str) -> JobTui {
     std::fs::write(
         &config,
         format!(
-            "audit_log = {:?}\n[trino]\nurl = {:?}\nuser = {u:?}\ncatalog = \"iceberg\"\nschemas = [\"scratch\"]\ntables = [\"scratch.{table}\"]\n",
+            "{top}audit_log = {:?}\n[trino]\nurl = {:?}\nuser = {u:?}\ncatalog = \"iceberg\"\nschemas = [\"scratch\"]\ntables = [\"scratch.{table}\"]\n{extra}",
             audit.display().to_string(),
             lab().trino_url(),
         ),
@@ -501,6 +506,10 @@ impl JobTui {
     /// `o`, the confirm popup, then `y` with the first statement slowed to 30 s on the
     /// engine; returns the lab's id of the running optimize.
     fn start_optimize(&mut self) -> String {
+        self.start_optimize_slowed(30000)
+    }
+
+    fn start_optimize_slowed(&mut self, ms: u64) -> String {
         self.pty.send(b"o");
         self.pty
             .wait_for("the confirm popup", Duration::from_secs(30), |s| {
@@ -508,7 +517,7 @@ impl JobTui {
             });
         lab_rt().block_on(lab().faults(
             &self.user,
-            serde_json::json!([{"kind": "slow", "ms": 30000, "count": 1}]),
+            serde_json::json!([{"kind": "slow", "ms": ms, "count": 1}]),
         ));
         self.pty.send(b"y");
         self.pty
@@ -617,6 +626,51 @@ fn a_plan_arriving_under_the_filter_prompt_does_not_take_the_next_y() {
         .wait_for("the popup closed", Duration::from_secs(10), |s| {
             !s.contains("EXECUTE optimize")
         });
+    t.pty.send(b"q");
+    assert!(t.pty.wait_exit(Duration::from_secs(10)).success());
+    t.pty.assert_restored();
+}
+
+#[test]
+fn a_running_job_survives_a_profile_switch_and_reports_under_its_profile() {
+    let other = format!("t_ptyswitch_b_{}", std::process::id());
+    let mut t = job_tui_with(
+        "ptyswitch",
+        "default_profile = \"main\"\n",
+        &format!("[profiles.main]\n[profiles.other.trino]\nuser = {other:?}\n"),
+    );
+    // One partition: a plan of one statement.
+    t.pty.send(b"\r");
+    t.pty
+        .wait_for("the partitions", Duration::from_secs(30), |s| {
+            s.contains("Partitions: ptyswitch") && s.contains("district=")
+        });
+    let id = t.start_optimize_slowed(4000);
+    t.pty.send(b":profile other\r");
+    t.pty.wait_for("the switch", Duration::from_secs(10), |s| {
+        s.contains("switched to profile other") || s.contains("floe other")
+    });
+    t.pty.wait_for(
+        "the job's end, under its profile",
+        Duration::from_secs(60),
+        |s| s.contains("[profile main] ✓ optimize"),
+    );
+    let rt = lab_rt();
+    let q = rt.block_on(lab().queries_of(&t.user));
+    rt.block_on(lab().clear_faults(&t.user));
+    let q = q.iter().find(|q| q["id"] == id.as_str()).unwrap();
+    assert_eq!(q["state"], "FINISHED", "{q}");
+    let audit = floe::maintain::audit::AuditLog::new(&t.audit).read_all();
+    assert!(audit.len() >= 2, "{audit:?}");
+    assert_eq!(audit[0].outcome, "started");
+    assert_eq!(audit[1].outcome, "success");
+    assert_eq!(audit[1].query_id.as_deref(), Some(id.as_str()));
+    assert!(
+        audit
+            .iter()
+            .all(|r| r.profile == "main" && r.user == t.user)
+    );
+    // Nothing runs any more: q quits without asking.
     t.pty.send(b"q");
     assert!(t.pty.wait_exit(Duration::from_secs(10)).success());
     t.pty.assert_restored();
