@@ -197,7 +197,13 @@ fn row_with<'a>(screen: &'a str, needle: &str) -> Option<&'a str> {
 #[test]
 fn drill_from_the_critical_table_to_partitions_and_snapshots_then_quit() {
     let url = lab().trino_url();
-    let mut pty = Pty::spawn(&["--trino", &url, "--user", "floe"], 100, 30);
+    // Only the seed's zoning tables, as in the SIGTERM test: clones in scratch sort
+    // before documents.
+    let mut pty = Pty::spawn(
+        &["--trino", &url, "--user", "floe", "--schema", "zoning"],
+        100,
+        30,
+    );
     let s = pty.wait_for("documents to show CRIT", Duration::from_secs(60), |s| {
         row_with(s, "zoning.documents").is_some_and(|r| r.contains("CRIT") && !r.contains('~'))
     });

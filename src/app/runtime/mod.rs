@@ -317,7 +317,7 @@ async fn event_loop(
     let fx = update(&mut state, Action::Start);
     rt.run(fx);
     terminal.draw(|f| crate::ui::draw(f, &state))?;
-    after_draw(&mut state, &mut rt);
+    update(&mut state, Action::Drawn);
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let frame = Duration::from_millis(16);
@@ -356,9 +356,16 @@ async fn event_loop(
             return Ok(());
         }
         if pending_draw && Instant::now() >= last_draw + frame {
+            // Input typed before this frame is on screen goes first, so a confirm popup
+            // in the frame takes only keys pressed once it was visible.
+            apply_waiting_input(&mut state, &mut rt);
+            if state.quit {
+                continue;
+            }
             terminal.draw(|f| crate::ui::draw(f, &state))?;
+            update(&mut state, Action::Drawn);
             last_draw = Instant::now();
-            pending_draw = !after_draw(&mut state, &mut rt);
+            pending_draw = false;
         }
     }
 }
@@ -382,13 +389,8 @@ fn event_action(ev: Event) -> Option<Action> {
     }
 }
 
-/// After a frame: first apply the input already waiting (typed before the frame was on
-/// screen), then tell `update` the frame was drawn, so a confirm popup in it takes only
-/// keys pressed once it was visible. When that input changed the popup or the prompt,
-/// the frame is stale and nothing is armed: false asks for another frame.
-fn after_draw(state: &mut State, rt: &mut Runtime) -> bool {
-    let seen = (state.popup.clone(), state.prompt.clone());
-    let mut fresh = true;
+/// Apply the terminal input already waiting, without blocking.
+fn apply_waiting_input(state: &mut State, rt: &mut Runtime) {
     while matches!(crossterm::event::poll(Duration::ZERO), Ok(true)) {
         let Ok(ev) = crossterm::event::read() else {
             break;
@@ -396,13 +398,8 @@ fn after_draw(state: &mut State, rt: &mut Runtime) -> bool {
         if let Some(a) = event_action(ev) {
             let fx = update(state, a);
             rt.run(fx);
-            fresh = false;
         }
     }
-    if (&state.popup, &state.prompt) == (&seen.0, &seen.1) {
-        update(state, Action::Drawn);
-    }
-    fresh
 }
 
 #[cfg(test)]
