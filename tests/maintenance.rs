@@ -625,3 +625,139 @@ async fn identity_fiscal_year_is_read_planned_and_recounted_by_the_tables_spec()
         assert_eq!(p.data_files, want, "{}", p.label());
     }
 }
+
+/// `floe maintain optimize <table> --threshold 96MB --yes` as user `u`: the optimize is
+/// its only query. Its stderr is piped, its audit log under `home`.
+fn spawn_maintain(t: &TableRef, u: &str, home: &std::path::Path) -> std::process::Child {
+    std::process::Command::new(env!("CARGO_BIN_EXE_floe"))
+        .args([
+            "--trino",
+            &lab().trino_url(),
+            "--user",
+            u,
+            "maintain",
+            "optimize",
+            &format!("scratch.{}", t.table),
+            "--threshold",
+            "96MB",
+            "--yes",
+        ])
+        .env("XDG_CONFIG_HOME", home.join("c"))
+        .env("XDG_STATE_HOME", home.join("s"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// The lab's record of `u`'s optimize once it runs on the engine.
+async fn running_optimize(u: &str) -> serde_json::Value {
+    let start = std::time::Instant::now();
+    loop {
+        let q = lab().queries_of(u).await;
+        if let Some(q) = q
+            .into_iter()
+            .find(|q| q["sql"].as_str().unwrap_or("").contains("EXECUTE optimize"))
+            && q["state"] == "RUNNING"
+        {
+            return q;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the optimize never ran"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn query(u: &str, id: &str) -> serde_json::Value {
+    lab()
+        .queries_of(u)
+        .await
+        .into_iter()
+        .find(|q| q["id"] == id)
+        .unwrap()
+}
+
+fn wait_exit(child: &mut std::process::Child, within: Duration) -> std::process::ExitStatus {
+    let start = std::time::Instant::now();
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return s;
+        }
+        if start.elapsed() > within {
+            let _ = child.kill();
+            panic!("floe maintain did not exit within {within:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_cancels_on_trino_on_sigint_and_sigterm_and_exits_130_or_143() {
+    for (sig, name, code, outcome) in [
+        (libc::SIGINT, "int", 130, "cancelled"),
+        (libc::SIGTERM, "term", 143, "interrupted"),
+    ] {
+        let t = clone("zoning.permits", &format!("clisig{name}")).await;
+        let u = user(&format!("clisig{name}"));
+        let home = std::env::temp_dir().join(format!("floe-clisig-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&home);
+        let lake = lakehouse(&lab().trino_url(), "floe");
+        let before = snapshots(&lake, &t).await;
+        lab()
+            .faults(&u, json!([{"kind": "slow", "ms": 30000, "count": 1}]))
+            .await;
+        let mut child = spawn_maintain(&t, &u, &home);
+        let q = running_optimize(&u).await;
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, sig) };
+        let status = wait_exit(&mut child, Duration::from_secs(15));
+        let mut err = String::new();
+        std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+        lab().clear_faults(&u).await;
+        assert_eq!(status.code(), Some(code), "{name}: {err}");
+        assert!(err.contains("cancelling on Trino"), "{err}");
+        let q = query(&u, q["id"].as_str().unwrap()).await;
+        assert_eq!(q["error_name"], "USER_CANCELED", "{q}");
+        assert_eq!(q["delete_received"], true, "{q}");
+        assert_eq!(snapshots(&lake, &t).await, before, "nothing committed");
+        let audit = AuditLog::new(home.join("s/floe/audit.jsonl")).read_all();
+        let outcomes: Vec<&str> = audit.iter().map(|r| r.outcome.as_str()).collect();
+        assert_eq!(outcomes, vec!["started", outcome], "{name}");
+        assert_eq!(audit[1].query_id.as_deref(), q["id"].as_str());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_ctrl_c_exits_the_cli_at_once_while_the_cancel_waits() {
+    let t = clone("zoning.permits", "cli2int").await;
+    let u = user("cli2int");
+    let home = std::env::temp_dir().join(format!("floe-cli2int-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&home);
+    lab()
+        .faults(&u, json!([{"kind": "slow", "ms": 30000, "count": 1}]))
+        .await;
+    let mut child = spawn_maintain(&t, &u, &home);
+    running_optimize(&u).await;
+    // From now on every request on the query's URIs (the DELETE too) takes 20 s.
+    lab()
+        .faults(&u, json!([{"kind": "latency", "ms": 20000, "on": "next"}]))
+        .await;
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    std::thread::sleep(Duration::from_millis(1000));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "still waiting for the cancel"
+    );
+    let second = std::time::Instant::now();
+    // SAFETY: as above.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = wait_exit(&mut child, Duration::from_secs(10));
+    assert!(second.elapsed() < Duration::from_secs(2), "exited at once");
+    lab().clear_faults(&u).await;
+    assert_eq!(status.code(), Some(130));
+    let audit = AuditLog::new(home.join("s/floe/audit.jsonl")).read_all();
+    assert_eq!(audit[0].outcome, "started", "the trace a hard exit leaves");
+}

@@ -6,7 +6,7 @@ mod common;
 #[path = "common/pty.rs"]
 mod pty;
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::lab;
 use pty::Pty;
@@ -276,4 +276,231 @@ fn the_incident_through_airflow_from_the_table_to_the_failing_log_line_then_a_tr
         !audit.contains(&pw) || pw.len() < 6,
         "no password in the audit log"
     );
+}
+
+/// A TUI on its own clone of the documents table (the only table it lists), as user `u`,
+/// with its audit log in its own directory; the table is shown with its partitions read.
+struct JobTui {
+    pty: Pty,
+    user: String,
+    audit: std::path::PathBuf,
+}
+
+fn job_tui(name: &str) -> JobTui {
+    job_tui_with(name, "", "")
+}
+
+/// [`job_tui`] with more config: top-level keys, and sections after `[trino]`.
+fn job_tui_with(name: &str, top: &str, extra: &str) -> JobTui {
+    let u = format!("t_{name}_{}", std::process::id());
+    let table = format!("{name}_{}", std::process::id());
+    let dir = std::env::temp_dir().join(format!("floe-pty-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(lab().clone_table("zoning.documents", &format!("scratch.{table}")));
+    let audit = dir.join("audit.jsonl");
+    let config = dir.join("config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "{top}audit_log = {:?}\n[trino]\nurl = {:?}\nuser = {u:?}\ncatalog = \"iceberg\"\nschemas = [\"scratch\"]\ntables = [\"scratch.{table}\"]\n{extra}",
+            audit.display().to_string(),
+            lab().trino_url(),
+        ),
+    )
+    .unwrap();
+    let pty = Pty::spawn(&["--config", config.to_str().unwrap()], 120, 30);
+    pty.wait_for("the clone, loaded", Duration::from_secs(60), |s| {
+        row_with(s, &table).is_some_and(|r| r.contains("CRIT") && !r.contains('~'))
+    });
+    JobTui {
+        pty,
+        user: u,
+        audit,
+    }
+}
+
+fn lab_rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+impl JobTui {
+    /// `o`, the confirm popup, then `y` with the first statement slowed to 30 s on the
+    /// engine; returns the lab's id of the running optimize.
+    fn start_optimize(&mut self) -> String {
+        self.start_optimize_slowed(30000)
+    }
+
+    fn start_optimize_slowed(&mut self, ms: u64) -> String {
+        self.pty.send(b"o");
+        self.pty
+            .wait_for("the confirm popup", Duration::from_secs(30), |s| {
+                s.contains("EXECUTE optimize")
+            });
+        lab_rt().block_on(lab().faults(
+            &self.user,
+            serde_json::json!([{"kind": "slow", "ms": ms, "count": 1}]),
+        ));
+        self.pty.send(b"y");
+        self.pty
+            .wait_for("the job line", Duration::from_secs(30), |s| {
+                s.contains("▶ optimize")
+            });
+        let start = Instant::now();
+        loop {
+            let q = lab_rt().block_on(lab().queries_of(&self.user));
+            if let Some(q) = q.iter().find(|q| {
+                q["sql"].as_str().unwrap_or("").contains("EXECUTE optimize")
+                    && q["state"] == "RUNNING"
+            }) {
+                return q["id"].as_str().unwrap().to_string();
+            }
+            assert!(start.elapsed() < Duration::from_secs(30), "{q:?}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Right after floe exited: the query was cancelled on the server, and the audit log
+    /// has its started record then `outcome` with its query id.
+    fn assert_cancelled(&self, id: &str, outcome: &str) {
+        let rt = lab_rt();
+        let q = rt.block_on(lab().queries_of(&self.user));
+        rt.block_on(lab().clear_faults(&self.user));
+        let q = q.iter().find(|q| q["id"] == id).unwrap();
+        assert_eq!(q["error_name"], "USER_CANCELED", "{q}");
+        assert_eq!(q["delete_received"], true, "{q}");
+        let audit = floe::maintain::audit::AuditLog::new(&self.audit).read_all();
+        let outcomes: Vec<&str> = audit.iter().map(|r| r.outcome.as_str()).collect();
+        assert_eq!(outcomes, vec!["started", outcome]);
+        assert_eq!(audit[1].query_id.as_deref(), Some(id));
+        assert!(audit[0].statement.contains("EXECUTE optimize"));
+        assert_eq!(audit[0].user, self.user);
+    }
+}
+
+#[test]
+fn quitting_with_a_running_job_asks_and_y_cancels_it_on_trino() {
+    let mut t = job_tui("ptyquit");
+    let id = t.start_optimize();
+    t.pty.send(b"q");
+    t.pty
+        .wait_for("the quit question", Duration::from_secs(10), |s| {
+            s.contains("quit while jobs run?")
+        });
+    t.pty.send(b"n");
+    t.pty
+        .wait_for("the question gone", Duration::from_secs(10), |s| {
+            !s.contains("quit while jobs run?") && s.contains("▶ optimize")
+        });
+    assert!(t.pty.child.try_wait().unwrap().is_none(), "n stays");
+    t.pty.send(b"q");
+    t.pty
+        .wait_for("the quit question", Duration::from_secs(10), |s| {
+            s.contains("quit while jobs run?")
+        });
+    t.pty.send(b"y");
+    let status = t.pty.wait_exit(Duration::from_secs(15));
+    assert!(status.success(), "{status:?}");
+    t.pty.assert_restored();
+    t.assert_cancelled(&id, "cancelled");
+}
+
+#[test]
+fn sigterm_with_a_running_job_cancels_it_on_trino_and_audits_interrupted() {
+    let mut t = job_tui("ptyterm");
+    let id = t.start_optimize();
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(t.pty.child.id() as i32, libc::SIGTERM) };
+    t.pty.wait_exit(Duration::from_secs(15));
+    t.pty.assert_restored();
+    t.assert_cancelled(&id, "interrupted");
+}
+
+#[test]
+fn a_plan_arriving_under_the_filter_prompt_does_not_take_the_next_y() {
+    let mut t = job_tui("ptyahead");
+    // The plan's reads are slowed so it arrives while the prompt is open.
+    lab_rt().block_on(lab().faults(
+        &t.user,
+        serde_json::json!([{"kind": "latency", "ms": 300, "on": "post", "count": 4}]),
+    ));
+    t.pty.send(b"o/");
+    t.pty
+        .wait_for("the plan under the prompt", Duration::from_secs(30), |s| {
+            s.contains("EXECUTE optimize")
+        });
+    t.pty.send(b"y");
+    std::thread::sleep(Duration::from_millis(1500));
+    let s = t.pty.screen();
+    assert!(!s.contains("▶ optimize"), "y ran the plan:\n{s}");
+    assert!(s.contains("/y"), "y went to the filter:\n{s}");
+    let q = lab_rt().block_on(lab().queries_of(&t.user));
+    lab_rt().block_on(lab().clear_faults(&t.user));
+    assert!(
+        !q.iter()
+            .any(|q| q["sql"].as_str().unwrap_or("").contains("EXECUTE optimize")),
+        "nothing sent: {q:?}"
+    );
+    t.pty.send(b"\x1b");
+    std::thread::sleep(Duration::from_millis(500));
+    t.pty.send(b"n");
+    t.pty
+        .wait_for("the popup closed", Duration::from_secs(10), |s| {
+            !s.contains("EXECUTE optimize")
+        });
+    t.pty.send(b"q");
+    assert!(t.pty.wait_exit(Duration::from_secs(10)).success());
+    t.pty.assert_restored();
+}
+
+#[test]
+fn a_running_job_survives_a_profile_switch_and_reports_under_its_profile() {
+    let other = format!("t_ptyswitch_b_{}", std::process::id());
+    let mut t = job_tui_with(
+        "ptyswitch",
+        "default_profile = \"main\"\n",
+        &format!("[profiles.main]\n[profiles.other.trino]\nuser = {other:?}\n"),
+    );
+    // One partition: a plan of one statement.
+    t.pty.send(b"\r");
+    t.pty
+        .wait_for("the partitions", Duration::from_secs(30), |s| {
+            s.contains("Partitions: ptyswitch") && s.contains("district=")
+        });
+    let id = t.start_optimize_slowed(4000);
+    t.pty.send(b":profile other\r");
+    t.pty.wait_for("the switch", Duration::from_secs(10), |s| {
+        s.contains("switched to profile other") || s.contains("floe other")
+    });
+    t.pty.wait_for(
+        "the job's end, under its profile",
+        Duration::from_secs(60),
+        |s| s.contains("[profile main] ✓ optimize"),
+    );
+    let rt = lab_rt();
+    let q = rt.block_on(lab().queries_of(&t.user));
+    rt.block_on(lab().clear_faults(&t.user));
+    let q = q.iter().find(|q| q["id"] == id.as_str()).unwrap();
+    assert_eq!(q["state"], "FINISHED", "{q}");
+    let audit = floe::maintain::audit::AuditLog::new(&t.audit).read_all();
+    assert!(audit.len() >= 2, "{audit:?}");
+    assert_eq!(audit[0].outcome, "started");
+    assert_eq!(audit[1].outcome, "success");
+    assert_eq!(audit[1].query_id.as_deref(), Some(id.as_str()));
+    assert!(
+        audit
+            .iter()
+            .all(|r| r.profile == "main" && r.user == t.user)
+    );
+    // Nothing runs any more: q quits without asking.
+    t.pty.send(b"q");
+    assert!(t.pty.wait_exit(Duration::from_secs(10)).success());
+    t.pty.assert_restored();
 }

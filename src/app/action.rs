@@ -47,6 +47,8 @@ pub enum Action {
     Maintenance(MaintenanceMsg),
     /// SIGTERM, SIGHUP (a dropped SSH session): leave cleanly.
     Terminate,
+    /// A frame was drawn: a confirm popup on screen now accepts its `y`.
+    Drawn,
 }
 
 /// What the screen needs to know about a (new) profile.
@@ -97,6 +99,11 @@ pub enum Effect {
         plan: Plan,
     },
     CancelJob(u64),
+    /// Stop every running job on Trino: cancelled (the operator quit with `y`) or
+    /// interrupted (SIGTERM, SIGHUP). The runtime waits, bounded, for the cancels.
+    StopJobs {
+        interrupted: bool,
+    },
     LoadDags {
         generation: u64,
     },
@@ -167,7 +174,8 @@ impl DagWrite {
 }
 
 /// Work that the runtime keeps at most one of at a time: a newer one replaces (and
-/// cancels) the older.
+/// cancels) the older. Mutations (a job, an Airflow write) have no slot: nothing ever
+/// replaces them, and a profile switch leaves them running on their own connection.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Slot {
     ServerInfo,
@@ -178,7 +186,6 @@ pub enum Slot {
     Export,
     Profile,
     Plan,
-    Job(u64),
     Dags,
     DagFacts(String),
     Connections,
@@ -186,7 +193,6 @@ pub enum Slot {
     DagTasks,
     DagLog,
     DagFailure(String),
-    DagWrite(String),
 }
 
 impl Effect {
@@ -200,7 +206,6 @@ impl Effect {
             Effect::Export { .. } => Slot::Export,
             Effect::SwitchProfile(_) => Slot::Profile,
             Effect::PlanMaintenance { .. } => Slot::Plan,
-            Effect::RunPlan { job, .. } => Slot::Job(*job),
             Effect::LoadDags { .. } => Slot::Dags,
             Effect::LoadDagFacts { dag, .. } => Slot::DagFacts(dag.dag_id.clone()),
             Effect::CheckConnections => Slot::Connections,
@@ -209,8 +214,11 @@ impl Effect {
             Effect::LoadLog { .. } => Slot::DagLog,
             Effect::LoadFailure { dag_id } => Slot::DagFailure(dag_id.clone()),
             Effect::PlanClear { .. } => Slot::Plan,
-            Effect::WriteDag(w) => Slot::DagWrite(w.dag_id().to_string()),
-            Effect::CancelJob(_) | Effect::Quit => return None,
+            Effect::RunPlan { .. }
+            | Effect::WriteDag(_)
+            | Effect::CancelJob(_)
+            | Effect::StopJobs { .. }
+            | Effect::Quit => return None,
         })
     }
 }

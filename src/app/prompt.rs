@@ -129,10 +129,7 @@ fn run_command_line(s: &mut State, line: &str) -> Vec<Effect> {
     let arg: Vec<&str> = parts.collect();
     match cmd {
         "" => Vec::new(),
-        "q" | "quit" | "q!" => {
-            s.quit = true;
-            vec![Effect::Quit]
-        }
+        "q" | "quit" | "q!" => super::update::quit(s),
         "help" | "h" => {
             s.popup = Some(Popup::Help);
             Vec::new()

@@ -74,6 +74,11 @@ pub enum Popup {
     Queue,
     /// A write to Airflow awaiting `y`.
     ConfirmDag(Box<super::dags::DagConfirm>),
+    /// Quitting while jobs run: `y` cancels them on Trino first, `n` stays.
+    QuitJobs {
+        /// Drawn on screen since it opened (only then does it take a `y`).
+        shown: bool,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -129,6 +134,8 @@ pub struct State {
     pub dags: super::dags::DagsView,
     /// `[[maintenance]]` mappings of the profile.
     pub maintenance: Vec<crate::config::MaintenanceMapping>,
+    /// Frames drawn so far (`Action::Drawn`).
+    pub frames: u64,
 }
 
 impl State {
@@ -158,7 +165,15 @@ impl State {
             jobs: super::maintenance::Jobs::default(),
             dags: super::dags::DagsView::default(),
             maintenance: Vec::new(),
+            frames: 0,
         }
+    }
+
+    /// Whether a confirm popup may take its answer: it was drawn since it opened, so the
+    /// key was pressed by someone who saw it. Without any frame drawn (`update` driven
+    /// with no screen) there is nothing to wait for.
+    pub fn popup_seen(&self, shown: bool) -> bool {
+        shown || self.frames == 0
     }
 
     /// Rows of the body's list (terminal height minus header, tabs, column header,
@@ -222,8 +237,13 @@ impl State {
         Some(due.signed_duration_since(self.now).num_seconds().max(0))
     }
 
-    /// A new profile: its connection and settings, every view empty again.
+    /// A new profile: its connection and settings, every view empty again, no popup
+    /// (a confirm drawn for the old profile must not run on the new one). Jobs stay: each
+    /// runs on to its end on the connection it started on.
     pub fn apply_profile(&mut self, p: ProfileView) {
+        if !matches!(self.popup, Some(Popup::QuitJobs { .. })) {
+            self.popup = None;
+        }
         self.conn = Conn {
             profile: p.profile,
             trino_url: p.trino_url,

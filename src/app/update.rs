@@ -63,7 +63,20 @@ pub fn update(s: &mut State, action: Action) -> Vec<Effect> {
             s.set_status(Level::Error, e);
             Vec::new()
         }
-        Action::Terminate => quit(s),
+        Action::Terminate => maintenance::quit::terminate(s),
+        Action::Drawn => {
+            s.frames += 1;
+            // A popup under an open prompt is not what the operator is looking at.
+            if s.prompt.is_none() {
+                match &mut s.popup {
+                    Some(Popup::Confirm(c)) => c.shown = true,
+                    Some(Popup::ConfirmDag(c)) => c.shown = true,
+                    Some(Popup::QuitJobs { shown }) => *shown = true,
+                    _ => {}
+                }
+            }
+            Vec::new()
+        }
         Action::Tables(msg) => tables::update(s, msg),
         Action::Partitions {
             request,
@@ -80,9 +93,9 @@ pub fn update(s: &mut State, action: Action) -> Vec<Effect> {
     }
 }
 
-fn quit(s: &mut State) -> Vec<Effect> {
-    s.quit = true;
-    vec![Effect::Quit]
+/// `q`, ctrl-c, `:q`: leave (asking first while jobs run).
+pub fn quit(s: &mut State) -> Vec<Effect> {
+    maintenance::quit::quit(s)
 }
 
 /// The first load, and the one after a profile switch.
@@ -123,6 +136,7 @@ fn on_key(s: &mut State, ev: KeyEvent) -> Vec<Effect> {
     match s.popup.clone() {
         Some(Popup::Confirm(c)) => maintenance::confirm::on_key(s, c, ev),
         Some(Popup::ConfirmDag(c)) => dags::writes::on_confirm_key(s, *c, ev),
+        Some(Popup::QuitJobs { shown }) => maintenance::quit::on_key(s, shown, ev),
         Some(Popup::Queue) if cmd == Some(Command::Queue) => {
             s.popup = None;
             Vec::new()

@@ -1,5 +1,7 @@
-//! The audit log: one JSON line per mutation attempt (run, failed, cancelled or refused),
-//! appended under the XDG state dir. It holds statements and outcomes, never secrets.
+//! The audit log: JSON lines appended under the XDG state dir. Every mutation leaves a
+//! `started` record before it is sent (so a crash leaves a trace) and an outcome record
+//! after (`success`, `failed`, `cancelled`, `interrupted`), or one `refused` record. It
+//! holds statements and outcomes, never secrets.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -24,7 +26,8 @@ pub struct Record {
     /// The exact SQL (or the Airflow request) that was sent.
     pub statement: String,
     pub query_id: Option<String>,
-    /// `success`, `failed`, `cancelled` or `refused`.
+    /// `started`, then `success`, `failed`, `cancelled` (the operator asked) or
+    /// `interrupted` (floe was told to stop: SIGTERM, SIGHUP); or `refused`.
     pub outcome: String,
     pub error: Option<String>,
     pub rows: Option<i64>,
@@ -76,6 +79,9 @@ fn os_user() -> String {
         .unwrap_or_default()
 }
 
+/// The outcome of a record written before the statement is sent.
+pub const STARTED: &str = "started";
+
 #[derive(Clone, Debug)]
 pub struct AuditLog {
     path: PathBuf,
@@ -90,7 +96,9 @@ impl AuditLog {
         &self.path
     }
 
-    /// Append one record (created with mode 0600 when new).
+    /// Append one record (created with mode 0600 when new). The file is opened with
+    /// O_APPEND and the record (line and newline) goes out in one write(2), so records of
+    /// two floe processes appending at once never interleave.
     pub fn append(&self, r: &Record) -> Result<(), String> {
         if let Some(dir) = self.path.parent() {
             std::fs::create_dir_all(dir)
@@ -108,15 +116,31 @@ impl AuditLog {
             .map_err(|e| format!("audit log {}: {e}", self.path.display()))?;
         let mut line = serde_json::to_string(r).map_err(|e| e.to_string())?;
         line.push('\n');
-        // One write per record keeps lines whole even with two floe instances appending.
-        f.write_all(line.as_bytes())
+        // One write(2), never a loop of partial writes another process could slip between.
+        let written = f
+            .write(line.as_bytes())
             .map_err(|e| format!("audit log {}: {e}", self.path.display()))?;
+        if written != line.len() {
+            return Err(format!(
+                "audit log {}: short write ({written} of {} bytes)",
+                self.path.display(),
+                line.len()
+            ));
+        }
         f.sync_data()
             .map_err(|e| format!("audit log {}: {e}", self.path.display()))
     }
 
-    /// Every record, oldest first (for tests and `floe maintain` summaries).
+    /// The outcome of every attempt (`started` records left out), oldest first.
     pub fn read(&self) -> Vec<Record> {
+        self.read_all()
+            .into_iter()
+            .filter(|r| r.outcome != STARTED)
+            .collect()
+    }
+
+    /// Every record, `started` ones included, oldest first.
+    pub fn read_all(&self) -> Vec<Record> {
         std::fs::read_to_string(&self.path)
             .unwrap_or_default()
             .lines()
@@ -147,8 +171,10 @@ impl AuditLog {
 }
 
 /// Run one write that is not SQL (an Airflow request) under audit: refused and recorded
-/// when read-only; otherwise timed and recorded with its outcome. `user` and `target`
-/// name the remote side (the Airflow user and URL).
+/// when read-only; otherwise a `started` record, the write, then its outcome. `user` and
+/// `target` name the remote side (the Airflow user and URL). A write whose audit record
+/// cannot be written is not sent; an outcome that cannot be recorded turns the result
+/// into an error saying so.
 pub async fn audited<F>(
     ctx: &super::run::RunContext,
     user: &str,
@@ -167,8 +193,13 @@ where
         let _ = ctx.audit.append(&rec);
         return Err("read-only: Airflow writes are disabled".into());
     }
+    rec.outcome = STARTED.into();
+    if let Err(e) = ctx.audit.append(&rec) {
+        return Err(format!("not sent: cannot write the {e}"));
+    }
     let started = std::time::Instant::now();
     let r = write.await;
+    rec.time = Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true);
     rec.duration_ms = started.elapsed().as_millis() as u64;
     match &r {
         Ok(_) => rec.outcome = "success".into(),
@@ -177,10 +208,16 @@ where
             rec.error = Some(e.clone());
         }
     }
-    if let Err(e) = ctx.audit.append(&rec) {
-        tracing::error!(error = %e, "cannot write the audit log");
+    match ctx.audit.append(&rec) {
+        Ok(()) => r,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot write the audit log");
+            Err(match r {
+                Ok(msg) => format!("{msg}, but its outcome is not in the {e}"),
+                Err(err) => format!("{err}; and its outcome is not in the {e}"),
+            })
+        }
     }
-    r
 }
 
 #[cfg(test)]
@@ -216,6 +253,76 @@ mod tests {
                 0o600
             );
         }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn started_records_are_kept_apart_from_outcomes() {
+        let dir = std::env::temp_dir().join(format!("floe-audit-started-{}", std::process::id()));
+        let log = AuditLog::new(dir.join("audit.jsonl"));
+        let mut r = Record::now("lab", "floe", "http://h/", "optimize", "ALTER …");
+        r.outcome = STARTED.into();
+        log.append(&r).unwrap();
+        r.outcome = "interrupted".into();
+        r.query_id = Some("q1".into());
+        log.append(&r).unwrap();
+        assert_eq!(log.read_all().len(), 2);
+        let outcomes = log.read();
+        assert_eq!(outcomes.len(), 1);
+        assert_eq!(outcomes[0].outcome, "interrupted");
+        assert_eq!(outcomes[0].query_id.as_deref(), Some("q1"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Two writers (threads here; `tests/audit_append.rs` uses two processes) appending
+    /// many long records: every line is a whole record.
+    #[test]
+    fn concurrent_appends_never_interleave_a_line() {
+        let dir = std::env::temp_dir().join(format!("floe-audit-race-{}", std::process::id()));
+        let log = AuditLog::new(dir.join("audit.jsonl"));
+        let big = "x".repeat(6000);
+        std::thread::scope(|sc| {
+            for w in 0..4 {
+                let (log, big) = (log.clone(), big.clone());
+                sc.spawn(move || {
+                    for i in 0..200 {
+                        let mut r = Record::now("lab", "floe", "h", "optimize", &big);
+                        r.outcome = format!("w{w}-{i}");
+                        log.append(&r).unwrap();
+                    }
+                });
+            }
+        });
+        let text = std::fs::read_to_string(log.path()).unwrap();
+        assert_eq!(text.lines().count(), 800);
+        for l in text.lines() {
+            let v: serde_json::Value = serde_json::from_str(l).expect("a whole record");
+            assert_eq!(v["statement"].as_str().unwrap().len(), 6000);
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[tokio::test]
+    async fn an_airflow_write_is_not_sent_when_its_started_record_cannot_be_written() {
+        let dir = std::env::temp_dir().join(format!("floe-audit-ro-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        // A directory where the file should be: every append fails.
+        std::fs::create_dir_all(dir.join("audit.jsonl")).unwrap();
+        let ctx = super::super::run::RunContext {
+            profile: "lab".into(),
+            user: "floe".into(),
+            target: "h".into(),
+            readonly: false,
+            audit: AuditLog::new(dir.join("audit.jsonl")),
+        };
+        let sent = std::sync::atomic::AtomicBool::new(false);
+        let r = audited(&ctx, "u", "h", "trigger_dag", "trigger d", async {
+            sent.store(true, std::sync::atomic::Ordering::SeqCst);
+            Ok("triggered".to_string())
+        })
+        .await;
+        assert!(!sent.load(std::sync::atomic::Ordering::SeqCst));
+        assert!(r.unwrap_err().contains("audit log"));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

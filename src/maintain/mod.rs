@@ -7,10 +7,9 @@ pub mod run;
 
 use std::io::Write;
 use std::process::ExitCode;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
-
-use tokio_util::sync::CancellationToken;
 
 use crate::cli::MaintainCmd;
 use crate::config::Settings;
@@ -21,7 +20,7 @@ use crate::lakehouse::model::{PartitionStats, TableRef};
 use crate::lakehouse::queries::Lakehouse;
 use crate::trino::{Client, TrinoError};
 use audit::AuditLog;
-use run::{RunContext, StepEvent, run_plan};
+use run::{RunContext, StepEvent, Stop, run_plan_until};
 
 pub fn context(s: &Settings) -> RunContext {
     RunContext {
@@ -220,14 +219,13 @@ pub async fn cli(settings: &Settings, cmd: MaintainCmd) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let ctx = context(settings);
-    let cancel = CancellationToken::new();
-    let c2 = cancel.clone();
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!("floe: cancelling (DELETE sent to Trino)…");
-            c2.cancel();
-        }
-    });
+    let stop = Stop::new();
+    // 130 after SIGINT, 143 after SIGTERM; 0 while no signal came.
+    let signalled = Arc::new(AtomicU8::new(0));
+    if let Err(e) = watch_signals(stop.clone(), signalled.clone()) {
+        eprintln!("floe: {e}");
+        return ExitCode::from(1);
+    }
     let n = plan.steps.len();
     let last_print = Mutex::new(Instant::now());
     let steps = plan.steps.clone();
@@ -263,6 +261,9 @@ pub async fn cli(settings: &Settings, cmd: MaintainCmd) -> ExitCode {
                     );
                 }
             }
+            StepEvent::AuditFailed { step, error } => {
+                let _ = writeln!(err, "[{}/{n}] AUDIT LOG FAILED: {error}", step + 1);
+            }
             StepEvent::Finished { step, outcome: o } => {
                 let what = if o.ok {
                     let mut s = "done".to_string();
@@ -294,7 +295,7 @@ pub async fn cli(settings: &Settings, cmd: MaintainCmd) -> ExitCode {
             }
         }
     };
-    match run_plan(&lake, &plan, &ctx, cancel.clone(), &on_event).await {
+    match run_plan_until(&lake, &plan, &ctx, &stop, &on_event).await {
         Ok(out) => {
             eprintln!(
                 "floe: {} statement(s) succeeded; audit log {}",
@@ -305,11 +306,43 @@ pub async fn cli(settings: &Settings, cmd: MaintainCmd) -> ExitCode {
         }
         Err(e) => {
             eprintln!("floe: {e}");
-            if cancel.is_cancelled() {
-                ExitCode::from(130)
-            } else {
-                ExitCode::from(1)
+            match signalled.load(Ordering::SeqCst) {
+                0 if stop.is_stopped() => ExitCode::from(130),
+                0 => ExitCode::from(1),
+                code => ExitCode::from(code),
             }
         }
     }
+}
+
+/// SIGINT (ctrl-c) cancels the running statement on Trino (audited `cancelled`), SIGTERM
+/// interrupts it (audited `interrupted`); the run then ends with 130 or 143. A second
+/// signal while the cancel is under way exits at once.
+fn watch_signals(stop: Stop, signalled: Arc<AtomicU8>) -> Result<(), String> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut int = signal(SignalKind::interrupt()).map_err(|e| format!("SIGINT handler: {e}"))?;
+    let mut term = signal(SignalKind::terminate()).map_err(|e| format!("SIGTERM handler: {e}"))?;
+    tokio::spawn(async move {
+        let code = tokio::select! {
+            _ = int.recv() => 130,
+            _ = term.recv() => 143,
+        };
+        signalled.store(code, Ordering::SeqCst);
+        if code == 143 {
+            stop.interrupt();
+        } else {
+            stop.cancel();
+        }
+        eprintln!(
+            "floe: cancelling on Trino (DELETE sent); {} again exits at once",
+            if code == 130 { "ctrl-c" } else { "a signal" }
+        );
+        let again = tokio::select! {
+            _ = int.recv() => 130,
+            _ = term.recv() => 143,
+        };
+        eprintln!("floe: exiting without waiting for Trino to confirm the cancel");
+        std::process::exit(again);
+    });
+    Ok(())
 }

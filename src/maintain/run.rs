@@ -3,12 +3,13 @@
 //! partitions an optimize rewrote (only those), audit every statement.
 
 use std::collections::{BTreeMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
 
-use super::audit::{AuditLog, Record};
+use super::audit::{AuditLog, Record, STARTED};
 use crate::lakehouse::maintenance::{Plan, Procedure};
 use crate::lakehouse::model::TableRef;
 use crate::lakehouse::queries::Lakehouse;
@@ -40,6 +41,56 @@ pub struct StepOutcome {
     pub small_after: Option<u64>,
 }
 
+/// How a running plan is stopped: cancelled by the operator (`c`, ctrl-c, quitting with
+/// `y`), or interrupted because floe was told to stop (SIGTERM, SIGHUP). Both cancel the
+/// running statement on Trino; the audit log says which.
+#[derive(Clone, Debug, Default)]
+pub struct Stop {
+    token: CancellationToken,
+    interrupted: Arc<AtomicBool>,
+}
+
+impl Stop {
+    pub fn new() -> Stop {
+        Stop::default()
+    }
+
+    pub fn cancel(&self) {
+        self.token.cancel();
+    }
+
+    pub fn interrupt(&self) {
+        self.interrupted.store(true, Ordering::SeqCst);
+        self.token.cancel();
+    }
+
+    pub fn is_stopped(&self) -> bool {
+        self.token.is_cancelled()
+    }
+
+    pub fn token(&self) -> CancellationToken {
+        self.token.clone()
+    }
+
+    /// The audit outcome of a statement stopped this way.
+    pub fn outcome(&self) -> &'static str {
+        if self.interrupted.load(Ordering::SeqCst) {
+            "interrupted"
+        } else {
+            "cancelled"
+        }
+    }
+}
+
+impl From<CancellationToken> for Stop {
+    fn from(token: CancellationToken) -> Stop {
+        Stop {
+            token,
+            interrupted: Arc::default(),
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub enum StepEvent {
     Started {
@@ -52,6 +103,11 @@ pub enum StepEvent {
     Finished {
         step: usize,
         outcome: StepOutcome,
+    },
+    /// A record of the step could not be written to the audit log.
+    AuditFailed {
+        step: usize,
+        error: String,
     },
 }
 
@@ -81,6 +137,20 @@ pub async fn run_plan(
     cancel: CancellationToken,
     on_event: &(dyn Fn(StepEvent) + Send + Sync),
 ) -> Result<Vec<StepOutcome>, String> {
+    run_plan_until(lake, plan, ctx, &Stop::from(cancel), on_event).await
+}
+
+/// [`run_plan`], stopped by `stop`. Each statement has a `started` audit record before it
+/// is sent (a statement whose record cannot be written is not sent) and an outcome record
+/// with its query id after.
+pub async fn run_plan_until(
+    lake: &Lakehouse,
+    plan: &Plan,
+    ctx: &RunContext,
+    stop: &Stop,
+    on_event: &(dyn Fn(StepEvent) + Send + Sync),
+) -> Result<Vec<StepOutcome>, String> {
+    let cancel = stop.token();
     let record = |step: Option<usize>, outcome: &str, error: Option<String>| {
         let s = step.and_then(|i| plan.steps.get(i));
         let mut r = Record::now(
@@ -132,6 +202,17 @@ pub async fn run_plan(
                 "cancelled before step {} of {}",
                 i + 1,
                 plan.steps.len()
+            ));
+        }
+        let mut begun = record(Some(i), STARTED, None);
+        begun.files_before = (step.files > 0).then_some(step.files);
+        if let Err(e) = ctx.audit.append(&begun) {
+            on_event(StepEvent::AuditFailed {
+                step: i,
+                error: e.clone(),
+            });
+            return Err(format!(
+                "not run: cannot write the {e} (no statement is sent unaudited)"
             ));
         }
         on_event(StepEvent::Started { step: i });
@@ -204,7 +285,7 @@ pub async fn run_plan(
                     outcome.query_id = Some(id.to_string());
                 }
                 rec.outcome = if outcome.cancelled {
-                    "cancelled".into()
+                    stop.outcome().into()
                 } else {
                     "failed".into()
                 };
@@ -217,6 +298,7 @@ pub async fn run_plan(
         rec.files_after = outcome.files_after;
         if let Err(e) = ctx.audit.append(&rec) {
             tracing::error!(error = %e, "cannot write the audit log");
+            on_event(StepEvent::AuditFailed { step: i, error: e });
         }
         let stop = !outcome.ok;
         let err = outcome.error.clone();

@@ -59,6 +59,7 @@ pub fn draw(f: &mut Frame, s: &State) {
         Some(Popup::Confirm(c)) => popup::confirm(f, area, c, &th),
         Some(Popup::Queue) => popup::queue(f, area, s, &th),
         Some(Popup::ConfirmDag(c)) => popup::confirm_dag(f, area, c, &th),
+        Some(Popup::QuitJobs { .. }) => popup::quit_jobs(f, area, s, &th),
         None => {}
     }
 }

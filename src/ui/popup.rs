@@ -245,3 +245,32 @@ pub fn confirm_dag(f: &mut Frame, area: Rect, c: &crate::app::dags::DagConfirm, 
         r,
     );
 }
+
+/// Quitting while maintenance jobs run: `y` cancels them on Trino first, `n` stays.
+pub fn quit_jobs(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
+    let lines: Vec<Line> = crate::app::maintenance::quit::question(s)
+        .into_iter()
+        .map(|l| match l.split_once("  ") {
+            Some((k, rest)) if k.len() == 1 => Line::from(vec![
+                Span::styled(format!(" {k} "), th.badge()),
+                Span::raw(format!(" {rest}")),
+            ]),
+            _ => Line::from(l),
+        })
+        .collect();
+    let width = area.width.saturating_sub(4).min(90);
+    let height =
+        (wrapped_rows(&lines, width.saturating_sub(2) as usize) as u16 + 2).min(area.height);
+    let r = centered(area, width, height);
+    f.render_widget(Clear, r);
+    f.render_widget(
+        Paragraph::new(lines)
+            .block(
+                Block::default()
+                    .borders(Borders::ALL)
+                    .title(" quit while jobs run? "),
+            )
+            .wrap(Wrap { trim: false }),
+        r,
+    );
+}

@@ -72,6 +72,10 @@ pub fn command(s: &mut State, cmd: Command) -> Vec<Effect> {
 
 /// A key while a DAG write awaits `y`.
 pub fn on_confirm_key(s: &mut State, c: DagConfirm, ev: KeyEvent) -> Vec<Effect> {
+    if !s.popup_seen(c.shown) {
+        // Typed before the popup was on screen: meant for something else.
+        return Vec::new();
+    }
     s.popup = None;
     if matches!(ev.code, KeyCode::Char('y') | KeyCode::Char('Y')) {
         if s.readonly {
@@ -161,6 +165,8 @@ pub fn target_dag(s: &State) -> Option<String> {
 pub struct DagConfirm {
     pub action: DagWrite,
     pub lines: Vec<String>,
+    /// Drawn on screen since it opened (only then does it take a `y`).
+    pub shown: bool,
 }
 
 pub fn confirm_trigger(s: &State, dag_id: &str) -> DagConfirm {
@@ -194,6 +200,7 @@ pub fn confirm_trigger(s: &State, dag_id: &str) -> DagConfirm {
             dag_id: dag_id.to_string(),
         },
         lines,
+        shown: false,
     }
 }
 
@@ -208,6 +215,7 @@ pub fn confirm_pause(s: &State, dag_id: &str) -> Option<DagConfirm> {
             format!("{} {dag_id}", if paused { "unpause" } else { "pause" }),
             format!("PATCH {{\"is_paused\": {}}}", !paused),
         ],
+        shown: false,
     })
 }
 
@@ -239,5 +247,6 @@ pub fn confirm_clear(dag_id: &str, run_id: &str, outcome: &ClearOutcome) -> DagC
             only_failed: outcome.scope == crate::airflow::ClearScope::OnlyFailed,
         },
         lines,
+        shown: false,
     }
 }

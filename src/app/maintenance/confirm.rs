@@ -15,10 +15,16 @@ pub struct Confirm {
     pub grouped: bool,
     pub plan: Plan,
     pub scroll: u16,
+    /// Drawn on screen since it opened (only then does it take a `y`).
+    pub shown: bool,
 }
 
 /// A key while the confirm popup is open.
 pub fn on_key(s: &mut State, mut c: Box<Confirm>, ev: KeyEvent) -> Vec<Effect> {
+    if !s.popup_seen(c.shown) {
+        // Typed before the popup was on screen: meant for something else.
+        return Vec::new();
+    }
     match ev.code {
         KeyCode::Char('y') | KeyCode::Char('Y') => {
             s.popup = None;
@@ -36,7 +42,9 @@ pub fn on_key(s: &mut State, mut c: Box<Confirm>, ev: KeyEvent) -> Vec<Effect> {
             }
             s.jobs.next_id += 1;
             let id = s.jobs.next_id;
-            s.jobs.list.push(Job::new(id, c.plan.clone(), s.now));
+            let mut job = Job::new(id, c.plan.clone(), s.now);
+            job.profile = s.conn.profile.clone();
+            s.jobs.list.push(job);
             s.set_status(
                 Level::Info,
                 format!(

@@ -28,6 +28,10 @@ pub struct Job {
     pub finished: Option<DateTime<Utc>>,
     /// Why it stopped early, when it did.
     pub error: Option<String>,
+    /// The profile it was started on: it keeps that connection across a profile switch.
+    pub profile: String,
+    /// A record of it that could not be written to the audit log.
+    pub audit_error: Option<String>,
 }
 
 impl Job {
@@ -40,6 +44,8 @@ impl Job {
             started: now,
             finished: None,
             error: None,
+            profile: String::new(),
+            audit_error: None,
         }
     }
 
@@ -59,6 +65,7 @@ impl Job {
                     *s = StepStatus::Running(Some(progress));
                 }
             }
+            StepEvent::AuditFailed { error, .. } => self.audit_error = Some(error),
             StepEvent::Finished { step, outcome } => {
                 if let Some(s) = self.steps.get_mut(step) {
                     *s = if outcome.ok {
@@ -114,8 +121,15 @@ impl Job {
         })
     }
 
-    /// One line for the status area.
+    /// One line for the status area; a failed audit write is said first.
     pub fn line(&self, now: DateTime<Utc>) -> String {
+        match &self.audit_error {
+            Some(e) => format!("AUDIT LOG FAILED ({e}) · {}", self.progress_line(now)),
+            None => self.progress_line(now),
+        }
+    }
+
+    fn progress_line(&self, now: DateTime<Utc>) -> String {
         let name = format!("{} {}", self.plan.procedure.name(), self.plan.table.table);
         let n = self.steps.len();
         if self.running() {

@@ -3,6 +3,7 @@
 
 pub mod confirm;
 pub mod jobs;
+pub mod quit;
 
 pub use confirm::Confirm;
 pub use jobs::{Job, Jobs, StepStatus, step_line};
@@ -41,13 +42,20 @@ pub fn update(s: &mut State, msg: MaintenanceMsg) -> Vec<Effect> {
         }
         MaintenanceMsg::Done { job, result } => {
             let now = s.now;
+            let profile = s.conn.profile.clone();
             let Some(j) = s.jobs.get_mut(job) else {
                 return Vec::new();
             };
             j.finish(now, result.err());
             let line = j.line(now);
-            let failed = j.error.is_some();
+            let failed = j.error.is_some() || j.audit_error.is_some();
             let table = j.plan.table.clone();
+            if j.profile != profile {
+                // Started on another profile: its tables are not the ones on screen.
+                let on = format!("[profile {}] {line}", j.profile);
+                s.set_status(if failed { Level::Error } else { Level::Info }, on);
+                return Vec::new();
+            }
             s.set_status(if failed { Level::Error } else { Level::Info }, line);
             after_mutation(s, &table)
         }
@@ -62,6 +70,7 @@ fn on_plan_ready(s: &mut State, r: Result<PlanDraft, String>) {
             grouped: false,
             plan,
             scroll: 0,
+            shown: false,
         })
     }) {
         Ok(c) if s.readonly => {
@@ -70,8 +79,12 @@ fn on_plan_ready(s: &mut State, r: Result<PlanDraft, String>) {
                 format!("read-only: not running {}", c.plan.procedure.name()),
             );
         }
+        Ok(_) if matches!(s.popup, Some(Popup::QuitJobs { .. })) => {
+            s.set_status(Level::Warn, "a plan arrived while quitting: not shown");
+        }
         Ok(c) => {
-            s.prompt = None;
+            // An open prompt stays open and keeps its keys: the popup takes an answer
+            // only once it has been drawn with no prompt in front of it.
             s.status = None;
             s.popup = Some(Popup::Confirm(Box::new(c)));
         }
@@ -80,6 +93,9 @@ fn on_plan_ready(s: &mut State, r: Result<PlanDraft, String>) {
 }
 
 fn on_job_event(s: &mut State, job: u64, event: StepEvent) {
+    if let StepEvent::AuditFailed { error, .. } = &event {
+        s.set_status(Level::Error, format!("AUDIT LOG FAILED: {error}"));
+    }
     if let StepEvent::Finished { step, outcome } = &event
         && let Some(j) = s.jobs.list.iter().find(|j| j.id == job)
     {
@@ -231,3 +247,6 @@ pub fn cancel(s: &mut State) -> Vec<Effect> {
         running.into_iter().map(Effect::CancelJob).collect()
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -149,17 +149,20 @@ impl Runtime {
                     .await;
                 let _ = tx.send(Action::Dags(DagMsg::Failure { dag_id, result }));
             }),
-            Effect::PlanClear { dag_id, run_id } => tokio::spawn(async move {
-                let (d, r) = (dag_id.clone(), run_id.clone());
-                let result = af
-                    .call(|c| async move { c.clear_run(&d, &r, true, true).await })
-                    .await;
-                let _ = tx.send(Action::Dags(DagMsg::ClearPlanned {
-                    dag_id,
-                    run_id,
-                    result,
-                }));
-            }),
+            Effect::PlanClear { dag_id, run_id } => {
+                let send = self.confirm_sender();
+                tokio::spawn(async move {
+                    let (d, r) = (dag_id.clone(), run_id.clone());
+                    let result = af
+                        .call(|c| async move { c.clear_run(&d, &r, true, true).await })
+                        .await;
+                    send(Action::Dags(DagMsg::ClearPlanned {
+                        dag_id,
+                        run_id,
+                        result,
+                    }));
+                })
+            }
             Effect::WriteDag(action) => {
                 let ctx = crate::maintain::context(&self.settings);
                 let user = self

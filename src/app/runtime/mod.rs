@@ -28,8 +28,9 @@ use super::state::State;
 use super::update::update;
 use crate::config::{self, Settings};
 use crate::lakehouse::queries::Lakehouse;
+use crate::maintain::run::Stop;
 use crate::trino::Client;
-use tokio_util::sync::CancellationToken;
+use tokio::task::JoinHandle;
 
 pub use airflow::AirflowHandle;
 
@@ -41,9 +42,17 @@ pub struct Runtime {
     tx: mpsc::UnboundedSender<Action>,
     running: HashMap<Slot, AbortHandle>,
     overrides: config::Overrides,
-    job_tokens: HashMap<u64, CancellationToken>,
+    /// Running jobs: never in a slot, never aborted; stopped only through their `Stop`.
+    jobs: HashMap<u64, (Stop, JoinHandle<()>)>,
+    /// Airflow writes in flight: never aborted, waited for (bounded) before exiting.
+    writes: Vec<JoinHandle<()>>,
     airflow: AirflowHandle,
+    /// Bumped by each profile switch: a plan drafted for an older profile is dropped.
+    profile_epoch: Arc<std::sync::Mutex<u64>>,
 }
+
+/// How long quitting waits for running jobs to be cancelled on Trino.
+pub const STOP_WAIT: Duration = Duration::from_secs(10);
 
 impl Runtime {
     pub fn new(
@@ -60,13 +69,17 @@ impl Runtime {
             tx,
             running: HashMap::new(),
             overrides,
-            job_tokens: HashMap::new(),
+            jobs: HashMap::new(),
+            writes: Vec::new(),
+            profile_epoch: Arc::default(),
             airflow: AirflowHandle::new(settings_airflow),
         })
     }
 
     pub fn run(&mut self, effects: Vec<Effect>) {
         self.running.retain(|_, h| !h.is_finished());
+        self.jobs.retain(|_, (_, h)| !h.is_finished());
+        self.writes.retain(|h| !h.is_finished());
         for e in effects {
             self.spawn(e);
         }
@@ -92,13 +105,40 @@ impl Runtime {
         let handle = match e {
             Effect::Quit => return,
             Effect::CancelJob(job) => {
-                if let Some(t) = self.job_tokens.get(&job) {
-                    t.cancel();
+                if let Some((stop, _)) = self.jobs.get(&job) {
+                    stop.cancel();
+                }
+                return;
+            }
+            Effect::StopJobs { interrupted } => {
+                for (stop, _) in self.jobs.values() {
+                    if interrupted {
+                        stop.interrupt();
+                    } else {
+                        stop.cancel();
+                    }
+                }
+                return;
+            }
+            Effect::RunPlan { job, plan } => {
+                let (stop, h) = self.spawn_job(job, plan);
+                self.jobs.insert(job, (stop, h));
+                return;
+            }
+            Effect::WriteDag(w) => {
+                if let Some(h) = self.spawn_airflow(Effect::WriteDag(w)) {
+                    self.writes.push(h);
                 }
                 return;
             }
             Effect::SwitchProfile(name) => {
+                // Under the lock, so no plan of the old profile is sent after the switch.
+                let epoch = self.profile_epoch.clone();
+                let mut epoch = epoch.lock().unwrap_or_else(|e| e.into_inner());
                 let r = self.switch_profile(&name);
+                if r.is_ok() {
+                    *epoch += 1;
+                }
                 let _ = self.tx.send(Action::ProfileSwitched(r));
                 return;
             }
@@ -120,8 +160,7 @@ impl Runtime {
             | Effect::LoadTasks { .. }
             | Effect::LoadLog { .. }
             | Effect::LoadFailure { .. }
-            | Effect::PlanClear { .. }
-            | Effect::WriteDag(_)) => match self.spawn_airflow(e) {
+            | Effect::PlanClear { .. }) => match self.spawn_airflow(e) {
                 Some(h) => h,
                 None => return,
             },
@@ -137,7 +176,50 @@ impl Runtime {
         }
     }
 
-    /// Load another profile: new clients, every running effect cancelled.
+    /// A sender for a result that opens a confirm popup (a drafted plan, a clear's dry
+    /// run): it sends only while the profile it was asked on is still the current one, so
+    /// a popup never shows the old profile's plan after a switch.
+    pub(super) fn confirm_sender(&self) -> impl Fn(Action) + Send + Sync + 'static {
+        let epoch = self.profile_epoch.clone();
+        let mine = *epoch.lock().unwrap_or_else(|e| e.into_inner());
+        let tx = self.tx.clone();
+        move |a| {
+            let now = epoch.lock().unwrap_or_else(|e| e.into_inner());
+            if *now == mine {
+                let _ = tx.send(a);
+            }
+        }
+    }
+
+    /// Stop every job still running (interrupted: floe is leaving; a job already asked to
+    /// stop keeps its reason) and wait, at most `within`, for each to end: its statement
+    /// cancelled on Trino (DELETE nextUri sent and answered) and its outcome audited.
+    /// Airflow writes in flight are waited for too. Returns how many did not end in time.
+    pub async fn shutdown(&mut self, within: Duration) -> usize {
+        let mut handles = Vec::new();
+        for (_, (stop, h)) in self.jobs.drain() {
+            if !stop.is_stopped() {
+                stop.interrupt();
+            }
+            handles.push(h);
+        }
+        handles.append(&mut self.writes);
+        let deadline = Instant::now() + within;
+        let mut late = 0;
+        for h in handles {
+            if tokio::time::timeout_at(deadline, h).await.is_err() {
+                late += 1;
+            }
+        }
+        if late > 0 {
+            tracing::warn!(late, "quitting before every job was cancelled on Trino");
+        }
+        late
+    }
+
+    /// Load another profile: new clients, every running read cancelled. Jobs and Airflow
+    /// writes are not in a slot: they run on to their end on the clients they started
+    /// with, and audit under the profile they started on.
     fn switch_profile(&mut self, name: &str) -> Result<ProfileView, String> {
         let mut over = self.overrides.clone();
         over.profile = Some(name.to_string());
@@ -250,6 +332,7 @@ async fn event_loop(
     if terminal::test_panic() == Some("frame") {
         panic!("FLOE_TEST_PANIC=frame: a deliberate panic after the first frame");
     }
+    update(&mut state, Action::Drawn);
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let frame = Duration::from_millis(16);
@@ -263,14 +346,7 @@ async fn event_loop(
                     terminal::suspend(terminal, mouse);
                     Some(resumed(terminal, mouse)?)
                 }
-                Some(Ok(Event::Key(k))) => Some(Action::Key(k)),
-                Some(Ok(Event::Resize(w, h))) => Some(Action::Resize(w, h)),
-                Some(Ok(Event::Mouse(m))) => match m.kind {
-                    MouseEventKind::ScrollDown => Some(Action::Key(KeyEvent::new(KeyCode::Down, KeyModifiers::NONE))),
-                    MouseEventKind::ScrollUp => Some(Action::Key(KeyEvent::new(KeyCode::Up, KeyModifiers::NONE))),
-                    _ => None,
-                },
-                Some(Ok(_)) => None,
+                Some(Ok(ev)) => event_action(ev),
                 Some(Err(e)) => return Err(eyre!("reading terminal events: {e}")),
                 None => Some(Action::Terminate),
             },
@@ -299,10 +375,22 @@ async fn event_loop(
             pending_draw = true;
         }
         if state.quit {
+            if !rt.jobs.is_empty() || !rt.writes.is_empty() {
+                // Show "cancelling…" while the cancels are sent and answered.
+                terminal.draw(|f| crate::ui::draw(f, &state))?;
+                rt.shutdown(STOP_WAIT).await;
+            }
             return Ok(());
         }
         if pending_draw && Instant::now() >= last_draw + frame {
+            // Input typed before this frame is on screen goes first, so a confirm popup
+            // in the frame takes only keys pressed once it was visible.
+            apply_waiting_input(&mut state, &mut rt, terminal, mouse)?;
+            if state.quit {
+                continue;
+            }
             terminal.draw(|f| crate::ui::draw(f, &state))?;
+            update(&mut state, Action::Drawn);
             last_draw = Instant::now();
             pending_draw = false;
         }
@@ -315,4 +403,88 @@ fn resumed(terminal: &mut ratatui::DefaultTerminal, mouse: bool) -> color_eyre::
     terminal::resume(terminal, mouse)?;
     let size = terminal.size()?;
     Ok(Action::Resize(size.width, size.height))
+}
+
+/// A terminal event as an Action (mouse wheel as arrow keys).
+fn event_action(ev: Event) -> Option<Action> {
+    match ev {
+        Event::Key(k) => Some(Action::Key(k)),
+        Event::Resize(w, h) => Some(Action::Resize(w, h)),
+        Event::Mouse(m) => match m.kind {
+            MouseEventKind::ScrollDown => Some(Action::Key(KeyEvent::new(
+                KeyCode::Down,
+                KeyModifiers::NONE,
+            ))),
+            MouseEventKind::ScrollUp => {
+                Some(Action::Key(KeyEvent::new(KeyCode::Up, KeyModifiers::NONE)))
+            }
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// Apply the terminal input already waiting, without blocking (ctrl-z among it suspends
+/// as it does from the event stream).
+fn apply_waiting_input(
+    state: &mut State,
+    rt: &mut Runtime,
+    terminal: &mut ratatui::DefaultTerminal,
+    mouse: bool,
+) -> color_eyre::Result<()> {
+    while matches!(crossterm::event::poll(Duration::ZERO), Ok(true)) {
+        let Ok(ev) = crossterm::event::read() else {
+            break;
+        };
+        let action = match ev {
+            Event::Key(k) if terminal::is_suspend_key(&k) => {
+                terminal::suspend(terminal, mouse);
+                Some(resumed(terminal, mouse)?)
+            }
+            ev => event_action(ev),
+        };
+        if let Some(a) = action {
+            let fx = update(state, a);
+            rt.run(fx);
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_plan_drafted_before_a_profile_switch_is_never_delivered_after_it() {
+        let dir = std::env::temp_dir().join(format!("floe-rt-epoch-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("config.toml");
+        std::fs::write(
+            &path,
+            "default_profile = \"a\"\n[trino]\nurl = \"http://127.0.0.1:9\"\n[profiles.a.trino]\nuser = \"a\"\n[profiles.b.trino]\nuser = \"b\"\n",
+        )
+        .unwrap();
+        let over = config::Overrides {
+            config: Some(path),
+            ..Default::default()
+        };
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let mut rt = Runtime::new(config::load(&over).unwrap(), over, tx).unwrap();
+        let before = rt.confirm_sender();
+        rt.run(vec![Effect::SwitchProfile("b".into())]);
+        before(Action::Drawn);
+        let after = rt.confirm_sender();
+        after(Action::Start);
+        assert!(matches!(
+            rx.recv().await,
+            Some(Action::ProfileSwitched(Ok(_)))
+        ));
+        assert!(
+            matches!(rx.recv().await, Some(Action::Start)),
+            "only the new one"
+        );
+        assert!(rx.try_recv().is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

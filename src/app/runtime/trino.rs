@@ -2,13 +2,13 @@
 //! drafting and running maintenance plans.
 
 use tokio::task::JoinHandle;
-use tokio_util::sync::CancellationToken;
 
 use super::Runtime;
 use crate::app::action::{Action, Effect};
 use crate::app::maintenance::MaintenanceMsg;
 use crate::app::tables::TablesMsg;
-use crate::maintain::run::{StepEvent, run_plan};
+use crate::lakehouse::maintenance::Plan;
+use crate::maintain::run::{StepEvent, Stop, run_plan_until};
 
 impl Runtime {
     /// Start a Trino effect; `None` for effects that are not Trino's.
@@ -68,30 +68,35 @@ impl Runtime {
                 partitions,
             } => {
                 let min_small = self.settings.health.min_small_files;
+                let send = self.confirm_sender();
                 tokio::spawn(async move {
                     let _permit = pool.acquire_owned().await;
                     let r = crate::maintain::plan::draft(&lake, table, kind, partitions, min_small)
                         .await;
-                    let _ = tx.send(Action::Maintenance(MaintenanceMsg::PlanReady(r)));
-                })
-            }
-            Effect::RunPlan { job, plan } => {
-                let token = CancellationToken::new();
-                self.job_tokens.insert(job, token.clone());
-                let ctx = crate::maintain::context(&self.settings);
-                tokio::spawn(async move {
-                    let tx2 = tx.clone();
-                    let on_event = move |event: StepEvent| {
-                        let _ = tx2.send(Action::Maintenance(MaintenanceMsg::Step { job, event }));
-                    };
-                    let r = run_plan(&lake, &plan, &ctx, token, &on_event).await;
-                    let _ = tx.send(Action::Maintenance(MaintenanceMsg::Done {
-                        job,
-                        result: r.map(|_| ()),
-                    }));
+                    send(Action::Maintenance(MaintenanceMsg::PlanReady(r)));
                 })
             }
             _ => return None,
         })
+    }
+
+    /// Run a plan as job `job` on the current connection, which it keeps to its end (a
+    /// profile switch does not touch it); it stops only through the returned `Stop`.
+    pub(super) fn spawn_job(&mut self, job: u64, plan: Plan) -> (Stop, JoinHandle<()>) {
+        let stop = Stop::new();
+        let ctx = crate::maintain::context(&self.settings);
+        let (tx, lake, stop2) = (self.tx.clone(), self.lake.clone(), stop.clone());
+        let h = tokio::spawn(async move {
+            let tx2 = tx.clone();
+            let on_event = move |event: StepEvent| {
+                let _ = tx2.send(Action::Maintenance(MaintenanceMsg::Step { job, event }));
+            };
+            let r = run_plan_until(&lake, &plan, &ctx, &stop2, &on_event).await;
+            let _ = tx.send(Action::Maintenance(MaintenanceMsg::Done {
+                job,
+                result: r.map(|_| ()),
+            }));
+        });
+        (stop, h)
     }
 }

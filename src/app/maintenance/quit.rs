@@ -1,0 +1,85 @@
+//! Leaving while jobs run: `q` and ctrl-c ask first (`y` cancels the jobs on Trino and
+//! waits for the cancels, `n` or Esc stays); SIGTERM and SIGHUP interrupt them without
+//! asking. The runtime waits, bounded, for the cancels before exiting.
+
+use crossterm::event::{KeyCode, KeyEvent};
+
+use crate::app::action::Effect;
+use crate::app::state::{Level, Popup, State};
+
+/// How many jobs are running.
+fn running(s: &State) -> usize {
+    s.jobs.list.iter().filter(|j| j.running()).count()
+}
+
+/// `q`, ctrl-c, `:q`: leave, or ask when jobs run.
+pub fn quit(s: &mut State) -> Vec<Effect> {
+    match running(s) {
+        0 => leave(s, None),
+        _ => {
+            if !matches!(s.popup, Some(Popup::QuitJobs { .. })) {
+                s.prompt = None;
+                s.popup = Some(Popup::QuitJobs { shown: false });
+            }
+            Vec::new()
+        }
+    }
+}
+
+/// SIGTERM, SIGHUP: leave now, interrupting the running jobs on Trino.
+pub fn terminate(s: &mut State) -> Vec<Effect> {
+    leave(s, Some(true))
+}
+
+/// Leave; with jobs running, stop them first (`interrupted` or operator-cancelled).
+fn leave(s: &mut State, interrupted: Option<bool>) -> Vec<Effect> {
+    s.quit = true;
+    let n = running(s);
+    if n == 0 {
+        return vec![Effect::Quit];
+    }
+    s.set_status(
+        Level::Warn,
+        format!("cancelling {n} job(s) on Trino before quitting…"),
+    );
+    vec![
+        Effect::StopJobs {
+            interrupted: interrupted.unwrap_or(false),
+        },
+        Effect::Quit,
+    ]
+}
+
+/// A key while the quit question is open.
+pub fn on_key(s: &mut State, shown: bool, ev: KeyEvent) -> Vec<Effect> {
+    if !s.popup_seen(shown) {
+        return Vec::new();
+    }
+    match ev.code {
+        KeyCode::Char('y') | KeyCode::Char('Y') => {
+            s.popup = None;
+            if running(s) == 0 {
+                return leave(s, None);
+            }
+            leave(s, Some(false))
+        }
+        KeyCode::Char('n') | KeyCode::Char('N') | KeyCode::Esc => {
+            s.popup = None;
+            s.set_status(Level::Info, "still running: not quitting");
+            Vec::new()
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// The question's lines, for the popup.
+pub fn question(s: &State) -> Vec<String> {
+    let mut lines = vec![format!("{} maintenance job(s) running:", running(s))];
+    for j in s.jobs.list.iter().filter(|j| j.running()) {
+        lines.push(format!("  {}", j.line(s.now)));
+    }
+    lines.push(String::new());
+    lines.push("y  cancel them on Trino, then quit".into());
+    lines.push("n  keep running (Esc too)".into());
+    lines
+}
