@@ -98,6 +98,10 @@ pub struct CheckArgs {
 pub struct MaintainArgs {
     #[command(subcommand)]
     pub action: MaintainCmd,
+    /// Overall deadline (for cron): past it the running statement is cancelled on Trino
+    /// (audited), the rest does not run, and floe exits 124. Default: none.
+    #[arg(long, global = true, value_name = "DURATION", value_parser = parse_dur)]
+    pub timeout: Option<Dur>,
 }
 
 #[derive(Subcommand, Debug)]

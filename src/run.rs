@@ -69,7 +69,11 @@ pub fn main() -> ExitCode {
             };
             let _log = init_logging(&settings.log_dir);
             let rt = runtime();
-            rt.block_on(crate::maintain::cli(&settings, args.action))
+            rt.block_on(crate::maintain::cli(
+                &settings,
+                args.action,
+                args.timeout.map(|t| t.0),
+            ))
         }
         Cmd::Tui => {
             let Some(settings) = or_report(settings) else {

@@ -761,3 +761,88 @@ async fn a_second_ctrl_c_exits_the_cli_at_once_while_the_cancel_waits() {
     let audit = AuditLog::new(home.join("s/floe/audit.jsonl")).read_all();
     assert_eq!(audit[0].outcome, "started", "the trace a hard exit leaves");
 }
+
+#[test]
+fn a_plan_over_hostile_partition_values_prints_no_control_character() {
+    // finance.budget's region values carry ESC [2J, a bidi override, a newline, quotes:
+    // the plan `floe maintain` prints (without --yes: nothing runs) shows them escaped,
+    // while the SQL inside stays a valid literal of the real value.
+    let home = std::env::temp_dir().join(format!("floe-hostile-plan-{}", std::process::id()));
+    let url = lab().trino_url();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_floe"))
+        .args([
+            "--trino",
+            url.as_str(),
+            "--user",
+            "floe",
+            "maintain",
+            "optimize",
+            "finance.budget",
+            "--partition",
+            "region=\u{1b}[2J",
+            "--partition",
+            "region=\u{202e}evil",
+        ])
+        .env("XDG_CONFIG_HOME", home.join("c"))
+        .env("XDG_STATE_HOME", home.join("s"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert!(stdout.contains("not run: add --yes"), "{stdout}");
+    assert!(
+        stdout.contains("\\x1b[2J"),
+        "the escape is shown, visibly:\n{stdout}"
+    );
+    assert!(stdout.contains("\\u{202e}evil"), "{stdout}");
+    assert!(floe::text::is_inert(&stdout), "{stdout:?}");
+    assert!(floe::text::is_inert(&stderr), "{stderr:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn maintain_timeout_cancels_on_trino_and_exits_124() {
+    let t = clone("zoning.permits", "clitimeout").await;
+    let u = user("clitimeout");
+    let home = std::env::temp_dir().join(format!("floe-clitimeout-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&home);
+    let lake = lakehouse(&lab().trino_url(), "floe");
+    let before = snapshots(&lake, &t).await;
+    lab()
+        .faults(&u, json!([{"kind": "slow", "ms": 30000, "count": 1}]))
+        .await;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_floe"))
+        .args([
+            "--trino",
+            &lab().trino_url(),
+            "--user",
+            &u,
+            "maintain",
+            "--timeout",
+            "3s",
+            "optimize",
+            &format!("scratch.{}", t.table),
+            "--threshold",
+            "96MB",
+            "--yes",
+        ])
+        .env("XDG_CONFIG_HOME", home.join("c"))
+        .env("XDG_STATE_HOME", home.join("s"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let q = running_optimize(&u).await;
+    let status = wait_exit(&mut child, Duration::from_secs(20));
+    let mut err = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+    lab().clear_faults(&u).await;
+    assert_eq!(status.code(), Some(124), "{err}");
+    assert!(err.contains("--timeout 3s reached"), "{err}");
+    let q = query(&u, q["id"].as_str().unwrap()).await;
+    assert_eq!(q["error_name"], "USER_CANCELED", "{q}");
+    assert_eq!(snapshots(&lake, &t).await, before, "nothing committed");
+    let audit = AuditLog::new(home.join("s/floe/audit.jsonl")).read_all();
+    let outcomes: Vec<&str> = audit.iter().map(|r| r.outcome.as_str()).collect();
+    assert_eq!(outcomes, vec!["started", "cancelled"]);
+}

@@ -5,11 +5,12 @@ pub mod audit;
 pub mod plan;
 pub mod run;
 
+use crate::text::sanitize;
 use std::io::Write;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::cli::MaintainCmd;
 use crate::config::Settings;
@@ -176,7 +177,11 @@ async fn build_plan(lake: &Lakehouse, s: &Settings, cmd: &MaintainCmd) -> Result
 
 /// `floe maintain …`: without `--yes` print the plan and touch nothing; with it, run
 /// with progress on stderr, exit non-zero on failure, audit every statement.
-pub async fn cli(settings: &Settings, cmd: MaintainCmd) -> ExitCode {
+/// The exit code of a run stopped by `--timeout` (as timeout(1) has it).
+pub const TIMEOUT_EXIT: u8 = 124;
+
+pub async fn cli(settings: &Settings, cmd: MaintainCmd, timeout: Option<Duration>) -> ExitCode {
+    let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
     let yes = match &cmd {
         MaintainCmd::Optimize { yes, .. }
         | MaintainCmd::ExpireSnapshots { yes, .. }
@@ -186,7 +191,7 @@ pub async fn cli(settings: &Settings, cmd: MaintainCmd) -> ExitCode {
     let client = match Client::from_settings(&settings.trino, settings.query_timeout) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("floe: {e}");
+            eprintln!("floe: {}", sanitize(&e.to_string()));
             return ExitCode::from(1);
         }
     };
@@ -196,17 +201,30 @@ pub async fn cli(settings: &Settings, cmd: MaintainCmd) -> ExitCode {
         settings.health.clone(),
     );
     if let Err(e) = lake.connect().await {
-        eprintln!("floe: {e}");
+        eprintln!("floe: {}", sanitize(&e.to_string()));
         return ExitCode::from(1);
     }
-    let plan = match build_plan(&lake, settings, &cmd).await {
+    let planned = match deadline {
+        Some(d) => match tokio::time::timeout_at(d, build_plan(&lake, settings, &cmd)).await {
+            Ok(r) => r,
+            Err(_) => {
+                eprintln!(
+                    "floe: --timeout {} reached while reading the table to plan; nothing ran",
+                    humantime::format_duration(timeout.unwrap_or_default())
+                );
+                return ExitCode::from(TIMEOUT_EXIT);
+            }
+        },
+        None => build_plan(&lake, settings, &cmd).await,
+    };
+    let plan = match planned {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("floe: {e}");
+            eprintln!("floe: {}", sanitize(&e.to_string()));
             return ExitCode::from(1);
         }
     };
-    print!("{plan}");
+    print!("{}", sanitize(&plan.to_string()));
     if !yes {
         println!(
             "-- not run: add --yes to execute{}",
@@ -223,8 +241,17 @@ pub async fn cli(settings: &Settings, cmd: MaintainCmd) -> ExitCode {
     // 130 after SIGINT, 143 after SIGTERM; 0 while no signal came.
     let signalled = Arc::new(AtomicU8::new(0));
     if let Err(e) = watch_signals(stop.clone(), signalled.clone()) {
-        eprintln!("floe: {e}");
+        eprintln!("floe: {}", sanitize(&e.to_string()));
         return ExitCode::from(1);
+    }
+    let timed_out = Arc::new(AtomicBool::new(false));
+    if let Some(d) = deadline {
+        let (stop, timed_out) = (stop.clone(), timed_out.clone());
+        tokio::spawn(async move {
+            tokio::time::sleep_until(d).await;
+            timed_out.store(true, Ordering::SeqCst);
+            stop.cancel();
+        });
     }
     let n = plan.steps.len();
     let last_print = Mutex::new(Instant::now());
@@ -235,9 +262,12 @@ pub async fn cli(settings: &Settings, cmd: MaintainCmd) -> ExitCode {
             StepEvent::Started { step } => {
                 let _ = writeln!(
                     err,
-                    "[{}/{n}] {}",
-                    step + 1,
-                    steps[step].partition.as_deref().unwrap_or("table")
+                    "{}",
+                    sanitize(&format!(
+                        "[{}/{n}] {}",
+                        step + 1,
+                        steps[step].partition.as_deref().unwrap_or("table")
+                    ))
                 );
             }
             StepEvent::Progress { step, progress: p } => {
@@ -246,23 +276,30 @@ pub async fn cli(settings: &Settings, cmd: MaintainCmd) -> ExitCode {
                     *last = Instant::now();
                     let _ = writeln!(
                         err,
-                        "[{}/{n}]   {} {} splits {}/{} rows {} written {} ({:.0}s) query {}",
-                        step + 1,
-                        p.state,
-                        p.percentage
-                            .map(|x| format!("{x:.0}%"))
-                            .unwrap_or_else(|| "-".into()),
-                        p.completed_splits,
-                        p.total_splits,
-                        thousands(p.processed_rows),
-                        human_bytes(p.physical_written_bytes),
-                        p.elapsed_ms as f64 / 1000.0,
-                        p.query_id
+                        "{}",
+                        sanitize(&format!(
+                            "[{}/{n}]   {} {} splits {}/{} rows {} written {} ({:.0}s) query {}",
+                            step + 1,
+                            p.state,
+                            p.percentage
+                                .map(|x| format!("{x:.0}%"))
+                                .unwrap_or_else(|| "-".into()),
+                            p.completed_splits,
+                            p.total_splits,
+                            thousands(p.processed_rows),
+                            human_bytes(p.physical_written_bytes),
+                            p.elapsed_ms as f64 / 1000.0,
+                            p.query_id
+                        ))
                     );
                 }
             }
             StepEvent::AuditFailed { step, error } => {
-                let _ = writeln!(err, "[{}/{n}] AUDIT LOG FAILED: {error}", step + 1);
+                let _ = writeln!(
+                    err,
+                    "{}",
+                    sanitize(&format!("[{}/{n}] AUDIT LOG FAILED: {error}", step + 1))
+                );
             }
             StepEvent::Finished { step, outcome: o } => {
                 let what = if o.ok {
@@ -288,9 +325,12 @@ pub async fn cli(settings: &Settings, cmd: MaintainCmd) -> ExitCode {
                 };
                 let _ = writeln!(
                     err,
-                    "[{}/{n}] {what} in {:.1}s{query}",
-                    step + 1,
-                    o.duration_ms as f64 / 1000.0
+                    "{}",
+                    sanitize(&format!(
+                        "[{}/{n}] {what} in {:.1}s{query}",
+                        step + 1,
+                        o.duration_ms as f64 / 1000.0
+                    ))
                 );
             }
         }
@@ -305,7 +345,14 @@ pub async fn cli(settings: &Settings, cmd: MaintainCmd) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("floe: {e}");
+            eprintln!("floe: {}", sanitize(&e.to_string()));
+            if timed_out.load(Ordering::SeqCst) && signalled.load(Ordering::SeqCst) == 0 {
+                eprintln!(
+                    "floe: --timeout {} reached: the running statement was cancelled on Trino and the rest did not run",
+                    humantime::format_duration(timeout.unwrap_or_default())
+                );
+                return ExitCode::from(TIMEOUT_EXIT);
+            }
             match signalled.load(Ordering::SeqCst) {
                 0 if stop.is_stopped() => ExitCode::from(130),
                 0 => ExitCode::from(1),
