@@ -279,14 +279,23 @@ impl Plan {
                 } else {
                     "the whole table".to_string()
                 };
+                // A whole-table plan drafted without reading the table has no counts:
+                // say so rather than "0 small files".
+                let what = if parts == 0 && self.files() == 0 && self.bytes() == 0 {
+                    "files not counted".to_string()
+                } else {
+                    format!(
+                        "{} small files, {}",
+                        self.files(),
+                        human_bytes(self.bytes())
+                    )
+                };
                 format!(
-                    "optimize {} ({scope}, {} statement{}): rewrite files below {} — {} small files, {}",
+                    "optimize {} ({scope}, {} statement{}): rewrite files below {} — {what}",
                     self.table,
                     self.steps.len(),
                     if self.steps.len() == 1 { "" } else { "s" },
                     human_bytes(*threshold),
-                    self.files(),
-                    human_bytes(self.bytes())
                 )
             }
             Procedure::ExpireSnapshots { retention_secs } => {
@@ -340,7 +349,9 @@ pub fn table_plan(table: &TableRef, procedure: Procedure) -> Plan {
 }
 
 /// Optimize the given partitions: one statement each (oldest first), or one grouped
-/// statement over `"$partition"`. With no partitions, the whole table.
+/// statement over `"$partition"`. With no partitions, the whole table; an unpartitioned
+/// layout (no partitioning) is always the whole table, one statement that carries the
+/// counts of the rows given (what the confirmation shows it will rewrite).
 pub fn optimize_plan(
     table: &TableRef,
     layout: &TableLayout,
@@ -349,8 +360,14 @@ pub fn optimize_plan(
     grouped: bool,
 ) -> Result<Plan, String> {
     let procedure = Procedure::Optimize { threshold };
-    if partitions.is_empty() {
-        return Ok(table_plan(table, procedure));
+    if partitions.is_empty() || layout.partitioning.is_empty() {
+        let mut plan = table_plan(table, procedure);
+        if let Some(step) = plan.steps.first_mut() {
+            step.files = partitions.iter().map(|p| p.data_files).sum();
+            step.small_files = partitions.iter().map(|p| p.small_files).sum();
+            step.bytes = partitions.iter().map(|p| p.total_bytes).sum();
+        }
+        return Ok(plan);
     }
     let mut parts: Vec<&PartitionStats> = partitions.iter().collect();
     parts.sort_by_key(|p| temporal_key(layout, p));

@@ -100,7 +100,9 @@ pub async fn draft(
             // From the Tables tab: the table's small-file partitions, incrementally.
             let list = partitions_of(lake, &table).await?;
             if list.layout_fields.is_empty() {
-                Vec::new()
+                // Unpartitioned: the whole table, its one row giving the counts.
+                draft.partitions = list.partitions;
+                return Ok(draft);
             } else {
                 let small: Vec<PartitionStats> = list
                     .partitions

@@ -438,3 +438,47 @@ fn steps_record_the_partitions_they_rewrite() {
             .is_empty()
     );
 }
+
+#[test]
+fn a_whole_table_plan_says_what_it_will_rewrite() {
+    // An unpartitioned table: its one row is the whole table; the confirmation must not
+    // say "0 small files" for a table that holds 40.
+    let t = TableRef::new("iceberg", "zoning", "inspections");
+    let whole = part(&[], 40);
+    let plan = optimize_plan(
+        &t,
+        &TableLayout::default(),
+        std::slice::from_ref(&whole),
+        96 << 20,
+        false,
+    )
+    .unwrap();
+    assert_eq!(plan.steps.len(), 1);
+    assert!(
+        !plan.steps[0].sql.contains("WHERE"),
+        "{}",
+        plan.steps[0].sql
+    );
+    assert_eq!(plan.steps[0].partition, None);
+    assert_eq!(plan.files(), whole.small_files);
+    assert_eq!(plan.bytes(), whole.total_bytes);
+    assert!(
+        plan.summary().contains("the whole table"),
+        "{}",
+        plan.summary()
+    );
+    assert!(
+        plan.summary()
+            .contains(&format!("{} small files", whole.small_files)),
+        "{}",
+        plan.summary()
+    );
+    // Drafted without reading the table (floe maintain on the whole table): no counts,
+    // and the summary says so instead of claiming 0.
+    let blind = optimize_plan(&t, &TableLayout::default(), &[], 96 << 20, false).unwrap();
+    assert!(
+        blind.summary().contains("files not counted"),
+        "{}",
+        blind.summary()
+    );
+}
