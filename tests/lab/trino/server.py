@@ -700,8 +700,10 @@ class Handler(BaseHTTPRequestHandler):
         )
 
     def post_statement(self) -> None:
-        identity = self.lab.authenticate(self)
+        # the body first: a 401 must not leave it on a kept-alive connection, where it would
+        # be read as the start of the client's next request
         body = self.read_body()
+        identity = self.lab.authenticate(self)
         sql = body.decode("utf-8", "replace")
         if not sql.strip():
             raise HttpError(400, "SQL statement is empty")
