@@ -47,6 +47,8 @@ pub enum Action {
     Maintenance(MaintenanceMsg),
     /// SIGTERM, SIGHUP (a dropped SSH session): leave cleanly.
     Terminate,
+    /// Trino's OAuth2 login: a URL to open in a browser, then its end.
+    TrinoLogin(crate::trino::LoginEvent),
 }
 
 /// What the screen needs to know about a (new) profile.
