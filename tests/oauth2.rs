@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 /// The lab's OAuth2 settings are global to its server: one test at a time.
-static LAB_OAUTH2: Mutex<()> = Mutex::new(());
+static LAB_OAUTH2: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 fn oauth2_url() -> String {
     lab().v["trino"]["oauth2_url"]
@@ -198,7 +198,7 @@ fn seed_schema_args() -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn login_cache_check_expiry_and_relogin_end_to_end() {
-    let _one = LAB_OAUTH2.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = LAB_OAUTH2.lock().await;
     control(json!({"reset": true})).await;
     let mut home = Home::new("e2e");
     let schemas = seed_schema_args();
@@ -305,7 +305,7 @@ async fn login_cache_check_expiry_and_relogin_end_to_end() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_cached_token_is_dropped_and_reacquired_by_an_interactive_client() {
-    let _one = LAB_OAUTH2.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = LAB_OAUTH2.lock().await;
     control(json!({"reset": true})).await;
     let home = Home::new("client");
     let mut cfg = lab().config(&oauth2_url(), "carol");
@@ -393,7 +393,7 @@ async fn a_token_server_off_the_coordinators_origin_over_http_is_refused() {
     let Some(alias) = lab().v["trino"]["alias_host"].as_str() else {
         return; // no second loopback address to point at
     };
-    let _one = LAB_OAUTH2.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = LAB_OAUTH2.lock().await;
     control(json!({"reset": true})).await;
     control(json!({"challenge_host": alias})).await;
     let mut home = Home::new("origin");
@@ -406,4 +406,37 @@ async fn a_token_server_off_the_coordinators_origin_over_http_is_refused() {
             && err.contains("neither on the coordinator's origin"),
         "{err}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_login_nobody_completes_ends_at_its_timeout() {
+    let _one = LAB_OAUTH2.lock().await;
+    control(json!({"reset": true})).await;
+    let home = Home::new("timeout");
+    let cfg = home.dir.join("config.toml");
+    std::fs::write(&cfg, "[trino]\noauth2_login_timeout = \"2s\"\n").unwrap();
+    let started = std::time::Instant::now();
+    let out = tokio::time::timeout(
+        Duration::from_secs(60),
+        home.command(&["login", "--config", cfg.to_str().unwrap()])
+            .output(),
+    )
+    .await
+    .expect("the login gives up")
+    .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("Waiting up to 2s") && err.contains("not completed within 2s"),
+        "{err}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(30));
+    let c = counters().await;
+    assert_eq!(
+        (c["logins"].as_u64(), c["pending"].as_u64()),
+        (Some(0), Some(1)),
+        "{c}"
+    );
+    assert!(!home.cache_file("carol").exists());
+    control(json!({"reset": true})).await;
 }

@@ -96,3 +96,37 @@ pub fn describe(e: &LoginEvent, hyperlinks: bool) -> String {
         LoginEvent::Failed(why) => format!("Login failed: {why}\n"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn the_url_stands_alone_and_is_a_hyperlink_only_on_a_terminal() {
+        let e = LoginEvent::Open {
+            url: "https://trino.example:8443/oauth2/token/initiate/abc?x=1"
+                .parse()
+                .unwrap(),
+            coordinator: "https://trino.example:8443/".parse().unwrap(),
+            user: "carol".into(),
+            timeout: Duration::from_secs(300),
+        };
+        let plain = describe(&e, false);
+        assert!(
+            plain
+                .lines()
+                .any(|l| l.trim() == "https://trino.example:8443/oauth2/token/initiate/abc?x=1"),
+            "{plain}"
+        );
+        assert!(plain.contains("Waiting up to 5m"), "{plain}");
+        assert!(!plain.contains('\x1b'));
+        let linked = describe(&e, true);
+        assert!(
+            linked.contains(
+                "\x1b]8;;https://trino.example:8443/oauth2/token/initiate/abc?x=1\x1b\\https://trino.example:8443/oauth2/token/initiate/abc?x=1\x1b]8;;\x1b\\"
+            ),
+            "{linked:?}"
+        );
+    }
+}

@@ -12,7 +12,7 @@
 //! maintain`) no login is started: the error says to run `floe login`. Tokens are never
 //! logged, printed or audited.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -553,13 +553,12 @@ impl OAuth2 {
             slot.token = None;
         }
         drop(slot);
-        // The file may hold it too (another floe's, or this one's).
-        if let Some(on_disk) = self
+        // The file may hold it too (this floe's, or another's); a newer one is kept.
+        if self
             .cache
             .load(&self.coordinator, &self.user, Utc::now())
-            .filter(|t| t.token.expose_secret() == rejected)
+            .is_some_and(|t| t.token.expose_secret() == rejected)
         {
-            let _ = on_disk;
             self.cache.remove(&self.coordinator, &self.user);
         }
         tracing::info!(coordinator = %self.coordinator, "the coordinator refused the cached OAuth2 token; dropped");
@@ -828,12 +827,7 @@ impl Client {
     }
 }
 
-/// `path` for messages, with `~` for the home directory.
-pub fn display_path(path: &Path) -> String {
-    path.display().to_string()
-}
-
-/// Whether `h` carries a bearer token (for the retry after a login).
+/// `h` with `Authorization: Bearer <token>` (the request sent again after a login).
 pub(super) fn with_token(h: &HeaderMap, token: &SecretString) -> Result<HeaderMap, TrinoError> {
     let mut h = h.clone();
     let mut v =

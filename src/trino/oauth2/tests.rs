@@ -1,4 +1,5 @@
 use super::*;
+use std::path::Path;
 
 fn params(c: &Challenge) -> Vec<(&str, &str)> {
     c.params

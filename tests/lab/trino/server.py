@@ -4,7 +4,7 @@
 
 One process serves several listeners (ports), each a personality of the same coordinator:
 plain HTTP with Trino's default "insecure" authentication, HTTPS with PASSWORD and JWT
-authentication, and other impersonated versions. The SQL runs in the engine
+authentication, OAuth2 external authentication (`oauth2.py`), and other impersonated versions. The SQL runs in the engine
 (`engine.load_engine`); this file owns HTTP, authentication, TLS, fault injection and the
 lab's control endpoint (`/_lab/`, plain listener only). See tests/lab/README.md.
 
@@ -13,12 +13,13 @@ Config (JSON):
      "client_timeout_s": 300, "worker_threads": 4,
      "engine": {"kind": "real", "catalogs": {"iceberg": "/abs/warehouses/seed"}} | {"kind": "stub"},
      "tls": {"dir": "/abs/.lab/tls"},
-     "auth": {"users": {"alice": "alice-secret"}, "jwt_secret": "<hex>"},
+     "auth": {"users": {"alice": "alice-secret"}, "jwt_secret": "<hex>", "oauth2_user": "carol"},
      "access": {"denied_users": ["mallory"]},
      "listeners": [{"name": "plain", "port": 0, "version": 480, "auth": ["insecure"], "control": true},
                    {"name": "https", "port": 0, "version": 480, "auth": ["password", "jwt"], "tls": true},
                    {"name": "v451", "port": 0, "version": 451, "auth": ["insecure"],
-                    "legacy_type_signatures": true}],
+                    "legacy_type_signatures": true},
+                   {"name": "oauth2", "port": 0, "version": 480, "auth": ["oauth2"]}],
      "state_file": "/abs/.lab/trino-state.json"}
 
 Once every listener is bound the server writes `state_file` (actual ports and URLs);
