@@ -430,7 +430,11 @@ async fn a_login_nobody_completes_ends_at_its_timeout() {
         err.contains("Waiting up to 2s") && err.contains("not completed within 2s"),
         "{err}"
     );
-    assert!(started.elapsed() < Duration::from_secs(30));
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
     let c = counters().await;
     assert_eq!(
         (c["logins"].as_u64(), c["pending"].as_u64()),

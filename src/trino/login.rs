@@ -33,6 +33,9 @@ pub fn cli(settings: &Settings) -> ExitCode {
     };
     let hyperlinks = std::io::stderr().is_terminal();
     let prompt: LoginPrompt = Arc::new(move |e: &LoginEvent| {
+        if matches!(e, LoginEvent::Failed(_)) {
+            return; // the error itself is printed below
+        }
         let mut err = std::io::stderr().lock();
         let _ = err.write_all(describe(e, hyperlinks).as_bytes());
         let _ = err.flush();

@@ -723,23 +723,34 @@ impl OAuth2 {
             url: self.coordinator.to_string(),
             message,
         };
+        let timed_out = || {
+            failed(format!(
+                "the OAuth2 login was not completed within {}: run floe login again and open the URL it prints",
+                humantime::format_duration(self.settings.login_timeout)
+            ))
+        };
         loop {
             if Instant::now() >= end {
-                return Err(failed(format!(
-                    "the OAuth2 login was not completed within {}: run floe login again and open the URL it prints",
-                    humantime::format_duration(self.settings.login_timeout)
-                )));
+                return Err(timed_out());
             }
             let asked = Instant::now();
             let http = client.http();
             let sent = uri.clone();
+            // A long poll may take a while, but not past the login's end.
+            let wait = end
+                .saturating_duration_since(Instant::now())
+                .clamp(Duration::from_secs(1), Duration::from_secs(30));
             let reply = net::send(&policy, Idempotency::Idempotent, Some(end), &uri, || {
                 http.get(sent.clone())
                     .header("accept", "application/json")
-                    .timeout(Duration::from_secs(30))
+                    .timeout(wait)
             })
             .await
             .map_err(|f| {
+                // A poll cut short by the login's end is the login timing out.
+                if Instant::now() + Duration::from_millis(200) >= end {
+                    return timed_out();
+                }
                 let m = match f {
                     NetFailure::Transport { message } | NetFailure::MayHaveRun { message } => {
                         message
