@@ -269,7 +269,6 @@ impl Client {
         let mut retries = 0u32;
         let post_url = self.endpoint("v1/statement")?;
         let post_headers = self.headers(&opts.session)?;
-        let headers = self.headers(&[])?;
 
         let far = || Instant::now() + Duration::from_secs(86_400 * 365);
         let first = tokio::select! {
@@ -289,6 +288,8 @@ impl Client {
             }
         };
         let query_id = first.id.clone();
+        // Built after the POST: an OAuth2 login it needed gave the token the rest carry.
+        let headers = self.headers(&[])?;
         let mut guard = CancelGuard {
             http: self.http.clone(),
             headers: headers.clone(),
