@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::config::{Dur, Overrides};
+use crate::config::{AuthKind, Dur, Overrides};
 use crate::report::Format;
 
 #[derive(Parser, Debug)]
@@ -59,6 +59,9 @@ pub struct Global {
     /// Skip TLS certificate verification (a lab only).
     #[arg(long, global = true)]
     pub insecure_skip_verify: bool,
+    /// Trino authentication: none, basic, bearer or oauth2 (over trino.auth).
+    #[arg(long, global = true, value_name = "KIND", value_parser = AuthKind::parse)]
+    pub auth: Option<AuthKind>,
 }
 
 fn parse_dur(s: &str) -> Result<Dur, String> {
@@ -75,6 +78,9 @@ pub enum Cmd {
     Maintain(MaintainArgs),
     /// Show the resolved configuration (secrets redacted).
     Config,
+    /// Log in to Trino with OAuth2 (auth = "oauth2"): prints a URL to open in a browser,
+    /// waits for the login and caches the token for floe and `floe check`.
+    Login,
 }
 
 #[derive(Args, Debug)]
@@ -161,6 +167,7 @@ impl Global {
             refresh: self.refresh,
             ca_file: self.ca_file.clone(),
             insecure_skip_verify: self.insecure_skip_verify,
+            auth: self.auth,
         }
     }
 }

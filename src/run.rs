@@ -53,6 +53,13 @@ pub fn main() -> ExitCode {
             }
             ExitCode::from(code as u8)
         }
+        Cmd::Login => {
+            let Some(settings) = or_report(settings) else {
+                return ExitCode::from(1);
+            };
+            let _log = init_logging(&settings.log_dir);
+            crate::trino::login::cli(&settings)
+        }
         Cmd::Config => match settings {
             Ok(s) => {
                 print!("{}", describe(&s));
@@ -160,6 +167,7 @@ pub fn describe(s: &Settings) -> String {
         Auth::None => "none".to_string(),
         Auth::Basic { .. } => "basic (password set)".to_string(),
         Auth::Bearer { .. } => "bearer (token set)".to_string(),
+        Auth::OAuth2(o) => format!("oauth2 (token cache {})", o.cache_dir.display()),
     };
     let mut out = String::new();
     out.push_str(&format!(

@@ -49,6 +49,8 @@ pub enum Action {
     Terminate,
     /// A frame was drawn: a confirm popup on screen now accepts its `y`.
     Drawn,
+    /// Trino's OAuth2 login: a URL to open in a browser, then its end.
+    TrinoLogin(crate::trino::LoginEvent),
 }
 
 /// What the screen needs to know about a (new) profile.

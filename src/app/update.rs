@@ -77,6 +77,28 @@ pub fn update(s: &mut State, action: Action) -> Vec<Effect> {
             }
             Vec::new()
         }
+        Action::TrinoLogin(e) => {
+            use crate::trino::LoginEvent;
+            match e {
+                // Warn: it stays until the login ends (Info fades after a few seconds).
+                LoginEvent::Open { url, timeout, .. } => s.set_status(
+                    Level::Warn,
+                    format!(
+                        "Trino login: open {url} in a browser (waiting up to {})",
+                        humantime::format_duration(timeout)
+                    ),
+                ),
+                LoginEvent::Done { expires_at } => s.set_status(
+                    Level::Info,
+                    format!(
+                        "Trino login done; token valid until {}",
+                        expires_at.format("%H:%M UTC")
+                    ),
+                ),
+                LoginEvent::Failed(why) => s.set_status(Level::Error, format!("Trino: {why}")),
+            }
+            Vec::new()
+        }
         Action::Tables(msg) => tables::update(s, msg),
         Action::Partitions {
             request,

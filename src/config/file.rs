@@ -59,6 +59,8 @@ pub struct TrinoFile {
     pub source: Option<String>,
     pub client_tags: Option<Vec<String>>,
     pub max_response_size: Option<Bytes>,
+    pub oauth2_login_timeout: Option<Dur>,
+    pub oauth2_token_lifetime: Option<Dur>,
 }
 
 #[derive(Debug, Default, Deserialize, Clone)]
@@ -110,6 +112,24 @@ pub enum AuthKind {
     None,
     Basic,
     Bearer,
+    /// Trino's OAuth2 external authentication (`floe login`).
+    #[serde(rename = "oauth2")]
+    OAuth2,
+}
+
+impl AuthKind {
+    /// The kind named on the command line (`--auth`).
+    pub fn parse(s: &str) -> Result<AuthKind, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "none" => Ok(AuthKind::None),
+            "basic" => Ok(AuthKind::Basic),
+            "bearer" => Ok(AuthKind::Bearer),
+            "oauth2" => Ok(AuthKind::OAuth2),
+            other => Err(format!(
+                "unknown auth {other:?}: expected none, basic, bearer or oauth2"
+            )),
+        }
+    }
 }
 
 #[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq, Default)]
@@ -157,6 +177,8 @@ pub(super) fn merge_trino(base: TrinoFile, over: TrinoFile) -> TrinoFile {
         source: over.source.or(base.source),
         client_tags: over.client_tags.or(base.client_tags),
         max_response_size: over.max_response_size.or(base.max_response_size),
+        oauth2_login_timeout: over.oauth2_login_timeout.or(base.oauth2_login_timeout),
+        oauth2_token_lifetime: over.oauth2_token_lifetime.or(base.oauth2_token_lifetime),
     }
 }
 

@@ -10,8 +10,9 @@ use url::Url;
 use super::file::{AuthKind, FileConfig, HealthFile, ProfileFile, merge_airflow, merge_trino};
 use super::secrets::{SecretKind, env_bool, env_dur, secret};
 use super::settings::{
-    AirflowSettings, Auth, DEFAULT_MAX_LOG_SIZE, DEFAULT_MAX_RESPONSE_SIZE, Dirs, MAX_REFRESH,
-    MIN_REFRESH, MaintenanceMapping, Overrides, Settings, TlsSettings, TrinoSettings,
+    AirflowSettings, Auth, DEFAULT_MAX_LOG_SIZE, DEFAULT_MAX_RESPONSE_SIZE,
+    DEFAULT_OAUTH2_LOGIN_TIMEOUT, DEFAULT_OAUTH2_TOKEN_LIFETIME, Dirs, MAX_REFRESH, MIN_REFRESH,
+    MaintenanceMapping, OAuth2Settings, Overrides, Settings, TlsSettings, TrinoSettings,
 };
 use super::units::Bytes;
 use super::{ConfigError, err, keys, uri};
@@ -309,7 +310,7 @@ impl Layers<'_> {
             &self.key_in("trino.token_env"),
             &self.key_in("trino.token_command"),
         )?;
-        let auth_kind = t.auth.unwrap_or(if token.is_some() {
+        let auth_kind = self.over.auth.or(t.auth).unwrap_or(if token.is_some() {
             AuthKind::Bearer
         } else if password.is_some() {
             AuthKind::Basic
@@ -342,6 +343,29 @@ impl Layers<'_> {
                 })?;
                 refuse_plain_http(url, "a Trino token", &self.key_in("trino.url"))?;
                 Auth::Bearer { token }
+            }
+            AuthKind::OAuth2 => {
+                refuse_plain_http(url, "OAuth2 tokens", &self.key_in("trino.url"))?;
+                let positive = |d: Option<super::units::Dur>, default: Duration, key: &str| {
+                    let d = d.map(|d| d.0).unwrap_or(default);
+                    if d.is_zero() {
+                        return Err(err(format!("{}: must be longer than 0s", self.key_in(key))));
+                    }
+                    Ok(d)
+                };
+                Auth::OAuth2(OAuth2Settings {
+                    cache_dir: self.dirs.cache.join("oauth2"),
+                    login_timeout: positive(
+                        t.oauth2_login_timeout,
+                        DEFAULT_OAUTH2_LOGIN_TIMEOUT,
+                        "trino.oauth2_login_timeout",
+                    )?,
+                    token_lifetime: positive(
+                        t.oauth2_token_lifetime,
+                        DEFAULT_OAUTH2_TOKEN_LIFETIME,
+                        "trino.oauth2_token_lifetime",
+                    )?,
+                })
             }
         })
     }

@@ -21,8 +21,9 @@ pub use file::{
 pub use keys::KeySpec;
 pub use load::{load, load_with};
 pub use settings::{
-    AirflowSettings, Auth, DEFAULT_MAX_LOG_SIZE, DEFAULT_MAX_RESPONSE_SIZE, Dirs, MAX_REFRESH,
-    MIN_REFRESH, MaintenanceMapping, Overrides, Settings, TlsSettings, TrinoSettings,
+    AirflowSettings, Auth, DEFAULT_MAX_LOG_SIZE, DEFAULT_MAX_RESPONSE_SIZE,
+    DEFAULT_OAUTH2_LOGIN_TIMEOUT, DEFAULT_OAUTH2_TOKEN_LIFETIME, Dirs, MAX_REFRESH, MIN_REFRESH,
+    MaintenanceMapping, OAuth2Settings, Overrides, Settings, TlsSettings, TrinoSettings,
 };
 pub use units::{Bytes, Dur};
 

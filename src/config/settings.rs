@@ -16,9 +16,33 @@ use crate::health::HealthConfig;
 #[derive(Clone)]
 pub enum Auth {
     None,
-    Basic { password: SecretString },
-    Bearer { token: SecretString },
+    Basic {
+        password: SecretString,
+    },
+    Bearer {
+        token: SecretString,
+    },
+    /// Trino's OAuth2 external authentication: tokens come from a login flow and a cache.
+    OAuth2(OAuth2Settings),
 }
+
+/// `auth = "oauth2"`: where tokens are cached and how long a login may take.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OAuth2Settings {
+    /// `$XDG_CACHE_HOME/floe/oauth2`: one file (0600) per coordinator and user.
+    pub cache_dir: PathBuf,
+    /// How long floe waits for the operator to finish the login in a browser
+    /// (`trino.oauth2_login_timeout`).
+    pub login_timeout: Duration,
+    /// The lifetime of a token that is not a JWT with an `exp` claim
+    /// (`trino.oauth2_token_lifetime`).
+    pub token_lifetime: Duration,
+}
+
+/// Default of `trino.oauth2_login_timeout`.
+pub const DEFAULT_OAUTH2_LOGIN_TIMEOUT: Duration = Duration::from_secs(300);
+/// Default of `trino.oauth2_token_lifetime`.
+pub const DEFAULT_OAUTH2_TOKEN_LIFETIME: Duration = Duration::from_secs(3600);
 
 impl fmt::Debug for Auth {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -26,6 +50,7 @@ impl fmt::Debug for Auth {
             Auth::None => "none",
             Auth::Basic { .. } => "basic(***)",
             Auth::Bearer { .. } => "bearer(***)",
+            Auth::OAuth2(_) => "oauth2",
         })
     }
 }
@@ -142,6 +167,8 @@ pub struct Overrides {
     pub refresh: Option<Dur>,
     pub ca_file: Option<PathBuf>,
     pub insecure_skip_verify: bool,
+    /// `--auth`: Trino's authentication kind, over `trino.auth`.
+    pub auth: Option<super::file::AuthKind>,
 }
 
 /// Where floe keeps things, following XDG (`directories`).
@@ -150,6 +177,8 @@ pub struct Dirs {
     pub config: PathBuf,
     pub state: PathBuf,
     pub data: PathBuf,
+    /// `$XDG_CACHE_HOME/floe`: what can be thrown away (OAuth2 tokens).
+    pub cache: PathBuf,
 }
 
 impl Dirs {
@@ -168,6 +197,7 @@ impl Dirs {
             config: xdg("XDG_CONFIG_HOME", ".config"),
             state: xdg("XDG_STATE_HOME", ".local/state"),
             data: xdg("XDG_DATA_HOME", ".local/share"),
+            cache: xdg("XDG_CACHE_HOME", ".cache"),
         }
     }
 
@@ -180,6 +210,11 @@ impl Dirs {
         {
             d.config = p.config_dir().to_path_buf();
             d.data = p.data_dir().to_path_buf();
+        }
+        if std::env::var_os("XDG_CACHE_HOME").is_none()
+            && let Some(p) = directories::ProjectDirs::from("", "", "floe")
+        {
+            d.cache = p.cache_dir().to_path_buf();
             if let Some(s) = p.state_dir() {
                 d.state = s.to_path_buf();
             }

@@ -602,6 +602,10 @@ fn example_config_parses_and_documents_every_key() {
         "password_command",
         "token_env",
         "token_command",
+        "oauth2",
+        "oauth2_login_timeout",
+        "oauth2_token_lifetime",
+        "--auth",
         "ca_file",
         "insecure_skip_verify",
         "client_tags",
@@ -628,4 +632,55 @@ fn example_config_parses_and_documents_every_key() {
             "config.example.toml does not document {key}"
         );
     }
+}
+
+#[test]
+fn oauth2_from_the_file_or_the_flag() {
+    let f = Fixture::new("oauth2");
+    let cfg = f.write(
+        "c.toml",
+        "[trino]\nurl = \"https://trino.example:8443\"\nauth = \"oauth2\"\noauth2_login_timeout = \"2m\"\noauth2_token_lifetime = \"20m\"\n",
+    );
+    let s = f
+        .load(&Overrides {
+            config: Some(cfg),
+            ..Default::default()
+        })
+        .unwrap();
+    let Auth::OAuth2(o) = &s.trino.auth else {
+        panic!("oauth2 expected, got {:?}", s.trino.auth)
+    };
+    assert_eq!(o.login_timeout, Duration::from_secs(120));
+    assert_eq!(o.token_lifetime, Duration::from_secs(1200));
+    assert_eq!(o.cache_dir, f.dir.join(".cache/floe/oauth2"));
+    // The flag wins over the file and over a token in the environment; defaults apply.
+    let mut f = Fixture::new("oauth2flag");
+    f.env.insert("FLOE_TRINO_TOKEN".into(), "eyJ.x.y".into());
+    f.env.insert(
+        "XDG_CACHE_HOME".into(),
+        f.dir.join("cache").display().to_string(),
+    );
+    let s = f
+        .load(&Overrides {
+            auth: Some(AuthKind::OAuth2),
+            ..flags("http://127.0.0.1:8080")
+        })
+        .unwrap();
+    let Auth::OAuth2(o) = &s.trino.auth else {
+        panic!("oauth2 expected")
+    };
+    assert_eq!(o.cache_dir, f.dir.join("cache/floe/oauth2"));
+    assert_eq!(o.login_timeout, DEFAULT_OAUTH2_LOGIN_TIMEOUT);
+    assert_eq!(o.token_lifetime, DEFAULT_OAUTH2_TOKEN_LIFETIME);
+    // Over plain HTTP only to a loopback address.
+    let e = f
+        .load(&Overrides {
+            auth: Some(AuthKind::OAuth2),
+            ..flags("http://trino.internal:8080")
+        })
+        .unwrap_err()
+        .0;
+    assert!(e.contains("plain HTTP") && e.contains("OAuth2"), "{e}");
+    assert_eq!(AuthKind::parse("OAuth2"), Ok(AuthKind::OAuth2));
+    assert!(AuthKind::parse("kerberos").unwrap_err().contains("oauth2"));
 }

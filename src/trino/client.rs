@@ -12,6 +12,7 @@ use url::Url;
 
 use super::cancel::CancelGuard;
 use super::error::TrinoError;
+use super::oauth2::{self, LoginPrompt, OAuth2};
 use super::output::{QueryOptions, QueryOutput, QueryProgress};
 use super::session::SessionState;
 use super::types::TrinoType;
@@ -118,6 +119,8 @@ pub struct Client {
     max_response_size: u64,
     pub(super) cfg: Arc<ClientConfig>,
     pub(super) session: Arc<Mutex<SessionState>>,
+    /// `auth = "oauth2"`: the token in use, its cache, the login.
+    oauth: Option<Arc<OAuth2>>,
 }
 
 impl std::fmt::Debug for Client {
@@ -144,12 +147,65 @@ impl Client {
             schema: cfg.schema.clone(),
             properties: cfg.session.clone(),
         };
+        let oauth = match &cfg.auth {
+            Auth::OAuth2(s) => Some(Arc::new(OAuth2::new(
+                s.clone(),
+                cfg.url.clone(),
+                cfg.user.clone(),
+                None,
+            ))),
+            _ => None,
+        };
         Ok(Client {
             http,
             max_response_size: DEFAULT_MAX_RESPONSE_SIZE,
             cfg: Arc::new(cfg),
             session: Arc::new(Mutex::new(session)),
+            oauth,
         })
+    }
+
+    /// The same client allowed to start an OAuth2 login when Trino asks for one (the TUI,
+    /// `floe login`): `prompt` tells the operator which URL to open. Without it a client
+    /// never waits for a human: a missing or refused token is an error saying to run
+    /// `floe login`. No effect unless `auth = "oauth2"`.
+    pub fn with_oauth2_prompt(mut self, prompt: LoginPrompt) -> Client {
+        if let Auth::OAuth2(s) = &self.cfg.auth {
+            self.oauth = Some(Arc::new(OAuth2::new(
+                s.clone(),
+                self.cfg.url.clone(),
+                self.cfg.user.clone(),
+                Some(prompt),
+            )));
+        }
+        self
+    }
+
+    pub(super) fn http(&self) -> &reqwest::Client {
+        &self.http
+    }
+
+    pub(super) fn oauth2(&self) -> Option<&OAuth2> {
+        self.oauth.as_deref()
+    }
+
+    /// `HEAD /v1/statement`: whether the coordinator accepts floe's credentials (Trino's
+    /// own check, which runs no query), within `within`.
+    pub async fn check_credentials(&self, within: Duration) -> Result<(), TrinoError> {
+        let url = self.endpoint("v1/statement")?;
+        let headers = self.headers(&[])?;
+        let deadline = Instant::now() + within;
+        self.request(
+            Method::HEAD,
+            &url,
+            Body::None,
+            Some(deadline),
+            &headers,
+            false,
+            &mut 0,
+        )
+        .await
+        .map(|_| ())
     }
 
     pub fn from_settings(s: &TrinoSettings, query_timeout: Duration) -> Result<Client, TrinoError> {
@@ -213,7 +269,6 @@ impl Client {
         let mut retries = 0u32;
         let post_url = self.endpoint("v1/statement")?;
         let post_headers = self.headers(&opts.session)?;
-        let headers = self.headers(&[])?;
 
         let far = || Instant::now() + Duration::from_secs(86_400 * 365);
         let first = tokio::select! {
@@ -233,6 +288,8 @@ impl Client {
             }
         };
         let query_id = first.id.clone();
+        // Built after the POST: an OAuth2 login it needed gave the token the rest carry.
+        let headers = self.headers(&[])?;
         let mut guard = CancelGuard {
             http: self.http.clone(),
             headers: headers.clone(),
@@ -495,6 +552,63 @@ impl Client {
         mutation: bool,
         retries: &mut u32,
     ) -> Result<(String, HeaderMap), TrinoError> {
+        let mut reply = self
+            .send_once(&method, url, body, deadline, headers, mutation, retries)
+            .await?;
+        if reply.status.as_u16() == 401
+            && let Some(o) = &self.oauth
+        {
+            let sent = headers.get(reqwest::header::AUTHORIZATION);
+            // A 401 means nothing ran: the request is sent again with the new token.
+            if let Some(token) = o
+                .unauthorized(self, url, &reply.headers, sent, deadline)
+                .await?
+            {
+                let fresh = oauth2::with_token(headers, &token)?;
+                reply = self
+                    .send_once(&method, url, body, deadline, &fresh, mutation, retries)
+                    .await?;
+            }
+        }
+        let status = reply.status.as_u16();
+        if matches!(status, 200 | 204) {
+            return Ok((reply.text, reply.headers));
+        }
+        let message = body_message(&reply.text);
+        let url = url.to_string();
+        Err(match status {
+            401 | 403 => TrinoError::Auth {
+                status,
+                url,
+                message,
+            },
+            _ if reply.gave_up => TrinoError::Http {
+                status,
+                url,
+                message: format!("{message} (gave up after {} attempts)", reply.attempts)
+                    .trim_start()
+                    .to_string(),
+            },
+            _ => TrinoError::Http {
+                status,
+                url,
+                message,
+            },
+        })
+    }
+
+    /// One request through [`net::send`]'s retries: the answer, whatever its status.
+    #[allow(clippy::too_many_arguments)]
+    async fn send_once(
+        &self,
+        method: &Method,
+        url: &Url,
+        body: Body<'_>,
+        deadline: Option<Instant>,
+        headers: &HeaderMap,
+        mutation: bool,
+        retries: &mut u32,
+    ) -> Result<net::Reply, TrinoError> {
         let idempotency = if mutation {
             Idempotency::Mutation
         } else {
@@ -534,31 +648,7 @@ impl Client {
                 },
             })?;
         *retries += reply.attempts - 1;
-        let status = reply.status.as_u16();
-        if matches!(status, 200 | 204) {
-            return Ok((reply.text, reply.headers));
-        }
-        let message = body_message(&reply.text);
-        let url = url.to_string();
-        Err(match status {
-            401 | 403 => TrinoError::Auth {
-                status,
-                url,
-                message,
-            },
-            _ if reply.gave_up => TrinoError::Http {
-                status,
-                url,
-                message: format!("{message} (gave up after {} attempts)", reply.attempts)
-                    .trim_start()
-                    .to_string(),
-            },
-            _ => TrinoError::Http {
-                status,
-                url,
-                message,
-            },
-        })
+        Ok(reply)
     }
 }
 

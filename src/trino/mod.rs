@@ -3,6 +3,8 @@
 mod cancel;
 pub mod client;
 pub mod error;
+pub mod login;
+pub mod oauth2;
 pub mod output;
 mod session;
 pub mod types;
@@ -11,6 +13,7 @@ pub mod wire;
 
 pub use client::{Client, ClientConfig, RetryPolicy};
 pub use error::TrinoError;
+pub use oauth2::{LoginEvent, LoginOutcome, LoginPrompt};
 pub use output::{QueryOptions, QueryOutput, QueryProgress};
 pub use types::TrinoType;
 pub use value::{Column, Row, Value};

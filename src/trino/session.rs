@@ -103,6 +103,19 @@ impl Client {
                 }
                 Some(format!("Bearer {}", token.expose_secret()))
             }
+            // No token yet (or an expired one): the request goes without, and the 401's
+            // challenge starts the login (or says to run `floe login`).
+            Auth::OAuth2(_) => match self.oauth2().and_then(|o| o.token()) {
+                Some(token) => {
+                    if HeaderValue::from_str(token.expose_secret()).is_err() {
+                        return Err(unsendable_secret(
+                            "the cached OAuth2 token (run floe login again)",
+                        ));
+                    }
+                    Some(format!("Bearer {}", token.expose_secret()))
+                }
+                None => None,
+            },
         };
         if let Some(a) = auth {
             let mut v = HeaderValue::from_str(&a).map_err(|_| {
@@ -170,7 +183,7 @@ fn why_unsendable(value: &str) -> &'static str {
     }
 }
 
-fn base64_encode(input: &[u8]) -> String {
+pub(super) fn base64_encode(input: &[u8]) -> String {
     const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::with_capacity(input.len().div_ceil(3) * 4);
     for chunk in input.chunks(3) {

@@ -47,6 +47,7 @@ TRINO_USER = "floe"
 BASIC_USERS = {"alice": "alice-secret"}
 JWT_SUBJECT = "bob"
 DENIED_USER = "mallory"
+OAUTH2_USER = "carol"  # who the lab's identity provider logs in unless ?user= names another
 COORDINATOR_ZONE = "Europe/Vienna"
 ALIAS_HOST = "127.0.0.2"  # another loopback address the Trino-protocol server also listens on
 
@@ -366,12 +367,13 @@ def start_trino(venv: Path, root: Path, catalogs: dict, runtime: Runtime, stub: 
         "worker_threads": 4,
         "engine": {"kind": "stub"} if stub else {"kind": "real", "catalogs": catalogs},
         "tls": {"dir": str(root / "tls")},
-        "auth": {"users": BASIC_USERS, "jwt_secret": jwt_secret},
+        "auth": {"users": BASIC_USERS, "jwt_secret": jwt_secret, "oauth2_user": OAUTH2_USER},
         "access": {"denied_users": [DENIED_USER]},
         "listeners": [
             {"name": "plain", "port": 0, "version": 480, "auth": ["insecure"], "control": True},
             {"name": "https", "port": 0, "version": 480, "auth": ["password", "jwt"], "tls": True},
             {"name": "v481", "port": 0, "version": 481, "auth": ["insecure"]},
+            {"name": "oauth2", "port": 0, "version": 480, "auth": ["oauth2"]},
             {"name": "v451", "port": 0, "version": 451, "auth": ["insecure"], "legacy_type_signatures": True},
         ],
         "state_file": str(state_file),
@@ -428,6 +430,10 @@ def start_trino(venv: Path, root: Path, catalogs: dict, runtime: Runtime, stub: 
         "denied_user": DENIED_USER,
         "time_zone": COORDINATOR_ZONE,
         "listeners": {"v481": listeners["v481"]["url"], "v451": listeners["v451"]["url"]},
+        # OAuth2 external authentication (loopback HTTP): the challenge, token server and IdP
+        "oauth2_url": listeners["oauth2"]["url"],
+        "oauth2_user": OAUTH2_USER,
+        "oauth2_control_url": listeners["plain"]["url"] + "/_lab/oauth2",
         "engine": "stub" if stub else "real",
         "log": str(root / "logs" / "trino.log"),
     }

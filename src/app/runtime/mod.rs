@@ -60,7 +60,7 @@ impl Runtime {
         overrides: config::Overrides,
         tx: mpsc::UnboundedSender<Action>,
     ) -> color_eyre::Result<Runtime> {
-        let lake = lakehouse(&settings)?;
+        let lake = lakehouse(&settings, &tx)?;
         let settings_airflow = settings.airflow.clone();
         Ok(Runtime {
             pool: Arc::new(Semaphore::new(settings.max_concurrent_queries)),
@@ -224,7 +224,7 @@ impl Runtime {
         let mut over = self.overrides.clone();
         over.profile = Some(name.to_string());
         let s = config::load(&over).map_err(|e| format!("profile {name}: {e}"))?;
-        let l = lakehouse(&s).map_err(|e| format!("profile {name}: {e}"))?;
+        let l = lakehouse(&s, &self.tx).map_err(|e| format!("profile {name}: {e}"))?;
         let view = profile_view(&s);
         self.pool = Arc::new(Semaphore::new(s.max_concurrent_queries));
         self.settings = s;
@@ -237,8 +237,14 @@ impl Runtime {
     }
 }
 
-fn lakehouse(s: &Settings) -> color_eyre::Result<Lakehouse> {
-    let client = Client::from_settings(&s.trino, s.query_timeout).map_err(|e| eyre!("{e}"))?;
+fn lakehouse(s: &Settings, tx: &mpsc::UnboundedSender<Action>) -> color_eyre::Result<Lakehouse> {
+    // An OAuth2 login's URL goes to the status line.
+    let tx = tx.clone();
+    let client = Client::from_settings(&s.trino, s.query_timeout)
+        .map_err(|e| eyre!("{e}"))?
+        .with_oauth2_prompt(std::sync::Arc::new(move |e: &crate::trino::LoginEvent| {
+            let _ = tx.send(Action::TrinoLogin(e.clone()));
+        }));
     Ok(Lakehouse::new(
         client,
         s.trino.catalog.clone(),

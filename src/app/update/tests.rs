@@ -1131,3 +1131,37 @@ pub mod dags {
         assert!(fx.iter().any(|e| matches!(e, Effect::CheckConnections)));
     }
 }
+
+#[test]
+fn a_trino_login_url_stays_in_the_status_line_until_the_login_ends() {
+    use crate::trino::LoginEvent;
+    let mut s = loaded();
+    let url = "https://trino.example:8443/oauth2/token/initiate/abc";
+    let open = LoginEvent::Open {
+        url: url.parse().unwrap(),
+        coordinator: "https://trino.example:8443/".parse().unwrap(),
+        user: "carol".into(),
+        timeout: std::time::Duration::from_secs(300),
+    };
+    assert!(update(&mut s, Action::TrinoLogin(open)).is_empty());
+    let m = s.status.clone().unwrap();
+    assert_eq!(m.level, Level::Warn, "not an Info that fades");
+    assert!(m.text.contains(url) && m.text.contains("5m"), "{}", m.text);
+    let later = s.now + chrono::Duration::seconds(60);
+    update(&mut s, Action::Tick(later));
+    assert!(s.status.as_ref().unwrap().text.contains(url));
+    let done = LoginEvent::Done {
+        expires_at: later + chrono::Duration::hours(1),
+    };
+    update(&mut s, Action::TrinoLogin(done));
+    let m = s.status.clone().unwrap();
+    assert_eq!(m.level, Level::Info);
+    assert!(m.text.contains("login done"), "{}", m.text);
+    update(
+        &mut s,
+        Action::TrinoLogin(LoginEvent::Failed("access_denied".into())),
+    );
+    let m = s.status.clone().unwrap();
+    assert_eq!(m.level, Level::Error);
+    assert!(m.text.contains("access_denied"));
+}

@@ -4,7 +4,7 @@
 
 One process serves several listeners (ports), each a personality of the same coordinator:
 plain HTTP with Trino's default "insecure" authentication, HTTPS with PASSWORD and JWT
-authentication, and other impersonated versions. The SQL runs in the engine
+authentication, OAuth2 external authentication (`oauth2.py`), and other impersonated versions. The SQL runs in the engine
 (`engine.load_engine`); this file owns HTTP, authentication, TLS, fault injection and the
 lab's control endpoint (`/_lab/`, plain listener only). See tests/lab/README.md.
 
@@ -13,12 +13,13 @@ Config (JSON):
      "client_timeout_s": 300, "worker_threads": 4,
      "engine": {"kind": "real", "catalogs": {"iceberg": "/abs/warehouses/seed"}} | {"kind": "stub"},
      "tls": {"dir": "/abs/.lab/tls"},
-     "auth": {"users": {"alice": "alice-secret"}, "jwt_secret": "<hex>"},
+     "auth": {"users": {"alice": "alice-secret"}, "jwt_secret": "<hex>", "oauth2_user": "carol"},
      "access": {"denied_users": ["mallory"]},
      "listeners": [{"name": "plain", "port": 0, "version": 480, "auth": ["insecure"], "control": true},
                    {"name": "https", "port": 0, "version": 480, "auth": ["password", "jwt"], "tls": true},
                    {"name": "v451", "port": 0, "version": 451, "auth": ["insecure"],
-                    "legacy_type_signatures": true}],
+                    "legacy_type_signatures": true},
+                   {"name": "oauth2", "port": 0, "version": 480, "auth": ["oauth2"]}],
      "state_file": "/abs/.lab/trino-state.json"}
 
 Once every listener is bound the server writes `state_file` (actual ports and URLs);
@@ -51,6 +52,7 @@ from ..common.errors import TrinoError
 from ..engine.api import Session
 from . import faults as faults_mod
 from . import jwt_hs256
+from .oauth2 import OAuth2Provider
 from .queries import (
     MAX_WAIT_S,
     HttpError,
@@ -106,6 +108,7 @@ class LabServer:
         self.users: dict[str, str] = dict(config.get("auth", {}).get("users", {}))
         secret = config.get("auth", {}).get("jwt_secret")
         self.jwt_secret = bytes.fromhex(secret) if secret else None
+        self.oauth2 = OAuth2Provider(self.jwt_secret, config.get("auth", {}).get("oauth2_user", "carol"))
         self.engine_holder = EngineHolder()
         self.queries = QueryManager(self.engine_holder, config, log)
         self.faults = faults_mod.FaultStore()
@@ -179,6 +182,13 @@ class LabServer:
                     messages.append(str(e))
                     continue
                 return str(claims["sub"])
+            elif method == "oauth2":
+                if scheme.lower() == "bearer" and cred.strip():
+                    try:
+                        return self.oauth2.verify(cred.strip())
+                    except jwt_hs256.JwtError as e:
+                        messages.append(str(e))
+                challenges.append(self.oauth2.challenge(handler.base_url()))
         if not messages:
             messages.append("Unauthorized")
         # de-duplicate, keeping order (Trino collects them in LinkedHashSets)
@@ -554,6 +564,10 @@ class Handler(BaseHTTPRequestHandler):
                 raise HttpError(404, "Not Found")
             return self.control(method, path, params)
 
+        m = re.fullmatch(r"/oauth2/(authorize|token)/([A-Za-z0-9_-]+)", path)
+        if m and "oauth2" in self.listener_cfg.get("auth", []):
+            return self.oauth2_endpoint(method, m.group(1), m.group(2), params)
+
         if path.rstrip("/") == "/v1/statement":
             if method == "POST":
                 return self.post_statement()
@@ -687,8 +701,10 @@ class Handler(BaseHTTPRequestHandler):
         )
 
     def post_statement(self) -> None:
-        identity = self.lab.authenticate(self)
+        # the body first: a 401 must not leave it on a kept-alive connection, where it would
+        # be read as the start of the client's next request
         body = self.read_body()
+        identity = self.lab.authenticate(self)
         sql = body.decode("utf-8", "replace")
         if not sql.strip():
             raise HttpError(400, "SQL statement is empty")
@@ -736,6 +752,23 @@ class Handler(BaseHTTPRequestHandler):
         page = queries.executing_get(base, q, slug, token, wait_s)
         return self.send_json(200, page.body, page.headers)
 
+    # ------------------------------------------------------------------ OAuth2
+    def oauth2_endpoint(self, method: str, kind: str, flow: str, params) -> None:
+        provider = self.lab.oauth2
+        if kind == "authorize":
+            if method not in ("GET", "POST"):
+                raise HttpError(405, "Method Not Allowed")
+            user = (params.get("user") or [None])[0]
+            deny = (params.get("deny") or ["0"])[0] not in ("0", "", "false")
+            status, text = provider.authorize(flow, user, deny)
+            return self.send_text(status, text)
+        if method == "DELETE":
+            provider.delete(flow)
+            return self.send(204)
+        if method != "GET":
+            raise HttpError(405, "Method Not Allowed")
+        return self.send_json(200, provider.poll(flow, self.base_url() + self.path))
+
     # ------------------------------------------------------------------ /_lab
     def control(self, method: str, path: str, params) -> None:
         lab = self.lab
@@ -757,6 +790,11 @@ class Handler(BaseHTTPRequestHandler):
                 return self.send_json(200, {"ok": True, "removed": removed})
             if method == "GET":
                 return self.send_json(200, lab.faults.describe())
+        if path == "/_lab/oauth2":
+            if method == "POST":
+                return self.send_json(200, lab.oauth2.configure(payload))
+            if method == "GET":
+                return self.send_json(200, lab.oauth2.describe())
         if path == "/_lab/queries" and method == "GET":
             return self.send_json(200, lab.queries.describe())
         if path == "/_lab/config":
