@@ -64,6 +64,8 @@ pub struct ProfileView {
     pub health: HealthConfig,
     pub airflow_url: Option<String>,
     pub maintenance: Vec<crate::config::MaintenanceMapping>,
+    /// How floe connects that the operator must see (TLS verification off…).
+    pub warnings: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq)]

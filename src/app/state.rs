@@ -105,6 +105,8 @@ pub struct Conn {
     pub info_error: Option<String>,
     pub airflow_url: Option<String>,
     pub airflow_version: Option<String>,
+    /// Connection warnings (TLS verification off): a badge in the header.
+    pub warnings: Vec<String>,
 }
 
 pub struct State {
@@ -248,6 +250,7 @@ impl State {
             profile: p.profile,
             trino_url: p.trino_url,
             airflow_url: p.airflow_url,
+            warnings: p.warnings,
             ..Conn::default()
         };
         self.readonly = p.readonly;

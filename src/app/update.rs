@@ -56,7 +56,16 @@ pub fn update(s: &mut State, action: Action) -> Vec<Effect> {
         Action::ProfileSwitched(Ok(p)) => {
             let profile = p.profile.clone();
             s.apply_profile(p);
-            s.set_status(Level::Info, format!("switched to profile {profile}"));
+            match s.conn.warnings.is_empty() {
+                true => s.set_status(Level::Info, format!("switched to profile {profile}")),
+                false => s.set_status(
+                    Level::Warn,
+                    format!(
+                        "switched to profile {profile}: {}",
+                        s.conn.warnings.join("; ")
+                    ),
+                ),
+            }
             refresh_all(s)
         }
         Action::ProfileSwitched(Err(e)) => {

@@ -72,6 +72,13 @@ fn draw_header(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
     spans.push(Span::raw(
         s.conn.trino_url.trim_end_matches('/').to_string(),
     ));
+    // verify=false in a pasted URI, or insecure_skip_verify: never silently.
+    if !s.conn.warnings.is_empty() {
+        spans.push(Span::styled(
+            " TLS UNVERIFIED",
+            th.severity(crate::health::Severity::Critical),
+        ));
+    }
     match (&s.conn.info, &s.conn.info_error) {
         (_, Some(_)) => spans.push(Span::styled(
             " UNREACHABLE",

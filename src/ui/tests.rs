@@ -770,3 +770,14 @@ fn every_popup_at_20x5() {
     }
     insta::assert_snapshot!("every_popup_20x5", out);
 }
+
+#[test]
+fn unverified_tls_is_a_badge_in_the_header() {
+    let mut s = with_info(loaded());
+    let before = screen(&mut s, 160, 48).backend().to_string();
+    assert!(!before.contains("TLS UNVERIFIED"));
+    s.conn.warnings = vec!["TLS certificate verification is OFF for Trino".into()];
+    let after = screen(&mut s, 160, 48).backend().to_string();
+    let header = after.lines().next().unwrap();
+    assert!(header.contains("TLS UNVERIFIED"), "{header}");
+}

@@ -56,6 +56,7 @@ fn view(name: &str) -> ProfileView {
         health: Default::default(),
         airflow_url: None,
         maintenance: vec![],
+        warnings: Vec::new(),
     }
 }
 

@@ -262,6 +262,7 @@ pub fn profile_view(s: &Settings) -> ProfileView {
         health: s.health.clone(),
         airflow_url: s.airflow.as_ref().map(|a| a.url.to_string()),
         maintenance: s.maintenance.clone(),
+        warnings: s.warnings(),
     }
 }
 
@@ -272,6 +273,10 @@ pub fn initial_state(s: &Settings, no_color: bool) -> color_eyre::Result<State> 
     st.conn.profile = view.profile;
     st.conn.trino_url = view.trino_url;
     st.conn.airflow_url = view.airflow_url;
+    if !view.warnings.is_empty() {
+        st.set_status(super::state::Level::Warn, view.warnings.join("; "));
+    }
+    st.conn.warnings = view.warnings;
     st.readonly = s.readonly;
     st.keymap = Keymap::new(s.keys.clone()).with_readonly(s.readonly);
     st.health = s.health.clone();
