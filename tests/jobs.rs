@@ -101,12 +101,16 @@ async fn a_job_survives_a_profile_switch_and_audits_under_its_own_profile() {
     let settings = config::load(&over).unwrap();
     let (tx, mut rx) = mpsc::unbounded_channel();
     let mut rt = Runtime::new(settings, over, tx).unwrap();
+    let mut loaded = rt.take_loaded_profiles();
     rt.run(vec![Effect::RunPlan {
         job: 1,
         plan: optimize(&t),
     }]);
     let query_id = wait_running(&mut rx, 1).await;
     rt.run(vec![Effect::SwitchProfile("b".into())]);
+    // The profile is read off the event loop; the loop would hand it back like this.
+    let switched = rt.finish_switch(loaded.recv().await.unwrap());
+    assert!(matches!(switched, Action::ProfileSwitched(Ok(_))));
     let done = loop {
         if let MaintenanceMsg::Done { result, .. } = next_of(&mut rx, 1).await {
             break result;

@@ -49,6 +49,16 @@ pub struct Runtime {
     airflow: AirflowHandle,
     /// Bumped by each profile switch: a plan drafted for an older profile is dropped.
     profile_epoch: Arc<std::sync::Mutex<u64>>,
+    /// Profiles being loaded off the event loop (a `password_command` may take seconds):
+    /// the event loop hands each loaded one to [`Runtime::finish_switch`].
+    loaded_tx: mpsc::UnboundedSender<LoadedProfile>,
+    loaded_rx: Option<mpsc::UnboundedReceiver<LoadedProfile>>,
+}
+
+/// A profile's settings read off the event loop, or why they could not be.
+pub struct LoadedProfile {
+    name: String,
+    settings: Result<Settings, String>,
 }
 
 /// How long quitting waits for running jobs to be cancelled on Trino.
@@ -62,7 +72,10 @@ impl Runtime {
     ) -> color_eyre::Result<Runtime> {
         let lake = lakehouse(&settings, &tx)?;
         let settings_airflow = settings.airflow.clone();
+        let (loaded_tx, loaded_rx) = mpsc::unbounded_channel();
         Ok(Runtime {
+            loaded_tx,
+            loaded_rx: Some(loaded_rx),
             pool: Arc::new(Semaphore::new(settings.max_concurrent_queries)),
             settings,
             lake,
@@ -132,14 +145,15 @@ impl Runtime {
                 return;
             }
             Effect::SwitchProfile(name) => {
-                // Under the lock, so no plan of the old profile is sent after the switch.
-                let epoch = self.profile_epoch.clone();
-                let mut epoch = epoch.lock().unwrap_or_else(|e| e.into_inner());
-                let r = self.switch_profile(&name);
-                if r.is_ok() {
-                    *epoch += 1;
-                }
-                let _ = self.tx.send(Action::ProfileSwitched(r));
+                // Reading the config may run a password_command (a vault, up to its
+                // timeout): off the event loop, which keeps drawing and taking keys.
+                let mut over = self.overrides.clone();
+                over.profile = Some(name.clone());
+                let loaded = self.loaded_tx.clone();
+                tokio::task::spawn_blocking(move || {
+                    let settings = config::load(&over).map_err(|e| e.to_string());
+                    let _ = loaded.send(LoadedProfile { name, settings });
+                });
                 return;
             }
             Effect::Export { format, data } => {
@@ -220,10 +234,30 @@ impl Runtime {
     /// Load another profile: new clients, every running read cancelled. Jobs and Airflow
     /// writes are not in a slot: they run on to their end on the clients they started
     /// with, and audit under the profile they started on.
-    fn switch_profile(&mut self, name: &str) -> Result<ProfileView, String> {
-        let mut over = self.overrides.clone();
-        over.profile = Some(name.to_string());
-        let s = config::load(&over).map_err(|e| format!("profile {name}: {e}"))?;
+    /// The event loop takes the receiver of loaded profiles (once).
+    pub fn take_loaded_profiles(&mut self) -> mpsc::UnboundedReceiver<LoadedProfile> {
+        self.loaded_rx
+            .take()
+            .expect("taken once, by the event loop")
+    }
+
+    /// Switch to a loaded profile: new clients, the old slots' loads aborted (jobs and
+    /// Airflow writes keep running on the connection they started on).
+    pub fn finish_switch(&mut self, loaded: LoadedProfile) -> Action {
+        let LoadedProfile { name, settings } = loaded;
+        // Under the lock, so no plan of the old profile is sent after the switch.
+        let epoch = self.profile_epoch.clone();
+        let mut epoch = epoch.lock().unwrap_or_else(|e| e.into_inner());
+        let r = settings
+            .map_err(|e| format!("profile {name}: {e}"))
+            .and_then(|s| self.switch_to(&name, s));
+        if r.is_ok() {
+            *epoch += 1;
+        }
+        Action::ProfileSwitched(r)
+    }
+
+    fn switch_to(&mut self, name: &str, s: Settings) -> Result<ProfileView, String> {
         let l = lakehouse(&s, &self.tx).map_err(|e| format!("profile {name}: {e}"))?;
         let view = profile_view(&s);
         self.pool = Arc::new(Semaphore::new(s.max_concurrent_queries));
@@ -331,6 +365,7 @@ async fn event_loop(
     let (tx, mut rx) = mpsc::unbounded_channel::<Action>();
     let mouse = settings.mouse;
     let mut rt = Runtime::new(settings, overrides, tx)?;
+    let mut loaded_profiles = rt.take_loaded_profiles();
     let mut term_signals = terminal::Signals::install()?;
     let mut events = EventStream::new();
     let mut sigterm = signal(SignalKind::terminate()).wrap_err("installing the SIGTERM handler")?;
@@ -362,6 +397,7 @@ async fn event_loop(
                 None => Some(Action::Terminate),
             },
             Some(a) = rx.recv() => Some(a),
+            Some(p) = loaded_profiles.recv() => Some(rt.finish_switch(p)),
             _ = tick.tick() => Some(Action::Tick(Utc::now())),
             _ = sigterm.recv() => Some(Action::Terminate),
             _ = sighup.recv() => Some(Action::Terminate),
@@ -482,20 +518,53 @@ mod tests {
         };
         let (tx, mut rx) = mpsc::unbounded_channel();
         let mut rt = Runtime::new(config::load(&over).unwrap(), over, tx).unwrap();
+        let mut loaded = rt.take_loaded_profiles();
         let before = rt.confirm_sender();
         rt.run(vec![Effect::SwitchProfile("b".into())]);
+        // The profile is read off the event loop; the loop hands it back.
+        let switched = rt.finish_switch(loaded.recv().await.unwrap());
+        assert!(matches!(switched, Action::ProfileSwitched(Ok(_))));
         before(Action::Drawn);
         let after = rt.confirm_sender();
         after(Action::Start);
-        assert!(matches!(
-            rx.recv().await,
-            Some(Action::ProfileSwitched(Ok(_)))
-        ));
         assert!(
             matches!(rx.recv().await, Some(Action::Start)),
             "only the new one"
         );
         assert!(rx.try_recv().is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_hung_password_command_does_not_stop_the_event_loop() {
+        let dir = std::env::temp_dir().join(format!("floe-rt-vault-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("config.toml");
+        std::fs::write(
+            &path,
+            "default_profile = \"a\"\n[trino]\nurl = \"https://127.0.0.1:9\"\n[profiles.a.trino]\nuser = \"a\"\n[profiles.b.trino]\nuser = \"b\"\npassword_command = \"sleep 2; echo pw\"\n",
+        )
+        .unwrap();
+        let over = config::Overrides {
+            config: Some(path),
+            ..Default::default()
+        };
+        let (tx, _rx) = mpsc::unbounded_channel();
+        let mut rt = Runtime::new(config::load(&over).unwrap(), over, tx).unwrap();
+        let mut loaded = rt.take_loaded_profiles();
+        let started = std::time::Instant::now();
+        rt.run(vec![Effect::SwitchProfile("b".into())]);
+        assert!(
+            started.elapsed() < Duration::from_millis(500),
+            "the switch returned only after {:?}: the vault ran on the event loop",
+            started.elapsed()
+        );
+        let switched = rt.finish_switch(loaded.recv().await.unwrap());
+        assert!(
+            matches!(switched, Action::ProfileSwitched(Ok(_))),
+            "{switched:?}"
+        );
+        assert!(started.elapsed() >= Duration::from_secs(2));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
