@@ -21,7 +21,7 @@ fn writer() {
     );
     for i in 0..RECORDS {
         let mut r = Record::now("lab", "floe", "http://h/", "optimize", &statement);
-        r.outcome = if i % 2 == 0 { "started" } else { "success" }.into();
+        r.outcome = if i % 2 == 0 { "started" } else { "succeeded" }.into();
         r.query_id = Some(format!("{name}-{i}"));
         log.append(&r).unwrap();
     }

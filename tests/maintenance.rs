@@ -172,7 +172,7 @@ async fn optimizing_two_partitions_compacts_them_and_commits_replace_snapshots()
     let audit = c.audit.read();
     assert_eq!(audit.len(), 2);
     for (r, s) in audit.iter().zip(&plan.steps) {
-        assert_eq!(r.outcome, "success");
+        assert_eq!(r.outcome, "succeeded");
         assert_eq!(r.statement, s.sql);
         assert_eq!(r.table.as_deref(), Some(t.to_string().as_str()));
         assert!(r.query_id.as_deref().is_some_and(|q| !q.is_empty()));
@@ -493,7 +493,7 @@ async fn the_cli_prints_without_yes_runs_with_it_and_refuses_when_read_only() {
     assert_eq!(snapshots(&lake, &t).await.last().unwrap().0, "replace");
     let audit = AuditLog::new(home.join("s/floe/audit.jsonl")).read();
     let outcomes: Vec<&str> = audit.iter().map(|r| r.outcome.as_str()).collect();
-    assert_eq!(outcomes, vec!["refused", "success"]);
+    assert_eq!(outcomes, vec!["refused", "succeeded"]);
 }
 
 #[tokio::test]

@@ -271,7 +271,7 @@ fn the_incident_through_airflow_from_the_table_to_the_failing_log_line_then_a_tr
     let audit = std::fs::read_to_string(pty.home.join("state/floe/audit.jsonl")).unwrap();
     let last: serde_json::Value = serde_json::from_str(audit.lines().last().unwrap()).unwrap();
     assert_eq!(last["action"], "trigger_dag");
-    assert_eq!(last["outcome"], "success");
+    assert_eq!(last["outcome"], "succeeded");
     assert!(
         !audit.contains(&pw) || pw.len() < 6,
         "no password in the audit log"
@@ -492,7 +492,7 @@ fn a_running_job_survives_a_profile_switch_and_reports_under_its_profile() {
     let audit = floe::maintain::audit::AuditLog::new(&t.audit).read_all();
     assert!(audit.len() >= 2, "{audit:?}");
     assert_eq!(audit[0].outcome, "started");
-    assert_eq!(audit[1].outcome, "success");
+    assert_eq!(audit[1].outcome, "succeeded");
     assert_eq!(audit[1].query_id.as_deref(), Some(id.as_str()));
     assert!(
         audit

@@ -202,7 +202,7 @@ where
     rec.time = Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true);
     rec.duration_ms = started.elapsed().as_millis() as u64;
     match &r {
-        Ok(_) => rec.outcome = "success".into(),
+        Ok(_) => rec.outcome = "succeeded".into(),
         Err(e) => {
             rec.outcome = "failed".into();
             rec.error = Some(e.clone());
@@ -235,14 +235,14 @@ mod tests {
             "optimize",
             "ALTER TABLE \"t\" EXECUTE optimize",
         );
-        r.outcome = "success".into();
+        r.outcome = "succeeded".into();
         r.metrics.insert("rewritten_data_files_count".into(), 24);
         log.append(&r).unwrap();
         r.outcome = "failed".into();
         log.append(&r).unwrap();
         let back = log.read();
         assert_eq!(back.len(), 2);
-        assert_eq!(back[0].outcome, "success");
+        assert_eq!(back[0].outcome, "succeeded");
         assert_eq!(back[0].metrics["rewritten_data_files_count"], 24);
         assert_eq!(back[1].statement, r.statement);
         #[cfg(unix)]

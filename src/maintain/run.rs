@@ -254,7 +254,7 @@ pub async fn run_plan_until(
             files_after: None,
             small_after: None,
         };
-        let mut rec = record(Some(i), "success", None);
+        let mut rec = record(Some(i), "succeeded", None);
         rec.duration_ms = duration_ms;
         rec.files_before = (step.files > 0).then_some(step.files);
         match result {
