@@ -410,3 +410,58 @@ impl From<WireTaskRef> for ClearedTask {
         }
     }
 }
+
+/// What [`decode_documents`] read out of one response body.
+#[doc(hidden)]
+#[derive(Debug, Default)]
+pub struct Documents {
+    pub dags: Vec<Dag>,
+    pub runs: Vec<DagRun>,
+    pub tasks: Vec<TaskInstance>,
+    pub import_errors: Vec<DagImportError>,
+    pub connections: Vec<Connection>,
+    pub cleared: Vec<ClearedTask>,
+    pub version: Option<super::model::ServerVersion>,
+    pub health: Option<super::model::AirflowHealth>,
+}
+
+/// One response body read every way the client reads Airflow documents: as each paginated
+/// collection (`dags`, `dag_runs`, `task_instances`, `import_errors`, `connections`), as
+/// each single document, as a version and a health document, each into its model. An item
+/// that does not decode is skipped, as the client would refuse it. Public so the fuzz
+/// targets can reach it.
+#[doc(hidden)]
+pub fn decode_documents(text: &str) -> Result<Documents, String> {
+    fn items<W: serde::de::DeserializeOwned, M: From<W>>(v: &Value, key: &str, out: &mut Vec<M>) {
+        if let Some(Value::Array(list)) = v.get(key) {
+            for item in list {
+                if let Ok(w) = serde_json::from_value::<W>(item.clone()) {
+                    out.push(M::from(w));
+                }
+            }
+        }
+    }
+    fn single<W: serde::de::DeserializeOwned, M: From<W>>(v: &Value, out: &mut Vec<M>) {
+        if let Ok(w) = serde_json::from_value::<W>(v.clone()) {
+            out.push(M::from(w));
+        }
+    }
+    let v: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    let mut d = Documents::default();
+    items::<WireDag, _>(&v, "dags", &mut d.dags);
+    items::<WireRun, _>(&v, "dag_runs", &mut d.runs);
+    items::<WireTaskInstance, _>(&v, "task_instances", &mut d.tasks);
+    items::<WireTaskRef, _>(&v, "task_instances", &mut d.cleared);
+    items::<WireImportError, _>(&v, "import_errors", &mut d.import_errors);
+    items::<WireConnection, _>(&v, "connections", &mut d.connections);
+    single::<WireDag, _>(&v, &mut d.dags);
+    single::<WireRun, _>(&v, &mut d.runs);
+    single::<WireTaskInstance, _>(&v, &mut d.tasks);
+    single::<WireImportError, _>(&v, &mut d.import_errors);
+    single::<WireConnection, _>(&v, &mut d.connections);
+    d.version = serde_json::from_value(v.clone()).ok();
+    if v.is_object() {
+        d.health = Some(super::model::AirflowHealth::from_value(&v));
+    }
+    Ok(d)
+}

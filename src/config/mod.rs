@@ -19,7 +19,7 @@ pub use file::{
     TrinoFile,
 };
 pub use keys::KeySpec;
-pub use load::{load, load_with};
+pub use load::{load, load_from_str, load_with};
 pub use settings::{
     AirflowSettings, Auth, Dirs, MIN_REFRESH, MaintenanceMapping, Overrides, Settings, TlsSettings,
     TrinoSettings,
