@@ -10,7 +10,11 @@ use libfuzzer_sys::fuzz_target;
 
 fn check(log: &TaskLog) {
     for line in &log.lines {
-        assert!(!line.text.contains('\n'), "a line holds a newline: {:?}", line.text);
+        assert!(
+            !line.text.contains('\n'),
+            "a line holds a newline: {:?}",
+            line.text
+        );
         assert!(is_inert(&sanitize(&line.text)));
         assert!(is_inert(&one_line(&line.text)));
         assert!(is_inert(&csv_cell(&line.text)));

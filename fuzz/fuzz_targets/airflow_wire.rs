@@ -30,7 +30,13 @@ fuzz_target!(|data: &[u8]| {
             let _ = schedule_interval(s);
         }
         let import_error = import_error_for(dag, &d.import_errors).map(|e| e.stack_trace.as_str());
-        let facts = dag_facts(dag, &d.runs, None, import_error, Duration::from_secs(86_400));
+        let facts = dag_facts(
+            dag,
+            &d.runs,
+            None,
+            import_error,
+            Duration::from_secs(86_400),
+        );
         let _ = (facts, &failing);
     }
     if let Some(v) = &d.version {

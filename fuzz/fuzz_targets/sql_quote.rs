@@ -50,18 +50,31 @@ fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    assert_eq!(unquote(&quote_string(text), '\''), Some((text.to_string(), "")));
-    assert_eq!(unquote(&quote_ident(text), '"'), Some((text.to_string(), "")));
+    assert_eq!(
+        unquote(&quote_string(text), '\''),
+        Some((text.to_string(), ""))
+    );
+    assert_eq!(
+        unquote(&quote_ident(text), '"'),
+        Some((text.to_string(), ""))
+    );
     assert_eq!(split_table_name(&quote_ident(text)), vec![text.to_string()]);
     let (a, b) = text.split_once('\u{1}').unwrap_or((text, "x.y"));
     let qualified = format!("{}.{}", quote_ident(a), quote_ident(b));
-    assert_eq!(split_table_name(&qualified), vec![a.to_string(), b.to_string()]);
+    assert_eq!(
+        split_table_name(&qualified),
+        vec![a.to_string(), b.to_string()]
+    );
 
     let ty = TYPES[data.first().map_or(0, |b| *b as usize) % TYPES.len()];
     if let Ok(lit) = typed_literal(ty, text) {
         let bare = lit == "true"
             || lit == "false"
-            || (!lit.is_empty() && lit.trim_start_matches('-').bytes().all(|b| b.is_ascii_digit()));
+            || (!lit.is_empty()
+                && lit
+                    .trim_start_matches('-')
+                    .bytes()
+                    .all(|b| b.is_ascii_digit()));
         if !bare {
             let quoted = match lit.split_once(' ') {
                 Some((kw, rest)) if kw.bytes().all(|b| b.is_ascii_uppercase()) => rest,
