@@ -43,9 +43,10 @@ fn lenient_time<'de, D: Deserializer<'de>>(d: D) -> Result<Option<DateTime<Utc>>
     })
 }
 
+/// Seconds as a duration; `None` for NaN, infinities, negatives and values too large for
+/// a `Duration` (a server's number is not trusted).
 fn seconds(v: Option<f64>) -> Option<Duration> {
-    v.filter(|s| s.is_finite() && *s >= 0.0)
-        .map(Duration::from_secs_f64)
+    v.and_then(|s| Duration::try_from_secs_f64(s).ok())
 }
 
 fn between(start: Option<DateTime<Utc>>, end: Option<DateTime<Utc>>) -> Option<Duration> {
@@ -172,11 +173,15 @@ fn v1_schedule(v: &Value) -> (Option<String>, Option<Duration>) {
             if micros != 0 {
                 parts.push(format!("microseconds={micros}"));
             }
-            let total = days * 86_400 + secs;
-            let interval = (total > 0 || micros > 0).then(|| {
-                Duration::from_secs(total.max(0) as u64)
-                    + Duration::from_micros(micros.max(0) as u64)
-            });
+            // Checked: absurd numbers mean no interval floe can read, never a panic.
+            let interval = days
+                .checked_mul(86_400)
+                .and_then(|d| d.checked_add(secs))
+                .filter(|total| *total > 0 || micros > 0)
+                .and_then(|total| {
+                    Duration::from_secs(total.max(0) as u64)
+                        .checked_add(Duration::from_micros(micros.max(0) as u64))
+                });
             (Some(format!("timedelta({})", parts.join(", "))), interval)
         }
         Some("RelativeDelta") => (Some("relativedelta".into()), None),
@@ -408,5 +413,102 @@ impl From<WireTaskRef> for ClearedTask {
             map_index: w.map_index.unwrap_or(-1),
             state: nonempty(w.state).map(|s| TaskState::parse(&s)),
         }
+    }
+}
+
+/// What [`decode_documents`] read out of one response body.
+#[doc(hidden)]
+#[derive(Debug, Default)]
+pub struct Documents {
+    pub dags: Vec<Dag>,
+    pub runs: Vec<DagRun>,
+    pub tasks: Vec<TaskInstance>,
+    pub import_errors: Vec<DagImportError>,
+    pub connections: Vec<Connection>,
+    pub cleared: Vec<ClearedTask>,
+    pub version: Option<super::model::ServerVersion>,
+    pub health: Option<super::model::AirflowHealth>,
+}
+
+/// One response body read every way the client reads Airflow documents: as each paginated
+/// collection (`dags`, `dag_runs`, `task_instances`, `import_errors`, `connections`), as
+/// each single document, as a version and a health document, each into its model. An item
+/// that does not decode is skipped, as the client would refuse it. Public so the fuzz
+/// targets can reach it.
+#[doc(hidden)]
+pub fn decode_documents(text: &str) -> Result<Documents, String> {
+    fn items<W: serde::de::DeserializeOwned, M: From<W>>(v: &Value, key: &str, out: &mut Vec<M>) {
+        if let Some(Value::Array(list)) = v.get(key) {
+            for item in list {
+                if let Ok(w) = serde_json::from_value::<W>(item.clone()) {
+                    out.push(M::from(w));
+                }
+            }
+        }
+    }
+    fn single<W: serde::de::DeserializeOwned, M: From<W>>(v: &Value, out: &mut Vec<M>) {
+        if let Ok(w) = serde_json::from_value::<W>(v.clone()) {
+            out.push(M::from(w));
+        }
+    }
+    let v: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    let mut d = Documents::default();
+    items::<WireDag, _>(&v, "dags", &mut d.dags);
+    items::<WireRun, _>(&v, "dag_runs", &mut d.runs);
+    items::<WireTaskInstance, _>(&v, "task_instances", &mut d.tasks);
+    items::<WireTaskRef, _>(&v, "task_instances", &mut d.cleared);
+    items::<WireImportError, _>(&v, "import_errors", &mut d.import_errors);
+    items::<WireConnection, _>(&v, "connections", &mut d.connections);
+    single::<WireDag, _>(&v, &mut d.dags);
+    single::<WireRun, _>(&v, &mut d.runs);
+    single::<WireTaskInstance, _>(&v, &mut d.tasks);
+    single::<WireImportError, _>(&v, &mut d.import_errors);
+    single::<WireConnection, _>(&v, &mut d.connections);
+    d.version = serde_json::from_value(v.clone()).ok();
+    if v.is_object() {
+        d.health = Some(super::model::AirflowHealth::from_value(&v));
+    }
+    Ok(d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Inputs that panicked the airflow_wire fuzz target.
+
+    #[test]
+    fn a_run_duration_too_large_for_a_duration_is_unknown() {
+        for text in [1e300, f64::MAX, 1.8446744073709552e19] {
+            let doc = format!(r#"{{"dag_id":"d","dag_run_id":"r","duration":{text:e}}}"#);
+            let d = decode_documents(&doc).unwrap();
+            assert_eq!(d.runs.len(), 1);
+            assert_eq!(d.runs[0].duration, None);
+        }
+        let d = decode_documents(r#"{"dag_id":"d","dag_run_id":"r","duration":-1}"#).unwrap();
+        assert_eq!(d.runs[0].duration, None);
+        let d = decode_documents(r#"{"dag_id":"d","dag_run_id":"r","duration":1.5}"#).unwrap();
+        assert_eq!(d.runs[0].duration, Some(Duration::from_millis(1500)));
+    }
+
+    #[test]
+    fn a_timedelta_schedule_that_overflows_has_no_interval() {
+        for doc in [
+            r#"{"dag_id":"d","schedule_interval":{"__type":"TimeDelta","days":9223372036854775807}}"#,
+            r#"{"dag_id":"d","schedule_interval":{"__type":"TimeDelta","days":106751991167300,"seconds":86399,"microseconds":9223372036854775807}}"#,
+            r#"{"dag_id":"d","schedule_interval":{"__type":"TimeDelta","days":1,"seconds":9223372036854775807}}"#,
+        ] {
+            let d = decode_documents(doc).unwrap();
+            assert_eq!(d.dags.len(), 1);
+            assert_eq!(d.dags[0].schedule_interval, None, "{doc}");
+        }
+        let d = decode_documents(
+            r#"{"dag_id":"d","schedule_interval":{"__type":"TimeDelta","days":1,"seconds":30,"microseconds":0}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            d.dags[0].schedule_interval,
+            Some(Duration::from_secs(86_430))
+        );
     }
 }

@@ -144,7 +144,12 @@ pub enum AirflowApi {
 pub(super) fn read_file(path: &Path) -> Result<FileConfig, ConfigError> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| err(format!("cannot read config file {}: {e}", path.display())))?;
-    toml::from_str(&text).map_err(|e| {
+    parse_file(&text, path)
+}
+
+/// The text of the config file at `path`.
+pub(super) fn parse_file(text: &str, path: &Path) -> Result<FileConfig, ConfigError> {
+    toml::from_str(text).map_err(|e| {
         err(format!(
             "config file {}: {}",
             path.display(),

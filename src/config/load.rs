@@ -2,7 +2,7 @@
 //! profile < `FLOE_*` env < flags. Every error names the key and where it came from.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use url::Url;
@@ -30,6 +30,30 @@ pub fn load(over: &Overrides) -> Result<Settings, ConfigError> {
 /// Load with an explicit environment (tests).
 pub fn load_with(over: &Overrides, env: Env, dirs: &Dirs) -> Result<Settings, ConfigError> {
     let (file, file_path) = choose_file(over, env, dirs)?;
+    load_file(over, env, dirs, file, file_path)
+}
+
+/// Load as if the config file at `origin` held `text` (`--config` and `FLOE_CONFIG` are
+/// not consulted; `origin` only names the file in messages). For tests and fuzzing.
+pub fn load_from_str(
+    text: &str,
+    origin: &Path,
+    over: &Overrides,
+    env: Env,
+    dirs: &Dirs,
+) -> Result<Settings, ConfigError> {
+    let file = super::file::parse_file(text, origin)?;
+    load_file(over, env, dirs, file, Some(origin.to_path_buf()))
+}
+
+/// Steps 2 and 3: the profile, then every section, from the chosen file.
+fn load_file(
+    over: &Overrides,
+    env: Env,
+    dirs: &Dirs,
+    file: FileConfig,
+    file_path: Option<PathBuf>,
+) -> Result<Settings, ConfigError> {
     let (profile_name, profile) = choose_profile(over, env, &file, &file_path)?;
     let cx = Layers {
         over,

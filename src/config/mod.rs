@@ -19,7 +19,7 @@ pub use file::{
     TrinoFile,
 };
 pub use keys::KeySpec;
-pub use load::{load, load_with};
+pub use load::{load, load_from_str, load_with};
 pub use settings::{
     AirflowSettings, Auth, DEFAULT_MAX_LOG_SIZE, DEFAULT_MAX_RESPONSE_SIZE,
     DEFAULT_OAUTH2_LOGIN_TIMEOUT, DEFAULT_OAUTH2_TOKEN_LIFETIME, Dirs, MAX_REFRESH, MIN_REFRESH,

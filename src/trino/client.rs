@@ -710,6 +710,32 @@ fn decode_row(
     })
 }
 
+/// One `QueryResults` page decoded as [`Client::execute`] decodes each page: the columns
+/// (types from `typeSignature`, else from the type text) and the rows, every value typed,
+/// with the errors the client would report. Public so the fuzz targets can reach it.
+#[doc(hidden)]
+pub fn decode_page(text: &str) -> Result<(Arc<Vec<Column>>, Vec<Row>), TrinoError> {
+    let page: QueryResults = serde_json::from_str(text).map_err(|e| TrinoError::Malformed {
+        url: String::new(),
+        message: e.to_string(),
+    })?;
+    let _ = QueryProgress::from_stats(&page.id, &page.info_uri, &page.stats);
+    let columns = Arc::new(match &page.columns {
+        Some(cols) => decode_columns(cols, &page.id)?,
+        None => Vec::new(),
+    });
+    let mut rows = Vec::new();
+    match page.data {
+        Some(Data::Rows(raw)) => {
+            for r in raw {
+                rows.push(decode_row(&columns, r, &page.id)?);
+            }
+        }
+        Some(Data::Spooled) | None => {}
+    }
+    Ok((columns, rows))
+}
+
 /// A short message from an error body: JSON `message`/`detail`, else the text itself.
 fn body_message(text: &str) -> String {
     let t = text.trim();
