@@ -1,6 +1,9 @@
 //! The client side of Trino's REST protocol: `POST /v1/statement`, follow `nextUri` to the
 //! end, `DELETE nextUri` to cancel; retries for 502/503/504 and 429 within a deadline.
 
+mod decode;
+mod send;
+
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -12,15 +15,17 @@ use url::Url;
 
 use super::cancel::CancelGuard;
 use super::error::TrinoError;
-use super::oauth2::{self, LoginPrompt, OAuth2};
+use super::oauth2::{LoginPrompt, OAuth2};
 use super::output::{QueryOptions, QueryOutput, QueryProgress};
 use super::session::SessionState;
-use super::types::TrinoType;
-use super::value::{Column, Row, Value};
-use super::wire::{Data, QueryResults, ServerInfo};
+use super::value::{Column, Row};
+use super::wire::{Data, ServerInfo};
 use crate::config::{Auth, TlsSettings, TrinoSettings};
-use crate::net::{self, BodyLimit, Idempotency, Mutations, NetFailure};
+use crate::net::{self, Mutations};
 pub use crate::net::{error_chain, http_client};
+#[doc(hidden)]
+pub use decode::decode_page;
+use decode::{decode_columns, decode_row};
 
 #[derive(Clone, Debug)]
 pub struct RetryPolicy {
@@ -489,264 +494,6 @@ impl Client {
             }
         }
     }
-
-    #[allow(clippy::too_many_arguments)]
-    async fn request_json(
-        &self,
-        method: Method,
-        url: &Url,
-        body: Body<'_>,
-        deadline: Option<Instant>,
-        headers: &HeaderMap,
-        mutation: bool,
-        retries: &mut u32,
-    ) -> Result<QueryResults, TrinoError> {
-        let replayable = method != Method::POST;
-        let mut malformed = 0;
-        loop {
-            let (text, headers) = self
-                .request(
-                    method.clone(),
-                    url,
-                    body,
-                    deadline,
-                    headers,
-                    mutation,
-                    retries,
-                )
-                .await?;
-            match serde_json::from_str::<QueryResults>(&text) {
-                Ok(page) => {
-                    self.apply_response_headers(&headers);
-                    return Ok(page);
-                }
-                Err(e) => {
-                    malformed += 1;
-                    if replayable && malformed <= self.cfg.retry.max_malformed {
-                        tracing::warn!(%url, error = %e, "malformed Trino page; fetching it again");
-                        *retries += 1;
-                        tokio::time::sleep(self.cfg.retry.initial_backoff).await;
-                        continue;
-                    }
-                    let snippet: String = text.chars().take(120).collect();
-                    return Err(TrinoError::Malformed {
-                        url: url.to_string(),
-                        message: format!("{e} (body starts {snippet:?})"),
-                    });
-                }
-            }
-        }
-    }
-
-    /// One HTTP exchange with the retries of [`net::send`]: 502/503/504 with exponential
-    /// backoff, 429 after Retry-After, transport errors; a `mutation` only after what
-    /// proves it never started (see [`never_started`]).
-    #[allow(clippy::too_many_arguments)]
-    async fn request(
-        &self,
-        method: Method,
-        url: &Url,
-        body: Body<'_>,
-        deadline: Option<Instant>,
-        headers: &HeaderMap,
-        mutation: bool,
-        retries: &mut u32,
-    ) -> Result<(String, HeaderMap), TrinoError> {
-        let mut reply = self
-            .send_once(&method, url, body, deadline, headers, mutation, retries)
-            .await?;
-        if reply.status.as_u16() == 401
-            && let Some(o) = &self.oauth
-        {
-            let sent = headers.get(reqwest::header::AUTHORIZATION);
-            // A 401 means nothing ran: the request is sent again with the new token.
-            if let Some(token) = o
-                .unauthorized(self, url, &reply.headers, sent, deadline)
-                .await?
-            {
-                let fresh = oauth2::with_token(headers, &token)?;
-                reply = self
-                    .send_once(&method, url, body, deadline, &fresh, mutation, retries)
-                    .await?;
-            }
-        }
-        let status = reply.status.as_u16();
-        if matches!(status, 200 | 204) {
-            return Ok((reply.text, reply.headers));
-        }
-        let message = body_message(&reply.text);
-        let url = url.to_string();
-        Err(match status {
-            401 | 403 => TrinoError::Auth {
-                status,
-                url,
-                message,
-            },
-            _ if reply.gave_up => TrinoError::Http {
-                status,
-                url,
-                message: format!("{message} (gave up after {} attempts)", reply.attempts)
-                    .trim_start()
-                    .to_string(),
-            },
-            _ => TrinoError::Http {
-                status,
-                url,
-                message,
-            },
-        })
-    }
-
-    /// One request through [`net::send`]'s retries: the answer, whatever its status.
-    #[allow(clippy::too_many_arguments)]
-    async fn send_once(
-        &self,
-        method: &Method,
-        url: &Url,
-        body: Body<'_>,
-        deadline: Option<Instant>,
-        headers: &HeaderMap,
-        mutation: bool,
-        retries: &mut u32,
-    ) -> Result<net::Reply, TrinoError> {
-        let idempotency = if mutation {
-            Idempotency::Mutation
-        } else {
-            Idempotency::Idempotent
-        };
-        let build = || {
-            let req = self
-                .http
-                .request(method.clone(), url.clone())
-                .headers(headers.clone());
-            match &body {
-                Body::Sql(sql) => req
-                    .header("content-type", "text/plain; charset=utf-8")
-                    .body(sql.to_string()),
-                Body::None => req,
-            }
-        };
-        let policy = self
-            .cfg
-            .retry
-            .policy()
-            .with_body(BodyLimit::Whole(self.max_response_size));
-        let reply = net::send(&policy, idempotency, deadline, url, build)
-            .await
-            .map_err(|f| match f {
-                NetFailure::Transport { message } => TrinoError::Transport {
-                    url: url.to_string(),
-                    message,
-                },
-                NetFailure::MayHaveRun { message } => TrinoError::MayHaveRun {
-                    url: url.to_string(),
-                    message,
-                },
-                NetFailure::TooLarge { limit } => TrinoError::TooLarge {
-                    url: url.to_string(),
-                    limit,
-                },
-            })?;
-        *retries += reply.attempts - 1;
-        Ok(reply)
-    }
-}
-
-fn decode_columns(
-    cols: &[super::wire::WireColumn],
-    query_id: &str,
-) -> Result<Vec<Column>, TrinoError> {
-    cols.iter()
-        .map(|c| {
-            let ty = match &c.type_signature {
-                Some(sig) => TrinoType::from_signature(sig),
-                None => TrinoType::parse(&c.type_text),
-            }
-            .or_else(|_| TrinoType::parse(&c.type_text))
-            .map_err(|e| TrinoError::Malformed {
-                url: String::new(),
-                message: format!(
-                    "query {query_id}: column {:?} has an unreadable type {:?}: {e}",
-                    c.name, c.type_text
-                ),
-            })?;
-            Ok(Column {
-                name: c.name.clone(),
-                type_text: c.type_text.clone(),
-                ty,
-            })
-        })
-        .collect()
-}
-
-fn decode_row(
-    cols: &Arc<Vec<Column>>,
-    raw: Vec<serde_json::Value>,
-    query_id: &str,
-) -> Result<Row, TrinoError> {
-    if raw.len() != cols.len() {
-        return Err(TrinoError::Malformed {
-            url: String::new(),
-            message: format!(
-                "query {query_id}: a row has {} values for {} columns",
-                raw.len(),
-                cols.len()
-            ),
-        });
-    }
-    let values = cols
-        .iter()
-        .zip(raw.iter())
-        .map(|(c, v)| {
-            Value::decode(&c.ty, v).map_err(|e| TrinoError::Malformed {
-                url: String::new(),
-                message: format!("query {query_id}: column {:?}: {e}", c.name),
-            })
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(Row {
-        columns: cols.clone(),
-        values,
-    })
-}
-
-/// One `QueryResults` page decoded as [`Client::execute`] decodes each page: the columns
-/// (types from `typeSignature`, else from the type text) and the rows, every value typed,
-/// with the errors the client would report. Public so the fuzz targets can reach it.
-#[doc(hidden)]
-pub fn decode_page(text: &str) -> Result<(Arc<Vec<Column>>, Vec<Row>), TrinoError> {
-    let page: QueryResults = serde_json::from_str(text).map_err(|e| TrinoError::Malformed {
-        url: String::new(),
-        message: e.to_string(),
-    })?;
-    let _ = QueryProgress::from_stats(&page.id, &page.info_uri, &page.stats);
-    let columns = Arc::new(match &page.columns {
-        Some(cols) => decode_columns(cols, &page.id)?,
-        None => Vec::new(),
-    });
-    let mut rows = Vec::new();
-    match page.data {
-        Some(Data::Rows(raw)) => {
-            for r in raw {
-                rows.push(decode_row(&columns, r, &page.id)?);
-            }
-        }
-        Some(Data::Spooled) | None => {}
-    }
-    Ok((columns, rows))
-}
-
-/// A short message from an error body: JSON `message`/`detail`, else the text itself.
-fn body_message(text: &str) -> String {
-    let t = text.trim();
-    if let Ok(v) = serde_json::from_str::<serde_json::Value>(t) {
-        for k in ["message", "detail", "error"] {
-            if let Some(s) = v.get(k).and_then(|x| x.as_str()) {
-                return s.to_string();
-            }
-        }
-    }
-    net::text_reason(t)
 }
 
 #[cfg(test)]
@@ -833,21 +580,5 @@ mod tests {
             "Trino server is still initializing"
         )));
         assert!(!never_started(&reply(504, "")));
-    }
-
-    #[test]
-    fn error_bodies() {
-        assert_eq!(
-            body_message(r#"{"message":"Query not found"}"#),
-            "Query not found"
-        );
-        assert_eq!(
-            body_message("Error 503 Service Unavailable\n"),
-            "Error 503 Service Unavailable"
-        );
-        assert_eq!(
-            body_message("<html><head><title>502 Bad Gateway</title></head></html>"),
-            "502 Bad Gateway"
-        );
     }
 }
