@@ -128,7 +128,10 @@ async fn a_job_survives_a_profile_switch_and_audits_under_its_own_profile() {
         .collect();
     assert_eq!(
         outcomes,
-        vec![("started", "a", ua.as_str()), ("succeeded", "a", ua.as_str())]
+        vec![
+            ("started", "a", ua.as_str()),
+            ("succeeded", "a", ua.as_str())
+        ]
     );
     assert_eq!(records[1].query_id.as_deref(), Some(query_id.as_str()));
     assert!(rt.shutdown(Duration::from_secs(1)).await == 0);
