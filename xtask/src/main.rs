@@ -36,9 +36,10 @@ const USAGE: &str = "usage: cargo xtask <task>
                  start the lab (Trino-protocol server over an Iceberg warehouse, Airflow)
   lab down       stop every process the lab started
   lab status     show what runs
-  test [--keep-lab] [-- CARGO_TEST_ARGS]
+  test [--keep-lab] [--no-fuzz] [-- CARGO_TEST_ARGS]
                  the whole suite: the lab's own tests, then floe's unit, snapshot and
-                 integration tests against the lab (brought up and down as needed)
+                 integration tests against the lab (brought up and down as needed),
+                 then a 20 s smoke of every fuzz target (--no-fuzz skips it)
   demo [--keep-lab]
                  bring the lab up and open floe on the seed incident
   bench [-- CRITERION_ARGS]
@@ -146,6 +147,7 @@ fn run(cmd: &mut Command, what: &str) -> Result<(), String> {
 
 fn test(args: &[String]) -> Result<(), String> {
     let keep = args.iter().any(|a| a == "--keep-lab");
+    let no_fuzz = args.iter().any(|a| a == "--no-fuzz");
     let cargo_args: Vec<String> = args
         .iter()
         .skip_while(|a| *a != "--")
@@ -191,6 +193,9 @@ fn test(args: &[String]) -> Result<(), String> {
             "doc tests",
         ) {
             failures.push(e);
+        }
+        if !no_fuzz && let Err(e) = fuzz(&["20".to_string()]) {
+            failures.push(format!("fuzz smoke: {e}"));
         }
         if failures.is_empty() {
             Ok(())
