@@ -44,6 +44,7 @@ fuzz_target!(|data: &[u8]| {
         config: PathBuf::from("/nonexistent/floe-fuzz/config"),
         state: PathBuf::from("/nonexistent/floe-fuzz/state"),
         data: PathBuf::from("/nonexistent/floe-fuzz/data"),
+        cache: PathBuf::from("/nonexistent/floe-fuzz/cache"),
     };
     let env = |_: &str| None;
     match load_from_str(
