@@ -13,6 +13,9 @@ use crate::health::Severity;
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let command = cli.command.unwrap_or(Cmd::Tui);
+    if let Some(code) = run_offline(&command, &cli.global) {
+        return code;
+    }
     let overrides = cli.global.overrides();
     let settings = config::load(&overrides);
     match command {
@@ -70,6 +73,9 @@ pub fn main() -> ExitCode {
             let rt = runtime();
             rt.block_on(crate::maintain::cli(&settings, args.action))
         }
+        Cmd::Completions { .. } | Cmd::Man | Cmd::Complete { .. } => {
+            unreachable!("handled by run_offline")
+        }
         Cmd::Tui => {
             let Some(settings) = or_report(settings) else {
                 return ExitCode::from(1);
@@ -84,6 +90,31 @@ pub fn main() -> ExitCode {
             }
         }
     }
+}
+
+/// The commands that need no configuration: completion scripts, the man page, the
+/// completion helper. `None` for every other command.
+fn run_offline(command: &Cmd, global: &crate::cli::Global) -> Option<ExitCode> {
+    let mut out = std::io::stdout().lock();
+    let written = match command {
+        Cmd::Completions { shell } => out.write_all(crate::cli::completions(*shell).as_bytes()),
+        Cmd::Man => out.write_all(&crate::cli::man_page()),
+        Cmd::Complete { what } => match what {
+            crate::cli::CompleteWhat::Profiles => crate::cli::profile_names(global)
+                .iter()
+                .try_for_each(|p| writeln!(out, "{p}")),
+        },
+        _ => return None,
+    };
+    // A closed pipe (`floe man | head`) is not an error worth a message.
+    Some(match written.and_then(|()| out.flush()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("floe: {e}");
+            ExitCode::from(1)
+        }
+    })
 }
 
 /// The settings, or the configuration error printed to stderr.
