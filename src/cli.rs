@@ -73,8 +73,8 @@ pub enum Cmd {
     Check(CheckArgs),
     /// Print or run maintenance (optimize, expire snapshots, …) for scripts and cron.
     Maintain(MaintainArgs),
-    /// Show the resolved configuration (secrets redacted).
-    Config,
+    /// Show the resolved configuration (secrets redacted), or the config file's JSON Schema.
+    Config(ConfigArgs),
     /// Print a shell completion script (e.g. `floe completions bash > ~/.local/share/bash-completion/completions/floe`).
     Completions {
         #[arg(value_enum)]
@@ -88,6 +88,18 @@ pub enum Cmd {
         #[arg(value_enum)]
         what: CompleteWhat,
     },
+}
+
+#[derive(Args, Debug, Default)]
+pub struct ConfigArgs {
+    #[command(subcommand)]
+    pub action: Option<ConfigCmd>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ConfigCmd {
+    /// Print the JSON Schema of config.toml (editors read it through the file's `#:schema` line).
+    Schema,
 }
 
 /// What `floe __complete` lists.

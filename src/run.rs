@@ -55,7 +55,7 @@ pub fn main() -> ExitCode {
             }
             ExitCode::from(code as u8)
         }
-        Cmd::Config => match settings {
+        Cmd::Config(_) => match settings {
             Ok(s) => {
                 print!("{}", describe(&s));
                 ExitCode::SUCCESS
@@ -99,6 +99,9 @@ fn run_offline(command: &Cmd, global: &crate::cli::Global) -> Option<ExitCode> {
     let written = match command {
         Cmd::Completions { shell } => out.write_all(crate::cli::completions(*shell).as_bytes()),
         Cmd::Man => out.write_all(&crate::cli::man_page()),
+        Cmd::Config(crate::cli::ConfigArgs {
+            action: Some(crate::cli::ConfigCmd::Schema),
+        }) => out.write_all(config::json_schema().as_bytes()),
         Cmd::Complete { what } => match what {
             crate::cli::CompleteWhat::Profiles => crate::cli::profile_names(global)
                 .iter()

@@ -186,3 +186,250 @@ fn the_man_page_names_every_subcommand_and_renders() {
         assert!(text.contains("--insecure-skip-verify"), "{text}");
     }
 }
+
+// ---- the config file's JSON Schema ----
+
+use serde_json::Value;
+
+fn repo(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
+}
+
+fn schema() -> Value {
+    serde_json::from_str(&floe::config::json_schema()).expect("the schema is JSON")
+}
+
+/// Follow a `$ref` into `$defs`, and name the definition it reached.
+fn resolve<'a>(root: &'a Value, node: &'a Value) -> (&'a Value, Option<String>) {
+    match node.get("$ref").and_then(Value::as_str) {
+        Some(r) => {
+            let name = r
+                .strip_prefix("#/$defs/")
+                .unwrap_or_else(|| panic!("unsupported $ref {r}"));
+            let def = root["$defs"]
+                .get(name)
+                .unwrap_or_else(|| panic!("no definition {name}"));
+            (def, Some(name.to_string()))
+        }
+        None => (node, None),
+    }
+}
+
+fn type_matches(t: &str, v: &Value) -> bool {
+    match t {
+        "object" => v.is_object(),
+        "array" => v.is_array(),
+        "string" => v.is_string(),
+        "boolean" => v.is_boolean(),
+        "integer" => v.is_i64() || v.is_u64(),
+        "number" => v.is_number(),
+        "null" => v.is_null(),
+        other => panic!("unsupported type {other}"),
+    }
+}
+
+/// A validator for the part of JSON Schema the generated schema uses; any other keyword
+/// fails the test, so the schema cannot grow past what is checked here unnoticed.
+fn validate(root: &Value, node: &Value, v: &Value, at: &str, errors: &mut Vec<String>) {
+    let (node, _) = resolve(root, node);
+    let obj = node.as_object().expect("a schema is an object");
+    for key in obj.keys() {
+        assert!(
+            [
+                "$schema",
+                "$defs",
+                "$ref",
+                "title",
+                "description",
+                "format",
+                "type",
+                "properties",
+                "additionalProperties",
+                "required",
+                "enum",
+                "items",
+                "minimum",
+            ]
+            .contains(&key.as_str()),
+            "the validator does not know the keyword {key} (at {at})"
+        );
+    }
+    if let Some(t) = obj.get("type") {
+        let ok = match t {
+            Value::String(t) => type_matches(t, v),
+            Value::Array(ts) => ts.iter().any(|t| type_matches(t.as_str().unwrap(), v)),
+            _ => panic!("bad type at {at}"),
+        };
+        if !ok {
+            errors.push(format!("{at}: {v} is not of type {t}"));
+            return;
+        }
+    }
+    if let Some(Value::Array(allowed)) = obj.get("enum")
+        && !allowed.contains(v)
+    {
+        errors.push(format!("{at}: {v} is not one of {allowed:?}"));
+    }
+    if let (Some(min), Some(n)) = (obj.get("minimum").and_then(Value::as_f64), v.as_f64())
+        && n < min
+    {
+        errors.push(format!("{at}: {n} is below {min}"));
+    }
+    if let (Some(items), Value::Array(values)) = (obj.get("items"), v) {
+        for (i, item) in values.iter().enumerate() {
+            validate(root, items, item, &format!("{at}[{i}]"), errors);
+        }
+    }
+    if let Value::Object(map) = v {
+        let props = obj.get("properties").and_then(Value::as_object);
+        if let Some(Value::Array(required)) = obj.get("required") {
+            for r in required {
+                if !map.contains_key(r.as_str().unwrap()) {
+                    errors.push(format!("{at}: missing required key {r}"));
+                }
+            }
+        }
+        for (k, val) in map {
+            let path = format!("{at}.{k}");
+            match (
+                props.and_then(|p| p.get(k)),
+                obj.get("additionalProperties"),
+            ) {
+                (Some(sub), _) => validate(root, sub, val, &path, errors),
+                (None, Some(Value::Bool(false))) => errors.push(format!("{path}: unknown key")),
+                (None, Some(sub)) if sub.is_object() => validate(root, sub, val, &path, errors),
+                (None, _) => {}
+            }
+        }
+    }
+}
+
+fn errors_of(config: &str) -> Vec<String> {
+    let root = schema();
+    let value: Value = toml::from_str(config).expect("TOML");
+    let mut errors = Vec::new();
+    validate(&root, &root, &value, "$", &mut errors);
+    errors
+}
+
+#[test]
+fn the_shipped_schema_is_the_generated_one() {
+    let shipped = std::fs::read_to_string(repo("assets/config.schema.json")).unwrap();
+    assert!(
+        shipped == floe::config::json_schema(),
+        "assets/config.schema.json is stale: `floe config schema > assets/config.schema.json`"
+    );
+    let h = home("schema");
+    assert_eq!(stdout(&floe(&["config", "schema"], &h)), shipped);
+    let example = std::fs::read_to_string(repo("config.example.toml")).unwrap();
+    assert_eq!(
+        example.lines().next(),
+        Some("#:schema ./assets/config.schema.json"),
+        "editors find the schema through the first line"
+    );
+}
+
+#[test]
+fn the_example_validates_and_the_validator_rejects() {
+    let example = std::fs::read_to_string(repo("config.example.toml")).unwrap();
+    assert_eq!(errors_of(&example), Vec::<String>::new());
+    // The validator does reject what floe rejects.
+    let bad = errors_of(
+        "mystery = 1\n[trino]\nauth = \"kerberos\"\nurl = 8080\n[[maintenance]]\ntable = \"t\"\n[profiles.x]\nrefresh = 5\n[keys]\nquit = 3\n",
+    );
+    for expected in [
+        "$.mystery: unknown key",
+        "$.trino.auth: \"kerberos\" is not one of",
+        "$.trino.url: 8080 is not of type",
+        "$.maintenance[0]: missing required key \"dag_id\"",
+        "$.profiles.x.refresh: 5 is not of type",
+        "$.keys.quit: 3 is not of type",
+    ] {
+        assert!(
+            bad.iter().any(|e| e.starts_with(expected)),
+            "{expected} in {bad:#?}"
+        );
+    }
+}
+
+/// Every key the schema knows is shown in the example (set, or commented out with its
+/// value), and every key the example shows — commented ones included — is in the schema.
+#[test]
+fn the_example_shows_every_key_of_the_schema() {
+    let root = schema();
+    let example = std::fs::read_to_string(repo("config.example.toml")).unwrap();
+    // definition name (or "root") -> keys the example shows for it
+    let mut shown: std::collections::BTreeMap<String, std::collections::BTreeSet<String>> =
+        Default::default();
+    let mut section: Vec<String> = Vec::new();
+    let mut unknown = Vec::new();
+    for line in example.lines() {
+        let t = line.trim();
+        let path: Vec<String> = if let Some(h) = t.strip_prefix('[') {
+            // A section header shows each of its names as a key of its parent.
+            let h = h.trim_start_matches('[').trim_end_matches(']');
+            section = h.split('.').map(|s| s.trim().to_string()).collect();
+            section.clone()
+        } else {
+            let body = t.strip_prefix('#').map(str::trim_start).unwrap_or(t);
+            let Some((key, _)) = body.split_once('=') else {
+                continue;
+            };
+            let key = key.trim();
+            if key.is_empty() || !key.chars().all(|c| c.is_ascii_lowercase() || c == '_') {
+                continue;
+            }
+            section.iter().cloned().chain([key.to_string()]).collect()
+        };
+        // Walk the schema down the path, noting each name under the definition holding it.
+        let mut node = &root;
+        let mut def = "root".to_string();
+        for (i, seg) in path.iter().enumerate() {
+            let (n, _) = resolve(&root, node);
+            let next = match n.get("properties").and_then(Value::as_object) {
+                Some(props) => {
+                    shown.entry(def.clone()).or_default().insert(seg.clone());
+                    props.get(seg)
+                }
+                None => n.get("additionalProperties").filter(|a| a.is_object()),
+            };
+            let Some(next) = next else {
+                unknown.push(path[..=i].join("."));
+                break;
+            };
+            let (n, name) = resolve(&root, next);
+            let (n, name) = match n.get("items") {
+                Some(items) if n.get("type") == Some(&Value::from("array")) => {
+                    resolve(&root, items)
+                }
+                _ => (n, name),
+            };
+            node = n;
+            if let Some(name) = name {
+                def = name;
+            }
+        }
+    }
+    assert!(
+        unknown.is_empty(),
+        "keys of the example unknown to the schema: {unknown:?}"
+    );
+    let mut missing = Vec::new();
+    let defs = root["$defs"].as_object().unwrap();
+    let objects = std::iter::once(("root".to_string(), &root))
+        .chain(defs.iter().map(|(k, v)| (k.clone(), v)));
+    for (name, def) in objects {
+        let Some(props) = def.get("properties").and_then(Value::as_object) else {
+            continue;
+        };
+        for key in props.keys() {
+            if !shown.get(&name).is_some_and(|s| s.contains(key)) {
+                missing.push(format!("{name}.{key}"));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "keys of the schema config.example.toml does not show: {missing:?}"
+    );
+}
