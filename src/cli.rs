@@ -75,6 +75,9 @@ pub enum Cmd {
     Maintain(MaintainArgs),
     /// Show the resolved configuration (secrets redacted), or the config file's JSON Schema.
     Config(ConfigArgs),
+    /// Check the setup step by step (config, Trino, Airflow, audit log, terminal), each with
+    /// what was measured and the fix; exit 0 when every check passes, 1 otherwise.
+    Doctor,
     /// Print a shell completion script (e.g. `floe completions bash > ~/.local/share/bash-completion/completions/floe`).
     Completions {
         #[arg(value_enum)]

@@ -73,6 +73,19 @@ pub fn main() -> ExitCode {
             let rt = runtime();
             rt.block_on(crate::maintain::cli(&settings, args.action))
         }
+        Cmd::Doctor => {
+            let _log = settings
+                .as_ref()
+                .ok()
+                .and_then(|s| init_logging(&s.log_dir));
+            let rt = runtime();
+            let mut out = std::io::stdout().lock();
+            if rt.block_on(crate::doctor::run(settings, &mut out)) {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            }
+        }
         Cmd::Completions { .. } | Cmd::Man | Cmd::Complete { .. } => {
             unreachable!("handled by run_offline")
         }

@@ -68,7 +68,7 @@ fn every_shell_gets_a_script_each_installed_shell_parses() {
     for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
         let script = stdout(&floe(&["completions", shell], &h));
         assert!(script.contains("floe"), "{shell}: {script}");
-        for sub in ["check", "maintain", "completions"] {
+        for sub in ["check", "maintain", "doctor", "completions"] {
             assert!(script.contains(sub), "{shell} completes {sub}");
         }
         let program = if shell == "powershell" { "pwsh" } else { shell };
@@ -158,6 +158,8 @@ fn the_man_page_names_every_subcommand_and_renders() {
         "floe maintain optimize",
         "floe maintain expire\\-snapshots",
         "floe config",
+        "floe config schema",
+        "floe doctor",
         "floe completions",
         "floe man",
     ] {
