@@ -7,10 +7,20 @@ use clap::{Args, Parser, Subcommand};
 use crate::config::{Dur, Overrides};
 use crate::report::Format;
 
+/// `floe --version`: the version, the git commit it was built from and the build date.
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("FLOE_GIT_COMMIT"),
+    " ",
+    env!("FLOE_BUILD_DATE"),
+    ")"
+);
+
 #[derive(Parser, Debug)]
 #[command(
     name = "floe",
-    version,
+    version = VERSION,
     about = "Lakehouse triage in the terminal: Iceberg table health through Trino, maintenance DAGs through Airflow",
     after_help = "Exit codes of `floe check`: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.\nLogs: $XDG_STATE_HOME/floe/floe.log"
 )]

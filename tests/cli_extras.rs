@@ -435,3 +435,26 @@ fn the_example_shows_every_key_of_the_schema() {
         "keys of the schema config.example.toml does not show: {missing:?}"
     );
 }
+
+#[test]
+fn the_version_names_the_commit_and_the_build_date() {
+    let h = home("version");
+    let v = stdout(&floe(&["--version"], &h));
+    let rest = v
+        .trim_end()
+        .strip_prefix(&format!("floe {} (", env!("CARGO_PKG_VERSION")))
+        .unwrap_or_else(|| panic!("{v}"));
+    let (commit, date) = rest
+        .strip_suffix(')')
+        .and_then(|r| r.split_once(' '))
+        .unwrap_or_else(|| panic!("{v}"));
+    assert!(
+        commit == "unknown" || (commit.len() >= 7 && commit.chars().all(|c| c.is_ascii_hexdigit())),
+        "{v}"
+    );
+    let d: Vec<&str> = date.split('-').collect();
+    assert!(
+        d.len() == 3 && d[0].len() == 4 && d.iter().all(|p| p.parse::<u32>().is_ok()),
+        "{v}"
+    );
+}
