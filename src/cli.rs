@@ -7,10 +7,20 @@ use clap::{Args, Parser, Subcommand};
 use crate::config::{AuthKind, Dur, Overrides};
 use crate::report::Format;
 
+/// `floe --version`: the version, the git commit it was built from and the build date.
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("FLOE_GIT_COMMIT"),
+    " ",
+    env!("FLOE_BUILD_DATE"),
+    ")"
+);
+
 #[derive(Parser, Debug)]
 #[command(
     name = "floe",
-    version,
+    version = VERSION,
     about = "Lakehouse triage in the terminal: Iceberg table health through Trino, maintenance DAGs through Airflow",
     after_help = "Exit codes of `floe check`: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.\nLogs: $XDG_STATE_HOME/floe/floe.log"
 )]
@@ -76,11 +86,46 @@ pub enum Cmd {
     Check(CheckArgs),
     /// Print or run maintenance (optimize, expire snapshots, …) for scripts and cron.
     Maintain(MaintainArgs),
-    /// Show the resolved configuration (secrets redacted).
-    Config,
+    /// Show the resolved configuration (secrets redacted), or the config file's JSON Schema.
+    Config(ConfigArgs),
     /// Log in to Trino with OAuth2 (auth = "oauth2"): prints a URL to open in a browser,
     /// waits for the login and caches the token for floe and `floe check`.
     Login,
+    /// Check the setup step by step (config, Trino, Airflow, audit log, terminal), each with
+    /// what was measured and the fix; exit 0 when every check passes, 1 otherwise.
+    Doctor,
+    /// Print a shell completion script (e.g. `floe completions bash > ~/.local/share/bash-completion/completions/floe`).
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff) to stdout: `floe man | man -l -`.
+    Man,
+    /// Values for dynamic shell completion (called by the completion scripts).
+    #[command(name = "__complete", hide = true)]
+    Complete {
+        #[arg(value_enum)]
+        what: CompleteWhat,
+    },
+}
+
+#[derive(Args, Debug, Default)]
+pub struct ConfigArgs {
+    #[command(subcommand)]
+    pub action: Option<ConfigCmd>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ConfigCmd {
+    /// Print the JSON Schema of config.toml (editors read it through the file's `#:schema` line).
+    Schema,
+}
+
+/// What `floe __complete` lists.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CompleteWhat {
+    /// Profile names from the config file.
+    Profiles,
 }
 
 #[derive(Args, Debug)]
@@ -169,5 +214,150 @@ impl Global {
             insecure_skip_verify: self.insecure_skip_verify,
             auth: self.auth,
         }
+    }
+}
+
+/// The clap command tree, for the completion scripts and the man page.
+pub fn command() -> clap::Command {
+    <Cli as clap::CommandFactory>::command()
+}
+
+/// `floe completions SHELL`: clap's script for the shell, plus dynamic completion of
+/// `--profile` from the config file (through `floe __complete profiles`) where the shell
+/// allows it.
+pub fn completions(shell: clap_complete::Shell) -> String {
+    use clap_complete::Shell;
+    let mut cmd = command();
+    let mut out = Vec::new();
+    clap_complete::generate(shell, &mut cmd, "floe", &mut out);
+    let mut script = String::from_utf8_lossy(&out).into_owned();
+    match shell {
+        Shell::Bash => script.push_str(BASH_PROFILES),
+        Shell::Zsh => {
+            // clap leaves --profile to file completion; name the profiles instead.
+            script = script
+                .lines()
+                .map(|l| {
+                    if l.starts_with("'--profile=") {
+                        l.replace(":_default'", ":_floe_profiles'")
+                    } else {
+                        l.to_string()
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join("\n")
+                + "\n";
+            // The helper goes before the script's last lines, which run or register _floe.
+            let at = script
+                .find("\nif [ \"$funcstack[1]\" = \"_floe\" ]")
+                .map_or(script.len(), |i| i + 1);
+            script.insert_str(at, ZSH_PROFILES);
+        }
+        Shell::Fish => script.push_str(FISH_PROFILES),
+        _ => {}
+    }
+    script
+}
+
+const BASH_PROFILES: &str = r#"
+# Profile names come from the config file (the one --config names, else the default).
+_floe_profiles() {
+    local cur="${COMP_WORDS[COMP_CWORD]}" prev="${COMP_WORDS[COMP_CWORD-1]}"
+    if [[ "$prev" == "--profile" ]]; then
+        local i config=()
+        for (( i = 1; i < COMP_CWORD; i++ )); do
+            if [[ "${COMP_WORDS[i]}" == "--config" && $(( i + 1 )) -lt COMP_CWORD ]]; then
+                config=(--config "${COMP_WORDS[i+1]}")
+            fi
+        done
+        COMPREPLY=( $(compgen -W "$("${COMP_WORDS[0]}" "${config[@]}" __complete profiles 2>/dev/null)" -- "$cur") )
+        return 0
+    fi
+    _floe "$@"
+}
+if [[ "${BASH_VERSINFO[0]}" -eq 4 && "${BASH_VERSINFO[1]}" -ge 4 || "${BASH_VERSINFO[0]}" -gt 4 ]]; then
+    complete -F _floe_profiles -o nosort -o bashdefault -o default floe
+else
+    complete -F _floe_profiles -o bashdefault -o default floe
+fi
+"#;
+
+const ZSH_PROFILES: &str = r#"(( $+functions[_floe_profiles] )) ||
+_floe_profiles() {
+    local -a profiles config
+    local i
+    for (( i = 1; i < ${#words}; i++ )); do
+        [[ ${words[i]} == --config ]] && config=(--config "${words[i+1]}")
+    done
+    profiles=(${(f)"$(${words[1]} $config __complete profiles 2>/dev/null)"})
+    _describe -t profiles 'profile' profiles
+}
+"#;
+
+const FISH_PROFILES: &str =
+    "complete -c floe -l profile -x -a '(floe __complete profiles 2>/dev/null)'\n";
+
+/// `floe man`: the man page, roff — one page, each subcommand's options in a COMMANDS
+/// section after the global ones.
+pub fn man_page() -> Vec<u8> {
+    let cmd = command();
+    let mut out = Vec::new();
+    let man = clap_mangen::Man::new(cmd.clone()).title("FLOE");
+    man.render(&mut out).expect("writing to a Vec cannot fail");
+    out.extend_from_slice(b".SH COMMANDS\n");
+    man_commands(&cmd, "floe", &mut out);
+    out
+}
+
+fn man_commands(cmd: &clap::Command, path: &str, out: &mut Vec<u8>) {
+    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+        let name = format!("{path} {}", sub.get_name());
+        let heading = name.replace('-', "\\-");
+        out.extend_from_slice(format!(".SS \"{heading}\"\n").as_bytes());
+        let mut section = Vec::new();
+        let man = clap_mangen::Man::new(sub.clone());
+        man.render_description_section(&mut section)
+            .and_then(|()| {
+                if sub.get_arguments().any(|a| !a.is_hide_set()) {
+                    man.render_options_section(&mut section)
+                } else {
+                    Ok(())
+                }
+            })
+            .expect("writing to a Vec cannot fail");
+        // Their own section headings become paragraphs under this subsection.
+        for line in String::from_utf8_lossy(&section).lines() {
+            if line.starts_with(".SH ") {
+                out.extend_from_slice(b".PP\n");
+            } else {
+                out.extend_from_slice(line.as_bytes());
+                out.push(b'\n');
+            }
+        }
+        man_commands(sub, &name, out);
+    }
+}
+
+/// `floe __complete profiles`: the profile names of the config file, read without
+/// resolving anything else (a broken profile must not stop its neighbours completing).
+pub fn profile_names(global: &Global) -> Vec<String> {
+    let path = global
+        .config
+        .clone()
+        .or_else(|| {
+            std::env::var_os("FLOE_CONFIG")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        })
+        .unwrap_or_else(|| crate::config::Dirs::system().config.join("config.toml"));
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return Vec::new();
+    };
+    let Ok(table) = text.parse::<toml::Table>() else {
+        return Vec::new();
+    };
+    match table.get("profiles") {
+        Some(toml::Value::Table(p)) => p.keys().cloned().collect(),
+        _ => Vec::new(),
     }
 }

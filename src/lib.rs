@@ -7,6 +7,7 @@ pub mod airflow;
 pub mod app;
 pub mod cli;
 pub mod config;
+pub mod doctor;
 pub mod fmt;
 pub mod health;
 pub mod lakehouse;

@@ -14,6 +14,9 @@ use crate::text::sanitize;
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let command = cli.command.unwrap_or(Cmd::Tui);
+    if let Some(code) = run_offline(&command, &cli.global) {
+        return code;
+    }
     let overrides = cli.global.overrides();
     let settings = config::load(&overrides);
     match command {
@@ -60,7 +63,7 @@ pub fn main() -> ExitCode {
             let _log = init_logging(&settings.log_dir);
             crate::trino::login::cli(&settings)
         }
-        Cmd::Config => match settings {
+        Cmd::Config(_) => match settings {
             Ok(s) => {
                 print!("{}", describe(&s));
                 ExitCode::SUCCESS
@@ -82,6 +85,22 @@ pub fn main() -> ExitCode {
                 args.timeout.map(|t| t.0),
             ))
         }
+        Cmd::Doctor => {
+            let _log = settings
+                .as_ref()
+                .ok()
+                .and_then(|s| init_logging(&s.log_dir));
+            let rt = runtime();
+            let mut out = std::io::stdout().lock();
+            if rt.block_on(crate::doctor::run(settings, &mut out)) {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            }
+        }
+        Cmd::Completions { .. } | Cmd::Man | Cmd::Complete { .. } => {
+            unreachable!("handled by run_offline")
+        }
         Cmd::Tui => {
             let Some(settings) = or_report(settings) else {
                 return ExitCode::from(1);
@@ -96,6 +115,34 @@ pub fn main() -> ExitCode {
             }
         }
     }
+}
+
+/// The commands that need no configuration: completion scripts, the man page, the
+/// completion helper. `None` for every other command.
+fn run_offline(command: &Cmd, global: &crate::cli::Global) -> Option<ExitCode> {
+    let mut out = std::io::stdout().lock();
+    let written = match command {
+        Cmd::Completions { shell } => out.write_all(crate::cli::completions(*shell).as_bytes()),
+        Cmd::Man => out.write_all(&crate::cli::man_page()),
+        Cmd::Config(crate::cli::ConfigArgs {
+            action: Some(crate::cli::ConfigCmd::Schema),
+        }) => out.write_all(config::json_schema().as_bytes()),
+        Cmd::Complete { what } => match what {
+            crate::cli::CompleteWhat::Profiles => crate::cli::profile_names(global)
+                .iter()
+                .try_for_each(|p| writeln!(out, "{p}")),
+        },
+        _ => return None,
+    };
+    // A closed pipe (`floe man | head`) is not an error worth a message.
+    Some(match written.and_then(|()| out.flush()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("floe: {e}");
+            ExitCode::from(1)
+        }
+    })
 }
 
 /// The settings, or the configuration error printed to stderr.

@@ -10,7 +10,7 @@ use super::keys::KeySpec;
 use super::units::{Bytes, Dur};
 use super::{ConfigError, err};
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FileConfig {
     pub default_profile: Option<String>,
@@ -29,7 +29,7 @@ pub struct FileConfig {
     pub profiles: Option<BTreeMap<String, ProfileFile>>,
 }
 
-#[derive(Debug, Default, Deserialize, Clone)]
+#[derive(Debug, Default, Deserialize, Clone, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProfileFile {
     pub readonly: Option<bool>,
@@ -40,7 +40,7 @@ pub struct ProfileFile {
     pub maintenance: Option<Vec<MaintenanceFile>>,
 }
 
-#[derive(Debug, Default, Deserialize, Clone)]
+#[derive(Debug, Default, Deserialize, Clone, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TrinoFile {
     pub url: Option<String>,
@@ -63,7 +63,7 @@ pub struct TrinoFile {
     pub oauth2_token_lifetime: Option<Dur>,
 }
 
-#[derive(Debug, Default, Deserialize, Clone)]
+#[derive(Debug, Default, Deserialize, Clone, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AirflowFile {
     pub url: Option<String>,
@@ -83,7 +83,7 @@ pub struct AirflowFile {
     pub max_log_size: Option<Bytes>,
 }
 
-#[derive(Debug, Default, Deserialize, Clone)]
+#[derive(Debug, Default, Deserialize, Clone, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HealthFile {
     pub target_file_size: Option<Bytes>,
@@ -98,7 +98,7 @@ pub struct HealthFile {
     pub dag_interval: Option<Dur>,
 }
 
-#[derive(Debug, Deserialize, Clone, PartialEq, Eq)]
+#[derive(Debug, Deserialize, Clone, PartialEq, Eq, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MaintenanceFile {
     pub table: String,
@@ -106,7 +106,7 @@ pub struct MaintenanceFile {
     pub interval: Option<Dur>,
 }
 
-#[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum AuthKind {
     None,
@@ -132,7 +132,7 @@ impl AuthKind {
     }
 }
 
-#[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq, Default, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum AirflowApi {
     #[default]

@@ -7,6 +7,7 @@
 mod file;
 pub mod keys;
 mod load;
+mod schema;
 mod secrets;
 mod settings;
 pub mod units;
@@ -20,6 +21,7 @@ pub use file::{
 };
 pub use keys::KeySpec;
 pub use load::{load, load_from_str, load_with};
+pub use schema::json_schema;
 pub use settings::{
     AirflowSettings, Auth, DEFAULT_MAX_LOG_SIZE, DEFAULT_MAX_RESPONSE_SIZE,
     DEFAULT_OAUTH2_LOGIN_TIMEOUT, DEFAULT_OAUTH2_TOKEN_LIFETIME, Dirs, MAX_REFRESH, MIN_REFRESH,

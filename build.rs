@@ -1,0 +1,57 @@
+//! Build facts for `floe --version`: the git commit (`unknown` outside a checkout) and the
+//! build date (from `SOURCE_DATE_EPOCH` when set, for reproducible builds; else today).
+
+use std::process::Command;
+
+fn git(args: &[&str]) -> Option<String> {
+    let out = Command::new("git").args(args).output().ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    let s = String::from_utf8(out.stdout).ok()?.trim().to_string();
+    (!s.is_empty()).then_some(s)
+}
+
+/// Days since 1970-01-01 as a proleptic Gregorian date.
+fn civil(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+fn main() {
+    let commit = git(&["rev-parse", "--short", "HEAD"]).unwrap_or_else(|| "unknown".into());
+    let epoch = std::env::var("SOURCE_DATE_EPOCH")
+        .ok()
+        .and_then(|s| s.trim().parse::<i64>().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs() as i64)
+                .unwrap_or(0)
+        });
+    let (y, m, d) = civil(epoch.div_euclid(86_400));
+    println!("cargo:rustc-env=FLOE_GIT_COMMIT={commit}");
+    println!("cargo:rustc-env=FLOE_BUILD_DATE={y:04}-{m:02}-{d:02}");
+    println!("cargo:rerun-if-env-changed=SOURCE_DATE_EPOCH");
+    println!("cargo:rerun-if-changed=build.rs");
+    // A new commit or branch changes HEAD or the ref it names (loose or packed).
+    for path in [
+        git(&["rev-parse", "--git-path", "HEAD"]),
+        git(&["symbolic-ref", "-q", "HEAD"]).and_then(|r| git(&["rev-parse", "--git-path", &r])),
+        git(&["rev-parse", "--git-path", "packed-refs"]),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        if std::path::Path::new(&path).exists() {
+            println!("cargo:rerun-if-changed={path}");
+        }
+    }
+}
