@@ -126,6 +126,9 @@ pub enum ConfigCmd {
 pub enum CompleteWhat {
     /// Profile names from the config file.
     Profiles,
+    /// Table names the config file names (`[[maintenance]]`, `trino.tables`), for
+    /// `floe maintain`.
+    Tables,
 }
 
 #[derive(Args, Debug)]
@@ -273,6 +276,17 @@ _floe_profiles() {
         COMPREPLY=( $(compgen -W "$("${COMP_WORDS[0]}" "${config[@]}" __complete profiles 2>/dev/null)" -- "$cur") )
         return 0
     fi
+    # floe maintain ACTION <table>: the tables the config names.
+    if [[ " ${COMP_WORDS[*]:1:COMP_CWORD-1} " == *" maintain "* && "$prev" =~ ^(optimize|expire-snapshots|remove-orphan-files|optimize-manifests)$ ]]; then
+        local i config=()
+        for (( i = 1; i < COMP_CWORD; i++ )); do
+            if [[ "${COMP_WORDS[i]}" == "--config" && $(( i + 1 )) -lt COMP_CWORD ]]; then
+                config=(--config "${COMP_WORDS[i+1]}")
+            fi
+        done
+        COMPREPLY=( $(compgen -W "$("${COMP_WORDS[0]}" "${config[@]}" __complete tables 2>/dev/null)" -- "$cur") )
+        return 0
+    fi
     _floe "$@"
 }
 if [[ "${BASH_VERSINFO[0]}" -eq 4 && "${BASH_VERSINFO[1]}" -ge 4 || "${BASH_VERSINFO[0]}" -gt 4 ]]; then
@@ -294,8 +308,9 @@ _floe_profiles() {
 }
 "#;
 
-const FISH_PROFILES: &str =
-    "complete -c floe -l profile -x -a '(floe __complete profiles 2>/dev/null)'\n";
+const FISH_PROFILES: &str = "complete -c floe -l profile -x -a '(floe __complete profiles 2>/dev/null)'
+complete -c floe -n '__fish_seen_subcommand_from optimize expire-snapshots remove-orphan-files optimize-manifests' -x -a '(floe __complete tables 2>/dev/null)'
+";
 
 /// `floe man`: the man page, roff — one page, each subcommand's options in a COMMANDS
 /// section after the global ones.
@@ -338,9 +353,8 @@ fn man_commands(cmd: &clap::Command, path: &str, out: &mut Vec<u8>) {
     }
 }
 
-/// `floe __complete profiles`: the profile names of the config file, read without
-/// resolving anything else (a broken profile must not stop its neighbours completing).
-pub fn profile_names(global: &Global) -> Vec<String> {
+/// The config file as TOML, read without resolving anything (completion must never fail).
+fn config_table(global: &Global) -> Option<toml::Table> {
     let path = global
         .config
         .clone()
@@ -350,13 +364,56 @@ pub fn profile_names(global: &Global) -> Vec<String> {
                 .map(PathBuf::from)
         })
         .unwrap_or_else(|| crate::config::Dirs::system().config.join("config.toml"));
-    let Ok(text) = std::fs::read_to_string(&path) else {
+    std::fs::read_to_string(&path).ok()?.parse().ok()
+}
+
+/// `floe __complete tables`: the tables the config file names — `[[maintenance]]` tables
+/// and glob-free `tables` entries, top level and per profile — without the catalog when
+/// it is the default one's.
+pub fn table_names(global: &Global) -> Vec<String> {
+    let Some(t) = config_table(global) else {
         return Vec::new();
     };
-    let Ok(table) = text.parse::<toml::Table>() else {
-        return Vec::new();
+    let mut names = std::collections::BTreeSet::new();
+    let mut add = |v: &toml::Value| {
+        if let Some(s) = v.as_str().filter(|s| !s.contains(['*', '?'])) {
+            names.insert(s.strip_prefix("iceberg.").unwrap_or(s).to_string());
+        }
     };
-    match table.get("profiles") {
+    if let Some(m) = t.get("maintenance").and_then(|m| m.as_array()) {
+        for e in m {
+            if let Some(v) = e.get("table") {
+                add(v);
+            }
+        }
+    }
+    let tables_of = |trino: Option<&toml::Value>| -> Vec<toml::Value> {
+        trino
+            .and_then(|tr| tr.get("tables"))
+            .and_then(|v| v.as_array())
+            .cloned()
+            .unwrap_or_default()
+    };
+    for v in tables_of(t.get("trino")) {
+        add(&v);
+    }
+    if let Some(p) = t.get("profiles").and_then(|p| p.as_table()) {
+        for prof in p.values() {
+            for v in tables_of(prof.get("trino")) {
+                add(&v);
+            }
+        }
+    }
+    names.into_iter().collect()
+}
+
+/// `floe __complete profiles`: the profile names of the config file, read without
+/// resolving anything else (a broken profile must not stop its neighbours completing).
+pub fn profile_names(global: &Global) -> Vec<String> {
+    match config_table(global)
+        .as_ref()
+        .and_then(|t| t.get("profiles"))
+    {
         Some(toml::Value::Table(p)) => p.keys().cloned().collect(),
         _ => Vec::new(),
     }

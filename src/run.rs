@@ -131,6 +131,9 @@ fn run_offline(command: &Cmd, global: &crate::cli::Global) -> Option<ExitCode> {
             crate::cli::CompleteWhat::Profiles => crate::cli::profile_names(global)
                 .iter()
                 .try_for_each(|p| writeln!(out, "{p}")),
+            crate::cli::CompleteWhat::Tables => crate::cli::table_names(global)
+                .iter()
+                .try_for_each(|t| writeln!(out, "{t}")),
         },
         _ => return None,
     };

@@ -378,7 +378,11 @@ fn the_example_shows_every_key_of_the_schema() {
                 continue;
             };
             let key = key.trim();
-            if key.is_empty() || !key.chars().all(|c| c.is_ascii_lowercase() || c == '_') {
+            if key.is_empty()
+                || !key
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+            {
                 continue;
             }
             section.iter().cloned().chain([key.to_string()]).collect()
@@ -456,5 +460,36 @@ fn the_version_names_the_commit_and_the_build_date() {
     assert!(
         d.len() == 3 && d[0].len() == 4 && d.iter().all(|p| p.parse::<u32>().is_ok()),
         "{v}"
+    );
+}
+
+#[test]
+fn maintain_completes_the_tables_the_config_names() {
+    let h = home("tables");
+    let config = h.join("floe.toml");
+    std::fs::write(
+        &config,
+        "[trino]\ntables = [\"zoning.*\", \"finance.ledger\"]\n[[maintenance]]\ntable = \"iceberg.zoning.documents\"\ndag_id = \"compact_documents\"\n[profiles.prod.trino]\ntables = [\"audit.events\"]\n",
+    )
+    .unwrap();
+    let cfg = config.to_str().unwrap();
+    let listed = stdout(&floe(&["--config", cfg, "__complete", "tables"], &h));
+    assert_eq!(listed, "audit.events\nfinance.ledger\nzoning.documents\n");
+    let script = h.join("floe.bash");
+    std::fs::write(&script, stdout(&floe(&["completions", "bash"], &h))).unwrap();
+    let probe = format!(
+        "source {script}\nCOMP_WORDS=({bin} --config {cfg} maintain optimize zon)\nCOMP_CWORD=5\n_floe_profiles\nprintf '%s\\n' \"${{COMPREPLY[@]}}\"\n",
+        script = script.display(),
+        bin = env!("CARGO_BIN_EXE_floe"),
+    );
+    let out = Command::new("bash")
+        .args(["--norc", "-c", &probe])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "zoning.documents\n",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
 }

@@ -112,7 +112,8 @@ pub enum AuthKind {
     None,
     Basic,
     Bearer,
-    /// Trino's OAuth2 external authentication (`floe login`).
+    // Trino's OAuth2 external authentication (`floe login`). A plain comment: a doc
+    // comment would make the schema a oneOf instead of one enum.
     #[serde(rename = "oauth2")]
     OAuth2,
 }
