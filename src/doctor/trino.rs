@@ -1,0 +1,368 @@
+//! `floe doctor`: the Trino checks (DNS, TCP, TLS, HTTP, auth, catalog, metadata tables,
+//! one health statement).
+
+use super::*;
+
+impl Doctor<'_> {
+    pub(super) async fn trino(&mut self, s: &Settings) {
+        let url = &s.trino.url;
+        if self
+            .reach("trino", url, "trino.url (--trino)")
+            .await
+            .is_none()
+        {
+            self.report(Check::skip("trino", "not reachable: nothing else asked"));
+            return;
+        }
+        let mut cfg = ClientConfig::from_settings(&s.trino, s.query_timeout);
+        cfg.connect_timeout = STEP_TIMEOUT;
+        cfg.request_timeout = Duration::from_secs(30);
+        cfg.retry = RetryPolicy {
+            max_retry_time: STEP_TIMEOUT,
+            ..RetryPolicy::default()
+        };
+        let client = match Client::new(cfg) {
+            Ok(c) => c.with_max_response_size(s.trino.max_response_size),
+            Err(e) => {
+                self.report(Check::fail(
+                    "trino client",
+                    e.to_string(),
+                    tls_fix(&s.trino.tls, "trino.ca_file (--ca-file)"),
+                ));
+                return;
+            }
+        };
+        // TLS: the first request opens the connection (handshake included); the second
+        // reuses it, so the difference is the handshake's share.
+        let t = Instant::now();
+        let first = client.info().await;
+        let first_time = t.elapsed();
+        let https = url.scheme() == "https";
+        match &first {
+            Err(TrinoError::Transport { message, .. }) if https && is_tls(message) => {
+                self.report(Check::fail(
+                    "trino TLS",
+                    format!("handshake failed: {message}"),
+                    tls_fix(&s.trino.tls, "trino.ca_file (--ca-file)"),
+                ));
+                return;
+            }
+            _ if https => {
+                let t = Instant::now();
+                let second = client.info().await;
+                let reused = t.elapsed();
+                let verified = tls_source(&s.trino.tls);
+                self.report(Check::pass(
+                    "trino TLS",
+                    format!(
+                        "certificate verified ({verified}); handshake ≈ {}",
+                        ms(first_time.saturating_sub(if second.is_ok() {
+                            reused
+                        } else {
+                            Duration::ZERO
+                        }))
+                    ),
+                ));
+            }
+            _ => {
+                self.report(Check::skip("trino TLS", "plain http: nothing encrypted"));
+            }
+        }
+        let t = Instant::now();
+        let info = match client.info().await {
+            Ok(i) => i,
+            Err(e) => {
+                self.report(Check::fail(
+                    "trino /v1/info",
+                    e.to_string(),
+                    "the address answers but not as a Trino coordinator: check the scheme, port and any proxy path in trino.url",
+                ));
+                return;
+            }
+        };
+        let took = t.elapsed();
+        let figure = format!(
+            "Trino {}{} up {}, in {}",
+            info.node_version.version,
+            info.environment
+                .as_deref()
+                .map(|e| format!(" (environment {e}),"))
+                .unwrap_or_else(|| ",".into()),
+            info.uptime.as_deref().unwrap_or("?"),
+            ms(took)
+        );
+        if info.starting {
+            self.report(Check::fail(
+                "trino /v1/info",
+                format!("{figure}: still starting"),
+                "wait until the coordinator has started, then run floe doctor again",
+            ));
+        } else {
+            self.report(Check::pass("trino /v1/info", figure));
+        }
+
+        let t = Instant::now();
+        match client.query("SELECT 1").await {
+            Ok(_) => {
+                self.report(Check::pass(
+                    "trino auth",
+                    format!(
+                        "SELECT 1 as {} ({}) in {}",
+                        s.trino.user,
+                        auth_kind(&s.trino.auth),
+                        ms(t.elapsed())
+                    ),
+                ));
+            }
+            Err(e) => {
+                let fix = match (&e, &s.trino.auth) {
+                    (TrinoError::Auth { .. }, Auth::Basic { .. }) => format!(
+                        "the password of {} is refused: FLOE_TRINO_PASSWORD, trino.password_env or trino.password_command",
+                        s.trino.user
+                    ),
+                    (TrinoError::Auth { .. }, Auth::Bearer { .. }) => "the token is refused or expired: FLOE_TRINO_TOKEN, trino.token_env or trino.token_command".into(),
+                    (TrinoError::Auth { .. }, Auth::None) => "the coordinator wants credentials: set trino.auth and a password or token".into(),
+                    _ => "run SELECT 1 as this user with the Trino CLI: the error above is Trino's".into(),
+                };
+                self.report(Check::fail("trino auth", e.to_string(), fix));
+                return;
+            }
+        }
+
+        let catalog = &s.trino.catalog;
+        match client
+            .query("SELECT catalog_name FROM system.metadata.catalogs")
+            .await
+        {
+            Ok(out) => {
+                let names: Vec<&str> = out
+                    .rows
+                    .iter()
+                    .filter_map(|r| r.str("catalog_name"))
+                    .collect();
+                if names.contains(&catalog.as_str()) {
+                    self.report(Check::pass("catalog", format!("{catalog} exists")));
+                } else {
+                    self.report(Check::fail(
+                        "catalog",
+                        format!("no catalog {catalog} (there are: {})", names.join(", ")),
+                        "set trino.catalog (--catalog) to the catalog of the Iceberg tables",
+                    ));
+                    return;
+                }
+            }
+            Err(e) => {
+                self.report(Check::fail(
+                    "catalog",
+                    e.to_string(),
+                    format!(
+                        "the user {} may need access to system.metadata",
+                        s.trino.user
+                    ),
+                ));
+                return;
+            }
+        }
+
+        let lake = Lakehouse::new(client.clone(), catalog.clone(), s.health.clone());
+        let _ = lake.connect().await;
+        let version = lake.server_version();
+        let listing = format!(
+            "SELECT count(*) AS n FROM {}.system.iceberg_tables",
+            crate::lakehouse::sql::quote_ident(catalog)
+        );
+        let fallback =
+            "floe lists tables through information_schema.tables instead (slower on big catalogs)";
+        if version.is_some_and(|v| v < ICEBERG_TABLES_SINCE) {
+            self.report(Check {
+                name: "system.iceberg_tables",
+                status: Status::Fallback,
+                figure: format!(
+                    "not in Trino {} (since {ICEBERG_TABLES_SINCE})",
+                    version.unwrap_or(0)
+                ),
+                fix: Some(fallback.into()),
+            });
+        } else {
+            let t = Instant::now();
+            match client.query(&listing).await {
+                Ok(out) => {
+                    let n = out.rows.first().and_then(|r| r.u64("n")).unwrap_or(0);
+                    self.report(Check::pass(
+                        "system.iceberg_tables",
+                        format!("{n} Iceberg tables listed in {}", ms(t.elapsed())),
+                    ));
+                }
+                Err(e) => {
+                    self.report(Check {
+                        name: "system.iceberg_tables",
+                        status: Status::Fallback,
+                        figure: e.to_string(),
+                        fix: Some(fallback.into()),
+                    });
+                }
+            }
+        }
+
+        let tables = match lake.discover(&s.trino.schemas, &s.trino.tables).await {
+            Ok(t) => t,
+            Err(e) => {
+                self.report(Check::fail(
+                    "tables",
+                    e.to_string(),
+                    "the user needs to list the catalog's tables",
+                ));
+                return;
+            }
+        };
+        let Some(table) = tables.first().cloned() else {
+            self.report(Check::fail(
+                "tables",
+                format!(
+                    "no Iceberg table in {catalog}{}",
+                    if s.trino.schemas.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" schemas {}", s.trino.schemas.join(", "))
+                    }
+                ),
+                "check trino.schemas and trino.tables (--schema), and the user's access",
+            ));
+            return;
+        };
+        self.report(Check::pass(
+            "tables",
+            format!("{} watched, e.g. {table}", tables.len()),
+        ));
+        self.entries(&client, &table).await;
+
+        let t = Instant::now();
+        match lake.table_stats(&table).await {
+            Ok(st) => {
+                self.report(Check::pass(
+                    "health statement",
+                    format!(
+                        "{table}: {} data files, {} snapshots, in {}",
+                        st.data_files,
+                        st.snapshots,
+                        ms(t.elapsed())
+                    ),
+                ));
+            }
+            Err(e) => {
+                self.report(Check::fail(
+                    "health statement",
+                    format!("{table}: {e}"),
+                    "the user needs SELECT on the table's metadata tables ($files, $snapshots, $properties)",
+                ));
+            }
+        }
+    }
+
+    pub(super) async fn entries(&mut self, client: &Client, table: &TableRef) {
+        let sql = format!("SELECT status FROM {} LIMIT 1", table.meta("entries"));
+        let t = Instant::now();
+        match client.query(&sql).await {
+            Ok(_) => {
+                self.report(Check::pass(
+                    "$entries",
+                    format!("readable on {table} in {}", ms(t.elapsed())),
+                ));
+            }
+            Err(e) => {
+                self.report(Check {
+                    name: "$entries",
+                    status: Status::Fallback,
+                    figure: e.to_string(),
+                    fix: Some(
+                        "floe dates compaction by the newest replace snapshot instead of each file's commit"
+                            .into(),
+                    ),
+                });
+            }
+        }
+    }
+
+    /// DNS and TCP of `url`'s host: the addresses, or `None` after a ✗.
+    pub(super) async fn reach(
+        &mut self,
+        what: &'static str,
+        url: &Url,
+        key: &str,
+    ) -> Option<Vec<SocketAddr>> {
+        let (dns_name, tcp_name) = match what {
+            "trino" => ("trino DNS", "trino TCP"),
+            _ => ("airflow DNS", "airflow TCP"),
+        };
+        let host = url
+            .host_str()
+            .unwrap_or("")
+            .trim_matches(['[', ']'])
+            .to_string();
+        let Some(port) = url.port_or_known_default() else {
+            self.report(Check::fail(
+                dns_name,
+                format!("{url} names no port"),
+                format!("give {key} a port"),
+            ));
+            return None;
+        };
+        let t = Instant::now();
+        let addrs: Vec<SocketAddr> = match tokio::time::timeout(
+            STEP_TIMEOUT,
+            tokio::net::lookup_host((host.as_str(), port)),
+        )
+        .await
+        {
+            Ok(Ok(a)) => a.collect(),
+            Ok(Err(e)) => {
+                self.report(Check::fail(
+                    dns_name,
+                    format!("{host}: {e}"),
+                    format!("check the host name in {key}, and the resolver (/etc/resolv.conf, /etc/hosts)"),
+                ));
+                return None;
+            }
+            Err(_) => {
+                self.report(Check::fail(
+                    dns_name,
+                    format!("{host}: no answer within {}", ms(STEP_TIMEOUT)),
+                    "check the resolver (/etc/resolv.conf): it does not answer",
+                ));
+                return None;
+            }
+        };
+        let list = addrs
+            .iter()
+            .map(|a| a.ip().to_string())
+            .collect::<Vec<_>>()
+            .join(", ");
+        self.report(Check::pass(
+            dns_name,
+            format!("{host} → {list} in {}", ms(t.elapsed())),
+        ));
+        let mut errors = Vec::new();
+        for addr in &addrs {
+            let t = Instant::now();
+            match tokio::time::timeout(STEP_TIMEOUT, tokio::net::TcpStream::connect(addr)).await {
+                Ok(Ok(_)) => {
+                    self.report(Check::pass(
+                        tcp_name,
+                        format!("connected to {addr} in {}", ms(t.elapsed())),
+                    ));
+                    return Some(addrs);
+                }
+                Ok(Err(e)) => errors.push(format!("{addr}: {e}")),
+                Err(_) => errors.push(format!("{addr}: no answer within {}", ms(STEP_TIMEOUT))),
+            }
+        }
+        self.report(Check::fail(
+            tcp_name,
+            format!("{url}: {}", errors.join("; ")),
+            format!(
+                "is the server running and listening on port {port}? If so, a firewall or a missing tunnel is in the way; else correct {key}"
+            ),
+        ));
+        None
+    }
+}
