@@ -158,13 +158,17 @@ impl Pty {
             ws_xpixel: 0,
             ws_ypixel: 0,
         };
-        // SAFETY: TIOCSWINSZ with a valid winsize on our master fd.
-        let rc = unsafe { libc::ioctl(self.master.as_raw_fd(), libc::TIOCSWINSZ, &ws) };
-        assert_eq!(rc, 0, "TIOCSWINSZ");
-        self.parser.lock().unwrap().screen_mut().set_size(
+        // The emulator takes the new size first, under its lock: floe redraws (clearing the
+        // screen) as soon as the window changes, and that output must be parsed at the size
+        // it was drawn for, not clipped to the old one.
+        let mut parser = self.parser.lock().unwrap();
+        parser.screen_mut().set_size(
             std::num::NonZero::new(rows.max(1)).unwrap(),
             std::num::NonZero::new(cols.max(1)).unwrap(),
         );
+        // SAFETY: TIOCSWINSZ with a valid winsize on our master fd.
+        let rc = unsafe { libc::ioctl(self.master.as_raw_fd(), libc::TIOCSWINSZ, &ws) };
+        assert_eq!(rc, 0, "TIOCSWINSZ");
     }
 
     pub fn wait_for(&self, what: &str, timeout: Duration, pred: impl Fn(&str) -> bool) -> String {
