@@ -95,17 +95,7 @@ pub fn health(f: &mut Frame, area: Rect, s: &State, t: &TableRef, th: &Theme) {
     let width = area.width.saturating_sub(4).min(100);
     let wrapped = wrapped_rows(&lines, width.saturating_sub(2) as usize) as u16;
     let r = centered(area, width, (wrapped + 2).min(area.height));
-    f.render_widget(Clear, r);
-    f.render_widget(
-        Paragraph::new(lines)
-            .block(
-                Block::default()
-                    .borders(Borders::ALL)
-                    .title(" health breakdown "),
-            )
-            .wrap(Wrap { trim: false }),
-        r,
-    );
+    boxed(f, r, lines, " health breakdown ");
 }
 
 /// The confirm popup: what will be rewritten, the exact SQL, and `y` to run it.
@@ -207,17 +197,7 @@ pub fn queue(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
         .min(area.height.saturating_sub(2))
         .max(4);
     let r = centered(area, width, height);
-    f.render_widget(Clear, r);
-    f.render_widget(
-        Paragraph::new(lines)
-            .block(
-                Block::default()
-                    .borders(Borders::ALL)
-                    .title(" maintenance "),
-            )
-            .wrap(Wrap { trim: false }),
-        r,
-    );
+    boxed(f, r, lines, " maintenance ");
 }
 
 /// A write to Airflow awaiting `y`.
@@ -233,17 +213,7 @@ pub fn confirm_dag(f: &mut Frame, area: Rect, c: &crate::app::dags::DagConfirm, 
     let height =
         (wrapped_rows(&lines, width.saturating_sub(2) as usize) as u16 + 2).min(area.height);
     let r = centered(area, width, height);
-    f.render_widget(Clear, r);
-    f.render_widget(
-        Paragraph::new(lines)
-            .block(
-                Block::default()
-                    .borders(Borders::ALL)
-                    .title(format!(" confirm {} ", c.action.name())),
-            )
-            .wrap(Wrap { trim: false }),
-        r,
-    );
+    boxed(f, r, lines, format!(" confirm {} ", c.action.name()));
 }
 
 /// Quitting while maintenance jobs run: `y` cancels them on Trino first, `n` stays.
@@ -262,14 +232,15 @@ pub fn quit_jobs(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
     let height =
         (wrapped_rows(&lines, width.saturating_sub(2) as usize) as u16 + 2).min(area.height);
     let r = centered(area, width, height);
+    boxed(f, r, lines, " quit while jobs run? ");
+}
+
+/// A popup's box at `r`: what was under it cleared, the lines wrapped inside a titled border.
+fn boxed<'a>(f: &mut Frame, r: Rect, lines: Vec<Line<'a>>, title: impl Into<Line<'a>>) {
     f.render_widget(Clear, r);
     f.render_widget(
         Paragraph::new(lines)
-            .block(
-                Block::default()
-                    .borders(Borders::ALL)
-                    .title(" quit while jobs run? "),
-            )
+            .block(Block::default().borders(Borders::ALL).title(title))
             .wrap(Wrap { trim: false }),
         r,
     );
