@@ -416,6 +416,16 @@ class QueryRun:
             line, c = self._find_column(tree, col, qual)
             shown = f"{qual}.{col}" if qual and not qual.startswith("__r") else col
             return TrinoError("COLUMN_NOT_FOUND", f"Column '{shown}' cannot be resolved", line, c)
+        m = re.search(r'Could not find key "([^"]+)" in struct', msg)
+        if m:
+            # a dereference of a row field the row does not have (e.g. `data_file.partition`
+            # of an unpartitioned table's $entries): Trino's analyzer fails it as a column
+            key = m.group(1)
+            for d in tree.find_all(exp.Dot):
+                if d.name.lower() == key.lower():
+                    line, c = node_pos(self.sql, d)
+                    return TrinoError("COLUMN_NOT_FOUND", f"Column '{d.sql(dialect='trino')}' cannot be resolved", line, c)
+            return TrinoError("COLUMN_NOT_FOUND", f"Column '{key}' cannot be resolved")
         m = re.search(r"Scalar Function with name (\S+) does not exist", msg) or \
             re.search(r"Aggregate Function with name (\S+) does not exist", msg) or \
             re.search(r"Function with name (\S+) does not exist", msg)

@@ -84,6 +84,18 @@ def iso_millis(wall: float) -> str:
     return datetime.fromtimestamp(wall, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
+def statement_scans(sql: str, session: Session) -> dict:
+    """Scans per table of a statement (see `lab.engine.scans`); `{}` when not countable."""
+    try:
+        from ..engine.scans import scans_of_sql
+    except ImportError:  # an engine without sqlglot
+        return {}
+    try:
+        return scans_of_sql(sql, session.catalog, session.schema)
+    except Exception:
+        return {}
+
+
 @dataclass
 class Listener:
     name: str
@@ -144,6 +156,9 @@ class Query:
     redirected_to: str | None = None
     redirect_hits: int = 0
     redirect_auth: list = field(default_factory=list)
+
+    # how many times the statement scans each table as Trino plans it (WITH inlined)
+    scans: dict = field(default_factory=dict)
 
     # ---- slugs: a per-query secret per context and token, like io.trino.server.protocol.Slug
     def slug(self, context: str, token: int) -> str:
@@ -238,6 +253,7 @@ class QueryManager:
         qid = self.ids.next()
         session.query_id = qid
         q = Query(id=qid, user=session.user, sql=sql, session=session, listener=listener, source=source)
+        q.scans = statement_scans(sql, session)
         self.register(q)
         return q
 
@@ -430,6 +446,9 @@ class QueryManager:
                 "processedBytes": 0, "physicalInputBytes": 0, "failedTasks": 0,
                 "coordinatorOnly": False, "subStages": [leaf],
             }
+        if q.final and q.scans:
+            # unknown to Trino's clients, which ignore fields they do not know
+            stats["labScans"] = dict(q.scans)
         return stats
 
     # ------------------------------------------------------------------ pages
@@ -649,6 +668,7 @@ class QueryManager:
                 "pages": q.exec_pages,
                 "redirected_to": q.redirected_to, "redirect_hits": q.redirect_hits,
                 "redirect_auth": list(q.redirect_auth),
+                "scans": dict(q.scans),
             })
         return out
 
