@@ -85,6 +85,7 @@ pub fn partitions(n: usize) -> PartitionList {
                     min_file: 1_000_000,
                     max_file: 9_000_000,
                     delete_files: 0,
+                    oldest_small_file_at: None,
                 }
             })
             .collect(),

@@ -396,6 +396,7 @@ async fn hostile_partition_values_make_valid_optimize_statements() {
             min_file: 0,
             max_file: 0,
             delete_files: 0,
+            oldest_small_file_at: None,
         })
         .collect();
     let plan = optimize_plan(&t, &layout, &parts, 96 << 20, false).unwrap();

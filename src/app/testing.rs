@@ -135,6 +135,7 @@ pub fn partitions(n: usize) -> PartitionList {
                 min_file: 2000,
                 max_file: 4000,
                 delete_files: 0,
+                oldest_small_file_at: None,
             })
             .collect(),
     }

@@ -95,6 +95,13 @@ pub struct HealthFile {
     pub max_snapshots: Option<u64>,
     pub delete_file_ratio_warn: Option<f64>,
     pub delete_file_ratio_critical: Option<f64>,
+    pub equality_delete_weight: Option<f64>,
+    pub delete_record_ratio_warn: Option<f64>,
+    pub delete_record_ratio_critical: Option<f64>,
+    pub large_file_ratio: Option<f64>,
+    pub small_manifest_size: Option<Bytes>,
+    pub max_small_manifests: Option<u64>,
+    pub max_metadata_files: Option<u64>,
     pub dag_interval: Option<Dur>,
 }
 

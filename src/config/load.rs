@@ -316,6 +316,27 @@ fn build_health(
         if let Some(v) = f.delete_file_ratio_critical {
             h.delete_file_ratio_critical = v;
         }
+        if let Some(v) = f.equality_delete_weight {
+            h.equality_delete_weight = v;
+        }
+        if let Some(v) = f.delete_record_ratio_warn {
+            h.delete_record_ratio_warn = v;
+        }
+        if let Some(v) = f.delete_record_ratio_critical {
+            h.delete_record_ratio_critical = v;
+        }
+        if let Some(v) = f.large_file_ratio {
+            h.large_file_ratio = v;
+        }
+        if let Some(v) = f.small_manifest_size {
+            h.small_manifest_size = v.0;
+        }
+        if let Some(v) = f.max_small_manifests {
+            h.max_small_manifests = v;
+        }
+        if let Some(v) = f.max_metadata_files {
+            h.max_metadata_files = v;
+        }
         if let Some(v) = f.dag_interval {
             h.dag_interval = v.0;
         }
@@ -334,6 +355,23 @@ fn build_health(
             "{key}.compaction_critical ({}) is shorter than compaction_warn ({})",
             humantime::format_duration(h.compaction_critical),
             humantime::format_duration(h.compaction_warn)
+        )));
+    }
+    if h.delete_record_ratio_critical < h.delete_record_ratio_warn {
+        return Err(err(format!(
+            "{key}.delete_record_ratio_critical is below delete_record_ratio_warn"
+        )));
+    }
+    if !(h.equality_delete_weight >= 1.0) {
+        return Err(err(format!(
+            "{key}.equality_delete_weight = {}: expected at least 1",
+            h.equality_delete_weight
+        )));
+    }
+    if !(h.large_file_ratio > 1.0) {
+        return Err(err(format!(
+            "{key}.large_file_ratio = {}: expected above 1",
+            h.large_file_ratio
         )));
     }
     if h.delete_file_ratio_critical < h.delete_file_ratio_warn {

@@ -24,8 +24,23 @@ pub struct HealthConfig {
     pub compaction_critical: Duration,
     pub snapshot_retention: Duration,
     pub max_snapshots: u64,
+    /// Delete files per data file (equality deletes weighted by `equality_delete_weight`).
     pub delete_file_ratio_warn: f64,
     pub delete_file_ratio_critical: f64,
+    /// How much more an equality delete file costs a read than a position delete file.
+    pub equality_delete_weight: f64,
+    /// Deleted rows (position deletes, equality delete keys weighted) per data row.
+    pub delete_record_ratio_warn: f64,
+    pub delete_record_ratio_critical: f64,
+    /// A data file is large above `large_file_ratio` × target (over-compaction, or a
+    /// target set below what the writers produce).
+    pub large_file_ratio: f64,
+    /// A manifest is small below this many bytes.
+    pub small_manifest_size: u64,
+    /// More small manifests than this slow every query's planning: `optimize_manifests`.
+    pub max_small_manifests: u64,
+    /// More metadata files than this in the metadata log: old ones are not cleaned up.
+    pub max_metadata_files: u64,
     /// How often a maintenance DAG is expected to succeed when its mapping says nothing.
     pub dag_interval: Duration,
 }
@@ -42,6 +57,13 @@ impl Default for HealthConfig {
             max_snapshots: 500,
             delete_file_ratio_warn: 0.10,
             delete_file_ratio_critical: 0.50,
+            equality_delete_weight: 4.0,
+            delete_record_ratio_warn: 0.05,
+            delete_record_ratio_critical: 0.25,
+            large_file_ratio: 1.8,
+            small_manifest_size: 4 << 20,
+            max_small_manifests: 100,
+            max_metadata_files: 200,
             dag_interval: Duration::from_secs(86_400),
         }
     }
@@ -305,39 +327,8 @@ pub fn evaluate(
                 penalty: 30,
             }),
             Some(last) => {
-                let written_since = stats.last_write.is_some_and(|w| w > last);
-                let a = age(now, last);
-                let sev = if !written_since {
-                    None
-                } else if a >= cfg.compaction_critical.as_secs() as i64 {
-                    Some((Severity::Critical, 30, cfg.compaction_critical))
-                } else if a >= cfg.compaction_warn.as_secs() as i64 {
-                    Some((Severity::Warning, 15, cfg.compaction_warn))
-                } else {
-                    None
-                };
-                if let Some((severity, penalty, limit)) = sev {
-                    let mut msg = format!(
-                        "last compaction {} ago (over {}), {} writes since",
-                        human_duration(a),
-                        human_duration(limit.as_secs() as i64),
-                        stats.writes_since_compaction
-                    );
-                    if let Some(after) = stats.files_after_compaction
-                        && stats.data_files > after
-                    {
-                        msg.push_str(&format!(
-                            "; data files grew from {} to {}",
-                            thousands(after),
-                            thousands(stats.data_files)
-                        ));
-                    }
-                    out.push(Finding {
-                        rule: "compaction_stale",
-                        severity,
-                        message: msg,
-                        penalty,
-                    });
+                if let Some(f) = stale_finding(stats, last, cfg, now) {
+                    out.push(f);
                 }
             }
         }
@@ -385,35 +376,14 @@ pub fn evaluate(
     }
 
     // Delete files (merge-on-read).
-    if stats.delete_files > 0 {
-        let ratio = stats.delete_files as f64 / stats.data_files.max(1) as f64;
-        let sev = if ratio >= cfg.delete_file_ratio_critical {
-            Some((Severity::Critical, 20))
-        } else if ratio >= cfg.delete_file_ratio_warn {
-            Some((Severity::Warning, 10))
-        } else {
-            None
-        };
-        let msg = format!(
-            "{} delete files for {} data files ({:.0}%); reads merge them until compaction",
-            thousands(stats.delete_files),
-            thousands(stats.data_files),
-            ratio * 100.0
-        );
-        match sev {
-            Some((severity, penalty)) => out.push(Finding {
-                rule: "delete_files",
-                severity,
-                message: msg,
-                penalty,
-            }),
-            None => out.push(Finding {
-                rule: "delete_files",
-                severity: Severity::Info,
-                message: msg,
-                penalty: 0,
-            }),
-        }
+    if let Some(f) = delete_finding(stats, cfg) {
+        out.push(f);
+    }
+
+    // Metadata: manifests and metadata files; files far over the target.
+    out.extend(metadata_findings(stats, cfg));
+    if let Some(f) = large_files_finding(stats, cfg) {
+        out.push(f);
     }
 
     // The correlation no single tool shows: the table's compaction is stale, and what its
@@ -479,6 +449,207 @@ pub fn evaluate(
     }
 
     Health::from_findings(out)
+}
+
+/// The severity of an age against the staleness limits.
+fn stale_level(a: i64, cfg: &HealthConfig) -> Option<(Severity, u32, Duration)> {
+    if a >= cfg.compaction_critical.as_secs() as i64 {
+        Some((Severity::Critical, 30, cfg.compaction_critical))
+    } else if a >= cfg.compaction_warn.as_secs() as i64 {
+        Some((Severity::Warning, 15, cfg.compaction_warn))
+    } else {
+        None
+    }
+}
+
+/// Compaction staleness of a table compacted at least once. With `$entries` it is what
+/// still waits: the age of the oldest live small data file, which a partial optimize does
+/// not reset. Without it, the age of the newest compaction when the table was written since.
+fn stale_finding(
+    stats: &TableStats,
+    last: DateTime<Utc>,
+    cfg: &HealthConfig,
+    now: DateTime<Utc>,
+) -> Option<Finding> {
+    let mut msg = if let Some(waiting) = stats.oldest_small_file_at {
+        let a = age(now, waiting);
+        let (severity, penalty, limit) = stale_level(a, cfg)?;
+        let msg = format!(
+            "small files waiting since {} (over {}); last compaction {} ago, {} writes since",
+            human_duration(a),
+            human_duration(limit.as_secs() as i64),
+            human_duration(age(now, last)),
+            stats.writes_since_compaction
+        );
+        (msg, severity, penalty)
+    } else {
+        if !stats.last_write.is_some_and(|w| w > last) {
+            return None;
+        }
+        let a = age(now, last);
+        let (severity, penalty, limit) = stale_level(a, cfg)?;
+        let msg = format!(
+            "last compaction {} ago (over {}), {} writes since",
+            human_duration(a),
+            human_duration(limit.as_secs() as i64),
+            stats.writes_since_compaction
+        );
+        (msg, severity, penalty)
+    };
+    if let Some(after) = stats.files_after_compaction
+        && stats.data_files > after
+    {
+        msg.0.push_str(&format!(
+            "; data files grew from {} to {}",
+            thousands(after),
+            thousands(stats.data_files)
+        ));
+    }
+    Some(Finding {
+        rule: "compaction_stale",
+        severity: msg.1,
+        message: msg.0,
+        penalty: msg.2,
+    })
+}
+
+/// Merge-on-read delete files: position and equality deletes apart, weighed against the
+/// data files and rows they burden; equality deletes weigh `equality_delete_weight` times.
+fn delete_finding(stats: &TableStats, cfg: &HealthConfig) -> Option<Finding> {
+    if stats.delete_files == 0 {
+        return None;
+    }
+    let eq = stats.equality_delete_files.min(stats.delete_files);
+    let pos = stats.delete_files - eq;
+    let w = cfg.equality_delete_weight;
+    let file_ratio = (pos as f64 + w * eq as f64) / stats.data_files.max(1) as f64;
+    let deleted = stats.position_deletes as f64 + w * stats.equality_deletes as f64;
+    let record_ratio = deleted / stats.records.max(1) as f64;
+    let level = |ratio: f64, warn: f64, crit: f64| {
+        if ratio >= crit {
+            2
+        } else if ratio >= warn {
+            1
+        } else {
+            0
+        }
+    };
+    let worst = level(
+        file_ratio,
+        cfg.delete_file_ratio_warn,
+        cfg.delete_file_ratio_critical,
+    )
+    .max(level(
+        record_ratio,
+        cfg.delete_record_ratio_warn,
+        cfg.delete_record_ratio_critical,
+    ));
+    let (severity, penalty) = match worst {
+        2 => (Severity::Critical, 20),
+        1 => (Severity::Warning, 10),
+        _ => (Severity::Info, 0),
+    };
+    let mut msg = if eq == 0 && stats.position_delete_files == 0 {
+        // The split is unknown (facts from an older reader).
+        format!(
+            "{} delete files for {} data files ({:.0}%)",
+            thousands(stats.delete_files),
+            thousands(stats.data_files),
+            file_ratio * 100.0
+        )
+    } else {
+        format!(
+            "{} position and {} equality delete files for {} data files ({:.0}%{})",
+            thousands(pos),
+            thousands(eq),
+            thousands(stats.data_files),
+            file_ratio * 100.0,
+            if eq > 0 {
+                format!(", equality deletes weighted ×{w}")
+            } else {
+                String::new()
+            }
+        )
+    };
+    if deleted > 0.0 {
+        msg.push_str(&format!(
+            "; {} deleted rows and {} equality keys over {} rows ({:.1}%)",
+            thousands(stats.position_deletes),
+            thousands(stats.equality_deletes),
+            thousands(stats.records),
+            record_ratio * 100.0
+        ));
+    }
+    msg.push_str("; reads merge them until compaction");
+    Some(Finding {
+        rule: "delete_files",
+        severity,
+        message: msg,
+        penalty,
+    })
+}
+
+/// Manifests (`$manifests`) and metadata files (`$metadata_log_entries`), when the server
+/// has them.
+fn metadata_findings(stats: &TableStats, cfg: &HealthConfig) -> Vec<Finding> {
+    let mut out = Vec::new();
+    if let (Some(total), Some(small)) = (stats.manifests, stats.small_manifests)
+        && small > cfg.max_small_manifests
+    {
+        out.push(Finding {
+            rule: "manifests",
+            severity: Severity::Warning,
+            message: format!(
+                "{} manifests, {} small (< {}; over {}){}: every query plans through them; run optimize_manifests",
+                thousands(total),
+                thousands(small),
+                human_bytes(cfg.small_manifest_size),
+                thousands(cfg.max_small_manifests),
+                stats
+                    .manifest_bytes
+                    .map(|b| format!(", {} in all", human_bytes(b)))
+                    .unwrap_or_default()
+            ),
+            penalty: 5,
+        });
+    }
+    if let Some(n) = stats.metadata_files
+        && n > cfg.max_metadata_files
+    {
+        out.push(Finding {
+            rule: "metadata_files",
+            severity: Severity::Warning,
+            message: format!(
+                "{} metadata files in the log (over {}): old metadata is not cleaned up (write.metadata.delete-after-commit.enabled, write.metadata.previous-versions-max)",
+                thousands(n),
+                thousands(cfg.max_metadata_files)
+            ),
+            penalty: 5,
+        });
+    }
+    out
+}
+
+/// Data files far over the target: over-compaction, or a target below what the writers
+/// produce (Trino writes up to its own `target_max_file_size`). Informational.
+fn large_files_finding(stats: &TableStats, cfg: &HealthConfig) -> Option<Finding> {
+    if stats.large_files == 0 {
+        return None;
+    }
+    let target = stats.target_file_size.max(1);
+    Some(Finding {
+        rule: "large_files",
+        severity: Severity::Info,
+        message: format!(
+            "{} of {} data files are over {:.1} × the {} target ({}): over-compacted, or the target is set below what the writers produce",
+            thousands(stats.large_files),
+            thousands(stats.data_files),
+            cfg.large_file_ratio,
+            human_bytes(target),
+            human_bytes((target as f64 * cfg.large_file_ratio) as u64)
+        ),
+        penalty: 0,
+    })
 }
 
 /// DAG rules: last run failed, no success within the expected interval, paused, import error.

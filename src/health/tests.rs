@@ -368,3 +368,130 @@ fn severity_codes_and_order() {
     assert_eq!(thousands(1234567), "1,234,567");
     assert_eq!(thousands(12), "12");
 }
+
+#[test]
+fn staleness_is_the_age_of_the_oldest_waiting_small_file() {
+    let cfg = HealthConfig::default();
+    let mut s = incident();
+    // A partial optimize an hour ago: small files written 15 days ago still wait.
+    s.last_compaction = Some(hours_ago(1));
+    s.writes_since_compaction = 0;
+    s.last_write = Some(hours_ago(2));
+    s.files_after_compaction = None;
+    s.oldest_small_file_at = Some(hours_ago(24 * 15));
+    let h = evaluate(&s, None, &cfg, now());
+    let f = finding(&h, "compaction_stale");
+    assert_eq!(f.severity, Severity::Critical);
+    assert!(
+        f.message.contains("small files waiting since 15d"),
+        "{}",
+        f.message
+    );
+    assert!(f.message.contains("last compaction 1h"), "{}", f.message);
+    // The failing DAG is named while the files wait.
+    let h = evaluate(&s, Some(&dag("failed")), &cfg, now());
+    assert!(rules(&h).contains(&"stale_dag_failing"), "{h:?}");
+    // Boundaries follow the waiting age, not the compaction.
+    s.oldest_small_file_at = Some(hours_ago(35));
+    assert!(!rules(&evaluate(&s, None, &cfg, now())).contains(&"compaction_stale"));
+    s.oldest_small_file_at = Some(hours_ago(36));
+    assert_eq!(
+        finding(&evaluate(&s, None, &cfg, now()), "compaction_stale").severity,
+        Severity::Warning
+    );
+    // An old compaction with only fresh small files waiting is not stale.
+    s.last_compaction = Some(hours_ago(24 * 30));
+    s.oldest_small_file_at = Some(hours_ago(3));
+    assert!(!rules(&evaluate(&s, None, &cfg, now())).contains(&"compaction_stale"));
+    // Fewer small files than min_small_files: nothing waits that matters.
+    s.oldest_small_file_at = Some(hours_ago(24 * 15));
+    s.small_files = 11;
+    assert!(!rules(&evaluate(&s, None, &cfg, now())).contains(&"compaction_stale"));
+}
+
+#[test]
+fn equality_deletes_weigh_more_than_position_deletes() {
+    let cfg = HealthConfig::default();
+    let mut s = healthy(); // 40 data files, 1,000,000 rows
+    s.delete_files = 2;
+    s.position_delete_files = 2;
+    s.position_deletes = 100;
+    let f = finding(&evaluate(&s, None, &cfg, now()), "delete_files").clone();
+    assert_eq!(f.severity, Severity::Info, "{}", f.message);
+    assert!(
+        f.message
+            .contains("2 position and 0 equality delete files for 40 data files (5%)"),
+        "{}",
+        f.message
+    );
+    // The same two files as equality deletes: 2 × 4 / 40 = 20%.
+    s.position_delete_files = 0;
+    s.position_deletes = 0;
+    s.equality_delete_files = 2;
+    s.equality_deletes = 100;
+    let f = finding(&evaluate(&s, None, &cfg, now()), "delete_files").clone();
+    assert_eq!(f.severity, Severity::Warning, "{}", f.message);
+    assert!(f.message.contains("weighted ×4"), "{}", f.message);
+    // Many deleted rows make few files critical.
+    s.equality_delete_files = 0;
+    s.equality_deletes = 0;
+    s.position_delete_files = 1;
+    s.delete_files = 1;
+    s.position_deletes = 300_000;
+    let f = finding(&evaluate(&s, None, &cfg, now()), "delete_files").clone();
+    assert_eq!(f.severity, Severity::Critical, "{}", f.message);
+    assert!(f.message.contains("300,000 deleted rows"), "{}", f.message);
+    s.position_deletes = 50_000;
+    assert_eq!(
+        finding(&evaluate(&s, None, &cfg, now()), "delete_files").severity,
+        Severity::Warning
+    );
+}
+
+#[test]
+fn manifests_and_metadata_files() {
+    let cfg = HealthConfig::default();
+    let mut s = healthy();
+    s.manifests = Some(150);
+    s.small_manifests = Some(100);
+    s.manifest_bytes = Some(150 << 10);
+    s.metadata_files = Some(200);
+    let h = evaluate(&s, None, &cfg, now());
+    assert!(h.findings.is_empty(), "{h:?}");
+    s.small_manifests = Some(101);
+    s.metadata_files = Some(201);
+    let h = evaluate(&s, None, &cfg, now());
+    let m = finding(&h, "manifests");
+    assert_eq!(m.severity, Severity::Warning);
+    assert!(m.message.contains("optimize_manifests"), "{}", m.message);
+    assert!(
+        m.message.contains("150 manifests, 101 small"),
+        "{}",
+        m.message
+    );
+    let f = finding(&h, "metadata_files");
+    assert_eq!(f.severity, Severity::Warning);
+    assert!(f.message.contains("201 metadata files"), "{}", f.message);
+    // A server without the metadata tables: no verdict.
+    s.manifests = None;
+    s.small_manifests = None;
+    s.metadata_files = None;
+    assert!(evaluate(&s, None, &cfg, now()).findings.is_empty());
+}
+
+#[test]
+fn files_far_over_the_target_are_informational() {
+    let cfg = HealthConfig::default();
+    let mut s = healthy();
+    s.large_files = 3;
+    let h = evaluate(&s, None, &cfg, now());
+    let f = finding(&h, "large_files");
+    assert_eq!(f.severity, Severity::Info);
+    assert_eq!(h.score, 100);
+    assert!(
+        f.message.contains("3 of 40 data files are over 1.8"),
+        "{}",
+        f.message
+    );
+    assert!(f.message.contains("230 MB"), "{}", f.message);
+}

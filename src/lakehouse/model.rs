@@ -108,8 +108,28 @@ pub struct TableStats {
     pub partitions: u64,
     pub small_file_partitions: u64,
     pub critical_partitions: u64,
+    /// Delete files of both kinds (`position_delete_files + equality_delete_files`).
     pub delete_files: u64,
     pub delete_bytes: u64,
+    /// Position delete files (`content` 1) and the rows they delete.
+    pub position_delete_files: u64,
+    pub position_deletes: u64,
+    /// Equality delete files (`content` 2) and their delete keys: every read compares each
+    /// row of the files they cover with them, so they cost the most.
+    pub equality_delete_files: u64,
+    pub equality_deletes: u64,
+    /// Data files larger than `large_file_ratio` × target.
+    pub large_files: u64,
+    /// The commit time of the oldest live small data file: how long compaction has left
+    /// small files waiting. Known with `$entries` (Trino 469+).
+    pub oldest_small_file_at: Option<DateTime<Utc>>,
+    /// Manifests of the current snapshot, those below `small_manifest_size`, their bytes.
+    pub manifests: Option<u64>,
+    pub small_manifests: Option<u64>,
+    pub manifest_bytes: Option<u64>,
+    /// Metadata files in the metadata log, the current one included
+    /// (`$metadata_log_entries`, Trino 444+).
+    pub metadata_files: Option<u64>,
     pub snapshots: u64,
     pub oldest_snapshot: Option<DateTime<Utc>>,
     pub newest_snapshot: Option<DateTime<Utc>>,
@@ -149,6 +169,8 @@ pub struct PartitionStats {
     pub min_file: u64,
     pub max_file: u64,
     pub delete_files: u64,
+    /// The commit time of the partition's oldest live small data file (with `$entries`).
+    pub oldest_small_file_at: Option<DateTime<Utc>>,
 }
 
 impl PartitionStats {
@@ -239,6 +261,7 @@ mod tests {
             min_file: 50,
             max_file: 150,
             delete_files: 0,
+            oldest_small_file_at: None,
         };
         assert_eq!(p.label(), "district=north/filed_at_day=null");
         assert_eq!(p.avg_file_size(), 100);

@@ -12,7 +12,8 @@ use crate::health::HealthConfig;
 use crate::trino::{Client, QueryOptions, Row, ServerInfo, TrinoError, Value};
 
 pub use super::statements::{
-    glob_match, parse_stats, partition_value_text, partitions_sql, recount_sql, stats_sql,
+    MetaTables, glob_match, parse_stats, partition_value_text, partitions_sql, recount_sql,
+    stats_sql,
 };
 use super::statements::{parse_snapshot, partition_field_names};
 
@@ -20,6 +21,10 @@ use super::statements::{parse_snapshot, partition_field_names};
 pub const ICEBERG_TABLES_SINCE: u32 = 475;
 /// The first release whose `$files` has the `partition` column.
 pub const FILES_PARTITION_SINCE: u32 = 465;
+/// The first release with `$metadata_log_entries`.
+pub const METADATA_LOG_SINCE: u32 = 444;
+/// The first release with `$entries`.
+pub const ENTRIES_SINCE: u32 = 469;
 
 /// How a table's files can be grouped into partitions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -159,6 +164,14 @@ impl Lakehouse {
         Ok(tables)
     }
 
+    /// The optional metadata tables this server has, by its version (all when unknown).
+    pub fn meta_tables(&self) -> MetaTables {
+        MetaTables {
+            entries: self.supports(ENTRIES_SINCE),
+            metadata_log: self.supports(METADATA_LOG_SINCE),
+        }
+    }
+
     fn file_layout(&self, t: &TableRef) -> Layout {
         if !self.supports(FILES_PARTITION_SINCE) {
             return Layout::Directory;
@@ -211,7 +224,7 @@ impl Lakehouse {
     /// The health facts of one table, in one statement.
     pub async fn table_stats(&self, t: &TableRef) -> Result<TableStats, TrinoError> {
         let (rows, layout) = self
-            .with_layout(t, |l| stats_sql(t, &self.health, l))
+            .with_layout(t, |l| stats_sql(t, &self.health, l, self.meta_tables()))
             .await?;
         let row = rows.first().ok_or_else(|| TrinoError::Malformed {
             url: self.client.url().to_string(),
@@ -227,7 +240,9 @@ impl Lakehouse {
     /// transform from the table's spec (see [`Lakehouse::table_layout`]).
     pub async fn partitions(&self, t: &TableRef) -> Result<PartitionList, TrinoError> {
         let (rows, layout) = self
-            .with_layout(t, |l| partitions_sql(t, &self.health, l))
+            .with_layout(t, |l| {
+                partitions_sql(t, &self.health, l, self.meta_tables())
+            })
             .await?;
         let spec = if layout == Layout::PartitionColumn && !rows.is_empty() {
             Some(
@@ -272,6 +287,7 @@ impl Lakehouse {
                 min_file: r.u64("min_size").unwrap_or(0),
                 max_file: r.u64("max_size").unwrap_or(0),
                 delete_files: r.u64("delete_files").unwrap_or(0),
+                oldest_small_file_at: r.get("oldest_small").and_then(Value::as_datetime),
             });
         }
         if list.target_file_size == 0 {

@@ -11,67 +11,143 @@ use super::queries::Layout;
 use crate::health::HealthConfig;
 use crate::trino::{Row, Value};
 
-/// The shared head of the per-table statements: the table's target file size.
-fn target_ctes(t: &TableRef, h: &HealthConfig) -> String {
+/// Which optional metadata tables the server has (each appeared in a known release).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MetaTables {
+    /// `$entries` (469+): live files with the snapshot that added them.
+    pub entries: bool,
+    /// `$metadata_log_entries` (444+).
+    pub metadata_log: bool,
+}
+
+impl MetaTables {
+    /// Every metadata table floe can use.
+    pub const ALL: MetaTables = MetaTables {
+        entries: true,
+        metadata_log: true,
+    };
+}
+
+/// `props`-free head of the per-table statements: the table's target file size, from one
+/// read of `$properties`.
+fn cfg_cte(t: &TableRef, h: &HealthConfig) -> String {
     format!(
-        "props AS (\n  SELECT max(CASE WHEN key = 'write.target-file-size-bytes' THEN value END) AS target_prop\n  FROM {props}\n),\n\
-         cfg AS (\n  SELECT COALESCE(TRY_CAST(target_prop AS bigint), {default}) AS target,\n         TRY_CAST(target_prop AS bigint) IS NOT NULL AS target_from_property\n  FROM props\n)",
+        "cfg AS (\n  SELECT COALESCE(TRY_CAST(p.target_prop AS bigint), {default}) AS target,\n         TRY_CAST(p.target_prop AS bigint) IS NOT NULL AS target_from_property\n  FROM (SELECT max(CASE WHEN key = 'write.target-file-size-bytes' THEN value END) AS target_prop\n        FROM {props}) p\n)",
         props = t.meta("properties"),
         default = h.target_file_size,
     )
 }
 
-fn part_expr(layout: Layout) -> &'static str {
+/// The partition of a file row read from `$files` (alias `f`) or `$entries` (`e.data_file`).
+fn part_expr(layout: Layout, file: &str) -> String {
     match layout {
-        Layout::PartitionColumn => "f.partition",
-        Layout::Unpartitioned => "CAST(NULL AS varchar)",
-        Layout::Directory => "regexp_replace(f.file_path, '/[^/]*$', '')",
+        Layout::PartitionColumn => format!("{file}.partition"),
+        Layout::Unpartitioned => "CAST(NULL AS varchar)".into(),
+        Layout::Directory => format!("regexp_replace({file}.file_path, '/[^/]*$', '')"),
     }
 }
 
-/// One statement with every health fact of a table (see [`TableStats`]).
-pub fn stats_sql(t: &TableRef, h: &HealthConfig, layout: Layout) -> String {
-    use crate::health::CRITICAL_AVG_DIVISOR;
-    let ratio = h.small_file_ratio;
-    let min = h.min_small_files;
-    let part = part_expr(layout);
-    let part_agg = if layout == Layout::Unpartitioned {
-        "part_agg AS (\n  SELECT 0 AS partitions, 0 AS small_file_partitions, 0 AS critical_partitions\n)".to_string()
+/// The live files and the snapshots of a table as one stream (`kind` 0: a file, 1: a
+/// snapshot), each metadata table read once, joined with the target (`cfg`) and timed:
+/// `written_at` is the commit time of the snapshot that added the file (with `$entries`;
+/// a file whose snapshot expired is as old as the oldest snapshot left), `last_compaction`
+/// the newest `replace` that rewrote data files. `outer` keeps one row for a table with
+/// neither files nor snapshots (its target still comes back).
+fn timed_ctes(
+    t: &TableRef,
+    h: &HealthConfig,
+    layout: Layout,
+    meta: MetaTables,
+    outer: bool,
+) -> String {
+    let null_ts = "CAST(NULL AS timestamp(3) with time zone)";
+    let files = if meta.entries {
+        format!(
+            "SELECT 0 AS kind, e.snapshot_id, e.data_file.content AS content, e.data_file.file_size_in_bytes AS size,\n         e.data_file.record_count AS records, {part} AS part,\n         {null_ts} AS committed_at, CAST(NULL AS varchar) AS operation,\n         CAST(NULL AS bigint) AS total_files, CAST(NULL AS bigint) AS deleted_files\n  FROM {entries} e WHERE e.status <> 2",
+            part = part_expr(layout, "e.data_file"),
+            entries = t.meta("entries"),
+        )
     } else {
         format!(
-            "parts AS (\n  SELECT part, count(*) AS files, count_if(small) AS small, sum(size) AS bytes\n  FROM files WHERE content = 0 GROUP BY part\n),\n\
-             part_agg AS (\n  SELECT count(*) AS partitions,\n         count_if(small >= {min}) AS small_file_partitions,\n         count_if(small >= {min} AND bytes < files * (cfg.target / {CRITICAL_AVG_DIVISOR})) AS critical_partitions\n  FROM parts CROSS JOIN cfg\n)"
+            "SELECT 0 AS kind, CAST(NULL AS bigint) AS snapshot_id, f.content, f.file_size_in_bytes AS size,\n         f.record_count AS records, {part} AS part,\n         {null_ts} AS committed_at, CAST(NULL AS varchar) AS operation,\n         CAST(NULL AS bigint) AS total_files, CAST(NULL AS bigint) AS deleted_files\n  FROM {files} f",
+            part = part_expr(layout, "f"),
+            files = t.meta("files"),
         )
     };
+    let written = if meta.entries {
+        "COALESCE(max(x.committed_at) OVER (PARTITION BY x.snapshot_id), min(x.committed_at) OVER ())"
+            .to_string()
+    } else {
+        null_ts.to_string()
+    };
+    let join = if outer {
+        "cfg LEFT JOIN stream x ON true"
+    } else {
+        "cfg CROSS JOIN stream x"
+    };
     format!(
-        "WITH\n{target},\n\
-         files AS (\n  SELECT f.content, f.file_size_in_bytes AS size, f.record_count AS records, {part} AS part,\n         f.file_size_in_bytes < cfg.target * {ratio} AS small\n  FROM {files} f CROSS JOIN cfg\n),\n\
-         file_agg AS (\n  SELECT count_if(content = 0) AS data_files,\n         count_if(content = 0 AND small) AS small_files,\n         COALESCE(sum(CASE WHEN content = 0 THEN size END), 0) AS total_bytes,\n         COALESCE(sum(CASE WHEN content = 0 THEN records END), 0) AS records,\n         count_if(content <> 0) AS delete_files,\n         COALESCE(sum(CASE WHEN content <> 0 THEN size END), 0) AS delete_bytes\n  FROM files\n),\n\
-         {part_agg},\n\
-         snaps AS (\n  SELECT committed_at, operation,\n         TRY_CAST(element_at(summary, 'total-data-files') AS bigint) AS total_files,\n         TRY_CAST(element_at(summary, 'deleted-data-files') AS bigint) AS deleted_files\n  FROM {snapshots}\n),\n\
-         compaction AS (\n  SELECT max(committed_at) AS last_compaction\n  FROM snaps WHERE operation = 'replace' AND deleted_files > 0\n),\n\
-         snap_agg AS (\n  SELECT count(*) AS snapshots, min(committed_at) AS oldest_snapshot, max(committed_at) AS newest_snapshot,\n         max(CASE WHEN operation <> 'replace' THEN committed_at END) AS last_write\n  FROM snaps\n),\n\
-         since AS (\n  SELECT count_if(s.operation <> 'replace' AND s.committed_at > c.last_compaction) AS writes_since_compaction,\n         max(CASE WHEN s.committed_at = c.last_compaction THEN s.total_files END) AS files_after_compaction\n  FROM snaps s CROSS JOIN compaction c\n),\n\
-         trend AS (\n  SELECT array_agg(to_unixtime(committed_at) ORDER BY committed_at) AS trend_at,\n         array_agg(total_files ORDER BY committed_at) AS trend_files\n  FROM snaps WHERE total_files IS NOT NULL\n)\n\
-         SELECT cfg.target, cfg.target_from_property,\n       file_agg.data_files, file_agg.small_files, file_agg.total_bytes, file_agg.records,\n       file_agg.delete_files, file_agg.delete_bytes,\n       part_agg.partitions, part_agg.small_file_partitions, part_agg.critical_partitions,\n       snap_agg.snapshots, to_unixtime(snap_agg.oldest_snapshot) AS oldest_snapshot,\n       to_unixtime(snap_agg.newest_snapshot) AS newest_snapshot, to_unixtime(snap_agg.last_write) AS last_write,\n       to_unixtime(compaction.last_compaction) AS last_compaction,\n       since.writes_since_compaction, since.files_after_compaction,\n       trend.trend_at, trend.trend_files\n\
-         FROM cfg CROSS JOIN file_agg CROSS JOIN part_agg CROSS JOIN snap_agg CROSS JOIN compaction CROSS JOIN since CROSS JOIN trend",
-        target = target_ctes(t, h),
-        files = t.meta("files"),
+        "{cfg},\n\
+         stream AS (\n  {files}\n  UNION ALL\n  SELECT 1 AS kind, s.snapshot_id, NULL, NULL, NULL, NULL, s.committed_at, s.operation,\n         TRY_CAST(element_at(summary, 'total-data-files') AS bigint),\n         TRY_CAST(element_at(summary, 'deleted-data-files') AS bigint)\n  FROM {snapshots} s\n),\n\
+         timed AS (\n  SELECT x.kind, x.content, x.size, x.records, x.part, x.committed_at, x.operation, x.total_files,\n         cfg.target, cfg.target_from_property,\n         x.kind = 0 AND x.content = 0 AND x.size < cfg.target * {ratio} AS small,\n         x.kind = 0 AND x.content = 0 AND x.size > cfg.target * {large} AS large,\n         {written} AS written_at,\n         max(CASE WHEN x.operation = 'replace' AND x.deleted_files > 0 THEN x.committed_at END) OVER () AS last_compaction\n  FROM {join}\n)",
+        cfg = cfg_cte(t, h),
         snapshots = t.meta("snapshots"),
+        ratio = h.small_file_ratio,
+        large = h.large_file_ratio,
     )
 }
 
-/// Per-partition counts of one table.
-pub fn partitions_sql(t: &TableRef, h: &HealthConfig, layout: Layout) -> String {
-    let part = part_expr(layout);
+/// Per-partition aggregates of the file rows of `timed` (grouped by `kind, part`).
+const FILE_AGGREGATES: &str = "count_if(kind = 0 AND content = 0) AS files,\n         count_if(small) AS small,\n         count_if(large) AS large,\n         COALESCE(sum(CASE WHEN kind = 0 AND content = 0 THEN size END), 0) AS bytes,\n         COALESCE(sum(CASE WHEN kind = 0 AND content = 0 THEN records END), 0) AS records,\n         count_if(kind = 0 AND content = 1) AS position_delete_files,\n         count_if(kind = 0 AND content = 2) AS equality_delete_files,\n         COALESCE(sum(CASE WHEN kind = 0 AND content <> 0 THEN size END), 0) AS delete_bytes,\n         COALESCE(sum(CASE WHEN kind = 0 AND content = 1 THEN records END), 0) AS position_deletes,\n         COALESCE(sum(CASE WHEN kind = 0 AND content = 2 THEN records END), 0) AS equality_deletes,\n         min(CASE WHEN small THEN written_at END) AS oldest_small";
+
+/// One statement with every health fact of a table (see [`TableStats`]). Each metadata
+/// table appears once and every CTE is referenced once, so Trino (which inlines `WITH`)
+/// scans each once: files and snapshots travel as one stream, aggregated per partition
+/// once; the table's totals aggregate that aggregate.
+pub fn stats_sql(t: &TableRef, h: &HealthConfig, layout: Layout, meta: MetaTables) -> String {
+    use crate::health::CRITICAL_AVG_DIVISOR;
+    let min = h.min_small_files;
+    let partition_counts = if layout == Layout::Unpartitioned {
+        "0 AS partitions, 0 AS small_file_partitions, 0 AS critical_partitions".to_string()
+    } else {
+        format!(
+            "count_if(kind = 0 AND files > 0) AS partitions,\n         count_if(kind = 0 AND small >= {min}) AS small_file_partitions,\n         count_if(kind = 0 AND small >= {min} AND bytes < files * (target / {CRITICAL_AVG_DIVISOR})) AS critical_partitions"
+        )
+    };
+    let (meta_cte, meta_col, meta_join) = if meta.metadata_log {
+        (
+            format!(
+                ",\nmeta AS (\n  SELECT count(*) AS metadata_files FROM {}\n)",
+                t.meta("metadata_log_entries")
+            ),
+            "meta.metadata_files",
+            " CROSS JOIN meta",
+        )
+    } else {
+        (String::new(), "CAST(NULL AS bigint) AS metadata_files", "")
+    };
     format!(
-        "WITH\n{target}\n\
-         SELECT {part} AS part, cfg.target,\n       count_if(f.content = 0) AS files,\n       count_if(f.content = 0 AND f.file_size_in_bytes < cfg.target * {ratio}) AS small_files,\n       COALESCE(sum(CASE WHEN f.content = 0 THEN f.file_size_in_bytes END), 0) AS bytes,\n       COALESCE(sum(CASE WHEN f.content = 0 THEN f.record_count END), 0) AS records,\n       min(CASE WHEN f.content = 0 THEN f.file_size_in_bytes END) AS min_size,\n       max(CASE WHEN f.content = 0 THEN f.file_size_in_bytes END) AS max_size,\n       count_if(f.content <> 0) AS delete_files\n\
-         FROM {files} f CROSS JOIN cfg\n\
-         GROUP BY {part}, cfg.target",
-        target = target_ctes(t, h),
-        ratio = h.small_file_ratio,
-        files = t.meta("files"),
+        "WITH\n{timed},\n\
+         parts AS (\n  SELECT kind, part, max(target) AS target, bool_or(target_from_property) AS target_from_property,\n         {FILE_AGGREGATES},\n         count_if(kind = 1) AS snapshots, min(committed_at) AS oldest_snapshot, max(committed_at) AS newest_snapshot,\n         max(CASE WHEN kind = 1 AND operation <> 'replace' THEN committed_at END) AS last_write,\n         max(last_compaction) AS last_compaction,\n         count_if(kind = 1 AND operation <> 'replace' AND committed_at > last_compaction) AS writes_since_compaction,\n         max(CASE WHEN kind = 1 AND committed_at = last_compaction THEN total_files END) AS files_after_compaction,\n         array_agg(to_unixtime(committed_at) ORDER BY committed_at) FILTER (WHERE kind = 1 AND total_files IS NOT NULL) AS trend_at,\n         array_agg(total_files ORDER BY committed_at) FILTER (WHERE kind = 1 AND total_files IS NOT NULL) AS trend_files\n  FROM timed GROUP BY kind, part\n),\n\
+         tbl AS (\n  SELECT max(target) AS target, bool_or(target_from_property) AS target_from_property,\n         COALESCE(sum(files), 0) AS data_files, COALESCE(sum(small), 0) AS small_files, COALESCE(sum(large), 0) AS large_files,\n         COALESCE(sum(bytes), 0) AS total_bytes, COALESCE(sum(records), 0) AS records,\n         COALESCE(sum(position_delete_files), 0) AS position_delete_files, COALESCE(sum(equality_delete_files), 0) AS equality_delete_files,\n         COALESCE(sum(delete_bytes), 0) AS delete_bytes,\n         COALESCE(sum(position_deletes), 0) AS position_deletes, COALESCE(sum(equality_deletes), 0) AS equality_deletes,\n         min(oldest_small) AS oldest_small,\n         {partition_counts},\n         COALESCE(sum(snapshots), 0) AS snapshots, min(oldest_snapshot) AS oldest_snapshot, max(newest_snapshot) AS newest_snapshot,\n         max(last_write) AS last_write, max(last_compaction) AS last_compaction,\n         COALESCE(sum(writes_since_compaction), 0) AS writes_since_compaction, max(files_after_compaction) AS files_after_compaction,\n         arbitrary(trend_at) AS trend_at, arbitrary(trend_files) AS trend_files\n  FROM parts\n),\n\
+         man AS (\n  SELECT count(*) AS manifests, count_if(length < {small_manifest}) AS small_manifests, COALESCE(sum(length), 0) AS manifest_bytes\n  FROM {manifests}\n){meta_cte}\n\
+         SELECT tbl.target, tbl.target_from_property,\n       tbl.data_files, tbl.small_files, tbl.large_files, tbl.total_bytes, tbl.records,\n       tbl.position_delete_files + tbl.equality_delete_files AS delete_files,\n       tbl.position_delete_files, tbl.equality_delete_files, tbl.delete_bytes,\n       tbl.position_deletes, tbl.equality_deletes,\n       to_unixtime(tbl.oldest_small) AS oldest_small_file_at,\n       tbl.partitions, tbl.small_file_partitions, tbl.critical_partitions,\n       tbl.snapshots, to_unixtime(tbl.oldest_snapshot) AS oldest_snapshot,\n       to_unixtime(tbl.newest_snapshot) AS newest_snapshot, to_unixtime(tbl.last_write) AS last_write,\n       to_unixtime(tbl.last_compaction) AS last_compaction,\n       tbl.writes_since_compaction, tbl.files_after_compaction,\n       tbl.trend_at, tbl.trend_files,\n       man.manifests, man.small_manifests, man.manifest_bytes, {meta_col}\n\
+         FROM tbl CROSS JOIN man{meta_join}",
+        timed = timed_ctes(t, h, layout, meta, true),
+        small_manifest = h.small_manifest_size,
+        manifests = t.meta("manifests"),
+    )
+}
+
+/// Per-partition counts of one table, with how long its small files have waited (with
+/// `$entries`). One read of each metadata table.
+pub fn partitions_sql(t: &TableRef, h: &HealthConfig, layout: Layout, meta: MetaTables) -> String {
+    format!(
+        "WITH\n{timed}\n\
+         SELECT part, max(target) AS target,\n         {FILE_AGGREGATES},\n         count_if(kind = 0 AND content <> 0) AS delete_files,\n         min(CASE WHEN kind = 0 AND content = 0 THEN size END) AS min_size,\n         max(CASE WHEN kind = 0 AND content = 0 THEN size END) AS max_size\n\
+         FROM timed\n\
+         GROUP BY kind, part\n\
+         HAVING kind = 0",
+        timed = timed_ctes(t, h, layout, meta, false),
     )
 }
 
@@ -110,6 +186,16 @@ pub fn parse_stats(r: &Row, layout: Layout) -> Result<TableStats, String> {
         critical_partitions: u("critical_partitions")?,
         delete_files: u("delete_files")?,
         delete_bytes: u("delete_bytes")?,
+        position_delete_files: u("position_delete_files")?,
+        position_deletes: u("position_deletes")?,
+        equality_delete_files: u("equality_delete_files")?,
+        equality_deletes: u("equality_deletes")?,
+        large_files: u("large_files")?,
+        oldest_small_file_at: opt_time(r, "oldest_small_file_at"),
+        manifests: r.u64("manifests"),
+        small_manifests: r.u64("small_manifests"),
+        manifest_bytes: r.u64("manifest_bytes"),
+        metadata_files: r.u64("metadata_files"),
         snapshots: u("snapshots")?,
         oldest_snapshot: opt_time(r, "oldest_snapshot"),
         newest_snapshot: opt_time(r, "newest_snapshot"),
@@ -329,7 +415,16 @@ mod tests {
     #[test]
     fn stats_sql_reads_every_table_once_and_quotes_names() {
         let t = TableRef::new("iceberg", "finance", r#"ledger "q3" it's-odd"#);
-        let sql = stats_sql(&t, &HealthConfig::default(), Layout::PartitionColumn);
+        let files_only = MetaTables {
+            entries: false,
+            metadata_log: true,
+        };
+        let sql = stats_sql(
+            &t,
+            &HealthConfig::default(),
+            Layout::PartitionColumn,
+            files_only,
+        );
         assert!(
             sql.contains(r#""iceberg"."finance"."ledger ""q3"" it's-odd$files""#),
             "{sql}"
@@ -342,7 +437,75 @@ mod tests {
             !sql.contains("summary["),
             "missing keys must not fail the query"
         );
-        let unpart = stats_sql(&t, &HealthConfig::default(), Layout::Unpartitioned);
+        let unpart = stats_sql(
+            &t,
+            &HealthConfig::default(),
+            Layout::Unpartitioned,
+            files_only,
+        );
         assert!(!unpart.contains("f.partition"));
+    }
+
+    /// Every metadata table and every CTE is named once: Trino inlines `WITH`, so a second
+    /// reference would be a second scan.
+    #[test]
+    fn per_table_statements_name_each_metadata_table_and_cte_once() {
+        let t = TableRef::new("iceberg", "zoning", "documents");
+        let h = HealthConfig::default();
+        let metas = [
+            MetaTables::ALL,
+            MetaTables {
+                entries: false,
+                metadata_log: true,
+            },
+            MetaTables {
+                entries: false,
+                metadata_log: false,
+            },
+        ];
+        for meta in metas {
+            for layout in [
+                Layout::PartitionColumn,
+                Layout::Unpartitioned,
+                Layout::Directory,
+            ] {
+                for (what, sql) in [
+                    ("stats", stats_sql(&t, &h, layout, meta)),
+                    ("partitions", partitions_sql(&t, &h, layout, meta)),
+                ] {
+                    let ctx = format!("{what} {layout:?} {meta:?}:\n{sql}");
+                    let files = if meta.entries { "$entries" } else { "$files" };
+                    assert_eq!(sql.matches(files).count(), 1, "{ctx}");
+                    let other = if meta.entries { "$files" } else { "$entries" };
+                    assert_eq!(sql.matches(other).count(), 0, "{ctx}");
+                    assert_eq!(sql.matches("$snapshots").count(), 1, "{ctx}");
+                    assert_eq!(sql.matches("$properties").count(), 1, "{ctx}");
+                    if what == "stats" {
+                        assert_eq!(sql.matches("$manifests").count(), 1, "{ctx}");
+                        assert_eq!(
+                            sql.matches("$metadata_log_entries").count(),
+                            usize::from(meta.metadata_log),
+                            "{ctx}"
+                        );
+                    }
+                    for cte in ["cfg", "stream", "timed", "parts", "tbl", "man", "meta"] {
+                        let defined = sql.contains(&format!("{cte} AS ("));
+                        let refs = sql
+                            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                            .filter(|w| *w == cte)
+                            .count();
+                        if defined {
+                            // the definition, and one FROM/JOIN (qualified column uses aside)
+                            let from = sql.matches(&format!("FROM {cte} ")).count()
+                                + sql.matches(&format!("FROM {cte}\n")).count()
+                                + sql.matches(&format!("JOIN {cte} ")).count()
+                                + usize::from(sql.ends_with(&format!("JOIN {cte}")));
+                            assert_eq!(from, 1, "{cte} is read {from} times: {ctx}");
+                            assert!(refs >= 2, "{ctx}");
+                        }
+                    }
+                }
+            }
+        }
     }
 }

@@ -104,6 +104,7 @@ pub fn select_partitions(
                 min_file: u64::MAX,
                 max_file: 0,
                 delete_files: 0,
+                oldest_small_file_at: None,
             };
             for p in matches {
                 agg.data_files += p.data_files;

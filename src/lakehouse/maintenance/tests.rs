@@ -28,6 +28,7 @@ fn part(values: &[(&str, Option<&str>)], files: u64) -> PartitionStats {
         min_file: 3000,
         max_file: 5000,
         delete_files: 0,
+        oldest_small_file_at: None,
     }
 }
 

@@ -1,0 +1,141 @@
+//! Every per-table statement floe sends reads each metadata table once as Trino plans it
+//! (`WITH` inlined): the lab counts the scans of each statement (`scans` in
+//! `GET /_lab/queries`).
+
+mod common;
+
+use common::{lab, user};
+use floe::health::HealthConfig;
+use floe::lakehouse::model::TableRef;
+use floe::lakehouse::queries::{Lakehouse, Layout, MetaTables, partitions_sql, stats_sql};
+use floe::trino::Client;
+use serde_json::Value;
+
+fn lakehouse(url: &str, user: &str) -> Lakehouse {
+    Lakehouse::new(
+        Client::new(lab().config(url, user)).unwrap(),
+        "iceberg",
+        HealthConfig::default(),
+    )
+}
+
+/// Every metadata table a statement of `user` read was read once; returns how many
+/// statements named at least one metadata table.
+async fn assert_one_scan_each(user: &str) -> usize {
+    let queries = lab().queries_of(user).await;
+    let mut counted = 0;
+    for q in &queries {
+        let scans = q["scans"].as_object().cloned().unwrap_or_default();
+        let meta: Vec<(&String, &Value)> = scans.iter().filter(|(k, _)| k.contains('$')).collect();
+        if meta.is_empty() {
+            continue;
+        }
+        counted += 1;
+        for (table, n) in meta {
+            assert_eq!(
+                n.as_u64(),
+                Some(1),
+                "{table} scanned {n} times by:\n{}",
+                q["sql"].as_str().unwrap_or("")
+            );
+        }
+    }
+    counted
+}
+
+fn documents() -> TableRef {
+    TableRef::new("iceberg", "zoning", "documents")
+}
+
+#[tokio::test]
+async fn floes_reads_of_a_table_scan_each_metadata_table_once() {
+    let u = user("scans_reads");
+    let lake = lakehouse(&lab().trino_url(), &u);
+    lake.connect().await.unwrap();
+    let t = documents();
+    let stats = lake.table_stats(&t).await.unwrap();
+    assert!(stats.data_files > 0);
+    let parts = lake.partitions(&t).await.unwrap();
+    assert!(!parts.partitions.is_empty());
+    assert!(!lake.snapshots(&t).await.unwrap().is_empty());
+    let p = &parts.partitions[0];
+    let (files, _) = lake
+        .recount(&t, std::slice::from_ref(&p.values), 96 << 20)
+        .await
+        .unwrap();
+    assert_eq!(files, p.data_files);
+    // An unpartitioned table: the first form fails on `partition`, the second runs.
+    let staging = TableRef::new("iceberg", "zoning", "staging");
+    lake.table_stats(&staging).await.unwrap();
+    lake.partitions(&staging).await.unwrap();
+
+    let queries = lab().queries_of(&u).await;
+    let sql: Vec<&str> = queries.iter().filter_map(|q| q["sql"].as_str()).collect();
+    assert!(sql.iter().any(|s| s.contains("$entries")), "{sql:#?}");
+    assert!(sql.iter().any(|s| s.contains("$manifests")));
+    assert!(sql.iter().any(|s| s.contains("$metadata_log_entries")));
+    assert!(assert_one_scan_each(&u).await >= 7);
+}
+
+#[tokio::test]
+async fn every_statement_form_scans_each_metadata_table_once() {
+    let u = user("scans_forms");
+    let client = lab().client(&u);
+    let h = HealthConfig::default();
+    let metas = [
+        MetaTables::ALL,
+        MetaTables {
+            entries: false,
+            metadata_log: true,
+        },
+        MetaTables {
+            entries: false,
+            metadata_log: false,
+        },
+    ];
+    let staging = TableRef::new("iceberg", "zoning", "staging");
+    let mut n = 0;
+    for meta in metas {
+        for (t, layout) in [
+            (documents(), Layout::PartitionColumn),
+            (documents(), Layout::Directory),
+            (staging.clone(), Layout::Unpartitioned),
+        ] {
+            for sql in [
+                stats_sql(&t, &h, layout, meta),
+                partitions_sql(&t, &h, layout, meta),
+            ] {
+                client
+                    .query(&sql)
+                    .await
+                    .unwrap_or_else(|e| panic!("{e}\n{sql}"));
+                n += 1;
+            }
+        }
+    }
+    assert_eq!(assert_one_scan_each(&u).await, n);
+}
+
+#[tokio::test]
+async fn an_older_server_without_entries_is_read_once_per_table_too() {
+    let u = user("scans_v451");
+    let lake = lakehouse(&lab().listener("v451"), &u);
+    lake.connect().await.unwrap();
+    assert!(!lake.meta_tables().entries);
+    let t = documents();
+    let stats = lake.table_stats(&t).await.unwrap();
+    assert!(stats.data_files > 0);
+    assert_eq!(stats.oldest_small_file_at, None, "no $entries on 451");
+    assert!(
+        stats.metadata_files.is_some(),
+        "451 has $metadata_log_entries"
+    );
+    lake.partitions(&t).await.unwrap();
+    let queries = lab().queries_of(&u).await;
+    assert!(
+        queries
+            .iter()
+            .all(|q| !q["sql"].as_str().unwrap_or("").contains("$entries"))
+    );
+    assert!(assert_one_scan_each(&u).await >= 2);
+}
