@@ -25,7 +25,21 @@ pub struct TableRecord {
     pub small_file_partitions: Option<u64>,
     pub snapshots: Option<u64>,
     pub delete_files: Option<u64>,
+    /// Position (content 1) and equality (content 2) delete files.
+    pub position_delete_files: Option<u64>,
+    pub equality_delete_files: Option<u64>,
+    /// Data files over `large_file_ratio` × target.
+    pub large_files: Option<u64>,
     pub target_file_size: Option<u64>,
+    /// The commit time of the oldest live small data file (RFC 3339; servers with
+    /// `$entries`), and its age in hours at `now`.
+    pub small_files_waiting_since: Option<String>,
+    pub small_files_waiting_hours: Option<f64>,
+    /// Manifests of the current snapshot and the small ones (`$manifests`).
+    pub manifests: Option<u64>,
+    pub small_manifests: Option<u64>,
+    /// Metadata files in the metadata log (`$metadata_log_entries`).
+    pub metadata_files: Option<u64>,
     /// RFC 3339 with milliseconds, UTC.
     pub last_compaction_at: Option<String>,
     /// Hours between the last compaction and `now`, to two decimals.
@@ -82,7 +96,15 @@ impl TableRecord {
             small_file_partitions: n(|s| s.small_file_partitions),
             snapshots: n(|s| s.snapshots),
             delete_files: n(|s| s.delete_files),
+            position_delete_files: n(|s| s.position_delete_files),
+            equality_delete_files: n(|s| s.equality_delete_files),
+            large_files: n(|s| s.large_files),
             target_file_size: n(|s| s.target_file_size),
+            small_files_waiting_since: at(|s| s.oldest_small_file_at),
+            small_files_waiting_hours: age_hours(now, stats.and_then(|s| s.oldest_small_file_at)),
+            manifests: stats.and_then(|s| s.manifests),
+            small_manifests: stats.and_then(|s| s.small_manifests),
+            metadata_files: stats.and_then(|s| s.metadata_files),
             last_compaction_at: at(|s| s.last_compaction),
             last_compaction_age_hours: age_hours(now, stats.and_then(|s| s.last_compaction)),
             last_write_at: at(|s| s.last_write),

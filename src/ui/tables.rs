@@ -117,6 +117,11 @@ fn row_cells(
             }),
             (TableCol::Snapshots, Some(st)) => num(compact(st.snapshots)),
             (TableCol::Compacted, Some(st)) => compacted_cell(r, st, cols, now, th),
+            (TableCol::Waiting, Some(st)) => num(if st.small_files > 0 {
+                age(now, st.oldest_small_file_at)
+            } else {
+                "-".into()
+            }),
             (TableCol::Written, Some(st)) => num(age(now, st.last_write)),
             (TableCol::Deletes, Some(st)) => num(compact(st.delete_files)),
             (TableCol::Dag, Some(_)) => match &r.dag {

@@ -24,13 +24,15 @@ pub enum TableCol {
     SmallPartitions,
     Snapshots,
     Compacted,
+    /// How long the oldest live small data file has waited (servers with `$entries`).
+    Waiting,
     Written,
     Deletes,
     Dag,
 }
 
 /// Sort columns of the Tables tab, in `s` cycling order.
-pub const TABLE_SORTS: [TableCol; 12] = [
+pub const TABLE_SORTS: [TableCol; 13] = [
     TableCol::Status,
     TableCol::Table,
     TableCol::Files,
@@ -43,14 +45,17 @@ pub const TABLE_SORTS: [TableCol; 12] = [
     TableCol::Compacted,
     TableCol::Written,
     TableCol::Deletes,
+    TableCol::Waiting,
 ];
 
 /// From this list width on the wide columns show.
 pub const WIDE: u16 = 110;
+/// From this list width on WAITING shows (narrower: the finding in `i` says it).
+pub const WAITING_FROM: u16 = 130;
 
 impl TableCol {
     /// Drawn columns, left to right.
-    pub const SHOWN: [TableCol; 14] = [
+    pub const SHOWN: [TableCol; 15] = [
         TableCol::Status,
         TableCol::Score,
         TableCol::Table,
@@ -62,6 +67,7 @@ impl TableCol {
         TableCol::Partitions,
         TableCol::Snapshots,
         TableCol::Compacted,
+        TableCol::Waiting,
         TableCol::Written,
         TableCol::Deletes,
         TableCol::Dag,
@@ -80,6 +86,7 @@ impl TableCol {
             TableCol::Partitions => "PARTS",
             TableCol::Snapshots => "SNAPS",
             TableCol::Compacted => "COMPACTED",
+            TableCol::Waiting => "WAITING",
             TableCol::Written => "WRITTEN",
             TableCol::Deletes => "DELETES",
             TableCol::Dag => "MAINTENANCE DAG",
@@ -98,6 +105,7 @@ impl TableCol {
             | TableCol::Size
             | TableCol::Records
             | TableCol::Written
+            | TableCol::Waiting
             | TableCol::Deletes => 7,
             TableCol::Compacted if wide => 9,
             TableCol::Compacted => 10,
@@ -123,6 +131,7 @@ impl TableCol {
             | TableCol::Snapshots
             | TableCol::Written
             | TableCol::Deletes => Some(WIDE),
+            TableCol::Waiting => Some(WAITING_FROM),
             TableCol::Dag => Some(150),
             TableCol::SmallPartitions => None,
         }
@@ -150,6 +159,7 @@ impl TableCol {
             TableCol::Partitions => "partitions",
             TableCol::Snapshots => "snapshots",
             TableCol::Compacted => "compacted",
+            TableCol::Waiting => "waiting",
             TableCol::Written => "written",
             TableCol::Deletes => "deletes",
             TableCol::SmallPartitions => "small partitions",
@@ -192,6 +202,20 @@ impl TableCol {
                         .map(|x| x.last_compaction.map(|t| t.timestamp()).unwrap_or(i64::MIN))
                 };
                 opt_cmp(t(a), t(b))
+            }
+            // Longest waiting first; nothing waiting (or unknown) last.
+            TableCol::Waiting => {
+                let t = |r: &TableRow| {
+                    r.stats
+                        .as_ref()
+                        .and_then(|x| x.oldest_small_file_at.map(|t| t.timestamp()))
+                };
+                match (t(a), t(b)) {
+                    (Some(x), Some(y)) => x.cmp(&y),
+                    (Some(_), None) => Ordering::Less,
+                    (None, Some(_)) => Ordering::Greater,
+                    (None, None) => Ordering::Equal,
+                }
             }
             TableCol::Written => {
                 let t = |r: &TableRow| {

@@ -256,6 +256,52 @@ pub fn reload_row(s: &mut State, table: &TableRef) -> Option<Effect> {
 }
 
 /// One line per finding, for the health popup and the side panel.
+/// The facts behind the newer rules, one line each, only those the server reported.
+pub fn detail_facts(
+    st: &crate::lakehouse::model::TableStats,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(w) = st.oldest_small_file_at
+        && st.small_files > 0
+    {
+        out.push(format!(
+            "small files waiting since {} (oldest live small file)",
+            crate::fmt::human_duration((now - w).num_seconds().max(0))
+        ));
+    }
+    if st.delete_files > 0 {
+        out.push(format!(
+            "deletes: {} position files ({} rows), {} equality files ({} keys), {}",
+            st.position_delete_files,
+            st.position_deletes,
+            st.equality_delete_files,
+            st.equality_deletes,
+            human_bytes(st.delete_bytes)
+        ));
+    }
+    let mut meta = Vec::new();
+    if let Some(m) = st.manifests {
+        meta.push(format!(
+            "{m} manifests ({} small{})",
+            st.small_manifests.unwrap_or(0),
+            st.manifest_bytes
+                .map(|b| format!(", {}", human_bytes(b)))
+                .unwrap_or_default()
+        ));
+    }
+    if let Some(m) = st.metadata_files {
+        meta.push(format!("{m} metadata files"));
+    }
+    if st.large_files > 0 {
+        meta.push(format!("{} files over the large-file line", st.large_files));
+    }
+    if !meta.is_empty() {
+        out.push(meta.join(", "));
+    }
+    out
+}
+
 pub fn health_breakdown(s: &State, t: &TableRef) -> Vec<(Severity, String)> {
     let Some(row) = s.tables.row(t) else {
         return vec![(Severity::Unknown, format!("{t} is not loaded"))];
@@ -301,6 +347,9 @@ pub fn health_breakdown(s: &State, t: &TableRef) -> Vec<(Severity, String)> {
                 human_bytes(st.total_bytes)
             ),
         ));
+        for line in detail_facts(st, s.now) {
+            out.push((Severity::Info, line));
+        }
     }
     if let Some(e) = &row.error {
         out.push((Severity::Unknown, format!("last load failed: {e}")));
