@@ -362,13 +362,13 @@ fn build_health(
             "{key}.delete_record_ratio_critical is below delete_record_ratio_warn"
         )));
     }
-    if !(h.equality_delete_weight >= 1.0) {
+    if h.equality_delete_weight.is_nan() || h.equality_delete_weight < 1.0 {
         return Err(err(format!(
             "{key}.equality_delete_weight = {}: expected at least 1",
             h.equality_delete_weight
         )));
     }
-    if !(h.large_file_ratio > 1.0) {
+    if h.large_file_ratio.is_nan() || h.large_file_ratio <= 1.0 {
         return Err(err(format!(
             "{key}.large_file_ratio = {}: expected above 1",
             h.large_file_ratio

@@ -483,7 +483,7 @@ fn stale_finding(
         );
         (msg, severity, penalty)
     } else {
-        if !stats.last_write.is_some_and(|w| w > last) {
+        if stats.last_write.is_none_or(|w| w <= last) {
             return None;
         }
         let a = age(now, last);
