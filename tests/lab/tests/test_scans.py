@@ -1,4 +1,4 @@
-"""The scan counter: references after Trino inlines WITH queries (no lab needed)."""
+"""The scan counter: references after Trino inlines WITH queries (the last test asks the running lab)."""
 
 from __future__ import annotations
 
@@ -52,3 +52,26 @@ def test_a_subquery_with_its_own_with_shadows_the_outer_name():
 
 def test_unparsable_text_counts_nothing():
     assert scans("SELEC nope") == {}
+
+
+def test_the_server_reports_scans_in_queries_and_final_stats(lab):
+    """Against the running lab: `scans` in GET /_lab/queries, `labScans` in the final stats."""
+    import json
+    import urllib.request
+    import uuid
+
+    user = f"scans_{uuid.uuid4().hex[:8]}"
+    url = lab["trino"]["url"]
+    sql = ('WITH f AS (SELECT file_size_in_bytes FROM iceberg.zoning."documents$files") '
+           'SELECT count(*) FROM f a CROSS JOIN f b WHERE a.file_size_in_bytes < 0')
+    req = urllib.request.Request(f"{url}/v1/statement", data=sql.encode(), headers={"X-Trino-User": user})
+    page = json.load(urllib.request.urlopen(req, timeout=60))
+    while "nextUri" in page:
+        nxt = urllib.request.Request(page["nextUri"], headers={"X-Trino-User": user})
+        page = json.load(urllib.request.urlopen(nxt, timeout=60))
+    assert page["stats"]["state"] == "FINISHED", page
+    assert page["stats"]["labScans"] == {F: 2}
+    rows = json.load(urllib.request.urlopen(f"{lab['trino']['control_url']}/queries", timeout=60))
+    rows = rows.get("queries", rows) if isinstance(rows, dict) else rows
+    mine = [r for r in rows if r["user"] == user]
+    assert [r["scans"] for r in mine] == [{F: 2}]
