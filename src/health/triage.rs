@@ -901,6 +901,7 @@ pub fn incidents(facts: &Facts, now: DateTime<Utc>) -> Vec<Incident> {
         let tables = claim(&ts, &mut claimed, &name_of, &mut evidence, now);
         let n = tables.len();
         let tbl = plural(n, "table", "tables");
+        let wait = plural(n, "waits", "wait");
         let (cause, next, jump) = match kind {
             Kind::Unreadable => (
                 format!("{n} {tbl} could not be read"),
@@ -912,11 +913,11 @@ pub fn incidents(facts: &Facts, now: DateTime<Utc>) -> Vec<Incident> {
             Kind::Unmaintained => (
                 if facts.airflow {
                     format!(
-                        "{n} {tbl} wait for compaction and no DAG maintains {}",
+                        "{n} {tbl} {wait} for compaction and no DAG maintains {}",
                         plural(n, "it", "them")
                     )
                 } else {
-                    format!("{n} {tbl} wait for compaction (Airflow not configured)")
+                    format!("{n} {tbl} {wait} for compaction (Airflow not configured)")
                 },
                 {
                     let mut v = vec![Next::Optimize {
@@ -933,7 +934,7 @@ pub fn incidents(facts: &Facts, now: DateTime<Utc>) -> Vec<Incident> {
             ),
             Kind::CompactionDue => (
                 format!(
-                    "{n} {tbl} wait for compaction while {} DAG reports nothing wrong",
+                    "{n} {tbl} {wait} for compaction while {} DAG reports nothing wrong",
                     plural(n, "its", "their")
                 ),
                 vec![Next::Optimize {
@@ -944,7 +945,10 @@ pub fn incidents(facts: &Facts, now: DateTime<Utc>) -> Vec<Incident> {
                 },
             ),
             _ => (
-                format!("{n} {tbl} keep snapshots past retention"),
+                format!(
+                    "{n} {tbl} {} snapshots past retention",
+                    plural(n, "keeps", "keep")
+                ),
                 vec![Next::ExpireSnapshots {
                     table: tables[0].table.clone(),
                 }],
