@@ -27,6 +27,8 @@ pub struct TriageView {
     pub search: Vec<String>,
     pub grid: Grid,
     pub jumped: Option<Jumped>,
+    /// Tables or DAGs changed since the incidents were derived.
+    pub dirty: bool,
 }
 
 impl TriageView {
@@ -118,6 +120,7 @@ pub fn rebuild(s: &mut State) {
     let keep = s.triage.selected().map(key);
     s.triage.search = list.iter().map(Incident::search_text).collect();
     s.triage.incidents = list;
+    s.triage.dirty = false;
     reindex_with(&mut s.triage, keep);
 }
 

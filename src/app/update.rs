@@ -11,13 +11,17 @@ use super::state::{Level, Popup, State, Tab};
 use super::{dags, export, maintenance, nav, partitions, prompt, snapshots, tables, triage};
 
 pub fn update(s: &mut State, action: Action) -> Vec<Effect> {
-    // Results that change what the Triage tab derives from.
-    let derive = matches!(
+    // Results change what the Triage tab derives from: it is derived again when it is on
+    // screen and a key, a tick or a resize comes (at most once a second while results
+    // stream in), not for each of a thousand tables' results.
+    let data = matches!(
         action,
         Action::Tables(_) | Action::Dags(_) | Action::Maintenance(_) | Action::ProfileSwitched(_)
     );
     let fx = dispatch(s, action);
-    if derive {
+    if data {
+        s.triage.dirty = true;
+    } else if s.tab == Tab::Triage && s.triage.dirty {
         triage::rebuild(s);
     }
     fx

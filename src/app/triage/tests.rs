@@ -28,7 +28,9 @@ pub(crate) fn triaged() -> State {
 
 #[test]
 fn incidents_follow_the_tables_and_dags() {
-    let s = triaged();
+    let mut s = triaged();
+    assert!(s.triage.incidents.is_empty(), "derived only when on screen");
+    update(&mut s, key('0'));
     let kinds: Vec<Kind> = s.triage.incidents.iter().map(|i| i.kind).collect();
     assert_eq!(kinds[0], Kind::Endpoint, "{kinds:?}");
     let first = &s.triage.incidents[0];
@@ -151,5 +153,9 @@ fn the_selection_stays_on_its_incident_across_refreshes() {
         &mut s,
         Action::Dags(DagMsg::ConnectionFindings(connections())),
     );
+    assert!(s.triage.dirty);
+    let now = s.now;
+    update(&mut s, Action::Tick(now));
+    assert!(!s.triage.dirty);
     assert_eq!(s.triage.selected().unwrap().cause, before);
 }
