@@ -5,6 +5,7 @@ use chrono::SecondsFormat;
 use super::Report;
 use crate::fmt::{human_bytes, human_duration};
 use crate::health::{Finding, Severity};
+use crate::text::fold_whitespace;
 
 impl Report {
     pub(super) fn text(&self) -> String {
@@ -137,10 +138,10 @@ impl Report {
                 "{:>2}. {:<8} {}",
                 n + 1,
                 i.severity.label(),
-                i.cause
+                fold_whitespace(&i.cause)
             ));
             if let Some(t) = i.tables_text(5) {
-                out.push_str(&format!(" → {t}"));
+                out.push_str(&format!(" → {}", fold_whitespace(&t)));
             }
             out.push('\n');
             out.push_str(&format!("    next: {}\n", super::triage::next_line(i)));
