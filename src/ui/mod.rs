@@ -177,7 +177,10 @@ fn draw_tabs(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
             Style::default()
         };
         spans.push(Span::styled(title, style));
-        spans.push(Span::raw(" "));
+        // Between tabs only: at 80 columns the marks badge after the last one still fits.
+        if i + 1 < Tab::ALL.len() {
+            spans.push(Span::raw(" "));
+        }
     }
     if s.tab == Tab::Partitions && !s.partitions.marks.is_empty() {
         spans.push(Span::styled(
