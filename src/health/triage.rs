@@ -467,6 +467,21 @@ fn table_evidence(name: &str, t: &TableFacts) -> Vec<String> {
     out
 }
 
+/// ` (paused)` after a failing DAG's id when it is also paused.
+fn paused(d: &DagFacts) -> &'static str {
+    if d.paused { " (paused)" } else { "" }
+}
+
+/// Unpausing comes first for the paused ones among failing DAGs.
+fn unpause<'a>(dags: impl IntoIterator<Item = &'a DagFacts>) -> Vec<Next> {
+    dags.into_iter()
+        .filter(|d| d.paused)
+        .map(|d| Next::Unpause {
+            dag_id: d.dag_id.clone(),
+        })
+        .collect()
+}
+
 fn runs(n: u32) -> String {
     match n {
         0 | 1 => "last run failed".into(),
@@ -554,7 +569,12 @@ pub fn incidents(facts: &Facts, now: DateTime<Utc>) -> Vec<Incident> {
         let shown = if named.is_empty() { &here } else { &named };
         let dag_ids: Vec<String> = dags.iter().map(|d| d.dag_id.clone()).collect();
         let what = if dags.len() == 1 {
-            format!("DAG {} {}", dags[0].dag_id, runs(dags[0].failed_runs))
+            format!(
+                "DAG {}{} {}",
+                dags[0].dag_id,
+                paused(dags[0]),
+                runs(dags[0].failed_runs)
+            )
         } else {
             format!(
                 "DAGs {} failing ({} failed runs)",
@@ -611,6 +631,7 @@ pub fn incidents(facts: &Facts, now: DateTime<Utc>) -> Vec<Incident> {
             connections: shown.iter().map(|c| c.id.clone()).collect(),
             endpoint: Some(endpoint.clone()),
         }];
+        next.extend(unpause(dags.iter().copied()));
         next.push(Next::Trigger {
             dag_id: dag_ids[0].clone(),
             after_fix: true,
@@ -635,7 +656,7 @@ pub fn incidents(facts: &Facts, now: DateTime<Utc>) -> Vec<Incident> {
     }
     for d in failing_alone {
         handled_dags.insert(d.dag_id.as_str());
-        let mut cause = format!("DAG {} {}", d.dag_id, runs(d.failed_runs));
+        let mut cause = format!("DAG {}{} {}", d.dag_id, paused(d), runs(d.failed_runs));
         match (&d.failing_task, &d.error_line) {
             (Some(t), Some(e)) => {
                 cause.push_str(&format!(" (task {t}: {})", crate::text::clip(e, 160)))
@@ -651,15 +672,14 @@ pub fn incidents(facts: &Facts, now: DateTime<Utc>) -> Vec<Incident> {
             &mut evidence,
             now,
         );
-        let mut next = vec![
-            Next::ReadLog {
-                dag_id: d.dag_id.clone(),
-            },
-            Next::Trigger {
-                dag_id: d.dag_id.clone(),
-                after_fix: true,
-            },
-        ];
+        let mut next = vec![Next::ReadLog {
+            dag_id: d.dag_id.clone(),
+        }];
+        next.extend(unpause([d]));
+        next.push(Next::Trigger {
+            dag_id: d.dag_id.clone(),
+            after_fix: true,
+        });
         if let Some(t) = tables.first() {
             next.push(Next::Optimize {
                 table: t.table.clone(),

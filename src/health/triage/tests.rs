@@ -442,3 +442,22 @@ fn same_names_in_two_schemas_are_told_apart() {
          never compacted (9d of writes); b.events: 50 small files, never compacted (9d of writes)"
     );
 }
+
+#[test]
+fn a_failing_dag_that_is_also_paused_says_so() {
+    let mut lab = lab();
+    lab.dags[0].paused = true;
+    let v = incidents(&lab.facts(), t0());
+    assert!(
+        v[0].cause
+            .starts_with("DAG compact_documents (paused) failing 14 runs"),
+        "{}",
+        v[0].cause
+    );
+    assert_eq!(
+        v[0].next[1],
+        Next::Unpause {
+            dag_id: "compact_documents".into()
+        }
+    );
+}
