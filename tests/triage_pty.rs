@@ -50,6 +50,8 @@ fn zero_shows_the_incident_and_enter_opens_its_log() {
                 .is_some_and(|l| l.contains("DAG compact_documents failing"))
                 && s.contains("trino-old.internal:8080")
                 && s.contains("documents: ")
+                // The failing task is read (it comes after the DAG's facts).
+                && s.contains("enter: the failing task's log of compact_documents")
         },
     );
     assert_eq!(

@@ -100,9 +100,13 @@ fn hints(s: &State, inc: &Incident) -> Vec<String> {
 }
 
 /// What Enter opens, in words.
-fn jump_text(j: &Jump) -> String {
+fn jump_text(s: &State, j: &Jump) -> String {
     match j {
-        Jump::DagFailure { dag_id } => format!("the failing task's log of {dag_id}"),
+        // Until the failing task is read, Enter opens the DAG's runs.
+        Jump::DagFailure { dag_id } => match s.dags.failures.get(dag_id) {
+            Some(Ok(_)) => format!("the failing task's log of {dag_id}"),
+            _ => format!("the runs of {dag_id} (its failing task is not read yet)"),
+        },
         Jump::Dag { dag_id } => format!("{dag_id} in the DAGs tab"),
         Jump::Dags => "the DAGs tab".into(),
         Jump::Partitions { table } => format!("the partitions of {}", table.table),
@@ -154,7 +158,7 @@ fn draw_detail(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
     lines.push(Line::from(next));
     lines.push(Line::from(vec![
         Span::styled("enter: ", th.dim()),
-        Span::raw(one_line(&jump_text(&inc.jump))),
+        Span::raw(one_line(&jump_text(s, &inc.jump))),
     ]));
     for e in &inc.evidence {
         lines.push(Line::from(Span::styled(one_line(e), th.dim())));

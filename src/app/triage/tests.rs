@@ -159,3 +159,21 @@ fn the_selection_stays_on_its_incident_across_refreshes() {
     assert!(!s.triage.dirty);
     assert_eq!(s.triage.selected().unwrap().cause, before);
 }
+
+#[test]
+fn before_the_failing_task_is_read_enter_opens_the_runs() {
+    let mut s = triaged();
+    s.dags.failures.clear();
+    update(&mut s, key('0'));
+    let fx = update(&mut s, code(KeyCode::Enter));
+    assert_eq!(s.tab, Tab::Dags);
+    assert_eq!(s.dags.level(), DagLevel::Runs);
+    assert_eq!(
+        fx,
+        vec![Effect::LoadRuns {
+            dag_id: "compact_documents".into()
+        }]
+    );
+    update(&mut s, code(KeyCode::Esc));
+    assert_eq!(s.tab, Tab::Triage);
+}
