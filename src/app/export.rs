@@ -167,7 +167,7 @@ pub fn export_view(s: &State) -> Option<ExportData> {
                 },
             ))
         }
-        Tab::Dags => None,
+        Tab::Dags | Tab::Triage => None,
     }
 }
 

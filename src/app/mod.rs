@@ -17,6 +17,7 @@ pub mod runtime;
 pub mod snapshots;
 pub mod state;
 pub mod tables;
+pub mod triage;
 pub mod update;
 
 #[cfg(test)]

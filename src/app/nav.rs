@@ -13,6 +13,7 @@ pub fn in_log(s: &State) -> bool {
 /// Re-apply filter and sort to the list on screen.
 pub fn reindex_current(s: &mut State) {
     match s.tab {
+        Tab::Triage => super::triage::reindex(s),
         Tab::Tables => s.tables.reindex(),
         Tab::Partitions => s.partitions.reindex(None),
         Tab::Snapshots => s.snapshots.reindex(),
@@ -30,7 +31,7 @@ fn sort_columns(tab: Tab) -> Vec<&'static str> {
         Tab::Snapshots => super::snapshots::SNAPSHOT_SORTS
             .map(|c| c.sort_name())
             .to_vec(),
-        Tab::Dags => Vec::new(),
+        Tab::Dags | Tab::Triage => Vec::new(),
     }
 }
 
@@ -96,6 +97,9 @@ pub fn switch_tab(s: &mut State, tab: Tab) -> Vec<Effect> {
 
 /// Enter: a table opens its partitions; on the DAGs tab, one level down.
 pub fn enter(s: &mut State) -> Vec<Effect> {
+    if s.tab == Tab::Triage {
+        return super::triage::enter(s);
+    }
     if s.tab == Tab::Tables && s.tables.selected().is_some() {
         s.tab = Tab::Partitions;
         return super::partitions::load(s, false);

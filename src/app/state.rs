@@ -17,6 +17,7 @@ use crate::trino::ServerInfo;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Tab {
+    Triage,
     Tables,
     Partitions,
     Snapshots,
@@ -24,10 +25,17 @@ pub enum Tab {
 }
 
 impl Tab {
-    pub const ALL: [Tab; 4] = [Tab::Tables, Tab::Partitions, Tab::Snapshots, Tab::Dags];
+    pub const ALL: [Tab; 5] = [
+        Tab::Triage,
+        Tab::Tables,
+        Tab::Partitions,
+        Tab::Snapshots,
+        Tab::Dags,
+    ];
 
     pub fn title(self) -> &'static str {
         match self {
+            Tab::Triage => "Triage",
             Tab::Tables => "Tables",
             Tab::Partitions => "Partitions",
             Tab::Snapshots => "Snapshots",
@@ -134,6 +142,7 @@ pub struct State {
     pub airflow_configured: bool,
     pub jobs: super::maintenance::Jobs,
     pub dags: super::dags::DagsView,
+    pub triage: super::triage::TriageView,
     /// `[[maintenance]]` mappings of the profile.
     pub maintenance: Vec<crate::config::MaintenanceMapping>,
     /// Frames drawn so far (`Action::Drawn`).
@@ -166,6 +175,7 @@ impl State {
             airflow_configured: false,
             jobs: super::maintenance::Jobs::default(),
             dags: super::dags::DagsView::default(),
+            triage: super::triage::TriageView::default(),
             maintenance: Vec::new(),
             frames: 0,
         }
@@ -191,12 +201,14 @@ impl State {
     pub fn extra_rows(&self) -> usize {
         match self.tab {
             Tab::Snapshots => super::layout::chart_height(self.size.1),
+            Tab::Triage => super::triage::detail_height(self.size.1),
             _ => 0,
         }
     }
 
     pub fn grid_mut(&mut self) -> Option<&mut Grid> {
         match self.tab {
+            Tab::Triage => Some(&mut self.triage.grid),
             Tab::Tables => Some(&mut self.tables.grid),
             Tab::Partitions => Some(&mut self.partitions.grid),
             Tab::Snapshots => Some(&mut self.snapshots.grid),
@@ -206,6 +218,7 @@ impl State {
 
     pub fn grid(&self) -> Option<&Grid> {
         match self.tab {
+            Tab::Triage => Some(&self.triage.grid),
             Tab::Tables => Some(&self.tables.grid),
             Tab::Partitions => Some(&self.partitions.grid),
             Tab::Snapshots => Some(&self.snapshots.grid),
@@ -264,6 +277,7 @@ impl State {
         self.tables = TablesView::default();
         self.partitions = PartitionsView::default();
         self.snapshots = SnapshotsView::default();
+        self.triage = super::triage::TriageView::default();
         self.tab = Tab::Tables;
     }
 

@@ -8,9 +8,26 @@ use super::action::{Action, Effect, MaintenanceKind};
 use super::keymap::Command;
 use super::prompt::RetentionFor;
 use super::state::{Level, Popup, State, Tab};
-use super::{dags, export, maintenance, nav, partitions, prompt, snapshots, tables};
+use super::{dags, export, maintenance, nav, partitions, prompt, snapshots, tables, triage};
 
 pub fn update(s: &mut State, action: Action) -> Vec<Effect> {
+    // Results change what the Triage tab derives from: it is derived again when it is on
+    // screen and a key, a tick or a resize comes (at most once a second while results
+    // stream in), not for each of a thousand tables' results.
+    let data = matches!(
+        action,
+        Action::Tables(_) | Action::Dags(_) | Action::Maintenance(_) | Action::ProfileSwitched(_)
+    );
+    let fx = dispatch(s, action);
+    if data {
+        s.triage.dirty = true;
+    } else if s.tab == Tab::Triage && s.triage.dirty {
+        triage::rebuild(s);
+    }
+    fx
+}
+
+fn dispatch(s: &mut State, action: Action) -> Vec<Effect> {
     match action {
         Action::Start => refresh_all(s),
         Action::Key(ev) => on_key(s, ev),
@@ -213,6 +230,7 @@ fn on_command(s: &mut State, cmd: Command) -> Vec<Effect> {
         Command::SortReverse => nav::sort(s, false),
         Command::NextTab => return nav::switch_tab(s, s.tab.next()),
         Command::PrevTab => return nav::switch_tab(s, s.tab.prev()),
+        Command::TabTriage => return nav::switch_tab(s, Tab::Triage),
         Command::TabTables => return nav::switch_tab(s, Tab::Tables),
         Command::TabPartitions => return nav::switch_tab(s, Tab::Partitions),
         Command::TabSnapshots => return nav::switch_tab(s, Tab::Snapshots),
@@ -226,12 +244,17 @@ fn on_command(s: &mut State, cmd: Command) -> Vec<Effect> {
         Command::Top => nav::top(s),
         Command::Bottom => nav::bottom(s),
         Command::Enter => return nav::enter(s),
-        Command::Back => nav::back(s),
+        Command::Back => {
+            if !triage::back(s) {
+                nav::back(s)
+            }
+        }
         Command::Mark if s.tab == Tab::Partitions => partitions::toggle_mark(s),
         Command::Mark => {}
         Command::ClearMarks => partitions::clear_marks(s),
         Command::Health => {
             let t = match s.tab {
+                Tab::Triage => triage::selected_table(s),
                 Tab::Tables => s.tables.selected().map(|r| r.table.clone()),
                 _ => s.focus_table().cloned(),
             };

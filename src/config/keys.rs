@@ -20,6 +20,7 @@ pub enum Command {
     SortReverse,
     NextTab,
     PrevTab,
+    TabTriage,
     TabTables,
     TabPartitions,
     TabSnapshots,
@@ -161,6 +162,15 @@ pub const SPECS: &[Spec] = &[
         "prev_tab",
         ["backtab"],
         "previous tab",
+        false,
+        Global,
+        false
+    ),
+    spec!(
+        TabTriage,
+        "tab_triage",
+        ["0"],
+        "Triage tab",
         false,
         Global,
         false

@@ -11,6 +11,7 @@ use crate::fmt::{human_bytes, human_duration, thousands};
 use crate::lakehouse::model::{PartitionStats, TableStats};
 
 pub mod mapping;
+pub mod triage;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct HealthConfig {

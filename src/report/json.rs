@@ -20,6 +20,7 @@ impl Report {
             error: &'a Option<String>,
             tables: Vec<serde_json::Value>,
             dags: Vec<serde_json::Value>,
+            incidents: Vec<serde_json::Value>,
             findings: &'a [Finding],
             #[serde(skip_serializing_if = "<[String]>::is_empty")]
             warnings: &'a [String],
@@ -52,6 +53,15 @@ impl Report {
                 })
             })
             .collect();
+        let incidents = self
+            .incidents()
+            .iter()
+            .map(|i| {
+                let mut v = serde_json::to_value(i).expect("incident serializes");
+                v["summary"] = i.summary().into();
+                v
+            })
+            .collect();
         let j = J {
             status: self.status(),
             summary: self.summary_line(),
@@ -62,6 +72,7 @@ impl Report {
             error: &self.fatal,
             tables,
             dags,
+            incidents,
             findings: &self.findings,
             warnings: &self.warnings,
         };

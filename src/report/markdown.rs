@@ -26,6 +26,26 @@ impl Report {
         if self.fatal.is_some() {
             return out;
         }
+        let incidents = self.incidents();
+        if !incidents.is_empty() {
+            out.push_str("### Incidents\n\n");
+            for (n, i) in incidents.iter().enumerate() {
+                out.push_str(&format!(
+                    "{}. **{}** {}",
+                    n + 1,
+                    i.severity.label(),
+                    md_escape(&i.cause)
+                ));
+                if let Some(t) = i.tables_text(5) {
+                    out.push_str(&format!(" → {}", md_escape(&t)));
+                }
+                out.push_str(&format!(
+                    "  \n   next: {}\n",
+                    md_escape(&super::triage::next_line(i))
+                ));
+            }
+            out.push('\n');
+        }
         out.push_str("| status | score | table | files | small | avg file | size | snapshots | last compaction |\n");
         out.push_str("|---|---:|---|---:|---:|---:|---:|---:|---|\n");
         for t in self.sorted_tables() {

@@ -7,6 +7,7 @@ mod markdown;
 mod prometheus;
 pub mod record;
 mod text;
+mod triage;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;

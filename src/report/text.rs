@@ -5,6 +5,7 @@ use chrono::SecondsFormat;
 use super::Report;
 use crate::fmt::{human_bytes, human_duration};
 use crate::health::{Finding, Severity};
+use crate::text::fold_whitespace;
 
 impl Report {
     pub(super) fn text(&self) -> String {
@@ -39,6 +40,7 @@ impl Report {
         if self.fatal.is_some() {
             return out;
         }
+        out.push_str(&self.incidents_text());
         out.push('\n');
         out.push_str(&format!(
             "{:<8} {:>5}  {:<40} {:>8} {:>8} {:>9} {:>10} {:>9} {:>10}\n",
@@ -117,6 +119,32 @@ impl Report {
             for f in &self.findings {
                 out.push_str(&finding_line(f));
             }
+        }
+        out
+    }
+}
+
+impl Report {
+    /// The incidents, worst first: one line each with the tables they affect, then the
+    /// next actions.
+    fn incidents_text(&self) -> String {
+        let incidents = self.incidents();
+        if incidents.is_empty() {
+            return String::new();
+        }
+        let mut out = format!("\nIncidents ({}, worst first):\n", incidents.len());
+        for (n, i) in incidents.iter().enumerate() {
+            out.push_str(&format!(
+                "{:>2}. {:<8} {}",
+                n + 1,
+                i.severity.label(),
+                fold_whitespace(&i.cause)
+            ));
+            if let Some(t) = i.tables_text(5) {
+                out.push_str(&format!(" → {}", fold_whitespace(&t)));
+            }
+            out.push('\n');
+            out.push_str(&format!("    next: {}\n", super::triage::next_line(i)));
         }
         out
     }

@@ -7,6 +7,7 @@ pub mod partitions;
 pub mod popup;
 pub mod tables;
 pub mod theme;
+pub mod triage;
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -46,6 +47,7 @@ pub fn draw(f: &mut Frame, s: &State) {
     draw_header(f, header, s, &th);
     draw_tabs(f, tabs, s, &th);
     match s.tab {
+        Tab::Triage => triage::draw(f, body, s, &th),
         Tab::Tables => tables::draw(f, body, s, &th),
         Tab::Partitions => partitions::draw(f, body, s, &th),
         Tab::Snapshots => history::draw(f, body, s, &th),
@@ -158,14 +160,15 @@ fn draw_header(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
 fn draw_tabs(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
     let mut spans = Vec::new();
     for (i, t) in Tab::ALL.iter().enumerate() {
-        let mut title = format!(" {} {} ", i + 1, t.title());
+        // The tab's number is its key (0 Triage … 4 DAGs).
+        let mut title = format!(" {i} {} ", t.title());
         if matches!(t, Tab::Partitions | Tab::Snapshots) {
             let focus = match t {
                 Tab::Partitions => s.partitions.table.as_ref(),
                 _ => s.snapshots.table.as_ref(),
             };
             if let Some(tb) = focus {
-                title = format!(" {} {}: {} ", i + 1, t.title(), tb.table);
+                title = format!(" {i} {}: {} ", t.title(), tb.table);
             }
         }
         let style = if *t == s.tab {
@@ -174,7 +177,10 @@ fn draw_tabs(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
             Style::default()
         };
         spans.push(Span::styled(title, style));
-        spans.push(Span::raw(" "));
+        // Between tabs only: at 80 columns the marks badge after the last one still fits.
+        if i + 1 < Tab::ALL.len() {
+            spans.push(Span::raw(" "));
+        }
     }
     if s.tab == Tab::Partitions && !s.partitions.marks.is_empty() {
         spans.push(Span::styled(
@@ -268,6 +274,7 @@ fn draw_job(f: &mut Frame, area: Rect, s: &State, job: &crate::app::maintenance:
 
 fn draw_footer(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
     let scope = match s.tab {
+        Tab::Triage => Scope::Global,
         Tab::Tables => Scope::Tables,
         Tab::Partitions => Scope::Partitions,
         Tab::Snapshots => Scope::Snapshots,

@@ -146,6 +146,7 @@ pub(super) fn on_written(
 /// of the selected table.
 pub fn target_dag(s: &State) -> Option<String> {
     match s.tab {
+        Tab::Triage => crate::app::triage::selected_dag(s),
         Tab::Dags => match s.dags.level() {
             DagLevel::List => s.dags.selected().map(|r| r.dag.dag_id.clone()),
             _ => s.dags.dag_id.clone(),

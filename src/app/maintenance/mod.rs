@@ -151,6 +151,7 @@ fn target_table(s: &State) -> Option<TableRef> {
         Tab::Partitions => s.partitions.table.clone(),
         Tab::Snapshots => s.snapshots.table.clone(),
         Tab::Dags => None,
+        Tab::Triage => crate::app::triage::selected_table(s),
     }
 }
 

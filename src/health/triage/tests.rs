@@ -1,0 +1,463 @@
+use super::*;
+use crate::app::testing::dags::{ERROR, failing_facts, ok_facts};
+use crate::app::testing::{healthy_stats, incident_stats, t0, tref};
+use crate::health::{HealthConfig, evaluate};
+
+/// A table: its name, stats, verdict, read error and DAG.
+type Row = (
+    TableRef,
+    Option<TableStats>,
+    Option<Health>,
+    Option<String>,
+    Option<String>,
+);
+
+/// The lab's story: documents' DAG fails on a dead endpoint, permits' DAG swallows the
+/// error, events' DAG is paused, two tables have no DAG, one table only keeps old
+/// snapshots, one could not be read; Airflow has an import error and two connections at
+/// the dead endpoint.
+struct Lab {
+    tables: Vec<Row>,
+    dags: Vec<DagFacts>,
+    findings: Vec<Finding>,
+}
+
+fn never_compacted(small: u64, days: i64) -> TableStats {
+    TableStats {
+        data_files: small,
+        small_files: small,
+        total_bytes: small * 3000,
+        partitioned: true,
+        partitions: 5,
+        small_file_partitions: 5,
+        critical_partitions: 5,
+        snapshots: 20,
+        oldest_snapshot: Some(t0() - chrono::Duration::days(days)),
+        newest_snapshot: Some(t0() - chrono::Duration::hours(3)),
+        last_compaction: None,
+        last_write: Some(t0() - chrono::Duration::hours(3)),
+        ..incident_stats()
+    }
+}
+
+fn bloat_only() -> TableStats {
+    TableStats {
+        data_files: 9,
+        small_files: 9,
+        snapshots: 3,
+        oldest_snapshot: Some(t0() - chrono::Duration::days(35)),
+        last_compaction: None,
+        ..healthy_stats()
+    }
+}
+
+fn conn(id: &str, failing: bool) -> Finding {
+    Finding {
+        rule: if failing {
+            "airflow_connection_failing"
+        } else {
+            "airflow_connection_elsewhere"
+        },
+        severity: if failing {
+            Severity::Critical
+        } else {
+            Severity::Warning
+        },
+        message: if failing {
+            format!(
+                "Airflow connection {id} points at trino-old.internal:8080 and fails its test: failed to execute: HTTPConnectionPool(host='trino-old.internal', port=8080): Max retries exceeded — floe reached 127.0.0.1:8080"
+            )
+        } else {
+            format!(
+                "Airflow connection {id} points at trino-old.internal:8080 — floe reached 127.0.0.1:8080"
+            )
+        },
+        penalty: 0,
+    }
+}
+
+fn lab() -> Lab {
+    let cfg = HealthConfig::default();
+    let now = t0();
+    let mut dags = vec![
+        failing_facts(),
+        ok_facts("compact_permits"),
+        ok_facts("compact_parcels"),
+        DagFacts {
+            paused: true,
+            last_run_state: None,
+            last_run_at: None,
+            last_success_at: None,
+            ..ok_facts("expire_snapshots")
+        },
+    ];
+    dags[0].guessed = true;
+    let dag = |id: &str| dags.iter().find(|d| d.dag_id == id).cloned();
+    let mut tables = Vec::new();
+    let mut add = |t: TableRef, st: Option<TableStats>, dag_id: Option<&str>, err: Option<&str>| {
+        let facts = dag_id.and_then(dag);
+        let h = st.as_ref().map(|s| evaluate(s, facts.as_ref(), &cfg, now));
+        let h = match err {
+            Some(e) => Some(Health {
+                status: Severity::Unknown,
+                score: 0,
+                findings: vec![Finding {
+                    rule: "unreadable",
+                    severity: Severity::Unknown,
+                    message: format!("health query failed: {e}"),
+                    penalty: 0,
+                }],
+            }),
+            None => h,
+        };
+        tables.push((
+            t,
+            st,
+            h,
+            err.map(str::to_string),
+            dag_id.map(str::to_string),
+        ));
+    };
+    add(
+        tref("zoning", "documents"),
+        Some(incident_stats()),
+        Some("compact_documents"),
+        None,
+    );
+    add(
+        tref("zoning", "permits"),
+        Some(never_compacted(300, 20)),
+        Some("compact_permits"),
+        None,
+    );
+    add(
+        tref("zoning", "parcels"),
+        Some(healthy_stats()),
+        Some("compact_parcels"),
+        None,
+    );
+    add(
+        tref("audit", "events"),
+        Some(never_compacted(360, 60)),
+        Some("expire_snapshots"),
+        None,
+    );
+    add(
+        tref("finance", "budget"),
+        Some(never_compacted(168, 14)),
+        None,
+        None,
+    );
+    add(
+        tref("zoning", "inspections"),
+        Some(never_compacted(40, 10)),
+        None,
+        None,
+    );
+    add(tref("finance", "ledger"), Some(bloat_only()), None, None);
+    add(
+        tref("zoning", "gone"),
+        None,
+        None,
+        Some("TABLE_NOT_FOUND: Table 'iceberg.zoning.gone' does not exist"),
+    );
+    add(
+        tref("zoning", "staging"),
+        Some(TableStats::default()),
+        None,
+        None,
+    );
+    let findings = vec![
+        Finding {
+            rule: "dag_import_error",
+            severity: Severity::Critical,
+            message: "import error in broken_dag.py: ModuleNotFoundError: No module named 'lakehouse_maintenance_helpers'".into(),
+            penalty: 0,
+        },
+        conn("trino_documents", true),
+        conn("trino_permits", true),
+    ];
+    Lab {
+        tables,
+        dags,
+        findings,
+    }
+}
+
+impl Lab {
+    fn facts(&self) -> Facts<'_> {
+        Facts {
+            tables: self
+                .tables
+                .iter()
+                .map(|(t, st, h, e, d)| TableFacts {
+                    table: t,
+                    stats: st.as_ref(),
+                    health: h.as_ref(),
+                    error: e.as_deref(),
+                    dag_id: d.as_deref(),
+                })
+                .collect(),
+            dags: self.dags.iter().collect(),
+            findings: self.findings.iter().collect(),
+            airflow: true,
+        }
+    }
+}
+
+fn tables_of(i: &Incident) -> Vec<&str> {
+    i.tables.iter().map(|a| a.table.table.as_str()).collect()
+}
+
+#[test]
+fn the_dead_endpoint_is_one_incident_first() {
+    let lab = lab();
+    let v = incidents(&lab.facts(), t0());
+    let first = &v[0];
+    assert_eq!(first.kind, Kind::Endpoint);
+    assert_eq!(first.severity, Severity::Critical);
+    assert_eq!(first.dags, vec!["compact_documents"]);
+    assert_eq!(tables_of(first), vec!["documents"]);
+    assert_eq!(
+        first.summary(),
+        "DAG compact_documents failing 14 runs (connection trino_documents → \
+         trino-old.internal:8080, fails its test) → documents: 2,016 small files, compacted 15d ago"
+    );
+    // Both connections at the endpoint are its evidence, and no incident of their own.
+    assert!(first.evidence.iter().any(|e| e.contains("trino_permits")));
+    assert!(first.evidence.iter().any(|e| e.contains(ERROR)));
+    assert!(
+        !v.iter().any(|i| i.kind == Kind::Connection),
+        "{:#?}",
+        v.iter().map(|i| i.summary()).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        first.next,
+        vec![
+            Next::FixConnection {
+                connections: vec!["trino_documents".into()],
+                endpoint: Some("trino-old.internal:8080".into()),
+            },
+            Next::Trigger {
+                dag_id: "compact_documents".into(),
+                after_fix: true
+            },
+            Next::Optimize {
+                table: tref("zoning", "documents")
+            },
+        ]
+    );
+    assert_eq!(
+        first.jump,
+        Jump::DagFailure {
+            dag_id: "compact_documents".into()
+        }
+    );
+    // Every table appears in one incident at most.
+    let mut seen = BTreeSet::new();
+    for i in &v {
+        for t in &i.tables {
+            assert!(seen.insert(t.table.clone()), "{} twice", t.table);
+        }
+    }
+}
+
+#[test]
+fn every_cause_has_its_kind_in_rank_order() {
+    let lab = lab();
+    let v = incidents(&lab.facts(), t0());
+    let kinds: Vec<(Kind, Severity, Vec<&str>)> = v
+        .iter()
+        .map(|i| (i.kind, i.severity, tables_of(i)))
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![
+            (Kind::Endpoint, Severity::Critical, vec!["documents"]),
+            (Kind::DagSucceedsStale, Severity::Critical, vec!["permits"]),
+            (Kind::ImportError, Severity::Critical, vec![]),
+            (Kind::DagPaused, Severity::Critical, vec!["events"]),
+            (
+                Kind::Unmaintained,
+                Severity::Critical,
+                vec!["budget", "inspections"]
+            ),
+            (Kind::Unreadable, Severity::Unknown, vec!["gone"]),
+            (Kind::SnapshotBloat, Severity::Warning, vec!["ledger"]),
+        ]
+    );
+    let permits = &v[1];
+    assert!(
+        permits
+            .cause
+            .starts_with("DAG compact_permits reports success (8h ago) but"),
+        "{}",
+        permits.cause
+    );
+    assert_eq!(
+        v[4].cause,
+        "2 tables wait for compaction and no DAG maintains them"
+    );
+}
+
+#[test]
+fn several_dags_on_one_endpoint_are_one_incident() {
+    let mut lab = lab();
+    // compact_permits now fails too, on the same endpoint (its own connection).
+    let mut f = failing_facts();
+    f.dag_id = "compact_permits".into();
+    f.failed_runs = 3;
+    f.error_line =
+        Some("could not connect to trino-old.internal:8080 (connection trino_permits)".into());
+    lab.dags[1] = f;
+    for t in &mut lab.tables {
+        if t.0.table == "permits" {
+            let st = t.1.clone().unwrap();
+            t.2 = Some(evaluate(
+                &st,
+                Some(&lab.dags[1]),
+                &HealthConfig::default(),
+                t0(),
+            ));
+        }
+    }
+    let v = incidents(&lab.facts(), t0());
+    let first = &v[0];
+    assert_eq!(first.dags, vec!["compact_documents", "compact_permits"]);
+    assert_eq!(tables_of(first), vec!["documents", "permits"]);
+    assert!(
+        first.cause.starts_with(
+            "DAGs compact_documents, compact_permits failing (17 failed runs) (connections \
+             trino_documents, trino_permits → trino-old.internal:8080, fail their test)"
+        ),
+        "{}",
+        first.cause
+    );
+    assert_eq!(v.iter().filter(|i| i.kind == Kind::Endpoint).count(), 1);
+}
+
+#[test]
+fn without_a_connection_finding_the_error_names_the_endpoint() {
+    let mut lab = lab();
+    lab.findings
+        .retain(|f| !f.rule.starts_with("airflow_connection"));
+    let v = incidents(&lab.facts(), t0());
+    assert_eq!(
+        v[0].cause,
+        "DAG compact_documents failing 14 runs (its error names trino-old.internal:8080)"
+    );
+    // A connection no failing DAG names is an incident of its own.
+    let mut lab2 = self::lab();
+    lab2.dags[0].error_line = Some("ValueError: boom".into());
+    let v = incidents(&lab2.facts(), t0());
+    assert_eq!(v[0].kind, Kind::DagFailing);
+    assert_eq!(
+        v[0].cause,
+        "DAG compact_documents failing 14 runs (task compact: ValueError: boom)"
+    );
+    let c: Vec<&Incident> = v.iter().filter(|i| i.kind == Kind::Connection).collect();
+    assert_eq!(c.len(), 1);
+    assert_eq!(
+        c[0].cause,
+        "Airflow connections trino_documents, trino_permits → trino-old.internal:8080 fail their test"
+    );
+}
+
+#[test]
+fn endpoints_are_read_from_what_the_server_said() {
+    assert_eq!(endpoints(ERROR), vec!["trino-old.internal:8080"]);
+    assert_eq!(
+        endpoints("HTTPConnectionPool(host='trino-old.internal', port=8080): Max retries"),
+        vec!["trino-old.internal:8080"]
+    );
+    assert_eq!(
+        endpoints("GET http://10.0.0.7:8443/v1/statement failed at 2026-11-30T10:00:00Z"),
+        vec!["10.0.0.7:8443"]
+    );
+    for none in [
+        "line 1:15: Table 'x' does not exist",
+        "at 12:30 the run failed",
+        "2026-11-30T10:00:00.123+0000 ERROR",
+        "ValueError: boom",
+        "host:99999",
+        "ns:a:80:90",
+    ] {
+        assert_eq!(endpoints(none), Vec::<String>::new(), "{none}");
+    }
+}
+
+#[test]
+fn a_healthy_lakehouse_has_no_incident() {
+    let cfg = HealthConfig::default();
+    let t = tref("zoning", "parcels");
+    let st = healthy_stats();
+    let h = evaluate(&st, None, &cfg, t0());
+    let facts = Facts {
+        tables: vec![TableFacts {
+            table: &t,
+            stats: Some(&st),
+            health: Some(&h),
+            error: None,
+            dag_id: None,
+        }],
+        dags: Vec::new(),
+        findings: Vec::new(),
+        airflow: false,
+    };
+    assert!(incidents(&facts, t0()).is_empty());
+}
+
+#[test]
+fn same_names_in_two_schemas_are_told_apart() {
+    let cfg = HealthConfig::default();
+    let (a, b) = (tref("a", "events"), tref("b", "events"));
+    let st = never_compacted(50, 9);
+    let h = evaluate(&st, None, &cfg, t0());
+    let facts = Facts {
+        tables: vec![
+            TableFacts {
+                table: &a,
+                stats: Some(&st),
+                health: Some(&h),
+                error: None,
+                dag_id: None,
+            },
+            TableFacts {
+                table: &b,
+                stats: Some(&st),
+                health: Some(&h),
+                error: None,
+                dag_id: None,
+            },
+        ],
+        dags: Vec::new(),
+        findings: Vec::new(),
+        airflow: false,
+    };
+    let v = incidents(&facts, t0());
+    assert_eq!(v.len(), 1);
+    assert_eq!(
+        v[0].summary(),
+        "2 tables wait for compaction (Airflow not configured) → a.events: 50 small files, \
+         never compacted (9d of writes); b.events: 50 small files, never compacted (9d of writes)"
+    );
+}
+
+#[test]
+fn a_failing_dag_that_is_also_paused_says_so() {
+    let mut lab = lab();
+    lab.dags[0].paused = true;
+    let v = incidents(&lab.facts(), t0());
+    assert!(
+        v[0].cause
+            .starts_with("DAG compact_documents (paused) failing 14 runs"),
+        "{}",
+        v[0].cause
+    );
+    assert_eq!(
+        v[0].next[1],
+        Next::Unpause {
+            dag_id: "compact_documents".into()
+        }
+    );
+}
