@@ -370,10 +370,14 @@ fn conn_finding(f: &Finding) -> Option<ConnFinding<'_>> {
     })
 }
 
-/// The age of what waits for compaction, in words: `compacted 15d ago`, or `never
+/// The age of what waits for compaction, in words: `waiting 15d` (the oldest live small
+/// file, where the server has `$entries`), else `compacted 15d ago`, or `never
 /// compacted (20d of writes)`.
 fn waiting(stats: &TableStats, now: DateTime<Utc>) -> String {
     let age = |t: DateTime<Utc>| human_duration((now - t).num_seconds().max(0));
+    if let Some(t) = stats.oldest_small_file_at {
+        return format!("waiting {}", age(t));
+    }
     match (stats.last_compaction, stats.oldest_snapshot) {
         (Some(t), _) => format!("compacted {} ago", age(t)),
         (None, Some(t)) => format!("never compacted ({} of writes)", age(t)),
