@@ -7,6 +7,7 @@ mod markdown;
 mod prometheus;
 pub mod record;
 mod text;
+pub mod timeline;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
