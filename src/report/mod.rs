@@ -4,6 +4,7 @@
 pub mod check;
 mod json;
 mod markdown;
+pub mod postmortem;
 mod prometheus;
 pub mod record;
 mod text;
