@@ -2,6 +2,7 @@
 //! JSON, a Prometheus textfile, or markdown, with Nagios exit codes.
 
 pub mod check;
+pub mod incident;
 mod json;
 mod markdown;
 pub mod postmortem;

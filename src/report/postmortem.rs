@@ -169,30 +169,15 @@ pub fn build(src: Sources<'_>) -> Postmortem {
 const MAX_TIMELINE_ROWS: usize = 60;
 
 /// Text for markdown prose and table cells: on one line, inert, and with every character
-/// markdown would act on escaped — a hostile value cannot open a link, raw HTML, emphasis
-/// or a new table cell.
+/// markdown would act on escaped — a hostile value cannot open a link (no `[`), raw HTML,
+/// an entity, emphasis or a new table cell.
 pub fn md_text(s: &str) -> String {
     let line = crate::text::one_line(s);
     let mut out = String::with_capacity(line.len());
     for c in line.chars() {
         if matches!(
             c,
-            '\\' | '`'
-                | '*'
-                | '_'
-                | '['
-                | ']'
-                | '<'
-                | '>'
-                | '|'
-                | '#'
-                | '!'
-                | '~'
-                | '&'
-                | '('
-                | ')'
-                | '{'
-                | '}'
+            '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '|' | '#' | '~' | '&'
         ) {
             out.push('\\');
         }
@@ -345,12 +330,16 @@ impl Postmortem {
                 "| when (UTC) | event | data files | snapshot / run |\n|---|---|---:|---|\n",
             );
             for e in &events[skip..] {
+                let what = if e.kind.is_run() {
+                    String::new()
+                } else {
+                    format!(" ({})", md_text(&e.what))
+                };
                 o.push_str(&format!(
-                    "| {} | {} {} ({}) | {} | {} |\n",
+                    "| {} | {} {}{what} | {} | {} |\n",
                     when(e.at),
                     e.kind.glyph(),
                     e.kind.label(),
-                    md_text(&e.what),
                     opt_n(e.total_files),
                     md_code_cell(&e.id)
                 ));
@@ -625,7 +614,7 @@ mod tests {
             assert_eq!(unescaped, 10, "{line}");
         }
         let text = md_text(&evil);
-        assert!(text.contains("\\<img") && !text.contains("](http") && !text.contains("**"));
+        assert!(text.contains("\\<img") && text.contains("\\[z\\](http") && !text.contains("**"));
         // A code span's fence is longer than any backtick run inside it.
         assert!(md.contains("- error: ````x`"), "{md}");
         let v: serde_json::Value = serde_json::from_str(&p.json()).unwrap();
@@ -644,7 +633,7 @@ mod tests {
         assert_eq!(md_code_cell("a\\\\|b"), "`a\\\\\\|b`");
         assert_eq!(
             md_text("a_b *c* [d](e) <f>"),
-            "a\\_b \\*c\\* \\[d\\]\\(e\\) \\<f\\>"
+            "a\\_b \\*c\\* \\[d\\](e) \\<f\\>"
         );
         assert_eq!(md_text("two\nlines"), "two lines");
     }
