@@ -119,6 +119,7 @@ pub fn update(s: &mut State, action: Action) -> Vec<Effect> {
             table,
             result,
         } => snapshots::update(s, request, &table, result),
+        Action::TimelineRuns { dag_id, result } => snapshots::on_runs(s, &dag_id, result),
         Action::Maintenance(msg) => maintenance::update(s, msg),
         Action::Dags(msg) => dags::update(s, msg),
     }

@@ -174,6 +174,7 @@ impl Runtime {
             | Effect::LoadTasks { .. }
             | Effect::LoadLog { .. }
             | Effect::LoadFailure { .. }
+            | Effect::LoadTimelineRuns { .. }
             | Effect::PlanClear { .. }) => match self.spawn_airflow(e) {
                 Some(h) => h,
                 None => return,
