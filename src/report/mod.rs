@@ -26,14 +26,14 @@ pub enum Format {
     Markdown,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct TrinoInfo {
     pub url: String,
     pub version: Option<String>,
     pub uptime_seconds: Option<f64>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct AirflowInfo {
     pub url: String,
     pub version: Option<String>,

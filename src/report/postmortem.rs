@@ -57,7 +57,7 @@ impl DagSection {
 }
 
 /// The incident of one table.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Postmortem {
     pub generated_at: String,
     pub profile: String,
@@ -122,6 +122,19 @@ pub fn actions_for(records: &[Record], table: &str, dag_id: Option<&str>) -> Vec
         .collect();
     v.sort_by(|a, b| a.time.cmp(&b.time));
     v
+}
+
+impl Postmortem {
+    /// Put in the actions of the audit log at `path` (every record of it, any table).
+    pub fn with_audit(mut self, path: &std::path::Path, records: &[Record]) -> Postmortem {
+        self.actions = actions_for(
+            records,
+            &self.name,
+            self.dag.as_ref().map(|d| d.dag_id.as_str()),
+        );
+        self.audit_log = Some(path.display().to_string());
+        self
+    }
 }
 
 pub fn build(src: Sources<'_>) -> Postmortem {
