@@ -18,7 +18,13 @@ fn home(name: &str) -> PathBuf {
 
 /// `floe` with the lab's Trino and Airflow 3, state (the audit log) under `home`.
 fn floe(args: &[&str], home: &Path) -> Output {
-    let a = &lab().v["airflow"];
+    floe_with("airflow", args, home)
+}
+
+/// `floe` with the lab's Trino and `which` Airflow (`airflow` 3 or `airflow2`).
+fn floe_with(which: &str, args: &[&str], home: &Path) -> Output {
+    let a = &lab().v[which];
+    assert!(!a.is_null(), "lab.json has no {which}");
     let url = lab().trino_url();
     let mut all: Vec<&str> = vec!["--trino", &url, "--user", "floe"];
     let af = a["url"].as_str().unwrap().to_string();
@@ -142,6 +148,34 @@ fn the_seed_incident_as_a_postmortem() {
             .as_str()
             .unwrap()
             .contains("compact_documents has failed every run since")
+    );
+}
+
+#[test]
+fn with_airflow_2_the_v1_api_tells_the_same_story() {
+    let h = home("af2");
+    let out = floe_with(
+        "airflow2",
+        &["report", "zoning.documents", "--format", "json"],
+        &h,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let v = json(&out);
+    assert_eq!(v["airflow"]["api"], "v1");
+    assert_eq!(v["dag"]["failing_task"], "compact");
+    assert!(
+        v["dag"]["error_line"]
+            .as_str()
+            .unwrap()
+            .contains("trino-old.internal:8080")
+    );
+    assert!(
+        v["timeline"]["sentence"]
+            .as_str()
+            .unwrap()
+            .contains("compact_documents has failed every run since"),
+        "{}",
+        v["timeline"]["sentence"]
     );
 }
 
