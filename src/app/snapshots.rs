@@ -279,6 +279,14 @@ pub fn load_runs(s: &mut State, force: bool) -> Vec<Effect> {
     vec![Effect::LoadTimelineRuns { dag_id }]
 }
 
+/// After a DAG result: read the runs of the shown table's DAG if it was mapped only now.
+pub fn on_dags(s: &mut State) -> Vec<Effect> {
+    if s.snapshots.load != Load::Loaded || s.snapshots.runs.is_some() {
+        return Vec::new();
+    }
+    load_runs(s, false)
+}
+
 /// The runs of `dag_id` arrived (or failed): kept when the timeline still wants them.
 pub fn on_runs(s: &mut State, dag_id: &str, result: Result<Vec<DagRun>, String>) -> Vec<Effect> {
     let Some(r) = s.snapshots.runs.as_mut().filter(|r| r.dag_id == dag_id) else {
@@ -302,7 +310,12 @@ pub fn dag_runs(s: &State) -> DagRuns {
         return DagRuns::NoAirflow;
     }
     let Some(dag_id) = mapped_dag(s) else {
-        return DagRuns::NotMapped;
+        // Before the first DAG list, "no DAG maps" would be a guess.
+        return if s.dags.rows.is_empty() && s.dags.load != Load::Loaded {
+            DagRuns::NotRead
+        } else {
+            DagRuns::NotMapped
+        };
     };
     match s.snapshots.runs.as_ref().filter(|r| r.dag_id == dag_id) {
         Some(r) if !r.runs.is_empty() || r.load == Load::Loaded => DagRuns::Loaded {

@@ -78,6 +78,8 @@ pub enum DagRuns {
     NoAirflow,
     /// Airflow is there, but no DAG maps to this table.
     NotMapped,
+    /// Airflow is there; its DAGs are not read yet.
+    NotRead,
     /// The DAG is known; its runs are being read.
     Loading(String),
     /// The runs could not be read.
@@ -89,7 +91,7 @@ pub enum DagRuns {
 impl DagRuns {
     pub fn dag_id(&self) -> Option<&str> {
         match self {
-            DagRuns::NoAirflow | DagRuns::NotMapped => None,
+            DagRuns::NoAirflow | DagRuns::NotMapped | DagRuns::NotRead => None,
             DagRuns::Loading(d)
             | DagRuns::Failed { dag_id: d, .. }
             | DagRuns::Loaded { dag_id: d, .. } => Some(d),
@@ -220,6 +222,7 @@ fn dag_part(dag: &DagRuns) -> String {
     match dag {
         DagRuns::NoAirflow => "no maintenance DAG (Airflow not configured)".into(),
         DagRuns::NotMapped => "no maintenance DAG maps to this table".into(),
+        DagRuns::NotRead => "maintenance DAGs not read yet".into(),
         DagRuns::Loading(d) => format!("{d}: reading its runs"),
         DagRuns::Failed { dag_id, .. } => format!("{dag_id}: its runs could not be read"),
         DagRuns::Loaded { dag_id, runs } => {
@@ -450,6 +453,7 @@ mod tests {
     #[test]
     fn not_mapped_loading_and_unreadable() {
         assert!(say(&incident(), &DagRuns::NotMapped).contains("no maintenance DAG maps"));
+        assert!(say(&incident(), &DagRuns::NotRead).contains("maintenance DAGs not read yet"));
         assert!(
             say(&incident(), &DagRuns::Loading("compact_documents".into()))
                 .contains("compact_documents: reading its runs")

@@ -511,6 +511,45 @@ mod tests {
     }
 
     #[test]
+    fn a_dag_list_arriving_later_brings_the_runs() {
+        let mut s = loaded();
+        s.airflow_configured = true;
+        let (mut s, fx) = on_snapshots(s);
+        assert!(fx.is_empty(), "no DAG known yet: {fx:?}");
+        let shown = text(&screen(&mut s, 160, 48));
+        assert!(shown.contains("maintenance DAGs not read yet"), "{shown}");
+        s.dags.generation += 1;
+        let generation = s.dags.generation;
+        let fx = update(
+            &mut s,
+            Action::Dags(crate::app::dags::DagMsg::Loaded {
+                generation,
+                result: Ok(crate::app::testing::dags::list()),
+            }),
+        );
+        assert!(
+            fx.contains(&Effect::LoadTimelineRuns {
+                dag_id: "compact_documents".into()
+            }),
+            "{fx:?}"
+        );
+        // Facts arriving after it read nothing more.
+        let fx = update(
+            &mut s,
+            Action::Dags(crate::app::dags::DagMsg::Facts {
+                generation,
+                dag_id: "compact_documents".into(),
+                result: Ok(crate::app::testing::dags::failing_facts()),
+            }),
+        );
+        assert!(
+            !fx.iter()
+                .any(|e| matches!(e, Effect::LoadTimelineRuns { .. })),
+            "{fx:?}"
+        );
+    }
+
+    #[test]
     fn wrapping_keeps_words_whole() {
         assert_eq!(
             super::wrap_words("compactions stopped 2026-11-14; files 1 → 2", 20, 3),
