@@ -22,7 +22,7 @@ pub const VERSION: &str = concat!(
     name = "floe",
     version = VERSION,
     about = "Lakehouse triage in the terminal: Iceberg table health through Trino, maintenance DAGs through Airflow",
-    after_help = "Exit codes of `floe check`: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.\nLogs: $XDG_STATE_HOME/floe/floe.log"
+    after_help = "Exit codes of `floe check` and `floe report`: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.\nLogs: $XDG_STATE_HOME/floe/floe.log"
 )]
 pub struct Cli {
     #[command(flatten)]
@@ -86,6 +86,11 @@ pub enum Cmd {
     Check(CheckArgs),
     /// Print or run maintenance (optimize, expire snapshots, …) for scripts and cron.
     Maintain(MaintainArgs),
+    /// Write one table's incident as a postmortem: findings with their reasons, the
+    /// timeline of snapshots and DAG runs, the DAG's failing task and error line, the
+    /// audited maintenance actions, the coordinator. Exit 0 OK / 1 WARNING / 2 CRITICAL
+    /// (the table's status), 3 when it could not be made.
+    Report(ReportArgs),
     /// Show the resolved configuration (secrets redacted), or the config file's JSON Schema.
     Config(ConfigArgs),
     /// Log in to Trino with OAuth2 (auth = "oauth2"): prints a URL to open in a browser,
@@ -127,7 +132,7 @@ pub enum CompleteWhat {
     /// Profile names from the config file.
     Profiles,
     /// Table names the config file names (`[[maintenance]]`, `trino.tables`), for
-    /// `floe maintain`.
+    /// `floe maintain` and `floe report`.
     Tables,
 }
 
@@ -145,6 +150,21 @@ pub struct CheckArgs {
     /// Overall deadline: past it the check is UNKNOWN (exit 3), naming what was still
     /// running, and its queries are cancelled on Trino.
     #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_dur)]
+    pub timeout: Dur,
+}
+
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// [catalog.]schema.table
+    pub table: String,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "markdown")]
+    pub format: crate::report::incident::PostmortemFormat,
+    /// Write the report to FILE (atomically, readable by its owner only) instead of stdout.
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Overall deadline: past it floe exits 3 (UNKNOWN) and writes nothing.
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_dur)]
     pub timeout: Dur,
 }
 
@@ -276,8 +296,8 @@ _floe_profiles() {
         COMPREPLY=( $(compgen -W "$("${COMP_WORDS[0]}" "${config[@]}" __complete profiles 2>/dev/null)" -- "$cur") )
         return 0
     fi
-    # floe maintain ACTION <table>: the tables the config names.
-    if [[ " ${COMP_WORDS[*]:1:COMP_CWORD-1} " == *" maintain "* && "$prev" =~ ^(optimize|expire-snapshots|remove-orphan-files|optimize-manifests)$ ]]; then
+    # floe maintain ACTION <table>, floe report <table>: the tables the config names.
+    if [[ ( " ${COMP_WORDS[*]:1:COMP_CWORD-1} " == *" maintain "* && "$prev" =~ ^(optimize|expire-snapshots|remove-orphan-files|optimize-manifests)$ ) || "$prev" == "report" ]]; then
         local i config=()
         for (( i = 1; i < COMP_CWORD; i++ )); do
             if [[ "${COMP_WORDS[i]}" == "--config" && $(( i + 1 )) -lt COMP_CWORD ]]; then
@@ -309,7 +329,7 @@ _floe_profiles() {
 "#;
 
 const FISH_PROFILES: &str = "complete -c floe -l profile -x -a '(floe __complete profiles 2>/dev/null)'
-complete -c floe -n '__fish_seen_subcommand_from optimize expire-snapshots remove-orphan-files optimize-manifests' -x -a '(floe __complete tables 2>/dev/null)'
+complete -c floe -n '__fish_seen_subcommand_from optimize expire-snapshots remove-orphan-files optimize-manifests report' -x -a '(floe __complete tables 2>/dev/null)'
 ";
 
 /// `floe man`: the man page, roff — one page, each subcommand's options in a COMMANDS

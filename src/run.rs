@@ -85,6 +85,24 @@ pub fn main() -> ExitCode {
                 args.timeout.map(|t| t.0),
             ))
         }
+        Cmd::Report(args) => {
+            let settings = match settings {
+                Ok(s) => s,
+                Err(e) => {
+                    eprintln!("floe: UNKNOWN: {}", sanitize(&e.to_string()));
+                    return ExitCode::from(crate::report::incident::UNKNOWN_EXIT);
+                }
+            };
+            let _log = init_logging(&settings.log_dir);
+            let rt = runtime();
+            rt.block_on(crate::report::incident::cli(
+                &settings,
+                &args.table,
+                args.format,
+                args.output.as_deref(),
+                args.timeout.0,
+            ))
+        }
         Cmd::Doctor => {
             let _log = settings
                 .as_ref()

@@ -39,6 +39,11 @@ pub enum Action {
         table: TableRef,
         result: Result<Vec<SnapshotInfo>, String>,
     },
+    /// The runs of the Snapshots tab's maintenance DAG (its timeline).
+    TimelineRuns {
+        dag_id: String,
+        result: Result<Vec<crate::airflow::DagRun>, String>,
+    },
     Exported(Result<PathBuf, String>),
     ProfileSwitched(Result<ProfileView, String>),
     /// A result for the DAGs tab.
@@ -132,6 +137,10 @@ pub enum Effect {
     LoadFailure {
         dag_id: String,
     },
+    /// The runs of the maintenance DAG of the Snapshots tab's table, for its timeline.
+    LoadTimelineRuns {
+        dag_id: String,
+    },
     /// The dry run of a clear (what would run again), shown before the real one.
     PlanClear {
         dag_id: String,
@@ -197,6 +206,7 @@ pub enum Slot {
     DagTasks,
     DagLog,
     DagFailure(String),
+    TimelineRuns,
 }
 
 impl Effect {
@@ -217,6 +227,7 @@ impl Effect {
             Effect::LoadTasks { .. } => Slot::DagTasks,
             Effect::LoadLog { .. } => Slot::DagLog,
             Effect::LoadFailure { dag_id } => Slot::DagFailure(dag_id.clone()),
+            Effect::LoadTimelineRuns { .. } => Slot::TimelineRuns,
             Effect::PlanClear { .. } => Slot::Plan,
             Effect::RunPlan { .. }
             | Effect::WriteDag(_)

@@ -11,12 +11,17 @@ use super::partitions::PartitionCol;
 use super::snapshots::SnapshotCol;
 use super::state::{Level, State, Tab};
 use crate::health::{Health, Severity};
+use crate::report::postmortem::{self, DagSection, Postmortem};
 use crate::report::record::{DagRecord, TableRecord};
+use crate::report::timeline::DagRuns;
+use crate::report::{AirflowInfo, TrinoInfo};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ExportFormat {
     Csv,
     Json,
+    /// The postmortem of the focused table (`:export md`).
+    Markdown,
 }
 
 /// A view as exported: what the operator sees, filtered and sorted.
@@ -28,6 +33,9 @@ pub struct ExportData {
     /// The Tables view's records, the ones `floe check --format json` prints (same field
     /// names): a JSON export writes them as they are; `columns`/`rows` flatten them.
     pub records: Vec<TableRecord>,
+    /// The postmortem of the focused table (`:export md`); the runtime adds the audited
+    /// actions when it writes the file.
+    pub postmortem: Option<Box<Postmortem>>,
 }
 
 /// The fields of a [`TableRecord`] in a CSV export, in file order (the record's names).
@@ -137,6 +145,7 @@ pub fn export_view(s: &State) -> Option<ExportData> {
                 columns: TABLE_FIELDS.iter().map(|f| f.to_string()).collect(),
                 rows,
                 records,
+                postmortem: None,
             })
         }
         Tab::Partitions => {
@@ -183,7 +192,112 @@ fn table(
         columns: fields.iter().map(|c| c.to_string()).collect(),
         rows: grid.index.iter().map(|&i| row(i)).collect(),
         records: Vec::new(),
+        postmortem: None,
     }
+}
+
+/// `:export md`: the postmortem of the table the operator is looking at (the one the
+/// Partitions and Snapshots tabs show, else the selected one), from what is on screen.
+pub fn export_postmortem(s: &mut State) -> Vec<Effect> {
+    match postmortem_of(s) {
+        Some(p) => vec![Effect::Export {
+            format: ExportFormat::Markdown,
+            data: ExportData {
+                view: "postmortem",
+                columns: Vec::new(),
+                rows: Vec::new(),
+                records: Vec::new(),
+                postmortem: Some(Box::new(p)),
+            },
+        }],
+        None => {
+            s.set_status(Level::Warn, "no table to write a postmortem of: select one");
+            Vec::new()
+        }
+    }
+}
+
+/// The postmortem of the focused table as far as the screen knows it (the audit log's
+/// actions are the runtime's to add).
+pub fn postmortem_of(s: &State) -> Option<Postmortem> {
+    let table = match s.tab {
+        Tab::Partitions => s.partitions.table.clone(),
+        Tab::Snapshots => s.snapshots.table.clone(),
+        _ => None,
+    }
+    .or_else(|| s.tables.selected().map(|r| r.table.clone()))?;
+    let row = s.tables.rows.iter().find(|r| r.table == table)?;
+    let unknown = Health {
+        status: Severity::Unknown,
+        score: 0,
+        findings: Vec::new(),
+    };
+    let mut notes = Vec::new();
+    let here = s.snapshots.table.as_ref() == Some(&table);
+    let snapshots: Option<Vec<_>> = (here && s.snapshots.load == super::state::Load::Loaded)
+        .then(|| s.snapshots.rows.iter().map(|r| r.info.clone()).collect());
+    let mapped = s.dags.mapping.get(&table).map(|m| m.dag_id.clone());
+    let runs = if here {
+        super::snapshots::dag_runs(s)
+    } else if !s.airflow_configured {
+        DagRuns::NoAirflow
+    } else {
+        match &mapped {
+            Some(d) => DagRuns::Failed {
+                dag_id: d.clone(),
+                error: "not read: open the table's Snapshots tab (3) first".into(),
+            },
+            None => DagRuns::NotMapped,
+        }
+    };
+    if snapshots.is_none() {
+        notes.push(format!(
+            "the snapshots of {table}: open the table's Snapshots tab (3) to read them"
+        ));
+    }
+    let dag = row.dag.as_ref().map(|f| {
+        let mut d = DagSection::new(f);
+        if let Some(Ok(fail)) = s.dags.failures.get(&f.dag_id) {
+            d.failing_run = Some(fail.run_id.clone());
+            d.failing_task = Some(fail.task_id.clone());
+            if let Some(e) = &fail.log.error_line {
+                d.error_line = Some(e.clone());
+            }
+        }
+        d
+    });
+    let info = s.conn.info.as_ref();
+    let airflow = s.conn.airflow_url.as_ref().map(|url| AirflowInfo {
+        url: url.clone(),
+        version: s.conn.airflow_version.clone(),
+        api: s.dags.api.clone(),
+        error: match &s.dags.load {
+            super::state::Load::Failed(e) => Some(e.clone()),
+            _ => None,
+        },
+    });
+    Some(postmortem::build(postmortem::Sources {
+        now: s.now,
+        profile: &s.conn.profile,
+        table: &table,
+        stats: row.stats.as_ref(),
+        health: row.health.as_ref().unwrap_or(&unknown),
+        error: row.error.as_deref(),
+        trino: TrinoInfo {
+            url: s.conn.trino_url.clone(),
+            version: info.map(|i| i.node_version.version.clone()),
+            uptime_seconds: info.and_then(|i| i.uptime_secs()),
+        },
+        airflow,
+        dag,
+        snapshots: snapshots.as_deref(),
+        runs: &runs,
+        stale_after: chrono::Duration::from_std(s.health.compaction_warn)
+            .unwrap_or(chrono::Duration::hours(36)),
+        audit_log: None,
+        audit: &[],
+        notes,
+    }))
 }
 
 /// One CSV cell: control characters made visible and a formula neutralised (a table or
@@ -197,15 +311,27 @@ fn csv_field(s: &str) -> String {
     }
 }
 
-/// Write an export file and return its path.
+/// Write an export file and return its path. A postmortem gets the actions of the
+/// audit log at `audit_log`.
 pub fn write_export(
     dir: &Path,
+    audit_log: &Path,
     format: ExportFormat,
     data: &ExportData,
 ) -> Result<PathBuf, String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let stamp = Utc::now().format("%Y%m%d-%H%M%S");
     let (ext, text) = match format {
+        ExportFormat::Markdown => {
+            let p = data
+                .postmortem
+                .as_deref()
+                .ok_or("nothing to write: no postmortem")?
+                .clone();
+            let records = crate::maintain::audit::AuditLog::new(audit_log).read();
+            // Sanitised as it is rendered.
+            ("md", p.with_audit(audit_log, &records).markdown())
+        }
         ExportFormat::Csv => {
             let mut out = data
                 .columns
@@ -250,7 +376,7 @@ pub fn write_export(
     // real strings, with what serde leaves raw written as \uXXXX.
     let text = match format {
         ExportFormat::Json => crate::text::json_escape_unsafe(&text),
-        ExportFormat::Csv => text,
+        ExportFormat::Csv | ExportFormat::Markdown => text,
     };
     // A second export within the same second gets its own file, never overwrites.
     for n in 0..100 {
@@ -293,13 +419,26 @@ mod tests {
             columns: vec!["table".into(), "note".into()],
             rows: vec![vec!["ledger \"q3\"".into(), "x, y".into()]],
             records: Vec::new(),
+            postmortem: None,
         };
-        let p = write_export(&dir, ExportFormat::Csv, &data).unwrap();
+        let p = write_export(
+            &dir,
+            Path::new("/nonexistent/audit.jsonl"),
+            ExportFormat::Csv,
+            &data,
+        )
+        .unwrap();
         assert_eq!(
             std::fs::read_to_string(&p).unwrap(),
             "table,note\n\"ledger \"\"q3\"\"\",\"x, y\"\n"
         );
-        let p = write_export(&dir, ExportFormat::Json, &data).unwrap();
+        let p = write_export(
+            &dir,
+            Path::new("/nonexistent/audit.jsonl"),
+            ExportFormat::Json,
+            &data,
+        )
+        .unwrap();
         let v: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
         assert_eq!(v[0]["table"], "ledger \"q3\"");
@@ -319,9 +458,22 @@ mod tests {
                 "=HYPERLINK(\"http://x\",\"y\")".into(),
             ]],
             records: Vec::new(),
+            postmortem: None,
         };
-        let csv = write_export(&dir, ExportFormat::Csv, &data).unwrap();
-        let again = write_export(&dir, ExportFormat::Csv, &data).unwrap();
+        let csv = write_export(
+            &dir,
+            Path::new("/nonexistent/audit.jsonl"),
+            ExportFormat::Csv,
+            &data,
+        )
+        .unwrap();
+        let again = write_export(
+            &dir,
+            Path::new("/nonexistent/audit.jsonl"),
+            ExportFormat::Csv,
+            &data,
+        )
+        .unwrap();
         assert_ne!(
             csv, again,
             "a second export in the same second is a new file"
@@ -330,7 +482,13 @@ mod tests {
         assert!(crate::text::is_inert(&text), "{text:?}");
         assert!(text.contains("\\x1b]52;"), "{text}");
         assert!(text.contains("\"'=HYPERLINK("), "{text}");
-        let json = write_export(&dir, ExportFormat::Json, &data).unwrap();
+        let json = write_export(
+            &dir,
+            Path::new("/nonexistent/audit.jsonl"),
+            ExportFormat::Json,
+            &data,
+        )
+        .unwrap();
         let jtext = std::fs::read_to_string(&json).unwrap();
         assert!(crate::text::is_inert(&jtext));
         let v: serde_json::Value = serde_json::from_str(&jtext).unwrap();
@@ -364,5 +522,131 @@ mod tests {
             data.rows[0][col("data_files")],
             first["data_files"].to_string()
         );
+    }
+
+    #[test]
+    fn export_md_writes_the_focused_tables_postmortem() {
+        use crate::app::action::Action;
+        use crate::app::testing::dags::{ERROR, with_dags};
+        use crate::app::testing::{code, key, tref};
+        use crate::app::update::update;
+        use crate::maintain::audit::{AuditLog, Record};
+        use crossterm::event::KeyCode;
+        use std::os::unix::fs::PermissionsExt;
+
+        let mut s = with_dags();
+        // The Snapshots tab of documents, its snapshots and its DAG's runs read.
+        let pos = s
+            .tables
+            .grid
+            .index
+            .iter()
+            .position(|&i| s.tables.rows[i].table == tref("zoning", "documents"))
+            .unwrap();
+        s.tables.grid.selected = pos;
+        update(&mut s, key('3'));
+        let request = s.snapshots.request;
+        let info = crate::lakehouse::model::SnapshotInfo {
+            committed_at: s.now - chrono::Duration::days(2),
+            snapshot_id: 7,
+            parent_id: None,
+            operation: "append".into(),
+            added_data_files: Some(5),
+            deleted_data_files: None,
+            total_data_files: Some(2016),
+            added_records: None,
+            total_records: None,
+            total_delete_files: None,
+            added_files_size: None,
+            removed_files_size: None,
+            trino_user: None,
+            trino_query_id: None,
+        };
+        update(
+            &mut s,
+            Action::Snapshots {
+                request,
+                table: tref("zoning", "documents"),
+                result: Ok(vec![info]),
+            },
+        );
+        update(
+            &mut s,
+            Action::TimelineRuns {
+                dag_id: "compact_documents".into(),
+                result: Ok(vec![]),
+            },
+        );
+        update(&mut s, key(':'));
+        for c in "export md".chars() {
+            update(&mut s, key(c));
+        }
+        let fx = update(&mut s, code(KeyCode::Enter));
+        let [Effect::Export { format, data }] = fx.as_slice() else {
+            panic!("{fx:?}")
+        };
+        assert_eq!(*format, ExportFormat::Markdown);
+        let p = data.postmortem.as_deref().expect("a postmortem");
+        assert_eq!(p.name, "iceberg.zoning.documents");
+        let dag = p.dag.as_ref().expect("its DAG");
+        assert_eq!(dag.failing_task.as_deref(), Some("compact"));
+        assert_eq!(dag.error_line.as_deref(), Some(ERROR));
+        assert_eq!(
+            dag.failing_run.as_deref(),
+            Some("scheduled__2026-11-29T00:00:00+00:00")
+        );
+        assert!(
+            p.timeline
+                .sentence
+                .contains("compact_documents has no runs"),
+            "{}",
+            p.timeline.sentence
+        );
+        assert!(p.notes.is_empty(), "{:?}", p.notes);
+
+        // The runtime adds the table's audited actions as it writes the file.
+        let dir = std::env::temp_dir().join(format!("floe-export-md-{}", std::process::id()));
+        let audit = AuditLog::new(dir.join("audit.jsonl"));
+        let mut r = Record::now(
+            "lab",
+            "floe",
+            "http://t/",
+            "optimize",
+            "ALTER TABLE … optimize",
+        );
+        r.table = Some("iceberg.zoning.documents".into());
+        r.query_id = Some("20261129_091502_00043_lab01".into());
+        r.outcome = "succeeded".into();
+        audit.append(&r).unwrap();
+        let path = write_export(&dir, audit.path(), ExportFormat::Markdown, data).unwrap();
+        assert!(
+            path.extension().is_some_and(|e| e == "md"),
+            "{}",
+            path.display()
+        );
+        let md = std::fs::read_to_string(&path).unwrap();
+        assert!(md.contains("`20261129_091502_00043_lab01`"), "{md}");
+        assert!(md.contains("- error: `ConnectionError"), "{md}");
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn export_md_elsewhere_says_what_it_could_not_read() {
+        let mut s = crate::app::testing::loaded();
+        let fx = export_postmortem(&mut s);
+        let [Effect::Export { data, .. }] = fx.as_slice() else {
+            panic!("{fx:?}")
+        };
+        let p = data.postmortem.as_deref().unwrap();
+        assert!(
+            p.notes.iter().any(|n| n.contains("Snapshots tab")),
+            "{:?}",
+            p.notes
+        );
+        assert!(p.timeline.sentence.contains("Airflow not configured"));
     }
 }

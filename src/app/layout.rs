@@ -5,12 +5,13 @@
 /// footer.
 pub const CHROME_ROWS: usize = 5;
 
-/// Rows the Snapshots chart takes above the list (none on short terminals).
+/// Rows the Snapshots timeline (its sentence, chart and DAG runs) takes above the list
+/// (none on short terminals).
 pub fn chart_height(term_rows: u16) -> usize {
     if term_rows < 16 {
         0
     } else {
-        ((term_rows as usize).saturating_sub(CHROME_ROWS) / 3).clamp(7, 14)
+        ((term_rows as usize).saturating_sub(CHROME_ROWS) / 3).clamp(9, 14)
     }
 }
 

@@ -219,10 +219,11 @@ fn run_command_line(s: &mut State, line: &str) -> Vec<Effect> {
             let format = match arg.first().copied() {
                 None | Some("csv") => ExportFormat::Csv,
                 Some("json") => ExportFormat::Json,
+                Some("md" | "markdown") => return super::export::export_postmortem(s),
                 Some(other) => {
                     s.set_status(
                         Level::Error,
-                        format!("unknown export format {other:?} (csv or json)"),
+                        format!("unknown export format {other:?} (csv, json, or md: the table's postmortem)"),
                     );
                     return Vec::new();
                 }
@@ -232,7 +233,7 @@ fn run_command_line(s: &mut State, line: &str) -> Vec<Effect> {
         other => {
             s.set_status(
                 Level::Error,
-                format!("unknown command :{other} (try :q, :profile NAME, :schema NAME, :refresh 30s, :export [csv|json], :freeze)"),
+                format!("unknown command :{other} (try :q, :profile NAME, :schema NAME, :refresh 30s, :export [csv|json|md], :freeze)"),
             );
             Vec::new()
         }

@@ -9,7 +9,9 @@ use super::detail::{self, TableDetail};
 use super::grid::{Grid, opt_cmp};
 use super::layout::Width;
 use super::state::{Level, Load, State};
+use crate::airflow::DagRun;
 use crate::lakehouse::model::{SnapshotInfo, TableRef};
+use crate::report::timeline::{self, DagRuns, Timeline};
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct SnapshotRow {
@@ -184,6 +186,16 @@ pub struct SnapshotsView {
     pub grid: Grid,
     pub load: Load,
     pub request: u64,
+    /// The runs of the table's maintenance DAG, for the timeline.
+    pub runs: Option<TimelineRuns>,
+}
+
+/// The runs of one maintenance DAG, as the timeline reads them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TimelineRuns {
+    pub dag_id: String,
+    pub load: Load,
+    pub runs: Vec<DagRun>,
 }
 
 impl SnapshotsView {
@@ -220,13 +232,116 @@ pub fn update(
                 .collect();
             s.snapshots.load = Load::Loaded;
             s.snapshots.reindex();
+            // The DAG's runs are read again with the snapshots: one timeline, one moment.
+            load_runs(s, true)
         }
         Err(e) => {
             s.set_status(Level::Error, format!("snapshots of {table}: {e}"));
             s.snapshots.load = Load::Failed(e);
+            Vec::new()
         }
     }
+}
+
+/// The maintenance DAG of the Snapshots tab's table, when one maps to it.
+fn mapped_dag(s: &State) -> Option<String> {
+    let t = s.snapshots.table.as_ref()?;
+    s.dags.mapping.get(t).map(|m| m.dag_id.clone())
+}
+
+/// Read the runs of the table's maintenance DAG for the timeline, unless they are read
+/// (or being read) and not `force`d. Nothing without Airflow or a mapped DAG.
+pub fn load_runs(s: &mut State, force: bool) -> Vec<Effect> {
+    if !s.airflow_configured {
+        return Vec::new();
+    }
+    let Some(dag_id) = mapped_dag(s) else {
+        s.snapshots.runs = None;
+        return Vec::new();
+    };
+    let same = s
+        .snapshots
+        .runs
+        .as_ref()
+        .is_some_and(|r| r.dag_id == dag_id);
+    if same && !force {
+        return Vec::new();
+    }
+    let runs = match s.snapshots.runs.take() {
+        Some(r) if r.dag_id == dag_id => r.runs,
+        _ => Vec::new(),
+    };
+    s.snapshots.runs = Some(TimelineRuns {
+        dag_id: dag_id.clone(),
+        load: Load::Loading,
+        runs,
+    });
+    vec![Effect::LoadTimelineRuns { dag_id }]
+}
+
+/// After a DAG result: read the runs of the shown table's DAG if it was mapped only now.
+pub fn on_dags(s: &mut State) -> Vec<Effect> {
+    if s.snapshots.load != Load::Loaded || s.snapshots.runs.is_some() {
+        return Vec::new();
+    }
+    load_runs(s, false)
+}
+
+/// The runs of `dag_id` arrived (or failed): kept when the timeline still wants them.
+pub fn on_runs(s: &mut State, dag_id: &str, result: Result<Vec<DagRun>, String>) -> Vec<Effect> {
+    let Some(r) = s.snapshots.runs.as_mut().filter(|r| r.dag_id == dag_id) else {
+        return Vec::new();
+    };
+    match result {
+        Ok(runs) => {
+            r.runs = runs;
+            r.load = Load::Loaded;
+        }
+        // The runs read before stay on the chart; the sentence says they could not be
+        // read again only when there are none.
+        Err(e) => r.load = Load::Failed(e),
+    }
     Vec::new()
+}
+
+/// What the timeline knows of the table's maintenance DAG.
+pub fn dag_runs(s: &State) -> DagRuns {
+    if !s.airflow_configured {
+        return DagRuns::NoAirflow;
+    }
+    let Some(dag_id) = mapped_dag(s) else {
+        // Before the first DAG list, "no DAG maps" would be a guess.
+        return if s.dags.rows.is_empty() && s.dags.load != Load::Loaded {
+            DagRuns::NotRead
+        } else {
+            DagRuns::NotMapped
+        };
+    };
+    match s.snapshots.runs.as_ref().filter(|r| r.dag_id == dag_id) {
+        Some(r) if !r.runs.is_empty() || r.load == Load::Loaded => DagRuns::Loaded {
+            dag_id,
+            runs: r.runs.clone(),
+        },
+        Some(TimelineRuns {
+            load: Load::Failed(e),
+            ..
+        }) => DagRuns::Failed {
+            dag_id,
+            error: e.clone(),
+        },
+        _ => DagRuns::Loading(dag_id),
+    }
+}
+
+/// The timeline of the Snapshots tab's table: its snapshots and its DAG's runs.
+pub fn timeline(s: &State) -> Timeline {
+    let snaps: Vec<SnapshotInfo> = s.snapshots.rows.iter().map(|r| r.info.clone()).collect();
+    timeline::build(
+        &snaps,
+        &dag_runs(s),
+        s.now,
+        chrono::Duration::from_std(s.health.compaction_warn).unwrap_or(chrono::Duration::hours(36)),
+    )
 }
 
 impl TableDetail for SnapshotsView {
@@ -253,7 +368,12 @@ impl TableDetail for SnapshotsView {
 /// Point the Snapshots tab at the selected table and load it (when needed or forced).
 pub fn load(s: &mut State, force: bool) -> Vec<Effect> {
     let selected = s.tables.selected().map(|r| r.table.clone());
-    detail::load(&mut s.snapshots, selected, force)
+    let mut fx = detail::load(&mut s.snapshots, selected, force);
+    // Snapshots already there: the DAG may have been mapped since they arrived.
+    if fx.is_empty() && s.snapshots.load == Load::Loaded {
+        fx = load_runs(s, false);
+    }
+    fx
 }
 
 /// Load the snapshots of `table` again (it is the focused one).

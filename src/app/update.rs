@@ -136,8 +136,14 @@ fn dispatch(s: &mut State, action: Action) -> Vec<Effect> {
             table,
             result,
         } => snapshots::update(s, request, &table, result),
+        Action::TimelineRuns { dag_id, result } => snapshots::on_runs(s, &dag_id, result),
         Action::Maintenance(msg) => maintenance::update(s, msg),
-        Action::Dags(msg) => dags::update(s, msg),
+        Action::Dags(msg) => {
+            let mut fx = dags::update(s, msg);
+            // The DAG list maps tables to DAGs: the timeline on screen may now have one.
+            fx.extend(snapshots::on_dags(s));
+            fx
+        }
     }
 }
 

@@ -2,11 +2,14 @@
 //! JSON, a Prometheus textfile, or markdown, with Nagios exit codes.
 
 pub mod check;
+pub mod incident;
 mod json;
 mod markdown;
+pub mod postmortem;
 mod prometheus;
 pub mod record;
 mod text;
+pub mod timeline;
 mod triage;
 
 use chrono::{DateTime, Utc};
@@ -24,14 +27,14 @@ pub enum Format {
     Markdown,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct TrinoInfo {
     pub url: String,
     pub version: Option<String>,
     pub uptime_seconds: Option<f64>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct AirflowInfo {
     pub url: String,
     pub version: Option<String>,

@@ -1,21 +1,22 @@
-//! Tab 3: snapshots of the selected table, with the growth of data files over time and
-//! compactions marked.
+//! Tab 3: snapshots of the selected table, with its timeline: the growth of data files
+//! over time, compactions marked, the maintenance DAG's runs on the same axis, and the
+//! sentence they add up to.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::Style;
 use ratatui::symbols::Marker;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{
-    Axis, Block, Borders, Cell, Chart, Dataset, GraphType, LegendPosition, Paragraph,
-};
+use ratatui::widgets::{Axis, Block, Borders, Cell, Chart, Dataset, GraphType, Paragraph};
 
 use super::theme::Theme;
 use super::{ListProps, constraint, draw_list, num, thousands};
 use crate::app::layout::chart_height;
-use crate::app::snapshots::SnapshotCol;
-use crate::app::state::State;
+use crate::app::snapshots::{SnapshotCol, timeline};
+use crate::app::state::{Load, State};
 use crate::fmt::human_duration;
+use crate::health::Severity;
+use crate::report::timeline::{EventKind, Timeline};
 
 pub fn draw(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
     let v = &s.snapshots;
@@ -29,16 +30,24 @@ pub fn draw(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
         );
         return;
     }
+    let tl = timeline(s);
     let ch = chart_height(s.size.1) as u16;
-    let (chart_area, list_area) = if ch > 0 && area.height > ch + 3 {
+    // The chart shrinks away on short terminals; the sentence stays.
+    let list_area = if ch > 0 && area.height > ch + 3 {
         let [c, l] = Layout::vertical([Constraint::Length(ch), Constraint::Min(3)]).areas(area);
-        (Some(c), l)
+        draw_chart(f, c, s, &tl, th);
+        l
+    } else if area.height > 4 && v.load == Load::Loaded {
+        let [c, l] = Layout::vertical([Constraint::Length(1), Constraint::Min(3)]).areas(area);
+        let line = wrap_words(&tl.sentence, c.width.saturating_sub(1) as usize, 1);
+        f.render_widget(
+            Paragraph::new(Span::styled(format!(" {}", line[0]), th.header())),
+            c,
+        );
+        l
     } else {
-        (None, area)
+        area
     };
-    if let Some(c) = chart_area {
-        draw_chart(f, c, s, th);
-    }
     let shown = SnapshotCol::SHOWN;
     let props = ListProps {
         headers: shown.iter().map(|c| c.header()).collect(),
@@ -84,7 +93,40 @@ pub fn draw(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
     });
 }
 
-fn draw_chart(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
+/// `text` in at most `max` lines of `width` characters, broken between words; a cut
+/// last line ends in an ellipsis.
+fn wrap_words(text: &str, width: usize, max: usize) -> Vec<String> {
+    let width = width.max(8);
+    let mut lines: Vec<String> = vec![String::new()];
+    for w in text.split_whitespace() {
+        let last = lines.last_mut().expect("one line at least");
+        let n = last.chars().count();
+        if n == 0 {
+            last.push_str(w);
+        } else if n + 1 + w.chars().count() <= width {
+            last.push(' ');
+            last.push_str(w);
+        } else {
+            lines.push(w.to_string());
+        }
+    }
+    if lines.len() > max {
+        lines.truncate(max);
+        let last = lines.last_mut().expect("max is at least one");
+        let keep: String = last.chars().take(width.saturating_sub(1)).collect();
+        *last = format!("{keep}…");
+    }
+    for l in &mut lines {
+        if l.chars().count() > width {
+            *l = crate::text::clip(l, width.saturating_sub(1)).into_owned();
+        }
+    }
+    lines
+}
+
+/// The timeline: the sentence, the data files over time with compactions marked, and
+/// the maintenance DAG's runs (✗ failed, ✓ succeeded) on the same time axis below.
+fn draw_chart(f: &mut Frame, area: Rect, s: &State, tl: &Timeline, th: &Theme) {
     let rows = &s.snapshots.rows;
     let mut points: Vec<(f64, f64)> = rows
         .iter()
@@ -104,6 +146,12 @@ fn draw_chart(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
                 .map(|n| (r.info.committed_at.timestamp() as f64, n as f64))
         })
         .collect();
+    let runs: Vec<(f64, EventKind)> = tl
+        .events
+        .iter()
+        .filter(|e| e.kind.is_run())
+        .map(|e| (e.at.timestamp() as f64, e.kind))
+        .collect();
     let last_compaction = rows
         .iter()
         .filter(|r| r.info.is_compaction())
@@ -122,25 +170,55 @@ fn draw_chart(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
         }
         _ => " data files over time ".to_string(),
     };
+    // The legend, in words and glyphs (readable without colour).
+    let legend = match &tl.dag_id {
+        Some(d) => format!(" ◆ compaction · runs of {d}: ✗ failed ✓ ok "),
+        None => " ◆ compaction ".to_string(),
+    };
     let block = Block::default()
         .borders(Borders::TOP | Borders::BOTTOM)
-        .title(Span::styled(title, th.header()));
-    if points.len() < 2 {
+        .title(Span::styled(title, th.header()))
+        .title_bottom(Line::from(Span::styled(legend, th.dim())).right_aligned());
+    let inner = block.inner(area);
+    f.render_widget(block, area);
+    let sentence_rows = if inner.height >= 6 { 2 } else { 1 };
+    let lines = wrap_words(
+        &tl.sentence,
+        inner.width.saturating_sub(1) as usize,
+        sentence_rows,
+    );
+    let runs_row = u16::from(tl.dag_id.is_some());
+    let [sentence_area, chart_area, runs_area] = Layout::vertical([
+        Constraint::Length(lines.len() as u16),
+        Constraint::Min(0),
+        Constraint::Length(runs_row),
+    ])
+    .areas(inner);
+    f.render_widget(
+        Paragraph::new(
+            lines
+                .iter()
+                .map(|l| Line::from(Span::styled(format!(" {l}"), th.header())))
+                .collect::<Vec<_>>(),
+        ),
+        sentence_area,
+    );
+    if points.len() < 2 || chart_area.height < 3 {
         let msg = if points.is_empty() {
             "  no snapshot records total-data-files"
-        } else {
+        } else if points.len() < 2 {
             "  one snapshot: nothing to chart yet"
+        } else {
+            ""
         };
-        f.render_widget(
-            Paragraph::new(Span::styled(msg, th.dim())).block(block),
-            area,
-        );
+        f.render_widget(Paragraph::new(Span::styled(msg, th.dim())), chart_area);
         return;
     }
-    let (x0, x1) = (
-        points[0].0,
-        points[points.len() - 1].0.max(points[0].0 + 1.0),
-    );
+    let first = runs.first().map_or(points[0].0, |r| r.0.min(points[0].0));
+    let last = runs.last().map_or(points[points.len() - 1].0, |r| {
+        r.0.max(points[points.len() - 1].0)
+    });
+    let (x0, x1) = (first, last.max(first + 1.0));
     let ymax = points.iter().map(|p| p.1).fold(1.0, f64::max) * 1.1;
     let date = |t: f64| {
         chrono::DateTime::from_timestamp(t as i64, 0)
@@ -149,31 +227,337 @@ fn draw_chart(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
     };
     let datasets = vec![
         Dataset::default()
-            .name("data files")
             .marker(Marker::Braille)
             .graph_type(GraphType::Line)
             .style(th.chart_line())
             .data(&points),
         Dataset::default()
-            .name("compaction ◆")
             .marker(Marker::Block)
             .graph_type(GraphType::Scatter)
             .style(th.compaction())
             .data(&compactions),
     ];
+    let y_labels = if chart_area.height >= 5 {
+        vec![
+            Line::from("0"),
+            Line::from(thousands((ymax / 2.0) as u64)),
+            Line::from(thousands(ymax as u64)),
+        ]
+    } else {
+        vec![Line::from("0"), Line::from(thousands(ymax as u64))]
+    };
     let chart = Chart::new(datasets)
-        .block(block)
-        .legend_position(Some(LegendPosition::TopLeft))
-        .hidden_legend_constraints((Constraint::Ratio(1, 2), Constraint::Ratio(1, 2)))
         .x_axis(Axis::default().bounds([x0, x1]).labels(vec![
             Line::from(date(x0)),
             Line::from(date((x0 + x1) / 2.0)),
             Line::from(date(x1)),
         ]))
-        .y_axis(Axis::default().bounds([0.0, ymax]).labels(vec![
-            Line::from("0"),
-            Line::from(thousands((ymax / 2.0) as u64)),
-            Line::from(thousands(ymax as u64)),
-        ]));
-    f.render_widget(chart, area);
+        .y_axis(Axis::default().bounds([0.0, ymax]).labels(y_labels));
+    f.render_widget(chart, chart_area);
+    if runs_area.height == 0 {
+        return;
+    }
+    // The runs go in the plot's columns: where the chart drew its axis corner.
+    let buf = f.buffer_mut();
+    let corner = (chart_area.top()..chart_area.bottom()).find_map(|y| {
+        (chart_area.left()..chart_area.right()).find(|&x| buf[(x, y)].symbol() == "└")
+    });
+    let left = corner.map_or(chart_area.left(), |x| x + 1);
+    let width = chart_area.right().saturating_sub(left);
+    let gutter = left.saturating_sub(runs_area.left()) as usize;
+    let label = if runs.is_empty() {
+        match &tl.dag_id {
+            Some(_) => " no runs".to_string(),
+            None => String::new(),
+        }
+    } else {
+        String::new()
+    };
+    buf.set_string(
+        runs_area.left(),
+        runs_area.top(),
+        format!("{:<gutter$}", if gutter >= 4 { "runs" } else { "" }),
+        th.dim(),
+    );
+    if !label.is_empty() {
+        buf.set_string(left, runs_area.top(), label, th.dim());
+    }
+    if width == 0 {
+        return;
+    }
+    let mut cols: Vec<Option<EventKind>> = vec![None; width as usize];
+    for (t, kind) in &runs {
+        let pos = ((t - x0) / (x1 - x0) * f64::from(width - 1)).round();
+        let i = (pos.max(0.0) as usize).min(width as usize - 1);
+        // A failure in a column outweighs a success in it.
+        cols[i] = match (cols[i], kind) {
+            (Some(EventKind::RunFailed), _) | (_, EventKind::RunFailed) => {
+                Some(EventKind::RunFailed)
+            }
+            (Some(EventKind::RunSucceeded), _) | (_, EventKind::RunSucceeded) => {
+                Some(EventKind::RunSucceeded)
+            }
+            _ => Some(*kind),
+        };
+    }
+    for (i, k) in cols.iter().enumerate() {
+        let Some(k) = k else { continue };
+        let style = match k {
+            EventKind::RunFailed => th.severity(Severity::Critical),
+            EventKind::RunSucceeded => th.severity(Severity::Ok),
+            _ => th.dim(),
+        };
+        buf.set_string(left + i as u16, runs_area.top(), k.glyph(), style);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
+    use ratatui::style::Color;
+
+    use crate::airflow::{DagRun, DagRunState, RunType};
+    use crate::app::action::{Action, Effect};
+    use crate::app::state::State;
+    use crate::app::testing::dags::with_dags;
+    use crate::app::testing::{key, loaded, t0, tref};
+    use crate::app::update::update;
+    use crate::lakehouse::model::SnapshotInfo;
+
+    /// The seed's story: daily appends for 16 days, one compaction 15 days ago.
+    fn snapshots() -> Vec<SnapshotInfo> {
+        (0..17)
+            .map(|i| {
+                let compaction = i == 1;
+                SnapshotInfo {
+                    committed_at: t0()
+                        - chrono::Duration::days(16 - i as i64)
+                        - chrono::Duration::hours(9),
+                    snapshot_id: 8_667_764_846_443_717_000 + i as i64,
+                    parent_id: None,
+                    operation: if compaction { "replace" } else { "append" }.into(),
+                    added_data_files: Some(if compaction { 144 } else { 126 }),
+                    deleted_data_files: compaction.then_some(1800),
+                    total_data_files: Some(match i {
+                        0 => 1800,
+                        _ => 144 + (i as u64 - 1) * 126,
+                    }),
+                    added_records: Some(12_600),
+                    total_records: Some(180_000 + i as u64 * 12_600),
+                    total_delete_files: Some(0),
+                    added_files_size: None,
+                    removed_files_size: None,
+                    trino_user: Some(if compaction { "etl" } else { "ingest" }.into()),
+                    trino_query_id: None,
+                }
+            })
+            .collect()
+    }
+
+    /// The nightly compaction: a success the night after the compaction, then a failure
+    /// every night since.
+    fn runs() -> Vec<DagRun> {
+        (1..=14)
+            .map(|d| {
+                let at = t0() - chrono::Duration::hours(9) - chrono::Duration::days(d);
+                DagRun {
+                    dag_id: "compact_documents".into(),
+                    run_id: format!("scheduled__{}", at.format("%Y-%m-%dT%H:%M:%S+00:00")),
+                    state: if d == 14 {
+                        DagRunState::Success
+                    } else {
+                        DagRunState::Failed
+                    },
+                    run_type: RunType::Scheduled,
+                    logical_date: Some(at),
+                    run_after: Some(at),
+                    data_interval_start: None,
+                    data_interval_end: None,
+                    queued_at: None,
+                    start_date: None,
+                    end_date: None,
+                    duration: None,
+                    triggered_by: None,
+                    external_trigger: None,
+                    note: None,
+                }
+            })
+            .collect()
+    }
+
+    fn on_snapshots(mut s: State) -> (State, Vec<Effect>) {
+        update(&mut s, key('3'));
+        let request = s.snapshots.request;
+        let fx = update(
+            &mut s,
+            Action::Snapshots {
+                request,
+                table: tref("zoning", "documents"),
+                result: Ok(snapshots()),
+            },
+        );
+        s.status = None;
+        (s, fx)
+    }
+
+    fn screen(s: &mut State, w: u16, h: u16) -> Terminal<TestBackend> {
+        update(s, Action::Resize(w, h));
+        let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
+        term.draw(|f| super::super::draw(f, s)).unwrap();
+        term
+    }
+
+    fn text(term: &Terminal<TestBackend>) -> String {
+        let buf = term.backend().buffer();
+        (0..buf.area.height)
+            .map(|y| {
+                (0..buf.area.width)
+                    .map(|x| buf[(x, y)].symbol().to_string())
+                    .collect::<String>()
+                    + "\n"
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_timeline_reads_the_dag_runs_and_says_what_they_mean() {
+        let (mut s, fx) = on_snapshots(with_dags());
+        // The snapshots arrived: the mapped DAG's runs are read for the timeline.
+        assert_eq!(
+            fx,
+            vec![Effect::LoadTimelineRuns {
+                dag_id: "compact_documents".into()
+            }]
+        );
+        assert!(text(&screen(&mut s, 80, 24)).contains("compact_documents: reading its runs"));
+        update(
+            &mut s,
+            Action::TimelineRuns {
+                dag_id: "compact_documents".into(),
+                result: Ok(runs()),
+            },
+        );
+        insta::assert_snapshot!("timeline_80x24", screen(&mut s, 80, 24).backend());
+        insta::assert_snapshot!("timeline_160x48", screen(&mut s, 160, 48).backend());
+        let shown = text(&screen(&mut s, 160, 48));
+        assert!(
+            shown.contains("compact_documents has failed every run since 2026-11-16"),
+            "{shown}"
+        );
+        // Returning to the tab with everything loaded reads nothing again.
+        update(&mut s, key('1'));
+        assert!(update(&mut s, key('3')).is_empty());
+        // Another DAG's runs arriving late change nothing.
+        let before = s.snapshots.runs.clone();
+        update(
+            &mut s,
+            Action::TimelineRuns {
+                dag_id: "compact_parcels".into(),
+                result: Ok(vec![]),
+            },
+        );
+        assert_eq!(s.snapshots.runs, before);
+    }
+
+    #[test]
+    fn no_color_keeps_the_glyphs_and_their_words() {
+        let (mut s, _) = on_snapshots(with_dags());
+        update(
+            &mut s,
+            Action::TimelineRuns {
+                dag_id: "compact_documents".into(),
+                result: Ok(runs()),
+            },
+        );
+        s.no_color = true;
+        let term = screen(&mut s, 80, 24);
+        for cell in term.backend().buffer().content() {
+            assert_eq!(cell.fg, Color::Reset, "a coloured cell under NO_COLOR");
+        }
+        let shown = text(&term);
+        let runs_line = shown
+            .lines()
+            .find(|l| l.starts_with("runs"))
+            .unwrap_or_else(|| panic!("a runs row:\n{shown}"));
+        assert_eq!(runs_line.matches('✗').count(), 13, "{runs_line}");
+        assert_eq!(runs_line.matches('✓').count(), 1, "{runs_line}");
+        assert!(
+            shown.contains("✗ failed ✓ ok"),
+            "the legend says it in words"
+        );
+    }
+
+    #[test]
+    fn short_terminals_keep_the_sentence() {
+        let (mut s, _) = on_snapshots(loaded());
+        let shown = text(&screen(&mut s, 80, 12));
+        assert!(shown.contains("compactions stopped 2026-11-14;"), "{shown}");
+        assert!(!shown.contains('└'), "no chart at 12 rows:\n{shown}");
+    }
+
+    #[test]
+    fn a_table_no_dag_maps_to_says_so() {
+        let mut s = with_dags();
+        s.dags.mapping.clear();
+        let (mut s, fx) = on_snapshots(s);
+        assert!(fx.is_empty(), "{fx:?}");
+        let shown = text(&screen(&mut s, 120, 30));
+        assert!(
+            shown.contains("no maintenance DAG maps to this table"),
+            "{shown}"
+        );
+        assert!(!shown.lines().any(|l| l.starts_with("runs")), "{shown}");
+    }
+
+    #[test]
+    fn a_dag_list_arriving_later_brings_the_runs() {
+        let mut s = loaded();
+        s.airflow_configured = true;
+        let (mut s, fx) = on_snapshots(s);
+        assert!(fx.is_empty(), "no DAG known yet: {fx:?}");
+        let shown = text(&screen(&mut s, 160, 48));
+        assert!(shown.contains("maintenance DAGs not read yet"), "{shown}");
+        s.dags.generation += 1;
+        let generation = s.dags.generation;
+        let fx = update(
+            &mut s,
+            Action::Dags(crate::app::dags::DagMsg::Loaded {
+                generation,
+                result: Ok(crate::app::testing::dags::list()),
+            }),
+        );
+        assert!(
+            fx.contains(&Effect::LoadTimelineRuns {
+                dag_id: "compact_documents".into()
+            }),
+            "{fx:?}"
+        );
+        // Facts arriving after it read nothing more.
+        let fx = update(
+            &mut s,
+            Action::Dags(crate::app::dags::DagMsg::Facts {
+                generation,
+                dag_id: "compact_documents".into(),
+                result: Ok(crate::app::testing::dags::failing_facts()),
+            }),
+        );
+        assert!(
+            !fx.iter()
+                .any(|e| matches!(e, Effect::LoadTimelineRuns { .. })),
+            "{fx:?}"
+        );
+    }
+
+    #[test]
+    fn wrapping_keeps_words_whole() {
+        assert_eq!(
+            super::wrap_words("compactions stopped 2026-11-14; files 1 → 2", 20, 3),
+            vec!["compactions stopped", "2026-11-14; files 1", "→ 2"]
+        );
+        assert_eq!(
+            super::wrap_words("a b c d e f g h i j", 8, 1),
+            vec!["a b c d…"]
+        );
+    }
 }

@@ -112,6 +112,11 @@ impl Runtime {
                 let result = af.call(|c| async move { c.runs(&d, runs).await }).await;
                 let _ = tx.send(Action::Dags(DagMsg::Runs { dag_id, result }));
             }),
+            Effect::LoadTimelineRuns { dag_id } => tokio::spawn(async move {
+                let d = dag_id.clone();
+                let result = af.call(|c| async move { c.runs(&d, runs).await }).await;
+                let _ = tx.send(Action::TimelineRuns { dag_id, result });
+            }),
             Effect::LoadTasks { dag_id, run_id } => tokio::spawn(async move {
                 let (d, r) = (dag_id.clone(), run_id.clone());
                 let result = af

@@ -158,12 +158,15 @@ impl Runtime {
             }
             Effect::Export { format, data } => {
                 let dir = self.settings.export_dir.clone();
+                let audit = self.settings.audit_log.clone();
                 let tx = self.tx.clone();
                 tokio::spawn(async move {
-                    let r = tokio::task::spawn_blocking(move || write_export(&dir, format, &data))
-                        .await
-                        .map_err(|e| e.to_string())
-                        .and_then(|r| r);
+                    let r = tokio::task::spawn_blocking(move || {
+                        write_export(&dir, &audit, format, &data)
+                    })
+                    .await
+                    .map_err(|e| e.to_string())
+                    .and_then(|r| r);
                     let _ = tx.send(Action::Exported(r));
                 })
             }
@@ -174,6 +177,7 @@ impl Runtime {
             | Effect::LoadTasks { .. }
             | Effect::LoadLog { .. }
             | Effect::LoadFailure { .. }
+            | Effect::LoadTimelineRuns { .. }
             | Effect::PlanClear { .. }) => match self.spawn_airflow(e) {
                 Some(h) => h,
                 None => return,

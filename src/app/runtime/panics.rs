@@ -97,6 +97,13 @@ pub(super) fn reply_of(e: &Effect) -> Option<Reply> {
                 })
             })
         }
+        Effect::LoadTimelineRuns { dag_id } => {
+            let dag_id = dag_id.clone();
+            Box::new(move |m| Action::TimelineRuns {
+                dag_id,
+                result: Err(m),
+            })
+        }
         Effect::LoadTasks { dag_id, run_id } => {
             let (dag_id, run_id) = (dag_id.clone(), run_id.clone());
             Box::new(move |m| {
@@ -270,6 +277,7 @@ mod tests {
                 schemas: vec![],
             },
             Effect::LoadRuns { dag_id: "d".into() },
+            Effect::LoadTimelineRuns { dag_id: "d".into() },
             Effect::LoadFailure { dag_id: "d".into() },
             Effect::WriteDag(crate::app::action::DagWrite::Trigger { dag_id: "d".into() }),
         ] {

@@ -1,0 +1,653 @@
+//! The postmortem of one table (`floe report TABLE`, `:export md`): the incident as an
+//! operator pastes it into a write-up — the findings with their reasons, the timeline and
+//! its sentence, the maintenance DAG's failing task and error line, the Trino coordinator
+//! it was read from, and every maintenance action the audit log holds for the table.
+//!
+//! Pure: the caller gathers what was read; this builds the document and renders it as
+//! markdown (every server string made inert and unable to leave its table cell or code
+//! span) or JSON (the real strings, serde-escaped).
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde::Serialize;
+
+use super::record::{DagRecord, TableRecord, timestamp};
+use super::timeline::{self, DagRuns, Timeline};
+use super::{AirflowInfo, TrinoInfo};
+use crate::fmt::{human_bytes, human_duration, thousands};
+use crate::health::{DagFacts, Health, Severity};
+use crate::lakehouse::model::{SnapshotInfo, TableRef, TableStats};
+use crate::maintain::audit::Record;
+
+/// The maintenance DAG as the postmortem tells it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct DagSection {
+    pub dag_id: String,
+    /// The mapping was guessed from the DAG's id or tags, not configured.
+    pub guessed: bool,
+    pub paused: bool,
+    pub last_run_state: Option<String>,
+    pub last_run_at: Option<String>,
+    pub last_success_at: Option<String>,
+    /// Failed runs in the window floe looked at.
+    pub failed_runs: u32,
+    pub failing_task: Option<String>,
+    /// The run the failing task belongs to, when known.
+    pub failing_run: Option<String>,
+    /// The error line of the failing task's log.
+    pub error_line: Option<String>,
+    pub import_error: Option<String>,
+}
+
+impl DagSection {
+    pub fn new(f: &DagFacts) -> DagSection {
+        DagSection {
+            dag_id: f.dag_id.clone(),
+            guessed: f.guessed,
+            paused: f.paused,
+            last_run_state: f.last_run_state.clone(),
+            last_run_at: timestamp(f.last_run_at),
+            last_success_at: timestamp(f.last_success_at),
+            failed_runs: f.failed_runs,
+            failing_task: f.failing_task.clone(),
+            failing_run: None,
+            error_line: f.error_line.clone(),
+            import_error: f.import_error.clone(),
+        }
+    }
+}
+
+/// The incident of one table.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Postmortem {
+    pub generated_at: String,
+    pub profile: String,
+    /// `catalog.schema.table`
+    pub name: String,
+    /// The table's stats, verdict and findings (the record of `floe check --format json`).
+    pub table: TableRecord,
+    pub trino: TrinoInfo,
+    pub airflow: Option<AirflowInfo>,
+    pub dag: Option<DagSection>,
+    pub timeline: Timeline,
+    /// Where the actions were read from.
+    pub audit_log: Option<String>,
+    /// Every maintenance action on the table (and its DAG) the audit log holds, oldest first.
+    pub actions: Vec<Record>,
+    /// What could not be read, so the reader knows what is missing.
+    pub notes: Vec<String>,
+}
+
+/// What the caller read, for [`build`].
+pub struct Sources<'a> {
+    pub now: DateTime<Utc>,
+    pub profile: &'a str,
+    pub table: &'a TableRef,
+    pub stats: Option<&'a TableStats>,
+    pub health: &'a Health,
+    /// Why the table's stats could not be read.
+    pub error: Option<&'a str>,
+    pub trino: TrinoInfo,
+    pub airflow: Option<AirflowInfo>,
+    pub dag: Option<DagSection>,
+    /// The snapshots, when they were read.
+    pub snapshots: Option<&'a [SnapshotInfo]>,
+    pub runs: &'a DagRuns,
+    /// A compaction older than this, with writes after it, "stopped".
+    pub stale_after: chrono::Duration,
+    pub audit_log: Option<String>,
+    /// Every record of the audit log (outcomes), any table.
+    pub audit: &'a [Record],
+    pub notes: Vec<String>,
+}
+
+/// The Airflow writes the audit log records, whose statement names the DAG second
+/// (`trigger compact_documents`, `clear compact_documents <run>`).
+const DAG_ACTIONS: [&str; 4] = ["trigger_dag", "clear_dag_run", "pause_dag", "unpause_dag"];
+
+/// The audit records about `table` (its `catalog.schema.table`), and the writes to its
+/// maintenance DAG `dag_id`, oldest first.
+pub fn actions_for(records: &[Record], table: &str, dag_id: Option<&str>) -> Vec<Record> {
+    let mut v: Vec<Record> = records
+        .iter()
+        .filter(|r| {
+            r.table
+                .as_deref()
+                .is_some_and(|t| t.eq_ignore_ascii_case(table))
+                || dag_id.is_some_and(|d| {
+                    DAG_ACTIONS.contains(&r.action.as_str())
+                        && r.statement.split_whitespace().nth(1) == Some(d)
+                })
+        })
+        .cloned()
+        .collect();
+    v.sort_by(|a, b| a.time.cmp(&b.time));
+    v
+}
+
+impl Postmortem {
+    /// Put in the actions of the audit log at `path` (every record of it, any table).
+    pub fn with_audit(mut self, path: &std::path::Path, records: &[Record]) -> Postmortem {
+        self.actions = actions_for(
+            records,
+            &self.name,
+            self.dag.as_ref().map(|d| d.dag_id.as_str()),
+        );
+        self.audit_log = Some(path.display().to_string());
+        self
+    }
+}
+
+pub fn build(src: Sources<'_>) -> Postmortem {
+    let name = src.table.to_string();
+    let mut record = TableRecord::new(src.table, src.stats, src.health, src.now);
+    record.error = src.error.map(str::to_string);
+    record.maintenance_dag = src.dag.as_ref().map(|d| DagRecord {
+        dag_id: d.dag_id.clone(),
+        guessed: d.guessed,
+        last_run_state: d.last_run_state.clone(),
+    });
+    let mut notes = src.notes;
+    let timeline = match src.snapshots {
+        Some(s) => timeline::build(s, src.runs, src.now, src.stale_after),
+        None => {
+            notes.push(format!("the snapshots of {name} were not read"));
+            timeline::build(&[], src.runs, src.now, src.stale_after)
+        }
+    };
+    if let DagRuns::Failed { dag_id, error } = src.runs {
+        notes.push(format!(
+            "the runs of DAG {dag_id} could not be read: {error}"
+        ));
+    }
+    Postmortem {
+        generated_at: src.now.to_rfc3339_opts(SecondsFormat::Secs, true),
+        profile: src.profile.to_string(),
+        actions: actions_for(
+            src.audit,
+            &name,
+            src.dag.as_ref().map(|d| d.dag_id.as_str()),
+        ),
+        name,
+        table: record,
+        trino: src.trino,
+        airflow: src.airflow,
+        dag: src.dag,
+        timeline,
+        audit_log: src.audit_log,
+        notes,
+    }
+}
+
+/// Timeline rows the markdown shows at most (the newest; JSON keeps every event).
+const MAX_TIMELINE_ROWS: usize = 60;
+
+/// Text for markdown prose and table cells: on one line, inert, and with every character
+/// markdown would act on escaped — a hostile value cannot open a link (no `[`), raw HTML,
+/// an entity, emphasis or a new table cell.
+pub fn md_text(s: &str) -> String {
+    let line = crate::text::one_line(s);
+    let mut out = String::with_capacity(line.len());
+    for c in line.chars() {
+        if matches!(
+            c,
+            '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '|' | '#' | '~' | '&'
+        ) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A code span holding `s` verbatim (on one line, inert): its fence is one backtick longer
+/// than the longest run of backticks inside, so nothing inside can close it.
+pub fn md_code(s: &str) -> String {
+    let line = crate::text::one_line(s);
+    if line.is_empty() {
+        return "-".into();
+    }
+    let mut longest = 0;
+    let mut run = 0;
+    for c in line.chars() {
+        if c == '`' {
+            run += 1;
+            longest = longest.max(run);
+        } else {
+            run = 0;
+        }
+    }
+    let fence = "`".repeat(longest + 1);
+    let pad = if line.starts_with('`') || line.ends_with('`') {
+        " "
+    } else {
+        ""
+    };
+    format!("{fence}{pad}{line}{pad}{fence}")
+}
+
+/// [`md_code`] for a table cell: a `|` inside a code span still ends a GFM cell unless
+/// escaped.
+pub fn md_code_cell(s: &str) -> String {
+    escape_pipes(&md_code(s))
+}
+
+/// Every `|` escaped for a GFM table: the table scanner pairs backslashes, so a pipe needs
+/// an odd run of them before it (a pipe already after an odd run is escaped as it is).
+fn escape_pipes(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 4);
+    let mut run = 0;
+    for c in s.chars() {
+        if c == '|' && run % 2 == 0 {
+            out.push('\\');
+        }
+        run = if c == '\\' { run + 1 } else { 0 };
+        out.push(c);
+    }
+    out
+}
+
+fn when(t: DateTime<Utc>) -> String {
+    t.format("%Y-%m-%d %H:%M").to_string()
+}
+
+fn when_text(t: Option<&str>) -> String {
+    t.and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+        .map(|t| when(t.with_timezone(&Utc)))
+        .unwrap_or_else(|| "never".into())
+}
+
+fn opt_n(n: Option<u64>) -> String {
+    n.map(thousands).unwrap_or_else(|| "-".into())
+}
+
+impl Postmortem {
+    /// The overall status: the table's.
+    pub fn status(&self) -> Severity {
+        self.table.status
+    }
+
+    /// The document as JSON: every string as the server sent it, with what serde leaves
+    /// raw written as `\uXXXX`.
+    pub fn json(&self) -> String {
+        let text = serde_json::to_string_pretty(self).expect("a postmortem serializes");
+        crate::text::json_escape_unsafe(&text) + "\n"
+    }
+
+    /// The document as markdown, ready to paste.
+    pub fn markdown(&self) -> String {
+        let mut o = String::new();
+        let t = &self.table;
+        o.push_str(&format!("# Postmortem: {}\n\n", md_code(&self.name)));
+        o.push_str(&format!(
+            "**{}** (score {}) · generated {} · profile {}\n\n",
+            t.status.label(),
+            t.score,
+            self.generated_at,
+            md_code(&self.profile)
+        ));
+        o.push_str(&format!("> {}\n\n", md_text(&self.timeline.sentence)));
+
+        o.push_str("## Findings\n\n");
+        if let Some(e) = &t.error {
+            o.push_str(&format!("The table could not be read: {}\n\n", md_text(e)));
+        }
+        if t.findings.is_empty() {
+            o.push_str("None: every rule passes.\n\n");
+        } else {
+            o.push_str("| severity | rule | reason |\n|---|---|---|\n");
+            for f in &t.findings {
+                o.push_str(&format!(
+                    "| {} | {} | {} |\n",
+                    f.severity.label(),
+                    md_text(f.rule),
+                    md_text(&f.message)
+                ));
+            }
+            o.push('\n');
+        }
+
+        if t.data_files.is_some() {
+            o.push_str("## Table\n\n");
+            o.push_str("| data files | small files | avg file | size | partitions | snapshots | last compaction (UTC) | last write (UTC) |\n");
+            o.push_str("|---:|---:|---:|---:|---:|---:|---|---|\n");
+            let avg = match (t.total_bytes, t.data_files) {
+                (Some(b), Some(n)) if n > 0 => human_bytes(b / n),
+                _ => "-".into(),
+            };
+            o.push_str(&format!(
+                "| {} | {} | {} | {} | {} | {} | {} | {} |\n\n",
+                opt_n(t.data_files),
+                opt_n(t.small_files),
+                avg,
+                t.total_bytes.map(human_bytes).unwrap_or_else(|| "-".into()),
+                opt_n(t.partitions),
+                opt_n(t.snapshots),
+                when_text(t.last_compaction_at.as_deref()),
+                when_text(t.last_write_at.as_deref()),
+            ));
+        }
+
+        o.push_str("## Timeline\n\n");
+        let events = &self.timeline.events;
+        if events.is_empty() {
+            o.push_str("No snapshots or DAG runs to show.\n\n");
+        } else {
+            let skip = events.len().saturating_sub(MAX_TIMELINE_ROWS);
+            if skip > 0 {
+                o.push_str(&format!(
+                    "The newest {MAX_TIMELINE_ROWS} of {} events ({skip} earlier left out; the JSON report has them all).\n\n",
+                    events.len()
+                ));
+            }
+            o.push_str(
+                "| when (UTC) | event | data files | snapshot / run |\n|---|---|---:|---|\n",
+            );
+            for e in &events[skip..] {
+                let what = if e.kind.is_run() {
+                    String::new()
+                } else {
+                    format!(" ({})", md_text(&e.what))
+                };
+                o.push_str(&format!(
+                    "| {} | {} {}{what} | {} | {} |\n",
+                    when(e.at),
+                    e.kind.glyph(),
+                    e.kind.label(),
+                    opt_n(e.total_files),
+                    md_code_cell(&e.id)
+                ));
+            }
+            o.push('\n');
+        }
+
+        o.push_str("## Maintenance DAG\n\n");
+        match &self.dag {
+            None => o.push_str(&format!(
+                "{}.\n\n",
+                md_text(match &self.airflow {
+                    None => "Airflow is not configured: no DAG was read",
+                    Some(a) if a.error.is_some() => "Airflow could not be read",
+                    Some(_) => "No maintenance DAG maps to this table",
+                })
+            )),
+            Some(d) => {
+                o.push_str(&format!(
+                    "- DAG: {}{}{}\n",
+                    md_code(&d.dag_id),
+                    if d.guessed {
+                        " (mapping guessed from its id or tags)"
+                    } else {
+                        ""
+                    },
+                    if d.paused { ", **paused**" } else { "" }
+                ));
+                o.push_str(&format!(
+                    "- last run: {} ({}); last success: {}; failed runs in the window: {}\n",
+                    md_text(d.last_run_state.as_deref().unwrap_or("none")),
+                    when_text(d.last_run_at.as_deref()),
+                    when_text(d.last_success_at.as_deref()),
+                    d.failed_runs
+                ));
+                if let Some(task) = &d.failing_task {
+                    o.push_str(&format!(
+                        "- failing task: {}{}\n",
+                        md_code(task),
+                        d.failing_run
+                            .as_deref()
+                            .map(|r| format!(" of run {}", md_code(r)))
+                            .unwrap_or_default()
+                    ));
+                }
+                if let Some(e) = &d.error_line {
+                    o.push_str(&format!("- error: {}\n", md_code(e)));
+                }
+                if let Some(e) = &d.import_error {
+                    o.push_str(&format!("- import error: {}\n", md_code(e)));
+                }
+                o.push('\n');
+            }
+        }
+
+        o.push_str("## Maintenance actions\n\n");
+        if self.actions.is_empty() {
+            o.push_str(&format!(
+                "None recorded in the audit log{}.\n\n",
+                self.audit_log
+                    .as_deref()
+                    .map(|p| format!(" {}", md_code(p)))
+                    .unwrap_or_default()
+            ));
+        } else {
+            if let Some(p) = &self.audit_log {
+                o.push_str(&format!("From the audit log {}.\n\n", md_code(p)));
+            }
+            o.push_str("| time (UTC) | action | partition | outcome | query id | files before → after | duration | by | statement |\n");
+            o.push_str("|---|---|---|---|---|---|---:|---|---|\n");
+            for a in &self.actions {
+                let files = match (a.files_before, a.files_after) {
+                    (None, None) => "-".to_string(),
+                    (b, f) => format!("{} → {}", opt_n(b), opt_n(f)),
+                };
+                let outcome = match &a.error {
+                    Some(e) => format!("{}: {}", a.outcome, e),
+                    None => a.outcome.clone(),
+                };
+                o.push_str(&format!(
+                    "| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                    when_text(Some(&a.time)),
+                    md_text(&a.action),
+                    a.partition
+                        .as_deref()
+                        .map(md_code_cell)
+                        .unwrap_or_else(|| "-".into()),
+                    md_text(&outcome),
+                    a.query_id
+                        .as_deref()
+                        .map(md_code_cell)
+                        .unwrap_or_else(|| "-".into()),
+                    files,
+                    human_duration((a.duration_ms / 1000) as i64),
+                    md_text(&a.os_user),
+                    md_code_cell(&a.statement),
+                ));
+            }
+            o.push('\n');
+        }
+
+        o.push_str("## Environment\n\n");
+        o.push_str(&format!(
+            "- Trino {} version {}{}\n",
+            md_code(&self.trino.url),
+            md_text(self.trino.version.as_deref().unwrap_or("unknown")),
+            self.trino
+                .uptime_seconds
+                .map(|u| format!(", coordinator up {}", human_duration(u as i64)))
+                .unwrap_or_default()
+        ));
+        if let Some(a) = &self.airflow {
+            o.push_str(&format!(
+                "- Airflow {} version {}{}\n",
+                md_code(&a.url),
+                md_text(a.version.as_deref().unwrap_or("unknown")),
+                a.error
+                    .as_deref()
+                    .map(|e| format!(" (unreachable: {})", md_text(e)))
+                    .unwrap_or_default()
+            ));
+        }
+        for n in &self.notes {
+            o.push_str(&format!("- not read: {}\n", md_text(n)));
+        }
+        crate::text::sanitize(&o).into_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::app::testing::dags::{ERROR, failing_facts};
+    use crate::app::testing::{incident_stats, t0, tref};
+    use crate::health::{HealthConfig, evaluate};
+
+    fn trino() -> TrinoInfo {
+        TrinoInfo {
+            url: "http://127.0.0.1:8080/".into(),
+            version: Some("480".into()),
+            uptime_seconds: Some(9000.0),
+        }
+    }
+
+    fn audit(table: &str, action: &str, statement: &str, query: &str) -> Record {
+        let mut r = Record::now("lab", "floe", "http://127.0.0.1:8080/", action, statement);
+        r.time = "2026-11-29T09:30:00.000Z".into();
+        r.table = Some(table.into());
+        r.query_id = Some(query.into());
+        r.outcome = "succeeded".into();
+        r.files_before = Some(28);
+        r.files_after = Some(2);
+        r.duration_ms = 4200;
+        r
+    }
+
+    fn doc(
+        stats: &TableStats,
+        dag: Option<DagSection>,
+        runs: &DagRuns,
+        audit: &[Record],
+    ) -> Postmortem {
+        let facts = failing_facts();
+        let health = evaluate(stats, Some(&facts), &HealthConfig::default(), t0());
+        let table = tref("zoning", "documents");
+        build(Sources {
+            now: t0(),
+            profile: "lab",
+            table: &table,
+            stats: Some(stats),
+            health: &health,
+            error: None,
+            trino: trino(),
+            airflow: None,
+            dag,
+            snapshots: Some(&[]),
+            runs,
+            stale_after: chrono::Duration::hours(36),
+            audit_log: Some("/var/lib/floe/audit.jsonl".into()),
+            audit,
+            notes: Vec::new(),
+        })
+    }
+
+    #[test]
+    fn the_incident_reads_as_a_write_up() {
+        let audit = vec![
+            audit(
+                "iceberg.zoning.documents",
+                "optimize",
+                "ALTER TABLE \"iceberg\".\"zoning\".\"documents\" EXECUTE optimize WHERE district = 'north'",
+                "20261129_093000_00042_lab01",
+            ),
+            audit("iceberg.audit.events", "optimize", "ALTER …", "other"),
+            {
+                let mut r = audit("", "trigger_dag", "trigger compact_documents", "");
+                r.table = None;
+                r.query_id = None;
+                r
+            },
+        ];
+        let mut dag = DagSection::new(&failing_facts());
+        dag.failing_run = Some("scheduled__2026-11-29T00:00:00+00:00".into());
+        let p = doc(
+            &incident_stats(),
+            Some(dag),
+            &DagRuns::Loaded {
+                dag_id: "compact_documents".into(),
+                runs: vec![],
+            },
+            &audit,
+        );
+        assert_eq!(
+            p.actions.len(),
+            2,
+            "the table's optimize and its DAG's trigger"
+        );
+        let md = p.markdown();
+        for want in [
+            "# Postmortem: `iceberg.zoning.documents`",
+            "**CRITICAL**",
+            "small\\_files",
+            "stale\\_dag\\_failing",
+            "- DAG: `compact_documents`",
+            "- failing task: `compact` of run `scheduled__2026-11-29T00:00:00+00:00`",
+            "trino-old.internal:8080",
+            "`20261129_093000_00042_lab01`",
+            "28 → 2",
+            "- Trino `http://127.0.0.1:8080/` version 480, coordinator up 2h30m",
+            "> no snapshots; compact\\_documents has no runs",
+        ] {
+            assert!(md.contains(want), "{want:?} not in:\n{md}");
+        }
+        assert!(md.contains(&md_code(ERROR)));
+        assert!(!md.contains("other"), "another table's action: {md}");
+        let v: serde_json::Value = serde_json::from_str(&p.json()).unwrap();
+        assert_eq!(v["name"], "iceberg.zoning.documents");
+        assert_eq!(v["dag"]["error_line"], ERROR);
+        assert_eq!(v["actions"][0]["query_id"], "20261129_093000_00042_lab01");
+        assert_eq!(v["trino"]["version"], "480");
+        assert_eq!(v["table"]["status"], "CRITICAL");
+    }
+
+    #[test]
+    fn nothing_mapped_nothing_done() {
+        let p = doc(&incident_stats(), None, &DagRuns::NoAirflow, &[]);
+        let md = p.markdown();
+        assert!(md.contains("Airflow is not configured"), "{md}");
+        assert!(md.contains("None recorded in the audit log"), "{md}");
+    }
+
+    #[test]
+    fn hostile_values_stay_in_their_cell_and_span() {
+        let h = crate::text::hostile_sample();
+        let evil = format!("x` | **y** [z](http://e) <img src=x> ``` {h}");
+        let mut dag = DagSection::new(&failing_facts());
+        dag.dag_id = evil.clone();
+        dag.error_line = Some(evil.clone());
+        dag.failing_task = Some(evil.clone());
+        let mut a = audit("iceberg.zoning.documents", &evil, &evil, &evil);
+        a.partition = Some(evil.clone());
+        a.error = Some(evil.clone());
+        let p = doc(&incident_stats(), Some(dag), &DagRuns::NotMapped, &[a]);
+        let md = p.markdown();
+        assert!(crate::text::is_inert(&md), "{md:?}");
+        // Every line of the actions table has exactly its 10 unescaped pipes.
+        for line in md.lines().filter(|l| l.starts_with("| 2026-11-29")) {
+            let unescaped = line
+                .char_indices()
+                .filter(|(i, c)| *c == '|' && (*i == 0 || &line[i - 1..*i] != "\\"))
+                .count();
+            assert_eq!(unescaped, 10, "{line}");
+        }
+        let text = md_text(&evil);
+        assert!(text.contains("\\<img") && text.contains("\\[z\\](http") && !text.contains("**"));
+        // A code span's fence is longer than any backtick run inside it.
+        assert!(md.contains("- error: ````x`"), "{md}");
+        let v: serde_json::Value = serde_json::from_str(&p.json()).unwrap();
+        assert_eq!(v["dag"]["error_line"], evil, "JSON keeps the real string");
+        assert!(crate::text::is_inert(&p.json()));
+    }
+
+    #[test]
+    fn code_spans_and_text() {
+        assert_eq!(md_code("plain"), "`plain`");
+        assert_eq!(md_code("a`b"), "``a`b``");
+        assert_eq!(md_code("`a"), "`` `a ``");
+        assert_eq!(md_code(""), "-");
+        assert_eq!(md_code_cell("a|b"), "`a\\|b`");
+        assert_eq!(md_code_cell("a\\|b"), "`a\\|b`", "already escaped");
+        assert_eq!(md_code_cell("a\\\\|b"), "`a\\\\\\|b`");
+        assert_eq!(
+            md_text("a_b *c* [d](e) <f>"),
+            "a\\_b \\*c\\* \\[d\\](e) \\<f\\>"
+        );
+        assert_eq!(md_text("two\nlines"), "two lines");
+    }
+}
