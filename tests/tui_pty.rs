@@ -114,6 +114,36 @@ fn the_snapshots_tab_shows_the_opened_table_after_the_list_re_sorts() {
 }
 
 #[test]
+fn y_copies_the_selected_table_with_osc_52() {
+    let url = lab().trino_url();
+    let mut pty = Pty::spawn(&seed_args(&url), 100, 30);
+    let s = pty.wait_for("documents loaded", Duration::from_secs(60), |s| {
+        row_with(s, "zoning.documents").is_some_and(|r| r.contains("CRIT") && !r.contains('~'))
+    });
+    let pos = s
+        .lines()
+        .skip(3)
+        .position(|l| l.contains("zoning.documents"))
+        .unwrap();
+    for _ in 0..pos {
+        pty.send(b"j");
+    }
+    pty.send(b"y");
+    let s = pty.wait_for("the status line", Duration::from_secs(10), |s| {
+        s.contains("copied table name")
+    });
+    assert!(s.contains(r#""iceberg"."zoning"."documents""#), "{s}");
+    // base64 of "iceberg"."zoning"."documents", for the terminal's clipboard.
+    let seq = "\x1b]52;c;ImljZWJlcmciLiJ6b25pbmciLiJkb2N1bWVudHMi\x07";
+    let out = pty.output();
+    assert!(out.contains(seq), "no OSC 52 in the output");
+    assert!(!out.contains("\x1bPtmux;"), "not in tmux: no passthrough");
+    pty.send(b"q");
+    assert!(pty.wait_exit(Duration::from_secs(10)).success());
+    pty.assert_restored();
+}
+
+#[test]
 fn sigterm_and_sighup_restore_the_terminal() {
     for sig in [libc::SIGTERM, libc::SIGHUP] {
         let url = lab().trino_url();

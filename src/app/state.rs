@@ -138,6 +138,8 @@ pub struct State {
     pub maintenance: Vec<crate::config::MaintenanceMapping>,
     /// Frames drawn so far (`Action::Drawn`).
     pub frames: u64,
+    /// The text `y` copied last.
+    pub copied: Option<String>,
 }
 
 impl State {
@@ -168,6 +170,7 @@ impl State {
             dags: super::dags::DagsView::default(),
             maintenance: Vec::new(),
             frames: 0,
+            copied: None,
         }
     }
 
