@@ -98,15 +98,25 @@ pub fn help(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
     f.render_widget(Paragraph::new(notes).wrap(Wrap { trim: false }), notes_area);
 }
 
-/// What the keys alone do not say: where copying works.
+/// What the keys alone do not say: where copying works, and when old snapshots warn.
 fn help_notes(s: &State, th: &Theme) -> Vec<Line<'static>> {
+    use crate::fmt::{human_duration, thousands};
     let copy = s.keymap.keys_text(crate::app::keymap::Command::Copy);
-    vec![Line::from(Span::styled(
+    let h = &s.health;
+    [
         format!(
             "{copy} copies with OSC 52: through SSH to your terminal's clipboard; in tmux set -g set-clipboard on"
         ),
-        th.dim(),
-    ))]
+        format!(
+            "snapshots past the {} retention are INFO until {} could be expired or they pin {} data files: then WARNING",
+            human_duration(h.snapshot_retention.as_secs() as i64),
+            thousands(h.expirable_snapshots_warn),
+            thousands(h.pinned_files_warn),
+        ),
+    ]
+    .into_iter()
+    .map(|t| Line::from(Span::styled(t, th.dim())))
+    .collect()
 }
 
 pub fn health(f: &mut Frame, area: Rect, s: &State, t: &TableRef, th: &Theme) {
