@@ -62,7 +62,13 @@ fn every_popup_open_at_20x5() {
     let u = user("tiny");
     let url = lab().trino_url();
     let mut pty = Pty::spawn(&lab_args(&url, &u), 100, 30);
-    let s = table_list(&pty);
+    table_list(&pty);
+    // Every row loaded, so the order no longer changes under the selection.
+    let s = pty.wait_for("every table loaded", Duration::from_secs(60), |s| {
+        !s.lines()
+            .skip(3)
+            .any(|l| l.contains('~') || l.trim_start().starts_with('…'))
+    });
     // Select documents (the optimize plan needs a table with small files).
     let rows: Vec<&str> = s.lines().skip(3).collect();
     let pos = rows

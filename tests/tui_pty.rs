@@ -73,6 +73,76 @@ fn drill_from_the_critical_table_to_partitions_and_snapshots_then_quit() {
     pty.assert_restored();
 }
 
+/// The table name on a Tables row (`zoning.documents`), from the screen.
+fn table_on(row: &str) -> Option<String> {
+    row.split_whitespace()
+        .find(|w| w.starts_with("zoning.") || w.starts_with("audit."))
+        .map(str::to_string)
+}
+
+#[test]
+fn the_snapshots_tab_shows_the_opened_table_after_the_list_re_sorts() {
+    let url = lab().trino_url();
+    let mut pty = Pty::spawn(&seed_args(&url), 100, 30);
+    let s = pty.wait_for("every table loaded", Duration::from_secs(60), |s| {
+        row_with(s, "zoning.documents").is_some_and(|r| r.contains("CRIT") && !r.contains('~'))
+            && !s.lines().skip(3).any(|l| l.contains('~'))
+    });
+    // The worst table, untouched on the first row: open it.
+    let opened = table_on(s.lines().nth(3).unwrap_or("")).expect("a table on the first row");
+    let short = opened.split('.').nth(1).unwrap().to_string();
+    pty.send(b"\r");
+    pty.wait_for("its partitions", Duration::from_secs(30), |s| {
+        s.contains(&format!("Partitions: {short}"))
+    });
+    // Back on Tables, sort by name: another table is on the first row now.
+    pty.send(b"1");
+    pty.send(b"s");
+    let s = pty.wait_for("sorted by table", Duration::from_secs(10), |s| {
+        s.contains("sorted by table")
+    });
+    let first = table_on(s.lines().nth(3).unwrap_or("")).unwrap_or_default();
+    assert_ne!(first, opened, "the re-sort moved the opened table:\n{s}");
+    pty.send(b"3");
+    let s = pty.wait_for("the snapshots tab, loaded", Duration::from_secs(30), |s| {
+        s.contains("Snapshots: ") && s.contains("append")
+    });
+    assert!(s.contains(&format!("Snapshots: {short}")), "{s}");
+    pty.send(b"q");
+    assert!(pty.wait_exit(Duration::from_secs(10)).success());
+    pty.assert_restored();
+}
+
+#[test]
+fn y_copies_the_selected_table_with_osc_52() {
+    let url = lab().trino_url();
+    let mut pty = Pty::spawn(&seed_args(&url), 100, 30);
+    let s = pty.wait_for("documents loaded", Duration::from_secs(60), |s| {
+        row_with(s, "zoning.documents").is_some_and(|r| r.contains("CRIT") && !r.contains('~'))
+    });
+    let pos = s
+        .lines()
+        .skip(3)
+        .position(|l| l.contains("zoning.documents"))
+        .unwrap();
+    for _ in 0..pos {
+        pty.send(b"j");
+    }
+    pty.send(b"y");
+    let s = pty.wait_for("the status line", Duration::from_secs(10), |s| {
+        s.contains("copied table name")
+    });
+    assert!(s.contains(r#""iceberg"."zoning"."documents""#), "{s}");
+    // base64 of "iceberg"."zoning"."documents", for the terminal's clipboard.
+    let seq = "\x1b]52;c;ImljZWJlcmciLiJ6b25pbmciLiJkb2N1bWVudHMi\x07";
+    let out = pty.output();
+    assert!(out.contains(seq), "no OSC 52 in the output");
+    assert!(!out.contains("\x1bPtmux;"), "not in tmux: no passthrough");
+    pty.send(b"q");
+    assert!(pty.wait_exit(Duration::from_secs(10)).success());
+    pty.assert_restored();
+}
+
 #[test]
 fn sigterm_and_sighup_restore_the_terminal() {
     for sig in [libc::SIGTERM, libc::SIGHUP] {

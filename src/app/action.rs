@@ -147,6 +147,8 @@ pub enum Effect {
         run_id: String,
     },
     WriteDag(DagWrite),
+    /// Put this text (already cleaned) on the terminal's clipboard (OSC 52).
+    Copy(String),
     Quit,
 }
 
@@ -233,6 +235,7 @@ impl Effect {
             | Effect::WriteDag(_)
             | Effect::CancelJob(_)
             | Effect::StopJobs { .. }
+            | Effect::Copy(_)
             | Effect::Quit => return None,
         })
     }

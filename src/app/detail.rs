@@ -1,5 +1,6 @@
-//! What the Partitions and Snapshots tabs share: each is about one table, follows the
-//! Tables tab's selection, and reloads when asked or when that table changed.
+//! What the Partitions and Snapshots tabs share: each is about one table, the one the
+//! operator opened (`TablesView::opened`, else the selected row; never a row that a
+//! re-sort put under the selection), and reloads when asked or when that table changed.
 
 use super::action::Effect;
 use super::state::Load;

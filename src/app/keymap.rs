@@ -130,6 +130,7 @@ fn short_desc(s: &Spec) -> &'static str {
         Command::TriggerDag => "trigger",
         Command::ClearRun => "clear run",
         Command::PauseDag => "pause",
+        Command::Copy => "copy",
         _ => s.desc,
     }
 }

@@ -83,6 +83,9 @@ pub fn sort(s: &mut State, next: bool) {
 }
 
 pub fn switch_tab(s: &mut State, tab: Tab) -> Vec<Effect> {
+    if s.tab == Tab::Tables && matches!(tab, Tab::Partitions | Tab::Snapshots) {
+        open_selected(s);
+    }
     s.tab = tab;
     let h = s.page_height();
     if let Some(g) = s.grid_mut() {
@@ -95,12 +98,30 @@ pub fn switch_tab(s: &mut State, tab: Tab) -> Vec<Effect> {
     }
 }
 
+/// The selected row becomes the opened table: the Partitions and Snapshots tabs follow
+/// it, and the Tables selection stays on it through re-sorts and refreshes.
+fn open_selected(s: &mut State) {
+    if let Some(t) = s.tables.selected().map(|r| r.table.clone()) {
+        s.tables.grid.moved = true;
+        s.tables.opened = Some(t);
+    }
+}
+
+/// Open `table` from anywhere (it need not be the selected row): it becomes the table
+/// the detail tabs are about, and the Tables selection moves to it.
+pub fn open_table(s: &mut State, table: crate::lakehouse::model::TableRef) {
+    s.tables.grid.moved = true;
+    s.tables.reindex_keeping(Some(table.clone()));
+    s.tables.opened = Some(table);
+}
+
 /// Enter: a table opens its partitions; on the DAGs tab, one level down.
 pub fn enter(s: &mut State) -> Vec<Effect> {
     if s.tab == Tab::Triage {
         return super::triage::enter(s);
     }
     if s.tab == Tab::Tables && s.tables.selected().is_some() {
+        open_selected(s);
         s.tab = Tab::Partitions;
         return super::partitions::load(s, false);
     }

@@ -342,9 +342,9 @@ impl TableDetail for PartitionsView {
     }
 }
 
-/// Point the Partitions tab at the selected table and load it (when needed or forced).
+/// Point the Partitions tab at the opened table (else the selected one) and load it (when needed or forced).
 pub fn load(s: &mut State, force: bool) -> Vec<Effect> {
-    let selected = s.tables.selected().map(|r| r.table.clone());
+    let selected = s.tables.focus();
     detail::load(&mut s.partitions, selected, force)
 }
 

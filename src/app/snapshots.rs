@@ -365,9 +365,9 @@ impl TableDetail for SnapshotsView {
     }
 }
 
-/// Point the Snapshots tab at the selected table and load it (when needed or forced).
+/// Point the Snapshots tab at the opened table (else the selected one) and load it (when needed or forced).
 pub fn load(s: &mut State, force: bool) -> Vec<Effect> {
-    let selected = s.tables.selected().map(|r| r.table.clone());
+    let selected = s.tables.focus();
     let mut fx = detail::load(&mut s.snapshots, selected, force);
     // Snapshots already there: the DAG may have been mapped since they arrived.
     if fx.is_empty() && s.snapshots.load == Load::Loaded {

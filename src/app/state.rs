@@ -147,6 +147,8 @@ pub struct State {
     pub maintenance: Vec<crate::config::MaintenanceMapping>,
     /// Frames drawn so far (`Action::Drawn`).
     pub frames: u64,
+    /// The text `y` copied last.
+    pub copied: Option<String>,
 }
 
 impl State {
@@ -178,6 +180,7 @@ impl State {
             triage: super::triage::TriageView::default(),
             maintenance: Vec::new(),
             frames: 0,
+            copied: None,
         }
     }
 

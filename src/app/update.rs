@@ -8,7 +8,9 @@ use super::action::{Action, Effect, MaintenanceKind};
 use super::keymap::Command;
 use super::prompt::RetentionFor;
 use super::state::{Level, Popup, State, Tab};
-use super::{dags, export, maintenance, nav, partitions, prompt, snapshots, tables, triage};
+use super::{
+    copy, dags, export, maintenance, nav, partitions, prompt, snapshots, tables, triage,
+};
 
 pub fn update(s: &mut State, action: Action) -> Vec<Effect> {
     // Results change what the Triage tab derives from: it is derived again when it is on
@@ -195,6 +197,7 @@ fn on_key(s: &mut State, ev: KeyEvent) -> Vec<Effect> {
             s.popup = None;
             Vec::new()
         }
+        Some(_) if cmd == Some(Command::Copy) => copy::in_popup(s),
         Some(_) => {
             if matches!(
                 cmd,
@@ -280,6 +283,9 @@ fn on_command(s: &mut State, cmd: Command) -> Vec<Effect> {
         }
         Command::Cancel => return maintenance::cancel(s),
         Command::Queue => s.popup = Some(Popup::Queue),
+        Command::Copy => return copy::selection(s),
+        // Only the confirm popup has SQL to copy.
+        Command::CopySql => {}
     }
     Vec::new()
 }

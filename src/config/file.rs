@@ -93,6 +93,8 @@ pub struct HealthFile {
     pub compaction_critical: Option<Dur>,
     pub snapshot_retention: Option<Dur>,
     pub max_snapshots: Option<u64>,
+    pub expirable_snapshots_warn: Option<u64>,
+    pub pinned_files_warn: Option<u64>,
     pub delete_file_ratio_warn: Option<f64>,
     pub delete_file_ratio_critical: Option<f64>,
     pub equality_delete_weight: Option<f64>,

@@ -49,6 +49,10 @@ pub enum Command {
     PauseDag,
     Cancel,
     Queue,
+    /// `y`: the selection to the clipboard (OSC 52).
+    Copy,
+    /// `Y` in the confirm popup: its SQL to the clipboard.
+    CopySql,
 }
 
 /// Where a command applies (for the footer and help).
@@ -61,6 +65,8 @@ pub enum Scope {
     Partitions,
     Snapshots,
     Dags,
+    /// Inside a popup (never in the footer).
+    Popup,
 }
 
 pub struct Spec {
@@ -351,6 +357,24 @@ pub const SPECS: &[Spec] = &[
         "maintenance queue",
         false,
         Global,
+        false
+    ),
+    spec!(
+        Copy,
+        "copy",
+        ["y"],
+        "copy selection (OSC 52)",
+        false,
+        Global,
+        true
+    ),
+    spec!(
+        CopySql,
+        "copy_sql",
+        ["Y"],
+        "copy the SQL (confirm)",
+        false,
+        Popup,
         false
     ),
 ];

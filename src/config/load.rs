@@ -310,6 +310,12 @@ fn build_health(
         if let Some(v) = f.max_snapshots {
             h.max_snapshots = v;
         }
+        if let Some(v) = f.expirable_snapshots_warn {
+            h.expirable_snapshots_warn = v;
+        }
+        if let Some(v) = f.pinned_files_warn {
+            h.pinned_files_warn = v;
+        }
         if let Some(v) = f.delete_file_ratio_warn {
             h.delete_file_ratio_warn = v;
         }

@@ -621,6 +621,8 @@ fn example_config_parses_and_documents_every_key() {
         "compaction_critical",
         "snapshot_retention",
         "max_snapshots",
+        "expirable_snapshots_warn",
+        "pinned_files_warn",
         "delete_file_ratio_warn",
         "delete_file_ratio_critical",
         "equality_delete_weight",

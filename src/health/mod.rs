@@ -25,6 +25,10 @@ pub struct HealthConfig {
     pub compaction_critical: Duration,
     pub snapshot_retention: Duration,
     pub max_snapshots: u64,
+    /// Snapshots past retention stay INFO until this many could be expired…
+    pub expirable_snapshots_warn: u64,
+    /// …or they pin this many data files the table no longer uses.
+    pub pinned_files_warn: u64,
     /// Delete files per data file (equality deletes weighted by `equality_delete_weight`).
     pub delete_file_ratio_warn: f64,
     pub delete_file_ratio_critical: f64,
@@ -56,6 +60,8 @@ impl Default for HealthConfig {
             compaction_critical: Duration::from_secs(48 * 3600),
             snapshot_retention: Duration::from_secs(7 * 86_400),
             max_snapshots: 500,
+            expirable_snapshots_warn: 100,
+            pinned_files_warn: 1000,
             delete_file_ratio_warn: 0.10,
             delete_file_ratio_critical: 0.50,
             equality_delete_weight: 4.0,
@@ -235,6 +241,122 @@ fn clip(e: &str) -> String {
 }
 
 /// Evaluate one table. `dag` is its maintenance DAG when one is known.
+/// What the snapshots past retention cost, from the snapshot summaries the health
+/// statement reads (`total-data-files` per snapshot, the trend).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RetentionCost {
+    /// Snapshots older than the retention, the current one aside: what
+    /// `expire_snapshots` would remove.
+    pub expirable: u64,
+    /// Data files only those snapshots still reference (rewritten or deleted since), as
+    /// the drops in `total-data-files` tell; a lower bound when writes also added files.
+    pub pinned_files: u64,
+}
+
+/// The cost of the snapshots past retention, or `None` when the summaries carry no
+/// `total-data-files` to weigh it with.
+pub fn retention_cost(
+    stats: &TableStats,
+    cfg: &HealthConfig,
+    now: DateTime<Utc>,
+) -> Option<RetentionCost> {
+    let trend = &stats.trend;
+    if trend.is_empty() {
+        return None;
+    }
+    let retention =
+        chrono::Duration::from_std(cfg.snapshot_retention).unwrap_or(chrono::Duration::MAX);
+    let cutoff = now.checked_sub_signed(retention)?;
+    let last = trend.len() - 1;
+    // The current snapshot is never expired, however old.
+    let expirable = trend[..last].iter().filter(|(t, _)| *t < cutoff).count();
+    if expirable == 0 {
+        return Some(RetentionCost {
+            expirable: 0,
+            pinned_files: 0,
+        });
+    }
+    // Drops between two expirable snapshots are files only expirable ones hold; drops
+    // after the newest expirable one count up to the files it held.
+    let newest = expirable - 1;
+    let drop = |i: usize| trend[i].1.saturating_sub(trend[i + 1].1);
+    let within: u64 = (0..newest).map(drop).sum();
+    let after: u64 = (newest..last).map(drop).sum();
+    Some(RetentionCost {
+        expirable: expirable as u64,
+        pinned_files: within + after.min(trend[newest].1),
+    })
+}
+
+/// Snapshots past retention (or too many of them). What they cost sets the severity:
+/// INFO while few snapshots could be expired and they pin few files (a healthy but
+/// unmaintained small table is not a WARNING), WARNING once either is worth an
+/// `expire_snapshots`, CRITICAL when they are also too many. Summaries without totals
+/// leave the cost unknown: WARNING, as a retention breach always was.
+fn snapshot_bloat(stats: &TableStats, cfg: &HealthConfig, now: DateTime<Utc>) -> Option<Finding> {
+    if stats.snapshots <= 1 {
+        return None;
+    }
+    let oldest_age = stats.oldest_snapshot.map(|t| age(now, t)).unwrap_or(0);
+    let past_retention = oldest_age > cfg.snapshot_retention.as_secs() as i64;
+    let too_many = stats.snapshots > cfg.max_snapshots;
+    if !past_retention && !too_many {
+        return None;
+    }
+    let cost = retention_cost(stats, cfg, now);
+    let worth = cost.is_none_or(|c| {
+        c.expirable >= cfg.expirable_snapshots_warn || c.pinned_files >= cfg.pinned_files_warn
+    });
+    let severity = if past_retention && too_many {
+        Severity::Critical
+    } else if too_many || worth {
+        Severity::Warning
+    } else {
+        Severity::Info
+    };
+    let mut msg = format!(
+        "{} snapshots, oldest {} old",
+        thousands(stats.snapshots),
+        human_duration(oldest_age)
+    );
+    if past_retention {
+        msg.push_str(&format!(
+            " — beyond the {} retention: expire_snapshots is not running",
+            human_duration(cfg.snapshot_retention.as_secs() as i64)
+        ));
+    }
+    if too_many {
+        msg.push_str(&format!(
+            " — more than {} snapshots",
+            thousands(cfg.max_snapshots)
+        ));
+    }
+    if past_retention && let Some(c) = cost {
+        msg.push_str(&format!(
+            "; {} could be expired, pinning {} data files no longer live",
+            thousands(c.expirable),
+            thousands(c.pinned_files)
+        ));
+        if severity == Severity::Info {
+            msg.push_str(&format!(
+                " (worth an action from {} snapshots or {} files)",
+                thousands(cfg.expirable_snapshots_warn),
+                thousands(cfg.pinned_files_warn)
+            ));
+        }
+    }
+    Some(Finding {
+        rule: "snapshot_bloat",
+        severity,
+        message: msg,
+        penalty: match severity {
+            Severity::Critical => 20,
+            Severity::Warning => 10,
+            _ => 0,
+        },
+    })
+}
+
 pub fn evaluate(
     stats: &TableStats,
     dag: Option<&DagFacts>,
@@ -336,44 +458,8 @@ pub fn evaluate(
     }
 
     // Snapshot bloat.
-    if stats.snapshots > 1 {
-        let oldest_age = stats.oldest_snapshot.map(|t| age(now, t)).unwrap_or(0);
-        let past_retention = oldest_age > cfg.snapshot_retention.as_secs() as i64;
-        let too_many = stats.snapshots > cfg.max_snapshots;
-        if past_retention || too_many {
-            let severity = if past_retention && too_many {
-                Severity::Critical
-            } else {
-                Severity::Warning
-            };
-            let mut msg = format!(
-                "{} snapshots, oldest {} old",
-                thousands(stats.snapshots),
-                human_duration(oldest_age)
-            );
-            if past_retention {
-                msg.push_str(&format!(
-                    " — beyond the {} retention: expire_snapshots is not running",
-                    human_duration(cfg.snapshot_retention.as_secs() as i64)
-                ));
-            }
-            if too_many {
-                msg.push_str(&format!(
-                    " — more than {} snapshots",
-                    thousands(cfg.max_snapshots)
-                ));
-            }
-            out.push(Finding {
-                rule: "snapshot_bloat",
-                severity,
-                message: msg,
-                penalty: if severity == Severity::Critical {
-                    20
-                } else {
-                    10
-                },
-            });
-        }
+    if let Some(f) = snapshot_bloat(stats, cfg, now) {
+        out.push(f);
     }
 
     // Delete files (merge-on-read).

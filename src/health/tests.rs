@@ -495,3 +495,124 @@ fn files_far_over_the_target_are_informational() {
     );
     assert!(f.message.contains("230 MB"), "{}", f.message);
 }
+
+/// Snapshot bloat weighs what the snapshots past retention cost before it warns.
+mod noise {
+    use super::*;
+
+    /// `n` snapshots a day apart, the newest `newest_h` hours ago, with `files(i)` data
+    /// files after snapshot `i` (oldest first).
+    fn history(n: usize, newest_h: i64, files: impl Fn(usize) -> u64) -> TableStats {
+        let trend: Vec<_> = (0..n)
+            .map(|i| (hours_ago(newest_h + 24 * (n - 1 - i) as i64), files(i)))
+            .collect();
+        TableStats {
+            target_file_size: 128 * MB,
+            data_files: files(n - 1),
+            small_files: files(n - 1),
+            total_bytes: files(n - 1) * 4096,
+            records: 100,
+            snapshots: n as u64,
+            oldest_snapshot: trend.first().map(|t| t.0),
+            newest_snapshot: trend.last().map(|t| t.0),
+            last_write: trend.last().map(|t| t.0),
+            trend,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_small_table_that_never_expired_is_info_not_a_warning() {
+        // Three appends, the last 30 days ago: two could be expired, nothing is pinned.
+        let s = history(3, 24 * 30, |i| i as u64 + 1);
+        let h = evaluate(&s, None, &HealthConfig::default(), now());
+        let f = finding(&h, "snapshot_bloat");
+        assert_eq!(f.severity, Severity::Info);
+        assert_eq!(f.penalty, 0);
+        assert_eq!(h.status, Severity::Ok);
+        assert_eq!(h.score, 100);
+        assert!(
+            f.message
+                .contains("2 could be expired, pinning 0 data files")
+                && f.message
+                    .contains("worth an action from 100 snapshots or 1,000 files"),
+            "{}",
+            f.message
+        );
+    }
+
+    #[test]
+    fn many_expirable_snapshots_are_a_warning() {
+        let cfg = HealthConfig::default();
+        // A daily append for 120 days: 112 snapshots past the 7-day retention.
+        let s = history(120, 1, |i| i as u64 + 1);
+        let c = retention_cost(&s, &cfg, now()).unwrap();
+        assert_eq!(c.pinned_files, 0);
+        assert!((105..=115).contains(&c.expirable), "{c:?}");
+        let f = evaluate(&s, None, &cfg, now());
+        assert_eq!(finding(&f, "snapshot_bloat").severity, Severity::Warning);
+        let mut lenient = cfg.clone();
+        lenient.expirable_snapshots_warn = 200;
+        let f = evaluate(&s, None, &lenient, now());
+        assert_eq!(finding(&f, "snapshot_bloat").severity, Severity::Info);
+    }
+
+    #[test]
+    fn files_pinned_by_old_snapshots_are_a_warning_however_few_snapshots() {
+        let cfg = HealthConfig::default();
+        // 2,000 small files compacted to 10, 20 days ago; a few appends since.
+        let files = |i: usize| match i {
+            0 => 2000,
+            1 => 10,
+            i => 10 + i as u64,
+        };
+        let s = history(5, 24 * 16, files);
+        let c = retention_cost(&s, &cfg, now()).unwrap();
+        assert_eq!(c.expirable, 4);
+        assert_eq!(c.pinned_files, 1990);
+        let h = evaluate(&s, None, &cfg, now());
+        let f = finding(&h, "snapshot_bloat");
+        assert_eq!(f.severity, Severity::Warning);
+        assert_eq!(f.penalty, 10);
+        assert!(
+            f.message.contains("pinning 1,990 data files"),
+            "{}",
+            f.message
+        );
+        // A compaction inside the retention pins nothing yet that expiring would free
+        // beyond what the newest expirable snapshot held.
+        let s = history(3, 1, |i| if i == 0 { 2000 } else { 10 });
+        let c = retention_cost(&s, &cfg, now()).unwrap();
+        assert_eq!(c.expirable, 0);
+    }
+
+    #[test]
+    fn too_many_snapshots_still_warn_and_with_retention_are_critical() {
+        let cfg = HealthConfig {
+            max_snapshots: 10,
+            ..HealthConfig::default()
+        };
+        let s = history(12, 1, |i| i as u64 + 1);
+        assert_eq!(
+            finding(&evaluate(&s, None, &cfg, now()), "snapshot_bloat").severity,
+            Severity::Critical
+        );
+        let recent = TableStats {
+            oldest_snapshot: Some(hours_ago(5)),
+            ..history(12, 1, |i| i as u64 + 1)
+        };
+        assert_eq!(
+            finding(&evaluate(&recent, None, &cfg, now()), "snapshot_bloat").severity,
+            Severity::Warning
+        );
+    }
+
+    #[test]
+    fn summaries_without_totals_leave_the_cost_unknown_and_warn() {
+        let mut s = history(3, 24 * 30, |i| i as u64 + 1);
+        s.trend.clear();
+        assert_eq!(retention_cost(&s, &HealthConfig::default(), now()), None);
+        let h = evaluate(&s, None, &HealthConfig::default(), now());
+        assert_eq!(finding(&h, "snapshot_bloat").severity, Severity::Warning);
+    }
+}

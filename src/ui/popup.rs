@@ -45,6 +45,7 @@ pub fn help(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
         (Scope::Partitions, "Partitions"),
         (Scope::Snapshots, "Snapshots"),
         (Scope::Dags, "DAGs"),
+        (Scope::Popup, "in a popup"),
     ] {
         let group: Vec<_> = entries.iter().filter(|(_, _, sc)| *sc == scope).collect();
         if group.is_empty() {
@@ -59,7 +60,15 @@ pub fn help(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
         }
     }
     let col_w = (key_w + 26) as u16;
-    let inner_h = area.height.saturating_sub(3).max(1) as usize;
+    // The notes only where the keys keep most of the room.
+    let notes = if area.height >= 12 {
+        help_notes(s, th)
+    } else {
+        Vec::new()
+    };
+    let notes_w = (area.width.saturating_sub(2) as usize).min(col_w as usize * 3);
+    let notes_h = wrapped_rows(&notes, notes_w) as u16;
+    let inner_h = area.height.saturating_sub(3 + notes_h).max(1) as usize;
     let cols = items
         .len()
         .div_ceil(inner_h)
@@ -67,7 +76,7 @@ pub fn help(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
         .min((area.width.saturating_sub(2) / col_w).max(1) as usize);
     let rows = items.len().div_ceil(cols);
     let width = (col_w * cols as u16 + 2).min(area.width);
-    let height = (rows as u16 + 3).min(area.height);
+    let height = (rows as u16 + 3 + notes_h).min(area.height);
     let r = centered(area, width, height);
     f.render_widget(Clear, r);
     let title = if s.readonly {
@@ -78,12 +87,36 @@ pub fn help(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
     let block = Block::default().borders(Borders::ALL).title(title);
     let inner = block.inner(r);
     f.render_widget(block, r);
-    let parts = Layout::horizontal(vec![Constraint::Length(col_w); cols]).split(inner);
+    let [keys_area, notes_area] =
+        Layout::vertical([Constraint::Min(1), Constraint::Length(notes_h)]).areas(inner);
+    let parts = Layout::horizontal(vec![Constraint::Length(col_w); cols]).split(keys_area);
     for (c, chunk) in items.chunks(rows).enumerate() {
         if let Some(a) = parts.get(c) {
             f.render_widget(Paragraph::new(chunk.to_vec()), *a);
         }
     }
+    f.render_widget(Paragraph::new(notes).wrap(Wrap { trim: false }), notes_area);
+}
+
+/// What the keys alone do not say: where copying works, and when old snapshots warn.
+fn help_notes(s: &State, th: &Theme) -> Vec<Line<'static>> {
+    use crate::fmt::{human_duration, thousands};
+    let copy = s.keymap.keys_text(crate::app::keymap::Command::Copy);
+    let h = &s.health;
+    [
+        format!(
+            "{copy} copies with OSC 52: through SSH to your terminal's clipboard; in tmux set -g set-clipboard on"
+        ),
+        format!(
+            "snapshots past the {} retention are INFO until {} could be expired or they pin {} data files: then WARNING",
+            human_duration(h.snapshot_retention.as_secs() as i64),
+            thousands(h.expirable_snapshots_warn),
+            thousands(h.pinned_files_warn),
+        ),
+    ]
+    .into_iter()
+    .map(|t| Line::from(Span::styled(t, th.dim())))
+    .collect()
 }
 
 pub fn health(f: &mut Frame, area: Rect, s: &State, t: &TableRef, th: &Theme) {

@@ -1,10 +1,11 @@
 //! The confirm popup of a maintenance plan: the exact SQL and what it will rewrite; `y`
-//! runs it, anything else keeps things as they are.
+//! runs it, `Y` copies its SQL, anything else keeps things as they are.
 
 use crossterm::event::{KeyCode, KeyEvent};
 
 use super::jobs::Job;
 use crate::app::action::Effect;
+use crate::app::keymap::Command;
 use crate::app::state::{Level, Popup, State};
 use crate::lakehouse::maintenance::Plan;
 use crate::maintain::plan::PlanDraft;
@@ -25,8 +26,13 @@ pub fn on_key(s: &mut State, mut c: Box<Confirm>, ev: KeyEvent) -> Vec<Effect> {
         // Typed before the popup was on screen: meant for something else.
         return Vec::new();
     }
+    if s.keymap.lookup(&ev) == Some(Command::CopySql) {
+        let fx = crate::app::copy::plan_sql(s, &c.plan);
+        s.popup = Some(Popup::Confirm(c));
+        return fx;
+    }
     match ev.code {
-        KeyCode::Char('y') | KeyCode::Char('Y') => {
+        KeyCode::Char('y') => {
             s.popup = None;
             if s.readonly {
                 s.set_status(Level::Error, "read-only: maintenance is disabled");

@@ -53,6 +53,9 @@ pub struct Runtime {
     /// the event loop hands each loaded one to [`Runtime::finish_switch`].
     loaded_tx: mpsc::UnboundedSender<LoadedProfile>,
     loaded_rx: Option<mpsc::UnboundedReceiver<LoadedProfile>>,
+    /// Escape sequences for the terminal itself (OSC 52 clipboard writes), written by the
+    /// event loop through the terminal's writer before the next frame.
+    to_terminal: Vec<String>,
 }
 
 /// A profile's settings read off the event loop, or why they could not be.
@@ -86,6 +89,7 @@ impl Runtime {
             writes: Vec::new(),
             profile_epoch: Arc::default(),
             airflow: AirflowHandle::new(settings_airflow),
+            to_terminal: Vec::new(),
         })
     }
 
@@ -117,6 +121,11 @@ impl Runtime {
         }
         let handle = match e {
             Effect::Quit => return,
+            Effect::Copy(text) => {
+                let tmux = std::env::var_os("TMUX").is_some_and(|v| !v.is_empty());
+                self.to_terminal.push(super::copy::osc52(&text, tmux));
+                return;
+            }
             Effect::CancelJob(job) => {
                 if let Some((stop, _)) = self.jobs.get(&job) {
                     stop.cancel();
@@ -192,6 +201,22 @@ impl Runtime {
         if let Some(slot) = slot {
             self.running.insert(slot, handle);
         }
+    }
+
+    /// Write the pending escape sequences (clipboard writes) through the terminal's own
+    /// writer, between frames.
+    fn write_to_terminal(&mut self, terminal: &mut ratatui::DefaultTerminal) {
+        use std::io::Write;
+        if self.to_terminal.is_empty() {
+            return;
+        }
+        let out = terminal.backend_mut();
+        for seq in self.to_terminal.drain(..) {
+            if let Err(e) = out.write_all(seq.as_bytes()) {
+                tracing::warn!("writing a clipboard sequence to the terminal: {e}");
+            }
+        }
+        let _ = out.flush();
     }
 
     /// A sender for a result that opens a confirm popup (a drafted plan, a clear's dry
@@ -440,6 +465,7 @@ async fn event_loop(
             if state.quit {
                 continue;
             }
+            rt.write_to_terminal(terminal);
             terminal.draw(|f| crate::ui::draw(f, &state))?;
             update(&mut state, Action::Drawn);
             last_draw = Instant::now();

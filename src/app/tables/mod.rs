@@ -59,16 +59,42 @@ pub struct TablesView {
     pub generation: u64,
     /// Stats queries of the current generation still in flight.
     pub pending: usize,
+    /// The table the operator opened (Enter, or a detail tab left the Tables tab for):
+    /// what the Partitions and Snapshots tabs are about, whatever row sorts first now.
+    pub opened: Option<TableRef>,
 }
 
 impl TablesView {
+    /// Re-apply filter and sort; the selection stays on its table (by key).
     pub fn reindex(&mut self) {
-        self.grid
-            .rebuild(&self.rows, |r| r.search.as_str(), cmp_tables, None);
+        let key = self.selected().map(|r| r.table.clone());
+        self.reindex_keeping(key);
+    }
+
+    /// Re-apply filter and sort with the selection on `key` once the operator has moved
+    /// (rows may have been replaced: data indices mean nothing across a rediscovery).
+    pub fn reindex_keeping(&mut self, key: Option<TableRef>) {
+        match key {
+            Some(key) => {
+                let same = move |r: &TableRow| r.table == key;
+                self.grid
+                    .rebuild(&self.rows, |r| r.search.as_str(), cmp_tables, Some(&same));
+            }
+            None => self
+                .grid
+                .rebuild(&self.rows, |r| r.search.as_str(), cmp_tables, None),
+        }
     }
 
     pub fn selected(&self) -> Option<&TableRow> {
         self.grid.selected_row().and_then(|i| self.rows.get(i))
+    }
+
+    /// The table the detail tabs are about: the opened one, else the selected row.
+    pub fn focus(&self) -> Option<TableRef> {
+        self.opened
+            .clone()
+            .or_else(|| self.selected().map(|r| r.table.clone()))
     }
 
     pub fn row_mut(&mut self, t: &TableRef) -> Option<&mut TableRow> {
@@ -193,6 +219,7 @@ fn on_discovered(
     }
     match result {
         Ok(tables) => {
+            let key = s.tables.selected().map(|r| r.table.clone());
             let old = std::mem::take(&mut s.tables.rows);
             let mut rows = Vec::with_capacity(tables.len());
             for t in &tables {
@@ -208,7 +235,7 @@ fn on_discovered(
             s.tables.load = Load::Loaded;
             super::dags::correlate(s);
             s.tables.pending = s.tables.rows.len();
-            s.tables.reindex();
+            s.tables.reindex_keeping(key);
             if s.tables.rows.is_empty() {
                 let scope = if s.schemas.is_empty() {
                     "the catalog".to_string()

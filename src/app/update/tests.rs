@@ -552,7 +552,7 @@ mod maintenance {
         s
     }
 
-    fn draft(s: &State) -> PlanDraft {
+    pub fn draft(s: &State) -> PlanDraft {
         let marked = s
             .partitions
             .rows
@@ -1164,4 +1164,317 @@ fn a_trino_login_url_stays_in_the_status_line_until_the_login_ends() {
     let m = s.status.clone().unwrap();
     assert_eq!(m.level, Level::Error);
     assert!(m.text.contains("access_denied"));
+}
+
+/// The detail tabs follow the table the operator opened; the Tables selection stays on its
+/// table (by key) through re-sorts, refreshes and filters.
+mod context {
+    use super::*;
+
+    fn order(s: &State) -> Vec<String> {
+        s.tables
+            .grid
+            .index
+            .iter()
+            .map(|&i| s.tables.rows[i].name.clone())
+            .collect()
+    }
+
+    /// A refresh whose discovery lists `tables` and whose stats say `stats` per table.
+    fn refresh_with(
+        s: &mut State,
+        tables: &[(&str, &str)],
+        stats: Vec<crate::lakehouse::model::TableStats>,
+    ) {
+        update(s, key('r'));
+        let generation = s.tables.generation;
+        let refs: Vec<_> = tables.iter().map(|(a, b)| tref(a, b)).collect();
+        update(
+            s,
+            Action::Tables(TablesMsg::Discovered {
+                generation,
+                result: Ok(refs.clone()),
+            }),
+        );
+        for (t, st) in refs.into_iter().zip(stats) {
+            update(
+                s,
+                Action::Tables(TablesMsg::Stats {
+                    generation,
+                    table: t,
+                    result: Ok(st),
+                }),
+            );
+        }
+    }
+
+    fn bloated() -> crate::lakehouse::model::TableStats {
+        let mut b = healthy_stats();
+        b.snapshots = 600;
+        b.oldest_snapshot = Some(t0() - chrono::Duration::days(60));
+        b
+    }
+
+    #[test]
+    fn snapshots_follow_the_opened_table_after_a_refresh_re_sorts_the_list() {
+        let mut s = loaded();
+        assert_eq!(
+            selected_name(&s),
+            "zoning.documents",
+            "worst first, untouched"
+        );
+        update(&mut s, code(KeyCode::Enter));
+        assert_eq!(s.tab, Tab::Partitions);
+        // Optimized meanwhile: documents is healthy now, events is the worst.
+        refresh_with(
+            &mut s,
+            &[
+                ("zoning", "parcels"),
+                ("zoning", "documents"),
+                ("audit", "events"),
+            ],
+            vec![healthy_stats(), healthy_stats(), bloated()],
+        );
+        assert_eq!(order(&s)[0], "audit.events", "the list re-sorted");
+        let fx = update(&mut s, key('3'));
+        assert_eq!(
+            fx,
+            vec![Effect::LoadSnapshots {
+                request: 1,
+                table: tref("zoning", "documents")
+            }]
+        );
+        assert_eq!(s.focus_table(), Some(&tref("zoning", "documents")));
+        // Back on Tables, the selection is still on the opened table.
+        update(&mut s, key('1'));
+        assert_eq!(selected_name(&s), "zoning.documents");
+    }
+
+    #[test]
+    fn a_refresh_on_the_partitions_tab_reloads_the_opened_table() {
+        let mut s = loaded();
+        update(&mut s, code(KeyCode::Enter));
+        let fx = update(&mut s, key('r'));
+        assert!(
+            fx.contains(&Effect::LoadPartitions {
+                request: 2,
+                table: tref("zoning", "documents")
+            }),
+            "{fx:?}"
+        );
+    }
+
+    #[test]
+    fn the_selection_stays_on_its_table_when_a_rediscovery_reorders_rows() {
+        let mut s = loaded();
+        update(&mut s, key('j'));
+        assert_eq!(selected_name(&s), "zoning.parcels");
+        // The catalog lists the tables in another order: data indices change.
+        refresh_with(
+            &mut s,
+            &[
+                ("audit", "events"),
+                ("zoning", "parcels"),
+                ("zoning", "documents"),
+            ],
+            vec![bloated(), healthy_stats(), incident_stats()],
+        );
+        assert_eq!(selected_name(&s), "zoning.parcels");
+        // A sort change and a filter keep it too.
+        update(&mut s, key('s'));
+        assert_eq!(selected_name(&s), "zoning.parcels");
+        update(&mut s, key('/'));
+        for c in "zoning".chars() {
+            update(&mut s, key(c));
+        }
+        update(&mut s, code(KeyCode::Enter));
+        assert_eq!(selected_name(&s), "zoning.parcels");
+        let fx = update(&mut s, key('3'));
+        assert_eq!(
+            fx,
+            vec![Effect::LoadSnapshots {
+                request: 1,
+                table: tref("zoning", "parcels")
+            }]
+        );
+    }
+
+    #[test]
+    fn moving_on_the_tables_tab_then_opening_another_table_follows_it() {
+        let mut s = loaded();
+        update(&mut s, code(KeyCode::Enter));
+        update(&mut s, key('1'));
+        update(&mut s, key('j'));
+        let fx = update(&mut s, key('3'));
+        assert_eq!(
+            fx,
+            vec![Effect::LoadSnapshots {
+                request: 1,
+                table: tref("zoning", "parcels")
+            }]
+        );
+        // g: back to following the worst row.
+        update(&mut s, key('1'));
+        update(&mut s, key('g'));
+        refresh_with(
+            &mut s,
+            &[
+                ("zoning", "parcels"),
+                ("zoning", "documents"),
+                ("audit", "events"),
+            ],
+            vec![healthy_stats(), healthy_stats(), bloated()],
+        );
+        assert_eq!(selected_name(&s), "audit.events");
+    }
+}
+
+/// `y` copies the selection with OSC 52 (the runtime writes the sequence); `Y` the SQL.
+mod copy {
+    use super::*;
+
+    fn copied(fx: &[Effect]) -> &str {
+        match fx {
+            [Effect::Copy(text)] => text,
+            _ => panic!("no copy: {fx:?}"),
+        }
+    }
+
+    #[test]
+    fn tables_copy_the_quoted_name_and_say_so() {
+        let mut s = loaded();
+        let fx = update(&mut s, key('y'));
+        assert_eq!(copied(&fx), r#""iceberg"."zoning"."documents""#);
+        let m = s.status.as_ref().unwrap();
+        assert_eq!(m.level, Level::Info);
+        assert!(m.text.contains("copied table name"), "{}", m.text);
+    }
+
+    #[test]
+    fn partitions_copy_the_predicate_of_the_selected_partition() {
+        let mut s = maintenance::on_partitions();
+        let label = s.partitions.selected().unwrap().label.clone();
+        let fx = update(&mut s, key('y'));
+        assert_eq!(copied(&fx), format!("\"$partition\" = '{label}'"));
+        assert!(
+            s.status
+                .as_ref()
+                .unwrap()
+                .text
+                .contains("partition predicate")
+        );
+    }
+
+    #[test]
+    fn snapshots_copy_the_id_then_the_query_that_wrote_it() {
+        let mut s = loaded();
+        update(&mut s, key('3'));
+        let info = SnapshotInfo {
+            committed_at: t0(),
+            snapshot_id: 4242,
+            parent_id: None,
+            operation: "replace".into(),
+            added_data_files: None,
+            deleted_data_files: None,
+            total_data_files: None,
+            added_records: None,
+            total_records: None,
+            total_delete_files: None,
+            added_files_size: None,
+            removed_files_size: None,
+            trino_user: None,
+            trino_query_id: Some("20261129_120000_00001_abcde".into()),
+        };
+        update(
+            &mut s,
+            Action::Snapshots {
+                request: 1,
+                table: tref("zoning", "documents"),
+                result: Ok(vec![info]),
+            },
+        );
+        let fx = update(&mut s, key('y'));
+        assert_eq!(copied(&fx), "4242");
+        assert!(s.status.as_ref().unwrap().text.contains("y again"));
+        let fx = update(&mut s, key('y'));
+        assert_eq!(copied(&fx), "20261129_120000_00001_abcde");
+        let fx = update(&mut s, key('y'));
+        assert_eq!(copied(&fx), "4242", "and back");
+    }
+
+    #[test]
+    fn dags_copy_the_id_then_the_failing_error_line_once_drilled_in() {
+        let mut s = dags::with_dags();
+        update(&mut s, key('4'));
+        let fx = update(&mut s, key('y'));
+        assert_eq!(copied(&fx), "compact_documents");
+        update(&mut s, code(KeyCode::Enter));
+        let fx = update(&mut s, key('y'));
+        assert_eq!(copied(&fx), dags::ERROR);
+        assert!(
+            s.status
+                .as_ref()
+                .unwrap()
+                .text
+                .contains("copied error line")
+        );
+    }
+
+    #[test]
+    fn the_confirm_popup_copies_its_sql_with_capital_y_and_stays_open() {
+        let mut s = maintenance::on_partitions();
+        update(&mut s, key(' '));
+        update(&mut s, key(' '));
+        update(&mut s, key('o'));
+        let d = maintenance::draft(&s);
+        update(
+            &mut s,
+            Action::Maintenance(MaintenanceMsg::PlanReady(Ok(d))),
+        );
+        let fx = update(&mut s, key('Y'));
+        let sql = copied(&fx).to_string();
+        assert_eq!(sql.matches("EXECUTE optimize").count(), 2, "{sql}");
+        assert!(!sql.contains('\n'), "one line: {sql}");
+        assert!(matches!(s.popup, Some(Popup::Confirm(_))), "still asking");
+        assert!(
+            s.status
+                .as_ref()
+                .unwrap()
+                .text
+                .contains("SQL (2 statements)")
+        );
+        // y still runs it.
+        let fx = update(&mut s, key('y'));
+        assert!(matches!(&fx[..], [Effect::RunPlan { .. }]), "{fx:?}");
+    }
+
+    #[test]
+    fn capital_y_outside_the_confirm_popup_copies_nothing() {
+        let mut s = loaded();
+        assert!(update(&mut s, key('Y')).is_empty());
+    }
+
+    #[test]
+    fn a_popup_copies_the_error_it_shows() {
+        let mut s = loaded();
+        let generation = s.tables.generation;
+        let hostile = format!("TABLE_NOT_FOUND: {}", crate::text::hostile_sample());
+        update(
+            &mut s,
+            Action::Tables(TablesMsg::Stats {
+                generation,
+                table: tref("audit", "events"),
+                result: Err(hostile),
+            }),
+        );
+        s.popup = Some(Popup::Health(tref("audit", "events")));
+        let fx = update(&mut s, key('y'));
+        let text = copied(&fx);
+        assert!(text.starts_with("TABLE_NOT_FOUND"), "{text}");
+        assert!(
+            crate::text::is_inert(text) && !text.contains('\n'),
+            "{text:?}"
+        );
+        assert!(crate::text::is_inert(&s.status.as_ref().unwrap().text));
+    }
 }

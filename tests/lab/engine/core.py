@@ -317,6 +317,9 @@ class Engine:
         if op == "clone_table":
             from .clone import clone_table
             return clone_table(self, payload)
+        if op == "unmaintained_table":
+            from .unmaintained import unmaintained_table
+            return unmaintained_table(self, payload)
         if op == "stats":
             return {"cached_relations": len(self._cache._data)}
         raise TrinoError("NOT_SUPPORTED", f"unknown engine operation {op!r}")

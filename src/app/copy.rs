@@ -1,0 +1,250 @@
+//! `y` copies what is selected to the clipboard of the operator's terminal with OSC 52,
+//! which travels through SSH (and tmux): the quoted table name, a partition's predicate,
+//! a snapshot id (then its Trino query id), a DAG id or its failing error line, a job's
+//! error; `Y` copies the SQL of the confirm popup. Nothing copied holds a control
+//! character: every text goes through [`crate::text::one_line`].
+
+use super::action::Effect;
+use super::dags::DagLevel;
+use super::state::{Level, Popup, State, Tab};
+use crate::lakehouse::maintenance::{Plan, partition_path};
+use crate::lakehouse::sql::quote_string;
+use crate::text::{clip, one_line};
+
+/// The most the clipboard is given: terminals cap an OSC 52 payload (xterm at about
+/// 100 kB of base64), and a longer text would be dropped whole.
+pub const MAX_COPY_BYTES: usize = 64 * 1024;
+
+/// Standard base64 (RFC 4648, with padding).
+pub fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            chunk.get(1).copied().unwrap_or(0),
+            chunk.get(2).copied().unwrap_or(0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// The escape sequence that sets the clipboard to `text`: OSC 52 on the `c` selection,
+/// ended by BEL. Inside tmux (`tmux`), the same sequence follows wrapped in tmux's DCS
+/// passthrough (its ESCs doubled): tmux with `set-clipboard on` takes the plain one,
+/// with `allow-passthrough on` it hands the wrapped one to the outer terminal.
+pub fn osc52(text: &str, tmux: bool) -> String {
+    let seq = format!("\x1b]52;c;{}\x07", base64(text.as_bytes()));
+    if tmux {
+        let wrapped = format!("\x1bPtmux;{}\x1b\\", seq.replace('\x1b', "\x1b\x1b"));
+        format!("{seq}{wrapped}")
+    } else {
+        seq
+    }
+}
+
+/// `text` as it may reach the clipboard: on one line, control characters escaped, at
+/// most [`MAX_COPY_BYTES`] (cut on a character boundary).
+pub fn clean(text: &str) -> String {
+    let mut t = one_line(text);
+    if t.len() > MAX_COPY_BYTES {
+        let mut end = MAX_COPY_BYTES;
+        while !t.is_char_boundary(end) {
+            end -= 1;
+        }
+        t.truncate(end);
+    }
+    t
+}
+
+/// Copy `text` (described as `what` in the status line).
+fn emit(s: &mut State, what: &str, text: &str) -> Vec<Effect> {
+    let text = clean(text);
+    if text.is_empty() {
+        s.set_status(Level::Info, format!("nothing to copy: no {what}"));
+        return Vec::new();
+    }
+    s.set_status(Level::Info, format!("copied {what}: {}", clip(&text, 60)));
+    s.copied = Some(text.clone());
+    vec![Effect::Copy(text)]
+}
+
+/// `y` outside popups: what is selected on the tab.
+pub fn selection(s: &mut State) -> Vec<Effect> {
+    match s.tab {
+        // The incident's line, as an operator pastes it into the incident channel.
+        Tab::Triage => match s.triage.selected().map(|i| i.summary()) {
+            Some(line) => emit(s, "incident", &line),
+            None => emit(s, "incident selected", ""),
+        },
+        Tab::Tables => match s.tables.selected().map(|r| r.table.sql()) {
+            Some(name) => emit(s, "table name", &name),
+            None => emit(s, "table selected", ""),
+        },
+        Tab::Partitions => {
+            let p = s.partitions.selected().map(|r| partition_path(&r.stats));
+            match p {
+                Some(Ok(path)) => {
+                    let pred = format!("\"$partition\" = {}", quote_string(&path));
+                    emit(s, "partition predicate", &pred)
+                }
+                Some(Err(_)) => match s.partitions.table.as_ref().map(|t| t.sql()) {
+                    // Unpartitioned: the table is what a statement would name.
+                    Some(name) => emit(s, "table name", &name),
+                    None => emit(s, "partition selected", ""),
+                },
+                None => emit(s, "partition selected", ""),
+            }
+        }
+        Tab::Snapshots => {
+            let row = s
+                .snapshots
+                .grid
+                .selected_row()
+                .and_then(|i| s.snapshots.rows.get(i))
+                .map(|r| {
+                    (
+                        r.info.snapshot_id.to_string(),
+                        r.info.trino_query_id.clone(),
+                    )
+                });
+            match row {
+                // A second `y` on the same snapshot copies the query that wrote it.
+                Some((id, Some(q))) if s.copied.as_deref() == Some(id.as_str()) => {
+                    emit(s, "Trino query id", &q)
+                }
+                Some((id, q)) => {
+                    let fx = emit(s, "snapshot id", &id);
+                    if q.is_some()
+                        && let Some(m) = &mut s.status
+                    {
+                        m.text.push_str(" (y again: its Trino query id)");
+                    }
+                    fx
+                }
+                None => emit(s, "snapshot selected", ""),
+            }
+        }
+        Tab::Dags => dag(s),
+    }
+}
+
+/// The DAGs tab: the DAG id on the list; its failing error line once drilled in.
+fn dag(s: &mut State) -> Vec<Effect> {
+    let d = &s.dags;
+    if d.level() == DagLevel::List {
+        return match d.selected().map(|r| r.dag.dag_id.clone()) {
+            Some(id) => emit(s, "DAG id", &id),
+            None => emit(s, "DAG selected", ""),
+        };
+    }
+    let from_log = d
+        .log
+        .as_ref()
+        .filter(|_| d.level() == DagLevel::Log)
+        .and_then(|l| l.log.error_line.clone());
+    let dag_id = d.dag_id.clone().unwrap_or_default();
+    let from_failure = d
+        .failures
+        .get(&dag_id)
+        .and_then(|f| f.as_ref().ok())
+        .and_then(|f| f.log.error_line.clone());
+    let from_facts = d
+        .row(&dag_id)
+        .and_then(|r| r.facts.as_ref())
+        .and_then(|f| f.error_line.clone());
+    match from_log.or(from_failure).or(from_facts) {
+        Some(line) => emit(s, "error line", &line),
+        None => emit(s, "DAG id", &dag_id),
+    }
+}
+
+/// `y` in a popup: the error it shows (a job's, a table's load error), else nothing.
+pub fn in_popup(s: &mut State) -> Vec<Effect> {
+    match s.popup.clone() {
+        Some(Popup::Queue) => {
+            let err = s.jobs.list.iter().rev().find_map(|j| j.error.clone());
+            match err {
+                Some(e) => emit(s, "job error", &e),
+                None => emit(s, "job error", ""),
+            }
+        }
+        Some(Popup::Health(t)) => {
+            let err = s.tables.row(&t).and_then(|r| r.error.clone());
+            match err {
+                Some(e) => emit(s, "load error", &e),
+                None => emit(s, "table name", &t.sql()),
+            }
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// `Y` in the confirm popup: its statements, on one line each ending with `;`.
+pub fn plan_sql(s: &mut State, plan: &Plan) -> Vec<Effect> {
+    let sql: Vec<String> = plan.steps.iter().map(|st| format!("{};", st.sql)).collect();
+    let what = if sql.len() == 1 {
+        "SQL".to_string()
+    } else {
+        format!("SQL ({} statements)", sql.len())
+    };
+    emit(s, &what, &sql.join(" "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_matches_rfc_4648_vectors() {
+        for (plain, enc) in [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("foob", "Zm9vYg=="),
+            ("fooba", "Zm9vYmE="),
+            ("foobar", "Zm9vYmFy"),
+        ] {
+            assert_eq!(base64(plain.as_bytes()), enc, "{plain:?}");
+        }
+        assert_eq!(base64(&[0xff, 0xfe, 0x00]), "//4A");
+        assert_eq!(base64("é".as_bytes()), "w6k=");
+    }
+
+    #[test]
+    fn osc52_sets_the_clipboard_and_wraps_for_tmux() {
+        let name = r#""iceberg"."zoning"."documents""#;
+        let plain = osc52(name, false);
+        assert_eq!(
+            plain,
+            "\x1b]52;c;ImljZWJlcmciLiJ6b25pbmciLiJkb2N1bWVudHMi\x07"
+        );
+        let tmux = osc52(name, true);
+        assert!(tmux.starts_with(&plain), "the plain one for set-clipboard");
+        let wrapped = &tmux[plain.len()..];
+        assert_eq!(
+            wrapped,
+            "\x1bPtmux;\x1b\x1b]52;c;ImljZWJlcmciLiJ6b25pbmciLiJkb2N1bWVudHMi\x07\x1b\\"
+        );
+    }
+
+    #[test]
+    fn nothing_copied_holds_a_control_character() {
+        let hostile = crate::text::hostile_sample();
+        let c = clean(&hostile);
+        assert!(crate::text::is_inert(&c), "{c:?}");
+        assert!(!c.contains('\n') && !c.contains('\t'));
+        let long = "é".repeat(MAX_COPY_BYTES);
+        let c = clean(&long);
+        assert!(c.len() <= MAX_COPY_BYTES && c.chars().all(|ch| ch == 'é'));
+    }
+}
