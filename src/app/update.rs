@@ -8,9 +8,7 @@ use super::action::{Action, Effect, MaintenanceKind};
 use super::keymap::Command;
 use super::prompt::RetentionFor;
 use super::state::{Level, Popup, State, Tab};
-use super::{
-    copy, dags, export, maintenance, nav, partitions, prompt, snapshots, tables, triage,
-};
+use super::{copy, dags, export, maintenance, nav, partitions, prompt, snapshots, tables, triage};
 
 pub fn update(s: &mut State, action: Action) -> Vec<Effect> {
     // Results change what the Triage tab derives from: it is derived again when it is on
