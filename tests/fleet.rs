@@ -234,3 +234,71 @@ async fn a_broken_table_does_not_blind_its_probe_batch() {
         "a few splits, not one statement per table each: {probes}"
     );
 }
+
+#[tokio::test]
+async fn check_uses_the_cache_only_when_asked_and_only_young_enough() {
+    let f = Fleet::new("check_cache", &["zoning.documents".to_string()], 50).await;
+    let mut settings = config::load(&config::Overrides {
+        config: Some(f.dir.join("config.toml")),
+        ..Default::default()
+    })
+    .unwrap();
+    settings.trino.schemas = vec!["zoning".into()];
+    settings.stats_cache = f.dir.join("stats.json");
+    let docs = TableRef::new("iceberg", "zoning", "documents");
+    let marked = floe::lakehouse::model::TableStats {
+        data_files: 424_242,
+        ..Default::default()
+    };
+    floe::cache::store(
+        &settings.stats_cache,
+        &settings.profile,
+        settings.trino.url.as_str(),
+        vec![floe::cache::Entry {
+            profile: settings.profile.clone(),
+            url: settings.trino.url.to_string(),
+            table: docs.clone(),
+            probe: None,
+            read_at: chrono::Utc::now() - chrono::Duration::minutes(30),
+            stats: marked,
+        }],
+    )
+    .unwrap();
+    let files_of = |r: &floe::report::Report| {
+        r.tables
+            .iter()
+            .find(|t| t.table == docs)
+            .and_then(|t| t.stats.as_ref())
+            .map(|s| s.data_files)
+    };
+    let run = |age: Option<u64>| {
+        floe::report::check::run_cached(
+            &settings,
+            &[],
+            Duration::from_secs(120),
+            age.map(Duration::from_secs),
+        )
+    };
+    let fresh = run(None).await;
+    assert_ne!(
+        files_of(&fresh),
+        Some(424_242),
+        "by default a check is fresh"
+    );
+    let too_old = run(Some(600)).await;
+    assert_ne!(
+        files_of(&too_old),
+        Some(424_242),
+        "30 min is older than 10 min"
+    );
+    let before = kinds(&lab().queries_of(&f.user).await).2;
+    let cached = run(Some(3600)).await;
+    assert_eq!(files_of(&cached), Some(424_242));
+    assert!(
+        cached.warnings.iter().any(|w| w.contains("stats cache")),
+        "{:?}",
+        cached.warnings
+    );
+    let after = kinds(&lab().queries_of(&f.user).await).2;
+    assert_eq!(after, before, "no health statement for a cached table");
+}
