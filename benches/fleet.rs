@@ -417,8 +417,19 @@ async fn bench() {
     );
     lab.clear(&u).await;
 
-    // One table written between refreshes.
-    let written = &tables[0];
+    // One table written between refreshes: an optimize of the table with the most small
+    // files (one with none to rewrite would commit nothing).
+    let written = floe
+        .state
+        .tables
+        .rows
+        .iter()
+        .filter(|r| r.stats.as_ref().is_some_and(|s| s.partitioned))
+        .max_by_key(|r| r.stats.as_ref().map(|s| s.small_files))
+        .map(|r| r.table.clone())
+        .unwrap_or_else(|| tables[0].clone());
+    let written = &written;
+    let snapshots_before = probe_lake.probe(std::slice::from_ref(written)).await;
     let writer = lab.client(&user("writer"), &catalog);
     let wrote = writer
         .client
@@ -430,6 +441,12 @@ async fn bench() {
             QueryOptions::default(),
         )
         .await;
+    let snapshots_after = probe_lake.probe(std::slice::from_ref(written)).await;
+    println!(
+        "  {written}: snapshots {:?} -> {:?}",
+        snapshots_before[0].1.as_ref().map(|p| p.snapshots),
+        snapshots_after[0].1.as_ref().map(|p| p.snapshots)
+    );
     let u = user("written");
     lab.server_time(&u, latency).await;
     let wall = floe.cycle(&lab, &u, 4, false, false).await;
@@ -471,6 +488,13 @@ async fn bench() {
 
     // One statement per table vs K tables per statement vs more in flight.
     let subset: Vec<TableRef> = tables.iter().take(compare).cloned().collect();
+    let layout_of = |t: &TableRef| match floe.state.tables.row(t).and_then(|r| r.stats.as_ref()) {
+        Some(s) if !s.partitioned => Layout::Unpartitioned,
+        _ => Layout::PartitionColumn,
+    };
+    let layouts: std::collections::HashMap<TableRef, Layout> =
+        subset.iter().map(|t| (t.clone(), layout_of(t))).collect();
+    let layouts = &layouts;
     let m = subset.len();
     println!("strategies over {m} tables, {latency} ms server time per statement:");
     for conc in [4usize, 8, 16] {
@@ -510,7 +534,7 @@ async fn bench() {
                         .map(|(i, t)| {
                             format!(
                                 "SELECT {i} AS i, h.* FROM ({}) h",
-                                stats_sql(t, &lake.health, Layout::PartitionColumn)
+                                stats_sql(t, &lake.health, layouts[t])
                             )
                         })
                         .collect::<Vec<_>>()
@@ -519,7 +543,7 @@ async fn bench() {
                         Ok(out) => out
                             .rows
                             .iter()
-                            .filter(|r| parse_stats(r, Layout::PartitionColumn).is_ok())
+                            .filter(|r| parse_stats(r, Layout::Unpartitioned).is_ok())
                             .count(),
                         Err(e) => {
                             eprintln!("  UNION ALL of {k}: {e}");
