@@ -151,6 +151,10 @@ pub struct CheckArgs {
     /// running, and its queries are cancelled on Trino.
     #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_dur)]
     pub timeout: Dur,
+    /// Use a table's stats from the TUI's cache when read at most DURATION ago, instead
+    /// of reading them again (default: never; a check reads everything fresh).
+    #[arg(long, value_name = "DURATION", value_parser = parse_dur)]
+    pub cached_max_age: Option<Dur>,
 }
 
 #[derive(Args, Debug)]

@@ -5,6 +5,7 @@
 
 pub mod airflow;
 pub mod app;
+pub mod cache;
 pub mod cli;
 pub mod config;
 pub mod doctor;

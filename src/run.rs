@@ -31,10 +31,11 @@ pub fn main() -> ExitCode {
             };
             let _log = init_logging(&settings.log_dir);
             let rt = runtime();
-            let report = rt.block_on(crate::report::check::run_within(
+            let report = rt.block_on(crate::report::check::run_cached(
                 &settings,
                 &args.tables,
                 args.timeout.0,
+                args.cached_max_age.map(|d| d.0),
             ));
             let text = report.render(args.format);
             let code = report.exit_code();

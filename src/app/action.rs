@@ -84,6 +84,17 @@ pub enum Effect {
         generation: u64,
         table: TableRef,
     },
+    /// The change probe of a batch of tables (one statement; split when it fails).
+    Probe {
+        generation: u64,
+        tables: Vec<TableRef>,
+    },
+    /// Keep the last stats of every table of a profile for the next start.
+    SaveCache {
+        profile: String,
+        url: String,
+        entries: Vec<crate::cache::Entry>,
+    },
     LoadPartitions {
         request: u64,
         table: TableRef,
@@ -196,6 +207,9 @@ pub enum Slot {
     ServerInfo,
     Discovery,
     Stats(TableRef),
+    /// A probe batch, by its first table.
+    Probe(Option<TableRef>),
+    Cache,
     Partitions,
     Snapshots,
     Export,
@@ -217,6 +231,8 @@ impl Effect {
             Effect::FetchServerInfo => Slot::ServerInfo,
             Effect::Discover { .. } => Slot::Discovery,
             Effect::LoadStats { table, .. } => Slot::Stats(table.clone()),
+            Effect::Probe { tables, .. } => Slot::Probe(tables.first().cloned()),
+            Effect::SaveCache { .. } => Slot::Cache,
             Effect::LoadPartitions { .. } => Slot::Partitions,
             Effect::LoadSnapshots { .. } => Slot::Snapshots,
             Effect::Export { .. } => Slot::Export,

@@ -277,7 +277,10 @@ impl State {
         self.airflow_configured = self.conn.airflow_url.is_some();
         self.maintenance = p.maintenance;
         self.dags = super::dags::DagsView::default();
-        self.tables = TablesView::default();
+        self.tables = TablesView {
+            policy: self.tables.policy,
+            ..TablesView::default()
+        };
         self.partitions = PartitionsView::default();
         self.snapshots = SnapshotsView::default();
         self.triage = super::triage::TriageView::default();

@@ -17,6 +17,8 @@ pub struct FileConfig {
     pub readonly: Option<bool>,
     pub refresh: Option<Dur>,
     pub max_concurrent_queries: Option<usize>,
+    pub probe_batch: Option<usize>,
+    pub full_refresh_every: Option<u32>,
     pub query_timeout: Option<Dur>,
     pub audit_log: Option<PathBuf>,
     pub export_dir: Option<PathBuf>,

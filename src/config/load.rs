@@ -66,6 +66,7 @@ fn load_file(
     let trino = cx.trino()?;
     let mut airflow = cx.airflow()?;
     let (readonly, refresh, max_concurrent_queries) = cx.general()?;
+    let (probe_batch, full_refresh_every) = cx.refresh_policy()?;
     let query_timeout = cx
         .file
         .query_timeout
@@ -100,6 +101,9 @@ fn load_file(
         readonly,
         refresh,
         max_concurrent_queries,
+        probe_batch,
+        full_refresh_every,
+        stats_cache: dirs.cache.join(crate::cache::FILE_NAME),
         query_timeout,
         health,
         maintenance,
@@ -212,6 +216,28 @@ impl Layers<'_> {
 
     fn key_in(&self, k: &str) -> String {
         format!("{k} (profile {:?} in {})", self.profile_name, self.where_())
+    }
+
+    /// Tables per change probe and every how many refreshes all are fully re-read.
+    fn refresh_policy(&self) -> Result<(usize, u32), ConfigError> {
+        let batch = self
+            .file
+            .probe_batch
+            .unwrap_or(crate::lakehouse::probe::DEFAULT_PROBE_BATCH);
+        if !(1..=500).contains(&batch) {
+            return Err(err(format!(
+                "probe_batch = {batch} in {}: expected 1 to 500",
+                self.where_()
+            )));
+        }
+        let every = self.file.full_refresh_every.unwrap_or(10);
+        if !(1..=1000).contains(&every) {
+            return Err(err(format!(
+                "full_refresh_every = {every} in {}: expected 1 to 1000",
+                self.where_()
+            )));
+        }
+        Ok((batch, every))
     }
 
     /// Read-only mode, refresh interval and query concurrency.

@@ -112,6 +112,12 @@ pub struct Settings {
     pub readonly: bool,
     pub refresh: Duration,
     pub max_concurrent_queries: usize,
+    /// Tables per change-probe statement (`probe_batch`).
+    pub probe_batch: usize,
+    /// Every how many refreshes every table is fully re-read (`full_refresh_every`).
+    pub full_refresh_every: u32,
+    /// The last stats per table, for a warm start (`$XDG_CACHE_HOME/floe/stats.json`).
+    pub stats_cache: PathBuf,
     pub query_timeout: Duration,
     pub health: HealthConfig,
     pub maintenance: Vec<MaintenanceMapping>,

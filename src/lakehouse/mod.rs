@@ -5,6 +5,7 @@
 pub mod layout;
 pub mod maintenance;
 pub mod model;
+pub mod probe;
 pub mod queries;
 pub mod sql;
 pub mod statements;

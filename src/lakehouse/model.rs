@@ -3,12 +3,12 @@
 use std::fmt;
 
 use chrono::{DateTime, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::sql::quote_ident;
 
 /// `catalog.schema.table`, each part as Trino knows it (case preserved as reported).
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct TableRef {
     pub catalog: String,
     pub schema: String,
@@ -94,7 +94,8 @@ impl fmt::Display for TableRef {
 }
 
 /// Everything floe learns about one table in one refresh (one aggregate query).
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct TableStats {
     /// The target file size used for this table's verdicts (bytes).
     pub target_file_size: u64,

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use super::maintenance::TableLayout;
 use super::model::{PartitionStats, SnapshotInfo, TableRef, TableStats};
+use super::probe::{Probe, parse_probe, probe_sql, split};
 use super::sql::{quote_ident, quote_string};
 use crate::health::HealthConfig;
 use crate::trino::{Client, QueryOptions, Row, ServerInfo, TrinoError, Value};
@@ -234,6 +235,40 @@ impl Lakehouse {
             url: self.client.url().to_string(),
             message: format!("health query of {t}: {m}"),
         })
+    }
+
+    /// The change probe of `tables` (see [`super::probe`]), in one statement when all
+    /// answer. A statement that fails is split in halves, down to single tables, so a
+    /// broken table (dropped, permission denied) carries its own error and the others
+    /// still get theirs. Errors that are not the statement's (transport, auth) are every
+    /// table's: splitting would only repeat them.
+    pub async fn probe(&self, tables: &[TableRef]) -> Vec<(TableRef, Result<Probe, TrinoError>)> {
+        let mut out = Vec::with_capacity(tables.len());
+        let mut todo: Vec<&[TableRef]> = vec![tables];
+        while let Some(batch) = todo.pop() {
+            if batch.is_empty() {
+                continue;
+            }
+            let result = self.client.query(&probe_sql(batch)).await.and_then(|o| {
+                parse_probe(&o.rows, batch.len()).map_err(|m| TrinoError::Malformed {
+                    url: self.client.url().to_string(),
+                    message: format!("change probe: {m}"),
+                })
+            });
+            match result {
+                Ok(probes) => out.extend(batch.iter().cloned().zip(probes.into_iter().map(Ok))),
+                Err(e @ TrinoError::Query { .. }) => match split(batch.len()) {
+                    Some(mid) => {
+                        // The second half is popped last: tables come back in order.
+                        todo.push(&batch[mid..]);
+                        todo.push(&batch[..mid]);
+                    }
+                    None => out.push((batch[0].clone(), Err(e))),
+                },
+                Err(e) => out.extend(batch.iter().map(|t| (t.clone(), Err(e.clone())))),
+            }
+        }
+        out
     }
 
     /// Per-partition file counts and sizes of one table, values rendered by each field's

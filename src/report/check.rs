@@ -172,8 +172,19 @@ pub async fn run(settings: &Settings, globs: &[String]) -> Report {
 /// names what was still running (which tables' statements, which Airflow calls); the
 /// statements still running are cancelled on Trino.
 pub async fn run_within(settings: &Settings, globs: &[String], timeout: Duration) -> Report {
+    run_cached(settings, globs, timeout, None).await
+}
+
+/// [`run_within`], taking a table's stats from the stats cache (the TUI's warm start)
+/// when they were read at most `cached_max_age` ago; `None`: every table read fresh.
+pub async fn run_cached(
+    settings: &Settings,
+    globs: &[String],
+    timeout: Duration,
+    cached_max_age: Option<Duration>,
+) -> Report {
     let running = Running::default();
-    let mut work = Box::pin(run_tracked(settings, globs, &running));
+    let mut work = Box::pin(run_tracked(settings, globs, &running, cached_max_age));
     tokio::select! {
         report = &mut work => report,
         _ = tokio::time::sleep(timeout) => {
@@ -207,7 +218,12 @@ fn empty_report(settings: &Settings) -> Report {
     }
 }
 
-async fn run_tracked(settings: &Settings, globs: &[String], running: &Running) -> Report {
+async fn run_tracked(
+    settings: &Settings,
+    globs: &[String],
+    running: &Running,
+    cached_max_age: Option<Duration>,
+) -> Report {
     let mut report = empty_report(settings);
     let client = match Client::from_settings(&settings.trino, settings.query_timeout) {
         Ok(c) => c,
@@ -253,8 +269,35 @@ async fn run_tracked(settings: &Settings, globs: &[String], running: &Running) -
         }
     };
     let lake = &lake;
+    let cached: BTreeMap<TableRef, crate::cache::Entry> = match cached_max_age {
+        Some(age) => crate::cache::load_fresh(
+            &settings.stats_cache,
+            &settings.profile,
+            settings.trino.url.as_str(),
+            Utc::now(),
+            age,
+        )
+        .into_iter()
+        .map(|e| (e.table.clone(), e))
+        .collect(),
+        None => BTreeMap::new(),
+    };
+    let from_cache: Vec<&crate::cache::Entry> =
+        tables.iter().filter_map(|t| cached.get(t)).collect();
+    if let Some(oldest) = from_cache.iter().map(|e| e.read_at).min() {
+        report.warnings.push(format!(
+            "{} of {} tables from the stats cache (read up to {} ago, --cached-max-age)",
+            from_cache.len(),
+            tables.len(),
+            crate::fmt::human_duration(Utc::now().signed_duration_since(oldest).num_seconds())
+        ));
+    }
+    let cached = &cached;
     let stats = futures::stream::iter(tables.clone())
         .map(|t| async move {
+            if let Some(e) = cached.get(&t) {
+                return (t, Ok(e.stats.clone()));
+            }
             let _running = running.start(format!("Trino: the health queries of {t}"));
             let r = lake.table_stats(&t).await;
             (t, r)

@@ -300,7 +300,7 @@ fn bench(args: &[String]) -> Result<(), String> {
     let scale = lab_json().map(|j| !j["scale"].is_null()).unwrap_or(false);
     let mut benches = vec!["bench", "--bench", "floe", "--bench", "memory"];
     if scale {
-        benches.extend(["--bench", "lab"]);
+        benches.extend(["--bench", "lab", "--bench", "fleet"]);
     } else {
         eprintln!(
             "xtask: the running lab has no scale scenario (`cargo xtask lab down`, then bench again): skipping the lab benchmarks"

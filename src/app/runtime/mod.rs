@@ -349,6 +349,10 @@ pub fn initial_state(s: &Settings, no_color: bool) -> color_eyre::Result<State> 
     st.profiles = s.profiles.clone();
     st.airflow_configured = s.airflow.is_some();
     st.maintenance = s.maintenance.clone();
+    st.tables.policy = super::tables::RefreshPolicy {
+        probe_batch: s.probe_batch,
+        full_every: s.full_refresh_every,
+    };
     Ok(st)
 }
 
@@ -368,7 +372,14 @@ pub fn run_with(settings: Settings, overrides: config::Overrides) -> color_eyre:
         ));
     }
     let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-    let state = initial_state(&settings, no_color)?;
+    let mut state = initial_state(&settings, no_color)?;
+    // The last known state of every table, painted in the first frame.
+    let cached = crate::cache::load(
+        &settings.stats_cache,
+        &settings.profile,
+        settings.trino.url.as_str(),
+    );
+    super::tables::warm_start(&mut state, cached);
     // Effects run on these named threads: the panic hook tells their panics (an effect's
     // error) from the event loop's (the end of floe) by the name.
     let rt = tokio::runtime::Builder::new_multi_thread()

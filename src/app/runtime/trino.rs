@@ -1,5 +1,5 @@
-//! Effects that talk to Trino: server info, discovery, stats, partitions, snapshots,
-//! drafting and running maintenance plans.
+//! Effects that talk to Trino: server info, discovery, change probes, stats, partitions,
+//! snapshots, drafting and running maintenance plans; and the stats cache they fill.
 
 use tokio::task::JoinHandle;
 
@@ -44,6 +44,31 @@ impl Runtime {
                     result,
                 }));
             }),
+            Effect::Probe { generation, tables } => tokio::spawn(async move {
+                let _permit = pool.acquire_owned().await;
+                let results = lake
+                    .probe(&tables)
+                    .await
+                    .into_iter()
+                    .map(|(t, r)| (t, r.map_err(|e| e.to_string())))
+                    .collect();
+                let _ = tx.send(Action::Tables(TablesMsg::Probed {
+                    generation,
+                    results,
+                }));
+            }),
+            Effect::SaveCache {
+                profile,
+                url,
+                entries,
+            } => {
+                let path = self.settings.stats_cache.clone();
+                tokio::task::spawn_blocking(move || {
+                    if let Err(e) = crate::cache::store(&path, &profile, &url, entries) {
+                        tracing::warn!(path = %path.display(), "cannot write the stats cache: {e}");
+                    }
+                })
+            }
             Effect::LoadPartitions { request, table } => tokio::spawn(async move {
                 let _permit = pool.acquire_owned().await;
                 let result = lake.partitions(&table).await.map_err(|e| e.to_string());

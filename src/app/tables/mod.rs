@@ -1,12 +1,16 @@
 //! The Tables tab: every table, worst first; the discovery and stats results that fill
 //! it, and the health breakdown of a table (the side panel and the `i` popup).
 
+use chrono::{DateTime, Utc};
+
 use super::action::Effect;
 use super::grid::Grid;
 use super::state::{Level, Load, State};
+use crate::cache::Entry;
 use crate::config::units::human_bytes;
 use crate::health::{DagFacts, Health, Severity, evaluate};
 use crate::lakehouse::model::{TableRef, TableStats};
+use crate::lakehouse::probe::{DEFAULT_PROBE_BATCH, Probe};
 
 mod columns;
 pub use columns::{TABLE_SORTS, TableCol, WIDE, cmp_tables, opt};
@@ -24,6 +28,13 @@ pub struct TableRow {
     pub stale: bool,
     pub loading: bool,
     pub dag: Option<DagFacts>,
+    /// What the change probe last saw (the snapshot the stats are of).
+    pub probe: Option<Probe>,
+    /// When the stats shown were read.
+    pub read_at: Option<DateTime<Utc>>,
+    /// The stats come from the cache of an earlier run and are not confirmed yet: shown
+    /// "as of" `read_at` until the probe finds the same snapshot (or they are re-read).
+    pub cached: bool,
 }
 
 impl TableRow {
@@ -39,6 +50,9 @@ impl TableRow {
             stale: false,
             loading: false,
             dag: None,
+            probe: None,
+            read_at: None,
+            cached: false,
         }
     }
 
@@ -57,11 +71,34 @@ pub struct TablesView {
     pub load: Load,
     /// Refresh generation; results of older generations are dropped.
     pub generation: u64,
-    /// Stats queries of the current generation still in flight.
+    /// Tables of the current generation whose probe or stats are still in flight.
     pub pending: usize,
     /// The table the operator opened (Enter, or a detail tab left the Tables tab for):
     /// what the Partitions and Snapshots tabs are about, whatever row sorts first now.
     pub opened: Option<TableRef>,
+    pub policy: RefreshPolicy,
+    /// Refreshes that probed only since every table was last fully re-read (`None`:
+    /// never, the next refresh is a full one).
+    pub since_full: Option<u32>,
+    /// The refresh in flight re-reads every table whatever its probe says.
+    pub full: bool,
+}
+
+/// How a refresh spends statements: tables per probe, and every how many refreshes every
+/// table is re-read anyway (properties change without a snapshot).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RefreshPolicy {
+    pub probe_batch: usize,
+    pub full_every: u32,
+}
+
+impl Default for RefreshPolicy {
+    fn default() -> RefreshPolicy {
+        RefreshPolicy {
+            probe_batch: DEFAULT_PROBE_BATCH,
+            full_every: 10,
+        }
+    }
 }
 
 impl TablesView {
@@ -121,6 +158,11 @@ pub enum TablesMsg {
         table: TableRef,
         result: Result<TableStats, String>,
     },
+    /// The change probe of a batch: one result per table.
+    Probed {
+        generation: u64,
+        results: Vec<(TableRef, Result<Probe, String>)>,
+    },
 }
 
 /// The Tables tab's messages: discovery and stats results.
@@ -131,11 +173,49 @@ pub fn update(s: &mut State, msg: TablesMsg) -> Vec<Effect> {
             generation,
             table,
             result,
-        } => {
-            on_stats(s, generation, &table, result);
-            Vec::new()
-        }
+        } => on_stats(s, generation, &table, result),
+        TablesMsg::Probed {
+            generation,
+            results,
+        } => on_probed(s, generation, results),
     }
+}
+
+/// Show the last known state of every table from the cache of an earlier run, marked
+/// "as of" when it was read until the probe confirms it; the next refresh probes only.
+pub fn warm_start(s: &mut State, entries: Vec<Entry>) {
+    if entries.is_empty() {
+        return;
+    }
+    let now = s.now;
+    let cfg = s.health.clone();
+    let oldest = entries.iter().map(|e| e.read_at).min();
+    s.tables.rows = entries
+        .into_iter()
+        .map(|e| {
+            let mut row = TableRow::new(e.table);
+            row.health = Some(evaluate(&e.stats, None, &cfg, now));
+            row.stats = Some(e.stats);
+            row.probe = e.probe;
+            row.read_at = Some(e.read_at);
+            row.cached = true;
+            row.stale = true;
+            row
+        })
+        .collect();
+    // The cache stands for the last full read: the first refresh revalidates by probe.
+    s.tables.since_full = Some(0);
+    s.tables.reindex();
+    if let Some(at) = oldest {
+        s.set_status(Level::Warn, cached_status(now, at));
+    }
+}
+
+fn cached_status(now: DateTime<Utc>, at: DateTime<Utc>) -> String {
+    format!(
+        "cached stats as of {} ago; revalidating",
+        crate::fmt::human_duration(now.signed_duration_since(at).num_seconds())
+    )
 }
 
 /// Start a refresh of the table list (unless one is running).
@@ -148,6 +228,16 @@ pub fn refresh(s: &mut State, manual: bool) -> Vec<Effect> {
     }
     s.tables.generation += 1;
     s.tables.load = Load::Loading;
+    let every = s.tables.policy.full_every.max(1);
+    s.tables.full = manual
+        || s.tables
+            .since_full
+            .is_none_or(|n| n.saturating_add(1) >= every);
+    s.tables.since_full = if s.tables.full {
+        Some(0)
+    } else {
+        s.tables.since_full.map(|n| n + 1)
+    };
     for r in &mut s.tables.rows {
         r.stale = true;
     }
@@ -161,9 +251,14 @@ pub fn refresh(s: &mut State, manual: bool) -> Vec<Effect> {
     ]
 }
 
-fn on_stats(s: &mut State, generation: u64, table: &TableRef, result: Result<TableStats, String>) {
+fn on_stats(
+    s: &mut State,
+    generation: u64,
+    table: &TableRef,
+    result: Result<TableStats, String>,
+) -> Vec<Effect> {
     if generation != s.tables.generation {
-        return;
+        return Vec::new();
     }
     s.tables.pending = s.tables.pending.saturating_sub(1);
     let now = s.now;
@@ -176,11 +271,87 @@ fn on_stats(s: &mut State, generation: u64, table: &TableRef, result: Result<Tab
                 row.health = Some(evaluate(&stats, row.dag.as_ref(), &cfg, now));
                 row.stats = Some(stats);
                 row.error = None;
+                row.read_at = Some(now);
+                row.cached = false;
             }
             Err(e) => row.error = Some(e),
         }
     }
+    finish(s)
+}
+
+/// A batch's probe results: a table whose newest snapshot and snapshot count are what
+/// its stats were read at keeps them (its verdicts re-evaluated against now: ages tick);
+/// the others get the health statement. A table whose probe failed shows its own error.
+fn on_probed(
+    s: &mut State,
+    generation: u64,
+    results: Vec<(TableRef, Result<Probe, String>)>,
+) -> Vec<Effect> {
+    if generation != s.tables.generation {
+        return Vec::new();
+    }
+    let now = s.now;
+    let cfg = s.health.clone();
+    let mut fx = Vec::new();
+    for (table, result) in results {
+        let Some(row) = s.tables.row_mut(&table) else {
+            continue;
+        };
+        match result {
+            Ok(p) => {
+                let same_id = row.probe.is_none_or(|old| old.snapshot_id == p.snapshot_id);
+                let unchanged = same_id
+                    && row.error.is_none()
+                    && row.stats.as_ref().is_some_and(|st| same_snapshot(st, &p));
+                row.probe = Some(p);
+                if unchanged {
+                    row.loading = false;
+                    row.stale = false;
+                    row.cached = false;
+                    if let Some(st) = &row.stats {
+                        row.health = Some(evaluate(st, row.dag.as_ref(), &cfg, now));
+                    }
+                    s.tables.pending = s.tables.pending.saturating_sub(1);
+                } else {
+                    fx.push(Effect::LoadStats { generation, table });
+                }
+            }
+            Err(e) => {
+                row.loading = false;
+                row.stale = false;
+                row.error = Some(e);
+                s.tables.pending = s.tables.pending.saturating_sub(1);
+            }
+        }
+    }
+    fx.extend(finish(s));
+    fx
+}
+
+/// The stats were read at the snapshot the probe sees: the same number of snapshots and
+/// the same newest commit (to the second: both went through `to_unixtime`, but the stats
+/// statement need not round the same way). A full refresh reads no probe: its stats
+/// alone tell the next probe whether the table changed since.
+pub fn same_snapshot(st: &TableStats, p: &Probe) -> bool {
+    let close = match (st.newest_snapshot, p.committed_at) {
+        (Some(a), Some(b)) => (a - b).num_milliseconds().abs() < 1000,
+        (None, None) => true,
+        _ => false,
+    };
+    st.snapshots == p.snapshots && close
+}
+
+/// Once every table of the refresh is in: the failures on the status line, the cache
+/// written for the next start.
+fn finish(s: &mut State) -> Vec<Effect> {
+    let mut fx = Vec::new();
     if s.tables.pending == 0 {
+        if let Some(m) = &s.status
+            && m.text.starts_with("cached stats as of")
+        {
+            s.status = None;
+        }
         let failed: Vec<String> = s
             .tables
             .rows
@@ -205,8 +376,33 @@ fn on_stats(s: &mut State, generation: u64, table: &TableRef, result: Result<Tab
                 ),
             );
         }
+        fx.push(Effect::SaveCache {
+            profile: s.conn.profile.clone(),
+            url: s.conn.trino_url.clone(),
+            entries: cache_entries(s),
+        });
     }
     s.tables.reindex();
+    fx
+}
+
+/// What the cache keeps of the rows: the stats read (not one still unconfirmed from an
+/// earlier run) with the snapshot they are of.
+pub fn cache_entries(s: &State) -> Vec<Entry> {
+    s.tables
+        .rows
+        .iter()
+        .filter_map(|r| {
+            Some(Entry {
+                profile: s.conn.profile.clone(),
+                url: s.conn.trino_url.clone(),
+                table: r.table.clone(),
+                probe: r.probe,
+                read_at: r.read_at?,
+                stats: r.stats.clone()?,
+            })
+        })
+        .collect()
 }
 
 fn on_discovered(
@@ -253,10 +449,23 @@ fn on_discovered(
                 .map(|&i| s.tables.rows[i].table.clone())
                 .collect();
             let generation = s.tables.generation;
-            order
-                .into_iter()
-                .map(|table| Effect::LoadStats { generation, table })
-                .collect()
+            let batch = s.tables.policy.probe_batch.max(1);
+            // A full refresh reads every table's stats (which show its newest snapshot
+            // and snapshot count); otherwise the probes say which tables changed.
+            if s.tables.full {
+                order
+                    .into_iter()
+                    .map(|table| Effect::LoadStats { generation, table })
+                    .collect()
+            } else {
+                order
+                    .chunks(batch)
+                    .map(|tables| Effect::Probe {
+                        generation,
+                        tables: tables.to_vec(),
+                    })
+                    .collect()
+            }
         }
         Err(e) => {
             s.tables.load = Load::Failed(e.clone());
@@ -382,4 +591,268 @@ pub fn health_breakdown(s: &State, t: &TableRef) -> Vec<(Severity, String)> {
         out.push((Severity::Unknown, format!("last load failed: {e}")));
     }
     out
+}
+
+#[cfg(test)]
+mod refresh_tests {
+    use super::*;
+    use crate::app::action::Action;
+    use crate::app::testing::{healthy_stats, incident_stats, loaded, t0, tref};
+    use crate::app::update::update;
+
+    fn probe_of(st: &TableStats, id: i64) -> Probe {
+        Probe {
+            snapshot_id: Some(id),
+            committed_at: st.newest_snapshot,
+            snapshots: st.snapshots,
+        }
+    }
+
+    /// The fixture's state with every table loaded by a full refresh.
+    fn all_loaded() -> State {
+        let mut s = loaded();
+        let generation = s.tables.generation;
+        let fx = update(
+            &mut s,
+            Action::Tables(TablesMsg::Stats {
+                generation,
+                table: tref("audit", "events"),
+                result: Ok(healthy_stats()),
+            }),
+        );
+        assert!(!s.refresh_in_flight());
+        assert!(
+            fx.iter()
+                .any(|e| matches!(e, Effect::SaveCache { entries, .. } if entries.len() == 3)),
+            "the end of a refresh keeps every table's stats: {fx:?}"
+        );
+        s
+    }
+
+    fn auto_refresh(s: &mut State) -> Vec<Effect> {
+        let fx = refresh(s, false);
+        assert!(matches!(fx.last(), Some(Effect::Discover { .. })));
+        let generation = s.tables.generation;
+        let tables = s.tables.rows.iter().map(|r| r.table.clone()).collect();
+        update(
+            s,
+            Action::Tables(TablesMsg::Discovered {
+                generation,
+                result: Ok(tables),
+            }),
+        )
+    }
+
+    fn stats_of(s: &State, t: &TableRef) -> TableStats {
+        s.tables.row(t).unwrap().stats.clone().unwrap()
+    }
+
+    type Probed = Vec<(TableRef, Result<Probe, String>)>;
+
+    fn probed(s: &mut State, results: impl FnOnce(&State) -> Probed) -> Vec<Effect> {
+        let results = results(s);
+        let generation = s.tables.generation;
+        update(
+            s,
+            Action::Tables(TablesMsg::Probed {
+                generation,
+                results,
+            }),
+        )
+    }
+
+    #[test]
+    fn a_steady_refresh_probes_in_batches_and_reads_only_what_changed() {
+        let mut s = all_loaded();
+        s.tables.policy.probe_batch = 2;
+        let fx = auto_refresh(&mut s);
+        assert!(!s.tables.full);
+        let batches: Vec<usize> = fx
+            .iter()
+            .map(|e| match e {
+                Effect::Probe { tables, .. } => tables.len(),
+                other => panic!("only probes, got {other:?}"),
+            })
+            .collect();
+        assert_eq!(batches, vec![2, 1]);
+        let (docs, parcels, events) = (
+            tref("zoning", "documents"),
+            tref("zoning", "parcels"),
+            tref("audit", "events"),
+        );
+        let mut written = probe_of(&stats_of(&s, &docs), 9);
+        written.snapshots += 1;
+        written.committed_at = Some(t0());
+        let fx = probed(&mut s, |s| {
+            vec![
+                (docs.clone(), Ok(written)),
+                (parcels.clone(), Ok(probe_of(&stats_of(s, &parcels), 1))),
+            ]
+        });
+        assert_eq!(
+            fx,
+            vec![Effect::LoadStats {
+                generation: s.tables.generation,
+                table: docs.clone()
+            }],
+            "only the written table is read again"
+        );
+        assert!(!s.tables.row(&parcels).unwrap().stale);
+        let fx = probed(&mut s, |s| {
+            vec![(events.clone(), Ok(probe_of(&stats_of(s, &events), 2)))]
+        });
+        assert!(fx.is_empty(), "{fx:?}");
+        assert!(s.refresh_in_flight(), "documents is still being read");
+        let generation = s.tables.generation;
+        let mut after = incident_stats();
+        after.snapshots += 1;
+        after.newest_snapshot = Some(t0());
+        let fx = update(
+            &mut s,
+            Action::Tables(TablesMsg::Stats {
+                generation,
+                table: docs.clone(),
+                result: Ok(after),
+            }),
+        );
+        assert!(!s.refresh_in_flight());
+        assert!(matches!(fx.as_slice(), [Effect::SaveCache { .. }]));
+        // Nothing changed since: the next refresh reads no stats at all.
+        let fx = auto_refresh(&mut s);
+        let results = s
+            .tables
+            .rows
+            .iter()
+            .map(|r| {
+                let p = r
+                    .probe
+                    .unwrap_or_else(|| probe_of(r.stats.as_ref().unwrap(), 1));
+                (r.table.clone(), Ok(p))
+            })
+            .collect();
+        assert_eq!(fx.len(), 2);
+        let fx = probed(&mut s, |_| results);
+        assert!(
+            matches!(fx.as_slice(), [Effect::SaveCache { .. }]),
+            "{fx:?}"
+        );
+    }
+
+    #[test]
+    fn a_failing_probe_is_that_tables_error_only() {
+        let mut s = all_loaded();
+        auto_refresh(&mut s);
+        let parcels = tref("zoning", "parcels");
+        let events = tref("audit", "events");
+        let fx = probed(&mut s, |s| {
+            vec![
+                (parcels.clone(), Err("TABLE_NOT_FOUND: gone".into())),
+                (events.clone(), Ok(probe_of(&stats_of(s, &events), 2))),
+            ]
+        });
+        assert!(fx.is_empty());
+        let row = s.tables.row(&parcels).unwrap();
+        assert!(row.error.as_deref().unwrap().contains("TABLE_NOT_FOUND"));
+        assert!(row.stats.is_some(), "its last stats stay");
+        assert!(s.tables.row(&events).unwrap().error.is_none());
+        // A table that failed is read in full once it answers again.
+        let docs = tref("zoning", "documents");
+        probed(&mut s, |s| {
+            vec![(docs.clone(), Ok(probe_of(&stats_of(s, &docs), 3)))]
+        });
+        assert!(!s.refresh_in_flight());
+        auto_refresh(&mut s);
+        let fx = probed(&mut s, |s| {
+            vec![(parcels.clone(), Ok(probe_of(&stats_of(s, &parcels), 1)))]
+        });
+        assert!(matches!(fx.as_slice(), [Effect::LoadStats { table, .. }] if *table == parcels));
+    }
+
+    #[test]
+    fn every_nth_refresh_and_every_manual_one_reads_everything() {
+        let mut s = all_loaded();
+        s.tables.policy.full_every = 3;
+        let full = |fx: &[Effect]| fx.iter().all(|e| matches!(e, Effect::LoadStats { .. }));
+        let mut kinds = Vec::new();
+        for _ in 0..6 {
+            let fx = auto_refresh(&mut s);
+            kinds.push(full(&fx));
+            s.tables.pending = 0;
+        }
+        assert_eq!(kinds, vec![false, false, true, false, false, true]);
+        let fx = refresh(&mut s, true);
+        assert!(s.tables.full, "r and :refresh read everything: {fx:?}");
+    }
+
+    #[test]
+    fn a_warm_start_paints_the_cache_as_of_its_age_then_the_probe_confirms_it() {
+        let mut s = State::new(t0());
+        let docs = tref("zoning", "documents");
+        let st = incident_stats();
+        let p = probe_of(&st, 7);
+        let entry = Entry {
+            profile: "lab".into(),
+            url: "u".into(),
+            table: docs.clone(),
+            probe: Some(p),
+            read_at: t0() - chrono::Duration::hours(3),
+            stats: st,
+        };
+        warm_start(&mut s, vec![entry]);
+        let row = s.tables.row(&docs).unwrap();
+        assert!(row.cached && row.stale && row.health.is_some());
+        let status = s.status.as_ref().unwrap().text.clone();
+        assert!(status.contains("as of 3h ago"), "{status}");
+        let fx = update(&mut s, Action::Start);
+        assert!(
+            !s.tables.full,
+            "the first refresh after a warm start probes"
+        );
+        assert!(fx.iter().any(|e| matches!(e, Effect::Discover { .. })));
+        let generation = s.tables.generation;
+        let fx = update(
+            &mut s,
+            Action::Tables(TablesMsg::Discovered {
+                generation,
+                result: Ok(vec![docs.clone()]),
+            }),
+        );
+        assert!(matches!(fx.as_slice(), [Effect::Probe { .. }]));
+        let fx = probed(&mut s, |_| vec![(docs.clone(), Ok(p))]);
+        assert!(
+            matches!(fx.as_slice(), [Effect::SaveCache { .. }]),
+            "{fx:?}"
+        );
+        let row = s.tables.row(&docs).unwrap();
+        assert!(!row.cached && !row.stale);
+        assert!(s.status.is_none(), "the as-of mark is gone");
+    }
+
+    #[test]
+    fn a_cached_table_at_another_snapshot_is_read_again() {
+        let mut s = State::new(t0());
+        let docs = tref("zoning", "documents");
+        let st = incident_stats();
+        let entry = Entry {
+            profile: "lab".into(),
+            url: "u".into(),
+            table: docs.clone(),
+            probe: Some(probe_of(&st, 7)),
+            read_at: t0(),
+            stats: st.clone(),
+        };
+        warm_start(&mut s, vec![entry]);
+        update(&mut s, Action::Start);
+        let generation = s.tables.generation;
+        update(
+            &mut s,
+            Action::Tables(TablesMsg::Discovered {
+                generation,
+                result: Ok(vec![docs.clone()]),
+            }),
+        );
+        let fx = probed(&mut s, |_| vec![(docs.clone(), Ok(probe_of(&st, 8)))]);
+        assert!(matches!(fx.as_slice(), [Effect::LoadStats { .. }]));
+        assert!(s.tables.row(&docs).unwrap().cached, "still as of its age");
+    }
 }

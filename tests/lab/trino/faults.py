@@ -14,6 +14,11 @@ page's `nextUri` at another `host` and/or `scheme` (and `port`).
 Besides the transport faults, two kinds shape a query's execution (one count per query):
 `hold` keeps it QUEUED for `ms` before it reaches the engine, `slow` makes it run `ms`
 longer, reporting split progress and honouring cancellation meanwhile.
+
+`server_time` adds a fixed server time of `ms` to every statement (not every HTTP request)
+of the user it is scoped to, as a real coordinator's planning and scheduling costs: the
+statement waits that long before the engine runs it, without holding one of the lab's
+worker threads, so statements in flight at once overlap their server time as on a cluster.
 """
 
 from __future__ import annotations
@@ -22,9 +27,9 @@ import threading
 from dataclasses import dataclass
 
 KINDS = {"status", "latency", "drop", "malformed", "fail_query", "hold", "slow",
-         "big_page", "extra_fields", "redirect_host"}
+         "server_time", "big_page", "extra_fields", "redirect_host"}
 # per-query kinds, taken once per query when it is submitted
-QUERY_KINDS = {"hold", "slow"}
+QUERY_KINDS = {"hold", "slow", "server_time"}
 # kinds that reshape a JSON answer after it was produced
 PAGE_KINDS = {"big_page", "extra_fields", "redirect_host"}
 TARGETS = {"post", "next", "info", "any"}
@@ -99,8 +104,10 @@ def validate(spec: dict) -> dict:
             raise FaultError("'scheme' must be http or https")
         if spec.get("port") is not None and not isinstance(spec["port"], int):
             raise FaultError("'port' must be an integer")
-    if kind in ("latency", "hold", "slow") and not isinstance(spec.get("ms"), (int, float)):
+    if kind in ("latency", "hold", "slow", "server_time") and not isinstance(spec.get("ms"), (int, float)):
         raise FaultError("'ms' must be a number")
+    if kind == "server_time" and not 0 <= spec["ms"] <= 600_000:
+        raise FaultError("'ms' must be between 0 and 600000")
     if kind == "fail_query":
         from ..common.errors import STANDARD_ERRORS
 
@@ -174,7 +181,7 @@ class FaultStore:
         return out
 
     def take_query_rule(self, kind: str, user: str | None) -> dict | None:
-        """A `hold` or `slow` rule for a query of `user` being submitted, consuming one count."""
+        """A `hold`, `slow` or `server_time` rule for a query of `user` being submitted, consuming one count."""
         with self._lock:
             for r in self._rules:
                 if r.kind == kind and r.applies(r.spec.get("on", "any"), user):

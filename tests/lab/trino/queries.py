@@ -285,10 +285,13 @@ class QueryManager:
             return
         hold = self.faults.take_query_rule("hold", q.user) if self.faults else None
         slow = self.faults.take_query_rule("slow", q.user) if self.faults else None
+        server = self.faults.take_query_rule("server_time", q.user) if self.faults else None
         if slow:
             q.slow_s = float(slow["ms"]) / 1000.0
-        if hold:
-            timer = threading.Timer(float(hold["ms"]) / 1000.0, self.pool.submit, (self._run, q))
+        # hold and server_time wait on a timer, not on a worker thread
+        wait_ms = float(hold["ms"] if hold else 0) + float(server["ms"] if server else 0)
+        if wait_ms > 0:
+            timer = threading.Timer(wait_ms / 1000.0, self.pool.submit, (self._run, q))
             timer.daemon = True
             timer.start()
         else:

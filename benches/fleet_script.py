@@ -1,0 +1,48 @@
+"""The script an operator writes without floe: the official `trino` client, one table after
+the other, the two natural questions per table (file stats from `$files`, the age of the
+last compaction from `$snapshots`). The fleet benchmark runs it against the same lab, in
+the same run, and compares its wall time with floe's first full scan.
+
+usage: python fleet_script.py URL USER CATALOG [LIMIT]   (prints one JSON line)
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from urllib.parse import urlsplit
+
+import trino
+
+SMALL = int(0.75 * 128 * 1024 * 1024)
+
+
+def main() -> None:
+    url, user, catalog = sys.argv[1:4]
+    limit = int(sys.argv[4]) if len(sys.argv) > 4 else None
+    parts = urlsplit(url)
+    conn = trino.dbapi.connect(host=parts.hostname, port=parts.port, user=user,
+                               http_scheme=parts.scheme, catalog=catalog)
+    cur = conn.cursor()
+    started = time.monotonic()
+    cur.execute(f'SELECT table_schema, table_name FROM "{catalog}".information_schema.tables '
+                "WHERE table_schema <> 'information_schema' ORDER BY 1, 2")
+    tables = cur.fetchall()[:limit]
+    statements = 1
+    report = []
+    for schema, table in tables:
+        name = f'"{catalog}"."{schema}"'
+        cur.execute(f'SELECT count(*), sum(file_size_in_bytes), count_if(file_size_in_bytes < {SMALL}) '
+                    f'FROM {name}."{table}$files" WHERE content = 0')
+        files, size, small = cur.fetchall()[0]
+        cur.execute(f"SELECT max(committed_at) FROM {name}.\"{table}$snapshots\" WHERE operation = 'replace'")
+        last_compaction = cur.fetchall()[0][0]
+        statements += 2
+        report.append((schema, table, files, size, small, str(last_compaction)))
+    wall = time.monotonic() - started
+    print(json.dumps({"tables": len(report), "statements": statements, "wall_s": wall}))
+
+
+if __name__ == "__main__":
+    main()
