@@ -69,12 +69,29 @@ async fn floes_reads_of_a_table_scan_each_metadata_table_once() {
     lake.table_stats(&staging).await.unwrap();
     lake.partitions(&staging).await.unwrap();
 
+    // The change probe: many tables' `$snapshots` in one statement, each read once.
+    let probed = lake
+        .probe(&[
+            documents(),
+            staging.clone(),
+            TableRef::new("iceberg", "zoning", "parcels"),
+        ])
+        .await;
+    assert_eq!(probed.len(), 3);
+    assert!(probed.iter().all(|(_, r)| r.is_ok()), "{probed:?}");
+
     let queries = lab().queries_of(&u).await;
     let sql: Vec<&str> = queries.iter().filter_map(|q| q["sql"].as_str()).collect();
     assert!(sql.iter().any(|s| s.contains("$entries")), "{sql:#?}");
+    assert!(
+        queries.iter().any(|q| q["scans"]
+            .as_object()
+            .is_some_and(|m| m.keys().filter(|k| k.ends_with("$snapshots")).count() == 3)),
+        "the probe read three tables' snapshots in one statement: {sql:#?}"
+    );
     assert!(sql.iter().any(|s| s.contains("$manifests")));
     assert!(sql.iter().any(|s| s.contains("$metadata_log_entries")));
-    assert!(assert_one_scan_each(&u).await >= 7);
+    assert!(assert_one_scan_each(&u).await >= 8);
 }
 
 #[tokio::test]
