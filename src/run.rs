@@ -293,11 +293,14 @@ pub fn describe(s: &Settings) -> String {
         None => out.push_str("airflow: (not configured)\n"),
     }
     out.push_str(&format!(
-        "readonly: {}\nrefresh: {}\nmax_concurrent_queries: {}\nquery_timeout: {}\n",
+        "readonly: {}\nrefresh: {}\nmax_concurrent_queries: {}\nprobe_batch: {}\nfull_refresh_every: {}\nquery_timeout: {}\nstats cache: {}\n",
         s.readonly,
         humantime::format_duration(s.refresh),
         s.max_concurrent_queries,
-        humantime::format_duration(s.query_timeout)
+        s.probe_batch,
+        s.full_refresh_every,
+        humantime::format_duration(s.query_timeout),
+        s.stats_cache.display()
     ));
     let h = &s.health;
     out.push_str(&format!(

@@ -62,6 +62,37 @@ fn flags_alone_are_enough() {
 }
 
 #[test]
+fn the_refresh_policy_has_defaults_bounds_and_a_cache_file() {
+    let f = Fixture::new("policy");
+    let s = f.load(&flags("http://127.0.0.1:8080")).unwrap();
+    assert_eq!((s.probe_batch, s.full_refresh_every), (50, 10));
+    assert_eq!(s.stats_cache, f.dir.join(".cache/floe/stats.json"));
+    let ok = f.write("ok.toml", "probe_batch = 10\nfull_refresh_every = 1\n");
+    let s = f
+        .load(&Overrides {
+            config: Some(ok),
+            ..flags("http://127.0.0.1:8080")
+        })
+        .unwrap();
+    assert_eq!((s.probe_batch, s.full_refresh_every), (10, 1));
+    for (name, text, key) in [
+        ("b0.toml", "probe_batch = 0\n", "probe_batch"),
+        ("b1.toml", "probe_batch = 501\n", "probe_batch"),
+        ("f0.toml", "full_refresh_every = 0\n", "full_refresh_every"),
+    ] {
+        let p = f.write(name, text);
+        let e = f
+            .load(&Overrides {
+                config: Some(p),
+                ..flags("http://127.0.0.1:8080")
+            })
+            .unwrap_err()
+            .0;
+        assert!(e.contains(key), "{e}");
+    }
+}
+
+#[test]
 fn missing_url_says_how_to_give_one() {
     let f = Fixture::new("nourl");
     let e = f.load(&Overrides::default()).unwrap_err().0;
@@ -594,6 +625,8 @@ fn example_config_parses_and_documents_every_key() {
         "readonly",
         "refresh",
         "max_concurrent_queries",
+        "probe_batch",
+        "full_refresh_every",
         "query_timeout",
         "audit_log",
         "export_dir",

@@ -269,6 +269,11 @@ fn on_stats(
         match result {
             Ok(stats) => {
                 row.health = Some(evaluate(&stats, row.dag.as_ref(), &cfg, now));
+                // A probe of an older snapshot than these stats (a full refresh reads
+                // no probe) would make the next probe re-read an unchanged table.
+                if row.probe.is_some_and(|p| !same_snapshot(&stats, &p)) {
+                    row.probe = None;
+                }
                 row.stats = Some(stats);
                 row.error = None;
                 row.read_at = Some(now);
@@ -826,6 +831,44 @@ mod refresh_tests {
         let row = s.tables.row(&docs).unwrap();
         assert!(!row.cached && !row.stale);
         assert!(s.status.is_none(), "the as-of mark is gone");
+    }
+
+    #[test]
+    fn a_write_read_by_a_full_refresh_is_not_read_again_by_the_next_probe() {
+        let mut s = all_loaded();
+        let events = tref("audit", "events");
+        let old = probe_of(&stats_of(&s, &events), 1);
+        s.tables.rows.iter_mut().for_each(|r| r.probe = Some(old));
+        // A write, then `r`: the stats show the new snapshot.
+        refresh(&mut s, true);
+        let generation = s.tables.generation;
+        let tables = s.tables.rows.iter().map(|r| r.table.clone()).collect();
+        update(
+            &mut s,
+            Action::Tables(TablesMsg::Discovered {
+                generation,
+                result: Ok(tables),
+            }),
+        );
+        let mut newer = healthy_stats();
+        newer.snapshots += 1;
+        newer.newest_snapshot = Some(t0());
+        update(
+            &mut s,
+            Action::Tables(TablesMsg::Stats {
+                generation,
+                table: events.clone(),
+                result: Ok(newer.clone()),
+            }),
+        );
+        assert_eq!(s.tables.row(&events).unwrap().probe, None);
+        s.tables.pending = 0;
+        auto_refresh(&mut s);
+        let fx = probed(&mut s, |_| vec![(events.clone(), Ok(probe_of(&newer, 2)))]);
+        assert!(
+            !fx.iter().any(|e| matches!(e, Effect::LoadStats { .. })),
+            "{fx:?}"
+        );
     }
 
     #[test]
