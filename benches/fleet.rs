@@ -176,7 +176,7 @@ fn cost(qs: &[Value]) -> Cost {
             c.discovery += 1;
         } else if sql.starts_with("SELECT 0 AS i") {
             c.probes += 1;
-        } else if sql.contains("$files") {
+        } else if sql.contains("$entries") || sql.contains("$files") {
             c.health += 1;
         }
         if let Some(obj) = q.get("scans").and_then(Value::as_object) {

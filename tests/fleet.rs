@@ -28,7 +28,7 @@ fn kinds(qs: &[Value]) -> (usize, usize, usize, usize) {
             k.0 += 1;
         } else if sql.starts_with("SELECT 0 AS i") {
             k.1 += 1;
-        } else if sql.contains("$files") {
+        } else if sql.contains("$entries") || sql.contains("$files") {
             k.2 += 1;
         } else {
             k.3 += 1;

@@ -84,9 +84,13 @@ async fn floes_reads_of_a_table_scan_each_metadata_table_once() {
     let sql: Vec<&str> = queries.iter().filter_map(|q| q["sql"].as_str()).collect();
     assert!(sql.iter().any(|s| s.contains("$entries")), "{sql:#?}");
     assert!(
-        queries.iter().any(|q| q["scans"]
-            .as_object()
-            .is_some_and(|m| m.keys().filter(|k| k.ends_with("$snapshots")).count() == 3)),
+        queries
+            .iter()
+            .any(|q| q["scans"].as_object().is_some_and(|m| m
+                .keys()
+                .filter(|k| k.ends_with("$snapshots"))
+                .count()
+                == 3)),
         "the probe read three tables' snapshots in one statement: {sql:#?}"
     );
     assert!(sql.iter().any(|s| s.contains("$manifests")));

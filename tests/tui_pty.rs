@@ -95,11 +95,11 @@ fn the_snapshots_tab_shows_the_opened_table_after_the_list_re_sorts() {
     pty.wait_for("its partitions", Duration::from_secs(30), |s| {
         s.contains(&format!("Partitions: {short}"))
     });
-    // Back on Tables, sort by name: another table is on the first row now.
+    // Back on Tables, reverse the order: the healthiest table is on the first row now.
     pty.send(b"1");
-    pty.send(b"s");
-    let s = pty.wait_for("sorted by table", Duration::from_secs(10), |s| {
-        s.contains("sorted by table")
+    pty.send(b"S");
+    let s = pty.wait_for("another table first", Duration::from_secs(10), |s| {
+        table_on(s.lines().nth(3).unwrap_or("")).is_some_and(|t| t != opened)
     });
     let first = table_on(s.lines().nth(3).unwrap_or("")).unwrap_or_default();
     assert_ne!(first, opened, "the re-sort moved the opened table:\n{s}");
