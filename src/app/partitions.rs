@@ -38,21 +38,24 @@ pub enum PartitionCol {
     MinFile,
     MaxFile,
     Deletes,
+    /// How long the partition's oldest live small file has waited (servers with `$entries`).
+    Waiting,
 }
 
 /// Sort columns of the Partitions tab, in `s` cycling order.
-pub const PARTITION_SORTS: [PartitionCol; 6] = [
+pub const PARTITION_SORTS: [PartitionCol; 7] = [
     PartitionCol::Small,
     PartitionCol::Partition,
     PartitionCol::Files,
     PartitionCol::AvgSize,
     PartitionCol::Size,
     PartitionCol::Records,
+    PartitionCol::Waiting,
 ];
 
 impl PartitionCol {
     /// Drawn columns, left to right.
-    pub const SHOWN: [PartitionCol; 11] = [
+    pub const SHOWN: [PartitionCol; 12] = [
         PartitionCol::Mark,
         PartitionCol::Status,
         PartitionCol::Partition,
@@ -64,10 +67,11 @@ impl PartitionCol {
         PartitionCol::MinFile,
         PartitionCol::MaxFile,
         PartitionCol::Deletes,
+        PartitionCol::Waiting,
     ];
 
     /// Exported fields, in file order.
-    pub const EXPORTED: [PartitionCol; 9] = [
+    pub const EXPORTED: [PartitionCol; 10] = [
         PartitionCol::Table,
         PartitionCol::Partition,
         PartitionCol::Status,
@@ -76,6 +80,7 @@ impl PartitionCol {
         PartitionCol::AvgSize,
         PartitionCol::Size,
         PartitionCol::Records,
+        PartitionCol::Waiting,
         PartitionCol::Mark,
     ];
 
@@ -93,6 +98,7 @@ impl PartitionCol {
             PartitionCol::MinFile => "MIN FILE",
             PartitionCol::MaxFile => "MAX FILE",
             PartitionCol::Deletes => "DELETES",
+            PartitionCol::Waiting => "WAITING",
         }
     }
 
@@ -103,7 +109,10 @@ impl PartitionCol {
             PartitionCol::Mark => 1,
             PartitionCol::Status => 4,
             PartitionCol::Files | PartitionCol::Small => 6,
-            PartitionCol::AvgSize | PartitionCol::Size | PartitionCol::Deletes => 7,
+            PartitionCol::AvgSize
+            | PartitionCol::Size
+            | PartitionCol::Deletes
+            | PartitionCol::Waiting => 7,
             PartitionCol::MinFile | PartitionCol::MaxFile => 8,
             PartitionCol::Records => 9,
         })
@@ -117,6 +126,7 @@ impl PartitionCol {
             | PartitionCol::MinFile
             | PartitionCol::MaxFile
             | PartitionCol::Deletes => Some(100),
+            PartitionCol::Waiting => Some(90),
             _ => Some(0),
         }
     }
@@ -143,6 +153,7 @@ impl PartitionCol {
             PartitionCol::MinFile => "min file",
             PartitionCol::MaxFile => "max file",
             PartitionCol::Deletes => "deletes",
+            PartitionCol::Waiting => "waiting",
         }
     }
 
@@ -161,6 +172,13 @@ impl PartitionCol {
             PartitionCol::MinFile => x.min_file.cmp(&y.min_file),
             PartitionCol::MaxFile => y.max_file.cmp(&x.max_file),
             PartitionCol::Deletes => y.delete_files.cmp(&x.delete_files),
+            // Longest waiting first; nothing waiting last.
+            PartitionCol::Waiting => match (x.oldest_small_file_at, y.oldest_small_file_at) {
+                (Some(p), Some(q)) => p.cmp(&q),
+                (Some(_), None) => Ordering::Less,
+                (None, Some(_)) => Ordering::Greater,
+                (None, None) => Ordering::Equal,
+            },
             PartitionCol::Partition | PartitionCol::Table | PartitionCol::Mark => Ordering::Equal,
         };
         o.then_with(|| a.order.cmp(&b.order))
@@ -181,6 +199,7 @@ impl PartitionCol {
             PartitionCol::MinFile => "min_file_bytes",
             PartitionCol::MaxFile => "max_file_bytes",
             PartitionCol::Deletes => "delete_files",
+            PartitionCol::Waiting => "small_files_waiting_since",
         }
     }
 
@@ -199,6 +218,11 @@ impl PartitionCol {
             PartitionCol::MinFile => r.stats.min_file.to_string(),
             PartitionCol::MaxFile => r.stats.max_file.to_string(),
             PartitionCol::Deletes => r.stats.delete_files.to_string(),
+            PartitionCol::Waiting => r
+                .stats
+                .oldest_small_file_at
+                .map(|t| t.to_rfc3339())
+                .unwrap_or_default(),
         }
     }
 }

@@ -49,6 +49,8 @@ pub fn incident_stats() -> TableStats {
         last_write: Some(t0() - chrono::Duration::hours(9)),
         writes_since_compaction: 15,
         files_after_compaction: Some(144),
+        // The oldest small file still waiting (it survived the last compaction).
+        oldest_small_file_at: Some(t0() - chrono::Duration::days(15)),
         ..Default::default()
     }
 }
@@ -135,7 +137,10 @@ pub fn partitions(n: usize) -> PartitionList {
                 min_file: 2000,
                 max_file: 4000,
                 delete_files: 0,
-                oldest_small_file_at: None,
+                oldest_small_file_at: Some(
+                    Utc.with_ymd_and_hms(2026, 11, 1 + (i / 3) as u32 % 28, 6, 0, 0)
+                        .unwrap(),
+                ),
             })
             .collect(),
     }

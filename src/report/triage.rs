@@ -117,7 +117,7 @@ mod tests {
         assert_eq!(
             lines[at + 1],
             " 1. CRITICAL DAG compact_documents failing 14 runs (connection trino_documents → \
-             trino-old.internal:8080, fails its test) → documents: 2,016 small files, compacted 15d ago"
+             trino-old.internal:8080, fails its test) → documents: 2,016 small files, waiting 15d"
         );
         assert_eq!(
             lines[at + 2],

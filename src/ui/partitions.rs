@@ -10,7 +10,7 @@ use super::theme::Theme;
 use super::{ListProps, constraint, draw_list, num, thousands};
 use crate::app::partitions::PartitionCol;
 use crate::app::state::State;
-use crate::fmt::human_bytes;
+use crate::fmt::{human_bytes, human_duration};
 use crate::health::Severity;
 
 pub fn draw(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
@@ -67,6 +67,12 @@ pub fn draw(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
                 PartitionCol::MinFile => num(human_bytes(st.min_file)),
                 PartitionCol::MaxFile => num(human_bytes(st.max_file)),
                 PartitionCol::Deletes => num(thousands(st.delete_files)),
+                PartitionCol::Waiting => num(match st.oldest_small_file_at {
+                    Some(t) if st.small_files > 0 => {
+                        human_duration((s.now - t).num_seconds().max(0))
+                    }
+                    _ => "-".into(),
+                }),
                 PartitionCol::Table => Cell::from(""),
             })
             .collect();

@@ -36,6 +36,7 @@ fn never_compacted(small: u64, days: i64) -> TableStats {
         newest_snapshot: Some(t0() - chrono::Duration::hours(3)),
         last_compaction: None,
         last_write: Some(t0() - chrono::Duration::hours(3)),
+        oldest_small_file_at: Some(t0() - chrono::Duration::days(days)),
         ..incident_stats()
     }
 }
@@ -221,7 +222,7 @@ fn the_dead_endpoint_is_one_incident_first() {
     assert_eq!(
         first.summary(),
         "DAG compact_documents failing 14 runs (connection trino_documents → \
-         trino-old.internal:8080, fails its test) → documents: 2,016 small files, compacted 15d ago"
+         trino-old.internal:8080, fails its test) → documents: 2,016 small files, waiting 15d"
     );
     // Both connections at the endpoint are its evidence, and no incident of their own.
     assert!(first.evidence.iter().any(|e| e.contains("trino_permits")));
@@ -439,7 +440,7 @@ fn same_names_in_two_schemas_are_told_apart() {
     assert_eq!(
         v[0].summary(),
         "2 tables wait for compaction (Airflow not configured) → a.events: 50 small files, \
-         never compacted (9d of writes); b.events: 50 small files, never compacted (9d of writes)"
+         waiting 9d; b.events: 50 small files, waiting 9d"
     );
 }
 
