@@ -149,6 +149,8 @@ pub struct State {
     pub frames: u64,
     /// The text `y` copied last.
     pub copied: Option<String>,
+    /// Rows the help popup is scrolled down by (when its keys do not fit the screen).
+    pub help_scroll: usize,
 }
 
 impl State {
@@ -181,6 +183,7 @@ impl State {
             maintenance: Vec::new(),
             frames: 0,
             copied: None,
+            help_scroll: 0,
         }
     }
 

@@ -196,6 +196,34 @@ fn on_key(s: &mut State, ev: KeyEvent) -> Vec<Effect> {
             Vec::new()
         }
         Some(_) if cmd == Some(Command::Copy) => copy::in_popup(s),
+        // The help scrolls where its keys do not fit (80x24); the view clamps the offset.
+        Some(Popup::Help)
+            if matches!(
+                cmd,
+                Some(
+                    Command::Down
+                        | Command::Up
+                        | Command::PageDown
+                        | Command::PageUp
+                        | Command::HalfDown
+                        | Command::HalfUp
+                        | Command::Top
+                        | Command::Bottom
+                )
+            ) =>
+        {
+            let max = s.keymap.help().len() + 16;
+            s.help_scroll = match cmd {
+                Some(Command::Down) => s.help_scroll + 1,
+                Some(Command::Up) => s.help_scroll.saturating_sub(1),
+                Some(Command::PageDown | Command::HalfDown) => s.help_scroll + 8,
+                Some(Command::PageUp | Command::HalfUp) => s.help_scroll.saturating_sub(8),
+                Some(Command::Top) => 0,
+                _ => max,
+            }
+            .min(max);
+            Vec::new()
+        }
         Some(_) => {
             if matches!(
                 cmd,
@@ -220,7 +248,10 @@ fn on_command(s: &mut State, cmd: Command) -> Vec<Effect> {
     let half = (h / 2).max(1);
     match cmd {
         Command::Quit => return quit(s),
-        Command::Help => s.popup = Some(Popup::Help),
+        Command::Help => {
+            s.help_scroll = 0;
+            s.popup = Some(Popup::Help);
+        }
         Command::Refresh => return refresh(s, true),
         Command::Freeze => {
             s.frozen = !s.frozen;

@@ -79,10 +79,17 @@ pub fn help(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
     let height = (rows as u16 + 3 + notes_h).min(area.height);
     let r = centered(area, width, height);
     f.render_widget(Clear, r);
-    let title = if s.readonly {
-        " help — READ-ONLY: maintenance disabled "
-    } else {
-        " help — esc closes "
+    // Rows the keys area cannot show: j/k scroll them into view.
+    let hidden = rows.saturating_sub(height.saturating_sub(3 + notes_h).max(1) as usize);
+    let scroll = s.help_scroll.min(hidden);
+    let title = match (s.readonly, hidden > 0) {
+        (true, _) => " help — READ-ONLY: maintenance disabled ".to_string(),
+        (false, true) => format!(
+            " help — esc closes · j/k scroll ({}/{}) ",
+            scroll + 1,
+            hidden + 1
+        ),
+        (false, false) => " help — esc closes ".to_string(),
     };
     let block = Block::default().borders(Borders::ALL).title(title);
     let inner = block.inner(r);
@@ -92,7 +99,10 @@ pub fn help(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
     let parts = Layout::horizontal(vec![Constraint::Length(col_w); cols]).split(keys_area);
     for (c, chunk) in items.chunks(rows).enumerate() {
         if let Some(a) = parts.get(c) {
-            f.render_widget(Paragraph::new(chunk.to_vec()), *a);
+            f.render_widget(
+                Paragraph::new(chunk.to_vec()).scroll((scroll as u16, 0)),
+                *a,
+            );
         }
     }
     f.render_widget(Paragraph::new(notes).wrap(Wrap { trim: false }), notes_area);

@@ -6,7 +6,7 @@ use ratatui::style::{Color, Modifier};
 
 use crate::app::action::Action;
 use crate::app::maintenance::MaintenanceMsg;
-use crate::app::state::{Level, State};
+use crate::app::state::{Level, Popup, State};
 use crate::app::tables::TablesMsg;
 use crate::app::testing::{loaded, partitions, t0};
 use crate::app::update::update;
@@ -201,6 +201,22 @@ fn help_overlay_and_info_popup() {
     );
     key(&mut s, 'i');
     insta::assert_snapshot!("info_80x24", screen(&mut s, 80, 24).backend());
+}
+
+#[test]
+fn the_help_scrolls_to_its_last_keys_at_80x24() {
+    let mut s = all_loaded();
+    key(&mut s, '?');
+    let text = |s: &mut State| format!("{:?}", screen(s, 80, 24).backend());
+    let top = text(&mut s);
+    assert!(top.contains("j/k scroll"), "{top}");
+    assert!(!top.contains("copy the SQL"), "{top}");
+    key(&mut s, 'G');
+    let bottom = text(&mut s);
+    assert!(bottom.contains("copy the SQL"), "{bottom}");
+    assert_eq!(s.popup, Some(Popup::Help), "scrolling keeps the help open");
+    key(&mut s, 'g');
+    assert_eq!(text(&mut s), top);
 }
 
 #[test]
