@@ -78,6 +78,8 @@ impl Pty {
             .env("XDG_CONFIG_HOME", home.join("config"))
             .env("XDG_STATE_HOME", home.join("state"))
             .env("XDG_DATA_HOME", home.join("data"))
+            // Each floe its own warm-start cache: tests run side by side.
+            .env("XDG_CACHE_HOME", home.join(format!("cache-{}", next_id())))
             .env("TERM", "xterm-256color")
             .env("NO_COLOR", "1")
             .envs(env.iter().copied())
@@ -375,4 +377,10 @@ fn child_of(parent: i32) -> i32 {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// A number no other Pty of this test binary has.
+fn next_id() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
