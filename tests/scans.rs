@@ -160,3 +160,23 @@ async fn an_older_server_without_entries_is_read_once_per_table_too() {
     );
     assert!(assert_one_scan_each(&u).await >= 2);
 }
+
+/// A table the stats cache remembers as unpartitioned is asked the unpartitioned form at
+/// once: one statement, none failed.
+#[tokio::test]
+async fn a_remembered_unpartitioned_table_is_read_without_a_retry() {
+    let u = user("scans_remembered");
+    let lake = lakehouse(&lab().trino_url(), &u);
+    lake.connect().await.unwrap();
+    let staging = TableRef::new("iceberg", "zoning", "staging");
+    lake.remember_layouts([(staging.clone(), Layout::Unpartitioned)]);
+    let stats = lake.table_stats(&staging).await.unwrap();
+    assert!(!stats.partitioned);
+    let queries = lab().queries_of(&u).await;
+    let health: Vec<&Value> = queries
+        .iter()
+        .filter(|q| q["sql"].as_str().is_some_and(|s| s.contains("$entries")))
+        .collect();
+    assert_eq!(health.len(), 1, "{queries:#?}");
+    assert!(health[0]["error_name"].is_null(), "{:#?}", health[0]);
+}

@@ -184,6 +184,17 @@ impl Lakehouse {
             .unwrap_or(Layout::PartitionColumn)
     }
 
+    /// Layouts learned earlier (the stats cache keeps whether each table was partitioned),
+    /// so that a table known to be unpartitioned is asked the unpartitioned form at once.
+    /// A layout this connection has learned itself is kept.
+    pub fn remember_layouts(&self, known: impl IntoIterator<Item = (TableRef, Layout)>) {
+        if let Ok(mut m) = self.layouts.lock() {
+            for (t, l) in known {
+                m.entry(t).or_insert(l);
+            }
+        }
+    }
+
     fn set_file_layout(&self, t: &TableRef, l: Layout) {
         if let Ok(mut m) = self.layouts.lock() {
             m.insert(t.clone(), l);

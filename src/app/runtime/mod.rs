@@ -27,7 +27,7 @@ use super::keymap::Keymap;
 use super::state::State;
 use super::update::update;
 use crate::config::{self, Settings};
-use crate::lakehouse::queries::Lakehouse;
+use crate::lakehouse::queries::{Lakehouse, Layout};
 use crate::maintain::run::Stop;
 use crate::trino::Client;
 use tokio::task::JoinHandle;
@@ -74,6 +74,7 @@ impl Runtime {
         tx: mpsc::UnboundedSender<Action>,
     ) -> color_eyre::Result<Runtime> {
         let lake = lakehouse(&settings, &tx)?;
+        remember_cached_layouts(&lake, &settings);
         let settings_airflow = settings.airflow.clone();
         let (loaded_tx, loaded_rx) = mpsc::unbounded_channel();
         Ok(Runtime {
@@ -288,6 +289,7 @@ impl Runtime {
 
     fn switch_to(&mut self, name: &str, s: Settings) -> Result<ProfileView, String> {
         let l = lakehouse(&s, &self.tx).map_err(|e| format!("profile {name}: {e}"))?;
+        remember_cached_layouts(&l, &s);
         let view = profile_view(&s);
         self.pool = Arc::new(Semaphore::new(s.max_concurrent_queries));
         self.settings = s;
@@ -313,6 +315,30 @@ fn lakehouse(s: &Settings, tx: &mpsc::UnboundedSender<Action>) -> color_eyre::Re
         s.trino.catalog.clone(),
         s.health.clone(),
     ))
+}
+
+/// Whether each table was partitioned, as the stats cache remembers it, handed to the
+/// connection off the event loop: a table known to be unpartitioned is not first asked
+/// for a `partition` column it does not have (one failed statement per table per launch).
+/// Until the file is read, a table's first statement finds out as it always did.
+fn remember_cached_layouts(lake: &Lakehouse, s: &Settings) {
+    let lake = lake.clone();
+    let path = s.stats_cache.clone();
+    let profile = s.profile.clone();
+    let url = s.trino.url.to_string();
+    std::thread::spawn(move || {
+        let known = crate::cache::load(&path, &profile, &url)
+            .into_iter()
+            .map(|e| {
+                let layout = if e.stats.partitioned {
+                    Layout::PartitionColumn
+                } else {
+                    Layout::Unpartitioned
+                };
+                (e.table, layout)
+            });
+        lake.remember_layouts(known);
+    });
 }
 
 pub fn profile_view(s: &Settings) -> ProfileView {

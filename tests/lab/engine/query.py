@@ -14,6 +14,7 @@ from sqlglot.errors import ParseError, TokenError
 
 from ..common.errors import TrinoError
 from .api import Column, Result, Session
+from .parse_cache import parse_trino
 from .relation import Relation
 from .types import duck_to_trino, format_type, parse_type, timestamp_precision
 from .wire import encoder
@@ -90,7 +91,7 @@ def parse(sql: str) -> exp.Expression:
         line, col = line_col(sql, idx)
         raise TrinoError("SYNTAX_ERROR", "mismatched input ';'. Expecting: <EOF>", line, col)
     try:
-        tree = sqlglot.parse_one(sql, read="trino")
+        tree = parse_trino(sql)
     except (ParseError, TokenError) as e:
         raise syntax_error(sql, e) from None
     if tree is None:

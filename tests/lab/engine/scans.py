@@ -59,6 +59,18 @@ def count_scans(tree: exp.Expression, catalog: str | None = None, schema: str | 
 
 def scans_of_sql(sql: str, catalog: str | None = None, schema: str | None = None) -> dict[str, int]:
     """The scans of a statement's text; `{}` when it does not parse (the engine reports that)."""
+    from . import parse_cache
+
+    key, idents, _ = parse_cache.normalise(sql)
+    template = parse_cache.template(key) if idents else None
+    if template is not None:
+        # Counted once per normalised text; the placeholders name the statement's tables.
+        names = {parse_cache.placeholder(i): name.lower() for i, name in enumerate(idents)}
+        counted = _template_scans(key, template, catalog, schema)
+        out: Counter = Counter()
+        for table, n in counted.items():
+            out[".".join(names.get(part, part) for part in table.split("."))] += n
+        return dict(out)
     try:
         tree = sqlglot.parse_one(sql, read="trino")
     except (ParseError, TokenError, ValueError):
@@ -66,3 +78,16 @@ def scans_of_sql(sql: str, catalog: str | None = None, schema: str | None = None
     if tree is None:
         return {}
     return dict(count_scans(tree, catalog, schema))
+
+
+_counted: dict[tuple[str, str | None, str | None], Counter] = {}
+
+
+def _template_scans(key: str, template: exp.Expression, catalog: str | None, schema: str | None) -> Counter:
+    k = (key, catalog, schema)
+    hit = _counted.get(k)
+    if hit is None:
+        if len(_counted) > 1024:
+            _counted.clear()
+        hit = _counted[k] = count_scans(template, catalog, schema)
+    return hit
