@@ -180,3 +180,21 @@ async fn a_remembered_unpartitioned_table_is_read_without_a_retry() {
     assert_eq!(health.len(), 1, "{queries:#?}");
     assert!(health[0]["error_name"].is_null(), "{:#?}", health[0]);
 }
+
+/// A remembered layout can be out of date (the table was partitioned since): a manual
+/// refresh forgets it, and the next read learns the table as it is.
+#[tokio::test]
+async fn a_stale_remembered_layout_is_forgotten_on_a_manual_refresh() {
+    let u = user("scans_forget");
+    let lake = lakehouse(&lab().trino_url(), &u);
+    lake.connect().await.unwrap();
+    let t = documents();
+    lake.remember_layouts([(t.clone(), Layout::Unpartitioned)]);
+    let stale = lake.table_stats(&t).await.unwrap();
+    assert!(!stale.partitioned, "the remembered layout is used");
+    lake.forget_layouts();
+    let fresh = lake.table_stats(&t).await.unwrap();
+    assert!(fresh.partitioned);
+    assert!(fresh.partitions > 1, "{fresh:?}");
+    assert_eq!(fresh.data_files, stale.data_files);
+}

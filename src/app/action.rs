@@ -79,6 +79,9 @@ pub enum Effect {
     Discover {
         generation: u64,
         schemas: Vec<String>,
+        /// A manual refresh: what the connection learned of the tables' layouts is
+        /// read again (a table may have been re-partitioned).
+        relearn: bool,
     },
     LoadStats {
         generation: u64,

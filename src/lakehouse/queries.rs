@@ -195,6 +195,18 @@ impl Lakehouse {
         }
     }
 
+    /// Forget every table's layout and spec, remembered or learned: the next read of each
+    /// table learns them again (a manual refresh, so that a table re-partitioned since
+    /// is seen as it is now, not as the cache or an earlier read knew it).
+    pub fn forget_layouts(&self) {
+        if let Ok(mut m) = self.layouts.lock() {
+            m.clear();
+        }
+        if let Ok(mut m) = self.specs.lock() {
+            m.clear();
+        }
+    }
+
     fn set_file_layout(&self, t: &TableRef, l: Layout) {
         if let Ok(mut m) = self.layouts.lock() {
             m.insert(t.clone(), l);

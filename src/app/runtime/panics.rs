@@ -284,6 +284,7 @@ mod tests {
             Effect::Discover {
                 generation: 1,
                 schemas: vec![],
+                relearn: false,
             },
             Effect::LoadRuns { dag_id: "d".into() },
             Effect::LoadTimelineRuns { dag_id: "d".into() },

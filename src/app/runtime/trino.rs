@@ -24,7 +24,11 @@ impl Runtime {
             Effect::Discover {
                 generation,
                 schemas,
+                relearn,
             } => {
+                if relearn {
+                    lake.forget_layouts();
+                }
                 let globs = self.settings.trino.tables.clone();
                 tokio::spawn(async move {
                     let _permit = pool.acquire_owned().await;

@@ -247,6 +247,7 @@ pub fn refresh(s: &mut State, manual: bool) -> Vec<Effect> {
         Effect::Discover {
             generation: s.tables.generation,
             schemas: s.schemas.clone(),
+            relearn: manual,
         },
     ]
 }
@@ -771,6 +772,20 @@ mod refresh_tests {
             vec![(parcels.clone(), Ok(probe_of(&stats_of(s, &parcels), 1)))]
         });
         assert!(matches!(fx.as_slice(), [Effect::LoadStats { table, .. }] if *table == parcels));
+    }
+
+    #[test]
+    fn only_a_manual_refresh_relearns_the_layouts() {
+        let relearn = |fx: &[Effect]| {
+            fx.iter().find_map(|e| match e {
+                Effect::Discover { relearn, .. } => Some(*relearn),
+                _ => None,
+            })
+        };
+        let mut s = all_loaded();
+        assert_eq!(relearn(&refresh(&mut s, false)), Some(false));
+        let mut s = all_loaded();
+        assert_eq!(relearn(&refresh(&mut s, true)), Some(true));
     }
 
     #[test]
