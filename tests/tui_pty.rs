@@ -19,6 +19,15 @@ fn seed_args(url: &str) -> [&str; 8] {
     ]
 }
 
+/// No row is loading any more (`…`) or stale (`~`): the order will not change under the
+/// keys a test sends to reach a row.
+fn every_row_loaded(screen: &str) -> bool {
+    !screen
+        .lines()
+        .skip(3)
+        .any(|l| l.contains('~') || l.trim_start().starts_with('…'))
+}
+
 fn row_with<'a>(screen: &'a str, needle: &str) -> Option<&'a str> {
     screen.lines().find(|l| l.contains(needle))
 }
@@ -29,6 +38,7 @@ fn drill_from_the_critical_table_to_partitions_and_snapshots_then_quit() {
     let mut pty = Pty::spawn(&seed_args(&url), 100, 30);
     let s = pty.wait_for("documents to show CRIT", Duration::from_secs(60), |s| {
         row_with(s, "zoning.documents").is_some_and(|r| r.contains("CRIT") && !r.contains('~'))
+            && every_row_loaded(s)
     });
     // Worst first: the incident is on the first data row, selected.
     let first_data_row = s.lines().nth(3).unwrap_or("");
@@ -86,7 +96,7 @@ fn the_snapshots_tab_shows_the_opened_table_after_the_list_re_sorts() {
     let mut pty = Pty::spawn(&seed_args(&url), 100, 30);
     let s = pty.wait_for("every table loaded", Duration::from_secs(60), |s| {
         row_with(s, "zoning.documents").is_some_and(|r| r.contains("CRIT") && !r.contains('~'))
-            && !s.lines().skip(3).any(|l| l.contains('~'))
+            && every_row_loaded(s)
     });
     // The worst table, untouched on the first row: open it.
     let opened = table_on(s.lines().nth(3).unwrap_or("")).expect("a table on the first row");
@@ -119,6 +129,7 @@ fn y_copies_the_selected_table_with_osc_52() {
     let mut pty = Pty::spawn(&seed_args(&url), 100, 30);
     let s = pty.wait_for("documents loaded", Duration::from_secs(60), |s| {
         row_with(s, "zoning.documents").is_some_and(|r| r.contains("CRIT") && !r.contains('~'))
+            && every_row_loaded(s)
     });
     let pos = s
         .lines()

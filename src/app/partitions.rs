@@ -126,7 +126,7 @@ impl PartitionCol {
             | PartitionCol::MinFile
             | PartitionCol::MaxFile
             | PartitionCol::Deletes => Some(100),
-            PartitionCol::Waiting => Some(90),
+            PartitionCol::Waiting => Some(120),
             _ => Some(0),
         }
     }
