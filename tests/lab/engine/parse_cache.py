@@ -14,6 +14,7 @@ so a syntax error is reported on it, as before.
 from __future__ import annotations
 
 import bisect
+import re
 import threading
 from collections import OrderedDict
 
@@ -30,6 +31,17 @@ def placeholder(i: int) -> str:
     return f"__lab_ident_{i}__"
 
 
+# what can hold a quoted identifier's quote without being one: string literals and comments
+# (an unterminated one runs to the end), then quoted identifiers ("" escapes a quote)
+_TOKENS = re.compile(
+    r"'(?:[^']|'')*(?:'|\Z)"
+    r"|--[^\n]*"
+    r"|/\*.*?(?:\*/|\Z)"
+    r'|"((?:[^"]|"")*)("|\Z)',
+    re.S,
+)
+
+
 def normalise(sql: str) -> tuple[str, list[str], list[tuple[int, int]]]:
     """The text with each quoted identifier replaced by a placeholder, the identifiers
     (unescaped) and, per replacement, (offset in the normalised text of the character
@@ -37,51 +49,22 @@ def normalise(sql: str) -> tuple[str, list[str], list[tuple[int, int]]]:
     out: list[str] = []
     idents: list[str] = []
     shifts: list[tuple[int, int]] = []
-    n = len(sql)
-    i = 0
     start = 0
     pos = 0  # length of the normalised text so far
-    while i < n:
-        c = sql[i]
-        if c == "'":
-            i += 1
-            while i < n:
-                if sql[i] == "'":
-                    if i + 1 < n and sql[i + 1] == "'":
-                        i += 2
-                        continue
-                    break
-                i += 1
-            i += 1
-        elif c == "-" and sql.startswith("--", i):
-            j = sql.find("\n", i)
-            i = n if j < 0 else j
-        elif c == "/" and sql.startswith("/*", i):
-            j = sql.find("*/", i + 2)
-            i = n if j < 0 else j + 2
-        elif c == '"':
-            j = i + 1
-            while j < n:
-                if sql[j] == '"':
-                    if j + 1 < n and sql[j + 1] == '"':
-                        j += 2
-                        continue
-                    break
-                j += 1
-            if j >= n:
-                break  # unterminated: left to the parser
-            chunk = sql[start:i]
-            out.append(chunk)
-            pos += len(chunk)
-            ph = f'"{placeholder(len(idents))}"'
-            idents.append(sql[i + 1:j].replace('""', '"'))
-            out.append(ph)
-            pos += len(ph)
-            shifts.append((pos, (j + 1 - i) - len(ph)))
-            i = j + 1
-            start = i
-        else:
-            i += 1
+    for m in _TOKENS.finditer(sql):
+        if m.group(2) is None:
+            continue  # a literal or a comment
+        if m.group(2) == "":
+            break  # unterminated: left to the parser
+        chunk = sql[start:m.start()]
+        out.append(chunk)
+        pos += len(chunk)
+        ph = f'"{placeholder(len(idents))}"'
+        idents.append(m.group(1).replace('""', '"'))
+        out.append(ph)
+        pos += len(ph)
+        shifts.append((pos, (m.end() - m.start()) - len(ph)))
+        start = m.end()
     out.append(sql[start:])
     return "".join(out), idents, shifts
 
@@ -105,8 +88,11 @@ def template(key: str) -> exp.Expression | None:
     return tree
 
 
-def _fill(tree: exp.Expression, idents: list[str], shifts: list[tuple[int, int]]) -> exp.Expression:
-    names = {placeholder(i): name for i, name in enumerate(idents)}
+def _fill(tree: exp.Expression, idents: list[str], shifts: list[tuple[int, int]],
+          keep: frozenset[int] = frozenset()) -> exp.Expression:
+    """Put the identifiers back (but those whose index is in `keep`, left as placeholders)
+    and move every node's position to the statement's own text."""
+    names = {placeholder(i): name for i, name in enumerate(idents) if i not in keep}
     ends = [p for p, _ in shifts]
     total = [0]
     for _, d in shifts:

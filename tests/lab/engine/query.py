@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import threading
+import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +21,7 @@ from .types import duck_to_trino, format_type, parse_type, timestamp_precision
 from .wire import encoder
 
 if TYPE_CHECKING:
+    from .compiled import Compiled
     from .core import Engine
 
 
@@ -116,12 +118,24 @@ class Registered:
 
 
 class QueryRun:
-    def __init__(self, engine: "Engine", sql: str, session: Session, cancelled: threading.Event) -> None:
+    def __init__(self, engine: "Engine", sql: str, session: Session, cancelled: threading.Event,
+                 unmask: dict[str, str] | None = None) -> None:
         self.engine = engine
         self.sql = sql
         self.session = session
         self.cancelled = cancelled
         self.registered: list[Registered] = []
+        # placeholders left in the tree for table names (see engine/compiled.py): the name
+        # each stands for
+        self.unmask = unmask or {}
+        # each resolved table as the tree names it (placeholders kept) and its pushed-down
+        # filters, in resolution order
+        self.refs: list[tuple[str | None, str | None, str, dict[str, str]]] = []
+        # what a statement of the same shape can reuse, once this one ran
+        self.compiled: "Compiled | None" = None
+
+    def real_name(self, name: str | None) -> str | None:
+        return None if name is None else self.unmask.get(name, name).lower()
 
     # -- resolution ---------------------------------------------------------------------------
 
@@ -143,8 +157,10 @@ class QueryRun:
                 line, col = node_pos(self.sql, tbl)
                 raise TrinoError("SYNTAX_ERROR", f"Too many dots in table name: {tbl.sql('trino')}")
             line, col = node_pos(self.sql, tbl)
-            rel = self.engine.resolve_relation(catalog, schema, name, self.session, (line, col),
-                                               filters=_pushdown_filters(tbl))
+            filters = _pushdown_filters(tbl)
+            self.refs.append((catalog, schema, name, filters))
+            rel = self.engine.resolve_relation(self.real_name(catalog), self.real_name(schema),
+                                               self.real_name(name), self.session, (line, col), filters=filters)
             reg = f"__r{counter}"
             counter += 1
             alias = tbl.alias or (tbl.this.name if tbl.this is not None else name)
@@ -342,29 +358,10 @@ class QueryRun:
                 for r in lazy:
                     cur.unregister(r.name)
                     cur.register(r.name, r.relation.materialize())
-            done = threading.Event()
-
-            def watch():
-                while not done.wait(0.05):
-                    if self.cancelled.is_set():
-                        try:
-                            cur.interrupt()
-                        except Exception:
-                            pass
-                        return
-            watcher = threading.Thread(target=watch, daemon=True)
-            watcher.start()
-            try:
-                rel = cur.sql(duck_sql)
-                if rel is None:
-                    return Result(columns=[], rows=[])
-                types = rel.types
-                names = rel.columns
-                table = rel.arrow()
-                if hasattr(table, "read_all"):
-                    table = table.read_all()
-            finally:
-                done.set()
+            out = run_watched(cur, duck_sql, self.cancelled)
+            if out is None:
+                return Result(columns=[], rows=[])
+            table, types, names = out
         except TrinoError:
             raise
         except Exception as e:
@@ -398,11 +395,15 @@ class QueryRun:
             out_names.append(names[idx])
             out_types.append(self.trino_type_for(types[idx], None))
             idx += 1
-        encs = [encoder(parse_type(t), self.session.time_zone) for t in out_types]
-        cols = table.columns
-        pylists = [c.to_pylist() for c in cols]
-        rows = [[encs[j](pylists[j][i]) for j in range(len(encs))] for i in range(table.num_rows)]
-        return Result(columns=[Column(n, t) for n, t in zip(out_names, out_types)], rows=rows)
+        from .compiled import Compiled, signature, substitutable
+
+        rels = [r.relation for r in self.registered]
+        self.compiled = Compiled(
+            refs=tuple(self.refs), signature=signature(rels), duck_sql=duck_sql,
+            substitutable=substitutable(duck_sql, len(rels)),
+            needed=tuple(r.needed if r.loader is not None else None for r in rels),
+            arrow_types=tuple(table.schema.types), out_names=tuple(out_names), out_types=tuple(out_types))
+        return encode_result(table, out_names, out_types, self.session)
 
     def translate_error(self, e: Exception, tree: exp.Expression) -> TrinoError:
         msg = str(e)
@@ -462,6 +463,77 @@ class QueryRun:
             if name == fn:
                 return node_pos(self.sql, f)
         return None, None
+
+
+class _Watcher:
+    """One thread interrupting the DuckDB statements whose query was cancelled (a thread
+    per statement would cost more than a short statement itself)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._running: dict[int, tuple[threading.Event, Any]] = {}
+        self._thread: threading.Thread | None = None
+
+    def watch(self, cancelled: threading.Event, cur) -> int:
+        with self._lock:
+            key = id(cur)
+            self._running[key] = (cancelled, cur)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._loop, name="duckdb-cancel", daemon=True)
+                self._thread.start()
+            return key
+
+    def done(self, key: int) -> None:
+        with self._lock:
+            self._running.pop(key, None)
+
+    def _loop(self) -> None:
+        import time
+
+        while True:
+            time.sleep(0.05)
+            with self._lock:
+                hit = [cur for c, cur in self._running.values() if c.is_set()]
+            for cur in hit:
+                try:
+                    cur.interrupt()
+                except Exception:
+                    pass
+
+
+_WATCHER = _Watcher()
+# a plain execute's result as Arrow is copied once more than a relation's: for the few rows
+# of a metadata statement that is still cheaper than building the relation
+warnings.filterwarnings("ignore", message="Arrow output on a DB-API result")
+
+
+def run_watched(cur, duck_sql: str, cancelled: threading.Event, as_relation: bool = True):
+    """Run `duck_sql` on `cur`, interrupted when `cancelled` is set: (arrow table, DuckDB
+    types or None, names or None), or None for a statement without a result. Without
+    `as_relation` the statement runs as a plain execute (no relation is built: faster,
+    but the DuckDB types are not known)."""
+    key = _WATCHER.watch(cancelled, cur)
+    try:
+        if not as_relation:
+            return cur.execute(duck_sql).to_arrow_table(), None, None
+        rel = cur.sql(duck_sql)
+        if rel is None:
+            return None
+        types = rel.types
+        names = rel.columns
+        table = rel.arrow()
+        if hasattr(table, "read_all"):
+            table = table.read_all()
+        return table, types, names
+    finally:
+        _WATCHER.done(key)
+
+
+def encode_result(table, out_names: list[str], out_types: list[str], session: Session) -> Result:
+    encs = [encoder(parse_type(t), session.time_zone) for t in out_types]
+    pylists = [c.to_pylist() for c in table.columns]
+    rows = [[encs[j](pylists[j][i]) for j in range(len(encs))] for i in range(table.num_rows)]
+    return Result(columns=[Column(n, t) for n, t in zip(out_names, out_types)], rows=rows)
 
 
 def _pushdown_filters(tbl: exp.Table) -> dict[str, str]:

@@ -19,6 +19,8 @@ class Relation:
     # the columns a query needs when `needed` is set
     loader: object = None
     needed: frozenset | None = None
+    # held by the engine's caches (the same object is handed to every statement reading it)
+    cached: bool = False
 
     def materialize(self) -> pa.Table:
         if self.table is None:

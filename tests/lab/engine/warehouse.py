@@ -101,15 +101,19 @@ class Warehouse:
         self._tables: dict[str, Table] = {}
         self._tables_lock = threading.Lock()
         self._expected: dict | None = None
+        self._local = threading.local()
 
     # -- listing (straight from catalog.db: cheap and always current) -------------------------
 
     def _query(self, sql: str, args: tuple = ()) -> list[tuple]:
-        con = sqlite3.connect(f"file:{self.db_path}?mode=ro", uri=True, timeout=10)
-        try:
-            return con.execute(sql, args).fetchall()
-        finally:
-            con.close()
+        # One read-only connection per thread: opening one costs more than the lookup, and
+        # a statement resolves several relations. Outside a transaction each SELECT sees
+        # the latest commit.
+        con = getattr(self._local, "con", None)
+        if con is None:
+            con = sqlite3.connect(f"file:{self.db_path}?mode=ro", uri=True, timeout=10)
+            self._local.con = con
+        return con.execute(sql, args).fetchall()
 
     def schemas(self) -> list[str]:
         rows = self._query(

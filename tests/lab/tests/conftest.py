@@ -13,6 +13,11 @@ LAB_ROOT = Path(__file__).resolve().parents[1]          # tests/lab
 REPO_ROOT = LAB_ROOT.parents[1]
 
 
+def pytest_configure(config) -> None:
+    # the engine runs compiled statements with a plain execute on purpose (engine/query.py)
+    config.addinivalue_line("filterwarnings", "ignore:Arrow output on a DB-API result:UserWarning")
+
+
 def lab_dir() -> Path:
     return Path(os.environ.get("FLOE_LAB_DIR", REPO_ROOT / ".lab"))
 

@@ -220,6 +220,12 @@ class QueryManager:
             with self._lock:
                 items = list(self.queries.items())
             for qid, q in items:
+                if q.final:
+                    # only its expiry to check: no lock (most retained queries are final)
+                    if q.ended_mono is not None and now - q.ended_mono > EXPIRE_AFTER_S:
+                        with self._lock:
+                            self.queries.pop(qid, None)
+                    continue
                 with q.cond:
                     idle = now - q.last_heartbeat
                     timeout = self.client_timeout_by_user.get(q.user, self.client_timeout_s)
