@@ -19,13 +19,16 @@ use floe::trino::{Client, QueryOptions};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-/// Statements of `user` by kind: (discovery, probes, health, other).
+/// Statements of `user` by kind: (discovery, probes, health, other: the layouts).
 fn kinds(qs: &[Value]) -> (usize, usize, usize, usize) {
     let mut k = (0, 0, 0, 0);
     for q in qs {
         let sql = q["sql"].as_str().unwrap_or("");
         if sql.contains("iceberg_tables") || sql.contains("information_schema") {
             k.0 += 1;
+        } else if sql.contains("partition_fields") {
+            // The layouts of the listed tables, learned before their first statement.
+            k.3 += 1;
         } else if sql.starts_with("SELECT 0 AS i") {
             k.1 += 1;
         } else if sql.contains("$files") || sql.contains("$entries") {
@@ -138,13 +141,21 @@ async fn a_steady_refresh_probes_and_reads_only_the_written_table() {
     }
     let mut f = Fleet::new("steady", &[format!("scratch.fleet_?_{pid}")], 2).await;
 
-    let (disc, probes, health, _) = f.cycle(true, false).await;
+    let (disc, probes, health, layouts) = f.cycle(true, false).await;
     assert_eq!(
         (disc, health),
         (1, 3),
         "the first refresh reads every table"
     );
     assert_eq!(probes, 0);
+    assert_eq!(layouts, 1, "one statement learns the three tables' layouts");
+    let failed: Vec<Value> = lab()
+        .queries_of(&f.user)
+        .await
+        .into_iter()
+        .filter(|q| !q["error_name"].is_null())
+        .collect();
+    assert!(failed.is_empty(), "{failed:#?}");
     assert_eq!(f.state.tables.rows.len(), 3);
 
     // Nothing changed: ⌈3/2⌉ probes and the discovery, no health statement.
@@ -177,9 +188,9 @@ async fn a_steady_refresh_probes_and_reads_only_the_written_table() {
     assert_eq!((disc, probes, health), (1, 2, 1));
     assert_eq!(f.snapshots_of(written), before + 1, "the change is noticed");
 
-    // `r` reads everything.
-    let (_, _, health, _) = f.cycle(false, true).await;
-    assert_eq!(health, 3);
+    // `r` reads everything, layouts included.
+    let (_, _, health, layouts) = f.cycle(false, true).await;
+    assert_eq!((health, layouts), (3, 1));
 }
 
 #[tokio::test]

@@ -161,6 +161,56 @@ async fn an_older_server_without_entries_is_read_once_per_table_too() {
     assert!(assert_one_scan_each(&u).await >= 2);
 }
 
+/// A first read of the tables discovery listed learns their layouts first, in one
+/// statement reading each `$manifests` once: no statement fails on an unpartitioned table
+/// whose manifests tell (one without any, an empty table, is learned by its first
+/// statement as before).
+#[tokio::test]
+async fn a_listed_fleet_learns_its_layouts_in_one_statement_and_none_fails() {
+    let u = user("scans_layouts");
+    let lake = lakehouse(&lab().trino_url(), &u);
+    lake.connect().await.unwrap();
+    let tables = lake.discover(&["zoning".to_string()], &[]).await.unwrap();
+    assert!(tables.len() >= 2, "{tables:?}");
+    let mut read = Vec::new();
+    for t in &tables {
+        let s = lake.table_stats(t).await.unwrap();
+        read.push((t.table.clone(), s.partitioned, s.snapshots));
+    }
+    assert!(
+        read.iter().any(|(n, p, _)| n == "documents" && *p),
+        "{read:?}"
+    );
+    let queries = lab().queries_of(&u).await;
+    let layouts: Vec<&str> = queries
+        .iter()
+        .filter_map(|q| q["sql"].as_str())
+        .filter(|s| s.contains("partition_fields"))
+        .collect();
+    assert_eq!(layouts.len(), 1, "{layouts:#?}");
+    assert_eq!(layouts[0].matches("$manifests").count(), tables.len());
+    for q in queries.iter().filter(|q| !q["error_name"].is_null()) {
+        let sql = q["sql"].as_str().unwrap_or("");
+        let (name, _, snapshots) = read
+            .iter()
+            .find(|(n, _, _)| sql.contains(&format!("\"{n}$entries\"")))
+            .unwrap_or_else(|| panic!("a failed statement of no listed table: {q:#?}"));
+        assert_eq!(
+            *snapshots, 0,
+            "{name} has manifests, yet its statement failed: {q:#?}"
+        );
+    }
+    let failed = queries
+        .iter()
+        .filter(|q| !q["error_name"].is_null())
+        .count();
+    assert_eq!(
+        assert_one_scan_each(&u).await,
+        tables.len() + 1 + failed,
+        "one statement per table, its retry if it failed, and the layouts"
+    );
+}
+
 /// A table the stats cache remembers as unpartitioned is asked the unpartitioned form at
 /// once: one statement, none failed.
 #[tokio::test]

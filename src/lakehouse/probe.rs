@@ -45,25 +45,106 @@ pub fn probe_sql(tables: &[TableRef]) -> String {
 /// The probes of a batch's rows, by index in the batch; a table without a row is an
 /// error of the statement (every branch is an aggregate: it always has one row).
 pub fn parse_probe(rows: &[Row], batch: usize) -> Result<Vec<Probe>, String> {
-    let mut out: Vec<Option<Probe>> = vec![None; batch];
+    by_index(rows, batch, "probe", |r| Probe {
+        snapshot_id: r.i64("snapshot_id"),
+        committed_at: r
+            .get("committed_at")
+            .and_then(crate::trino::Value::as_datetime),
+        snapshots: r.u64("snapshots").unwrap_or(0),
+    })
+}
+
+/// One value per table of a batched statement whose branches return one row each,
+/// carrying the table's index in the batch as `i`.
+fn by_index<T: Clone>(
+    rows: &[Row],
+    batch: usize,
+    what: &str,
+    read: impl Fn(&Row) -> T,
+) -> Result<Vec<T>, String> {
+    let mut out: Vec<Option<T>> = vec![None; batch];
     for r in rows {
-        let i = r.i64("i").ok_or("a probe row has no index")?;
+        let i = r
+            .i64("i")
+            .ok_or_else(|| format!("a {what} row has no index"))?;
         let slot = usize::try_from(i)
             .ok()
             .and_then(|i| out.get_mut(i))
-            .ok_or_else(|| format!("a probe row has index {i}, outside the batch of {batch}"))?;
-        *slot = Some(Probe {
-            snapshot_id: r.i64("snapshot_id"),
-            committed_at: r
-                .get("committed_at")
-                .and_then(crate::trino::Value::as_datetime),
-            snapshots: r.u64("snapshots").unwrap_or(0),
-        });
+            .ok_or_else(|| format!("a {what} row has index {i}, outside the batch of {batch}"))?;
+        *slot = Some(read(r));
     }
     out.into_iter()
         .enumerate()
-        .map(|(i, p)| p.ok_or_else(|| format!("no probe row for table {i} of the batch")))
+        .map(|(i, p)| p.ok_or_else(|| format!("no {what} row for table {i} of the batch")))
         .collect()
+}
+
+/// The first release whose `$manifests` column is `partition_summaries` (`partitions`
+/// before).
+pub const PARTITION_SUMMARIES_SINCE: u32 = 468;
+
+/// One statement telling, for each of `tables`, how many partition fields its current
+/// manifests have, from `$manifests` alone (the manifest lists, no manifest is opened):
+/// one branch per table, each reading its `$manifests` once. `summaries` is the column's
+/// name on this server (`partition_summaries`, `partitions` before 468).
+pub fn layout_sql(tables: &[TableRef], summaries: &str) -> String {
+    tables
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            format!(
+                "SELECT {i} AS i, max(cardinality({summaries})) AS partition_fields FROM {}",
+                t.meta("manifests")
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\nUNION ALL\n")
+}
+
+/// Tables whose layouts one statement learns (each branch reads one manifest list).
+pub const LAYOUT_BATCH: usize = 50;
+
+/// Which tables' layouts to learn when the table at `at` of `listed` is about to be read,
+/// `unknown` telling which are still to learn: the table itself with the next ones still
+/// unknown (then those listed before it), up to `batch`; when it is known, the same
+/// from the first unknown table within half a batch after it (read ahead, so that the
+/// reads that follow find their layouts known); nothing when there is none.
+pub fn layout_batch(
+    listed: &[TableRef],
+    at: usize,
+    unknown: impl Fn(&TableRef) -> bool,
+    batch: usize,
+) -> Vec<TableRef> {
+    let Some(t) = listed.get(at) else {
+        return Vec::new();
+    };
+    let from = if unknown(t) {
+        at
+    } else {
+        let ahead = (at + 1)..(at + 1 + batch / 2).min(listed.len());
+        match ahead.into_iter().find(|&i| unknown(&listed[i])) {
+            Some(i) => i,
+            None => return Vec::new(),
+        }
+    };
+    let (earlier, later) = listed.split_at(from);
+    later
+        .iter()
+        .chain(earlier)
+        .filter(|x| unknown(x))
+        .take(batch)
+        .cloned()
+        .collect()
+}
+
+/// Per table of the batch: `Some(true)` when its current manifests are partitioned
+/// (`$files` has a `partition` column), `Some(false)` when they are not (the
+/// unpartitioned statements fit it: every live file is in one partition), `None` when it
+/// has no manifest to tell.
+pub fn parse_layouts(rows: &[Row], batch: usize) -> Result<Vec<Option<bool>>, String> {
+    by_index(rows, batch, "layout", |r| {
+        r.i64("partition_fields").map(|n| n > 0)
+    })
 }
 
 /// How a batch that failed is split: in halves, down to single tables, so one broken
@@ -138,6 +219,61 @@ mod tests {
     fn a_missing_or_stray_row_is_an_error() {
         assert!(parse_probe(&rows(&[(0, Some(1), None, 1)]), 2).is_err());
         assert!(parse_probe(&rows(&[(5, Some(1), None, 1)]), 2).is_err());
+    }
+
+    #[test]
+    fn the_layout_batch_reads_each_tables_manifest_list_once() {
+        let ts = [
+            TableRef::new("iceberg", "a", "x"),
+            TableRef::new("iceberg", "b", "y"),
+        ];
+        let sql = layout_sql(&ts, "partition_summaries");
+        assert_eq!(sql.matches("$manifests").count(), 2);
+        assert_eq!(sql.matches("UNION ALL").count(), 1);
+        assert!(sql.contains("cardinality(partition_summaries)"), "{sql}");
+        assert!(layout_sql(&ts, "partitions").contains("cardinality(partitions)"));
+        let col = |n: &str| Column {
+            name: n.into(),
+            type_text: "bigint".into(),
+            ty: TrinoType::parse("bigint").unwrap(),
+        };
+        let cols = Arc::new(vec![col("i"), col("partition_fields")]);
+        let row = |i: i64, n: Option<i64>| Row {
+            columns: cols.clone(),
+            values: vec![Value::Int(i), n.map(Value::Int).unwrap_or(Value::Null)],
+        };
+        let got = parse_layouts(&[row(2, None), row(0, Some(2)), row(1, Some(0))], 3).unwrap();
+        assert_eq!(got, vec![Some(true), Some(false), None]);
+        assert!(parse_layouts(&[row(0, Some(1))], 2).is_err());
+    }
+
+    #[test]
+    fn layouts_are_learned_from_the_table_read_and_half_a_batch_ahead() {
+        let listed: Vec<TableRef> = (0..10)
+            .map(|i| TableRef::new("c", "s", format!("t{i}")))
+            .collect();
+        let names = |b: Vec<TableRef>| b.into_iter().map(|t| t.table).collect::<Vec<_>>();
+        // Nothing known: the table read and the next ones.
+        assert_eq!(
+            names(layout_batch(&listed, 2, |_| true, 4)),
+            ["t2", "t3", "t4", "t5"]
+        );
+        // Near the end: then those listed before it.
+        assert_eq!(
+            names(layout_batch(&listed, 8, |_| true, 4)),
+            ["t8", "t9", "t0", "t1"]
+        );
+        // Known up to t5: reading t4 learns from t6 on (within half a batch ahead).
+        let known_to_5 = |t: &TableRef| t.table.as_str() > "t5";
+        assert_eq!(
+            names(layout_batch(&listed, 4, known_to_5, 4)),
+            ["t6", "t7", "t8", "t9"]
+        );
+        // Reading t2, t6 is more than half a batch ahead: nothing yet.
+        assert!(layout_batch(&listed, 2, known_to_5, 4).is_empty());
+        // Everything known, or a position outside the list: nothing.
+        assert!(layout_batch(&listed, 3, |_| false, 4).is_empty());
+        assert!(layout_batch(&listed, 10, |_| true, 4).is_empty());
     }
 
     #[test]

@@ -1,13 +1,16 @@
 //! What floe asks Trino, and how the answers become the domain model. Every per-table
 //! health read is one statement that aggregates on the server: no file rows cross the wire.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::maintenance::TableLayout;
 use super::model::{PartitionStats, SnapshotInfo, TableRef, TableStats};
-use super::probe::{Probe, parse_probe, probe_sql, split};
+use super::probe::{
+    LAYOUT_BATCH, PARTITION_SUMMARIES_SINCE, Probe, layout_batch, layout_sql, parse_layouts,
+    parse_probe, probe_sql, split,
+};
 use super::sql::{quote_ident, quote_string};
 use crate::health::HealthConfig;
 use crate::trino::{Client, QueryOptions, Row, ServerInfo, TrinoError, Value};
@@ -51,6 +54,19 @@ pub struct Lakehouse {
     /// Each table's declared layout (columns and partition spec), read once per table for
     /// the life of this connection and shared by the partitions view, plans and the CLI.
     specs: Arc<Mutex<HashMap<TableRef, CachedSpec>>>,
+    /// The tables the last discovery listed, in its order: whose layouts are learned in
+    /// batches before their first statement (see [`Lakehouse::learn_layout`]).
+    learning: Arc<tokio::sync::Mutex<Learning>>,
+}
+
+/// Which listed tables' layouts are still to learn.
+#[derive(Default)]
+struct Learning {
+    listed: Vec<TableRef>,
+    /// Each listed table's position in `listed`.
+    index: HashMap<TableRef, usize>,
+    /// Asked once already (learned, or their manifests could not tell): not asked again.
+    asked: HashSet<TableRef>,
 }
 
 #[derive(Clone)]
@@ -78,6 +94,7 @@ impl Lakehouse {
             server_version: Arc::new(AtomicU32::new(0)),
             layouts: Arc::new(Mutex::new(HashMap::new())),
             specs: Arc::new(Mutex::new(HashMap::new())),
+            learning: Default::default(),
         }
     }
 
@@ -162,6 +179,14 @@ impl Lakehouse {
             .collect();
         tables.sort();
         tables.dedup();
+        let mut l = self.learning.lock().await;
+        l.index = tables
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.clone(), i))
+            .collect();
+        l.listed = tables.clone();
+        l.asked.clear();
         Ok(tables)
     }
 
@@ -213,12 +238,73 @@ impl Lakehouse {
         }
     }
 
+    fn layout_known(&self, t: &TableRef) -> bool {
+        self.layouts.lock().is_ok_and(|m| m.contains_key(t))
+    }
+
+    /// Learn whether `t` is partitioned before its first statement, with the listed tables
+    /// after it whose layouts are not known either, in one statement per
+    /// [`super::probe::LAYOUT_BATCH`]
+    /// tables (`$manifests` alone): a first read of a fleet then sends no statement that
+    /// fails on an unpartitioned table (failed statements are what a coordinator's
+    /// operators see first). Tables are read in about the order they are listed, so once
+    /// `t` is known the next batch is learned half a batch ahead, by whichever read gets
+    /// there first (within its own slot of `max_concurrent_queries`): the others do not
+    /// wait for it. A table discovery did not list (one table's report) is not batched:
+    /// its first statement tells, as before. A batch that fails is split down to the
+    /// table that fails it; what stays unknown is learned by its first statement.
+    async fn learn_layout(&self, t: &TableRef) {
+        if !self.supports(FILES_PARTITION_SINCE) {
+            return;
+        }
+        let mut l = if self.layout_known(t) {
+            match self.learning.try_lock() {
+                Ok(l) => l,
+                // Someone is learning already: that is the read ahead.
+                Err(_) => return,
+            }
+        } else {
+            self.learning.lock().await
+        };
+        let Some(&at) = l.index.get(t) else {
+            return;
+        };
+        let unknown = |x: &TableRef| !l.asked.contains(x) && !self.layout_known(x);
+        let batch = layout_batch(&l.listed, at, unknown, LAYOUT_BATCH);
+        if batch.is_empty() {
+            return;
+        }
+        l.asked.extend(batch.iter().cloned());
+        let summaries = if self.supports(PARTITION_SUMMARIES_SINCE) {
+            "partition_summaries"
+        } else {
+            "partitions"
+        };
+        let found = self
+            .batched(
+                &batch,
+                "layout",
+                |b| layout_sql(b, summaries),
+                parse_layouts,
+            )
+            .await;
+        for (t, r) in found {
+            match r {
+                Ok(Some(true)) => self.set_file_layout(&t, Layout::PartitionColumn),
+                Ok(Some(false)) => self.set_file_layout(&t, Layout::Unpartitioned),
+                Ok(None) => {}
+                Err(e) => tracing::debug!(table = %t, "layout not learned: {e}"),
+            }
+        }
+    }
+
     /// Run a per-table statement; when `$files` has no `partition` column the table is
     /// unpartitioned: remember that and run the unpartitioned form.
     async fn with_layout<F>(&self, t: &TableRef, build: F) -> Result<(Vec<Row>, Layout), TrinoError>
     where
         F: Fn(Layout) -> String,
     {
+        self.learn_layout(t).await;
         let layout = self.file_layout(t);
         match self
             .client
@@ -261,25 +347,38 @@ impl Lakehouse {
     }
 
     /// The change probe of `tables` (see [`super::probe`]), in one statement when all
-    /// answer. A statement that fails is split in halves, down to single tables, so a
-    /// broken table (dropped, permission denied) carries its own error and the others
-    /// still get theirs. Errors that are not the statement's (transport, auth) are every
-    /// table's: splitting would only repeat them.
+    /// answer (see [`Lakehouse::batched`]).
     pub async fn probe(&self, tables: &[TableRef]) -> Vec<(TableRef, Result<Probe, TrinoError>)> {
+        self.batched(tables, "change probe", probe_sql, parse_probe)
+            .await
+    }
+
+    /// One statement over `tables` whose rows carry each table's index, read by `parse`.
+    /// A statement that fails is split in halves, down to single tables, so a broken
+    /// table (dropped, permission denied) carries its own error and the others still get
+    /// theirs. Errors that are not the statement's (transport, auth) are every table's:
+    /// splitting would only repeat them.
+    async fn batched<T>(
+        &self,
+        tables: &[TableRef],
+        what: &str,
+        sql: impl Fn(&[TableRef]) -> String,
+        parse: impl Fn(&[Row], usize) -> Result<Vec<T>, String>,
+    ) -> Vec<(TableRef, Result<T, TrinoError>)> {
         let mut out = Vec::with_capacity(tables.len());
         let mut todo: Vec<&[TableRef]> = vec![tables];
         while let Some(batch) = todo.pop() {
             if batch.is_empty() {
                 continue;
             }
-            let result = self.client.query(&probe_sql(batch)).await.and_then(|o| {
-                parse_probe(&o.rows, batch.len()).map_err(|m| TrinoError::Malformed {
+            let result = self.client.query(&sql(batch)).await.and_then(|o| {
+                parse(&o.rows, batch.len()).map_err(|m| TrinoError::Malformed {
                     url: self.client.url().to_string(),
-                    message: format!("change probe: {m}"),
+                    message: format!("{what}: {m}"),
                 })
             });
             match result {
-                Ok(probes) => out.extend(batch.iter().cloned().zip(probes.into_iter().map(Ok))),
+                Ok(found) => out.extend(batch.iter().cloned().zip(found.into_iter().map(Ok))),
                 Err(e @ TrinoError::Query { .. }) => match split(batch.len()) {
                     Some(mid) => {
                         // The second half is popped last: tables come back in order.
