@@ -71,6 +71,8 @@ pub struct ProfileView {
     pub maintenance: Vec<crate::config::MaintenanceMapping>,
     /// How floe connects that the operator must see (TLS verification off…).
     pub warnings: Vec<String>,
+    /// The profile's last known stats (the stats cache), painted until revalidated.
+    pub cached: Vec<crate::cache::Entry>,
 }
 
 #[derive(Clone, Debug, PartialEq)]

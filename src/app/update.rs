@@ -70,19 +70,21 @@ fn dispatch(s: &mut State, action: Action) -> Vec<Effect> {
             export::on_written(s, r);
             Vec::new()
         }
-        Action::ProfileSwitched(Ok(p)) => {
+        Action::ProfileSwitched(Ok(mut p)) => {
             let profile = p.profile.clone();
+            let cached = std::mem::take(&mut p.cached);
             s.apply_profile(p);
-            match s.conn.warnings.is_empty() {
-                true => s.set_status(Level::Info, format!("switched to profile {profile}")),
-                false => s.set_status(
-                    Level::Warn,
-                    format!(
-                        "switched to profile {profile}: {}",
-                        s.conn.warnings.join("; ")
-                    ),
-                ),
-            }
+            // The profile's last known state, painted until its first refresh confirms it.
+            let revalidating = tables::warm_start(s, cached);
+            let mut said = vec![format!("switched to profile {profile}")];
+            said.extend(s.conn.warnings.iter().cloned());
+            said.extend(revalidating.clone());
+            let level = if s.conn.warnings.is_empty() && revalidating.is_none() {
+                Level::Info
+            } else {
+                Level::Warn
+            };
+            s.set_status(level, said.join("; "));
             refresh_all(s)
         }
         Action::ProfileSwitched(Err(e)) => {

@@ -57,6 +57,7 @@ fn view(name: &str) -> ProfileView {
         airflow_url: None,
         maintenance: vec![],
         warnings: Vec::new(),
+        cached: Vec::new(),
     }
 }
 

@@ -27,6 +27,7 @@ use super::keymap::Keymap;
 use super::state::State;
 use super::update::update;
 use crate::config::{self, Settings};
+use crate::lakehouse::model::TableRef;
 use crate::lakehouse::queries::{Lakehouse, Layout};
 use crate::maintain::run::Stop;
 use crate::trino::Client;
@@ -62,6 +63,8 @@ pub struct Runtime {
 pub struct LoadedProfile {
     name: String,
     settings: Result<Settings, String>,
+    /// The profile's entries of the stats cache (read with its settings, off the loop).
+    cached: Vec<crate::cache::Entry>,
 }
 
 /// How long quitting waits for running jobs to be cancelled on Trino.
@@ -162,7 +165,15 @@ impl Runtime {
                 let loaded = self.loaded_tx.clone();
                 tokio::task::spawn_blocking(move || {
                     let settings = config::load(&over).map_err(|e| e.to_string());
-                    let _ = loaded.send(LoadedProfile { name, settings });
+                    let cached = settings.as_ref().map_or_else(
+                        |_| Vec::new(),
+                        |s| crate::cache::load(&s.stats_cache, &s.profile, s.trino.url.as_str()),
+                    );
+                    let _ = loaded.send(LoadedProfile {
+                        name,
+                        settings,
+                        cached,
+                    });
                 });
                 return;
             }
@@ -274,23 +285,35 @@ impl Runtime {
     /// Switch to a loaded profile: new clients, the old slots' loads aborted (jobs and
     /// Airflow writes keep running on the connection they started on).
     pub fn finish_switch(&mut self, loaded: LoadedProfile) -> Action {
-        let LoadedProfile { name, settings } = loaded;
+        let LoadedProfile {
+            name,
+            settings,
+            cached,
+        } = loaded;
         // Under the lock, so no plan of the old profile is sent after the switch.
         let epoch = self.profile_epoch.clone();
         let mut epoch = epoch.lock().unwrap_or_else(|e| e.into_inner());
         let r = settings
             .map_err(|e| format!("profile {name}: {e}"))
-            .and_then(|s| self.switch_to(&name, s));
+            .and_then(|s| self.switch_to(&name, s, cached));
         if r.is_ok() {
             *epoch += 1;
         }
         Action::ProfileSwitched(r)
     }
 
-    fn switch_to(&mut self, name: &str, s: Settings) -> Result<ProfileView, String> {
+    fn switch_to(
+        &mut self,
+        name: &str,
+        s: Settings,
+        cached: Vec<crate::cache::Entry>,
+    ) -> Result<ProfileView, String> {
         let l = lakehouse(&s, &self.tx).map_err(|e| format!("profile {name}: {e}"))?;
-        remember_cached_layouts(&l, &s);
-        let view = profile_view(&s);
+        l.remember_layouts(cached_layouts(&cached));
+        let view = ProfileView {
+            cached,
+            ..profile_view(&s)
+        };
         self.pool = Arc::new(Semaphore::new(s.max_concurrent_queries));
         self.settings = s;
         self.lake = l;
@@ -327,18 +350,23 @@ fn remember_cached_layouts(lake: &Lakehouse, s: &Settings) {
     let profile = s.profile.clone();
     let url = s.trino.url.to_string();
     std::thread::spawn(move || {
-        let known = crate::cache::load(&path, &profile, &url)
-            .into_iter()
-            .map(|e| {
-                let layout = if e.stats.partitioned {
-                    Layout::PartitionColumn
-                } else {
-                    Layout::Unpartitioned
-                };
-                (e.table, layout)
-            });
-        lake.remember_layouts(known);
+        lake.remember_layouts(cached_layouts(&crate::cache::load(&path, &profile, &url)));
     });
+}
+
+/// Whether each cached table was partitioned, as the layout its statements take.
+fn cached_layouts(entries: &[crate::cache::Entry]) -> Vec<(TableRef, Layout)> {
+    entries
+        .iter()
+        .map(|e| {
+            let layout = if e.stats.partitioned {
+                Layout::PartitionColumn
+            } else {
+                Layout::Unpartitioned
+            };
+            (e.table.clone(), layout)
+        })
+        .collect()
 }
 
 pub fn profile_view(s: &Settings) -> ProfileView {
@@ -352,6 +380,7 @@ pub fn profile_view(s: &Settings) -> ProfileView {
         airflow_url: s.airflow.as_ref().map(|a| a.url.to_string()),
         maintenance: s.maintenance.clone(),
         warnings: s.warnings(),
+        cached: Vec::new(),
     }
 }
 

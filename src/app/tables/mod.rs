@@ -183,9 +183,10 @@ pub fn update(s: &mut State, msg: TablesMsg) -> Vec<Effect> {
 
 /// Show the last known state of every table from the cache of an earlier run, marked
 /// "as of" when it was read until the probe confirms it; the next refresh probes only.
-pub fn warm_start(s: &mut State, entries: Vec<Entry>) {
+/// Returns what the status line says of it (also set), none without entries.
+pub fn warm_start(s: &mut State, entries: Vec<Entry>) -> Option<String> {
     if entries.is_empty() {
-        return;
+        return None;
     }
     let now = s.now;
     let cfg = s.health.clone();
@@ -206,9 +207,11 @@ pub fn warm_start(s: &mut State, entries: Vec<Entry>) {
     // The cache stands for the last full read: the first refresh revalidates by probe.
     s.tables.since_full = Some(0);
     s.tables.reindex();
-    if let Some(at) = oldest {
-        s.set_status(Level::Warn, cached_status(now, at));
+    let said = oldest.map(|at| cached_status(now, at));
+    if let Some(text) = &said {
+        s.set_status(Level::Warn, text.clone());
     }
+    said
 }
 
 fn cached_status(now: DateTime<Utc>, at: DateTime<Utc>) -> String {
@@ -846,6 +849,45 @@ mod refresh_tests {
         let row = s.tables.row(&docs).unwrap();
         assert!(!row.cached && !row.stale);
         assert!(s.status.is_none(), "the as-of mark is gone");
+    }
+
+    #[test]
+    fn a_profile_switch_paints_that_profiles_cache_then_probes() {
+        let mut s = loaded();
+        let docs = tref("zoning", "documents");
+        let st = incident_stats();
+        let entry = Entry {
+            profile: "prod".into(),
+            url: "http://prod:8080/".into(),
+            table: docs.clone(),
+            probe: Some(probe_of(&st, 7)),
+            read_at: t0() - chrono::Duration::hours(2),
+            stats: st,
+        };
+        let view = crate::app::action::ProfileView {
+            profile: "prod".into(),
+            trino_url: "http://prod:8080/".into(),
+            readonly: false,
+            refresh: std::time::Duration::from_secs(60),
+            schemas: vec![],
+            health: Default::default(),
+            airflow_url: None,
+            maintenance: vec![],
+            warnings: vec![],
+            cached: vec![entry],
+        };
+        let fx = update(&mut s, Action::ProfileSwitched(Ok(view)));
+        // Only the new profile's cached table, dimmed until revalidated.
+        assert_eq!(s.tables.rows.len(), 1);
+        let row = s.tables.row(&docs).unwrap();
+        assert!(row.cached && row.stale && row.health.is_some());
+        let status = s.status.as_ref().unwrap().text.clone();
+        assert!(
+            status.contains("switched to profile prod") && status.contains("as of 2h ago"),
+            "{status}"
+        );
+        assert!(!s.tables.full, "the first refresh probes: {fx:?}");
+        assert!(fx.iter().any(|e| matches!(e, Effect::Discover { .. })));
     }
 
     #[test]
