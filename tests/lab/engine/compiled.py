@@ -207,8 +207,9 @@ def _run_compiled(engine: "Engine", comp: Compiled, unmask: dict[str, str], sess
 
 # `__rN`: the name a compilation gives the N-th relation it reads
 _REGISTERED = re.compile(r"\b__r(\d+)\b")
-# relations a thread's cursor keeps registered (Arrow tables the engine's caches hold anyway)
-MAX_REGISTERED = 1024
+# relations a thread's cursor keeps registered (Arrow tables the engine's caches hold
+# anyway: as many as the relation cache holds)
+MAX_REGISTERED = 8192
 
 
 def substitutable(duck_sql: str, relations: int) -> bool:
