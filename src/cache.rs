@@ -7,7 +7,6 @@
 //! the old one, so a reader never sees half of it, and it is bounded: past
 //! [`MAX_ENTRIES`] the tables read longest ago are dropped.
 
-use std::io::Write;
 use std::path::Path;
 use std::time::Duration;
 
@@ -118,37 +117,10 @@ pub fn store(path: &Path, profile: &str, url: &str, entries: Vec<Entry>) -> std:
         entries: all,
     })
     .map_err(std::io::Error::other)?;
-    write_atomic(path, &text)
-}
-
-/// Write `bytes` to a temporary file created 0600 next to `path`, then rename it over
-/// `path`: readers see the old file or the new one, never a part.
-fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
-    let tmp = dir.join(format!(
-        ".{}.{}.tmp",
-        path.file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or(FILE_NAME),
-        std::process::id()
-    ));
-    let r = (|| {
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if r.is_err() {
-        let _ = std::fs::remove_file(&tmp);
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
     }
-    r
+    crate::files::write_atomic(path, &text, 0o600)
 }
 
 #[cfg(test)]

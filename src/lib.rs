@@ -9,6 +9,7 @@ pub mod cache;
 pub mod cli;
 pub mod config;
 pub mod doctor;
+pub mod files;
 pub mod fmt;
 pub mod health;
 pub mod lakehouse;

@@ -216,18 +216,10 @@ pub fn private_file(path: &Path) -> std::io::Result<()> {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
 }
 
+/// A check's output is read by other programs (node_exporter's textfile collector): it
+/// gets the umask's permissions, as a file written plainly would.
 fn write_atomic(path: &Path, text: &str) -> std::io::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let tmp = dir.join(format!(
-        ".{}.{}.tmp",
-        path.file_name().and_then(|n| n.to_str()).unwrap_or("floe"),
-        std::process::id()
-    ));
-    std::fs::write(&tmp, text)?;
-    std::fs::rename(&tmp, path)
+    crate::files::write_atomic(path, text.as_bytes(), 0o666)
 }
 
 /// `floe config`: the resolved settings, secrets shown only as their presence.

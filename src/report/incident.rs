@@ -283,25 +283,5 @@ pub async fn cli(
 /// Write `text` to `path` atomically, readable by its owner only: the postmortem holds
 /// table names, statements and server errors.
 pub fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let tmp = dir.join(format!(
-        ".{}.{}.tmp",
-        path.file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or("floe-report"),
-        std::process::id()
-    ));
-    let _ = std::fs::remove_file(&tmp);
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&tmp)?;
-    f.write_all(text.as_bytes())?;
-    f.sync_data()?;
-    std::fs::rename(&tmp, path)
+    crate::files::write_atomic(path, text.as_bytes(), 0o600)
 }

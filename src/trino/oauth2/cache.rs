@@ -144,8 +144,7 @@ impl TokenCache {
         user: &str,
         token: &CachedToken,
     ) -> std::io::Result<PathBuf> {
-        use std::io::Write;
-        use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+        use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
         std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
@@ -160,17 +159,7 @@ impl TokenCache {
             obtained_at: Utc::now(),
         })
         .map_err(std::io::Error::other)?;
-        let tmp = path.with_extension(format!("{}.tmp", std::process::id()));
-        let _ = std::fs::remove_file(&tmp);
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&tmp)?;
-        f.write_all(body.as_bytes())?;
-        f.sync_all()?;
-        drop(f);
-        std::fs::rename(&tmp, &path)?;
+        crate::files::write_atomic(&path, body.as_bytes(), 0o600)?;
         Ok(path)
     }
 
