@@ -42,6 +42,20 @@ def _link(src: str, dst: str) -> None:
         shutil.copy2(src, dst)
 
 
+def make_room(w, cat: str, ns: str, name: str, replace: bool) -> str:
+    """Make way for a new table `ns.name` (the caller holds its table lock): an existing one
+    is dropped when `replace`, else that is Trino's TABLE_ALREADY_EXISTS; the schema is
+    created when missing. Returns a fresh location for the table's files."""
+    if w.metadata_location(ns, name) is not None:
+        if not replace:
+            raise TrinoError("TABLE_ALREADY_EXISTS", f"Table '{cat}.{ns}.{name}' already exists")
+        w.catalog.drop_table((ns, name))
+    if not w.catalog.namespace_exists(ns):
+        w.catalog.create_namespace(ns)
+    safe = "".join(c if (c.isalnum() or c in "_-") else "_" for c in name)
+    return f"file://{w.dir / 'warehouse' / ns}/{safe}-{uuid.uuid4().hex}"
+
+
 def clone_table(engine: "Engine", payload: dict) -> dict:
     from ..scenarios.history import BufferedManifestWriter
 
@@ -59,16 +73,9 @@ def clone_table(engine: "Engine", payload: dict) -> dict:
     if src is None:
         raise TrinoError("TABLE_NOT_FOUND", f"Table '{s_cat}.{s_schema}.{s_table}' does not exist")
     with engine.table_lock(t_cat, t_schema, t_table):
-        if w.metadata_location(t_schema, t_table) is not None:
-            if not payload.get("replace"):
-                raise TrinoError("TABLE_ALREADY_EXISTS", f"Table '{t_cat}.{t_schema}.{t_table}' already exists")
-            w.catalog.drop_table((t_schema, t_table))
-        if not w.catalog.namespace_exists(t_schema):
-            w.catalog.create_namespace(t_schema)
+        new_root = make_room(w, t_cat, t_schema, t_table, bool(payload.get("replace")))
         md = src.metadata
         old_root = md.location.rstrip("/")
-        safe = "".join(c if (c.isalnum() or c in "_-") else "_" for c in t_table)
-        new_root = f"file://{w.dir / 'warehouse' / t_schema}/{safe}-{uuid.uuid4().hex}"
         io = src.io
 
         def moved(path: str) -> str:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import random
 import time
-import uuid
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -24,7 +23,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField, StringType, TimestamptzType
 
 from ..common.errors import TrinoError
-from .clone import _split
+from .clone import _split, make_room
 
 if TYPE_CHECKING:
     from .core import Engine
@@ -63,14 +62,7 @@ def unmaintained_table(engine: "Engine", payload: dict) -> dict:
         NestedField(3, "updated_at", TimestamptzType(), required=False),
     )
     with engine.table_lock(cat, ns, name):
-        if w.metadata_location(ns, name) is not None:
-            if not payload.get("replace"):
-                raise TrinoError("TABLE_ALREADY_EXISTS", f"Table '{cat}.{ns}.{name}' already exists")
-            w.catalog.drop_table((ns, name))
-        if not w.catalog.namespace_exists(ns):
-            w.catalog.create_namespace(ns)
-        safe = "".join(c if (c.isalnum() or c in "_-") else "_" for c in name)
-        location = f"file://{w.dir / 'warehouse' / ns}/{safe}-{uuid.uuid4().hex}"
+        location = make_room(w, cat, ns, name, bool(payload.get("replace")))
         hw = HistoryWriter(
             io=w.catalog._load_file_io(location=str(w.dir / "warehouse")),
             schema=schema,
