@@ -154,6 +154,31 @@ pub mod dags {
     use crate::health::DagFacts;
     use std::time::Duration;
 
+    /// A scheduled run of compact_documents due at `at`, with only its dates of schedule.
+    pub fn scheduled_run(
+        run_id: String,
+        at: DateTime<Utc>,
+        state: crate::airflow::DagRunState,
+    ) -> crate::airflow::DagRun {
+        crate::airflow::DagRun {
+            dag_id: "compact_documents".into(),
+            run_id,
+            state,
+            run_type: crate::airflow::RunType::Scheduled,
+            logical_date: Some(at),
+            run_after: Some(at),
+            data_interval_start: None,
+            data_interval_end: None,
+            queued_at: None,
+            start_date: None,
+            end_date: None,
+            duration: None,
+            triggered_by: None,
+            external_trigger: None,
+            note: None,
+        }
+    }
+
     pub fn dag(id: &str, table: &str, paused: bool) -> Dag {
         Dag {
             dag_id: id.into(),

@@ -288,7 +288,6 @@ fn dag_part(dag: &DagRuns) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::airflow::RunType;
     use chrono::TimeZone;
 
     fn t0() -> DateTime<Utc> {
@@ -329,23 +328,11 @@ mod tests {
     }
 
     fn run(d: i64, state: DagRunState) -> DagRun {
-        DagRun {
-            dag_id: "compact_documents".into(),
-            run_id: format!("scheduled__{}", day(days_ago(d))),
+        crate::app::testing::dags::scheduled_run(
+            format!("scheduled__{}", day(days_ago(d))),
+            days_ago(d),
             state,
-            run_type: RunType::Scheduled,
-            logical_date: Some(days_ago(d)),
-            run_after: Some(days_ago(d)),
-            data_interval_start: None,
-            data_interval_end: None,
-            queued_at: None,
-            start_date: None,
-            end_date: None,
-            duration: None,
-            triggered_by: None,
-            external_trigger: None,
-            note: None,
-        }
+        )
     }
 
     fn loaded(runs: Vec<DagRun>) -> DagRuns {

@@ -317,7 +317,7 @@ mod tests {
     use ratatui::backend::TestBackend;
     use ratatui::style::Color;
 
-    use crate::airflow::{DagRun, DagRunState, RunType};
+    use crate::airflow::{DagRun, DagRunState};
     use crate::app::action::{Action, Effect};
     use crate::app::state::State;
     use crate::app::testing::dags::with_dags;
@@ -361,27 +361,15 @@ mod tests {
         (1..=14)
             .map(|d| {
                 let at = t0() - chrono::Duration::hours(9) - chrono::Duration::days(d);
-                DagRun {
-                    dag_id: "compact_documents".into(),
-                    run_id: format!("scheduled__{}", at.format("%Y-%m-%dT%H:%M:%S+00:00")),
-                    state: if d == 14 {
+                crate::app::testing::dags::scheduled_run(
+                    format!("scheduled__{}", at.format("%Y-%m-%dT%H:%M:%S+00:00")),
+                    at,
+                    if d == 14 {
                         DagRunState::Success
                     } else {
                         DagRunState::Failed
                     },
-                    run_type: RunType::Scheduled,
-                    logical_date: Some(at),
-                    run_after: Some(at),
-                    data_interval_start: None,
-                    data_interval_end: None,
-                    queued_at: None,
-                    start_date: None,
-                    end_date: None,
-                    duration: None,
-                    triggered_by: None,
-                    external_trigger: None,
-                    note: None,
-                }
+                )
             })
             .collect()
     }
