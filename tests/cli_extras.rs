@@ -1,6 +1,8 @@
 //! The operator's extras of the binary: completion scripts (parsed by each shell that is
 //! installed), the man page (rendered by `man -l` where it exists), the completion helper.
 
+mod common;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -110,22 +112,16 @@ fn profiles_complete_from_the_config_file() {
     // The bash script asks floe for them after --profile (honouring --config).
     let script = h.join("floe.bash");
     std::fs::write(&script, stdout(&floe(&["completions", "bash"], &h))).unwrap();
-    let probe = format!(
-        "source {script}\nCOMP_WORDS=({bin} --config {config} --profile st)\nCOMP_CWORD=4\n_floe_profiles\nprintf '%s\\n' \"${{COMPREPLY[@]}}\"\n",
-        script = script.display(),
-        bin = env!("CARGO_BIN_EXE_floe"),
-        config = config.display(),
+    let (completed, stderr) = common::bash_completes(
+        &script,
+        &format!(
+            "{} --config {} --profile st",
+            env!("CARGO_BIN_EXE_floe"),
+            config.display()
+        ),
+        4,
     );
-    let out = Command::new("bash")
-        .args(["--norc", "-c", &probe])
-        .output()
-        .unwrap();
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout),
-        "staging\n",
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_eq!(completed, "staging\n", "{stderr}");
     // Elsewhere the generated completion runs: subcommands after `floe`.
     let probe = format!(
         "source {script}\nCOMP_WORDS=(floe mai)\nCOMP_CWORD=1\n_floe_profiles floe mai floe\nprintf '%s\\n' \"${{COMPREPLY[@]}}\"\n",

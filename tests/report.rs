@@ -334,20 +334,14 @@ fn the_man_page_and_completions_know_report() {
         ),
     )
     .unwrap();
-    let probe = format!(
-        "source {script}\nCOMP_WORDS=({bin} --config {cfg} report zon)\nCOMP_CWORD=4\n_floe_profiles\nprintf '%s\\n' \"${{COMPREPLY[@]}}\"\n",
-        script = script.display(),
-        bin = env!("CARGO_BIN_EXE_floe"),
-        cfg = config.display(),
+    let (completed, stderr) = common::bash_completes(
+        &script,
+        &format!(
+            "{} --config {} report zon",
+            env!("CARGO_BIN_EXE_floe"),
+            config.display()
+        ),
+        4,
     );
-    let out = Command::new("bash")
-        .args(["--norc", "-c", &probe])
-        .output()
-        .unwrap();
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout),
-        "zoning.documents\n",
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_eq!(completed, "zoning.documents\n", "{stderr}");
 }

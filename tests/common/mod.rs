@@ -232,3 +232,21 @@ impl Lab {
 pub fn user(test: &str) -> String {
     format!("t_{test}_{}", std::process::id())
 }
+
+/// What bash completes with floe's completion script `script` sourced, for the line
+/// `words` with the cursor on word `cword`: what `_floe_profiles` offers, one per line,
+/// and bash's stderr.
+pub fn bash_completes(script: &std::path::Path, words: &str, cword: usize) -> (String, String) {
+    let probe = format!(
+        "source {}\nCOMP_WORDS=({words})\nCOMP_CWORD={cword}\n_floe_profiles\nprintf '%s\\n' \"${{COMPREPLY[@]}}\"\n",
+        script.display(),
+    );
+    let out = std::process::Command::new("bash")
+        .args(["--norc", "-c", &probe])
+        .output()
+        .unwrap();
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
