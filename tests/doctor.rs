@@ -103,7 +103,7 @@ fn every_check_passes_against_the_lab_over_tls() {
         airflow("LAB_AIRFLOW_PASSWORD")
     );
     let password = l.v["airflow"]["password"].as_str().unwrap();
-    let trino_password = l.v["trino"]["users"]["alice"].as_str().unwrap();
+    let trino_password = l.stand_in()["users"]["alice"].as_str().unwrap();
     let r = doctor(
         "pass",
         &config,
@@ -122,7 +122,7 @@ fn every_check_passes_against_the_lab_over_tls() {
     assert!(
         info.contains(&format!(
             "Trino {}",
-            l.v["trino"]["version"].as_str().unwrap()
+            l.stand_in()["version"].as_str().unwrap()
         )),
         "{info}"
     );
@@ -182,7 +182,7 @@ fn a_dead_port_fails_naming_the_url_and_the_fix() {
 #[test]
 fn the_wrong_ca_fails_at_the_tls_step() {
     let l = lab();
-    let other = l.v["trino"]["other_ca_file"].as_str().unwrap();
+    let other = l.stand_in()["other_ca_file"].as_str().unwrap();
     let r = doctor(
         "ca",
         &trino(&l.https_url(), &format!("ca_file = {other:?}")),

@@ -95,7 +95,7 @@ async fn dns_failure_names_the_host_and_is_not_retried() {
 #[tokio::test]
 async fn tls_with_the_wrong_ca_fails_clearly() {
     // An unrelated CA: the lab's other CA, or any public root.
-    let other = lab().v["trino"]["other_ca_file"]
+    let other = lab().stand_in()["other_ca_file"]
         .as_str()
         .map(std::path::PathBuf::from)
         .filter(|p| p.exists())
@@ -154,7 +154,7 @@ async fn http_403_from_a_gateway_shows_its_page_title() {
     assert!(m.contains("/v1/statement: 403 Forbidden"), "{m}");
     assert!(!m.contains("<html>"), "{m}");
     // Trino's own refusal is a query error with its name.
-    let denied = lab().v["trino"]["denied_user"]
+    let denied = lab().stand_in()["denied_user"]
         .as_str()
         .unwrap()
         .to_string();
@@ -636,7 +636,7 @@ async fn a_429_with_an_http_date_retry_after_waits_until_then() {
 }
 
 fn alice() -> Client {
-    let pw = lab().v["trino"]["users"]["alice"]
+    let pw = lab().stand_in()["users"]["alice"]
         .as_str()
         .unwrap()
         .to_string();

@@ -21,14 +21,14 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 static LAB_OAUTH2: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 fn oauth2_url() -> String {
-    lab().v["trino"]["oauth2_url"]
+    lab().stand_in()["oauth2_url"]
         .as_str()
         .expect("lab.json has trino.oauth2_url (a lab started from this tree)")
         .to_string()
 }
 
 fn control_url() -> String {
-    lab().v["trino"]["oauth2_control_url"]
+    lab().stand_in()["oauth2_control_url"]
         .as_str()
         .expect("lab.json has trino.oauth2_control_url")
         .to_string()
@@ -390,7 +390,7 @@ async fn a_refused_cached_token_is_dropped_and_reacquired_by_an_interactive_clie
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_token_server_off_the_coordinators_origin_over_http_is_refused() {
-    let Some(alias) = lab().v["trino"]["alias_host"].as_str() else {
+    let Some(alias) = lab().stand_in()["alias_host"].as_str() else {
         return; // no second loopback address to point at
     };
     let _one = LAB_OAUTH2.lock().await;

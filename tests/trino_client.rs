@@ -202,7 +202,7 @@ async fn trino_errors_keep_name_message_location_and_query_id() {
         matches!(e, TrinoError::Query { .. }),
         "a missing map key fails the query, as on Trino: {e}"
     );
-    let denied = lab().v["trino"]["denied_user"]
+    let denied = lab().stand_in()["denied_user"]
         .as_str()
         .unwrap()
         .to_string();
@@ -438,7 +438,7 @@ fn tls_config(user: &str, auth: Auth, ca: bool) -> floe::trino::ClientConfig {
 
 #[tokio::test]
 async fn basic_auth_over_tls_with_the_lab_ca() {
-    let pw = lab().v["trino"]["users"]["alice"]
+    let pw = lab().stand_in()["users"]["alice"]
         .as_str()
         .unwrap()
         .to_string();
@@ -484,7 +484,7 @@ async fn basic_auth_over_tls_with_the_lab_ca() {
 
 #[tokio::test]
 async fn bearer_token_over_tls() {
-    let token = lab().v["trino"]["bearer_token"]
+    let token = lab().stand_in()["bearer_token"]
         .as_str()
         .unwrap()
         .to_string();

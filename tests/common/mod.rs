@@ -41,27 +41,41 @@ pub fn lab() -> &'static Lab {
 }
 
 impl Lab {
+    /// The real Trino coordinator of the lab (what every test reads by default).
     pub fn trino_url(&self) -> String {
         self.v["trino"]["url"].as_str().unwrap().to_string()
     }
 
+    /// The lab's Trino-protocol stand-in (`lab.json` `stand_in`): the server for what a real
+    /// coordinator cannot do on demand (injected faults, scan counts, older personalities,
+    /// TLS/password/JWT/OAuth2 listeners, the engine's control endpoint).
+    pub fn stand_in(&self) -> &Value {
+        let s = &self.v["stand_in"];
+        if s.is_null() { &self.v["trino"] } else { s }
+    }
+
+    /// The stand-in's plain-HTTP URL: tests that inject faults or read `queries_of` use it.
+    pub fn stand_in_url(&self) -> String {
+        self.stand_in()["url"].as_str().unwrap().to_string()
+    }
+
     pub fn listener(&self, name: &str) -> String {
-        self.v["trino"]["listeners"][name]
+        self.stand_in()["listeners"][name]
             .as_str()
             .unwrap_or_else(|| panic!("no listener {name}"))
             .to_string()
     }
 
     pub fn https_url(&self) -> String {
-        self.v["trino"]["https_url"].as_str().unwrap().to_string()
+        self.stand_in()["https_url"].as_str().unwrap().to_string()
     }
 
     pub fn ca_file(&self) -> PathBuf {
-        PathBuf::from(self.v["trino"]["ca_file"].as_str().unwrap())
+        PathBuf::from(self.stand_in()["ca_file"].as_str().unwrap())
     }
 
     pub fn control_url(&self) -> String {
-        self.v["trino"]["control_url"]
+        self.stand_in()["control_url"]
             .as_str()
             .unwrap()
             .trim_end_matches('/')
