@@ -57,6 +57,10 @@ pub struct Lakehouse {
     /// The tables the last discovery listed, in its order: whose layouts are learned in
     /// batches before their first statement (see [`Lakehouse::learn_layout`]).
     learning: Arc<tokio::sync::Mutex<Learning>>,
+    /// Tables whose `$entries` this server fails to read (Trino 476 fails the whole table
+    /// with GENERIC_INTERNAL_ERROR when a data file has no `sort_order_id`, which the spec
+    /// allows and pyiceberg writes): they are read through `$files`, without write times.
+    entries_unreadable: Arc<Mutex<HashSet<TableRef>>>,
 }
 
 /// Which listed tables' layouts are still to learn.
@@ -94,6 +98,7 @@ impl Lakehouse {
             server_version: Arc::new(AtomicU32::new(0)),
             layouts: Arc::new(Mutex::new(HashMap::new())),
             specs: Arc::new(Mutex::new(HashMap::new())),
+            entries_unreadable: Arc::new(Mutex::new(HashSet::new())),
             learning: Default::default(),
         }
     }
@@ -198,6 +203,21 @@ impl Lakehouse {
         }
     }
 
+    /// The metadata tables to read `t` through: [`Lakehouse::meta_tables`] less `$entries`
+    /// where this server could not read it for `t`.
+    pub fn meta_tables_for(&self, t: &TableRef) -> MetaTables {
+        let mut m = self.meta_tables();
+        if m.entries && self.entries_unreadable.lock().is_ok_and(|s| s.contains(t)) {
+            m.entries = false;
+        }
+        m
+    }
+
+    /// Whether `t` is read without `$entries` because the server failed to read it.
+    pub fn entries_unreadable(&self, t: &TableRef) -> bool {
+        self.entries_unreadable.lock().is_ok_and(|s| s.contains(t))
+    }
+
     fn file_layout(&self, t: &TableRef) -> Layout {
         if !self.supports(FILES_PARTITION_SINCE) {
             return Layout::Directory;
@@ -300,15 +320,58 @@ impl Lakehouse {
 
     /// Run a per-table statement; when `$files` has no `partition` column the table is
     /// unpartitioned: remember that and run the unpartitioned form.
+    ///
+    /// A statement over `$entries` that the server fails with an internal error (not the
+    /// user's: a bad name, a denied table) is run again over `$files`; when that answers,
+    /// the table is read through `$files` from then on (see `entries_unreadable`).
     async fn with_layout<F>(&self, t: &TableRef, build: F) -> Result<(Vec<Row>, Layout), TrinoError>
     where
-        F: Fn(Layout) -> String,
+        F: Fn(Layout, MetaTables) -> String,
     {
         self.learn_layout(t).await;
         let layout = self.file_layout(t);
+        let meta = self.meta_tables_for(t);
+        match self.run_layout(t, layout, meta, &build).await {
+            Err(TrinoError::Query {
+                ref error_name,
+                ref message,
+                ..
+            }) if meta.entries && error_name == "GENERIC_INTERNAL_ERROR" => {
+                let files = MetaTables {
+                    entries: false,
+                    ..meta
+                };
+                let layout = self.file_layout(t);
+                let again = self.run_layout(t, layout, files, &build).await;
+                if again.is_ok() {
+                    tracing::warn!(
+                        table = %t,
+                        "the server cannot read $entries ({}); reading $files instead, without file write times",
+                        crate::text::sanitize(message)
+                    );
+                    if let Ok(mut s) = self.entries_unreadable.lock() {
+                        s.insert(t.clone());
+                    }
+                }
+                again
+            }
+            other => other,
+        }
+    }
+
+    async fn run_layout<F>(
+        &self,
+        t: &TableRef,
+        layout: Layout,
+        meta: MetaTables,
+        build: &F,
+    ) -> Result<(Vec<Row>, Layout), TrinoError>
+    where
+        F: Fn(Layout, MetaTables) -> String,
+    {
         match self
             .client
-            .execute(&build(layout), QueryOptions::default())
+            .execute(&build(layout, meta), QueryOptions::default())
             .await
         {
             Ok(out) => Ok((out.rows, layout)),
@@ -316,14 +379,11 @@ impl Lakehouse {
                 ref error_name,
                 ref message,
                 ..
-            }) if layout == Layout::PartitionColumn
-                && error_name == "COLUMN_NOT_FOUND"
-                && message.contains("partition") =>
-            {
+            }) if layout == Layout::PartitionColumn && missing_partition(error_name, message) => {
                 self.set_file_layout(t, Layout::Unpartitioned);
                 let out = self
                     .client
-                    .execute(&build(Layout::Unpartitioned), QueryOptions::default())
+                    .execute(&build(Layout::Unpartitioned, meta), QueryOptions::default())
                     .await?;
                 Ok((out.rows, Layout::Unpartitioned))
             }
@@ -334,7 +394,7 @@ impl Lakehouse {
     /// The health facts of one table, in one statement.
     pub async fn table_stats(&self, t: &TableRef) -> Result<TableStats, TrinoError> {
         let (rows, layout) = self
-            .with_layout(t, |l| stats_sql(t, &self.health, l, self.meta_tables()))
+            .with_layout(t, |l, m| stats_sql(t, &self.health, l, m))
             .await?;
         let row = rows.first().ok_or_else(|| TrinoError::Malformed {
             url: self.client.url().to_string(),
@@ -397,9 +457,7 @@ impl Lakehouse {
     /// transform from the table's spec (see [`Lakehouse::table_layout`]).
     pub async fn partitions(&self, t: &TableRef) -> Result<PartitionList, TrinoError> {
         let (rows, layout) = self
-            .with_layout(t, |l| {
-                partitions_sql(t, &self.health, l, self.meta_tables())
-            })
+            .with_layout(t, |l, m| partitions_sql(t, &self.health, l, m))
             .await?;
         let spec = if layout == Layout::PartitionColumn && !rows.is_empty() {
             Some(
@@ -594,5 +652,37 @@ impl Lakehouse {
                 ))
             })
             .collect())
+    }
+}
+
+/// Whether a statement failed because the table's files have no `partition` field (an
+/// unpartitioned table): Trino says COLUMN_NOT_FOUND for `f.partition` over `$files`
+/// ("Column 'f.partition' cannot be resolved") and INVALID_COLUMN_REFERENCE for the field
+/// of a row, `e.data_file.partition` over `$entries` ("Column reference
+/// 'e.data_file.partition' is invalid").
+fn missing_partition(error_name: &str, message: &str) -> bool {
+    matches!(error_name, "COLUMN_NOT_FOUND" | "INVALID_COLUMN_REFERENCE")
+        && message.contains("partition")
+}
+
+#[cfg(test)]
+mod missing_partition_tests {
+    use super::missing_partition;
+
+    #[test]
+    fn both_of_trinos_answers_for_a_missing_partition_field_mean_unpartitioned() {
+        assert!(missing_partition(
+            "COLUMN_NOT_FOUND",
+            "line 3:10: Column 'f.partition' cannot be resolved"
+        ));
+        assert!(missing_partition(
+            "INVALID_COLUMN_REFERENCE",
+            "line 10:47: Column reference 'e.data_file.partition' is invalid"
+        ));
+        assert!(!missing_partition(
+            "INVALID_COLUMN_REFERENCE",
+            "line 1:8: Column reference 'x.size' is invalid"
+        ));
+        assert!(!missing_partition("TABLE_NOT_FOUND", "partition"));
     }
 }
