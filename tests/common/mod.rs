@@ -170,6 +170,61 @@ impl Lab {
             .collect()
     }
 
+    /// Queries the real coordinator recorded from `user` (`system.runtime.queries`), oldest
+    /// first, in the shape of [`Lab::queries_of`]: `id`, `user`, `sql`, `state`,
+    /// `error_name` (Trino's error code name, e.g. `USER_CANCELED`), `source`.
+    pub async fn real_queries_of(&self, user: &str) -> Vec<Value> {
+        let sql = format!(
+            "SELECT query_id, \"user\", query, state, error_code, source, to_unixtime(created) \
+             FROM system.runtime.queries WHERE \"user\" = '{}' ORDER BY created, query_id",
+            user.replace('\'', "''")
+        );
+        let rows = self.real_rows(&sql).await;
+        rows.into_iter()
+            .map(|r| {
+                json!({"id": r[0], "user": r[1], "sql": r[2], "state": r[3],
+                       "error_name": r[4], "source": r[5], "created": r[6]})
+            })
+            .collect()
+    }
+
+    /// Every row of `sql` on the real coordinator (as the lab's own user), through the
+    /// client protocol with a plain HTTP client: independent of floe's Trino client.
+    pub async fn real_rows(&self, sql: &str) -> Vec<Vec<Value>> {
+        let http = Self::http();
+        let mut page: Value = http
+            .post(format!("{}/v1/statement", self.trino_url()))
+            .header("X-Trino-User", "floe-lab")
+            .header("X-Trino-Catalog", "iceberg")
+            .body(sql.to_string())
+            .send()
+            .await
+            .expect("the real Trino answers")
+            .json()
+            .await
+            .expect("a QueryResults page");
+        let mut rows = Vec::new();
+        loop {
+            if let Some(d) = page["data"].as_array() {
+                rows.extend(d.iter().map(|r| r.as_array().cloned().unwrap_or_default()));
+            }
+            assert!(page["error"].is_null(), "{sql}: {}", page["error"]);
+            let Some(next) = page["nextUri"].as_str().map(str::to_string) else {
+                break;
+            };
+            page = http
+                .get(&next)
+                .header("X-Trino-User", "floe-lab")
+                .send()
+                .await
+                .expect("the real Trino answers")
+                .json()
+                .await
+                .expect("a QueryResults page");
+        }
+        rows
+    }
+
     /// An isolated, mutable copy of a seed table (tests that change tables use these).
     pub async fn clone_table(&self, source: &str, target: &str) -> Value {
         self.post(

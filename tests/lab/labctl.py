@@ -501,6 +501,54 @@ def finish_real_trino(prep: dict, spawned: tuple, catalogs: dict) -> dict:
     }
 
 
+def layouts_key(live: Path, version: str) -> str:
+    h = hashlib.sha256()
+    h.update((LAB_ROOT / "realtrino.py").read_bytes())
+    h.update((LAB_ROOT / "scenarios" / "catalog.py").read_bytes())
+    h.update(f"{version}\0{live}".encode())
+    return h.hexdigest()[:16]
+
+
+def prepare_layouts(venv: Path, root: Path, version: str) -> dict:
+    """The `layouts` warehouse (tables only Trino writes): restored from the cache when a
+    copy made by the same definitions exists, else an empty pyiceberg catalog that
+    `write_layouts` fills through the real Trino once it runs."""
+    live = root / "warehouses" / "layouts"
+    store = cache_dir() / "scenarios"
+    store.mkdir(parents=True, exist_ok=True)
+    tarball = store / f"layouts-{hashlib.sha256(str(live).encode()).hexdigest()[:8]}-{layouts_key(live, version)}.tar"
+    if live.exists():
+        shutil.rmtree(live)
+    live.parent.mkdir(parents=True, exist_ok=True)
+    if tarball.exists():
+        subprocess.run(["tar", "-xf", str(tarball), "-C", str(live.parent)], check=True)
+        return {"path": str(live), "tarball": str(tarball), "cached": True}
+    live.mkdir()
+    (live / "warehouse").mkdir()
+    # pyiceberg's SqlCatalog creates the JDBC catalog's tables (Trino never does)
+    proc = subprocess.run(
+        [str(venv / "bin" / "python"), "-c",
+         "import sys; from lab.scenarios.catalog import open_catalog; open_catalog(sys.argv[1])", str(live)],
+        cwd=str(REPO_ROOT), env=lab_env(), capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise LabError(f"creating the layouts catalog failed: {proc.stderr[-2000:]}")
+    return {"path": str(live), "tarball": str(tarball), "cached": False}
+
+
+def write_layouts(layouts: dict, trino_url: str) -> None:
+    """Create the layouts through the real Trino (when not restored) and keep a pristine copy."""
+    if layouts["cached"]:
+        return
+    failed = realtrino.create_layouts(trino_url, "layouts")
+    if failed:
+        raise LabError("creating the layouts through the real Trino failed:\n" + "\n".join(failed))
+    live = Path(layouts["path"])
+    tmp = Path(layouts["tarball"] + ".tmp")
+    with tarfile.open(tmp, "w") as tf:
+        tf.add(live, arcname=live.name)
+    tmp.replace(layouts["tarball"])
+
+
 def start_trino_proxy(upstream: str, root: Path, runtime: Runtime) -> dict:
     """The fault-injecting proxy in front of the real Trino (lab/trino/proxy.py)."""
     port = free_port()
@@ -705,8 +753,11 @@ def cmd_up(args) -> int:
             if real_errors:
                 e = real_errors[0]
                 raise LabError(str(e)) if isinstance(e, realtrino.TrinoSetupError) else e
+            t = time.monotonic()
+            layouts = prepare_layouts(lab_venv, root, real_prep["version"])
+            timings.append(("layouts", time.monotonic() - t))
             # the JVM starts while the stand-in does
-            spawned = spawn_real_trino(real_prep, root, catalogs, runtime)
+            spawned = spawn_real_trino(real_prep, root, {**catalogs, "layouts": layouts["path"]}, runtime)
 
         t = time.monotonic()
         stand_in = start_trino(lab_venv, root, catalogs, runtime, stub)
@@ -719,6 +770,13 @@ def cmd_up(args) -> int:
             except realtrino.TrinoSetupError as e:
                 raise LabError(str(e)) from None
             timings.append(("real trino", time.monotonic() - spawned[3]))
+            t = time.monotonic()
+            write_layouts(layouts, trino["url"])
+            if not layouts["cached"]:
+                timings.append(("layouts written", time.monotonic() - t))
+            trino["layouts"] = {"catalog": "layouts", "schema": "zoo", "path": layouts["path"],
+                                "tables": [name.strip('"').replace('""', '"').lower()
+                                           for name, _ in realtrino.LAYOUT_TABLES]}
             if (LAB_ROOT / "trino" / "proxy.py").exists():
                 trino.update(start_trino_proxy(trino["url"], root, runtime))
         else:

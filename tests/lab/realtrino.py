@@ -284,11 +284,13 @@ def write_config(etc: Path, data: Path, port: int, catalogs: dict[str, str], ver
         f"access-control.name=file\nsecurity.config-file={etc / 'rules.json'}\n")
 
 
-def statement(url: str, sql: str, user: str = "floe", timeout: float = 60) -> dict:
+def statement(url: str, sql: str, user: str = "floe", timeout: float = 60, catalog: str | None = None) -> dict:
     """Run one statement through the client protocol; the final page (with `error` on failure)
     and every row under `rows`."""
-    req = urllib.request.Request(url + "/v1/statement", data=sql.encode(), method="POST",
-                                 headers={"X-Trino-User": user, "X-Trino-Source": "floe-lab"})
+    headers = {"X-Trino-User": user, "X-Trino-Source": "floe-lab"}
+    if catalog:
+        headers["X-Trino-Catalog"] = catalog
+    req = urllib.request.Request(url + "/v1/statement", data=sql.encode(), method="POST", headers=headers)
     deadline = time.monotonic() + timeout
     with urllib.request.urlopen(req, timeout=10) as r:
         page = json.loads(r.read())
@@ -337,3 +339,78 @@ def rss_bytes(pid: int) -> int | None:
     except OSError:
         return None
     return None
+
+
+# ---------------------------------------------------------------------------- layouts only Trino writes
+# The `layouts` catalog: tables created and written through the real Trino, for the
+# partition layouts and table shapes pyiceberg does not write. Several small INSERTs per
+# table, so each partition holds a few small files. Generated once and cached like a
+# scenario (see labctl `ensure_layouts`).
+def _rows(n: int, day0: int = 1) -> str:
+    vals = []
+    for i in range(n):
+        d = day0 + i % 3
+        vals.append(
+            f"({i}, 'name-{i % 5}', DATE '2026-11-{d:02d}', TIMESTAMP '2026-11-{d:02d} {i % 24:02d}:15:00.123456', "
+            f"TIMESTAMP '2026-11-{d:02d} {i % 24:02d}:15:00.123456 UTC', {'true' if i % 2 else 'false'}, "
+            f"DECIMAL '{(i % 4) * 10}.50', '{['east', 'west', 'north'][i % 3]}')")
+    return ", ".join(vals)
+
+
+LAYOUT_COLUMNS = ("id bigint, name varchar, d date, ts timestamp(6), tstz timestamp(6) with time zone, "
+                  "flag boolean, amount decimal(10, 2), region varchar")
+
+# (table, WITH properties); every table gets INSERTS writes of ROWS rows
+LAYOUT_TABLES = [
+    ("bucketed", "partitioning = ARRAY['bucket(id, 4)']"),
+    ("truncated", "partitioning = ARRAY['truncate(name, 6)']"),
+    ("monthly", "partitioning = ARRAY['month(ts)']"),
+    ("hourly", "partitioning = ARRAY['hour(tstz)']"),
+    ("yearly", "partitioning = ARRAY['year(d)']"),
+    ("by_date", "partitioning = ARRAY['d']"),
+    ("by_flag", "partitioning = ARRAY['flag']"),
+    ("by_amount", "partitioning = ARRAY['amount']"),
+    ("by_ts6", "partitioning = ARRAY['ts']"),
+    ("by_tstz6", "partitioning = ARRAY['tstz']"),
+    ("by_region_day", "partitioning = ARRAY['region', 'day(tstz)']"),
+    ("sorted", "partitioning = ARRAY['region'], sorted_by = ARRAY['id']"),
+    ("v1", "format_version = 1, partitioning = ARRAY['region']"),
+    ("unpartitioned", "format_version = 2"),
+    ("evolved", "partitioning = ARRAY['region']"),
+    ("unpartitioned_now", "partitioning = ARRAY['region']"),
+    ("with_deletes", "format_version = 2, partitioning = ARRAY['region']"),
+    ('"Mixed Case ""q"" name"', "partitioning = ARRAY['region']"),
+]
+INSERTS = 4
+ROWS = 12
+
+
+def layout_statements(schema: str = "zoo") -> list[str]:
+    out = [f"CREATE SCHEMA IF NOT EXISTS {schema}"]
+    for table, props in LAYOUT_TABLES:
+        out.append(f"CREATE TABLE {schema}.{table} ({LAYOUT_COLUMNS}) WITH ({props})")
+        for k in range(INSERTS):
+            out.append(f"INSERT INTO {schema}.{table} VALUES {_rows(ROWS, 1 + k % 3)}")
+    # a spec that evolved: old partitions stay live under the old spec
+    out.append(f"ALTER TABLE {schema}.evolved SET PROPERTIES partitioning = ARRAY['region', 'day(tstz)']")
+    out += [f"INSERT INTO {schema}.evolved VALUES {_rows(ROWS, 4)}"] * 2
+    # partitioning removed: the old partitions stay live under spec 0
+    out.append(f"ALTER TABLE {schema}.unpartitioned_now SET PROPERTIES partitioning = ARRAY[]")
+    out += [f"INSERT INTO {schema}.unpartitioned_now VALUES {_rows(ROWS, 4)}"] * 2
+    # position delete files from DELETE and MERGE
+    out.append(f"DELETE FROM {schema}.with_deletes WHERE id % 5 = 0")
+    out.append(f"MERGE INTO {schema}.with_deletes t USING (VALUES (1, 'merged')) s(id, name) ON t.id = s.id "
+               "WHEN MATCHED THEN UPDATE SET name = s.name")
+    return out
+
+
+def create_layouts(url: str, catalog: str, schema: str = "zoo") -> list[str]:
+    """Run `layout_statements` on the real Trino in `catalog`; the statements that failed
+    (with Trino's error), none when all ran."""
+    failed = []
+    for sql in layout_statements(schema):
+        page = statement(url, sql, timeout=120, catalog=catalog)
+        err = page.get("error")
+        if err:
+            failed.append(f"{sql[:120]}: {err.get('errorName')}: {err.get('message')}")
+    return failed
