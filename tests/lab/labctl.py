@@ -748,6 +748,7 @@ def cmd_up(args) -> int:
             timings.append(("scenarios", time.monotonic() - t))
 
         spawned = None
+        layouts: dict = {}
         if real:
             preparer.join()
             if real_errors:
@@ -760,7 +761,9 @@ def cmd_up(args) -> int:
             spawned = spawn_real_trino(real_prep, root, {**catalogs, "layouts": layouts["path"]}, runtime)
 
         t = time.monotonic()
-        stand_in = start_trino(lab_venv, root, catalogs, runtime, stub)
+        # the stand-in serves the Trino-written layouts too (the parity run compares them)
+        stand_in = start_trino(lab_venv, root, {**catalogs, **({"layouts": layouts["path"]} if spawned else {})},
+                               runtime, stub)
         timings.append(("stand-in", time.monotonic() - t))
 
         if spawned is not None:
@@ -774,6 +777,10 @@ def cmd_up(args) -> int:
             write_layouts(layouts, trino["url"])
             if not layouts["cached"]:
                 timings.append(("layouts written", time.monotonic() - t))
+                # the stand-in read an empty catalog at its start
+                req = urllib.request.Request(stand_in["control_url"] + "/engine/reload", data=b"{}", method="POST",
+                                             headers={"Content-Type": "application/json"})
+                urllib.request.urlopen(req, timeout=120).read()
             trino["layouts"] = {"catalog": "layouts", "schema": "zoo", "path": layouts["path"],
                                 "tables": [name.strip('"').replace('""', '"').lower()
                                            for name, _ in realtrino.LAYOUT_TABLES]}
