@@ -225,6 +225,63 @@ impl Lab {
         rows
     }
 
+    /// The fault proxy in front of the real Trino (`trino.proxy_url`): network faults for
+    /// the real coordinator are injected there.
+    pub fn proxy_url(&self) -> String {
+        self.v["trino"]["proxy_url"]
+            .as_str()
+            .expect("lab.json trino has a proxy_url (the fault proxy in front of the real Trino)")
+            .to_string()
+    }
+
+    fn proxy_control_url(&self) -> String {
+        self.v["trino"]["proxy_control_url"]
+            .as_str()
+            .expect("lab.json trino has a proxy_control_url")
+            .trim_end_matches('/')
+            .to_string()
+    }
+
+    /// Add fault rules for `user`'s queries to the proxy in front of the real Trino.
+    pub async fn real_faults(&self, user: &str, rules: Value) {
+        let url = format!("{}/faults", self.proxy_control_url());
+        let r = Self::http()
+            .post(&url)
+            .json(&json!({"user": user, "rules": rules}))
+            .send()
+            .await
+            .expect("the Trino fault proxy's control endpoint");
+        let status = r.status();
+        let body = r.text().await.unwrap_or_default();
+        assert!(status.is_success(), "POST {url}: {status} {body}");
+    }
+
+    /// Clear `user`'s rules on the proxy in front of the real Trino.
+    pub async fn clear_real_faults(&self, user: &str) {
+        let url = format!("{}/faults?user={user}", self.proxy_control_url());
+        Self::http().delete(&url).send().await.unwrap();
+    }
+
+    /// The requests the proxy in front of the real Trino saw from `user`, oldest first.
+    pub async fn proxy_requests_of(&self, user: &str) -> Vec<Value> {
+        let url = format!("{}/requests", self.proxy_control_url());
+        let v: Value = Self::http()
+            .get(&url)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let list = v.get("requests").cloned().unwrap_or(v);
+        list.as_array()
+            .cloned()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|q| q["user"] == user)
+            .collect()
+    }
+
     /// An isolated, mutable copy of a seed table (tests that change tables use these).
     pub async fn clone_table(&self, source: &str, target: &str) -> Value {
         self.post(
