@@ -45,23 +45,37 @@ pub async fn small_file_threshold(lake: &Lakehouse, t: &TableRef) -> Result<u64,
     Ok(lake.health.small_threshold(target))
 }
 
-/// Partitions matching `k=v[/k=v…]` specs (each spec may name a subset of the fields).
+/// One `--partition` spec: `COLUMN=VALUE` (the value exactly, `region=null` is the
+/// string `'null'`) or `COLUMN IS NULL` (SQL NULL), joined by `/`.
+pub fn parse_partition_spec(spec: &str) -> Result<Vec<(String, Option<String>)>, String> {
+    spec.split('/')
+        .map(|kv| {
+            if let Some((k, v)) = kv.split_once('=') {
+                return Ok((k.trim().to_string(), Some(v.to_string())));
+            }
+            let t = kv.trim();
+            let lower = t.to_ascii_lowercase();
+            match lower.strip_suffix("is null") {
+                Some(k) if k.ends_with(char::is_whitespace) && !k.trim().is_empty() => {
+                    Ok((t[..k.trim_end().len()].to_string(), None))
+                }
+                _ => Err(format!(
+                    "--partition {spec:?}: expected COLUMN=VALUE or COLUMN IS NULL, joined by /"
+                )),
+            }
+        })
+        .collect()
+}
+
+/// Partitions matching `k=v[/k=v…]` specs (each spec may name a subset of the fields;
+/// `k IS NULL` matches NULL, `k=null` the string `'null'`).
 pub fn select_partitions(
     all: &[PartitionStats],
     specs: &[String],
 ) -> Result<Vec<PartitionStats>, String> {
     let mut out = Vec::new();
     for spec in specs {
-        let wanted: Vec<(String, String)> = spec
-            .split('/')
-            .map(|kv| {
-                kv.split_once('=')
-                    .map(|(k, v)| (k.trim().to_string(), v.to_string()))
-                    .ok_or_else(|| {
-                        format!("--partition {spec:?}: expected COLUMN=VALUE[/COLUMN=VALUE…]")
-                    })
-            })
-            .collect::<Result<_, _>>()?;
+        let wanted = parse_partition_spec(spec)?;
         if let Some(p) = all.first() {
             for (k, _) in &wanted {
                 if !p.values.iter().any(|(n, _)| n == k) {
@@ -76,16 +90,23 @@ pub fn select_partitions(
         let matches: Vec<&PartitionStats> = all
             .iter()
             .filter(|p| {
-                wanted.iter().all(|(k, v)| {
-                    p.values
-                        .iter()
-                        .any(|(n, val)| n == k && val.as_deref().unwrap_or("null") == v)
-                })
+                wanted
+                    .iter()
+                    .all(|(k, v)| p.values.iter().any(|(n, val)| n == k && val == v))
             })
             .collect();
         if matches.is_empty() {
+            let hint = wanted
+                .iter()
+                .find(|(_, v)| v.as_deref().is_some_and(|v| v.eq_ignore_ascii_case("null")))
+                .map(|(k, _)| {
+                    format!(
+                        " (a NULL value is spelled '{k} IS NULL'; {k}=null is the string 'null')"
+                    )
+                })
+                .unwrap_or_default();
             return Err(format!(
-                "--partition {spec:?} matches no partition holding data files"
+                "--partition {spec:?} matches no partition holding data files{hint}"
             ));
         }
         if wanted.len() == all.first().map(|p| p.values.len()).unwrap_or(0) {
@@ -93,10 +114,7 @@ pub fn select_partitions(
         } else {
             // A subset of the fields: one statement over all of them, counted together.
             let mut agg = PartitionStats {
-                values: wanted
-                    .iter()
-                    .map(|(k, v)| (k.clone(), Some(v.clone())))
-                    .collect(),
+                values: wanted.clone(),
                 data_files: 0,
                 small_files: 0,
                 total_bytes: 0,

@@ -341,7 +341,7 @@ fn confirm_state() -> State {
         .partitions
         .rows
         .iter()
-        .filter(|r| s.partitions.marks.contains(&r.label))
+        .filter(|r| s.partitions.is_marked(r))
         .map(|r| r.stats.clone())
         .collect();
     let draft = PlanDraft {

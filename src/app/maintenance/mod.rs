@@ -107,8 +107,12 @@ fn on_job_event(s: &mut State, job: u64, event: StepEvent) {
             .unwrap_or_else(|| j.plan.table.to_string());
         let name = j.plan.procedure.name();
         if outcome.ok {
-            if s.partitions.table.as_ref() == Some(&j.plan.table) {
-                s.partitions.marks.remove(&what);
+            if s.partitions.table.as_ref() == Some(&j.plan.table)
+                && let Some(st) = j.plan.steps.get(*step)
+            {
+                for target in &st.targets {
+                    s.partitions.marks.remove(target);
+                }
             }
             let files = match (outcome.files_after, j.plan.steps.get(*step)) {
                 (Some(a), Some(st)) => format!(": files {} → {a}", st.files),

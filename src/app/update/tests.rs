@@ -180,6 +180,49 @@ fn enter_drills_into_partitions_and_loads_them_once() {
 }
 
 #[test]
+fn a_null_partition_and_the_string_null_are_marked_apart() {
+    let mut s = loaded();
+    update(&mut s, code(KeyCode::Enter));
+    let table = tref("zoning", "documents");
+    let mut list = partitions(3);
+    // NULL, the string 'null', and a value whose text joins two fields' labels.
+    list.layout_fields = vec!["district".into()];
+    list.partitions[0].values = vec![("district".into(), None)];
+    list.partitions[1].values = vec![("district".into(), Some("null".into()))];
+    list.partitions[2].values = vec![("district".into(), Some("a/b=c".into()))];
+    for p in &mut list.partitions {
+        p.small_files = 14;
+    }
+    update(
+        &mut s,
+        Action::Partitions {
+            request: 1,
+            table,
+            result: Ok(list),
+        },
+    );
+    let labels: std::collections::BTreeSet<String> =
+        s.partitions.rows.iter().map(|r| r.label.clone()).collect();
+    assert_eq!(labels.len(), 3, "NULL reads apart from 'null': {labels:?}");
+    assert!(labels.contains("district IS NULL"), "{labels:?}");
+    // Mark the NULL partition only.
+    let null_at = (0..3)
+        .find(|&i| {
+            s.partitions.rows[s.partitions.grid.index[i]].stats.values[0]
+                .1
+                .is_none()
+        })
+        .unwrap();
+    for _ in 0..null_at {
+        update(&mut s, key('j'));
+    }
+    update(&mut s, key(' '));
+    let marked = s.partitions.marked();
+    assert_eq!(marked.len(), 1, "{marked:?}");
+    assert_eq!(marked[0].values, vec![("district".to_string(), None)]);
+}
+
+#[test]
 fn marks_toggle_move_and_clear() {
     let mut s = loaded();
     update(&mut s, code(KeyCode::Enter));
@@ -193,7 +236,7 @@ fn marks_toggle_move_and_clear() {
         },
     );
     assert_eq!(s.partitions.rows.len(), 9);
-    let first = s.partitions.selected().unwrap().label.clone();
+    let first = s.partitions.selected().unwrap().stats.key();
     update(&mut s, key(' '));
     update(&mut s, key(' '));
     assert_eq!(s.partitions.marks.len(), 2);
@@ -557,7 +600,7 @@ mod maintenance {
             .partitions
             .rows
             .iter()
-            .filter(|r| s.partitions.marks.contains(&r.label))
+            .filter(|r| s.partitions.is_marked(r))
             .map(|r| r.stats.clone())
             .collect();
         PlanDraft {
@@ -654,7 +697,8 @@ mod maintenance {
         );
         // Progress, then results; the partition's mark goes once it is compacted.
         let job = *job;
-        let first = plan.steps[0].partition.clone().unwrap();
+        let first = plan.steps[0].targets[0].clone();
+        assert!(s.partitions.marks.contains(&first));
         update(
             &mut s,
             Action::Maintenance(MaintenanceMsg::Step {
