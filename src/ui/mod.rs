@@ -26,7 +26,7 @@ pub use crate::app::runtime::run;
 
 pub fn draw(f: &mut Frame, s: &State) {
     let area = f.area();
-    if area.width < 20 || area.height < 5 {
+    if area.width < crate::app::state::MIN_WIDTH || area.height < crate::app::state::MIN_HEIGHT {
         f.render_widget(Paragraph::new("floe: terminal too small"), area);
         return;
     }

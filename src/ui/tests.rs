@@ -361,9 +361,10 @@ fn confirm_state() -> State {
         },
         partitions: marked,
     };
+    let epoch = s.conn.epoch;
     update(
         &mut s,
-        Action::Maintenance(MaintenanceMsg::PlanReady(Ok(draft))),
+        Action::Maintenance(MaintenanceMsg::PlanReady(epoch, Ok(draft))),
     );
     s
 }

@@ -646,6 +646,7 @@ mod maintenance {
             Effect::PlanMaintenance {
                 table,
                 kind: MaintenanceKind::Optimize,
+                epoch: _,
                 partitions: Some(p),
             },
         ] = &fx[..]
@@ -655,9 +656,10 @@ mod maintenance {
         assert_eq!(table, &tref("zoning", "documents"));
         assert_eq!(p.len(), 2, "the marked partitions");
         let d = draft(&s);
+        let epoch = s.conn.epoch;
         update(
             &mut s,
-            Action::Maintenance(MaintenanceMsg::PlanReady(Ok(d))),
+            Action::Maintenance(MaintenanceMsg::PlanReady(epoch, Ok(d))),
         );
         let Some(Popup::Confirm(c)) = &s.popup else {
             panic!("no confirm popup")
@@ -668,9 +670,10 @@ mod maintenance {
         assert!(fx.is_empty() && s.popup.is_none());
         assert!(s.status.as_ref().unwrap().text.contains("nothing was run"));
         let d = draft(&s);
+        let epoch = s.conn.epoch;
         update(
             &mut s,
-            Action::Maintenance(MaintenanceMsg::PlanReady(Ok(d))),
+            Action::Maintenance(MaintenanceMsg::PlanReady(epoch, Ok(d))),
         );
         update(&mut s, key('g'));
         let Some(Popup::Confirm(c)) = &s.popup else {
@@ -747,9 +750,10 @@ mod maintenance {
         update(&mut s, key(' '));
         update(&mut s, key(' '));
         let d = draft(&s);
+        let epoch = s.conn.epoch;
         update(
             &mut s,
-            Action::Maintenance(MaintenanceMsg::PlanReady(Ok(d))),
+            Action::Maintenance(MaintenanceMsg::PlanReady(epoch, Ok(d))),
         );
         let fx = update(&mut s, key('y'));
         let Effect::RunPlan { job, .. } = fx[0].clone() else {
@@ -809,6 +813,7 @@ mod maintenance {
         assert_eq!(
             fx,
             vec![Effect::PlanMaintenance {
+                epoch: s.conn.epoch,
                 table: tref("zoning", "documents"),
                 kind: MaintenanceKind::ExpireSnapshots {
                     retention_secs: 86_400
@@ -827,9 +832,10 @@ mod maintenance {
         assert!(update(&mut s, key('o')).is_empty());
         // …and a plan that arrives anyway is not offered.
         let d = draft(&s);
+        let epoch = s.conn.epoch;
         update(
             &mut s,
-            Action::Maintenance(MaintenanceMsg::PlanReady(Ok(d))),
+            Action::Maintenance(MaintenanceMsg::PlanReady(epoch, Ok(d))),
         );
         assert!(s.popup.is_none());
         assert!(s.status.as_ref().unwrap().text.contains("read-only"));
@@ -1471,9 +1477,10 @@ mod copy {
         update(&mut s, key(' '));
         update(&mut s, key('o'));
         let d = maintenance::draft(&s);
+        let epoch = s.conn.epoch;
         update(
             &mut s,
-            Action::Maintenance(MaintenanceMsg::PlanReady(Ok(d))),
+            Action::Maintenance(MaintenanceMsg::PlanReady(epoch, Ok(d))),
         );
         let fx = update(&mut s, key('Y'));
         let sql = copied(&fx).to_string();
