@@ -119,25 +119,42 @@ pub enum Transport {
     Transient,
 }
 
-pub fn transport_kind(e: &reqwest::Error, chain: &str) -> Transport {
-    let c = chain.to_ascii_lowercase();
-    let permanent = [
-        "certificate",
-        "tls",
-        "handshake",
-        "dns error",
-        "failed to lookup address",
-        "name or service not known",
-    ];
+/// How a request that got no answer failed, by the error's kind, never by its text (which
+/// holds the URL: a host or a DAG named `…tls…` must not make a sent write look unsent).
+/// Only a failure to connect means nothing reached the server; everything after (a reset,
+/// a timeout, a TLS close without close_notify) may have been acted on.
+pub fn transport_kind(e: &reqwest::Error) -> Transport {
+    use std::error::Error as _;
     // A request that could not be built (a header value that cannot be sent) or a refused
     // redirect will fail the same way every time.
-    if e.is_builder() || e.is_redirect() || permanent.iter().any(|p| c.contains(p)) {
-        Transport::Permanent
-    } else if e.is_connect() {
-        Transport::Connect
-    } else {
-        Transport::Transient
+    if e.is_builder() || e.is_redirect() {
+        return Transport::Permanent;
     }
+    if !e.is_connect() {
+        return Transport::Transient;
+    }
+    // Not sent: a certificate or a name that does not resolve will not fix itself.
+    let mut src = e.source();
+    while let Some(s) = src {
+        if s.downcast_ref::<rustls::Error>().is_some() {
+            return Transport::Permanent;
+        }
+        // io::Error's `source` skips the error it wraps: look inside.
+        if let Some(io) = s.downcast_ref::<std::io::Error>()
+            && io
+                .get_ref()
+                .is_some_and(|inner| inner.downcast_ref::<rustls::Error>().is_some())
+        {
+            return Transport::Permanent;
+        }
+        // hyper-util's connector names a failed name resolution with this fixed message
+        // (its own, not the host's: the URL is not in the sources).
+        if s.to_string().starts_with("dns error") {
+            return Transport::Permanent;
+        }
+        src = s.source();
+    }
+    Transport::Connect
 }
 
 /// The longest a `Retry-After` is waited for, whatever the server asks.
@@ -458,7 +475,7 @@ async fn exchange(
 ) -> Result<Reply, (Failure, Duration)> {
     let mut resp = req.send().await.map_err(|e| {
         let message = error_chain(&e);
-        let kind = transport_kind(&e, &message);
+        let kind = transport_kind(&e);
         (Failure::Transport { kind, message }, backoff)
     })?;
     let status = resp.status();

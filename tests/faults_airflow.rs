@@ -329,6 +329,35 @@ async fn a_trigger_answered_504_after_it_ran_is_not_sent_again() {
 }
 
 #[tokio::test]
+async fn a_write_lost_after_it_was_sent_may_have_run_whatever_its_url_says() {
+    // The words reqwest's error text holds when a DAG id or a host reads like a TLS
+    // failure: the URL is in the text, so the text cannot be what classifies the failure.
+    let _one = PROXY.lock().await;
+    let key = "airflow";
+    let c = AirflowClient::connect(&proxied(key)).await.unwrap();
+    for dag in ["rotate_tls_certificates", "handshake_certificate_audit"] {
+        lab().proxy_clear(key).await;
+        lab()
+            .proxy_faults(
+                key,
+                serde_json::json!([{"kind": "drop", "method": "POST", "path": "/dagRuns$", "count": 1}]),
+            )
+            .await;
+        let e = c.trigger(dag).await.unwrap_err();
+        let posts = lab()
+            .proxy_requests(key)
+            .await
+            .into_iter()
+            .filter(|r| r["method"] == "POST")
+            .count();
+        lab().proxy_clear(key).await;
+        assert!(matches!(e, AirflowError::MayHaveRun { .. }), "{dag}: {e:?}");
+        assert!(e.to_string().contains(dag), "{e}");
+        assert_eq!(posts, 1, "{dag}: sent once");
+    }
+}
+
+#[tokio::test]
 async fn a_redirect_away_from_the_server_is_refused() {
     let _one = PROXY.lock().await;
     for key in SERVERS {
