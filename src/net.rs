@@ -357,8 +357,9 @@ enum Failure {
     },
     /// 429 or 502/503/504.
     Busy(Reply),
-    /// Over the body limit: nothing a retry changes.
-    TooLarge(u64),
+    /// Over the body limit (the limit, and the status that answered): nothing a retry
+    /// changes.
+    TooLarge(u64, StatusCode),
 }
 
 impl Failure {
@@ -366,7 +367,7 @@ impl Failure {
         match self {
             Failure::Transport { message, .. } => message.clone(),
             Failure::Busy(r) => format!("HTTP {}", r.status.as_u16()),
-            Failure::TooLarge(limit) => format!("body over {limit} bytes"),
+            Failure::TooLarge(limit, _) => format!("body over {limit} bytes"),
         }
     }
 
@@ -379,7 +380,17 @@ impl Failure {
     ) -> Result<Reply, NetFailure> {
         let mutation = idempotency == Idempotency::Mutation;
         match self {
-            Failure::TooLarge(limit) => Err(NetFailure::TooLarge { limit }),
+            // A write the server accepted happened, whatever its answer's size.
+            Failure::TooLarge(limit, status) if mutation && status.is_success() => {
+                Err(NetFailure::MayHaveRun {
+                    message: format!(
+                        "HTTP {} answered, but the answer is larger than {} and was not read",
+                        status.as_u16(),
+                        fmt_size(limit)
+                    ),
+                })
+            }
+            Failure::TooLarge(limit, _) => Err(NetFailure::TooLarge { limit }),
             Failure::Busy(reply)
                 if mutation && !gave_up && matches!(reply.status.as_u16(), 502..=504) =>
             {
@@ -405,7 +416,7 @@ impl Failure {
 fn may_retry(policy: &Policy, idempotency: Idempotency, failure: &Failure, attempt: u32) -> bool {
     let idempotent = idempotency == Idempotency::Idempotent;
     match failure {
-        Failure::TooLarge(_) => false,
+        Failure::TooLarge(..) => false,
         // A certificate or a hostname will not fix itself in a second.
         Failure::Transport {
             kind: Transport::Permanent,
@@ -487,7 +498,9 @@ async fn exchange(
     };
     let (text, cut) = match read_body(&mut resp, read, !status.is_success()).await {
         Ok(body) => body,
-        Err(BodyError::TooLarge(limit)) => return Err((Failure::TooLarge(limit), backoff)),
+        Err(BodyError::TooLarge(limit)) => {
+            return Err((Failure::TooLarge(limit, status), backoff));
+        }
         Err(BodyError::Cut(e)) if status.is_success() => {
             let message = format!("response cut short: {}", error_chain(&e));
             let kind = Transport::Transient;
@@ -632,7 +645,12 @@ mod tests {
                 9
             ));
             assert!(!may_retry(p, Mutation, &transport(Transport::Transient), 1));
-            assert!(!may_retry(p, Idempotent, &Failure::TooLarge(1), 1));
+            assert!(!may_retry(
+                p,
+                Idempotent,
+                &Failure::TooLarge(1, StatusCode::OK),
+                1
+            ));
             for status in [429, 502, 503, 504] {
                 assert!(may_retry(p, Idempotent, &busy(status), 9));
                 assert!(!may_retry(p, Mutation, &busy(status), 1), "{status}");
@@ -663,6 +681,18 @@ mod tests {
             .finish(Mutation, 5, true)
             .unwrap();
         assert!(r.gave_up);
+        // A write answered 2xx happened, even when its answer is too large to read.
+        let e = Failure::TooLarge(1 << 20, StatusCode::OK)
+            .finish(Mutation, 1, false)
+            .unwrap_err();
+        assert!(
+            matches!(&e, NetFailure::MayHaveRun { message } if message.starts_with("HTTP 200 answered")),
+            "{e:?}"
+        );
+        let e = Failure::TooLarge(1 << 20, StatusCode::OK)
+            .finish(Idempotent, 1, false)
+            .unwrap_err();
+        assert!(matches!(e, NetFailure::TooLarge { .. }), "{e:?}");
         // 429 is an answer, not an ambiguity.
         assert_eq!(busy(429).finish(Mutation, 1, false).unwrap().status, 429);
         let e = transport(Transport::Connect)

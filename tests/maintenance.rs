@@ -847,3 +847,24 @@ async fn maintain_timeout_cancels_on_trino_and_exits_124() {
     let outcomes: Vec<&str> = audit.iter().map(|r| r.outcome.as_str()).collect();
     assert_eq!(outcomes, vec!["started", "cancelled"]);
 }
+
+#[tokio::test]
+async fn a_statement_whose_answer_was_lost_is_audited_as_may_have_run() {
+    // The stand-in processes the POST, then closes the connection without its answer.
+    let t = clone("zoning.permits", "mhr").await;
+    let u = user("mhr");
+    let lake = lakehouse(&lab().stand_in_url(), &u);
+    let plan = table_plan(&t, Procedure::OptimizeManifests);
+    lab()
+        .faults(&u, json!([{"kind": "drop", "on": "post", "count": 1}]))
+        .await;
+    let c = ctx("mhr", false);
+    let err = run_plan(&lake, &plan, &c, CancellationToken::new(), &no_events())
+        .await
+        .unwrap_err();
+    lab().clear_faults(&u).await;
+    assert!(err.contains("may have run"), "{err}");
+    let audit = c.audit.read();
+    assert_eq!(audit.len(), 1);
+    assert_eq!(audit[0].outcome, "may_have_run", "{audit:?}");
+}

@@ -286,6 +286,8 @@ pub async fn run_plan_until(
                 }
                 rec.outcome = if outcome.cancelled {
                     stop.outcome().into()
+                } else if matches!(e, TrinoError::MayHaveRun { .. }) {
+                    super::audit::MAY_HAVE_RUN.into()
                 } else {
                     "failed".into()
                 };
