@@ -87,6 +87,10 @@ pub const STARTED: &str = "started";
 /// be read): never `failed`, which would invite sending it again.
 pub const MAY_HAVE_RUN: &str = "may_have_run";
 
+/// The outcome of the one record a plan cut short leaves: how many of its statements were
+/// never sent (its `error`), and which (its `statement`).
+pub const NOT_RUN: &str = "not_run";
+
 /// Why an audited write did not succeed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum WriteFailure {

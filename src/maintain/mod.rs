@@ -356,20 +356,20 @@ pub async fn cli(settings: &Settings, cmd: MaintainCmd, timeout: Option<Duration
     };
     match run_plan_until(&lake, &plan, &ctx, &stop, &on_event).await {
         Ok(out) => {
-            eprintln!(
+            say(&format!(
                 "floe: {} statement(s) succeeded; audit log {}",
                 out.len(),
                 ctx.audit.path().display()
-            );
+            ));
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("floe: {}", sanitize(&e.to_string()));
+            say(&format!("floe: {}", sanitize(&e.to_string())));
             if timed_out.load(Ordering::SeqCst) && signalled.load(Ordering::SeqCst) == 0 {
-                eprintln!(
+                say(&format!(
                     "floe: --timeout {} reached: the running statement was cancelled on Trino and the rest did not run",
                     humantime::format_duration(timeout.unwrap_or_default())
-                );
+                ));
                 return ExitCode::from(TIMEOUT_EXIT);
             }
             match signalled.load(Ordering::SeqCst) {
@@ -381,33 +381,42 @@ pub async fn cli(settings: &Settings, cmd: MaintainCmd, timeout: Option<Duration
     }
 }
 
+/// A line on stderr that cannot fail: after SIGHUP the terminal may be gone, and
+/// `eprintln!` would panic instead of letting the cancel and the audit finish.
+fn say(line: &str) {
+    let _ = writeln!(std::io::stderr(), "{line}");
+}
+
 /// SIGINT (ctrl-c) cancels the running statement on Trino (audited `cancelled`), SIGTERM
-/// interrupts it (audited `interrupted`); the run then ends with 130 or 143. A second
-/// signal while the cancel is under way exits at once.
+/// and SIGHUP (the SSH session dropped) interrupt it (audited `interrupted`); the run then
+/// ends with 130, 143 or 129. A second signal while the cancel is under way exits at once.
 fn watch_signals(stop: Stop, signalled: Arc<AtomicU8>) -> Result<(), String> {
     use tokio::signal::unix::{SignalKind, signal};
     let mut int = signal(SignalKind::interrupt()).map_err(|e| format!("SIGINT handler: {e}"))?;
     let mut term = signal(SignalKind::terminate()).map_err(|e| format!("SIGTERM handler: {e}"))?;
+    let mut hup = signal(SignalKind::hangup()).map_err(|e| format!("SIGHUP handler: {e}"))?;
     tokio::spawn(async move {
         let code = tokio::select! {
             _ = int.recv() => 130,
             _ = term.recv() => 143,
+            _ = hup.recv() => 129,
         };
         signalled.store(code, Ordering::SeqCst);
-        if code == 143 {
-            stop.interrupt();
-        } else {
+        if code == 130 {
             stop.cancel();
+        } else {
+            stop.interrupt();
         }
-        eprintln!(
+        say(&format!(
             "floe: cancelling on Trino (DELETE sent); {} again exits at once",
             if code == 130 { "ctrl-c" } else { "a signal" }
-        );
+        ));
         let again = tokio::select! {
             _ = int.recv() => 130,
             _ = term.recv() => 143,
+            _ = hup.recv() => 129,
         };
-        eprintln!("floe: exiting without waiting for Trino to confirm the cancel");
+        say("floe: exiting without waiting for Trino to confirm the cancel");
         std::process::exit(again);
     });
     Ok(())
