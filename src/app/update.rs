@@ -33,6 +33,7 @@ fn dispatch(s: &mut State, action: Action) -> Vec<Effect> {
         Action::Key(ev) => on_key(s, ev),
         Action::Tick(now) => {
             s.now = now;
+            tables::reevaluate(s);
             if let Some(m) = &s.status
                 && m.level == Level::Info
                 && (now - m.at).num_seconds() >= 8

@@ -87,6 +87,14 @@ fn row_cells(
                     Span::raw(r.name.clone()),
                     Span::styled(format!(" ! {e}"), th.severity(Severity::Unknown)),
                 ])),
+                // Read before, not now: the figures are old and the row says why.
+                (Some(_), Some(e)) => Cell::from(Line::from(vec![
+                    Span::raw(r.name.clone()),
+                    Span::styled(
+                        format!(" ! re-read failed: {e}"),
+                        th.severity(Severity::Unknown),
+                    ),
+                ])),
                 _ => Cell::from(r.name.clone()),
             },
             // The rest needs stats: a row without them stops here.

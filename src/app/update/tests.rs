@@ -1529,3 +1529,76 @@ mod copy {
         assert!(crate::text::is_inert(&s.status.as_ref().unwrap().text));
     }
 }
+
+#[test]
+fn a_table_whose_re_read_failed_says_so_and_is_not_green() {
+    let mut s = loaded();
+    let parcels = tref("zoning", "parcels");
+    let row = |s: &State| {
+        s.tables
+            .rows
+            .iter()
+            .find(|r| r.table == parcels)
+            .cloned()
+            .unwrap()
+    };
+    assert_eq!(row(&s).status(), Some(crate::health::Severity::Ok));
+    let generation = s.tables.generation;
+    update(
+        &mut s,
+        Action::Tables(TablesMsg::Stats {
+            generation,
+            table: parcels.clone(),
+            result: Err("PERMISSION_DENIED: Access Denied: Cannot select from table".into()),
+        }),
+    );
+    let r = row(&s);
+    assert!(r.stats.is_some(), "the last good figures stay");
+    assert_eq!(r.status(), Some(crate::health::Severity::Unknown));
+    let mut term = ratatui::Terminal::new(ratatui::backend::TestBackend::new(160, 20)).unwrap();
+    term.draw(|f| crate::ui::draw(f, &s)).unwrap();
+    let screen: String = term
+        .backend()
+        .buffer()
+        .content()
+        .iter()
+        .map(|c| c.symbol())
+        .collect();
+    assert!(
+        screen.contains("UNKN    100 zoning.parcels ! re-"),
+        "the row says it is not current: {screen}"
+    );
+}
+
+#[test]
+fn verdicts_age_with_the_clock_between_reads() {
+    let mut s = loaded();
+    let parcels = tref("zoning", "parcels");
+    let health = |s: &State| {
+        s.tables
+            .rows
+            .iter()
+            .find(|r| r.table == parcels)
+            .and_then(|r| r.health.clone())
+            .unwrap()
+    };
+    let before = health(&s);
+    let later = t0() + chrono::Duration::days(30);
+    update(&mut s, Action::Tick(later));
+    let after = health(&s);
+    let row = s.tables.rows.iter().find(|r| r.table == parcels).unwrap();
+    assert_eq!(
+        after,
+        crate::health::evaluate(
+            row.stats.as_ref().unwrap(),
+            row.dag.as_ref(),
+            &s.health,
+            later
+        ),
+        "evaluated against the tick's clock"
+    );
+    assert_ne!(
+        after, before,
+        "a month without a write or a compaction shows"
+    );
+}
