@@ -519,8 +519,10 @@ async fn exchange(
     };
     match status.as_u16() {
         // A 503 may say when to come back too (RFC 9110 §10.2.3).
+        // Retry-After lengthens the wait, never shortens it: `0` or a date gone by
+        // would otherwise turn the backoff into a hot loop against the server.
         429 | 502..=504 => {
-            let wait = retry_after(&reply.headers).unwrap_or(backoff);
+            let wait = retry_after(&reply.headers).map_or(backoff, |w| w.max(backoff));
             Err((Failure::Busy(reply), wait))
         }
         _ => Ok(reply),
