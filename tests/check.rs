@@ -562,3 +562,26 @@ fn error_lines_never_carry_control_characters() {
     assert!(floe::text::is_inert(&stderr), "{stderr:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_check_that_matches_no_table_is_unknown_and_names_its_filters() {
+    let url = lab().trino_url();
+    let out = floe(&[
+        "check",
+        "--trino",
+        &url,
+        "--user",
+        "floe",
+        "--schema",
+        "zoning",
+        "--table",
+        "zoning.documnets",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(3), "{text}");
+    assert!(text.starts_with("UNKNOWN"), "{text}");
+    assert!(
+        text.contains("no table matched") && text.contains("zoning.documnets"),
+        "{text}"
+    );
+}

@@ -740,3 +740,43 @@ async fn next_uri_to_another_host_or_to_http_is_refused_with_credentials() {
     lab().clear_faults(&u).await;
     assert_eq!(out.rows[0].u64("n"), Some(7));
 }
+
+#[tokio::test]
+async fn a_retry_after_of_zero_or_a_past_date_does_not_shorten_the_backoff() {
+    // Every poll answered 429 for 2 s with "come back now": the backoff (from 100 ms,
+    // doubling) is the floor, so a handful of polls, never a hot loop.
+    for (i, value) in ["0", "Wed, 21 Oct 2015 07:28:00 GMT"].iter().enumerate() {
+        let u = user(&format!("f429zero{i}"));
+        lab()
+            .faults(
+                &u,
+                json!([{"kind": "status", "status": 429, "retry_after": value, "on": "next"}]),
+            )
+            .await;
+        let mut cfg = lab().config(&lab().stand_in_url(), &u);
+        cfg.retry = RetryPolicy {
+            initial_backoff: Duration::from_millis(100),
+            max_backoff: Duration::from_secs(1),
+            max_retry_time: Duration::from_secs(2),
+            ..RetryPolicy::default()
+        };
+        let e = Client::new(cfg)
+            .unwrap()
+            .query("SELECT 1")
+            .await
+            .unwrap_err();
+        lab().clear_faults(&u).await;
+        assert!(matches!(e, TrinoError::Http { status: 429, .. }), "{e:?}");
+        let attempts: u32 = e
+            .to_string()
+            .split("gave up after ")
+            .nth(1)
+            .and_then(|t| t.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{value}: {e}"));
+        assert!(
+            attempts <= 8,
+            "Retry-After {value}: {attempts} attempts in 2 s"
+        );
+    }
+}

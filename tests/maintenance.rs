@@ -231,8 +231,13 @@ async fn cancel_mid_run_stops_the_queue_and_leaves_the_table_valid() {
     );
     assert_eq!(record_count(&fresh, &t).await, records);
     let audit = c.audit.read();
-    assert_eq!(audit.len(), 1);
+    assert_eq!(audit.len(), 2);
     assert_eq!(audit[0].outcome, "cancelled");
+    assert_eq!(audit[1].outcome, "not_run");
+    assert_eq!(
+        audit[1].error.as_deref(),
+        Some("2 of 3 statement(s) not run: step 1 of 3 was cancelled")
+    );
     let q = lab().queries_of(&u).await;
     assert!(
         q.iter().any(|q| q["error_name"] == "USER_CANCELED"),
@@ -849,4 +854,77 @@ async fn maintain_timeout_cancels_on_trino_and_exits_124() {
     let audit = AuditLog::new(home.join("s/floe/audit.jsonl")).read_all();
     let outcomes: Vec<&str> = audit.iter().map(|r| r.outcome.as_str()).collect();
     assert_eq!(outcomes, vec!["started", "cancelled"]);
+}
+
+#[tokio::test]
+async fn a_statement_whose_answer_was_lost_is_audited_as_may_have_run() {
+    // The stand-in processes the POST, then closes the connection without its answer.
+    let t = clone("zoning.permits", "mhr").await;
+    let u = user("mhr");
+    let lake = lakehouse(&lab().stand_in_url(), &u);
+    let plan = table_plan(&t, Procedure::OptimizeManifests);
+    lab()
+        .faults(&u, json!([{"kind": "drop", "on": "post", "count": 1}]))
+        .await;
+    let c = ctx("mhr", false);
+    let err = run_plan(&lake, &plan, &c, CancellationToken::new(), &no_events())
+        .await
+        .unwrap_err();
+    lab().clear_faults(&u).await;
+    assert!(err.contains("may have run"), "{err}");
+    let audit = c.audit.read();
+    assert_eq!(audit.len(), 1);
+    assert_eq!(audit[0].outcome, "may_have_run", "{audit:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ssh_drop_cancels_on_trino_and_audits_what_did_not_run() {
+    let t = clone("zoning.permits", "clihup").await;
+    let u = user("clihup");
+    let home = std::env::temp_dir().join(format!("floe-clihup-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&home);
+    lab()
+        .faults(&u, json!([{"kind": "slow", "ms": 30000, "count": 1}]))
+        .await;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_floe"))
+        .args([
+            "--trino",
+            &lab().stand_in_url(),
+            "--user",
+            &u,
+            "maintain",
+            "optimize",
+            &format!("scratch.{}", t.table),
+            "--partition",
+            "status=approved",
+            "--partition",
+            "status=pending",
+            "--threshold",
+            "96MB",
+            "--yes",
+        ])
+        .env("XDG_CONFIG_HOME", home.join("c"))
+        .env("XDG_STATE_HOME", home.join("s"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let q = running_optimize(&u).await;
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGHUP) };
+    let status = wait_exit(&mut child, Duration::from_secs(15));
+    let mut err = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+    lab().clear_faults(&u).await;
+    assert_eq!(status.code(), Some(129), "{err}");
+    let q = query(&u, q["id"].as_str().unwrap()).await;
+    assert_eq!(q["error_name"], "USER_CANCELED", "{q}");
+    let audit = AuditLog::new(home.join("s/floe/audit.jsonl")).read_all();
+    let outcomes: Vec<&str> = audit.iter().map(|r| r.outcome.as_str()).collect();
+    assert_eq!(outcomes, vec!["started", "interrupted", "not_run"], "{err}");
+    assert_eq!(
+        audit[2].error.as_deref(),
+        Some("1 of 2 statement(s) not run: step 1 of 2 was interrupted")
+    );
+    assert!(audit[2].statement.contains("'pending'"), "{:?}", audit[2]);
 }
