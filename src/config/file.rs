@@ -91,6 +91,8 @@ pub struct HealthFile {
     pub target_file_size: Option<Bytes>,
     pub small_file_ratio: Option<f64>,
     pub min_small_files: Option<u64>,
+    pub critical_small_files: Option<u64>,
+    pub critical_partition_small_files: Option<u64>,
     pub compaction_warn: Option<Dur>,
     pub compaction_critical: Option<Dur>,
     pub snapshot_retention: Option<Dur>,
@@ -105,6 +107,7 @@ pub struct HealthFile {
     pub large_file_ratio: Option<f64>,
     pub small_manifest_size: Option<Bytes>,
     pub max_small_manifests: Option<u64>,
+    pub critical_manifests: Option<u64>,
     pub max_metadata_files: Option<u64>,
     pub dag_interval: Option<Dur>,
 }

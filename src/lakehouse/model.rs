@@ -107,7 +107,10 @@ pub struct TableStats {
     pub records: u64,
     pub partitioned: bool,
     pub partitions: u64,
+    /// Partitions holding at least `min_small_files` small files.
     pub small_file_partitions: u64,
+    /// Partitions holding `critical_partition_small_files` small files more than their
+    /// bytes need: a reader of one of them alone pays for its small files.
     pub critical_partitions: u64,
     /// Delete files of both kinds (`position_delete_files + equality_delete_files`).
     pub delete_files: u64,

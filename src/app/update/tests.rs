@@ -228,27 +228,39 @@ fn marks_toggle_move_and_clear() {
 fn partition_severity_follows_the_rules() {
     let mut s = loaded();
     update(&mut s, code(KeyCode::Enter));
+    // Eight partitions of 14-18 small files (WARNING, or OK under min_small_files), and
+    // one that holds 150 small files of 3 KB: a reader of it alone pays for them.
+    let mut list = partitions(8);
+    let mut heavy = list.partitions[1].clone();
+    heavy.values[1].1 = Some("2026-11-28".into());
+    heavy.data_files = 150;
+    heavy.small_files = 150;
+    heavy.total_bytes = 150 * 3000;
+    list.partitions.push(heavy);
     update(
         &mut s,
         Action::Partitions {
             request: 1,
             table: tref("zoning", "documents"),
-            result: Ok(partitions(8)),
+            result: Ok(list),
         },
     );
-    let crit = s
-        .partitions
-        .rows
-        .iter()
-        .filter(|r| r.severity == crate::health::Severity::Critical)
-        .count();
-    let ok = s
-        .partitions
-        .rows
-        .iter()
-        .filter(|r| r.severity == crate::health::Severity::Ok)
-        .count();
-    assert_eq!((crit, ok), (6, 2));
+    let count = |sev| {
+        s.partitions
+            .rows
+            .iter()
+            .filter(|r| r.severity == sev)
+            .count()
+    };
+    use crate::health::Severity;
+    assert_eq!(
+        (
+            count(Severity::Critical),
+            count(Severity::Warning),
+            count(Severity::Ok)
+        ),
+        (1, 6, 2)
+    );
     assert_eq!(
         s.partitions.selected().unwrap().severity,
         crate::health::Severity::Critical,
