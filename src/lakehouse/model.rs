@@ -190,6 +190,19 @@ impl PartitionStats {
             .join("/")
     }
 
+    /// The values alone, for a column too narrow for [`label`](Self::label):
+    /// `east · 2026-11-17`.
+    pub fn values_label(&self) -> String {
+        if self.values.is_empty() {
+            return self.label();
+        }
+        self.values
+            .iter()
+            .map(|(_, v)| v.as_deref().unwrap_or("null"))
+            .collect::<Vec<_>>()
+            .join(" · ")
+    }
+
     pub fn avg_file_size(&self) -> u64 {
         self.total_bytes.checked_div(self.data_files).unwrap_or(0)
     }

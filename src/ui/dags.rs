@@ -12,9 +12,11 @@ use ratatui::widgets::{Block, Borders, Cell, Paragraph, Wrap};
 use super::theme::Theme;
 use super::{ListProps, age, constraint, draw_list, num};
 use crate::app::dags::{DagCol, DagLevel, DagRow};
+use crate::app::layout::identity_room;
 use crate::app::state::{Load, State};
 use crate::fmt::human_duration;
 use crate::health::Severity;
+use crate::text::sanitize;
 
 /// Severity of a run or task state, for colour and labels.
 fn state_severity(state: &str) -> Severity {
@@ -85,7 +87,7 @@ fn list(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
     if notes_h > 0 {
         f.render_widget(Paragraph::new(notes), top);
     }
-    let shown = DagCol::shown(body.width);
+    let (shown, _) = columns(s, body.width);
     let props = ListProps {
         headers: shown.iter().map(|c| c.header()).collect(),
         widths: shown.iter().map(|c| constraint(c.width())).collect(),
@@ -117,8 +119,7 @@ fn dag_cell(col: DagCol, r: &DagRow, now: DateTime<Utc>, th: &Theme) -> Cell<'st
             };
             Cell::from(Span::styled(stat, th.severity(sev)))
         }
-        DagCol::Dag if r.dag.paused => Cell::from(format!("{} (paused)", r.dag.dag_id)),
-        DagCol::Dag => Cell::from(r.dag.dag_id.clone()),
+        DagCol::Dag => Cell::from(sanitize(&dag_name(r)).into_owned()),
         DagCol::LastRun => match facts {
             Some(fa) => {
                 let last = fa.last_run_state.clone().unwrap_or_else(|| "none".into());
@@ -432,4 +433,31 @@ fn log(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
         })
         .collect();
     f.render_widget(Paragraph::new(lines), body);
+}
+
+/// The DAG's name as its row shows it: `expire_snapshots (paused)`.
+fn dag_name(r: &DagRow) -> String {
+    if r.dag.paused {
+        format!("{} (paused)", r.dag.dag_id)
+    } else {
+        r.dag.dag_id.clone()
+    }
+}
+
+/// The columns a list `width` wide shows, and the cells left for the DAG's name.
+fn columns(s: &State, width: u16) -> (Vec<DagCol>, u16) {
+    let v = &s.dags;
+    let names: Vec<String> = v.grid.index.iter().map(|&i| dag_name(&v.rows[i])).collect();
+    let need = super::identity_need(names.iter().map(String::as_str));
+    let shown = DagCol::shown(width, need);
+    let room = identity_room(width, &shown, DagCol::width, |c| c == DagCol::Dag);
+    (shown, room)
+}
+
+/// The selected DAG's whole name when the list, `width` wide, cannot show it.
+pub fn cut_name(s: &State, width: u16) -> Option<String> {
+    let r = s.dags.selected()?;
+    let (_, room) = columns(s, width);
+    let name = dag_name(r);
+    (super::text_width(&name) > room).then(|| sanitize(&name).into_owned())
 }

@@ -233,7 +233,15 @@ fn draw_status(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
             }
             None => {
                 let filter = s.grid().map(|g| g.filter.clone()).unwrap_or_default();
-                if filter.is_empty() {
+                let cut = match s.tab {
+                    Tab::Partitions => partitions::cut_name(s, area.width),
+                    Tab::Tables => tables::cut_name(s, area.width),
+                    Tab::Dags => dags::cut_name(s, area.width),
+                    _ => None,
+                };
+                if let (true, Some(name)) = (filter.is_empty(), cut) {
+                    Line::from(vec![Span::styled("selected: ", th.dim()), Span::raw(name)])
+                } else if filter.is_empty() {
                     Line::from("")
                 } else {
                     Line::from(vec![
@@ -365,6 +373,27 @@ pub fn draw_list(
     let mut state = TableState::default().with_selected(Some(grid.selected.saturating_sub(start)));
     f.render_stateful_widget(table, area, &mut state);
 }
+
+/// Display cells `s` takes.
+pub fn text_width(s: &str) -> u16 {
+    u16::try_from(Span::raw(s).width()).unwrap_or(u16::MAX)
+}
+
+/// The widest name an identity column asks room for: the longest of `names`, up to
+/// [`MAX_IDENTITY`] (one pathological name does not empty the list of columns).
+pub fn identity_need<'a>(names: impl Iterator<Item = &'a str>) -> u16 {
+    let mut need = 0;
+    for n in names {
+        need = need.max(text_width(n).min(MAX_IDENTITY));
+        if need == MAX_IDENTITY {
+            break;
+        }
+    }
+    need
+}
+
+/// The most an identity column claims before the other columns are kept anyway.
+pub const MAX_IDENTITY: u16 = 48;
 
 /// How long ago `t` was (`15d`, `3h20m`), or `never`.
 pub fn age(now: chrono::DateTime<chrono::Utc>, t: Option<chrono::DateTime<chrono::Utc>>) -> String {

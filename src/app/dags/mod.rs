@@ -105,22 +105,34 @@ impl DagCol {
         })
     }
 
-    /// Priority: the list width from which the column shows.
+    /// Priority: the list width from which the column shows. Above 0 the column also
+    /// yields to a DAG id that needs the room, the highest first (FAILED, then LAST OK
+    /// give way at any width before an id is cut).
     pub fn shown_from(self) -> u16 {
         match self {
             DagCol::Paused | DagCol::NextRun | DagCol::Schedule | DagCol::Owner | DagCol::Tags => {
                 140
             }
+            DagCol::Failed => 2,
+            DagCol::LastOk => 1,
             _ => 0,
         }
     }
 
-    /// The columns a list `width` wide shows.
-    pub fn shown(width: u16) -> Vec<DagCol> {
-        DagCol::SHOWN
+    /// The columns a list `width` wide shows when the longest DAG name is `need` cells.
+    pub fn shown(width: u16, need: u16) -> Vec<DagCol> {
+        let admitted = DagCol::SHOWN
             .into_iter()
             .filter(|c| width >= c.shown_from())
-            .collect()
+            .collect();
+        crate::app::layout::fit_columns(
+            width,
+            admitted,
+            need,
+            DagCol::width,
+            |c| c == DagCol::Dag,
+            DagCol::shown_from,
+        )
     }
 
     pub fn sort_name(self) -> &'static str {
