@@ -30,19 +30,23 @@ fn state_severity(state: &str) -> Severity {
     }
 }
 
+/// What the DAGs tab says without Airflow.
+pub const AIRFLOW_ADVICE: &str = "Pass --airflow URL (with FLOE_AIRFLOW_PASSWORD), or set [airflow] url in the config file, to see the maintenance DAGs, their failing tasks and the tail of their logs here.";
+
 pub fn draw(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
     if !s.airflow_configured {
         let lines = vec![
             Line::from(""),
-            Line::from(Span::styled("  Airflow is not configured.", th.header())),
-            Line::from(
-                "  Pass --airflow URL (with FLOE_AIRFLOW_PASSWORD), or set [airflow] url in the config file,",
-            ),
-            Line::from(
-                "  to see the maintenance DAGs, their failing tasks and the tail of their logs here.",
-            ),
+            Line::from(Span::styled("Airflow is not configured.", th.header())),
+            Line::from(AIRFLOW_ADVICE),
         ];
-        f.render_widget(Paragraph::new(lines), area);
+        // Indented by two, wrapped at word boundaries.
+        let inset = Rect {
+            x: area.x + 2.min(area.width),
+            width: area.width.saturating_sub(2),
+            ..area
+        };
+        f.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), inset);
         return;
     }
     match s.dags.level() {

@@ -799,4 +799,5 @@ fn unverified_tls_is_a_badge_in_the_header() {
     assert!(header.contains("TLS UNVERIFIED"), "{header}");
 }
 
+mod prose;
 mod widths;
