@@ -62,8 +62,10 @@ fn drill_from_the_critical_table_to_partitions_and_snapshots_then_quit() {
             && s.contains("district=")
             && s.contains("filed_at_day=")
     });
+    // Flagged WARN: no partition of documents holds the 100 small files that make a
+    // reader of one partition pay (the table is CRITICAL by its 2,004 files).
     assert!(
-        s.contains("CRIT"),
+        s.contains("WARN"),
         "small-file partitions are flagged:\n{s}"
     );
     pty.send(b" ");
