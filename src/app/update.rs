@@ -317,6 +317,10 @@ fn on_command(s: &mut State, cmd: Command) -> Vec<Effect> {
         Command::Copy => return copy::selection(s),
         // Only the confirm popup has SQL to copy.
         Command::CopySql => {}
+        Command::ScrollLeft => dags::scroll_log_sideways(s, -8),
+        Command::ScrollRight => dags::scroll_log_sideways(s, 8),
+        Command::Wrap => dags::toggle_log_wrap(s),
+        Command::Frames => dags::toggle_log_frames(s),
     }
     Vec::new()
 }

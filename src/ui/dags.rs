@@ -372,13 +372,44 @@ fn log(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
         f.render_widget(Paragraph::new(Span::styled(msg, th.dim())), area);
         return;
     };
-    let pinned = lv.log.error_line.is_some() as u16;
+    // The error line is always wrapped (the host at its end is what the operator came
+    // for), up to a third of the log's height.
+    let err_line = lv.log.error_line.as_ref().map(|e| {
+        Line::from(vec![
+            Span::styled("ERROR ", th.badge()),
+            Span::styled(format!(" {e}"), th.severity(Severity::Critical)),
+        ])
+    });
+    let pinned = err_line
+        .as_ref()
+        .map(|l| {
+            let text: String = l.spans.iter().map(|s| s.content.as_ref()).collect();
+            let rows = super::wrapped_height(&text, area.width) as u16;
+            rows.min((area.height / 3).max(1))
+        })
+        .unwrap_or(0);
     let [title, err, body] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Length(pinned),
         Constraint::Min(1),
     ])
     .areas(area);
+    let mode = match (lv.wrap, lv.hscroll) {
+        (true, _) => " · w: wrapped".to_string(),
+        (false, 0) => " · w wrap · h/l scroll".to_string(),
+        (false, n) => format!(" · w wrap · h/l scroll (col {})", n + 1),
+    };
+    let folded = lv
+        .rows
+        .iter()
+        .any(|r| matches!(r, crate::app::dags::LogRow::Folded { .. }));
+    let frames = if folded {
+        " · z unfolds site-packages"
+    } else if lv.frames {
+        " · z folds site-packages"
+    } else {
+        ""
+    };
     f.render_widget(
         Paragraph::new(Line::from(vec![
             Span::styled(
@@ -387,8 +418,11 @@ fn log(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
             ),
             Span::styled(
                 format!(
-                    " line {}/{} · / search{} · esc back",
-                    lv.scroll + 1,
+                    " line {}/{} · esc back · / search{}{mode}{frames}",
+                    lv.rows
+                        .get(lv.scroll)
+                        .map(|r| r.first() + 1)
+                        .unwrap_or(lv.scroll + 1),
                     lv.log.lines.len(),
                     if lv.search.is_empty() {
                         String::new()
@@ -401,42 +435,79 @@ fn log(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
         ])),
         title,
     );
-    if let Some(e) = &lv.log.error_line {
-        f.render_widget(
-            Paragraph::new(Line::from(vec![
-                Span::styled("ERROR ", th.badge()),
-                Span::styled(format!(" {e}"), th.severity(Severity::Critical)),
-            ])),
-            err,
-        );
+    if let Some(l) = err_line {
+        f.render_widget(Paragraph::new(l).wrap(Wrap { trim: false }), err);
     }
     let h = body.height as usize;
     let lines: Vec<Line> = lv
-        .log
-        .lines
+        .rows
         .iter()
         .skip(lv.scroll)
         .take(h)
-        .map(|l| {
-            let mut style = if l.error {
-                th.severity(Severity::Critical)
-            } else {
-                Style::default()
-            };
-            if !lv.search.is_empty() && l.text.to_lowercase().contains(&lv.search) {
-                style = style.add_modifier(Modifier::REVERSED);
+        .flat_map(|row| match *row {
+            crate::app::dags::LogRow::Folded { lines, frames, .. } => {
+                vec![Line::from(Span::styled(
+                    format!(
+                        "  ⋯ {frames} frame{} under site-packages ({lines} lines; z unfolds)",
+                        if frames == 1 { "" } else { "s" }
+                    ),
+                    th.dim(),
+                ))]
             }
-            let ts = l
-                .timestamp
-                .map(|t| t.format("%H:%M:%S ").to_string())
-                .unwrap_or_default();
-            Line::from(vec![
-                Span::styled(ts, th.dim()),
-                Span::styled(l.text.clone(), style),
-            ])
+            crate::app::dags::LogRow::Line(i) => {
+                let l = &lv.log.lines[i];
+                let mut style = if l.error {
+                    th.severity(Severity::Critical)
+                } else {
+                    Style::default()
+                };
+                if !lv.search.is_empty() && l.text.to_lowercase().contains(&lv.search) {
+                    style = style.add_modifier(Modifier::REVERSED);
+                }
+                let ts = l
+                    .timestamp
+                    .map(|t| t.format("%H:%M:%S ").to_string())
+                    .unwrap_or_default();
+                // The error line wraps even when the others do not.
+                if !lv.wrap && lv.log.error_line.as_deref() == Some(l.text.as_str()) {
+                    let first = body.width.saturating_sub(super::text_width(&ts));
+                    return super::wrap_words(&l.text, first)
+                        .into_iter()
+                        .enumerate()
+                        .map(|(k, piece)| {
+                            let lead = if k == 0 {
+                                ts.clone()
+                            } else {
+                                " ".repeat(ts.len())
+                            };
+                            Line::from(vec![
+                                Span::styled(lead, th.dim()),
+                                Span::styled(piece, style),
+                            ])
+                        })
+                        .collect::<Vec<_>>();
+                }
+                let text = if lv.wrap {
+                    l.text.clone()
+                } else {
+                    l.text.chars().skip(lv.hscroll).collect()
+                };
+                vec![Line::from(vec![
+                    Span::styled(ts, th.dim()),
+                    Span::styled(text, style),
+                ])]
+            }
         })
         .collect();
-    f.render_widget(Paragraph::new(lines), body);
+    let body_text = Paragraph::new(lines);
+    f.render_widget(
+        if lv.wrap {
+            body_text.wrap(Wrap { trim: false })
+        } else {
+            body_text
+        },
+        body,
+    );
 }
 
 /// The DAG's name as its row shows it: `expire_snapshots (paused)`.

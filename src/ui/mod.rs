@@ -374,6 +374,48 @@ pub fn draw_list(
     f.render_stateful_widget(table, area, &mut state);
 }
 
+/// `text` wrapped at word boundaries into rows of at most `width` cells (words longer
+/// than a row are broken), as a wrapping `Paragraph` lays it out.
+pub fn wrap_words(text: &str, width: u16) -> Vec<String> {
+    let w = width.max(1) as usize;
+    let mut rows: Vec<String> = vec![String::new()];
+    for word in text.split(' ') {
+        let n = Span::raw(word).width();
+        let cur = rows
+            .last()
+            .map(|r| Span::raw(r.as_str()).width())
+            .unwrap_or(0);
+        let need = if cur == 0 { n } else { cur + 1 + n };
+        if need <= w {
+            let r = rows.last_mut().expect("a row");
+            if cur > 0 {
+                r.push(' ');
+            }
+            r.push_str(word);
+        } else if n <= w {
+            rows.push(word.to_string());
+        } else {
+            // Broken across rows, from a fresh one.
+            if cur > 0 {
+                rows.push(String::new());
+            }
+            for c in word.chars() {
+                let r = rows.last_mut().expect("a row");
+                if Span::raw(r.as_str()).width() + Span::raw(c.to_string()).width() > w {
+                    rows.push(String::new());
+                }
+                rows.last_mut().expect("a row").push(c);
+            }
+        }
+    }
+    rows
+}
+
+/// Rows `text` takes wrapped by [`wrap_words`].
+pub fn wrapped_height(text: &str, width: u16) -> usize {
+    wrap_words(text, width).len()
+}
+
 /// Display cells `s` takes.
 pub fn text_width(s: &str) -> u16 {
     u16::try_from(Span::raw(s).width()).unwrap_or(u16::MAX)

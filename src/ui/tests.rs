@@ -799,5 +799,6 @@ fn unverified_tls_is_a_badge_in_the_header() {
     assert!(header.contains("TLS UNVERIFIED"), "{header}");
 }
 
+mod log;
 mod prose;
 mod widths;

@@ -16,8 +16,12 @@ use crate::health::mapping::{DagName, Mapped, map_dags};
 use crate::health::{DagFacts, Finding, Health, Severity, evaluate, evaluate_dag};
 
 mod drill;
+mod log_view;
 pub mod writes;
 pub use drill::{back, enter, scroll_log, search_log};
+pub use log_view::{
+    LogRow, is_library_frame, log_rows, scroll_log_sideways, toggle_log_frames, toggle_log_wrap,
+};
 pub use writes::{DagConfirm, command, confirm_clear, confirm_pause, confirm_trigger, target_dag};
 
 #[derive(Clone, Debug, PartialEq)]
@@ -214,6 +218,14 @@ pub struct LogView {
     pub scroll: usize,
     /// `/` search (lower-cased); matching lines are highlighted.
     pub search: String,
+    /// What is drawn, row by row: the lines, runs of library frames folded into one.
+    pub rows: Vec<LogRow>,
+    /// Long lines wrap (off: they are cut at the edge and scroll sideways).
+    pub wrap: bool,
+    /// Characters scrolled off the left of each line (without wrap).
+    pub hscroll: usize,
+    /// The frames under site-packages are unfolded.
+    pub frames: bool,
 }
 
 #[derive(Clone, Debug, Default)]

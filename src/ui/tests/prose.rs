@@ -72,14 +72,14 @@ fn the_help_is_one_column_when_two_do_not_fit() {
     let t = format!("{:?}", screen(&mut s, 80, 24).backend());
     assert!(
         t.lines()
-            .any(|l| l.contains("quit") && l.contains("back / clear")),
+            .any(|l| l.contains("quit") && l.contains("maintenance queue")),
         "{t}"
     );
     let t = format!("{:?}", screen(&mut s, 60, 24).backend());
     for line in t.lines() {
         if line.contains("quit") {
             assert!(
-                !line.contains("drill down") && !line.contains("back / clear"),
+                !line.contains("maintenance queue") && !line.contains("back / clear"),
                 "two columns at 60: {line}"
             );
         }
