@@ -309,8 +309,12 @@ fn the_incident_through_airflow_from_the_table_to_the_failing_log_line_then_a_tr
     pty.wait_for(
         "the log with the error pinned",
         Duration::from_secs(30),
+        // The pinned error line wraps: the host is on its first rows.
         |s| {
-            row_with(s, "ERROR").is_some_and(|r| r.contains("trino-old.internal"))
+            s.lines()
+                .skip_while(|l| !l.starts_with("ERROR"))
+                .take(3)
+                .any(|l| l.contains("trino-old.internal"))
                 && s.contains("try 1")
         },
     );
