@@ -120,6 +120,9 @@ pub struct Conn {
 pub struct State {
     pub now: DateTime<Utc>,
     pub tab: Tab,
+    /// Opened on Triage by `start_tab = "auto"`: until the first refresh is in (or the
+    /// operator changes tabs), it moves to Tables when there is no incident.
+    pub auto_start: bool,
     pub conn: Conn,
     pub readonly: bool,
     pub keymap: Keymap,
@@ -158,6 +161,7 @@ impl State {
         State {
             now,
             tab: Tab::Tables,
+            auto_start: false,
             conn: Conn::default(),
             readonly: false,
             keymap: Keymap::default(),

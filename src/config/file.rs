@@ -23,6 +23,7 @@ pub struct FileConfig {
     pub audit_log: Option<PathBuf>,
     pub export_dir: Option<PathBuf>,
     pub mouse: Option<bool>,
+    pub start_tab: Option<StartTab>,
     pub trino: Option<TrinoFile>,
     pub airflow: Option<AirflowFile>,
     pub health: Option<HealthFile>,
@@ -220,4 +221,16 @@ pub(super) fn merge_airflow(base: AirflowFile, over: AirflowFile) -> AirflowFile
         max_response_size: over.max_response_size.or(base.max_response_size),
         max_log_size: over.max_log_size.or(base.max_log_size),
     }
+}
+
+/// The tab floe opens on.
+#[derive(Debug, Default, Deserialize, Clone, Copy, PartialEq, Eq, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum StartTab {
+    /// The Triage tab, left for the Tables tab once the first refresh finds no incident.
+    #[default]
+    Auto,
+    Triage,
+    Tables,
+    Dags,
 }

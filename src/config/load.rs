@@ -118,6 +118,7 @@ fn load_file(
             .unwrap_or_else(|| dirs.data.join("exports")),
         log_dir: dirs.state.clone(),
         mouse: file.mouse.unwrap_or(false),
+        start_tab: file.start_tab.unwrap_or_default(),
         profiles: profiles.keys().cloned().collect(),
     })
 }

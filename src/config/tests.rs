@@ -631,6 +631,7 @@ fn example_config_parses_and_documents_every_key() {
         "audit_log",
         "export_dir",
         "mouse",
+        "start_tab",
         "password_env",
         "password_command",
         "token_env",
