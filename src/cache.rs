@@ -18,8 +18,9 @@ use crate::lakehouse::probe::Probe;
 
 /// The cache file's name in floe's cache directory.
 pub const FILE_NAME: &str = "stats.json";
-/// The format's version: a file of another version is ignored.
-pub const VERSION: u32 = 1;
+/// The format's version: a file of another version is ignored. 2: `critical_partitions`
+/// counts partitions whose small files a reader pays for, no longer an average under 1/8.
+pub const VERSION: u32 = 2;
 /// Tables kept across every profile and coordinator.
 pub const MAX_ENTRIES: usize = 20_000;
 
@@ -186,7 +187,13 @@ mod tests {
         assert!(read_all(&p).is_empty());
         std::fs::write(&p, br#"{"version": 99, "entries": [{"what": 1}]}"#).unwrap();
         assert!(read_all(&p).is_empty());
-        std::fs::write(&p, br#"{"version": 1, "entries": [{"what": 1}]}"#).unwrap();
+        std::fs::write(&p, br#"{"version": 1, "entries": []}"#).unwrap();
+        assert!(read_all(&p).is_empty());
+        std::fs::write(
+            &p,
+            format!(r#"{{"version": {VERSION}, "entries": [{{"what": 1}}]}}"#),
+        )
+        .unwrap();
         assert!(read_all(&p).is_empty());
         assert!(read_all(&d.join("missing.json")).is_empty());
         // And a store over a corrupt file starts afresh.

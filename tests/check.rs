@@ -144,7 +144,27 @@ fn every_seed_table_matches_the_generator() {
         assert_eq!(t["snapshots"], exp["snapshots"], "{key}");
     }
     // Verdicts the story needs.
-    assert_eq!(table(&report, "zoning", "permits")["status"], "CRITICAL");
+    // permits' 300 small files of 3 KB over 5 partitions are worth compacting, but a reader
+    // of 962 KB pays little for them: a WARNING. documents' 2,004 are the CRITICAL one.
+    assert_eq!(table(&report, "zoning", "permits")["status"], "WARNING");
+    assert_eq!(table(&report, "zoning", "documents")["status"], "CRITICAL");
+    for (schema, name) in [("finance", "budget"), ("zoning", "inspections")] {
+        let t = table(&report, schema, name);
+        assert_eq!(t["status"], "WARNING", "{schema}.{name}");
+        let small = t["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["rule"] == "small_files")
+            .unwrap();
+        assert!(
+            small["message"]
+                .as_str()
+                .unwrap()
+                .contains("WARNING, worth compacting; CRITICAL from 1,000 files"),
+            "{small}"
+        );
+    }
     assert!(table(&report, "zoning", "permits")["last_compaction_at"].is_null());
     assert_eq!(
         table(&report, "zoning", "staging")["status"],

@@ -76,3 +76,43 @@ fn zero_shows_the_incident_and_enter_opens_its_log() {
     assert!(pty.wait_exit(Duration::from_secs(10)).success());
     pty.assert_restored();
 }
+
+/// Where floe opens by default (`start_tab = "auto"`): on the Triage tab, with the seed's
+/// incident first, at 100x30; an operator in an incident starts there.
+#[test]
+fn floe_opens_on_the_triage_tab_when_it_holds_incidents() {
+    let url = lab().trino_url();
+    let dir = std::env::temp_dir().join(format!("floe-start-tab-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cfg = dir.join("config.toml");
+    // A config of its own, without start_tab: the default.
+    std::fs::write(&cfg, "mouse = false\n").unwrap();
+    let cfg = cfg.to_str().unwrap().to_string();
+    let mut pty = pty::Pty::spawn(
+        &[
+            "--config", &cfg, "--trino", &url, "--user", "floe", "--schema", "zoning", "--schema",
+            "audit",
+        ],
+        100,
+        30,
+    );
+    let s = pty.wait_for(
+        "the Triage tab with documents' incident",
+        Duration::from_secs(60),
+        |s| {
+            s.contains("INCIDENT → TABLES")
+                && s.lines()
+                    .find(|l| l.starts_with("CRIT"))
+                    .is_some_and(|l| l.contains("documents"))
+        },
+    );
+    assert!(!s.contains("COMPACTED"), "not the Tables tab:\n{s}");
+    // Stays there once the refresh is in: there are incidents.
+    std::thread::sleep(Duration::from_secs(2));
+    let s = pty.screen();
+    assert!(s.contains("INCIDENT → TABLES"), "{s}");
+    pty.send(b"q");
+    let status = pty.wait_exit(Duration::from_secs(10));
+    assert!(status.success(), "{status:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

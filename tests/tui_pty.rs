@@ -62,8 +62,10 @@ fn drill_from_the_critical_table_to_partitions_and_snapshots_then_quit() {
             && s.contains("district=")
             && s.contains("filed_at_day=")
     });
+    // Flagged WARN: no partition of documents holds the 100 small files that make a
+    // reader of one partition pay (the table is CRITICAL by its 2,004 files).
     assert!(
-        s.contains("CRIT"),
+        s.contains("WARN"),
         "small-file partitions are flagged:\n{s}"
     );
     pty.send(b" ");
@@ -307,8 +309,12 @@ fn the_incident_through_airflow_from_the_table_to_the_failing_log_line_then_a_tr
     pty.wait_for(
         "the log with the error pinned",
         Duration::from_secs(30),
+        // The pinned error line wraps: the host is on its first rows.
         |s| {
-            row_with(s, "ERROR").is_some_and(|r| r.contains("trino-old.internal"))
+            s.lines()
+                .skip_while(|l| !l.starts_with("ERROR"))
+                .take(3)
+                .any(|l| l.contains("trino-old.internal"))
                 && s.contains("try 1")
         },
     );

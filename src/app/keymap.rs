@@ -181,7 +181,12 @@ mod tests {
             km.lookup(&ev(KeyCode::BackTab, KeyModifiers::SHIFT)),
             Some(Command::PrevTab)
         );
-        assert_eq!(km.lookup(&ev(KeyCode::Char('z'), KeyModifiers::NONE)), None);
+        // z unfolds a log's library frames; v is bound to nothing.
+        assert_eq!(
+            km.lookup(&ev(KeyCode::Char('z'), KeyModifiers::NONE)),
+            Some(Command::Frames)
+        );
+        assert_eq!(km.lookup(&ev(KeyCode::Char('v'), KeyModifiers::NONE)), None);
     }
 
     #[test]

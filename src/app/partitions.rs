@@ -131,12 +131,21 @@ impl PartitionCol {
         }
     }
 
-    /// The columns a list `width` wide shows.
-    pub fn shown(width: u16) -> Vec<PartitionCol> {
-        PartitionCol::SHOWN
+    /// The columns a list `width` wide shows when the longest partition name is `need`
+    /// cells wide: the optional ones yield to the name, the widest-only first.
+    pub fn shown(width: u16, need: u16) -> Vec<PartitionCol> {
+        let admitted = PartitionCol::SHOWN
             .into_iter()
             .filter(|c| c.shown_from().is_some_and(|w| width >= w))
-            .collect()
+            .collect();
+        super::layout::fit_columns(
+            width,
+            admitted,
+            need,
+            PartitionCol::width,
+            |c| c == PartitionCol::Partition,
+            |c| c.shown_from().unwrap_or(0),
+        )
     }
 
     pub fn sort_name(self) -> &'static str {

@@ -127,6 +127,9 @@ pub struct Conn {
 pub struct State {
     pub now: DateTime<Utc>,
     pub tab: Tab,
+    /// Opened on Triage by `start_tab = "auto"`: until the first refresh is in (or the
+    /// operator changes tabs), it moves to Tables when there is no incident.
+    pub auto_start: bool,
     pub conn: Conn,
     pub readonly: bool,
     pub keymap: Keymap,
@@ -165,6 +168,7 @@ impl State {
         State {
             now,
             tab: Tab::Tables,
+            auto_start: false,
             conn: Conn::default(),
             readonly: false,
             keymap: Keymap::default(),

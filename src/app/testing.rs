@@ -41,7 +41,8 @@ pub fn incident_stats() -> TableStats {
         partitioned: true,
         partitions: 144,
         small_file_partitions: 72,
-        critical_partitions: 72,
+        // 14 files a partition: none holds 100 more than its bytes need.
+        critical_partitions: 0,
         snapshots: 17,
         oldest_snapshot: Some(t0() - chrono::Duration::days(16)),
         newest_snapshot: Some(t0() - chrono::Duration::hours(9)),

@@ -7,7 +7,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use super::action::{Action, Effect, MaintenanceKind};
 use super::keymap::Command;
 use super::prompt::RetentionFor;
-use super::state::{Level, Popup, State, Tab};
+use super::state::{Level, Load, Popup, State, Tab};
 use super::{copy, dags, export, maintenance, nav, partitions, prompt, snapshots, tables, triage};
 
 pub fn update(s: &mut State, action: Action) -> Vec<Effect> {
@@ -24,7 +24,33 @@ pub fn update(s: &mut State, action: Action) -> Vec<Effect> {
     } else if s.tab == Tab::Triage && s.triage.dirty {
         triage::rebuild(s);
     }
+    auto_start(s);
     fx
+}
+
+/// `start_tab = "auto"`: floe opens on Triage; once the first refresh has read every table
+/// (and Airflow, when configured) and nothing needs attention, it moves to Tables.
+fn auto_start(s: &mut State) {
+    if !s.auto_start || s.tab != Tab::Triage {
+        return;
+    }
+    let dags_in = !s.airflow_configured || !matches!(s.dags.load, Load::Idle | Load::Loading);
+    let tables_in = s.tables.load == Load::Loaded && s.tables.pending == 0;
+    if !tables_in || s.last_refresh.is_none() || !dags_in {
+        return;
+    }
+    if s.triage.dirty {
+        triage::rebuild(s);
+    }
+    s.auto_start = false;
+    if !s
+        .triage
+        .incidents
+        .iter()
+        .any(|i| i.severity >= crate::health::Severity::Warning)
+    {
+        s.tab = Tab::Tables;
+    }
 }
 
 fn dispatch(s: &mut State, action: Action) -> Vec<Effect> {
@@ -319,6 +345,10 @@ fn on_command(s: &mut State, cmd: Command) -> Vec<Effect> {
         Command::Copy => return copy::selection(s),
         // Only the confirm popup has SQL to copy.
         Command::CopySql => {}
+        Command::ScrollLeft => dags::scroll_log_sideways(s, -8),
+        Command::ScrollRight => dags::scroll_log_sideways(s, 8),
+        Command::Wrap => dags::toggle_log_wrap(s),
+        Command::Frames => dags::toggle_log_frames(s),
     }
     Vec::new()
 }

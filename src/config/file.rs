@@ -23,6 +23,7 @@ pub struct FileConfig {
     pub audit_log: Option<PathBuf>,
     pub export_dir: Option<PathBuf>,
     pub mouse: Option<bool>,
+    pub start_tab: Option<StartTab>,
     pub trino: Option<TrinoFile>,
     pub airflow: Option<AirflowFile>,
     pub health: Option<HealthFile>,
@@ -91,6 +92,8 @@ pub struct HealthFile {
     pub target_file_size: Option<Bytes>,
     pub small_file_ratio: Option<f64>,
     pub min_small_files: Option<u64>,
+    pub critical_small_files: Option<u64>,
+    pub critical_partition_small_files: Option<u64>,
     pub compaction_warn: Option<Dur>,
     pub compaction_critical: Option<Dur>,
     pub snapshot_retention: Option<Dur>,
@@ -105,6 +108,7 @@ pub struct HealthFile {
     pub large_file_ratio: Option<f64>,
     pub small_manifest_size: Option<Bytes>,
     pub max_small_manifests: Option<u64>,
+    pub critical_manifests: Option<u64>,
     pub max_metadata_files: Option<u64>,
     pub dag_interval: Option<Dur>,
 }
@@ -217,4 +221,16 @@ pub(super) fn merge_airflow(base: AirflowFile, over: AirflowFile) -> AirflowFile
         max_response_size: over.max_response_size.or(base.max_response_size),
         max_log_size: over.max_log_size.or(base.max_log_size),
     }
+}
+
+/// The tab floe opens on.
+#[derive(Debug, Default, Deserialize, Clone, Copy, PartialEq, Eq, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum StartTab {
+    /// The Triage tab, left for the Tables tab once the first refresh finds no incident.
+    #[default]
+    Auto,
+    Triage,
+    Tables,
+    Dags,
 }

@@ -53,6 +53,11 @@ pub enum Command {
     Copy,
     /// `Y` in the confirm popup: its SQL to the clipboard.
     CopySql,
+    /// A task's log: scroll long lines left and right, wrap them, unfold library frames.
+    ScrollLeft,
+    ScrollRight,
+    Wrap,
+    Frames,
 }
 
 /// Where a command applies (for the footer and help).
@@ -312,6 +317,42 @@ pub const SPECS: &[Spec] = &[
         "optimize manifests",
         true,
         Lake,
+        false
+    ),
+    spec!(
+        ScrollLeft,
+        "scroll_left",
+        ["h", "left"],
+        "log: scroll left",
+        false,
+        Dags,
+        false
+    ),
+    spec!(
+        ScrollRight,
+        "scroll_right",
+        ["l", "right"],
+        "log: scroll right",
+        false,
+        Dags,
+        false
+    ),
+    spec!(
+        Wrap,
+        "wrap",
+        ["w"],
+        "log: wrap long lines",
+        false,
+        Dags,
+        false
+    ),
+    spec!(
+        Frames,
+        "frames",
+        ["z"],
+        "log: unfold library frames",
+        false,
+        Dags,
         false
     ),
     spec!(

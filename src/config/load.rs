@@ -118,6 +118,7 @@ fn load_file(
             .unwrap_or_else(|| dirs.data.join("exports")),
         log_dir: dirs.state.clone(),
         mouse: file.mouse.unwrap_or(false),
+        start_tab: file.start_tab.unwrap_or_default(),
         profiles: profiles.keys().cloned().collect(),
     })
 }
@@ -324,6 +325,12 @@ fn build_health(
         if let Some(v) = f.min_small_files {
             h.min_small_files = v;
         }
+        if let Some(v) = f.critical_small_files {
+            h.critical_small_files = v;
+        }
+        if let Some(v) = f.critical_partition_small_files {
+            h.critical_partition_small_files = v;
+        }
         if let Some(v) = f.compaction_warn {
             h.compaction_warn = v.0;
         }
@@ -365,6 +372,9 @@ fn build_health(
         }
         if let Some(v) = f.max_small_manifests {
             h.max_small_manifests = v;
+        }
+        if let Some(v) = f.critical_manifests {
+            h.critical_manifests = v;
         }
         if let Some(v) = f.max_metadata_files {
             h.max_metadata_files = v;

@@ -17,7 +17,7 @@ use std::fmt;
 
 pub use file::{
     AirflowApi, AirflowFile, AuthKind, FileConfig, HealthFile, MaintenanceFile, ProfileFile,
-    TrinoFile,
+    StartTab, TrinoFile,
 };
 pub use keys::KeySpec;
 pub use load::{load, load_from_str, load_with};

@@ -127,6 +127,8 @@ pub struct Settings {
     pub export_dir: PathBuf,
     pub log_dir: PathBuf,
     pub mouse: bool,
+    /// The tab floe opens on.
+    pub start_tab: super::StartTab,
     /// Every profile the file defines (for `:profile NAME`).
     pub profiles: Vec<String>,
 }

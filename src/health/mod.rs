@@ -21,6 +21,13 @@ pub struct HealthConfig {
     pub small_file_ratio: f64,
     /// Small files a partition (or a table) needs before it counts.
     pub min_small_files: u64,
+    /// Small files turn CRITICAL once a reader of the table opens this many more files than
+    /// its bytes need (files − ⌈bytes / target⌉): below it they are a WARNING, worth a
+    /// compaction, not an emergency. Staleness and the DAG correlations follow.
+    pub critical_small_files: u64,
+    /// …or once one partition holds this many small files more than its bytes need: a
+    /// reader of that partition alone pays for them.
+    pub critical_partition_small_files: u64,
     pub compaction_warn: Duration,
     pub compaction_critical: Duration,
     pub snapshot_retention: Duration,
@@ -44,6 +51,9 @@ pub struct HealthConfig {
     pub small_manifest_size: u64,
     /// More small manifests than this slow every query's planning: `optimize_manifests`.
     pub max_small_manifests: u64,
+    /// From this many manifests (small or not) the planning of every query reads so much
+    /// metadata that the finding is CRITICAL.
+    pub critical_manifests: u64,
     /// More metadata files than this in the metadata log: old ones are not cleaned up.
     pub max_metadata_files: u64,
     /// How often a maintenance DAG is expected to succeed when its mapping says nothing.
@@ -56,6 +66,8 @@ impl Default for HealthConfig {
             target_file_size: 128 << 20,
             small_file_ratio: 0.75,
             min_small_files: 12,
+            critical_small_files: 1000,
+            critical_partition_small_files: 100,
             compaction_warn: Duration::from_secs(36 * 3600),
             compaction_critical: Duration::from_secs(48 * 3600),
             snapshot_retention: Duration::from_secs(7 * 86_400),
@@ -70,23 +82,31 @@ impl Default for HealthConfig {
             large_file_ratio: 1.8,
             small_manifest_size: 4 << 20,
             max_small_manifests: 100,
+            critical_manifests: 1000,
             max_metadata_files: 200,
             dag_interval: Duration::from_secs(86_400),
         }
     }
 }
 
-/// Small files are critical when the average data file (of a table, or of a partition
-/// holding enough small files) is under the target size divided by this.
-pub const CRITICAL_AVG_DIVISOR: u64 = 8;
+/// Why an age that would be CRITICAL is a WARNING: the small files cost a reader little.
+const CAPPED: &str = "; a WARNING while its small files cost a reader little";
+
+/// Files a reader opens beyond what `bytes` need at `target` per file: the cost small
+/// files put on every scan (`files − ⌈bytes / target⌉`).
+pub fn excess_files(files: u64, bytes: u64, target: u64) -> u64 {
+    files.saturating_sub(bytes.div_ceil(target.max(1)))
+}
 
 /// Severity of one partition by the rules: a small-file partition holds at least
-/// `min_small_files` small files; critical when its average file is under
-/// target / [`CRITICAL_AVG_DIVISOR`].
+/// `min_small_files` small files (WARNING); CRITICAL when it also holds
+/// `critical_partition_small_files` small files more than its bytes need.
 pub fn partition_severity(p: &PartitionStats, target: u64, cfg: &HealthConfig) -> Severity {
     if p.small_files < cfg.min_small_files {
         Severity::Ok
-    } else if p.avg_file_size() < target / CRITICAL_AVG_DIVISOR {
+    } else if p.small_files >= cfg.critical_partition_small_files
+        && excess_files(p.data_files, p.total_bytes, target) >= cfg.critical_partition_small_files
+    {
         Severity::Critical
     } else {
         Severity::Warning
@@ -377,10 +397,21 @@ pub fn evaluate(
         });
     }
 
-    // Small files (table level; partitions counted in the same aggregate).
+    // Small files (table level; partitions counted in the same aggregate). What a reader
+    // pays for them sets the severity; staleness and the DAG correlations follow it.
+    let excess = excess_files(stats.data_files, stats.total_bytes, target).min(stats.small_files);
+    let costly =
+        enough_small && (excess >= cfg.critical_small_files || stats.critical_partitions > 0);
+    // A verdict that would be CRITICAL by age alone stays a WARNING while a reader pays little.
+    let capped = |s: Severity| {
+        if s == Severity::Critical && !costly {
+            Severity::Warning
+        } else {
+            s
+        }
+    };
     if enough_small {
         let avg = stats.avg_file_size().unwrap_or(0);
-        let critical = avg < target / CRITICAL_AVG_DIVISOR || stats.critical_partitions > 0;
         let warning = stats.small_file_partitions > 0 || avg < threshold;
         let target_src = if stats.target_from_property {
             "table property"
@@ -388,13 +419,14 @@ pub fn evaluate(
             "default"
         };
         let mut msg = format!(
-            "{} of {} data files are small (< {}, {} of the {} target, {target_src}); average file {}",
+            "{} of {} data files are small (< {}, {} of the {} target, {target_src}); average file {}, {} in all",
             thousands(stats.small_files),
             thousands(stats.data_files),
             human_bytes(threshold),
             pct(threshold, target),
             human_bytes(target),
             human_bytes(avg),
+            human_bytes(stats.total_bytes),
         );
         if stats.partitioned {
             msg.push_str(&format!(
@@ -407,24 +439,40 @@ pub fn evaluate(
                 msg.push_str(" (spread thin: over-partitioned)");
             }
         }
-        let (severity, penalty) = if critical {
-            if avg < target / CRITICAL_AVG_DIVISOR {
-                msg.push_str(&format!(
-                    " — under 1/8 of target ({})",
-                    human_bytes(target / CRITICAL_AVG_DIVISOR)
+        let bar = format!(
+            "CRITICAL from {} files more than the bytes need, or {} in one partition",
+            thousands(cfg.critical_small_files),
+            thousands(cfg.critical_partition_small_files)
+        );
+        let (severity, penalty) =
+            if costly {
+                if excess >= cfg.critical_small_files {
+                    msg.push_str(&format!(
+                        " — CRITICAL: a reader opens {} files where {} would hold the {}",
+                        thousands(stats.data_files),
+                        thousands(stats.data_files - excess),
+                        human_bytes(stats.total_bytes)
+                    ));
+                } else {
+                    msg.push_str(&format!(
+                    " — CRITICAL: {} partition{} hold{} ≥ {} small files more than {} bytes need",
+                    thousands(stats.critical_partitions),
+                    if stats.critical_partitions == 1 { "" } else { "s" },
+                    if stats.critical_partitions == 1 { "s" } else { "" },
+                    thousands(cfg.critical_partition_small_files),
+                    if stats.critical_partitions == 1 { "its" } else { "their" },
                 ));
+                }
+                (Severity::Critical, 40)
+            } else if warning {
+                msg.push_str(&format!(
+                    " — {} small files: WARNING, worth compacting; {bar}",
+                    thousands(stats.small_files)
+                ));
+                (Severity::Warning, 20)
             } else {
-                msg.push_str(&format!(
-                    " — {} partitions average under 1/8 of target",
-                    thousands(stats.critical_partitions)
-                ));
-            }
-            (Severity::Critical, 40)
-        } else if warning {
-            (Severity::Warning, 20)
-        } else {
-            (Severity::Info, 0)
-        };
+                (Severity::Info, 0)
+            };
         out.push(Finding {
             rule: "small_files",
             severity,
@@ -436,21 +484,38 @@ pub fn evaluate(
     // Compaction staleness: only while small files matter and the table changed since.
     if enough_small {
         match stats.last_compaction {
-            None => out.push(Finding {
-                rule: "never_compacted",
-                severity: Severity::Critical,
-                message: format!(
-                    "never compacted, with {} small files{}",
-                    thousands(stats.small_files),
-                    stats
-                        .oldest_snapshot
-                        .map(|t| format!("; written since {} ago", human_duration(age(now, t))))
-                        .unwrap_or_default()
-                ),
-                penalty: 30,
-            }),
+            None => {
+                let severity = capped(Severity::Critical);
+                out.push(Finding {
+                    rule: "never_compacted",
+                    severity,
+                    message: format!(
+                        "never compacted, with {} small files{}{}",
+                        thousands(stats.small_files),
+                        stats
+                            .oldest_snapshot
+                            .map(|t| format!("; written since {} ago", human_duration(age(now, t))))
+                            .unwrap_or_default(),
+                        if severity == Severity::Critical {
+                            ""
+                        } else {
+                            CAPPED
+                        }
+                    ),
+                    penalty: if severity == Severity::Critical {
+                        30
+                    } else {
+                        15
+                    },
+                });
+            }
             Some(last) => {
-                if let Some(f) = stale_finding(stats, last, cfg, now) {
+                if let Some(mut f) = stale_finding(stats, last, cfg, now) {
+                    if capped(f.severity) != f.severity {
+                        f.severity = Severity::Warning;
+                        f.penalty = 15;
+                        f.message.push_str(CAPPED);
+                    }
                     out.push(f);
                 }
             }
@@ -481,12 +546,14 @@ pub fn evaluate(
                 && f.severity >= Severity::Warning
         });
         if stale {
+            // As critical as what the stale compaction costs a reader.
+            let severity = capped(Severity::Critical);
             let guessed = if d.guessed { " (guessed mapping)" } else { "" };
             let last = d.last_run_state.as_deref().unwrap_or("none");
             if let Some(e) = &d.import_error {
                 out.push(Finding {
                     rule: "stale_dag_broken",
-                    severity: Severity::Critical,
+                    severity,
                     message: format!(
                         "compaction stale and its DAG {}{guessed} does not import: {e}",
                         d.dag_id
@@ -496,7 +563,7 @@ pub fn evaluate(
             } else if d.paused {
                 out.push(Finding {
                     rule: "stale_dag_paused",
-                    severity: Severity::Critical,
+                    severity,
                     message: format!(
                         "compaction stale and its DAG {}{guessed} is paused",
                         d.dag_id
@@ -511,7 +578,7 @@ pub fn evaluate(
                 };
                 out.push(Finding {
                     rule: "stale_dag_failing",
-                    severity: Severity::Critical,
+                    severity,
                     message: format!(
                         "compaction stale and its DAG {}{guessed} is failing{what}",
                         d.dag_id
@@ -521,7 +588,7 @@ pub fn evaluate(
             } else if last == "success" {
                 out.push(Finding {
                     rule: "stale_dag_succeeds",
-                    severity: Severity::Critical,
+                    severity,
                     message: format!(
                         "compaction stale although its DAG {}{guessed} reports success{}: the DAG does not compact (a swallowed error?)",
                         d.dag_id,
@@ -681,13 +748,18 @@ fn delete_finding(stats: &TableStats, cfg: &HealthConfig) -> Option<Finding> {
 fn metadata_findings(stats: &TableStats, cfg: &HealthConfig) -> Vec<Finding> {
     let mut out = Vec::new();
     if let (Some(total), Some(small)) = (stats.manifests, stats.small_manifests)
-        && small > cfg.max_small_manifests
+        && (small > cfg.max_small_manifests || total >= cfg.critical_manifests)
     {
+        let critical = total >= cfg.critical_manifests;
         out.push(Finding {
             rule: "manifests",
-            severity: Severity::Warning,
+            severity: if critical {
+                Severity::Critical
+            } else {
+                Severity::Warning
+            },
             message: format!(
-                "{} manifests, {} small (< {}; over {}){}: every query plans through them; run optimize_manifests",
+                "{} manifests, {} small (< {}; over {}){}: every query plans through them; run optimize_manifests{}",
                 thousands(total),
                 thousands(small),
                 human_bytes(cfg.small_manifest_size),
@@ -695,9 +767,17 @@ fn metadata_findings(stats: &TableStats, cfg: &HealthConfig) -> Vec<Finding> {
                 stats
                     .manifest_bytes
                     .map(|b| format!(", {} in all", human_bytes(b)))
-                    .unwrap_or_default()
+                    .unwrap_or_default(),
+                if critical {
+                    format!(
+                        " — CRITICAL from {} manifests",
+                        thousands(cfg.critical_manifests)
+                    )
+                } else {
+                    String::new()
+                }
             ),
-            penalty: 5,
+            penalty: if critical { 15 } else { 5 },
         });
     }
     if let Some(n) = stats.metadata_files

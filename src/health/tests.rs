@@ -45,7 +45,8 @@ fn incident() -> TableStats {
         partitioned: true,
         partitions: 600,
         small_file_partitions: 600,
-        critical_partitions: 600,
+        // 30 files a partition: none holds 100 more than its bytes need.
+        critical_partitions: 0,
         snapshots: 30,
         oldest_snapshot: Some(hours_ago(24 * 20)),
         newest_snapshot: Some(hours_ago(2)),
@@ -130,28 +131,190 @@ fn below_min_small_files_is_never_flagged_for_small_files_or_staleness() {
     assert!(!rules(&h).contains(&"small_files"), "{h:?}");
     assert!(!rules(&h).contains(&"never_compacted"), "{h:?}");
     assert!(!rules(&h).contains(&"compaction_stale"), "{h:?}");
-    // One more small file crosses the line.
+    // One more small file crosses the line: worth compacting, but 12 KB in 12 files
+    // cost a reader nothing, so never compacted is a WARNING, not CRITICAL.
     s.data_files = 12;
     s.small_files = 12;
     let h = evaluate(&s, None, &cfg, now());
     assert!(rules(&h).contains(&"small_files"));
-    assert_eq!(finding(&h, "never_compacted").severity, Severity::Critical);
+    assert_eq!(finding(&h, "small_files").severity, Severity::Warning);
+    let never = finding(&h, "never_compacted");
+    assert_eq!(never.severity, Severity::Warning);
+    assert!(
+        never.message.contains("cost a reader little"),
+        "{}",
+        never.message
+    );
+    assert_eq!(h.status, Severity::Warning);
+}
+
+/// Tiny tables of the lab's kind: 16 files of 1.3 KB (22 KB), and finance.budget's 168
+/// files of 2.3 KB over 12 partitions, never compacted, stale for two weeks.
+fn tiny(files: u64, file_bytes: u64, partitions: u64) -> TableStats {
+    TableStats {
+        target_file_size: 128 * MB,
+        data_files: files,
+        small_files: files,
+        total_bytes: files * file_bytes,
+        records: files * 10,
+        partitioned: partitions > 1,
+        partitions,
+        small_file_partitions: if files / partitions.max(1) >= 12 {
+            partitions
+        } else {
+            0
+        },
+        critical_partitions: 0,
+        snapshots: 14,
+        oldest_snapshot: Some(hours_ago(24 * 14)),
+        newest_snapshot: Some(hours_ago(2)),
+        last_write: Some(hours_ago(2)),
+        oldest_small_file_at: Some(hours_ago(24 * 14)),
+        ..Default::default()
+    }
 }
 
 #[test]
-fn average_under_one_eighth_of_target_is_critical_boundary() {
+fn tiny_tables_of_small_files_are_a_warning_with_the_reason() {
     let cfg = HealthConfig::default();
-    let mut s = healthy();
-    s.data_files = 100;
-    s.small_files = 100;
-    s.partitions = 1;
-    s.small_file_partitions = 1;
-    s.total_bytes = 100 * (16 * MB); // exactly target/8: not under it
+    for s in [tiny(16, 1331, 1), tiny(168, 2355, 12)] {
+        let h = evaluate(&s, None, &cfg, now());
+        assert_eq!(h.status, Severity::Warning, "{h:?}");
+        let f = finding(&h, "small_files");
+        assert_eq!(f.severity, Severity::Warning);
+        let why = format!(
+            "{} small files: WARNING, worth compacting; CRITICAL from 1,000 files more than the bytes need, or 100 in one partition",
+            s.small_files
+        );
+        assert!(f.message.contains(&why), "{}", f.message);
+        // Never compacted and its DAG stale: as critical as what it costs, a WARNING.
+        assert_eq!(finding(&h, "never_compacted").severity, Severity::Warning);
+        let h = evaluate(&s, Some(&dag("failed")), &cfg, now());
+        assert_eq!(finding(&h, "stale_dag_failing").severity, Severity::Warning);
+        let mut d = dag("success");
+        d.paused = true;
+        let h = evaluate(&s, Some(&d), &cfg, now());
+        assert_eq!(finding(&h, "stale_dag_paused").severity, Severity::Warning);
+        // Compacted once, long ago: stale past compaction_critical, still a WARNING.
+        let mut c = s.clone();
+        c.last_compaction = Some(hours_ago(24 * 13));
+        let h = evaluate(&c, None, &cfg, now());
+        let stale = finding(&h, "compaction_stale");
+        assert_eq!(stale.severity, Severity::Warning);
+        assert!(
+            stale.message.contains("cost a reader little"),
+            "{}",
+            stale.message
+        );
+    }
+}
+
+#[test]
+fn small_files_turn_critical_when_a_reader_pays_for_them() {
+    let cfg = HealthConfig::default();
+    // The lab's documents table: 2,004 files of 4.2 KB (8.2 MB): 2,003 files too many.
+    let mut s = tiny(2004, 4300, 360);
+    s.small_file_partitions = 77;
     let h = evaluate(&s, None, &cfg, now());
-    assert_eq!(finding(&h, "small_files").severity, Severity::Warning);
-    s.total_bytes = 100 * (16 * MB) - 100; // just under
-    let h = evaluate(&s, None, &cfg, now());
-    assert_eq!(finding(&h, "small_files").severity, Severity::Critical);
+    assert_eq!(h.status, Severity::Critical);
+    let f = finding(&h, "small_files");
+    assert_eq!(f.severity, Severity::Critical);
+    assert!(
+        f.message
+            .contains("CRITICAL: a reader opens 2,004 files where 1 would hold the 8.2 MB"),
+        "{}",
+        f.message
+    );
+    assert_eq!(finding(&h, "never_compacted").severity, Severity::Critical);
+    let h = evaluate(&s, Some(&dag("failed")), &cfg, now());
+    assert_eq!(
+        finding(&h, "stale_dag_failing").severity,
+        Severity::Critical
+    );
+    // The boundary: 1,000 files more than the bytes need.
+    let mut b = tiny(1000, 1000, 1);
+    assert_eq!(
+        excess_files(b.data_files, b.total_bytes, b.target_file_size),
+        999
+    );
+    assert_eq!(
+        finding(&evaluate(&b, None, &cfg, now()), "small_files").severity,
+        Severity::Warning
+    );
+    b.data_files = 1001;
+    b.small_files = 1001;
+    assert_eq!(
+        finding(&evaluate(&b, None, &cfg, now()), "small_files").severity,
+        Severity::Critical
+    );
+    // Bytes count: 1,200 small files of 90 MB need 844 files of 128 MB; a reader opens
+    // 356 more than that, which is worth compacting, not an emergency.
+    let big = tiny(1200, 90 * MB, 1);
+    assert_eq!(
+        finding(&evaluate(&big, None, &cfg, now()), "small_files").severity,
+        Severity::Warning
+    );
+    // One partition holding 100 small files more than its bytes need is enough.
+    let mut p = tiny(400, 2000, 20);
+    assert_eq!(
+        finding(&evaluate(&p, None, &cfg, now()), "small_files").severity,
+        Severity::Warning
+    );
+    p.critical_partitions = 1;
+    let f = evaluate(&p, None, &cfg, now());
+    let small = finding(&f, "small_files");
+    assert_eq!(small.severity, Severity::Critical);
+    assert!(
+        small
+            .message
+            .contains("1 partition holds ≥ 100 small files more than its bytes need"),
+        "{}",
+        small.message
+    );
+    // The thresholds are the config's.
+    let strict = HealthConfig {
+        critical_small_files: 100,
+        ..HealthConfig::default()
+    };
+    assert_eq!(
+        evaluate(&tiny(168, 2355, 12), None, &strict, now()).status,
+        Severity::Critical
+    );
+}
+
+#[test]
+fn a_partition_is_critical_when_a_reader_of_it_pays() {
+    let cfg = HealthConfig::default();
+    let part = |files: u64, bytes: u64| PartitionStats {
+        values: vec![],
+        data_files: files,
+        small_files: files,
+        total_bytes: files * bytes,
+        records: files,
+        min_file: bytes,
+        max_file: bytes,
+        delete_files: 0,
+        oldest_small_file_at: None,
+    };
+    let t = 128 * MB;
+    assert_eq!(partition_severity(&part(11, 1000), t, &cfg), Severity::Ok);
+    assert_eq!(
+        partition_severity(&part(16, 1300), t, &cfg),
+        Severity::Warning
+    );
+    assert_eq!(
+        partition_severity(&part(100, 1300), t, &cfg),
+        Severity::Warning
+    );
+    assert_eq!(
+        partition_severity(&part(101, 1300), t, &cfg),
+        Severity::Critical
+    );
+    // 150 files of 100 MB need 118 of 128 MB: 32 too many.
+    assert_eq!(
+        partition_severity(&part(150, 100 * MB), t, &cfg),
+        Severity::Warning
+    );
 }
 
 #[test]
@@ -167,7 +330,8 @@ fn over_partitioned_tables_count_at_table_level() {
     s.total_bytes = 1500 * 40 * MB;
     let h = evaluate(&s, None, &cfg, now());
     let f = finding(&h, "small_files");
-    assert_eq!(f.severity, Severity::Warning);
+    // 60 GB need 469 files of 128 MB: a reader opens 1,031 more, past critical_small_files.
+    assert_eq!(f.severity, Severity::Critical);
     assert!(f.message.contains("over-partitioned"), "{}", f.message);
 }
 
@@ -504,6 +668,19 @@ fn manifests_and_metadata_files() {
     let f = finding(&h, "metadata_files");
     assert_eq!(f.severity, Severity::Warning);
     assert!(f.message.contains("201 metadata files"), "{}", f.message);
+    // Planning reads every manifest: from critical_manifests of them, CRITICAL.
+    s.manifests = Some(999);
+    let h = evaluate(&s, None, &cfg, now());
+    assert_eq!(finding(&h, "manifests").severity, Severity::Warning);
+    s.manifests = Some(1000);
+    let h = evaluate(&s, None, &cfg, now());
+    let m = finding(&h, "manifests");
+    assert_eq!(m.severity, Severity::Critical);
+    assert!(
+        m.message.contains("CRITICAL from 1,000 manifests"),
+        "{}",
+        m.message
+    );
     // A server without the metadata tables: no verdict.
     s.manifests = None;
     s.small_manifests = None;

@@ -407,6 +407,18 @@ fn has_rule(t: &TableFacts, rules: &[&str]) -> bool {
     })
 }
 
+/// The worst severity of `rule`'s findings over `tables` (OK when none has it).
+fn rule_severity(tables: &[&TableFacts], rule: &str) -> Severity {
+    tables
+        .iter()
+        .filter_map(|t| t.health)
+        .flat_map(|h| &h.findings)
+        .filter(|f| f.rule == rule)
+        .map(|f| f.severity)
+        .max_by_key(|s| s.rank())
+        .unwrap_or(Severity::Ok)
+}
+
 /// What the table's trouble costs, in a few words.
 fn affected(t: &TableFacts, name: String, now: DateTime<Utc>) -> Affected {
     let severity = status_of(t);
@@ -723,11 +735,8 @@ pub fn incidents(facts: &Facts, now: DateTime<Utc>) -> Vec<Incident> {
                 }],
             )
         } else if d.paused {
-            let sev = if mine.iter().any(|t| has_rule(t, &["stale_dag_paused"])) {
-                Severity::Critical
-            } else {
-                Severity::Warning
-            };
+            // As severe as the stale compaction the pause causes costs a reader.
+            let sev = rule_severity(&mine, "stale_dag_paused").max(Severity::Warning);
             (
                 Kind::DagPaused,
                 sev,
@@ -739,7 +748,7 @@ pub fn incidents(facts: &Facts, now: DateTime<Utc>) -> Vec<Incident> {
         } else if mine.iter().any(|t| has_rule(t, &["stale_dag_succeeds"])) {
             (
                 Kind::DagSucceedsStale,
-                Severity::Critical,
+                rule_severity(&mine, "stale_dag_succeeds"),
                 format!(
                     "DAG {} reports success{} but its table's compaction stays stale",
                     d.dag_id,

@@ -107,7 +107,10 @@ pub struct TableStats {
     pub records: u64,
     pub partitioned: bool,
     pub partitions: u64,
+    /// Partitions holding at least `min_small_files` small files.
     pub small_file_partitions: u64,
+    /// Partitions holding `critical_partition_small_files` small files more than their
+    /// bytes need: a reader of one of them alone pays for its small files.
     pub critical_partitions: u64,
     /// Delete files of both kinds (`position_delete_files + equality_delete_files`).
     pub delete_files: u64,
@@ -199,6 +202,19 @@ impl PartitionStats {
     /// the string `'null'`, a value holding `/` or `=` apart from two fields).
     pub fn key(&self) -> PartitionKey {
         self.values.clone()
+    }
+
+    /// The values alone, for a column too narrow for [`label`](Self::label):
+    /// `east · 2026-11-17` (NULL as `NULL`, apart from the string `'null'`).
+    pub fn values_label(&self) -> String {
+        if self.values.is_empty() {
+            return self.label();
+        }
+        self.values
+            .iter()
+            .map(|(_, v)| v.as_deref().unwrap_or("NULL"))
+            .collect::<Vec<_>>()
+            .join(" · ")
     }
 
     pub fn avg_file_size(&self) -> u64 {

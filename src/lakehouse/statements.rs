@@ -104,13 +104,15 @@ const FILE_AGGREGATES: &str = "count_if(kind = 0 AND content = 0) AS files,\n   
 /// scans each once: files and snapshots travel as one stream, aggregated per partition
 /// once; the table's totals aggregate that aggregate.
 pub fn stats_sql(t: &TableRef, h: &HealthConfig, layout: Layout, meta: MetaTables) -> String {
-    use crate::health::CRITICAL_AVG_DIVISOR;
     let min = h.min_small_files;
+    // A partition is critical when it holds `critical_partition_small_files` small files
+    // more than its bytes need: files − ⌈bytes / target⌉ ≥ n, i.e. bytes ≤ (files − n) × target.
+    let crit = h.critical_partition_small_files.max(min);
     let partition_counts = if layout == Layout::Unpartitioned {
         "0 AS partitions, 0 AS small_file_partitions, 0 AS critical_partitions".to_string()
     } else {
         format!(
-            "count_if(kind = 0 AND files > 0) AS partitions,\n         count_if(kind = 0 AND small_files >= {min}) AS small_file_partitions,\n         count_if(kind = 0 AND small_files >= {min} AND bytes < files * (target / {CRITICAL_AVG_DIVISOR})) AS critical_partitions"
+            "count_if(kind = 0 AND files > 0) AS partitions,\n         count_if(kind = 0 AND small_files >= {min}) AS small_file_partitions,\n         count_if(kind = 0 AND small_files >= {crit} AND bytes <= (files - {crit}) * target) AS critical_partitions"
         )
     };
     let (meta_cte, meta_col, meta_join) = if meta.metadata_log {

@@ -12,9 +12,11 @@ use ratatui::widgets::{Block, Borders, Cell, Paragraph, Wrap};
 use super::theme::Theme;
 use super::{ListProps, age, constraint, draw_list, num};
 use crate::app::dags::{DagCol, DagLevel, DagRow};
+use crate::app::layout::identity_room;
 use crate::app::state::{Load, State};
 use crate::fmt::human_duration;
 use crate::health::Severity;
+use crate::text::sanitize;
 
 /// Severity of a run or task state, for colour and labels.
 fn state_severity(state: &str) -> Severity {
@@ -28,19 +30,23 @@ fn state_severity(state: &str) -> Severity {
     }
 }
 
+/// What the DAGs tab says without Airflow.
+pub const AIRFLOW_ADVICE: &str = "Pass --airflow URL (with FLOE_AIRFLOW_PASSWORD), or set [airflow] url in the config file, to see the maintenance DAGs, their failing tasks and the tail of their logs here.";
+
 pub fn draw(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
     if !s.airflow_configured {
         let lines = vec![
             Line::from(""),
-            Line::from(Span::styled("  Airflow is not configured.", th.header())),
-            Line::from(
-                "  Pass --airflow URL (with FLOE_AIRFLOW_PASSWORD), or set [airflow] url in the config file,",
-            ),
-            Line::from(
-                "  to see the maintenance DAGs, their failing tasks and the tail of their logs here.",
-            ),
+            Line::from(Span::styled("Airflow is not configured.", th.header())),
+            Line::from(AIRFLOW_ADVICE),
         ];
-        f.render_widget(Paragraph::new(lines), area);
+        // Indented by two, wrapped at word boundaries.
+        let inset = Rect {
+            x: area.x + 2.min(area.width),
+            width: area.width.saturating_sub(2),
+            ..area
+        };
+        f.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), inset);
         return;
     }
     match s.dags.level() {
@@ -85,7 +91,7 @@ fn list(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
     if notes_h > 0 {
         f.render_widget(Paragraph::new(notes), top);
     }
-    let shown = DagCol::shown(body.width);
+    let (shown, _) = columns(s, body.width);
     let props = ListProps {
         headers: shown.iter().map(|c| c.header()).collect(),
         widths: shown.iter().map(|c| constraint(c.width())).collect(),
@@ -117,8 +123,7 @@ fn dag_cell(col: DagCol, r: &DagRow, now: DateTime<Utc>, th: &Theme) -> Cell<'st
             };
             Cell::from(Span::styled(stat, th.severity(sev)))
         }
-        DagCol::Dag if r.dag.paused => Cell::from(format!("{} (paused)", r.dag.dag_id)),
-        DagCol::Dag => Cell::from(r.dag.dag_id.clone()),
+        DagCol::Dag => Cell::from(sanitize(&dag_name(r)).into_owned()),
         DagCol::LastRun => match facts {
             Some(fa) => {
                 let last = fa.last_run_state.clone().unwrap_or_else(|| "none".into());
@@ -367,13 +372,44 @@ fn log(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
         f.render_widget(Paragraph::new(Span::styled(msg, th.dim())), area);
         return;
     };
-    let pinned = lv.log.error_line.is_some() as u16;
+    // The error line is always wrapped (the host at its end is what the operator came
+    // for), up to a third of the log's height.
+    let err_line = lv.log.error_line.as_ref().map(|e| {
+        Line::from(vec![
+            Span::styled("ERROR ", th.badge()),
+            Span::styled(format!(" {e}"), th.severity(Severity::Critical)),
+        ])
+    });
+    let pinned = err_line
+        .as_ref()
+        .map(|l| {
+            let text: String = l.spans.iter().map(|s| s.content.as_ref()).collect();
+            let rows = super::wrapped_height(&text, area.width) as u16;
+            rows.min((area.height / 3).max(1))
+        })
+        .unwrap_or(0);
     let [title, err, body] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Length(pinned),
         Constraint::Min(1),
     ])
     .areas(area);
+    let mode = match (lv.wrap, lv.hscroll) {
+        (true, _) => " · w: wrapped".to_string(),
+        (false, 0) => " · w wrap · h/l scroll".to_string(),
+        (false, n) => format!(" · w wrap · h/l scroll (col {})", n + 1),
+    };
+    let folded = lv
+        .rows
+        .iter()
+        .any(|r| matches!(r, crate::app::dags::LogRow::Folded { .. }));
+    let frames = if folded {
+        " · z unfolds site-packages"
+    } else if lv.frames {
+        " · z folds site-packages"
+    } else {
+        ""
+    };
     f.render_widget(
         Paragraph::new(Line::from(vec![
             Span::styled(
@@ -382,8 +418,11 @@ fn log(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
             ),
             Span::styled(
                 format!(
-                    " line {}/{} · / search{} · esc back",
-                    lv.scroll + 1,
+                    " line {}/{} · esc back · / search{}{mode}{frames}",
+                    lv.rows
+                        .get(lv.scroll)
+                        .map(|r| r.first() + 1)
+                        .unwrap_or(lv.scroll + 1),
                     lv.log.lines.len(),
                     if lv.search.is_empty() {
                         String::new()
@@ -396,40 +435,104 @@ fn log(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
         ])),
         title,
     );
-    if let Some(e) = &lv.log.error_line {
-        f.render_widget(
-            Paragraph::new(Line::from(vec![
-                Span::styled("ERROR ", th.badge()),
-                Span::styled(format!(" {e}"), th.severity(Severity::Critical)),
-            ])),
-            err,
-        );
+    if let Some(l) = err_line {
+        f.render_widget(Paragraph::new(l).wrap(Wrap { trim: false }), err);
     }
     let h = body.height as usize;
     let lines: Vec<Line> = lv
-        .log
-        .lines
+        .rows
         .iter()
         .skip(lv.scroll)
         .take(h)
-        .map(|l| {
-            let mut style = if l.error {
-                th.severity(Severity::Critical)
-            } else {
-                Style::default()
-            };
-            if !lv.search.is_empty() && l.text.to_lowercase().contains(&lv.search) {
-                style = style.add_modifier(Modifier::REVERSED);
+        .flat_map(|row| match *row {
+            crate::app::dags::LogRow::Folded { lines, frames, .. } => {
+                vec![Line::from(Span::styled(
+                    format!(
+                        "  ⋯ {frames} frame{} under site-packages ({lines} lines; z unfolds)",
+                        if frames == 1 { "" } else { "s" }
+                    ),
+                    th.dim(),
+                ))]
             }
-            let ts = l
-                .timestamp
-                .map(|t| t.format("%H:%M:%S ").to_string())
-                .unwrap_or_default();
-            Line::from(vec![
-                Span::styled(ts, th.dim()),
-                Span::styled(l.text.clone(), style),
-            ])
+            crate::app::dags::LogRow::Line(i) => {
+                let l = &lv.log.lines[i];
+                let mut style = if l.error {
+                    th.severity(Severity::Critical)
+                } else {
+                    Style::default()
+                };
+                if !lv.search.is_empty() && l.text.to_lowercase().contains(&lv.search) {
+                    style = style.add_modifier(Modifier::REVERSED);
+                }
+                let ts = l
+                    .timestamp
+                    .map(|t| t.format("%H:%M:%S ").to_string())
+                    .unwrap_or_default();
+                // The error line wraps even when the others do not.
+                if !lv.wrap && lv.log.error_line.as_deref() == Some(l.text.as_str()) {
+                    let first = body.width.saturating_sub(super::text_width(&ts));
+                    return super::wrap_words(&l.text, first)
+                        .into_iter()
+                        .enumerate()
+                        .map(|(k, piece)| {
+                            let lead = if k == 0 {
+                                ts.clone()
+                            } else {
+                                " ".repeat(ts.len())
+                            };
+                            Line::from(vec![
+                                Span::styled(lead, th.dim()),
+                                Span::styled(piece, style),
+                            ])
+                        })
+                        .collect::<Vec<_>>();
+                }
+                let text = if lv.wrap {
+                    l.text.clone()
+                } else {
+                    l.text.chars().skip(lv.hscroll).collect()
+                };
+                vec![Line::from(vec![
+                    Span::styled(ts, th.dim()),
+                    Span::styled(text, style),
+                ])]
+            }
         })
         .collect();
-    f.render_widget(Paragraph::new(lines), body);
+    let body_text = Paragraph::new(lines);
+    f.render_widget(
+        if lv.wrap {
+            body_text.wrap(Wrap { trim: false })
+        } else {
+            body_text
+        },
+        body,
+    );
+}
+
+/// The DAG's name as its row shows it: `expire_snapshots (paused)`.
+fn dag_name(r: &DagRow) -> String {
+    if r.dag.paused {
+        format!("{} (paused)", r.dag.dag_id)
+    } else {
+        r.dag.dag_id.clone()
+    }
+}
+
+/// The columns a list `width` wide shows, and the cells left for the DAG's name.
+fn columns(s: &State, width: u16) -> (Vec<DagCol>, u16) {
+    let v = &s.dags;
+    let names: Vec<String> = v.grid.index.iter().map(|&i| dag_name(&v.rows[i])).collect();
+    let need = super::identity_need(names.iter().map(String::as_str));
+    let shown = DagCol::shown(width, need);
+    let room = identity_room(width, &shown, DagCol::width, |c| c == DagCol::Dag);
+    (shown, room)
+}
+
+/// The selected DAG's whole name when the list, `width` wide, cannot show it.
+pub fn cut_name(s: &State, width: u16) -> Option<String> {
+    let r = s.dags.selected()?;
+    let (_, room) = columns(s, width);
+    let name = dag_name(r);
+    (super::text_width(&name) > room).then(|| sanitize(&name).into_owned())
 }

@@ -257,7 +257,15 @@ fn draw_status(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
             }
             None => {
                 let filter = s.grid().map(|g| g.filter.clone()).unwrap_or_default();
-                if filter.is_empty() {
+                let cut = match s.tab {
+                    Tab::Partitions => partitions::cut_name(s, area.width),
+                    Tab::Tables => tables::cut_name(s, area.width),
+                    Tab::Dags => dags::cut_name(s, area.width),
+                    _ => None,
+                };
+                if let (true, Some(name)) = (filter.is_empty(), cut) {
+                    Line::from(vec![Span::styled("selected: ", th.dim()), Span::raw(name)])
+                } else if filter.is_empty() {
                     Line::from("")
                 } else {
                     Line::from(vec![
@@ -389,6 +397,69 @@ pub fn draw_list(
     let mut state = TableState::default().with_selected(Some(grid.selected.saturating_sub(start)));
     f.render_stateful_widget(table, area, &mut state);
 }
+
+/// `text` wrapped at word boundaries into rows of at most `width` cells (words longer
+/// than a row are broken), as a wrapping `Paragraph` lays it out.
+pub fn wrap_words(text: &str, width: u16) -> Vec<String> {
+    let w = width.max(1) as usize;
+    let mut rows: Vec<String> = vec![String::new()];
+    for word in text.split(' ') {
+        let n = Span::raw(word).width();
+        let cur = rows
+            .last()
+            .map(|r| Span::raw(r.as_str()).width())
+            .unwrap_or(0);
+        let need = if cur == 0 { n } else { cur + 1 + n };
+        if need <= w {
+            let r = rows.last_mut().expect("a row");
+            if cur > 0 {
+                r.push(' ');
+            }
+            r.push_str(word);
+        } else if n <= w {
+            rows.push(word.to_string());
+        } else {
+            // Broken across rows, from a fresh one.
+            if cur > 0 {
+                rows.push(String::new());
+            }
+            for c in word.chars() {
+                let r = rows.last_mut().expect("a row");
+                if Span::raw(r.as_str()).width() + Span::raw(c.to_string()).width() > w {
+                    rows.push(String::new());
+                }
+                rows.last_mut().expect("a row").push(c);
+            }
+        }
+    }
+    rows
+}
+
+/// Rows `text` takes wrapped by [`wrap_words`].
+pub fn wrapped_height(text: &str, width: u16) -> usize {
+    wrap_words(text, width).len()
+}
+
+/// Display cells `s` takes.
+pub fn text_width(s: &str) -> u16 {
+    u16::try_from(Span::raw(s).width()).unwrap_or(u16::MAX)
+}
+
+/// The widest name an identity column asks room for: the longest of `names`, up to
+/// [`MAX_IDENTITY`] (one pathological name does not empty the list of columns).
+pub fn identity_need<'a>(names: impl Iterator<Item = &'a str>) -> u16 {
+    let mut need = 0;
+    for n in names {
+        need = need.max(text_width(n).min(MAX_IDENTITY));
+        if need == MAX_IDENTITY {
+            break;
+        }
+    }
+    need
+}
+
+/// The most an identity column claims before the other columns are kept anyway.
+pub const MAX_IDENTITY: u16 = 48;
 
 /// How long ago `t` was (`15d`, `3h20m`), or `never`.
 pub fn age(now: chrono::DateTime<chrono::Utc>, t: Option<chrono::DateTime<chrono::Utc>>) -> String {

@@ -8,10 +8,12 @@ use ratatui::widgets::{Cell, Paragraph};
 
 use super::theme::Theme;
 use super::{ListProps, constraint, draw_list, num, thousands};
+use crate::app::layout::identity_room;
 use crate::app::partitions::PartitionCol;
 use crate::app::state::State;
 use crate::fmt::{human_bytes, human_duration};
 use crate::health::Severity;
+use crate::text::sanitize;
 
 pub fn draw(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
     let p = &s.partitions;
@@ -25,7 +27,7 @@ pub fn draw(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
         );
         return;
     }
-    let shown = PartitionCol::shown(area.width);
+    let (shown, room) = columns(s, area.width);
     let empty = if p.fields.is_empty() && !p.rows.is_empty() {
         ""
     } else {
@@ -58,7 +60,12 @@ pub fn draw(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
             .map(|col| match col {
                 PartitionCol::Mark => Cell::from(if marked { "*" } else { " " }),
                 PartitionCol::Status => Cell::from(Span::styled(stat.clone(), st_style)),
-                PartitionCol::Partition => Cell::from(r.label.clone()),
+                // Too narrow for the whole name: its values (`east · 2026-11-17`), and
+                // the whole name in the status line.
+                PartitionCol::Partition if super::text_width(&r.label) > room => {
+                    Cell::from(sanitize(&r.stats.values_label()).into_owned())
+                }
+                PartitionCol::Partition => Cell::from(sanitize(&r.label).into_owned()),
                 PartitionCol::Files => num(thousands(st.data_files)),
                 PartitionCol::Small => num(thousands(st.small_files)),
                 PartitionCol::AvgSize => num(human_bytes(st.avg_file_size())),
@@ -78,4 +85,22 @@ pub fn draw(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
             .collect();
         (cells, row_style)
     });
+}
+
+/// The columns a list `width` wide shows, and the cells left for the partition's name.
+fn columns(s: &State, width: u16) -> (Vec<PartitionCol>, u16) {
+    let p = &s.partitions;
+    let need = super::identity_need(p.grid.index.iter().map(|&i| p.rows[i].label.as_str()));
+    let shown = PartitionCol::shown(width, need);
+    let room = identity_room(width, &shown, PartitionCol::width, |c| {
+        c == PartitionCol::Partition
+    });
+    (shown, room)
+}
+
+/// The selected partition's whole name when the list, `width` wide, cannot show it.
+pub fn cut_name(s: &State, width: u16) -> Option<String> {
+    let r = s.partitions.selected()?;
+    let (_, room) = columns(s, width);
+    (super::text_width(&r.label) > room).then(|| sanitize(&r.label).into_owned())
 }

@@ -59,23 +59,39 @@ pub fn help(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
             ]));
         }
     }
-    let col_w = (key_w + 26) as u16;
+    // A column is as wide as its longest description: descriptions are never cut. When
+    // two such columns do not fit, one column, its descriptions wrapped.
+    let desc_w = entries
+        .iter()
+        .map(|(_, d, _)| Span::raw(*d).width())
+        .chain(items.iter().map(|l| l.width().saturating_sub(key_w + 2)))
+        .max()
+        .unwrap_or(20);
+    let room = area.width.saturating_sub(2).max(1);
+    let col_w = ((key_w + 4 + desc_w) as u16).min(room);
     // The notes only where the keys keep most of the room.
     let notes = if area.height >= 12 {
         help_notes(s, th)
     } else {
         Vec::new()
     };
-    let notes_w = (area.width.saturating_sub(2) as usize).min(col_w as usize * 3);
+    let notes_w = (room as usize).min((col_w as usize * 2).max(60));
     let notes_h = wrapped_rows(&notes, notes_w) as u16;
     let inner_h = area.height.saturating_sub(3 + notes_h).max(1) as usize;
     let cols = items
         .len()
         .div_ceil(inner_h)
         .max(1)
-        .min((area.width.saturating_sub(2) / col_w).max(1) as usize);
-    let rows = items.len().div_ceil(cols);
-    let width = (col_w * cols as u16 + 2).min(area.width);
+        .min((room / col_w).max(1) as usize);
+    // Rows of the tallest column as drawn (one column wraps what is wider than it).
+    let rows = if cols == 1 {
+        wrapped_rows(&items, col_w as usize)
+    } else {
+        items.len().div_ceil(cols)
+    };
+    let width = (col_w * cols as u16 + 2)
+        .max(notes_w as u16 + 2)
+        .min(area.width);
     let height = (rows as u16 + 3 + notes_h).min(area.height);
     let r = centered(area, width, height);
     f.render_widget(Clear, r);
@@ -97,10 +113,13 @@ pub fn help(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
     let [keys_area, notes_area] =
         Layout::vertical([Constraint::Min(1), Constraint::Length(notes_h)]).areas(inner);
     let parts = Layout::horizontal(vec![Constraint::Length(col_w); cols]).split(keys_area);
-    for (c, chunk) in items.chunks(rows).enumerate() {
+    let per_col = items.len().div_ceil(cols).max(1);
+    for (c, chunk) in items.chunks(per_col).enumerate() {
         if let Some(a) = parts.get(c) {
             f.render_widget(
-                Paragraph::new(chunk.to_vec()).scroll((scroll as u16, 0)),
+                Paragraph::new(chunk.to_vec())
+                    .wrap(Wrap { trim: false })
+                    .scroll((scroll as u16, 0)),
                 *a,
             );
         }

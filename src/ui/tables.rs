@@ -9,20 +9,23 @@ use ratatui::widgets::{Block, Borders, Cell, Paragraph, Wrap};
 
 use super::theme::Theme;
 use super::{ListProps, age, compact, constraint, draw_list, num};
+use crate::app::layout::identity_room;
 use crate::app::state::State;
 use crate::app::tables::{TableCol, TableRow, WIDE, health_breakdown};
 use crate::fmt::human_bytes;
 use crate::health::Severity;
+use crate::text::sanitize;
 
 pub fn draw(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
     // At 160 columns and more the health breakdown of the selection sits beside the list.
     let (list, side) = if area.width >= 160 {
-        let [l, r] = Layout::horizontal([Constraint::Min(100), Constraint::Length(48)]).areas(area);
+        let [l, r] =
+            Layout::horizontal([Constraint::Min(100), Constraint::Length(SIDE)]).areas(area);
         (l, Some(r))
     } else {
         (area, None)
     };
-    let shown = TableCol::shown(list.width, s.airflow_configured);
+    let (shown, _) = columns(s, list.width);
     let wide = list.width >= WIDE;
     let cols = Cols {
         dag: shown.contains(&TableCol::Dag),
@@ -218,4 +221,25 @@ fn draw_side(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
             .wrap(Wrap { trim: false }),
         area,
     );
+}
+
+/// The width of the health breakdown beside the list (160 columns and more).
+const SIDE: u16 = 48;
+
+/// The columns a list `width` wide shows, and the cells left for the table's name.
+fn columns(s: &State, width: u16) -> (Vec<TableCol>, u16) {
+    let t = &s.tables;
+    let need = super::identity_need(t.grid.index.iter().map(|&i| t.rows[i].name.as_str()));
+    let shown = TableCol::shown(width, s.airflow_configured, need);
+    let wide = width >= WIDE;
+    let room = identity_room(width, &shown, |c| c.width(wide), |c| c == TableCol::Table);
+    (shown, room)
+}
+
+/// The selected table's whole name when the list (of a screen `width` wide) cannot show it.
+pub fn cut_name(s: &State, width: u16) -> Option<String> {
+    let r = s.tables.selected()?;
+    let list = if width >= 160 { width - SIDE } else { width };
+    let (_, room) = columns(s, list);
+    (super::text_width(&r.name) > room).then(|| sanitize(&r.table.to_string()).into_owned())
 }

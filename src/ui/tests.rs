@@ -662,7 +662,8 @@ mod hostile {
             },
         );
         key(&mut s, ' ');
-        both_sizes(&mut s, "partitions", "fielda");
+        // Names too long for the column show their values (`v3a\x1b]52…`), escaped.
+        both_sizes(&mut s, "partitions", "a\\x1b]52;c;");
         key(&mut s, '/');
         for c in hostile_sample().chars().take(8) {
             key(&mut s, c);
@@ -809,3 +810,7 @@ fn unverified_tls_is_a_badge_in_the_header() {
     let header = after.lines().next().unwrap();
     assert!(header.contains("TLS UNVERIFIED"), "{header}");
 }
+
+mod log;
+mod prose;
+mod widths;

@@ -69,6 +69,11 @@ impl Pty {
         // SAFETY: both fds were just opened by openpty and are owned here.
         let (master, slave) = unsafe { (File::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
         let home = std::env::temp_dir().join(format!("floe-pty-home-{}", std::process::id()));
+        // These tests walk the Tables tab from the start: they pin it (floe opens on the
+        // Triage tab by default). A test that passes its own config chooses for itself.
+        let cfg = home.join("config/floe");
+        std::fs::create_dir_all(&cfg).unwrap();
+        std::fs::write(cfg.join("config.toml"), "start_tab = \"tables\"\n").unwrap();
         let io = |fd: &OwnedFd| Stdio::from(fd.try_clone().unwrap());
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_floe"));
         cmd.args(args)

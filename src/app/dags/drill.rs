@@ -141,11 +141,12 @@ pub(super) fn on_log(
     match result {
         Ok(log) => {
             // Open on the error: the line an operator needs is shown first.
+            let rows = super::log_rows(&log.lines, false);
             let scroll = log
                 .lines
                 .iter()
                 .position(|l| l.error)
-                .map(|i| i.saturating_sub(2))
+                .map(|i| super::log_view::row_of(&rows, i).saturating_sub(2))
                 .unwrap_or(0);
             s.dags.log = Some(LogView {
                 dag_id,
@@ -155,6 +156,10 @@ pub(super) fn on_log(
                 log,
                 scroll,
                 search: String::new(),
+                rows,
+                wrap: false,
+                hscroll: 0,
+                frames: false,
             });
             s.dags.log_load = Load::Loaded;
         }
@@ -179,14 +184,22 @@ pub fn search_log(s: &mut State, text: &str) {
                 .iter()
                 .position(|l| l.text.to_lowercase().contains(&v.search))
         {
-            v.scroll = i.saturating_sub(1);
+            // A match inside folded frames unfolds them.
+            if matches!(
+                v.rows.get(super::log_view::row_of(&v.rows, i)),
+                Some(super::LogRow::Folded { .. })
+            ) {
+                v.frames = true;
+                v.rows = super::log_rows(&v.log.lines, true);
+            }
+            v.scroll = super::log_view::row_of(&v.rows, i).saturating_sub(1);
         }
     }
 }
 
 pub fn scroll_log(s: &mut State, delta: isize, height: usize) {
     if let Some(v) = &mut s.dags.log {
-        let max = v.log.lines.len().saturating_sub(height.max(1));
+        let max = v.rows.len().saturating_sub(height.max(1));
         v.scroll = (v.scroll as isize + delta).clamp(0, max as isize) as usize;
     }
 }

@@ -16,8 +16,12 @@ use crate::health::mapping::{DagName, Mapped, map_dags};
 use crate::health::{DagFacts, Finding, Health, Severity, evaluate, evaluate_dag};
 
 mod drill;
+mod log_view;
 pub mod writes;
 pub use drill::{back, enter, scroll_log, search_log};
+pub use log_view::{
+    LogRow, is_library_frame, log_rows, scroll_log_sideways, toggle_log_frames, toggle_log_wrap,
+};
 pub use writes::{DagConfirm, command, confirm_clear, confirm_pause, confirm_trigger, target_dag};
 
 #[derive(Clone, Debug, PartialEq)]
@@ -105,22 +109,34 @@ impl DagCol {
         })
     }
 
-    /// Priority: the list width from which the column shows.
+    /// Priority: the list width from which the column shows. Above 0 the column also
+    /// yields to a DAG id that needs the room, the highest first (FAILED, then LAST OK
+    /// give way at any width before an id is cut).
     pub fn shown_from(self) -> u16 {
         match self {
             DagCol::Paused | DagCol::NextRun | DagCol::Schedule | DagCol::Owner | DagCol::Tags => {
                 140
             }
+            DagCol::Failed => 2,
+            DagCol::LastOk => 1,
             _ => 0,
         }
     }
 
-    /// The columns a list `width` wide shows.
-    pub fn shown(width: u16) -> Vec<DagCol> {
-        DagCol::SHOWN
+    /// The columns a list `width` wide shows when the longest DAG name is `need` cells.
+    pub fn shown(width: u16, need: u16) -> Vec<DagCol> {
+        let admitted = DagCol::SHOWN
             .into_iter()
             .filter(|c| width >= c.shown_from())
-            .collect()
+            .collect();
+        crate::app::layout::fit_columns(
+            width,
+            admitted,
+            need,
+            DagCol::width,
+            |c| c == DagCol::Dag,
+            DagCol::shown_from,
+        )
     }
 
     pub fn sort_name(self) -> &'static str {
@@ -202,6 +218,14 @@ pub struct LogView {
     pub scroll: usize,
     /// `/` search (lower-cased); matching lines are highlighted.
     pub search: String,
+    /// What is drawn, row by row: the lines, runs of library frames folded into one.
+    pub rows: Vec<LogRow>,
+    /// Long lines wrap (off: they are cut at the edge and scroll sideways).
+    pub wrap: bool,
+    /// Characters scrolled off the left of each line (without wrap).
+    pub hscroll: usize,
+    /// The frames under site-packages are unfolded.
+    pub frames: bool,
 }
 
 #[derive(Clone, Debug, Default)]

@@ -24,7 +24,7 @@ use tokio::time::Instant;
 use super::action::{Action, Effect, ProfileView, Slot};
 use super::export::write_export;
 use super::keymap::Keymap;
-use super::state::State;
+use super::state::{State, Tab};
 use super::update::update;
 use crate::config::{self, Settings};
 use crate::lakehouse::model::TableRef;
@@ -404,6 +404,13 @@ pub fn initial_state(s: &Settings, no_color: bool) -> color_eyre::Result<State> 
     st.profiles = s.profiles.clone();
     st.airflow_configured = s.airflow.is_some();
     st.maintenance = s.maintenance.clone();
+    use crate::config::StartTab;
+    (st.tab, st.auto_start) = match s.start_tab {
+        StartTab::Auto => (Tab::Triage, true),
+        StartTab::Triage => (Tab::Triage, false),
+        StartTab::Tables => (Tab::Tables, false),
+        StartTab::Dags => (Tab::Dags, false),
+    };
     st.tables.policy = super::tables::RefreshPolicy {
         probe_batch: s.probe_batch,
         full_every: s.full_refresh_every,

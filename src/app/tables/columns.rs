@@ -115,17 +115,19 @@ impl TableCol {
     }
 
     /// Priority: the list width from which the column shows (narrower lists drop it);
-    /// `None` for a sort key that is not drawn.
+    /// `None` for a sort key that is not drawn. Above 0 the column also yields to a table
+    /// name that needs the room, the highest first (SCORE, then SIZE, then AVG give way
+    /// at any width before a name is cut).
     pub fn shown_from(self) -> Option<u16> {
         match self {
             TableCol::Status
-            | TableCol::Score
             | TableCol::Table
             | TableCol::Files
             | TableCol::Small
-            | TableCol::AvgSize
-            | TableCol::Size
             | TableCol::Compacted => Some(0),
+            TableCol::Score => Some(3),
+            TableCol::Size => Some(2),
+            TableCol::AvgSize => Some(1),
             TableCol::Records
             | TableCol::Partitions
             | TableCol::Snapshots
@@ -137,13 +139,23 @@ impl TableCol {
         }
     }
 
-    /// The columns a list `width` wide shows (the DAG's only with Airflow).
-    pub fn shown(width: u16, airflow: bool) -> Vec<TableCol> {
-        TableCol::SHOWN
+    /// The columns a list `width` wide shows (the DAG's only with Airflow) when the
+    /// longest table name is `need` cells wide: the optional ones yield to the name.
+    pub fn shown(width: u16, airflow: bool, need: u16) -> Vec<TableCol> {
+        let wide = width >= WIDE;
+        let admitted = TableCol::SHOWN
             .into_iter()
             .filter(|c| c.shown_from().is_some_and(|w| width >= w))
             .filter(|c| *c != TableCol::Dag || airflow)
-            .collect()
+            .collect();
+        crate::app::layout::fit_columns(
+            width,
+            admitted,
+            need,
+            |c| c.width(wide),
+            |c| c == TableCol::Table,
+            |c| c.shown_from().unwrap_or(0),
+        )
     }
 
     /// The name `s` shows when sorting by this column.

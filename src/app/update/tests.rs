@@ -271,27 +271,39 @@ fn marks_toggle_move_and_clear() {
 fn partition_severity_follows_the_rules() {
     let mut s = loaded();
     update(&mut s, code(KeyCode::Enter));
+    // Eight partitions of 14-18 small files (WARNING, or OK under min_small_files), and
+    // one that holds 150 small files of 3 KB: a reader of it alone pays for them.
+    let mut list = partitions(8);
+    let mut heavy = list.partitions[1].clone();
+    heavy.values[1].1 = Some("2026-11-28".into());
+    heavy.data_files = 150;
+    heavy.small_files = 150;
+    heavy.total_bytes = 150 * 3000;
+    list.partitions.push(heavy);
     update(
         &mut s,
         Action::Partitions {
             request: 1,
             table: tref("zoning", "documents"),
-            result: Ok(partitions(8)),
+            result: Ok(list),
         },
     );
-    let crit = s
-        .partitions
-        .rows
-        .iter()
-        .filter(|r| r.severity == crate::health::Severity::Critical)
-        .count();
-    let ok = s
-        .partitions
-        .rows
-        .iter()
-        .filter(|r| r.severity == crate::health::Severity::Ok)
-        .count();
-    assert_eq!((crit, ok), (6, 2));
+    let count = |sev| {
+        s.partitions
+            .rows
+            .iter()
+            .filter(|r| r.severity == sev)
+            .count()
+    };
+    use crate::health::Severity;
+    assert_eq!(
+        (
+            count(Severity::Critical),
+            count(Severity::Warning),
+            count(Severity::Ok)
+        ),
+        (1, 6, 2)
+    );
     assert_eq!(
         s.partitions.selected().unwrap().severity,
         crate::health::Severity::Critical,
@@ -1601,4 +1613,45 @@ fn verdicts_age_with_the_clock_between_reads() {
         after, before,
         "a month without a write or a compaction shows"
     );
+}
+
+/// `start_tab = "auto"`: open on Triage, and move to Tables once the first refresh is in
+/// only when nothing needs attention; a tab the operator chose is never left on its own.
+#[test]
+fn auto_start_stays_on_triage_with_incidents_and_leaves_it_without() {
+    let start = |stats: crate::lakehouse::model::TableStats, touch: bool| {
+        let mut s = State::new(t0());
+        s.tab = Tab::Triage;
+        s.auto_start = true;
+        update(&mut s, Action::Start);
+        if touch {
+            update(&mut s, key('4'));
+            update(&mut s, key('0'));
+        }
+        let generation = s.tables.generation;
+        update(
+            &mut s,
+            Action::Tables(TablesMsg::Discovered {
+                generation,
+                result: Ok(vec![tref("zoning", "documents")]),
+            }),
+        );
+        assert_eq!(s.tab, Tab::Triage, "still reading");
+        update(
+            &mut s,
+            Action::Tables(TablesMsg::Stats {
+                generation,
+                table: tref("zoning", "documents"),
+                result: Ok(stats),
+            }),
+        );
+        s
+    };
+    let s = start(incident_stats(), false);
+    assert_eq!(s.tab, Tab::Triage, "the incident is where to start");
+    assert!(!s.triage.incidents.is_empty());
+    let s = start(healthy_stats(), false);
+    assert_eq!(s.tab, Tab::Tables, "nothing to triage: the tables");
+    let s = start(healthy_stats(), true);
+    assert_eq!(s.tab, Tab::Triage, "the operator's choice stays");
 }
