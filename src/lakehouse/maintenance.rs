@@ -90,7 +90,13 @@ impl Transform {
                 _ => {}
             }
         }
-        v.display()
+        match v {
+            // Every digit of an identity value on a timestamp(6) with time zone column: the
+            // value turns back into the literal that selects the partition (display rounds
+            // to milliseconds, which would select nothing).
+            Value::TimestampTz(t, _) => t.format("%Y-%m-%d %H:%M:%S%.f UTC").to_string(),
+            _ => v.display(),
+        }
     }
 }
 
