@@ -11,13 +11,12 @@ use super::probe::{
     LAYOUT_BATCH, PARTITION_SUMMARIES_SINCE, Probe, layout_batch, layout_sql, parse_layouts,
     parse_probe, probe_sql, split,
 };
-use super::sql::{quote_ident, quote_string};
 use crate::health::HealthConfig;
 use crate::trino::{Client, QueryOptions, Row, ServerInfo, TrinoError, Value};
 
 pub use super::statements::{
-    MetaTables, glob_match, parse_stats, partition_value_text, partitions_sql, recount_sql,
-    stats_sql,
+    MetaTables, describe_sql, discover_sql, glob_match, parse_stats, partition_value_text,
+    partitions_sql, properties_sql, recount_sql, show_create_sql, snapshots_sql, stats_sql,
 };
 use super::statements::{parse_snapshot, partition_field_names};
 
@@ -126,23 +125,9 @@ impl Lakehouse {
         schemas: &[String],
         globs: &[String],
     ) -> Result<Vec<TableRef>, TrinoError> {
-        let cat = quote_ident(&self.catalog);
-        let filter = if schemas.is_empty() {
-            String::new()
-        } else {
-            format!(
-                " WHERE table_schema IN ({})",
-                schemas
-                    .iter()
-                    .map(|s| quote_string(s))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
-        };
         let mut rows = None;
         if self.supports(ICEBERG_TABLES_SINCE) {
-            let sql =
-                format!("SELECT table_schema, table_name FROM {cat}.system.iceberg_tables{filter}");
+            let sql = discover_sql(&self.catalog, schemas, true);
             match self.client.query(&sql).await {
                 Ok(out) => rows = Some(out.rows),
                 Err(TrinoError::Query { ref error_name, .. })
@@ -153,15 +138,7 @@ impl Lakehouse {
         let rows = match rows {
             Some(r) => r,
             None => {
-                let where_ = if filter.is_empty() {
-                    " WHERE table_type = 'BASE TABLE' AND table_schema <> 'information_schema'"
-                        .to_string()
-                } else {
-                    format!("{filter} AND table_type = 'BASE TABLE'")
-                };
-                let sql = format!(
-                    "SELECT table_schema, table_name FROM {cat}.information_schema.tables{where_}"
-                );
+                let sql = discover_sql(&self.catalog, schemas, false);
                 self.client.query(&sql).await?.rows
             }
         };
@@ -536,11 +513,7 @@ impl Lakehouse {
 
     /// Every snapshot of one table, oldest first.
     pub async fn snapshots(&self, t: &TableRef) -> Result<Vec<SnapshotInfo>, TrinoError> {
-        let sql = format!(
-            "SELECT committed_at, snapshot_id, parent_id, operation, summary FROM {} ORDER BY committed_at",
-            t.meta("snapshots")
-        );
-        let out = self.client.query(&sql).await?;
+        let out = self.client.query(&snapshots_sql(t)).await?;
         out.rows
             .iter()
             .map(|r| {
@@ -592,16 +565,13 @@ impl Lakehouse {
         t: &TableRef,
         fields: &BTreeSet<String>,
     ) -> Result<Arc<TableLayout>, TrinoError> {
-        let cols = self.client.query(&format!("DESCRIBE {}", t.sql())).await?;
+        let cols = self.client.query(&describe_sql(t)).await?;
         let columns = cols
             .rows
             .iter()
             .filter_map(|r| Some((r.str("Column")?.to_string(), r.str("Type")?.to_string())))
             .collect();
-        let create = self
-            .client
-            .query(&format!("SHOW CREATE TABLE {}", t.sql()))
-            .await?;
+        let create = self.client.query(&show_create_sql(t)).await?;
         let text = create
             .rows
             .first()
@@ -638,10 +608,7 @@ impl Lakehouse {
 
     /// `key → value` of `$properties`.
     pub async fn properties(&self, t: &TableRef) -> Result<Vec<(String, String)>, TrinoError> {
-        let out = self
-            .client
-            .query(&format!("SELECT key, value FROM {}", t.meta("properties")))
-            .await?;
+        let out = self.client.query(&properties_sql(t)).await?;
         Ok(out
             .rows
             .iter()

@@ -358,8 +358,9 @@ def test_optimize_update_count_by_version(lab, raw_factory, control, user):
     assert last["updateType"] == "ALTER TABLE EXECUTE"
     cols = [p for p in pages if "columns" in p][0]["columns"]
     assert [c["name"] for c in cols] == ["rows"] and cols[0]["type"] == "bigint"
-    assert isinstance(last["updateCount"], int)
-    assert RawClient.rows(pages) == [[last["updateCount"]]]
+    # as Trino 476 answers: the column, no row, no updateCount
+    assert all("updateCount" not in p for p in pages)
+    assert RawClient.rows(pages) == []
 
     t481 = clone(control, "zoning.inspections", user + "_b")
     pages = raw_factory(lab["stand_in"]["listeners"]["v481"], user=user).run(
