@@ -107,7 +107,7 @@ async fn optimizing_two_partitions_compacts_them_and_commits_replace_snapshots()
             p.partition,
             o.files_after.unwrap()
         );
-        assert!(o.rows.unwrap() > 0, "≤ 480 result shape: rows written");
+        assert_eq!(o.rows, None, "Trino 476 answers optimize with no row");
     }
     assert!(
         seen.lock()
