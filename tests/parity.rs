@@ -350,10 +350,10 @@ const FILES_ONLY: MetaTables = MetaTables {
     metadata_log: true,
 };
 
-/// The forms of a per-table statement floe sends to `t`: the layout it learned, over
-/// `$entries` and over `$files`; when that layout is not the partition column, the
-/// partition-column form too (floe's first statement when it knows nothing: its error
-/// is what tells floe the table is unpartitioned).
+/// The forms of a per-table statement floe sends to a table, over `$entries` and over
+/// `$files`: the partition-column form when the layout batch said partitioned; else the
+/// unpartitioned form and the partition-column form too (floe's first statement when the
+/// batch could not tell: its error is what tells floe the table is unpartitioned).
 fn forms(learned: Option<bool>) -> Vec<(Layout, MetaTables)> {
     let layouts = if learned == Some(true) {
         vec![Layout::PartitionColumn]
