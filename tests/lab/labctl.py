@@ -376,6 +376,8 @@ def start_trino(venv: Path, root: Path, catalogs: dict, runtime: Runtime, stub: 
             {"name": "plain", "port": 0, "version": 480, "auth": ["insecure"], "control": True},
             {"name": "https", "port": 0, "version": 480, "auth": ["password", "jwt"], "tls": True},
             {"name": "v481", "port": 0, "version": 481, "auth": ["insecure"]},
+            # the real coordinator's release: the parity run compares the two servers like for like
+            {"name": "v476", "port": 0, "version": 476, "auth": ["insecure"]},
             {"name": "oauth2", "port": 0, "version": 480, "auth": ["oauth2"]},
             {"name": "v451", "port": 0, "version": 451, "auth": ["insecure"], "legacy_type_signatures": True},
         ],
@@ -432,7 +434,8 @@ def start_trino(venv: Path, root: Path, catalogs: dict, runtime: Runtime, stub: 
         "bearer_user": JWT_SUBJECT,
         "denied_user": DENIED_USER,
         "time_zone": COORDINATOR_ZONE,
-        "listeners": {"v481": listeners["v481"]["url"], "v451": listeners["v451"]["url"]},
+        "listeners": {"v481": listeners["v481"]["url"], "v476": listeners["v476"]["url"],
+                      "v451": listeners["v451"]["url"]},
         # OAuth2 external authentication (loopback HTTP): the challenge, token server and IdP
         "oauth2_url": listeners["oauth2"]["url"],
         "oauth2_user": OAUTH2_USER,
