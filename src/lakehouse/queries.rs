@@ -57,7 +57,13 @@ pub struct Lakehouse {
     /// The tables the last discovery listed, in its order: whose layouts are learned in
     /// batches before their first statement (see [`Lakehouse::learn_layout`]).
     learning: Arc<tokio::sync::Mutex<Learning>>,
+    /// The most snapshots [`Lakehouse::snapshots`] reads of one table (the newest):
+    /// the page limit bounds one answer, not a query of a million rows.
+    snapshot_limit: usize,
 }
+
+/// The default of [`Lakehouse::with_snapshot_limit`].
+pub const SNAPSHOT_LIMIT: usize = 2000;
 
 /// Which listed tables' layouts are still to learn.
 #[derive(Default)]
@@ -95,7 +101,14 @@ impl Lakehouse {
             layouts: Arc::new(Mutex::new(HashMap::new())),
             specs: Arc::new(Mutex::new(HashMap::new())),
             learning: Default::default(),
+            snapshot_limit: SNAPSHOT_LIMIT,
         }
+    }
+
+    /// Read at most `n` snapshots of a table (its newest) in [`Lakehouse::snapshots`].
+    pub fn with_snapshot_limit(mut self, n: usize) -> Lakehouse {
+        self.snapshot_limit = n.max(1);
+        self
     }
 
     /// Ask the coordinator who it is, and remember its version.
@@ -476,14 +489,18 @@ impl Lakehouse {
         ))
     }
 
-    /// Every snapshot of one table, oldest first.
+    /// The newest snapshots of one table (at most the snapshot limit), oldest first. The
+    /// read is bounded by a LIMIT: a table with a million snapshots is not read whole (its
+    /// verdict comes from the health statement's aggregates, which count them all).
     pub async fn snapshots(&self, t: &TableRef) -> Result<Vec<SnapshotInfo>, TrinoError> {
         let sql = format!(
-            "SELECT committed_at, snapshot_id, parent_id, operation, summary FROM {} ORDER BY committed_at",
-            t.meta("snapshots")
+            "SELECT committed_at, snapshot_id, parent_id, operation, summary FROM {} ORDER BY committed_at DESC LIMIT {}",
+            t.meta("snapshots"),
+            self.snapshot_limit
         );
         let out = self.client.query(&sql).await?;
-        out.rows
+        let mut list = out
+            .rows
             .iter()
             .map(|r| {
                 parse_snapshot(r).map_err(|m| TrinoError::Malformed {
@@ -491,7 +508,9 @@ impl Lakehouse {
                     message: format!("snapshots of {t}: {m}"),
                 })
             })
-            .collect()
+            .collect::<Result<Vec<_>, _>>()?;
+        list.reverse();
+        Ok(list)
     }
 
     /// Columns and partitioning of a table (`DESCRIBE` and `SHOW CREATE TABLE`): how its
