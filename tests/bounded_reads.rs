@@ -63,3 +63,56 @@ async fn the_snapshots_read_are_the_newest_few_while_the_verdict_counts_them_all
         "the verdict still counts every snapshot"
     );
 }
+
+#[tokio::test]
+async fn a_small_file_whose_snapshot_expired_has_a_lower_bound_age() {
+    let lake = Lakehouse::new(
+        Client::new(lab().config(&lab().trino_url(), "floe")).unwrap(),
+        "iceberg",
+        HealthConfig::default(),
+    );
+    let t = TableRef::new(
+        "iceberg",
+        "t_trust",
+        format!("expired_{}", std::process::id()),
+    );
+    for q in [
+        "CREATE SCHEMA IF NOT EXISTS iceberg.t_trust".to_string(),
+        format!("DROP TABLE IF EXISTS {}", t.sql()),
+        format!(
+            "CREATE TABLE {} (id bigint, k varchar) WITH (partitioning = ARRAY['k'])",
+            t.sql()
+        ),
+        format!("INSERT INTO {} VALUES (1, 'a')", t.sql()),
+        format!("INSERT INTO {} VALUES (2, 'a')", t.sql()),
+    ] {
+        lake.client.query(&q).await.unwrap();
+    }
+    let before = lake.table_stats(&t).await.unwrap();
+    assert!(before.oldest_small_file_at.is_some(), "{before:?}");
+    assert!(
+        !before.oldest_small_is_lower_bound,
+        "every file's snapshot is there"
+    );
+    // Expire every snapshot but the current one: the files stay, their snapshots go.
+    lake.client
+        .execute(
+            &format!(
+                "ALTER TABLE {} EXECUTE expire_snapshots(retention_threshold => '0s')",
+                t.sql()
+            ),
+            floe::trino::QueryOptions {
+                session: vec![("iceberg.expire_snapshots_min_retention".into(), "0s".into())],
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let after = lake.table_stats(&t).await.unwrap();
+    assert_eq!(after.snapshots, 1, "{after:?}");
+    assert_eq!(after.small_files, 2);
+    assert!(
+        after.oldest_small_is_lower_bound,
+        "the first file's snapshot expired: its age is a lower bound ({after:?})"
+    );
+}
