@@ -116,3 +116,30 @@ async fn a_small_file_whose_snapshot_expired_has_a_lower_bound_age() {
         "the first file's snapshot expired: its age is a lower bound ({after:?})"
     );
 }
+
+#[tokio::test]
+async fn an_unpartitioned_table_made_by_trino_is_read_not_unknown() {
+    let lake = Lakehouse::new(
+        Client::new(lab().config(&lab().trino_url(), "floe")).unwrap(),
+        "iceberg",
+        HealthConfig::default(),
+    );
+    let t = TableRef::new("iceberg", "t_trust", format!("flat_{}", std::process::id()));
+    for q in [
+        "CREATE SCHEMA IF NOT EXISTS iceberg.t_trust".to_string(),
+        format!("DROP TABLE IF EXISTS {}", t.sql()),
+        format!("CREATE TABLE {} (id bigint)", t.sql()),
+        format!("INSERT INTO {} VALUES (1)", t.sql()),
+        format!("INSERT INTO {} VALUES (2)", t.sql()),
+    ] {
+        lake.client.query(&q).await.unwrap();
+    }
+    let stats = lake
+        .table_stats(&t)
+        .await
+        .unwrap_or_else(|e| panic!("an unpartitioned table reads: {e}"));
+    assert_eq!(stats.data_files, 2);
+    assert!(!stats.partitioned);
+    let parts = lake.partitions(&t).await.unwrap();
+    assert_eq!(parts.partitions.len(), 1, "{parts:?}");
+}

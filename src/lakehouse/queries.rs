@@ -329,8 +329,14 @@ impl Lakehouse {
                 ref error_name,
                 ref message,
                 ..
+            // An unpartitioned table's file rows have no `partition` field: Trino says
+            // COLUMN_NOT_FOUND for `f.partition` of `$files` and (476) INVALID_COLUMN_REFERENCE
+            // for `e.data_file.partition` of `$entries`.
             }) if layout == Layout::PartitionColumn
-                && error_name == "COLUMN_NOT_FOUND"
+                && matches!(
+                    error_name.as_str(),
+                    "COLUMN_NOT_FOUND" | "INVALID_COLUMN_REFERENCE"
+                )
                 && message.contains("partition") =>
             {
                 self.set_file_layout(t, Layout::Unpartitioned);
