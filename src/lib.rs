@@ -18,5 +18,6 @@ pub mod net;
 pub mod report;
 pub mod run;
 pub mod text;
+pub mod tls;
 pub mod trino;
 pub mod ui;

@@ -33,24 +33,11 @@ pub fn http_client(
                 _ => attempt.follow(),
             }
         }));
-    if let Some(ca) = &tls.ca_file {
-        let pem =
-            std::fs::read(ca).map_err(|e| format!("cannot read CA file {}: {e}", ca.display()))?;
-        let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| {
-            format!(
-                "CA file {} holds no usable PEM certificate: {e}",
-                ca.display()
-            )
-        })?;
-        if certs.is_empty() {
-            return Err(format!("CA file {} holds no PEM certificate", ca.display()));
-        }
-        for c in certs {
-            b = b.add_root_certificate(c);
-        }
-    }
     if tls.insecure_skip_verify {
         b = b.tls_danger_accept_invalid_certs(true);
+    } else if let Some(ca) = &tls.ca_file {
+        // The CA file is the trust: its CAs, and its certificates pinned (see crate::tls).
+        b = b.tls_backend_preconfigured(crate::tls::client_config(ca)?);
     }
     b.build()
         .map_err(|e| format!("cannot build HTTP client: {}", error_chain(&e)))
@@ -134,19 +121,11 @@ pub fn transport_kind(e: &reqwest::Error) -> Transport {
         return Transport::Transient;
     }
     // Not sent: a certificate or a name that does not resolve will not fix itself.
+    if crate::tls::rustls_error(e).is_some() {
+        return Transport::Permanent;
+    }
     let mut src = e.source();
     while let Some(s) = src {
-        if s.downcast_ref::<rustls::Error>().is_some() {
-            return Transport::Permanent;
-        }
-        // io::Error's `source` skips the error it wraps: look inside.
-        if let Some(io) = s.downcast_ref::<std::io::Error>()
-            && io
-                .get_ref()
-                .is_some_and(|inner| inner.downcast_ref::<rustls::Error>().is_some())
-        {
-            return Transport::Permanent;
-        }
         // hyper-util's connector names a failed name resolution with this fixed message
         // (its own, not the host's: the URL is not in the sources).
         if s.to_string().starts_with("dns error") {
@@ -485,7 +464,10 @@ async fn exchange(
     limit: BodyLimit,
 ) -> Result<Reply, (Failure, Duration)> {
     let mut resp = req.send().await.map_err(|e| {
-        let message = error_chain(&e);
+        let mut message = error_chain(&e);
+        if let Some(words) = crate::tls::advice(&e) {
+            message = format!("{message} ({words})");
+        }
         let kind = transport_kind(&e);
         (Failure::Transport { kind, message }, backoff)
     })?;

@@ -196,12 +196,58 @@ pub fn init_logging(dir: &Path) -> Option<tracing_appender::non_blocking::Worker
         .or_else(|| EnvFilter::try_from_default_env().ok())
         .unwrap_or_else(|| EnvFilter::new("floe=info"));
     tracing_subscriber::fmt()
-        .with_writer(writer)
+        .with_writer(Scrubbed(writer))
         .with_ansi(false)
         .with_env_filter(filter)
         .try_init()
         .ok()?;
     Some(guard)
+}
+
+/// floe.log's writer: each event arrives as one line, and whatever a server put in it
+/// (CR, LF, NUL, bidi controls in an error message) is escaped, so no text forges a line
+/// of the log or reorders it on the screen of whoever reads it.
+struct Scrubbed<M>(M);
+
+struct ScrubbedWriter<W>(W);
+
+impl<'a, M: tracing_subscriber::fmt::MakeWriter<'a>> tracing_subscriber::fmt::MakeWriter<'a>
+    for Scrubbed<M>
+{
+    type Writer = ScrubbedWriter<M::Writer>;
+    fn make_writer(&'a self) -> Self::Writer {
+        ScrubbedWriter(self.0.make_writer())
+    }
+}
+
+impl<W: std::io::Write> std::io::Write for ScrubbedWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.write_all(scrub_log_line(buf).as_bytes())?;
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
+
+/// One formatted log event as it goes to the file: every unsafe character escaped, line
+/// breaks inside it too; only its final newline stays.
+pub fn scrub_log_line(buf: &[u8]) -> String {
+    let text = String::from_utf8_lossy(buf);
+    let (body, end) = match text.strip_suffix('\n') {
+        Some(b) => (b, "\n"),
+        None => (text.as_ref(), ""),
+    };
+    let mut out = String::with_capacity(body.len() + 1);
+    for c in body.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            c if crate::text::is_unsafe(c) => out.push_str(&crate::text::sanitize(&c.to_string())),
+            c => out.push(c),
+        }
+    }
+    out.push_str(end);
+    out
 }
 
 /// Create `path` if missing, readable and writable by its owner only (0600), and make an
@@ -339,5 +385,16 @@ mod tests {
         }
         assert_eq!(std::fs::read_to_string(&old).unwrap(), "x", "contents kept");
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_log_line_keeps_to_one_line_whatever_the_server_said() {
+        let line = "2026-12-01T20:00:00Z WARN floe: query failed error=boom\r\n2026-12-01T20:00:01Z INFO floe: forged\u{0}\u{202e}txt\n";
+        let out = super::scrub_log_line(line.as_bytes());
+        assert_eq!(out.matches('\n').count(), 1, "{out:?}");
+        assert!(out.ends_with('\n'));
+        assert!(crate::text::is_inert(&out.replace('\n', "")), "{out:?}");
+        assert!(out.contains("boom\\x0d\\n2026-12-01T20:00:01Z"), "{out:?}");
+        assert!(out.contains("\\x00\\u{202e}txt"), "{out:?}");
     }
 }

@@ -252,3 +252,45 @@ fn a_broken_config_is_the_first_failure() {
     assert!(fix_of(&r.out, "✗ config and profile").contains("config.example.toml"));
     assert!(!r.out.contains("trino DNS"));
 }
+
+#[test]
+fn the_catalog_is_checked_through_what_floe_reads_not_system_metadata() {
+    let l = lab();
+    let u = common::user("doccat");
+    let r = doctor(
+        "cat",
+        &trino(&l.stand_in_url(), &format!("user = {u:?}")),
+        &[],
+    );
+    let c = line(&r.out, "✓ catalog");
+    assert!(c.contains("iceberg exists"), "{c}");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let sent: Vec<String> = rt
+        .block_on(l.queries_of(&u))
+        .iter()
+        .filter_map(|q| q["sql"].as_str().map(str::to_string))
+        .collect();
+    assert!(
+        !sent.is_empty(),
+        "the doctor's statements are in the lab's log"
+    );
+    assert!(
+        !sent.iter().any(|q| q.contains("system.metadata")),
+        "a user without system.metadata would fail: {sent:?}"
+    );
+    // A catalog that does not exist, on the real coordinator: named, with the others.
+    let r = doctor(
+        "nocat",
+        &format!(
+            "[trino]\nurl = {:?}\ncatalog = \"nope\"\nschemas = [\"zoning\"]\n",
+            l.trino_url()
+        ),
+        &[],
+    );
+    assert_eq!(r.code, Some(1), "{}", r.out);
+    let c = line(&r.out, "✗ catalog");
+    assert!(
+        c.contains("no catalog nope") && c.contains("iceberg"),
+        "{c}"
+    );
+}

@@ -397,6 +397,60 @@ async fn a_write_answered_2xx_with_an_unreadable_or_huge_body_may_have_run() {
 }
 
 #[tokio::test]
+async fn a_server_error_cannot_forge_a_line_of_floe_log() {
+    let _one = PROXY.lock().await;
+    let key = "airflow";
+    lab().proxy_clear(key).await;
+    let forged =
+        "boom\r\n2026-12-01T00:00:00.000000Z  INFO floe: all checks passed\u{0}\u{202e}gol";
+    lab()
+        .proxy_faults(
+            key,
+            serde_json::json!([{"kind": "status", "status": 500, "method": "GET", "path": "/importErrors", "body": serde_json::json!({"detail": forged}).to_string(), "content_type": "application/json"}]),
+        )
+        .await;
+    let home = std::env::temp_dir().join(format!("floe-forged-log-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&home);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_floe"))
+        .args([
+            "check",
+            "--trino",
+            &lab().stand_in_url(),
+            "--user",
+            "floe",
+            "--schema",
+            "zoning",
+            "--table",
+            "zoning.permits",
+            "--airflow",
+            &lab().airflow_field(key, "proxy_url"),
+            "--airflow-user",
+            &lab().airflow_field(key, "user"),
+        ])
+        .env(
+            "FLOE_AIRFLOW_PASSWORD",
+            lab().airflow_field(key, "password"),
+        )
+        .env("XDG_CONFIG_HOME", home.join("c"))
+        .env("XDG_STATE_HOME", home.join("s"))
+        .env("FLOE_LOG", "floe=debug")
+        .output()
+        .unwrap();
+    lab().proxy_clear(key).await;
+    let log = std::fs::read_to_string(home.join("s/floe/floe.log")).unwrap_or_else(|e| {
+        panic!("{e}: {}", String::from_utf8_lossy(&out.stderr));
+    });
+    assert!(log.contains("boom"), "the error is logged: {log}");
+    for line in log.lines() {
+        assert!(
+            !line.contains("all checks passed") || line.contains("boom"),
+            "a forged line: {line:?}"
+        );
+        assert!(floe::text::is_inert(line), "{line:?}");
+    }
+}
+
+#[tokio::test]
 async fn a_redirect_away_from_the_server_is_refused() {
     let _one = PROXY.lock().await;
     for key in SERVERS {

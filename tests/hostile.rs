@@ -147,3 +147,133 @@ fn floe_login_prints_a_hostile_token_server_answer_inert() {
     assert_inert("floe login's stderr", &err);
     assert_inert("floe login's stdout", &String::from_utf8_lossy(&out.stdout));
 }
+
+/// `openssl s_server -WWW` serving `dir` over TLS with `cert`/`key` on `port`: killed (by
+/// its own pid) when dropped.
+struct TlsServer(std::process::Child);
+
+impl Drop for TlsServer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn tls_server(dir: &std::path::Path, port: u16) -> TlsServer {
+    let child = std::process::Command::new("openssl")
+        .args(["s_server", "-quiet", "-WWW", "-accept"])
+        .arg(port.to_string())
+        .args(["-cert", "cert.pem", "-key", "key.pem"])
+        .current_dir(dir)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("openssl s_server");
+    let started = std::time::Instant::now();
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(10),
+            "openssl s_server did not listen"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    TlsServer(child)
+}
+
+#[tokio::test]
+async fn a_self_signed_ca_true_certificate_in_the_ca_file_is_pinned_and_still_checked() {
+    let dir = home("selfsigned");
+    // The usual quick way: `openssl req -x509` marks the certificate CA:TRUE.
+    let made = std::process::Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "key.pem",
+            "-out",
+            "cert.pem",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=trino.lab",
+            "-addext",
+            "subjectAltName=DNS:localhost,IP:127.0.0.1",
+        ])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let text = std::process::Command::new("openssl")
+        .args(["x509", "-in", "cert.pem", "-noout", "-text"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&text.stdout).contains("CA:TRUE"),
+        "the certificate is CA:TRUE"
+    );
+    std::fs::create_dir_all(dir.join("v1")).unwrap();
+    std::fs::write(
+        dir.join("v1/info"),
+        r#"{"nodeVersion":{"version":"476"},"environment":"lab","coordinator":true,"starting":false,"uptime":"1.00m"}"#,
+    )
+    .unwrap();
+    let port = free_port();
+    let _server = tls_server(&dir, port);
+    // The server is this test's own: no lab needed.
+    let client = |url: &str| {
+        floe::trino::Client::new(floe::trino::ClientConfig {
+            url: url.parse().unwrap(),
+            user: "floe".into(),
+            source: "floe-test".into(),
+            catalog: Some("iceberg".into()),
+            schema: None,
+            auth: floe::config::Auth::None,
+            tls: floe::config::TlsSettings {
+                ca_file: Some(dir.join("cert.pem")),
+                insecure_skip_verify: false,
+            },
+            session: Default::default(),
+            client_tags: vec![],
+            retry: floe::trino::RetryPolicy {
+                max_retry_time: std::time::Duration::from_secs(2),
+                ..Default::default()
+            },
+            request_timeout: std::time::Duration::from_secs(10),
+            connect_timeout: std::time::Duration::from_secs(5),
+            query_timeout: Some(std::time::Duration::from_secs(10)),
+        })
+        .unwrap()
+    };
+    // By the name and the address it lists: accepted, as curl --cacert does.
+    for host in ["127.0.0.1", "localhost"] {
+        let info = client(&format!("https://{host}:{port}"))
+            .info()
+            .await
+            .unwrap_or_else(|e| panic!("{host}: {e}"));
+        assert_eq!(info.node_version.version, "476");
+    }
+    // Pinned, not blindly trusted: another name is refused, in words.
+    let e = client(&format!("https://127.0.0.2:{port}"))
+        .info()
+        .await
+        .unwrap_err();
+    let m = e.to_string();
+    assert!(m.contains("does not name the host in the URL"), "{m}");
+}

@@ -495,12 +495,16 @@ async fn partitions() {
 async fn snapshots() {
     let mut p = Parity::new("snapshots");
     for t in all_tables() {
-        let sql = snapshots_sql(&t);
+        let sql = snapshots_sql(&t, 2000);
         let (a, _) = p.check(&t.to_string(), &sql, true).await;
         assert!(a.ok(), "{sql}: {a:?}");
     }
-    p.check("a missing table", &snapshots_sql(&missing("iceberg")), true)
-        .await;
+    p.check(
+        "a missing table",
+        &snapshots_sql(&missing("iceberg"), 2000),
+        true,
+    )
+    .await;
     p.finish();
 }
 

@@ -65,10 +65,17 @@ pub(super) fn secret(
     Ok(None)
 }
 
-/// Run `cmd` with `sh -c`, no stdin, and give up (killing it) after `timeout`.
+/// How long the output of a command that has exited may stay open: a background process
+/// it left behind holding stdout would otherwise keep the read waiting forever.
+const OUTPUT_GRACE: Duration = Duration::from_secs(2);
+
+/// Run `cmd` with `sh -c`, no stdin, and give up (killing it) after `timeout`. The read of
+/// its output is bounded too: once the shell has exited, its pipes must close within
+/// [`OUTPUT_GRACE`] (and the timeout), else what still holds them is killed.
 fn run_secret_command(cmd: &str, timeout: Duration) -> Result<String, String> {
     use std::io::Read;
     use std::os::unix::process::CommandExt;
+    use std::sync::mpsc;
     let mut child = Command::new("sh")
         .arg("-c")
         .arg(cmd)
@@ -79,28 +86,37 @@ fn run_secret_command(cmd: &str, timeout: Duration) -> Result<String, String> {
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| format!("cannot run {cmd:?}: {e}"))?;
-    // Read both pipes on their own threads so a chatty command cannot block on a full pipe.
-    let mut stdout = child.stdout.take().expect("piped");
-    let mut stderr = child.stderr.take().expect("piped");
-    let out = std::thread::spawn(move || {
-        let mut b = Vec::new();
-        let _ = stdout.read_to_end(&mut b);
-        b
-    });
-    let errs = std::thread::spawn(move || {
-        let mut b = Vec::new();
-        let _ = stderr.read_to_end(&mut b);
-        b
-    });
+    let group = child.id() as i32;
+    let kill_group = || {
+        // SAFETY: kill(2) on the process group this function created.
+        unsafe {
+            libc::kill(-group, libc::SIGKILL);
+        }
+    };
+    // Read both pipes on their own threads so a chatty command cannot block on a full
+    // pipe; each sends its bytes once its pipe closes.
+    let (tx, rx) = mpsc::channel::<(bool, Vec<u8>)>();
+    for (is_out, mut pipe) in [
+        (
+            true,
+            Box::new(child.stdout.take().expect("piped")) as Box<dyn Read + Send>,
+        ),
+        (false, Box::new(child.stderr.take().expect("piped"))),
+    ] {
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            let mut b = Vec::new();
+            let _ = pipe.read_to_end(&mut b);
+            let _ = tx.send((is_out, b));
+        });
+    }
+    drop(tx);
     let started = Instant::now();
     let status = loop {
         match child.try_wait() {
             Ok(Some(status)) => break status,
             Ok(None) if started.elapsed() >= timeout => {
-                // SAFETY: kill(2) on the process group this function created.
-                unsafe {
-                    libc::kill(-(child.id() as i32), libc::SIGKILL);
-                }
+                kill_group();
                 let _ = child.kill();
                 let _ = child.wait();
                 return Err(format!(
@@ -112,8 +128,22 @@ fn run_secret_command(cmd: &str, timeout: Duration) -> Result<String, String> {
             Err(e) => return Err(format!("waiting for {cmd:?}: {e}")),
         }
     };
-    let stdout = out.join().unwrap_or_default();
-    let stderr = errs.join().unwrap_or_default();
+    let until = (Instant::now() + OUTPUT_GRACE).min(started + timeout.max(OUTPUT_GRACE));
+    let (mut stdout, mut stderr) = (None, None);
+    while stdout.is_none() || stderr.is_none() {
+        let left = until.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok((true, b)) => stdout = Some(b),
+            Ok((false, b)) => stderr = Some(b),
+            Err(_) => {
+                kill_group();
+                return Err(format!(
+                    "{cmd:?} exited, but a process it started still holds its output open (killed); redirect the output of what it leaves running"
+                ));
+            }
+        }
+    }
+    let (stdout, stderr) = (stdout.unwrap_or_default(), stderr.unwrap_or_default());
     if !status.success() {
         return Err(format!(
             "{cmd:?} exited with {status}: {}",
@@ -160,6 +190,25 @@ mod tests {
         let e = run_secret_command("sleep 30; echo late", Duration::from_millis(300)).unwrap_err();
         assert!(e.contains("did not finish within"), "{e}");
         assert!(started.elapsed() < Duration::from_secs(10));
+    }
+
+    #[test]
+    fn a_background_process_holding_the_output_does_not_hang_the_read() {
+        let started = Instant::now();
+        let e = run_secret_command("echo s3cret; sleep 60 &", Duration::from_secs(30)).unwrap_err();
+        assert!(e.contains("still holds its output open"), "{e}");
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            started.elapsed()
+        );
+        // Its output sent elsewhere, the same command is fine.
+        let out = run_secret_command(
+            "echo s3cret; sleep 60 >/dev/null 2>&1 &",
+            Duration::from_secs(30),
+        )
+        .unwrap();
+        assert_eq!(out.trim_end(), "s3cret");
     }
 
     #[test]

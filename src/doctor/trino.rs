@@ -129,34 +129,52 @@ impl Doctor<'_> {
             }
         }
 
+        // The catalog through what floe reads of it (its information_schema), not through
+        // system.metadata: a server or a user without that still works with floe.
         let catalog = &s.trino.catalog;
-        match client
-            .query("SELECT catalog_name FROM system.metadata.catalogs")
-            .await
-        {
+        let probe = format!(
+            "SELECT count(*) AS n FROM {}.information_schema.schemata",
+            crate::lakehouse::sql::quote_ident(catalog)
+        );
+        match client.query(&probe).await {
             Ok(out) => {
-                let names: Vec<&str> = out
-                    .rows
-                    .iter()
-                    .filter_map(|r| r.str("catalog_name"))
-                    .collect();
-                if names.contains(&catalog.as_str()) {
-                    self.report(Check::pass("catalog", format!("{catalog} exists")));
+                let n = out.rows.first().and_then(|r| r.u64("n")).unwrap_or(0);
+                self.report(Check::pass(
+                    "catalog",
+                    format!("{catalog} exists ({n} schemas visible)"),
+                ));
+            }
+            Err(e) if e.name() == "CATALOG_NOT_FOUND" => {
+                // What the user may use instead, when the server says (best effort).
+                let others = client
+                    .query("SHOW CATALOGS")
+                    .await
+                    .map(|o| {
+                        o.rows
+                            .iter()
+                            .filter_map(|r| r.values.first().and_then(|v| v.as_str()))
+                            .map(str::to_string)
+                            .collect::<Vec<_>>()
+                    })
+                    .unwrap_or_default();
+                let there = if others.is_empty() {
+                    String::new()
                 } else {
-                    self.report(Check::fail(
-                        "catalog",
-                        format!("no catalog {catalog} (there are: {})", names.join(", ")),
-                        "set trino.catalog (--catalog) to the catalog of the Iceberg tables",
-                    ));
-                    return;
-                }
+                    format!(" (there are: {})", others.join(", "))
+                };
+                self.report(Check::fail(
+                    "catalog",
+                    format!("no catalog {catalog}{there}: {e}"),
+                    "set trino.catalog (--catalog) to the catalog of the Iceberg tables",
+                ));
+                return;
             }
             Err(e) => {
                 self.report(Check::fail(
                     "catalog",
                     e.to_string(),
                     format!(
-                        "the user {} may need access to system.metadata",
+                        "the user {} needs to read {catalog}.information_schema (floe lists the catalog's tables through it)",
                         s.trino.user
                     ),
                 ));

@@ -627,9 +627,31 @@ fn stale_finding(
 ) -> Option<Finding> {
     let mut msg = if let Some(waiting) = stats.oldest_small_file_at {
         let a = age(now, waiting);
-        let (severity, penalty, limit) = stale_level(a, cfg)?;
+        // The snapshot that added the file expired: it has waited at least `a`.
+        let bound = if stats.oldest_small_is_lower_bound {
+            "at least "
+        } else {
+            ""
+        };
+        let Some((severity, penalty, limit)) = stale_level(a, cfg) else {
+            if stats.oldest_small_is_lower_bound && stats.small_files > 0 {
+                // Not stale by what is known, but what is known is a lower bound: a
+                // retention shorter than compaction_warn must not make it look fresh.
+                return Some(Finding {
+                    rule: "compaction_age_unknown",
+                    severity: Severity::Info,
+                    message: format!(
+                        "small files waiting since at least {}: the snapshot that added them has expired, so their real age is unknown (the snapshot retention is shorter than compaction_warn {})",
+                        human_duration(a),
+                        human_duration(cfg.compaction_warn.as_secs() as i64)
+                    ),
+                    penalty: 0,
+                });
+            }
+            return None;
+        };
         let msg = format!(
-            "small files waiting since {} (over {}); last compaction {} ago, {} writes since",
+            "small files waiting since {bound}{} (over {}); last compaction {} ago, {} writes since",
             human_duration(a),
             human_duration(limit.as_secs() as i64),
             human_duration(age(now, last)),

@@ -443,6 +443,32 @@ fn dag(state: &str) -> DagFacts {
 }
 
 #[test]
+fn a_lower_bound_wait_is_said_and_never_reads_as_fresh() {
+    let cfg = HealthConfig::default();
+    let mut s = incident();
+    s.last_compaction = Some(hours_ago(100));
+    s.oldest_small_is_lower_bound = true;
+    // The oldest snapshot left is 20 h old (a 1 d retention): below compaction_warn.
+    s.oldest_small_file_at = Some(hours_ago(20));
+    let h = evaluate(&s, None, &cfg, now());
+    let f = finding(&h, "compaction_age_unknown");
+    assert!(
+        f.message.contains("at least 20h") && f.message.contains("real age is unknown"),
+        "{}",
+        f.message
+    );
+    // Past the limit even as a lower bound: stale, and said to be at least that.
+    s.oldest_small_file_at = Some(hours_ago(60));
+    let h = evaluate(&s, None, &cfg, now());
+    let f = finding(&h, "compaction_stale");
+    assert!(
+        f.message.contains("waiting since at least"),
+        "{}",
+        f.message
+    );
+}
+
+#[test]
 fn an_unpaused_dag_that_never_ran_is_a_finding() {
     let never = DagFacts {
         last_run_state: None,

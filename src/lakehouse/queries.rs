@@ -60,7 +60,13 @@ pub struct Lakehouse {
     /// with GENERIC_INTERNAL_ERROR when a data file has no `sort_order_id`, which the spec
     /// allows and pyiceberg writes): they are read through `$files`, without write times.
     entries_unreadable: Arc<Mutex<HashSet<TableRef>>>,
+    /// The most snapshots [`Lakehouse::snapshots`] reads of one table (the newest):
+    /// the page limit bounds one answer, not a query of a million rows.
+    snapshot_limit: usize,
 }
+
+/// The default of [`Lakehouse::with_snapshot_limit`].
+pub const SNAPSHOT_LIMIT: usize = 2000;
 
 /// Which listed tables' layouts are still to learn.
 #[derive(Default)]
@@ -99,7 +105,14 @@ impl Lakehouse {
             specs: Arc::new(Mutex::new(HashMap::new())),
             entries_unreadable: Arc::new(Mutex::new(HashSet::new())),
             learning: Default::default(),
+            snapshot_limit: SNAPSHOT_LIMIT,
         }
+    }
+
+    /// Read at most `n` snapshots of a table (its newest) in [`Lakehouse::snapshots`].
+    pub fn with_snapshot_limit(mut self, n: usize) -> Lakehouse {
+        self.snapshot_limit = n.max(1);
+        self
     }
 
     /// Ask the coordinator who it is, and remember its version.
@@ -511,10 +524,16 @@ impl Lakehouse {
         ))
     }
 
-    /// Every snapshot of one table, oldest first.
+    /// The newest snapshots of one table (at most the snapshot limit), oldest first. The
+    /// read is bounded by a LIMIT: a table with a million snapshots is not read whole (its
+    /// verdict comes from the health statement's aggregates, which count them all).
     pub async fn snapshots(&self, t: &TableRef) -> Result<Vec<SnapshotInfo>, TrinoError> {
-        let out = self.client.query(&snapshots_sql(t)).await?;
-        out.rows
+        let out = self
+            .client
+            .query(&snapshots_sql(t, self.snapshot_limit))
+            .await?;
+        let mut list = out
+            .rows
             .iter()
             .map(|r| {
                 parse_snapshot(r).map_err(|m| TrinoError::Malformed {
@@ -522,7 +541,9 @@ impl Lakehouse {
                     message: format!("snapshots of {t}: {m}"),
                 })
             })
-            .collect()
+            .collect::<Result<Vec<_>, _>>()?;
+        list.reverse();
+        Ok(list)
     }
 
     /// Columns and partitioning of a table (`DESCRIBE` and `SHOW CREATE TABLE`): how its

@@ -75,11 +75,16 @@ fn timed_ctes(
             files = t.meta("files"),
         )
     };
-    let written = if meta.entries {
-        "COALESCE(max(x.committed_at) OVER (PARTITION BY x.snapshot_id), min(x.committed_at) OVER ())"
-            .to_string()
+    // A file whose snapshot expired is dated by the oldest snapshot left: a lower bound,
+    // said by `written_known` being false.
+    let (written, known) = if meta.entries {
+        (
+            "COALESCE(max(x.committed_at) OVER (PARTITION BY x.snapshot_id), min(x.committed_at) OVER ())"
+                .to_string(),
+            "max(x.committed_at) OVER (PARTITION BY x.snapshot_id) IS NOT NULL",
+        )
     } else {
-        null_ts.to_string()
+        (null_ts.to_string(), "true")
     };
     let join = if outer {
         "cfg LEFT JOIN stream x ON true"
@@ -89,7 +94,7 @@ fn timed_ctes(
     format!(
         "{cfg},\n\
          stream AS (\n  {files}\n  UNION ALL\n  SELECT 1 AS kind, s.snapshot_id, NULL, NULL, NULL, NULL, s.committed_at, s.operation,\n         TRY_CAST(element_at(summary, 'total-data-files') AS bigint),\n         TRY_CAST(element_at(summary, 'deleted-data-files') AS bigint)\n  FROM {snapshots} s\n),\n\
-         timed AS (\n  SELECT x.kind, x.content, x.size, x.records, x.part, x.committed_at, x.operation, x.total_files,\n         cfg.target, cfg.target_from_property,\n         x.kind = 0 AND x.content = 0 AND x.size < cfg.target * {ratio} AS small,\n         x.kind = 0 AND x.content = 0 AND x.size > cfg.target * {large} AS large,\n         {written} AS written_at,\n         max(CASE WHEN x.operation = 'replace' AND x.deleted_files > 0 THEN x.committed_at END) OVER () AS last_compaction\n  FROM {join}\n)",
+         timed AS (\n  SELECT x.kind, x.content, x.size, x.records, x.part, x.committed_at, x.operation, x.total_files,\n         cfg.target, cfg.target_from_property,\n         x.kind = 0 AND x.content = 0 AND x.size < cfg.target * {ratio} AS small,\n         x.kind = 0 AND x.content = 0 AND x.size > cfg.target * {large} AS large,\n         {written} AS written_at, {known} AS written_known,\n         max(CASE WHEN x.operation = 'replace' AND x.deleted_files > 0 THEN x.committed_at END) OVER () AS last_compaction\n  FROM {join}\n)",
         cfg = cfg_cte(t, h),
         snapshots = t.meta("snapshots"),
         ratio = h.small_file_ratio,
@@ -98,7 +103,7 @@ fn timed_ctes(
 }
 
 /// Per-partition aggregates of the file rows of `timed` (grouped by `kind, part`).
-const FILE_AGGREGATES: &str = "count_if(kind = 0 AND content = 0) AS files,\n         count_if(small) AS small_files,\n         count_if(large) AS large,\n         COALESCE(sum(CASE WHEN kind = 0 AND content = 0 THEN size END), 0) AS bytes,\n         COALESCE(sum(CASE WHEN kind = 0 AND content = 0 THEN records END), 0) AS records,\n         count_if(kind = 0 AND content = 1) AS position_delete_files,\n         count_if(kind = 0 AND content = 2) AS equality_delete_files,\n         COALESCE(sum(CASE WHEN kind = 0 AND content <> 0 THEN size END), 0) AS delete_bytes,\n         COALESCE(sum(CASE WHEN kind = 0 AND content = 1 THEN records END), 0) AS position_deletes,\n         COALESCE(sum(CASE WHEN kind = 0 AND content = 2 THEN records END), 0) AS equality_deletes,\n         min(CASE WHEN small THEN written_at END) AS oldest_small";
+const FILE_AGGREGATES: &str = "count_if(kind = 0 AND content = 0) AS files,\n         count_if(small) AS small_files,\n         count_if(large) AS large,\n         COALESCE(sum(CASE WHEN kind = 0 AND content = 0 THEN size END), 0) AS bytes,\n         COALESCE(sum(CASE WHEN kind = 0 AND content = 0 THEN records END), 0) AS records,\n         count_if(kind = 0 AND content = 1) AS position_delete_files,\n         count_if(kind = 0 AND content = 2) AS equality_delete_files,\n         COALESCE(sum(CASE WHEN kind = 0 AND content <> 0 THEN size END), 0) AS delete_bytes,\n         COALESCE(sum(CASE WHEN kind = 0 AND content = 1 THEN records END), 0) AS position_deletes,\n         COALESCE(sum(CASE WHEN kind = 0 AND content = 2 THEN records END), 0) AS equality_deletes,\n         min(CASE WHEN small THEN written_at END) AS oldest_small,\n         COALESCE(bool_or(small AND NOT written_known), false) AS oldest_small_lower";
 
 /// One statement with every health fact of a table (see [`TableStats`]). Each metadata
 /// table appears once and every CTE is referenced once, so Trino (which inlines `WITH`)
@@ -131,9 +136,9 @@ pub fn stats_sql(t: &TableRef, h: &HealthConfig, layout: Layout, meta: MetaTable
     format!(
         "WITH\n{timed},\n\
          parts AS (\n  SELECT kind, part, max(target) AS target, bool_or(target_from_property) AS target_from_property,\n         {FILE_AGGREGATES},\n         count_if(kind = 1) AS snapshots, min(committed_at) AS oldest_snapshot, max(committed_at) AS newest_snapshot,\n         max(CASE WHEN kind = 1 AND operation <> 'replace' THEN committed_at END) AS last_write,\n         max(last_compaction) AS last_compaction,\n         count_if(kind = 1 AND operation <> 'replace' AND committed_at > last_compaction) AS writes_since_compaction,\n         max(CASE WHEN kind = 1 AND committed_at = last_compaction THEN total_files END) AS files_after_compaction,\n         array_agg(to_unixtime(committed_at) ORDER BY committed_at) FILTER (WHERE kind = 1 AND total_files IS NOT NULL) AS trend_at,\n         array_agg(total_files ORDER BY committed_at) FILTER (WHERE kind = 1 AND total_files IS NOT NULL) AS trend_files\n  FROM timed GROUP BY kind, part\n),\n\
-         tbl AS (\n  SELECT max(target) AS target, bool_or(target_from_property) AS target_from_property,\n         COALESCE(sum(files), 0) AS data_files, COALESCE(sum(small_files), 0) AS small_files, COALESCE(sum(large), 0) AS large_files,\n         COALESCE(sum(bytes), 0) AS total_bytes, COALESCE(sum(records), 0) AS records,\n         COALESCE(sum(position_delete_files), 0) AS position_delete_files, COALESCE(sum(equality_delete_files), 0) AS equality_delete_files,\n         COALESCE(sum(delete_bytes), 0) AS delete_bytes,\n         COALESCE(sum(position_deletes), 0) AS position_deletes, COALESCE(sum(equality_deletes), 0) AS equality_deletes,\n         min(oldest_small) AS oldest_small,\n         {partition_counts},\n         COALESCE(sum(snapshots), 0) AS snapshots, min(oldest_snapshot) AS oldest_snapshot, max(newest_snapshot) AS newest_snapshot,\n         max(last_write) AS last_write, max(last_compaction) AS last_compaction,\n         COALESCE(sum(writes_since_compaction), 0) AS writes_since_compaction, max(files_after_compaction) AS files_after_compaction,\n         arbitrary(trend_at) AS trend_at, arbitrary(trend_files) AS trend_files\n  FROM parts\n),\n\
+         tbl AS (\n  SELECT max(target) AS target, bool_or(target_from_property) AS target_from_property,\n         COALESCE(sum(files), 0) AS data_files, COALESCE(sum(small_files), 0) AS small_files, COALESCE(sum(large), 0) AS large_files,\n         COALESCE(sum(bytes), 0) AS total_bytes, COALESCE(sum(records), 0) AS records,\n         COALESCE(sum(position_delete_files), 0) AS position_delete_files, COALESCE(sum(equality_delete_files), 0) AS equality_delete_files,\n         COALESCE(sum(delete_bytes), 0) AS delete_bytes,\n         COALESCE(sum(position_deletes), 0) AS position_deletes, COALESCE(sum(equality_deletes), 0) AS equality_deletes,\n         min(oldest_small) AS oldest_small, COALESCE(bool_or(oldest_small_lower), false) AS oldest_small_lower,\n         {partition_counts},\n         COALESCE(sum(snapshots), 0) AS snapshots, min(oldest_snapshot) AS oldest_snapshot, max(newest_snapshot) AS newest_snapshot,\n         max(last_write) AS last_write, max(last_compaction) AS last_compaction,\n         COALESCE(sum(writes_since_compaction), 0) AS writes_since_compaction, max(files_after_compaction) AS files_after_compaction,\n         arbitrary(trend_at) AS trend_at, arbitrary(trend_files) AS trend_files\n  FROM parts\n),\n\
          man AS (\n  SELECT count(*) AS manifests, count_if(length < {small_manifest}) AS small_manifests, COALESCE(sum(length), 0) AS manifest_bytes\n  FROM {manifests}\n){meta_cte}\n\
-         SELECT tbl.target, tbl.target_from_property,\n       tbl.data_files, tbl.small_files, tbl.large_files, tbl.total_bytes, tbl.records,\n       tbl.position_delete_files + tbl.equality_delete_files AS delete_files,\n       tbl.position_delete_files, tbl.equality_delete_files, tbl.delete_bytes,\n       tbl.position_deletes, tbl.equality_deletes,\n       to_unixtime(tbl.oldest_small) AS oldest_small_file_at,\n       tbl.partitions, tbl.small_file_partitions, tbl.critical_partitions,\n       tbl.snapshots, to_unixtime(tbl.oldest_snapshot) AS oldest_snapshot,\n       to_unixtime(tbl.newest_snapshot) AS newest_snapshot, to_unixtime(tbl.last_write) AS last_write,\n       to_unixtime(tbl.last_compaction) AS last_compaction,\n       tbl.writes_since_compaction, tbl.files_after_compaction,\n       tbl.trend_at, tbl.trend_files,\n       man.manifests, man.small_manifests, man.manifest_bytes, {meta_col}\n\
+         SELECT tbl.target, tbl.target_from_property,\n       tbl.data_files, tbl.small_files, tbl.large_files, tbl.total_bytes, tbl.records,\n       tbl.position_delete_files + tbl.equality_delete_files AS delete_files,\n       tbl.position_delete_files, tbl.equality_delete_files, tbl.delete_bytes,\n       tbl.position_deletes, tbl.equality_deletes,\n       to_unixtime(tbl.oldest_small) AS oldest_small_file_at, tbl.oldest_small_lower,\n       tbl.partitions, tbl.small_file_partitions, tbl.critical_partitions,\n       tbl.snapshots, to_unixtime(tbl.oldest_snapshot) AS oldest_snapshot,\n       to_unixtime(tbl.newest_snapshot) AS newest_snapshot, to_unixtime(tbl.last_write) AS last_write,\n       to_unixtime(tbl.last_compaction) AS last_compaction,\n       tbl.writes_since_compaction, tbl.files_after_compaction,\n       tbl.trend_at, tbl.trend_files,\n       man.manifests, man.small_manifests, man.manifest_bytes, {meta_col}\n\
          FROM tbl CROSS JOIN man{meta_join}",
         timed = timed_ctes(t, h, layout, meta, true),
         small_manifest = h.small_manifest_size,
@@ -183,9 +188,11 @@ pub fn discover_sql(catalog: &str, schemas: &[String], iceberg_tables: bool) -> 
 }
 
 /// Every snapshot of a table, oldest first (the snapshots view and the timeline).
-pub fn snapshots_sql(t: &TableRef) -> String {
+/// The newest `limit` snapshots of a table, newest first (a table with a million snapshots
+/// is not read whole: the verdict counts them in the health statement).
+pub fn snapshots_sql(t: &TableRef, limit: usize) -> String {
     format!(
-        "SELECT committed_at, snapshot_id, parent_id, operation, summary FROM {} ORDER BY committed_at",
+        "SELECT committed_at, snapshot_id, parent_id, operation, summary FROM {} ORDER BY committed_at DESC LIMIT {limit}",
         t.meta("snapshots")
     )
 }
@@ -246,6 +253,10 @@ pub fn parse_stats(r: &Row, layout: Layout) -> Result<TableStats, String> {
         equality_deletes: u("equality_deletes")?,
         large_files: u("large_files")?,
         oldest_small_file_at: opt_time(r, "oldest_small_file_at"),
+        oldest_small_is_lower_bound: r
+            .get("oldest_small_lower")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
         manifests: r.u64("manifests"),
         small_manifests: r.u64("small_manifests"),
         manifest_bytes: r.u64("manifest_bytes"),

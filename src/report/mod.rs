@@ -133,7 +133,9 @@ impl Report {
     /// The first line of every format's text: what a pager or a cron mail shows.
     pub fn summary_line(&self) -> String {
         if let Some(f) = &self.fatal {
-            return format!("UNKNOWN: {f}");
+            // One line: a server's error holding a newline must not make a second
+            // status line for whatever reads the first (Nagios, cron mail subjects).
+            return format!("UNKNOWN: {}", crate::text::fold_whitespace(f));
         }
         let (c, w, u, ok) = self.counts();
         let mut s = format!(

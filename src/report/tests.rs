@@ -229,6 +229,22 @@ fn a_partial_optimize_does_not_silence_the_waiting_small_files() {
 }
 
 #[test]
+fn the_status_line_of_a_fatal_error_is_one_line() {
+    let mut r = report();
+    r.fatal = Some("GENERIC_INTERNAL_ERROR: boom\r\nOK: 12 tables: 0 critical".into());
+    let line = r.summary_line();
+    assert_eq!(
+        line,
+        "UNKNOWN: GENERIC_INTERNAL_ERROR: boom OK: 12 tables: 0 critical"
+    );
+    let text = r.render(Format::Text);
+    assert!(
+        !text.lines().skip(1).any(|l| l.starts_with("OK:")),
+        "{text}"
+    );
+}
+
+#[test]
 fn markdown_escapes_pipes() {
     let mut r = report();
     r.tables[1].table.table = "a|b".into();

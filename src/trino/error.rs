@@ -65,9 +65,10 @@ pub enum TrinoError {
     #[error("response from {url} is larger than {} (trino.max_response_size)", fmt_size(*.limit))]
     TooLarge { url: String, limit: u64 },
     /// The server pointed the client at another origin (host, port) or from https to
-    /// http while credentials are sent with every request.
+    /// http: never followed, with credentials or without (a request from the bastion to
+    /// wherever an answer says is a request forgery).
     #[error(
-        "refusing to follow nextUri {to} from {from}: {reason} while sending credentials; the query was cancelled"
+        "refusing to follow nextUri {to} from {from}: {reason}; the query was cancelled (a coordinator behind a proxy names its public address with http-server.process-forwarded=true)"
     )]
     UnsafeRedirect {
         from: String,
