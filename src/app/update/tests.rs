@@ -588,6 +588,8 @@ mod maintenance {
                 ],
             },
             partitions: marked,
+            note: None,
+            grouped: false,
         }
     }
 
