@@ -61,10 +61,14 @@ fn list(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
     let v = &s.dags;
     // Import errors and connection findings first: they are why DAGs do not run.
     let mut notes: Vec<Line> = Vec::new();
+    // One line each, cut with an ellipsis where they do not fit (the Triage tab's
+    // evidence has them whole).
+    let room = |prefix: usize| (area.width as usize).saturating_sub(prefix + 1);
     for e in &v.import_errors {
+        let text = format!("{}: {}", e.filename, e.summary());
         notes.push(Line::from(vec![
             Span::styled("IMPORT ERROR ", th.severity(Severity::Critical)),
-            Span::raw(format!("{}: {}", e.filename, e.summary())),
+            Span::raw(crate::text::clip(&text, room(13)).into_owned()),
         ]));
     }
     for fnd in &v.findings {
@@ -73,7 +77,7 @@ fn list(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
                 format!("{} ", fnd.severity.short()),
                 th.severity(fnd.severity),
             ),
-            Span::raw(fnd.message.clone()),
+            Span::raw(crate::text::clip(&fnd.message, room(5)).into_owned()),
         ]));
     }
     let notes_h = (notes.len() as u16).min(area.height / 4);
