@@ -400,24 +400,30 @@ fn log(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
     .areas(area);
     let mode = match (lv.wrap, lv.hscroll) {
         (true, _) => " · w: wrapped".to_string(),
-        (false, 0) => " · w wrap · h/l scroll".to_string(),
-        (false, n) => format!(" · w wrap · h/l scroll (col {})", n + 1),
+        (false, 0) => " · w wrap · h/l".to_string(),
+        (false, n) => format!(" · w wrap · h/l (col {})", n + 1),
     };
     let folded = lv
         .rows
         .iter()
         .any(|r| matches!(r, crate::app::dags::LogRow::Folded { .. }));
     let frames = if folded {
-        " · z unfolds site-packages"
+        " · z frames"
     } else if lv.frames {
-        " · z folds site-packages"
+        " · z folds frames"
     } else {
         ""
+    };
+    // The run id only where the keys still fit beside it.
+    let run = if area.width >= 120 {
+        format!(" · {}", lv.run_id)
+    } else {
+        String::new()
     };
     f.render_widget(
         Paragraph::new(Line::from(vec![
             Span::styled(
-                format!(" {} · {} · try {} ", lv.task_id, lv.run_id, lv.try_number),
+                format!(" {}{run} · try {} ", lv.task_id, lv.try_number),
                 th.header(),
             ),
             Span::styled(
