@@ -227,7 +227,8 @@ pub(super) fn merge_airflow(base: AirflowFile, over: AirflowFile) -> AirflowFile
 #[derive(Debug, Default, Deserialize, Clone, Copy, PartialEq, Eq, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum StartTab {
-    /// The Triage tab, left for the Tables tab once the first refresh finds no incident.
+    // The Triage tab, left for the Tables tab once the first refresh finds no incident.
+    // (A plain comment: a doc comment would make the schema a oneOf instead of one enum.)
     #[default]
     Auto,
     Triage,
