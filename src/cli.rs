@@ -189,7 +189,8 @@ pub enum MaintainCmd {
         /// [catalog.]schema.table
         table: String,
         /// Partition to compact, as COLUMN=VALUE (repeat; identity partition columns and
-        /// transform fields such as filed_at_day=2026-03-02).
+        /// transform fields such as filed_at_day=2026-03-02), fields joined by `/`. A NULL
+        /// value is spelled `COLUMN IS NULL`; `COLUMN=null` is the string 'null'.
         #[arg(long = "partition", value_name = "COL=VALUE")]
         partitions: Vec<String>,
         /// Rewrite files below this size (default: floe's small-file threshold for the table).

@@ -119,25 +119,42 @@ pub enum Transport {
     Transient,
 }
 
-pub fn transport_kind(e: &reqwest::Error, chain: &str) -> Transport {
-    let c = chain.to_ascii_lowercase();
-    let permanent = [
-        "certificate",
-        "tls",
-        "handshake",
-        "dns error",
-        "failed to lookup address",
-        "name or service not known",
-    ];
+/// How a request that got no answer failed, by the error's kind, never by its text (which
+/// holds the URL: a host or a DAG named `…tls…` must not make a sent write look unsent).
+/// Only a failure to connect means nothing reached the server; everything after (a reset,
+/// a timeout, a TLS close without close_notify) may have been acted on.
+pub fn transport_kind(e: &reqwest::Error) -> Transport {
+    use std::error::Error as _;
     // A request that could not be built (a header value that cannot be sent) or a refused
     // redirect will fail the same way every time.
-    if e.is_builder() || e.is_redirect() || permanent.iter().any(|p| c.contains(p)) {
-        Transport::Permanent
-    } else if e.is_connect() {
-        Transport::Connect
-    } else {
-        Transport::Transient
+    if e.is_builder() || e.is_redirect() {
+        return Transport::Permanent;
     }
+    if !e.is_connect() {
+        return Transport::Transient;
+    }
+    // Not sent: a certificate or a name that does not resolve will not fix itself.
+    let mut src = e.source();
+    while let Some(s) = src {
+        if s.downcast_ref::<rustls::Error>().is_some() {
+            return Transport::Permanent;
+        }
+        // io::Error's `source` skips the error it wraps: look inside.
+        if let Some(io) = s.downcast_ref::<std::io::Error>()
+            && io
+                .get_ref()
+                .is_some_and(|inner| inner.downcast_ref::<rustls::Error>().is_some())
+        {
+            return Transport::Permanent;
+        }
+        // hyper-util's connector names a failed name resolution with this fixed message
+        // (its own, not the host's: the URL is not in the sources).
+        if s.to_string().starts_with("dns error") {
+            return Transport::Permanent;
+        }
+        src = s.source();
+    }
+    Transport::Connect
 }
 
 /// The longest a `Retry-After` is waited for, whatever the server asks.
@@ -340,8 +357,9 @@ enum Failure {
     },
     /// 429 or 502/503/504.
     Busy(Reply),
-    /// Over the body limit: nothing a retry changes.
-    TooLarge(u64),
+    /// Over the body limit (the limit, and the status that answered): nothing a retry
+    /// changes.
+    TooLarge(u64, StatusCode),
 }
 
 impl Failure {
@@ -349,7 +367,7 @@ impl Failure {
         match self {
             Failure::Transport { message, .. } => message.clone(),
             Failure::Busy(r) => format!("HTTP {}", r.status.as_u16()),
-            Failure::TooLarge(limit) => format!("body over {limit} bytes"),
+            Failure::TooLarge(limit, _) => format!("body over {limit} bytes"),
         }
     }
 
@@ -362,7 +380,17 @@ impl Failure {
     ) -> Result<Reply, NetFailure> {
         let mutation = idempotency == Idempotency::Mutation;
         match self {
-            Failure::TooLarge(limit) => Err(NetFailure::TooLarge { limit }),
+            // A write the server accepted happened, whatever its answer's size.
+            Failure::TooLarge(limit, status) if mutation && status.is_success() => {
+                Err(NetFailure::MayHaveRun {
+                    message: format!(
+                        "HTTP {} answered, but the answer is larger than {} and was not read",
+                        status.as_u16(),
+                        fmt_size(limit)
+                    ),
+                })
+            }
+            Failure::TooLarge(limit, _) => Err(NetFailure::TooLarge { limit }),
             Failure::Busy(reply)
                 if mutation && !gave_up && matches!(reply.status.as_u16(), 502..=504) =>
             {
@@ -388,7 +416,7 @@ impl Failure {
 fn may_retry(policy: &Policy, idempotency: Idempotency, failure: &Failure, attempt: u32) -> bool {
     let idempotent = idempotency == Idempotency::Idempotent;
     match failure {
-        Failure::TooLarge(_) => false,
+        Failure::TooLarge(..) => false,
         // A certificate or a hostname will not fix itself in a second.
         Failure::Transport {
             kind: Transport::Permanent,
@@ -458,7 +486,7 @@ async fn exchange(
 ) -> Result<Reply, (Failure, Duration)> {
     let mut resp = req.send().await.map_err(|e| {
         let message = error_chain(&e);
-        let kind = transport_kind(&e, &message);
+        let kind = transport_kind(&e);
         (Failure::Transport { kind, message }, backoff)
     })?;
     let status = resp.status();
@@ -470,7 +498,9 @@ async fn exchange(
     };
     let (text, cut) = match read_body(&mut resp, read, !status.is_success()).await {
         Ok(body) => body,
-        Err(BodyError::TooLarge(limit)) => return Err((Failure::TooLarge(limit), backoff)),
+        Err(BodyError::TooLarge(limit)) => {
+            return Err((Failure::TooLarge(limit, status), backoff));
+        }
         Err(BodyError::Cut(e)) if status.is_success() => {
             let message = format!("response cut short: {}", error_chain(&e));
             let kind = Transport::Transient;
@@ -489,8 +519,10 @@ async fn exchange(
     };
     match status.as_u16() {
         // A 503 may say when to come back too (RFC 9110 §10.2.3).
+        // Retry-After lengthens the wait, never shortens it: `0` or a date gone by
+        // would otherwise turn the backoff into a hot loop against the server.
         429 | 502..=504 => {
-            let wait = retry_after(&reply.headers).unwrap_or(backoff);
+            let wait = retry_after(&reply.headers).map_or(backoff, |w| w.max(backoff));
             Err((Failure::Busy(reply), wait))
         }
         _ => Ok(reply),
@@ -615,7 +647,12 @@ mod tests {
                 9
             ));
             assert!(!may_retry(p, Mutation, &transport(Transport::Transient), 1));
-            assert!(!may_retry(p, Idempotent, &Failure::TooLarge(1), 1));
+            assert!(!may_retry(
+                p,
+                Idempotent,
+                &Failure::TooLarge(1, StatusCode::OK),
+                1
+            ));
             for status in [429, 502, 503, 504] {
                 assert!(may_retry(p, Idempotent, &busy(status), 9));
                 assert!(!may_retry(p, Mutation, &busy(status), 1), "{status}");
@@ -646,6 +683,18 @@ mod tests {
             .finish(Mutation, 5, true)
             .unwrap();
         assert!(r.gave_up);
+        // A write answered 2xx happened, even when its answer is too large to read.
+        let e = Failure::TooLarge(1 << 20, StatusCode::OK)
+            .finish(Mutation, 1, false)
+            .unwrap_err();
+        assert!(
+            matches!(&e, NetFailure::MayHaveRun { message } if message.starts_with("HTTP 200 answered")),
+            "{e:?}"
+        );
+        let e = Failure::TooLarge(1 << 20, StatusCode::OK)
+            .finish(Idempotent, 1, false)
+            .unwrap_err();
+        assert!(matches!(e, NetFailure::TooLarge { .. }), "{e:?}");
         // 429 is an answer, not an ambiguity.
         assert_eq!(busy(429).finish(Mutation, 1, false).unwrap().status, 429);
         let e = transport(Transport::Connect)

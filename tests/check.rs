@@ -69,7 +69,7 @@ fn seed_incident_documents_is_critical_with_the_right_counts_and_age() {
     let (report, code) = json_check(&[]);
     assert_eq!(code, 2, "CRITICAL exit code");
     assert_eq!(report["status"], "CRITICAL");
-    assert_eq!(report["trino"]["version"], "480");
+    assert_eq!(report["trino"]["version"], lab().v["trino"]["version"]);
     let docs = table(&report, "zoning", "documents");
     let exp = lab().table("zoning.documents");
     assert_eq!(docs["status"], "CRITICAL");
@@ -581,4 +581,27 @@ fn error_lines_never_carry_control_characters() {
     assert!(stderr.contains("evil"), "{stderr}");
     assert!(floe::text::is_inert(&stderr), "{stderr:?}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_check_that_matches_no_table_is_unknown_and_names_its_filters() {
+    let url = lab().trino_url();
+    let out = floe(&[
+        "check",
+        "--trino",
+        &url,
+        "--user",
+        "floe",
+        "--schema",
+        "zoning",
+        "--table",
+        "zoning.documnets",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(3), "{text}");
+    assert!(text.starts_with("UNKNOWN"), "{text}");
+    assert!(
+        text.contains("no table matched") && text.contains("zoning.documnets"),
+        "{text}"
+    );
 }

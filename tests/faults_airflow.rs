@@ -329,6 +329,74 @@ async fn a_trigger_answered_504_after_it_ran_is_not_sent_again() {
 }
 
 #[tokio::test]
+async fn a_write_lost_after_it_was_sent_may_have_run_whatever_its_url_says() {
+    // The words reqwest's error text holds when a DAG id or a host reads like a TLS
+    // failure: the URL is in the text, so the text cannot be what classifies the failure.
+    let _one = PROXY.lock().await;
+    let key = "airflow";
+    let c = AirflowClient::connect(&proxied(key)).await.unwrap();
+    for dag in ["rotate_tls_certificates", "handshake_certificate_audit"] {
+        lab().proxy_clear(key).await;
+        lab()
+            .proxy_faults(
+                key,
+                serde_json::json!([{"kind": "drop", "method": "POST", "path": "/dagRuns$", "count": 1}]),
+            )
+            .await;
+        let e = c.trigger(dag).await.unwrap_err();
+        let posts = lab()
+            .proxy_requests(key)
+            .await
+            .into_iter()
+            .filter(|r| r["method"] == "POST")
+            .count();
+        lab().proxy_clear(key).await;
+        assert!(matches!(e, AirflowError::MayHaveRun { .. }), "{dag}: {e:?}");
+        assert!(e.to_string().contains(dag), "{e}");
+        assert_eq!(posts, 1, "{dag}: sent once");
+    }
+}
+
+#[tokio::test]
+async fn a_write_answered_2xx_with_an_unreadable_or_huge_body_may_have_run() {
+    let _one = PROXY.lock().await;
+    let key = "airflow";
+    let mut s = proxied(key);
+    s.max_response_size = 1 << 20;
+    let c = AirflowClient::connect(&s).await.unwrap();
+    let before = c.runs("expire_snapshots", 100).await.unwrap();
+    lab().proxy_clear(key).await;
+    lab()
+        .proxy_faults(
+            key,
+            serde_json::json!([{"kind": "body", "body": "<html>gateway says hi", "content_type": "application/json", "method": "POST", "path": "/dagRuns$", "count": 1}]),
+        )
+        .await;
+    let e = c.trigger("expire_snapshots").await.unwrap_err();
+    lab().proxy_clear(key).await;
+    assert!(matches!(e, AirflowError::MayHaveRun { .. }), "{e:?}");
+    assert!(e.to_string().contains("accepted"), "{e}");
+    let after = c.runs("expire_snapshots", 100).await.unwrap();
+    let new: Vec<_> = after
+        .iter()
+        .filter(|r| !before.iter().any(|b| b.run_id == r.run_id))
+        .collect();
+    assert_eq!(new.len(), 1, "it did run");
+    delete_run(key, "expire_snapshots", &new[0].run_id).await;
+    // An answer over the size limit: accepted all the same.
+    lab()
+        .proxy_faults(
+            key,
+            serde_json::json!([{"kind": "big_body", "mb": 3, "format": "json", "method": "POST", "path": "/dagRuns$", "count": 1}]),
+        )
+        .await;
+    let e = c.trigger("expire_snapshots").await.unwrap_err();
+    lab().proxy_clear(key).await;
+    assert!(matches!(e, AirflowError::MayHaveRun { .. }), "{e:?}");
+    assert!(e.to_string().contains("HTTP 200 answered"), "{e}");
+}
+
+#[tokio::test]
 async fn a_redirect_away_from_the_server_is_refused() {
     let _one = PROXY.lock().await;
     for key in SERVERS {

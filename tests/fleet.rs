@@ -89,7 +89,7 @@ impl Fleet {
 
     /// Run one refresh to its end; the statements it sent, by kind.
     async fn cycle(&mut self, first: bool, manual: bool) -> (usize, usize, usize, usize) {
-        let before = lab().queries_of(&self.user).await.len();
+        let before = lab().real_queries_of(&self.user).await.len();
         let fx = if first {
             update(&mut self.state, Action::Start)
         } else {
@@ -110,7 +110,7 @@ impl Fleet {
             let fx = update(&mut self.state, a);
             self.rt.run(fx);
         }
-        let qs = lab().queries_of(&self.user).await;
+        let qs = lab().real_queries_of(&self.user).await;
         kinds(&qs[before..])
     }
 
@@ -150,7 +150,7 @@ async fn a_steady_refresh_probes_and_reads_only_the_written_table() {
     assert_eq!(probes, 0);
     assert_eq!(layouts, 1, "one statement learns the three tables' layouts");
     let failed: Vec<Value> = lab()
-        .queries_of(&f.user)
+        .real_queries_of(&f.user)
         .await
         .into_iter()
         .filter(|q| !q["error_name"].is_null())
@@ -236,7 +236,7 @@ async fn a_broken_table_does_not_blind_its_probe_batch() {
         floe::app::tables::same_snapshot(&stats, p),
         "{stats:?} vs {p:?}"
     );
-    let qs = lab().queries_of(&user).await;
+    let qs = lab().real_queries_of(&user).await;
     let probes = qs
         .iter()
         .filter(|q| q["sql"].as_str().unwrap_or("").starts_with("SELECT 0 AS i"))
@@ -303,7 +303,7 @@ async fn check_uses_the_cache_only_when_asked_and_only_young_enough() {
         Some(424_242),
         "30 min is older than 10 min"
     );
-    let before = kinds(&lab().queries_of(&f.user).await).2;
+    let before = kinds(&lab().real_queries_of(&f.user).await).2;
     let cached = run(Some(3600)).await;
     assert_eq!(files_of(&cached), Some(424_242));
     assert!(
@@ -311,6 +311,6 @@ async fn check_uses_the_cache_only_when_asked_and_only_young_enough() {
         "{:?}",
         cached.warnings
     );
-    let after = kinds(&lab().queries_of(&f.user).await).2;
+    let after = kinds(&lab().real_queries_of(&f.user).await).2;
     assert_eq!(after, before, "no health statement for a cached table");
 }

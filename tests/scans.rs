@@ -1,6 +1,8 @@
 //! Every per-table statement floe sends reads each metadata table once as Trino plans it
 //! (`WITH` inlined): the lab counts the scans of each statement (`scans` in
-//! `GET /_lab/queries`).
+//! `GET /_lab/queries`). The counting is the stand-in's (a real coordinator does not report
+//! scans per metadata table), so these tests send their statements there; what the same
+//! statements cost the real coordinator is measured by the benchmarks.
 
 mod common;
 
@@ -50,7 +52,7 @@ fn documents() -> TableRef {
 #[tokio::test]
 async fn floes_reads_of_a_table_scan_each_metadata_table_once() {
     let u = user("scans_reads");
-    let lake = lakehouse(&lab().trino_url(), &u);
+    let lake = lakehouse(&lab().stand_in_url(), &u);
     lake.connect().await.unwrap();
     let t = documents();
     let stats = lake.table_stats(&t).await.unwrap();
@@ -101,7 +103,7 @@ async fn floes_reads_of_a_table_scan_each_metadata_table_once() {
 #[tokio::test]
 async fn every_statement_form_scans_each_metadata_table_once() {
     let u = user("scans_forms");
-    let client = lab().client(&u);
+    let client = Client::new(lab().config(&lab().stand_in_url(), &u)).unwrap();
     let h = HealthConfig::default();
     let metas = [
         MetaTables::ALL,
@@ -168,7 +170,7 @@ async fn an_older_server_without_entries_is_read_once_per_table_too() {
 #[tokio::test]
 async fn a_listed_fleet_learns_its_layouts_in_one_statement_and_none_fails() {
     let u = user("scans_layouts");
-    let lake = lakehouse(&lab().trino_url(), &u);
+    let lake = lakehouse(&lab().stand_in_url(), &u);
     lake.connect().await.unwrap();
     let tables = lake.discover(&["zoning".to_string()], &[]).await.unwrap();
     assert!(tables.len() >= 2, "{tables:?}");
@@ -216,7 +218,7 @@ async fn a_listed_fleet_learns_its_layouts_in_one_statement_and_none_fails() {
 #[tokio::test]
 async fn a_remembered_unpartitioned_table_is_read_without_a_retry() {
     let u = user("scans_remembered");
-    let lake = lakehouse(&lab().trino_url(), &u);
+    let lake = lakehouse(&lab().stand_in_url(), &u);
     lake.connect().await.unwrap();
     let staging = TableRef::new("iceberg", "zoning", "staging");
     lake.remember_layouts([(staging.clone(), Layout::Unpartitioned)]);
@@ -236,7 +238,7 @@ async fn a_remembered_unpartitioned_table_is_read_without_a_retry() {
 #[tokio::test]
 async fn a_stale_remembered_layout_is_forgotten_on_a_manual_refresh() {
     let u = user("scans_forget");
-    let lake = lakehouse(&lab().trino_url(), &u);
+    let lake = lakehouse(&lab().stand_in_url(), &u);
     lake.connect().await.unwrap();
     let t = documents();
     lake.remember_layouts([(t.clone(), Layout::Unpartitioned)]);

@@ -53,7 +53,7 @@ async fn a_partial_optimize_leaves_the_waiting_small_files_and_the_finding() {
         HealthConfig::default(),
     );
     lake.connect().await.unwrap();
-    assert!(lake.meta_tables().entries, "the lab's 480 has $entries");
+    assert!(lake.meta_tables().entries, "the lab's 476 has $entries");
     let cfg = HealthConfig::default();
     let dag = failing_dag();
 

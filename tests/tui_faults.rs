@@ -119,7 +119,7 @@ fn every_popup_open_at_20x5() {
         .enable_all()
         .build()
         .unwrap();
-    let queries = rt.block_on(lab().queries_of(&u));
+    let queries = rt.block_on(lab().real_queries_of(&u));
     assert!(!queries.is_empty(), "the lab saw this user's queries");
     for q in &queries {
         let sql = q.to_string().to_lowercase();

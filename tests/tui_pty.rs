@@ -44,7 +44,7 @@ fn drill_from_the_critical_table_to_partitions_and_snapshots_then_quit() {
     let first_data_row = s.lines().nth(3).unwrap_or("");
     assert!(first_data_row.contains("CRIT"), "{s}");
     assert!(
-        s.contains("v480"),
+        s.contains("v476"),
         "header shows the coordinator version:\n{s}"
     );
     // Move to documents (it may share CRIT with others) and drill down.
@@ -367,6 +367,8 @@ fn the_incident_through_airflow_from_the_table_to_the_failing_log_line_then_a_tr
 
 /// A TUI on its own clone of the documents table (the only table it lists), as user `u`,
 /// with its audit log in its own directory; the table is shown with its partitions read.
+/// On the stand-in: its jobs are held RUNNING on demand (`slow`), which a real optimize of
+/// a lab table is not for long enough to act on.
 struct JobTui {
     pty: Pty,
     user: String,
@@ -396,7 +398,7 @@ fn job_tui_with(name: &str, top: &str, extra: &str) -> JobTui {
         format!(
             "{top}audit_log = {:?}\n[trino]\nurl = {:?}\nuser = {u:?}\ncatalog = \"iceberg\"\nschemas = [\"scratch\"]\ntables = [\"scratch.{table}\"]\n{extra}",
             audit.display().to_string(),
-            lab().trino_url(),
+            lab().stand_in_url(),
         ),
     )
     .unwrap();
@@ -465,7 +467,9 @@ impl JobTui {
         assert_eq!(q["delete_received"], true, "{q}");
         let audit = floe::maintain::audit::AuditLog::new(&self.audit).read_all();
         let outcomes: Vec<&str> = audit.iter().map(|r| r.outcome.as_str()).collect();
-        assert_eq!(outcomes, vec!["started", outcome]);
+        // The plan optimizes several partitions: the cut leaves one record of the
+        // statements it never sent.
+        assert_eq!(outcomes, vec!["started", outcome, "not_run"]);
         assert_eq!(audit[1].query_id.as_deref(), Some(id));
         assert!(audit[0].statement.contains("EXECUTE optimize"));
         assert_eq!(audit[0].user, self.user);

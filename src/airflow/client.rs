@@ -435,6 +435,20 @@ pub(super) fn decode<T: DeserializeOwned>(url: &Url, text: &str) -> Result<T, Ai
     })
 }
 
+/// The answer to a write Airflow accepted (2xx): one that cannot be read does not undo the
+/// write, so it is [`AirflowError::MayHaveRun`], never a failure.
+pub(super) fn decode_written<T: DeserializeOwned>(
+    method: &Method,
+    url: &Url,
+    text: &str,
+) -> Result<T, AirflowError> {
+    serde_json::from_str(text).map_err(|e| AirflowError::MayHaveRun {
+        method: method.to_string(),
+        url: url.to_string(),
+        message: format!("it was accepted, but the answer cannot be read ({e})"),
+    })
+}
+
 pub(super) fn snippet(text: &str) -> String {
     text.chars().take(120).collect()
 }

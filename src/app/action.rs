@@ -115,6 +115,8 @@ pub enum Effect {
     SwitchProfile(String),
     /// Build a maintenance plan (the runtime reads the layout, threshold, partitions).
     PlanMaintenance {
+        /// The connection it is drafted on (`Conn::epoch`), echoed with the plan.
+        epoch: u64,
         table: TableRef,
         kind: MaintenanceKind,
         partitions: Option<Vec<PartitionStats>>,

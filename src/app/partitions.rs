@@ -10,7 +10,7 @@ use super::grid::Grid;
 use super::layout::Width;
 use super::state::{Level, Load, State};
 use crate::health::{Severity, partition_severity};
-use crate::lakehouse::model::{PartitionStats, TableRef};
+use crate::lakehouse::model::{PartitionKey, PartitionStats, TableRef};
 use crate::lakehouse::queries::PartitionList;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -216,7 +216,7 @@ impl PartitionCol {
     pub fn export(self, v: &PartitionsView, r: &PartitionRow) -> String {
         match self {
             PartitionCol::Table => v.table.as_ref().map(|t| t.to_string()).unwrap_or_default(),
-            PartitionCol::Mark => v.marks.contains(&r.label).to_string(),
+            PartitionCol::Mark => v.is_marked(r).to_string(),
             PartitionCol::Status => r.severity.label().to_string(),
             PartitionCol::Partition => r.label.clone(),
             PartitionCol::Files => r.stats.data_files.to_string(),
@@ -252,16 +252,17 @@ pub struct PartitionsView {
     pub load: Load,
     pub target_file_size: u64,
     pub fields: Vec<String>,
-    /// Marked partitions (by label) of `table`.
-    pub marks: BTreeSet<String>,
+    /// Marked partitions of `table`, by their typed values (labels may collide: NULL
+    /// and `'null'`, values holding `/` or `=`).
+    pub marks: BTreeSet<PartitionKey>,
     pub request: u64,
 }
 
 impl PartitionsView {
-    pub fn reindex(&mut self, keep: Option<String>) {
+    pub fn reindex(&mut self, keep: Option<PartitionKey>) {
         match keep {
-            Some(label) => {
-                let f = move |r: &PartitionRow| r.label == label;
+            Some(key) => {
+                let f = move |r: &PartitionRow| r.stats.values == key;
                 self.grid
                     .rebuild(&self.rows, |r| r.search.as_str(), cmp_partitions, Some(&f));
             }
@@ -275,11 +276,15 @@ impl PartitionsView {
         self.grid.selected_row().and_then(|i| self.rows.get(i))
     }
 
+    pub fn is_marked(&self, r: &PartitionRow) -> bool {
+        self.marks.contains(&r.stats.values)
+    }
+
     /// The stats of the marked partitions.
     pub fn marked(&self) -> Vec<PartitionStats> {
         self.rows
             .iter()
-            .filter(|r| self.marks.contains(&r.label))
+            .filter(|r| self.is_marked(r))
             .map(|r| r.stats.clone())
             .collect()
     }
@@ -307,7 +312,7 @@ fn on_partitions(
     }
     match result {
         Ok(list) => {
-            let keep = s.partitions.selected().map(|r| r.label.clone());
+            let keep = s.partitions.selected().map(|r| r.stats.key());
             let target = list.target_file_size;
             let cfg = s.health.clone();
             s.partitions.rows = list
@@ -334,10 +339,10 @@ fn on_partitions(
             }
             s.partitions.target_file_size = target;
             s.partitions.fields = list.layout_fields;
-            let labels: BTreeSet<&str> =
-                s.partitions.rows.iter().map(|r| r.label.as_str()).collect();
+            let keys: BTreeSet<&PartitionKey> =
+                s.partitions.rows.iter().map(|r| &r.stats.values).collect();
             let before = s.partitions.marks.len();
-            s.partitions.marks.retain(|m| labels.contains(m.as_str()));
+            s.partitions.marks.retain(|m| keys.contains(m));
             if s.partitions.marks.len() < before {
                 s.set_status(
                     Level::Info,
@@ -389,9 +394,9 @@ pub fn reload(s: &mut State, table: TableRef) -> Vec<Effect> {
 /// Space: mark or unmark the selected partition and move on.
 pub fn toggle_mark(s: &mut State) {
     let h = s.page_height();
-    if let Some(label) = s.partitions.selected().map(|r| r.label.clone()) {
-        if !s.partitions.marks.remove(&label) {
-            s.partitions.marks.insert(label);
+    if let Some(key) = s.partitions.selected().map(|r| r.stats.key()) {
+        if !s.partitions.marks.remove(&key) {
+            s.partitions.marks.insert(key);
         }
         s.partitions.grid.move_by(1, h);
     }

@@ -103,6 +103,10 @@ pub struct StatusMsg {
     pub at: DateTime<Utc>,
 }
 
+/// The smallest terminal floe draws its screen in.
+pub const MIN_WIDTH: u16 = 20;
+pub const MIN_HEIGHT: u16 = 5;
+
 /// What the header shows about the connection.
 #[derive(Clone, Debug, Default)]
 pub struct Conn {
@@ -115,6 +119,9 @@ pub struct Conn {
     pub airflow_version: Option<String>,
     /// Connection warnings (TLS verification off): a badge in the header.
     pub warnings: Vec<String>,
+    /// Which connection this is: one more at each profile switch. A result drafted for a
+    /// confirmation carries the epoch it was asked on and is dropped on any other.
+    pub epoch: u64,
 }
 
 pub struct State {
@@ -198,6 +205,12 @@ impl State {
         shown || self.frames == 0
     }
 
+    /// Whether a frame of this size draws the screen (popups included); below it only
+    /// "terminal too small" is drawn, and no confirmation counts as seen.
+    pub fn drawable(&self) -> bool {
+        self.size.0 >= MIN_WIDTH && self.size.1 >= MIN_HEIGHT
+    }
+
     /// Rows of the body's list (terminal height minus header, tabs, column header,
     /// status and footer lines).
     pub fn page_height(&self) -> usize {
@@ -274,6 +287,7 @@ impl State {
             trino_url: p.trino_url,
             airflow_url: p.airflow_url,
             warnings: p.warnings,
+            epoch: self.conn.epoch + 1,
             ..Conn::default()
         };
         self.readonly = p.readonly;

@@ -59,6 +59,7 @@ fn dispatch(s: &mut State, action: Action) -> Vec<Effect> {
         Action::Key(ev) => on_key(s, ev),
         Action::Tick(now) => {
             s.now = now;
+            tables::reevaluate(s);
             if let Some(m) = &s.status
                 && m.level == Level::Info
                 && (now - m.at).num_seconds() >= 8
@@ -120,8 +121,9 @@ fn dispatch(s: &mut State, action: Action) -> Vec<Effect> {
         Action::Terminate => maintenance::quit::terminate(s),
         Action::Drawn => {
             s.frames += 1;
-            // A popup under an open prompt is not what the operator is looking at.
-            if s.prompt.is_none() {
+            // A popup under an open prompt is not what the operator is looking at, nor
+            // one a terminal too small to draw it hides.
+            if s.prompt.is_none() && s.drawable() {
                 match &mut s.popup {
                     Some(Popup::Confirm(c)) => c.shown = true,
                     Some(Popup::ConfirmDag(c)) => c.shown = true,

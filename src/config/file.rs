@@ -223,12 +223,13 @@ pub(super) fn merge_airflow(base: AirflowFile, over: AirflowFile) -> AirflowFile
     }
 }
 
-/// The tab floe opens on.
+/// The tab floe opens on: `auto` (the default) is the Triage tab, left for the Tables tab
+/// once the first refresh finds no incident.
 #[derive(Debug, Default, Deserialize, Clone, Copy, PartialEq, Eq, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum StartTab {
-    // The Triage tab, left for the Tables tab once the first refresh finds no incident.
-    // (A plain comment: a doc comment would make the schema a oneOf instead of one enum.)
+    // A doc comment here would make the schema a `oneOf` the usual validators handle
+    // less well than a plain enum: the meaning is on the type.
     #[default]
     Auto,
     Triage,

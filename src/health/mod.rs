@@ -876,6 +876,18 @@ pub fn dag_findings(d: &DagFacts, now: DateTime<Utc>) -> Vec<Finding> {
                 message: format!("DAG {}: no successful run in the window", d.dag_id),
                 penalty: 5,
             }),
+            // Unpaused and never run (a start_date still ahead, no schedule): it has
+            // maintained nothing, whatever else it reports.
+            None if d.import_error.is_none() => out.push(Finding {
+                rule: "dag_never_ran",
+                severity: Severity::Warning,
+                message: format!(
+                    "DAG {} is unpaused and has never run (expected every {})",
+                    d.dag_id,
+                    human_duration(d.expected_interval.as_secs() as i64)
+                ),
+                penalty: 5,
+            }),
             _ => {}
         }
     }

@@ -443,6 +443,38 @@ fn dag(state: &str) -> DagFacts {
 }
 
 #[test]
+fn an_unpaused_dag_that_never_ran_is_a_finding() {
+    let never = DagFacts {
+        last_run_state: None,
+        last_run_at: None,
+        last_success_at: None,
+        failed_runs: 0,
+        failing_task: None,
+        error_line: None,
+        ..dag("success")
+    };
+    let h = evaluate_dag(&never, now());
+    assert_eq!(h.status, Severity::Warning, "{h:?}");
+    let f = h
+        .findings
+        .iter()
+        .find(|f| f.rule == "dag_never_ran")
+        .unwrap();
+    assert!(f.message.contains("has never run"), "{}", f.message);
+    // Paused, it says so instead; with runs, the usual rules speak.
+    let paused = DagFacts {
+        paused: true,
+        ..never.clone()
+    };
+    assert!(
+        !evaluate_dag(&paused, now())
+            .findings
+            .iter()
+            .any(|f| f.rule == "dag_never_ran")
+    );
+}
+
+#[test]
 fn correlation_names_the_failing_dag_and_its_error() {
     let h = evaluate(
         &incident(),

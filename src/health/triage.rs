@@ -780,6 +780,21 @@ pub fn incidents(facts: &Facts, now: DateTime<Utc>) -> Vec<Incident> {
                     dag_id: d.dag_id.clone(),
                 }],
             )
+        } else if d.last_run_at.is_none() {
+            // Unpaused and never run: it has maintained nothing, so its tables are not
+            // "maintained by a DAG that reports nothing wrong".
+            (
+                Kind::DagNoSuccess,
+                Severity::Warning,
+                format!(
+                    "DAG {} is unpaused and has never run (expected every {})",
+                    d.dag_id,
+                    human_duration(d.expected_interval.as_secs() as i64)
+                ),
+                vec![Next::ReadDagCode {
+                    dag_id: d.dag_id.clone(),
+                }],
+            )
         } else if d.last_run_at.is_some()
             && d.last_success_at
                 .is_none_or(|t| (now - t).num_seconds() > 2 * d.expected_interval.as_secs() as i64)

@@ -61,7 +61,8 @@ impl TableLayout {
 impl Transform {
     /// A partition value of this transform as the operator reads it and as Iceberg writes
     /// it in paths (`"$partition"`): year/month/hour (integers since 1970 in `$files`) as
-    /// `2026`, `2026-03`, `2026-03-02-14`; everything else as the value itself.
+    /// `2026`, `2026-03`, `2026-03-02-14`; everything else as the value itself, at full
+    /// precision (predicates are built from this text).
     pub fn render(&self, v: &Value) -> String {
         if let Value::Int(n) = *v {
             match self {
@@ -90,7 +91,7 @@ impl Transform {
                 _ => {}
             }
         }
-        v.display()
+        v.exact()
     }
 }
 
@@ -364,6 +365,7 @@ pub fn optimize_plan(
     grouped: bool,
 ) -> Result<Plan, String> {
     let procedure = Procedure::Optimize { threshold };
+    current_spec_selects(table, layout, partitions)?;
     if partitions.is_empty() || layout.partitioning.is_empty() {
         let mut plan = table_plan(table, procedure);
         if let Some(step) = plan.steps.first_mut() {
@@ -378,6 +380,13 @@ pub fn optimize_plan(
     let head = format!("ALTER TABLE {} EXECUTE {}", table.sql(), procedure.call());
     let mut steps = Vec::new();
     if grouped {
+        if let Some(p) = parts.iter().find(|p| path_is_ambiguous(layout, p)) {
+            return Err(format!(
+                "partition {} cannot be selected by its path in a grouped statement: Iceberg \
+                 writes NULL and the string 'null' alike there; optimize it ungrouped",
+                p.label()
+            ));
+        }
         // Bounded statements: at most MAX_GROUP partitions each, oldest first.
         for chunk in parts.chunks(MAX_GROUP) {
             let paths: Vec<String> = chunk
@@ -417,6 +426,46 @@ pub fn optimize_plan(
         steps,
         session: Vec::new(),
     })
+}
+
+/// Refuse partitions the table's current partitioning cannot select: a table whose
+/// partitioning was removed still lists the partitions its files were written in, and a
+/// spec change leaves partitions of fields the current spec no longer has. Optimizing
+/// one of those would either rewrite the whole table (no predicate left to select it) or
+/// be refused by Trino after the confirmation; say so before.
+fn current_spec_selects(
+    table: &TableRef,
+    layout: &TableLayout,
+    partitions: &[PartitionStats],
+) -> Result<(), String> {
+    let whole = format!(
+        "optimize the whole table instead (`floe maintain optimize {table}` without --partition)"
+    );
+    for p in partitions.iter().filter(|p| !p.values.is_empty()) {
+        if layout.partitioning.is_empty() {
+            return Err(format!(
+                "{table} is no longer partitioned, but {} belongs to its earlier partitioning: \
+                 no predicate can select it alone, and a plan without one would rewrite every \
+                 file of the table; {whole}",
+                p.label()
+            ));
+        }
+        if let Some((name, _)) = p.values.iter().find(|(n, _)| layout.field(n).is_none()) {
+            let current: Vec<&str> = layout
+                .partitioning
+                .iter()
+                .map(|f| f.name.as_str())
+                .collect();
+            return Err(format!(
+                "partition {} of {table}: field {name:?} is not in the table's current \
+                 partitioning ({}): it belongs to an earlier partition spec, which Trino cannot \
+                 select; {whole}",
+                p.label(),
+                current.join(", ")
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Sort key: the partition's temporal values first (oldest first), then its label.
@@ -460,6 +509,13 @@ pub fn partition_predicate(layout: &TableLayout, p: &PartitionStats) -> Result<S
             }
             (Transform::Bucket(_) | Transform::Truncate(_), Some(_)) => {
                 // Not expressible as an aligned range: select the partition by its path.
+                if path_is_ambiguous(layout, p) {
+                    return Err(format!(
+                        "partition {} cannot be selected by its path: Iceberg writes NULL and \
+                         the string 'null' alike there",
+                        p.label()
+                    ));
+                }
                 return Ok(format!(
                     "\"$partition\" = {}",
                     quote_string(&partition_path(p)?)
@@ -575,6 +631,28 @@ fn range(col: &str, ty: &str, lo: NaiveDateTime, hi: NaiveDateTime) -> Result<St
         return Err("an hour partition on a date column".into());
     }
     Ok(format!("{col} >= {} AND {col} < {}", lit(lo)?, lit(hi)?))
+}
+
+/// Whether the partition's path (`"$partition"`) may also be another partition's: Iceberg
+/// writes a NULL value as `null`, the way it writes the string `'null'`.
+fn path_is_ambiguous(layout: &TableLayout, p: &PartitionStats) -> bool {
+    p.values.iter().any(|(name, v)| {
+        // Only a field whose values are text can hold the string 'null'.
+        let textual = match layout.field(name) {
+            Some(f) => {
+                matches!(f.transform, Transform::Identity | Transform::Truncate(_))
+                    && layout.column_type(&f.source).is_none_or(|t| {
+                        let t = t.to_ascii_lowercase();
+                        t.starts_with("varchar") || t.starts_with("char")
+                    })
+            }
+            None => true,
+        };
+        match v {
+            None => textual,
+            Some(v) => textual && v == "null",
+        }
+    })
 }
 
 /// The partition's path as Iceberg writes it (`district=north/filed_at_day=2026-03-02`),

@@ -164,6 +164,9 @@ impl TableStats {
     }
 }
 
+/// A partition's identity: each field's name and value (`None` is SQL NULL).
+pub type PartitionKey = Vec<(String, Option<String>)>;
+
 /// One partition of one table (from `$files` grouped by `partition`).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct PartitionStats {
@@ -182,27 +185,38 @@ pub struct PartitionStats {
 }
 
 impl PartitionStats {
-    /// `district=north/filed_at_day=2026-03-02`; `(unpartitioned)` for none.
+    /// `district=north/filed_at_day=2026-03-02`; `(unpartitioned)` for none. A NULL value
+    /// reads `region IS NULL`, never `region=null` (which is the string `'null'`): the
+    /// spelling `floe maintain optimize --partition` takes.
     pub fn label(&self) -> String {
         if self.values.is_empty() {
             return "(unpartitioned)".into();
         }
         self.values
             .iter()
-            .map(|(k, v)| format!("{k}={}", v.as_deref().unwrap_or("null")))
+            .map(|(k, v)| match v {
+                Some(v) => format!("{k}={v}"),
+                None => format!("{k} IS NULL"),
+            })
             .collect::<Vec<_>>()
             .join("/")
     }
 
+    /// What identifies the partition: its typed values, field by field (a NULL apart from
+    /// the string `'null'`, a value holding `/` or `=` apart from two fields).
+    pub fn key(&self) -> PartitionKey {
+        self.values.clone()
+    }
+
     /// The values alone, for a column too narrow for [`label`](Self::label):
-    /// `east · 2026-11-17`.
+    /// `east · 2026-11-17` (NULL as `NULL`, apart from the string `'null'`).
     pub fn values_label(&self) -> String {
         if self.values.is_empty() {
             return self.label();
         }
         self.values
             .iter()
-            .map(|(_, v)| v.as_deref().unwrap_or("null"))
+            .map(|(_, v)| v.as_deref().unwrap_or("NULL"))
             .collect::<Vec<_>>()
             .join(" · ")
     }
@@ -284,7 +298,7 @@ mod tests {
             delete_files: 0,
             oldest_small_file_at: None,
         };
-        assert_eq!(p.label(), "district=north/filed_at_day=null");
+        assert_eq!(p.label(), "district=north/filed_at_day IS NULL");
         assert_eq!(p.avg_file_size(), 100);
     }
 }

@@ -11,13 +11,12 @@ use super::probe::{
     LAYOUT_BATCH, PARTITION_SUMMARIES_SINCE, Probe, layout_batch, layout_sql, parse_layouts,
     parse_probe, probe_sql, split,
 };
-use super::sql::{quote_ident, quote_string};
 use crate::health::HealthConfig;
 use crate::trino::{Client, QueryOptions, Row, ServerInfo, TrinoError, Value};
 
 pub use super::statements::{
-    MetaTables, glob_match, parse_stats, partition_value_text, partitions_sql, recount_sql,
-    stats_sql,
+    MetaTables, describe_sql, discover_sql, glob_match, parse_stats, partition_value_text,
+    partitions_sql, properties_sql, recount_sql, show_create_sql, snapshots_sql, stats_sql,
 };
 use super::statements::{parse_snapshot, partition_field_names};
 
@@ -57,6 +56,10 @@ pub struct Lakehouse {
     /// The tables the last discovery listed, in its order: whose layouts are learned in
     /// batches before their first statement (see [`Lakehouse::learn_layout`]).
     learning: Arc<tokio::sync::Mutex<Learning>>,
+    /// Tables whose `$entries` this server fails to read (Trino 476 fails the whole table
+    /// with GENERIC_INTERNAL_ERROR when a data file has no `sort_order_id`, which the spec
+    /// allows and pyiceberg writes): they are read through `$files`, without write times.
+    entries_unreadable: Arc<Mutex<HashSet<TableRef>>>,
 }
 
 /// Which listed tables' layouts are still to learn.
@@ -94,6 +97,7 @@ impl Lakehouse {
             server_version: Arc::new(AtomicU32::new(0)),
             layouts: Arc::new(Mutex::new(HashMap::new())),
             specs: Arc::new(Mutex::new(HashMap::new())),
+            entries_unreadable: Arc::new(Mutex::new(HashSet::new())),
             learning: Default::default(),
         }
     }
@@ -121,23 +125,9 @@ impl Lakehouse {
         schemas: &[String],
         globs: &[String],
     ) -> Result<Vec<TableRef>, TrinoError> {
-        let cat = quote_ident(&self.catalog);
-        let filter = if schemas.is_empty() {
-            String::new()
-        } else {
-            format!(
-                " WHERE table_schema IN ({})",
-                schemas
-                    .iter()
-                    .map(|s| quote_string(s))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
-        };
         let mut rows = None;
         if self.supports(ICEBERG_TABLES_SINCE) {
-            let sql =
-                format!("SELECT table_schema, table_name FROM {cat}.system.iceberg_tables{filter}");
+            let sql = discover_sql(&self.catalog, schemas, true);
             match self.client.query(&sql).await {
                 Ok(out) => rows = Some(out.rows),
                 Err(TrinoError::Query { ref error_name, .. })
@@ -148,15 +138,7 @@ impl Lakehouse {
         let rows = match rows {
             Some(r) => r,
             None => {
-                let where_ = if filter.is_empty() {
-                    " WHERE table_type = 'BASE TABLE' AND table_schema <> 'information_schema'"
-                        .to_string()
-                } else {
-                    format!("{filter} AND table_type = 'BASE TABLE'")
-                };
-                let sql = format!(
-                    "SELECT table_schema, table_name FROM {cat}.information_schema.tables{where_}"
-                );
+                let sql = discover_sql(&self.catalog, schemas, false);
                 self.client.query(&sql).await?.rows
             }
         };
@@ -196,6 +178,21 @@ impl Lakehouse {
             entries: self.supports(ENTRIES_SINCE),
             metadata_log: self.supports(METADATA_LOG_SINCE),
         }
+    }
+
+    /// The metadata tables to read `t` through: [`Lakehouse::meta_tables`] less `$entries`
+    /// where this server could not read it for `t`.
+    pub fn meta_tables_for(&self, t: &TableRef) -> MetaTables {
+        let mut m = self.meta_tables();
+        if m.entries && self.entries_unreadable.lock().is_ok_and(|s| s.contains(t)) {
+            m.entries = false;
+        }
+        m
+    }
+
+    /// Whether `t` is read without `$entries` because the server failed to read it.
+    pub fn entries_unreadable(&self, t: &TableRef) -> bool {
+        self.entries_unreadable.lock().is_ok_and(|s| s.contains(t))
     }
 
     fn file_layout(&self, t: &TableRef) -> Layout {
@@ -300,15 +297,58 @@ impl Lakehouse {
 
     /// Run a per-table statement; when `$files` has no `partition` column the table is
     /// unpartitioned: remember that and run the unpartitioned form.
+    ///
+    /// A statement over `$entries` that the server fails with an internal error (not the
+    /// user's: a bad name, a denied table) is run again over `$files`; when that answers,
+    /// the table is read through `$files` from then on (see `entries_unreadable`).
     async fn with_layout<F>(&self, t: &TableRef, build: F) -> Result<(Vec<Row>, Layout), TrinoError>
     where
-        F: Fn(Layout) -> String,
+        F: Fn(Layout, MetaTables) -> String,
     {
         self.learn_layout(t).await;
         let layout = self.file_layout(t);
+        let meta = self.meta_tables_for(t);
+        match self.run_layout(t, layout, meta, &build).await {
+            Err(TrinoError::Query {
+                ref error_name,
+                ref message,
+                ..
+            }) if meta.entries && error_name == "GENERIC_INTERNAL_ERROR" => {
+                let files = MetaTables {
+                    entries: false,
+                    ..meta
+                };
+                let layout = self.file_layout(t);
+                let again = self.run_layout(t, layout, files, &build).await;
+                if again.is_ok() {
+                    tracing::warn!(
+                        table = %t,
+                        "the server cannot read $entries ({}); reading $files instead, without file write times",
+                        crate::text::sanitize(message)
+                    );
+                    if let Ok(mut s) = self.entries_unreadable.lock() {
+                        s.insert(t.clone());
+                    }
+                }
+                again
+            }
+            other => other,
+        }
+    }
+
+    async fn run_layout<F>(
+        &self,
+        t: &TableRef,
+        layout: Layout,
+        meta: MetaTables,
+        build: &F,
+    ) -> Result<(Vec<Row>, Layout), TrinoError>
+    where
+        F: Fn(Layout, MetaTables) -> String,
+    {
         match self
             .client
-            .execute(&build(layout), QueryOptions::default())
+            .execute(&build(layout, meta), QueryOptions::default())
             .await
         {
             Ok(out) => Ok((out.rows, layout)),
@@ -316,14 +356,11 @@ impl Lakehouse {
                 ref error_name,
                 ref message,
                 ..
-            }) if layout == Layout::PartitionColumn
-                && error_name == "COLUMN_NOT_FOUND"
-                && message.contains("partition") =>
-            {
+            }) if layout == Layout::PartitionColumn && missing_partition(error_name, message) => {
                 self.set_file_layout(t, Layout::Unpartitioned);
                 let out = self
                     .client
-                    .execute(&build(Layout::Unpartitioned), QueryOptions::default())
+                    .execute(&build(Layout::Unpartitioned, meta), QueryOptions::default())
                     .await?;
                 Ok((out.rows, Layout::Unpartitioned))
             }
@@ -334,7 +371,7 @@ impl Lakehouse {
     /// The health facts of one table, in one statement.
     pub async fn table_stats(&self, t: &TableRef) -> Result<TableStats, TrinoError> {
         let (rows, layout) = self
-            .with_layout(t, |l| stats_sql(t, &self.health, l, self.meta_tables()))
+            .with_layout(t, |l, m| stats_sql(t, &self.health, l, m))
             .await?;
         let row = rows.first().ok_or_else(|| TrinoError::Malformed {
             url: self.client.url().to_string(),
@@ -397,9 +434,7 @@ impl Lakehouse {
     /// transform from the table's spec (see [`Lakehouse::table_layout`]).
     pub async fn partitions(&self, t: &TableRef) -> Result<PartitionList, TrinoError> {
         let (rows, layout) = self
-            .with_layout(t, |l| {
-                partitions_sql(t, &self.health, l, self.meta_tables())
-            })
+            .with_layout(t, |l, m| partitions_sql(t, &self.health, l, m))
             .await?;
         let spec = if layout == Layout::PartitionColumn && !rows.is_empty() {
             Some(
@@ -478,11 +513,7 @@ impl Lakehouse {
 
     /// Every snapshot of one table, oldest first.
     pub async fn snapshots(&self, t: &TableRef) -> Result<Vec<SnapshotInfo>, TrinoError> {
-        let sql = format!(
-            "SELECT committed_at, snapshot_id, parent_id, operation, summary FROM {} ORDER BY committed_at",
-            t.meta("snapshots")
-        );
-        let out = self.client.query(&sql).await?;
+        let out = self.client.query(&snapshots_sql(t)).await?;
         out.rows
             .iter()
             .map(|r| {
@@ -534,16 +565,13 @@ impl Lakehouse {
         t: &TableRef,
         fields: &BTreeSet<String>,
     ) -> Result<Arc<TableLayout>, TrinoError> {
-        let cols = self.client.query(&format!("DESCRIBE {}", t.sql())).await?;
+        let cols = self.client.query(&describe_sql(t)).await?;
         let columns = cols
             .rows
             .iter()
             .filter_map(|r| Some((r.str("Column")?.to_string(), r.str("Type")?.to_string())))
             .collect();
-        let create = self
-            .client
-            .query(&format!("SHOW CREATE TABLE {}", t.sql()))
-            .await?;
+        let create = self.client.query(&show_create_sql(t)).await?;
         let text = create
             .rows
             .first()
@@ -580,10 +608,7 @@ impl Lakehouse {
 
     /// `key → value` of `$properties`.
     pub async fn properties(&self, t: &TableRef) -> Result<Vec<(String, String)>, TrinoError> {
-        let out = self
-            .client
-            .query(&format!("SELECT key, value FROM {}", t.meta("properties")))
-            .await?;
+        let out = self.client.query(&properties_sql(t)).await?;
         Ok(out
             .rows
             .iter()
@@ -594,5 +619,37 @@ impl Lakehouse {
                 ))
             })
             .collect())
+    }
+}
+
+/// Whether a statement failed because the table's files have no `partition` field (an
+/// unpartitioned table): Trino says COLUMN_NOT_FOUND for `f.partition` over `$files`
+/// ("Column 'f.partition' cannot be resolved") and INVALID_COLUMN_REFERENCE for the field
+/// of a row, `e.data_file.partition` over `$entries` ("Column reference
+/// 'e.data_file.partition' is invalid").
+fn missing_partition(error_name: &str, message: &str) -> bool {
+    matches!(error_name, "COLUMN_NOT_FOUND" | "INVALID_COLUMN_REFERENCE")
+        && message.contains("partition")
+}
+
+#[cfg(test)]
+mod missing_partition_tests {
+    use super::missing_partition;
+
+    #[test]
+    fn both_of_trinos_answers_for_a_missing_partition_field_mean_unpartitioned() {
+        assert!(missing_partition(
+            "COLUMN_NOT_FOUND",
+            "line 3:10: Column 'f.partition' cannot be resolved"
+        ));
+        assert!(missing_partition(
+            "INVALID_COLUMN_REFERENCE",
+            "line 10:47: Column reference 'e.data_file.partition' is invalid"
+        ));
+        assert!(!missing_partition(
+            "INVALID_COLUMN_REFERENCE",
+            "line 1:8: Column reference 'x.size' is invalid"
+        ));
+        assert!(!missing_partition("TABLE_NOT_FOUND", "partition"));
     }
 }

@@ -8,6 +8,7 @@ use chrono::{DateTime, Utc};
 use super::maintenance::{PartitionField, TableLayout, files_partition_predicate};
 use super::model::{SnapshotInfo, TableRef, TableStats};
 use super::queries::Layout;
+use super::sql::{quote_ident, quote_string};
 use crate::health::HealthConfig;
 use crate::trino::{Row, Value};
 
@@ -151,6 +152,57 @@ pub fn partitions_sql(t: &TableRef, h: &HealthConfig, layout: Layout, meta: Meta
          HAVING kind = 0",
         timed = timed_ctes(t, h, layout, meta, false),
     )
+}
+
+/// The listing of a catalog's Iceberg tables: `<catalog>.system.iceberg_tables` (475+)
+/// when `iceberg_tables`, else `information_schema.tables` (base tables, without
+/// `information_schema` itself); limited to `schemas` unless empty.
+pub fn discover_sql(catalog: &str, schemas: &[String], iceberg_tables: bool) -> String {
+    let cat = quote_ident(catalog);
+    let filter = if schemas.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " WHERE table_schema IN ({})",
+            schemas
+                .iter()
+                .map(|s| quote_string(s))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    if iceberg_tables {
+        return format!("SELECT table_schema, table_name FROM {cat}.system.iceberg_tables{filter}");
+    }
+    let where_ = if filter.is_empty() {
+        " WHERE table_type = 'BASE TABLE' AND table_schema <> 'information_schema'".to_string()
+    } else {
+        format!("{filter} AND table_type = 'BASE TABLE'")
+    };
+    format!("SELECT table_schema, table_name FROM {cat}.information_schema.tables{where_}")
+}
+
+/// Every snapshot of a table, oldest first (the snapshots view and the timeline).
+pub fn snapshots_sql(t: &TableRef) -> String {
+    format!(
+        "SELECT committed_at, snapshot_id, parent_id, operation, summary FROM {} ORDER BY committed_at",
+        t.meta("snapshots")
+    )
+}
+
+/// A table's columns and their types (`Column`, `Type`, …).
+pub fn describe_sql(t: &TableRef) -> String {
+    format!("DESCRIBE {}", t.sql())
+}
+
+/// A table's DDL, whose `WITH (…)` clause declares its partitioning.
+pub fn show_create_sql(t: &TableRef) -> String {
+    format!("SHOW CREATE TABLE {}", t.sql())
+}
+
+/// A table's properties, `key` and `value`.
+pub fn properties_sql(t: &TableRef) -> String {
+    format!("SELECT key, value FROM {}", t.meta("properties"))
 }
 
 fn opt_time(r: &Row, name: &str) -> Option<DateTime<Utc>> {

@@ -82,6 +82,24 @@ fn os_user() -> String {
 /// The outcome of a record written before the statement is sent.
 pub const STARTED: &str = "started";
 
+/// The outcome of a write that was sent and whose answer does not say whether it was
+/// carried out (a gateway's 502/504, a connection lost after sending, an answer that cannot
+/// be read): never `failed`, which would invite sending it again.
+pub const MAY_HAVE_RUN: &str = "may_have_run";
+
+/// The outcome of the one record a plan cut short leaves: how many of its statements were
+/// never sent (its `error`), and which (its `statement`).
+pub const NOT_RUN: &str = "not_run";
+
+/// Why an audited write did not succeed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WriteFailure {
+    /// It was not carried out.
+    Failed(String),
+    /// It was sent and may have been carried out.
+    MayHaveRun(String),
+}
+
 #[derive(Clone, Debug)]
 pub struct AuditLog {
     path: PathBuf,
@@ -184,7 +202,7 @@ pub async fn audited<F>(
     write: F,
 ) -> Result<String, String>
 where
-    F: std::future::Future<Output = Result<String, String>>,
+    F: std::future::Future<Output = Result<String, WriteFailure>>,
 {
     let mut rec = Record::now(&ctx.profile, user, target, action, statement);
     if ctx.readonly {
@@ -201,13 +219,22 @@ where
     let r = write.await;
     rec.time = Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true);
     rec.duration_ms = started.elapsed().as_millis() as u64;
-    match &r {
-        Ok(_) => rec.outcome = "succeeded".into(),
-        Err(e) => {
+    let r = match r {
+        Ok(m) => {
+            rec.outcome = "succeeded".into();
+            Ok(m)
+        }
+        Err(WriteFailure::Failed(e)) => {
             rec.outcome = "failed".into();
             rec.error = Some(e.clone());
+            Err(e)
         }
-    }
+        Err(WriteFailure::MayHaveRun(e)) => {
+            rec.outcome = MAY_HAVE_RUN.into();
+            rec.error = Some(e.clone());
+            Err(e)
+        }
+    };
     match ctx.audit.append(&rec) {
         Ok(()) => r,
         Err(e) => {
@@ -318,11 +345,33 @@ mod tests {
         let sent = std::sync::atomic::AtomicBool::new(false);
         let r = audited(&ctx, "u", "h", "trigger_dag", "trigger d", async {
             sent.store(true, std::sync::atomic::Ordering::SeqCst);
-            Ok("triggered".to_string())
+            Ok::<_, WriteFailure>("triggered".to_string())
         })
         .await;
         assert!(!sent.load(std::sync::atomic::Ordering::SeqCst));
         assert!(r.unwrap_err().contains("audit log"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_write_that_may_have_run_is_audited_so_never_as_failed() {
+        let dir = std::env::temp_dir().join(format!("floe-audit-mhr-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let ctx = super::super::run::RunContext {
+            profile: "lab".into(),
+            user: "floe".into(),
+            target: "h".into(),
+            readonly: false,
+            audit: AuditLog::new(dir.join("audit.jsonl")),
+        };
+        let r = audited(&ctx, "u", "h", "trigger_dag", "trigger d", async {
+            Err(WriteFailure::MayHaveRun("HTTP 504".into()))
+        })
+        .await;
+        assert_eq!(r.unwrap_err(), "HTTP 504");
+        let back = ctx.audit.read();
+        assert_eq!(back.len(), 1);
+        assert_eq!(back[0].outcome, MAY_HAVE_RUN);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

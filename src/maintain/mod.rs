@@ -45,23 +45,37 @@ pub async fn small_file_threshold(lake: &Lakehouse, t: &TableRef) -> Result<u64,
     Ok(lake.health.small_threshold(target))
 }
 
-/// Partitions matching `k=v[/k=v…]` specs (each spec may name a subset of the fields).
+/// One `--partition` spec: `COLUMN=VALUE` (the value exactly, `region=null` is the
+/// string `'null'`) or `COLUMN IS NULL` (SQL NULL), joined by `/`.
+pub fn parse_partition_spec(spec: &str) -> Result<Vec<(String, Option<String>)>, String> {
+    spec.split('/')
+        .map(|kv| {
+            if let Some((k, v)) = kv.split_once('=') {
+                return Ok((k.trim().to_string(), Some(v.to_string())));
+            }
+            let t = kv.trim();
+            let lower = t.to_ascii_lowercase();
+            match lower.strip_suffix("is null") {
+                Some(k) if k.ends_with(char::is_whitespace) && !k.trim().is_empty() => {
+                    Ok((t[..k.trim_end().len()].to_string(), None))
+                }
+                _ => Err(format!(
+                    "--partition {spec:?}: expected COLUMN=VALUE or COLUMN IS NULL, joined by /"
+                )),
+            }
+        })
+        .collect()
+}
+
+/// Partitions matching `k=v[/k=v…]` specs (each spec may name a subset of the fields;
+/// `k IS NULL` matches NULL, `k=null` the string `'null'`).
 pub fn select_partitions(
     all: &[PartitionStats],
     specs: &[String],
 ) -> Result<Vec<PartitionStats>, String> {
     let mut out = Vec::new();
     for spec in specs {
-        let wanted: Vec<(String, String)> = spec
-            .split('/')
-            .map(|kv| {
-                kv.split_once('=')
-                    .map(|(k, v)| (k.trim().to_string(), v.to_string()))
-                    .ok_or_else(|| {
-                        format!("--partition {spec:?}: expected COLUMN=VALUE[/COLUMN=VALUE…]")
-                    })
-            })
-            .collect::<Result<_, _>>()?;
+        let wanted = parse_partition_spec(spec)?;
         if let Some(p) = all.first() {
             for (k, _) in &wanted {
                 if !p.values.iter().any(|(n, _)| n == k) {
@@ -76,16 +90,23 @@ pub fn select_partitions(
         let matches: Vec<&PartitionStats> = all
             .iter()
             .filter(|p| {
-                wanted.iter().all(|(k, v)| {
-                    p.values
-                        .iter()
-                        .any(|(n, val)| n == k && val.as_deref().unwrap_or("null") == v)
-                })
+                wanted
+                    .iter()
+                    .all(|(k, v)| p.values.iter().any(|(n, val)| n == k && val == v))
             })
             .collect();
         if matches.is_empty() {
+            let hint = wanted
+                .iter()
+                .find(|(_, v)| v.as_deref().is_some_and(|v| v.eq_ignore_ascii_case("null")))
+                .map(|(k, _)| {
+                    format!(
+                        " (a NULL value is spelled '{k} IS NULL'; {k}=null is the string 'null')"
+                    )
+                })
+                .unwrap_or_default();
             return Err(format!(
-                "--partition {spec:?} matches no partition holding data files"
+                "--partition {spec:?} matches no partition holding data files{hint}"
             ));
         }
         if wanted.len() == all.first().map(|p| p.values.len()).unwrap_or(0) {
@@ -93,10 +114,7 @@ pub fn select_partitions(
         } else {
             // A subset of the fields: one statement over all of them, counted together.
             let mut agg = PartitionStats {
-                values: wanted
-                    .iter()
-                    .map(|(k, v)| (k.clone(), Some(v.clone())))
-                    .collect(),
+                values: wanted.clone(),
                 data_files: 0,
                 small_files: 0,
                 total_bytes: 0,
@@ -338,20 +356,20 @@ pub async fn cli(settings: &Settings, cmd: MaintainCmd, timeout: Option<Duration
     };
     match run_plan_until(&lake, &plan, &ctx, &stop, &on_event).await {
         Ok(out) => {
-            eprintln!(
+            say(&format!(
                 "floe: {} statement(s) succeeded; audit log {}",
                 out.len(),
                 ctx.audit.path().display()
-            );
+            ));
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("floe: {}", sanitize(&e.to_string()));
+            say(&format!("floe: {}", sanitize(&e.to_string())));
             if timed_out.load(Ordering::SeqCst) && signalled.load(Ordering::SeqCst) == 0 {
-                eprintln!(
+                say(&format!(
                     "floe: --timeout {} reached: the running statement was cancelled on Trino and the rest did not run",
                     humantime::format_duration(timeout.unwrap_or_default())
-                );
+                ));
                 return ExitCode::from(TIMEOUT_EXIT);
             }
             match signalled.load(Ordering::SeqCst) {
@@ -363,33 +381,42 @@ pub async fn cli(settings: &Settings, cmd: MaintainCmd, timeout: Option<Duration
     }
 }
 
+/// A line on stderr that cannot fail: after SIGHUP the terminal may be gone, and
+/// `eprintln!` would panic instead of letting the cancel and the audit finish.
+fn say(line: &str) {
+    let _ = writeln!(std::io::stderr(), "{line}");
+}
+
 /// SIGINT (ctrl-c) cancels the running statement on Trino (audited `cancelled`), SIGTERM
-/// interrupts it (audited `interrupted`); the run then ends with 130 or 143. A second
-/// signal while the cancel is under way exits at once.
+/// and SIGHUP (the SSH session dropped) interrupt it (audited `interrupted`); the run then
+/// ends with 130, 143 or 129. A second signal while the cancel is under way exits at once.
 fn watch_signals(stop: Stop, signalled: Arc<AtomicU8>) -> Result<(), String> {
     use tokio::signal::unix::{SignalKind, signal};
     let mut int = signal(SignalKind::interrupt()).map_err(|e| format!("SIGINT handler: {e}"))?;
     let mut term = signal(SignalKind::terminate()).map_err(|e| format!("SIGTERM handler: {e}"))?;
+    let mut hup = signal(SignalKind::hangup()).map_err(|e| format!("SIGHUP handler: {e}"))?;
     tokio::spawn(async move {
         let code = tokio::select! {
             _ = int.recv() => 130,
             _ = term.recv() => 143,
+            _ = hup.recv() => 129,
         };
         signalled.store(code, Ordering::SeqCst);
-        if code == 143 {
-            stop.interrupt();
-        } else {
+        if code == 130 {
             stop.cancel();
+        } else {
+            stop.interrupt();
         }
-        eprintln!(
+        say(&format!(
             "floe: cancelling on Trino (DELETE sent); {} again exits at once",
             if code == 130 { "ctrl-c" } else { "a signal" }
-        );
+        ));
         let again = tokio::select! {
             _ = int.recv() => 130,
             _ = term.recv() => 143,
+            _ = hup.recv() => 129,
         };
-        eprintln!("floe: exiting without waiting for Trino to confirm the cancel");
+        say("floe: exiting without waiting for Trino to confirm the cancel");
         std::process::exit(again);
     });
     Ok(())

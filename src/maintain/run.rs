@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
 
-use super::audit::{AuditLog, Record, STARTED};
+use super::audit::{AuditLog, NOT_RUN, Record, STARTED};
 use crate::lakehouse::maintenance::{Plan, Procedure};
 use crate::lakehouse::model::TableRef;
 use crate::lakehouse::queries::Lakehouse;
@@ -195,13 +195,44 @@ pub async fn run_plan_until(
         }
         Claim(plan.table.clone())
     };
+    // A plan cut short (cancelled, interrupted, failed) leaves one record that says how
+    // many of its statements were never sent, and which.
+    let cut_short = |from: usize, why: &str| {
+        let n = plan.steps.len();
+        let rest = &plan.steps[from..];
+        let mut r = record(
+            None,
+            NOT_RUN,
+            Some(format!("{} of {n} statement(s) not run: {why}", rest.len())),
+        );
+        r.statement = rest
+            .iter()
+            .map(|s| s.sql.as_str())
+            .collect::<Vec<_>>()
+            .join(";\n");
+        if let Err(e) = ctx.audit.append(&r) {
+            tracing::error!(error = %e, "cannot write the audit log");
+            on_event(StepEvent::AuditFailed {
+                step: from.min(n.saturating_sub(1)),
+                error: e,
+            });
+        }
+    };
     let mut outcomes = Vec::new();
     for (i, step) in plan.steps.iter().enumerate() {
         if cancel.is_cancelled() {
-            return Err(format!(
-                "cancelled before step {} of {}",
+            let why = format!(
+                "{} before step {} of {}",
+                stop.outcome(),
                 i + 1,
                 plan.steps.len()
+            );
+            cut_short(i, &why);
+            return Err(format!(
+                "cancelled before step {} of {}; {} remaining statement(s) not run",
+                i + 1,
+                plan.steps.len(),
+                plan.steps.len() - i
             ));
         }
         let mut begun = record(Some(i), STARTED, None);
@@ -286,6 +317,8 @@ pub async fn run_plan_until(
                 }
                 rec.outcome = if outcome.cancelled {
                     stop.outcome().into()
+                } else if matches!(e, TrinoError::MayHaveRun { .. }) {
+                    super::audit::MAY_HAVE_RUN.into()
                 } else {
                     "failed".into()
                 };
@@ -300,6 +333,8 @@ pub async fn run_plan_until(
             tracing::error!(error = %e, "cannot write the audit log");
             on_event(StepEvent::AuditFailed { step: i, error: e });
         }
+        let outcome_cancelled = outcome.cancelled;
+        let stop_outcome = stop.outcome();
         let stop = !outcome.ok;
         let err = outcome.error.clone();
         on_event(StepEvent::Finished {
@@ -310,6 +345,19 @@ pub async fn run_plan_until(
         if stop {
             let why = err.unwrap_or_default();
             let rest = plan.steps.len() - i - 1;
+            if rest > 0 {
+                let how = if outcome_cancelled {
+                    format!(
+                        "step {} of {} was {}",
+                        i + 1,
+                        plan.steps.len(),
+                        stop_outcome
+                    )
+                } else {
+                    format!("step {} of {} did not succeed", i + 1, plan.steps.len())
+                };
+                cut_short(i + 1, &how);
+            }
             return Err(if rest > 0 {
                 format!("{why}; {rest} remaining statement(s) not run")
             } else {

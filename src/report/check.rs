@@ -87,6 +87,22 @@ fn timed_out(timeout: Duration, running: &[String]) -> String {
     m
 }
 
+/// What a check that found no table says: the filters it applied.
+fn no_tables_message(catalog: &str, schemas: &[String], globs: &[String]) -> String {
+    let list = |v: &[String]| {
+        if v.is_empty() {
+            "all".to_string()
+        } else {
+            v.join(", ")
+        }
+    };
+    format!(
+        "no table matched (catalog {catalog}; schemas: {}; tables: {}): the filters, the catalog or the user's privileges leave nothing to check",
+        list(schemas),
+        list(globs)
+    )
+}
+
 async fn read_airflow(settings: &Settings, running: &Running) -> Option<AirflowRead> {
     let a = settings.airflow.as_ref()?;
     let mut info = AirflowInfo {
@@ -268,6 +284,20 @@ async fn run_tracked(
             return report;
         }
     };
+    if tables.is_empty() {
+        // Nothing seen is not the same as nothing wrong: a typo in --table, a schema that
+        // does not exist, or a user whose SELECT was revoked all read this way.
+        report.findings.push(Finding {
+            rule: "no_tables",
+            severity: Severity::Unknown,
+            message: no_tables_message(
+                &settings.trino.catalog,
+                &settings.trino.schemas,
+                &all_globs,
+            ),
+            penalty: 0,
+        });
+    }
     let lake = &lake;
     let cached: BTreeMap<TableRef, crate::cache::Entry> = match cached_max_age {
         Some(age) => crate::cache::load_fresh(

@@ -124,6 +124,17 @@ impl Report {
             }),
         );
         metric(
+            "floe_table_small_files_waiting_hours",
+            "Hours the oldest live small data file has waited for compaction (0 when none is small). A partial optimize resets last_compaction_age_hours but not this: alert on this one.",
+            per(&|s| {
+                if s.small_files == 0 {
+                    return Some("0.00".into());
+                }
+                s.oldest_small_file_at
+                    .map(|t| format!("{:.2}", (now - t).num_seconds().max(0) as f64 / 3600.0))
+            }),
+        );
+        metric(
             "floe_table_last_write_age_hours",
             "Hours since the last snapshot that added or removed data.",
             per(&|s| {

@@ -176,6 +176,7 @@ fn prometheus_textfile() {
     let p = report().render(Format::Prometheus);
     for name in [
         "floe_table_last_compaction_age_hours",
+        "floe_table_small_files_waiting_hours",
         "floe_table_data_files",
         "floe_table_small_files",
         "floe_table_health_score",
@@ -200,6 +201,31 @@ fn prometheus_textfile() {
             "bad sample {line}"
         );
     }
+}
+
+#[test]
+fn a_partial_optimize_does_not_silence_the_waiting_small_files() {
+    // Compacted an hour ago (one partition), while small files elsewhere wait for 5 days.
+    let mut r = report();
+    let t = &mut r.tables[0];
+    let st = t.stats.as_mut().unwrap();
+    st.last_compaction = Some(now() - chrono::Duration::hours(1));
+    st.oldest_small_file_at = Some(now() - chrono::Duration::days(5));
+    let (schema, table) = (t.table.schema.clone(), t.table.table.clone());
+    let p = r.render(Format::Prometheus);
+    let labels = format!(r#"{{catalog="iceberg",schema="{schema}",table="{table}"}}"#);
+    assert!(
+        p.contains(&format!(
+            "floe_table_last_compaction_age_hours{labels} 1.00"
+        )),
+        "{p}"
+    );
+    assert!(
+        p.contains(&format!(
+            "floe_table_small_files_waiting_hours{labels} 120.00"
+        )),
+        "{p}"
+    );
 }
 
 #[test]

@@ -1,6 +1,8 @@
 //! The client side of Trino's REST protocol: `POST /v1/statement`, follow `nextUri` to the
 //! end, `DELETE nextUri` to cancel; retries for 502/503/504 and 429 within a deadline.
 
+#[cfg(test)]
+mod captures;
 mod decode;
 mod send;
 

@@ -11,6 +11,7 @@ use chrono::Utc;
 use super::client::Client;
 use super::oauth2::{LoginEvent, LoginPrompt};
 use crate::config::{Auth, Settings};
+use crate::text::sanitize;
 
 /// Run the login; exit 0 with where the token is cached and until when, else 1.
 pub fn cli(settings: &Settings) -> ExitCode {
@@ -43,7 +44,7 @@ pub fn cli(settings: &Settings) -> ExitCode {
     let client = match Client::from_settings(&settings.trino, settings.query_timeout) {
         Ok(c) => c.with_oauth2_prompt(prompt),
         Err(e) => {
-            eprintln!("floe: {e}");
+            eprintln!("floe: {}", sanitize(&e.to_string()));
             return ExitCode::from(1);
         }
     };
@@ -67,7 +68,8 @@ pub fn cli(settings: &Settings) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("floe: login failed: {e}");
+            // The token server's answer is in the error: inert on the terminal.
+            eprintln!("floe: login failed: {}", sanitize(&e.to_string()));
             ExitCode::from(1)
         }
     }
@@ -96,7 +98,7 @@ pub fn describe(e: &LoginEvent, hyperlinks: bool) -> String {
             )
         }
         LoginEvent::Done { .. } => "Login done.\n".to_string(),
-        LoginEvent::Failed(why) => format!("Login failed: {why}\n"),
+        LoginEvent::Failed(why) => format!("Login failed: {}\n", sanitize(why)),
     }
 }
 

@@ -210,6 +210,16 @@ impl Value {
     }
 
     /// The value as an operator reads it (partition values, table cells).
+    /// The value as a literal's text, at the precision Trino sent it: what a predicate
+    /// or a key is built from. `display` rounds timestamps with a time zone to the
+    /// millisecond; this keeps every digit (the instant in UTC).
+    pub fn exact(&self) -> String {
+        match self {
+            Value::TimestampTz(t, _) => t.format("%Y-%m-%d %H:%M:%S%.f UTC").to_string(),
+            other => other.display(),
+        }
+    }
+
     pub fn display(&self) -> String {
         match self {
             Value::Null => "null".into(),

@@ -25,8 +25,32 @@ use theme::Theme;
 pub use crate::app::runtime::run;
 
 pub fn draw(f: &mut Frame, s: &State) {
+    draw_screen(f, s);
+    scrub(f.buffer_mut());
+}
+
+/// The output boundary of the screen: no cell keeps a character a terminal acts on.
+/// ratatui drops control characters but not format characters: a bidi override or
+/// isolate (U+202A–202E, U+2066–2069) is zero-width and rides along in the symbol of the
+/// cell before it, reordering what follows on the operator's screen. Texts from servers
+/// are sanitised where they are laid out (their escapes stay visible); this catches
+/// whatever a widget let through.
+fn scrub(buf: &mut ratatui::buffer::Buffer) {
+    for cell in buf.content.iter_mut() {
+        if !crate::text::is_inert(cell.symbol()) {
+            let clean: String = cell
+                .symbol()
+                .chars()
+                .filter(|c| !crate::text::is_unsafe(*c))
+                .collect();
+            cell.set_symbol(if clean.is_empty() { " " } else { &clean });
+        }
+    }
+}
+
+fn draw_screen(f: &mut Frame, s: &State) {
     let area = f.area();
-    if area.width < 20 || area.height < 5 {
+    if area.width < crate::app::state::MIN_WIDTH || area.height < crate::app::state::MIN_HEIGHT {
         f.render_widget(Paragraph::new("floe: terminal too small"), area);
         return;
     }

@@ -42,7 +42,7 @@ pub fn draw(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
     };
     draw_list(f, area, th, &props, |i| {
         let r = &p.rows[i];
-        let marked = p.marks.contains(&r.label);
+        let marked = p.is_marked(r);
         let (stat, st_style) = match r.severity {
             Severity::Ok => ("ok".to_string(), th.dim()),
             sev => (sev.short().to_string(), th.severity(sev)),

@@ -1,5 +1,6 @@
 //! Tab 1: every table, worst first.
 
+use crate::text::one_line;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::Style;
@@ -84,13 +85,25 @@ fn row_cells(
                 .as_ref()
                 .map(|h| h.score.to_string())
                 .unwrap_or_default()),
+            // Names and errors are the server's: sanitised in the cell, escapes visible.
             (TableCol::Table, _) => match (&r.stats, &r.error) {
                 // Not readable: the reason goes where the eye is (the full text is in `i`).
                 (None, Some(e)) => Cell::from(Line::from(vec![
-                    Span::raw(sanitize(&r.name).into_owned()),
-                    Span::styled(format!(" ! {e}"), th.severity(Severity::Unknown)),
+                    Span::raw(one_line(&r.name)),
+                    Span::styled(
+                        format!(" ! {}", one_line(e)),
+                        th.severity(Severity::Unknown),
+                    ),
                 ])),
-                _ => Cell::from(sanitize(&r.name).into_owned()),
+                // Read before, not now: the figures are old and the row says why.
+                (Some(_), Some(e)) => Cell::from(Line::from(vec![
+                    Span::raw(one_line(&r.name)),
+                    Span::styled(
+                        format!(" ! re-read failed: {}", one_line(e)),
+                        th.severity(Severity::Unknown),
+                    ),
+                ])),
+                _ => Cell::from(one_line(&r.name)),
             },
             // The rest needs stats: a row without them stops here.
             (_, None) => break,

@@ -341,7 +341,7 @@ fn confirm_state() -> State {
         .partitions
         .rows
         .iter()
-        .filter(|r| s.partitions.marks.contains(&r.label))
+        .filter(|r| s.partitions.is_marked(r))
         .map(|r| r.stats.clone())
         .collect();
     let draft = PlanDraft {
@@ -363,9 +363,10 @@ fn confirm_state() -> State {
         note: None,
         grouped: false,
     };
+    let epoch = s.conn.epoch;
     update(
         &mut s,
-        Action::Maintenance(MaintenanceMsg::PlanReady(Ok(draft))),
+        Action::Maintenance(MaintenanceMsg::PlanReady(epoch, Ok(draft))),
     );
     s
 }
@@ -589,11 +590,21 @@ mod hostile {
         s.tables.pending = 0;
         let bad = TableRef::new("iceberg", h("sch"), h("tbl"));
         let failing = TableRef::new("iceberg", "zoning", h("err"));
+        // Format characters with no newline before them: they reach the cell.
+        let bidi = TableRef::new("iceberg", "aaa", "\u{202e}\u{2066}gnirts\u{2069}");
         update(
             &mut s,
             Action::Tables(TablesMsg::Discovered {
                 generation,
-                result: Ok(vec![bad.clone(), failing.clone()]),
+                result: Ok(vec![bad.clone(), failing.clone(), bidi.clone()]),
+            }),
+        );
+        update(
+            &mut s,
+            Action::Tables(TablesMsg::Stats {
+                generation,
+                table: bidi,
+                result: Ok(crate::app::testing::healthy_stats()),
             }),
         );
         update(
@@ -620,6 +631,7 @@ mod hostile {
         let mut s = hostile_tables();
         assert!(s.status.is_some(), "the error reaches the status line");
         both_sizes(&mut s, "tables", "scha");
+        both_sizes(&mut s, "a bidi table name", "aaa.\\u{202e}");
         key(&mut s, 'i');
         both_sizes(&mut s, "health breakdown", "scha");
         update(

@@ -170,6 +170,118 @@ impl Lab {
             .collect()
     }
 
+    /// Queries the real coordinator recorded from `user` (`system.runtime.queries`), oldest
+    /// first, in the shape of [`Lab::queries_of`]: `id`, `user`, `sql`, `state`,
+    /// `error_name` (Trino's error code name, e.g. `USER_CANCELED`), `source`.
+    pub async fn real_queries_of(&self, user: &str) -> Vec<Value> {
+        let sql = format!(
+            "SELECT query_id, \"user\", query, state, error_code, source, to_unixtime(created) \
+             FROM system.runtime.queries WHERE \"user\" = '{}' ORDER BY created, query_id",
+            user.replace('\'', "''")
+        );
+        let rows = self.real_rows(&sql).await;
+        rows.into_iter()
+            .map(|r| {
+                json!({"id": r[0], "user": r[1], "sql": r[2], "state": r[3],
+                       "error_name": r[4], "source": r[5], "created": r[6]})
+            })
+            .collect()
+    }
+
+    /// Every row of `sql` on the real coordinator (as the lab's own user), through the
+    /// client protocol with a plain HTTP client: independent of floe's Trino client.
+    pub async fn real_rows(&self, sql: &str) -> Vec<Vec<Value>> {
+        let http = Self::http();
+        let mut page: Value = http
+            .post(format!("{}/v1/statement", self.trino_url()))
+            .header("X-Trino-User", "floe-lab")
+            .header("X-Trino-Catalog", "iceberg")
+            .body(sql.to_string())
+            .send()
+            .await
+            .expect("the real Trino answers")
+            .json()
+            .await
+            .expect("a QueryResults page");
+        let mut rows = Vec::new();
+        loop {
+            if let Some(d) = page["data"].as_array() {
+                rows.extend(d.iter().map(|r| r.as_array().cloned().unwrap_or_default()));
+            }
+            assert!(page["error"].is_null(), "{sql}: {}", page["error"]);
+            let Some(next) = page["nextUri"].as_str().map(str::to_string) else {
+                break;
+            };
+            page = http
+                .get(&next)
+                .header("X-Trino-User", "floe-lab")
+                .send()
+                .await
+                .expect("the real Trino answers")
+                .json()
+                .await
+                .expect("a QueryResults page");
+        }
+        rows
+    }
+
+    /// The fault proxy in front of the real Trino (`trino.proxy_url`): network faults for
+    /// the real coordinator are injected there.
+    pub fn proxy_url(&self) -> String {
+        self.v["trino"]["proxy_url"]
+            .as_str()
+            .expect("lab.json trino has a proxy_url (the fault proxy in front of the real Trino)")
+            .to_string()
+    }
+
+    fn proxy_control_url(&self) -> String {
+        self.v["trino"]["proxy_control_url"]
+            .as_str()
+            .expect("lab.json trino has a proxy_control_url")
+            .trim_end_matches('/')
+            .to_string()
+    }
+
+    /// Add fault rules for `user`'s queries to the proxy in front of the real Trino.
+    pub async fn real_faults(&self, user: &str, rules: Value) {
+        let url = format!("{}/faults", self.proxy_control_url());
+        let r = Self::http()
+            .post(&url)
+            .json(&json!({"user": user, "rules": rules}))
+            .send()
+            .await
+            .expect("the Trino fault proxy's control endpoint");
+        let status = r.status();
+        let body = r.text().await.unwrap_or_default();
+        assert!(status.is_success(), "POST {url}: {status} {body}");
+    }
+
+    /// Clear `user`'s rules on the proxy in front of the real Trino.
+    pub async fn clear_real_faults(&self, user: &str) {
+        let url = format!("{}/faults?user={user}", self.proxy_control_url());
+        Self::http().delete(&url).send().await.unwrap();
+    }
+
+    /// The requests the proxy in front of the real Trino saw from `user`, oldest first.
+    pub async fn proxy_requests_of(&self, user: &str) -> Vec<Value> {
+        let url = format!("{}/requests", self.proxy_control_url());
+        let v: Value = Self::http()
+            .get(&url)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let list = v.get("requests").cloned().unwrap_or(v);
+        list.as_array()
+            .cloned()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|q| q["user"] == user)
+            .collect()
+    }
+
     /// An isolated, mutable copy of a seed table (tests that change tables use these).
     pub async fn clone_table(&self, source: &str, target: &str) -> Value {
         self.post(

@@ -32,6 +32,9 @@ import urllib.request
 from pathlib import Path
 
 LAB_ROOT = Path(__file__).resolve().parent
+sys.path.insert(0, str(LAB_ROOT))
+import realtrino  # noqa: E402  (standard library only, beside this file)
+
 REPO_ROOT = LAB_ROOT.parents[1]
 LAB_LOCK = LAB_ROOT / "requirements.lock"
 AIRFLOW_CTL = LAB_ROOT / "airflow" / "ctl.py"
@@ -373,6 +376,8 @@ def start_trino(venv: Path, root: Path, catalogs: dict, runtime: Runtime, stub: 
             {"name": "plain", "port": 0, "version": 480, "auth": ["insecure"], "control": True},
             {"name": "https", "port": 0, "version": 480, "auth": ["password", "jwt"], "tls": True},
             {"name": "v481", "port": 0, "version": 481, "auth": ["insecure"]},
+            # the real coordinator's release: the parity run compares the two servers like for like
+            {"name": "v476", "port": 0, "version": 476, "auth": ["insecure"]},
             {"name": "oauth2", "port": 0, "version": 480, "auth": ["oauth2"]},
             {"name": "v451", "port": 0, "version": 451, "auth": ["insecure"], "legacy_type_signatures": True},
         ],
@@ -429,7 +434,8 @@ def start_trino(venv: Path, root: Path, catalogs: dict, runtime: Runtime, stub: 
         "bearer_user": JWT_SUBJECT,
         "denied_user": DENIED_USER,
         "time_zone": COORDINATOR_ZONE,
-        "listeners": {"v481": listeners["v481"]["url"], "v451": listeners["v451"]["url"]},
+        "listeners": {"v481": listeners["v481"]["url"], "v476": listeners["v476"]["url"],
+                      "v451": listeners["v451"]["url"]},
         # OAuth2 external authentication (loopback HTTP): the challenge, token server and IdP
         "oauth2_url": listeners["oauth2"]["url"],
         "oauth2_user": OAUTH2_USER,
@@ -437,6 +443,140 @@ def start_trino(venv: Path, root: Path, catalogs: dict, runtime: Runtime, stub: 
         "engine": "stub" if stub else "real",
         "log": str(root / "logs" / "trino.log"),
     }
+
+
+# ---------------------------------------------------------------------------- the real Trino
+def prepare_real_trino() -> dict:
+    """Choose the server for the machine's newest JDK and make sure it is downloaded,
+    verified and unpacked (once, in the cache). Runs while the venvs build."""
+    version, kind, jdk, major = realtrino.choose_server()
+    if version != realtrino.SERVERS[0][1]:
+        say(f"real trino: the newest JDK here is {major} ({jdk}); Trino {realtrino.SERVERS[0][1]} needs "
+            f"{realtrino.SERVERS[0][0]}+, so the lab runs Trino {version}, the newest that JDK runs")
+    server, facts = realtrino.ensure_server(cache_dir(), version, kind, say)
+    return {"version": version, "server": server, "jdk": jdk, "jdk_major": major, **facts}
+
+
+def spawn_real_trino(prep: dict, root: Path, catalogs: dict, runtime: Runtime) -> tuple:
+    rdir = root / "trino-real"
+    port = free_port()
+    realtrino.write_config(rdir / "etc", rdir / "data", port, catalogs, prep["version"], DENIED_USER,
+                           COORDINATOR_ZONE)
+    log_path = root / "logs" / "trino-real.log"
+    log = open(log_path, "ab")
+    jdk = Path(prep["jdk"])
+    env = {**os.environ, "JAVA_HOME": str(jdk), "PATH": f"{jdk / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"}
+    # `launcher run` execs the JVM in the foreground: the PID recorded is the JVM's
+    proc = subprocess.Popen(
+        [str(Path(prep["server"]) / "bin" / "launcher"), "run", f"--etc-dir={rdir / 'etc'}",
+         f"--data-dir={rdir / 'data'}", f"--jvm-dir={jdk}"],
+        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=str(rdir), env=env,
+        start_new_session=True,
+    )
+    runtime.add("trino-real", proc.pid)
+    return proc, port, log_path, time.monotonic()
+
+
+def finish_real_trino(prep: dict, spawned: tuple, catalogs: dict) -> dict:
+    proc, port, log_path, t0 = spawned
+    url = f"http://127.0.0.1:{port}"
+    info = realtrino.wait_ready(url, proc, log_path)
+    startup = time.monotonic() - t0
+    say(f"real trino {info['nodeVersion']['version']} ready in {startup:.1f} s on {url} "
+        f"(JDK {prep['jdk_major']}, heap {realtrino.HEAP})")
+    return {
+        "url": url,
+        "version": str(info["nodeVersion"]["version"]),
+        "user": TRINO_USER,
+        "catalog": "iceberg",
+        "catalogs": {name: str(Path(path) / "catalog.db") for name, path in catalogs.items()},
+        "denied_user": DENIED_USER,
+        "time_zone": COORDINATOR_ZONE,
+        "pid": proc.pid,
+        "heap": realtrino.HEAP,
+        "java_home": str(prep["jdk"]),
+        "java_major": prep["jdk_major"],
+        "server_dir": str(prep["server"]),
+        "startup_s": round(startup, 1),
+        "download_bytes": prep.get("downloaded_bytes", 0),
+        "log": str(log_path),
+        "real": True,
+    }
+
+
+def layouts_key(live: Path, version: str) -> str:
+    h = hashlib.sha256()
+    h.update((LAB_ROOT / "realtrino.py").read_bytes())
+    h.update((LAB_ROOT / "scenarios" / "catalog.py").read_bytes())
+    h.update(f"{version}\0{live}".encode())
+    return h.hexdigest()[:16]
+
+
+def prepare_layouts(venv: Path, root: Path, version: str) -> dict:
+    """The `layouts` warehouse (tables only Trino writes): restored from the cache when a
+    copy made by the same definitions exists, else an empty pyiceberg catalog that
+    `write_layouts` fills through the real Trino once it runs."""
+    live = root / "warehouses" / "layouts"
+    store = cache_dir() / "scenarios"
+    store.mkdir(parents=True, exist_ok=True)
+    tarball = store / f"layouts-{hashlib.sha256(str(live).encode()).hexdigest()[:8]}-{layouts_key(live, version)}.tar"
+    if live.exists():
+        shutil.rmtree(live)
+    live.parent.mkdir(parents=True, exist_ok=True)
+    if tarball.exists():
+        subprocess.run(["tar", "-xf", str(tarball), "-C", str(live.parent)], check=True)
+        return {"path": str(live), "tarball": str(tarball), "cached": True}
+    live.mkdir()
+    (live / "warehouse").mkdir()
+    # pyiceberg's SqlCatalog creates the JDBC catalog's tables (Trino never does)
+    proc = subprocess.run(
+        [str(venv / "bin" / "python"), "-c",
+         "import sys; from lab.scenarios.catalog import open_catalog; open_catalog(sys.argv[1])", str(live)],
+        cwd=str(REPO_ROOT), env=lab_env(), capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise LabError(f"creating the layouts catalog failed: {proc.stderr[-2000:]}")
+    return {"path": str(live), "tarball": str(tarball), "cached": False}
+
+
+def write_layouts(layouts: dict, trino_url: str) -> None:
+    """Create the layouts through the real Trino (when not restored) and keep a pristine copy."""
+    if layouts["cached"]:
+        return
+    failed = realtrino.create_layouts(trino_url, "layouts")
+    if failed:
+        raise LabError("creating the layouts through the real Trino failed:\n" + "\n".join(failed))
+    live = Path(layouts["path"])
+    tmp = Path(layouts["tarball"] + ".tmp")
+    with tarfile.open(tmp, "w") as tf:
+        tf.add(live, arcname=live.name)
+    tmp.replace(layouts["tarball"])
+
+
+def start_trino_proxy(upstream: str, root: Path, runtime: Runtime) -> dict:
+    """The fault-injecting proxy in front of the real Trino (lab/trino/proxy.py)."""
+    port = free_port()
+    venv_python = sys.executable
+    log_path = root / "logs" / "trino-proxy.log"
+    log = open(log_path, "ab")
+    proc = subprocess.Popen(
+        [venv_python, "-m", "lab.trino.proxy", "--upstream", upstream, "--port", str(port),
+         "--alias-host", ALIAS_HOST],
+        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=str(REPO_ROOT), env=lab_env(),
+        start_new_session=True,
+    )
+    runtime.add("trino-proxy", proc.pid)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise LabError(f"the Trino fault proxy exited ({proc.returncode}); see {log_path}:\n"
+                           + log_path.read_text(errors="replace")[-2000:])
+        try:
+            http_json(url + "/_lab/health", timeout=2)
+            return {"proxy_url": url, "proxy_control_url": url + "/_lab"}
+        except (urllib.error.URLError, OSError, ValueError):
+            time.sleep(0.05)
+    raise LabError(f"the Trino fault proxy did not start within 30 s; see {log_path}")
 
 
 # ---------------------------------------------------------------------------- airflow
@@ -576,6 +716,24 @@ def cmd_up(args) -> int:
         builder = threading.Thread(target=build_airflow_venvs, name="airflow-venvs")
         builder.start()
 
+        # The real Trino is fetched (once) and unpacked while the venvs build.
+        real = not stub and not args.no_real_trino
+        real_prep: dict = {}
+        real_errors: list[BaseException] = []
+
+        def prepare_real() -> None:
+            t0 = time.monotonic()
+            try:
+                real_prep.update(prepare_real_trino())
+            except BaseException as e:  # noqa: BLE001 - re-raised in the main thread
+                real_errors.append(e)
+            timings.append(("trino download" if not real_prep.get("cached") else "trino cached",
+                            time.monotonic() - t0))
+
+        preparer = threading.Thread(target=prepare_real, name="real-trino")
+        if real:
+            preparer.start()
+
         t = time.monotonic()
         lab_venv = ensure_venv("lab", LAB_LOCK)
         timings.append(("lab venv", time.monotonic() - t))
@@ -592,9 +750,47 @@ def cmd_up(args) -> int:
                 catalogs["scale"] = scale["path"]
             timings.append(("scenarios", time.monotonic() - t))
 
+        spawned = None
+        layouts: dict = {}
+        if real:
+            preparer.join()
+            if real_errors:
+                e = real_errors[0]
+                raise LabError(str(e)) if isinstance(e, realtrino.TrinoSetupError) else e
+            t = time.monotonic()
+            layouts = prepare_layouts(lab_venv, root, real_prep["version"])
+            timings.append(("layouts", time.monotonic() - t))
+            # the JVM starts while the stand-in does
+            spawned = spawn_real_trino(real_prep, root, {**catalogs, "layouts": layouts["path"]}, runtime)
+
         t = time.monotonic()
-        trino = start_trino(lab_venv, root, catalogs, runtime, stub)
-        timings.append(("trino", time.monotonic() - t))
+        # the stand-in serves the Trino-written layouts too (the parity run compares them)
+        stand_in = start_trino(lab_venv, root, {**catalogs, **({"layouts": layouts["path"]} if spawned else {})},
+                               runtime, stub)
+        timings.append(("stand-in", time.monotonic() - t))
+
+        if spawned is not None:
+            t = time.monotonic()
+            try:
+                trino = finish_real_trino(real_prep, spawned, catalogs)
+            except realtrino.TrinoSetupError as e:
+                raise LabError(str(e)) from None
+            timings.append(("real trino", time.monotonic() - spawned[3]))
+            t = time.monotonic()
+            write_layouts(layouts, trino["url"])
+            if not layouts["cached"]:
+                timings.append(("layouts written", time.monotonic() - t))
+                # the stand-in read an empty catalog at its start
+                req = urllib.request.Request(stand_in["control_url"] + "/engine/reload", data=b"{}", method="POST",
+                                             headers={"Content-Type": "application/json"})
+                urllib.request.urlopen(req, timeout=120).read()
+            trino["layouts"] = {"catalog": "layouts", "schema": "zoo", "path": layouts["path"],
+                                "tables": [name.strip('"').replace('""', '"').lower()
+                                           for name, _ in realtrino.LAYOUT_TABLES]}
+            if (LAB_ROOT / "trino" / "proxy.py").exists():
+                trino.update(start_trino_proxy(trino["url"], root, runtime))
+        else:
+            trino = stand_in
 
         builder.join()
         if airflow_errors:
@@ -627,6 +823,7 @@ def cmd_up(args) -> int:
             "started_at": runtime.data["started_at"],
             "lab_dir": str(root),
             "trino": trino,
+            "stand_in": stand_in,
             "scenario": None if scenario is None else {
                 "name": scenario["name"], "generated_at": scenario["generated_at"],
                 "expected": scenario["expected"], "path": scenario["path"]},
@@ -648,7 +845,8 @@ def cmd_up(args) -> int:
     for name, secs in timings:
         say(f"  {name:<10} {secs:6.1f} s")
     say(f"  {'total':<10} {total:6.1f} s")
-    say(f"up: trino {trino['url']} (https {trino['https_url']})"
+    say(f"up: trino {trino['url']} (version {trino['version']}), stand-in {stand_in['url']} "
+        f"(https {stand_in['https_url']})"
         + (f", airflow {airflow[3].get('url')}" if 3 in airflow else "")
         + f"; {root / 'lab.json'}")
     return 0
@@ -690,16 +888,27 @@ def cmd_status(args) -> int:  # noqa: ARG001
         say(f"  {name:<18} pid {rec['pid']:<8} {'running' if ok else 'DEAD'}")
     if lab is not None:
         trino = lab["trino"]
-        try:
-            info = http_json(trino["url"] + "/v1/info")
-            say(f"  trino {trino['url']}: version {info['nodeVersion']['version']}, "
-                f"starting={info['starting']}, uptime {info['uptime']}")
-        except (urllib.error.URLError, OSError, ValueError) as e:
-            all_alive = False
-            say(f"  trino {trino['url']}: not answering ({e})")
-        for k, v in (trino.get("listeners") or {}).items():
-            say(f"    {k}: {v}")
-        say(f"    https: {trino.get('https_url')}")
+        stand_in = lab.get("stand_in") or trino
+        for label, srv in ((("trino", trino),) if stand_in is trino else (("trino", trino), ("stand-in", stand_in))):
+            try:
+                info = http_json(srv["url"] + "/v1/info")
+                say(f"  {label} {srv['url']}: version {info['nodeVersion']['version']}, "
+                    f"starting={info['starting']}, uptime {info['uptime']}")
+            except (urllib.error.URLError, OSError, ValueError) as e:
+                all_alive = False
+                say(f"  {label} {srv['url']}: not answering ({e})")
+        if trino.get("real"):
+            rss = realtrino.rss_bytes(int(trino["pid"]))
+            say(f"    real coordinator: pid {trino['pid']}, heap {trino['heap']}, "
+                f"RSS {rss / 2**20:.0f} MiB" if rss else f"    real coordinator: pid {trino['pid']} (gone)")
+            say(f"    JDK {trino['java_major']} at {trino['java_home']}; started in {trino['startup_s']} s")
+            for name, db in (trino.get("catalogs") or {}).items():
+                say(f"    catalog {name}: Iceberg JDBC catalog on {db}")
+            if trino.get("proxy_url"):
+                say(f"    fault proxy: {trino['proxy_url']}")
+        for k, v in (stand_in.get("listeners") or {}).items():
+            say(f"    stand-in {k}: {v}")
+        say(f"    stand-in https: {stand_in.get('https_url')}")
         for key in ("airflow", "airflow2"):
             if lab.get(key):
                 say(f"  {key}: {lab[key].get('url')} (version {lab[key].get('version')}), "
@@ -717,6 +926,8 @@ def main(argv: list[str] | None = None) -> int:
     up.add_argument("--airflow2", action="store_true", help="also start Airflow 2")
     up.add_argument("--no-airflow", action="store_true", help="start no Airflow")
     up.add_argument("--full", action="store_true", help="the full-size seed scenario")
+    up.add_argument("--no-real-trino", action="store_true",
+                    help="serve only the stand-in (no JVM): `trino` in lab.json is the stand-in")
     up.add_argument("--stub-engine", action="store_true",
                     help="serve a stand-in engine (no warehouse); for protocol work only")
     sub.add_parser("down", help="stop the lab")

@@ -3,7 +3,7 @@
 use reqwest::Method;
 use serde_json::json;
 
-use crate::airflow::client::{JSON, Payload, decode};
+use crate::airflow::client::{JSON, Payload, decode_written};
 use crate::airflow::model::{ApiVersion, Dag, DagImportError};
 use crate::airflow::wire::{WireDag, WireImportError};
 use crate::airflow::{AirflowClient, AirflowError};
@@ -57,7 +57,7 @@ impl AirflowClient {
         let r = self
             .call(Method::PATCH, &url, Payload::Json(&body), JSON)
             .await?;
-        let w: WireDag = decode(&url, &r.text)?;
+        let w: WireDag = decode_written(&Method::PATCH, &url, &r.text)?;
         Ok(Dag::from(w))
     }
 

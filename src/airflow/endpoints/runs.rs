@@ -4,7 +4,7 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::airflow::client::{JSON, Payload, decode};
+use crate::airflow::client::{JSON, Payload, decode, decode_written};
 use crate::airflow::model::{ApiVersion, ClearOutcome, ClearScope, ClearedTask, DagRun};
 use crate::airflow::wire::{WireRun, WireTaskRef};
 use crate::airflow::{AirflowClient, AirflowError};
@@ -46,7 +46,7 @@ impl AirflowClient {
         let r = self
             .call(Method::POST, &url, Payload::Json(&body), JSON)
             .await?;
-        let w: WireRun = decode(&url, &r.text)?;
+        let w: WireRun = decode_written(&Method::POST, &url, &r.text)?;
         Ok(DagRun::from(w))
     }
 
@@ -75,7 +75,11 @@ impl AirflowClient {
         let r = self
             .call(Method::POST, &url, Payload::Json(&body), JSON)
             .await?;
-        let mut v: Value = decode(&url, &r.text)?;
+        let mut v: Value = if dry_run {
+            decode(&url, &r.text)?
+        } else {
+            decode_written(&Method::POST, &url, &r.text)?
+        };
         let mut outcome = ClearOutcome {
             dry_run,
             scope,

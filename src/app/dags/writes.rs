@@ -99,6 +99,13 @@ pub(super) fn on_clear_planned(
     result: Result<ClearOutcome, String>,
 ) {
     match result {
+        Ok(_) if s.popup.is_some() => {
+            // Replacing the open popup would hand its answer to this clear.
+            s.set_status(
+                Level::Warn,
+                format!("the clear of {dag_id} {run_id} was planned while another popup was open: not shown (ask again)"),
+            );
+        }
         Ok(outcome) if !s.readonly => {
             s.status = None;
             s.popup = Some(Popup::ConfirmDag(Box::new(confirm_clear(

@@ -18,6 +18,8 @@ pub struct Confirm {
     pub scroll: u16,
     /// Drawn on screen since it opened (only then does it take a `y`).
     pub shown: bool,
+    /// The connection it was drafted on (`Conn::epoch`): a `y` runs it on that one only.
+    pub epoch: u64,
 }
 
 /// A key while the confirm popup is open.
@@ -36,6 +38,13 @@ pub fn on_key(s: &mut State, mut c: Box<Confirm>, ev: KeyEvent) -> Vec<Effect> {
             s.popup = None;
             if s.readonly {
                 s.set_status(Level::Error, "read-only: maintenance is disabled");
+                return Vec::new();
+            }
+            if c.epoch != s.conn.epoch {
+                s.set_status(
+                    Level::Error,
+                    "the plan was drafted on another profile: nothing was run",
+                );
                 return Vec::new();
             }
             if let Some(j) = s.jobs.running_on(&c.plan.table) {

@@ -18,8 +18,8 @@ use crate::maintain::run::StepEvent;
 /// Results for maintenance.
 #[derive(Clone, Debug)]
 pub enum MaintenanceMsg {
-    /// A plan was drafted (or could not be).
-    PlanReady(Result<PlanDraft, String>),
+    /// A plan was drafted (or could not be) on the connection of the given epoch.
+    PlanReady(u64, Result<PlanDraft, String>),
     /// A statement of a job started, progressed or finished.
     Step { job: u64, event: StepEvent },
     /// A job ended.
@@ -32,8 +32,8 @@ pub enum MaintenanceMsg {
 /// Maintenance messages: a drafted plan, a job's progress, a job's end.
 pub fn update(s: &mut State, msg: MaintenanceMsg) -> Vec<Effect> {
     match msg {
-        MaintenanceMsg::PlanReady(r) => {
-            on_plan_ready(s, r);
+        MaintenanceMsg::PlanReady(epoch, r) => {
+            on_plan_ready(s, epoch, r);
             Vec::new()
         }
         MaintenanceMsg::Step { job, event } => {
@@ -62,7 +62,15 @@ pub fn update(s: &mut State, msg: MaintenanceMsg) -> Vec<Effect> {
     }
 }
 
-fn on_plan_ready(s: &mut State, r: Result<PlanDraft, String>) {
+fn on_plan_ready(s: &mut State, epoch: u64, r: Result<PlanDraft, String>) {
+    if epoch != s.conn.epoch {
+        // Drafted on the profile before a switch: its coordinator is not this one.
+        s.set_status(
+            Level::Warn,
+            "a plan drafted before the profile switch arrived: not shown (plan it again)",
+        );
+        return;
+    }
     match r.and_then(|draft| {
         let grouped = draft.grouped;
         let plan = draft.build(grouped)?;
@@ -72,6 +80,7 @@ fn on_plan_ready(s: &mut State, r: Result<PlanDraft, String>) {
             plan,
             scroll: 0,
             shown: false,
+            epoch,
         })
     }) {
         Ok(c) if s.readonly => {
@@ -82,6 +91,17 @@ fn on_plan_ready(s: &mut State, r: Result<PlanDraft, String>) {
         }
         Ok(_) if matches!(s.popup, Some(Popup::QuitJobs { .. })) => {
             s.set_status(Level::Warn, "a plan arrived while quitting: not shown");
+        }
+        Ok(c) if s.popup.is_some() => {
+            // Replacing the open popup would hand its answer (a `y` meant for it) to
+            // this plan.
+            s.set_status(
+                Level::Warn,
+                format!(
+                    "the plan for {} arrived while another popup was open: not shown (plan it again)",
+                    c.plan.table
+                ),
+            );
         }
         Ok(c) => {
             // An open prompt stays open and keeps its keys: the popup takes an answer
@@ -112,8 +132,12 @@ fn on_job_event(s: &mut State, job: u64, event: StepEvent) {
             .unwrap_or_else(|| j.plan.table.to_string());
         let name = j.plan.procedure.name();
         if outcome.ok {
-            if s.partitions.table.as_ref() == Some(&j.plan.table) {
-                s.partitions.marks.remove(&what);
+            if s.partitions.table.as_ref() == Some(&j.plan.table)
+                && let Some(st) = j.plan.steps.get(*step)
+            {
+                for target in &st.targets {
+                    s.partitions.marks.remove(target);
+                }
             }
             let files = match (outcome.files_after, j.plan.steps.get(*step)) {
                 (Some(a), Some(st)) => format!(": files {} → {a}", st.files),
@@ -194,6 +218,7 @@ pub fn plan(s: &mut State, kind: MaintenanceKind) -> Vec<Effect> {
     };
     s.set_status(Level::Info, format!("planning maintenance of {table}…"));
     vec![Effect::PlanMaintenance {
+        epoch: s.conn.epoch,
         table,
         kind,
         partitions,

@@ -25,9 +25,10 @@ fn draft() -> PlanDraft {
 }
 
 fn plan_ready(s: &mut State) -> Vec<Effect> {
+    let epoch = s.conn.epoch;
     update(
         s,
-        Action::Maintenance(MaintenanceMsg::PlanReady(Ok(draft()))),
+        Action::Maintenance(MaintenanceMsg::PlanReady(epoch, Ok(draft()))),
     )
 }
 
@@ -246,4 +247,59 @@ fn the_quit_question_lists_the_running_jobs() {
     let mut term = Terminal::new(TestBackend::new(80, 24)).unwrap();
     term.draw(|f| crate::ui::draw(f, &s)).unwrap();
     insta::assert_snapshot!("quit_jobs_80x24", term.backend());
+}
+
+#[test]
+fn a_plan_queued_before_a_profile_switch_is_not_shown_on_the_new_profile() {
+    let mut s = on_screen();
+    let drafted_on = s.conn.epoch;
+    update(&mut s, Action::ProfileSwitched(Ok(view("prod"))));
+    let fx = update(
+        &mut s,
+        Action::Maintenance(MaintenanceMsg::PlanReady(drafted_on, Ok(draft()))),
+    );
+    assert!(fx.is_empty());
+    assert!(s.popup.is_none(), "{:?}", s.popup);
+    assert!(
+        s.status.as_ref().unwrap().text.contains("profile switch"),
+        "{:?}",
+        s.status
+    );
+}
+
+#[test]
+fn a_plan_arriving_over_a_dag_confirmation_leaves_it_and_its_y() {
+    let mut s = on_screen();
+    let dag = crate::app::dags::confirm_trigger(&s, "maint_zoning");
+    s.popup = Some(Popup::ConfirmDag(Box::new(dag)));
+    update(&mut s, Action::Drawn);
+    plan_ready(&mut s);
+    update(&mut s, Action::Drawn);
+    assert!(
+        matches!(s.popup, Some(Popup::ConfirmDag(_))),
+        "the open confirmation stays: {:?}",
+        s.popup
+    );
+    let fx = update(&mut s, key('y'));
+    assert!(
+        !fx.iter().any(|e| matches!(e, Effect::RunPlan { .. })),
+        "the y goes to the DAG trigger: {fx:?}"
+    );
+    assert!(s.jobs.list.is_empty());
+}
+
+#[test]
+fn a_confirm_on_a_terminal_too_small_to_draw_it_is_not_seen() {
+    let mut s = on_screen();
+    update(&mut s, Action::Resize(19, 4));
+    plan_ready(&mut s);
+    update(&mut s, Action::Drawn);
+    assert!(update(&mut s, key('y')).is_empty(), "not drawn: no y taken");
+    assert!(s.jobs.list.is_empty());
+    update(&mut s, Action::Resize(80, 24));
+    update(&mut s, Action::Drawn);
+    assert!(matches!(
+        update(&mut s, key('y')).as_slice(),
+        [Effect::RunPlan { .. }]
+    ));
 }

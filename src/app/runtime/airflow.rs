@@ -11,6 +11,7 @@ use super::Runtime;
 use crate::airflow::{AirflowClient, AirflowError};
 use crate::app::action::{Action, DagWrite, Effect};
 use crate::app::dags::{DagMsg, FailureDetail};
+use crate::maintain::audit::WriteFailure;
 
 /// Airflow, connected on first use (and again after a failure), with its own small pool.
 #[derive(Clone)]
@@ -255,12 +256,23 @@ fn statement(action: &DagWrite) -> String {
     }
 }
 
+/// An Airflow error as the audit log records it: a write that may have been carried out
+/// is never `failed`.
+fn write_failure(e: crate::airflow::AirflowError) -> WriteFailure {
+    match e {
+        e @ crate::airflow::AirflowError::MayHaveRun { .. } => {
+            WriteFailure::MayHaveRun(e.to_string())
+        }
+        e => WriteFailure::Failed(e.to_string()),
+    }
+}
+
 /// Send one write to Airflow; the message for the status line.
-async fn write_dag(af: &AirflowHandle, action: &DagWrite) -> Result<String, String> {
-    let c = af.get().await?;
+async fn write_dag(af: &AirflowHandle, action: &DagWrite) -> Result<String, WriteFailure> {
+    let c = af.get().await.map_err(WriteFailure::Failed)?;
     match action {
         DagWrite::Trigger { dag_id } => {
-            let run = c.trigger(dag_id).await.map_err(|e| e.to_string())?;
+            let run = c.trigger(dag_id).await.map_err(write_failure)?;
             Ok(format!(
                 "triggered {dag_id}: run {} is {}",
                 run.run_id,
@@ -275,7 +287,7 @@ async fn write_dag(af: &AirflowHandle, action: &DagWrite) -> Result<String, Stri
             let o = c
                 .clear_run(dag_id, run_id, false, *only_failed)
                 .await
-                .map_err(|e| e.to_string())?;
+                .map_err(write_failure)?;
             Ok(format!(
                 "cleared run {run_id} of {dag_id}{}",
                 o.run
@@ -284,9 +296,7 @@ async fn write_dag(af: &AirflowHandle, action: &DagWrite) -> Result<String, Stri
             ))
         }
         DagWrite::SetPaused { dag_id, paused } => {
-            c.set_paused(dag_id, *paused)
-                .await
-                .map_err(|e| e.to_string())?;
+            c.set_paused(dag_id, *paused).await.map_err(write_failure)?;
             Ok(format!(
                 "{} {dag_id}",
                 if *paused { "paused" } else { "unpaused" }

@@ -66,8 +66,9 @@ pub(super) fn reply_of(e: &Effect) -> Option<Reply> {
             })
         }
         Effect::Export { .. } => Box::new(|m| Action::Exported(Err(m))),
-        Effect::PlanMaintenance { .. } => {
-            Box::new(|m| Action::Maintenance(MaintenanceMsg::PlanReady(Err(m))))
+        Effect::PlanMaintenance { epoch, .. } => {
+            let epoch = *epoch;
+            Box::new(move |m| Action::Maintenance(MaintenanceMsg::PlanReady(epoch, Err(m))))
         }
         Effect::RunPlan { job, .. } => {
             let job = *job;

@@ -92,6 +92,7 @@ impl Runtime {
                 });
             }),
             Effect::PlanMaintenance {
+                epoch,
                 table,
                 kind,
                 partitions,
@@ -102,7 +103,7 @@ impl Runtime {
                     let _permit = pool.acquire_owned().await;
                     let r = crate::maintain::plan::draft(&lake, table, kind, partitions, min_small)
                         .await;
-                    send(Action::Maintenance(MaintenanceMsg::PlanReady(r)));
+                    send(Action::Maintenance(MaintenanceMsg::PlanReady(epoch, r)));
                 })
             }
             _ => return None,

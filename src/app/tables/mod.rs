@@ -56,11 +56,17 @@ impl TableRow {
         }
     }
 
+    /// The row's verdict. A table whose last read failed is UNKNOWN (what Triage says of
+    /// it), unless the verdict of its last good read was worse: what is shown is old.
     pub fn status(&self) -> Option<Severity> {
-        if self.error.is_some() && self.health.is_none() {
-            return Some(Severity::Unknown);
+        let last = self.health.as_ref().map(|h| h.status);
+        if self.error.is_some() {
+            return Some(match last {
+                Some(s) if s.rank() > Severity::Unknown.rank() => s,
+                _ => Severity::Unknown,
+            });
         }
-        self.health.as_ref().map(|h| h.status)
+        last
     }
 }
 
@@ -253,6 +259,31 @@ pub fn refresh(s: &mut State, manual: bool) -> Vec<Effect> {
             relearn: manual,
         },
     ]
+}
+
+/// The clock moved: every verdict is evaluated again against it (ages grow without a new
+/// read: a table that stops being written or compacted must not stay green). The list is
+/// re-sorted only when a verdict changed.
+pub fn reevaluate(s: &mut State) {
+    let now = s.now;
+    let cfg = s.health.clone();
+    let mut changed = false;
+    for row in &mut s.tables.rows {
+        if let Some(st) = &row.stats {
+            let h = evaluate(st, row.dag.as_ref(), &cfg, now);
+            if row.health.as_ref() != Some(&h) {
+                changed |= row
+                    .health
+                    .as_ref()
+                    .is_none_or(|old| old.status != h.status || old.score != h.score);
+                row.health = Some(h);
+            }
+        }
+    }
+    if changed {
+        s.tables.reindex();
+        s.triage.dirty = true;
+    }
 }
 
 fn on_stats(

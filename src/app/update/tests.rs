@@ -180,6 +180,49 @@ fn enter_drills_into_partitions_and_loads_them_once() {
 }
 
 #[test]
+fn a_null_partition_and_the_string_null_are_marked_apart() {
+    let mut s = loaded();
+    update(&mut s, code(KeyCode::Enter));
+    let table = tref("zoning", "documents");
+    let mut list = partitions(3);
+    // NULL, the string 'null', and a value whose text joins two fields' labels.
+    list.layout_fields = vec!["district".into()];
+    list.partitions[0].values = vec![("district".into(), None)];
+    list.partitions[1].values = vec![("district".into(), Some("null".into()))];
+    list.partitions[2].values = vec![("district".into(), Some("a/b=c".into()))];
+    for p in &mut list.partitions {
+        p.small_files = 14;
+    }
+    update(
+        &mut s,
+        Action::Partitions {
+            request: 1,
+            table,
+            result: Ok(list),
+        },
+    );
+    let labels: std::collections::BTreeSet<String> =
+        s.partitions.rows.iter().map(|r| r.label.clone()).collect();
+    assert_eq!(labels.len(), 3, "NULL reads apart from 'null': {labels:?}");
+    assert!(labels.contains("district IS NULL"), "{labels:?}");
+    // Mark the NULL partition only.
+    let null_at = (0..3)
+        .find(|&i| {
+            s.partitions.rows[s.partitions.grid.index[i]].stats.values[0]
+                .1
+                .is_none()
+        })
+        .unwrap();
+    for _ in 0..null_at {
+        update(&mut s, key('j'));
+    }
+    update(&mut s, key(' '));
+    let marked = s.partitions.marked();
+    assert_eq!(marked.len(), 1, "{marked:?}");
+    assert_eq!(marked[0].values, vec![("district".to_string(), None)]);
+}
+
+#[test]
 fn marks_toggle_move_and_clear() {
     let mut s = loaded();
     update(&mut s, code(KeyCode::Enter));
@@ -193,7 +236,7 @@ fn marks_toggle_move_and_clear() {
         },
     );
     assert_eq!(s.partitions.rows.len(), 9);
-    let first = s.partitions.selected().unwrap().label.clone();
+    let first = s.partitions.selected().unwrap().stats.key();
     update(&mut s, key(' '));
     update(&mut s, key(' '));
     assert_eq!(s.partitions.marks.len(), 2);
@@ -569,7 +612,7 @@ mod maintenance {
             .partitions
             .rows
             .iter()
-            .filter(|r| s.partitions.marks.contains(&r.label))
+            .filter(|r| s.partitions.is_marked(r))
             .map(|r| r.stats.clone())
             .collect();
         PlanDraft {
@@ -617,6 +660,7 @@ mod maintenance {
             Effect::PlanMaintenance {
                 table,
                 kind: MaintenanceKind::Optimize,
+                epoch: _,
                 partitions: Some(p),
             },
         ] = &fx[..]
@@ -626,9 +670,10 @@ mod maintenance {
         assert_eq!(table, &tref("zoning", "documents"));
         assert_eq!(p.len(), 2, "the marked partitions");
         let d = draft(&s);
+        let epoch = s.conn.epoch;
         update(
             &mut s,
-            Action::Maintenance(MaintenanceMsg::PlanReady(Ok(d))),
+            Action::Maintenance(MaintenanceMsg::PlanReady(epoch, Ok(d))),
         );
         let Some(Popup::Confirm(c)) = &s.popup else {
             panic!("no confirm popup")
@@ -639,9 +684,10 @@ mod maintenance {
         assert!(fx.is_empty() && s.popup.is_none());
         assert!(s.status.as_ref().unwrap().text.contains("nothing was run"));
         let d = draft(&s);
+        let epoch = s.conn.epoch;
         update(
             &mut s,
-            Action::Maintenance(MaintenanceMsg::PlanReady(Ok(d))),
+            Action::Maintenance(MaintenanceMsg::PlanReady(epoch, Ok(d))),
         );
         update(&mut s, key('g'));
         let Some(Popup::Confirm(c)) = &s.popup else {
@@ -668,7 +714,8 @@ mod maintenance {
         );
         // Progress, then results; the partition's mark goes once it is compacted.
         let job = *job;
-        let first = plan.steps[0].partition.clone().unwrap();
+        let first = plan.steps[0].targets[0].clone();
+        assert!(s.partitions.marks.contains(&first));
         update(
             &mut s,
             Action::Maintenance(MaintenanceMsg::Step {
@@ -717,9 +764,10 @@ mod maintenance {
         update(&mut s, key(' '));
         update(&mut s, key(' '));
         let d = draft(&s);
+        let epoch = s.conn.epoch;
         update(
             &mut s,
-            Action::Maintenance(MaintenanceMsg::PlanReady(Ok(d))),
+            Action::Maintenance(MaintenanceMsg::PlanReady(epoch, Ok(d))),
         );
         let fx = update(&mut s, key('y'));
         let Effect::RunPlan { job, .. } = fx[0].clone() else {
@@ -779,6 +827,7 @@ mod maintenance {
         assert_eq!(
             fx,
             vec![Effect::PlanMaintenance {
+                epoch: s.conn.epoch,
                 table: tref("zoning", "documents"),
                 kind: MaintenanceKind::ExpireSnapshots {
                     retention_secs: 86_400
@@ -797,9 +846,10 @@ mod maintenance {
         assert!(update(&mut s, key('o')).is_empty());
         // …and a plan that arrives anyway is not offered.
         let d = draft(&s);
+        let epoch = s.conn.epoch;
         update(
             &mut s,
-            Action::Maintenance(MaintenanceMsg::PlanReady(Ok(d))),
+            Action::Maintenance(MaintenanceMsg::PlanReady(epoch, Ok(d))),
         );
         assert!(s.popup.is_none());
         assert!(s.status.as_ref().unwrap().text.contains("read-only"));
@@ -1441,9 +1491,10 @@ mod copy {
         update(&mut s, key(' '));
         update(&mut s, key('o'));
         let d = maintenance::draft(&s);
+        let epoch = s.conn.epoch;
         update(
             &mut s,
-            Action::Maintenance(MaintenanceMsg::PlanReady(Ok(d))),
+            Action::Maintenance(MaintenanceMsg::PlanReady(epoch, Ok(d))),
         );
         let fx = update(&mut s, key('Y'));
         let sql = copied(&fx).to_string();
@@ -1491,6 +1542,79 @@ mod copy {
         );
         assert!(crate::text::is_inert(&s.status.as_ref().unwrap().text));
     }
+}
+
+#[test]
+fn a_table_whose_re_read_failed_says_so_and_is_not_green() {
+    let mut s = loaded();
+    let parcels = tref("zoning", "parcels");
+    let row = |s: &State| {
+        s.tables
+            .rows
+            .iter()
+            .find(|r| r.table == parcels)
+            .cloned()
+            .unwrap()
+    };
+    assert_eq!(row(&s).status(), Some(crate::health::Severity::Ok));
+    let generation = s.tables.generation;
+    update(
+        &mut s,
+        Action::Tables(TablesMsg::Stats {
+            generation,
+            table: parcels.clone(),
+            result: Err("PERMISSION_DENIED: Access Denied: Cannot select from table".into()),
+        }),
+    );
+    let r = row(&s);
+    assert!(r.stats.is_some(), "the last good figures stay");
+    assert_eq!(r.status(), Some(crate::health::Severity::Unknown));
+    let mut term = ratatui::Terminal::new(ratatui::backend::TestBackend::new(160, 20)).unwrap();
+    term.draw(|f| crate::ui::draw(f, &s)).unwrap();
+    let screen: String = term
+        .backend()
+        .buffer()
+        .content()
+        .iter()
+        .map(|c| c.symbol())
+        .collect();
+    assert!(
+        screen.contains("UNKN    100 zoning.parcels ! re-"),
+        "the row says it is not current: {screen}"
+    );
+}
+
+#[test]
+fn verdicts_age_with_the_clock_between_reads() {
+    let mut s = loaded();
+    let parcels = tref("zoning", "parcels");
+    let health = |s: &State| {
+        s.tables
+            .rows
+            .iter()
+            .find(|r| r.table == parcels)
+            .and_then(|r| r.health.clone())
+            .unwrap()
+    };
+    let before = health(&s);
+    let later = t0() + chrono::Duration::days(30);
+    update(&mut s, Action::Tick(later));
+    let after = health(&s);
+    let row = s.tables.rows.iter().find(|r| r.table == parcels).unwrap();
+    assert_eq!(
+        after,
+        crate::health::evaluate(
+            row.stats.as_ref().unwrap(),
+            row.dag.as_ref(),
+            &s.health,
+            later
+        ),
+        "evaluated against the tick's clock"
+    );
+    assert_ne!(
+        after, before,
+        "a month without a write or a compaction shows"
+    );
 }
 
 /// `start_tab = "auto"`: open on Triage, and move to Tables once the first refresh is in

@@ -305,6 +305,44 @@ fn every_cause_has_its_kind_in_rank_order() {
 }
 
 #[test]
+fn an_unpaused_dag_that_never_ran_is_the_cause_of_its_tables_wait() {
+    let mut lab = lab();
+    // compact_permits: unpaused, no run at all (a start_date ahead, no schedule).
+    let d = lab
+        .dags
+        .iter_mut()
+        .find(|d| d.dag_id == "compact_permits")
+        .unwrap();
+    d.last_run_state = None;
+    d.last_run_at = None;
+    d.last_success_at = None;
+    let never = d.clone();
+    let cfg = HealthConfig::default();
+    for (t, st, h, _, dag) in &mut lab.tables {
+        if dag.as_deref() == Some("compact_permits") {
+            *h = st.as_ref().map(|s| evaluate(s, Some(&never), &cfg, t0()));
+            assert_eq!(t.table, "permits");
+        }
+    }
+    let v = incidents(&lab.facts(), t0());
+    let i = v
+        .iter()
+        .find(|i| i.dags == vec!["compact_permits".to_string()])
+        .unwrap_or_else(|| panic!("{v:#?}"));
+    assert!(
+        i.cause
+            .contains("compact_permits is unpaused and has never run"),
+        "{}",
+        i.cause
+    );
+    assert_eq!(tables_of(i), vec!["permits"]);
+    assert!(
+        !v.iter().any(|i| i.cause.contains("reports nothing wrong")),
+        "{v:#?}"
+    );
+}
+
+#[test]
 fn several_dags_on_one_endpoint_are_one_incident() {
     let mut lab = lab();
     // compact_permits now fails too, on the same endpoint (its own connection).

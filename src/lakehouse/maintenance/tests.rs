@@ -483,3 +483,31 @@ fn a_whole_table_plan_says_what_it_will_rewrite() {
         blind.summary()
     );
 }
+
+#[test]
+fn identity_timestamps_with_zone_keep_their_microseconds() {
+    let layout = TableLayout {
+        columns: vec![("tstz".into(), "timestamp(6) with time zone".into())],
+        partitioning: vec![parse_partition_entry("tstz").unwrap()],
+    };
+    let at = chrono::DateTime::parse_from_rfc3339("2026-11-05T11:15:00.123456Z")
+        .unwrap()
+        .to_utc();
+    let text = layout.partitioning[0]
+        .transform
+        .render(&Value::TimestampTz(at, "UTC".into()));
+    assert_eq!(text, "2026-11-05 11:15:00.123456 UTC");
+    let values = vec![("tstz".to_string(), Some(text))];
+    assert_eq!(
+        files_partition_predicate(&layout, &values).unwrap(),
+        "f.partition.\"tstz\" = TIMESTAMP '2026-11-05 11:15:00.123456 UTC'"
+    );
+    let p = PartitionStats {
+        values,
+        ..part(&[], 3)
+    };
+    assert_eq!(
+        partition_predicate(&layout, &p).unwrap(),
+        "\"tstz\" = TIMESTAMP '2026-11-05 11:15:00.123456 UTC'"
+    );
+}

@@ -51,6 +51,13 @@ impl Client {
                         tokio::time::sleep(self.cfg.retry.initial_backoff).await;
                         continue;
                     }
+                    if mutation && !replayable {
+                        // Accepted (2xx): the statement may be running with its id unread.
+                        return Err(TrinoError::MayHaveRun {
+                            url: url.to_string(),
+                            message: format!("the answer accepting it is not a Trino page ({e})"),
+                        });
+                    }
                     let snippet: String = text.chars().take(120).collect();
                     return Err(TrinoError::Malformed {
                         url: url.to_string(),

@@ -56,8 +56,26 @@ def make_room(w, cat: str, ns: str, name: str, replace: bool) -> str:
     return f"file://{w.dir / 'warehouse' / ns}/{safe}-{uuid.uuid4().hex}"
 
 
-def clone_table(engine: "Engine", payload: dict) -> dict:
+def _manifest_writer(content, *args):
+    """A v2 manifest writer keeping the source manifest's content: a delete manifest stays
+    one (Trino fails a table whose delete files sit in a data manifest: 'GenericDataFile
+    cannot be cast to class org.apache.iceberg.DeleteFile')."""
+    from pyiceberg.manifest import ManifestContent
+
     from ..scenarios.history import BufferedManifestWriter
+
+    class Writer(BufferedManifestWriter):
+        def content(self):
+            return content
+
+        @property
+        def _meta(self):
+            return {**super()._meta, "content": "deletes" if content == ManifestContent.DELETES else "data"}
+
+    return Writer(*args)
+
+
+def clone_table(engine: "Engine", payload: dict) -> dict:
 
     t0 = time.monotonic()
     default_catalog = payload.get("catalog") or ("iceberg" if "iceberg" in engine.warehouses
@@ -94,8 +112,8 @@ def clone_table(engine: "Engine", payload: dict) -> dict:
                     entries = m.fetch_manifest_entry(io, discard_deleted=False)
                     spec = md.specs()[m.partition_spec_id]
                     out = io.new_output(moved(m.manifest_path))
-                    with BufferedManifestWriter(spec, md.schema(), out, m.added_snapshot_id,
-                                                md.properties.get("write.avro.compression-codec", "gzip")) as mw:
+                    with _manifest_writer(m.content, spec, md.schema(), out, m.added_snapshot_id,
+                                          md.properties.get("write.avro.compression-codec", "gzip")) as mw:
                         for e in entries:
                             src_df = e.data_file
                             if src_df.file_path not in linked:

@@ -421,7 +421,8 @@ def properties(table: Table, server_version: int) -> Relation:
                 col = table.schema().find_field(f.source_id).name
                 d = "ASC" if str(f.direction).upper().endswith("ASC") else "DESC"
                 nulls = "NULLS FIRST" if "FIRST" in str(f.null_order).upper() else "NULLS LAST"
-                names.append(col if (d == "ASC" and nulls == "NULLS FIRST") else f"{col} {d} {nulls}")
+                # Iceberg's SortOrder text, direction and null order always spelled out
+                names.append(f"{col} {d} {nulls}")
             rows.append(("sort-order", ", ".join(names)))
         rows += [(k, v) for k, v in props.items() if k not in RESERVED_PROPERTIES]
     else:

@@ -421,13 +421,16 @@ class QueryRun:
         m = re.search(r'Could not find key "([^"]+)" in struct', msg)
         if m:
             # a dereference of a row field the row does not have (e.g. `data_file.partition`
-            # of an unpartitioned table's $entries): Trino's analyzer fails it as a column
+            # of an unpartitioned table's $entries): Trino 476 fails it as
+            # INVALID_COLUMN_REFERENCE "Column reference 'e.data_file.partition' is invalid"
+            # (COLUMN_NOT_FOUND is for a column of a relation: `f.partition` over $files)
             key = m.group(1)
             for d in tree.find_all(exp.Dot):
                 if d.name.lower() == key.lower():
                     line, c = node_pos(self.sql, d)
-                    return TrinoError("COLUMN_NOT_FOUND", f"Column '{d.sql(dialect='trino')}' cannot be resolved", line, c)
-            return TrinoError("COLUMN_NOT_FOUND", f"Column '{key}' cannot be resolved")
+                    return TrinoError("INVALID_COLUMN_REFERENCE",
+                                      f"Column reference '{d.sql(dialect='trino')}' is invalid", line, c)
+            return TrinoError("INVALID_COLUMN_REFERENCE", f"Column reference '{key}' is invalid")
         m = re.search(r"Scalar Function with name (\S+) does not exist", msg) or \
             re.search(r"Aggregate Function with name (\S+) does not exist", msg) or \
             re.search(r"Function with name (\S+) does not exist", msg)

@@ -237,7 +237,10 @@ def _qualify(engine: "Engine", sql: str, session: Session, parts: list[str], pos
 def describe_parts(engine: "Engine", sql: str, session: Session, parts: list[str], pos: int) -> Result:
     catalog, schema, name = _qualify(engine, sql, session, parts, pos)
     rel = engine.resolve_relation(catalog, schema, name, session, _lc(sql, pos))
-    rows = [[n, t, "", ""] for n, t in rel.visible()]
+    # a data table's columns carry their Iceberg docs as comments (Trino 476 shows them)
+    tbl = engine.warehouses[catalog].load(schema, name) if "$" not in name and catalog in engine.warehouses else None
+    docs = {f.name: f.doc for f in tbl.schema().fields} if tbl is not None else {}
+    rows = [[n, t, "", docs.get(n) or ""] for n, t in rel.visible()]
     return Result(columns=[Column("Column", "varchar"), Column("Type", "varchar"), Column("Extra", "varchar"),
                            Column("Comment", "varchar")], rows=rows)
 
@@ -267,8 +270,11 @@ def show_create_table(engine: "Engine", sql: str, session: Session, parts: list[
     if tbl is None:
         raise TrinoError("NOT_SUPPORTED", f"Relation '{catalog}.{schema}.{name}' is not a table", *_lc(sql, pos))
     docs = {f.name: f.doc for f in tbl.schema().fields}
+    # the DDL formatter prints type parameters separated by ", " (`decimal(10, 2)`), where
+    # DESCRIBE prints the type's name (`decimal(10,2)`)
     cols = ",\n".join(
-        f"   {_quote_ident(n)} {t}" + (f" COMMENT {_sql_string(docs[n])}" if docs.get(n) else "")
+        f"   {_quote_ident(n)} {re.sub(r',(?! )', ', ', t)}"
+        + (f" COMMENT {_sql_string(docs[n])}" if docs.get(n) else "")
         for n, t in data_columns(tbl)
     )
     props = tbl.metadata.properties
@@ -285,20 +291,20 @@ def show_create_table(engine: "Engine", sql: str, session: Session, parts: list[
         for f in so.fields:
             col = tbl.schema().find_field(f.source_id).name
             d = "ASC" if str(f.direction).upper().endswith("ASC") else "DESC"
-            items.append(_sql_string(col if d == "ASC" else f"{col} DESC"))
+            nulls = "FIRST" if "FIRST" in str(f.null_order).upper() else "LAST"
+            items.append(_sql_string(f"{col} {d} NULLS {nulls}"))
         out["sorted_by"] = "ARRAY[" + ",".join(items) + "]"
     if "commit.retry.num-retries" in props:
         out["max_commit_retry"] = props["commit.retry.num-retries"]
-    if "write.metadata.delete-after-commit.enabled" in props:
-        out["delete_after_commit_enabled"] = props["write.metadata.delete-after-commit.enabled"].lower()
-    if "write.metadata.previous-versions-max" in props:
-        out["max_previous_versions"] = props["write.metadata.previous-versions-max"]
+    # Trino 476 has no table property for write.metadata.delete-after-commit.enabled or
+    # write.metadata.previous-versions-max: its SHOW CREATE TABLE leaves them out
     with_clause = ",\n".join(f"   {k} = {out[k]}" for k in sorted(out))
     comment = props.get("comment")
     comment_clause = f"COMMENT {_sql_string(comment)}\n" if comment else ""
     text = (f"CREATE TABLE {catalog}.{_quote_ident(schema)}.{_quote_ident(name)} (\n{cols}\n)\n"
             f"{comment_clause}WITH (\n{with_clause}\n)")
-    return Result(columns=[Column("Create Table", "varchar")], rows=[[text]])
+    # the statement's one column is typed by the text's length, as Trino's VALUES literal
+    return Result(columns=[Column("Create Table", f"varchar({len(text)})")], rows=[[text]])
 
 
 # -- sessions --------------------------------------------------------------------------------------

@@ -295,6 +295,10 @@ def arrow_schema(columns: list[tuple[str, str]]):
     return pa.schema([pa.field(n, arrow_type(t)) for n, t in columns])
 
 
+def _data_precision(t: tuple) -> tuple:
+    return ("timestamp", 6, True) if t == ("timestamp", 3, True) else t
+
+
 def duck_to_trino(dt) -> tuple:
     """Map a DuckDB result type (DuckDBPyType) to a parsed Trino type."""
     s = str(dt)
@@ -329,7 +333,10 @@ def _duck_str_to_trino(s: str, dt=None) -> tuple:
     if dt is not None:
         try:
             if u.startswith("STRUCT"):
-                return ("row", [(name, duck_to_trino(child)) for name, child in dt.children])
+                # a timestamp with time zone in a row comes from the data (partition values,
+                # column stats): Iceberg's timestamptz, timestamp(6); the metadata tables'
+                # own timestamp(3) columns are never inside rows
+                return ("row", [(name, _data_precision(duck_to_trino(child))) for name, child in dt.children])
             if u.startswith("MAP"):
                 ch = dict(dt.children)
                 return ("map", duck_to_trino(ch["key"]), duck_to_trino(ch["value"]))

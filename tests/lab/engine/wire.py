@@ -118,7 +118,11 @@ def encoder(t, session_zone: str = "UTC") -> Callable[[Any], Any]:
     if k == "timestamp":
         p, tz = t[1], t[2]
         if tz:
-            return lambda v: None if v is None else format_timestamp_tz(to_epoch_us(v), p, session_zone)
+            # Iceberg's timestamptz values (timestamp(6) with time zone: data columns, partition
+            # values) carry the UTC zone whatever the session's; the metadata tables' own
+            # timestamp(3) with time zone columns are rendered in the session zone
+            zone = "UTC" if p >= 6 else session_zone
+            return lambda v: None if v is None else format_timestamp_tz(to_epoch_us(v), p, zone)
         return lambda v: None if v is None else format_timestamp(v, p)
     if k == "time":
         p = t[1]

@@ -199,7 +199,7 @@ class FastDataFileWriter:
     table's Parquet properties, statistics from the Parquet footer via pyiceberg), with the
     per-table work done once instead of per file."""
 
-    def __init__(self, metadata: TableMetadata, io: FileIO) -> None:
+    def __init__(self, metadata: TableMetadata, io: FileIO, sort_order_id: int | None = 0) -> None:
         from pyiceberg.io.pyarrow import (
             _get_parquet_writer_kwargs,
             compute_statistics_plan,
@@ -209,6 +209,9 @@ class FastDataFileWriter:
 
         self.metadata = metadata
         self.io = io
+        # 0 (unsorted) is what Iceberg's Java writers (Spark, Flink, Trino) record; pyiceberg's
+        # own writer records none, which Trino 476 cannot read in $entries
+        self.sort_order_id = sort_order_id
         self.schema = metadata.schema()
         self.spec = metadata.spec()
         self.arrow_schema = schema_to_pyarrow(self.schema, include_field_ids=True)
@@ -246,7 +249,7 @@ class FastDataFileWriter:
             file_format=FileFormat.PARQUET,
             partition=partition if partition is not None else Record(),
             file_size_in_bytes=os.path.getsize(path),
-            sort_order_id=None,
+            sort_order_id=self.sort_order_id,
             equality_ids=None,
             key_metadata=None,
             **stats.to_serialized_dict(),
@@ -325,6 +328,8 @@ class HistoryWriter:
     created_ms: int
     rnd: random.Random
     format_version: int = 2
+    # the data files' sort_order_id (see FastDataFileWriter); None as pyiceberg writes
+    sort_order_id: int | None = 0
     metadata: TableMetadata = field(init=False)
     commits: list[CommitRecord] = field(default_factory=list)
 
@@ -370,7 +375,7 @@ class HistoryWriter:
         """Write one file per (partition, table) item; partition values are given in Iceberg's
         internal representation (identity value, days/months since epoch, ...)."""
         if self._fast is None:
-            self._fast = FastDataFileWriter(self.metadata, self.io)
+            self._fast = FastDataFileWriter(self.metadata, self.io, self.sort_order_id)
         out = self._fast.write_many(
             ((values if self.spec.fields else None), table) for values, table in items if table.num_rows
         )

@@ -106,7 +106,7 @@ class Seed:
     # -- helpers -------------------------------------------------------------------------
 
     def writer(self, ns: str, name: str, schema: Schema, spec: PartitionSpec, props: dict[str, str],
-               created_ms: int) -> HistoryWriter:
+               created_ms: int, sort_order_id: int | None = 0) -> HistoryWriter:
         return HistoryWriter(
             io=self.catalog._load_file_io(location=str(self.out / "warehouse")),
             schema=schema,
@@ -115,6 +115,7 @@ class Seed:
             properties={**BASE_PROPERTIES, **props},
             created_ms=created_ms,
             rnd=self.rnd,
+            sort_order_id=sort_order_id,
         )
 
     def register(self, ns: str, name: str, w: HistoryWriter, props: dict[str, str], notes: str) -> None:
@@ -426,7 +427,9 @@ class Seed:
             PartitionField(source_id=2, field_id=1000, transform=IdentityTransform(), name="fiscal_year"),
             PartitionField(source_id=3, field_id=1001, transform=IdentityTransform(), name="region"),
         )
-        w = self.writer("finance", "budget", schema, spec, {}, self.now - 16 * DAY_MS)
+        # written as pyiceberg's own writer does: no sort_order_id on its data files, so the
+        # real Trino 476 cannot read its $entries (floe reads it through $files)
+        w = self.writer("finance", "budget", schema, spec, {}, self.now - 16 * DAY_MS, sort_order_id=None)
         ids = Ids()
 
         def one(year: int, region: str) -> pa.Table:

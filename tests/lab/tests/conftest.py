@@ -24,10 +24,14 @@ def lab_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def lab() -> dict:
+    """lab.json: `trino` is the real coordinator, `stand_in` the lab's Trino-protocol server
+    these tests check (a lab started with --no-real-trino has only `trino`, the stand-in)."""
     path = lab_dir() / "lab.json"
     if not path.exists():
         pytest.fail(f"{path} not found: the lab is not running (start it with `cargo xtask lab up`)")
-    return json.loads(path.read_text())
+    doc = json.loads(path.read_text())
+    doc.setdefault("stand_in", doc["trino"])
+    return doc
 
 
 # --------------------------------------------------------------------------- protocol fixtures
@@ -99,7 +103,7 @@ def control(lab):
                 self.http.post(f"{self.base}/config",
                                json={"user": u, "page_size": None, "client_timeout_s": None}, timeout=10)
 
-    c = Control(lab["trino"]["control_url"])
+    c = Control(lab["stand_in"]["control_url"])
     yield c
     c.cleanup()
 
@@ -112,9 +116,9 @@ def connect(lab):
     from urllib.parse import urlsplit
 
     def _connect(user: str = "floe", listener: str | None = None, **kw):
-        url = lab["trino"]["url"] if listener is None else lab["trino"]["listeners"][listener]
+        url = lab["stand_in"]["url"] if listener is None else lab["stand_in"]["listeners"][listener]
         parts = urlsplit(url)
-        kw.setdefault("catalog", lab["trino"]["catalog"])
+        kw.setdefault("catalog", lab["stand_in"]["catalog"])
         return trino.dbapi.connect(host=parts.hostname, port=parts.port, user=user,
                                    http_scheme=parts.scheme, **kw)
 
@@ -186,12 +190,12 @@ class RawClient:
 
 @pytest.fixture
 def raw(lab, user):
-    return RawClient(lab["trino"]["url"], user)
+    return RawClient(lab["stand_in"]["url"], user)
 
 
 @pytest.fixture
 def raw_factory(lab):
     def make(base: str | None = None, user: str | None = "floe", **kw):
-        return RawClient(base or lab["trino"]["url"], user, **kw)
+        return RawClient(base or lab["stand_in"]["url"], user, **kw)
 
     return make

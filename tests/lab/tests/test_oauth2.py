@@ -15,8 +15,8 @@ CHALLENGE = re.compile(r'^Bearer x_redirect_server="([^"]+)", x_token_server="([
 
 @pytest.fixture
 def oauth2(lab):
-    base = lab["trino"]["oauth2_url"]
-    ctl = lab["trino"]["oauth2_control_url"]
+    base = lab["stand_in"]["oauth2_url"]
+    ctl = lab["stand_in"]["oauth2_control_url"]
     http = requests.Session()
     http.trust_env = False
     http.post(ctl, json={"reset": True}, timeout=10).raise_for_status()
@@ -123,7 +123,7 @@ def test_a_401_leaves_a_kept_alive_connection_usable(oauth2):
 
 def test_the_challenge_host_can_point_elsewhere(oauth2, lab):
     base, ctl, http = oauth2
-    alias = lab["trino"].get("alias_host")
+    alias = lab["stand_in"].get("alias_host")
     if not alias:
         pytest.skip("no alias loopback address")
     http.post(ctl, json={"challenge_host": alias}, timeout=10)

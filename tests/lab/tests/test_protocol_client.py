@@ -138,7 +138,7 @@ def test_errors(connect, name, sql, needle):
 
 def test_permission_denied_for_a_user_without_rights(connect, lab):
     with pytest.raises(TrinoUserError) as info:
-        fetch(connect(lab["trino"]["denied_user"]), "SELECT 1")
+        fetch(connect(lab["stand_in"]["denied_user"]), "SELECT 1")
     assert info.value.error_name == "PERMISSION_DENIED"
     assert info.value.error_code == 4
     assert info.value.message == "Access Denied: Cannot execute query"
@@ -209,15 +209,15 @@ def test_cancel_ends_query_user_canceled(connect, control, user):
 
 # --------------------------------------------------------------------------- authentication
 def https_parts(lab):
-    parts = urlsplit(lab["trino"]["https_url"])
+    parts = urlsplit(lab["stand_in"]["https_url"])
     return parts.hostname, parts.port
 
 
 def test_basic_auth_over_https(lab):
     host, port = https_parts(lab)
-    (user, password), = lab["trino"]["users"].items()
+    (user, password), = lab["stand_in"]["users"].items()
     conn = trino.dbapi.connect(host=host, port=port, user=user, http_scheme="https",
-                               auth=BasicAuthentication(user, password), verify=lab["trino"]["ca_file"])
+                               auth=BasicAuthentication(user, password), verify=lab["stand_in"]["ca_file"])
     cur, rows = fetch(conn, "SELECT 1")
     assert rows == [[1]]
 
@@ -225,25 +225,25 @@ def test_basic_auth_over_https(lab):
 def test_jwt_over_https(lab, control):
     host, port = https_parts(lab)
     conn = trino.dbapi.connect(host=host, port=port, http_scheme="https",
-                               auth=JWTAuthentication(lab["trino"]["bearer_token"]),
-                               verify=lab["trino"]["ca_file"])
+                               auth=JWTAuthentication(lab["stand_in"]["bearer_token"]),
+                               verify=lab["stand_in"]["ca_file"])
     cur, rows = fetch(conn, "SELECT 2")
     assert rows == [[2]]
-    assert control.query(cur.query_id)["user"] == lab["trino"]["bearer_user"]
+    assert control.query(cur.query_id)["user"] == lab["stand_in"]["bearer_user"]
 
 
 def test_wrong_password_is_401(lab):
     host, port = https_parts(lab)
-    user = next(iter(lab["trino"]["users"]))
+    user = next(iter(lab["stand_in"]["users"]))
     conn = trino.dbapi.connect(host=host, port=port, user=user, http_scheme="https",
-                               auth=BasicAuthentication(user, "wrong"), verify=lab["trino"]["ca_file"])
+                               auth=BasicAuthentication(user, "wrong"), verify=lab["stand_in"]["ca_file"])
     with pytest.raises(HttpError, match="401"):
         fetch(conn, "SELECT 1")
 
 
 def test_untrusted_certificate_is_refused(lab):
     host, port = https_parts(lab)
-    user, password = next(iter(lab["trino"]["users"].items()))
+    user, password = next(iter(lab["stand_in"]["users"].items()))
     conn = trino.dbapi.connect(host=host, port=port, user=user, http_scheme="https",
                                auth=BasicAuthentication(user, password), verify=True, max_attempts=1)
     with pytest.raises(trino.exceptions.TrinoConnectionError, match="CERTIFICATE_VERIFY_FAILED"):
@@ -252,10 +252,10 @@ def test_untrusted_certificate_is_refused(lab):
 
 def test_forged_jwt_is_401(lab):
     host, port = https_parts(lab)
-    header, payload, sig = lab["trino"]["bearer_token"].split(".")
+    header, payload, sig = lab["stand_in"]["bearer_token"].split(".")
     forged = base64.urlsafe_b64encode(b'{"sub":"root","exp":9999999999}').rstrip(b"=").decode()
     conn = trino.dbapi.connect(host=host, port=port, http_scheme="https",
-                               auth=JWTAuthentication(f"{header}.{forged}.{sig}"), verify=lab["trino"]["ca_file"])
+                               auth=JWTAuthentication(f"{header}.{forged}.{sig}"), verify=lab["stand_in"]["ca_file"])
     with pytest.raises(HttpError, match="401"):
         fetch(conn, "SELECT 1")
 
@@ -266,8 +266,8 @@ def test_versions_of_the_listeners(connect):
 
 
 def test_server_info(lab):
-    info = requests.get(lab["trino"]["url"] + "/v1/info", timeout=10).json()
-    assert info["nodeVersion"] == {"version": "480"} == {"version": lab["trino"]["version"]}
+    info = requests.get(lab["stand_in"]["url"] + "/v1/info", timeout=10).json()
+    assert info["nodeVersion"] == {"version": "480"} == {"version": lab["stand_in"]["version"]}
     assert info["coordinator"] is True and info["starting"] is False
     assert info["state"] == "ACTIVE"
     assert isinstance(info["environment"], str) and isinstance(info["nodeId"], str)

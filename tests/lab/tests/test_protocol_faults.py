@@ -149,7 +149,7 @@ def test_the_official_client_ignores_extra_fields(connect, control, user):
 # --------------------------------------------------------------------------- redirect_host
 def test_redirect_to_localhost_serves_the_query(raw, control, user, lab):
     control.faults(user, {"kind": "redirect_host", "host": "localhost", "count": 1, "on": "post"})
-    port = urlsplit(lab["trino"]["url"]).port
+    port = urlsplit(lab["stand_in"]["url"]).port
     post = raw.post("SELECT 7")
     assert post.status_code == 200
     assert post.json()["nextUri"].startswith(f"http://localhost:{port}/v1/statement/queued/")
@@ -162,8 +162,8 @@ def test_redirect_to_localhost_serves_the_query(raw, control, user, lab):
 
 
 def test_redirect_to_the_alias_host(raw, control, user, lab):
-    assert lab["trino"]["alias_host"] == "127.0.0.2"
-    control.faults(user, {"kind": "redirect_host", "host": lab["trino"]["alias_host"], "count": 1, "on": "next"})
+    assert lab["stand_in"]["alias_host"] == "127.0.0.2"
+    control.faults(user, {"kind": "redirect_host", "host": lab["stand_in"]["alias_host"], "count": 1, "on": "next"})
     pages = raw.run("SELECT 8")
     assert RawClient.rows(pages) == [[8]]
     hosts = [urlsplit(p["nextUri"]).hostname for p in pages if "nextUri" in p]
@@ -172,7 +172,7 @@ def test_redirect_to_the_alias_host(raw, control, user, lab):
 
 
 def test_https_downgrade_is_served_on_plain_http(lab, control, raw_factory):
-    t = lab["trino"]
+    t = lab["stand_in"]
     user, password = next(iter(t["users"].items()))
     client = raw_factory(t["https_url"], user=user, verify=t["ca_file"], auth=(user, password))
     control.faults(user, {"kind": "redirect_host", "scheme": "http", "count": 1, "on": "post"})
@@ -189,7 +189,7 @@ def test_https_downgrade_is_served_on_plain_http(lab, control, raw_factory):
 def test_the_official_client_follows_a_downgrade(lab, control):
     import trino
 
-    t = lab["trino"]
+    t = lab["stand_in"]
     user, password = next(iter(t["users"].items()))
     control.faults(user, {"kind": "redirect_host", "scheme": "http", "count": 1, "on": "post"})
     parts = urlsplit(t["https_url"])
@@ -202,14 +202,14 @@ def test_the_official_client_follows_a_downgrade(lab, control):
 
 
 def test_https_alias_is_covered_by_the_certificate(lab):
-    t = lab["trino"]
+    t = lab["stand_in"]
     r = requests.get(t["https_alias_url"] + "/v1/info", verify=t["ca_file"], timeout=10)
     assert r.status_code == 200 and r.json()["coordinator"] is True
 
 
 # --------------------------------------------------------------------------- TLS: wrong CA
 def test_other_ca_does_not_verify_the_lab(lab):
-    t = lab["trino"]
+    t = lab["stand_in"]
     other = open(t["other_ca_file"]).read()
     assert "BEGIN CERTIFICATE" in other and other != open(t["ca_file"]).read()
     with pytest.raises(requests.exceptions.SSLError):

@@ -61,7 +61,7 @@ def test_the_server_reports_scans_in_queries_and_final_stats(lab):
     import uuid
 
     user = f"scans_{uuid.uuid4().hex[:8]}"
-    url = lab["trino"]["url"]
+    url = lab["stand_in"]["url"]
     sql = ('WITH f AS (SELECT file_size_in_bytes FROM iceberg.zoning."documents$files") '
            'SELECT count(*) FROM f a CROSS JOIN f b WHERE a.file_size_in_bytes < 0')
     req = urllib.request.Request(f"{url}/v1/statement", data=sql.encode(), headers={"X-Trino-User": user})
@@ -71,7 +71,7 @@ def test_the_server_reports_scans_in_queries_and_final_stats(lab):
         page = json.load(urllib.request.urlopen(nxt, timeout=60))
     assert page["stats"]["state"] == "FINISHED", page
     assert page["stats"]["labScans"] == {F: 2}
-    rows = json.load(urllib.request.urlopen(f"{lab['trino']['control_url']}/queries", timeout=60))
+    rows = json.load(urllib.request.urlopen(f"{lab['stand_in']['control_url']}/queries", timeout=60))
     rows = rows.get("queries", rows) if isinstance(rows, dict) else rows
     mine = [r for r in rows if r["user"] == user]
     assert [r["scans"] for r in mine] == [{F: 2}]

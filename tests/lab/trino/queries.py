@@ -544,6 +544,10 @@ class QueryManager:
             else:
                 sig = (typesig._signature(node, q.listener.legacy_type_signatures) if node is not None
                        else {"rawType": c.type, "arguments": []})
+                # the type text as Trino prints a client type signature: parameters
+                # separated by ", " (`decimal(10, 2)`, `row(amount decimal(10, 2))`)
+                if node is not None:
+                    type_string = node.render()
                 transformers.append(None)
             cols.append({"name": c.name, "type": type_string, "typeSignature": sig})
         q.wire_columns = cols

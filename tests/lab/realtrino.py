@@ -1,0 +1,416 @@
+"""The real Trino coordinator of the lab (standard library only; used by labctl).
+
+A single-node Trino (coordinator and worker in one JVM) over the lab's Iceberg warehouses,
+read through Iceberg's JDBC catalog on the same SQLite `catalog.db` that pyiceberg's
+`SqlCatalog` writes: the scenario generators keep writing backdated histories, the real
+Trino reads them and really optimizes, expires and removes orphans, and the lab's stand-in
+server sees what Trino committed.
+
+The server comes from Maven Central through `mvn` (the only registry that publishes it),
+into `$FLOE_CACHE_DIR/trino/m2` (a Maven repository of its own, so the `.sha1` files Maven
+fetched beside each artifact are at a known place), checked against those checksums, and
+unpacked once into `$FLOE_CACHE_DIR/trino/<version>/server` with the unused plugins
+removed. A lab's configuration and data live in `<lab dir>/trino-real/`.
+
+Trino 476 is the newest server on Maven Central (later servers are published elsewhere) and
+needs a JDK >= 24. Without one, the newest Trino the machine's JDK runs is taken instead
+(`SERVERS`), and `lab status` says which.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+import urllib.error
+import urllib.request
+import zipfile
+from pathlib import Path
+
+# (lowest JDK major, Trino version, artifacts): the newest first. `core` servers exist from
+# 472 on; older ones come as the full server tarball, whose unused plugins are deleted.
+SERVERS = [
+    (24, "476", "core"),
+    (21, "446", "full"),
+    (17, "435", "full"),
+]
+SQLITE_JDBC = "org.xerial:sqlite-jdbc:3.50.3.0:jar"
+HEAP = "3G"
+# Plugins the lab needs: the Iceberg connector (its JDBC catalog, local file system) and
+# file-based access control's rules are built into the server.
+KEEP_PLUGINS = {"iceberg"}
+
+
+class TrinoSetupError(Exception):
+    pass
+
+
+# ---------------------------------------------------------------------------- Java
+def jdk_major(home: Path) -> int | None:
+    """The feature version of the JDK at `home`, from its `release` file (else `java -version`)."""
+    release = home / "release"
+    try:
+        m = re.search(r'^JAVA_VERSION="(\d+)', release.read_text(), re.M)
+        if m:
+            return int(m.group(1))
+    except OSError:
+        pass
+    java = home / "bin" / "java"
+    if not java.exists():
+        return None
+    try:
+        out = subprocess.run([str(java), "-version"], capture_output=True, text=True, timeout=20).stderr
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    m = re.search(r'version "(\d+)', out)
+    return int(m.group(1)) if m else None
+
+
+def find_jdks() -> list[tuple[int, Path]]:
+    """Every JDK found on the machine, newest first: $FLOE_LAB_JAVA_HOME, $JAVA_HOME, the
+    directories under /usr/lib/jvm, and the `java` on PATH."""
+    candidates: list[Path] = []
+    for var in ("FLOE_LAB_JAVA_HOME", "JAVA_HOME"):
+        if os.environ.get(var):
+            candidates.append(Path(os.environ[var]))
+    jvm = Path("/usr/lib/jvm")
+    if jvm.is_dir():
+        candidates.extend(sorted(p for p in jvm.iterdir() if p.is_dir() and not p.is_symlink()))
+    java = shutil.which("java")
+    if java:
+        candidates.append(Path(os.path.realpath(java)).parent.parent)
+    seen: set[Path] = set()
+    out: list[tuple[int, Path]] = []
+    for c in candidates:
+        c = c.resolve()
+        if c in seen or not (c / "bin" / "java").exists():
+            continue
+        seen.add(c)
+        major = jdk_major(c)
+        if major is not None:
+            out.append((major, c))
+    out.sort(key=lambda t: -t[0])
+    return out
+
+
+def choose_server() -> tuple[str, str, Path, int]:
+    """(Trino version, artifact kind, JDK home, JDK major): 476 on a JDK >= 24, else the
+    newest Trino the newest JDK found runs."""
+    jdks = find_jdks()
+    if not jdks:
+        raise TrinoSetupError(
+            "no JDK found (looked at $FLOE_LAB_JAVA_HOME, $JAVA_HOME, /usr/lib/jvm/* and `java` on PATH): "
+            "the real Trino 476 needs a JDK 24 or newer (Debian: apt-get install openjdk-25-jdk-headless, "
+            "or set FLOE_LAB_JAVA_HOME to one)")
+    major, home = jdks[0]
+    for lowest, version, kind in SERVERS:
+        if major >= lowest:
+            return version, kind, home, major
+    raise TrinoSetupError(
+        f"the newest JDK found is {major} at {home}: Trino 476 needs a JDK 24 or newer and no Trino the "
+        f"lab knows runs on {major} (the oldest it can take needs 17); set FLOE_LAB_JAVA_HOME to a newer JDK")
+
+
+# ---------------------------------------------------------------------------- download
+def mvn_fetch(coords: str, repo: Path, log: Path) -> Path:
+    """The artifact `group:artifact:version:type[:classifier]` in the Maven repository `repo`,
+    fetched there by `mvn` when missing, and checked against the `.sha1` Maven fetched with it."""
+    parts = coords.split(":")
+    group, artifact, version, kind = parts[:4]
+    path = repo / Path(*group.split(".")) / artifact / version / f"{artifact}-{version}.{kind}"
+    sha1 = path.with_name(path.name + ".sha1")
+    if not (path.exists() and sha1.exists()):
+        mvn = shutil.which("mvn")
+        if mvn is None:
+            raise TrinoSetupError(f"`mvn` is not on PATH: it fetches {coords} from Maven Central "
+                                  "(Debian: apt-get install maven)")
+        with open(log, "ab") as out:
+            proc = subprocess.run(
+                [mvn, "-B", "-q", f"-Dmaven.repo.local={repo}", "-Dtransitive=false",
+                 "org.apache.maven.plugins:maven-dependency-plugin:3.8.1:get", f"-Dartifact={coords}"],
+                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=3600)
+        if proc.returncode != 0 or not path.exists():
+            raise TrinoSetupError(f"mvn could not fetch {coords} (exit {proc.returncode}); see {log}:\n"
+                                  + log.read_text(errors="replace")[-2000:])
+    if not sha1.exists():
+        raise TrinoSetupError(f"{path}: Maven fetched no checksum beside it ({sha1.name})")
+    want = sha1.read_text().split()[0].strip().lower()
+    h = hashlib.sha1()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    if h.hexdigest() != want:
+        bad = path.with_name(path.name + ".corrupt")
+        path.replace(bad)
+        raise TrinoSetupError(f"{path}: SHA-1 {h.hexdigest()} is not the published {want}; moved it to "
+                              f"{bad.name}, the next start fetches it again")
+    return path
+
+
+def ensure_server(cache: Path, version: str, kind: str, say) -> tuple[Path, dict]:
+    """The unpacked server for `version` (plugins trimmed, the Iceberg plugin and the SQLite
+    driver in place), built once under `cache/trino/<version>/server`. Returns its path and
+    what was downloaded (bytes, seconds)."""
+    base = cache / "trino"
+    server = base / version / "server"
+    marker = server / ".floe-complete"
+    facts = {"downloaded_bytes": 0, "download_s": 0.0, "unpack_s": 0.0}
+    if marker.exists():
+        facts.update(json.loads(marker.read_text() or "{}"))
+        facts["cached"] = True
+        return server, facts
+    base.mkdir(parents=True, exist_ok=True)
+    repo = base / "m2"
+    log = base / "mvn.log"
+    t = time.monotonic()
+    if kind == "core":
+        say(f"real trino: fetching trino-server-core {version} and the Iceberg plugin through Maven (once)")
+        tarball = mvn_fetch(f"io.trino:trino-server-core:{version}:tar.gz", repo, log)
+        plugin = mvn_fetch(f"io.trino:trino-iceberg:{version}:zip", repo, log)
+    else:
+        say(f"real trino: fetching trino-server {version} through Maven (once)")
+        tarball = mvn_fetch(f"io.trino:trino-server:{version}:tar.gz", repo, log)
+        plugin = None
+    sqlite = mvn_fetch(SQLITE_JDBC, repo, log)
+    facts["download_s"] = round(time.monotonic() - t, 1)
+    facts["downloaded_bytes"] = sum(p.stat().st_size for p in (tarball, plugin, sqlite) if p is not None)
+
+    t = time.monotonic()
+    tmp = base / version / f".server.building-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    if server.exists():
+        shutil.rmtree(server)
+    tmp.mkdir(parents=True)
+    # GNU tar: the server tarball is full of hard links
+    subprocess.run(["tar", "-xzf", str(tarball), "-C", str(tmp), "--strip-components=1"], check=True)
+    plugins = tmp / "plugin"
+    if plugin is not None:
+        with zipfile.ZipFile(plugin) as z:
+            z.extractall(tmp / ".iceberg-zip")
+        (top,) = list((tmp / ".iceberg-zip").iterdir())
+        top.rename(plugins / "iceberg")
+        shutil.rmtree(tmp / ".iceberg-zip")
+    for p in plugins.iterdir():
+        if p.name not in KEEP_PLUGINS:
+            shutil.rmtree(p)
+    shutil.copy2(sqlite, plugins / "iceberg" / sqlite.name)
+    facts["unpack_s"] = round(time.monotonic() - t, 1)
+    (tmp / ".floe-complete").write_text(json.dumps(facts))
+    tmp.rename(server)
+    facts["cached"] = False
+    return server, facts
+
+
+# ---------------------------------------------------------------------------- configuration
+def catalog_properties(scenario_dir: Path, version: str) -> str:
+    d = Path(scenario_dir).resolve()
+    lines = [
+        "connector.name=iceberg",
+        "iceberg.catalog.type=jdbc",
+        "iceberg.jdbc-catalog.driver-class=org.sqlite.JDBC",
+        f"iceberg.jdbc-catalog.connection-url=jdbc:sqlite:{d / 'catalog.db'}",
+        # the catalog name pyiceberg's SqlCatalog writes (lab/scenarios/catalog.py)
+        "iceberg.jdbc-catalog.catalog-name=lab",
+        f"iceberg.jdbc-catalog.default-warehouse-dir=file://{d / 'warehouse'}",
+        "fs.native-local.enabled=true",
+        "local.location=/",
+        # Trino's own default minimum retentions (7d) stay: a shorter retention fails with
+        # INVALID_PROCEDURE_ARGUMENT unless the session property lowers it, as on a cluster
+        "iceberg.register-table-procedure.enabled=true",
+    ]
+    if int(version) >= 460:
+        # pyiceberg writes the V0 layout (no iceberg_type column)
+        lines.append("iceberg.jdbc-catalog.schema-version=V0")
+    return "\n".join(lines) + "\n"
+
+
+def write_config(etc: Path, data: Path, port: int, catalogs: dict[str, str], version: str,
+                 denied_user: str, time_zone: str) -> None:
+    shutil.rmtree(etc, ignore_errors=True)
+    (etc / "catalog").mkdir(parents=True)
+    data.mkdir(parents=True, exist_ok=True)
+    (etc / "node.properties").write_text(
+        "node.environment=lab\nnode.id=lab-1\n"
+        f"node.data-dir={data}\nnode.bind-ip=127.0.0.1\nnode.internal-address=127.0.0.1\n")
+    (etc / "jvm.config").write_text("\n".join([
+        "-server",
+        f"-Xmx{HEAP}",
+        "-XX:+UseG1GC",
+        "-XX:+ExitOnOutOfMemoryError",
+        "-XX:-OmitStackTraceInFastThrow",
+        "-XX:ReservedCodeCacheSize=256M",
+        "-Djdk.attach.allowAttachSelf=true",
+        "-Dfile.encoding=UTF-8",
+        "-XX:+EnableDynamicAgentLoading",
+        # the coordinator's default session zone: a client that forgets X-Trino-Time-Zone
+        # sees it in every `timestamp with time zone` (as with the stand-in)
+        f"-Duser.timezone={time_zone}",
+        f"-Djava.io.tmpdir={data / 'tmp'}",
+    ]) + "\n")
+    (data / "tmp").mkdir(exist_ok=True)
+    (etc / "config.properties").write_text("\n".join([
+        "coordinator=true",
+        "node-scheduler.include-coordinator=true",
+        f"http-server.http.port={port}",
+        f"discovery.uri=http://127.0.0.1:{port}",
+        "query.max-memory=1GB",
+        # keep the coordinator's query history for the tests and for floe's own reading of it
+        "query.max-history=5000",
+        "query.min-expire-age=120m",
+    ]) + "\n")
+    (etc / "log.properties").write_text("io.trino=INFO\n")
+    for name, path in catalogs.items():
+        (etc / "catalog" / f"{name}.properties").write_text(catalog_properties(Path(path), version))
+    # the denied user: every statement fails PERMISSION_DENIED "Access Denied: Cannot execute query"
+    rules = {
+        "queries": [
+            {"user": re.escape(denied_user), "allow": []},
+            {"allow": ["execute", "kill", "view"]},
+        ],
+        "catalogs": [{"allow": "all"}],
+        "schemas": [{"owner": True}],
+        "tables": [{"privileges": ["SELECT", "INSERT", "DELETE", "UPDATE", "OWNERSHIP", "GRANT_SELECT"]}],
+        "system_session_properties": [{"allow": True}],
+        "catalog_session_properties": [{"allow": True}],
+        "procedures": [{"privileges": ["EXECUTE"]}],
+        "functions": [{"privileges": ["EXECUTE", "GRANT_EXECUTE", "OWNERSHIP"]}],
+    }
+    (etc / "rules.json").write_text(json.dumps(rules, indent=2))
+    (etc / "access-control.properties").write_text(
+        f"access-control.name=file\nsecurity.config-file={etc / 'rules.json'}\n")
+
+
+def statement(url: str, sql: str, user: str = "floe", timeout: float = 60, catalog: str | None = None) -> dict:
+    """Run one statement through the client protocol; the final page (with `error` on failure)
+    and every row under `rows`."""
+    headers = {"X-Trino-User": user, "X-Trino-Source": "floe-lab"}
+    if catalog:
+        headers["X-Trino-Catalog"] = catalog
+    req = urllib.request.Request(url + "/v1/statement", data=sql.encode(), method="POST", headers=headers)
+    deadline = time.monotonic() + timeout
+    with urllib.request.urlopen(req, timeout=10) as r:
+        page = json.loads(r.read())
+    rows = list(page.get("data") or [])
+    while page.get("nextUri") and time.monotonic() < deadline:
+        with urllib.request.urlopen(urllib.request.Request(page["nextUri"], headers={"X-Trino-User": user}),
+                                    timeout=30) as r:
+            page = json.loads(r.read())
+        rows.extend(page.get("data") or [])
+    page["rows"] = rows
+    return page
+
+
+def wait_ready(url: str, proc, log: Path, timeout_s: float = 300) -> dict:
+    """Until `/v1/info` says started and a first statement runs (a fresh coordinator answers
+    "No nodes available" for a moment after it says started)."""
+    deadline = time.monotonic() + timeout_s
+    info = None
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise TrinoSetupError(f"the real Trino exited ({proc.returncode}); see {log}:\n"
+                                  + log.read_text(errors="replace")[-4000:])
+        try:
+            with urllib.request.urlopen(url + "/v1/info", timeout=2) as r:
+                info = json.loads(r.read())
+        except (urllib.error.URLError, OSError, ValueError):
+            info = None
+        if info is not None and not info.get("starting", True):
+            try:
+                page = statement(url, "SELECT count(*) FROM system.runtime.nodes WHERE state = 'active'",
+                                 timeout=20)
+                if page.get("error") is None and page["rows"] and page["rows"][0][0] >= 1:
+                    return info
+            except (urllib.error.URLError, OSError, ValueError):
+                pass
+        time.sleep(0.25)
+    raise TrinoSetupError(f"the real Trino did not become ready within {timeout_s:.0f} s; see {log}:\n"
+                          + log.read_text(errors="replace")[-3000:])
+
+
+def rss_bytes(pid: int) -> int | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+# ---------------------------------------------------------------------------- layouts only Trino writes
+# The `layouts` catalog: tables created and written through the real Trino, for the
+# partition layouts and table shapes pyiceberg does not write. Several small INSERTs per
+# table, so each partition holds a few small files. Generated once and cached like a
+# scenario (see labctl `ensure_layouts`).
+def _rows(n: int, day0: int = 1) -> str:
+    vals = []
+    for i in range(n):
+        d = day0 + i % 3
+        vals.append(
+            f"({i}, 'name-{i % 5}', DATE '2026-11-{d:02d}', TIMESTAMP '2026-11-{d:02d} {i % 24:02d}:15:00.123456', "
+            f"TIMESTAMP '2026-11-{d:02d} {i % 24:02d}:15:00.123456 UTC', {'true' if i % 2 else 'false'}, "
+            f"DECIMAL '{(i % 4) * 10}.50', '{['east', 'west', 'north'][i % 3]}')")
+    return ", ".join(vals)
+
+
+LAYOUT_COLUMNS = ("id bigint, name varchar, d date, ts timestamp(6), tstz timestamp(6) with time zone, "
+                  "flag boolean, amount decimal(10, 2), region varchar")
+
+# (table, WITH properties); every table gets INSERTS writes of ROWS rows
+LAYOUT_TABLES = [
+    ("bucketed", "partitioning = ARRAY['bucket(id, 4)']"),
+    ("truncated", "partitioning = ARRAY['truncate(name, 6)']"),
+    ("monthly", "partitioning = ARRAY['month(ts)']"),
+    ("hourly", "partitioning = ARRAY['hour(tstz)']"),
+    ("yearly", "partitioning = ARRAY['year(d)']"),
+    ("by_date", "partitioning = ARRAY['d']"),
+    ("by_flag", "partitioning = ARRAY['flag']"),
+    ("by_amount", "partitioning = ARRAY['amount']"),
+    ("by_ts6", "partitioning = ARRAY['ts']"),
+    ("by_tstz6", "partitioning = ARRAY['tstz']"),
+    ("by_region_day", "partitioning = ARRAY['region', 'day(tstz)']"),
+    ("sorted", "partitioning = ARRAY['region'], sorted_by = ARRAY['id']"),
+    ("v1", "format_version = 1, partitioning = ARRAY['region']"),
+    ("unpartitioned", "format_version = 2"),
+    ("evolved", "partitioning = ARRAY['region']"),
+    ("unpartitioned_now", "partitioning = ARRAY['region']"),
+    ("with_deletes", "format_version = 2, partitioning = ARRAY['region']"),
+    ('"Mixed Case ""q"" name"', "partitioning = ARRAY['region']"),
+]
+INSERTS = 4
+ROWS = 12
+
+
+def layout_statements(schema: str = "zoo") -> list[str]:
+    out = [f"CREATE SCHEMA IF NOT EXISTS {schema}"]
+    for table, props in LAYOUT_TABLES:
+        out.append(f"CREATE TABLE {schema}.{table} ({LAYOUT_COLUMNS}) WITH ({props})")
+        for k in range(INSERTS):
+            out.append(f"INSERT INTO {schema}.{table} VALUES {_rows(ROWS, 1 + k % 3)}")
+    # a spec that evolved: old partitions stay live under the old spec
+    out.append(f"ALTER TABLE {schema}.evolved SET PROPERTIES partitioning = ARRAY['region', 'day(tstz)']")
+    out += [f"INSERT INTO {schema}.evolved VALUES {_rows(ROWS, 4)}"] * 2
+    # partitioning removed: the old partitions stay live under spec 0
+    out.append(f"ALTER TABLE {schema}.unpartitioned_now SET PROPERTIES partitioning = ARRAY[]")
+    out += [f"INSERT INTO {schema}.unpartitioned_now VALUES {_rows(ROWS, 4)}"] * 2
+    # position delete files from DELETE and MERGE
+    out.append(f"DELETE FROM {schema}.with_deletes WHERE id % 5 = 0")
+    out.append(f"MERGE INTO {schema}.with_deletes t USING (VALUES (1, 'merged')) s(id, name) ON t.id = s.id "
+               "WHEN MATCHED THEN UPDATE SET name = s.name")
+    return out
+
+
+def create_layouts(url: str, catalog: str, schema: str = "zoo") -> list[str]:
+    """Run `layout_statements` on the real Trino in `catalog`; the statements that failed
+    (with Trino's error), none when all ran."""
+    failed = []
+    for sql in layout_statements(schema):
+        page = statement(url, sql, timeout=120, catalog=catalog)
+        err = page.get("error")
+        if err:
+            failed.append(f"{sql[:120]}: {err.get('errorName')}: {err.get('message')}")
+    return failed
