@@ -62,9 +62,10 @@ fn zero_shows_the_incident_and_enter_opens_its_log() {
         "the list row and the evidence pane:\n{s}"
     );
     pty.send(b"\r");
+    // At 80 columns the log's title names the task and its try (the run id shows from 120
+    // columns; the tasks level above names the run).
     pty.wait_for("the failing task's log", Duration::from_secs(30), |s| {
-        s.contains("scheduled__")
-            && s.contains("try 1")
+        s.contains("compact · try 1")
             && s.lines()
                 .any(|l| l.starts_with("ERROR") && l.contains("ConnectionError"))
     });

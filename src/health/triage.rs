@@ -103,6 +103,22 @@ pub struct Affected {
     pub summary: String,
     #[serde(skip)]
     small_files: u64,
+    /// Some partition holds two small files or more: optimize has something to merge.
+    #[serde(skip)]
+    mergeable: bool,
+}
+
+/// The table action for an affected table: optimize when it has something to merge;
+/// else (every partition holds one small file at most) the findings, which say the
+/// partitioning is the fix: a next action is one floe carries out.
+fn optimize_next(a: &Affected) -> Next {
+    if a.mergeable {
+        Next::Optimize {
+            table: a.table.clone(),
+        }
+    } else {
+        Next::Inspect
+    }
 }
 
 /// The next action an incident calls for.
@@ -446,12 +462,17 @@ fn affected(t: &TableFacts, name: String, now: DateTime<Utc>) -> Affected {
         },
         _ => "not read yet".into(),
     };
+    let mergeable = t
+        .stats
+        .and_then(|s| s.max_partition_small_files)
+        .is_none_or(|m| m >= 2);
     Affected {
         table: t.table.clone(),
         name,
         severity,
         summary,
         small_files: small,
+        mergeable,
     }
 }
 
@@ -653,9 +674,7 @@ pub fn incidents(facts: &Facts, now: DateTime<Utc>) -> Vec<Incident> {
             after_fix: true,
         });
         if let Some(t) = tables.first() {
-            next.push(Next::Optimize {
-                table: t.table.clone(),
-            });
+            next.push(optimize_next(t));
         }
         out.push(Incident {
             severity: Severity::Critical,
@@ -697,9 +716,7 @@ pub fn incidents(facts: &Facts, now: DateTime<Utc>) -> Vec<Incident> {
             after_fix: true,
         });
         if let Some(t) = tables.first() {
-            next.push(Next::Optimize {
-                table: t.table.clone(),
-            });
+            next.push(optimize_next(t));
         }
         out.push(Incident {
             severity: Severity::Critical,
@@ -806,9 +823,7 @@ pub fn incidents(facts: &Facts, now: DateTime<Utc>) -> Vec<Incident> {
         }
         let tables = claim(&mine, &mut claimed, &name_of, &mut evidence, now);
         if let Some(t) = tables.first() {
-            next.push(Next::Optimize {
-                table: t.table.clone(),
-            });
+            next.push(optimize_next(t));
         }
         let severity = tables.iter().map(|t| t.severity).fold(severity, worse);
         out.push(Incident {
@@ -968,9 +983,7 @@ pub fn incidents(facts: &Facts, now: DateTime<Utc>) -> Vec<Incident> {
                     format!("{n} {tbl} {wait} for compaction (Airflow not configured)")
                 },
                 {
-                    let mut v = vec![Next::Optimize {
-                        table: tables[0].table.clone(),
-                    }];
+                    let mut v = vec![optimize_next(&tables[0])];
                     if facts.airflow {
                         v.push(Next::MapDag);
                     }
@@ -985,9 +998,7 @@ pub fn incidents(facts: &Facts, now: DateTime<Utc>) -> Vec<Incident> {
                     "{n} {tbl} {wait} for compaction while {} DAG reports nothing wrong",
                     plural(n, "its", "their")
                 ),
-                vec![Next::Optimize {
-                    table: tables[0].table.clone(),
-                }],
+                vec![optimize_next(&tables[0])],
                 Jump::Partitions {
                     table: tables[0].table.clone(),
                 },

@@ -349,8 +349,12 @@ pub fn table_plan(table: &TableRef, procedure: Procedure) -> Plan {
     }
 }
 
-/// Optimize the given partitions: one statement each (oldest first), or one grouped
-/// statement over `"$partition"`. With no partitions, the whole table; an unpartitioned
+/// Partitions one grouped optimize statement covers at most: each statement stays
+/// bounded in what it rewrites and in the length of its `IN` list.
+pub const MAX_GROUP: usize = 64;
+
+/// Optimize the given partitions: one statement each (oldest first), or grouped
+/// statements over `"$partition"` ([`MAX_GROUP`] partitions each). With no partitions, the whole table; an unpartitioned
 /// layout (no partitioning) is always the whole table, one statement that carries the
 /// counts of the rows given (what the confirmation shows it will rewrite).
 pub fn optimize_plan(
@@ -383,23 +387,26 @@ pub fn optimize_plan(
                 p.label()
             ));
         }
-        let paths: Vec<String> = parts
-            .iter()
-            .map(|p| partition_path(p))
-            .collect::<Result<_, _>>()?;
-        let list = paths
-            .iter()
-            .map(|p| quote_string(p))
-            .collect::<Vec<_>>()
-            .join(", ");
-        steps.push(Step {
-            sql: format!("{head} WHERE \"$partition\" IN ({list})"),
-            partition: Some(format!("{} partitions", parts.len())),
-            files: parts.iter().map(|p| p.data_files).sum(),
-            small_files: parts.iter().map(|p| p.small_files).sum(),
-            bytes: parts.iter().map(|p| p.total_bytes).sum(),
-            targets: parts.iter().map(|p| p.values.clone()).collect(),
-        });
+        // Bounded statements: at most MAX_GROUP partitions each, oldest first.
+        for chunk in parts.chunks(MAX_GROUP) {
+            let paths: Vec<String> = chunk
+                .iter()
+                .map(|p| partition_path(p))
+                .collect::<Result<_, _>>()?;
+            let list = paths
+                .iter()
+                .map(|p| quote_string(p))
+                .collect::<Vec<_>>()
+                .join(", ");
+            steps.push(Step {
+                sql: format!("{head} WHERE \"$partition\" IN ({list})"),
+                partition: Some(format!("{} partitions", chunk.len())),
+                files: chunk.iter().map(|p| p.data_files).sum(),
+                small_files: chunk.iter().map(|p| p.small_files).sum(),
+                bytes: chunk.iter().map(|p| p.total_bytes).sum(),
+                targets: chunk.iter().map(|p| p.values.clone()).collect(),
+            });
+        }
     } else {
         for p in parts {
             let predicate = partition_predicate(layout, p)?;

@@ -112,6 +112,10 @@ pub struct TableStats {
     /// Partitions holding `critical_partition_small_files` small files more than their
     /// bytes need: a reader of one of them alone pays for its small files.
     pub critical_partitions: u64,
+    /// The most small files one partition holds (the table's own when unpartitioned):
+    /// under two, optimize has nothing to merge in any partition.
+    #[serde(default)]
+    pub max_partition_small_files: Option<u64>,
     /// Delete files of both kinds (`position_delete_files + equality_delete_files`).
     pub delete_files: u64,
     pub delete_bytes: u64,

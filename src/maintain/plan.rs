@@ -27,6 +27,11 @@ pub struct PlanDraft {
     pub procedure: Procedure,
     pub layout: TableLayout,
     pub partitions: Vec<PartitionStats>,
+    /// Why the plan covers what it covers, when that is not what was asked (shown with
+    /// the confirmation).
+    pub note: Option<String>,
+    /// The plan opens grouped (bounded statements over many partitions).
+    pub grouped: bool,
 }
 
 impl PlanDraft {
@@ -90,6 +95,8 @@ pub async fn draft(
         procedure,
         layout: Default::default(),
         partitions: Vec::new(),
+        note: None,
+        grouped: false,
     };
     if kind != MaintenanceKind::Optimize {
         return Ok(draft);
@@ -104,17 +111,10 @@ pub async fn draft(
                 draft.partitions = list.partitions;
                 return Ok(draft);
             } else {
-                let small: Vec<PartitionStats> = list
-                    .partitions
-                    .into_iter()
-                    .filter(|p| p.small_files >= min_small)
-                    .collect();
-                if small.is_empty() {
-                    return Err(format!(
-                        "no partition of {table} holds {min_small} or more small files: nothing to optimize (mark partitions in the Partitions tab to choose)"
-                    ));
-                }
-                small
+                let t = optimize_targets(&table, list.partitions, min_small)?;
+                draft.note = t.note;
+                draft.grouped = t.grouped;
+                t.partitions
             }
         }
     };
@@ -123,4 +123,147 @@ pub async fn draft(
     }
     draft.partitions = parts;
     Ok(draft)
+}
+
+/// What `o` on a table optimizes, and why.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Targets {
+    pub partitions: Vec<PartitionStats>,
+    pub note: Option<String>,
+    pub grouped: bool,
+}
+
+/// The partitions to optimize for a table as a whole: those holding `min_small` or more
+/// small files; when none does (small files spread thin over many partitions), every
+/// partition holding two or more of them, grouped into bounded statements, and a note
+/// saying why. Nothing to merge (no partition holds two small files) is an error that
+/// says so.
+pub fn optimize_targets(
+    table: &TableRef,
+    partitions: Vec<PartitionStats>,
+    min_small: u64,
+) -> Result<Targets, String> {
+    let (enough, rest): (Vec<PartitionStats>, Vec<PartitionStats>) = partitions
+        .into_iter()
+        .partition(|p| p.small_files >= min_small);
+    if !enough.is_empty() {
+        return Ok(Targets {
+            partitions: enough,
+            note: None,
+            grouped: false,
+        });
+    }
+    let spread: Vec<PartitionStats> = rest.into_iter().filter(|p| p.small_files >= 2).collect();
+    if spread.is_empty() {
+        return Err(format!(
+            "no partition of {table} holds two or more small files: optimize cannot merge them (the table is over-partitioned: its partitioning, not a compaction, is the fix)"
+        ));
+    }
+    let small: u64 = spread.iter().map(|p| p.small_files).sum();
+    Ok(Targets {
+        note: Some(format!(
+            "no partition of {table} holds {min_small} or more small files: its {} small files are spread over {} partitions, so the plan optimizes every one of them, oldest first, grouped {} partitions a statement (g: one statement each)",
+            crate::fmt::thousands(small),
+            crate::fmt::thousands(spread.len() as u64),
+            crate::lakehouse::maintenance::MAX_GROUP
+        )),
+        partitions: spread,
+        grouped: true,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lakehouse::maintenance::{MAX_GROUP, parse_partition_entry};
+
+    /// `n` partitions of `small` small files each, one a day from 2026-08-01.
+    fn spread(n: usize, small: u64) -> Vec<PartitionStats> {
+        (0..n)
+            .map(|i| PartitionStats {
+                values: vec![(
+                    "ordered_at_day".into(),
+                    Some(
+                        (chrono::NaiveDate::from_ymd_opt(2026, 8, 1).unwrap()
+                            + chrono::Duration::days(i as i64))
+                        .to_string(),
+                    ),
+                )],
+                data_files: small,
+                small_files: small,
+                total_bytes: small * 4000,
+                records: 100,
+                min_file: 3000,
+                max_file: 5000,
+                delete_files: 0,
+                oldest_small_file_at: None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_table_spread_thin_optimizes_every_partition_with_small_files_in_bounded_groups() {
+        let t = TableRef::new("iceberg", "sales", "orders");
+        // 1,101 small files over 270 partitions of about four: none holds 12.
+        let mut parts = spread(270, 4);
+        parts[0].small_files = 5;
+        parts[0].data_files = 5;
+        parts.push(PartitionStats {
+            small_files: 1,
+            data_files: 1,
+            ..spread(1, 1)[0].clone()
+        });
+        let got = optimize_targets(&t, parts, 12).unwrap();
+        assert_eq!(
+            got.partitions.len(),
+            270,
+            "the lone small file cannot merge"
+        );
+        assert!(got.grouped);
+        let note = got.note.clone().unwrap();
+        assert!(
+            note.contains("no partition of iceberg.sales.orders holds 12 or more small files")
+                && note.contains("1,081 small files are spread over 270 partitions"),
+            "{note}"
+        );
+        let layout = TableLayout {
+            columns: vec![("ordered_at".into(), "timestamp(6) with time zone".into())],
+            partitioning: vec![parse_partition_entry("day(ordered_at)").unwrap()],
+        };
+        let draft = PlanDraft {
+            table: t.clone(),
+            procedure: Procedure::Optimize {
+                threshold: 96 << 20,
+            },
+            layout,
+            partitions: got.partitions,
+            note: got.note,
+            grouped: got.grouped,
+        };
+        let plan = draft.build(draft.grouped).unwrap();
+        assert_eq!(plan.steps.len(), 270usize.div_ceil(MAX_GROUP));
+        assert!(plan.steps.iter().all(|s| s.targets.len() <= MAX_GROUP));
+        assert_eq!(plan.files(), 1081);
+        // Oldest first: the first statement holds the first day.
+        assert!(
+            plan.steps[0].sql.contains("2026-08-01"),
+            "{}",
+            plan.steps[0].sql
+        );
+        // One statement each on g.
+        assert_eq!(draft.build(false).unwrap().steps.len(), 270);
+    }
+
+    #[test]
+    fn partitions_past_min_small_files_are_the_plan_and_nothing_to_merge_says_why() {
+        let t = TableRef::new("iceberg", "zoning", "documents");
+        let mut parts = spread(10, 3);
+        parts[4].small_files = 20;
+        let got = optimize_targets(&t, parts, 12).unwrap();
+        assert_eq!(got.partitions.len(), 1);
+        assert_eq!(got.note, None);
+        assert!(!got.grouped);
+        let e = optimize_targets(&t, spread(30, 1), 12).unwrap_err();
+        assert!(e.contains("over-partitioned"), "{e}");
+    }
 }

@@ -11,7 +11,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use serde::Serialize;
 
 use super::record::{DagRecord, TableRecord, timestamp};
-use super::timeline::{self, DagRuns, Timeline};
+use super::timeline::{self, DagRuns, EventKind, Timeline};
 use super::{AirflowInfo, TrinoInfo};
 use crate::fmt::{human_bytes, human_duration, thousands};
 use crate::health::{DagFacts, Health, Severity};
@@ -332,30 +332,50 @@ impl Postmortem {
         if events.is_empty() {
             o.push_str("No snapshots or DAG runs to show.\n\n");
         } else {
-            let skip = events.len().saturating_sub(MAX_TIMELINE_ROWS);
+            // Runs of ordinary appends fold into one row: the events that matter stand out.
+            let rows = timeline::rows(events);
+            let skip = rows.len().saturating_sub(MAX_TIMELINE_ROWS);
             if skip > 0 {
                 o.push_str(&format!(
-                    "The newest {MAX_TIMELINE_ROWS} of {} events ({skip} earlier left out; the JSON report has them all).\n\n",
-                    events.len()
+                    "The newest {MAX_TIMELINE_ROWS} of {} rows ({skip} earlier left out; the JSON report has every event).\n\n",
+                    rows.len()
                 ));
             }
             o.push_str(
                 "| when (UTC) | event | data files | snapshot / run |\n|---|---|---:|---|\n",
             );
-            for e in &events[skip..] {
-                let what = if e.kind.is_run() {
-                    String::new()
-                } else {
-                    format!(" ({})", md_text(&e.what))
-                };
-                o.push_str(&format!(
-                    "| {} | {} {}{what} | {} | {} |\n",
-                    when(e.at),
-                    e.kind.glyph(),
-                    e.kind.label(),
-                    opt_n(e.total_files),
-                    md_code_cell(&e.id)
-                ));
+            for row in &rows[skip..] {
+                match row {
+                    timeline::Row::Event(e) => {
+                        let what = if e.kind.is_run() {
+                            String::new()
+                        } else {
+                            format!(" ({})", md_text(&e.what))
+                        };
+                        o.push_str(&format!(
+                            "| {} | {} {}{what} | {} | {} |\n",
+                            when(e.at),
+                            e.kind.glyph(),
+                            e.kind.label(),
+                            opt_n(e.total_files),
+                            md_code_cell(&e.id)
+                        ));
+                    }
+                    timeline::Row::Appends { count, first, last } => {
+                        let short = |t: DateTime<Utc>| t.format("%m-%d %H:%M").to_string();
+                        o.push_str(&format!(
+                            "| {} | {} {count} appends, {} → {} | {} → {} | {} … {} |\n",
+                            when(first.at),
+                            EventKind::Write.glyph(),
+                            short(first.at),
+                            short(last.at),
+                            opt_n(first.total_files),
+                            opt_n(last.total_files),
+                            md_code_cell(&first.id),
+                            md_code_cell(&last.id)
+                        ));
+                    }
+                }
             }
             o.push('\n');
         }
@@ -594,6 +614,111 @@ mod tests {
         assert_eq!(v["actions"][0]["query_id"], "20261129_093000_00042_lab01");
         assert_eq!(v["trino"]["version"], "480");
         assert_eq!(v["table"]["status"], "CRITICAL");
+    }
+
+    #[test]
+    fn runs_of_appends_fold_into_one_row_between_the_events_that_matter() {
+        use crate::airflow::DagRunState;
+        let t = |h: i64| t0() - chrono::Duration::hours(h);
+        let snap = |i: i64, h: i64, op: &str, total: u64, deleted: Option<u64>| SnapshotInfo {
+            committed_at: t(h),
+            snapshot_id: 1000 + i,
+            parent_id: None,
+            operation: op.into(),
+            added_data_files: Some(10),
+            deleted_data_files: deleted,
+            total_data_files: Some(total),
+            added_records: None,
+            total_records: None,
+            total_delete_files: None,
+            added_files_size: None,
+            removed_files_size: None,
+            trino_user: None,
+            trino_query_id: None,
+        };
+        // 22 appends, a compaction, 38 appends, a delete, 3 appends.
+        let mut snaps = Vec::new();
+        let mut h = 200;
+        let mut total = 0;
+        for i in 0..22 {
+            total += 10;
+            snaps.push(snap(i, h, "append", total, None));
+            h -= 1;
+        }
+        snaps.push(snap(22, h, "replace", 12, Some(total)));
+        total = 12;
+        h -= 1;
+        for i in 23..61 {
+            total += 10;
+            snaps.push(snap(i, h, "append", total, None));
+            h -= 1;
+        }
+        snaps.push(snap(61, h, "delete", total, None));
+        h -= 1;
+        for i in 62..65 {
+            total += 10;
+            snaps.push(snap(i, h, "append", total, None));
+            h -= 1;
+        }
+        // A failed run of the maintenance DAG among the appends after the compaction.
+        let run = crate::app::testing::dags::scheduled_run(
+            "scheduled__x".into(),
+            t(150) + chrono::Duration::minutes(30),
+            DagRunState::Failed,
+        );
+        let runs = DagRuns::Loaded {
+            dag_id: "compact_documents".into(),
+            runs: vec![run],
+        };
+        let stats = incident_stats();
+        let facts = failing_facts();
+        let health = evaluate(&stats, Some(&facts), &HealthConfig::default(), t0());
+        let table = tref("zoning", "documents");
+        let p = build(Sources {
+            now: t0(),
+            profile: "lab",
+            table: &table,
+            stats: Some(&stats),
+            health: &health,
+            error: None,
+            trino: trino(),
+            airflow: None,
+            dag: None,
+            snapshots: Some(&snaps),
+            runs: &runs,
+            stale_after: chrono::Duration::hours(36),
+            audit_log: None,
+            audit: &[],
+            notes: Vec::new(),
+        });
+        let md = p.markdown();
+        let timeline: Vec<&str> = md
+            .lines()
+            .skip_while(|l| *l != "## Timeline")
+            .skip(4)
+            .take_while(|l| l.starts_with('|'))
+            .collect();
+        let events: Vec<&str> = timeline
+            .iter()
+            .map(|l| l.split('|').nth(2).unwrap().trim())
+            .collect();
+        assert_eq!(
+            events,
+            vec![
+                "· 22 appends, 11-21 01:00 → 11-21 22:00",
+                "◆ compaction (replace)",
+                "· 28 appends, 11-22 00:00 → 11-23 03:00",
+                "✗ run failed",
+                "· 10 appends, 11-23 04:00 → 11-23 13:00",
+                "· write (delete)",
+                "· 3 appends, 11-23 15:00 → 11-23 17:00",
+            ],
+            "{md}"
+        );
+        assert!(timeline[0].contains("| 10 → 220 |"), "{}", timeline[0]);
+        // JSON keeps every event.
+        let v: serde_json::Value = serde_json::from_str(&p.json()).unwrap();
+        assert_eq!(v["timeline"]["events"].as_array().unwrap().len(), 66);
     }
 
     #[test]

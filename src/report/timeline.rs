@@ -117,6 +117,51 @@ pub struct Timeline {
     pub sentence: String,
 }
 
+/// A row of a timeline as a postmortem lists it: an event that matters, or a run of
+/// ordinary writes between two of them folded into one.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Row<'a> {
+    Event(&'a Event),
+    /// Consecutive appends: how many, the first and the last.
+    Appends {
+        count: usize,
+        first: &'a Event,
+        last: &'a Event,
+    },
+}
+
+/// An ordinary write: an append. Compactions, overwrites and deletes, DAG runs and
+/// failures stay rows of their own.
+fn ordinary(e: &Event) -> bool {
+    e.kind == EventKind::Write && e.what == "append"
+}
+
+/// The rows of `events` (oldest first): each run of two or more appends between other
+/// events is one row.
+pub fn rows(events: &[Event]) -> Vec<Row<'_>> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < events.len() {
+        let start = i;
+        while i < events.len() && ordinary(&events[i]) {
+            i += 1;
+        }
+        match i - start {
+            0 => {
+                out.push(Row::Event(&events[i]));
+                i += 1;
+            }
+            1 => out.push(Row::Event(&events[start])),
+            count => out.push(Row::Appends {
+                count,
+                first: &events[start],
+                last: &events[i - 1],
+            }),
+        }
+    }
+    out
+}
+
 /// When a run counts as having happened: when it was due (`run_after`, else its logical
 /// date), the order Airflow itself lists runs in.
 pub fn run_time(r: &DagRun) -> Option<DateTime<Utc>> {

@@ -61,10 +61,14 @@ fn list(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
     let v = &s.dags;
     // Import errors and connection findings first: they are why DAGs do not run.
     let mut notes: Vec<Line> = Vec::new();
+    // One line each, cut with an ellipsis where they do not fit (the Triage tab's
+    // evidence has them whole).
+    let room = |prefix: usize| (area.width as usize).saturating_sub(prefix + 1);
     for e in &v.import_errors {
+        let text = format!("{}: {}", e.filename, e.summary());
         notes.push(Line::from(vec![
             Span::styled("IMPORT ERROR ", th.severity(Severity::Critical)),
-            Span::raw(format!("{}: {}", e.filename, e.summary())),
+            Span::raw(crate::text::clip(&text, room(13)).into_owned()),
         ]));
     }
     for fnd in &v.findings {
@@ -73,7 +77,7 @@ fn list(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
                 format!("{} ", fnd.severity.short()),
                 th.severity(fnd.severity),
             ),
-            Span::raw(fnd.message.clone()),
+            Span::raw(crate::text::clip(&fnd.message, room(5)).into_owned()),
         ]));
     }
     let notes_h = (notes.len() as u16).min(area.height / 4);
@@ -396,24 +400,30 @@ fn log(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
     .areas(area);
     let mode = match (lv.wrap, lv.hscroll) {
         (true, _) => " · w: wrapped".to_string(),
-        (false, 0) => " · w wrap · h/l scroll".to_string(),
-        (false, n) => format!(" · w wrap · h/l scroll (col {})", n + 1),
+        (false, 0) => " · w wrap · h/l".to_string(),
+        (false, n) => format!(" · w wrap · h/l (col {})", n + 1),
     };
     let folded = lv
         .rows
         .iter()
         .any(|r| matches!(r, crate::app::dags::LogRow::Folded { .. }));
     let frames = if folded {
-        " · z unfolds site-packages"
+        " · z frames"
     } else if lv.frames {
-        " · z folds site-packages"
+        " · z folds frames"
     } else {
         ""
+    };
+    // The run id only where the keys still fit beside it.
+    let run = if area.width >= 120 {
+        format!(" · {}", lv.run_id)
+    } else {
+        String::new()
     };
     f.render_widget(
         Paragraph::new(Line::from(vec![
             Span::styled(
-                format!(" {} · {} · try {} ", lv.task_id, lv.run_id, lv.try_number),
+                format!(" {}{run} · try {} ", lv.task_id, lv.try_number),
                 th.header(),
             ),
             Span::styled(

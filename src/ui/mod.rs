@@ -178,6 +178,15 @@ fn draw_header(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
         spans.push(Span::raw(" "));
         spans.push(Span::styled(" READ-ONLY ", th.badge()));
     }
+    // Too wide for the terminal: the coordinator's uptime gives way first, so the refresh
+    // age and READ-ONLY at the end stay readable.
+    let width = |v: &[Span]| v.iter().map(|s| s.width()).sum::<usize>();
+    if width(&spans) > area.width as usize
+        && let Some(i) = spans.iter().position(|s| s.content == " up ")
+        && i + 1 < spans.len()
+    {
+        spans.drain(i..=i + 1);
+    }
     f.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 

@@ -360,6 +360,8 @@ fn confirm_state() -> State {
             ],
         },
         partitions: marked,
+        note: None,
+        grouped: false,
     };
     let epoch = s.conn.epoch;
     update(

@@ -72,10 +72,11 @@ fn on_plan_ready(s: &mut State, epoch: u64, r: Result<PlanDraft, String>) {
         return;
     }
     match r.and_then(|draft| {
-        let plan = draft.build(false)?;
+        let grouped = draft.grouped;
+        let plan = draft.build(grouped)?;
         Ok(Confirm {
             draft,
-            grouped: false,
+            grouped,
             plan,
             scroll: 0,
             shown: false,
@@ -106,6 +107,10 @@ fn on_plan_ready(s: &mut State, epoch: u64, r: Result<PlanDraft, String>) {
             // An open prompt stays open and keeps its keys: the popup takes an answer
             // only once it has been drawn with no prompt in front of it.
             s.status = None;
+            // Why the plan covers what it covers (a table spread thin), beside it.
+            if let Some(note) = c.draft.note.clone() {
+                s.set_status(Level::Info, note);
+            }
             s.popup = Some(Popup::Confirm(Box::new(c)));
         }
         Err(e) => s.set_status(Level::Error, e),

@@ -19,6 +19,8 @@ fn draft() -> PlanDraft {
         procedure: Procedure::OptimizeManifests,
         layout: TableLayout::default(),
         partitions: Vec::new(),
+        note: None,
+        grouped: false,
     }
 }
 

@@ -631,6 +631,8 @@ mod maintenance {
                 ],
             },
             partitions: marked,
+            note: None,
+            grouped: false,
         }
     }
 

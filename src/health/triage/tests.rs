@@ -503,3 +503,40 @@ fn a_failing_dag_that_is_also_paused_says_so() {
         }
     );
 }
+
+#[test]
+fn the_next_action_is_one_floe_carries_out() {
+    let mut lab = lab();
+    // budget and inspections wait for compaction with no DAG. Spread one small file a
+    // partition, budget has nothing optimize can merge: its next action is the findings.
+    for t in &mut lab.tables {
+        if let Some(st) = t.1.as_mut() {
+            st.max_partition_small_files = Some(if t.0.table == "budget" { 1 } else { 8 });
+        }
+    }
+    // Worst first by small files: budget (168) leads the unmaintained incident.
+    let v = incidents(&lab.facts(), t0());
+    let un = v.iter().find(|i| i.kind == Kind::Unmaintained).unwrap();
+    assert_eq!(un.worst_table(), Some(&tref("finance", "budget")));
+    assert_eq!(un.next[0], Next::Inspect, "{:?}", un.next);
+    // With partitions holding several small files, `o` is the action.
+    for t in &mut lab.tables {
+        if let Some(st) = t.1.as_mut() {
+            st.max_partition_small_files = Some(14);
+        }
+    }
+    let v = incidents(&lab.facts(), t0());
+    let un = v.iter().find(|i| i.kind == Kind::Unmaintained).unwrap();
+    assert_eq!(
+        un.next[0],
+        Next::Optimize {
+            table: tref("finance", "budget")
+        }
+    );
+    // Unknown (an older reader of the facts): optimize, as before.
+    let fresh = self::lab();
+    let first = &incidents(&fresh.facts(), t0())[0];
+    assert!(first.next.contains(&Next::Optimize {
+        table: tref("zoning", "documents")
+    }));
+}
