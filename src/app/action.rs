@@ -56,6 +56,11 @@ pub enum Action {
     Drawn,
     /// Trino's OAuth2 login: a URL to open in a browser, then its end.
     TrinoLogin(crate::trino::LoginEvent),
+    /// The coordinator's record of the recent queries that read a table.
+    Queries {
+        table: TableRef,
+        result: Result<crate::lakehouse::history::TableQueries, String>,
+    },
 }
 
 /// What the screen needs to know about a (new) profile.
@@ -106,6 +111,10 @@ pub enum Effect {
     },
     LoadSnapshots {
         request: u64,
+        table: TableRef,
+    },
+    /// The recent queries the coordinator ran that read the table.
+    LoadQueries {
         table: TableRef,
     },
     Export {
@@ -219,6 +228,7 @@ pub enum Slot {
     Cache,
     Partitions,
     Snapshots,
+    Queries(TableRef),
     Export,
     Profile,
     Plan,
@@ -242,6 +252,7 @@ impl Effect {
             Effect::SaveCache { .. } => Slot::Cache,
             Effect::LoadPartitions { .. } => Slot::Partitions,
             Effect::LoadSnapshots { .. } => Slot::Snapshots,
+            Effect::LoadQueries { table } => Slot::Queries(table.clone()),
             Effect::Export { .. } => Slot::Export,
             Effect::SwitchProfile(_) => Slot::Profile,
             Effect::PlanMaintenance { .. } => Slot::Plan,

@@ -26,6 +26,8 @@ pub struct TableFacts<'a> {
     pub error: Option<&'a str>,
     /// The DAG that maintains it (configured or guessed), when one is known.
     pub dag_id: Option<&'a str>,
+    /// What the worst query that read it suffered, from the coordinator's record.
+    pub suffered: Option<&'a str>,
 }
 
 /// Everything triage reads.
@@ -479,6 +481,9 @@ fn table_evidence(name: &str, t: &TableFacts) -> Vec<String> {
                 out.push(format!("{name}: [{}] {}", f.severity.short(), f.message));
             }
         }
+    }
+    if let Some(q) = t.suffered {
+        out.push(q.to_string());
     }
     out
 }

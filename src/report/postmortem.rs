@@ -15,6 +15,7 @@ use super::timeline::{self, DagRuns, Timeline};
 use super::{AirflowInfo, TrinoInfo};
 use crate::fmt::{human_bytes, human_duration, thousands};
 use crate::health::{DagFacts, Health, Severity};
+use crate::lakehouse::history::{self, TableQueries};
 use crate::lakehouse::model::{SnapshotInfo, TableRef, TableStats};
 use crate::maintain::audit::Record;
 
@@ -73,6 +74,9 @@ pub struct Postmortem {
     pub audit_log: Option<String>,
     /// Every maintenance action on the table (and its DAG) the audit log holds, oldest first.
     pub actions: Vec<Record>,
+    /// The recent queries the coordinator ran that read the table (its own record), when
+    /// they were asked for.
+    pub queries: Option<TableQueries>,
     /// What could not be read, so the reader knows what is missing.
     pub notes: Vec<String>,
 }
@@ -97,6 +101,8 @@ pub struct Sources<'a> {
     pub audit_log: Option<String>,
     /// Every record of the audit log (outcomes), any table.
     pub audit: &'a [Record],
+    /// The coordinator's record of the queries that read the table, when read.
+    pub queries: Option<TableQueries>,
     pub notes: Vec<String>,
 }
 
@@ -174,6 +180,7 @@ pub fn build(src: Sources<'_>) -> Postmortem {
         dag: src.dag,
         timeline,
         audit_log: src.audit_log,
+        queries: src.queries,
         notes,
     }
 }
@@ -260,7 +267,75 @@ fn opt_n(n: Option<u64>) -> String {
     n.map(thousands).unwrap_or_else(|| "-".into())
 }
 
+/// Query runs the markdown lists at most (the newest; JSON keeps every one).
+const MAX_QUERY_ROWS: usize = 20;
+
 impl Postmortem {
+    /// `## Queries`: what the queries that read the table suffered, from the coordinator.
+    fn queries_md(&self, q: &TableQueries, o: &mut String) {
+        o.push_str("## Queries\n\n");
+        let short = self.name.rsplit('.').next().unwrap_or(&self.name);
+        let now = DateTime::parse_from_rfc3339(&self.generated_at)
+            .map(|t| t.with_timezone(&Utc))
+            .unwrap_or_else(|_| Utc::now());
+        match q {
+            TableQueries::Unavailable { reason } => {
+                o.push_str(&format!("Not read: {}.\n\n", md_text(reason)));
+            }
+            TableQueries::Runs { runs, unconfirmed } => {
+                match history::suffering(runs) {
+                    Some(w) => o.push_str(&format!(
+                        "From the coordinator's own record: {}.\n\n",
+                        md_text(&w.line(short, now))
+                    )),
+                    None => o.push_str(&format!(
+                        "No query that read {} is in the coordinator's recent history.\n\n",
+                        md_code(short)
+                    )),
+                }
+                if !runs.is_empty() {
+                    o.push_str("| created (UTC) | state | elapsed | queued | cpu | splits | read | source (user) | query id | statement |\n");
+                    o.push_str("|---|---|---:|---:|---:|---:|---:|---|---|---|\n");
+                    let ms =
+                        |v: Option<u64>| v.map(history::elapsed_text).unwrap_or_else(|| "-".into());
+                    for r in runs.iter().take(MAX_QUERY_ROWS) {
+                        let by = match &r.source {
+                            Some(s) => format!("{s} ({})", r.user),
+                            None => r.user.clone(),
+                        };
+                        o.push_str(&format!(
+                            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                            r.created.map(when).unwrap_or_else(|| "-".into()),
+                            md_text(&r.state),
+                            ms(r.elapsed_ms),
+                            ms(r.queued_ms),
+                            ms(r.cpu_ms),
+                            opt_n(r.splits),
+                            r.physical_input_bytes
+                                .map(human_bytes)
+                                .unwrap_or_else(|| "-".into()),
+                            md_text(&by),
+                            md_code_cell(&r.query_id),
+                            md_code_cell(&crate::text::clip(&r.query, 200)),
+                        ));
+                    }
+                    o.push('\n');
+                    if runs.len() > MAX_QUERY_ROWS {
+                        o.push_str(&format!(
+                            "The newest {MAX_QUERY_ROWS} of {} runs (the JSON report has them all).\n\n",
+                            runs.len()
+                        ));
+                    }
+                }
+                if *unconfirmed > 0 {
+                    o.push_str(&format!(
+                        "{unconfirmed} more queries named the table, but the coordinator no longer kept their details or would not show them.\n\n"
+                    ));
+                }
+            }
+        }
+    }
+
     /// The overall status: the table's.
     pub fn status(&self) -> Severity {
         self.table.status
@@ -358,6 +433,10 @@ impl Postmortem {
                 ));
             }
             o.push('\n');
+        }
+
+        if let Some(q) = &self.queries {
+            self.queries_md(q, &mut o);
         }
 
         o.push_str("## Maintenance DAG\n\n");
@@ -533,6 +612,7 @@ mod tests {
             stale_after: chrono::Duration::hours(36),
             audit_log: Some("/var/lib/floe/audit.jsonl".into()),
             audit,
+            queries: None,
             notes: Vec::new(),
         })
     }

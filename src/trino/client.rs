@@ -2,6 +2,7 @@
 //! end, `DELETE nextUri` to cancel; retries for 502/503/504 and 429 within a deadline.
 
 mod decode;
+pub mod query_info;
 mod send;
 
 use std::collections::BTreeMap;

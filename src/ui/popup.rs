@@ -151,7 +151,10 @@ fn help_notes(s: &State, th: &Theme) -> Vec<Line<'static>> {
 pub fn health(f: &mut Frame, area: Rect, s: &State, t: &TableRef, th: &Theme) {
     let mut lines = vec![Line::from(Span::styled(t.to_string(), th.header()))];
     for (sev, text) in health_breakdown(s, t) {
-        lines.push(Line::from(Span::styled(text, th.severity(sev))));
+        lines.push(Line::from(Span::styled(
+            crate::text::sanitize(&text).into_owned(),
+            th.severity(sev),
+        )));
     }
     lines.push(Line::from(Span::styled("esc closes", th.dim())));
     let width = area.width.saturating_sub(4).min(100);

@@ -57,6 +57,10 @@ pub(super) fn reply_of(e: &Effect) -> Option<Reply> {
                 result: Err(m),
             })
         }
+        Effect::LoadQueries { table } => {
+            let table = table.clone();
+            Box::new(move |m| crate::app::queries::reply(table, Err(m)))
+        }
         Effect::LoadSnapshots { request, table } => {
             let (request, table) = (*request, table.clone());
             Box::new(move |m| Action::Snapshots {

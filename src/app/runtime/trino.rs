@@ -82,6 +82,11 @@ impl Runtime {
                     result,
                 });
             }),
+            Effect::LoadQueries { table } => tokio::spawn(async move {
+                let _permit = pool.acquire_owned().await;
+                let result = lake.table_queries(&table).await.map_err(|e| e.to_string());
+                let _ = tx.send(crate::app::queries::reply(table, result));
+            }),
             Effect::LoadSnapshots { request, table } => tokio::spawn(async move {
                 let _permit = pool.acquire_owned().await;
                 let result = lake.snapshots(&table).await.map_err(|e| e.to_string());

@@ -198,6 +198,7 @@ impl Lab {
                     health: h.as_ref(),
                     error: e.as_deref(),
                     dag_id: d.as_deref(),
+                    suffered: None,
                 })
                 .collect(),
             dags: self.dags.iter().collect(),
@@ -441,6 +442,7 @@ fn a_healthy_lakehouse_has_no_incident() {
             health: Some(&h),
             error: None,
             dag_id: None,
+            suffered: None,
         }],
         dags: Vec::new(),
         findings: Vec::new(),
@@ -463,6 +465,7 @@ fn same_names_in_two_schemas_are_told_apart() {
                 health: Some(&h),
                 error: None,
                 dag_id: None,
+                suffered: None,
             },
             TableFacts {
                 table: &b,
@@ -470,6 +473,7 @@ fn same_names_in_two_schemas_are_told_apart() {
                 health: Some(&h),
                 error: None,
                 dag_id: None,
+                suffered: None,
             },
         ],
         dags: Vec::new(),
@@ -501,5 +505,33 @@ fn a_failing_dag_that_is_also_paused_says_so() {
         Next::Unpause {
             dag_id: "compact_documents".into()
         }
+    );
+}
+
+#[test]
+fn what_the_queries_suffered_is_evidence_of_the_tables_incident() {
+    let lab = lab();
+    let line = "the dashboard query on documents took 4m12s reading 18,000 splits; \
+                its median over the last 1d (12 runs) 18s";
+    let mut facts = lab.facts();
+    for t in &mut facts.tables {
+        if t.table.table == "documents" {
+            t.suffered = Some(line);
+        }
+    }
+    let v = incidents(&facts, t0());
+    let first = &v[0];
+    assert_eq!(tables_of(first), vec!["documents"]);
+    assert!(
+        first.evidence.iter().any(|e| e == line),
+        "{:#?}",
+        first.evidence
+    );
+    // Only the incident that holds the table says it.
+    assert_eq!(
+        v.iter()
+            .filter(|i| i.evidence.iter().any(|e| e == line))
+            .count(),
+        1
     );
 }
