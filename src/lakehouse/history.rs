@@ -92,6 +92,20 @@ pub fn candidates_sql(t: &TableRef) -> String {
     )
 }
 
+/// The coordinator's finished optimizes (`ALTER TABLE … EXECUTE optimize`), any table.
+pub fn optimizes_sql() -> String {
+    format!(
+        "SELECT query_id, state, \"user\", source, query, created, \"end\", error_code \
+         FROM system.runtime.queries \
+         WHERE state = 'FINISHED' \
+         AND regexp_like(query, '(?is)^\\s*alter\\s+table\\s.+\\sexecute\\s+optimize\\b') \
+         ORDER BY created DESC LIMIT {MAX_OPTIMIZES}"
+    )
+}
+
+/// Earlier optimizes read from the coordinator's history.
+pub const MAX_OPTIMIZES: usize = 10;
+
 fn candidate(r: &Row) -> Option<QueryRun> {
     Some(QueryRun {
         query_id: r.str("query_id")?.to_string(),
@@ -165,9 +179,27 @@ pub fn unavailable(e: &TrinoError, user: &str, url: &str) -> Option<String> {
 impl Lakehouse {
     /// The recent queries the coordinator ran that read `t`, newest first.
     pub async fn table_queries(&self, t: &TableRef) -> Result<TableQueries, TrinoError> {
+        self.history(&candidates_sql(t), MAX_INFOS, |i| reads(i, t))
+            .await
+    }
+
+    /// The optimizes the coordinator still keeps (any table), newest first, with what
+    /// they wrote.
+    pub async fn optimize_runs(&self) -> Result<TableQueries, TrinoError> {
+        self.history(&optimizes_sql(), MAX_OPTIMIZES, |_| true)
+            .await
+    }
+
+    /// The candidates `sql` lists, each kept when its query info passes `keep`.
+    async fn history(
+        &self,
+        sql: &str,
+        infos: usize,
+        keep: impl Fn(&QueryInfo) -> bool,
+    ) -> Result<TableQueries, TrinoError> {
         let user = self.client.config().user.clone();
         let url = self.client.url().to_string();
-        let out = match self.client.query(&candidates_sql(t)).await {
+        let out = match self.client.query(sql).await {
             Ok(o) => o,
             Err(e) => {
                 return match unavailable(&e, &user, &url) {
@@ -179,7 +211,7 @@ impl Lakehouse {
         let cands: Vec<QueryRun> = out.rows.iter().filter_map(candidate).collect();
         let client = &self.client;
         let infos: Vec<(QueryRun, Result<QueryInfo, TrinoError>)> =
-            stream::iter(cands.into_iter().take(MAX_INFOS))
+            stream::iter(cands.into_iter().take(infos))
                 .map(|c| async move {
                     let info = client.query_info(&c.query_id).await;
                     (c, info)
@@ -191,7 +223,7 @@ impl Lakehouse {
         let mut unconfirmed = 0;
         for (c, info) in infos {
             match info {
-                Ok(i) if reads(&i, t) => runs.push(with_info(c, &i)),
+                Ok(i) if keep(&i) => runs.push(with_info(c, &i)),
                 Ok(_) => {}
                 Err(e) => {
                     tracing::debug!(query = %c.query_id, error = %e, "no query info");

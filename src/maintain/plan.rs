@@ -27,9 +27,19 @@ pub struct PlanDraft {
     pub procedure: Procedure,
     pub layout: TableLayout,
     pub partitions: Vec<PartitionStats>,
+    /// An optimize's measured rate (earlier optimizes on this coordinator), when read.
+    pub measured: Option<super::eta::Measured>,
 }
 
 impl PlanDraft {
+    /// The same draft over `partitions` only (a part of an incremental plan).
+    pub fn over(&self, partitions: Vec<PartitionStats>) -> PlanDraft {
+        PlanDraft {
+            partitions,
+            ..self.clone()
+        }
+    }
+
     pub fn build(&self, grouped: bool) -> Result<Plan, String> {
         match &self.procedure {
             Procedure::Optimize { threshold } => optimize_plan(
@@ -90,6 +100,7 @@ pub async fn draft(
         procedure,
         layout: Default::default(),
         partitions: Vec::new(),
+        measured: None,
     };
     if kind != MaintenanceKind::Optimize {
         return Ok(draft);

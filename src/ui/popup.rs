@@ -175,6 +175,12 @@ pub fn confirm(f: &mut Frame, area: Rect, c: &crate::app::maintenance::Confirm, 
             crate::config::units::human_bytes(plan.bytes()),
         )));
     }
+    for l in &c.cost {
+        lines.push(Line::from(Span::styled(
+            crate::text::sanitize(l).into_owned(),
+            th.header(),
+        )));
+    }
     for (k, v) in &plan.session {
         lines.push(Line::from(Span::styled(
             format!("session: {k} = {v}"),
@@ -209,6 +215,14 @@ pub fn confirm(f: &mut Frame, area: Rect, c: &crate::app::maintenance::Confirm, 
             " one statement per partition   "
         } else {
             " group into one statement   "
+        }));
+    }
+    if c.incremental || c.cost.iter().any(|l| l.ends_with("i: part 1 only")) {
+        keys.push(Span::styled(" i ", th.key()));
+        keys.push(Span::raw(if c.incremental {
+            " the whole plan   "
+        } else {
+            " part 1 only   "
         }));
     }
     keys.push(Span::styled("j/k scroll", th.dim()));

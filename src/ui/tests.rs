@@ -360,6 +360,7 @@ fn confirm_state() -> State {
             ],
         },
         partitions: marked,
+        measured: None,
     };
     let epoch = s.conn.epoch;
     update(

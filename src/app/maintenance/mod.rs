@@ -71,17 +71,7 @@ fn on_plan_ready(s: &mut State, epoch: u64, r: Result<PlanDraft, String>) {
         );
         return;
     }
-    match r.and_then(|draft| {
-        let plan = draft.build(false)?;
-        Ok(Confirm {
-            draft,
-            grouped: false,
-            plan,
-            scroll: 0,
-            shown: false,
-            epoch,
-        })
-    }) {
+    match r.and_then(|draft| Confirm::new(draft, &s.health, epoch)) {
         Ok(c) if s.readonly => {
             s.set_status(
                 Level::Error,

@@ -19,6 +19,7 @@ fn draft() -> PlanDraft {
         procedure: Procedure::OptimizeManifests,
         layout: TableLayout::default(),
         partitions: Vec::new(),
+        measured: None,
     }
 }
 
