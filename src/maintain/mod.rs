@@ -2,6 +2,7 @@
 //! `floe maintain …` for scripts and cron.
 
 pub mod audit;
+pub mod connection;
 pub mod eta;
 pub mod plan;
 pub mod run;
