@@ -168,6 +168,11 @@ pub enum Effect {
     LoadTimelineRuns {
         dag_id: String,
     },
+    /// Read an Airflow connection to show the change to `target` as a diff before `y`.
+    PlanConnection {
+        connection_id: String,
+        target: String,
+    },
     /// The dry run of a clear (what would run again), shown before the real one.
     PlanClear {
         dag_id: String,
@@ -194,6 +199,12 @@ pub enum DagWrite {
         dag_id: String,
         paused: bool,
     },
+    /// Point an Airflow connection at `host:port` (those two fields only).
+    SetConnection {
+        connection_id: String,
+        host: String,
+        port: u16,
+    },
 }
 
 impl DagWrite {
@@ -202,6 +213,7 @@ impl DagWrite {
             DagWrite::Trigger { dag_id }
             | DagWrite::Clear { dag_id, .. }
             | DagWrite::SetPaused { dag_id, .. } => dag_id,
+            DagWrite::SetConnection { connection_id, .. } => connection_id,
         }
     }
 
@@ -211,6 +223,7 @@ impl DagWrite {
             DagWrite::Clear { .. } => "clear_dag_run",
             DagWrite::SetPaused { paused: true, .. } => "pause_dag",
             DagWrite::SetPaused { paused: false, .. } => "unpause_dag",
+            DagWrite::SetConnection { .. } => "fix_connection",
         }
     }
 }
@@ -264,7 +277,7 @@ impl Effect {
             Effect::LoadLog { .. } => Slot::DagLog,
             Effect::LoadFailure { dag_id } => Slot::DagFailure(dag_id.clone()),
             Effect::LoadTimelineRuns { .. } => Slot::TimelineRuns,
-            Effect::PlanClear { .. } => Slot::Plan,
+            Effect::PlanClear { .. } | Effect::PlanConnection { .. } => Slot::Plan,
             Effect::RunPlan { .. }
             | Effect::WriteDag(_)
             | Effect::CancelJob(_)

@@ -350,6 +350,7 @@ fn on_command(s: &mut State, cmd: Command) -> Vec<Effect> {
         Command::TriggerDag | Command::ClearRun | Command::PauseDag => {
             return dags::command(s, cmd);
         }
+        Command::FixConnection => return dags::connection::open(s),
         Command::Cancel => return maintenance::cancel(s),
         Command::Queue => s.popup = Some(Popup::Queue),
         Command::Copy => return copy::selection(s),

@@ -104,6 +104,17 @@ pub enum WriteFailure {
     MayHaveRun(String),
 }
 
+/// An Airflow error as the audit log records it: a write that may have been carried out
+/// is never `failed`.
+pub fn write_failure(e: crate::airflow::AirflowError) -> WriteFailure {
+    match e {
+        e @ crate::airflow::AirflowError::MayHaveRun { .. } => {
+            WriteFailure::MayHaveRun(e.to_string())
+        }
+        e => WriteFailure::Failed(e.to_string()),
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct AuditLog {
     path: PathBuf,

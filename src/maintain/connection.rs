@@ -230,7 +230,7 @@ pub async fn cli(
         "fix_connection",
         &statement(id, &t),
         async {
-            let f = fix(&c, id, &t).await.map_err(|e| e.to_string())?;
+            let f = fix(&c, id, &t).await.map_err(super::audit::write_failure)?;
             let line = f.line();
             if let Ok(mut g) = fixed.lock() {
                 *g = Some(f);

@@ -68,6 +68,9 @@ fn command(n: &Next) -> Option<Command> {
         Next::Optimize { .. } => Some(Command::Optimize),
         Next::ExpireSnapshots { .. } => Some(Command::ExpireSnapshots),
         Next::ReadLog { .. } => Some(Command::Enter),
+        Next::FixConnection { connections, .. } if !connections.is_empty() => {
+            Some(Command::FixConnection)
+        }
         _ => None,
     }
 }

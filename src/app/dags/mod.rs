@@ -15,6 +15,7 @@ use crate::airflow::{AirflowHealth, Dag, DagImportError, DagRun, TaskInstance, T
 use crate::health::mapping::{DagName, Mapped, map_dags};
 use crate::health::{DagFacts, Finding, Health, Severity, evaluate, evaluate_dag};
 
+pub mod connection;
 mod drill;
 mod log_view;
 pub mod writes;
@@ -533,6 +534,12 @@ pub enum DagMsg {
         action: DagWrite,
         result: Result<String, String>,
     },
+    /// A connection read for its fix: the diff to confirm.
+    ConnectionPlanned {
+        connection_id: String,
+        target: String,
+        result: Result<(crate::airflow::Connection, crate::airflow::ApiVersion), String>,
+    },
 }
 
 /// The DAGs tab's messages: lists, facts, runs, tasks, logs, failures, writes.
@@ -598,5 +605,13 @@ pub fn update(s: &mut State, msg: DagMsg) -> Vec<Effect> {
             Vec::new()
         }
         DagMsg::Written { action, result } => writes::on_written(s, action, result),
+        DagMsg::ConnectionPlanned {
+            connection_id,
+            target,
+            result,
+        } => {
+            connection::on_planned(s, &connection_id, &target, result);
+            Vec::new()
+        }
     }
 }

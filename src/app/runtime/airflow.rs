@@ -11,7 +11,7 @@ use super::Runtime;
 use crate::airflow::{AirflowClient, AirflowError};
 use crate::app::action::{Action, DagWrite, Effect};
 use crate::app::dags::{DagMsg, FailureDetail};
-use crate::maintain::audit::WriteFailure;
+use crate::maintain::audit::{WriteFailure, write_failure};
 
 /// Airflow, connected on first use (and again after a failure), with its own small pool.
 #[derive(Clone)]
@@ -169,6 +169,26 @@ impl Runtime {
                     }));
                 })
             }
+            Effect::PlanConnection {
+                connection_id,
+                target,
+            } => {
+                let send = self.confirm_sender();
+                tokio::spawn(async move {
+                    let id = connection_id.clone();
+                    let result = af
+                        .call(|c| async move {
+                            let api = c.api();
+                            c.connection(&id).await.map(|conn| (conn, api))
+                        })
+                        .await;
+                    send(Action::Dags(DagMsg::ConnectionPlanned {
+                        connection_id,
+                        target,
+                        result,
+                    }));
+                })
+            }
             Effect::WriteDag(action) => {
                 let ctx = crate::maintain::context(&self.settings);
                 let user = self
@@ -253,17 +273,18 @@ fn statement(action: &DagWrite) -> String {
             )
         }
         DagWrite::SetPaused { dag_id, paused } => format!("set {dag_id} is_paused={paused}"),
-    }
-}
-
-/// An Airflow error as the audit log records it: a write that may have been carried out
-/// is never `failed`.
-fn write_failure(e: crate::airflow::AirflowError) -> WriteFailure {
-    match e {
-        e @ crate::airflow::AirflowError::MayHaveRun { .. } => {
-            WriteFailure::MayHaveRun(e.to_string())
-        }
-        e => WriteFailure::Failed(e.to_string()),
+        DagWrite::SetConnection {
+            connection_id,
+            host,
+            port,
+        } => crate::maintain::connection::statement(
+            connection_id,
+            &crate::maintain::connection::Target {
+                host: host.clone(),
+                port: *port,
+                ignored: Vec::new(),
+            },
+        ),
     }
 }
 
@@ -294,6 +315,21 @@ async fn write_dag(af: &AirflowHandle, action: &DagWrite) -> Result<String, Writ
                     .map(|r| format!(": now {}", r.state.as_str()))
                     .unwrap_or_default()
             ))
+        }
+        DagWrite::SetConnection {
+            connection_id,
+            host,
+            port,
+        } => {
+            let t = crate::maintain::connection::Target {
+                host: host.clone(),
+                port: *port,
+                ignored: Vec::new(),
+            };
+            let f = crate::maintain::connection::fix(&c, connection_id, &t)
+                .await
+                .map_err(write_failure)?;
+            Ok(f.line())
         }
         DagWrite::SetPaused { dag_id, paused } => {
             c.set_paused(dag_id, *paused).await.map_err(write_failure)?;

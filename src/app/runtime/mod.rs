@@ -199,7 +199,8 @@ impl Runtime {
             | Effect::LoadLog { .. }
             | Effect::LoadFailure { .. }
             | Effect::LoadTimelineRuns { .. }
-            | Effect::PlanClear { .. }) => match self.spawn_airflow(e) {
+            | Effect::PlanClear { .. }
+            | Effect::PlanConnection { .. }) => match self.spawn_airflow(e) {
                 Some(h) => h,
                 None => return,
             },

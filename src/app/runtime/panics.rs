@@ -165,6 +165,19 @@ pub(super) fn reply_of(e: &Effect) -> Option<Reply> {
                 })
             })
         }
+        Effect::PlanConnection {
+            connection_id,
+            target,
+        } => {
+            let (connection_id, target) = (connection_id.clone(), target.clone());
+            Box::new(move |m| {
+                Action::Dags(DagMsg::ConnectionPlanned {
+                    connection_id,
+                    target,
+                    result: Err(m),
+                })
+            })
+        }
         Effect::WriteDag(action) => {
             let action = action.clone();
             Box::new(move |m| {
