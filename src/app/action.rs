@@ -168,6 +168,12 @@ pub enum Effect {
     LoadTimelineRuns {
         dag_id: String,
     },
+    /// Follow a run to its end, then read `tables` again.
+    WatchRun {
+        dag_id: String,
+        run_id: String,
+        tables: Vec<TableRef>,
+    },
     /// Read an Airflow connection to show the change to `target` as a diff before `y`.
     PlanConnection {
         connection_id: String,
@@ -253,6 +259,7 @@ pub enum Slot {
     DagLog,
     DagFailure(String),
     TimelineRuns,
+    Watch,
 }
 
 impl Effect {
@@ -278,6 +285,7 @@ impl Effect {
             Effect::LoadFailure { dag_id } => Slot::DagFailure(dag_id.clone()),
             Effect::LoadTimelineRuns { .. } => Slot::TimelineRuns,
             Effect::PlanClear { .. } | Effect::PlanConnection { .. } => Slot::Plan,
+            Effect::WatchRun { .. } => Slot::Watch,
             Effect::RunPlan { .. }
             | Effect::WriteDag(_)
             | Effect::CancelJob(_)

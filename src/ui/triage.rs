@@ -130,13 +130,23 @@ fn draw_detail(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
         );
         return;
     };
-    let mut lines = vec![Line::from(vec![
+    let mut lines = Vec::new();
+    // The run floe triggered, until the operator triggers another.
+    if let Some(w) = &s.dags.watch
+        && (inc.dags.contains(&w.dag_id) || inc.tables.iter().any(|t| w.tables.contains(&t.table)))
+    {
+        lines.push(Line::from(Span::styled(
+            format!("run: {}", one_line(&w.line(s.now))),
+            th.header(),
+        )));
+    }
+    lines.push(Line::from(vec![
         Span::styled(
             format!("{} ", inc.severity.label()),
             th.severity(inc.severity),
         ),
         Span::styled(one_line(&inc.cause), th.header()),
-    ])];
+    ]));
     for t in &inc.tables {
         lines.push(Line::from(vec![
             Span::styled(

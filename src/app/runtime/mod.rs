@@ -200,7 +200,8 @@ impl Runtime {
             | Effect::LoadFailure { .. }
             | Effect::LoadTimelineRuns { .. }
             | Effect::PlanClear { .. }
-            | Effect::PlanConnection { .. }) => match self.spawn_airflow(e) {
+            | Effect::PlanConnection { .. }
+            | Effect::WatchRun { .. }) => match self.spawn_airflow(e) {
                 Some(h) => h,
                 None => return,
             },

@@ -165,6 +165,16 @@ pub(super) fn reply_of(e: &Effect) -> Option<Reply> {
                 })
             })
         }
+        Effect::WatchRun { run_id, .. } => {
+            let run_id = run_id.clone();
+            Box::new(move |m| {
+                Action::Dags(DagMsg::Watched {
+                    run_id,
+                    result: Err(m),
+                    reread: None,
+                })
+            })
+        }
         Effect::PlanConnection {
             connection_id,
             target,
