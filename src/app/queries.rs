@@ -182,6 +182,21 @@ mod tests {
     }
 
     #[test]
+    fn a_drawn_frame_asks_for_nothing() {
+        // The runtime runs no effect of Drawn: a load asked there would stay "reading".
+        let mut s = loaded();
+        s.popup = Some(Popup::Health(tref("zoning", "documents")));
+        assert!(update(&mut s, Action::Drawn).is_empty());
+        assert!(s.queries.by_table.is_empty());
+        let now = s.now;
+        let fx = update(&mut s, Action::Tick(now));
+        assert!(
+            fx.iter().any(|e| matches!(e, Effect::LoadQueries { .. })),
+            "{fx:?}"
+        );
+    }
+
+    #[test]
     fn no_history_is_a_line_not_an_error() {
         let mut s = loaded();
         let docs = tref("zoning", "documents");

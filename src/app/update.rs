@@ -21,6 +21,8 @@ pub fn update(s: &mut State, action: Action) -> Vec<Effect> {
         Action::Tables(_) | Action::Dags(_) | Action::Maintenance(_) | Action::ProfileSwitched(_)
     );
     let queries = matches!(action, Action::Queries { .. });
+    // A frame drawn asks for nothing: the runtime runs no effect of `Drawn`.
+    let drawn = matches!(action, Action::Drawn);
     let mut fx = dispatch(s, action);
     if data || queries {
         s.triage.dirty = true;
@@ -28,7 +30,7 @@ pub fn update(s: &mut State, action: Action) -> Vec<Effect> {
         triage::rebuild(s);
     }
     auto_start(s);
-    if !s.quit {
+    if !s.quit && !drawn {
         fx.extend(queries::wanted(s));
     }
     fx

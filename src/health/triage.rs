@@ -103,6 +103,9 @@ pub struct Affected {
     pub severity: Severity,
     /// `2,004 small files, compacted 15d ago`.
     pub summary: String,
+    /// What the worst query that read it suffered (the coordinator's record), when read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub suffered: Option<String>,
     #[serde(skip)]
     small_files: u64,
 }
@@ -453,6 +456,7 @@ fn affected(t: &TableFacts, name: String, now: DateTime<Utc>) -> Affected {
         name,
         severity,
         summary,
+        suffered: t.suffered.map(str::to_string),
         small_files: small,
     }
 }
@@ -481,9 +485,6 @@ fn table_evidence(name: &str, t: &TableFacts) -> Vec<String> {
                 out.push(format!("{name}: [{}] {}", f.severity.short(), f.message));
             }
         }
-    }
-    if let Some(q) = t.suffered {
-        out.push(q.to_string());
     }
     out
 }

@@ -155,6 +155,9 @@ fn draw_detail(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
             ),
             Span::raw(one_line(&format!("{}: {}", t.name, t.summary))),
         ]));
+        if let Some(q) = &t.suffered {
+            lines.push(Line::from(Span::raw(format!("       {}", one_line(q)))));
+        }
     }
     let mut next: Vec<Span> = vec![Span::styled("next: ", th.dim())];
     for (k, n) in inc.next.iter().enumerate() {
