@@ -91,6 +91,11 @@ pub enum Cmd {
     /// audited maintenance actions, the coordinator. Exit 0 OK / 1 WARNING / 2 CRITICAL
     /// (the table's status), 3 when it could not be made.
     Report(ReportArgs),
+    /// Point an Airflow connection at another host and port (HOST:PORT, or the host and
+    /// port of a pasted trino:// URI): prints the change as a diff; with --yes writes those
+    /// two fields only (the password is never read, sent or changed), audited, and tests
+    /// the connection again. Exit 0 when written and its test passes, 1 otherwise.
+    Connection(ConnectionArgs),
     /// Show the resolved configuration (secrets redacted), or the config file's JSON Schema.
     Config(ConfigArgs),
     /// Log in to Trino with OAuth2 (auth = "oauth2"): prints a URL to open in a browser,
@@ -170,6 +175,17 @@ pub struct ReportArgs {
     /// Overall deadline: past it floe exits 3 (UNKNOWN) and writes nothing.
     #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_dur)]
     pub timeout: Dur,
+}
+
+#[derive(Args, Debug)]
+pub struct ConnectionArgs {
+    /// The Airflow connection id.
+    pub id: String,
+    /// HOST:PORT, or a trino://user@host:port/catalog URI (only its host and port are written).
+    pub target: String,
+    /// Write it (without --yes the diff is printed and nothing is touched).
+    #[arg(long)]
+    pub yes: bool,
 }
 
 #[derive(Args, Debug)]

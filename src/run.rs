@@ -86,6 +86,19 @@ pub fn main() -> ExitCode {
                 args.timeout.map(|t| t.0),
             ))
         }
+        Cmd::Connection(args) => {
+            let Some(settings) = or_report(settings) else {
+                return ExitCode::from(1);
+            };
+            let _log = init_logging(&settings.log_dir);
+            let rt = runtime();
+            rt.block_on(crate::maintain::connection::cli(
+                &settings,
+                &args.id,
+                &args.target,
+                args.yes,
+            ))
+        }
         Cmd::Report(args) => {
             let settings = match settings {
                 Ok(s) => s,

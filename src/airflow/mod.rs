@@ -10,7 +10,7 @@
 mod auth;
 pub mod client;
 mod detect;
-mod endpoints;
+pub mod endpoints;
 pub mod error;
 pub mod facts;
 pub mod log;

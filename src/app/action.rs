@@ -56,6 +56,11 @@ pub enum Action {
     Drawn,
     /// Trino's OAuth2 login: a URL to open in a browser, then its end.
     TrinoLogin(crate::trino::LoginEvent),
+    /// The coordinator's record of the recent queries that read a table.
+    Queries {
+        table: TableRef,
+        result: Result<crate::lakehouse::history::TableQueries, String>,
+    },
 }
 
 /// What the screen needs to know about a (new) profile.
@@ -106,6 +111,10 @@ pub enum Effect {
     },
     LoadSnapshots {
         request: u64,
+        table: TableRef,
+    },
+    /// The recent queries the coordinator ran that read the table.
+    LoadQueries {
         table: TableRef,
     },
     Export {
@@ -159,6 +168,17 @@ pub enum Effect {
     LoadTimelineRuns {
         dag_id: String,
     },
+    /// Follow a run to its end, then read `tables` again.
+    WatchRun {
+        dag_id: String,
+        run_id: String,
+        tables: Vec<TableRef>,
+    },
+    /// Read an Airflow connection to show the change to `target` as a diff before `y`.
+    PlanConnection {
+        connection_id: String,
+        target: String,
+    },
     /// The dry run of a clear (what would run again), shown before the real one.
     PlanClear {
         dag_id: String,
@@ -185,6 +205,12 @@ pub enum DagWrite {
         dag_id: String,
         paused: bool,
     },
+    /// Point an Airflow connection at `host:port` (those two fields only).
+    SetConnection {
+        connection_id: String,
+        host: String,
+        port: u16,
+    },
 }
 
 impl DagWrite {
@@ -193,6 +219,7 @@ impl DagWrite {
             DagWrite::Trigger { dag_id }
             | DagWrite::Clear { dag_id, .. }
             | DagWrite::SetPaused { dag_id, .. } => dag_id,
+            DagWrite::SetConnection { connection_id, .. } => connection_id,
         }
     }
 
@@ -202,6 +229,7 @@ impl DagWrite {
             DagWrite::Clear { .. } => "clear_dag_run",
             DagWrite::SetPaused { paused: true, .. } => "pause_dag",
             DagWrite::SetPaused { paused: false, .. } => "unpause_dag",
+            DagWrite::SetConnection { .. } => "fix_connection",
         }
     }
 }
@@ -219,6 +247,7 @@ pub enum Slot {
     Cache,
     Partitions,
     Snapshots,
+    Queries(TableRef),
     Export,
     Profile,
     Plan,
@@ -230,6 +259,7 @@ pub enum Slot {
     DagLog,
     DagFailure(String),
     TimelineRuns,
+    Watch,
 }
 
 impl Effect {
@@ -242,6 +272,7 @@ impl Effect {
             Effect::SaveCache { .. } => Slot::Cache,
             Effect::LoadPartitions { .. } => Slot::Partitions,
             Effect::LoadSnapshots { .. } => Slot::Snapshots,
+            Effect::LoadQueries { table } => Slot::Queries(table.clone()),
             Effect::Export { .. } => Slot::Export,
             Effect::SwitchProfile(_) => Slot::Profile,
             Effect::PlanMaintenance { .. } => Slot::Plan,
@@ -253,7 +284,8 @@ impl Effect {
             Effect::LoadLog { .. } => Slot::DagLog,
             Effect::LoadFailure { dag_id } => Slot::DagFailure(dag_id.clone()),
             Effect::LoadTimelineRuns { .. } => Slot::TimelineRuns,
-            Effect::PlanClear { .. } => Slot::Plan,
+            Effect::PlanClear { .. } | Effect::PlanConnection { .. } => Slot::Plan,
+            Effect::WatchRun { .. } => Slot::Watch,
             Effect::RunPlan { .. }
             | Effect::WriteDag(_)
             | Effect::CancelJob(_)

@@ -296,6 +296,10 @@ pub fn postmortem_of(s: &State) -> Option<Postmortem> {
             .unwrap_or(chrono::Duration::hours(36)),
         audit_log: None,
         audit: &[],
+        queries: match s.queries.by_table.get(&table) {
+            Some((_, crate::app::queries::QueryLoad::Loaded(q))) => Some(q.clone()),
+            _ => None,
+        },
         notes,
     }))
 }

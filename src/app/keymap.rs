@@ -220,6 +220,10 @@ mod tests {
         assert_eq!(km.lookup(&ev(KeyCode::Char('o'), KeyModifiers::NONE)), None);
         assert_eq!(km.lookup(&ev(KeyCode::Char('x'), KeyModifiers::NONE)), None);
         assert_eq!(km.lookup(&ev(KeyCode::Char('t'), KeyModifiers::NONE)), None);
+        assert_eq!(
+            km.lookup(&ev(KeyCode::Char('F'), KeyModifiers::SHIFT)),
+            None
+        );
         assert!(km.help().iter().all(|(_, d, _)| !d.contains("optimize")));
         assert!(km.footer(Scope::Partitions).iter().all(|(k, _)| k != "o"));
         let rw = Keymap::default();

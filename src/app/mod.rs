@@ -14,6 +14,7 @@ pub mod maintenance;
 pub mod nav;
 pub mod partitions;
 pub mod prompt;
+pub mod queries;
 pub mod runtime;
 pub mod snapshots;
 pub mod state;

@@ -18,6 +18,11 @@ pub enum Prompt {
     Command(String),
     /// The retention of expire_snapshots / remove_orphan_files, edited before planning.
     Retention(RetentionFor, String),
+    /// Where an Airflow connection should point (`host:port` or a `trino://` URI).
+    Connection {
+        id: String,
+        text: String,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,9 +44,15 @@ pub fn on_key(s: &mut State, p: Prompt, ev: KeyEvent) -> Vec<Effect> {
         Prompt::Retention(r, _) => Some(*r),
         _ => None,
     };
+    let connection = match &p {
+        Prompt::Connection { id, .. } => Some(id.clone()),
+        _ => None,
+    };
     let (mut text, is_filter) = match p {
         Prompt::Filter(t) => (t, true),
-        Prompt::Command(t) | Prompt::Retention(_, t) => (t, false),
+        Prompt::Command(t) | Prompt::Retention(_, t) | Prompt::Connection { text: t, .. } => {
+            (t, false)
+        }
     };
     match ev.code {
         KeyCode::Esc => {
@@ -55,6 +66,9 @@ pub fn on_key(s: &mut State, p: Prompt, ev: KeyEvent) -> Vec<Effect> {
             s.prompt = None;
             if let Some(r) = retention {
                 return super::maintenance::plan_with_retention(s, r, &text);
+            }
+            if let Some(id) = connection {
+                return super::dags::connection::plan(s, id, &text);
             }
             return if is_filter {
                 Vec::new()
@@ -81,6 +95,8 @@ pub fn on_key(s: &mut State, p: Prompt, ev: KeyEvent) -> Vec<Effect> {
         s.prompt = Some(Prompt::Filter(text));
     } else if let Some(r) = retention {
         s.prompt = Some(Prompt::Retention(r, text));
+    } else if let Some(id) = connection {
+        s.prompt = Some(Prompt::Connection { id, text });
     } else {
         s.prompt = Some(Prompt::Command(text));
     }

@@ -153,6 +153,8 @@ pub struct State {
     pub jobs: super::maintenance::Jobs,
     pub dags: super::dags::DagsView,
     pub triage: super::triage::TriageView,
+    /// The recent queries that read a table, per table.
+    pub queries: super::queries::QueriesView,
     /// `[[maintenance]]` mappings of the profile.
     pub maintenance: Vec<crate::config::MaintenanceMapping>,
     /// Frames drawn so far (`Action::Drawn`).
@@ -189,6 +191,7 @@ impl State {
             profiles: Vec::new(),
             airflow_configured: false,
             jobs: super::maintenance::Jobs::default(),
+            queries: Default::default(),
             dags: super::dags::DagsView::default(),
             triage: super::triage::TriageView::default(),
             maintenance: Vec::new(),
@@ -305,6 +308,7 @@ impl State {
         self.partitions = PartitionsView::default();
         self.snapshots = SnapshotsView::default();
         self.triage = super::triage::TriageView::default();
+        self.queries = Default::default();
         self.tab = Tab::Tables;
     }
 

@@ -3,6 +3,8 @@
 //! Enter jumps to an incident's evidence — the failing task's log, the DAG, the table's
 //! partitions, snapshots or findings — and Esc there comes back.
 
+use std::collections::HashMap;
+
 use super::action::Effect;
 use super::dags::DagLevel;
 use super::grid::Grid;
@@ -94,12 +96,19 @@ pub fn rebuild(s: &mut State) {
             }
         }
     }
+    let suffered: HashMap<&TableRef, String> = s
+        .tables
+        .rows
+        .iter()
+        .filter_map(|r| super::queries::suffered(s, &r.table).map(|l| (&r.table, l)))
+        .collect();
     let facts = Facts {
         tables: s
             .tables
             .rows
             .iter()
             .map(|r| TableFacts {
+                suffered: suffered.get(&r.table).map(String::as_str),
                 table: &r.table,
                 stats: r.stats.as_ref(),
                 health: r.health.as_ref(),

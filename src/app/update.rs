@@ -8,7 +8,9 @@ use super::action::{Action, Effect, MaintenanceKind};
 use super::keymap::Command;
 use super::prompt::RetentionFor;
 use super::state::{Level, Load, Popup, State, Tab};
-use super::{copy, dags, export, maintenance, nav, partitions, prompt, snapshots, tables, triage};
+use super::{
+    copy, dags, export, maintenance, nav, partitions, prompt, queries, snapshots, tables, triage,
+};
 
 pub fn update(s: &mut State, action: Action) -> Vec<Effect> {
     // Results change what the Triage tab derives from: it is derived again when it is on
@@ -18,13 +20,19 @@ pub fn update(s: &mut State, action: Action) -> Vec<Effect> {
         action,
         Action::Tables(_) | Action::Dags(_) | Action::Maintenance(_) | Action::ProfileSwitched(_)
     );
-    let fx = dispatch(s, action);
-    if data {
+    let queries = matches!(action, Action::Queries { .. });
+    // A frame drawn asks for nothing: the runtime runs no effect of `Drawn`.
+    let drawn = matches!(action, Action::Drawn);
+    let mut fx = dispatch(s, action);
+    if data || queries {
         s.triage.dirty = true;
     } else if s.tab == Tab::Triage && s.triage.dirty {
         triage::rebuild(s);
     }
     auto_start(s);
+    if !s.quit && !drawn {
+        fx.extend(queries::wanted(s));
+    }
     fx
 }
 
@@ -168,6 +176,10 @@ fn dispatch(s: &mut State, action: Action) -> Vec<Effect> {
         } => snapshots::update(s, request, &table, result),
         Action::TimelineRuns { dag_id, result } => snapshots::on_runs(s, &dag_id, result),
         Action::Maintenance(msg) => maintenance::update(s, msg),
+        Action::Queries { table, result } => {
+            queries::on_loaded(s, table, result);
+            Vec::new()
+        }
         Action::Dags(msg) => {
             let mut fx = dags::update(s, msg);
             // The DAG list maps tables to DAGs: the timeline on screen may now have one.
@@ -340,6 +352,7 @@ fn on_command(s: &mut State, cmd: Command) -> Vec<Effect> {
         Command::TriggerDag | Command::ClearRun | Command::PauseDag => {
             return dags::command(s, cmd);
         }
+        Command::FixConnection => return dags::connection::open(s),
         Command::Cancel => return maintenance::cancel(s),
         Command::Queue => s.popup = Some(Popup::Queue),
         Command::Copy => return copy::selection(s),

@@ -111,6 +111,8 @@ pub struct HealthFile {
     pub critical_manifests: Option<u64>,
     pub max_metadata_files: Option<u64>,
     pub dag_interval: Option<Dur>,
+    pub incremental_over: Option<Dur>,
+    pub incremental_share: Option<f64>,
 }
 
 #[derive(Debug, Deserialize, Clone, PartialEq, Eq, schemars::JsonSchema)]

@@ -47,6 +47,8 @@ pub enum Command {
     TriggerDag,
     ClearRun,
     PauseDag,
+    /// Point the incident's Airflow connection at another host and port.
+    FixConnection,
     Cancel,
     Queue,
     /// `y`: the selection to the clipboard (OSC 52).
@@ -381,6 +383,15 @@ pub const SPECS: &[Spec] = &[
         true,
         Dags,
         true
+    ),
+    spec!(
+        FixConnection,
+        "fix_connection",
+        ["F"],
+        "fix Airflow connection",
+        true,
+        Dags,
+        false
     ),
     spec!(
         Cancel,

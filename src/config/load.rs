@@ -382,6 +382,18 @@ fn build_health(
         if let Some(v) = f.dag_interval {
             h.dag_interval = v.0;
         }
+        if let Some(v) = f.incremental_over {
+            h.incremental_over = v.0;
+        }
+        if let Some(v) = f.incremental_share {
+            h.incremental_share = v;
+        }
+    }
+    if !(h.incremental_share > 0.0 && h.incremental_share <= 1.0) {
+        return Err(err(format!(
+            "{key}.incremental_share = {}: expected a share in (0, 1]",
+            h.incremental_share
+        )));
     }
     if !(h.small_file_ratio > 0.0 && h.small_file_ratio <= 1.0) {
         return Err(err(format!(

@@ -670,6 +670,8 @@ fn example_config_parses_and_documents_every_key() {
         "critical_manifests",
         "max_metadata_files",
         "dag_interval",
+        "incremental_over",
+        "incremental_share",
         "[[maintenance]]",
         "[keys]",
     ] {

@@ -58,6 +58,10 @@ pub struct HealthConfig {
     pub max_metadata_files: u64,
     /// How often a maintenance DAG is expected to succeed when its mapping says nothing.
     pub dag_interval: Duration,
+    /// An optimize expected to take longer than this is offered incrementally too.
+    pub incremental_over: Duration,
+    /// The share of the small files the first part of an incremental optimize holds.
+    pub incremental_share: f64,
 }
 
 impl Default for HealthConfig {
@@ -85,6 +89,8 @@ impl Default for HealthConfig {
             critical_manifests: 1000,
             max_metadata_files: 200,
             dag_interval: Duration::from_secs(86_400),
+            incremental_over: Duration::from_secs(30 * 60),
+            incremental_share: 0.5,
         }
     }
 }

@@ -26,6 +26,8 @@ pub struct TableFacts<'a> {
     pub error: Option<&'a str>,
     /// The DAG that maintains it (configured or guessed), when one is known.
     pub dag_id: Option<&'a str>,
+    /// What the worst query that read it suffered, from the coordinator's record.
+    pub suffered: Option<&'a str>,
 }
 
 /// Everything triage reads.
@@ -101,6 +103,9 @@ pub struct Affected {
     pub severity: Severity,
     /// `2,004 small files, compacted 15d ago`.
     pub summary: String,
+    /// What the worst query that read it suffered (the coordinator's record), when read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub suffered: Option<String>,
     #[serde(skip)]
     small_files: u64,
     /// Some partition holds two small files or more: optimize has something to merge.
@@ -471,6 +476,7 @@ fn affected(t: &TableFacts, name: String, now: DateTime<Utc>) -> Affected {
         name,
         severity,
         summary,
+        suffered: t.suffered.map(str::to_string),
         small_files: small,
         mergeable,
     }

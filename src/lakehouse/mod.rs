@@ -2,6 +2,7 @@
 //! the SQL that reads and maintains them. A table's layout comes from its
 //! own declared spec, never from the names of its fields.
 
+pub mod history;
 pub mod layout;
 pub mod maintenance;
 pub mod model;

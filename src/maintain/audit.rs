@@ -34,6 +34,9 @@ pub struct Record {
     pub metrics: std::collections::BTreeMap<String, i64>,
     pub files_before: Option<u64>,
     pub files_after: Option<u64>,
+    /// What the statement was to rewrite (an optimize: its small files' bytes), the
+    /// measure of later estimates.
+    pub bytes_before: Option<u64>,
     pub duration_ms: u64,
 }
 
@@ -56,6 +59,7 @@ impl Record {
             metrics: Default::default(),
             files_before: None,
             files_after: None,
+            bytes_before: None,
             duration_ms: 0,
         }
     }
@@ -98,6 +102,17 @@ pub enum WriteFailure {
     Failed(String),
     /// It was sent and may have been carried out.
     MayHaveRun(String),
+}
+
+/// An Airflow error as the audit log records it: a write that may have been carried out
+/// is never `failed`.
+pub fn write_failure(e: crate::airflow::AirflowError) -> WriteFailure {
+    match e {
+        e @ crate::airflow::AirflowError::MayHaveRun { .. } => {
+            WriteFailure::MayHaveRun(e.to_string())
+        }
+        e => WriteFailure::Failed(e.to_string()),
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -181,6 +196,7 @@ impl AuditLog {
                     metrics: serde_json::from_value(v["metrics"].clone()).unwrap_or_default(),
                     files_before: v["files_before"].as_u64(),
                     files_after: v["files_after"].as_u64(),
+                    bytes_before: v["bytes_before"].as_u64(),
                     duration_ms: v["duration_ms"].as_u64().unwrap_or(0),
                 })
             })

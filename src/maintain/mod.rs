@@ -2,6 +2,8 @@
 //! `floe maintain …` for scripts and cron.
 
 pub mod audit;
+pub mod connection;
+pub mod eta;
 pub mod plan;
 pub mod run;
 
@@ -244,6 +246,13 @@ pub async fn cli(settings: &Settings, cmd: MaintainCmd, timeout: Option<Duration
         }
     };
     print!("{}", sanitize(&plan.to_string()));
+    if matches!(cmd, MaintainCmd::Optimize { .. }) {
+        let audit = audit::AuditLog::new(settings.audit_log.clone()).read();
+        let m = eta::measure(&lake, &audit).await;
+        for line in eta::cli_lines(&plan, &m) {
+            println!("-- {}", sanitize(&line));
+        }
+    }
     if !yes {
         println!(
             "-- not run: add --yes to execute{}",

@@ -32,9 +32,19 @@ pub struct PlanDraft {
     pub note: Option<String>,
     /// The plan opens grouped (bounded statements over many partitions).
     pub grouped: bool,
+    /// An optimize's measured rate (earlier optimizes on this coordinator), when read.
+    pub measured: Option<super::eta::Measured>,
 }
 
 impl PlanDraft {
+    /// The same draft over `partitions` only (a part of an incremental plan).
+    pub fn over(&self, partitions: Vec<PartitionStats>) -> PlanDraft {
+        PlanDraft {
+            partitions,
+            ..self.clone()
+        }
+    }
+
     pub fn build(&self, grouped: bool) -> Result<Plan, String> {
         match &self.procedure {
             Procedure::Optimize { threshold } => optimize_plan(
@@ -97,6 +107,7 @@ pub async fn draft(
         partitions: Vec::new(),
         note: None,
         grouped: false,
+        measured: None,
     };
     if kind != MaintenanceKind::Optimize {
         return Ok(draft);
@@ -239,6 +250,7 @@ mod tests {
             partitions: got.partitions,
             note: got.note,
             grouped: got.grouped,
+            measured: None,
         };
         let plan = draft.build(draft.grouped).unwrap();
         assert_eq!(plan.steps.len(), 270usize.div_ceil(MAX_GROUP));

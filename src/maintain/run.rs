@@ -288,6 +288,7 @@ pub async fn run_plan_until(
         let mut rec = record(Some(i), "succeeded", None);
         rec.duration_ms = duration_ms;
         rec.files_before = (step.files > 0).then_some(step.files);
+        rec.bytes_before = (step.bytes > 0).then_some(step.bytes);
         match result {
             Ok(out) => {
                 outcome.ok = true;

@@ -178,13 +178,23 @@ pub async fn gather(settings: &Settings, name: &str) -> Result<Postmortem, Strin
         version: Some(info.node_version.version.clone()),
         uptime_seconds: info.uptime_secs(),
     };
-    let (stats, snapshots, airflow) = tokio::join!(
+    let (stats, snapshots, airflow, queries) = tokio::join!(
         lake.table_stats(&table),
         lake.snapshots(&table),
-        read_airflow(settings, &lake, &table)
+        read_airflow(settings, &lake, &table),
+        lake.table_queries(&table)
     );
     let stats = stats.map_err(|e| format!("cannot read table {table}: {e}"))?;
     let mut notes = Vec::new();
+    let queries = match queries {
+        Ok(q) => Some(q),
+        Err(e) => {
+            notes.push(format!(
+                "the coordinator's query history for {table} could not be read: {e}"
+            ));
+            None
+        }
+    };
     let snapshots = match snapshots {
         Ok(s) => Some(s),
         Err(e) => {
@@ -222,6 +232,7 @@ pub async fn gather(settings: &Settings, name: &str) -> Result<Postmortem, Strin
             .unwrap_or(chrono::Duration::hours(36)),
         audit_log: Some(settings.audit_log.display().to_string()),
         audit: &audit,
+        queries,
         notes,
     }))
 }

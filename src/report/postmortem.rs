@@ -15,6 +15,7 @@ use super::timeline::{self, DagRuns, EventKind, Timeline};
 use super::{AirflowInfo, TrinoInfo};
 use crate::fmt::{human_bytes, human_duration, thousands};
 use crate::health::{DagFacts, Health, Severity};
+use crate::lakehouse::history::{self, TableQueries};
 use crate::lakehouse::model::{SnapshotInfo, TableRef, TableStats};
 use crate::maintain::audit::Record;
 
@@ -73,6 +74,9 @@ pub struct Postmortem {
     pub audit_log: Option<String>,
     /// Every maintenance action on the table (and its DAG) the audit log holds, oldest first.
     pub actions: Vec<Record>,
+    /// The recent queries the coordinator ran that read the table (its own record), when
+    /// they were asked for.
+    pub queries: Option<TableQueries>,
     /// What could not be read, so the reader knows what is missing.
     pub notes: Vec<String>,
 }
@@ -97,12 +101,124 @@ pub struct Sources<'a> {
     pub audit_log: Option<String>,
     /// Every record of the audit log (outcomes), any table.
     pub audit: &'a [Record],
+    /// The coordinator's record of the queries that read the table, when read.
+    pub queries: Option<TableQueries>,
     pub notes: Vec<String>,
 }
 
 /// The Airflow writes the audit log records, whose statement names the DAG second
 /// (`trigger compact_documents`, `clear compact_documents <run>`).
 const DAG_ACTIONS: [&str; 4] = ["trigger_dag", "clear_dag_run", "pause_dag", "unpause_dag"];
+
+/// One step of the incident as it happened: symptom, cause, fix, run, result.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Step {
+    pub at: DateTime<Utc>,
+    /// `symptom`, `cause`, `fix`, `run`, `result`.
+    pub step: &'static str,
+    pub what: String,
+}
+
+/// The incident's sequence with its times, oldest first, from what the postmortem holds:
+/// the slowest query that read the table (symptom), the DAG's first failed run since its
+/// last success (cause), the connection fixes and maintenance the audit log holds (fix),
+/// the DAG's runs after the first fix (run), and the compactions after them (result).
+pub fn sequence(p: &Postmortem) -> Vec<Step> {
+    let mut out = Vec::new();
+    let short = p.name.rsplit('.').next().unwrap_or(&p.name).to_string();
+    let now = DateTime::parse_from_rfc3339(&p.generated_at)
+        .map(|t| t.with_timezone(&Utc))
+        .unwrap_or_else(|_| Utc::now());
+    if let Some(q) = &p.queries
+        && let Some(w) = crate::lakehouse::history::suffering(q.runs())
+        && let Some(at) = w.run.created
+    {
+        out.push(Step {
+            at,
+            step: "symptom",
+            what: w.line(&short, now),
+        });
+    }
+    let last_ok = p
+        .dag
+        .as_ref()
+        .and_then(|d| d.last_success_at.as_deref())
+        .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+        .map(|t| t.with_timezone(&Utc));
+    let first_failed = p
+        .timeline
+        .events
+        .iter()
+        .filter(|e| e.kind == timeline::EventKind::RunFailed)
+        .find(|e| last_ok.is_none_or(|ok| e.at > ok));
+    if let (Some(e), Some(d)) = (first_failed, &p.dag) {
+        out.push(Step {
+            at: e.at,
+            step: "cause",
+            what: format!(
+                "DAG {} failing from run {}{}",
+                d.dag_id,
+                e.id,
+                d.error_line
+                    .as_deref()
+                    .map(|l| format!(": {}", crate::text::clip(l, 200)))
+                    .unwrap_or_default()
+            ),
+        });
+    }
+    let at = |r: &Record| {
+        DateTime::parse_from_rfc3339(&r.time)
+            .ok()
+            .map(|t| t.with_timezone(&Utc))
+    };
+    let mut first_fix: Option<DateTime<Utc>> = None;
+    for r in &p.actions {
+        let Some(t) = at(r) else { continue };
+        let step = match r.action.as_str() {
+            "fix_connection" | "optimize" | "unpause_dag" | "clear_dag_run" => "fix",
+            "trigger_dag" => "run",
+            _ => continue,
+        };
+        if step == "fix" || step == "run" {
+            first_fix = Some(first_fix.map_or(t, |f| f.min(t)));
+        }
+        let files = match (r.files_before, r.files_after) {
+            (Some(b), Some(a)) => format!(", files {} → {}", thousands(b), thousands(a)),
+            _ => String::new(),
+        };
+        out.push(Step {
+            at: t,
+            step,
+            what: format!("{} ({}{files})", r.statement, r.outcome),
+        });
+    }
+    if let Some(f) = first_fix {
+        for e in p.timeline.events.iter().filter(|e| e.at >= f) {
+            let (step, what) = match e.kind {
+                timeline::EventKind::RunSucceeded => ("run", format!("run {} succeeded", e.id)),
+                timeline::EventKind::RunFailed => ("run", format!("run {} failed", e.id)),
+                timeline::EventKind::Compaction => (
+                    "result",
+                    format!(
+                        "compaction {}{}",
+                        e.id,
+                        e.total_files
+                            .map(|n| format!(": {} data files", thousands(n)))
+                            .unwrap_or_default()
+                    ),
+                ),
+                _ => continue,
+            };
+            out.push(Step {
+                at: e.at,
+                step,
+                what,
+            });
+        }
+    }
+    out.sort_by_key(|s| s.at);
+    out
+}
 
 /// The audit records about `table` (its `catalog.schema.table`), and the writes to its
 /// maintenance DAG `dag_id`, oldest first.
@@ -124,14 +240,47 @@ pub fn actions_for(records: &[Record], table: &str, dag_id: Option<&str>) -> Vec
     v
 }
 
+/// The connection fixes of the audit log whose connection the DAG's error line names
+/// (`… (connection trino_documents): …`): the fix of this incident's cause.
+pub fn connection_fixes(records: &[Record], error_line: Option<&str>) -> Vec<Record> {
+    let Some(line) = error_line else {
+        return Vec::new();
+    };
+    let named = |id: &str| {
+        let word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+        line.match_indices(id).any(|(i, _)| {
+            !line[..i].chars().next_back().is_some_and(word)
+                && !line[i + id.len()..].chars().next().is_some_and(word)
+        })
+    };
+    records
+        .iter()
+        .filter(|r| r.action == "fix_connection")
+        .filter(|r| {
+            r.statement
+                .strip_prefix("set connection ")
+                .and_then(|rest| rest.split_whitespace().next())
+                .is_some_and(|id| !id.is_empty() && named(id))
+        })
+        .cloned()
+        .collect()
+}
+
+/// [`actions_for`] and the [`connection_fixes`], oldest first.
+fn all_actions(records: &[Record], table: &str, dag: Option<&DagSection>) -> Vec<Record> {
+    let mut v = actions_for(records, table, dag.map(|d| d.dag_id.as_str()));
+    v.extend(connection_fixes(
+        records,
+        dag.and_then(|d| d.error_line.as_deref()),
+    ));
+    v.sort_by(|a, b| a.time.cmp(&b.time));
+    v
+}
+
 impl Postmortem {
     /// Put in the actions of the audit log at `path` (every record of it, any table).
     pub fn with_audit(mut self, path: &std::path::Path, records: &[Record]) -> Postmortem {
-        self.actions = actions_for(
-            records,
-            &self.name,
-            self.dag.as_ref().map(|d| d.dag_id.as_str()),
-        );
+        self.actions = all_actions(records, &self.name, self.dag.as_ref());
         self.audit_log = Some(path.display().to_string());
         self
     }
@@ -162,11 +311,7 @@ pub fn build(src: Sources<'_>) -> Postmortem {
     Postmortem {
         generated_at: src.now.to_rfc3339_opts(SecondsFormat::Secs, true),
         profile: src.profile.to_string(),
-        actions: actions_for(
-            src.audit,
-            &name,
-            src.dag.as_ref().map(|d| d.dag_id.as_str()),
-        ),
+        actions: all_actions(src.audit, &name, src.dag.as_ref()),
         name,
         table: record,
         trino: src.trino,
@@ -174,6 +319,7 @@ pub fn build(src: Sources<'_>) -> Postmortem {
         dag: src.dag,
         timeline,
         audit_log: src.audit_log,
+        queries: src.queries,
         notes,
     }
 }
@@ -260,7 +406,75 @@ fn opt_n(n: Option<u64>) -> String {
     n.map(thousands).unwrap_or_else(|| "-".into())
 }
 
+/// Query runs the markdown lists at most (the newest; JSON keeps every one).
+const MAX_QUERY_ROWS: usize = 20;
+
 impl Postmortem {
+    /// `## Queries`: what the queries that read the table suffered, from the coordinator.
+    fn queries_md(&self, q: &TableQueries, o: &mut String) {
+        o.push_str("## Queries\n\n");
+        let short = self.name.rsplit('.').next().unwrap_or(&self.name);
+        let now = DateTime::parse_from_rfc3339(&self.generated_at)
+            .map(|t| t.with_timezone(&Utc))
+            .unwrap_or_else(|_| Utc::now());
+        match q {
+            TableQueries::Unavailable { reason } => {
+                o.push_str(&format!("Not read: {}.\n\n", md_text(reason)));
+            }
+            TableQueries::Runs { runs, unconfirmed } => {
+                match history::suffering(runs) {
+                    Some(w) => o.push_str(&format!(
+                        "From the coordinator's own record: {}.\n\n",
+                        md_text(&w.line(short, now))
+                    )),
+                    None => o.push_str(&format!(
+                        "No query that read {} is in the coordinator's recent history.\n\n",
+                        md_code(short)
+                    )),
+                }
+                if !runs.is_empty() {
+                    o.push_str("| created (UTC) | state | elapsed | queued | cpu | splits | read | source (user) | query id | statement |\n");
+                    o.push_str("|---|---|---:|---:|---:|---:|---:|---|---|---|\n");
+                    let ms =
+                        |v: Option<u64>| v.map(history::elapsed_text).unwrap_or_else(|| "-".into());
+                    for r in runs.iter().take(MAX_QUERY_ROWS) {
+                        let by = match &r.source {
+                            Some(s) => format!("{s} ({})", r.user),
+                            None => r.user.clone(),
+                        };
+                        o.push_str(&format!(
+                            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                            r.created.map(when).unwrap_or_else(|| "-".into()),
+                            md_text(&r.state),
+                            ms(r.elapsed_ms),
+                            ms(r.queued_ms),
+                            ms(r.cpu_ms),
+                            opt_n(r.splits),
+                            r.physical_input_bytes
+                                .map(human_bytes)
+                                .unwrap_or_else(|| "-".into()),
+                            md_text(&by),
+                            md_code_cell(&r.query_id),
+                            md_code_cell(&crate::text::clip(&r.query, 200)),
+                        ));
+                    }
+                    o.push('\n');
+                    if runs.len() > MAX_QUERY_ROWS {
+                        o.push_str(&format!(
+                            "The newest {MAX_QUERY_ROWS} of {} runs (the JSON report has them all).\n\n",
+                            runs.len()
+                        ));
+                    }
+                }
+                if *unconfirmed > 0 {
+                    o.push_str(&format!(
+                        "{unconfirmed} more queries named the table, but the coordinator no longer kept their details or would not show them.\n\n"
+                    ));
+                }
+            }
+        }
+    }
+
     /// The overall status: the table's.
     pub fn status(&self) -> Severity {
         self.table.status
@@ -286,6 +500,20 @@ impl Postmortem {
             md_code(&self.profile)
         ));
         o.push_str(&format!("> {}\n\n", md_text(&self.timeline.sentence)));
+
+        let seq = sequence(self);
+        if !seq.is_empty() {
+            o.push_str("## Sequence\n\n| when (UTC) | step | what |\n|---|---|---|\n");
+            for st in &seq {
+                o.push_str(&format!(
+                    "| {} | {} | {} |\n",
+                    when(st.at),
+                    st.step,
+                    md_text(&st.what)
+                ));
+            }
+            o.push('\n');
+        }
 
         o.push_str("## Findings\n\n");
         if let Some(e) = &t.error {
@@ -378,6 +606,10 @@ impl Postmortem {
                 }
             }
             o.push('\n');
+        }
+
+        if let Some(q) = &self.queries {
+            self.queries_md(q, &mut o);
         }
 
         o.push_str("## Maintenance DAG\n\n");
@@ -553,6 +785,7 @@ mod tests {
             stale_after: chrono::Duration::hours(36),
             audit_log: Some("/var/lib/floe/audit.jsonl".into()),
             audit,
+            queries: None,
             notes: Vec::new(),
         })
     }
@@ -690,6 +923,7 @@ mod tests {
             audit_log: None,
             audit: &[],
             notes: Vec::new(),
+            queries: None,
         });
         let md = p.markdown();
         let timeline: Vec<&str> = md
@@ -719,6 +953,115 @@ mod tests {
         // JSON keeps every event.
         let v: serde_json::Value = serde_json::from_str(&p.json()).unwrap();
         assert_eq!(v["timeline"]["events"].as_array().unwrap().len(), 66);
+    }
+
+    #[test]
+    fn the_sequence_tells_symptom_cause_fix_run_and_result_with_times() {
+        use crate::airflow::DagRunState;
+        use crate::app::testing::dags::scheduled_run;
+        use crate::lakehouse::history::{QueryRun, TableQueries};
+        use chrono::TimeZone;
+        let t = |h: u32, m: u32| chrono::Utc.with_ymd_and_hms(2026, 11, 29, h, m, 0).unwrap();
+        let rec = |action: &str, statement: &str, time: &str| {
+            let mut r = audit("", action, statement, "");
+            r.table = None;
+            r.query_id = None;
+            r.files_before = None;
+            r.files_after = None;
+            r.time = time.into();
+            r
+        };
+        let audit = vec![
+            rec(
+                "fix_connection",
+                "set connection trino_documents host=127.0.0.1 port=8080",
+                "2026-11-29T09:10:00.000Z",
+            ),
+            // Another DAG's connection: not this incident's fix.
+            rec(
+                "fix_connection",
+                "set connection trino_documents_old host=h port=1",
+                "2026-11-29T09:11:00.000Z",
+            ),
+            rec(
+                "trigger_dag",
+                "trigger compact_documents",
+                "2026-11-29T09:12:00.000Z",
+            ),
+        ];
+        let mut dag = DagSection::new(&failing_facts());
+        dag.last_success_at = Some("2026-11-15T00:00:00Z".into());
+        let runs = DagRuns::Loaded {
+            dag_id: "compact_documents".into(),
+            runs: vec![
+                scheduled_run(
+                    "scheduled__ok".into(),
+                    t(0, 0) - chrono::Duration::days(14),
+                    DagRunState::Success,
+                ),
+                scheduled_run(
+                    "scheduled__first_failed".into(),
+                    t(0, 0) - chrono::Duration::days(13),
+                    DagRunState::Failed,
+                ),
+                scheduled_run("scheduled__2".into(), t(0, 0), DagRunState::Failed),
+                scheduled_run("manual__fix".into(), t(9, 12), DagRunState::Success),
+            ],
+        };
+        let mut p = doc(&incident_stats(), Some(dag), &runs, &audit);
+        p.queries = Some(TableQueries::Runs {
+            runs: vec![QueryRun {
+                query_id: "q1".into(),
+                state: "FINISHED".into(),
+                user: "bi".into(),
+                source: Some("dashboard".into()),
+                query: "SELECT 1 FROM documents".into(),
+                created: Some(t(8, 14)),
+                ended: None,
+                elapsed_ms: Some(252_000),
+                queued_ms: None,
+                cpu_ms: None,
+                splits: Some(18_000),
+                physical_input_bytes: None,
+                physical_written_bytes: None,
+                error_code: None,
+            }],
+            unconfirmed: 0,
+        });
+        let seq = sequence(&p);
+        let steps: Vec<(&str, String)> = seq
+            .iter()
+            .map(|s| (s.step, s.at.format("%m-%d %H:%M").to_string()))
+            .collect();
+        assert_eq!(
+            steps,
+            vec![
+                ("cause", "11-16 00:00".to_string()),
+                ("symptom", "11-29 08:14".to_string()),
+                ("fix", "11-29 09:10".to_string()),
+                ("run", "11-29 09:12".to_string()),
+                ("run", "11-29 09:12".to_string()),
+            ],
+            "{seq:#?}"
+        );
+        assert!(seq[0].what.starts_with(
+            "DAG compact_documents failing from run scheduled__first_failed: ConnectionError"
+        ));
+        assert!(
+            seq[1]
+                .what
+                .starts_with("the dashboard query on documents took 4m12s reading 18,000 splits")
+        );
+        assert_eq!(
+            seq[2].what,
+            "set connection trino_documents host=127.0.0.1 port=8080 (succeeded)"
+        );
+        let md = p.markdown();
+        assert!(
+            md.contains("## Sequence\n\n| when (UTC) | step | what |"),
+            "{md}"
+        );
+        assert!(md.contains("| 2026-11-29 09:10 | fix | set connection trino\\_documents host=127.0.0.1 port=8080 (succeeded) |"), "{md}");
     }
 
     #[test]

@@ -15,6 +15,7 @@ impl Report {
                     let name = t.table.to_string();
                     TableFacts {
                         table: &t.table,
+                        suffered: None,
                         stats: t.stats.as_ref(),
                         health: Some(&t.health),
                         error: t.error.as_deref(),

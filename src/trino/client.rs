@@ -4,6 +4,7 @@
 #[cfg(test)]
 mod captures;
 mod decode;
+pub mod query_info;
 mod send;
 
 use std::collections::BTreeMap;

@@ -11,6 +11,7 @@ pub mod types;
 pub mod value;
 pub mod wire;
 
+pub use client::query_info::{QueryInfo, QueryInput};
 pub use client::{Client, ClientConfig, RetryPolicy};
 pub use error::TrinoError;
 pub use oauth2::{LoginEvent, LoginOutcome, LoginPrompt};

@@ -252,6 +252,18 @@ fn draw_status(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
             Span::raw("█"),
             Span::styled("  enter plans it, esc cancels", th.dim()),
         ]),
+        Some(Prompt::Connection { id, text }) => Line::from(vec![
+            Span::styled(
+                format!(
+                    "point Airflow connection {} at (host:port or trino:// URI): ",
+                    crate::text::one_line(id)
+                ),
+                th.key(),
+            ),
+            Span::raw(crate::text::one_line(text)),
+            Span::raw("█"),
+            Span::styled("  enter shows the change, esc cancels", th.dim()),
+        ]),
         None => match &s.status {
             Some(m) => {
                 let label = match m.level {

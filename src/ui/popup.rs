@@ -151,7 +151,10 @@ fn help_notes(s: &State, th: &Theme) -> Vec<Line<'static>> {
 pub fn health(f: &mut Frame, area: Rect, s: &State, t: &TableRef, th: &Theme) {
     let mut lines = vec![Line::from(Span::styled(t.to_string(), th.header()))];
     for (sev, text) in health_breakdown(s, t) {
-        lines.push(Line::from(Span::styled(text, th.severity(sev))));
+        lines.push(Line::from(Span::styled(
+            crate::text::sanitize(&text).into_owned(),
+            th.severity(sev),
+        )));
     }
     lines.push(Line::from(Span::styled("esc closes", th.dim())));
     let width = area.width.saturating_sub(4).min(100);
@@ -170,6 +173,12 @@ pub fn confirm(f: &mut Frame, area: Rect, c: &crate::app::maintenance::Confirm, 
             crate::config::units::thousands(plan.steps.iter().map(|s| s.files).sum()),
             crate::config::units::thousands(plan.files()),
             crate::config::units::human_bytes(plan.bytes()),
+        )));
+    }
+    for l in &c.cost {
+        lines.push(Line::from(Span::styled(
+            crate::text::sanitize(l).into_owned(),
+            th.header(),
         )));
     }
     for (k, v) in &plan.session {
@@ -206,6 +215,14 @@ pub fn confirm(f: &mut Frame, area: Rect, c: &crate::app::maintenance::Confirm, 
             " one statement per partition   "
         } else {
             " group into one statement   "
+        }));
+    }
+    if c.incremental || c.cost.iter().any(|l| l.ends_with("i: part 1 only")) {
+        keys.push(Span::styled(" i ", th.key()));
+        keys.push(Span::raw(if c.incremental {
+            " the whole plan   "
+        } else {
+            " part 1 only   "
         }));
     }
     keys.push(Span::styled("j/k scroll", th.dim()));

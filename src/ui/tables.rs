@@ -209,7 +209,10 @@ fn draw_side(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
         Some(r) => {
             let mut v = vec![Line::from(Span::styled(r.table.to_string(), th.header()))];
             for (sev, text) in health_breakdown(s, &r.table) {
-                v.push(Line::from(Span::styled(text, th.severity(sev))));
+                v.push(Line::from(Span::styled(
+                    crate::text::sanitize(&text).into_owned(),
+                    th.severity(sev),
+                )));
             }
             v
         }

@@ -362,6 +362,7 @@ fn confirm_state() -> State {
         partitions: marked,
         note: None,
         grouped: false,
+        measured: None,
     };
     let epoch = s.conn.epoch;
     update(

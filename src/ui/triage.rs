@@ -68,6 +68,9 @@ fn command(n: &Next) -> Option<Command> {
         Next::Optimize { .. } => Some(Command::Optimize),
         Next::ExpireSnapshots { .. } => Some(Command::ExpireSnapshots),
         Next::ReadLog { .. } => Some(Command::Enter),
+        Next::FixConnection { connections, .. } if !connections.is_empty() => {
+            Some(Command::FixConnection)
+        }
         _ => None,
     }
 }
@@ -127,13 +130,23 @@ fn draw_detail(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
         );
         return;
     };
-    let mut lines = vec![Line::from(vec![
+    let mut lines = Vec::new();
+    // The run floe triggered, until the operator triggers another.
+    if let Some(w) = &s.dags.watch
+        && (inc.dags.contains(&w.dag_id) || inc.tables.iter().any(|t| w.tables.contains(&t.table)))
+    {
+        lines.push(Line::from(Span::styled(
+            format!("run: {}", one_line(&w.line(s.now))),
+            th.header(),
+        )));
+    }
+    lines.push(Line::from(vec![
         Span::styled(
             format!("{} ", inc.severity.label()),
             th.severity(inc.severity),
         ),
         Span::styled(one_line(&inc.cause), th.header()),
-    ])];
+    ]));
     for t in &inc.tables {
         lines.push(Line::from(vec![
             Span::styled(
@@ -142,6 +155,9 @@ fn draw_detail(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
             ),
             Span::raw(one_line(&format!("{}: {}", t.name, t.summary))),
         ]));
+        if let Some(q) = &t.suffered {
+            lines.push(Line::from(Span::raw(format!("       {}", one_line(q)))));
+        }
     }
     let mut next: Vec<Span> = vec![Span::styled("next: ", th.dim())];
     for (k, n) in inc.next.iter().enumerate() {

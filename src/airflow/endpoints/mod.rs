@@ -1,6 +1,6 @@
 //! The REST endpoints floe uses, one module per resource, each an `impl AirflowClient`.
 
-mod connections;
+pub mod connections;
 mod dags;
 mod runs;
 mod server;

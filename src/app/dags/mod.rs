@@ -15,8 +15,10 @@ use crate::airflow::{AirflowHealth, Dag, DagImportError, DagRun, TaskInstance, T
 use crate::health::mapping::{DagName, Mapped, map_dags};
 use crate::health::{DagFacts, Finding, Health, Severity, evaluate, evaluate_dag};
 
+pub mod connection;
 mod drill;
 mod log_view;
+pub mod watch;
 pub mod writes;
 pub use drill::{back, enter, scroll_log, search_log};
 pub use log_view::{
@@ -255,6 +257,8 @@ pub struct DagsView {
     pub failures: BTreeMap<String, Result<FailureDetail, String>>,
     /// Which DAG maintains which table.
     pub mapping: BTreeMap<crate::lakehouse::model::TableRef, Mapped>,
+    /// The run floe triggered, followed to its end.
+    pub watch: Option<watch::Watch>,
 }
 
 impl DagsView {
@@ -533,6 +537,28 @@ pub enum DagMsg {
         action: DagWrite,
         result: Result<String, String>,
     },
+    /// floe triggered a run: watch it.
+    Triggered {
+        dag_id: String,
+        run_id: String,
+    },
+    /// The watched run as Airflow has it; once it ended, its tables read again.
+    Watched {
+        run_id: String,
+        result: Result<(crate::airflow::DagRun, Vec<crate::airflow::TaskInstance>), String>,
+        reread: Option<
+            Vec<(
+                crate::lakehouse::model::TableRef,
+                Result<crate::lakehouse::model::TableStats, String>,
+            )>,
+        >,
+    },
+    /// A connection read for its fix: the diff to confirm.
+    ConnectionPlanned {
+        connection_id: String,
+        target: String,
+        result: Result<(crate::airflow::Connection, crate::airflow::ApiVersion), String>,
+    },
 }
 
 /// The DAGs tab's messages: lists, facts, runs, tasks, logs, failures, writes.
@@ -598,5 +624,22 @@ pub fn update(s: &mut State, msg: DagMsg) -> Vec<Effect> {
             Vec::new()
         }
         DagMsg::Written { action, result } => writes::on_written(s, action, result),
+        DagMsg::Triggered { dag_id, run_id } => watch::start(s, &dag_id, &run_id),
+        DagMsg::Watched {
+            run_id,
+            result,
+            reread,
+        } => {
+            watch::on_progress(s, &run_id, result, reread);
+            Vec::new()
+        }
+        DagMsg::ConnectionPlanned {
+            connection_id,
+            target,
+            result,
+        } => {
+            connection::on_planned(s, &connection_id, &target, result);
+            Vec::new()
+        }
     }
 }

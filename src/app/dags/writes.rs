@@ -142,6 +142,10 @@ pub(super) fn on_written(
             dag_id: action.dag_id().to_string(),
         });
     }
+    if matches!(action, DagWrite::SetConnection { .. }) {
+        // The connection findings (and the incident built on them) follow its new test.
+        fx.push(Effect::CheckConnections);
+    }
     if matches!(action, DagWrite::SetPaused { .. }) {
         s.dags.last_full = None;
         fx.extend(super::refresh(s, false));

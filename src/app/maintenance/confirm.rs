@@ -7,7 +7,9 @@ use super::jobs::Job;
 use crate::app::action::Effect;
 use crate::app::keymap::Command;
 use crate::app::state::{Level, Popup, State};
+use crate::health::HealthConfig;
 use crate::lakehouse::maintenance::Plan;
+use crate::maintain::eta;
 use crate::maintain::plan::PlanDraft;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -20,6 +22,85 @@ pub struct Confirm {
     pub shown: bool,
     /// The connection it was drafted on (`Conn::epoch`): a `y` runs it on that one only.
     pub epoch: u64,
+    /// The plan is the first part of the incremental plan (`i` toggles).
+    pub incremental: bool,
+    /// What it is expected to cost, and the incremental plan when it is long.
+    pub cost: Vec<String>,
+}
+
+impl Confirm {
+    pub fn new(draft: PlanDraft, health: &HealthConfig, epoch: u64) -> Result<Confirm, String> {
+        let grouped = draft.grouped;
+        let plan = draft.build(grouped)?;
+        let mut c = Confirm {
+            draft,
+            grouped,
+            plan,
+            scroll: 0,
+            shown: false,
+            epoch,
+            incremental: false,
+            cost: Vec::new(),
+        };
+        c.cost = cost_lines(&c, health);
+        Ok(c)
+    }
+
+    /// The incremental plan's two parts, when the whole plan is expected to take longer
+    /// than `incremental_over` and has partitions to split.
+    fn parts(&self, h: &HealthConfig) -> Option<(PlanDraft, PlanDraft)> {
+        let rate = self.draft.measured.as_ref()?.rate.as_ref()?;
+        if self.draft.partitions.len() < 2 {
+            return None;
+        }
+        let whole = self.draft.build(self.grouped).ok()?;
+        if eta::seconds(whole.bytes(), rate) <= h.incremental_over.as_secs() {
+            return None;
+        }
+        let (first, rest) = eta::split_incremental(&self.draft.partitions, h.incremental_share);
+        (!rest.is_empty()).then(|| (self.draft.over(first), self.draft.over(rest)))
+    }
+}
+
+/// `expected: ~2h40m at …`; over the threshold the incremental plan with the estimate of
+/// each part; what could not be read for the estimate.
+pub fn cost_lines(c: &Confirm, h: &HealthConfig) -> Vec<String> {
+    let Some(m) = &c.draft.measured else {
+        return Vec::new();
+    };
+    let rate = m.rate.as_ref();
+    let mut out = vec![format!("expected: {}", eta::eta_text(c.plan.bytes(), rate))];
+    if let Some((first, rest)) = c.parts(h) {
+        let est = |d: &PlanDraft| {
+            d.build(c.grouped)
+                .map(|p| eta::eta_text(p.bytes(), rate))
+                .unwrap_or_default()
+        };
+        let share = (h.incremental_share * 100.0).round();
+        let over = humantime::format_duration(h.incremental_over);
+        if c.incremental {
+            out[0] = format!(
+                "incremental, part 1 of 2 (the oldest small files, {share}% of them): {} — expected {}",
+                eta::part_text(&first.partitions),
+                est(&first)
+            );
+            out.push(format!(
+                "part 2, for a later run: {} — expected {}; i: the whole plan",
+                eta::part_text(&rest.partitions),
+                est(&rest)
+            ));
+        } else {
+            out.push(format!(
+                "over {over}: the incremental plan runs the oldest small files first — part 1: {} ({}), part 2: {} ({}); i: part 1 only",
+                eta::part_text(&first.partitions),
+                est(&first),
+                eta::part_text(&rest.partitions),
+                est(&rest)
+            ));
+        }
+    }
+    out.extend(m.notes.iter().map(|n| format!("estimate: {n}")));
+    out
 }
 
 /// A key while the confirm popup is open.
@@ -72,14 +153,40 @@ pub fn on_key(s: &mut State, mut c: Box<Confirm>, ev: KeyEvent) -> Vec<Effect> {
                 plan: c.plan,
             }];
         }
-        KeyCode::Char('g') if c.draft.partitions.len() > 1 => match c.draft.build(!c.grouped) {
-            Ok(p) => {
-                c.grouped = !c.grouped;
-                c.plan = p;
-                c.scroll = 0;
+        KeyCode::Char('g') if c.draft.partitions.len() > 1 => {
+            let draft = if c.incremental {
+                c.parts(&s.health).map(|(first, _)| first)
+            } else {
+                Some(c.draft.clone())
+            };
+            match draft.map(|d| d.build(!c.grouped)) {
+                Some(Ok(p)) => {
+                    c.grouped = !c.grouped;
+                    c.plan = p;
+                    c.scroll = 0;
+                    c.cost = cost_lines(&c, &s.health);
+                }
+                Some(Err(e)) => s.set_status(Level::Error, e),
+                None => {}
             }
-            Err(e) => s.set_status(Level::Error, e),
-        },
+        }
+        KeyCode::Char('i') if c.incremental || c.parts(&s.health).is_some() => {
+            let draft = if c.incremental {
+                Some(c.draft.clone())
+            } else {
+                c.parts(&s.health).map(|(first, _)| first)
+            };
+            match draft.map(|d| d.build(c.grouped)) {
+                Some(Ok(p)) => {
+                    c.incremental = !c.incremental;
+                    c.plan = p;
+                    c.scroll = 0;
+                    c.cost = cost_lines(&c, &s.health);
+                }
+                Some(Err(e)) => s.set_status(Level::Error, e),
+                None => {}
+            }
+        }
         KeyCode::Char('j') | KeyCode::Down => c.scroll = c.scroll.saturating_add(1),
         KeyCode::Char('k') | KeyCode::Up => c.scroll = c.scroll.saturating_sub(1),
         KeyCode::PageDown => c.scroll = c.scroll.saturating_add(10),

@@ -71,18 +71,7 @@ fn on_plan_ready(s: &mut State, epoch: u64, r: Result<PlanDraft, String>) {
         );
         return;
     }
-    match r.and_then(|draft| {
-        let grouped = draft.grouped;
-        let plan = draft.build(grouped)?;
-        Ok(Confirm {
-            draft,
-            grouped,
-            plan,
-            scroll: 0,
-            shown: false,
-            epoch,
-        })
-    }) {
+    match r.and_then(|draft| Confirm::new(draft, &s.health, epoch)) {
         Ok(c) if s.readonly => {
             s.set_status(
                 Level::Error,

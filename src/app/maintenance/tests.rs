@@ -21,6 +21,7 @@ fn draft() -> PlanDraft {
         partitions: Vec::new(),
         note: None,
         grouped: false,
+        measured: None,
     }
 }
 

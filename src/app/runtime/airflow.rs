@@ -11,7 +11,7 @@ use super::Runtime;
 use crate::airflow::{AirflowClient, AirflowError};
 use crate::app::action::{Action, DagWrite, Effect};
 use crate::app::dags::{DagMsg, FailureDetail};
-use crate::maintain::audit::WriteFailure;
+use crate::maintain::audit::{WriteFailure, write_failure};
 
 /// Airflow, connected on first use (and again after a failure), with its own small pool.
 #[derive(Clone)]
@@ -169,6 +169,69 @@ impl Runtime {
                     }));
                 })
             }
+            Effect::WatchRun {
+                dag_id,
+                run_id,
+                tables,
+            } => {
+                let lake = self.lake.clone();
+                tokio::spawn(async move {
+                    loop {
+                        let (d, r) = (dag_id.clone(), run_id.clone());
+                        let result = af
+                            .call(|c| async move {
+                                let run = c.run(&d, &r).await?;
+                                let tasks = c.task_instances(&d, &r).await?;
+                                Ok((run, tasks))
+                            })
+                            .await;
+                        let done = result
+                            .as_ref()
+                            .is_ok_and(|(run, _)| run.state.is_finished());
+                        let reread = if done {
+                            let mut v = Vec::new();
+                            for t in &tables {
+                                v.push((
+                                    t.clone(),
+                                    lake.table_stats(t).await.map_err(|e| e.to_string()),
+                                ));
+                            }
+                            Some(v)
+                        } else {
+                            None
+                        };
+                        let _ = tx.send(Action::Dags(DagMsg::Watched {
+                            run_id: run_id.clone(),
+                            result,
+                            reread,
+                        }));
+                        if done {
+                            return;
+                        }
+                        tokio::time::sleep(crate::app::dags::watch::POLL).await;
+                    }
+                })
+            }
+            Effect::PlanConnection {
+                connection_id,
+                target,
+            } => {
+                let send = self.confirm_sender();
+                tokio::spawn(async move {
+                    let id = connection_id.clone();
+                    let result = af
+                        .call(|c| async move {
+                            let api = c.api();
+                            c.connection(&id).await.map(|conn| (conn, api))
+                        })
+                        .await;
+                    send(Action::Dags(DagMsg::ConnectionPlanned {
+                        connection_id,
+                        target,
+                        result,
+                    }));
+                })
+            }
             Effect::WriteDag(action) => {
                 let ctx = crate::maintain::context(&self.settings);
                 let user = self
@@ -184,16 +247,22 @@ impl Runtime {
                     .map(|a| a.url.to_string())
                     .unwrap_or_default();
                 tokio::spawn(async move {
+                    let triggered = std::sync::Mutex::new(None);
                     let result = crate::maintain::audit::audited(
                         &ctx,
                         &user,
                         &target,
                         action.name(),
                         &statement(&action),
-                        write_dag(&af, &action),
+                        write_dag(&af, &action, &triggered),
                     )
                     .await;
+                    let run_id = triggered.lock().ok().and_then(|mut g| g.take());
+                    let dag_id = action.dag_id().to_string();
                     let _ = tx.send(Action::Dags(DagMsg::Written { action, result }));
+                    if let Some(run_id) = run_id {
+                        let _ = tx.send(Action::Dags(DagMsg::Triggered { dag_id, run_id }));
+                    }
                 })
             }
             _ => return None,
@@ -253,26 +322,34 @@ fn statement(action: &DagWrite) -> String {
             )
         }
         DagWrite::SetPaused { dag_id, paused } => format!("set {dag_id} is_paused={paused}"),
-    }
-}
-
-/// An Airflow error as the audit log records it: a write that may have been carried out
-/// is never `failed`.
-fn write_failure(e: crate::airflow::AirflowError) -> WriteFailure {
-    match e {
-        e @ crate::airflow::AirflowError::MayHaveRun { .. } => {
-            WriteFailure::MayHaveRun(e.to_string())
-        }
-        e => WriteFailure::Failed(e.to_string()),
+        DagWrite::SetConnection {
+            connection_id,
+            host,
+            port,
+        } => crate::maintain::connection::statement(
+            connection_id,
+            &crate::maintain::connection::Target {
+                host: host.clone(),
+                port: *port,
+                ignored: Vec::new(),
+            },
+        ),
     }
 }
 
 /// Send one write to Airflow; the message for the status line.
-async fn write_dag(af: &AirflowHandle, action: &DagWrite) -> Result<String, WriteFailure> {
+async fn write_dag(
+    af: &AirflowHandle,
+    action: &DagWrite,
+    triggered: &std::sync::Mutex<Option<String>>,
+) -> Result<String, WriteFailure> {
     let c = af.get().await.map_err(WriteFailure::Failed)?;
     match action {
         DagWrite::Trigger { dag_id } => {
             let run = c.trigger(dag_id).await.map_err(write_failure)?;
+            if let Ok(mut g) = triggered.lock() {
+                *g = Some(run.run_id.clone());
+            }
             Ok(format!(
                 "triggered {dag_id}: run {} is {}",
                 run.run_id,
@@ -294,6 +371,21 @@ async fn write_dag(af: &AirflowHandle, action: &DagWrite) -> Result<String, Writ
                     .map(|r| format!(": now {}", r.state.as_str()))
                     .unwrap_or_default()
             ))
+        }
+        DagWrite::SetConnection {
+            connection_id,
+            host,
+            port,
+        } => {
+            let t = crate::maintain::connection::Target {
+                host: host.clone(),
+                port: *port,
+                ignored: Vec::new(),
+            };
+            let f = crate::maintain::connection::fix(&c, connection_id, &t)
+                .await
+                .map_err(write_failure)?;
+            Ok(f.line())
         }
         DagWrite::SetPaused { dag_id, paused } => {
             c.set_paused(dag_id, *paused).await.map_err(write_failure)?;

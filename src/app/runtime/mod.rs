@@ -199,7 +199,9 @@ impl Runtime {
             | Effect::LoadLog { .. }
             | Effect::LoadFailure { .. }
             | Effect::LoadTimelineRuns { .. }
-            | Effect::PlanClear { .. }) => match self.spawn_airflow(e) {
+            | Effect::PlanClear { .. }
+            | Effect::PlanConnection { .. }
+            | Effect::WatchRun { .. }) => match self.spawn_airflow(e) {
                 Some(h) => h,
                 None => return,
             },

@@ -57,6 +57,10 @@ pub(super) fn reply_of(e: &Effect) -> Option<Reply> {
                 result: Err(m),
             })
         }
+        Effect::LoadQueries { table } => {
+            let table = table.clone();
+            Box::new(move |m| crate::app::queries::reply(table, Err(m)))
+        }
         Effect::LoadSnapshots { request, table } => {
             let (request, table) = (*request, table.clone());
             Box::new(move |m| Action::Snapshots {
@@ -157,6 +161,29 @@ pub(super) fn reply_of(e: &Effect) -> Option<Reply> {
                 Action::Dags(DagMsg::ClearPlanned {
                     dag_id,
                     run_id,
+                    result: Err(m),
+                })
+            })
+        }
+        Effect::WatchRun { run_id, .. } => {
+            let run_id = run_id.clone();
+            Box::new(move |m| {
+                Action::Dags(DagMsg::Watched {
+                    run_id,
+                    result: Err(m),
+                    reread: None,
+                })
+            })
+        }
+        Effect::PlanConnection {
+            connection_id,
+            target,
+        } => {
+            let (connection_id, target) = (connection_id.clone(), target.clone());
+            Box::new(move |m| {
+                Action::Dags(DagMsg::ConnectionPlanned {
+                    connection_id,
+                    target,
                     result: Err(m),
                 })
             })

@@ -82,6 +82,11 @@ impl Runtime {
                     result,
                 });
             }),
+            Effect::LoadQueries { table } => tokio::spawn(async move {
+                let _permit = pool.acquire_owned().await;
+                let result = lake.table_queries(&table).await.map_err(|e| e.to_string());
+                let _ = tx.send(crate::app::queries::reply(table, result));
+            }),
             Effect::LoadSnapshots { request, table } => tokio::spawn(async move {
                 let _permit = pool.acquire_owned().await;
                 let result = lake.snapshots(&table).await.map_err(|e| e.to_string());
@@ -99,10 +104,21 @@ impl Runtime {
             } => {
                 let min_small = self.settings.health.min_small_files;
                 let send = self.confirm_sender();
+                let audit_log = self.settings.audit_log.clone();
                 tokio::spawn(async move {
                     let _permit = pool.acquire_owned().await;
-                    let r = crate::maintain::plan::draft(&lake, table, kind, partitions, min_small)
-                        .await;
+                    let optimize = kind == crate::app::action::MaintenanceKind::Optimize;
+                    let mut r =
+                        crate::maintain::plan::draft(&lake, table, kind, partitions, min_small)
+                            .await;
+                    if optimize && let Ok(d) = &mut r {
+                        let audit = tokio::task::spawn_blocking(move || {
+                            crate::maintain::audit::AuditLog::new(audit_log).read()
+                        })
+                        .await
+                        .unwrap_or_default();
+                        d.measured = Some(crate::maintain::eta::measure(&lake, &audit).await);
+                    }
                     send(Action::Maintenance(MaintenanceMsg::PlanReady(epoch, r)));
                 })
             }

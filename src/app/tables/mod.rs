@@ -286,6 +286,22 @@ pub fn reevaluate(s: &mut State) {
     }
 }
 
+/// `table` read again outside a refresh (after a maintenance run ended): its row takes
+/// the new stats and verdict.
+pub fn reread(s: &mut State, table: &TableRef, stats: TableStats) {
+    let now = s.now;
+    let cfg = s.health.clone();
+    if let Some(row) = s.tables.row_mut(table) {
+        row.health = Some(evaluate(&stats, row.dag.as_ref(), &cfg, now));
+        row.probe = None;
+        row.stats = Some(stats);
+        row.error = None;
+        row.read_at = Some(now);
+        row.cached = false;
+        row.stale = false;
+    }
+}
+
 fn on_stats(
     s: &mut State,
     generation: u64,
@@ -629,6 +645,11 @@ pub fn health_breakdown(s: &State, t: &TableRef) -> Vec<(Severity, String)> {
     }
     if let Some(e) = &row.error {
         out.push((Severity::Unknown, format!("last load failed: {e}")));
+    }
+    let queries = crate::app::queries::lines(s, t);
+    if !queries.is_empty() {
+        out.push((Severity::Info, String::new()));
+        out.extend(queries.into_iter().map(|l| (Severity::Info, l)));
     }
     out
 }

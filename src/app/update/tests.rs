@@ -633,6 +633,7 @@ mod maintenance {
             partitions: marked,
             note: None,
             grouped: false,
+            measured: None,
         }
     }
 
@@ -1656,4 +1657,116 @@ fn auto_start_stays_on_triage_with_incidents_and_leaves_it_without() {
     assert_eq!(s.tab, Tab::Tables, "nothing to triage: the tables");
     let s = start(healthy_stats(), true);
     assert_eq!(s.tab, Tab::Triage, "the operator's choice stays");
+}
+
+mod optimize_cost {
+    use super::maintenance::{draft, on_partitions};
+    use super::*;
+    use crate::maintain::eta::{Measured, Rate};
+
+    fn measured(bytes_per_sec: f64) -> Measured {
+        Measured {
+            rate: Some(Rate {
+                bytes_per_sec,
+                samples: 5,
+                from_audit: 3,
+                from_coordinator: 2,
+            }),
+            notes: Vec::new(),
+        }
+    }
+
+    /// Six marked partitions drafted with `m`, on the confirm popup (drawn).
+    fn confirming(m: Option<Measured>) -> State {
+        let mut s = on_partitions();
+        for _ in 0..6 {
+            update(&mut s, key(' '));
+        }
+        let mut d = draft(&s);
+        assert_eq!(d.partitions.len(), 6);
+        d.measured = m;
+        let epoch = s.conn.epoch;
+        update(
+            &mut s,
+            Action::Maintenance(MaintenanceMsg::PlanReady(epoch, Ok(d))),
+        );
+        update(&mut s, Action::Drawn);
+        s
+    }
+
+    fn confirm(s: &State) -> &crate::app::maintenance::Confirm {
+        match &s.popup {
+            Some(Popup::Confirm(c)) => c,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_confirmation_says_how_long_and_on_what_basis() {
+        let s = confirming(Some(measured(1_000_000.0)));
+        let c = confirm(&s);
+        assert_eq!(c.cost.len(), 1, "short: no incremental plan: {:?}", c.cost);
+        assert!(
+            c.cost[0].starts_with("expected: ~1s at the 977 KB/s of the last 5 optimizes (3 in the audit log, 2 in the coordinator's history)"),
+            "{:?}",
+            c.cost
+        );
+        let s = confirming(Some(Measured {
+            rate: None,
+            notes: vec!["user floe may not read the coordinator's query history".into()],
+        }));
+        assert_eq!(
+            confirm(&s).cost,
+            vec![
+                "expected: first time here: no estimate",
+                "estimate: user floe may not read the coordinator's query history"
+            ]
+        );
+        // Not an optimize, or not measured: nothing said.
+        assert!(confirm(&confirming(None)).cost.is_empty());
+    }
+
+    #[test]
+    fn a_long_optimize_offers_the_incremental_plan_and_the_operator_chooses() {
+        let mut s = confirming(Some(measured(10.0)));
+        let c = confirm(&s).clone();
+        assert_eq!(c.plan.steps.len(), 6);
+        assert!(c.cost[0].starts_with("expected: ~"), "{:?}", c.cost);
+        assert!(
+            c.cost[1].starts_with(
+                "over 30m: the incremental plan runs the oldest small files first — part 1: "
+            ) && c.cost[1].ends_with("; i: part 1 only"),
+            "{:?}",
+            c.cost
+        );
+        update(&mut s, key('i'));
+        let part1 = confirm(&s).clone();
+        assert!(part1.incremental);
+        assert!(part1.plan.steps.len() < 6, "{}", part1.plan.steps.len());
+        assert!(
+            part1.cost[0]
+                .starts_with("incremental, part 1 of 2 (the oldest small files, 50% of them): "),
+            "{:?}",
+            part1.cost
+        );
+        assert!(part1.cost[1].starts_with("part 2, for a later run: "));
+        // `y` runs part 1 only.
+        let fx = update(&mut s, key('y'));
+        let [Effect::RunPlan { plan, .. }] = &fx[..] else {
+            panic!("{fx:?}")
+        };
+        assert_eq!(plan.steps.len(), part1.plan.steps.len());
+        // The oldest small files first: the earliest day of the six partitions.
+        assert!(
+            plan.steps[0].sql.contains("2026-11-01"),
+            "{}",
+            plan.steps[0].sql
+        );
+        // `i` again is the whole plan.
+        let mut s = confirming(Some(measured(10.0)));
+        update(&mut s, key('i'));
+        update(&mut s, key('i'));
+        assert_eq!(confirm(&s).plan.steps.len(), 6);
+        assert!(!confirm(&s).incremental);
+    }
 }

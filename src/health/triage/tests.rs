@@ -198,6 +198,7 @@ impl Lab {
                     health: h.as_ref(),
                     error: e.as_deref(),
                     dag_id: d.as_deref(),
+                    suffered: None,
                 })
                 .collect(),
             dags: self.dags.iter().collect(),
@@ -441,6 +442,7 @@ fn a_healthy_lakehouse_has_no_incident() {
             health: Some(&h),
             error: None,
             dag_id: None,
+            suffered: None,
         }],
         dags: Vec::new(),
         findings: Vec::new(),
@@ -463,6 +465,7 @@ fn same_names_in_two_schemas_are_told_apart() {
                 health: Some(&h),
                 error: None,
                 dag_id: None,
+                suffered: None,
             },
             TableFacts {
                 table: &b,
@@ -470,6 +473,7 @@ fn same_names_in_two_schemas_are_told_apart() {
                 health: Some(&h),
                 error: None,
                 dag_id: None,
+                suffered: None,
             },
         ],
         dags: Vec::new(),
@@ -539,4 +543,29 @@ fn the_next_action_is_one_floe_carries_out() {
     assert!(first.next.contains(&Next::Optimize {
         table: tref("zoning", "documents")
     }));
+}
+
+#[test]
+fn what_the_queries_suffered_is_told_with_the_tables_incident() {
+    let lab = lab();
+    let line = "the dashboard query on documents took 4m12s reading 18,000 splits; \
+                its median over the last 1d (12 runs) 18s";
+    let mut facts = lab.facts();
+    for t in &mut facts.tables {
+        if t.table.table == "documents" {
+            t.suffered = Some(line);
+        }
+    }
+    let v = incidents(&facts, t0());
+    let first = &v[0];
+    assert_eq!(tables_of(first), vec!["documents"]);
+    assert_eq!(first.tables[0].suffered.as_deref(), Some(line));
+    // Only the incident that holds the table says it.
+    assert_eq!(
+        v.iter()
+            .flat_map(|i| &i.tables)
+            .filter(|t| t.suffered.is_some())
+            .count(),
+        1
+    );
 }

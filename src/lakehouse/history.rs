@@ -1,0 +1,517 @@
+//! What the queries suffered: the coordinator's own record of the recent queries that
+//! read a table. `system.runtime.queries` lists the candidates (its text names the
+//! table); the query info it links (`/v1/query/{id}`) decides — a query counts only when
+//! its `inputs` hold the table — and tells the cost: elapsed, queued, CPU, splits,
+//! physical input. A coordinator that keeps no such record, or a user who may not read
+//! it, is an answer ([`TableQueries::Unavailable`]), not an error.
+//!
+//! The query text, user and source are the server's: hostile until sanitised where they
+//! are shown.
+
+use chrono::{DateTime, Utc};
+use futures::stream::{self, StreamExt};
+use serde::Serialize;
+
+use super::model::TableRef;
+use super::queries::Lakehouse;
+use super::sql::quote_string;
+use crate::fmt::{human_duration, thousands};
+use crate::trino::{QueryInfo, Row, TrinoError};
+
+/// Candidates read from `system.runtime.queries`, newest first.
+pub const MAX_CANDIDATES: usize = 60;
+/// Query infos read per table (the newest candidates).
+pub const MAX_INFOS: usize = 24;
+/// Query infos read at once.
+const INFO_CONCURRENCY: usize = 4;
+
+/// One finished (or failed) query that read the table.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct QueryRun {
+    pub query_id: String,
+    pub state: String,
+    pub user: String,
+    pub source: Option<String>,
+    /// The statement as the coordinator keeps it (hostile text).
+    pub query: String,
+    pub created: Option<DateTime<Utc>>,
+    pub ended: Option<DateTime<Utc>>,
+    pub elapsed_ms: Option<u64>,
+    pub queued_ms: Option<u64>,
+    pub cpu_ms: Option<u64>,
+    pub splits: Option<u64>,
+    pub physical_input_bytes: Option<u64>,
+    pub physical_written_bytes: Option<u64>,
+    pub error_code: Option<String>,
+}
+
+/// The coordinator's answer about a table's queries.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "history", rename_all = "snake_case")]
+pub enum TableQueries {
+    /// The queries that read it, newest first; `unconfirmed`: candidates whose query
+    /// info the coordinator no longer kept or would not show (not counted).
+    Runs {
+        runs: Vec<QueryRun>,
+        unconfirmed: usize,
+    },
+    /// No such record here, in plain words (no history table, not allowed to read it).
+    Unavailable { reason: String },
+}
+
+impl TableQueries {
+    pub fn runs(&self) -> &[QueryRun] {
+        match self {
+            TableQueries::Runs { runs, .. } => runs,
+            TableQueries::Unavailable { .. } => &[],
+        }
+    }
+}
+
+/// The candidates: finished or failed queries whose text names the table as a whole word
+/// (not `documents$files`, floe's own metadata reads), floe's reads of this history left
+/// out. A running query has no final cost yet.
+pub fn candidates_sql(t: &TableRef) -> String {
+    let name: String = t
+        .table
+        .to_lowercase()
+        .chars()
+        .flat_map(|c| {
+            let esc = !(c.is_ascii_alphanumeric() || c == '_');
+            esc.then_some('\\').into_iter().chain(std::iter::once(c))
+        })
+        .collect();
+    let pattern = format!("(?i)(^|[^a-z0-9_$]){name}([^a-z0-9_$]|$)");
+    format!(
+        "SELECT query_id, state, \"user\", source, query, created, \"end\", error_code \
+         FROM system.runtime.queries \
+         WHERE state IN ('FINISHED', 'FAILED') AND regexp_like(query, {}) \
+         AND strpos(query, 'system.runtime.queries') = 0 \
+         ORDER BY created DESC LIMIT {MAX_CANDIDATES}",
+        quote_string(&pattern)
+    )
+}
+
+/// The coordinator's finished optimizes (`ALTER TABLE … EXECUTE optimize`), any table.
+pub fn optimizes_sql() -> String {
+    format!(
+        "SELECT query_id, state, \"user\", source, query, created, \"end\", error_code \
+         FROM system.runtime.queries \
+         WHERE state = 'FINISHED' \
+         AND regexp_like(query, '(?is)^\\s*alter\\s+table\\s.+\\sexecute\\s+optimize\\b') \
+         ORDER BY created DESC LIMIT {MAX_OPTIMIZES}"
+    )
+}
+
+/// Earlier optimizes read from the coordinator's history.
+pub const MAX_OPTIMIZES: usize = 10;
+
+fn candidate(r: &Row) -> Option<QueryRun> {
+    Some(QueryRun {
+        query_id: r.str("query_id")?.to_string(),
+        state: r.str("state").unwrap_or_default().to_string(),
+        user: r.str("user").unwrap_or_default().to_string(),
+        source: r
+            .str("source")
+            .filter(|s| !s.is_empty())
+            .map(str::to_string),
+        query: r.str("query").unwrap_or_default().to_string(),
+        created: r.datetime("created"),
+        ended: r.datetime("end"),
+        elapsed_ms: None,
+        queued_ms: None,
+        cpu_ms: None,
+        splits: None,
+        physical_input_bytes: None,
+        physical_written_bytes: None,
+        error_code: r.str("error_code").map(str::to_string),
+    })
+}
+
+/// Whether the query info says the query read `t`.
+pub fn reads(info: &QueryInfo, t: &TableRef) -> bool {
+    info.inputs.iter().any(|i| {
+        i.catalog.eq_ignore_ascii_case(&t.catalog)
+            && i.schema.eq_ignore_ascii_case(&t.schema)
+            && i.table.eq_ignore_ascii_case(&t.table)
+    })
+}
+
+/// `run` with the cost its query info records.
+fn with_info(mut run: QueryRun, info: &QueryInfo) -> QueryRun {
+    run.elapsed_ms = info.elapsed_ms.or_else(|| match (run.created, run.ended) {
+        (Some(a), Some(b)) => u64::try_from((b - a).num_milliseconds()).ok(),
+        _ => None,
+    });
+    run.queued_ms = info.queued_ms;
+    run.cpu_ms = info.cpu_ms;
+    run.splits = info.splits;
+    run.physical_input_bytes = info.physical_input_bytes;
+    run.physical_written_bytes = info.physical_written_bytes;
+    run
+}
+
+/// The plain answer for an error that means "no history here" or "not yours to read".
+pub fn unavailable(e: &TrinoError, user: &str, url: &str) -> Option<String> {
+    match e {
+        TrinoError::Query {
+            error_name,
+            message,
+            ..
+        } => match error_name.as_str() {
+            "TABLE_NOT_FOUND" | "CATALOG_NOT_FOUND" | "SCHEMA_NOT_FOUND" | "NOT_SUPPORTED" => {
+                Some(format!(
+                    "the coordinator at {url} keeps no query history (system.runtime.queries: {message})"
+                ))
+            }
+            "PERMISSION_DENIED" => Some(format!(
+                "user {user} may not read the coordinator's query history ({message})"
+            )),
+            _ => None,
+        },
+        TrinoError::Auth { status: 403, .. } => Some(format!(
+            "user {user} may not read the coordinator's query history"
+        )),
+        _ => None,
+    }
+}
+
+impl Lakehouse {
+    /// The recent queries the coordinator ran that read `t`, newest first.
+    pub async fn table_queries(&self, t: &TableRef) -> Result<TableQueries, TrinoError> {
+        self.history(&candidates_sql(t), MAX_INFOS, |i| reads(i, t))
+            .await
+    }
+
+    /// The optimizes the coordinator still keeps (any table), newest first, with what
+    /// they wrote.
+    pub async fn optimize_runs(&self) -> Result<TableQueries, TrinoError> {
+        self.history(&optimizes_sql(), MAX_OPTIMIZES, |_| true)
+            .await
+    }
+
+    /// The candidates `sql` lists, each kept when its query info passes `keep`.
+    async fn history(
+        &self,
+        sql: &str,
+        infos: usize,
+        keep: impl Fn(&QueryInfo) -> bool,
+    ) -> Result<TableQueries, TrinoError> {
+        let user = self.client.config().user.clone();
+        let url = self.client.url().to_string();
+        let out = match self.client.query(sql).await {
+            Ok(o) => o,
+            Err(e) => {
+                return match unavailable(&e, &user, &url) {
+                    Some(reason) => Ok(TableQueries::Unavailable { reason }),
+                    None => Err(e),
+                };
+            }
+        };
+        let cands: Vec<QueryRun> = out.rows.iter().filter_map(candidate).collect();
+        let client = &self.client;
+        let infos: Vec<(QueryRun, Result<QueryInfo, TrinoError>)> =
+            stream::iter(cands.into_iter().take(infos))
+                .map(|c| async move {
+                    let info = client.query_info(&c.query_id).await;
+                    (c, info)
+                })
+                .buffered(INFO_CONCURRENCY)
+                .collect()
+                .await;
+        let mut runs = Vec::new();
+        let mut unconfirmed = 0;
+        for (c, info) in infos {
+            match info {
+                Ok(i) if keep(&i) => runs.push(with_info(c, &i)),
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::debug!(query = %c.query_id, error = %e, "no query info");
+                    unconfirmed += 1;
+                }
+            }
+        }
+        Ok(TableQueries::Runs { runs, unconfirmed })
+    }
+}
+
+/// `4m12s`, `18s`, `2.4s`, `850ms`.
+pub fn elapsed_text(ms: u64) -> String {
+    if ms < 1_000 {
+        format!("{ms}ms")
+    } else if ms < 10_000 {
+        format!("{:.1}s", ms as f64 / 1000.0)
+    } else if ms < 60_000 {
+        format!("{}s", ms / 1000)
+    } else if ms < 3_600_000 {
+        let s = ms / 1000;
+        if s.is_multiple_of(60) {
+            format!("{}m", s / 60)
+        } else {
+            format!("{}m{}s", s / 60, s % 60)
+        }
+    } else {
+        human_duration((ms / 1000) as i64)
+    }
+}
+
+/// `the dashboard query`, `a query by alice`.
+fn who(r: &QueryRun) -> String {
+    match &r.source {
+        Some(s) => format!("the {s} query"),
+        None => format!("a query by {}", r.user),
+    }
+}
+
+/// The statement as one comparable line (whitespace folded): runs of the same query.
+fn shape(q: &str) -> String {
+    crate::text::fold_whitespace(q)
+}
+
+/// The median elapsed time of `v` (not empty).
+fn median(mut v: Vec<u64>) -> u64 {
+    v.sort_unstable();
+    let n = v.len();
+    if !n.is_multiple_of(2) {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2
+    }
+}
+
+/// The worst of the queries that read a table: the slowest run, against the median of
+/// the runs of the same statement the coordinator keeps.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Suffering<'a> {
+    pub run: &'a QueryRun,
+    pub elapsed_ms: u64,
+    /// Runs of the same statement (this one included).
+    pub same: usize,
+    pub median_ms: u64,
+    /// The oldest of those runs.
+    pub since: Option<DateTime<Utc>>,
+}
+
+pub fn suffering(runs: &[QueryRun]) -> Option<Suffering<'_>> {
+    let (run, elapsed_ms) = runs
+        .iter()
+        .filter_map(|r| r.elapsed_ms.map(|e| (r, e)))
+        .max_by_key(|(_, e)| *e)?;
+    let key = shape(&run.query);
+    let same: Vec<&QueryRun> = runs
+        .iter()
+        .filter(|r| r.elapsed_ms.is_some() && shape(&r.query) == key)
+        .collect();
+    Some(Suffering {
+        run,
+        elapsed_ms,
+        same: same.len(),
+        median_ms: median(same.iter().filter_map(|r| r.elapsed_ms).collect()),
+        since: same.iter().filter_map(|r| r.created).min(),
+    })
+}
+
+impl Suffering<'_> {
+    /// `the dashboard query on documents took 4m12s reading 18,000 splits; its median
+    /// over the last 6h (5 runs) 18s`.
+    pub fn line(&self, table: &str, now: DateTime<Utc>) -> String {
+        let r = self.run;
+        let verb = if r.state == "FAILED" {
+            "failed after"
+        } else {
+            "took"
+        };
+        let mut s = format!(
+            "{} on {table} {verb} {}",
+            who(r),
+            elapsed_text(self.elapsed_ms)
+        );
+        if let Some(n) = r.splits {
+            s.push_str(&format!(" reading {} splits", thousands(n)));
+        }
+        if self.same > 1 {
+            let over = self
+                .since
+                .map(|t| {
+                    format!(
+                        "the last {}",
+                        human_duration((now - t).num_seconds().max(1))
+                    )
+                })
+                .unwrap_or_else(|| "the coordinator's history".into());
+            s.push_str(&format!(
+                "; its median over {over} ({} runs) {}",
+                self.same,
+                elapsed_text(self.median_ms)
+            ));
+        } else {
+            s.push_str("; the only run of it the coordinator keeps");
+        }
+        s
+    }
+}
+
+/// What `i` shows about a table's queries: the worst first, then the newest runs.
+pub fn lines(q: &TableQueries, table: &str, now: DateTime<Utc>, max: usize) -> Vec<String> {
+    match q {
+        TableQueries::Unavailable { reason } => vec![format!("queries: {reason}")],
+        TableQueries::Runs { runs, unconfirmed } => {
+            let mut out = Vec::new();
+            match suffering(runs) {
+                None => out.push(format!(
+                    "queries: none that read {table} in the coordinator's recent history"
+                )),
+                Some(w) => out.push(format!("queries: {}", w.line(table, now))),
+            }
+            for r in runs.iter().take(max) {
+                out.push(run_line(r, now));
+            }
+            if runs.len() > max {
+                out.push(format!("  and {} more", runs.len() - max));
+            }
+            if *unconfirmed > 0 {
+                out.push(format!(
+                    "  {unconfirmed} more named {table} but their details were no longer kept or not visible"
+                ));
+            }
+            out
+        }
+    }
+}
+
+/// `  3m ago FINISHED 4m12s, 18,000 splits, 2.1 GB read, cpu 9m — dashboard (alice): SELECT …`
+pub fn run_line(r: &QueryRun, now: DateTime<Utc>) -> String {
+    let mut facts = Vec::new();
+    if let Some(e) = r.elapsed_ms {
+        facts.push(elapsed_text(e));
+    }
+    if let Some(q) = r.queued_ms.filter(|q| *q >= 1000) {
+        facts.push(format!("queued {}", elapsed_text(q)));
+    }
+    if let Some(n) = r.splits {
+        facts.push(format!("{} splits", thousands(n)));
+    }
+    if let Some(b) = r.physical_input_bytes {
+        facts.push(format!("{} read", crate::fmt::human_bytes(b)));
+    }
+    if let Some(c) = r.cpu_ms {
+        facts.push(format!("cpu {}", elapsed_text(c)));
+    }
+    let ago = r
+        .created
+        .map(|t| format!("{} ago ", human_duration((now - t).num_seconds().max(0))))
+        .unwrap_or_default();
+    let by = match &r.source {
+        Some(s) => format!("{s} ({})", r.user),
+        None => r.user.clone(),
+    };
+    format!(
+        "  {ago}{} {} — {by}: {}",
+        r.state,
+        facts.join(", "),
+        crate::text::clip(&shape(&r.query), 80)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    fn run(id: &str, source: Option<&str>, q: &str, elapsed: u64, at_min: i64) -> QueryRun {
+        let t0 = Utc.with_ymd_and_hms(2026, 11, 29, 8, 0, 0).unwrap();
+        QueryRun {
+            query_id: id.into(),
+            state: "FINISHED".into(),
+            user: "alice".into(),
+            source: source.map(str::to_string),
+            query: q.into(),
+            created: Some(t0 + chrono::Duration::minutes(at_min)),
+            ended: None,
+            elapsed_ms: Some(elapsed),
+            queued_ms: Some(3),
+            cpu_ms: Some(9_000),
+            splits: Some(if elapsed > 60_000 { 18_000 } else { 40 }),
+            physical_input_bytes: Some(2 << 30),
+            physical_written_bytes: Some(0),
+            error_code: None,
+        }
+    }
+
+    #[test]
+    fn the_slowest_run_against_the_median_of_its_statement() {
+        let q = "SELECT district, count(*) FROM documents GROUP BY 1";
+        let runs = vec![
+            run("q5", Some("dashboard"), q, 252_000, 254),
+            run("q4", Some("dashboard"), &format!("{q}\n"), 18_000, 180),
+            run("q3", Some("dashboard"), q, 17_000, 120),
+            run("q2", None, "SELECT * FROM documents LIMIT 1", 400, 60),
+            run("q1", Some("dashboard"), q, 19_000, 14),
+        ];
+        let w = suffering(&runs).unwrap();
+        assert_eq!(w.run.query_id, "q5");
+        assert_eq!(w.same, 4, "whitespace does not make another statement");
+        assert_eq!(w.median_ms, 18_500);
+        let now = Utc.with_ymd_and_hms(2026, 11, 29, 12, 20, 0).unwrap();
+        assert_eq!(
+            w.line("documents", now),
+            "the dashboard query on documents took 4m12s reading 18,000 splits; its median over the last 4h6m (4 runs) 18s"
+        );
+        let one = vec![run("q2", None, "SELECT 1 FROM documents", 400, 60)];
+        assert_eq!(
+            suffering(&one).unwrap().line("documents", now),
+            "a query by alice on documents took 400ms reading 40 splits; the only run of it the coordinator keeps"
+        );
+        assert!(suffering(&[]).is_none());
+    }
+
+    #[test]
+    fn lines_say_what_is_missing_plainly() {
+        let now = Utc.with_ymd_and_hms(2026, 11, 29, 12, 0, 0).unwrap();
+        let none = TableQueries::Runs {
+            runs: vec![],
+            unconfirmed: 2,
+        };
+        let l = lines(&none, "documents", now, 5);
+        assert_eq!(
+            l[0],
+            "queries: none that read documents in the coordinator's recent history"
+        );
+        assert!(l[1].contains("2 more named documents"), "{l:?}");
+        let no = TableQueries::Unavailable {
+            reason: "user bob may not read the coordinator's query history".into(),
+        };
+        assert_eq!(
+            lines(&no, "documents", now, 5),
+            vec!["queries: user bob may not read the coordinator's query history"]
+        );
+    }
+
+    #[test]
+    fn history_errors_that_are_answers() {
+        let q = |name: &str| TrinoError::Query {
+            query_id: "q".into(),
+            error_name: name.into(),
+            error_code: 1,
+            error_type: "USER_ERROR".into(),
+            message: "m".into(),
+            location: None,
+        };
+        let u = unavailable(&q("TABLE_NOT_FOUND"), "floe", "http://t:8080/").unwrap();
+        assert!(u.contains("keeps no query history"), "{u}");
+        let u = unavailable(&q("PERMISSION_DENIED"), "mallory", "http://t:8080/").unwrap();
+        assert!(u.starts_with("user mallory may not read"), "{u}");
+        assert!(unavailable(&q("GENERIC_INTERNAL_ERROR"), "floe", "u").is_none());
+    }
+
+    #[test]
+    fn the_candidates_statement_quotes_the_name() {
+        let t = TableRef::new("iceberg", "zoning", "Doc's");
+        let sql = candidates_sql(&t);
+        assert!(
+            sql.contains(r"regexp_like(query, '(?i)(^|[^a-z0-9_$])doc\''s([^a-z0-9_$]|$)')"),
+            "{sql}"
+        );
+        assert!(sql.contains("state IN ('FINISHED', 'FAILED')"), "{sql}");
+    }
+}
