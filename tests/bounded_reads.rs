@@ -19,11 +19,11 @@ async fn the_snapshots_read_are_the_newest_few_while_the_verdict_counts_them_all
     .with_snapshot_limit(5);
     let t = TableRef::new(
         "iceberg",
-        "t_trust",
+        "t_trust_snaps",
         format!("history_{}", std::process::id()),
     );
     for q in [
-        "CREATE SCHEMA IF NOT EXISTS iceberg.t_trust".to_string(),
+        "CREATE SCHEMA IF NOT EXISTS iceberg.t_trust_snaps".to_string(),
         format!("DROP TABLE IF EXISTS {}", t.sql()),
         format!(
             "CREATE TABLE {} (id bigint, k varchar) WITH (partitioning = ARRAY['k'])",
@@ -73,11 +73,11 @@ async fn a_small_file_whose_snapshot_expired_has_a_lower_bound_age() {
     );
     let t = TableRef::new(
         "iceberg",
-        "t_trust",
+        "t_trust_expired",
         format!("expired_{}", std::process::id()),
     );
     for q in [
-        "CREATE SCHEMA IF NOT EXISTS iceberg.t_trust".to_string(),
+        "CREATE SCHEMA IF NOT EXISTS iceberg.t_trust_expired".to_string(),
         format!("DROP TABLE IF EXISTS {}", t.sql()),
         format!(
             "CREATE TABLE {} (id bigint, k varchar) WITH (partitioning = ARRAY['k'])",
@@ -124,9 +124,13 @@ async fn an_unpartitioned_table_made_by_trino_is_read_not_unknown() {
         "iceberg",
         HealthConfig::default(),
     );
-    let t = TableRef::new("iceberg", "t_trust", format!("flat_{}", std::process::id()));
+    let t = TableRef::new(
+        "iceberg",
+        "t_trust_flat",
+        format!("flat_{}", std::process::id()),
+    );
     for q in [
-        "CREATE SCHEMA IF NOT EXISTS iceberg.t_trust".to_string(),
+        "CREATE SCHEMA IF NOT EXISTS iceberg.t_trust_flat".to_string(),
         format!("DROP TABLE IF EXISTS {}", t.sql()),
         format!("CREATE TABLE {} (id bigint)", t.sql()),
         format!("INSERT INTO {} VALUES (1)", t.sql()),

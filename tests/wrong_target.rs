@@ -41,10 +41,13 @@ async fn table(
     with: &str,
     inserts: &[&str],
 ) -> TableRef {
-    let t = TableRef::new("iceberg", SCHEMA, format!("{name}_{}", std::process::id()));
+    // A schema of the test's own: two `CREATE SCHEMA IF NOT EXISTS` of one name at once
+    // race in the Iceberg JDBC catalog, and one fails with ICEBERG_CATALOG_ERROR.
+    let schema = format!("{SCHEMA}_{name}");
+    let t = TableRef::new("iceberg", &schema, format!("{name}_{}", std::process::id()));
     sql(
         lake,
-        &format!("CREATE SCHEMA IF NOT EXISTS iceberg.{SCHEMA}"),
+        &format!("CREATE SCHEMA IF NOT EXISTS iceberg.{schema}"),
     )
     .await;
     sql(lake, &format!("DROP TABLE IF EXISTS {}", t.sql())).await;
