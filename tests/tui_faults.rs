@@ -107,7 +107,8 @@ fn every_popup_open_at_20x5() {
         pty.wait_for(
             &format!("{name} again at 100x30"),
             Duration::from_secs(10),
-            |s| s.contains(shown) && s.lines().nth(29).is_some_and(|l| l.contains("? help")),
+            // (a tall popup may cover the footer's right part: its first key stays)
+            |s| s.contains(shown) && s.lines().nth(29).is_some_and(|l| l.starts_with("? ")),
         );
         pty.send(close);
         pty.wait_for(&format!("{name} closed"), Duration::from_secs(10), |s| {

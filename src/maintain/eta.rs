@@ -200,19 +200,30 @@ pub fn cli_lines(plan: &crate::lakehouse::maintenance::Plan, m: &Measured) -> Ve
     out
 }
 
+/// How long [`measure`] waits for the coordinator's history.
+pub const MEASURE_WITHIN: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Read the rate of the optimizes this coordinator ran: the audit log's and the
 /// coordinator's own history (what cannot be read is a note, not an error).
 pub async fn measure(lake: &Lakehouse, audit: &[Record]) -> Measured {
     let target = lake.client.url().to_string();
     let mut samples = audit_samples(audit, &target);
     let mut notes = Vec::new();
-    match lake.optimize_runs().await {
-        Ok(crate::lakehouse::history::TableQueries::Runs { runs, .. }) => {
+    // The estimate never holds up the confirmation: a history that does not answer in time
+    // is a note (dropping the read cancels it on the coordinator).
+    match tokio::time::timeout(MEASURE_WITHIN, lake.optimize_runs()).await {
+        Ok(Ok(crate::lakehouse::history::TableQueries::Runs { runs, .. })) => {
             samples.extend(coordinator_samples(&runs))
         }
-        Ok(crate::lakehouse::history::TableQueries::Unavailable { reason }) => notes.push(reason),
-        Err(e) => notes.push(format!(
+        Ok(Ok(crate::lakehouse::history::TableQueries::Unavailable { reason })) => {
+            notes.push(reason)
+        }
+        Ok(Err(e)) => notes.push(format!(
             "the coordinator's optimizes could not be read: {e}"
+        )),
+        Err(_) => notes.push(format!(
+            "the coordinator's query history did not answer within {}s",
+            MEASURE_WITHIN.as_secs()
         )),
     }
     Measured {

@@ -246,7 +246,10 @@ pub async fn cli(settings: &Settings, cmd: MaintainCmd, timeout: Option<Duration
         }
     };
     print!("{}", sanitize(&plan.to_string()));
-    if matches!(cmd, MaintainCmd::Optimize { .. }) {
+    // The estimate informs the operator's choice before `--yes`; with `--yes` there is no
+    // choice left, and the run sends no statement but its own (a slow history read would
+    // only delay the fix, before its signals and its --timeout are armed).
+    if !yes && matches!(cmd, MaintainCmd::Optimize { .. }) {
         let audit = audit::AuditLog::new(settings.audit_log.clone()).read();
         let m = eta::measure(&lake, &audit).await;
         for line in eta::cli_lines(&plan, &m) {
