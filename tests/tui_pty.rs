@@ -345,8 +345,9 @@ fn the_incident_through_airflow_from_the_table_to_the_failing_log_line_then_a_tr
         s.contains("trigger a run of expire_snapshots")
     });
     pty.send(b"y");
+    // Triggered, and the run floe created is now followed in the status line.
     pty.wait_for("the trigger's result", Duration::from_secs(30), |s| {
-        s.contains("triggered expire_snapshots")
+        s.contains("watching expire_snapshots ")
     });
     let after = runs_of("expire_snapshots");
     let new: Vec<&String> = after.iter().filter(|r| !before.contains(r)).collect();
