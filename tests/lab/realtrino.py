@@ -409,8 +409,26 @@ def create_layouts(url: str, catalog: str, schema: str = "zoo") -> list[str]:
     (with Trino's error), none when all ran."""
     failed = []
     for sql in layout_statements(schema):
-        page = statement(url, sql, timeout=120, catalog=catalog)
+        page = statement_when_scheduled(url, sql, catalog)
         err = page.get("error")
         if err:
             failed.append(f"{sql[:120]}: {err.get('errorName')}: {err.get('message')}")
     return failed
+
+
+def not_scheduled(err: dict | None) -> bool:
+    """A statement the coordinator could not schedule yet: a fresh coordinator answers its
+    first writes `GENERIC_INTERNAL_ERROR: nodes is empty` (or NO_NODES_AVAILABLE) for a few
+    seconds after its first query ran; nothing was written."""
+    if not err:
+        return False
+    return err.get("errorName") == "NO_NODES_AVAILABLE" or "nodes is empty" in (err.get("message") or "")
+
+
+def statement_when_scheduled(url: str, sql: str, catalog: str, within_s: float = 90) -> dict:
+    deadline = time.monotonic() + within_s
+    while True:
+        page = statement(url, sql, timeout=120, catalog=catalog)
+        if not not_scheduled(page.get("error")) or time.monotonic() > deadline:
+            return page
+        time.sleep(1)
