@@ -121,6 +121,20 @@ impl Lab {
             .unwrap()
     }
 
+    /// The list a lab control endpoint answers at `url`: under `key`, or the whole answer.
+    async fn list(url: &str, key: &str) -> Vec<Value> {
+        let v: Value = Self::http()
+            .get(url)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("GET {url}: {e}"))
+            .json()
+            .await
+            .unwrap_or_else(|e| panic!("GET {url}: {e}"));
+        let list = v.get(key).cloned().unwrap_or(v);
+        list.as_array().cloned().unwrap_or_default()
+    }
+
     pub async fn post(&self, path: &str, body: Value) -> Value {
         let url = format!("{}/{}", self.control_url(), path.trim_start_matches('/'));
         let r = Self::http()
@@ -152,19 +166,8 @@ impl Lab {
 
     /// Queries the lab saw from `user`, oldest first.
     pub async fn queries_of(&self, user: &str) -> Vec<Value> {
-        let url = format!("{}/queries", self.control_url());
-        let v: Value = Self::http()
-            .get(&url)
-            .send()
+        Self::list(&format!("{}/queries", self.control_url()), "queries")
             .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        let list = v.get("queries").cloned().unwrap_or(v);
-        list.as_array()
-            .cloned()
-            .unwrap_or_default()
             .into_iter()
             .filter(|q| q["user"] == user)
             .collect()
@@ -264,22 +267,14 @@ impl Lab {
 
     /// The requests the proxy in front of the real Trino saw from `user`, oldest first.
     pub async fn proxy_requests_of(&self, user: &str) -> Vec<Value> {
-        let url = format!("{}/requests", self.proxy_control_url());
-        let v: Value = Self::http()
-            .get(&url)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        let list = v.get("requests").cloned().unwrap_or(v);
-        list.as_array()
-            .cloned()
-            .unwrap_or_default()
-            .into_iter()
-            .filter(|q| q["user"] == user)
-            .collect()
+        Self::list(
+            &format!("{}/requests", self.proxy_control_url()),
+            "requests",
+        )
+        .await
+        .into_iter()
+        .filter(|q| q["user"] == user)
+        .collect()
     }
 
     /// An isolated, mutable copy of a seed table (tests that change tables use these).
@@ -339,17 +334,7 @@ impl Lab {
 
     /// The requests the Airflow fault proxy of `key` saw, oldest first.
     pub async fn proxy_requests(&self, key: &str) -> Vec<Value> {
-        let url = format!("{}/requests", self.proxy_control(key));
-        let v: Value = Self::http()
-            .get(&url)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        let list = v.get("requests").cloned().unwrap_or(v);
-        list.as_array().cloned().unwrap_or_default()
+        Self::list(&format!("{}/requests", self.proxy_control(key)), "requests").await
     }
 }
 
