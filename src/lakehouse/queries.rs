@@ -203,11 +203,6 @@ impl Lakehouse {
         m
     }
 
-    /// Whether `t` is read without `$entries` because the server failed to read it.
-    pub fn entries_unreadable(&self, t: &TableRef) -> bool {
-        self.entries_unreadable.lock().is_ok_and(|s| s.contains(t))
-    }
-
     fn file_layout(&self, t: &TableRef) -> Layout {
         if !self.supports(FILES_PARTITION_SINCE) {
             return Layout::Directory;
