@@ -147,3 +147,85 @@ async fn an_unpartitioned_table_made_by_trino_is_read_not_unknown() {
     let parts = lake.partitions(&t).await.unwrap();
     assert_eq!(parts.partitions.len(), 1, "{parts:?}");
 }
+
+#[tokio::test]
+async fn a_long_history_travels_as_a_bounded_row_and_weighs_as_the_whole_one() {
+    let client = || Client::new(lab().config(&lab().trino_url(), "floe")).unwrap();
+    // Every snapshot past the retention but the current one.
+    let health = HealthConfig {
+        snapshot_retention: std::time::Duration::from_secs(1),
+        ..HealthConfig::default()
+    };
+    let whole = Lakehouse::new(client(), "iceberg", health.clone());
+    let bounded = Lakehouse::new(
+        client(),
+        "iceberg",
+        HealthConfig {
+            trend_limit: 4,
+            ..health.clone()
+        },
+    );
+    let t = TableRef::new(
+        "iceberg",
+        "t_trust_trend",
+        format!("trend_{}", std::process::id()),
+    );
+    for q in [
+        "CREATE SCHEMA IF NOT EXISTS iceberg.t_trust_trend".to_string(),
+        format!("DROP TABLE IF EXISTS {}", t.sql()),
+        format!(
+            "CREATE TABLE {} (id bigint, k varchar) WITH (partitioning = ARRAY['k'])",
+            t.sql()
+        ),
+    ] {
+        whole.client.query(&q).await.unwrap();
+    }
+    // Eight small files, compacted to one, then three more: the compaction's drop ends up
+    // among the summarised snapshots.
+    for i in 0..8 {
+        whole
+            .client
+            .query(&format!("INSERT INTO {} VALUES ({i}, 'a')", t.sql()))
+            .await
+            .unwrap();
+    }
+    whole
+        .client
+        .query(&format!("ALTER TABLE {} EXECUTE optimize", t.sql()))
+        .await
+        .unwrap();
+    for i in 0..3 {
+        whole
+            .client
+            .query(&format!("INSERT INTO {} VALUES ({i}, 'b')", t.sql()))
+            .await
+            .unwrap();
+    }
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    let all = whole.table_stats(&t).await.unwrap();
+    let part = bounded.table_stats(&t).await.unwrap();
+    assert!(all.trend_tail.is_none(), "{all:?}");
+    assert!(all.trend.len() >= 12, "{all:?}");
+    assert_eq!(
+        part.trend.len(),
+        4,
+        "only the newest four one by one: {part:?}"
+    );
+    assert_eq!(part.trend[..], all.trend[all.trend.len() - 4..]);
+    let tail = part.trend_tail.expect("the older snapshots summarised");
+    assert_eq!(tail.snapshots as usize, all.trend.len() - 4);
+    assert_eq!(tail.newest, all.trend[all.trend.len() - 5].0);
+    assert_eq!(part.snapshots, all.snapshots, "the count is every snapshot");
+    let now = chrono::Utc::now();
+    let cost = floe::health::retention_cost(&all, &health, now).unwrap();
+    assert!(cost.pinned_files >= 7, "the compaction's drop: {cost:?}");
+    assert_eq!(
+        floe::health::retention_cost(&part, &health, now),
+        Some(cost),
+        "the summary weighs the old snapshots as the whole history does"
+    );
+    assert_eq!(
+        floe::health::evaluate(&part, None, &health, now).findings,
+        floe::health::evaluate(&all, None, &health, now).findings
+    );
+}

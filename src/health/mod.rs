@@ -62,6 +62,11 @@ pub struct HealthConfig {
     pub incremental_over: Duration,
     /// The share of the small files the first part of an incremental optimize holds.
     pub incremental_share: f64,
+    /// Snapshots whose `total-data-files` the health statement returns one by one (the
+    /// newest); the older ones travel as one summary
+    /// ([`TrendTail`](crate::lakehouse::model::TrendTail)), so a table with a
+    /// million snapshots is still one small row and keeps its verdict.
+    pub trend_limit: u64,
 }
 
 impl Default for HealthConfig {
@@ -91,6 +96,7 @@ impl Default for HealthConfig {
             dag_interval: Duration::from_secs(86_400),
             incremental_over: Duration::from_secs(30 * 60),
             incremental_share: 0.5,
+            trend_limit: 1000,
         }
     }
 }
@@ -280,37 +286,58 @@ pub struct RetentionCost {
 }
 
 /// The cost of the snapshots past retention, or `None` when the summaries carry no
-/// `total-data-files` to weigh it with.
+/// `total-data-files` to weigh it with, or when the cutoff falls among the snapshots read
+/// only as a summary ([`TableStats::trend_tail`]: more than `trend_limit` snapshots are
+/// younger than the retention, and which of the rest are past it is not known).
 pub fn retention_cost(
     stats: &TableStats,
     cfg: &HealthConfig,
     now: DateTime<Utc>,
 ) -> Option<RetentionCost> {
-    let trend = &stats.trend;
-    if trend.is_empty() {
+    if stats.trend.is_empty() {
         return None;
     }
     let retention =
         chrono::Duration::from_std(cfg.snapshot_retention).unwrap_or(chrono::Duration::MAX);
     let cutoff = now.checked_sub_signed(retention)?;
-    let last = trend.len() - 1;
+    // The tail's newest snapshot joins the sequence; the others are counted and their
+    // drops summed, which is all the cost needs once all of them are past the cutoff.
+    let mut seq = Vec::with_capacity(stats.trend.len() + 1);
+    let (mut expirable, mut within) = (0u64, 0u64);
+    if let Some(tail) = stats.trend_tail {
+        if tail.newest >= cutoff {
+            return stats
+                .oldest_snapshot
+                .is_some_and(|o| o >= cutoff)
+                .then_some(RetentionCost {
+                    expirable: 0,
+                    pinned_files: 0,
+                });
+        }
+        expirable = tail.snapshots.saturating_sub(1);
+        within = tail.drops;
+        seq.push((tail.newest, tail.last_files));
+    }
+    seq.extend_from_slice(&stats.trend);
+    let last = seq.len() - 1;
     // The current snapshot is never expired, however old.
-    let expirable = trend[..last].iter().filter(|(t, _)| *t < cutoff).count();
-    if expirable == 0 {
+    let expirable_here = seq[..last].iter().filter(|(t, _)| *t < cutoff).count();
+    if expirable_here == 0 {
         return Some(RetentionCost {
             expirable: 0,
             pinned_files: 0,
         });
     }
+    expirable += expirable_here as u64;
     // Drops between two expirable snapshots are files only expirable ones hold; drops
     // after the newest expirable one count up to the files it held.
-    let newest = expirable - 1;
-    let drop = |i: usize| trend[i].1.saturating_sub(trend[i + 1].1);
-    let within: u64 = (0..newest).map(drop).sum();
+    let newest = expirable_here - 1;
+    let drop = |i: usize| seq[i].1.saturating_sub(seq[i + 1].1);
+    within += (0..newest).map(drop).sum::<u64>();
     let after: u64 = (newest..last).map(drop).sum();
     Some(RetentionCost {
-        expirable: expirable as u64,
-        pinned_files: within + after.min(trend[newest].1),
+        expirable,
+        pinned_files: within + after.min(seq[newest].1),
     })
 }
 

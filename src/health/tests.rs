@@ -850,4 +850,74 @@ mod noise {
         let h = evaluate(&s, None, &HealthConfig::default(), now());
         assert_eq!(finding(&h, "snapshot_bloat").severity, Severity::Warning);
     }
+
+    /// `s` as the health statement returns it with `trend_limit = keep`: the newest `keep`
+    /// totals one by one, the older ones summarised the way the statement sums them.
+    fn bounded(s: &TableStats, keep: usize) -> TableStats {
+        let split = s.trend.len().saturating_sub(keep);
+        let (old, newest) = s.trend.split_at(split);
+        let trend_tail = old
+            .last()
+            .map(|&(t, files)| crate::lakehouse::model::TrendTail {
+                snapshots: old.len() as u64,
+                newest: t,
+                last_files: files,
+                drops: old.windows(2).map(|w| w[0].1.saturating_sub(w[1].1)).sum(),
+            });
+        TableStats {
+            trend: newest.to_vec(),
+            trend_tail,
+            ..s.clone()
+        }
+    }
+
+    #[test]
+    fn a_bounded_trend_weighs_the_snapshots_past_retention_as_the_whole_one() {
+        // Growth, compactions and quiet days in an irregular mix, 300 daily snapshots.
+        let files = |i: usize| ((i * 37) % 11) as u64 * 40 + if i % 29 == 0 { 1 } else { 500 };
+        let full = history(300, 1, files);
+        for retention_days in [0, 1, 6, 7, 8, 30, 100, 250, 299, 400] {
+            let cfg = HealthConfig {
+                snapshot_retention: std::time::Duration::from_secs(retention_days * 86_400 + 1800),
+                ..HealthConfig::default()
+            };
+            let whole = retention_cost(&full, &cfg, now());
+            for keep in [1, 2, 5, 50, 299, 300, 1000] {
+                let part = bounded(&full, keep);
+                let got = retention_cost(&part, &cfg, now());
+                let cutoff = now() - chrono::Duration::from_std(cfg.snapshot_retention).unwrap();
+                let in_tail = part.trend_tail.is_some_and(|t| t.newest >= cutoff)
+                    && full.oldest_snapshot.is_some_and(|o| o < cutoff);
+                // With the cutoff among the summarised snapshots, which of them are past it
+                // is not known.
+                let want = if in_tail { None } else { whole };
+                assert_eq!(got, want, "retention {retention_days}d, keep {keep}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_million_snapshots_read_bounded_keep_their_critical_verdict() {
+        let cfg = HealthConfig::default();
+        // A million snapshots, the newest 1,000 read one by one: past retention and too
+        // many, whatever the tail's cost.
+        let mut s = history(1000, 1, |i| i as u64 + 1);
+        s.snapshots = 1_000_000;
+        s.oldest_snapshot = Some(hours_ago(24 * 400));
+        s.trend_tail = Some(crate::lakehouse::model::TrendTail {
+            snapshots: 999_000,
+            newest: hours_ago(24 * 1000),
+            last_files: 1,
+            drops: 0,
+        });
+        let c = retention_cost(&s, &cfg, now()).unwrap();
+        assert!(c.expirable > 999_000, "{c:?}");
+        let h = evaluate(&s, None, &cfg, now());
+        assert_eq!(finding(&h, "snapshot_bloat").severity, Severity::Critical);
+        // The cutoff among the summarised snapshots: the cost is unknown, the verdict stays.
+        s.trend_tail.as_mut().unwrap().newest = hours_ago(2);
+        assert_eq!(retention_cost(&s, &cfg, now()), None);
+        let h = evaluate(&s, None, &cfg, now());
+        assert_eq!(finding(&h, "snapshot_bloat").severity, Severity::Critical);
+    }
 }

@@ -152,9 +152,25 @@ pub struct TableStats {
     pub writes_since_compaction: u64,
     /// `total-data-files` right after the last compaction, when the summary has it.
     pub files_after_compaction: Option<u64>,
-    /// `(committed_at, total-data-files)` of every snapshot that records the total, oldest
-    /// first: the growth chart.
+    /// `(committed_at, total-data-files)` of the newest snapshots that record the total
+    /// (at most `HealthConfig::trend_limit`), oldest first.
     pub trend: Vec<(DateTime<Utc>, u64)>,
+    /// The snapshots older than `trend`, summarised; `None` when `trend` holds them all.
+    pub trend_tail: Option<TrendTail>,
+}
+
+/// The snapshots (with a `total-data-files`) older than those of `TableStats::trend`, as
+/// one summary: enough to weigh them once all of them are past the retention.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct TrendTail {
+    /// How many.
+    pub snapshots: u64,
+    /// The newest of them.
+    pub newest: DateTime<Utc>,
+    /// Its `total-data-files`.
+    pub last_files: u64,
+    /// The drops of `total-data-files` from each of them to the next (within the tail).
+    pub drops: u64,
 }
 
 impl TableStats {

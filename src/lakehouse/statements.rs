@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use chrono::{DateTime, Utc};
 
 use super::maintenance::{PartitionField, TableLayout, files_partition_predicate};
-use super::model::{SnapshotInfo, TableRef, TableStats};
+use super::model::{SnapshotInfo, TableRef, TableStats, TrendTail};
 use super::queries::Layout;
 use super::sql::{quote_ident, quote_string};
 use crate::health::HealthConfig;
@@ -62,15 +62,16 @@ fn timed_ctes(
     outer: bool,
 ) -> String {
     let null_ts = "CAST(NULL AS timestamp(3) with time zone)";
+    let no_trend = "CAST(NULL AS bigint) AS trend_rank, CAST(NULL AS bigint) AS next_files";
     let files = if meta.entries {
         format!(
-            "SELECT 0 AS kind, e.snapshot_id, e.data_file.content AS content, e.data_file.file_size_in_bytes AS size,\n         e.data_file.record_count AS records, {part} AS part,\n         {null_ts} AS committed_at, CAST(NULL AS varchar) AS operation,\n         CAST(NULL AS bigint) AS total_files, CAST(NULL AS bigint) AS deleted_files\n  FROM {entries} e WHERE e.status <> 2",
+            "SELECT 0 AS kind, e.snapshot_id, e.data_file.content AS content, e.data_file.file_size_in_bytes AS size,\n         e.data_file.record_count AS records, {part} AS part,\n         {null_ts} AS committed_at, CAST(NULL AS varchar) AS operation,\n         CAST(NULL AS bigint) AS total_files, CAST(NULL AS bigint) AS deleted_files, {no_trend}\n  FROM {entries} e WHERE e.status <> 2",
             part = part_expr(layout, "e.data_file"),
             entries = t.meta("entries"),
         )
     } else {
         format!(
-            "SELECT 0 AS kind, CAST(NULL AS bigint) AS snapshot_id, f.content, f.file_size_in_bytes AS size,\n         f.record_count AS records, {part} AS part,\n         {null_ts} AS committed_at, CAST(NULL AS varchar) AS operation,\n         CAST(NULL AS bigint) AS total_files, CAST(NULL AS bigint) AS deleted_files\n  FROM {files} f",
+            "SELECT 0 AS kind, CAST(NULL AS bigint) AS snapshot_id, f.content, f.file_size_in_bytes AS size,\n         f.record_count AS records, {part} AS part,\n         {null_ts} AS committed_at, CAST(NULL AS varchar) AS operation,\n         CAST(NULL AS bigint) AS total_files, CAST(NULL AS bigint) AS deleted_files, {no_trend}\n  FROM {files} f",
             part = part_expr(layout, "f"),
             files = t.meta("files"),
         )
@@ -86,6 +87,23 @@ fn timed_ctes(
     } else {
         (null_ts.to_string(), "true")
     };
+    // The stats statement ranks the snapshots that record a total, newest first, and pairs
+    // each with the next one's total: the newest `trend_limit` travel one by one, the older
+    // ones as one summary (a million snapshots stay one small row). Only the snapshots are
+    // sorted for it, in their own branch of the stream.
+    let total = "TRY_CAST(element_at(s.summary, 'total-data-files') AS bigint)";
+    let snapshot_trend = if outer {
+        format!(
+            "CASE WHEN {total} IS NOT NULL THEN row_number() OVER (PARTITION BY {total} IS NULL ORDER BY s.committed_at DESC, s.snapshot_id DESC) END AS trend_rank,\n         lead({total}) OVER (PARTITION BY {total} IS NULL ORDER BY s.committed_at, s.snapshot_id) AS next_files"
+        )
+    } else {
+        no_trend.to_string()
+    };
+    let trend = if outer {
+        " x.trend_rank, x.next_files,"
+    } else {
+        ""
+    };
     let join = if outer {
         "cfg LEFT JOIN stream x ON true"
     } else {
@@ -93,8 +111,8 @@ fn timed_ctes(
     };
     format!(
         "{cfg},\n\
-         stream AS (\n  {files}\n  UNION ALL\n  SELECT 1 AS kind, s.snapshot_id, NULL, NULL, NULL, NULL, s.committed_at, s.operation,\n         TRY_CAST(element_at(summary, 'total-data-files') AS bigint),\n         TRY_CAST(element_at(summary, 'deleted-data-files') AS bigint)\n  FROM {snapshots} s\n),\n\
-         timed AS (\n  SELECT x.kind, x.content, x.size, x.records, x.part, x.committed_at, x.operation, x.total_files,\n         cfg.target, cfg.target_from_property,\n         x.kind = 0 AND x.content = 0 AND x.size < cfg.target * {ratio} AS small,\n         x.kind = 0 AND x.content = 0 AND x.size > cfg.target * {large} AS large,\n         {written} AS written_at, {known} AS written_known,\n         max(CASE WHEN x.operation = 'replace' AND x.deleted_files > 0 THEN x.committed_at END) OVER () AS last_compaction\n  FROM {join}\n)",
+         stream AS (\n  {files}\n  UNION ALL\n  SELECT 1 AS kind, s.snapshot_id, NULL, NULL, NULL, NULL, s.committed_at, s.operation,\n         {total},\n         TRY_CAST(element_at(s.summary, 'deleted-data-files') AS bigint),\n         {snapshot_trend}\n  FROM {snapshots} s\n),\n\
+         timed AS (\n  SELECT x.kind, x.content, x.size, x.records, x.part, x.committed_at, x.operation, x.total_files,\n         cfg.target, cfg.target_from_property,\n         x.kind = 0 AND x.content = 0 AND x.size < cfg.target * {ratio} AS small,\n         x.kind = 0 AND x.content = 0 AND x.size > cfg.target * {large} AS large,\n         {written} AS written_at, {known} AS written_known,{trend}\n         max(CASE WHEN x.operation = 'replace' AND x.deleted_files > 0 THEN x.committed_at END) OVER () AS last_compaction\n  FROM {join}\n)",
         cfg = cfg_cte(t, h),
         snapshots = t.meta("snapshots"),
         ratio = h.small_file_ratio,
@@ -135,14 +153,15 @@ pub fn stats_sql(t: &TableRef, h: &HealthConfig, layout: Layout, meta: MetaTable
     };
     format!(
         "WITH\n{timed},\n\
-         parts AS (\n  SELECT kind, part, max(target) AS target, bool_or(target_from_property) AS target_from_property,\n         {FILE_AGGREGATES},\n         count_if(kind = 1) AS snapshots, min(committed_at) AS oldest_snapshot, max(committed_at) AS newest_snapshot,\n         max(CASE WHEN kind = 1 AND operation <> 'replace' THEN committed_at END) AS last_write,\n         max(last_compaction) AS last_compaction,\n         count_if(kind = 1 AND operation <> 'replace' AND committed_at > last_compaction) AS writes_since_compaction,\n         max(CASE WHEN kind = 1 AND committed_at = last_compaction THEN total_files END) AS files_after_compaction,\n         array_agg(to_unixtime(committed_at) ORDER BY committed_at) FILTER (WHERE kind = 1 AND total_files IS NOT NULL) AS trend_at,\n         array_agg(total_files ORDER BY committed_at) FILTER (WHERE kind = 1 AND total_files IS NOT NULL) AS trend_files\n  FROM timed GROUP BY kind, part\n),\n\
-         tbl AS (\n  SELECT max(target) AS target, bool_or(target_from_property) AS target_from_property,\n         COALESCE(sum(files), 0) AS data_files, COALESCE(sum(small_files), 0) AS small_files, COALESCE(sum(large), 0) AS large_files,\n         COALESCE(sum(bytes), 0) AS total_bytes, COALESCE(sum(records), 0) AS records,\n         COALESCE(sum(position_delete_files), 0) AS position_delete_files, COALESCE(sum(equality_delete_files), 0) AS equality_delete_files,\n         COALESCE(sum(delete_bytes), 0) AS delete_bytes,\n         COALESCE(sum(position_deletes), 0) AS position_deletes, COALESCE(sum(equality_deletes), 0) AS equality_deletes,\n         min(oldest_small) AS oldest_small, COALESCE(bool_or(oldest_small_lower), false) AS oldest_small_lower,\n         max(CASE WHEN kind = 0 THEN small_files END) AS max_partition_small_files,\n         {partition_counts},\n         COALESCE(sum(snapshots), 0) AS snapshots, min(oldest_snapshot) AS oldest_snapshot, max(newest_snapshot) AS newest_snapshot,\n         max(last_write) AS last_write, max(last_compaction) AS last_compaction,\n         COALESCE(sum(writes_since_compaction), 0) AS writes_since_compaction, max(files_after_compaction) AS files_after_compaction,\n         arbitrary(trend_at) AS trend_at, arbitrary(trend_files) AS trend_files\n  FROM parts\n),\n\
+         parts AS (\n  SELECT kind, part, max(target) AS target, bool_or(target_from_property) AS target_from_property,\n         {FILE_AGGREGATES},\n         count_if(kind = 1) AS snapshots, min(committed_at) AS oldest_snapshot, max(committed_at) AS newest_snapshot,\n         max(CASE WHEN kind = 1 AND operation <> 'replace' THEN committed_at END) AS last_write,\n         max(last_compaction) AS last_compaction,\n         count_if(kind = 1 AND operation <> 'replace' AND committed_at > last_compaction) AS writes_since_compaction,\n         max(CASE WHEN kind = 1 AND committed_at = last_compaction THEN total_files END) AS files_after_compaction,\n         array_agg(to_unixtime(committed_at) ORDER BY committed_at) FILTER (WHERE trend_rank <= {limit}) AS trend_at,\n         array_agg(total_files ORDER BY committed_at) FILTER (WHERE trend_rank <= {limit}) AS trend_files,\n         count_if(trend_rank > {limit}) AS tail_snapshots, max(CASE WHEN trend_rank > {limit} THEN committed_at END) AS tail_newest,\n         max(CASE WHEN trend_rank = {limit} + 1 THEN total_files END) AS tail_last_files,\n         COALESCE(sum(CASE WHEN trend_rank > {limit} + 1 THEN greatest(total_files - next_files, 0) END), 0) AS tail_drops\n  FROM timed GROUP BY kind, part\n),\n\
+         tbl AS (\n  SELECT max(target) AS target, bool_or(target_from_property) AS target_from_property,\n         COALESCE(sum(files), 0) AS data_files, COALESCE(sum(small_files), 0) AS small_files, COALESCE(sum(large), 0) AS large_files,\n         COALESCE(sum(bytes), 0) AS total_bytes, COALESCE(sum(records), 0) AS records,\n         COALESCE(sum(position_delete_files), 0) AS position_delete_files, COALESCE(sum(equality_delete_files), 0) AS equality_delete_files,\n         COALESCE(sum(delete_bytes), 0) AS delete_bytes,\n         COALESCE(sum(position_deletes), 0) AS position_deletes, COALESCE(sum(equality_deletes), 0) AS equality_deletes,\n         min(oldest_small) AS oldest_small, COALESCE(bool_or(oldest_small_lower), false) AS oldest_small_lower,\n         max(CASE WHEN kind = 0 THEN small_files END) AS max_partition_small_files,\n         {partition_counts},\n         COALESCE(sum(snapshots), 0) AS snapshots, min(oldest_snapshot) AS oldest_snapshot, max(newest_snapshot) AS newest_snapshot,\n         max(last_write) AS last_write, max(last_compaction) AS last_compaction,\n         COALESCE(sum(writes_since_compaction), 0) AS writes_since_compaction, max(files_after_compaction) AS files_after_compaction,\n         arbitrary(trend_at) AS trend_at, arbitrary(trend_files) AS trend_files,\n         COALESCE(sum(tail_snapshots), 0) AS tail_snapshots, max(tail_newest) AS tail_newest,\n         max(tail_last_files) AS tail_last_files, COALESCE(sum(tail_drops), 0) AS tail_drops\n  FROM parts\n),\n\
          man AS (\n  SELECT count(*) AS manifests, count_if(length < {small_manifest}) AS small_manifests, COALESCE(sum(length), 0) AS manifest_bytes\n  FROM {manifests}\n){meta_cte}\n\
-         SELECT tbl.target, tbl.target_from_property,\n       tbl.data_files, tbl.small_files, tbl.large_files, tbl.total_bytes, tbl.records,\n       tbl.position_delete_files + tbl.equality_delete_files AS delete_files,\n       tbl.position_delete_files, tbl.equality_delete_files, tbl.delete_bytes,\n       tbl.position_deletes, tbl.equality_deletes,\n       to_unixtime(tbl.oldest_small) AS oldest_small_file_at, tbl.oldest_small_lower,\n       tbl.partitions, tbl.small_file_partitions, tbl.critical_partitions, tbl.max_partition_small_files,\n       tbl.snapshots, to_unixtime(tbl.oldest_snapshot) AS oldest_snapshot,\n       to_unixtime(tbl.newest_snapshot) AS newest_snapshot, to_unixtime(tbl.last_write) AS last_write,\n       to_unixtime(tbl.last_compaction) AS last_compaction,\n       tbl.writes_since_compaction, tbl.files_after_compaction,\n       tbl.trend_at, tbl.trend_files,\n       man.manifests, man.small_manifests, man.manifest_bytes, {meta_col}\n\
+         SELECT tbl.target, tbl.target_from_property,\n       tbl.data_files, tbl.small_files, tbl.large_files, tbl.total_bytes, tbl.records,\n       tbl.position_delete_files + tbl.equality_delete_files AS delete_files,\n       tbl.position_delete_files, tbl.equality_delete_files, tbl.delete_bytes,\n       tbl.position_deletes, tbl.equality_deletes,\n       to_unixtime(tbl.oldest_small) AS oldest_small_file_at, tbl.oldest_small_lower,\n       tbl.partitions, tbl.small_file_partitions, tbl.critical_partitions, tbl.max_partition_small_files,\n       tbl.snapshots, to_unixtime(tbl.oldest_snapshot) AS oldest_snapshot,\n       to_unixtime(tbl.newest_snapshot) AS newest_snapshot, to_unixtime(tbl.last_write) AS last_write,\n       to_unixtime(tbl.last_compaction) AS last_compaction,\n       tbl.writes_since_compaction, tbl.files_after_compaction,\n       tbl.trend_at, tbl.trend_files, tbl.tail_snapshots, to_unixtime(tbl.tail_newest) AS tail_newest,\n       tbl.tail_last_files, tbl.tail_drops,\n       man.manifests, man.small_manifests, man.manifest_bytes, {meta_col}\n\
          FROM tbl CROSS JOIN man{meta_join}",
         timed = timed_ctes(t, h, layout, meta, true),
         small_manifest = h.small_manifest_size,
         manifests = t.meta("manifests"),
+        limit = h.trend_limit.max(1),
     )
 }
 
@@ -229,6 +248,16 @@ pub fn parse_stats(r: &Row, layout: Layout) -> Result<TableStats, String> {
             }
         }
     }
+    let tail_snapshots = r.u64("tail_snapshots").unwrap_or(0);
+    let trend_tail = match (opt_time(r, "tail_newest"), r.u64("tail_last_files")) {
+        (Some(newest), Some(last_files)) if tail_snapshots > 0 => Some(TrendTail {
+            snapshots: tail_snapshots,
+            newest,
+            last_files,
+            drops: r.u64("tail_drops").unwrap_or(0),
+        }),
+        _ => None,
+    };
     let partitions = u("partitions")?;
     Ok(TableStats {
         target_file_size: u("target")?,
@@ -270,6 +299,7 @@ pub fn parse_stats(r: &Row, layout: Layout) -> Result<TableStats, String> {
         writes_since_compaction: u("writes_since_compaction")?,
         files_after_compaction: r.u64("files_after_compaction"),
         trend,
+        trend_tail,
     })
 }
 
@@ -498,7 +528,7 @@ mod tests {
         assert_eq!(sql.matches("$files").count(), 1);
         assert_eq!(sql.matches("$snapshots").count(), 1);
         assert_eq!(sql.matches("$properties").count(), 1);
-        assert!(sql.contains("element_at(summary, 'total-data-files')"));
+        assert!(sql.contains("element_at(s.summary, 'total-data-files')"));
         assert!(
             !sql.contains("summary["),
             "missing keys must not fail the query"
