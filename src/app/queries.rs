@@ -66,6 +66,8 @@ pub fn wanted(s: &mut State) -> Vec<Effect> {
     if let Some(Popup::Health(t)) = &s.popup {
         tables.push(t.clone());
     }
+    // After a watched run: the next runs of the query its table suffered.
+    tables.extend(super::dags::watch::query_tables(s));
     if s.tab == Tab::Triage {
         tables.extend(
             s.triage

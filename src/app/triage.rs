@@ -212,6 +212,13 @@ fn arrive(s: &mut State, tab: Tab, dag_level: Option<DagLevel>) {
 
 /// Enter on the Triage tab: jump to the selected incident's evidence.
 pub fn enter(s: &mut State) -> Vec<Effect> {
+    // The incident of a run being watched: its running task's log (read again at each
+    // poll while it runs).
+    if let Some((dag_id, run_id, task_id, try_number)) = super::dags::watch::running_log(s)
+        && select_dag(s, &dag_id)
+    {
+        return open_log(s, dag_id, run_id, task_id, try_number);
+    }
     let Some(jump) = s.triage.selected().map(|i| i.jump.clone()) else {
         return Vec::new();
     };
@@ -230,37 +237,7 @@ pub fn enter(s: &mut State) -> Vec<Effect> {
                 arrive(s, Tab::Dags, Some(DagLevel::Runs));
                 return super::dags::enter(s);
             };
-            // The failing task's log, with its run and tasks behind it for Esc.
-            if s.dags.dag_id.as_deref() != Some(&dag_id) {
-                s.dags.runs.clear();
-                s.dags.runs_grid = Grid::default();
-            }
-            if s.dags.run_id.as_deref() != Some(&run_id) {
-                s.dags.tasks.clear();
-                s.dags.tasks_grid = Grid::default();
-            }
-            s.dags.dag_id = Some(dag_id.clone());
-            s.dags.run_id = Some(run_id.clone());
-            s.dags.level = Some(DagLevel::Log);
-            s.dags.runs_load = Load::Loading;
-            s.dags.tasks_load = Load::Loading;
-            s.dags.log_load = Load::Loading;
-            arrive(s, Tab::Dags, Some(DagLevel::Log));
-            vec![
-                Effect::LoadRuns {
-                    dag_id: dag_id.clone(),
-                },
-                Effect::LoadTasks {
-                    dag_id: dag_id.clone(),
-                    run_id: run_id.clone(),
-                },
-                Effect::LoadLog {
-                    dag_id,
-                    run_id,
-                    task_id,
-                    try_number,
-                },
-            ]
+            open_log(s, dag_id, run_id, task_id, try_number)
         }
         Jump::Dag { .. } => {
             arrive(s, Tab::Dags, Some(DagLevel::List));
@@ -291,6 +268,46 @@ pub fn enter(s: &mut State) -> Vec<Effect> {
             Vec::new()
         }
     }
+}
+
+/// A task's log on the DAGs tab, with its run and tasks behind it for Esc.
+fn open_log(
+    s: &mut State,
+    dag_id: String,
+    run_id: String,
+    task_id: String,
+    try_number: u32,
+) -> Vec<Effect> {
+    if s.dags.dag_id.as_deref() != Some(&dag_id) {
+        s.dags.runs.clear();
+        s.dags.runs_grid = Grid::default();
+    }
+    if s.dags.run_id.as_deref() != Some(&run_id) {
+        s.dags.tasks.clear();
+        s.dags.tasks_grid = Grid::default();
+    }
+    s.dags.dag_id = Some(dag_id.clone());
+    s.dags.run_id = Some(run_id.clone());
+    s.dags.level = Some(DagLevel::Log);
+    s.dags.runs_load = Load::Loading;
+    s.dags.tasks_load = Load::Loading;
+    s.dags.log_load = Load::Loading;
+    arrive(s, Tab::Dags, Some(DagLevel::Log));
+    vec![
+        Effect::LoadRuns {
+            dag_id: dag_id.clone(),
+        },
+        Effect::LoadTasks {
+            dag_id: dag_id.clone(),
+            run_id: run_id.clone(),
+        },
+        Effect::LoadLog {
+            dag_id,
+            run_id,
+            task_id,
+            try_number,
+        },
+    ]
 }
 
 /// Esc where a jump arrived (nothing else to clear there): back to the Triage tab.

@@ -420,6 +420,9 @@ pub fn evaluate(
     let target = stats.target_file_size.max(1);
     let threshold = cfg.small_threshold(target);
     let enough_small = stats.small_files >= cfg.min_small_files;
+    // No partition holds two small files: a compaction has nothing left to merge (what
+    // an optimize of an over-partitioned table leaves), so nothing waits for one.
+    let mergeable = stats.max_partition_small_files.is_none_or(|m| m >= 2);
 
     if stats.is_empty_table() {
         out.push(Finding {
@@ -478,7 +481,12 @@ pub fn evaluate(
             thousands(cfg.critical_partition_small_files)
         );
         let (severity, penalty) =
-            if costly {
+            if !mergeable {
+                msg.push_str(
+                    " — no partition holds two of them: a compaction has nothing to merge",
+                );
+                (Severity::Info, 0)
+            } else if costly {
                 if excess >= cfg.critical_small_files {
                     msg.push_str(&format!(
                         " — CRITICAL: a reader opens {} files where {} would hold the {}",
@@ -514,8 +522,9 @@ pub fn evaluate(
         });
     }
 
-    // Compaction staleness: only while small files matter and the table changed since.
-    if enough_small {
+    // Compaction staleness: only while small files matter, a compaction could merge
+    // them, and the table changed since.
+    if enough_small && mergeable {
         match stats.last_compaction {
             None => {
                 let severity = capped(Severity::Critical);

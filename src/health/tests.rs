@@ -921,3 +921,37 @@ mod noise {
         assert_eq!(finding(&h, "snapshot_bloat").severity, Severity::Critical);
     }
 }
+
+#[test]
+fn one_small_file_a_partition_leaves_a_compaction_nothing_to_merge() {
+    // What an optimize of the incident leaves: each of its 360 partitions one small file
+    // (the oldest never rewritten, alone in its partition).
+    let cfg = HealthConfig::default();
+    let mut s = incident();
+    s.partitions = 360;
+    s.data_files = 360;
+    s.small_files = 360;
+    s.small_file_partitions = 0;
+    s.total_bytes = 360 * 6 * 1024;
+    s.max_partition_small_files = Some(1);
+    s.oldest_small_file_at = Some(hours_ago(24 * 15));
+    s.last_compaction = Some(hours_ago(1));
+    s.files_after_compaction = Some(360);
+    s.writes_since_compaction = 0;
+    let dag = dag("success");
+    let h = evaluate(&s, Some(&dag), &cfg, now());
+    let f = finding(&h, "small_files");
+    assert_eq!(f.severity, Severity::Info);
+    assert!(
+        f.message.contains("a compaction has nothing to merge"),
+        "{}",
+        f.message
+    );
+    assert!(!rules(&h).contains(&"compaction_stale"), "{h:?}");
+    assert!(!rules(&h).contains(&"stale_dag_succeeds"), "{h:?}");
+    // Two small files in one partition: that partition is worth a compaction again.
+    s.max_partition_small_files = Some(2);
+    let h = evaluate(&s, Some(&dag), &cfg, now());
+    assert_eq!(finding(&h, "small_files").severity, Severity::Warning);
+    assert!(rules(&h).contains(&"compaction_stale"), "{h:?}");
+}

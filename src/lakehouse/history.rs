@@ -256,7 +256,7 @@ pub fn elapsed_text(ms: u64) -> String {
 }
 
 /// `the dashboard query`, `a query by alice`.
-fn who(r: &QueryRun) -> String {
+pub fn who(r: &QueryRun) -> String {
     match &r.source {
         Some(s) => format!("the {s} query"),
         None => format!("a query by {}", r.user),
@@ -264,7 +264,7 @@ fn who(r: &QueryRun) -> String {
 }
 
 /// The statement as one comparable line (whitespace folded): runs of the same query.
-fn shape(q: &str) -> String {
+pub fn shape(q: &str) -> String {
     crate::text::fold_whitespace(q)
 }
 
@@ -292,14 +292,35 @@ pub struct Suffering<'a> {
     pub since: Option<DateTime<Utc>>,
 }
 
+/// A table procedure (`ALTER TABLE … EXECUTE optimize`, `expire_snapshots`, …): the
+/// maintenance of a table, not a reader of it.
+pub fn is_table_procedure(query: &str) -> bool {
+    let words: Vec<String> = query
+        .split_whitespace()
+        .take(64)
+        .map(str::to_ascii_lowercase)
+        .collect();
+    words.len() > 3
+        && words[0] == "alter"
+        && words[1] == "table"
+        && words[2..].iter().any(|w| w == "execute")
+}
+
 pub fn suffering(runs: &[QueryRun]) -> Option<Suffering<'_>> {
+    // The readers: a table's own maintenance is not what its queries suffered.
+    let runs: Vec<&QueryRun> = runs
+        .iter()
+        .filter(|r| !is_table_procedure(&r.query))
+        .collect();
     let (run, elapsed_ms) = runs
         .iter()
+        .copied()
         .filter_map(|r| r.elapsed_ms.map(|e| (r, e)))
         .max_by_key(|(_, e)| *e)?;
     let key = shape(&run.query);
     let same: Vec<&QueryRun> = runs
         .iter()
+        .copied()
         .filter(|r| r.elapsed_ms.is_some() && shape(&r.query) == key)
         .collect();
     Some(Suffering {
@@ -463,6 +484,32 @@ mod tests {
             "a query by alice on documents took 400ms reading 40 splits; the only run of it the coordinator keeps"
         );
         assert!(suffering(&[]).is_none());
+    }
+
+    #[test]
+    fn a_tables_own_maintenance_is_not_what_its_readers_suffered() {
+        let runs = vec![
+            run(
+                "q9",
+                Some("airflow"),
+                "ALTER TABLE iceberg.zoning.documents\n EXECUTE optimize(file_size_threshold => '96MB')",
+                41_000,
+                300,
+            ),
+            run(
+                "q1",
+                Some("dashboard"),
+                "SELECT count(*) FROM documents",
+                7_400,
+                10,
+            ),
+        ];
+        assert_eq!(suffering(&runs).unwrap().run.query_id, "q1");
+        assert!(is_table_procedure("alter table t execute expire_snapshots"));
+        assert!(!is_table_procedure(
+            "SELECT 'alter table t execute' FROM documents"
+        ));
+        assert!(suffering(&runs[..1]).is_none());
     }
 
     #[test]

@@ -215,9 +215,38 @@ pub fn sequence(p: &Postmortem) -> Vec<Step> {
                 what,
             });
         }
+        out.extend(symptom_after(p, f));
     }
     out.sort_by_key(|s| s.at);
     out
+}
+
+/// The later runs of the query that suffered (the symptom), from `since` (the first fix):
+/// the result a reader of the table sees.
+pub fn symptom_after(p: &Postmortem, since: DateTime<Utc>) -> Vec<Step> {
+    let short = p.name.rsplit('.').next().unwrap_or(&p.name);
+    let Some(q) = &p.queries else {
+        return Vec::new();
+    };
+    let Some(w) = history::suffering(q.runs()) else {
+        return Vec::new();
+    };
+    let shape = history::shape(&w.run.query);
+    q.runs()
+        .iter()
+        .filter(|r| r.query_id != w.run.query_id && history::shape(&r.query) == shape)
+        .filter_map(|r| Some((r.created.filter(|c| *c >= since)?, r.elapsed_ms?)))
+        .map(|(at, ms)| Step {
+            at,
+            step: "result",
+            what: format!(
+                "{} on {short} took {} (the symptom's run: {})",
+                history::who(w.run),
+                history::elapsed_text(ms),
+                history::elapsed_text(w.elapsed_ms)
+            ),
+        })
+        .collect()
 }
 
 /// The audit records about `table` (its `catalog.schema.table`), and the writes to its
@@ -1062,6 +1091,46 @@ mod tests {
             "{md}"
         );
         assert!(md.contains("| 2026-11-29 09:10 | fix | set connection trino\\_documents host=127.0.0.1 port=8080 (succeeded) |"), "{md}");
+    }
+
+    #[test]
+    fn the_symptoms_next_runs_after_the_fix_are_its_result() {
+        use crate::lakehouse::history::{QueryRun, TableQueries};
+        use chrono::TimeZone;
+        let t = |h: u32, m: u32| chrono::Utc.with_ymd_and_hms(2026, 11, 29, h, m, 0).unwrap();
+        let run = |id: &str, at: DateTime<Utc>, ms: u64| QueryRun {
+            query_id: id.into(),
+            state: "FINISHED".into(),
+            user: "bi".into(),
+            source: Some("dashboard".into()),
+            query: "SELECT district, count(*) FROM documents GROUP BY 1".into(),
+            created: Some(at),
+            ended: None,
+            elapsed_ms: Some(ms),
+            queued_ms: None,
+            cpu_ms: None,
+            splits: None,
+            physical_input_bytes: None,
+            physical_written_bytes: None,
+            error_code: None,
+        };
+        let mut p = doc(&incident_stats(), None, &DagRuns::NoAirflow, &[]);
+        p.queries = Some(TableQueries::Runs {
+            runs: vec![
+                run("q3", t(11, 56), 19_000),
+                run("q2", t(8, 0), 18_000),
+                run("q1", t(8, 14), 252_000),
+            ],
+            unconfirmed: 0,
+        });
+        let steps = symptom_after(&p, t(9, 10));
+        assert_eq!(steps.len(), 1, "{steps:#?}");
+        assert_eq!(steps[0].step, "result");
+        assert_eq!(steps[0].at, t(11, 56));
+        assert_eq!(
+            steps[0].what,
+            "the dashboard query on documents took 19s (the symptom's run: 4m12s)"
+        );
     }
 
     #[test]

@@ -133,12 +133,18 @@ fn draw_detail(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
     let mut lines = Vec::new();
     // The run floe triggered, until the operator triggers another.
     if let Some(w) = &s.dags.watch
-        && (inc.dags.contains(&w.dag_id) || inc.tables.iter().any(|t| w.tables.contains(&t.table)))
+        && crate::app::dags::watch::concerns(w, inc)
     {
         lines.push(Line::from(Span::styled(
             format!("run: {}", one_line(&w.line(s.now))),
             th.header(),
         )));
+        if let Some(q) = crate::app::dags::watch::next_runs(s) {
+            lines.push(Line::from(Span::styled(
+                format!("     {}", one_line(&q)),
+                th.header(),
+            )));
+        }
     }
     lines.push(Line::from(vec![
         Span::styled(
@@ -172,9 +178,13 @@ fn draw_detail(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
         next.push(Span::raw(one_line(&n.text())));
     }
     lines.push(Line::from(next));
+    let enter = match crate::app::dags::watch::running_log(s) {
+        Some((_, _, task, _)) => format!("the log of task {task}, running (its tail)"),
+        None => jump_text(s, &inc.jump),
+    };
     lines.push(Line::from(vec![
         Span::styled("enter: ", th.dim()),
-        Span::raw(one_line(&jump_text(s, &inc.jump))),
+        Span::raw(one_line(&enter)),
     ]));
     for e in &inc.evidence {
         lines.push(Line::from(Span::styled(one_line(e), th.dim())));

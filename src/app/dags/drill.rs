@@ -142,12 +142,16 @@ pub(super) fn on_log(
         Ok(log) => {
             // Open on the error: the line an operator needs is shown first.
             let rows = super::log_rows(&log.lines, false);
-            let scroll = log
-                .lines
-                .iter()
-                .position(|l| l.error)
-                .map(|i| super::log_view::row_of(&rows, i).saturating_sub(2))
-                .unwrap_or(0);
+            let scroll = if super::watch::is_tail(s, &dag_id, &run_id) {
+                // The watched run's running task: its tail.
+                rows.len().saturating_sub(s.page_height().max(1))
+            } else {
+                log.lines
+                    .iter()
+                    .position(|l| l.error)
+                    .map(|i| super::log_view::row_of(&rows, i).saturating_sub(2))
+                    .unwrap_or(0)
+            };
             s.dags.log = Some(LogView {
                 dag_id,
                 run_id,

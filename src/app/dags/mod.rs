@@ -629,10 +629,7 @@ pub fn update(s: &mut State, msg: DagMsg) -> Vec<Effect> {
             run_id,
             result,
             reread,
-        } => {
-            watch::on_progress(s, &run_id, result, reread);
-            Vec::new()
-        }
+        } => watch::on_progress(s, &run_id, result, reread),
         DagMsg::ConnectionPlanned {
             connection_id,
             target,

@@ -2,6 +2,10 @@
 //! the status line (and above the Triage list), then, when it ends, the tables its DAG
 //! maintains read again at once and what changed said in one line. One run at a time:
 //! a newer trigger replaces the watch.
+//!
+//! While it runs, Enter on its incident opens the running task's log, read again at each
+//! poll (its tail). When it ended and the coordinator's record held a query that suffered
+//! on its table, the next runs of that query are shown as they come (nothing is rerun).
 
 use chrono::{DateTime, Utc};
 
@@ -24,8 +28,24 @@ pub struct Watch {
     pub since: DateTime<Utc>,
     pub run: Option<DagRun>,
     pub running_task: Option<String>,
+    /// The running task's try (its log's).
+    pub running_try: Option<u32>,
     /// The one-line outcome once the run ended and the tables were read again.
     pub outcome: Option<String>,
+    /// The query that suffered on a watched table when the watch began.
+    pub query: Option<WatchedQuery>,
+}
+
+/// The query a watched table suffered: its later runs are the proof of the fix.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WatchedQuery {
+    pub table: TableRef,
+    pub query_id: String,
+    /// The statement, whitespace folded (`history::shape`).
+    pub shape: String,
+    /// `the dashboard query`
+    pub who: String,
+    pub elapsed_ms: u64,
 }
 
 impl Watch {
@@ -78,6 +98,7 @@ pub fn start(s: &mut State, dag_id: &str, run_id: &str) -> Vec<Effect> {
             )
         })
         .collect();
+    let query = tables.iter().find_map(|t| suffered(s, t));
     s.dags.watch = Some(Watch {
         dag_id: dag_id.to_string(),
         run_id: run_id.to_string(),
@@ -86,7 +107,9 @@ pub fn start(s: &mut State, dag_id: &str, run_id: &str) -> Vec<Effect> {
         since: s.now,
         run: None,
         running_task: None,
+        running_try: None,
         outcome: None,
+        query,
     });
     vec![Effect::WatchRun {
         dag_id: dag_id.to_string(),
@@ -95,35 +118,143 @@ pub fn start(s: &mut State, dag_id: &str, run_id: &str) -> Vec<Effect> {
     }]
 }
 
-/// The run as Airflow has it now (and, once it ended, the tables read again).
+/// The slowest query the coordinator's record holds for `t` (as the incidents say it).
+fn suffered(s: &State, t: &TableRef) -> Option<WatchedQuery> {
+    let Some((_, crate::app::queries::QueryLoad::Loaded(q))) = s.queries.by_table.get(t) else {
+        return None;
+    };
+    let w = crate::lakehouse::history::suffering(q.runs())?;
+    Some(WatchedQuery {
+        table: t.clone(),
+        query_id: w.run.query_id.clone(),
+        shape: crate::lakehouse::history::shape(&w.run.query),
+        who: crate::lakehouse::history::who(w.run),
+        elapsed_ms: w.elapsed_ms,
+    })
+}
+
+/// The watch `inc` is about: its DAG, or one of its tables.
+pub fn concerns(w: &Watch, inc: &crate::health::triage::Incident) -> bool {
+    inc.dags.contains(&w.dag_id) || inc.tables.iter().any(|t| w.tables.contains(&t.table))
+}
+
+/// The running task of the watched run the selected incident is about: what Enter
+/// opens (dag, run, task, try).
+pub fn running_log(s: &State) -> Option<(String, String, String, u32)> {
+    let w = s.dags.watch.as_ref().filter(|w| w.outcome.is_none())?;
+    s.triage.selected().filter(|i| concerns(w, i))?;
+    Some((
+        w.dag_id.clone(),
+        w.run_id.clone(),
+        w.running_task.clone()?,
+        w.running_try.unwrap_or(1),
+    ))
+}
+
+/// The log on screen is the watched run's running task: read it again (its tail).
+fn tail(s: &State) -> Option<Effect> {
+    let w = s.dags.watch.as_ref().filter(|w| w.outcome.is_none())?;
+    let v = s.dags.log.as_ref()?;
+    let open = s.tab == crate::app::state::Tab::Dags && s.dags.level() == super::DagLevel::Log;
+    (open
+        && v.dag_id == w.dag_id
+        && v.run_id == w.run_id
+        && w.running_task.as_deref() == Some(v.task_id.as_str()))
+    .then(|| Effect::LoadLog {
+        dag_id: v.dag_id.clone(),
+        run_id: v.run_id.clone(),
+        task_id: v.task_id.clone(),
+        try_number: v.try_number,
+    })
+}
+
+/// A log read for the watched run while it runs is shown from its end.
+pub fn is_tail(s: &State, dag_id: &str, run_id: &str) -> bool {
+    s.dags
+        .watch
+        .as_ref()
+        .is_some_and(|w| w.outcome.is_none() && w.dag_id == dag_id && w.run_id == run_id)
+}
+
+/// The runs of the watched query after the run ended: `the dashboard query on documents
+/// since: 0.9s, 1.1s (before: 37s)`.
+pub fn next_runs(s: &State) -> Option<String> {
+    let w = s.dags.watch.as_ref()?;
+    w.outcome.as_ref()?;
+    let q = w.query.as_ref()?;
+    let ended = w.run.as_ref().and_then(|r| r.end_date).unwrap_or(w.since);
+    let Some((_, crate::app::queries::QueryLoad::Loaded(h))) = s.queries.by_table.get(&q.table)
+    else {
+        return None;
+    };
+    let mut later: Vec<&crate::lakehouse::history::QueryRun> = h
+        .runs()
+        .iter()
+        .filter(|r| {
+            r.query_id != q.query_id
+                && r.created.is_some_and(|c| c >= ended)
+                && r.elapsed_ms.is_some()
+                && crate::lakehouse::history::shape(&r.query) == q.shape
+        })
+        .collect();
+    if later.is_empty() {
+        return None;
+    }
+    later.sort_by_key(|r| r.created);
+    let took: Vec<String> = later
+        .iter()
+        .take(5)
+        .filter_map(|r| r.elapsed_ms.map(crate::lakehouse::history::elapsed_text))
+        .collect();
+    Some(format!(
+        "{} on {} since the run: {} (before: {})",
+        q.who,
+        q.table.table,
+        took.join(", "),
+        crate::lakehouse::history::elapsed_text(q.elapsed_ms)
+    ))
+}
+
+/// The tables whose query history the ended watch waits on for the next runs.
+pub fn query_tables(s: &State) -> Vec<TableRef> {
+    s.dags
+        .watch
+        .as_ref()
+        .filter(|w| w.outcome.is_some())
+        .and_then(|w| w.query.as_ref())
+        .map(|q| vec![q.table.clone()])
+        .unwrap_or_default()
+}
+
+/// The run as Airflow has it now (and, once it ended, the tables read again): the
+/// open log of its running task read again, and once it ended the DAG's facts.
 pub fn on_progress(
     s: &mut State,
     run_id: &str,
     result: Result<(DagRun, Vec<TaskInstance>), String>,
     reread: Option<Vec<(TableRef, Result<TableStats, String>)>>,
-) {
+) -> Vec<Effect> {
     let now = s.now;
     let Some(w) = s.dags.watch.as_mut().filter(|w| w.run_id == run_id) else {
-        return;
+        return Vec::new();
     };
     match result {
         Ok((run, tasks)) => {
-            w.running_task = tasks
-                .iter()
-                .find(|t| t.state == Some(TaskState::Running))
-                .map(|t| t.task_id.clone());
+            let running = tasks.iter().find(|t| t.state == Some(TaskState::Running));
+            w.running_task = running.map(|t| t.task_id.clone());
+            w.running_try = running.map(|t| t.try_number.max(1));
             w.run = Some(run);
         }
         Err(e) => {
             let line = format!("watching {} {run_id}: {e}", w.dag_id);
             s.set_status(Level::Error, line);
-            return;
+            return Vec::new();
         }
     }
     let Some(reread) = reread else {
         let line = w.line(now);
         s.set_status(Level::Info, line);
-        return;
+        return tail(s).into_iter().collect();
     };
     let w = w.clone();
     let mut parts = vec![ended(&w)];
@@ -146,6 +277,15 @@ pub fn on_progress(
         x.outcome = Some(line.clone());
     }
     s.set_status(if ok { Level::Warn } else { Level::Error }, line);
+    // What the incidents say follows the run's end at once: the DAG's facts.
+    s.dags
+        .row(&w.dag_id)
+        .map(|r| Effect::LoadDagFacts {
+            generation: s.dags.generation,
+            dag: Box::new(r.dag.clone()),
+        })
+        .into_iter()
+        .collect()
 }
 
 /// `compact_documents manual__… succeeded in 2m10s`.
@@ -280,5 +420,184 @@ mod tests {
         // Another run's answer changes nothing.
         on_progress(&mut s, "other", Err("x".into()), None);
         assert_eq!(s.status.clone().unwrap().text, st);
+    }
+
+    fn task(id: &str, state: TaskState, try_number: u32) -> TaskInstance {
+        TaskInstance {
+            dag_id: "compact_documents".into(),
+            run_id: "manual__1".into(),
+            task_id: id.into(),
+            map_index: -1,
+            state: Some(state),
+            try_number,
+            max_tries: None,
+            start_date: None,
+            end_date: None,
+            duration: None,
+            hostname: None,
+            operator: None,
+            pool: None,
+            queue: None,
+            note: None,
+        }
+    }
+
+    fn query(id: &str, elapsed_ms: u64, at: DateTime<Utc>) -> crate::lakehouse::history::QueryRun {
+        crate::lakehouse::history::QueryRun {
+            query_id: id.into(),
+            state: "FINISHED".into(),
+            user: "alice".into(),
+            source: Some("dashboard".into()),
+            query: "SELECT district, count(*)\n FROM documents GROUP BY 1".into(),
+            created: Some(at),
+            ended: None,
+            elapsed_ms: Some(elapsed_ms),
+            queued_ms: None,
+            cpu_ms: None,
+            splits: Some(2_008),
+            physical_input_bytes: None,
+            physical_written_bytes: None,
+            error_code: None,
+        }
+    }
+
+    fn history(runs: Vec<crate::lakehouse::history::QueryRun>) -> crate::app::action::Action {
+        crate::app::action::Action::Queries {
+            table: tref("zoning", "documents"),
+            result: Ok(crate::lakehouse::history::TableQueries::Runs {
+                runs,
+                unconfirmed: 0,
+            }),
+        }
+    }
+
+    #[test]
+    fn enter_on_the_watched_runs_incident_opens_the_running_tasks_log_and_follows_its_tail() {
+        use crate::app::state::Tab;
+        use crate::app::testing::{code, key};
+        use crate::app::update::update;
+        use crossterm::event::KeyCode;
+        let mut s = crate::app::triage::tests::triaged();
+        update(&mut s, key('0'));
+        let i = s
+            .triage
+            .incidents
+            .iter()
+            .position(|i| i.dags.contains(&"compact_documents".to_string()))
+            .unwrap();
+        s.triage.grid.selected = i;
+        start(&mut s, "compact_documents", "manual__1");
+        let fx = on_progress(
+            &mut s,
+            "manual__1",
+            Ok((
+                run(DagRunState::Running, 0),
+                vec![
+                    task("check_table", TaskState::Success, 1),
+                    task("compact", TaskState::Running, 2),
+                ],
+            )),
+            None,
+        );
+        assert!(fx.is_empty(), "no log open yet: {fx:?}");
+        assert_eq!(
+            running_log(&s),
+            Some((
+                "compact_documents".into(),
+                "manual__1".into(),
+                "compact".into(),
+                2
+            ))
+        );
+        let fx = update(&mut s, code(KeyCode::Enter));
+        let want = Effect::LoadLog {
+            dag_id: "compact_documents".into(),
+            run_id: "manual__1".into(),
+            task_id: "compact".into(),
+            try_number: 2,
+        };
+        assert!(fx.contains(&want), "{fx:?}");
+        assert_eq!(s.tab, Tab::Dags);
+        assert_eq!(s.dags.level(), super::super::DagLevel::Log);
+        // The log arrives: shown from its end.
+        let lines: Vec<String> = (0..200).map(|n| format!("line {n}")).collect();
+        update(
+            &mut s,
+            crate::app::action::Action::Dags(super::super::DagMsg::Log {
+                dag_id: "compact_documents".into(),
+                run_id: "manual__1".into(),
+                task_id: "compact".into(),
+                try_number: 2,
+                result: Ok(crate::airflow::log::parse_v1(&lines.join("\n"))),
+            }),
+        );
+        let v = s.dags.log.as_ref().unwrap();
+        assert!(v.scroll > 100, "the tail: {}", v.scroll);
+        // Each poll while it runs reads the log again.
+        let fx = on_progress(
+            &mut s,
+            "manual__1",
+            Ok((
+                run(DagRunState::Running, 0),
+                vec![task("compact", TaskState::Running, 2)],
+            )),
+            None,
+        );
+        assert_eq!(fx, vec![want]);
+        // It ended: the DAG's facts are read again at once, no more log reads.
+        let fx = on_progress(
+            &mut s,
+            "manual__1",
+            Ok((run(DagRunState::Success, 130), vec![])),
+            Some(vec![(tref("zoning", "documents"), Ok(healthy_stats()))]),
+        );
+        assert!(
+            matches!(&fx[..], [Effect::LoadDagFacts { dag, .. }] if dag.dag_id == "compact_documents"),
+            "{fx:?}"
+        );
+        assert_eq!(running_log(&s), None);
+    }
+
+    #[test]
+    fn the_next_runs_of_the_query_that_suffered_are_shown_when_they_come() {
+        use crate::app::update::update;
+        let mut s = with_dags();
+        let t0 = crate::app::testing::t0();
+        let docs = tref("zoning", "documents");
+        update(&mut s, history(vec![query("q1", 37_000, t0)]));
+        start(&mut s, "compact_documents", "manual__1");
+        assert_eq!(
+            s.dags
+                .watch
+                .as_ref()
+                .unwrap()
+                .query
+                .as_ref()
+                .unwrap()
+                .query_id,
+            "q1"
+        );
+        on_progress(
+            &mut s,
+            "manual__1",
+            Ok((run(DagRunState::Success, 130), vec![])),
+            Some(vec![(docs.clone(), Ok(healthy_stats()))]),
+        );
+        // The ended watch keeps asking for the table's queries.
+        assert_eq!(query_tables(&s), vec![docs.clone()]);
+        assert_eq!(next_runs(&s), None, "no run since");
+        let later = t0 + chrono::Duration::seconds(200);
+        update(
+            &mut s,
+            history(vec![
+                query("q3", 900, later + chrono::Duration::seconds(30)),
+                query("q2", 1_100, later),
+                query("q1", 37_000, t0),
+            ]),
+        );
+        assert_eq!(
+            next_runs(&s).as_deref(),
+            Some("the dashboard query on documents since the run: 1.1s, 900ms (before: 37s)")
+        );
     }
 }

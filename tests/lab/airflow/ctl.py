@@ -58,6 +58,9 @@ HISTORY_DAGS = {  # dag_id -> the state every history run must end in
 }
 ALL_DAGS = [*HISTORY_DAGS, "expire_snapshots"]
 BROKEN_FILE = "broken_dag.py"
+# DAG files without a schedule, hence without history: left out of the history cache key, so
+# adding one keeps the cached history (the DAG processor parses them after a restore).
+NO_HISTORY_FILES = {"compact_loop.py"}
 
 USERS = {"admin": "admin", "viewer": "viewer"}
 # Fixed secrets: deterministic tokens and encrypted fields across restarts and cache restores.
@@ -410,7 +413,8 @@ def history_key(major: int) -> str:
     h = hashlib.sha256()
     h.update(f"format={HISTORY_FORMAT[major]}\nmajor={major}\ndags={DAGS_DIR}\n".encode())
     for path in [HERE / f"requirements-airflow{major}.lock",
-                 *sorted(p for p in DAGS_DIR.rglob("*") if p.is_file() and "__pycache__" not in p.parts)]:
+                 *sorted(p for p in DAGS_DIR.rglob("*")
+                         if p.is_file() and "__pycache__" not in p.parts and p.name not in NO_HISTORY_FILES)]:
         h.update(f"\0{path.relative_to(HERE)}\0".encode())
         h.update(path.read_bytes())
     return h.hexdigest()[:12]
