@@ -10,7 +10,7 @@ fn documents() -> (TableRef, TableLayout) {
         partitioning: partitioning_from_show_create(
             "CREATE TABLE x (\n doc_id bigint\n)\nWITH (\n   format = 'PARQUET',\n   partitioning = ARRAY['district','day(filed_at)']\n)",
         )
-        .unwrap(),
+        .unwrap(), live_specs: Vec::new(),
     };
     (TableRef::new("iceberg", "zoning", "documents"), layout)
 }
@@ -29,6 +29,7 @@ fn part(values: &[(&str, Option<&str>)], files: u64) -> PartitionStats {
         max_file: 5000,
         delete_files: 0,
         oldest_small_file_at: None,
+        spec_id: None,
     }
 }
 
@@ -154,6 +155,7 @@ fn nulls_months_hours_dates_and_buckets() {
             parse_partition_entry("month(d)").unwrap(),
             parse_partition_entry("hour(ts)").unwrap(),
         ],
+        live_specs: Vec::new(),
     };
     let p = part(
         &[
@@ -331,6 +333,7 @@ fn identity_year_columns_make_equality_predicates() {
             "WITH (partitioning = ARRAY['fiscal_year','region'])",
         )
         .unwrap(),
+        live_specs: Vec::new(),
     };
     let p = part(
         &[("fiscal_year", Some("2026")), ("region", Some("emea"))],
@@ -365,6 +368,7 @@ fn files_predicates_turn_rendered_values_back_into_field_values() {
         .iter()
         .map(|e| parse_partition_entry(e).unwrap())
         .collect(),
+        live_specs: Vec::new(),
     };
     let one = |k: &str, v: &str| files_partition_predicate(&l, &[(k.into(), Some(v.into()))]);
     assert_eq!(
@@ -489,6 +493,7 @@ fn identity_timestamps_with_zone_keep_their_microseconds() {
     let layout = TableLayout {
         columns: vec![("tstz".into(), "timestamp(6) with time zone".into())],
         partitioning: vec![parse_partition_entry("tstz").unwrap()],
+        live_specs: Vec::new(),
     };
     let at = chrono::DateTime::parse_from_rfc3339("2026-11-05T11:15:00.123456Z")
         .unwrap()
