@@ -285,3 +285,267 @@ async fn a_microsecond_timestamp_partition_is_selected_at_full_precision() {
         "{plan}"
     );
 }
+
+/// Every live data file of `t`: (spec id, path, partition as JSON text).
+async fn files_of(lake: &Lakehouse, t: &TableRef) -> Vec<(i64, String, String)> {
+    let out = lake
+        .client
+        .query(&format!(
+            "SELECT spec_id, file_path, json_format(CAST(partition AS json)) AS p FROM {} \
+             WHERE content = 0 ORDER BY 2",
+            t.meta("files")
+        ))
+        .await
+        .unwrap();
+    out.rows
+        .iter()
+        .map(|r| {
+            (
+                r.i64("spec_id").unwrap(),
+                r.str("file_path").unwrap().to_string(),
+                r.str("p").unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// A table partitioned by `region`, two files in each of north and east, then evolved to
+/// `region, day(tstz)` with two files in north/2026-11-04 and two in north with a NULL
+/// `tstz`: in `$files`, spec 0's north and spec 1's north/NULL read alike.
+async fn evolved(lake: &Lakehouse, name: &str) -> TableRef {
+    let t = table(
+        lake,
+        name,
+        "id bigint, region varchar, tstz timestamp(6) with time zone",
+        "partitioning = ARRAY['region']",
+        &[
+            "(1, 'north', TIMESTAMP '2026-11-01 10:00:00 UTC')",
+            "(2, 'north', TIMESTAMP '2026-11-02 10:00:00 UTC')",
+            "(3, 'east', TIMESTAMP '2026-11-01 10:00:00 UTC')",
+            "(4, 'east', TIMESTAMP '2026-11-02 10:00:00 UTC')",
+        ],
+    )
+    .await;
+    sql(
+        lake,
+        &format!(
+            "ALTER TABLE {} SET PROPERTIES partitioning = ARRAY['region', 'day(tstz)']",
+            t.sql()
+        ),
+    )
+    .await;
+    for v in [
+        "(5, 'north', TIMESTAMP '2026-11-04 10:00:00 UTC')",
+        "(6, 'north', TIMESTAMP '2026-11-04 11:00:00 UTC')",
+        "(7, 'north', NULL)",
+        "(8, 'north', NULL)",
+    ] {
+        sql(lake, &format!("INSERT INTO {} VALUES {v}", t.sql())).await;
+    }
+    t
+}
+
+#[tokio::test]
+async fn a_partition_of_an_earlier_spec_is_optimized_by_its_path_and_nothing_else_is_rewritten() {
+    let lake = lakehouse();
+    let t = evolved(&lake, "evolved").await;
+    let layout = floe::maintain::plan::layout_with_specs(&lake, &t)
+        .await
+        .unwrap();
+    assert_eq!(
+        layout.live_specs,
+        vec![
+            (0, vec!["region".to_string()]),
+            (1, vec!["region".to_string(), "tstz_day".to_string()])
+        ]
+    );
+    let list = lake.partitions(&t).await.unwrap();
+    let labels: Vec<String> = list.partitions.iter().map(|p| p.label()).collect();
+    // Spec 0's north and spec 1's north with a NULL day are two partitions, told apart.
+    for want in [
+        "region=north/tstz_day IS NULL (spec 0)",
+        "region=north/tstz_day IS NULL (spec 1)",
+        "region=east/tstz_day IS NULL (spec 0)",
+        "region=north/tstz_day=2026-11-04 (spec 1)",
+    ] {
+        assert!(labels.contains(&want.to_string()), "{want}: {labels:?}");
+    }
+    // `--partition` names one spec's partition with the label's suffix.
+    let old = select_partitions(
+        &list.partitions,
+        &["region=north/tstz_day IS NULL (spec 0)".into()],
+    )
+    .unwrap();
+    assert_eq!(old.len(), 1);
+    assert_eq!(old[0].data_files, 2);
+    let plan = optimize_plan(&t, &layout, &old, 96 << 20, false).unwrap();
+    assert_eq!(plan.steps.len(), 1);
+    assert!(
+        plan.steps[0]
+            .sql
+            .ends_with(r#"WHERE "$partition" = 'region=north'"#),
+        "{plan}"
+    );
+    // Said before the confirmation: where its rows go.
+    let text = plan.to_string();
+    assert!(
+        text.contains("region=north (spec 0) belongs to an earlier partition spec")
+            && text.contains("current partitioning (region, tstz_day)"),
+        "{text}"
+    );
+    let before = files_of(&lake, &t).await;
+    let north0: Vec<&String> = before
+        .iter()
+        .filter(|(s, _, p)| *s == 0 && p.contains(r#""region":"north""#))
+        .map(|(_, f, _)| f)
+        .collect();
+    assert_eq!(north0.len(), 2, "{before:?}");
+    let out = run_plan(
+        &lake,
+        &plan,
+        &ctx("evolved"),
+        CancellationToken::new(),
+        &no_events(),
+    )
+    .await
+    .unwrap();
+    assert!(out[0].ok, "{out:?}");
+    // Re-read among spec 0's files only: none left in its north.
+    assert_eq!(out[0].files_after, Some(0), "{out:?}");
+    let after = files_of(&lake, &t).await;
+    // Every other partition's files are where they were, not rewritten.
+    for (s, f, p) in &before {
+        let rewritten = north0.contains(&f);
+        assert_eq!(
+            after.iter().any(|(_, g, _)| g == f),
+            !rewritten,
+            "spec {s} {p} {f}"
+        );
+    }
+    // What was added is spec 1's, in north: the old rows under the current partitioning.
+    let added: Vec<&(i64, String, String)> = after
+        .iter()
+        .filter(|(_, f, _)| !before.iter().any(|(_, g, _)| g == f))
+        .collect();
+    assert!(!added.is_empty());
+    for (s, _, p) in &added {
+        assert_eq!(*s, 1, "{p}");
+        assert!(
+            p == r#"{"region":"north","tstz_day":"2026-11-01"}"#
+                || p == r#"{"region":"north","tstz_day":"2026-11-02"}"#,
+            "{p}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn partitions_of_the_current_spec_beside_an_earlier_one_are_selected_by_path() {
+    let lake = lakehouse();
+    let t = evolved(&lake, "evolvedcur").await;
+    let layout = floe::maintain::plan::layout_with_specs(&lake, &t)
+        .await
+        .unwrap();
+    let list = lake.partitions(&t).await.unwrap();
+    // Trino refuses a range on `tstz` while spec 0's files (without day(tstz)) are live:
+    // the current spec's partitions go by path too, the NULL day as `null`.
+    let chosen = select_partitions(
+        &list.partitions,
+        &[
+            "region=north/tstz_day=2026-11-04".into(),
+            "region=north/tstz_day IS NULL (spec 1)".into(),
+        ],
+    )
+    .unwrap();
+    assert_eq!(chosen.len(), 2);
+    let plan = optimize_plan(&t, &layout, &chosen, 96 << 20, false).unwrap();
+    let sqls: Vec<&str> = plan.steps.iter().map(|s| s.sql.as_str()).collect();
+    assert!(
+        sqls.iter()
+            .any(|s| s.ends_with(r#""$partition" = 'region=north/tstz_day=2026-11-04'"#))
+            && sqls
+                .iter()
+                .any(|s| s.ends_with(r#""$partition" = 'region=north/tstz_day=null'"#)),
+        "{plan}"
+    );
+    assert!(
+        !plan.to_string().contains("earlier partition spec"),
+        "{plan}"
+    );
+    let before = files_of(&lake, &t).await;
+    let out = run_plan(
+        &lake,
+        &plan,
+        &ctx("evolvedcur"),
+        CancellationToken::new(),
+        &no_events(),
+    )
+    .await
+    .unwrap();
+    assert!(
+        out.iter().all(|o| o.ok && o.files_after == Some(1)),
+        "{out:?}"
+    );
+    let after = files_of(&lake, &t).await;
+    // Spec 0's files untouched; spec 1's two partitions hold one file each.
+    for (s, f, p) in before.iter().filter(|(s, _, _)| *s == 0) {
+        assert!(after.iter().any(|(_, g, _)| g == f), "spec {s} {p}");
+    }
+    let spec1: Vec<&String> = after
+        .iter()
+        .filter(|(s, _, _)| *s == 1)
+        .map(|(_, _, p)| p)
+        .collect();
+    assert_eq!(spec1.len(), 2, "{after:?}");
+    // A subset of the fields that a live spec lacks is refused before the confirmation;
+    // one every live spec has keeps its predicate.
+    let day = select_partitions(&list.partitions, &["tstz_day=2026-11-04".into()]).unwrap();
+    let err = optimize_plan(&t, &layout, &day, 96 << 20, false).unwrap_err();
+    assert!(
+        err.contains("not in every one") && err.contains("spec 0: region"),
+        "{err}"
+    );
+    let east = select_partitions(&list.partitions, &["region=east".into()]).unwrap();
+    let plan = optimize_plan(&t, &layout, &east, 96 << 20, false).unwrap();
+    assert!(
+        plan.steps[0].sql.ends_with(r#"WHERE "region" = 'east'"#),
+        "{plan}"
+    );
+}
+
+#[test]
+fn the_cli_plans_an_earlier_specs_partition_by_its_path_and_says_where_its_rows_go() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let lake = lakehouse();
+    let t = rt.block_on(evolved(&lake, "evolvedcli"));
+    let home = std::env::temp_dir().join(format!("floe-wt-cli-{}", std::process::id()));
+    let url = lab().trino_url();
+    let name = format!("{}.{}", t.schema, t.table);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_floe"))
+        .args([
+            "--trino",
+            url.as_str(),
+            "--user",
+            "floe",
+            "maintain",
+            "optimize",
+            name.as_str(),
+            "--partition",
+            "region=north/tstz_day IS NULL (spec 0)",
+        ])
+        .env("XDG_CONFIG_HOME", home.join("c"))
+        .env("XDG_STATE_HOME", home.join("s"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains(r#"WHERE "$partition" = 'region=north';"#)
+            && text.contains("-- note: region=north (spec 0) belongs to an earlier partition spec"),
+        "{text}"
+    );
+    assert!(text.contains("not run: add --yes"), "{text}");
+}

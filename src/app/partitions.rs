@@ -262,7 +262,7 @@ impl PartitionsView {
     pub fn reindex(&mut self, keep: Option<PartitionKey>) {
         match keep {
             Some(key) => {
-                let f = move |r: &PartitionRow| r.stats.values == key;
+                let f = move |r: &PartitionRow| r.stats.key() == key;
                 self.grid
                     .rebuild(&self.rows, |r| r.search.as_str(), cmp_partitions, Some(&f));
             }
@@ -277,7 +277,7 @@ impl PartitionsView {
     }
 
     pub fn is_marked(&self, r: &PartitionRow) -> bool {
-        self.marks.contains(&r.stats.values)
+        self.marks.contains(&r.stats.key())
     }
 
     /// The stats of the marked partitions.
@@ -339,8 +339,8 @@ fn on_partitions(
             }
             s.partitions.target_file_size = target;
             s.partitions.fields = list.layout_fields;
-            let keys: BTreeSet<&PartitionKey> =
-                s.partitions.rows.iter().map(|r| &r.stats.values).collect();
+            let keys: BTreeSet<PartitionKey> =
+                s.partitions.rows.iter().map(|r| r.stats.key()).collect();
             let before = s.partitions.marks.len();
             s.partitions.marks.retain(|m| keys.contains(m));
             if s.partitions.marks.len() < before {

@@ -142,6 +142,7 @@ pub fn partitions(n: usize) -> PartitionList {
                     Utc.with_ymd_and_hms(2026, 11, 1 + (i / 3) as u32 % 28, 6, 0, 0)
                         .unwrap(),
                 ),
+                spec_id: None,
             })
             .collect(),
     }

@@ -295,6 +295,7 @@ fn a_partition_is_critical_when_a_reader_of_it_pays() {
         max_file: bytes,
         delete_files: 0,
         oldest_small_file_at: None,
+        spec_id: None,
     };
     let t = 128 * MB;
     assert_eq!(partition_severity(&part(11, 1000), t, &cfg), Severity::Ok);

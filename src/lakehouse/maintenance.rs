@@ -42,6 +42,10 @@ pub struct PartitionField {
 pub struct TableLayout {
     pub columns: Vec<(String, String)>,
     pub partitioning: Vec<PartitionField>,
+    /// The partition specs the table's live data files were written under: each spec's id
+    /// and its field names in order, as the `"$partition"` path of one of its files names
+    /// them (see [`spec_fields_from_path`]). Empty when not read.
+    pub live_specs: Vec<(i32, Vec<String>)>,
 }
 
 impl TableLayout {
@@ -56,6 +60,80 @@ impl TableLayout {
     pub fn field(&self, name: &str) -> Option<&PartitionField> {
         self.partitioning.iter().find(|f| f.name == name)
     }
+
+    /// The field names of live spec `id`, when read.
+    pub fn spec_fields(&self, id: i32) -> Option<&[String]> {
+        self.live_specs
+            .iter()
+            .find(|(i, _)| *i == id)
+            .map(|(_, f)| f.as_slice())
+    }
+
+    /// Whether a live spec other than the current partitioning holds data files. Trino
+    /// then enforces a predicate on a partition column only where every live spec
+    /// partitions by it the same way (a range on `day(tstz)` is refused with "Unexpected
+    /// FilterNode" while files of a spec without it are live); `"$partition"`, the path
+    /// of each file's own spec, selects a partition of any spec exactly.
+    pub fn mixed_specs(&self) -> bool {
+        let current: Vec<&str> = self.partitioning.iter().map(|f| f.name.as_str()).collect();
+        self.live_specs
+            .iter()
+            .any(|(_, f)| f.iter().map(String::as_str).ne(current.iter().copied()))
+    }
+}
+
+/// The statement listing the partition specs of a table's live data files, one file of
+/// each (columns `spec`, `file`).
+pub fn live_specs_sql(t: &TableRef) -> String {
+    format!(
+        "SELECT spec_id AS spec, min(file_path) AS file FROM {} WHERE content = 0 GROUP BY spec_id ORDER BY spec_id",
+        t.meta("files")
+    )
+}
+
+/// The statement reading the `"$partition"` path of data file `file` (column `path`):
+/// one split, at most one row.
+pub fn partition_path_sql(t: &TableRef, file: &str) -> String {
+    format!(
+        "SELECT \"$partition\" AS path FROM {} WHERE \"$path\" = {} LIMIT 1",
+        t.sql(),
+        quote_string(file)
+    )
+}
+
+/// The field names of a partition path (`region=north/tstz_day=2026-11-04` → `region`,
+/// `tstz_day`), decoded as Iceberg encodes them; an unpartitioned spec's path is empty.
+pub fn spec_fields_from_path(path: &str) -> Result<Vec<String>, String> {
+    if path.is_empty() {
+        return Ok(Vec::new());
+    }
+    path.split('/')
+        .map(|kv| {
+            let (k, _) = kv
+                .split_once('=')
+                .ok_or_else(|| format!("partition path {path:?}: {kv:?} is not NAME=VALUE"))?;
+            url_decode(k).ok_or_else(|| format!("partition path {path:?}: bad escape in {k:?}"))
+        })
+        .collect()
+}
+
+fn url_decode(s: &str) -> Option<String> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'+' => out.push(b' '),
+            b'%' => {
+                let hex = s.get(i + 1..i + 3)?;
+                out.push(u8::from_str_radix(hex, 16).ok()?);
+                i += 2;
+            }
+            c => out.push(c),
+        }
+        i += 1;
+    }
+    String::from_utf8(out).ok()
 }
 
 impl Transform {
@@ -250,6 +328,10 @@ pub struct Step {
     /// these are re-read to count what is left. Empty for a table-wide statement.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub targets: Vec<Vec<(String, Option<String>)>>,
+    /// The partition spec the targets belong to, when the table's live files span several
+    /// (the targets are then re-read among that spec's files only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spec_id: Option<i32>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -259,6 +341,9 @@ pub struct Plan {
     pub steps: Vec<Step>,
     /// Session properties the statements need (none by default).
     pub session: Vec<(String, String)>,
+    /// What the operator must know before confirming (shown with the plan).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 impl Plan {
@@ -321,6 +406,9 @@ impl Plan {
 impl fmt::Display for Plan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "{}", self.summary())?;
+        for n in &self.notes {
+            writeln!(f, "-- note: {n}")?;
+        }
         for (k, v) in &self.session {
             writeln!(f, "-- session: {k}={v}")?;
         }
@@ -344,8 +432,10 @@ pub fn table_plan(table: &TableRef, procedure: Procedure) -> Plan {
             small_files: 0,
             bytes: 0,
             targets: Vec::new(),
+            spec_id: None,
         }],
         session: Vec::new(),
+        notes: Vec::new(),
     }
 }
 
@@ -378,6 +468,9 @@ pub fn optimize_plan(
     let mut parts: Vec<&PartitionStats> = partitions.iter().collect();
     parts.sort_by_key(|p| temporal_key(layout, p));
     let head = format!("ALTER TABLE {} EXECUTE {}", table.sql(), procedure.call());
+    if layout.mixed_specs() {
+        return mixed_spec_plan(table, layout, procedure, &head, &parts, grouped);
+    }
     let mut steps = Vec::new();
     if grouped {
         if let Some(p) = parts.iter().find(|p| path_is_ambiguous(layout, p)) {
@@ -405,6 +498,7 @@ pub fn optimize_plan(
                 small_files: chunk.iter().map(|p| p.small_files).sum(),
                 bytes: chunk.iter().map(|p| p.total_bytes).sum(),
                 targets: chunk.iter().map(|p| p.values.clone()).collect(),
+                spec_id: None,
             });
         }
     } else {
@@ -417,6 +511,7 @@ pub fn optimize_plan(
                 small_files: p.small_files,
                 bytes: p.total_bytes,
                 targets: vec![p.values.clone()],
+                spec_id: None,
             });
         }
     }
@@ -425,6 +520,195 @@ pub fn optimize_plan(
         procedure,
         steps,
         session: Vec::new(),
+        notes: Vec::new(),
+    })
+}
+
+/// The plan for a table whose live files span several partition specs (see
+/// [`TableLayout::mixed_specs`]): each partition selected by its `"$partition"` path in
+/// its own spec, a spec's partitions never grouped with another's. A partial spec (some
+/// fields only) keeps its predicate where every live spec partitions by those fields, and
+/// is refused before the confirmation where one does not. A partition of an earlier spec
+/// is rewritten under the current one: the plan says so.
+fn mixed_spec_plan(
+    table: &TableRef,
+    layout: &TableLayout,
+    procedure: Procedure,
+    head: &str,
+    parts: &[&PartitionStats],
+    grouped: bool,
+) -> Result<Plan, String> {
+    let describe = |fields: &[String]| {
+        if fields.is_empty() {
+            "unpartitioned".to_string()
+        } else {
+            fields.join(", ")
+        }
+    };
+    let specs_text = layout
+        .live_specs
+        .iter()
+        .map(|(id, f)| format!("spec {id}: {}", describe(f)))
+        .collect::<Vec<_>>()
+        .join("; ");
+    let current: Vec<String> = layout.partitioning.iter().map(|f| f.name.clone()).collect();
+    let whole = format!(
+        "name whole partitions (as the Partitions tab lists them, with their spec), or optimize \
+             the whole table (`floe maintain optimize {table}` without --partition)"
+    );
+    // (spec, path, partition) of every full partition; the partial specs' own steps.
+    let mut by_path: Vec<(i32, String, &PartitionStats, String)> = Vec::new();
+    let mut steps = Vec::new();
+    let mut earlier: Vec<String> = Vec::new();
+    for p in parts {
+        let Some(id) = p.spec_id else {
+            // A partial spec: a predicate over the named fields, which every live spec
+            // must partition by for Trino to enforce it.
+            if let Some((name, _)) = p.values.iter().find(|(n, _)| {
+                layout
+                    .live_specs
+                    .iter()
+                    .any(|(_, f)| !f.iter().any(|x| x == n))
+            }) {
+                return Err(format!(
+                    "partition {} of {table}: the table's live files span several partition \
+                         specs ({specs_text}), and field {name:?} is not in every one of them: \
+                         Trino cannot select by it; {whole}",
+                    p.label()
+                ));
+            }
+            let predicate = partition_predicate(layout, p)?;
+            steps.push(Step {
+                sql: format!("{head} WHERE {predicate}"),
+                partition: Some(p.label()),
+                files: p.data_files,
+                small_files: p.small_files,
+                bytes: p.total_bytes,
+                targets: vec![p.values.clone()],
+                spec_id: None,
+            });
+            continue;
+        };
+        let fields = layout.spec_fields(id).ok_or_else(|| {
+            format!(
+                "partition {} of {table}: spec {id} no longer holds live files \
+                     ({specs_text}); read the partitions again",
+                p.label()
+            )
+        })?;
+        // The partition as its own spec has it: that spec's fields, in its order; the
+        // other fields of the union are NULL in `$files` for its files.
+        let mut own = Vec::new();
+        for name in fields {
+            let v = p
+                .values
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| v.clone())
+                .ok_or_else(|| {
+                    format!(
+                        "partition {} of {table}: spec {id} has field {name:?}, which its \
+                             partition row lacks",
+                        p.label()
+                    )
+                })?;
+            own.push((name.clone(), v));
+        }
+        if let Some((name, _)) = p
+            .values
+            .iter()
+            .find(|(n, v)| v.is_some() && !fields.contains(n))
+        {
+            return Err(format!(
+                "partition {} of {table}: field {name:?} has a value, but spec {id} has no such \
+                     field ({specs_text})",
+                p.label()
+            ));
+        }
+        let own_stats = PartitionStats {
+            values: own,
+            ..(*p).clone()
+        };
+        if path_is_ambiguous(layout, &own_stats) {
+            return Err(format!(
+                "partition {} of {table} cannot be selected: the table's live files span \
+                     several partition specs ({specs_text}), so only its path (\"$partition\") \
+                     selects it, and Iceberg writes NULL and the string 'null' alike there; {whole}",
+                p.label()
+            ));
+        }
+        let label = own_stats.label();
+        if *fields != current[..] {
+            earlier.push(label.clone());
+        }
+        let path = partition_path(&own_stats)?;
+        by_path.push((id, path, p, label));
+    }
+    let step = |id: i32, chunk: &[(i32, String, &PartitionStats, String)]| -> Step {
+        let list = chunk
+            .iter()
+            .map(|(_, path, _, _)| quote_string(path))
+            .collect::<Vec<_>>();
+        let (sql, partition) = if chunk.len() == 1 {
+            (
+                format!("{head} WHERE \"$partition\" = {}", list[0]),
+                chunk[0].3.clone(),
+            )
+        } else {
+            (
+                format!("{head} WHERE \"$partition\" IN ({})", list.join(", ")),
+                format!("{} partitions (spec {id})", chunk.len()),
+            )
+        };
+        Step {
+            sql,
+            partition: Some(partition),
+            files: chunk.iter().map(|(_, _, p, _)| p.data_files).sum(),
+            small_files: chunk.iter().map(|(_, _, p, _)| p.small_files).sum(),
+            bytes: chunk.iter().map(|(_, _, p, _)| p.total_bytes).sum(),
+            targets: chunk.iter().map(|(_, _, p, _)| p.values.clone()).collect(),
+            spec_id: Some(id),
+        }
+    };
+    if grouped {
+        let mut seen = Vec::new();
+        for id in by_path.iter().map(|e| e.0) {
+            if seen.contains(&id) {
+                continue;
+            }
+            seen.push(id);
+            let of: Vec<_> = by_path.iter().filter(|e| e.0 == id).cloned().collect();
+            for chunk in of.chunks(MAX_GROUP) {
+                steps.push(step(id, chunk));
+            }
+        }
+    } else {
+        for entry in &by_path {
+            steps.push(step(entry.0, std::slice::from_ref(entry)));
+        }
+    }
+    let mut notes = vec![format!(
+        "the table's live files span several partition specs ({specs_text}): each partition is \
+             selected by its path in its own spec (\"$partition\"), which Trino enforces for every \
+             spec"
+    )];
+    if !earlier.is_empty() {
+        notes.push(format!(
+            "{} belong{} to an earlier partition spec: optimize rewrites {} rows under the \
+                 current partitioning ({}), so they move into the current spec's partitions \
+                 (new files there; the files already there are not rewritten)",
+            earlier.join(", "),
+            if earlier.len() == 1 { "s" } else { "" },
+            if earlier.len() == 1 { "its" } else { "their" },
+            describe(&current),
+        ));
+    }
+    Ok(Plan {
+        table: table.clone(),
+        procedure,
+        steps,
+        session: Vec::new(),
+        notes,
     })
 }
 

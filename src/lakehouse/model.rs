@@ -183,8 +183,9 @@ impl TableStats {
     }
 }
 
-/// A partition's identity: each field's name and value (`None` is SQL NULL).
-pub type PartitionKey = Vec<(String, Option<String>)>;
+/// A partition's identity: its spec (when the table's live files span several) and each
+/// field's name and value (`None` is SQL NULL).
+pub type PartitionKey = (Option<i32>, Vec<(String, Option<String>)>);
 
 /// One partition of one table (from `$files` grouped by `partition`).
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -201,6 +202,11 @@ pub struct PartitionStats {
     pub delete_files: u64,
     /// The commit time of the partition's oldest live small data file (with `$entries`).
     pub oldest_small_file_at: Option<DateTime<Utc>>,
+    /// The partition spec its files were written under (`$files.spec_id`), when the
+    /// table's live files span more than one spec: the same values may then name a
+    /// partition of each, and only the spec tells them apart.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spec_id: Option<i32>,
 }
 
 impl PartitionStats {
@@ -211,20 +217,26 @@ impl PartitionStats {
         if self.values.is_empty() {
             return "(unpartitioned)".into();
         }
-        self.values
+        let text = self
+            .values
             .iter()
             .map(|(k, v)| match v {
                 Some(v) => format!("{k}={v}"),
                 None => format!("{k} IS NULL"),
             })
             .collect::<Vec<_>>()
-            .join("/")
+            .join("/");
+        match self.spec_id {
+            Some(id) => format!("{text} (spec {id})"),
+            None => text,
+        }
     }
 
-    /// What identifies the partition: its typed values, field by field (a NULL apart from
-    /// the string `'null'`, a value holding `/` or `=` apart from two fields).
+    /// What identifies the partition: its spec (when the table has several) and its typed
+    /// values, field by field (a NULL apart from the string `'null'`, a value holding `/`
+    /// or `=` apart from two fields).
     pub fn key(&self) -> PartitionKey {
-        self.values.clone()
+        (self.spec_id, self.values.clone())
     }
 
     /// The values alone, for a column too narrow for [`label`](Self::label):
@@ -316,6 +328,7 @@ mod tests {
             max_file: 150,
             delete_files: 0,
             oldest_small_file_at: None,
+            spec_id: None,
         };
         assert_eq!(p.label(), "district=north/filed_at_day IS NULL");
         assert_eq!(p.avg_file_size(), 100);

@@ -16,7 +16,8 @@ use crate::trino::{Client, QueryOptions, Row, ServerInfo, TrinoError, Value};
 
 pub use super::statements::{
     MetaTables, describe_sql, discover_sql, glob_match, parse_stats, partition_value_text,
-    partitions_sql, properties_sql, recount_sql, show_create_sql, snapshots_sql, stats_sql,
+    partitions_sql, properties_sql, recount_in_spec_sql, recount_sql, show_create_sql,
+    snapshots_sql, stats_sql,
 };
 use super::statements::{parse_snapshot, partition_field_names};
 
@@ -488,7 +489,18 @@ impl Lakehouse {
                 max_file: r.u64("max_size").unwrap_or(0),
                 delete_files: r.u64("delete_files").unwrap_or(0),
                 oldest_small_file_at: r.get("oldest_small").and_then(Value::as_datetime),
+                spec_id: r
+                    .get("spec")
+                    .and_then(Value::as_i64)
+                    .and_then(|n| i32::try_from(n).ok()),
             });
+        }
+        // The spec tells partitions apart only when the live files span more than one.
+        let specs: BTreeSet<Option<i32>> = list.partitions.iter().map(|p| p.spec_id).collect();
+        if specs.len() < 2 {
+            for p in &mut list.partitions {
+                p.spec_id = None;
+            }
         }
         if list.target_file_size == 0 {
             list.target_file_size = self.health.target_file_size;
@@ -505,11 +517,24 @@ impl Lakehouse {
         targets: &[Vec<(String, Option<String>)>],
         threshold: u64,
     ) -> Result<(u64, u64), TrinoError> {
+        self.recount_in_spec(t, None, targets, threshold).await
+    }
+
+    /// [`Lakehouse::recount`] among the files of partition spec `spec_id` only, when given.
+    pub async fn recount_in_spec(
+        &self,
+        t: &TableRef,
+        spec_id: Option<i32>,
+        targets: &[Vec<(String, Option<String>)>],
+        threshold: u64,
+    ) -> Result<(u64, u64), TrinoError> {
         let names: BTreeSet<String> = targets.iter().flatten().map(|(k, _)| k.clone()).collect();
         let spec = self.spec_for_fields(t, &names).await?;
-        let sql = recount_sql(t, &spec, targets, threshold).map_err(|m| TrinoError::Malformed {
-            url: self.client.url().to_string(),
-            message: format!("re-reading partitions of {t}: {m}"),
+        let sql = recount_in_spec_sql(t, &spec, spec_id, targets, threshold).map_err(|m| {
+            TrinoError::Malformed {
+                url: self.client.url().to_string(),
+                message: format!("re-reading partitions of {t}: {m}"),
+            }
         })?;
         let out = self.client.query(&sql).await?;
         let r = out.rows.first();
@@ -604,6 +629,7 @@ impl Lakehouse {
         let layout = Arc::new(TableLayout {
             columns,
             partitioning,
+            live_specs: Vec::new(),
         });
         let unknown = fields
             .iter()

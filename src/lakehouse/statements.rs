@@ -48,6 +48,15 @@ fn part_expr(layout: Layout, file: &str) -> String {
     }
 }
 
+/// The partition spec of a file row (`spec_id`, which `$files` and `$entries` have from the
+/// release that gave them `partition`).
+fn spec_expr(layout: Layout, file: &str) -> String {
+    match layout {
+        Layout::PartitionColumn => format!("{file}.spec_id"),
+        Layout::Unpartitioned | Layout::Directory => "CAST(NULL AS integer)".into(),
+    }
+}
+
 /// The live files and the snapshots of a table as one stream (`kind` 0: a file, 1: a
 /// snapshot), each metadata table read once, joined with the target (`cfg`) and timed:
 /// `written_at` is the commit time of the snapshot that added the file (with `$entries`;
@@ -65,14 +74,16 @@ fn timed_ctes(
     let no_trend = "CAST(NULL AS bigint) AS trend_rank, CAST(NULL AS bigint) AS next_files";
     let files = if meta.entries {
         format!(
-            "SELECT 0 AS kind, e.snapshot_id, e.data_file.content AS content, e.data_file.file_size_in_bytes AS size,\n         e.data_file.record_count AS records, {part} AS part,\n         {null_ts} AS committed_at, CAST(NULL AS varchar) AS operation,\n         CAST(NULL AS bigint) AS total_files, CAST(NULL AS bigint) AS deleted_files, {no_trend}\n  FROM {entries} e WHERE e.status <> 2",
+            "SELECT 0 AS kind, e.snapshot_id, e.data_file.content AS content, e.data_file.file_size_in_bytes AS size,\n         e.data_file.record_count AS records, {part} AS part, {spec} AS spec,\n         {null_ts} AS committed_at, CAST(NULL AS varchar) AS operation,\n         CAST(NULL AS bigint) AS total_files, CAST(NULL AS bigint) AS deleted_files, {no_trend}\n  FROM {entries} e WHERE e.status <> 2",
             part = part_expr(layout, "e.data_file"),
+            spec = spec_expr(layout, "e.data_file"),
             entries = t.meta("entries"),
         )
     } else {
         format!(
-            "SELECT 0 AS kind, CAST(NULL AS bigint) AS snapshot_id, f.content, f.file_size_in_bytes AS size,\n         f.record_count AS records, {part} AS part,\n         {null_ts} AS committed_at, CAST(NULL AS varchar) AS operation,\n         CAST(NULL AS bigint) AS total_files, CAST(NULL AS bigint) AS deleted_files, {no_trend}\n  FROM {files} f",
+            "SELECT 0 AS kind, CAST(NULL AS bigint) AS snapshot_id, f.content, f.file_size_in_bytes AS size,\n         f.record_count AS records, {part} AS part, {spec} AS spec,\n         {null_ts} AS committed_at, CAST(NULL AS varchar) AS operation,\n         CAST(NULL AS bigint) AS total_files, CAST(NULL AS bigint) AS deleted_files, {no_trend}\n  FROM {files} f",
             part = part_expr(layout, "f"),
+            spec = spec_expr(layout, "f"),
             files = t.meta("files"),
         )
     };
@@ -111,8 +122,8 @@ fn timed_ctes(
     };
     format!(
         "{cfg},\n\
-         stream AS (\n  {files}\n  UNION ALL\n  SELECT 1 AS kind, s.snapshot_id, NULL, NULL, NULL, NULL, s.committed_at, s.operation,\n         {total},\n         TRY_CAST(element_at(s.summary, 'deleted-data-files') AS bigint),\n         {snapshot_trend}\n  FROM {snapshots} s\n),\n\
-         timed AS (\n  SELECT x.kind, x.content, x.size, x.records, x.part, x.committed_at, x.operation, x.total_files,\n         cfg.target, cfg.target_from_property,\n         x.kind = 0 AND x.content = 0 AND x.size < cfg.target * {ratio} AS small,\n         x.kind = 0 AND x.content = 0 AND x.size > cfg.target * {large} AS large,\n         {written} AS written_at, {known} AS written_known,{trend}\n         max(CASE WHEN x.operation = 'replace' AND x.deleted_files > 0 THEN x.committed_at END) OVER () AS last_compaction\n  FROM {join}\n)",
+         stream AS (\n  {files}\n  UNION ALL\n  SELECT 1 AS kind, s.snapshot_id, NULL, NULL, NULL, NULL, NULL, s.committed_at, s.operation,\n         {total},\n         TRY_CAST(element_at(s.summary, 'deleted-data-files') AS bigint),\n         {snapshot_trend}\n  FROM {snapshots} s\n),\n\
+         timed AS (\n  SELECT x.kind, x.content, x.size, x.records, x.part, x.spec, x.committed_at, x.operation, x.total_files,\n         cfg.target, cfg.target_from_property,\n         x.kind = 0 AND x.content = 0 AND x.size < cfg.target * {ratio} AS small,\n         x.kind = 0 AND x.content = 0 AND x.size > cfg.target * {large} AS large,\n         {written} AS written_at, {known} AS written_known,{trend}\n         max(CASE WHEN x.operation = 'replace' AND x.deleted_files > 0 THEN x.committed_at END) OVER () AS last_compaction\n  FROM {join}\n)",
         cfg = cfg_cte(t, h),
         snapshots = t.meta("snapshots"),
         ratio = h.small_file_ratio,
@@ -170,9 +181,9 @@ pub fn stats_sql(t: &TableRef, h: &HealthConfig, layout: Layout, meta: MetaTable
 pub fn partitions_sql(t: &TableRef, h: &HealthConfig, layout: Layout, meta: MetaTables) -> String {
     format!(
         "WITH\n{timed}\n\
-         SELECT part, max(target) AS target,\n         {FILE_AGGREGATES},\n         count_if(kind = 0 AND content <> 0) AS delete_files,\n         min(CASE WHEN kind = 0 AND content = 0 THEN size END) AS min_size,\n         max(CASE WHEN kind = 0 AND content = 0 THEN size END) AS max_size\n\
+         SELECT part, spec, max(target) AS target,\n         {FILE_AGGREGATES},\n         count_if(kind = 0 AND content <> 0) AS delete_files,\n         min(CASE WHEN kind = 0 AND content = 0 THEN size END) AS min_size,\n         max(CASE WHEN kind = 0 AND content = 0 THEN size END) AS max_size\n\
          FROM timed\n\
-         GROUP BY kind, part\n\
+         GROUP BY kind, spec, part\n\
          HAVING kind = 0",
         timed = timed_ctes(t, h, layout, meta, false),
     )
@@ -365,6 +376,18 @@ pub fn recount_sql(
     targets: &[Vec<(String, Option<String>)>],
     threshold: u64,
 ) -> Result<String, String> {
+    recount_in_spec_sql(t, spec, None, targets, threshold)
+}
+
+/// [`recount_sql`] limited to the files of partition spec `spec_id`, when given: the
+/// partitions of a table whose live files span several specs.
+pub fn recount_in_spec_sql(
+    t: &TableRef,
+    spec: &TableLayout,
+    spec_id: Option<i32>,
+    targets: &[Vec<(String, Option<String>)>],
+    threshold: u64,
+) -> Result<String, String> {
     if targets.is_empty() {
         return Err("no partition to re-read".into());
     }
@@ -372,10 +395,14 @@ pub fn recount_sql(
         .iter()
         .map(|values| files_partition_predicate(spec, values).map(|p| format!("({p})")))
         .collect::<Result<Vec<_>, _>>()?;
+    let preds = preds.join("\n   OR ");
+    let preds = match spec_id {
+        Some(id) => format!("f.spec_id = {id} AND ({preds})"),
+        None => preds,
+    };
     Ok(format!(
         "SELECT count_if(f.content = 0) AS files,\n       count_if(f.content = 0 AND f.file_size_in_bytes < {threshold}) AS small_files\nFROM {files} f\nWHERE {preds}",
         files = t.meta("files"),
-        preds = preds.join("\n   OR "),
     ))
 }
 
@@ -479,6 +506,7 @@ mod tests {
                 .iter()
                 .map(|e| field(e))
                 .collect(),
+            live_specs: Vec::new(),
         };
         let sql = recount_sql(
             &t,

@@ -304,6 +304,7 @@ mod tests {
             max_file: 0,
             delete_files: 0,
             oldest_small_file_at: day.map(|d| Utc.with_ymd_and_hms(2026, 11, d, 0, 0, 0).unwrap()),
+            spec_id: None,
         };
         let parts = vec![
             p("new", 500, Some(20)),

@@ -69,15 +69,37 @@ pub fn parse_partition_spec(spec: &str) -> Result<Vec<(String, Option<String>)>,
         .collect()
 }
 
-/// Partitions matching `k=v[/k=v…]` specs (each spec may name a subset of the fields;
-/// `k IS NULL` matches NULL, `k=null` the string `'null'`).
+/// A `--partition` spec's trailing ` (spec N)`, as the Partitions tab labels a partition
+/// of a table whose live files span several partition specs: the spec text before it and
+/// N.
+fn split_spec_id(spec: &str) -> Result<(&str, Option<i32>), String> {
+    let t = spec.trim_end();
+    let Some(open) = t.strip_suffix(')').and_then(|rest| rest.rfind(" (spec ")) else {
+        return Ok((spec, None));
+    };
+    let id = t[open + " (spec ".len()..t.len() - 1]
+        .trim()
+        .parse::<i32>()
+        .map_err(|_| format!("--partition {spec:?}: \"(spec N)\" takes a spec id"))?;
+    Ok((&t[..open], Some(id)))
+}
+
+/// Partitions matching `k=v[/k=v…][ (spec N)]` specs (each spec may name a subset of the
+/// fields; `k IS NULL` matches NULL, `k=null` the string `'null'`; ` (spec N)` only the
+/// partitions of partition spec N, each its own partition).
 pub fn select_partitions(
     all: &[PartitionStats],
     specs: &[String],
 ) -> Result<Vec<PartitionStats>, String> {
     let mut out = Vec::new();
     for spec in specs {
-        let wanted = parse_partition_spec(spec)?;
+        // Only a table listed with specs has the suffix (a value may end like one).
+        let (text, spec_id) = if all.iter().any(|p| p.spec_id.is_some()) {
+            split_spec_id(spec)?
+        } else {
+            (spec.as_str(), None)
+        };
+        let wanted = parse_partition_spec(text)?;
         if let Some(p) = all.first() {
             for (k, _) in &wanted {
                 if !p.values.iter().any(|(n, _)| n == k) {
@@ -92,9 +114,10 @@ pub fn select_partitions(
         let matches: Vec<&PartitionStats> = all
             .iter()
             .filter(|p| {
-                wanted
-                    .iter()
-                    .all(|(k, v)| p.values.iter().any(|(n, val)| n == k && val == v))
+                spec_id.is_none_or(|id| p.spec_id == Some(id))
+                    && wanted
+                        .iter()
+                        .all(|(k, v)| p.values.iter().any(|(n, val)| n == k && val == v))
             })
             .collect();
         if matches.is_empty() {
@@ -111,7 +134,9 @@ pub fn select_partitions(
                 "--partition {spec:?} matches no partition holding data files{hint}"
             ));
         }
-        if wanted.len() == all.first().map(|p| p.values.len()).unwrap_or(0) {
+        // Within one spec, each partition is its own (a predicate over some fields would
+        // select the other specs' partitions too).
+        if spec_id.is_some() || wanted.len() == all.first().map(|p| p.values.len()).unwrap_or(0) {
             out.extend(matches.into_iter().cloned());
         } else {
             // A subset of the fields: one statement over all of them, counted together.
@@ -125,6 +150,7 @@ pub fn select_partitions(
                 max_file: 0,
                 delete_files: 0,
                 oldest_small_file_at: None,
+                spec_id: None,
             };
             for p in matches {
                 agg.data_files += p.data_files;
@@ -174,7 +200,7 @@ async fn build_plan(lake: &Lakehouse, s: &Settings, cmd: &MaintainCmd) -> Result
             if partitions.is_empty() {
                 optimize_plan(&t, &Default::default(), &[], threshold, false)?
             } else {
-                let layout = plan::layout_of(lake, &t).await?;
+                let layout = plan::layout_with_specs(lake, &t).await?;
                 let all = plan::partitions_of(lake, &t).await?;
                 let chosen = select_partitions(&all.partitions, partitions)?;
                 optimize_plan(&t, &layout, &chosen, threshold, false)?

@@ -1,7 +1,10 @@
 //! Drafting a maintenance plan: what the TUI's confirm popup and `floe maintain` read
 //! from the lakehouse before a plan can be built (threshold, layout, partitions).
 
-use crate::lakehouse::maintenance::{Plan, Procedure, TableLayout, optimize_plan, table_plan};
+use crate::lakehouse::maintenance::{
+    Plan, Procedure, TableLayout, live_specs_sql, optimize_plan, partition_path_sql,
+    spec_fields_from_path, table_plan,
+};
 use crate::lakehouse::model::{PartitionStats, TableRef};
 use crate::lakehouse::queries::{Lakehouse, PartitionList};
 
@@ -73,6 +76,45 @@ pub async fn layout_of(lake: &Lakehouse, t: &TableRef) -> Result<TableLayout, St
         .map_err(|e| format!("reading the layout of {t}: {e}"))
 }
 
+/// The layout of a table with the partition specs of its live data files (see
+/// [`TableLayout::live_specs`]): one read of `$files`, then the `"$partition"` path of one
+/// file of each spec (one split, one row), so a plan knows which spec each partition
+/// belongs to and which fields that spec has. As an operator-facing error.
+pub async fn layout_with_specs(lake: &Lakehouse, t: &TableRef) -> Result<TableLayout, String> {
+    let mut layout = layout_of(lake, t).await?;
+    if layout.partitioning.is_empty() {
+        return Ok(layout);
+    }
+    let err = |e: crate::trino::TrinoError| {
+        format!("reading the partition specs of the live files of {t}: {e}")
+    };
+    let out = lake.client.query(&live_specs_sql(t)).await.map_err(err)?;
+    for r in &out.rows {
+        let Some(id) = r
+            .get("spec")
+            .and_then(crate::trino::Value::as_i64)
+            .and_then(|n| i32::try_from(n).ok())
+        else {
+            continue;
+        };
+        let Some(file) = r.str("file") else { continue };
+        let paths = lake
+            .client
+            .query(&partition_path_sql(t, file))
+            .await
+            .map_err(err)?;
+        let Some(path) = paths.rows.first().and_then(|r| r.str("path")) else {
+            return Err(format!(
+                "reading the partition spec {id} of {t}: its data file {file} has no live row to \
+                 read its partition path from"
+            ));
+        };
+        let fields = spec_fields_from_path(path).map_err(|m| format!("{t}: spec {id}: {m}"))?;
+        layout.live_specs.push((id, fields));
+    }
+    Ok(layout)
+}
+
 /// The partitions of a table, as an operator-facing error.
 pub async fn partitions_of(lake: &Lakehouse, t: &TableRef) -> Result<PartitionList, String> {
     lake.partitions(t)
@@ -130,7 +172,7 @@ pub async fn draft(
         }
     };
     if !parts.is_empty() {
-        draft.layout = layout_of(lake, &table).await?;
+        draft.layout = layout_with_specs(lake, &table).await?;
     }
     draft.partitions = parts;
     Ok(draft)
@@ -208,6 +250,7 @@ mod tests {
                 max_file: 5000,
                 delete_files: 0,
                 oldest_small_file_at: None,
+                spec_id: None,
             })
             .collect()
     }
@@ -240,6 +283,7 @@ mod tests {
         let layout = TableLayout {
             columns: vec![("ordered_at".into(), "timestamp(6) with time zone".into())],
             partitioning: vec![parse_partition_entry("day(ordered_at)").unwrap()],
+            live_specs: Vec::new(),
         };
         let draft = PlanDraft {
             table: t.clone(),

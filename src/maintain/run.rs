@@ -303,8 +303,9 @@ pub async fn run_plan_until(
                 }
                 if let Procedure::Optimize { threshold } = &plan.procedure
                     && !step.targets.is_empty()
-                    && let Ok((files, small)) =
-                        lake.recount(&plan.table, &step.targets, *threshold).await
+                    && let Ok((files, small)) = lake
+                        .recount_in_spec(&plan.table, step.spec_id, &step.targets, *threshold)
+                        .await
                 {
                     outcome.files_after = Some(files);
                     outcome.small_after = Some(small);

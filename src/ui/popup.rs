@@ -167,6 +167,12 @@ pub fn health(f: &mut Frame, area: Rect, s: &State, t: &TableRef, th: &Theme) {
 pub fn confirm(f: &mut Frame, area: Rect, c: &crate::app::maintenance::Confirm, th: &Theme) {
     let plan = &c.plan;
     let mut lines = vec![Line::from(Span::styled(plan.summary(), th.header()))];
+    for n in &plan.notes {
+        lines.push(Line::from(Span::styled(
+            format!("note: {}", crate::text::sanitize(n)),
+            th.header(),
+        )));
+    }
     if plan.steps.iter().any(|s| s.files > 0) {
         lines.push(Line::from(format!(
             "{} data files ({} small) in {} — one statement at a time, oldest partition first; a failure stops the rest",

@@ -358,6 +358,7 @@ fn confirm_state() -> State {
                 parse_partition_entry("district").unwrap(),
                 parse_partition_entry("day(filed_at)").unwrap(),
             ],
+            live_specs: Vec::new(),
         },
         partitions: marked,
         note: None,

@@ -125,7 +125,7 @@ fn on_job_event(s: &mut State, job: u64, event: StepEvent) {
                 && let Some(st) = j.plan.steps.get(*step)
             {
                 for target in &st.targets {
-                    s.partitions.marks.remove(target);
+                    s.partitions.marks.remove(&(st.spec_id, target.clone()));
                 }
             }
             let files = match (outcome.files_after, j.plan.steps.get(*step)) {

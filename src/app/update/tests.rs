@@ -629,6 +629,7 @@ mod maintenance {
                     parse_partition_entry("district").unwrap(),
                     parse_partition_entry("day(filed_at)").unwrap(),
                 ],
+                live_specs: Vec::new(),
             },
             partitions: marked,
             note: None,
@@ -715,7 +716,7 @@ mod maintenance {
         );
         // Progress, then results; the partition's mark goes once it is compacted.
         let job = *job;
-        let first = plan.steps[0].targets[0].clone();
+        let first = (plan.steps[0].spec_id, plan.steps[0].targets[0].clone());
         assert!(s.partitions.marks.contains(&first));
         update(
             &mut s,

@@ -11,6 +11,7 @@ fn documents() -> (TableRef, TableLayout) {
             "CREATE TABLE x (\n doc_id bigint\n)\nWITH (\n   format = 'PARQUET',\n   partitioning = ARRAY['district','day(filed_at)']\n)",
         )
         .unwrap(),
+        live_specs: Vec::new(),
     };
     (TableRef::new("iceberg", "zoning", "documents"), layout)
 }
@@ -29,6 +30,7 @@ fn part(values: &[(&str, Option<&str>)], files: u64) -> PartitionStats {
         max_file: 5000,
         delete_files: 0,
         oldest_small_file_at: None,
+        spec_id: None,
     }
 }
 
@@ -154,6 +156,7 @@ fn nulls_months_hours_dates_and_buckets() {
             parse_partition_entry("month(d)").unwrap(),
             parse_partition_entry("hour(ts)").unwrap(),
         ],
+        live_specs: Vec::new(),
     };
     let p = part(
         &[
@@ -331,6 +334,7 @@ fn identity_year_columns_make_equality_predicates() {
             "WITH (partitioning = ARRAY['fiscal_year','region'])",
         )
         .unwrap(),
+        live_specs: Vec::new(),
     };
     let p = part(
         &[("fiscal_year", Some("2026")), ("region", Some("emea"))],
@@ -365,6 +369,7 @@ fn files_predicates_turn_rendered_values_back_into_field_values() {
         .iter()
         .map(|e| parse_partition_entry(e).unwrap())
         .collect(),
+        live_specs: Vec::new(),
     };
     let one = |k: &str, v: &str| files_partition_predicate(&l, &[(k.into(), Some(v.into()))]);
     assert_eq!(
@@ -489,6 +494,7 @@ fn identity_timestamps_with_zone_keep_their_microseconds() {
     let layout = TableLayout {
         columns: vec![("tstz".into(), "timestamp(6) with time zone".into())],
         partitioning: vec![parse_partition_entry("tstz").unwrap()],
+        live_specs: Vec::new(),
     };
     let at = chrono::DateTime::parse_from_rfc3339("2026-11-05T11:15:00.123456Z")
         .unwrap()
@@ -510,4 +516,63 @@ fn identity_timestamps_with_zone_keep_their_microseconds() {
         partition_predicate(&layout, &p).unwrap(),
         "\"tstz\" = TIMESTAMP '2026-11-05 11:15:00.123456 UTC'"
     );
+}
+
+#[test]
+fn partitions_of_a_table_with_several_live_specs_are_selected_by_their_own_path() {
+    let (t, mut layout) = documents();
+    assert!(!layout.mixed_specs());
+    assert_eq!(
+        spec_fields_from_path("district=a%2Fb/filed_at_day=2026-03-02").unwrap(),
+        vec!["district".to_string(), "filed_at_day".to_string()]
+    );
+    assert!(spec_fields_from_path("district").is_err());
+    layout.live_specs = vec![
+        (0, vec!["district".into()]),
+        (1, vec!["district".into(), "filed_at_day".into()]),
+    ];
+    assert!(layout.mixed_specs());
+    let mut old = part(&[("district", Some("north")), ("filed_at_day", None)], 3);
+    old.spec_id = Some(0);
+    let mut cur = part(
+        &[
+            ("district", Some("north")),
+            ("filed_at_day", Some("2026-03-02")),
+        ],
+        2,
+    );
+    cur.spec_id = Some(1);
+    let plan = optimize_plan(&t, &layout, &[old.clone(), cur.clone()], 1000, false).unwrap();
+    let sqls: Vec<&str> = plan.steps.iter().map(|s| s.sql.as_str()).collect();
+    assert!(
+        sqls.iter()
+            .any(|s| s.ends_with(r#"WHERE "$partition" = 'district=north'"#)),
+        "{plan}"
+    );
+    assert!(
+        sqls.iter().any(
+            |s| s.ends_with(r#"WHERE "$partition" = 'district=north/filed_at_day=2026-03-02'"#)
+        ),
+        "{plan}"
+    );
+    assert!(plan.steps.iter().all(|s| s.spec_id.is_some()));
+    assert!(
+        plan.notes
+            .iter()
+            .any(|n| n.contains("district=north (spec 0) belongs to an earlier")),
+        "{plan}"
+    );
+    // Grouped: never two specs in one statement.
+    let grouped = optimize_plan(&t, &layout, &[old.clone(), cur], 1000, true).unwrap();
+    assert_eq!(grouped.steps.len(), 2, "{grouped}");
+    // A spec no longer live, or a partial spec over a field spec 0 lacks: refused.
+    old.spec_id = Some(7);
+    assert!(
+        optimize_plan(&t, &layout, &[old], 1000, false)
+            .unwrap_err()
+            .contains("spec 7")
+    );
+    let partial = part(&[("filed_at_day", Some("2026-03-02"))], 2);
+    let err = optimize_plan(&t, &layout, &[partial], 1000, false).unwrap_err();
+    assert!(err.contains("not in every one"), "{err}");
 }
