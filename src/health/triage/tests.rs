@@ -569,3 +569,30 @@ fn what_the_queries_suffered_is_told_with_the_tables_incident() {
         1
     );
 }
+
+#[test]
+fn connections_that_point_elsewhere_are_worded_alike_in_both_passes() {
+    // Named by the failing DAG: the endpoint incident says it.
+    let mut lab = lab();
+    lab.findings
+        .retain(|f| !f.rule.starts_with("airflow_connection"));
+    lab.findings.push(conn("trino_documents", false));
+    let v = incidents(&lab.facts(), t0());
+    assert_eq!(v[0].kind, Kind::Endpoint);
+    assert!(
+        v[0].cause.ends_with(
+            "(connection trino_documents → trino-old.internal:8080, is not the Trino floe reached)"
+        ),
+        "{}",
+        v[0].cause
+    );
+    // Named by no failure: the connection incident says the same.
+    lab.dags[0].error_line = Some("ValueError: boom".into());
+    let v = incidents(&lab.facts(), t0());
+    let c: Vec<&Incident> = v.iter().filter(|i| i.kind == Kind::Connection).collect();
+    assert_eq!(
+        c[0].cause,
+        "Airflow connection trino_documents → trino-old.internal:8080 is not the Trino floe reached"
+    );
+    assert_eq!(c[0].severity, Severity::Warning);
+}
