@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use chrono::{DateTime, Utc};
 
-use super::{DagFacts, Finding, Health, Severity};
+use super::{DagFacts, Finding, Health, Rule, Severity};
 use crate::lakehouse::model::{TableRef, TableStats};
 
 mod affected;
@@ -22,8 +22,7 @@ mod incident;
 
 pub use affected::Affected;
 use affected::{
-    COMPACTION_RULES, affected, has_rule, optimize_next, rule_severity, sort_affected, status_of,
-    table_evidence,
+    affected, has_rule, optimize_next, rule_severity, sort_affected, status_of, table_evidence,
 };
 use connections::{ConnFinding, conn_finding, conn_state, ids};
 use dags::{dag_cause, dag_failure_line, paused, runs, unpause};
@@ -160,7 +159,7 @@ impl<'f, 'a> Triage<'f, 'a> {
         let mut by_endpoint: BTreeMap<String, Vec<&'a DagFacts>> = BTreeMap::new();
         let mut alone: Vec<&'a DagFacts> = Vec::new();
         for &d in &self.facts.dags {
-            if d.import_error.is_some() || d.last_run_state.as_deref() != Some("failed") {
+            if d.import_error.is_some() || !d.last_run_failed() {
                 continue;
             }
             // Prefer an endpoint an Airflow connection points at; else the first named.
@@ -384,7 +383,7 @@ impl<'f, 'a> Triage<'f, 'a> {
                 continue;
             }
             let (kind, next) = match f.rule {
-                "dag_import_error" => (
+                Rule::DagImportError => (
                     Kind::ImportError,
                     vec![Next::FixImport {
                         what: "the DAG file".into(),
@@ -420,13 +419,13 @@ impl<'f, 'a> Triage<'f, 'a> {
             }
             let kind = if t.error.is_some() {
                 Kind::Unreadable
-            } else if has_rule(t, &COMPACTION_RULES) {
+            } else if has_rule(t, &Rule::COMPACTION) {
                 if t.dag_id.is_some_and(|d| dags.contains(d)) {
                     Kind::CompactionDue
                 } else {
                     Kind::Unmaintained
                 }
-            } else if has_rule(t, &["snapshot_bloat"]) {
+            } else if has_rule(t, &[Rule::SnapshotBloat]) {
                 Kind::SnapshotBloat
             } else {
                 Kind::Table

@@ -5,12 +5,8 @@ use serde::Serialize;
 
 use super::{Next, TableFacts};
 use crate::fmt::{human_duration, thousands};
-use crate::health::{Finding, Health, Severity};
+use crate::health::{Finding, Health, Rule, Severity};
 use crate::lakehouse::model::{TableRef, TableStats};
-
-/// Rules whose finding says the table waits for compaction.
-pub(super) const COMPACTION_RULES: [&str; 3] =
-    ["small_files", "compaction_stale", "never_compacted"];
 
 /// A table an incident affects, with what it costs in a few words.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -74,7 +70,7 @@ pub(super) fn status_of(t: &TableFacts) -> Severity {
     t.health.map(|h| h.status).unwrap_or(Severity::Ok)
 }
 
-pub(super) fn has_rule(t: &TableFacts, rules: &[&str]) -> bool {
+pub(super) fn has_rule(t: &TableFacts, rules: &[Rule]) -> bool {
     t.health.is_some_and(|h| {
         h.findings
             .iter()
@@ -83,7 +79,7 @@ pub(super) fn has_rule(t: &TableFacts, rules: &[&str]) -> bool {
 }
 
 /// The worst severity of `rule`'s findings over `tables` (OK when none has it).
-pub(super) fn rule_severity(tables: &[&TableFacts], rule: &str) -> Severity {
+pub(super) fn rule_severity(tables: &[&TableFacts], rule: Rule) -> Severity {
     tables
         .iter()
         .filter_map(|t| t.health)
@@ -100,12 +96,12 @@ pub(super) fn affected(t: &TableFacts, name: String, now: DateTime<Utc>) -> Affe
     let small = t.stats.map(|s| s.small_files).unwrap_or(0);
     let summary = match (t.error, t.stats, t.health) {
         (Some(e), _, _) => format!("not read: {}", crate::text::clip(e, 120)),
-        (None, Some(s), _) if has_rule(t, &COMPACTION_RULES) => format!(
+        (None, Some(s), _) if has_rule(t, &Rule::COMPACTION) => format!(
             "{} small files, {}",
             thousands(s.small_files),
             waiting(s, now)
         ),
-        (None, Some(s), _) if has_rule(t, &["snapshot_bloat"]) => {
+        (None, Some(s), _) if has_rule(t, &[Rule::SnapshotBloat]) => {
             let mut m = format!("{} snapshots", thousands(s.snapshots));
             if let Some(o) = s.oldest_snapshot {
                 m.push_str(&format!(
@@ -156,7 +152,7 @@ pub(super) fn table_evidence(name: &str, t: &TableFacts) -> Vec<String> {
     }
     if let Some(h) = t.health {
         for f in &h.findings {
-            if f.severity > Severity::Info && !f.rule.starts_with("stale_dag") {
+            if f.severity > Severity::Info && !f.rule.is_dag_correlation() {
                 out.push(format!("{name}: [{}] {}", f.severity.short(), f.message));
             }
         }

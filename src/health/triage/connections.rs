@@ -1,7 +1,7 @@
 //! Airflow's connections as triage reads them from their findings.
 
 use super::plural;
-use crate::health::Finding;
+use crate::health::{Finding, Rule};
 
 /// An Airflow connection as its finding describes it.
 #[derive(Clone, Debug)]
@@ -18,8 +18,8 @@ pub(super) struct ConnFinding<'a> {
 /// `Airflow connection ID points at HOST:PORT …` (the connection findings floe writes).
 pub(super) fn conn_finding(index: usize, f: &Finding) -> Option<ConnFinding<'_>> {
     let failing = match f.rule {
-        "airflow_connection_failing" => true,
-        "airflow_connection_elsewhere" => false,
+        Rule::AirflowConnectionFailing => true,
+        Rule::AirflowConnectionElsewhere => false,
         _ => return None,
     };
     let rest = f.message.strip_prefix("Airflow connection ")?;

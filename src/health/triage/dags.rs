@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 
 use super::{Kind, Next, TableFacts, has_rule, rule_severity};
 use crate::fmt::human_duration;
-use crate::health::{DagFacts, Severity};
+use crate::health::{DagFacts, Rule, Severity};
 
 /// ` (paused)` after a failing DAG's id when it is also paused.
 pub(super) fn paused(d: &DagFacts) -> &'static str {
@@ -51,17 +51,17 @@ pub(super) fn dag_cause(
         )
     } else if d.paused {
         // As severe as the stale compaction the pause causes costs a reader.
-        let sev = rule_severity(mine, "stale_dag_paused").max(Severity::Warning);
+        let sev = rule_severity(mine, Rule::StaleDagPaused).max(Severity::Warning);
         (
             Kind::DagPaused,
             sev,
             format!("DAG {} is paused", d.dag_id),
             vec![Next::Unpause { dag_id }],
         )
-    } else if mine.iter().any(|t| has_rule(t, &["stale_dag_succeeds"])) {
+    } else if mine.iter().any(|t| has_rule(t, &[Rule::StaleDagSucceeds])) {
         (
             Kind::DagSucceedsStale,
-            rule_severity(mine, "stale_dag_succeeds"),
+            rule_severity(mine, Rule::StaleDagSucceeds),
             format!(
                 "DAG {} reports success{} but its table's compaction stays stale",
                 d.dag_id,
