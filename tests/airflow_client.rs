@@ -511,7 +511,7 @@ async fn v2_compact_documents_fails_in_compact_on_the_dead_host() {
 
     let dag = c.dag("compact_documents").await.unwrap();
     let facts = c.fetch_facts(&dag, DEFAULT_INTERVAL).await.unwrap();
-    assert_eq!(facts.last_run_state.as_deref(), Some("failed"));
+    assert_eq!(facts.last_run_text(), "failed");
     assert_eq!(facts.failing_task.as_deref(), Some("compact"));
     assert_eq!(facts.error_line.as_deref(), Some(line.as_str()));
     assert_eq!(facts.failed_runs as usize, runs.len().min(25));
@@ -527,7 +527,7 @@ async fn v2_permits_succeeds_silently_and_parcels_succeeds() {
     for dag_id in ["compact_permits", "compact_parcels"] {
         let dag = c.dag(dag_id).await.unwrap();
         let facts = c.fetch_facts(&dag, DEFAULT_INTERVAL).await.unwrap();
-        assert_eq!(facts.last_run_state.as_deref(), Some("success"), "{dag_id}");
+        assert_eq!(facts.last_run_text(), "success", "{dag_id}");
         assert_eq!(facts.failed_runs, 0, "{dag_id}");
         assert_eq!(facts.failing_task, None);
         assert!(facts.last_success_at.is_some());
@@ -770,7 +770,7 @@ async fn v1_the_same_facts() {
 
     let dag = c.dag("compact_documents").await.unwrap();
     let facts = c.fetch_facts(&dag, DEFAULT_INTERVAL).await.unwrap();
-    assert_eq!(facts.last_run_state.as_deref(), Some("failed"));
+    assert_eq!(facts.last_run_text(), "failed");
     assert_eq!(facts.failing_task.as_deref(), Some("compact"));
     let line = facts.error_line.clone().expect("an error line");
     assert!(
@@ -813,7 +813,7 @@ async fn v1_the_same_facts() {
     for dag_id in ["compact_permits", "compact_parcels"] {
         let dag = c.dag(dag_id).await.unwrap();
         let facts = c.fetch_facts(&dag, DEFAULT_INTERVAL).await.unwrap();
-        assert_eq!(facts.last_run_state.as_deref(), Some("success"), "{dag_id}");
+        assert_eq!(facts.last_run_text(), "success", "{dag_id}");
         assert_eq!(facts.failed_runs, 0);
     }
     let permits = &c.runs("compact_permits", 1).await.unwrap()[0];

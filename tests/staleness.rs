@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use chrono::Utc;
 use common::{lab, user};
-use floe::health::{DagFacts, HealthConfig, Severity, evaluate};
+use floe::health::{DagFacts, HealthConfig, Rule, Severity, evaluate};
 use floe::lakehouse::maintenance::optimize_plan;
 use floe::lakehouse::model::{PartitionStats, TableRef};
 use floe::lakehouse::queries::Lakehouse;
@@ -25,7 +25,7 @@ fn failing_dag() -> DagFacts {
         guessed: false,
         paused: false,
         import_error: None,
-        last_run_state: Some("failed".into()),
+        last_run_state: Some(floe::airflow::DagRunState::Failed),
         last_run_at: Some(Utc::now() - chrono::Duration::hours(3)),
         last_success_at: None,
         failed_runs: 14,
@@ -36,7 +36,7 @@ fn failing_dag() -> DagFacts {
 }
 
 fn rules(h: &floe::health::Health) -> Vec<&'static str> {
-    h.findings.iter().map(|f| f.rule).collect()
+    h.findings.iter().map(|f| f.rule.as_str()).collect()
 }
 
 #[tokio::test]
@@ -65,7 +65,7 @@ async fn a_partial_optimize_leaves_the_waiting_small_files_and_the_finding() {
     let stale = h
         .findings
         .iter()
-        .find(|f| f.rule == "compaction_stale")
+        .find(|f| f.rule == Rule::CompactionStale)
         .unwrap_or_else(|| panic!("{h:?}"));
     assert_eq!(stale.severity, Severity::Critical);
     assert!(
@@ -134,7 +134,7 @@ async fn a_partial_optimize_leaves_the_waiting_small_files_and_the_finding() {
     let stale = h
         .findings
         .iter()
-        .find(|f| f.rule == "compaction_stale")
+        .find(|f| f.rule == Rule::CompactionStale)
         .unwrap_or_else(|| panic!("{h:?}"));
     assert_eq!(stale.severity, Severity::Critical, "{}", stale.message);
     assert!(rules(&h).contains(&"stale_dag_failing"), "{h:?}");

@@ -136,7 +136,7 @@ pub fn dag_facts(
         guessed: false,
         paused: dag.paused,
         import_error,
-        last_run_state: last.map(|r| r.state.as_str().to_string()),
+        last_run_state: last.map(|r| r.state.clone()),
         last_run_at: last.and_then(|r| r.last_activity()),
         last_success_at: last_success.and_then(|r| r.end_date.or(r.last_activity())),
         failed_runs: failed.len() as u32,

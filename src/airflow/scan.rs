@@ -11,7 +11,7 @@ use url::Url;
 use super::{
     AirflowClient, AirflowError, AirflowHealth, ConnectionTest, Dag, DagImportError, HealthStatus,
 };
-use crate::health::{DagFacts, Finding, Severity};
+use crate::health::{DagFacts, Finding, Rule, Severity};
 
 /// The DAG list and what surrounds it (one refresh of the DAGs tab).
 #[derive(Clone, Debug)]
@@ -133,7 +133,7 @@ pub async fn connection_findings(client: &AirflowClient, trino: &Url, test: bool
         };
         match tested {
             Some(ConnectionTest::Failed(msg)) => out.push(Finding {
-                rule: "airflow_connection_failing",
+                rule: Rule::AirflowConnectionFailing,
                 severity: Severity::Critical,
                 message: format!(
                     "Airflow connection {} points at {theirs} and fails its test: {}{}",
@@ -148,7 +148,7 @@ pub async fn connection_findings(client: &AirflowClient, trino: &Url, test: bool
                 penalty: 0,
             }),
             _ if theirs != ours => out.push(Finding {
-                rule: "airflow_connection_elsewhere",
+                rule: Rule::AirflowConnectionElsewhere,
                 severity: Severity::Warning,
                 message: format!(
                     "Airflow connection {} points at {theirs} — floe reached {ours}{}",
@@ -173,7 +173,7 @@ pub fn server_findings(list: &DagList) -> Vec<Finding> {
     let mut out = Vec::new();
     for e in &list.import_errors {
         out.push(Finding {
-            rule: "dag_import_error",
+            rule: Rule::DagImportError,
             severity: Severity::Critical,
             message: format!("import error in {}: {}", e.filename, e.summary()),
             penalty: 0,
@@ -187,7 +187,7 @@ pub fn server_findings(list: &DagList) -> Vec<Finding> {
         ] {
             if c.status == Some(HealthStatus::Unhealthy) {
                 out.push(Finding {
-                    rule: "airflow_unhealthy",
+                    rule: Rule::AirflowUnhealthy,
                     severity: Severity::Critical,
                     message: format!("Airflow {name} is unhealthy"),
                     penalty: 0,

@@ -96,9 +96,21 @@ pub enum Level {
     Error,
 }
 
+/// What a status message is about, where something later must find it again (its
+/// text is for the operator, not for matching).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StatusKind {
+    /// Anything said once: it stays until replaced, Esc, or (INFO) it ages out.
+    Note,
+    /// The table list shows cached stats while the refresh revalidates them: cleared
+    /// once every table is in.
+    CachedStats,
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct StatusMsg {
     pub level: Level,
+    pub kind: StatusKind,
     pub text: String,
     pub at: DateTime<Utc>,
 }
@@ -313,8 +325,14 @@ impl State {
     }
 
     pub fn set_status(&mut self, level: Level, text: impl Into<String>) {
+        self.set_status_of(StatusKind::Note, level, text);
+    }
+
+    /// A status message of `kind`, for something that must find it again.
+    pub fn set_status_of(&mut self, kind: StatusKind, level: Level, text: impl Into<String>) {
         self.status = Some(StatusMsg {
             level,
+            kind,
             text: text.into(),
             at: self.now,
         });

@@ -230,7 +230,7 @@ pub mod dags {
             guessed: false,
             paused: false,
             import_error: None,
-            last_run_state: Some("failed".into()),
+            last_run_state: Some(crate::airflow::DagRunState::Failed),
             last_run_at: Some(t0() - chrono::Duration::hours(9)),
             last_success_at: None,
             failed_runs: 14,
@@ -243,7 +243,7 @@ pub mod dags {
     pub fn ok_facts(id: &str) -> DagFacts {
         DagFacts {
             dag_id: id.into(),
-            last_run_state: Some("success".into()),
+            last_run_state: Some(crate::airflow::DagRunState::Success),
             last_success_at: Some(t0() - chrono::Duration::hours(8)),
             failed_runs: 0,
             failing_task: None,

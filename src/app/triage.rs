@@ -11,7 +11,7 @@ use super::grid::Grid;
 use super::state::{Level, Load, Popup, State, Tab};
 use crate::airflow::scan::{DagList, server_findings};
 use crate::health::triage::{Facts, Incident, Jump, Kind, TableFacts, incidents};
-use crate::health::{Finding, Severity};
+use crate::health::{Finding, Rule, Severity};
 use crate::lakehouse::model::TableRef;
 
 /// Where Enter took the operator, so Esc there comes back.
@@ -79,7 +79,7 @@ pub fn rebuild(s: &mut State) {
         }));
         if let Load::Failed(e) = &s.dags.load {
             loose.push(Finding {
-                rule: "airflow_unreachable",
+                rule: Rule::AirflowUnreachable,
                 severity: Severity::Unknown,
                 message: format!("DAGs not evaluated: {e}"),
                 penalty: 0,
@@ -88,7 +88,7 @@ pub fn rebuild(s: &mut State) {
         for r in &s.dags.rows {
             if let (None, Some(e)) = (&r.facts, &r.error) {
                 loose.push(Finding {
-                    rule: "dag_unreadable",
+                    rule: Rule::DagUnreadable,
                     severity: Severity::Unknown,
                     message: format!("DAG {}: cannot read its runs: {e}", r.dag.dag_id),
                     penalty: 0,

@@ -7,11 +7,15 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
+use crate::airflow::DagRunState;
 use crate::fmt::{human_bytes, human_duration, thousands};
 use crate::lakehouse::model::{PartitionStats, TableStats};
 
 pub mod mapping;
+mod rule;
 pub mod triage;
+
+pub use rule::Rule;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct HealthConfig {
@@ -195,7 +199,7 @@ impl fmt::Display for Severity {
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Finding {
-    pub rule: &'static str,
+    pub rule: Rule,
     pub severity: Severity,
     pub message: String,
     /// Points taken off the score.
@@ -240,7 +244,7 @@ pub struct DagFacts {
     pub guessed: bool,
     pub paused: bool,
     pub import_error: Option<String>,
-    pub last_run_state: Option<String>,
+    pub last_run_state: Option<DagRunState>,
     pub last_run_at: Option<DateTime<Utc>>,
     pub last_success_at: Option<DateTime<Utc>>,
     /// Failed runs in the window floe looked at, and the failing task of the latest one.
@@ -249,6 +253,20 @@ pub struct DagFacts {
     pub error_line: Option<String>,
     /// How often the DAG should succeed (schedule or config).
     pub expected_interval: Duration,
+}
+
+impl DagFacts {
+    /// The DAG's latest run failed.
+    pub fn last_run_failed(&self) -> bool {
+        self.last_run_state == Some(DagRunState::Failed)
+    }
+
+    /// The latest run's state as Airflow spells it, `none` without a run.
+    pub fn last_run_text(&self) -> &str {
+        self.last_run_state
+            .as_ref()
+            .map_or("none", DagRunState::as_str)
+    }
 }
 
 fn pct(part: u64, whole: u64) -> String {
@@ -399,7 +417,7 @@ fn snapshot_bloat(stats: &TableStats, cfg: &HealthConfig, now: DateTime<Utc>) ->
         }
     }
     Some(Finding {
-        rule: "snapshot_bloat",
+        rule: Rule::SnapshotBloat,
         severity,
         message: msg,
         penalty: match severity {
@@ -426,7 +444,7 @@ pub fn evaluate(
 
     if stats.is_empty_table() {
         out.push(Finding {
-            rule: "empty",
+            rule: Rule::Empty,
             severity: Severity::Info,
             message: "empty: no snapshot has been committed".into(),
             penalty: 0,
@@ -515,7 +533,7 @@ pub fn evaluate(
                 (Severity::Info, 0)
             };
         out.push(Finding {
-            rule: "small_files",
+            rule: Rule::SmallFiles,
             severity,
             message: msg,
             penalty,
@@ -529,7 +547,7 @@ pub fn evaluate(
             None => {
                 let severity = capped(Severity::Critical);
                 out.push(Finding {
-                    rule: "never_compacted",
+                    rule: Rule::NeverCompacted,
                     severity,
                     message: format!(
                         "never compacted, with {} small files{}{}",
@@ -584,17 +602,17 @@ pub fn evaluate(
     // maintenance DAG says about it. (The DAG's own findings are the DAG's verdict.)
     if let Some(d) = dag {
         let stale = out.iter().any(|f| {
-            matches!(f.rule, "compaction_stale" | "never_compacted")
+            matches!(f.rule, Rule::CompactionStale | Rule::NeverCompacted)
                 && f.severity >= Severity::Warning
         });
         if stale {
             // As critical as what the stale compaction costs a reader.
             let severity = capped(Severity::Critical);
             let guessed = if d.guessed { " (guessed mapping)" } else { "" };
-            let last = d.last_run_state.as_deref().unwrap_or("none");
+            let last = d.last_run_text();
             if let Some(e) = &d.import_error {
                 out.push(Finding {
-                    rule: "stale_dag_broken",
+                    rule: Rule::StaleDagBroken,
                     severity,
                     message: format!(
                         "compaction stale and its DAG {}{guessed} does not import: {e}",
@@ -604,7 +622,7 @@ pub fn evaluate(
                 });
             } else if d.paused {
                 out.push(Finding {
-                    rule: "stale_dag_paused",
+                    rule: Rule::StaleDagPaused,
                     severity,
                     message: format!(
                         "compaction stale and its DAG {}{guessed} is paused",
@@ -619,7 +637,7 @@ pub fn evaluate(
                     _ => String::new(),
                 };
                 out.push(Finding {
-                    rule: "stale_dag_failing",
+                    rule: Rule::StaleDagFailing,
                     severity,
                     message: format!(
                         "compaction stale and its DAG {}{guessed} is failing{what}",
@@ -629,7 +647,7 @@ pub fn evaluate(
                 });
             } else if last == "success" {
                 out.push(Finding {
-                    rule: "stale_dag_succeeds",
+                    rule: Rule::StaleDagSucceeds,
                     severity,
                     message: format!(
                         "compaction stale although its DAG {}{guessed} reports success{}: the DAG does not compact (a swallowed error?)",
@@ -680,7 +698,7 @@ fn stale_finding(
                 // Not stale by what is known, but what is known is a lower bound: a
                 // retention shorter than compaction_warn must not make it look fresh.
                 return Some(Finding {
-                    rule: "compaction_age_unknown",
+                    rule: Rule::CompactionAgeUnknown,
                     severity: Severity::Info,
                     message: format!(
                         "small files waiting since at least {}: the snapshot that added them has expired, so their real age is unknown (the snapshot retention is shorter than compaction_warn {})",
@@ -724,7 +742,7 @@ fn stale_finding(
         ));
     }
     Some(Finding {
-        rule: "compaction_stale",
+        rule: Rule::CompactionStale,
         severity: msg.1,
         message: msg.0,
         penalty: msg.2,
@@ -800,7 +818,7 @@ fn delete_finding(stats: &TableStats, cfg: &HealthConfig) -> Option<Finding> {
     }
     msg.push_str("; reads merge them until compaction");
     Some(Finding {
-        rule: "delete_files",
+        rule: Rule::DeleteFiles,
         severity,
         message: msg,
         penalty,
@@ -816,7 +834,7 @@ fn metadata_findings(stats: &TableStats, cfg: &HealthConfig) -> Vec<Finding> {
     {
         let critical = total >= cfg.critical_manifests;
         out.push(Finding {
-            rule: "manifests",
+            rule: Rule::Manifests,
             severity: if critical {
                 Severity::Critical
             } else {
@@ -848,7 +866,7 @@ fn metadata_findings(stats: &TableStats, cfg: &HealthConfig) -> Vec<Finding> {
         && n > cfg.max_metadata_files
     {
         out.push(Finding {
-            rule: "metadata_files",
+            rule: Rule::MetadataFiles,
             severity: Severity::Warning,
             message: format!(
                 "{} metadata files in the log (over {}): old metadata is not cleaned up (write.metadata.delete-after-commit.enabled, write.metadata.previous-versions-max)",
@@ -869,7 +887,7 @@ fn large_files_finding(stats: &TableStats, cfg: &HealthConfig) -> Option<Finding
     }
     let target = stats.target_file_size.max(1);
     Some(Finding {
-        rule: "large_files",
+        rule: Rule::LargeFiles,
         severity: Severity::Info,
         message: format!(
             "{} of {} data files are over {:.1} × the {} target ({}): over-compacted, or the target is set below what the writers produce",
@@ -888,7 +906,7 @@ pub fn dag_findings(d: &DagFacts, now: DateTime<Utc>) -> Vec<Finding> {
     let mut out = Vec::new();
     if let Some(e) = &d.import_error {
         out.push(Finding {
-            rule: "dag_import_error",
+            rule: Rule::DagImportError,
             severity: Severity::Critical,
             message: format!("DAG {} has an import error: {e}", d.dag_id),
             penalty: 15,
@@ -896,13 +914,13 @@ pub fn dag_findings(d: &DagFacts, now: DateTime<Utc>) -> Vec<Finding> {
     }
     if d.paused {
         out.push(Finding {
-            rule: "dag_paused",
+            rule: Rule::DagPaused,
             severity: Severity::Warning,
             message: format!("DAG {} is paused", d.dag_id),
             penalty: 5,
         });
     }
-    if d.last_run_state.as_deref() == Some("failed") {
+    if d.last_run_failed() {
         let mut msg = format!("DAG {}: last run failed", d.dag_id);
         if d.failed_runs > 1 {
             msg.push_str(&format!(" ({} failed runs in the window)", d.failed_runs));
@@ -914,7 +932,7 @@ pub fn dag_findings(d: &DagFacts, now: DateTime<Utc>) -> Vec<Finding> {
             msg.push_str(&format!(": {}", clip(e)));
         }
         out.push(Finding {
-            rule: "dag_failing",
+            rule: Rule::DagFailing,
             severity: Severity::Critical,
             message: msg,
             penalty: 15,
@@ -924,7 +942,7 @@ pub fn dag_findings(d: &DagFacts, now: DateTime<Utc>) -> Vec<Finding> {
         let limit = d.expected_interval.as_secs() as i64 * 2;
         match d.last_success_at {
             Some(t) if age(now, t) > limit => out.push(Finding {
-                rule: "dag_no_success",
+                rule: Rule::DagNoSuccess,
                 severity: Severity::Warning,
                 message: format!(
                     "DAG {}: no success for {} (expected every {})",
@@ -935,7 +953,7 @@ pub fn dag_findings(d: &DagFacts, now: DateTime<Utc>) -> Vec<Finding> {
                 penalty: 5,
             }),
             None if d.last_run_at.is_some() => out.push(Finding {
-                rule: "dag_no_success",
+                rule: Rule::DagNoSuccess,
                 severity: Severity::Warning,
                 message: format!("DAG {}: no successful run in the window", d.dag_id),
                 penalty: 5,
@@ -943,7 +961,7 @@ pub fn dag_findings(d: &DagFacts, now: DateTime<Utc>) -> Vec<Finding> {
             // Unpaused and never run (a start_date still ahead, no schedule): it has
             // maintained nothing, whatever else it reports.
             None if d.import_error.is_none() => out.push(Finding {
-                rule: "dag_never_ran",
+                rule: Rule::DagNeverRan,
                 severity: Severity::Warning,
                 message: format!(
                     "DAG {} is unpaused and has never run (expected every {})",

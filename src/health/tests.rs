@@ -1,5 +1,6 @@
 use super::*;
 use crate::fmt::thousands;
+use crate::health::Rule;
 use chrono::TimeZone;
 
 const MB: u64 = 1 << 20;
@@ -59,13 +60,13 @@ fn incident() -> TableStats {
 }
 
 fn rules(h: &Health) -> Vec<&'static str> {
-    h.findings.iter().map(|f| f.rule).collect()
+    h.findings.iter().map(|f| f.rule.as_str()).collect()
 }
 
 fn finding<'a>(h: &'a Health, rule: &str) -> &'a Finding {
     h.findings
         .iter()
-        .find(|f| f.rule == rule)
+        .find(|f| f.rule.as_str() == rule)
         .unwrap_or_else(|| panic!("no {rule} in {h:?}"))
 }
 
@@ -431,7 +432,7 @@ fn dag(state: &str) -> DagFacts {
         guessed: false,
         paused: false,
         import_error: None,
-        last_run_state: Some(state.into()),
+        last_run_state: Some(crate::airflow::DagRunState::parse(state)),
         last_run_at: Some(hours_ago(10)),
         last_success_at: None,
         failed_runs: 14,
@@ -485,7 +486,7 @@ fn an_unpaused_dag_that_never_ran_is_a_finding() {
     let f = h
         .findings
         .iter()
-        .find(|f| f.rule == "dag_never_ran")
+        .find(|f| f.rule == crate::health::Rule::DagNeverRan)
         .unwrap();
     assert!(f.message.contains("has never run"), "{}", f.message);
     // Paused, it says so instead; with runs, the usual rules speak.
@@ -497,7 +498,7 @@ fn an_unpaused_dag_that_never_ran_is_a_finding() {
         !evaluate_dag(&paused, now())
             .findings
             .iter()
-            .any(|f| f.rule == "dag_never_ran")
+            .any(|f| f.rule == crate::health::Rule::DagNeverRan)
     );
 }
 
@@ -955,4 +956,20 @@ fn one_small_file_a_partition_leaves_a_compaction_nothing_to_merge() {
     let h = evaluate(&s, Some(&dag), &cfg, now());
     assert_eq!(finding(&h, "small_files").severity, Severity::Warning);
     assert!(rules(&h).contains(&"compaction_stale"), "{h:?}");
+}
+
+#[test]
+fn ids_are_snake_case_and_unique() {
+    let mut seen = std::collections::BTreeSet::new();
+    for r in Rule::ALL {
+        let id = r.as_str();
+        assert!(
+            id.chars().all(|c| c.is_ascii_lowercase() || c == '_'),
+            "{id}"
+        );
+        assert!(seen.insert(id), "{id} twice");
+        assert_eq!(serde_json::to_value(r).unwrap(), id);
+    }
+    assert!(Rule::StaleDagFailing.is_dag_correlation());
+    assert!(!Rule::DagFailing.is_dag_correlation());
 }

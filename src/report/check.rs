@@ -12,7 +12,7 @@ use super::{AirflowInfo, DagReport, Report, TableReport, TrinoInfo};
 use crate::airflow::{AirflowClient, scan};
 use crate::config::Settings;
 use crate::health::mapping::{DagName, map_dags};
-use crate::health::{DagFacts, Finding, Health, Severity, evaluate, evaluate_dag};
+use crate::health::{DagFacts, Finding, Health, Rule, Severity, evaluate, evaluate_dag};
 use crate::lakehouse::model::{TableRef, TableStats};
 use crate::lakehouse::queries::Lakehouse;
 use crate::trino::{Client, TrinoError};
@@ -113,7 +113,7 @@ async fn read_airflow(settings: &Settings, running: &Running) -> Option<AirflowR
     };
     let unreachable = |info: AirflowInfo, e: String| AirflowRead {
         findings: vec![Finding {
-            rule: "airflow_unreachable",
+            rule: Rule::AirflowUnreachable,
             severity: Severity::Unknown,
             message: format!("DAGs not evaluated: {e}"),
             penalty: 0,
@@ -288,7 +288,7 @@ async fn run_tracked(
         // Nothing seen is not the same as nothing wrong: a typo in --table, a schema that
         // does not exist, or a user whose SELECT was revoked all read this way.
         report.findings.push(Finding {
-            rule: "no_tables",
+            rule: Rule::NoTables,
             severity: Severity::Unknown,
             message: no_tables_message(
                 &settings.trino.catalog,
@@ -366,7 +366,7 @@ async fn run_tracked(
                     facts_by_dag.insert(dag.dag_id.clone(), f);
                 }
                 Err(e) => report.findings.push(Finding {
-                    rule: "dag_unreadable",
+                    rule: Rule::DagUnreadable,
                     severity: Severity::Unknown,
                     message: format!("DAG {}: cannot read its runs: {e}", dag.dag_id),
                     penalty: 0,
@@ -377,7 +377,7 @@ async fn run_tracked(
         for m in &settings.maintenance {
             if !names.iter().any(|n| n.dag_id == m.dag_id) {
                 report.findings.push(Finding {
-                    rule: "dag_missing",
+                    rule: Rule::DagMissing,
                     severity: Severity::Warning,
                     message: format!(
                         "DAG {} (maintains {}) is not among Airflow's maintenance DAGs",
@@ -411,7 +411,7 @@ async fn run_tracked(
                     status: Severity::Unknown,
                     score: 0,
                     findings: vec![Finding {
-                        rule: "unreadable",
+                        rule: Rule::Unreadable,
                         severity: Severity::Unknown,
                         message: format!("health query failed: {e}"),
                         penalty: 0,

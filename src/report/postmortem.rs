@@ -45,7 +45,7 @@ impl DagSection {
             dag_id: f.dag_id.clone(),
             guessed: f.guessed,
             paused: f.paused,
-            last_run_state: f.last_run_state.clone(),
+            last_run_state: f.last_run_state.as_ref().map(|s| s.to_string()),
             last_run_at: timestamp(f.last_run_at),
             last_success_at: timestamp(f.last_success_at),
             failed_runs: f.failed_runs,
@@ -322,7 +322,7 @@ pub fn build(src: Sources<'_>) -> Postmortem {
     record.maintenance_dag = src.dag.as_ref().map(|d| DagRecord {
         dag_id: d.dag_id.clone(),
         guessed: d.guessed,
-        last_run_state: d.last_run_state.clone(),
+        last_run_state: d.last_run_state.as_ref().map(|s| s.to_string()),
     });
     let mut notes = src.notes;
     let timeline = match src.snapshots {
@@ -556,7 +556,7 @@ impl Postmortem {
                 o.push_str(&format!(
                     "| {} | {} | {} |\n",
                     f.severity.label(),
-                    md_text(f.rule),
+                    md_text(f.rule.as_str()),
                     md_text(&f.message)
                 ));
             }

@@ -65,7 +65,7 @@ impl DagRecord {
         DagRecord {
             dag_id: d.dag_id.clone(),
             guessed: d.guessed,
-            last_run_state: d.last_run_state.clone(),
+            last_run_state: d.last_run_state.as_ref().map(|s| s.to_string()),
         }
     }
 }

@@ -1,5 +1,5 @@
 use super::*;
-use crate::health::{HealthConfig, evaluate};
+use crate::health::{HealthConfig, Rule, evaluate};
 use chrono::TimeZone;
 
 fn now() -> DateTime<Utc> {
@@ -272,7 +272,7 @@ fn hostile_report() -> Report {
         guessed: false,
         paused: false,
         import_error: Some(format!("broken{h}")),
-        last_run_state: Some(format!("failed{h}")),
+        last_run_state: Some(crate::airflow::DagRunState::parse(&format!("failed{h}"))),
         last_run_at: Some(now()),
         last_success_at: None,
         failed_runs: 14,
@@ -284,7 +284,7 @@ fn hostile_report() -> Report {
         t.table = TableRef::new(format!("ice{h}"), format!("zon{h}"), format!("doc{h}"));
         t.dag = Some(facts.clone());
         t.health.findings.push(Finding {
-            rule: "stale_dag_failing",
+            rule: Rule::StaleDagFailing,
             severity: Severity::Critical,
             message: format!("its DAG is failing: {h}"),
             penalty: 10,
@@ -297,7 +297,7 @@ fn hostile_report() -> Report {
             status: Severity::Critical,
             score: 0,
             findings: vec![Finding {
-                rule: "dag_failing",
+                rule: Rule::DagFailing,
                 severity: Severity::Critical,
                 message: format!("failing{h}"),
                 penalty: 50,
@@ -306,7 +306,7 @@ fn hostile_report() -> Report {
         tables: vec![format!("iceberg.zoning.doc{h}")],
     });
     r.findings.push(Finding {
-        rule: "import_error",
+        rule: Rule::DagImportError,
         severity: Severity::Warning,
         message: format!("import error{h}"),
         penalty: 0,

@@ -98,7 +98,7 @@ impl Report {
                     "{:<8} {} (last run {}, last success {}){}\n",
                     d.health.status.label(),
                     d.facts.dag_id,
-                    d.facts.last_run_state.as_deref().unwrap_or("none"),
+                    d.facts.last_run_text(),
                     match d.facts.last_success_at {
                         Some(t) => format!("{} ago", self.age_text(Some(t))),
                         None => "never".into(),

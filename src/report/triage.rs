@@ -57,7 +57,7 @@ mod tests {
     use super::super::{AirflowInfo, DagReport, Format, Report, TableReport, TrinoInfo};
     use crate::app::testing::dags::{ERROR, failing_facts};
     use crate::app::testing::incident_stats;
-    use crate::health::{Finding, HealthConfig, Severity, evaluate, evaluate_dag};
+    use crate::health::{Finding, HealthConfig, Rule, Severity, evaluate, evaluate_dag};
     use crate::lakehouse::model::TableRef;
 
     fn report() -> Report {
@@ -93,7 +93,7 @@ mod tests {
                 tables: vec![docs.to_string()],
             }],
             findings: vec![Finding {
-                rule: "airflow_connection_failing",
+                rule: Rule::AirflowConnectionFailing,
                 severity: Severity::Critical,
                 message: "Airflow connection trino_documents points at trino-old.internal:8080 and fails its test: boom\nsecond line".into(),
                 penalty: 0,

@@ -130,7 +130,7 @@ fn dag_cell(col: DagCol, r: &DagRow, now: DateTime<Utc>, th: &Theme) -> Cell<'st
         DagCol::Dag => Cell::from(sanitize(&dag_name(r)).into_owned()),
         DagCol::LastRun => match facts {
             Some(fa) => {
-                let last = fa.last_run_state.clone().unwrap_or_else(|| "none".into());
+                let last = fa.last_run_text().to_string();
                 let style = th.severity(state_severity(&last));
                 Cell::from(Span::styled(last, style))
             }
@@ -169,7 +169,7 @@ fn draw_detail(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
     let mut lines = Vec::new();
     let title = format!(" {} ", r.dag.dag_id);
     match (&r.facts, s.dags.failures.get(&r.dag.dag_id)) {
-        (Some(fa), failure) if fa.last_run_state.as_deref() == Some("failed") => {
+        (Some(fa), failure) if fa.last_run_failed() => {
             if let Some(Ok(d)) = failure {
                 lines.push(Line::from(vec![
                     Span::styled("failing task ", th.dim()),
@@ -212,7 +212,7 @@ fn draw_detail(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
         (Some(fa), _) => {
             lines.push(Line::from(format!(
                 "last run {} {} ago; last success {} ago; {} failed runs in the window; expected every {}",
-                fa.last_run_state.as_deref().unwrap_or("none"),
+                fa.last_run_text(),
                 age(s.now, fa.last_run_at),
                 age(s.now, fa.last_success_at),
                 fa.failed_runs,

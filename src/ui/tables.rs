@@ -1,5 +1,6 @@
 //! Tab 1: every table, worst first.
 
+use crate::airflow::DagRunState;
 use crate::text::one_line;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -194,9 +195,9 @@ fn dag_mark(d: &crate::health::DagFacts) -> (&'static str, Severity) {
     } else if d.paused {
         ("‖", Severity::Warning)
     } else {
-        match d.last_run_state.as_deref() {
-            Some("failed") => ("✗", Severity::Critical),
-            Some("success") => ("✓", Severity::Ok),
+        match &d.last_run_state {
+            Some(DagRunState::Failed) => ("✗", Severity::Critical),
+            Some(DagRunState::Success) => ("✓", Severity::Ok),
             Some(_) => ("…", Severity::Info),
             None => ("·", Severity::Info),
         }

@@ -133,7 +133,7 @@ fn the_incident_dag() {
     );
     assert_eq!(f.dag_id, "compact_documents");
     assert!(!f.guessed && !f.paused);
-    assert_eq!(f.last_run_state.as_deref(), Some("failed"));
+    assert_eq!(f.last_run_state, Some(DagRunState::Failed));
     assert_eq!(
         f.last_run_at,
         Some(at(29, 0) + chrono::Duration::seconds(10))
@@ -169,7 +169,7 @@ fn order_of_the_input_does_not_matter() {
         None,
         DEFAULT,
     );
-    assert_eq!(f.last_run_state.as_deref(), Some("failed"));
+    assert_eq!(f.last_run_state, Some(DagRunState::Failed));
     assert_eq!(
         f.last_success_at,
         Some(at(25, 0) + chrono::Duration::seconds(10))
@@ -202,7 +202,7 @@ fn a_run_in_progress_does_not_hide_the_last_result() {
         None,
         DEFAULT,
     );
-    assert_eq!(f.last_run_state.as_deref(), Some("failed"));
+    assert_eq!(f.last_run_state, Some(DagRunState::Failed));
     assert_eq!(
         f.last_run_at,
         Some(at(28, 0) + chrono::Duration::seconds(10))
@@ -212,7 +212,7 @@ fn a_run_in_progress_does_not_hide_the_last_result() {
     // Only unfinished runs: the newest of them.
     let queued = vec![run(29, DagRunState::Queued)];
     let f = dag_facts(&dag(Some("@daily")), &queued, None, None, DEFAULT);
-    assert_eq!(f.last_run_state.as_deref(), Some("queued"));
+    assert_eq!(f.last_run_state, Some(DagRunState::Queued));
     assert_eq!(
         f.last_run_at,
         Some(at(29, 0) + chrono::Duration::seconds(5))
@@ -225,7 +225,7 @@ fn a_run_in_progress_does_not_hide_the_last_result() {
 fn swallowed_errors_look_like_success() {
     let runs: Vec<DagRun> = (16..=29).map(|d| run(d, DagRunState::Success)).collect();
     let f = dag_facts(&dag(Some("@daily")), &runs, None, None, DEFAULT);
-    assert_eq!(f.last_run_state.as_deref(), Some("success"));
+    assert_eq!(f.last_run_state, Some(DagRunState::Success));
     assert_eq!(
         f.last_success_at,
         Some(at(29, 0) + chrono::Duration::seconds(10))

@@ -476,7 +476,7 @@ pub fn on_facts(s: &mut State, dag_id: &str, result: Result<DagFacts, String>) -
     match result {
         Ok(f) => {
             row.health = Some(evaluate_dag(&f, now));
-            let failing = f.last_run_state.as_deref() == Some("failed");
+            let failing = f.last_run_failed();
             row.facts = Some(f);
             row.error = None;
             // The failing task and the tail of its log, for the detail pane.

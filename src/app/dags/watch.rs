@@ -324,12 +324,10 @@ fn changed(
         None => format!("{name} {} files", thousands(st.data_files)),
     };
     let h = crate::health::evaluate(st, None, cfg, now);
-    let waiting = h.findings.iter().any(|f| {
-        matches!(
-            f.rule,
-            "small_files" | "compaction_stale" | "never_compacted"
-        ) && f.severity > crate::health::Severity::Info
-    });
+    let waiting = h
+        .findings
+        .iter()
+        .any(|f| f.rule.waits_for_compaction() && f.severity > crate::health::Severity::Info);
     if waiting {
         format!(
             "{files}; {} small files still waiting",

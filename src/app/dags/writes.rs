@@ -192,7 +192,7 @@ pub fn confirm_trigger(s: &State, dag_id: &str) -> DagConfirm {
             lines.push("the DAG is paused: the run is queued until it is unpaused".into());
         }
         if let Some(f) = &r.facts
-            && f.last_run_state.as_deref() == Some("failed")
+            && f.last_run_failed()
         {
             lines.push(format!(
                 "its last run failed{}",

@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 
 use super::action::Effect;
 use super::grid::Grid;
-use super::state::{Level, Load, State};
+use super::state::{Level, Load, State, StatusKind};
 use crate::cache::Entry;
 use crate::config::units::human_bytes;
 use crate::health::{DagFacts, Health, Severity, evaluate};
@@ -215,7 +215,7 @@ pub fn warm_start(s: &mut State, entries: Vec<Entry>) -> Option<String> {
     s.tables.reindex();
     let said = oldest.map(|at| cached_status(now, at));
     if let Some(text) = &said {
-        s.set_status(Level::Warn, text.clone());
+        s.set_status_of(StatusKind::CachedStats, Level::Warn, text.clone());
     }
     said
 }
@@ -404,7 +404,7 @@ fn finish(s: &mut State) -> Vec<Effect> {
     let mut fx = Vec::new();
     if s.tables.pending == 0 {
         if let Some(m) = &s.status
-            && m.text.starts_with("cached stats as of")
+            && m.kind == StatusKind::CachedStats
         {
             s.status = None;
         }

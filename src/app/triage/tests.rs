@@ -4,12 +4,13 @@ use crate::app::dags::DagMsg;
 use crate::app::testing::dags::with_dags;
 use crate::app::testing::{code, key, tref};
 use crate::app::update::update;
+use crate::health::Rule;
 use crate::health::triage::Kind;
 use crossterm::event::KeyCode;
 
 fn connections() -> Vec<Finding> {
     vec![Finding {
-        rule: "airflow_connection_failing",
+        rule: Rule::AirflowConnectionFailing,
         severity: Severity::Critical,
         message: "Airflow connection trino_documents points at trino-old.internal:8080 and fails its test: name resolution failed".into(),
         penalty: 0,

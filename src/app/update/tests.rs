@@ -897,7 +897,7 @@ pub mod dags {
         let f = h
             .findings
             .iter()
-            .find(|f| f.rule == "stale_dag_failing")
+            .find(|f| f.rule == crate::health::Rule::StaleDagFailing)
             .expect("correlation finding");
         assert!(
             f.message.contains("trino-old.internal:8080"),

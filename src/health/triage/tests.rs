@@ -1,7 +1,7 @@
 use super::*;
 use crate::app::testing::dags::{ERROR, failing_facts, ok_facts};
 use crate::app::testing::{healthy_stats, incident_stats, t0, tref};
-use crate::health::{HealthConfig, evaluate};
+use crate::health::{HealthConfig, Rule, evaluate};
 
 /// A table: its name, stats, verdict, read error and DAG.
 type Row = (
@@ -56,9 +56,9 @@ fn bloat_only() -> TableStats {
 fn conn(id: &str, failing: bool) -> Finding {
     Finding {
         rule: if failing {
-            "airflow_connection_failing"
+            Rule::AirflowConnectionFailing
         } else {
-            "airflow_connection_elsewhere"
+            Rule::AirflowConnectionElsewhere
         },
         severity: if failing {
             Severity::Critical
@@ -104,7 +104,7 @@ fn lab() -> Lab {
                 status: Severity::Unknown,
                 score: 0,
                 findings: vec![Finding {
-                    rule: "unreadable",
+                    rule: Rule::Unreadable,
                     severity: Severity::Unknown,
                     message: format!("health query failed: {e}"),
                     penalty: 0,
@@ -171,7 +171,7 @@ fn lab() -> Lab {
     );
     let findings = vec![
         Finding {
-            rule: "dag_import_error",
+            rule: Rule::DagImportError,
             severity: Severity::Critical,
             message: "import error in broken_dag.py: ModuleNotFoundError: No module named 'lakehouse_maintenance_helpers'".into(),
             penalty: 0,
@@ -382,8 +382,7 @@ fn several_dags_on_one_endpoint_are_one_incident() {
 #[test]
 fn without_a_connection_finding_the_error_names_the_endpoint() {
     let mut lab = lab();
-    lab.findings
-        .retain(|f| !f.rule.starts_with("airflow_connection"));
+    lab.findings.retain(|f| !f.rule.is_airflow_connection());
     let v = incidents(&lab.facts(), t0());
     assert_eq!(
         v[0].cause,
@@ -568,4 +567,30 @@ fn what_the_queries_suffered_is_told_with_the_tables_incident() {
             .count(),
         1
     );
+}
+
+#[test]
+fn connections_that_point_elsewhere_are_worded_alike_in_both_passes() {
+    // Named by the failing DAG: the endpoint incident says it.
+    let mut lab = lab();
+    lab.findings.retain(|f| !f.rule.is_airflow_connection());
+    lab.findings.push(conn("trino_documents", false));
+    let v = incidents(&lab.facts(), t0());
+    assert_eq!(v[0].kind, Kind::Endpoint);
+    assert!(
+        v[0].cause.ends_with(
+            "(connection trino_documents → trino-old.internal:8080, is not the Trino floe reached)"
+        ),
+        "{}",
+        v[0].cause
+    );
+    // Named by no failure: the connection incident says the same.
+    lab.dags[0].error_line = Some("ValueError: boom".into());
+    let v = incidents(&lab.facts(), t0());
+    let c: Vec<&Incident> = v.iter().filter(|i| i.kind == Kind::Connection).collect();
+    assert_eq!(
+        c[0].cause,
+        "Airflow connection trino_documents → trino-old.internal:8080 is not the Trino floe reached"
+    );
+    assert_eq!(c[0].severity, Severity::Warning);
 }

@@ -1,6 +1,7 @@
 //! The Triage tab on screen: snapshots at 80x24 and 160x48, readable without colour,
 //! inert with hostile server text.
 
+use crate::health::Rule;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 
@@ -89,7 +90,7 @@ fn hostile_server_text_is_inert() {
     update(
         &mut s,
         Action::Dags(DagMsg::ConnectionFindings(vec![crate::health::Finding {
-            rule: "airflow_connection_failing",
+            rule: Rule::AirflowConnectionFailing,
             severity: crate::health::Severity::Critical,
             message: format!(
                 "Airflow connection x{hostile} points at evil.example:8080 and fails its test: {hostile}"
