@@ -60,6 +60,24 @@ pub fn human_duration(secs: i64) -> String {
     if neg { format!("-{text}") } else { text }
 }
 
+/// A byte count the way the config file writes one (`32 MiB`, `9.5 MiB`).
+pub fn fmt_size(n: u64) -> String {
+    const KIB: u64 = 1024;
+    const MIB: u64 = 1024 * 1024;
+    let (unit, size) = if n >= MIB {
+        ("MiB", MIB)
+    } else if n >= KIB {
+        ("KiB", KIB)
+    } else {
+        return format!("{n} bytes");
+    };
+    if n.is_multiple_of(size) {
+        format!("{} {unit}", n / size)
+    } else {
+        format!("{:.1} {unit}", n as f64 / size as f64)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -82,5 +100,13 @@ mod tests {
         assert_eq!(thousands(999), "999");
         assert_eq!(thousands(18_000), "18,000");
         assert_eq!(thousands(1_234_567), "1,234,567");
+    }
+
+    #[test]
+    fn sizes_read_like_the_config_file() {
+        assert_eq!(fmt_size(32 * 1024 * 1024), "32 MiB");
+        assert_eq!(fmt_size(9 * 1024 * 1024 + 512 * 1024), "9.5 MiB");
+        assert_eq!(fmt_size(64 * 1024), "64 KiB");
+        assert_eq!(fmt_size(1000), "1000 bytes");
     }
 }

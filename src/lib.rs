@@ -21,3 +21,4 @@ pub mod text;
 pub mod tls;
 pub mod trino;
 pub mod ui;
+pub mod units;

@@ -10,6 +10,7 @@ use tokio::time::Instant;
 use url::Url;
 
 use crate::config::TlsSettings;
+use crate::fmt::fmt_size;
 
 /// Build a reqwest client with the TLS settings (custom CA, or verification off when asked).
 pub fn http_client(
@@ -60,24 +61,6 @@ pub fn redirect_refusal(from: &Url, to: &Url) -> Option<String> {
         return None;
     };
     Some(format!("refusing the redirect from {from} to {to}: {why}"))
-}
-
-/// A byte count the way the config file writes one (`32 MiB`, `9.5 MiB`).
-pub fn fmt_size(n: u64) -> String {
-    const KIB: u64 = 1024;
-    const MIB: u64 = 1024 * 1024;
-    let (unit, size) = if n >= MIB {
-        ("MiB", MIB)
-    } else if n >= KIB {
-        ("KiB", KIB)
-    } else {
-        return format!("{n} bytes");
-    };
-    if n.is_multiple_of(size) {
-        format!("{} {unit}", n / size)
-    } else {
-        format!("{:.1} {unit}", n as f64 / size as f64)
-    }
 }
 
 /// An error and its sources in one line (reqwest hides the useful part in the chain).
@@ -683,14 +666,6 @@ mod tests {
             .finish(Mutation, 4, false)
             .unwrap_err();
         assert!(matches!(e, NetFailure::Transport { .. }), "{e:?}");
-    }
-
-    #[test]
-    fn sizes_read_like_the_config_file() {
-        assert_eq!(fmt_size(32 * 1024 * 1024), "32 MiB");
-        assert_eq!(fmt_size(9 * 1024 * 1024 + 512 * 1024), "9.5 MiB");
-        assert_eq!(fmt_size(64 * 1024), "64 KiB");
-        assert_eq!(fmt_size(1000), "1000 bytes");
     }
 
     #[test]

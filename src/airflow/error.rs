@@ -6,7 +6,8 @@ use thiserror::Error;
 use url::Url;
 
 use super::client::snippet;
-use crate::net::{NetFailure, detail, fmt_size, text_reason};
+use crate::fmt::fmt_size;
+use crate::net::{NetFailure, detail, text_reason};
 use reqwest::Method;
 
 #[derive(Debug, Error, Clone, PartialEq, Eq)]

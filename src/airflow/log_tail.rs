@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 
 use super::log::{LogLine, TaskLog};
-use crate::net::fmt_size;
+use crate::fmt::fmt_size;
 
 /// The line that stands for the cut start of a log.
 pub(super) fn cut_marker(cut: u64, limit: u64) -> LogLine {

@@ -197,16 +197,3 @@ pub fn server_findings(list: &DagList) -> Vec<Finding> {
     }
     out
 }
-
-/// Components the header should name (unhealthy ones only).
-pub fn unhealthy(h: &AirflowHealth) -> Vec<&'static str> {
-    [
-        ("scheduler", &h.scheduler),
-        ("dag-processor", &h.dag_processor),
-        ("metadatabase", &h.metadatabase),
-    ]
-    .into_iter()
-    .filter(|(_, c)| c.status == Some(HealthStatus::Unhealthy))
-    .map(|(n, _)| n)
-    .collect()
-}

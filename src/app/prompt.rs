@@ -7,7 +7,7 @@ use super::action::Effect;
 use super::export::ExportFormat;
 use super::nav::{in_log, reindex_current};
 use super::state::{Level, Load, Popup, State};
-use crate::config::units::human_duration;
+use crate::fmt::human_duration;
 
 pub use crate::config::MAX_REFRESH;
 

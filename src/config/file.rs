@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use super::keys::KeySpec;
-use super::units::{Bytes, Dur};
 use super::{ConfigError, err};
+use crate::units::{Bytes, Dur};
 
 #[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]

@@ -13,10 +13,10 @@ use url::Url;
 use super::file::{FileConfig, HealthFile, ProfileFile};
 use super::secrets::{env_bool, env_dur};
 use super::settings::{Dirs, MAX_REFRESH, MIN_REFRESH, MaintenanceMapping, Overrides, Settings};
-use super::units::Bytes;
 use super::{ConfigError, err, keys};
 use crate::health::HealthConfig;
 use crate::lakehouse::sql::split_table_name;
+use crate::units::Bytes;
 
 type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
 

@@ -10,11 +10,11 @@ mod load;
 mod schema;
 mod secrets;
 mod settings;
-pub mod units;
 pub mod uri;
 
 use std::fmt;
 
+pub use crate::units::{Bytes, Dur};
 pub use file::{
     AirflowApi, AirflowFile, AuthKind, FileConfig, HealthFile, MaintenanceFile, ProfileFile,
     StartTab, TrinoFile,
@@ -27,7 +27,6 @@ pub use settings::{
     DEFAULT_OAUTH2_LOGIN_TIMEOUT, DEFAULT_OAUTH2_TOKEN_LIFETIME, Dirs, MAX_REFRESH, MIN_REFRESH,
     MaintenanceMapping, OAuth2Settings, Overrides, Settings, TlsSettings, TrinoSettings,
 };
-pub use units::{Bytes, Dur};
 
 /// A configuration problem, always naming what and where.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::file::FileConfig;
 use super::keys::KeySpec;
-use super::units::{Bytes, Dur};
+use crate::units::{Bytes, Dur};
 
 /// The schema, pretty-printed with a trailing newline (the shipped file's exact text).
 pub fn json_schema() -> String {

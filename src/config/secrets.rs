@@ -5,8 +5,8 @@ use std::time::{Duration, Instant};
 
 use secrecy::SecretString;
 
-use super::units::Dur;
 use super::{ConfigError, err};
+use crate::units::Dur;
 
 /// What a secret is: a token is one word (whitespace around it is never part of it); a
 /// password keeps inner and leading spaces but not the line ending an `echo` or a file

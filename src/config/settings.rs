@@ -10,8 +10,8 @@ use url::Url;
 
 use super::file::AirflowApi;
 use super::keys::Bindings;
-use super::units::Dur;
 use crate::health::HealthConfig;
+use crate::units::Dur;
 
 #[derive(Clone)]
 pub enum Auth {

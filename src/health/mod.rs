@@ -11,6 +11,7 @@ use crate::airflow::DagRunState;
 use crate::fmt::{human_bytes, human_duration, thousands};
 use crate::lakehouse::model::{PartitionStats, TableStats};
 
+pub mod airflow;
 pub mod mapping;
 mod rule;
 pub mod triage;

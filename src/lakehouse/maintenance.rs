@@ -13,8 +13,8 @@ use crate::trino::Value;
 
 use super::model::{PartitionStats, TableRef};
 use super::sql::{quote_ident, quote_string, typed_literal};
-use crate::config::units::Bytes;
 use crate::fmt::human_bytes;
+use crate::units::Bytes;
 
 /// How a partition field derives from its source column.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

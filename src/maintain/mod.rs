@@ -16,12 +16,12 @@ use std::time::{Duration, Instant};
 
 use crate::cli::MaintainCmd;
 use crate::config::Settings;
-use crate::config::units::{Bytes, Dur};
 use crate::fmt::{human_bytes, thousands};
 use crate::lakehouse::maintenance::{Plan, Procedure, optimize_plan, table_plan};
 use crate::lakehouse::model::{PartitionStats, TableRef};
 use crate::lakehouse::queries::Lakehouse;
 use crate::trino::{Client, TrinoError};
+use crate::units::{Bytes, Dur};
 use audit::AuditLog;
 use run::{RunContext, StepEvent, Stop, run_plan_until};
 

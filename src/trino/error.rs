@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use thiserror::Error;
 
-use crate::net::{detail, fmt_size};
+use crate::fmt::fmt_size;
+use crate::net::detail;
 
 #[derive(Debug, Error, Clone)]
 pub enum TrinoError {

@@ -148,7 +148,7 @@ fn draw_header(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
         }
         // The scheduler or DAG processor down explains DAGs that do not run.
         if let Some(h) = &s.dags.health {
-            for name in crate::airflow::scan::unhealthy(h) {
+            for name in crate::health::airflow::unhealthy(h) {
                 spans.push(Span::styled(
                     format!(" {name} UNHEALTHY"),
                     th.severity(crate::health::Severity::Critical),

@@ -176,9 +176,9 @@ pub fn confirm(f: &mut Frame, area: Rect, c: &crate::app::maintenance::Confirm, 
     if plan.steps.iter().any(|s| s.files > 0) {
         lines.push(Line::from(format!(
             "{} data files ({} small) in {} — one statement at a time, oldest partition first; a failure stops the rest",
-            crate::config::units::thousands(plan.steps.iter().map(|s| s.files).sum()),
-            crate::config::units::thousands(plan.files()),
-            crate::config::units::human_bytes(plan.bytes()),
+            crate::fmt::thousands(plan.steps.iter().map(|s| s.files).sum()),
+            crate::fmt::thousands(plan.files()),
+            crate::fmt::human_bytes(plan.bytes()),
         )));
     }
     for l in &c.cost {
@@ -202,7 +202,7 @@ pub fn confirm(f: &mut Frame, area: Rect, c: &crate::app::maintenance::Confirm, 
                 plan.steps.len(),
                 st.files,
                 st.small_files,
-                crate::config::units::human_bytes(st.bytes)
+                crate::fmt::human_bytes(st.bytes)
             ),
             None => format!("-- {}/{}", i + 1, plan.steps.len()),
         };

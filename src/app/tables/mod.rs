@@ -7,7 +7,7 @@ use super::action::Effect;
 use super::grid::Grid;
 use super::state::{Level, Load, State, StatusKind};
 use crate::cache::Entry;
-use crate::config::units::human_bytes;
+use crate::fmt::human_bytes;
 use crate::health::{DagFacts, Health, Severity, evaluate};
 use crate::lakehouse::model::{TableRef, TableStats};
 use crate::lakehouse::probe::{DEFAULT_PROBE_BATCH, Probe};

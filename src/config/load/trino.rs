@@ -11,8 +11,8 @@ use crate::config::settings::{
     Auth, DEFAULT_MAX_RESPONSE_SIZE, DEFAULT_OAUTH2_LOGIN_TIMEOUT, DEFAULT_OAUTH2_TOKEN_LIFETIME,
     OAuth2Settings, TlsSettings, TrinoSettings,
 };
-use crate::config::units::Dur;
 use crate::config::{ConfigError, err, uri};
+use crate::units::Dur;
 
 impl Layers<'_> {
     /// Trino: top-level section < profile section < env < flags.

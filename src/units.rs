@@ -1,12 +1,13 @@
-//! Sizes and durations as operators write them in config files and flags.
+//! Sizes and durations as operators write them in config files and flags. Below both
+//! the settings loader and the domain: a maintenance plan speaks in [`Bytes`] without
+//! depending on how the config file is read.
 
 use std::fmt;
 use std::time::Duration;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-// Re-exported from their new home so older paths keep compiling.
-pub use crate::fmt::{human_bytes, human_duration, thousands};
+use crate::fmt::{human_bytes, human_duration};
 
 /// A size in bytes. Parses `134217728`, `"128MB"`, `"128 MiB"`, `"1.5GB"`; units are binary
 /// (1 MB = 1024 KB) as in Trino's and Iceberg's configuration, and `MiB` spellings are
