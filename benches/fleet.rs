@@ -1,21 +1,30 @@
 //! What an open floe costs the coordinator at fleet scale, on the lab's 1,000-table scale
-//! scenario with a fixed server time injected per statement (`server_time`, 100 ms), as
-//! a real coordinator has. `cargo xtask bench` (or `cargo bench --bench fleet` with the
-//! scale lab up) prints, per phase, the wall time and the statements (and metadata scans,
-//! when the lab reports them) it cost:
+//! scenario. Against the real Trino (`FLEET_SERVER=real`, the default when the lab runs
+//! one) the costs are the coordinator's own, read back from its query stats
+//! (`GET /v1/query/{id}`: elapsed, planning, CPU, processed bytes and rows, splits); against
+//! the lab's Python stand-in (`FLEET_SERVER=stand_in`) a fixed server time is injected per
+//! statement (`server_time`, 100 ms) and the lab's own work W is measured. `cargo xtask
+//! bench` (or `cargo bench --bench fleet` with the scale lab up) prints, per phase, the wall
+//! time and the statements it cost:
 //!
-//! - the lab's own work W, one statement at a time (a sample, scaled to the fleet), once
-//!   the lab has built every table's metadata tables (it does from its start);
-//! - the first full scan, against the server-bound limit max(W, (W + n·latency) / c);
+//! - (stand-in) the lab's own work W, one statement at a time, scaled to the fleet;
+//! - (real) each statement shape floe sends (listing, layout batch, change probe, health,
+//!   partitions, snapshots), run alone: what the coordinator spends on one;
+//! - the first full scan (cold: no cache), with the time from launch to the first CRITICAL
+//!   row, and (stand-in) against the server-bound limit max(W, (W + n·latency) / c);
 //! - the sequential script an operator writes with the official `trino` client
 //!   (`benches/fleet_script.py`), in the same run;
-//! - a steady refresh with nothing changed, and one after one table was written;
+//! - a steady refresh with nothing changed: what an open floe costs the coordinator per
+//!   cycle; (stand-in) and one after one table was written;
 //! - a relaunch: the first frame painted from the stats cache;
-//! - one health statement per table against a UNION ALL of K tables' health aggregates
-//!   and against more statements in flight.
+//! - (`FLEET_STRATEGIES`, always on the stand-in) one health statement per table against a
+//!   UNION ALL of K tables' health aggregates and against more statements in flight.
 //!
-//! Knobs (environment): FLEET_TABLES (1000), FLEET_LATENCY_MS (100), FLEET_W_SAMPLE (40),
-//! FLEET_COMPARE_TABLES (200), FLEET_SKIP_SCRIPT, FLEET_PYTHON (the lab venv's python).
+//! Knobs (environment): FLEET_SERVER (real | stand_in), FLEET_TABLES (300 on the real
+//! Trino, 1000 on the stand-in), FLEET_LATENCY_MS (100, stand-in), FLEET_W_SAMPLE (40),
+//! FLEET_COMPARE_TABLES (200), FLEET_SKIP_SCRIPT, FLEET_STRATEGIES, FLEET_SHAPE_BATCHES
+//! (the widths the shapes are measured at, `10,50`), FLEET_SKIP_SHAPES, FLEET_PYTHON (the
+//! lab venv's python).
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -26,6 +35,7 @@ use floe::app::state::State;
 use floe::app::tables::TablesMsg;
 use floe::app::update::{refresh, update};
 use floe::config;
+use floe::health::Severity;
 use floe::lakehouse::model::TableRef;
 use floe::lakehouse::queries::{Lakehouse, Layout, parse_stats, stats_sql};
 use floe::trino::{Client, QueryOptions};
@@ -58,6 +68,8 @@ struct Lab {
     json: Value,
     dir: PathBuf,
     http: reqwest::Client,
+    /// The real Trino (its costs read from its query stats), not the stand-in.
+    real: bool,
 }
 
 impl Lab {
@@ -67,19 +79,40 @@ impl Lab {
             .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".lab"));
         let text = std::fs::read_to_string(dir.join("lab.json"))
             .unwrap_or_else(|e| panic!("{}: {e}: `cargo xtask lab up --scale`", dir.display()));
+        let json: Value = serde_json::from_str(&text).unwrap();
+        let has_real = json["trino"]["real"] == true;
+        let real = match std::env::var("FLEET_SERVER").as_deref() {
+            Ok("stand_in") => false,
+            Ok("real") => {
+                assert!(has_real, "FLEET_SERVER=real: the lab runs no real Trino");
+                true
+            }
+            _ => has_real,
+        };
         Lab {
-            json: serde_json::from_str(&text).unwrap(),
+            json,
             dir,
             http: reqwest::Client::new(),
+            real,
+        }
+    }
+
+    /// The server under test: the real Trino, or the stand-in (`stand_in`, or `trino`
+    /// in a lab without a real one).
+    fn server(&self) -> &Value {
+        if self.real || self.json["stand_in"].is_null() {
+            &self.json["trino"]
+        } else {
+            &self.json["stand_in"]
         }
     }
 
     fn url(&self) -> String {
-        self.json["trino"]["url"].as_str().unwrap().to_string()
+        self.server()["url"].as_str().unwrap().to_string()
     }
 
     fn control(&self) -> String {
-        self.json["trino"]["control_url"]
+        self.server()["control_url"]
             .as_str()
             .unwrap()
             .trim_end_matches('/')
@@ -94,6 +127,9 @@ impl Lab {
     }
 
     async fn server_time(&self, user: &str, ms: u64) {
+        if self.real {
+            return;
+        }
         let r = self
             .http
             .post(format!("{}/faults", self.control()))
@@ -131,6 +167,9 @@ impl Lab {
     }
 
     async fn clear(&self, user: &str) {
+        if self.real {
+            return;
+        }
         let _ = self
             .http
             .delete(format!("{}/faults?user={user}", self.control()))
@@ -138,7 +177,12 @@ impl Lab {
             .await;
     }
 
+    /// The statements `user` sent, oldest first: from the stand-in's own list, or from
+    /// the real coordinator's `system.runtime.queries` with each one's query stats.
     async fn queries_of(&self, user: &str) -> Vec<Value> {
+        if self.real {
+            return self.real_queries_of(user).await;
+        }
         let v: Value = self
             .http
             .get(format!("{}/queries", self.control()))
@@ -155,6 +199,56 @@ impl Lab {
             .into_iter()
             .filter(|q| q["user"] == user)
             .collect()
+    }
+
+    async fn real_queries_of(&self, user: &str) -> Vec<Value> {
+        let observer = self.client("fleet_observer", "system");
+        let sql = format!(
+            "SELECT query_id, query, state, error_code FROM system.runtime.queries \
+             WHERE \"user\" = '{}' ORDER BY created, query_id",
+            user.replace('\'', "''")
+        );
+        let rows = observer.client.query(&sql).await.unwrap().rows;
+        let mut out = Vec::with_capacity(rows.len());
+        for r in rows {
+            let id = r.str("query_id").unwrap_or_default().to_string();
+            let info: Value = match self
+                .http
+                .get(format!("{}/v1/query/{id}?pruned=true", self.url()))
+                .header("X-Trino-User", user)
+                .send()
+                .await
+            {
+                Ok(resp) => resp.json().await.unwrap_or_default(),
+                Err(_) => Value::Null,
+            };
+            let st = &info["queryStats"];
+            let ms = |k: &str| {
+                st[k]
+                    .as_str()
+                    .and_then(floe::trino::client::query_info::parse_duration_ms)
+            };
+            let bytes = |k: &str| {
+                st[k]
+                    .as_str()
+                    .and_then(floe::trino::client::query_info::parse_data_size)
+            };
+            out.push(json!({
+                "id": id,
+                "sql": r.str("query").unwrap_or_default(),
+                "state": r.str("state").unwrap_or_default(),
+                "error_name": r.str("error_code"),
+                "stats": {
+                    "elapsed_ms": ms("elapsedTime"),
+                    "planning_ms": ms("planningTime"),
+                    "cpu_ms": ms("totalCpuTime"),
+                    "bytes": bytes("processedInputDataSize"),
+                    "rows": st["processedInputPositions"].as_u64(),
+                    "splits": st["totalDrivers"].as_u64(),
+                }
+            }));
+        }
+        out
     }
 
     fn client(&self, user: &str, catalog: &str) -> Lakehouse {
@@ -177,6 +271,87 @@ impl Lab {
             query_timeout: Some(Duration::from_secs(600)),
         };
         Lakehouse::new(Client::new(cfg).unwrap(), catalog, Default::default())
+    }
+}
+
+/// The statement shape of a statement floe sent, by its text.
+fn shape(sql: &str) -> &'static str {
+    if sql.contains("iceberg_tables") || sql.contains("information_schema") {
+        "listing"
+    } else if sql.contains("partition_fields") {
+        "layout batch"
+    } else if sql.starts_with("SELECT 0 AS i") {
+        "change probe"
+    } else if sql.contains("trend_files") {
+        "health"
+    } else if sql.contains("$files") || sql.contains("$entries") {
+        "partitions"
+    } else if sql.contains("$snapshots") {
+        "snapshots"
+    } else {
+        "other"
+    }
+}
+
+/// The coordinator's cost of `qs` (real Trino only), per statement shape: statements, and
+/// the sum and mean of elapsed, planning and CPU time, processed bytes and rows, splits.
+fn coordinator_cost(qs: &[Value]) -> Vec<String> {
+    let mut by: std::collections::BTreeMap<&str, (u64, [u64; 6])> = Default::default();
+    const KEYS: [&str; 6] = [
+        "elapsed_ms",
+        "planning_ms",
+        "cpu_ms",
+        "bytes",
+        "rows",
+        "splits",
+    ];
+    for q in qs {
+        let e = by
+            .entry(shape(q["sql"].as_str().unwrap_or("")))
+            .or_default();
+        e.0 += 1;
+        for (i, k) in KEYS.iter().enumerate() {
+            e.1[i] += q["stats"][k].as_u64().unwrap_or(0);
+        }
+    }
+    let total = by.values().fold((0u64, [0u64; 6]), |mut acc, (n, v)| {
+        acc.0 += n;
+        for (a, x) in acc.1.iter_mut().zip(v) {
+            *a += x;
+        }
+        acc
+    });
+    let line = |name: &str, n: u64, v: &[u64; 6]| {
+        let m = |x: u64| x as f64 / n.max(1) as f64;
+        format!(
+            "{name}: {n} statements; elapsed {:.2} s (mean {:.0} ms), planning {:.2} s (mean {:.0} ms), \
+             cpu {:.2} s (mean {:.0} ms), processed {} B / {} rows (mean {:.0} B / {:.0} rows), splits {} (mean {:.1})",
+            v[0] as f64 / 1000.0,
+            m(v[0]),
+            v[1] as f64 / 1000.0,
+            m(v[1]),
+            v[2] as f64 / 1000.0,
+            m(v[2]),
+            v[3],
+            v[4],
+            m(v[3]),
+            m(v[4]),
+            v[5],
+            m(v[5]),
+        )
+    };
+    let mut out: Vec<String> = by.iter().map(|(k, (n, v))| line(k, *n, v)).collect();
+    if by.len() > 1 {
+        out.push(line("all", total.0, &total.1));
+    }
+    out
+}
+
+fn print_cost(lab: &Lab, qs: &[Value]) {
+    if lab.real {
+        for l in coordinator_cost(qs) {
+            println!("    {l}");
+        }
     }
 }
 
@@ -277,13 +452,29 @@ impl Floe {
         start: bool,
         manual: bool,
     ) -> Duration {
+        self.cycle_timed(lab, user, concurrency, start, manual)
+            .await
+            .0
+    }
+
+    /// One refresh as `user` to its end: its wall time from launch (state built, the
+    /// runtime started) and the time until a CRITICAL row was first on screen.
+    async fn cycle_timed(
+        &mut self,
+        lab: &Lab,
+        user: &str,
+        concurrency: usize,
+        start: bool,
+        manual: bool,
+    ) -> (Duration, Option<Duration>) {
         let settings = self.settings(lab, user, concurrency);
+        let t0 = Instant::now();
         if start {
             self.state = initial_state(&settings, true).unwrap();
         }
         let (tx, mut rx) = mpsc::unbounded_channel();
         let mut rt = Runtime::new(settings.clone(), config::Overrides::default(), tx).unwrap();
-        let t0 = Instant::now();
+        let mut critical = None;
         let fx = if start {
             update(&mut self.state, Action::Start)
         } else {
@@ -301,6 +492,16 @@ impl Floe {
             }
             let fx = update(&mut self.state, a);
             rt.run(fx);
+            if critical.is_none()
+                && self
+                    .state
+                    .tables
+                    .rows
+                    .iter()
+                    .any(|r| r.status() == Some(Severity::Critical))
+            {
+                critical = Some(t0.elapsed());
+            }
         }
         let wall = t0.elapsed();
         // The cache write of the refresh's end.
@@ -310,7 +511,7 @@ impl Floe {
             rt.run(fx);
         }
         tokio::time::sleep(Duration::from_millis(300)).await;
-        wall
+        (wall, critical)
     }
 }
 
@@ -358,51 +559,75 @@ fn secs(d: Duration) -> String {
 async fn bench() {
     let lab = Lab::open();
     let catalog = lab.catalog();
-    let n = env_num("FLEET_TABLES", 1000) as usize;
-    let latency = env_num("FLEET_LATENCY_MS", 100);
+    let n = env_num("FLEET_TABLES", if lab.real { 300 } else { 1000 }) as usize;
+    let latency = if lab.real {
+        0
+    } else {
+        env_num("FLEET_LATENCY_MS", 100)
+    };
     let sample = env_num("FLEET_W_SAMPLE", 40) as usize;
     let compare = env_num("FLEET_COMPARE_TABLES", 200) as usize;
     let pid = std::process::id();
     let user = |phase: &str| format!("fleet_{phase}_{pid}");
     let dir = std::env::temp_dir().join(format!("floe-fleet-bench-{pid}"));
     std::fs::create_dir_all(&dir).unwrap();
-    println!(
-        "fleet benchmark: lab {} ({}), catalog {catalog}, {n} tables, {latency} ms server time per statement",
-        lab.url(),
-        lab.dir.display()
-    );
+    if lab.real {
+        println!(
+            "fleet benchmark: real Trino {} ({}), catalog {catalog}, {n} tables; costs from the coordinator's query stats",
+            lab.url(),
+            lab.dir.display()
+        );
+    } else {
+        println!(
+            "fleet benchmark: stand-in {} ({}), catalog {catalog}, {n} tables, {latency} ms server time per statement",
+            lab.url(),
+            lab.dir.display()
+        );
+    }
+    if let Ok(l) = std::fs::read_to_string("/proc/loadavg") {
+        println!("load average at start: {}", l.trim());
+    }
 
-    let t0 = Instant::now();
-    lab.prewarmed().await;
-    println!(
-        "the lab built every table's metadata tables ({} waited)",
-        secs(t0.elapsed())
-    );
     let probe_lake = lab.client(&user("w"), &catalog);
+    let mut w = Duration::ZERO;
+    if !lab.real {
+        let t0 = Instant::now();
+        lab.prewarmed().await;
+        println!(
+            "the lab built every table's metadata tables ({} waited)",
+            secs(t0.elapsed())
+        );
+    }
     let all = probe_lake.discover(&[], &[]).await.unwrap();
     let tables: Vec<TableRef> = all.into_iter().take(n).collect();
     let n = tables.len();
 
-    // W: the lab's own work, one statement at a time, no injected latency, over tables
-    // spread evenly across the fleet (the first ones by name are one schema's few kinds).
-    let step = (n / sample.max(1)).max(1);
-    let sampled: Vec<&TableRef> = tables.iter().step_by(step).take(sample).collect();
-    // Each sampled statement runs once untimed first: that one learns the table's layout
-    // (with the next tables listed) and is the first of its shape, which the lab compiles.
-    let mut spent = Duration::ZERO;
-    for t in &sampled {
-        probe_lake.table_stats(t).await.unwrap();
-        let t0 = Instant::now();
-        probe_lake.table_stats(t).await.unwrap();
-        spent += t0.elapsed();
+    if lab.real {
+        if std::env::var_os("FLEET_SKIP_SHAPES").is_none() {
+            shapes(&lab, &catalog, &tables, &user("shapes")).await;
+        }
+    } else {
+        // W: the lab's own work, one statement at a time, no injected latency, over tables
+        // spread evenly across the fleet (the first ones by name are one schema's few kinds).
+        let step = (n / sample.max(1)).max(1);
+        let sampled: Vec<&TableRef> = tables.iter().step_by(step).take(sample).collect();
+        // Each sampled statement runs once untimed first: that one learns the table's layout
+        // (with the next tables listed) and is the first of its shape, which the lab compiles.
+        let mut spent = Duration::ZERO;
+        for t in &sampled {
+            probe_lake.table_stats(t).await.unwrap();
+            let t0 = Instant::now();
+            probe_lake.table_stats(t).await.unwrap();
+            spent += t0.elapsed();
+        }
+        let per = spent / sampled.len().max(1) as u32;
+        w = per * n as u32;
+        println!(
+            "W: {per:?} per health statement, one at a time ({} sampled across the fleet) -> W = {} for {n} tables",
+            sampled.len(),
+            secs(w)
+        );
     }
-    let per = spent / sampled.len().max(1) as u32;
-    let w = per * n as u32;
-    println!(
-        "W: {per:?} per health statement, one at a time ({} sampled across the fleet) -> W = {} for {n} tables",
-        sampled.len(),
-        secs(w)
-    );
 
     // The first full scan (cold: no cache).
     let mut floe = Floe {
@@ -412,28 +637,46 @@ async fn bench() {
     };
     let u = user("full");
     lab.server_time(&u, latency).await;
-    let wall = floe.cycle(&lab, &u, 4, true, false).await;
-    let c = cost(&lab.queries_of(&u).await);
-    let stmts = c.statements as f64;
-    let lat = latency as f64 / 1000.0;
-    let limit = |conc: f64| w.as_secs_f64().max((w.as_secs_f64() + stmts * lat) / conc);
+    let (wall, critical) = floe.cycle_timed(&lab, &u, 4, true, false).await;
+    let qs = lab.queries_of(&u).await;
+    let c = cost(&qs);
+    let criticals = floe
+        .state
+        .tables
+        .rows
+        .iter()
+        .filter(|r| r.status() == Some(Severity::Critical))
+        .count();
     println!(
-        "first full scan, 4 in flight: {} for {} statements ({} discovery, {} layouts, {} health, {} failed and retried); scans: {}; server-bound limit {:.2} s -> ratio {:.2}",
+        "first full scan, 4 in flight: {} for {} statements ({} discovery, {} layouts, {} probes, {} health, {} failed and retried); scans: {}",
         secs(wall),
         c.statements,
         c.discovery,
         c.layouts,
+        c.probes,
         c.health,
         c.failed,
         c.scans,
-        limit(4.0),
-        wall.as_secs_f64() / limit(4.0)
     );
-    let queueing = one_server_bound(stmts, 4, lat, w.as_secs_f64() / n as f64);
     println!(
-        "  against a server doing one statement's work at a time (4 clients, mean value analysis): {queueing:.2} s -> ratio {:.2}",
-        wall.as_secs_f64() / queueing
+        "  cold cache: first CRITICAL row on screen {} after launch ({criticals} of {n} tables CRITICAL)",
+        critical.map(secs).unwrap_or_else(|| "never".into())
     );
+    print_cost(&lab, &qs);
+    if !lab.real {
+        let stmts = c.statements as f64;
+        let lat = latency as f64 / 1000.0;
+        let limit = w.as_secs_f64().max((w.as_secs_f64() + stmts * lat) / 4.0);
+        println!(
+            "  server-bound limit {limit:.2} s -> ratio {:.2}",
+            wall.as_secs_f64() / limit
+        );
+        let queueing = one_server_bound(stmts, 4, lat, w.as_secs_f64() / n as f64);
+        println!(
+            "  against a server doing one statement's work at a time (4 clients, mean value analysis): {queueing:.2} s -> ratio {:.2}",
+            wall.as_secs_f64() / queueing
+        );
+    }
     let loaded = floe
         .state
         .tables
@@ -467,6 +710,20 @@ async fn bench() {
                             v["statements"],
                             s / wall.as_secs_f64()
                         );
+                        if lab.real {
+                            let qs = lab.queries_of(&u).await;
+                            let (mut el, mut cpu) = (0u64, 0u64);
+                            for q in &qs {
+                                el += q["stats"]["elapsed_ms"].as_u64().unwrap_or(0);
+                                cpu += q["stats"]["cpu_ms"].as_u64().unwrap_or(0);
+                            }
+                            println!(
+                                "    script: {} statements; elapsed {:.2} s, cpu {:.2} s on the coordinator",
+                                qs.len(),
+                                el as f64 / 1000.0,
+                                cpu as f64 / 1000.0
+                            );
+                        }
                     }
                     Err(_) => println!(
                         "sequential script failed: {}{}",
@@ -484,65 +741,71 @@ async fn bench() {
     let u = user("steady");
     lab.server_time(&u, latency).await;
     let wall = floe.cycle(&lab, &u, 4, false, false).await;
-    let c = cost(&lab.queries_of(&u).await);
+    let qs = lab.queries_of(&u).await;
+    let c = cost(&qs);
     println!(
-        "steady refresh, nothing changed: {} for {} statements ({} discovery, {} probes, {} health; bound ceil({n}/50)+1 = {}); scans: {}",
+        "steady refresh, nothing changed: {} for {} statements ({} discovery, {} probes, {} health; bound ceil({n}/{}) + 1 = {}); scans: {}",
         secs(wall),
         c.statements,
         c.discovery,
         c.probes,
         c.health,
-        n.div_ceil(50) + 1,
+        floe.state.tables.policy.probe_batch,
+        n.div_ceil(floe.state.tables.policy.probe_batch) + 1,
         c.scans
     );
+    print_cost(&lab, &qs);
     lab.clear(&u).await;
 
-    // One table written between refreshes: an optimize of the table with the most small
-    // files (one with none to rewrite would commit nothing).
-    let written = floe
-        .state
-        .tables
-        .rows
-        .iter()
-        .filter(|r| r.stats.as_ref().is_some_and(|s| s.partitioned))
-        .max_by_key(|r| r.stats.as_ref().map(|s| s.small_files))
-        .map(|r| r.table.clone())
-        .unwrap_or_else(|| tables[0].clone());
-    let written = &written;
-    let snapshots_before = probe_lake.probe(std::slice::from_ref(written)).await;
-    let writer = lab.client(&user("writer"), &catalog);
-    let wrote = writer
-        .client
-        .execute(
-            &format!(
-                "ALTER TABLE {} EXECUTE optimize(file_size_threshold => '96MB')",
-                written.sql()
-            ),
-            QueryOptions::default(),
-        )
-        .await;
-    let snapshots_after = probe_lake.probe(std::slice::from_ref(written)).await;
-    println!(
-        "  {written}: snapshots {:?} -> {:?}",
-        snapshots_before[0].1.as_ref().map(|p| p.snapshots),
-        snapshots_after[0].1.as_ref().map(|p| p.snapshots)
-    );
-    let u = user("written");
-    lab.server_time(&u, latency).await;
-    let wall = floe.cycle(&lab, &u, 4, false, false).await;
-    let c = cost(&lab.queries_of(&u).await);
-    println!(
-        "one table written ({}): {} for {} statements ({} probes, {} health)",
-        match &wrote {
-            Ok(_) => format!("optimize of {written}"),
-            Err(e) => format!("the write failed: {e}"),
-        },
-        secs(wall),
-        c.statements,
-        c.probes,
-        c.health
-    );
-    lab.clear(&u).await;
+    // One table written between refreshes (the stand-in only: on the real Trino the scale
+    // tables are the shared seed, never written): an optimize of the table with the most
+    // small files (one with none to rewrite would commit nothing).
+    if !lab.real {
+        let written = floe
+            .state
+            .tables
+            .rows
+            .iter()
+            .filter(|r| r.stats.as_ref().is_some_and(|s| s.partitioned))
+            .max_by_key(|r| r.stats.as_ref().map(|s| s.small_files))
+            .map(|r| r.table.clone())
+            .unwrap_or_else(|| tables[0].clone());
+        let written = &written;
+        let snapshots_before = probe_lake.probe(std::slice::from_ref(written)).await;
+        let writer = lab.client(&user("writer"), &catalog);
+        let wrote = writer
+            .client
+            .execute(
+                &format!(
+                    "ALTER TABLE {} EXECUTE optimize(file_size_threshold => '96MB')",
+                    written.sql()
+                ),
+                QueryOptions::default(),
+            )
+            .await;
+        let snapshots_after = probe_lake.probe(std::slice::from_ref(written)).await;
+        println!(
+            "  {written}: probe {:?} -> {:?}",
+            snapshots_before[0].1.as_ref().ok(),
+            snapshots_after[0].1.as_ref().ok()
+        );
+        let u = user("written");
+        lab.server_time(&u, latency).await;
+        let wall = floe.cycle(&lab, &u, 4, false, false).await;
+        let c = cost(&lab.queries_of(&u).await);
+        println!(
+            "one table written ({}): {} for {} statements ({} probes, {} health)",
+            match &wrote {
+                Ok(_) => format!("optimize of {written}"),
+                Err(e) => format!("the write failed: {e}"),
+            },
+            secs(wall),
+            c.statements,
+            c.probes,
+            c.health
+        );
+        lab.clear(&u).await;
+    }
 
     // Relaunch: the first frame from the cache.
     let settings = floe.settings(&lab, &user("relaunch"), 4);
@@ -565,8 +828,94 @@ async fn bench() {
             .map(|m| m.len())
             .unwrap_or(0)
     );
+    if let Ok(l) = std::fs::read_to_string("/proc/loadavg") {
+        println!("load average at the end: {}", l.trim());
+    }
 
-    // One statement per table vs K tables per statement vs more in flight.
+    if !lab.real || std::env::var_os("FLEET_STRATEGIES").is_some() {
+        strategies(&lab, &catalog, &floe, &tables, compare, latency, &user).await;
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Each statement shape floe sends, run alone on the real coordinator over tables spread
+/// across the fleet: what the coordinator spends on one of each.
+async fn shapes(lab: &Lab, catalog: &str, tables: &[TableRef], u: &str) {
+    let lake = lab.client(u, catalog);
+    let _ = lake.connect().await;
+    let _ = lake.discover(&[], &[]).await;
+    let step = (tables.len() / 5).max(1);
+    let spread: Vec<TableRef> = tables.iter().step_by(step).take(5).cloned().collect();
+    let widths: Vec<usize> = std::env::var("FLEET_SHAPE_BATCHES")
+        .unwrap_or_else(|_| "10,50".into())
+        .split(',')
+        .filter_map(|w| w.trim().parse().ok())
+        .collect();
+    for &b in &widths {
+        println!("  shapes: layout batch and probe of {b}");
+        let batch: Vec<TableRef> = tables.iter().take(b).cloned().collect();
+        let _ = lake
+            .client
+            .query(&floe::lakehouse::probe::layout_sql(
+                &batch,
+                "partition_summaries",
+            ))
+            .await;
+        let _ = lake.probe(&batch).await;
+    }
+    for t in &spread {
+        println!("  shapes: health, partitions, snapshots of {t}");
+        let _ = lake.table_stats(t).await;
+        let _ = lake.partitions(t).await;
+        let _ = lake.snapshots(t).await;
+    }
+    let qs = lab.queries_of(u).await;
+    println!(
+        "statement shapes, each alone on the coordinator (batches of {widths:?} tables; health, partitions, snapshots of {} tables):",
+        spread.len()
+    );
+    for q in &qs {
+        let sql = q["sql"].as_str().unwrap_or("");
+        let kind = shape(sql);
+        if kind == "other" {
+            continue;
+        }
+        let width = sql.matches("UNION ALL").count() + 1;
+        let st = &q["stats"];
+        println!(
+            "    {kind}{}: elapsed {} ms, planning {} ms, cpu {} ms, processed {} B / {} rows, {} splits{}",
+            if matches!(kind, "layout batch" | "change probe") {
+                format!(" of {width}")
+            } else {
+                String::new()
+            },
+            st["elapsed_ms"],
+            st["planning_ms"],
+            st["cpu_ms"],
+            st["bytes"],
+            st["rows"],
+            st["splits"],
+            match q["error_name"].as_str() {
+                Some(e) => format!(" (failed: {e})"),
+                None => String::new(),
+            }
+        );
+    }
+    for l in coordinator_cost(&qs) {
+        println!("    {l}");
+    }
+}
+
+/// One health statement per table vs K tables per statement vs more in flight.
+async fn strategies(
+    lab: &Lab,
+    catalog: &str,
+    floe: &Floe,
+    tables: &[TableRef],
+    compare: usize,
+    latency: u64,
+    user: &dyn Fn(&str) -> String,
+) {
     let subset: Vec<TableRef> = tables.iter().take(compare).cloned().collect();
     let layout_of = |t: &TableRef| match floe.state.tables.row(t).and_then(|r| r.stats.as_ref()) {
         Some(s) if !s.partitioned => Layout::Unpartitioned,
@@ -580,7 +929,7 @@ async fn bench() {
     for conc in [4usize, 8, 16] {
         let u = user(&format!("per_table_c{conc}"));
         lab.server_time(&u, latency).await;
-        let lake = lab.client(&u, &catalog);
+        let lake = lab.client(&u, catalog);
         // As for the batches: every table's layout known (no statement fails).
         lake.remember_layouts(layouts.iter().map(|(t, l)| (t.clone(), *l)));
         let t0 = Instant::now();
@@ -593,17 +942,19 @@ async fn bench() {
             .filter(|ok| futures::future::ready(*ok))
             .count()
             .await;
+        let qs = lab.queries_of(&u).await;
         println!(
             "  one statement per table, {conc} in flight: {} ({ok}/{m} ok, {} statements)",
             secs(t0.elapsed()),
-            lab.queries_of(&u).await.len()
+            qs.len()
         );
+        print_cost(lab, &qs);
         lab.clear(&u).await;
     }
     for k in [10usize, 50] {
         let u = user(&format!("union_k{k}"));
         lab.server_time(&u, latency).await;
-        let lake = lab.client(&u, &catalog);
+        let lake = lab.client(&u, catalog);
         let t0 = Instant::now();
         let batches: Vec<Vec<TableRef>> = subset.chunks(k).map(|c| c.to_vec()).collect();
         let results = futures::stream::iter(batches)
@@ -637,13 +988,14 @@ async fn bench() {
             .buffer_unordered(4)
             .collect::<Vec<usize>>()
             .await;
+        let qs = lab.queries_of(&u).await;
         println!(
             "  UNION ALL of {k} health aggregates, 4 in flight: {} ({}/{m} ok, {} statements)",
             secs(t0.elapsed()),
             results.iter().sum::<usize>(),
-            lab.queries_of(&u).await.len()
+            qs.len()
         );
+        print_cost(lab, &qs);
         lab.clear(&u).await;
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -144,6 +144,7 @@ mod tests {
                 snapshot_id: Some(secs),
                 committed_at: DateTime::from_timestamp(secs, 0),
                 snapshots: 3,
+                metadata_at: None,
             }),
             read_at: DateTime::from_timestamp(secs, 0).unwrap(),
             stats: TableStats {

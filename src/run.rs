@@ -349,7 +349,10 @@ pub fn describe(s: &Settings) -> String {
         humantime::format_duration(s.refresh),
         s.max_concurrent_queries,
         s.probe_batch,
-        s.full_refresh_every,
+        match s.full_refresh_every {
+            Some(d) => humantime::format_duration(d).to_string(),
+            None => "never".into(),
+        },
         humantime::format_duration(s.query_timeout),
         s.stats_cache.display()
     ));

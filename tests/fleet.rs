@@ -69,7 +69,7 @@ impl Fleet {
         std::fs::write(
             &path,
             format!(
-                "probe_batch = {batch}\nfull_refresh_every = 10\n[trino]\nurl = {:?}\nuser = {user:?}\ncatalog = \"iceberg\"\nschemas = [\"scratch\"]\ntables = [{tables}]\n",
+                "probe_batch = {batch}\nfull_refresh_every = \"1h\"\n[trino]\nurl = {:?}\nuser = {user:?}\ncatalog = \"iceberg\"\nschemas = [\"scratch\"]\ntables = [{tables}]\n",
                 lab().trino_url()
             ),
         )
@@ -198,6 +198,85 @@ async fn a_steady_refresh_probes_and_reads_only_the_written_table() {
     assert_eq!((health, layouts), (3, 1));
 }
 
+/// What the periodic full re-read used to be there for — commits that add no data: a
+/// property, schema or partition-spec change, an expiry — the probe sees on its own
+/// (each writes a new metadata file), and exactly that table is read again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_probe_sees_commits_that_write_no_data_and_rereads_only_that_table() {
+    let pid = std::process::id();
+    let mut clones = Vec::new();
+    for (i, source) in ["zoning.documents", "audit.events"].iter().enumerate() {
+        let name = format!("fleet_meta_{i}_{pid}");
+        lab().clone_table(source, &format!("scratch.{name}")).await;
+        clones.push(TableRef::new("iceberg", "scratch", name));
+    }
+    let mut f = Fleet::new("meta", &[format!("scratch.fleet_meta_?_{pid}")], 50).await;
+    let (_, _, health, _) = f.cycle(true, false).await;
+    assert_eq!(health, 2);
+    let (disc, probes, health, _) = f.cycle(false, false).await;
+    assert_eq!((disc, probes, health), (1, 1, 0), "nothing changed");
+    let (changed, other) = (&clones[0], &clones[1]);
+    let other_read = f.state.tables.row(other).unwrap().read_at;
+    let snapshots = f.snapshots_of(changed);
+    let writer = Client::new(lab().config(&lab().trino_url(), &user("meta_writer"))).unwrap();
+    for (what, sql) in [
+        (
+            "a property change",
+            format!(
+                "ALTER TABLE {} SET PROPERTIES format = 'ORC'",
+                changed.sql()
+            ),
+        ),
+        (
+            "a schema change",
+            format!(
+                "ALTER TABLE {} ADD COLUMN probe_note_{pid} varchar",
+                changed.sql()
+            ),
+        ),
+        (
+            "a partition-spec change",
+            format!(
+                "ALTER TABLE {} SET PROPERTIES partitioning = ARRAY[]",
+                changed.sql()
+            ),
+        ),
+        (
+            "an expiry",
+            format!(
+                "ALTER TABLE {} EXECUTE expire_snapshots(retention_threshold => '7d')",
+                changed.sql()
+            ),
+        ),
+    ] {
+        let before = f.state.tables.row(changed).unwrap().stats.clone().unwrap();
+        writer
+            .execute(&sql, QueryOptions::default())
+            .await
+            .unwrap_or_else(|e| panic!("{what}: {sql}: {e}"));
+        let (disc, probes, health, _) = f.cycle(false, false).await;
+        assert_eq!(
+            (disc, probes, health),
+            (1, 1, 1),
+            "{what}: one probe, then the health statement of that table alone"
+        );
+        let after = f.state.tables.row(changed).unwrap().stats.clone().unwrap();
+        assert_ne!(after.metadata_at, before.metadata_at, "{what}: re-read");
+        assert_eq!(
+            f.state.tables.row(other).unwrap().read_at,
+            other_read,
+            "{what}: the other table is not read again"
+        );
+    }
+    assert!(
+        f.snapshots_of(changed) < snapshots,
+        "the expiry removed snapshots ({snapshots} before)"
+    );
+    // Nothing since: the next refresh reads no table.
+    let (_, probes, health, _) = f.cycle(false, false).await;
+    assert_eq!((probes, health), (1, 0));
+}
+
 #[tokio::test]
 async fn a_broken_table_does_not_blind_its_probe_batch() {
     let user = user("fleet_broken");
@@ -230,7 +309,10 @@ async fn a_broken_table_does_not_blind_its_probe_batch() {
             assert!(e.contains("TABLE_NOT_FOUND"), "{e}");
         } else {
             let p = r.as_ref().unwrap_or_else(|e| panic!("{t}: {e}"));
-            assert!(p.snapshots > 0 && p.snapshot_id.is_some(), "{t}: {p:?}");
+            assert!(
+                p.metadata_at.is_some() && p.snapshot_id.is_some(),
+                "{t}: {p:?}"
+            );
         }
     }
     // The probe agrees with the health statement: an unchanged table is not re-read.

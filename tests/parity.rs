@@ -431,18 +431,20 @@ async fn layout_batch() {
 #[tokio::test]
 async fn change_probe() {
     let mut p = Parity::new("change_probe");
-    for tables in [seed_tables(), layout_tables()] {
-        let sql = probe_sql(&tables);
-        let (a, _) = p.check("probe", &sql, false).await;
-        assert_eq!(a.rows().len(), tables.len(), "{sql}");
-        let mut with_missing = tables.clone();
-        with_missing.push(missing(&tables[0].catalog));
-        p.check(
-            "probe with a missing table",
-            &probe_sql(&with_missing),
-            false,
-        )
-        .await;
+    for metadata_log in [true, false] {
+        for tables in [seed_tables(), layout_tables()] {
+            let sql = probe_sql(&tables, metadata_log);
+            let (a, _) = p.check("probe", &sql, false).await;
+            assert_eq!(a.rows().len(), tables.len(), "{sql}");
+            let mut with_missing = tables.clone();
+            with_missing.push(missing(&tables[0].catalog));
+            p.check(
+                "probe with a missing table",
+                &probe_sql(&with_missing, metadata_log),
+                false,
+            )
+            .await;
+        }
     }
     p.finish();
 }

@@ -99,6 +99,12 @@ pub enum Effect {
         generation: u64,
         tables: Vec<TableRef>,
     },
+    /// The first-read ranking of a batch of tables on a cold start: each one's live files
+    /// and layout (one statement; split when it fails).
+    Rank {
+        generation: u64,
+        tables: Vec<TableRef>,
+    },
     /// Keep the last stats of every table of a profile for the next start.
     SaveCache {
         profile: String,
@@ -244,6 +250,8 @@ pub enum Slot {
     Stats(TableRef),
     /// A probe batch, by its first table.
     Probe(Option<TableRef>),
+    /// A ranking batch, by its first table.
+    Rank(Option<TableRef>),
     Cache,
     Partitions,
     Snapshots,
@@ -269,6 +277,7 @@ impl Effect {
             Effect::Discover { .. } => Slot::Discovery,
             Effect::LoadStats { table, .. } => Slot::Stats(table.clone()),
             Effect::Probe { tables, .. } => Slot::Probe(tables.first().cloned()),
+            Effect::Rank { tables, .. } => Slot::Rank(tables.first().cloned()),
             Effect::SaveCache { .. } => Slot::Cache,
             Effect::LoadPartitions { .. } => Slot::Partitions,
             Effect::LoadSnapshots { .. } => Slot::Snapshots,

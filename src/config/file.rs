@@ -18,7 +18,7 @@ pub struct FileConfig {
     pub refresh: Option<Dur>,
     pub max_concurrent_queries: Option<usize>,
     pub probe_batch: Option<usize>,
-    pub full_refresh_every: Option<u32>,
+    pub full_refresh_every: Option<Dur>,
     pub query_timeout: Option<Dur>,
     pub audit_log: Option<PathBuf>,
     pub export_dir: Option<PathBuf>,

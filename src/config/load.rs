@@ -14,6 +14,12 @@ use super::file::{FileConfig, HealthFile, ProfileFile};
 use super::secrets::{env_bool, env_dur};
 use super::settings::{Dirs, MAX_REFRESH, MIN_REFRESH, MaintenanceMapping, Overrides, Settings};
 use super::{ConfigError, err, keys};
+
+/// The default of `full_refresh_every`: every table read in full once an hour, whatever
+/// the change probe says (it sees every commit; this is the safety net).
+pub const DEFAULT_FULL_REFRESH: Duration = Duration::from_secs(3600);
+/// The shortest `full_refresh_every` (other than `0s`, never).
+const MIN_FULL_REFRESH: Duration = Duration::from_secs(60);
 use crate::health::HealthConfig;
 use crate::lakehouse::sql::split_table_name;
 use crate::units::Bytes;
@@ -219,8 +225,9 @@ impl Layers<'_> {
         format!("{k} (profile {:?} in {})", self.profile_name, self.where_())
     }
 
-    /// Tables per change probe and every how many refreshes all are fully re-read.
-    fn refresh_policy(&self) -> Result<(usize, u32), ConfigError> {
+    /// Tables per change probe, and how long after a full read all are read again
+    /// (`0s`: never).
+    fn refresh_policy(&self) -> Result<(usize, Option<Duration>), ConfigError> {
         let batch = self
             .file
             .probe_batch
@@ -231,14 +238,21 @@ impl Layers<'_> {
                 self.where_()
             )));
         }
-        let every = self.file.full_refresh_every.unwrap_or(10);
-        if !(1..=1000).contains(&every) {
+        let every = self
+            .file
+            .full_refresh_every
+            .map_or(DEFAULT_FULL_REFRESH, |d| d.0);
+        if every.is_zero() {
+            return Ok((batch, None));
+        }
+        if every < MIN_FULL_REFRESH {
             return Err(err(format!(
-                "full_refresh_every = {every} in {}: expected 1 to 1000",
+                "full_refresh_every = {:?} in {}: expected 1m or longer, or 0s for never",
+                humantime::format_duration(every).to_string(),
                 self.where_()
             )));
         }
-        Ok((batch, every))
+        Ok((batch, Some(every)))
     }
 
     /// Read-only mode, refresh interval and query concurrency.

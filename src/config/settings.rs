@@ -114,8 +114,9 @@ pub struct Settings {
     pub max_concurrent_queries: usize,
     /// Tables per change-probe statement (`probe_batch`).
     pub probe_batch: usize,
-    /// Every how many refreshes every table is fully re-read (`full_refresh_every`).
-    pub full_refresh_every: u32,
+    /// How long after the last full read of every table the next refresh reads every
+    /// table again, whatever the change probe says (`full_refresh_every`; `None`: never).
+    pub full_refresh_every: Option<Duration>,
     /// The last stats per table, for a warm start (`$XDG_CACHE_HOME/floe/stats.json`).
     pub stats_cache: PathBuf,
     pub query_timeout: Duration,

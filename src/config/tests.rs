@@ -65,20 +65,42 @@ fn flags_alone_are_enough() {
 fn the_refresh_policy_has_defaults_bounds_and_a_cache_file() {
     let f = Fixture::new("policy");
     let s = f.load(&flags("http://127.0.0.1:8080")).unwrap();
-    assert_eq!((s.probe_batch, s.full_refresh_every), (50, 10));
+    assert_eq!(
+        (s.probe_batch, s.full_refresh_every),
+        (50, Some(Duration::from_secs(3600)))
+    );
     assert_eq!(s.stats_cache, f.dir.join(".cache/floe/stats.json"));
-    let ok = f.write("ok.toml", "probe_batch = 10\nfull_refresh_every = 1\n");
+    let ok = f.write(
+        "ok.toml",
+        "probe_batch = 10\nfull_refresh_every = \"15m\"\n",
+    );
     let s = f
         .load(&Overrides {
             config: Some(ok),
             ..flags("http://127.0.0.1:8080")
         })
         .unwrap();
-    assert_eq!((s.probe_batch, s.full_refresh_every), (10, 1));
+    assert_eq!(
+        (s.probe_batch, s.full_refresh_every),
+        (10, Some(Duration::from_secs(900)))
+    );
+    let never = f.write("never.toml", "full_refresh_every = \"0s\"\n");
+    let s = f
+        .load(&Overrides {
+            config: Some(never),
+            ..flags("http://127.0.0.1:8080")
+        })
+        .unwrap();
+    assert_eq!(s.full_refresh_every, None);
     for (name, text, key) in [
         ("b0.toml", "probe_batch = 0\n", "probe_batch"),
         ("b1.toml", "probe_batch = 501\n", "probe_batch"),
-        ("f0.toml", "full_refresh_every = 0\n", "full_refresh_every"),
+        (
+            "f0.toml",
+            "full_refresh_every = \"30s\"\n",
+            "full_refresh_every",
+        ),
+        ("f1.toml", "full_refresh_every = 10\n", "full_refresh_every"),
     ] {
         let p = f.write(name, text);
         let e = f

@@ -141,6 +141,10 @@ pub struct TableStats {
     /// Metadata files in the metadata log, the current one included
     /// (`$metadata_log_entries`, Trino 444+).
     pub metadata_files: Option<u64>,
+    /// When the newest metadata file was written (`$metadata_log_entries`): every commit
+    /// writes one, a snapshot, an expiry or a property, schema or partition-spec change
+    /// alike, so the change probe compares it with its own.
+    pub metadata_at: Option<DateTime<Utc>>,
     pub snapshots: u64,
     pub oldest_snapshot: Option<DateTime<Utc>>,
     pub newest_snapshot: Option<DateTime<Utc>>,

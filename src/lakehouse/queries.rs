@@ -9,7 +9,7 @@ use super::maintenance::TableLayout;
 use super::model::{PartitionStats, SnapshotInfo, TableRef, TableStats};
 use super::probe::{
     LAYOUT_BATCH, PARTITION_SUMMARIES_SINCE, Probe, layout_batch, layout_sql, parse_layouts,
-    parse_probe, probe_sql, split,
+    parse_probe, parse_rank, probe_sql, rank_sql, split,
 };
 use crate::health::HealthConfig;
 use crate::trino::{Client, QueryOptions, Row, ServerInfo, TrinoError, Value};
@@ -281,11 +281,7 @@ impl Lakehouse {
             return;
         }
         l.asked.extend(batch.iter().cloned());
-        let summaries = if self.supports(PARTITION_SUMMARIES_SINCE) {
-            "partition_summaries"
-        } else {
-            "partitions"
-        };
+        let summaries = self.summaries_column();
         let found = self
             .batched(
                 &batch,
@@ -395,8 +391,57 @@ impl Lakehouse {
     /// The change probe of `tables` (see [`super::probe`]), in one statement when all
     /// answer (see [`Lakehouse::batched`]).
     pub async fn probe(&self, tables: &[TableRef]) -> Vec<(TableRef, Result<Probe, TrinoError>)> {
-        self.batched(tables, "change probe", probe_sql, parse_probe)
-            .await
+        let metadata_log = self.meta_tables().metadata_log;
+        self.batched(
+            tables,
+            "change probe",
+            |b| probe_sql(b, metadata_log),
+            parse_probe,
+        )
+        .await
+    }
+
+    /// The files the current manifests of each of `tables` hold (see
+    /// [`super::probe::rank_sql`]), in one statement when all answer; each table's layout
+    /// is learned on the way (its first statement asks the right form at once).
+    pub async fn rank(&self, tables: &[TableRef]) -> Vec<(TableRef, Result<u64, TrinoError>)> {
+        let summaries = self.summaries_column();
+        let found = self
+            .batched(
+                tables,
+                "first-read ranking",
+                |b| rank_sql(b, summaries),
+                parse_rank,
+            )
+            .await;
+        let learns = self.supports(FILES_PARTITION_SINCE);
+        let mut l = self.learning.lock().await;
+        found
+            .into_iter()
+            .map(|(t, r)| {
+                let r = r.map(|(partitioned, files)| {
+                    if learns {
+                        match partitioned {
+                            Some(true) => self.set_file_layout(&t, Layout::PartitionColumn),
+                            Some(false) => self.set_file_layout(&t, Layout::Unpartitioned),
+                            None => {}
+                        }
+                        l.asked.insert(t.clone());
+                    }
+                    files
+                });
+                (t, r)
+            })
+            .collect()
+    }
+
+    /// `$manifests`' partition summaries column on this server.
+    fn summaries_column(&self) -> &'static str {
+        if self.supports(PARTITION_SUMMARIES_SINCE) {
+            "partition_summaries"
+        } else {
+            "partitions"
+        }
     }
 
     /// One statement over `tables` whose rows carry each table's index, read by `parse`.

@@ -153,14 +153,18 @@ pub fn stats_sql(t: &TableRef, h: &HealthConfig, layout: Layout, meta: MetaTable
     let (meta_cte, meta_col, meta_join) = if meta.metadata_log {
         (
             format!(
-                ",\nmeta AS (\n  SELECT count(*) AS metadata_files FROM {}\n)",
+                ",\nmeta AS (\n  SELECT count(*) AS metadata_files, max(\"timestamp\") AS metadata_at FROM {}\n)",
                 t.meta("metadata_log_entries")
             ),
-            "meta.metadata_files",
+            "meta.metadata_files, to_unixtime(meta.metadata_at) AS metadata_at",
             " CROSS JOIN meta",
         )
     } else {
-        (String::new(), "CAST(NULL AS bigint) AS metadata_files", "")
+        (
+            String::new(),
+            "CAST(NULL AS bigint) AS metadata_files, CAST(NULL AS double) AS metadata_at",
+            "",
+        )
     };
     format!(
         "WITH\n{timed},\n\
@@ -302,6 +306,7 @@ pub fn parse_stats(r: &Row, layout: Layout) -> Result<TableStats, String> {
         small_manifests: r.u64("small_manifests"),
         manifest_bytes: r.u64("manifest_bytes"),
         metadata_files: r.u64("metadata_files"),
+        metadata_at: opt_time(r, "metadata_at"),
         snapshots: u("snapshots")?,
         oldest_snapshot: opt_time(r, "oldest_snapshot"),
         newest_snapshot: opt_time(r, "newest_snapshot"),

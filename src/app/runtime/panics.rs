@@ -49,6 +49,15 @@ pub(super) fn reply_of(e: &Effect) -> Option<Reply> {
                 })
             })
         }
+        Effect::Rank { generation, tables } => {
+            let (generation, tables) = (*generation, tables.clone());
+            Box::new(move |m| {
+                Action::Tables(TablesMsg::Ranked {
+                    generation,
+                    results: tables.into_iter().map(|t| (t, Err(m.clone()))).collect(),
+                })
+            })
+        }
         Effect::LoadPartitions { request, table } => {
             let (request, table) = (*request, table.clone());
             Box::new(move |m| Action::Partitions {

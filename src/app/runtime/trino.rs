@@ -61,6 +61,19 @@ impl Runtime {
                     results,
                 }));
             }),
+            Effect::Rank { generation, tables } => tokio::spawn(async move {
+                let _permit = pool.acquire_owned().await;
+                let results = lake
+                    .rank(&tables)
+                    .await
+                    .into_iter()
+                    .map(|(t, r)| (t, r.map_err(|e| e.to_string())))
+                    .collect();
+                let _ = tx.send(Action::Tables(TablesMsg::Ranked {
+                    generation,
+                    results,
+                }));
+            }),
             Effect::SaveCache {
                 profile,
                 url,

@@ -10,7 +10,7 @@ use crate::cache::Entry;
 use crate::fmt::human_bytes;
 use crate::health::{DagFacts, Health, Severity, evaluate};
 use crate::lakehouse::model::{TableRef, TableStats};
-use crate::lakehouse::probe::{DEFAULT_PROBE_BATCH, Probe};
+use crate::lakehouse::probe::{DEFAULT_PROBE_BATCH, Probe, RANK_BATCH};
 
 mod columns;
 pub use columns::{TABLE_SORTS, TableCol, WIDE, cmp_tables, opt};
@@ -83,27 +83,59 @@ pub struct TablesView {
     /// what the Partitions and Snapshots tabs are about, whatever row sorts first now.
     pub opened: Option<TableRef>,
     pub policy: RefreshPolicy,
-    /// Refreshes that probed only since every table was last fully re-read (`None`:
-    /// never, the next refresh is a full one).
-    pub since_full: Option<u32>,
+    /// When every table was last read in full (`None`: never, the next refresh is a
+    /// full one). A warm start counts as one: the probe revalidates the cache.
+    pub last_full: Option<DateTime<Utc>>,
     /// The refresh in flight re-reads every table whatever its probe says.
     pub full: bool,
+    /// The health reads of the full refresh in flight not started yet, the next first:
+    /// started as others end, at most `policy.reads` at a time, so that what the
+    /// ranking of a cold start shows still reorders them.
+    pub queue: std::collections::VecDeque<TableRef>,
+    /// Health reads of the queue in flight.
+    pub reading: usize,
+    /// Ranking batches of a cold start still to send (one in flight at a time, in one
+    /// of the `policy.reads` slots), the next last.
+    pub ranking: Vec<Vec<TableRef>>,
+    pub ranking_in_flight: bool,
+    /// Live files (the current manifests'), per table ranked on this start.
+    pub rank: std::collections::HashMap<TableRef, u64>,
 }
 
-/// How a refresh spends statements: tables per probe, and every how many refreshes every
-/// table is re-read anyway (properties change without a snapshot).
+/// How a refresh spends statements: tables per probe, and how long after the last full
+/// read every table is read again whatever its probe says (`None`: never). The probe sees
+/// every commit (a snapshot, an expiry, a property, schema or spec change writes a new
+/// metadata file), so every refresh costs the same; the full read is a safety net tied to
+/// the clock, never to a count of refreshes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RefreshPolicy {
     pub probe_batch: usize,
-    pub full_every: u32,
+    pub full_every: Option<std::time::Duration>,
+    /// Statements a full refresh keeps in flight (`max_concurrent_queries`).
+    pub reads: usize,
 }
 
 impl Default for RefreshPolicy {
     fn default() -> RefreshPolicy {
         RefreshPolicy {
             probe_batch: DEFAULT_PROBE_BATCH,
-            full_every: 10,
+            full_every: Some(crate::config::DEFAULT_FULL_REFRESH),
+            reads: 4,
         }
+    }
+}
+
+/// Whether a refresh at `now` reads every table: never read in full yet, or the last
+/// full read is `every` old (wall time, however many refreshes probed since).
+pub fn full_due(
+    last_full: Option<DateTime<Utc>>,
+    every: Option<std::time::Duration>,
+    now: DateTime<Utc>,
+) -> bool {
+    match (last_full, every) {
+        (None, _) => true,
+        (Some(_), None) => false,
+        (Some(at), Some(every)) => (now - at).to_std().is_ok_and(|age| age >= every),
     }
 }
 
@@ -169,6 +201,11 @@ pub enum TablesMsg {
         generation: u64,
         results: Vec<(TableRef, Result<Probe, String>)>,
     },
+    /// The first-read ranking of a batch: each table's live files.
+    Ranked {
+        generation: u64,
+        results: Vec<(TableRef, Result<u64, String>)>,
+    },
 }
 
 /// The Tables tab's messages: discovery and stats results.
@@ -184,6 +221,10 @@ pub fn update(s: &mut State, msg: TablesMsg) -> Vec<Effect> {
             generation,
             results,
         } => on_probed(s, generation, results),
+        TablesMsg::Ranked {
+            generation,
+            results,
+        } => on_ranked(s, generation, results),
     }
 }
 
@@ -210,8 +251,9 @@ pub fn warm_start(s: &mut State, entries: Vec<Entry>) -> Option<String> {
             row
         })
         .collect();
-    // The cache stands for the last full read: the first refresh revalidates by probe.
-    s.tables.since_full = Some(0);
+    // The cache stands for a full read: the first refresh revalidates it by probe, and
+    // the next full read is due a full interval after the launch.
+    s.tables.last_full = Some(now);
     s.tables.reindex();
     let said = oldest.map(|at| cached_status(now, at));
     if let Some(text) = &said {
@@ -237,16 +279,10 @@ pub fn refresh(s: &mut State, manual: bool) -> Vec<Effect> {
     }
     s.tables.generation += 1;
     s.tables.load = Load::Loading;
-    let every = s.tables.policy.full_every.max(1);
-    s.tables.full = manual
-        || s.tables
-            .since_full
-            .is_none_or(|n| n.saturating_add(1) >= every);
-    s.tables.since_full = if s.tables.full {
-        Some(0)
-    } else {
-        s.tables.since_full.map(|n| n + 1)
-    };
+    s.tables.full = manual || full_due(s.tables.last_full, s.tables.policy.full_every, s.now);
+    if s.tables.full {
+        s.tables.last_full = Some(s.now);
+    }
     for r in &mut s.tables.rows {
         r.stale = true;
     }
@@ -333,7 +369,85 @@ fn on_stats(
             Err(e) => row.error = Some(e),
         }
     }
-    finish(s)
+    s.tables.reading = s.tables.reading.saturating_sub(1);
+    let mut fx = start_reads(s);
+    fx.extend(finish(s));
+    fx
+}
+
+/// Start queued health reads while fewer than the window are in flight: every slot of
+/// `policy.reads`, less the one a cold start's ranking uses while it runs.
+fn start_reads(s: &mut State) -> Vec<Effect> {
+    let ranking = s.tables.ranking_in_flight || !s.tables.ranking.is_empty();
+    let window = s.tables.policy.reads.max(1) - usize::from(ranking && s.tables.policy.reads > 1);
+    let generation = s.tables.generation;
+    let mut fx = Vec::new();
+    while s.tables.reading < window {
+        let Some(table) = s.tables.queue.pop_front() else {
+            break;
+        };
+        s.tables.reading += 1;
+        fx.push(Effect::LoadStats { generation, table });
+    }
+    fx
+}
+
+/// The next ranking batch of a cold start, unless one is in flight.
+fn next_rank(s: &mut State) -> Option<Effect> {
+    if s.tables.ranking_in_flight {
+        return None;
+    }
+    let tables = s.tables.ranking.pop()?;
+    s.tables.ranking_in_flight = true;
+    Some(Effect::Rank {
+        generation: s.tables.generation,
+        tables,
+    })
+}
+
+/// The order of the reads not started yet: the most live files first (where small files
+/// pile up, and the CRITICAL tables are), then the tables not ranked yet in their order,
+/// then those ranked empty. Stable: equal ranks keep the order they had (worst known
+/// first, then by name).
+pub fn rank_queue(
+    queue: &mut std::collections::VecDeque<TableRef>,
+    rank: &std::collections::HashMap<TableRef, u64>,
+) {
+    queue.make_contiguous().sort_by_key(|t| match rank.get(t) {
+        Some(&n) if n > 0 => (0, std::cmp::Reverse(n)),
+        None => (1, std::cmp::Reverse(0)),
+        Some(_) => (2, std::cmp::Reverse(0)),
+    });
+}
+
+/// A ranking batch of a cold start: the reads not started yet are reordered by it, the
+/// next batch is sent, and the reads fill the slots.
+fn on_ranked(
+    s: &mut State,
+    generation: u64,
+    results: Vec<(TableRef, Result<u64, String>)>,
+) -> Vec<Effect> {
+    if generation != s.tables.generation {
+        return Vec::new();
+    }
+    s.tables.ranking_in_flight = false;
+    for (t, r) in results {
+        match r {
+            Ok(n) => {
+                s.tables.rank.insert(t, n);
+            }
+            // The table's own health read says what is wrong with it.
+            Err(e) => tracing::debug!(table = %t, "not ranked: {e}"),
+        }
+    }
+    rank_queue(&mut s.tables.queue, &s.tables.rank);
+    // Nothing left to read: the rest of the ranking would only cost statements.
+    if s.tables.queue.is_empty() {
+        s.tables.ranking.clear();
+    }
+    let mut fx: Vec<Effect> = next_rank(s).into_iter().collect();
+    fx.extend(start_reads(s));
+    fx
 }
 
 /// A batch's probe results: a table whose newest snapshot and snapshot count are what
@@ -390,6 +504,12 @@ fn on_probed(
 /// statement need not round the same way). A full refresh reads no probe: its stats
 /// alone tell the next probe whether the table changed since.
 pub fn same_snapshot(st: &TableStats, p: &Probe) -> bool {
+    if let Some(at) = p.metadata_at {
+        // The metadata-log probe: the same newest metadata file (both to the millisecond).
+        return st
+            .metadata_at
+            .is_some_and(|m| (m - at).num_microseconds().is_some_and(|d| d.abs() < 1000));
+    }
     let close = match (st.newest_snapshot, p.committed_at) {
         (Some(a), Some(b)) => (a - b).num_milliseconds().abs() < 1000,
         (None, None) => true,
@@ -507,12 +627,35 @@ fn on_discovered(
             let generation = s.tables.generation;
             let batch = s.tables.policy.probe_batch.max(1);
             // A full refresh reads every table's stats (which show its newest snapshot
-            // and snapshot count); otherwise the probes say which tables changed.
+            // and snapshot count), a few at a time from a queue; otherwise the probes say
+            // which tables changed.
             if s.tables.full {
-                order
-                    .into_iter()
-                    .map(|table| Effect::LoadStats { generation, table })
-                    .collect()
+                s.tables.queue = order.into();
+                s.tables.reading = 0;
+                s.tables.rank.clear();
+                s.tables.ranking_in_flight = false;
+                // A cold start (nothing known of any table): the tables not being read
+                // yet are ranked by their live files, a few per statement in one slot
+                // (the reads take the others), by the layout statement a cold start sends
+                // anyway, and read most files first, so that the first CRITICAL rows come
+                // first, not the alphabet's.
+                let cold = s.tables.rows.iter().all(|r| r.stats.is_none());
+                s.tables.ranking = if cold { vec![Vec::new()] } else { Vec::new() };
+                let mut fx = start_reads(s);
+                let mut batches: Vec<Vec<TableRef>> = s
+                    .tables
+                    .queue
+                    .iter()
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .chunks(RANK_BATCH)
+                    .map(<[TableRef]>::to_vec)
+                    .collect();
+                batches.reverse();
+                s.tables.ranking = if cold { batches } else { Vec::new() };
+                fx.extend(next_rank(s));
+                fx.extend(start_reads(s));
+                fx
             } else {
                 order
                     .chunks(batch)
@@ -526,6 +669,8 @@ fn on_discovered(
         Err(e) => {
             s.tables.load = Load::Failed(e.clone());
             s.tables.pending = 0;
+            s.tables.queue.clear();
+            s.tables.ranking.clear();
             for r in &mut s.tables.rows {
                 r.stale = false;
             }
@@ -666,6 +811,7 @@ mod refresh_tests {
             snapshot_id: Some(id),
             committed_at: st.newest_snapshot,
             snapshots: st.snapshots,
+            metadata_at: None,
         }
     }
 
@@ -844,19 +990,225 @@ mod refresh_tests {
     }
 
     #[test]
-    fn every_nth_refresh_and_every_manual_one_reads_everything() {
+    fn the_full_read_is_due_by_wall_time_never_by_a_count_of_refreshes() {
+        let min = |m: i64| t0() + chrono::Duration::minutes(m);
+        let hour = Some(std::time::Duration::from_secs(3600));
+        assert!(full_due(None, hour, t0()), "never read in full");
+        assert!(full_due(None, None, t0()));
+        assert!(!full_due(Some(t0()), hour, min(59)));
+        assert!(full_due(Some(t0()), hour, min(60)));
+        assert!(!full_due(Some(t0()), None, min(100_000)), "0s: never");
+        // A clock that stepped back does not make one due.
+        assert!(!full_due(Some(t0()), hour, min(-5)));
+
         let mut s = all_loaded();
-        s.tables.policy.full_every = 3;
+        s.tables.policy.full_every = Some(std::time::Duration::from_secs(600));
         let full = |fx: &[Effect]| fx.iter().all(|e| matches!(e, Effect::LoadStats { .. }));
+        let start = s.now;
+        // A refresh every 5 s for 9 minutes: none reads everything, however many.
         let mut kinds = Vec::new();
-        for _ in 0..6 {
+        for k in 0..108 {
+            s.now = start + chrono::Duration::seconds(5 * k);
             let fx = auto_refresh(&mut s);
             kinds.push(full(&fx));
             s.tables.pending = 0;
         }
-        assert_eq!(kinds, vec![false, false, true, false, false, true]);
+        assert!(kinds.iter().all(|f| !f), "{kinds:?}");
+        // Ten minutes after the last full read: the next one reads everything, once.
+        s.now = start + chrono::Duration::minutes(10);
+        assert!(full(&auto_refresh(&mut s)));
+        s.tables.pending = 0;
+        s.now += chrono::Duration::seconds(5);
+        assert!(!full(&auto_refresh(&mut s)));
+        s.tables.pending = 0;
         let fx = refresh(&mut s, true);
         assert!(s.tables.full, "r and :refresh read everything: {fx:?}");
+    }
+
+    fn reads(fx: &[Effect]) -> Vec<String> {
+        fx.iter()
+            .filter_map(|e| match e {
+                Effect::LoadStats { table, .. } => Some(table.table.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn ranks(fx: &[Effect]) -> Vec<Vec<TableRef>> {
+        fx.iter()
+            .filter_map(|e| match e {
+                Effect::Rank { tables, .. } => Some(tables.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn ranking_puts_the_most_written_first_then_the_unranked_then_the_compacted() {
+        let t = |n: &str| tref("s", n);
+        let mut q: std::collections::VecDeque<TableRef> =
+            ["a", "b", "c", "d", "e"].iter().map(|n| t(n)).collect();
+        let rank = [(t("b"), 0), (t("c"), 7), (t("e"), 40), (t("d"), 7)]
+            .into_iter()
+            .collect();
+        rank_queue(&mut q, &rank);
+        let names: Vec<&str> = q.iter().map(|t| t.table.as_str()).collect();
+        // Equal ranks keep their order (c before d).
+        assert_eq!(names, ["e", "c", "d", "a", "b"]);
+    }
+
+    #[test]
+    fn a_cold_start_reads_the_most_written_tables_first_not_the_alphabet() {
+        let mut s = State::new(t0());
+        s.tables.policy.reads = 4;
+        let tables: Vec<TableRef> = (0..25).map(|i| tref("s", &format!("t{i:02}"))).collect();
+        refresh(&mut s, false);
+        assert!(s.tables.full, "nothing known: a full read");
+        let generation = s.tables.generation;
+        let fx = update(
+            &mut s,
+            Action::Tables(TablesMsg::Discovered {
+                generation,
+                result: Ok(tables.clone()),
+            }),
+        );
+        // Three slots read at once (nothing is known to order them by), the fourth ranks
+        // the next tables.
+        assert_eq!(reads(&fx), ["t00", "t01", "t02"]);
+        let batch = ranks(&fx);
+        assert_eq!(batch.len(), 1);
+        assert_eq!(batch[0].len(), RANK_BATCH);
+        assert_eq!(batch[0][0].table, "t03");
+        let written = |t: &TableRef| match t.table.as_str() {
+            "t09" => 80,
+            "t05" => 20,
+            "t04" => 0,
+            _ => 3,
+        };
+        let results = batch[0]
+            .iter()
+            .map(|t| (t.clone(), Ok(written(t))))
+            .collect();
+        let fx = update(
+            &mut s,
+            Action::Tables(TablesMsg::Ranked {
+                generation,
+                results,
+            }),
+        );
+        assert!(reads(&fx).is_empty(), "the slots are busy: {fx:?}");
+        let next = ranks(&fx);
+        assert_eq!(next.len(), 1, "the next batch is ranked: {fx:?}");
+        assert_eq!(next[0][0].table, "t13");
+        // As reads end, the most written start first.
+        let mut order = Vec::new();
+        for done in ["t00", "t01"] {
+            let fx = update(
+                &mut s,
+                Action::Tables(TablesMsg::Stats {
+                    generation,
+                    table: tref("s", done),
+                    result: Ok(healthy_stats()),
+                }),
+            );
+            order.extend(reads(&fx));
+        }
+        assert_eq!(order, ["t09", "t05"]);
+        // The rest of the ranking: nothing written anywhere; then the ranking is over and
+        // the reads take every slot.
+        let mut batch = next[0].clone();
+        loop {
+            let results = batch.iter().map(|t| (t.clone(), Ok(0))).collect();
+            let fx = update(
+                &mut s,
+                Action::Tables(TablesMsg::Ranked {
+                    generation,
+                    results,
+                }),
+            );
+            order.extend(reads(&fx));
+            match ranks(&fx).pop() {
+                Some(b) => batch = b,
+                None => break,
+            }
+        }
+        assert_eq!(
+            order,
+            ["t09", "t05", "t03"],
+            "the fourth slot is free again"
+        );
+        let queued: Vec<&str> = s.tables.queue.iter().map(|t| t.table.as_str()).collect();
+        assert_eq!(queued[..6], ["t06", "t07", "t08", "t10", "t11", "t12"]);
+        assert_eq!(
+            queued.last(),
+            Some(&"t04"),
+            "compacted since, nothing written: last"
+        );
+        assert_eq!(queued.len(), 25 - 3 - 3);
+    }
+
+    #[test]
+    fn a_full_refresh_of_known_tables_ranks_nothing_and_keeps_the_slots_full() {
+        let mut s = all_loaded();
+        s.tables.policy.reads = 2;
+        let fx = refresh(&mut s, true);
+        assert!(fx.iter().any(|e| matches!(e, Effect::Discover { .. })));
+        let generation = s.tables.generation;
+        let tables: Vec<TableRef> = s.tables.rows.iter().map(|r| r.table.clone()).collect();
+        let fx = update(
+            &mut s,
+            Action::Tables(TablesMsg::Discovered {
+                generation,
+                result: Ok(tables),
+            }),
+        );
+        assert!(ranks(&fx).is_empty());
+        assert_eq!(reads(&fx).len(), 2, "{fx:?}");
+        let first = reads(&fx)[0].clone();
+        let table = s
+            .tables
+            .rows
+            .iter()
+            .find(|r| r.table.table == first)
+            .unwrap()
+            .table
+            .clone();
+        let fx = update(
+            &mut s,
+            Action::Tables(TablesMsg::Stats {
+                generation,
+                table,
+                result: Ok(healthy_stats()),
+            }),
+        );
+        assert_eq!(
+            reads(&fx).len(),
+            1,
+            "the last table starts as one ends: {fx:?}"
+        );
+    }
+
+    #[test]
+    fn the_metadata_probe_decides_by_the_newest_metadata_file() {
+        let mut st = healthy_stats();
+        let at = t0() - chrono::Duration::hours(1);
+        st.metadata_at = Some(at);
+        let p = |m: chrono::DateTime<Utc>| Probe {
+            snapshot_id: Some(1),
+            committed_at: None,
+            snapshots: 0,
+            metadata_at: Some(m),
+        };
+        assert!(same_snapshot(&st, &p(at)));
+        // A property, schema or spec change or an expiry: a newer metadata file, however
+        // the snapshots look.
+        assert!(!same_snapshot(
+            &st,
+            &p(at + chrono::Duration::milliseconds(1))
+        ));
+        // Stats read without the metadata log are read again once.
+        st.metadata_at = None;
+        assert!(!same_snapshot(&st, &p(at)));
     }
 
     #[test]
