@@ -78,6 +78,7 @@ pub fn partitions(n: usize) -> PartitionList {
                             Some(day.format("%Y-%m-%d").to_string()),
                         ),
                     ],
+                    spec_id: None,
                     data_files: files,
                     small_files: files * (i as u64 % 3) / 2,
                     total_bytes: files * 3_000_000,

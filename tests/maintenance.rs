@@ -395,6 +395,7 @@ async fn hostile_partition_values_make_valid_optimize_statements() {
                 ("district".into(), Some(v)),
                 ("filed_at_day".into(), Some("2026-11-20".into())),
             ],
+            spec_id: None,
             data_files: 0,
             small_files: 0,
             total_bytes: 0,

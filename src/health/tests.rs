@@ -876,7 +876,8 @@ mod noise {
     #[test]
     fn a_bounded_trend_weighs_the_snapshots_past_retention_as_the_whole_one() {
         // Growth, compactions and quiet days in an irregular mix, 300 daily snapshots.
-        let files = |i: usize| ((i * 37) % 11) as u64 * 40 + if i % 29 == 0 { 1 } else { 500 };
+        let files =
+            |i: usize| ((i * 37) % 11) as u64 * 40 + if i.is_multiple_of(29) { 1 } else { 500 };
         let full = history(300, 1, files);
         for retention_days in [0, 1, 6, 7, 8, 30, 100, 250, 299, 400] {
             let cfg = HealthConfig {
