@@ -26,6 +26,7 @@ fn failing_dag() -> DagFacts {
         paused: false,
         import_error: None,
         last_run_state: Some(floe::airflow::DagRunState::Failed),
+        active_run: None,
         last_run_at: Some(Utc::now() - chrono::Duration::hours(3)),
         last_success_at: None,
         failed_runs: 14,

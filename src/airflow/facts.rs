@@ -137,6 +137,10 @@ pub fn dag_facts(
         paused: dag.paused,
         import_error,
         last_run_state: last.map(|r| r.state.clone()),
+        active_run: ordered
+            .iter()
+            .find(|r| matches!(r.state, DagRunState::Queued | DagRunState::Running))
+            .map(|r| r.run_id.clone()),
         last_run_at: last.and_then(|r| r.last_activity()),
         last_success_at: last_success.and_then(|r| r.end_date.or(r.last_activity())),
         failed_runs: failed.len() as u32,

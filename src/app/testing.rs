@@ -231,6 +231,7 @@ pub mod dags {
             paused: false,
             import_error: None,
             last_run_state: Some(crate::airflow::DagRunState::Failed),
+            active_run: None,
             last_run_at: Some(t0() - chrono::Duration::hours(9)),
             last_success_at: None,
             failed_runs: 14,
@@ -244,6 +245,7 @@ pub mod dags {
         DagFacts {
             dag_id: id.into(),
             last_run_state: Some(crate::airflow::DagRunState::Success),
+            active_run: None,
             last_success_at: Some(t0() - chrono::Duration::hours(8)),
             failed_runs: 0,
             failing_task: None,

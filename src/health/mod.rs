@@ -246,6 +246,9 @@ pub struct DagFacts {
     pub paused: bool,
     pub import_error: Option<String>,
     pub last_run_state: Option<DagRunState>,
+    /// The newest run still queued or running, when there is one: the run to watch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub active_run: Option<String>,
     pub last_run_at: Option<DateTime<Utc>>,
     pub last_success_at: Option<DateTime<Utc>>,
     /// Failed runs in the window floe looked at, and the failing task of the latest one.

@@ -433,6 +433,7 @@ fn dag(state: &str) -> DagFacts {
         paused: false,
         import_error: None,
         last_run_state: Some(crate::airflow::DagRunState::parse(state)),
+        active_run: None,
         last_run_at: Some(hours_ago(10)),
         last_success_at: None,
         failed_runs: 14,
@@ -474,6 +475,7 @@ fn a_lower_bound_wait_is_said_and_never_reads_as_fresh() {
 fn an_unpaused_dag_that_never_ran_is_a_finding() {
     let never = DagFacts {
         last_run_state: None,
+        active_run: None,
         last_run_at: None,
         last_success_at: None,
         failed_runs: 0,

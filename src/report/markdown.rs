@@ -108,7 +108,7 @@ impl Report {
                     "| {} | `{}` | {} | {} | {} |\n",
                     d.health.status.label(),
                     md_escape(&d.facts.dag_id),
-                    d.facts.last_run_text(),
+                    md_escape(d.facts.last_run_text()),
                     self.age_text(d.facts.last_success_at),
                     md_escape(&match (&d.facts.failing_task, &d.facts.error_line) {
                         (Some(t), Some(e)) => format!("{t}: {e}"),

@@ -273,6 +273,7 @@ fn hostile_report() -> Report {
         paused: false,
         import_error: Some(format!("broken{h}")),
         last_run_state: Some(crate::airflow::DagRunState::parse(&format!("failed{h}"))),
+        active_run: None,
         last_run_at: Some(now()),
         last_success_at: None,
         failed_runs: 14,

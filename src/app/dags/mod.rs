@@ -473,10 +473,12 @@ pub fn on_facts(s: &mut State, dag_id: &str, result: Result<DagFacts, String>) -
         return Vec::new();
     };
     let mut fx = Vec::new();
+    let mut active = None;
     match result {
         Ok(f) => {
             row.health = Some(evaluate_dag(&f, now));
             let failing = f.last_run_failed();
+            active = f.active_run.clone();
             row.facts = Some(f);
             row.error = None;
             // The failing task and the tail of its log, for the detail pane.
@@ -492,6 +494,9 @@ pub fn on_facts(s: &mut State, dag_id: &str, result: Result<DagFacts, String>) -
     }
     correlate(s);
     s.dags.reindex();
+    if let Some(run_id) = active {
+        fx.extend(watch::follow(s, dag_id, &run_id));
+    }
     fx
 }
 

@@ -1,4 +1,5 @@
-//! Watch the run floe triggered to its end: its state, running task and elapsed time in
+//! Watch the run floe triggered (or one already running for a table in trouble, seen in
+//! its DAG's facts) to its end: its state, running task and elapsed time in
 //! the status line (and above the Triage list), then, when it ends, the tables its DAG
 //! maintains read again at once and what changed said in one line. One run at a time:
 //! a newer trigger replaces the watch.
@@ -116,6 +117,30 @@ pub fn start(s: &mut State, dag_id: &str, run_id: &str) -> Vec<Effect> {
         run_id: run_id.to_string(),
         tables,
     }]
+}
+
+/// A run already queued or running, seen in a DAG's facts: watched like one floe
+/// triggered when the DAG maintains a table floe shows in trouble (WARNING or worse) and
+/// no other run is being watched. A run watched to its end is not watched again.
+pub fn follow(s: &mut State, dag_id: &str, run_id: &str) -> Vec<Effect> {
+    if s.dags
+        .watch
+        .as_ref()
+        .is_some_and(|w| w.outcome.is_none() || w.run_id == run_id)
+    {
+        return Vec::new();
+    }
+    let troubled = s.dags.mapping.iter().any(|(t, m)| {
+        m.dag_id == dag_id
+            && s.tables
+                .row(t)
+                .and_then(|r| r.health.as_ref())
+                .is_some_and(|h| h.status >= crate::health::Severity::Warning)
+    });
+    if !troubled {
+        return Vec::new();
+    }
+    start(s, dag_id, run_id)
 }
 
 /// The slowest query the coordinator's record holds for `t` (as the incidents say it).
@@ -364,6 +389,59 @@ mod tests {
             external_trigger: None,
             note: None,
         }
+    }
+
+    #[test]
+    fn a_run_already_running_for_a_table_in_trouble_is_followed() {
+        use crate::app::action::Action;
+        use crate::app::dags::DagMsg;
+        use crate::app::update::update;
+        let mut s = with_dags();
+        let docs = tref("zoning", "documents");
+        assert!(
+            s.tables.row(&docs).unwrap().health.as_ref().unwrap().status
+                >= crate::health::Severity::Warning
+        );
+        let generation = s.dags.generation;
+        let facts = |dag: &str, active: Option<&str>| {
+            let mut f = crate::app::testing::dags::failing_facts();
+            f.dag_id = dag.into();
+            f.active_run = active.map(str::to_string);
+            Action::Dags(DagMsg::Facts {
+                generation,
+                dag_id: dag.into(),
+                result: Ok(f),
+            })
+        };
+        // Nothing running: nothing watched.
+        let a = facts("compact_documents", None);
+        update(&mut s, a);
+        assert!(s.dags.watch.is_none());
+        // A healthy table's DAG running: not followed.
+        let a = facts("compact_parcels", Some("scheduled__p"));
+        let fx = update(&mut s, a);
+        assert!(s.dags.watch.is_none(), "{fx:?}");
+        // The troubled table's DAG running a run floe did not start: followed.
+        let a = facts("compact_documents", Some("scheduled__2026-11-30"));
+        let fx = update(&mut s, a);
+        assert!(
+            fx.contains(&Effect::WatchRun {
+                dag_id: "compact_documents".into(),
+                run_id: "scheduled__2026-11-30".into(),
+                tables: vec![docs.clone()]
+            }),
+            "{fx:?}"
+        );
+        let w = s.dags.watch.clone().unwrap();
+        assert_eq!(w.run_id, "scheduled__2026-11-30");
+        // Seen again while watched: one watch, no second poll.
+        let a = facts("compact_documents", Some("scheduled__2026-11-30"));
+        let fx = update(&mut s, a);
+        assert!(
+            !fx.iter().any(|e| matches!(e, Effect::WatchRun { .. })),
+            "{fx:?}"
+        );
+        assert_eq!(s.dags.watch.as_ref(), Some(&w));
     }
 
     #[test]

@@ -88,6 +88,7 @@ fn lab() -> Lab {
         DagFacts {
             paused: true,
             last_run_state: None,
+            active_run: None,
             last_run_at: None,
             last_success_at: None,
             ..ok_facts("expire_snapshots")
