@@ -503,16 +503,7 @@ pub fn optimize_plan(
         }
     } else {
         for p in parts {
-            let predicate = partition_predicate(layout, p)?;
-            steps.push(Step {
-                sql: format!("{head} WHERE {predicate}"),
-                partition: Some(p.label()),
-                files: p.data_files,
-                small_files: p.small_files,
-                bytes: p.total_bytes,
-                targets: vec![p.values.clone()],
-                spec_id: None,
-            });
+            steps.push(partition_step(&head, layout, p)?);
         }
     }
     Ok(Plan {
@@ -577,16 +568,7 @@ fn mixed_spec_plan(
                     p.label()
                 ));
             }
-            let predicate = partition_predicate(layout, p)?;
-            steps.push(Step {
-                sql: format!("{head} WHERE {predicate}"),
-                partition: Some(p.label()),
-                files: p.data_files,
-                small_files: p.small_files,
-                bytes: p.total_bytes,
-                targets: vec![p.values.clone()],
-                spec_id: None,
-            });
+            steps.push(partition_step(&head, layout, p)?);
             continue;
         };
         let fields = layout.spec_fields(id).ok_or_else(|| {
@@ -769,6 +751,20 @@ fn temporal_key(layout: &TableLayout, p: &PartitionStats) -> (Vec<String>, Strin
 }
 
 /// The WHERE predicate selecting exactly one partition.
+/// The optimize of one partition, selected by its values under the current spec.
+fn partition_step(head: &str, layout: &TableLayout, p: &PartitionStats) -> Result<Step, String> {
+    let predicate = partition_predicate(layout, p)?;
+    Ok(Step {
+        sql: format!("{head} WHERE {predicate}"),
+        partition: Some(p.label()),
+        files: p.data_files,
+        small_files: p.small_files,
+        bytes: p.total_bytes,
+        targets: vec![p.values.clone()],
+        spec_id: None,
+    })
+}
+
 pub fn partition_predicate(layout: &TableLayout, p: &PartitionStats) -> Result<String, String> {
     if p.values.is_empty() {
         return Err("the table is not partitioned: optimize it as a whole".into());
