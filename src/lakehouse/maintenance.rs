@@ -568,7 +568,7 @@ fn mixed_spec_plan(
                     p.label()
                 ));
             }
-            steps.push(partition_step(&head, layout, p)?);
+            steps.push(partition_step(head, layout, p)?);
             continue;
         };
         let fields = layout.spec_fields(id).ok_or_else(|| {
