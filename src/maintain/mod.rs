@@ -2,6 +2,7 @@
 //! `floe maintain …` for scripts and cron.
 
 pub mod audit;
+pub mod commit;
 pub mod connection;
 pub mod eta;
 pub mod plan;

@@ -10,6 +10,7 @@ use std::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::audit::{AuditLog, NOT_RUN, Record, STARTED};
+use super::commit::CommitFailure;
 use crate::lakehouse::maintenance::{Plan, Procedure};
 use crate::lakehouse::model::TableRef;
 use crate::lakehouse::queries::Lakehouse;
@@ -313,18 +314,25 @@ pub async fn run_plan_until(
             }
             Err(e) => {
                 outcome.cancelled = matches!(e, TrinoError::Cancelled { .. });
-                outcome.error = Some(e.to_string());
+                let commit = CommitFailure::of(&e);
+                let text = match commit {
+                    Some(c) => format!("{e}: {}", c.meaning()),
+                    None => e.to_string(),
+                };
+                outcome.error = Some(text.clone());
                 if let Some(id) = e.query_id().filter(|s| !s.is_empty()) {
                     outcome.query_id = Some(id.to_string());
                 }
                 rec.outcome = if outcome.cancelled {
                     stop.outcome().into()
-                } else if matches!(e, TrinoError::MayHaveRun { .. }) {
+                } else if matches!(e, TrinoError::MayHaveRun { .. })
+                    || commit == Some(CommitFailure::Unknown)
+                {
                     super::audit::MAY_HAVE_RUN.into()
                 } else {
                     "failed".into()
                 };
-                rec.error = Some(e.to_string());
+                rec.error = Some(text);
             }
         }
         rec.query_id = outcome.query_id.clone();
