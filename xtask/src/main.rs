@@ -182,7 +182,8 @@ fn test(args: &[String]) -> Result<(), String> {
         }
         if let Err(e) = run(
             Command::new(env!("CARGO"))
-                .args(["test", "--workspace", "--all-targets"])
+                // Every test binary runs even when one fails: one run names every failure.
+                .args(["test", "--workspace", "--all-targets", "--no-fail-fast"])
                 .args(&cargo_args)
                 .current_dir(root())
                 .env("FLOE_LAB_DIR", lab_dir())
