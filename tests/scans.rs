@@ -71,7 +71,8 @@ async fn floes_reads_of_a_table_scan_each_metadata_table_once() {
     lake.table_stats(&staging).await.unwrap();
     lake.partitions(&staging).await.unwrap();
 
-    // The change probe: many tables' `$snapshots` in one statement, each read once.
+    // The change probe: many tables' `$metadata_log_entries` in one statement, each read
+    // once (a metadata-only read: every commit writes a metadata file, data or not).
     let probed = lake
         .probe(&[
             documents(),
@@ -90,10 +91,10 @@ async fn floes_reads_of_a_table_scan_each_metadata_table_once() {
             .iter()
             .any(|q| q["scans"].as_object().is_some_and(|m| m
                 .keys()
-                .filter(|k| k.ends_with("$snapshots"))
+                .filter(|k| k.ends_with("$metadata_log_entries"))
                 .count()
                 == 3)),
-        "the probe read three tables' snapshots in one statement: {sql:#?}"
+        "the probe read three tables' metadata logs in one statement: {sql:#?}"
     );
     assert!(sql.iter().any(|s| s.contains("$manifests")));
     assert!(sql.iter().any(|s| s.contains("$metadata_log_entries")));

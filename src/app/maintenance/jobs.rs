@@ -32,6 +32,9 @@ pub struct Job {
     pub profile: String,
     /// A record of it that could not be written to the audit log.
     pub audit_error: Option<String>,
+    /// The operator cancelled it (`c`): a cancel that lands between two statements stops
+    /// the queue without cancelling a query, and is still a cancel, not a failure.
+    pub cancel_requested: bool,
 }
 
 impl Job {
@@ -46,6 +49,7 @@ impl Job {
             error: None,
             profile: String::new(),
             audit_error: None,
+            cancel_requested: false,
         }
     }
 
@@ -88,6 +92,16 @@ impl Job {
                 *s = StepStatus::Skipped;
             }
         }
+    }
+
+    /// It ended because it was cancelled: a statement was cancelled on Trino, or the
+    /// operator's cancel stopped the queue between two statements (a statement that
+    /// failed on its own before the cancel reached it is a failure).
+    pub fn cancelled(&self) -> bool {
+        let any = |f: fn(&StepStatus) -> bool| self.steps.iter().any(f);
+        self.error.is_some()
+            && (any(|s| matches!(s, StepStatus::Cancelled))
+                || (self.cancel_requested && !any(|s| matches!(s, StepStatus::Failed(_)))))
     }
 
     pub fn done_steps(&self) -> usize {
@@ -163,12 +177,7 @@ impl Job {
                 "✓ {name}: {} of {n} statements done{files}",
                 self.done_steps()
             ),
-            Some(e)
-                if self
-                    .steps
-                    .iter()
-                    .any(|s| matches!(s, StepStatus::Cancelled)) =>
-            {
+            Some(e) if self.cancelled() => {
                 format!(
                     "⊘ {name} cancelled after {} of {n}{files}: {e}",
                     self.done_steps()

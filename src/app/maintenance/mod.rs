@@ -48,15 +48,21 @@ pub fn update(s: &mut State, msg: MaintenanceMsg) -> Vec<Effect> {
             };
             j.finish(now, result.err());
             let line = j.line(now);
-            let failed = j.error.is_some() || j.audit_error.is_some();
+            let level = if j.audit_error.is_some() || (j.error.is_some() && !j.cancelled()) {
+                Level::Error
+            } else if j.cancelled() {
+                Level::Warn
+            } else {
+                Level::Info
+            };
             let table = j.plan.table.clone();
             if j.profile != profile {
                 // Started on another profile: its tables are not the ones on screen.
                 let on = format!("[profile {}] {line}", j.profile);
-                s.set_status(if failed { Level::Error } else { Level::Info }, on);
+                s.set_status(level, on);
                 return Vec::new();
             }
-            s.set_status(if failed { Level::Error } else { Level::Info }, line);
+            s.set_status(level, line);
             after_mutation(s, &table)
         }
     }
@@ -252,9 +258,12 @@ pub fn cancel(s: &mut State) -> Vec<Effect> {
     let running: Vec<u64> = s
         .jobs
         .list
-        .iter()
+        .iter_mut()
         .filter(|j| j.running())
-        .map(|j| j.id)
+        .map(|j| {
+            j.cancel_requested = true;
+            j.id
+        })
         .collect();
     if running.is_empty() {
         s.set_status(Level::Info, "no maintenance is running");

@@ -304,3 +304,48 @@ fn a_confirm_on_a_terminal_too_small_to_draw_it_is_not_seen() {
         [Effect::RunPlan { .. }]
     ));
 }
+
+#[test]
+fn a_cancel_that_lands_between_two_statements_is_a_cancel_not_a_failure() {
+    let mut s = on_screen();
+    let job = run_job(&mut s);
+    // `c` while the queue is between statements: the next one is never sent, no query
+    // is cancelled, and run_plan ends with its "cancelled before step" error.
+    let fx = update(&mut s, key('c'));
+    assert_eq!(fx, vec![Effect::CancelJob(job)]);
+    update(
+        &mut s,
+        Action::Maintenance(MaintenanceMsg::Done {
+            job,
+            result: Err("cancelled before step 1 of 1; 1 remaining statement(s) not run".into()),
+        }),
+    );
+    let st = s.status.as_ref().unwrap();
+    assert_eq!(st.level, Level::Warn, "{}", st.text);
+    assert!(
+        st.text
+            .starts_with("⊘ optimize_manifests documents cancelled after 0 of 1"),
+        "{}",
+        st.text
+    );
+    // A failure the operator did not ask for stays an error.
+    let mut s = on_screen();
+    let job = run_job(&mut s);
+    update(
+        &mut s,
+        Action::Maintenance(MaintenanceMsg::Done {
+            job,
+            result: Err(
+                "TABLE_NOT_FOUND: line 1:7: Table 'iceberg.zoning.documents' does not exist".into(),
+            ),
+        }),
+    );
+    let st = s.status.as_ref().unwrap();
+    assert_eq!(st.level, Level::Error);
+    assert!(
+        st.text
+            .starts_with("✗ optimize_manifests documents failed after 0 of 1"),
+        "{}",
+        st.text
+    );
+}
