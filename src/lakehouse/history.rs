@@ -307,10 +307,17 @@ pub fn is_table_procedure(query: &str) -> bool {
 }
 
 pub fn suffering(runs: &[QueryRun]) -> Option<Suffering<'_>> {
+    suffering_until(runs, None)
+}
+
+/// [`suffering`] among the runs created before `until` (a fix: what the queries suffered
+/// is what they suffered before it, not a later run slowed by a busy coordinator).
+pub fn suffering_until(runs: &[QueryRun], until: Option<DateTime<Utc>>) -> Option<Suffering<'_>> {
     // The readers: a table's own maintenance is not what its queries suffered.
     let runs: Vec<&QueryRun> = runs
         .iter()
         .filter(|r| !is_table_procedure(&r.query))
+        .filter(|r| until.is_none_or(|u| r.created.is_some_and(|c| c < u)))
         .collect();
     let (run, elapsed_ms) = runs
         .iter()

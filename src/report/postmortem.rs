@@ -129,8 +129,9 @@ pub fn sequence(p: &Postmortem) -> Vec<Step> {
     let now = DateTime::parse_from_rfc3339(&p.generated_at)
         .map(|t| t.with_timezone(&Utc))
         .unwrap_or_else(|_| Utc::now());
+    let first_fix = fixes(p, &mut out);
     if let Some(q) = &p.queries
-        && let Some(w) = crate::lakehouse::history::suffering(q.runs())
+        && let Some(w) = history::suffering_until(q.runs(), first_fix)
         && let Some(at) = w.run.created
     {
         out.push(Step {
@@ -139,19 +140,7 @@ pub fn sequence(p: &Postmortem) -> Vec<Step> {
             what: w.line(&short, now),
         });
     }
-    let last_ok = p
-        .dag
-        .as_ref()
-        .and_then(|d| d.last_success_at.as_deref())
-        .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
-        .map(|t| t.with_timezone(&Utc));
-    let first_failed = p
-        .timeline
-        .events
-        .iter()
-        .filter(|e| e.kind == timeline::EventKind::RunFailed)
-        .find(|e| last_ok.is_none_or(|ok| e.at > ok));
-    if let (Some(e), Some(d)) = (first_failed, &p.dag) {
+    if let (Some(e), Some(d)) = (first_failure(p, first_fix.unwrap_or(now)), &p.dag) {
         out.push(Step {
             at: e.at,
             step: "cause",
@@ -164,32 +153,6 @@ pub fn sequence(p: &Postmortem) -> Vec<Step> {
                     .map(|l| format!(": {}", crate::text::clip(l, 200)))
                     .unwrap_or_default()
             ),
-        });
-    }
-    let at = |r: &Record| {
-        DateTime::parse_from_rfc3339(&r.time)
-            .ok()
-            .map(|t| t.with_timezone(&Utc))
-    };
-    let mut first_fix: Option<DateTime<Utc>> = None;
-    for r in &p.actions {
-        let Some(t) = at(r) else { continue };
-        let step = match r.action.as_str() {
-            "fix_connection" | "optimize" | "unpause_dag" | "clear_dag_run" => "fix",
-            "trigger_dag" => "run",
-            _ => continue,
-        };
-        if step == "fix" || step == "run" {
-            first_fix = Some(first_fix.map_or(t, |f| f.min(t)));
-        }
-        let files = match (r.files_before, r.files_after) {
-            (Some(b), Some(a)) => format!(", files {} → {}", thousands(b), thousands(a)),
-            _ => String::new(),
-        };
-        out.push(Step {
-            at: t,
-            step,
-            what: format!("{} ({}{files})", r.statement, r.outcome),
         });
     }
     if let Some(f) = first_fix {
@@ -221,6 +184,60 @@ pub fn sequence(p: &Postmortem) -> Vec<Step> {
     out
 }
 
+/// The fixes and triggers of the audit log as steps (into `out`); returns the first one's
+/// time.
+fn fixes(p: &Postmortem, out: &mut Vec<Step>) -> Option<DateTime<Utc>> {
+    let mut first_fix: Option<DateTime<Utc>> = None;
+    for r in &p.actions {
+        let Ok(t) = DateTime::parse_from_rfc3339(&r.time).map(|t| t.with_timezone(&Utc)) else {
+            continue;
+        };
+        let step = match r.action.as_str() {
+            "fix_connection" | "optimize" | "unpause_dag" | "clear_dag_run" => "fix",
+            "trigger_dag" => "run",
+            _ => continue,
+        };
+        first_fix = Some(first_fix.map_or(t, |f| f.min(t)));
+        let files = match (r.files_before, r.files_after) {
+            (Some(b), Some(a)) => format!(", files {} → {}", thousands(b), thousands(a)),
+            _ => String::new(),
+        };
+        out.push(Step {
+            at: t,
+            step,
+            what: format!("{} ({}{files})", r.statement, r.outcome),
+        });
+    }
+    first_fix
+}
+
+/// The cause: the first failed run of the failing streak that was going on at `until`
+/// (the first fix, or now) — the failures after the last success before the streak's
+/// newest failure. A success after the fix (the verified fix itself) does not hide it.
+fn first_failure(p: &Postmortem, until: DateTime<Utc>) -> Option<&timeline::Event> {
+    let runs = || p.timeline.events.iter().filter(|e| e.at < until);
+    let newest_failure = runs()
+        .filter(|e| e.kind == timeline::EventKind::RunFailed)
+        .map(|e| e.at)
+        .max()?;
+    let dag_ok = p
+        .dag
+        .as_ref()
+        .and_then(|d| d.last_success_at.as_deref())
+        .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+        .map(|t| t.with_timezone(&Utc));
+    let last_ok = runs()
+        .filter(|e| e.kind == timeline::EventKind::RunSucceeded)
+        .map(|e| e.at)
+        .chain(dag_ok)
+        .filter(|t| *t < newest_failure)
+        .max();
+    runs()
+        .filter(|e| e.kind == timeline::EventKind::RunFailed)
+        .filter(|e| last_ok.is_none_or(|ok| e.at > ok))
+        .min_by_key(|e| e.at)
+}
+
 /// The later runs of the query that suffered (the symptom), from `since` (the first fix):
 /// the result a reader of the table sees.
 pub fn symptom_after(p: &Postmortem, since: DateTime<Utc>) -> Vec<Step> {
@@ -228,7 +245,7 @@ pub fn symptom_after(p: &Postmortem, since: DateTime<Utc>) -> Vec<Step> {
     let Some(q) = &p.queries else {
         return Vec::new();
     };
-    let Some(w) = history::suffering(q.runs()) else {
+    let Some(w) = history::suffering_until(q.runs(), Some(since)) else {
         return Vec::new();
     };
     let shape = history::shape(&w.run.query);
@@ -1091,6 +1108,39 @@ mod tests {
             "{md}"
         );
         assert!(md.contains("| 2026-11-29 09:10 | fix | set connection trino\\_documents host=127.0.0.1 port=8080 (succeeded) |"), "{md}");
+
+        // Written after the verified fix: the DAG's last success is the fix's run, and a
+        // later run of the query was slower (a busy coordinator). The cause is still the
+        // streak's first failure, the symptom still the run before the fix.
+        if let Some(d) = p.dag.as_mut() {
+            d.last_success_at = Some("2026-11-29T09:12:30Z".into());
+        }
+        if let Some(TableQueries::Runs { runs, .. }) = p.queries.as_mut() {
+            let mut later = runs[0].clone();
+            later.query_id = "q2".into();
+            later.created = Some(t(10, 0));
+            later.elapsed_ms = Some(300_000);
+            later.splits = Some(360);
+            runs.push(later);
+        }
+        let seq = sequence(&p);
+        let steps: Vec<(&str, String)> = seq
+            .iter()
+            .map(|s| (s.step, s.at.format("%m-%d %H:%M").to_string()))
+            .collect();
+        assert_eq!(steps[0], ("cause", "11-16 00:00".to_string()), "{seq:#?}");
+        assert_eq!(steps[1], ("symptom", "11-29 08:14".to_string()), "{seq:#?}");
+        assert_eq!(
+            steps.last().unwrap(),
+            &("result", "11-29 10:00".to_string())
+        );
+        assert!(
+            seq.last()
+                .unwrap()
+                .what
+                .ends_with("took 5m (the symptom's run: 4m12s)"),
+            "{seq:#?}"
+        );
     }
 
     #[test]

@@ -131,10 +131,8 @@ fn draw_detail(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
         return;
     };
     let mut lines = Vec::new();
-    // The run floe triggered, until the operator triggers another.
-    if let Some(w) = &s.dags.watch
-        && crate::app::dags::watch::concerns(w, inc)
-    {
+    // The run floe triggered, until the operator triggers another (see `shown_with`).
+    if let Some(w) = crate::app::dags::watch::shown_with(s, inc) {
         lines.push(Line::from(Span::styled(
             format!("run: {}", one_line(&w.line(s.now))),
             th.header(),

@@ -163,6 +163,16 @@ pub fn concerns(w: &Watch, inc: &crate::health::triage::Incident) -> bool {
     inc.dags.contains(&w.dag_id) || inc.tables.iter().any(|t| w.tables.contains(&t.table))
 }
 
+/// The watch shown in `inc`'s evidence: while the run runs, under the incident it
+/// concerns (where Enter opens its running task's log); once it ended, under every
+/// incident, until another run is triggered — a verified fix resolves the incident it was
+/// started from, and its result (the run, the tables read again, the suffering query's
+/// next runs) is the news, whichever incident the selection fell to.
+pub fn shown_with<'a>(s: &'a State, inc: &crate::health::triage::Incident) -> Option<&'a Watch> {
+    let w = s.dags.watch.as_ref()?;
+    (w.outcome.is_some() || concerns(w, inc)).then_some(w)
+}
+
 /// The running task of the watched run the selected incident is about: what Enter
 /// opens (dag, run, task, try).
 pub fn running_log(s: &State) -> Option<(String, String, String, u32)> {
@@ -634,6 +644,20 @@ mod tests {
         assert_eq!(running_log(&s), None);
     }
 
+    fn unrelated() -> crate::health::triage::Incident {
+        use crate::health::triage::{Incident, Jump, Kind};
+        Incident {
+            severity: crate::health::Severity::Critical,
+            kind: Kind::ImportError,
+            cause: "import error in broken_dag.py".into(),
+            tables: Vec::new(),
+            dags: Vec::new(),
+            evidence: Vec::new(),
+            next: Vec::new(),
+            jump: Jump::Dags,
+        }
+    }
+
     #[test]
     fn the_next_runs_of_the_query_that_suffered_are_shown_when_they_come() {
         use crate::app::update::update;
@@ -642,6 +666,8 @@ mod tests {
         let docs = tref("zoning", "documents");
         update(&mut s, history(vec![query("q1", 37_000, t0)]));
         start(&mut s, "compact_documents", "manual__1");
+        // Running, it is shown under the incident it concerns only.
+        assert!(shown_with(&s, &unrelated()).is_none());
         assert_eq!(
             s.dags
                 .watch
@@ -675,5 +701,7 @@ mod tests {
             next_runs(&s).as_deref(),
             Some("the dashboard query on documents since the run: 1.1s, 900ms (before: 37s)")
         );
+        // Ended, it is shown under any incident, not only the one it concerns.
+        assert!(shown_with(&s, &unrelated()).is_some());
     }
 }
