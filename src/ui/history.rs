@@ -159,23 +159,18 @@ struct Series {
 
 impl Series {
     fn of(rows: &[SnapshotRow], tl: &Timeline) -> Series {
-        let mut points: Vec<(f64, f64)> = rows
-            .iter()
-            .filter_map(|r| {
-                r.info
-                    .total_data_files
-                    .map(|n| (r.info.committed_at.timestamp() as f64, n as f64))
-            })
-            .collect();
+        // A snapshot's data files at its commit time, when it records them.
+        let files_at = |r: &SnapshotRow| {
+            r.info
+                .total_data_files
+                .map(|n| (r.info.committed_at.timestamp() as f64, n as f64))
+        };
+        let mut points: Vec<(f64, f64)> = rows.iter().filter_map(files_at).collect();
         points.sort_by(|a, b| a.0.total_cmp(&b.0));
         let compactions: Vec<(f64, f64)> = rows
             .iter()
             .filter(|r| r.info.is_compaction())
-            .filter_map(|r| {
-                r.info
-                    .total_data_files
-                    .map(|n| (r.info.committed_at.timestamp() as f64, n as f64))
-            })
+            .filter_map(files_at)
             .collect();
         let runs: Vec<(f64, EventKind)> = tl
             .events
