@@ -153,7 +153,7 @@ async fn the_postmortem_tells_what_the_queries_suffered_in_inert_text() {
         .lines()
         .find(|l| l.contains(&format!("| {source} (")))
         .unwrap_or_else(|| panic!("no row of {u}: {section}"));
-    assert!(row.contains("| FINISHED |"), "{row}");
+    assert!(row.contains("| `FINISHED` |"), "{row}");
     assert!(
         row.ends_with(r"-- \x1b[2J \| **x** [l](http://e)` |"),
         "the pipe cannot open a cell: {row}"

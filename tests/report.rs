@@ -73,9 +73,9 @@ fn the_seed_incident_as_a_postmortem() {
     for want in [
         "# Postmortem: `iceberg.zoning.documents`",
         "**CRITICAL**",
-        "small\\_files",
-        "compaction\\_stale",
-        "stale\\_dag\\_failing",
+        "| `small_files` |",
+        "| `compaction_stale` |",
+        "| `stale_dag_failing` |",
         "- DAG: `compact_documents`",
         "- failing task: `compact` of run `scheduled__",
         "trino-old.internal:8080",

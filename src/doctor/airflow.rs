@@ -2,16 +2,31 @@
 //! connection tests).
 
 use super::*;
+use crate::airflow::Connection;
+use crate::config::AirflowSettings;
 
 impl Doctor<'_> {
-    pub(super) async fn airflow(&mut self, s: &Settings, a: &crate::config::AirflowSettings) {
+    pub(super) async fn airflow(&mut self, s: &Settings, a: &AirflowSettings) {
+        // Each step reports its checks; `None`: one failed that the rest needs.
+        let _ = self.airflow_steps(s, a).await;
+    }
+
+    async fn airflow_steps(&mut self, s: &Settings, a: &AirflowSettings) -> Option<()> {
+        let client = self.airflow_client(a).await?;
+        self.airflow_dags(a, &client).await?;
+        self.airflow_connection_test(s, a, &client).await;
+        Some(())
+    }
+
+    /// DNS and TCP of the webserver, then a client that detected its API and logged in.
+    async fn airflow_client(&mut self, a: &AirflowSettings) -> Option<AirflowClient> {
         if self
             .reach("airflow", &a.url, "airflow.url (--airflow)")
             .await
             .is_none()
         {
             self.report(Check::skip("airflow", "not reachable: nothing else asked"));
-            return;
+            return None;
         }
         let opts = ClientOptions {
             connect_timeout: STEP_TIMEOUT,
@@ -26,39 +41,9 @@ impl Doctor<'_> {
         let client = match AirflowClient::connect_with(a, opts).await {
             Ok(c) => c,
             Err(e) => {
-                let (name, fix) = match &e {
-                    AirflowError::Transport { message, .. } if is_tls(message) => {
-                        ("airflow TLS", tls_fix(&a.tls, "airflow.ca_file"))
-                    }
-                    AirflowError::Transport { .. } | AirflowError::Http { .. } => (
-                        "airflow HTTP",
-                        "check airflow.url: the base URL of the webserver / API server".into(),
-                    ),
-                    AirflowError::NotAirflow { .. }
-                    | AirflowError::Unsupported { .. }
-                    | AirflowError::Malformed { .. } => (
-                        "airflow API version",
-                        "airflow.url must be Airflow's base URL (2.x: /api/v1, 3.x: /api/v2); airflow.api forces one"
-                            .into(),
-                    ),
-                    AirflowError::Auth { status: 403, .. } => (
-                        "airflow auth",
-                        format!(
-                            "the user {} may not read DAGs: give it a role that can",
-                            a.user.as_deref().unwrap_or("(none)")
-                        ),
-                    ),
-                    AirflowError::Auth { .. } => (
-                        "airflow auth",
-                        format!(
-                            "the credentials of {} are refused: FLOE_AIRFLOW_PASSWORD, airflow.password_env or airflow.password_command (FLOE_AIRFLOW_TOKEN or airflow.token_env for a token)",
-                            a.user.as_deref().unwrap_or("(no user)")
-                        ),
-                    ),
-                    _ => ("airflow", "see the error above".into()),
-                };
+                let (name, fix) = connect_failure(a, &e);
                 self.report(Check::fail(name, e.to_string(), fix));
-                return;
+                return None;
             }
         };
         let took = t.elapsed();
@@ -78,6 +63,11 @@ impl Doctor<'_> {
                 ms(took)
             ),
         ));
+        Some(client)
+    }
+
+    /// The maintenance DAGs floe is configured to watch.
+    async fn airflow_dags(&mut self, a: &AirflowSettings, client: &AirflowClient) -> Option<()> {
         let t = Instant::now();
         match client.configured_dags().await {
             Ok(dags) => {
@@ -98,9 +88,19 @@ impl Doctor<'_> {
                     e.to_string(),
                     "the user needs to read DAGs (Viewer role at least)",
                 ));
-                return;
+                return None;
             }
         }
+        Some(())
+    }
+
+    /// Airflow's own test of its Trino connection, when floe may ask for it.
+    async fn airflow_connection_test(
+        &mut self,
+        s: &Settings,
+        a: &AirflowSettings,
+        client: &AirflowClient,
+    ) {
         if !a.test_connections {
             self.report(Check::skip(
                 "airflow connection test",
@@ -119,20 +119,7 @@ impl Doctor<'_> {
                 return;
             }
         };
-        // The connection pointing at floe's own Trino, else any Trino connection.
-        let ours = (
-            s.trino.url.host_str().unwrap_or("").to_string(),
-            s.trino.url.port_or_known_default(),
-        );
-        let trino_conns: Vec<_> = conns
-            .iter()
-            .filter(|c| c.conn_type.eq_ignore_ascii_case("trino"))
-            .collect();
-        let Some(conn) = trino_conns
-            .iter()
-            .find(|c| (c.host.clone().unwrap_or_default(), c.port) == (ours.0.clone(), ours.1))
-            .or(trino_conns.first())
-        else {
+        let Some(conn) = trino_connection(s, &conns) else {
             self.report(Check::skip(
                 "airflow connection test",
                 "no Trino connection in Airflow to test",
@@ -177,4 +164,56 @@ impl Doctor<'_> {
             }
         }
     }
+}
+
+/// The check a failed connect makes, and its fix.
+fn connect_failure(a: &AirflowSettings, e: &AirflowError) -> (&'static str, String) {
+    match e {
+            AirflowError::Transport { message, .. } if is_tls(message) => {
+                ("airflow TLS", tls_fix(&a.tls, "airflow.ca_file"))
+            }
+            AirflowError::Transport { .. } | AirflowError::Http { .. } => (
+                "airflow HTTP",
+                "check airflow.url: the base URL of the webserver / API server".into(),
+            ),
+            AirflowError::NotAirflow { .. }
+            | AirflowError::Unsupported { .. }
+            | AirflowError::Malformed { .. } => (
+                "airflow API version",
+                "airflow.url must be Airflow's base URL (2.x: /api/v1, 3.x: /api/v2); airflow.api forces one"
+                    .into(),
+            ),
+            AirflowError::Auth { status: 403, .. } => (
+                "airflow auth",
+                format!(
+                    "the user {} may not read DAGs: give it a role that can",
+                    a.user.as_deref().unwrap_or("(none)")
+                ),
+            ),
+            AirflowError::Auth { .. } => (
+                "airflow auth",
+                format!(
+                    "the credentials of {} are refused: FLOE_AIRFLOW_PASSWORD, airflow.password_env or airflow.password_command (FLOE_AIRFLOW_TOKEN or airflow.token_env for a token)",
+                    a.user.as_deref().unwrap_or("(no user)")
+                ),
+            ),
+            _ => ("airflow", "see the error above".into()),
+        }
+}
+
+/// The connection pointing at floe's own Trino, else any Trino connection.
+fn trino_connection<'a>(s: &Settings, conns: &'a [Connection]) -> Option<&'a Connection> {
+    let ours = (
+        s.trino.url.host_str().unwrap_or("").to_string(),
+        s.trino.url.port_or_known_default(),
+    );
+    let trino_conns: Vec<_> = conns
+        .iter()
+        .filter(|c| c.conn_type.eq_ignore_ascii_case("trino"))
+        .collect();
+    trino_conns
+        .iter()
+        .find(|c| (c.host.clone().unwrap_or_default(), c.port) == (ours.0.clone(), ours.1))
+        .or(trino_conns.first())
+        .copied()
 }

@@ -5,6 +5,27 @@ use super::*;
 
 impl Doctor<'_> {
     pub(super) async fn trino(&mut self, s: &Settings) {
+        // Each step reports its checks; `None`: one failed that the rest needs.
+        let _ = self.trino_steps(s).await;
+    }
+
+    async fn trino_steps(&mut self, s: &Settings) -> Option<()> {
+        let client = self.trino_client(s).await?;
+        self.trino_tls(s, &client).await?;
+        self.trino_info(&client).await?;
+        self.trino_auth(s, &client).await?;
+        self.trino_catalog(s, &client).await?;
+        let lake = Lakehouse::new(client.clone(), s.trino.catalog.clone(), s.health.clone());
+        let _ = lake.connect().await;
+        self.iceberg_tables(s, &client, &lake).await;
+        let table = self.trino_tables(s, &lake).await?;
+        self.entries(&client, &table).await;
+        self.health_statement(&lake, &table).await;
+        Some(())
+    }
+
+    /// DNS and TCP of the coordinator, then a client for it.
+    async fn trino_client(&mut self, s: &Settings) -> Option<Client> {
         let url = &s.trino.url;
         if self
             .reach("trino", url, "trino.url (--trino)")
@@ -12,7 +33,7 @@ impl Doctor<'_> {
             .is_none()
         {
             self.report(Check::skip("trino", "not reachable: nothing else asked"));
-            return;
+            return None;
         }
         let mut cfg = ClientConfig::from_settings(&s.trino, s.query_timeout);
         cfg.connect_timeout = STEP_TIMEOUT;
@@ -29,9 +50,15 @@ impl Doctor<'_> {
                     e.to_string(),
                     tls_fix(&s.trino.tls, "trino.ca_file (--ca-file)"),
                 ));
-                return;
+                return None;
             }
         };
+        Some(client)
+    }
+
+    /// The TLS handshake, when the URL is https.
+    async fn trino_tls(&mut self, s: &Settings, client: &Client) -> Option<()> {
+        let url = &s.trino.url;
         // TLS: the first request opens the connection (handshake included); the second
         // reuses it, so the difference is the handshake's share.
         let t = Instant::now();
@@ -45,7 +72,7 @@ impl Doctor<'_> {
                     format!("handshake failed: {message}"),
                     tls_fix(&s.trino.tls, "trino.ca_file (--ca-file)"),
                 ));
-                return;
+                return None;
             }
             _ if https => {
                 let t = Instant::now();
@@ -68,6 +95,11 @@ impl Doctor<'_> {
                 self.report(Check::skip("trino TLS", "plain http: nothing encrypted"));
             }
         }
+        Some(())
+    }
+
+    /// `/v1/info`: a Trino coordinator answers, and has started.
+    async fn trino_info(&mut self, client: &Client) -> Option<()> {
         let t = Instant::now();
         let info = match client.info().await {
             Ok(i) => i,
@@ -77,7 +109,7 @@ impl Doctor<'_> {
                     e.to_string(),
                     "the address answers but not as a Trino coordinator: check the scheme, port and any proxy path in trino.url",
                 ));
-                return;
+                return None;
             }
         };
         let took = t.elapsed();
@@ -100,7 +132,11 @@ impl Doctor<'_> {
         } else {
             self.report(Check::pass("trino /v1/info", figure));
         }
+        Some(())
+    }
 
+    /// `SELECT 1` as floe's user: the credentials are accepted.
+    async fn trino_auth(&mut self, s: &Settings, client: &Client) -> Option<()> {
         let t = Instant::now();
         match client.query("SELECT 1").await {
             Ok(_) => {
@@ -125,10 +161,14 @@ impl Doctor<'_> {
                     _ => "run SELECT 1 as this user with the Trino CLI: the error above is Trino's".into(),
                 };
                 self.report(Check::fail("trino auth", e.to_string(), fix));
-                return;
+                return None;
             }
         }
+        Some(())
+    }
 
+    /// The configured catalog exists and its information_schema is readable.
+    async fn trino_catalog(&mut self, s: &Settings, client: &Client) -> Option<()> {
         // The catalog through what floe reads of it (its information_schema), not through
         // system.metadata: a server or a user without that still works with floe.
         let catalog = &s.trino.catalog;
@@ -167,7 +207,7 @@ impl Doctor<'_> {
                     format!("no catalog {catalog}{there}: {e}"),
                     "set trino.catalog (--catalog) to the catalog of the Iceberg tables",
                 ));
-                return;
+                return None;
             }
             Err(e) => {
                 self.report(Check::fail(
@@ -178,12 +218,15 @@ impl Doctor<'_> {
                         s.trino.user
                     ),
                 ));
-                return;
+                return None;
             }
         }
+        Some(())
+    }
 
-        let lake = Lakehouse::new(client.clone(), catalog.clone(), s.health.clone());
-        let _ = lake.connect().await;
+    /// `system.iceberg_tables`, or the slower listing floe falls back to.
+    async fn iceberg_tables(&mut self, s: &Settings, client: &Client, lake: &Lakehouse) {
+        let catalog = &s.trino.catalog;
         let version = lake.server_version();
         let listing = format!(
             "SELECT count(*) AS n FROM {}.system.iceberg_tables",
@@ -221,7 +264,11 @@ impl Doctor<'_> {
                 }
             }
         }
+    }
 
+    /// The watched tables: how many, and the first, which the last checks read.
+    async fn trino_tables(&mut self, s: &Settings, lake: &Lakehouse) -> Option<TableRef> {
+        let catalog = &s.trino.catalog;
         let tables = match lake.discover(&s.trino.schemas, &s.trino.tables).await {
             Ok(t) => t,
             Err(e) => {
@@ -230,7 +277,7 @@ impl Doctor<'_> {
                     e.to_string(),
                     "the user needs to list the catalog's tables",
                 ));
-                return;
+                return None;
             }
         };
         let Some(table) = tables.first().cloned() else {
@@ -246,16 +293,19 @@ impl Doctor<'_> {
                 ),
                 "check trino.schemas and trino.tables (--schema), and the user's access",
             ));
-            return;
+            return None;
         };
         self.report(Check::pass(
             "tables",
             format!("{} watched, e.g. {table}", tables.len()),
         ));
-        self.entries(&client, &table).await;
+        Some(table)
+    }
 
+    /// The health statement on `table`.
+    async fn health_statement(&mut self, lake: &Lakehouse, table: &TableRef) {
         let t = Instant::now();
-        match lake.table_stats(&table).await {
+        match lake.table_stats(table).await {
             Ok(st) => {
                 self.report(Check::pass(
                     "health statement",

@@ -438,14 +438,8 @@ pub fn evaluate(
     cfg: &HealthConfig,
     now: DateTime<Utc>,
 ) -> Health {
+    let cost = SmallFileCost::of(stats, cfg);
     let mut out = Vec::new();
-    let target = stats.target_file_size.max(1);
-    let threshold = cfg.small_threshold(target);
-    let enough_small = stats.small_files >= cfg.min_small_files;
-    // No partition holds two small files: a compaction has nothing left to merge (what
-    // an optimize of an over-partitioned table leaves), so nothing waits for one.
-    let mergeable = stats.max_partition_small_files.is_none_or(|m| m >= 2);
-
     if stats.is_empty_table() {
         out.push(Finding {
             rule: Rule::Empty,
@@ -454,219 +448,283 @@ pub fn evaluate(
             penalty: 0,
         });
     }
+    out.extend(small_files_finding(stats, cfg, &cost));
+    out.extend(staleness_finding(stats, cfg, now, &cost));
+    out.extend(snapshot_bloat(stats, cfg, now));
+    // Delete files (merge-on-read).
+    out.extend(delete_finding(stats, cfg));
+    // Metadata: manifests and metadata files; files far over the target.
+    out.extend(metadata_findings(stats, cfg));
+    out.extend(large_files_finding(stats, cfg));
+    // The correlation no single tool shows: the table's compaction is stale, and what its
+    // maintenance DAG says about it. (The DAG's own findings are the DAG's verdict.)
+    if let Some(d) = dag {
+        let f = stale_dag_finding(d, &out, &cost, now);
+        out.extend(f);
+    }
+    Health::from_findings(out)
+}
 
-    // Small files (table level; partitions counted in the same aggregate). What a reader
-    // pays for them sets the severity; staleness and the DAG correlations follow it.
-    let excess = excess_files(stats.data_files, stats.total_bytes, target).min(stats.small_files);
-    let costly =
-        enough_small && (excess >= cfg.critical_small_files || stats.critical_partitions > 0);
-    // A verdict that would be CRITICAL by age alone stays a WARNING while a reader pays little.
-    let capped = |s: Severity| {
-        if s == Severity::Critical && !costly {
+/// What a table's small files cost a reader, which sets how severe they and the findings
+/// that follow them (staleness, the DAG correlations) are.
+struct SmallFileCost {
+    /// At least `min_small_files` small files.
+    enough_small: bool,
+    /// A partition holds two small files or more: a compaction has something to merge.
+    mergeable: bool,
+    /// Files a reader opens beyond what the bytes need (at most the small files).
+    excess: u64,
+    /// Enough small files, and over a critical limit: a reader pays for them.
+    costly: bool,
+}
+
+impl SmallFileCost {
+    fn of(stats: &TableStats, cfg: &HealthConfig) -> SmallFileCost {
+        let target = stats.target_file_size.max(1);
+        let enough_small = stats.small_files >= cfg.min_small_files;
+        // No partition holds two small files: a compaction has nothing left to merge (what
+        // an optimize of an over-partitioned table leaves), so nothing waits for one.
+        let mergeable = stats.max_partition_small_files.is_none_or(|m| m >= 2);
+        // Small files (table level; partitions counted in the same aggregate). What a
+        // reader pays for them sets the severity; staleness and the DAG correlations
+        // follow it.
+        let excess =
+            excess_files(stats.data_files, stats.total_bytes, target).min(stats.small_files);
+        let costly =
+            enough_small && (excess >= cfg.critical_small_files || stats.critical_partitions > 0);
+        SmallFileCost {
+            enough_small,
+            mergeable,
+            excess,
+            costly,
+        }
+    }
+
+    /// A verdict that would be CRITICAL by age alone stays a WARNING while a reader pays
+    /// little.
+    fn capped(&self, s: Severity) -> Severity {
+        if s == Severity::Critical && !self.costly {
             Severity::Warning
         } else {
             s
         }
+    }
+}
+
+/// The small files, when there are enough of them to matter.
+fn small_files_finding(
+    stats: &TableStats,
+    cfg: &HealthConfig,
+    cost: &SmallFileCost,
+) -> Option<Finding> {
+    if !cost.enough_small {
+        return None;
+    }
+    let target = stats.target_file_size.max(1);
+    let threshold = cfg.small_threshold(target);
+    let mergeable = cost.mergeable;
+    let avg = stats.avg_file_size().unwrap_or(0);
+    let warning = stats.small_file_partitions > 0 || avg < threshold;
+    let target_src = if stats.target_from_property {
+        "table property"
+    } else {
+        "default"
     };
-    if enough_small {
-        let avg = stats.avg_file_size().unwrap_or(0);
-        let warning = stats.small_file_partitions > 0 || avg < threshold;
-        let target_src = if stats.target_from_property {
-            "table property"
-        } else {
-            "default"
-        };
-        let mut msg = format!(
-            "{} of {} data files are small (< {}, {} of the {} target, {target_src}); average file {}, {} in all",
-            thousands(stats.small_files),
-            thousands(stats.data_files),
-            human_bytes(threshold),
-            pct(threshold, target),
-            human_bytes(target),
-            human_bytes(avg),
-            human_bytes(stats.total_bytes),
-        );
-        if stats.partitioned {
+    let mut msg = format!(
+        "{} of {} data files are small (< {}, {} of the {} target, {target_src}); average file {}, {} in all",
+        thousands(stats.small_files),
+        thousands(stats.data_files),
+        human_bytes(threshold),
+        pct(threshold, target),
+        human_bytes(target),
+        human_bytes(avg),
+        human_bytes(stats.total_bytes),
+    );
+    if stats.partitioned {
+        msg.push_str(&format!(
+            "; {} of {} partitions hold ≥ {} small files",
+            thousands(stats.small_file_partitions),
+            thousands(stats.partitions),
+            cfg.min_small_files
+        ));
+        if stats.small_file_partitions == 0 && stats.partitions > 1 {
+            msg.push_str(" (spread thin: over-partitioned)");
+        }
+    }
+    let bar = format!(
+        "CRITICAL from {} files more than the bytes need, or {} in one partition",
+        thousands(cfg.critical_small_files),
+        thousands(cfg.critical_partition_small_files)
+    );
+    let (severity, penalty) = if !mergeable {
+        msg.push_str(" — no partition holds two of them: a compaction has nothing to merge");
+        (Severity::Info, 0)
+    } else if cost.costly {
+        if cost.excess >= cfg.critical_small_files {
             msg.push_str(&format!(
-                "; {} of {} partitions hold ≥ {} small files",
-                thousands(stats.small_file_partitions),
-                thousands(stats.partitions),
-                cfg.min_small_files
+                " — CRITICAL: a reader opens {} files where {} would hold the {}",
+                thousands(stats.data_files),
+                thousands(stats.data_files - cost.excess),
+                human_bytes(stats.total_bytes)
             ));
-            if stats.small_file_partitions == 0 && stats.partitions > 1 {
-                msg.push_str(" (spread thin: over-partitioned)");
-            }
-        }
-        let bar = format!(
-            "CRITICAL from {} files more than the bytes need, or {} in one partition",
-            thousands(cfg.critical_small_files),
-            thousands(cfg.critical_partition_small_files)
-        );
-        let (severity, penalty) =
-            if !mergeable {
-                msg.push_str(
-                    " — no partition holds two of them: a compaction has nothing to merge",
-                );
-                (Severity::Info, 0)
-            } else if costly {
-                if excess >= cfg.critical_small_files {
-                    msg.push_str(&format!(
-                        " — CRITICAL: a reader opens {} files where {} would hold the {}",
-                        thousands(stats.data_files),
-                        thousands(stats.data_files - excess),
-                        human_bytes(stats.total_bytes)
-                    ));
+        } else {
+            msg.push_str(&format!(
+                " — CRITICAL: {} partition{} hold{} ≥ {} small files more than {} bytes need",
+                thousands(stats.critical_partitions),
+                if stats.critical_partitions == 1 {
+                    ""
                 } else {
-                    msg.push_str(&format!(
-                    " — CRITICAL: {} partition{} hold{} ≥ {} small files more than {} bytes need",
-                    thousands(stats.critical_partitions),
-                    if stats.critical_partitions == 1 { "" } else { "s" },
-                    if stats.critical_partitions == 1 { "s" } else { "" },
-                    thousands(cfg.critical_partition_small_files),
-                    if stats.critical_partitions == 1 { "its" } else { "their" },
-                ));
-                }
-                (Severity::Critical, 40)
-            } else if warning {
-                msg.push_str(&format!(
-                    " — {} small files: WARNING, worth compacting; {bar}",
-                    thousands(stats.small_files)
-                ));
-                (Severity::Warning, 20)
-            } else {
-                (Severity::Info, 0)
-            };
-        out.push(Finding {
-            rule: Rule::SmallFiles,
-            severity,
-            message: msg,
-            penalty,
-        });
-    }
+                    "s"
+                },
+                if stats.critical_partitions == 1 {
+                    "s"
+                } else {
+                    ""
+                },
+                thousands(cfg.critical_partition_small_files),
+                if stats.critical_partitions == 1 {
+                    "its"
+                } else {
+                    "their"
+                },
+            ));
+        }
+        (Severity::Critical, 40)
+    } else if warning {
+        msg.push_str(&format!(
+            " — {} small files: WARNING, worth compacting; {bar}",
+            thousands(stats.small_files)
+        ));
+        (Severity::Warning, 20)
+    } else {
+        (Severity::Info, 0)
+    };
+    Some(Finding {
+        rule: Rule::SmallFiles,
+        severity,
+        message: msg,
+        penalty,
+    })
+}
 
-    // Compaction staleness: only while small files matter, a compaction could merge
-    // them, and the table changed since.
-    if enough_small && mergeable {
-        match stats.last_compaction {
-            None => {
-                let severity = capped(Severity::Critical);
-                out.push(Finding {
-                    rule: Rule::NeverCompacted,
-                    severity,
-                    message: format!(
-                        "never compacted, with {} small files{}{}",
-                        thousands(stats.small_files),
-                        stats
-                            .oldest_snapshot
-                            .map(|t| format!("; written since {} ago", human_duration(age(now, t))))
-                            .unwrap_or_default(),
-                        if severity == Severity::Critical {
-                            ""
-                        } else {
-                            CAPPED
-                        }
-                    ),
-                    penalty: if severity == Severity::Critical {
-                        30
+/// Compaction staleness: only while small files matter, a compaction could merge them,
+/// and the table changed since.
+fn staleness_finding(
+    stats: &TableStats,
+    cfg: &HealthConfig,
+    now: DateTime<Utc>,
+    cost: &SmallFileCost,
+) -> Option<Finding> {
+    if !(cost.enough_small && cost.mergeable) {
+        return None;
+    }
+    match stats.last_compaction {
+        None => {
+            let severity = cost.capped(Severity::Critical);
+            Some(Finding {
+                rule: Rule::NeverCompacted,
+                severity,
+                message: format!(
+                    "never compacted, with {} small files{}{}",
+                    thousands(stats.small_files),
+                    stats
+                        .oldest_snapshot
+                        .map(|t| format!("; written since {} ago", human_duration(age(now, t))))
+                        .unwrap_or_default(),
+                    if severity == Severity::Critical {
+                        ""
                     } else {
-                        15
-                    },
-                });
-            }
-            Some(last) => {
-                if let Some(mut f) = stale_finding(stats, last, cfg, now) {
-                    if capped(f.severity) != f.severity {
-                        f.severity = Severity::Warning;
-                        f.penalty = 15;
-                        f.message.push_str(CAPPED);
+                        CAPPED
                     }
-                    out.push(f);
-                }
+                ),
+                penalty: if severity == Severity::Critical {
+                    30
+                } else {
+                    15
+                },
+            })
+        }
+        Some(last) => {
+            let mut f = stale_finding(stats, last, cfg, now)?;
+            if cost.capped(f.severity) != f.severity {
+                f.severity = Severity::Warning;
+                f.penalty = 15;
+                f.message.push_str(CAPPED);
             }
+            Some(f)
         }
     }
+}
 
-    // Snapshot bloat.
-    if let Some(f) = snapshot_bloat(stats, cfg, now) {
-        out.push(f);
+/// What the maintenance DAG `d` says about a compaction the `findings` call stale.
+fn stale_dag_finding(
+    d: &DagFacts,
+    findings: &[Finding],
+    cost: &SmallFileCost,
+    now: DateTime<Utc>,
+) -> Option<Finding> {
+    let stale = findings.iter().any(|f| {
+        matches!(f.rule, Rule::CompactionStale | Rule::NeverCompacted)
+            && f.severity >= Severity::Warning
+    });
+    if !stale {
+        return None;
     }
-
-    // Delete files (merge-on-read).
-    if let Some(f) = delete_finding(stats, cfg) {
-        out.push(f);
+    // As critical as what the stale compaction costs a reader.
+    let severity = cost.capped(Severity::Critical);
+    let guessed = if d.guessed { " (guessed mapping)" } else { "" };
+    let last = d.last_run_text();
+    if let Some(e) = &d.import_error {
+        Some(Finding {
+            rule: Rule::StaleDagBroken,
+            severity,
+            message: format!(
+                "compaction stale and its DAG {}{guessed} does not import: {e}",
+                d.dag_id
+            ),
+            penalty: 0,
+        })
+    } else if d.paused {
+        Some(Finding {
+            rule: Rule::StaleDagPaused,
+            severity,
+            message: format!(
+                "compaction stale and its DAG {}{guessed} is paused",
+                d.dag_id
+            ),
+            penalty: 0,
+        })
+    } else if last == "failed" {
+        let what = match (&d.failing_task, &d.error_line) {
+            (Some(t), Some(e)) => format!(": {t}: {}", clip(e)),
+            (Some(t), None) => format!(": task {t} failed"),
+            _ => String::new(),
+        };
+        Some(Finding {
+            rule: Rule::StaleDagFailing,
+            severity,
+            message: format!(
+                "compaction stale and its DAG {}{guessed} is failing{what}",
+                d.dag_id
+            ),
+            penalty: 0,
+        })
+    } else if last == "success" {
+        Some(Finding {
+            rule: Rule::StaleDagSucceeds,
+            severity,
+            message: format!(
+                "compaction stale although its DAG {}{guessed} reports success{}: the DAG does not compact (a swallowed error?)",
+                d.dag_id,
+                d.last_success_at
+                    .map(|t| format!(" ({} ago)", human_duration(age(now, t))))
+                    .unwrap_or_default()
+            ),
+            penalty: 0,
+        })
+    } else {
+        None
     }
-
-    // Metadata: manifests and metadata files; files far over the target.
-    out.extend(metadata_findings(stats, cfg));
-    if let Some(f) = large_files_finding(stats, cfg) {
-        out.push(f);
-    }
-
-    // The correlation no single tool shows: the table's compaction is stale, and what its
-    // maintenance DAG says about it. (The DAG's own findings are the DAG's verdict.)
-    if let Some(d) = dag {
-        let stale = out.iter().any(|f| {
-            matches!(f.rule, Rule::CompactionStale | Rule::NeverCompacted)
-                && f.severity >= Severity::Warning
-        });
-        if stale {
-            // As critical as what the stale compaction costs a reader.
-            let severity = capped(Severity::Critical);
-            let guessed = if d.guessed { " (guessed mapping)" } else { "" };
-            let last = d.last_run_text();
-            if let Some(e) = &d.import_error {
-                out.push(Finding {
-                    rule: Rule::StaleDagBroken,
-                    severity,
-                    message: format!(
-                        "compaction stale and its DAG {}{guessed} does not import: {e}",
-                        d.dag_id
-                    ),
-                    penalty: 0,
-                });
-            } else if d.paused {
-                out.push(Finding {
-                    rule: Rule::StaleDagPaused,
-                    severity,
-                    message: format!(
-                        "compaction stale and its DAG {}{guessed} is paused",
-                        d.dag_id
-                    ),
-                    penalty: 0,
-                });
-            } else if last == "failed" {
-                let what = match (&d.failing_task, &d.error_line) {
-                    (Some(t), Some(e)) => format!(": {t}: {}", clip(e)),
-                    (Some(t), None) => format!(": task {t} failed"),
-                    _ => String::new(),
-                };
-                out.push(Finding {
-                    rule: Rule::StaleDagFailing,
-                    severity,
-                    message: format!(
-                        "compaction stale and its DAG {}{guessed} is failing{what}",
-                        d.dag_id
-                    ),
-                    penalty: 0,
-                });
-            } else if last == "success" {
-                out.push(Finding {
-                    rule: Rule::StaleDagSucceeds,
-                    severity,
-                    message: format!(
-                        "compaction stale although its DAG {}{guessed} reports success{}: the DAG does not compact (a swallowed error?)",
-                        d.dag_id,
-                        d.last_success_at
-                            .map(|t| format!(" ({} ago)", human_duration(age(now, t))))
-                            .unwrap_or_default()
-                    ),
-                    penalty: 0,
-                });
-            }
-        }
-    }
-
-    Health::from_findings(out)
 }
 
 /// The severity of an age against the staleness limits.

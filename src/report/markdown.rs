@@ -1,77 +1,128 @@
-//! The markdown report (for a ticket or a chat message).
+//! The markdown report (for a ticket or a chat message), written with the reports' one
+//! markdown writer ([`super::md`]): identifiers as code spans, prose escaped.
 
 use chrono::SecondsFormat;
 
-use super::Report;
+use super::md::{self, Align, Cell, Table};
+use super::{Report, TableReport};
 use crate::fmt::human_bytes;
-use crate::health::Severity;
+use crate::health::{Finding, Severity};
 
 impl Report {
     pub(super) fn markdown(&self) -> String {
         let mut out = String::new();
-        out.push_str(&format!(
-            "## floe check: {}\n\n",
-            md_escape(&self.summary_line())
-        ));
-        out.push_str(&format!(
-            "Trino `{}` (version {}), profile `{}`, {}\n\n",
-            self.trino.url,
-            self.trino.version.as_deref().unwrap_or("?"),
-            self.profile,
-            self.generated_at.to_rfc3339_opts(SecondsFormat::Secs, true)
-        ));
-        for w in &self.warnings {
-            out.push_str(&format!("> **Warning:** {}\n\n", md_escape(w)));
-        }
+        self.heading_md(&mut out);
         if self.fatal.is_some() {
             return out;
         }
-        let incidents = self.incidents();
-        if !incidents.is_empty() {
-            out.push_str("### Incidents\n\n");
-            for (n, i) in incidents.iter().enumerate() {
-                out.push_str(&format!(
-                    "{}. **{}** {}",
-                    n + 1,
-                    i.severity.label(),
-                    md_escape(&i.cause)
-                ));
-                if let Some(t) = i.tables_text(5) {
-                    out.push_str(&format!(" → {}", md_escape(&t)));
-                }
-                out.push_str(&format!(
-                    "  \n   next: {}\n",
-                    md_escape(&super::triage::next_line(i))
-                ));
-            }
+        self.incidents_md(&mut out);
+        self.tables_md(&mut out);
+        self.findings_md(&mut out);
+        self.dags_md(&mut out);
+        for f in &self.findings {
             out.push('\n');
+            out.push_str(&finding_item(f));
         }
-        out.push_str("| status | score | table | files | small | avg file | size | snapshots | last compaction |\n");
-        out.push_str("|---|---:|---|---:|---:|---:|---:|---:|---|\n");
+        out
+    }
+
+    /// The summary, where it was read from, and the warnings.
+    fn heading_md(&self, out: &mut String) {
+        out.push_str(&format!(
+            "## floe check: {}\n\n",
+            md::text(&self.summary_line())
+        ));
+        out.push_str(&format!(
+            "Trino {} (version {}), profile {}, {}\n\n",
+            md::code(&self.trino.url),
+            md::text(self.trino.version.as_deref().unwrap_or("?")),
+            md::code(&self.profile),
+            self.generated_at.to_rfc3339_opts(SecondsFormat::Secs, true)
+        ));
+        for w in &self.warnings {
+            out.push_str(&format!("> **Warning:** {}\n\n", md::text(w)));
+        }
+    }
+
+    /// `### Incidents`, worst first, each with its next step.
+    fn incidents_md(&self, out: &mut String) {
+        let incidents = self.incidents();
+        if incidents.is_empty() {
+            return;
+        }
+        out.push_str("### Incidents\n\n");
+        for (n, i) in incidents.iter().enumerate() {
+            out.push_str(&format!(
+                "{}. **{}** {}",
+                n + 1,
+                i.severity.label(),
+                md::text(&i.cause)
+            ));
+            if let Some(t) = i.tables_text(5) {
+                out.push_str(&format!(" → {}", md::text(&t)));
+            }
+            out.push_str(&format!(
+                "  \n   next: {}\n",
+                md::text(&super::triage::next_line(i))
+            ));
+        }
+        out.push('\n');
+    }
+
+    /// The table of tables, worst first.
+    fn tables_md(&self, out: &mut String) {
+        let mut table = Table::new(&[
+            ("status", Align::Left),
+            ("score", Align::Right),
+            ("table", Align::Left),
+            ("files", Align::Right),
+            ("small", Align::Right),
+            ("avg file", Align::Right),
+            ("size", Align::Right),
+            ("snapshots", Align::Right),
+            ("last compaction", Align::Left),
+        ]);
         for t in self.sorted_tables() {
-            match &t.stats {
-                Some(s) => out.push_str(&format!(
-                    "| {} | {} | `{}` | {} | {} | {} | {} | {} | {} |\n",
-                    t.health.status.label(),
-                    t.health.score,
-                    md_escape(&t.table.to_string()),
-                    s.data_files,
-                    s.small_files,
+            table.row(self.table_cells(t));
+        }
+        out.push_str(&table.finish());
+    }
+
+    fn table_cells(&self, t: &TableReport) -> [Cell; 9] {
+        let status = Cell::plain(t.health.status.label());
+        let name = Cell::code(t.table.to_string());
+        match &t.stats {
+            Some(s) => [
+                status,
+                Cell::plain(t.health.score.to_string()),
+                name,
+                Cell::plain(s.data_files.to_string()),
+                Cell::plain(s.small_files.to_string()),
+                Cell::plain(
                     s.avg_file_size()
                         .map(human_bytes)
                         .unwrap_or_else(|| "-".into()),
-                    human_bytes(s.total_bytes),
-                    s.snapshots,
-                    self.age_text(s.last_compaction),
-                )),
-                None => out.push_str(&format!(
-                    "| {} | - | `{}` | | | | | | {} |\n",
-                    t.health.status.label(),
-                    md_escape(&t.table.to_string()),
-                    md_escape(t.error.as_deref().unwrap_or(""))
-                )),
-            }
+                ),
+                Cell::plain(human_bytes(s.total_bytes)),
+                Cell::plain(s.snapshots.to_string()),
+                Cell::plain(self.age_text(s.last_compaction)),
+            ],
+            None => [
+                status,
+                Cell::plain("-"),
+                name,
+                Cell::plain(""),
+                Cell::plain(""),
+                Cell::plain(""),
+                Cell::plain(""),
+                Cell::plain(""),
+                Cell::text(t.error.as_deref().unwrap_or("")),
+            ],
         }
+    }
+
+    /// `### Findings`: each table's findings above info, worst table first.
+    fn findings_md(&self, out: &mut String) {
         let mut any = false;
         for t in self.sorted_tables() {
             let f: Vec<_> = t
@@ -88,48 +139,51 @@ impl Report {
                 any = true;
             }
             out.push_str(&format!(
-                "\n**{}** `{}`\n\n",
+                "\n**{}** {}\n\n",
                 t.health.status.label(),
-                md_escape(&t.table.to_string())
+                md::code(&t.table.to_string())
             ));
             for x in f {
-                out.push_str(&format!(
-                    "- **{}** {}: {}\n",
-                    x.severity.label(),
-                    x.rule,
-                    md_escape(&x.message)
-                ));
+                out.push_str(&finding_item(x));
+                out.push('\n');
             }
         }
-        if !self.dags.is_empty() {
-            out.push_str("\n### DAGs\n\n| status | DAG | last run | last success | failing task |\n|---|---|---|---|---|\n");
-            for d in &self.dags {
-                out.push_str(&format!(
-                    "| {} | `{}` | {} | {} | {} |\n",
-                    d.health.status.label(),
-                    md_escape(&d.facts.dag_id),
-                    md_escape(d.facts.last_run_text()),
-                    self.age_text(d.facts.last_success_at),
-                    md_escape(&match (&d.facts.failing_task, &d.facts.error_line) {
-                        (Some(t), Some(e)) => format!("{t}: {e}"),
-                        (Some(t), None) => t.clone(),
-                        _ => String::new(),
-                    })
-                ));
-            }
+    }
+
+    /// `### DAGs`: each maintenance DAG's state and failing task.
+    fn dags_md(&self, out: &mut String) {
+        if self.dags.is_empty() {
+            return;
         }
-        for f in &self.findings {
-            out.push_str(&format!(
-                "\n- **{}** {}: {}",
-                f.severity.label(),
-                f.rule,
-                md_escape(&f.message)
-            ));
+        out.push_str("\n### DAGs\n\n");
+        let mut table = Table::left(&["status", "DAG", "last run", "last success", "failing task"]);
+        for d in &self.dags {
+            let f = &d.facts;
+            let failing = match (&f.failing_task, &f.error_line) {
+                (Some(t), Some(e)) => format!("{}: {}", md::code(t), md::code(e)),
+                (Some(t), None) => md::code(t),
+                _ => String::new(),
+            };
+            table.row([
+                Cell::plain(d.health.status.label()),
+                Cell::code(&f.dag_id),
+                f.last_run_state
+                    .as_ref()
+                    .map_or(Cell::plain("none"), |s| Cell::code(s.as_str())),
+                Cell::plain(self.age_text(f.last_success_at)),
+                Cell::plain(failing),
+            ]);
         }
-        out
+        out.push_str(&table.finish());
     }
 }
 
-fn md_escape(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
+/// `- **WARNING** \`rule\`: message`, without its newline.
+fn finding_item(f: &Finding) -> String {
+    format!(
+        "- **{}** {}: {}",
+        f.severity.label(),
+        md::code(f.rule.as_str()),
+        md::text(&f.message)
+    )
 }

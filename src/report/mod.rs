@@ -5,6 +5,7 @@ pub mod check;
 pub mod incident;
 mod json;
 mod markdown;
+mod md;
 pub mod postmortem;
 mod prometheus;
 pub mod record;

@@ -1,36 +1,23 @@
 //! The Prometheus textfile report (for node_exporter's textfile collector).
 
+use chrono::{DateTime, Utc};
+
 use super::{DagReport, Report, TableReport};
 use crate::lakehouse::model::{TableRef, TableStats};
 
 impl Report {
     pub(super) fn prometheus(&self) -> String {
-        let mut out = String::new();
-        let mut metric = |name: &str, help: &str, samples: Vec<(String, String)>| {
-            out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} gauge\n"));
-            for (labels, v) in samples {
-                out.push_str(&format!("{name}{labels} {v}\n"));
-            }
-        };
-        let labels = |t: &TableRef| {
-            format!(
-                "{{catalog=\"{}\",schema=\"{}\",table=\"{}\"}}",
-                prom_escape(&t.catalog),
-                prom_escape(&t.schema),
-                prom_escape(&t.table)
-            )
-        };
-        let read: Vec<(&TableReport, &TableStats)> = self
-            .tables
-            .iter()
-            .filter_map(|t| t.stats.as_ref().map(|s| (t, s)))
-            .collect();
-        let per = |f: &dyn Fn(&TableStats) -> Option<String>| -> Vec<(String, String)> {
-            read.iter()
-                .filter_map(|(t, s)| f(s).map(|v| (labels(&t.table), v)))
-                .collect()
-        };
-        metric(
+        let mut out = Textfile::default();
+        self.check_metrics(&mut out);
+        self.table_metrics(&mut out);
+        self.age_metrics(&mut out);
+        self.dag_metrics(&mut out);
+        out.0
+    }
+
+    /// Whether the check ran, and when.
+    fn check_metrics(&self, out: &mut Textfile) {
+        out.gauge(
             "floe_check_success",
             "1 when floe reached Trino and evaluated the tables, 0 otherwise.",
             vec![(
@@ -42,22 +29,27 @@ impl Report {
                 },
             )],
         );
-        metric(
+        out.gauge(
             "floe_check_timestamp_seconds",
             "When this report was generated (Unix time).",
             vec![(String::new(), self.generated_at.timestamp().to_string())],
         );
+    }
+
+    /// Each table's status, score and plain counts.
+    fn table_metrics(&self, out: &mut Textfile) {
+        let read = self.read();
         let status_samples = self
             .tables
             .iter()
             .map(|t| (labels(&t.table), t.health.status.exit_code().to_string()))
             .collect();
-        metric(
+        out.gauge(
             "floe_table_status",
             "Health status: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.",
             status_samples,
         );
-        metric(
+        out.gauge(
             "floe_table_health_score",
             "Health score 0-100 (100 minus the penalties of the findings).",
             read.iter()
@@ -108,77 +100,127 @@ impl Report {
             ),
         ];
         for (name, help, value) in counts {
-            metric(name, help, per(&|s| Some(value(s).to_string())));
+            out.gauge(name, help, per(&read, |s| Some(value(s).to_string())));
         }
+    }
+
+    /// How long since each table's last compaction and last write, and how long its
+    /// oldest small file has waited.
+    fn age_metrics(&self, out: &mut Textfile) {
+        let read = self.read();
         let now = self.generated_at;
-        metric(
+        out.gauge(
             "floe_table_last_compaction_age_hours",
             "Hours since the last compaction (a replace snapshot that rewrote data files); +Inf when a table with data was never compacted.",
-            per(&|s| match s.last_compaction {
-                Some(t) => Some(format!(
-                    "{:.2}",
-                    (now - t).num_seconds().max(0) as f64 / 3600.0
-                )),
+            per(&read, |s| match s.last_compaction {
+                Some(t) => Some(hours_since(now, t)),
                 None if s.data_files > 0 => Some("+Inf".into()),
                 None => None,
             }),
         );
-        metric(
+        out.gauge(
             "floe_table_small_files_waiting_hours",
             "Hours the oldest live small data file has waited for compaction (0 when none is small). A partial optimize resets last_compaction_age_hours but not this: alert on this one.",
-            per(&|s| {
+            per(&read, |s| {
                 if s.small_files == 0 {
                     return Some("0.00".into());
                 }
-                s.oldest_small_file_at
-                    .map(|t| format!("{:.2}", (now - t).num_seconds().max(0) as f64 / 3600.0))
+                s.oldest_small_file_at.map(|t| hours_since(now, t))
             }),
         );
-        metric(
+        out.gauge(
             "floe_table_last_write_age_hours",
             "Hours since the last snapshot that added or removed data.",
-            per(&|s| {
-                s.last_write
-                    .map(|t| format!("{:.2}", (now - t).num_seconds().max(0) as f64 / 3600.0))
-            }),
+            per(&read, |s| s.last_write.map(|t| hours_since(now, t))),
         );
-        if !self.dags.is_empty() {
-            let dl = |d: &DagReport| format!("{{dag_id=\"{}\"}}", prom_escape(&d.facts.dag_id));
-            metric(
-                "floe_dag_status",
-                "Maintenance DAG status: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.",
-                self.dags
-                    .iter()
-                    .map(|d| (dl(d), d.health.status.exit_code().to_string()))
-                    .collect(),
-            );
-            metric(
-                "floe_dag_last_success_age_hours",
-                "Hours since the DAG's last successful run; +Inf when none in the window.",
-                self.dags
-                    .iter()
-                    .map(|d| {
-                        let v = match d.facts.last_success_at {
-                            Some(t) => {
-                                format!("{:.2}", (now - t).num_seconds().max(0) as f64 / 3600.0)
-                            }
-                            None => "+Inf".into(),
-                        };
-                        (dl(d), v)
-                    })
-                    .collect(),
-            );
-            metric(
-                "floe_dag_failed_runs",
-                "Failed runs among the runs floe read.",
-                self.dags
-                    .iter()
-                    .map(|d| (dl(d), d.facts.failed_runs.to_string()))
-                    .collect(),
-            );
-        }
-        out
     }
+
+    /// Each maintenance DAG's status, last success and failed runs.
+    fn dag_metrics(&self, out: &mut Textfile) {
+        if self.dags.is_empty() {
+            return;
+        }
+        let now = self.generated_at;
+        let dl = |d: &DagReport| format!("{{dag_id=\"{}\"}}", prom_escape(&d.facts.dag_id));
+        out.gauge(
+            "floe_dag_status",
+            "Maintenance DAG status: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.",
+            self.dags
+                .iter()
+                .map(|d| (dl(d), d.health.status.exit_code().to_string()))
+                .collect(),
+        );
+        out.gauge(
+            "floe_dag_last_success_age_hours",
+            "Hours since the DAG's last successful run; +Inf when none in the window.",
+            self.dags
+                .iter()
+                .map(|d| {
+                    let v = match d.facts.last_success_at {
+                        Some(t) => hours_since(now, t),
+                        None => "+Inf".into(),
+                    };
+                    (dl(d), v)
+                })
+                .collect(),
+        );
+        out.gauge(
+            "floe_dag_failed_runs",
+            "Failed runs among the runs floe read.",
+            self.dags
+                .iter()
+                .map(|d| (dl(d), d.facts.failed_runs.to_string()))
+                .collect(),
+        );
+    }
+
+    /// The tables whose stats were read, with their stats.
+    fn read(&self) -> Vec<(&TableReport, &TableStats)> {
+        self.tables
+            .iter()
+            .filter_map(|t| t.stats.as_ref().map(|s| (t, s)))
+            .collect()
+    }
+}
+
+/// The textfile as it is written: one gauge after another.
+#[derive(Default)]
+struct Textfile(String);
+
+impl Textfile {
+    /// A gauge's `HELP` and `TYPE` lines, then one line a sample (labels, value).
+    fn gauge(&mut self, name: &str, help: &str, samples: Vec<(String, String)>) {
+        self.0
+            .push_str(&format!("# HELP {name} {help}\n# TYPE {name} gauge\n"));
+        for (labels, v) in samples {
+            self.0.push_str(&format!("{name}{labels} {v}\n"));
+        }
+    }
+}
+
+/// A table's labels.
+fn labels(t: &TableRef) -> String {
+    format!(
+        "{{catalog=\"{}\",schema=\"{}\",table=\"{}\"}}",
+        prom_escape(&t.catalog),
+        prom_escape(&t.schema),
+        prom_escape(&t.table)
+    )
+}
+
+/// One sample a read table, where `f` has a value for its stats.
+fn per(
+    read: &[(&TableReport, &TableStats)],
+    f: impl Fn(&TableStats) -> Option<String>,
+) -> Vec<(String, String)> {
+    read.iter()
+        .filter_map(|(t, s)| f(s).map(|v| (labels(&t.table), v)))
+        .collect()
+}
+
+/// Hours from `t` to `now`, two decimals (0 for a time in the future).
+fn hours_since(now: DateTime<Utc>, t: DateTime<Utc>) -> String {
+    format!("{:.2}", (now - t).num_seconds().max(0) as f64 / 3600.0)
 }
 
 /// Reads one count of a table's stats.

@@ -126,7 +126,7 @@ mod tests {
              fixing · floe maintain optimize iceberg.zoning.documents"
         );
         let md = r.render(Format::Markdown);
-        assert!(md.contains("### Incidents\n\n1. **CRITICAL** DAG compact_documents failing"));
+        assert!(md.contains("### Incidents\n\n1. **CRITICAL** DAG compact\\_documents failing"));
         let json: serde_json::Value = serde_json::from_str(&r.render(Format::Json)).unwrap();
         assert_eq!(json["incidents"][0]["kind"], "endpoint");
         assert!(

@@ -1,6 +1,7 @@
 //! The client side of Trino's REST protocol: `POST /v1/statement`, follow `nextUri` to the
 //! end, `DELETE nextUri` to cancel; retries for 502/503/504 and 429 within a deadline.
 
+mod answer;
 #[cfg(test)]
 mod captures;
 mod decode;
@@ -21,14 +22,13 @@ use super::error::TrinoError;
 use super::oauth2::{LoginPrompt, OAuth2};
 use super::output::{QueryOptions, QueryOutput, QueryProgress};
 use super::session::SessionState;
-use super::value::{Column, Row};
-use super::wire::{Data, ServerInfo};
+use super::wire::ServerInfo;
 use crate::config::{Auth, TlsSettings, TrinoSettings};
 use crate::net::{self, Mutations};
 pub use crate::net::{error_chain, http_client};
+use answer::{Answer, query_error};
 #[doc(hidden)]
 pub use decode::decode_page;
-use decode::{decode_columns, decode_row};
 
 #[derive(Clone, Debug)]
 pub struct RetryPolicy {
@@ -304,11 +304,7 @@ impl Client {
             url: None,
         };
         let mut page = first;
-        let mut columns: Option<Arc<Vec<Column>>> = None;
-        let mut rows: Vec<Row> = Vec::new();
-        let mut update_type = None;
-        let mut update_count = None;
-        let mut warnings = Vec::new();
+        let mut answer = Answer::new(&query_id, &post_url);
         let info_uri = page.info_uri.clone();
         loop {
             guard.url = page.next_uri.as_deref().and_then(|u| Url::parse(u).ok());
@@ -324,80 +320,17 @@ impl Client {
                     reason,
                 });
             }
-            if columns.is_none()
-                && let Some(cols) = &page.columns
-            {
-                columns = Some(Arc::new(decode_columns(cols, &query_id)?));
-            }
-            if let Some(data) = page.data.take() {
-                let cols = columns.clone().ok_or_else(|| TrinoError::Malformed {
-                    url: post_url.to_string(),
-                    message: format!("query {query_id}: data arrived before columns"),
-                })?;
-                match data {
-                    Data::Rows(raw) => {
-                        rows.reserve(raw.len());
-                        for r in raw {
-                            rows.push(decode_row(&cols, r, &query_id)?);
-                        }
-                    }
-                    Data::Spooled => {
-                        return Err(TrinoError::Malformed {
-                            url: post_url.to_string(),
-                            message: format!(
-                                "query {query_id}: the server sent spooled data, which floe does not request"
-                            ),
-                        });
-                    }
-                }
-            }
-            if page.update_type.is_some() {
-                update_type = page.update_type.clone();
-            }
-            if page.update_count.is_some() {
-                update_count = page.update_count;
-            }
-            for w in page.warnings.drain(..) {
-                let text = match &w.warning_code {
-                    Some(c) if !c.name.is_empty() => format!("{}: {}", c.name, w.message),
-                    _ => w.message,
-                };
-                if !warnings.contains(&text) {
-                    warnings.push(text);
-                }
-            }
+            answer.take(&mut page)?;
             let progress = QueryProgress::from_stats(&query_id, &info_uri, &page.stats);
             if let Some(cb) = opts.progress {
                 cb(&progress);
             }
             if let Some(e) = page.error.take() {
                 guard.url = None;
-                return Err(TrinoError::Query {
-                    query_id,
-                    error_name: if e.error_name.is_empty() {
-                        "UNKNOWN_ERROR".into()
-                    } else {
-                        e.error_name
-                    },
-                    error_code: e.error_code,
-                    error_type: e.error_type,
-                    message: e.message,
-                    location: e.error_location.map(|l| (l.line_number, l.column_number)),
-                });
+                return Err(query_error(query_id, e));
             }
             let Some(next) = guard.url.clone() else {
-                let columns = columns.unwrap_or_default();
-                return Ok(QueryOutput {
-                    query_id,
-                    info_uri,
-                    columns,
-                    rows,
-                    update_type,
-                    update_count,
-                    warnings,
-                    progress,
-                    retries,
-                });
+                return Ok(answer.finish(info_uri, progress, retries));
             };
             if cancel.is_cancelled() {
                 guard.cancel_now().await;

@@ -12,7 +12,7 @@ use ratatui::widgets::{Axis, Block, Borders, Cell, Chart, Dataset, GraphType, Pa
 use super::theme::Theme;
 use super::{ListProps, constraint, draw_list, num, thousands};
 use crate::app::layout::chart_height;
-use crate::app::snapshots::{SnapshotCol, timeline};
+use crate::app::snapshots::{SnapshotCol, SnapshotRow, timeline};
 use crate::app::state::{Load, State};
 use crate::fmt::human_duration;
 use crate::health::Severity;
@@ -127,38 +127,76 @@ fn wrap_words(text: &str, width: usize, max: usize) -> Vec<String> {
 /// The timeline: the sentence, the data files over time with compactions marked, and
 /// the maintenance DAG's runs (✗ failed, ✓ succeeded) on the same time axis below.
 fn draw_chart(f: &mut Frame, area: Rect, s: &State, tl: &Timeline, th: &Theme) {
-    let rows = &s.snapshots.rows;
-    let mut points: Vec<(f64, f64)> = rows
-        .iter()
-        .filter_map(|r| {
+    let series = Series::of(&s.snapshots.rows, tl);
+    // The legend, in words and glyphs (readable without colour).
+    let legend = match &tl.dag_id {
+        Some(d) => format!(" ◆ compaction · runs of {d}: ✗ failed ✓ ok "),
+        None => " ◆ compaction ".to_string(),
+    };
+    let block = Block::default()
+        .borders(Borders::TOP | Borders::BOTTOM)
+        .title(Span::styled(chart_title(s, &series.points), th.header()))
+        .title_bottom(Line::from(Span::styled(legend, th.dim())).right_aligned());
+    let inner = block.inner(area);
+    f.render_widget(block, area);
+    let [chart_area, runs_area] = draw_sentence(f, inner, tl, th);
+    let Some(x) = draw_plot(f, chart_area, &series, th) else {
+        return;
+    };
+    if runs_area.height == 0 {
+        return;
+    }
+    draw_runs(f, [chart_area, runs_area], tl, &series.runs, x, th);
+}
+
+/// What the chart shows: the data files at each snapshot, the compactions among them, and
+/// the DAG's runs, each at its Unix time.
+struct Series {
+    points: Vec<(f64, f64)>,
+    compactions: Vec<(f64, f64)>,
+    runs: Vec<(f64, EventKind)>,
+}
+
+impl Series {
+    fn of(rows: &[SnapshotRow], tl: &Timeline) -> Series {
+        // A snapshot's data files at its commit time, when it records them.
+        let files_at = |r: &SnapshotRow| {
             r.info
                 .total_data_files
                 .map(|n| (r.info.committed_at.timestamp() as f64, n as f64))
-        })
-        .collect();
-    points.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let compactions: Vec<(f64, f64)> = rows
-        .iter()
-        .filter(|r| r.info.is_compaction())
-        .filter_map(|r| {
-            r.info
-                .total_data_files
-                .map(|n| (r.info.committed_at.timestamp() as f64, n as f64))
-        })
-        .collect();
-    let runs: Vec<(f64, EventKind)> = tl
-        .events
-        .iter()
-        .filter(|e| e.kind.is_run())
-        .map(|e| (e.at.timestamp() as f64, e.kind))
-        .collect();
-    let last_compaction = rows
+        };
+        let mut points: Vec<(f64, f64)> = rows.iter().filter_map(files_at).collect();
+        points.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let compactions: Vec<(f64, f64)> = rows
+            .iter()
+            .filter(|r| r.info.is_compaction())
+            .filter_map(files_at)
+            .collect();
+        let runs: Vec<(f64, EventKind)> = tl
+            .events
+            .iter()
+            .filter(|e| e.kind.is_run())
+            .map(|e| (e.at.timestamp() as f64, e.kind))
+            .collect();
+        Series {
+            points,
+            compactions,
+            runs,
+        }
+    }
+}
+
+/// ` data files: 144 → 2,016 since the last compaction 15d ago `.
+fn chart_title(s: &State, points: &[(f64, f64)]) -> String {
+    let last_compaction = s
+        .snapshots
+        .rows
         .iter()
         .filter(|r| r.info.is_compaction())
         .map(|r| &r.info)
         .max_by_key(|i| i.committed_at);
     let current = points.last().map(|p| p.1 as u64);
-    let title = match (last_compaction, current) {
+    match (last_compaction, current) {
         (Some(c), Some(now_files)) => format!(
             " data files: {} → {} since the last compaction {} ago ",
             thousands(c.total_data_files.unwrap_or(0)),
@@ -169,18 +207,11 @@ fn draw_chart(f: &mut Frame, area: Rect, s: &State, tl: &Timeline, th: &Theme) {
             format!(" data files: {} — never compacted ", thousands(now_files))
         }
         _ => " data files over time ".to_string(),
-    };
-    // The legend, in words and glyphs (readable without colour).
-    let legend = match &tl.dag_id {
-        Some(d) => format!(" ◆ compaction · runs of {d}: ✗ failed ✓ ok "),
-        None => " ◆ compaction ".to_string(),
-    };
-    let block = Block::default()
-        .borders(Borders::TOP | Borders::BOTTOM)
-        .title(Span::styled(title, th.header()))
-        .title_bottom(Line::from(Span::styled(legend, th.dim())).right_aligned());
-    let inner = block.inner(area);
-    f.render_widget(block, area);
+    }
+}
+
+/// The sentence at the top of `inner`; the areas left for the plot and the runs row.
+fn draw_sentence(f: &mut Frame, inner: Rect, tl: &Timeline, th: &Theme) -> [Rect; 2] {
     let sentence_rows = if inner.height >= 6 { 2 } else { 1 };
     let lines = wrap_words(
         &tl.sentence,
@@ -203,7 +234,14 @@ fn draw_chart(f: &mut Frame, area: Rect, s: &State, tl: &Timeline, th: &Theme) {
         ),
         sentence_area,
     );
-    if points.len() < 2 || chart_area.height < 3 {
+    [chart_area, runs_area]
+}
+
+/// The data files over time with the compactions marked; the time axis's bounds, or
+/// `None` (and a word why) when there is too little to chart.
+fn draw_plot(f: &mut Frame, area: Rect, series: &Series, th: &Theme) -> Option<(f64, f64)> {
+    let (points, runs) = (&series.points, &series.runs);
+    if points.len() < 2 || area.height < 3 {
         let msg = if points.is_empty() {
             "  no snapshot records total-data-files"
         } else if points.len() < 2 {
@@ -211,8 +249,8 @@ fn draw_chart(f: &mut Frame, area: Rect, s: &State, tl: &Timeline, th: &Theme) {
         } else {
             ""
         };
-        f.render_widget(Paragraph::new(Span::styled(msg, th.dim())), chart_area);
-        return;
+        f.render_widget(Paragraph::new(Span::styled(msg, th.dim())), area);
+        return None;
     }
     let first = runs.first().map_or(points[0].0, |r| r.0.min(points[0].0));
     let last = runs.last().map_or(points[points.len() - 1].0, |r| {
@@ -230,14 +268,14 @@ fn draw_chart(f: &mut Frame, area: Rect, s: &State, tl: &Timeline, th: &Theme) {
             .marker(Marker::Braille)
             .graph_type(GraphType::Line)
             .style(th.chart_line())
-            .data(&points),
+            .data(points),
         Dataset::default()
             .marker(Marker::Block)
             .graph_type(GraphType::Scatter)
             .style(th.compaction())
-            .data(&compactions),
+            .data(&series.compactions),
     ];
-    let y_labels = if chart_area.height >= 5 {
+    let y_labels = if area.height >= 5 {
         vec![
             Line::from("0"),
             Line::from(thousands((ymax / 2.0) as u64)),
@@ -253,10 +291,20 @@ fn draw_chart(f: &mut Frame, area: Rect, s: &State, tl: &Timeline, th: &Theme) {
             Line::from(date(x1)),
         ]))
         .y_axis(Axis::default().bounds([0.0, ymax]).labels(y_labels));
-    f.render_widget(chart, chart_area);
-    if runs_area.height == 0 {
-        return;
-    }
+    f.render_widget(chart, area);
+    Some((x0, x1))
+}
+
+/// The DAG's runs in the row below the plot, in the plot's columns over its time axis
+/// `(x0, x1)`.
+fn draw_runs(
+    f: &mut Frame,
+    [chart_area, runs_area]: [Rect; 2],
+    tl: &Timeline,
+    runs: &[(f64, EventKind)],
+    (x0, x1): (f64, f64),
+    th: &Theme,
+) {
     // The runs go in the plot's columns: where the chart drew its axis corner.
     let buf = f.buffer_mut();
     let corner = (chart_area.top()..chart_area.bottom()).find_map(|y| {
@@ -285,11 +333,28 @@ fn draw_chart(f: &mut Frame, area: Rect, s: &State, tl: &Timeline, th: &Theme) {
     if width == 0 {
         return;
     }
+    for (i, k) in run_columns(runs, (x0, x1), width).iter().enumerate() {
+        let Some(k) = k else { continue };
+        let style = match k {
+            EventKind::RunFailed => th.severity(Severity::Critical),
+            EventKind::RunSucceeded => th.severity(Severity::Ok),
+            _ => th.dim(),
+        };
+        buf.set_string(left + i as u16, runs_area.top(), k.glyph(), style);
+    }
+}
+
+/// The run each of `width` columns over the time axis `(x0, x1)` shows (a failure in a
+/// column outweighs a success in it).
+fn run_columns(
+    runs: &[(f64, EventKind)],
+    (x0, x1): (f64, f64),
+    width: u16,
+) -> Vec<Option<EventKind>> {
     let mut cols: Vec<Option<EventKind>> = vec![None; width as usize];
-    for (t, kind) in &runs {
+    for (t, kind) in runs {
         let pos = ((t - x0) / (x1 - x0) * f64::from(width - 1)).round();
         let i = (pos.max(0.0) as usize).min(width as usize - 1);
-        // A failure in a column outweighs a success in it.
         cols[i] = match (cols[i], kind) {
             (Some(EventKind::RunFailed), _) | (_, EventKind::RunFailed) => {
                 Some(EventKind::RunFailed)
@@ -300,15 +365,7 @@ fn draw_chart(f: &mut Frame, area: Rect, s: &State, tl: &Timeline, th: &Theme) {
             _ => Some(*kind),
         };
     }
-    for (i, k) in cols.iter().enumerate() {
-        let Some(k) = k else { continue };
-        let style = match k {
-            EventKind::RunFailed => th.severity(Severity::Critical),
-            EventKind::RunSucceeded => th.severity(Severity::Ok),
-            _ => th.dim(),
-        };
-        buf.set_string(left + i as u16, runs_area.top(), k.glyph(), style);
-    }
+    cols
 }
 
 #[cfg(test)]
