@@ -47,6 +47,9 @@ pub struct WatchedQuery {
     /// `the dashboard query`
     pub who: String,
     pub elapsed_ms: u64,
+    /// The splits it read, when the coordinator's record has them: the files a reader
+    /// opens, the part of its cost a compaction changes whatever the coordinator's load.
+    pub splits: Option<u64>,
 }
 
 impl Watch {
@@ -155,6 +158,7 @@ fn suffered(s: &State, t: &TableRef) -> Option<WatchedQuery> {
         shape: crate::lakehouse::history::shape(&w.run.query),
         who: crate::lakehouse::history::who(w.run),
         elapsed_ms: w.elapsed_ms,
+        splits: w.run.splits,
     })
 }
 
@@ -241,8 +245,17 @@ pub fn next_runs(s: &State) -> Option<String> {
         .take(5)
         .filter_map(|r| r.elapsed_ms.map(crate::lakehouse::history::elapsed_text))
         .collect();
+    // The splits of the first run since, beside the symptom's: elapsed time moves with the
+    // coordinator's load, the files a reader opens do not.
+    let (now_splits, before_splits) = match (later[0].splits, q.splits) {
+        (Some(a), Some(b)) => (
+            format!("; {} splits", crate::fmt::thousands(a)),
+            format!(", {} splits", crate::fmt::thousands(b)),
+        ),
+        _ => (String::new(), String::new()),
+    };
     Some(format!(
-        "{} on {} since the run: {} (before: {})",
+        "{} on {} since the run: {}{now_splits} (before: {}{before_splits})",
         q.who,
         q.table.table,
         took.join(", "),
@@ -693,13 +706,19 @@ mod tests {
             &mut s,
             history(vec![
                 query("q3", 900, later + chrono::Duration::seconds(30)),
-                query("q2", 1_100, later),
+                crate::lakehouse::history::QueryRun {
+                    splits: Some(364),
+                    ..query("q2", 1_100, later)
+                },
                 query("q1", 37_000, t0),
             ]),
         );
         assert_eq!(
             next_runs(&s).as_deref(),
-            Some("the dashboard query on documents since the run: 1.1s, 900ms (before: 37s)")
+            Some(
+                "the dashboard query on documents since the run: 1.1s, 900ms; 364 splits \
+                 (before: 37s, 2,008 splits)"
+            )
         );
         // Ended, it is shown under any incident, not only the one it concerns.
         assert!(shown_with(&s, &unrelated()).is_some());
