@@ -151,57 +151,123 @@ pub async fn run_plan_until(
     stop: &Stop,
     on_event: &(dyn Fn(StepEvent) + Send + Sync),
 ) -> Result<Vec<StepOutcome>, String> {
-    let cancel = stop.token();
-    let record = |step: Option<usize>, outcome: &str, error: Option<String>| {
-        let s = step.and_then(|i| plan.steps.get(i));
+    let run = Run {
+        lake,
+        plan,
+        ctx,
+        stop,
+        on_event,
+    };
+    if ctx.readonly {
+        return Err(run.refuse_read_only());
+    }
+    let _claim = run.claim()?;
+    let n = plan.steps.len();
+    let mut outcomes = Vec::new();
+    for i in 0..n {
+        if stop.token().is_cancelled() {
+            let why = format!("{} before step {} of {n}", stop.outcome(), i + 1);
+            run.cut_short(i, &why);
+            return Err(format!(
+                "cancelled before step {} of {n}; {} remaining statement(s) not run",
+                i + 1,
+                n - i
+            ));
+        }
+        run.audit_start(i)?;
+        let outcome = run.step(i).await;
+        (on_event)(StepEvent::Finished {
+            step: i,
+            outcome: outcome.clone(),
+        });
+        let failed = (!outcome.ok).then(|| (outcome.cancelled, outcome.error.clone()));
+        outcomes.push(outcome);
+        if let Some((cancelled, err)) = failed {
+            let why = err.unwrap_or_default();
+            let rest = n - i - 1;
+            if rest == 0 {
+                return Err(why);
+            }
+            let how = if cancelled {
+                format!("step {} of {n} was {}", i + 1, stop.outcome())
+            } else {
+                format!("step {} of {n} did not succeed", i + 1)
+            };
+            run.cut_short(i + 1, &how);
+            return Err(format!("{why}; {rest} remaining statement(s) not run"));
+        }
+    }
+    Ok(outcomes)
+}
+
+/// One plan being run: what every step's audit record and event needs.
+struct Run<'a> {
+    lake: &'a Lakehouse,
+    plan: &'a Plan,
+    ctx: &'a RunContext,
+    stop: &'a Stop,
+    on_event: &'a (dyn Fn(StepEvent) + Send + Sync),
+}
+
+impl Run<'_> {
+    /// An audit record of step `step` (or of the plan, `None`) with `outcome`.
+    fn record(&self, step: Option<usize>, outcome: &str, error: Option<String>) -> Record {
+        let s = step.and_then(|i| self.plan.steps.get(i));
         let mut r = Record::now(
-            &ctx.profile,
-            &ctx.user,
-            &ctx.target,
-            plan.procedure.name(),
+            &self.ctx.profile,
+            &self.ctx.user,
+            &self.ctx.target,
+            self.plan.procedure.name(),
             s.map(|s| s.sql.as_str()).unwrap_or(""),
         );
-        r.table = Some(plan.table.to_string());
+        r.table = Some(self.plan.table.to_string());
         r.partition = s.and_then(|s| s.partition.clone());
         r.outcome = outcome.into();
         r.error = error;
         r
-    };
-    if ctx.readonly {
+    }
+
+    /// Read-only: every statement is audited as refused, none is sent.
+    fn refuse_read_only(&self) -> String {
         let msg = format!(
             "read-only: refusing to run {} on {}",
-            plan.procedure.name(),
-            plan.table
+            self.plan.procedure.name(),
+            self.plan.table
         );
-        for i in 0..plan.steps.len() {
-            let _ = ctx
+        for i in 0..self.plan.steps.len() {
+            let _ = self
+                .ctx
                 .audit
-                .append(&record(Some(i), "refused", Some(msg.clone())));
+                .append(&self.record(Some(i), "refused", Some(msg.clone())));
         }
-        return Err(msg);
+        msg
     }
-    let _claim = {
+
+    /// The table, for this plan alone while it runs (a second plan on it is refused).
+    fn claim(&self) -> Result<Claim, String> {
         let mut b = busy()
             .lock()
             .map_err(|_| "internal lock poisoned".to_string())?;
-        if !b.insert(plan.table.clone()) {
+        if !b.insert(self.plan.table.clone()) {
             let msg = format!(
                 "a maintenance statement is already running on {}; one at a time per table",
-                plan.table
+                self.plan.table
             );
-            let _ = ctx
+            let _ = self
+                .ctx
                 .audit
-                .append(&record(Some(0), "refused", Some(msg.clone())));
+                .append(&self.record(Some(0), "refused", Some(msg.clone())));
             return Err(msg);
         }
-        Claim(plan.table.clone())
-    };
-    // A plan cut short (cancelled, interrupted, failed) leaves one record that says how
-    // many of its statements were never sent, and which.
-    let cut_short = |from: usize, why: &str| {
-        let n = plan.steps.len();
-        let rest = &plan.steps[from..];
-        let mut r = record(
+        Ok(Claim(self.plan.table.clone()))
+    }
+
+    /// A plan cut short (cancelled, interrupted, failed) leaves one record that says how
+    /// many of its statements were never sent, and which.
+    fn cut_short(&self, from: usize, why: &str) {
+        let n = self.plan.steps.len();
+        let rest = &self.plan.steps[from..];
+        let mut r = self.record(
             None,
             NOT_RUN,
             Some(format!("{} of {n} statement(s) not run: {why}", rest.len())),
@@ -211,35 +277,22 @@ pub async fn run_plan_until(
             .map(|s| s.sql.as_str())
             .collect::<Vec<_>>()
             .join(";\n");
-        if let Err(e) = ctx.audit.append(&r) {
+        if let Err(e) = self.ctx.audit.append(&r) {
             tracing::error!(error = %e, "cannot write the audit log");
-            on_event(StepEvent::AuditFailed {
+            (self.on_event)(StepEvent::AuditFailed {
                 step: from.min(n.saturating_sub(1)),
                 error: e,
             });
         }
-    };
-    let mut outcomes = Vec::new();
-    for (i, step) in plan.steps.iter().enumerate() {
-        if cancel.is_cancelled() {
-            let why = format!(
-                "{} before step {} of {}",
-                stop.outcome(),
-                i + 1,
-                plan.steps.len()
-            );
-            cut_short(i, &why);
-            return Err(format!(
-                "cancelled before step {} of {}; {} remaining statement(s) not run",
-                i + 1,
-                plan.steps.len(),
-                plan.steps.len() - i
-            ));
-        }
-        let mut begun = record(Some(i), STARTED, None);
+    }
+
+    /// The `started` record before a statement is sent: no statement is sent unaudited.
+    fn audit_start(&self, i: usize) -> Result<(), String> {
+        let step = &self.plan.steps[i];
+        let mut begun = self.record(Some(i), STARTED, None);
         begun.files_before = (step.files > 0).then_some(step.files);
-        if let Err(e) = ctx.audit.append(&begun) {
-            on_event(StepEvent::AuditFailed {
+        if let Err(e) = self.ctx.audit.append(&begun) {
+            (self.on_event)(StepEvent::AuditFailed {
                 step: i,
                 error: e.clone(),
             });
@@ -247,7 +300,14 @@ pub async fn run_plan_until(
                 "not run: cannot write the {e} (no statement is sent unaudited)"
             ));
         }
-        on_event(StepEvent::Started { step: i });
+        (self.on_event)(StepEvent::Started { step: i });
+        Ok(())
+    }
+
+    /// Step `i` sent and followed to its end, its outcome audited.
+    async fn step(&self, i: usize) -> StepOutcome {
+        let step = &self.plan.steps[i];
+        let on_event = self.on_event;
         let started = Instant::now();
         let last_id: Arc<Mutex<Option<String>>> = Arc::default();
         let id2 = last_id.clone();
@@ -260,16 +320,17 @@ pub async fn run_plan_until(
                 progress: p.clone(),
             });
         };
-        let result = lake
+        let result = self
+            .lake
             .client
             .execute(
                 &step.sql,
                 QueryOptions {
                     progress: Some(&progress),
-                    cancel: Some(cancel.clone()),
+                    cancel: Some(self.stop.token()),
                     // A compaction may run for hours; the operator cancels, not a timer.
                     deadline: Some(None),
-                    session: plan.session.clone(),
+                    session: self.plan.session.clone(),
                     mutation: true,
                 },
             )
@@ -286,7 +347,7 @@ pub async fn run_plan_until(
             files_after: None,
             small_after: None,
         };
-        let mut rec = record(Some(i), "succeeded", None);
+        let mut rec = self.record(Some(i), "succeeded", None);
         rec.duration_ms = duration_ms;
         rec.files_before = (step.files > 0).then_some(step.files);
         rec.bytes_before = (step.bytes > 0).then_some(step.bytes);
@@ -302,10 +363,11 @@ pub async fn run_plan_until(
                             .or_else(|| out.rows.first().and_then(|r| r.i64("rows")));
                     }
                 }
-                if let Procedure::Optimize { threshold } = &plan.procedure
+                if let Procedure::Optimize { threshold } = &self.plan.procedure
                     && !step.targets.is_empty()
-                    && let Ok((files, small)) = lake
-                        .recount_in_spec(&plan.table, step.spec_id, &step.targets, *threshold)
+                    && let Ok((files, small)) = self
+                        .lake
+                        .recount_in_spec(&self.plan.table, step.spec_id, &step.targets, *threshold)
                         .await
                 {
                     outcome.files_after = Some(files);
@@ -324,7 +386,7 @@ pub async fn run_plan_until(
                     outcome.query_id = Some(id.to_string());
                 }
                 rec.outcome = if outcome.cancelled {
-                    stop.outcome().into()
+                    self.stop.outcome().into()
                 } else if matches!(e, TrinoError::MayHaveRun { .. })
                     || commit == Some(CommitFailure::Unknown)
                 {
@@ -339,41 +401,10 @@ pub async fn run_plan_until(
         rec.rows = outcome.rows;
         rec.metrics = outcome.metrics.clone();
         rec.files_after = outcome.files_after;
-        if let Err(e) = ctx.audit.append(&rec) {
+        if let Err(e) = self.ctx.audit.append(&rec) {
             tracing::error!(error = %e, "cannot write the audit log");
-            on_event(StepEvent::AuditFailed { step: i, error: e });
+            (self.on_event)(StepEvent::AuditFailed { step: i, error: e });
         }
-        let outcome_cancelled = outcome.cancelled;
-        let stop_outcome = stop.outcome();
-        let stop = !outcome.ok;
-        let err = outcome.error.clone();
-        on_event(StepEvent::Finished {
-            step: i,
-            outcome: outcome.clone(),
-        });
-        outcomes.push(outcome);
-        if stop {
-            let why = err.unwrap_or_default();
-            let rest = plan.steps.len() - i - 1;
-            if rest > 0 {
-                let how = if outcome_cancelled {
-                    format!(
-                        "step {} of {} was {}",
-                        i + 1,
-                        plan.steps.len(),
-                        stop_outcome
-                    )
-                } else {
-                    format!("step {} of {} did not succeed", i + 1, plan.steps.len())
-                };
-                cut_short(i + 1, &how);
-            }
-            return Err(if rest > 0 {
-                format!("{why}; {rest} remaining statement(s) not run")
-            } else {
-                why
-            });
-        }
+        outcome
     }
-    Ok(outcomes)
 }
