@@ -311,10 +311,41 @@ pub async fn cli(settings: &Settings, cmd: MaintainCmd, timeout: Option<Duration
             stop.cancel();
         });
     }
+    let on_event = event_printer(&plan);
+    match run_plan_until(&lake, &plan, &ctx, &stop, &on_event).await {
+        Ok(out) => {
+            say(&format!(
+                "floe: {} statement(s) succeeded; audit log {}",
+                out.len(),
+                ctx.audit.path().display()
+            ));
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            say(&format!("floe: {}", sanitize(&e.to_string())));
+            if timed_out.load(Ordering::SeqCst) && signalled.load(Ordering::SeqCst) == 0 {
+                say(&format!(
+                    "floe: --timeout {} reached: the running statement was cancelled on Trino and the rest did not run",
+                    humantime::format_duration(timeout.unwrap_or_default())
+                ));
+                return ExitCode::from(TIMEOUT_EXIT);
+            }
+            match signalled.load(Ordering::SeqCst) {
+                0 if stop.is_stopped() => ExitCode::from(130),
+                0 => ExitCode::from(1),
+                code => ExitCode::from(code),
+            }
+        }
+    }
+}
+
+/// The run's progress on stderr, one line per event (the progress of a running statement
+/// at most once a second), every server string sanitised.
+fn event_printer(plan: &Plan) -> impl Fn(StepEvent) + Send + Sync {
     let n = plan.steps.len();
     let last_print = Mutex::new(Instant::now());
     let steps = plan.steps.clone();
-    let on_event = move |ev: StepEvent| {
+    move |ev: StepEvent| {
         let mut err = std::io::stderr().lock();
         match ev {
             StepEvent::Started { step } => {
@@ -390,31 +421,6 @@ pub async fn cli(settings: &Settings, cmd: MaintainCmd, timeout: Option<Duration
                         o.duration_ms as f64 / 1000.0
                     ))
                 );
-            }
-        }
-    };
-    match run_plan_until(&lake, &plan, &ctx, &stop, &on_event).await {
-        Ok(out) => {
-            say(&format!(
-                "floe: {} statement(s) succeeded; audit log {}",
-                out.len(),
-                ctx.audit.path().display()
-            ));
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            say(&format!("floe: {}", sanitize(&e.to_string())));
-            if timed_out.load(Ordering::SeqCst) && signalled.load(Ordering::SeqCst) == 0 {
-                say(&format!(
-                    "floe: --timeout {} reached: the running statement was cancelled on Trino and the rest did not run",
-                    humantime::format_duration(timeout.unwrap_or_default())
-                ));
-                return ExitCode::from(TIMEOUT_EXIT);
-            }
-            match signalled.load(Ordering::SeqCst) {
-                0 if stop.is_stopped() => ExitCode::from(130),
-                0 => ExitCode::from(1),
-                code => ExitCode::from(code),
             }
         }
     }
