@@ -398,6 +398,31 @@ fn log(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
         Constraint::Min(1),
     ])
     .areas(area);
+    f.render_widget(Paragraph::new(log_title(lv, area.width, th)), title);
+    if let Some(l) = err_line {
+        f.render_widget(Paragraph::new(l).wrap(Wrap { trim: false }), err);
+    }
+    let h = body.height as usize;
+    let lines: Vec<Line> = lv
+        .rows
+        .iter()
+        .skip(lv.scroll)
+        .take(h)
+        .flat_map(|row| log_row(lv, row, body.width, th))
+        .collect();
+    let body_text = Paragraph::new(lines);
+    f.render_widget(
+        if lv.wrap {
+            body_text.wrap(Wrap { trim: false })
+        } else {
+            body_text
+        },
+        body,
+    );
+}
+
+/// The log's title line: task, run (where it fits), try, position and the keys that apply.
+fn log_title<'a>(lv: &'a crate::app::dags::LogView, width: u16, th: &Theme) -> Line<'a> {
     let mode = match (lv.wrap, lv.hscroll) {
         (true, _) => " · w: wrapped".to_string(),
         (false, 0) => " · w wrap · h/l".to_string(),
@@ -415,109 +440,97 @@ fn log(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
         ""
     };
     // The run id only where the keys still fit beside it.
-    let run = if area.width >= 120 {
+    let run = if width >= 120 {
         format!(" · {}", lv.run_id)
     } else {
         String::new()
     };
-    f.render_widget(
-        Paragraph::new(Line::from(vec![
-            Span::styled(
-                format!(" {}{run} · try {} ", lv.task_id, lv.try_number),
-                th.header(),
+    Line::from(vec![
+        Span::styled(
+            format!(" {}{run} · try {} ", lv.task_id, lv.try_number),
+            th.header(),
+        ),
+        Span::styled(
+            format!(
+                " line {}/{} · esc back · / search{}{mode}{frames}",
+                lv.rows
+                    .get(lv.scroll)
+                    .map(|r| r.first() + 1)
+                    .unwrap_or(lv.scroll + 1),
+                lv.log.lines.len(),
+                if lv.search.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", lv.search)
+                }
             ),
-            Span::styled(
+            th.dim(),
+        ),
+    ])
+}
+
+/// The screen lines of one log row: a folded run of frames, or a line (the error line
+/// wrapped even when the others are not).
+fn log_row(
+    lv: &crate::app::dags::LogView,
+    row: &crate::app::dags::LogRow,
+    width: u16,
+    th: &Theme,
+) -> Vec<Line<'static>> {
+    match *row {
+        crate::app::dags::LogRow::Folded { lines, frames, .. } => {
+            vec![Line::from(Span::styled(
                 format!(
-                    " line {}/{} · esc back · / search{}{mode}{frames}",
-                    lv.rows
-                        .get(lv.scroll)
-                        .map(|r| r.first() + 1)
-                        .unwrap_or(lv.scroll + 1),
-                    lv.log.lines.len(),
-                    if lv.search.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" ({})", lv.search)
-                    }
+                    "  ⋯ {frames} frame{} under site-packages ({lines} lines; z unfolds)",
+                    if frames == 1 { "" } else { "s" }
                 ),
                 th.dim(),
-            ),
-        ])),
-        title,
-    );
-    if let Some(l) = err_line {
-        f.render_widget(Paragraph::new(l).wrap(Wrap { trim: false }), err);
+            ))]
+        }
+        crate::app::dags::LogRow::Line(i) => {
+            let l = &lv.log.lines[i];
+            let mut style = if l.error {
+                th.severity(Severity::Critical)
+            } else {
+                Style::default()
+            };
+            if !lv.search.is_empty() && l.text.to_lowercase().contains(&lv.search) {
+                style = style.add_modifier(Modifier::REVERSED);
+            }
+            let ts = l
+                .timestamp
+                .map(|t| t.format("%H:%M:%S ").to_string())
+                .unwrap_or_default();
+            // The error line wraps even when the others do not.
+            if !lv.wrap && lv.log.error_line.as_deref() == Some(l.text.as_str()) {
+                let first = width.saturating_sub(super::text_width(&ts));
+                return super::wrap_words(&l.text, first)
+                    .into_iter()
+                    .enumerate()
+                    .map(|(k, piece)| {
+                        let lead = if k == 0 {
+                            ts.clone()
+                        } else {
+                            " ".repeat(ts.len())
+                        };
+                        Line::from(vec![
+                            Span::styled(lead, th.dim()),
+                            Span::styled(piece, style),
+                        ])
+                    })
+                    .collect::<Vec<_>>();
+            }
+            let text = if lv.wrap {
+                l.text.clone()
+            } else {
+                l.text.chars().skip(lv.hscroll).collect()
+            };
+            vec![Line::from(vec![
+                Span::styled(ts, th.dim()),
+                Span::styled(text, style),
+            ])]
+        }
     }
-    let h = body.height as usize;
-    let lines: Vec<Line> = lv
-        .rows
-        .iter()
-        .skip(lv.scroll)
-        .take(h)
-        .flat_map(|row| match *row {
-            crate::app::dags::LogRow::Folded { lines, frames, .. } => {
-                vec![Line::from(Span::styled(
-                    format!(
-                        "  ⋯ {frames} frame{} under site-packages ({lines} lines; z unfolds)",
-                        if frames == 1 { "" } else { "s" }
-                    ),
-                    th.dim(),
-                ))]
-            }
-            crate::app::dags::LogRow::Line(i) => {
-                let l = &lv.log.lines[i];
-                let mut style = if l.error {
-                    th.severity(Severity::Critical)
-                } else {
-                    Style::default()
-                };
-                if !lv.search.is_empty() && l.text.to_lowercase().contains(&lv.search) {
-                    style = style.add_modifier(Modifier::REVERSED);
-                }
-                let ts = l
-                    .timestamp
-                    .map(|t| t.format("%H:%M:%S ").to_string())
-                    .unwrap_or_default();
-                // The error line wraps even when the others do not.
-                if !lv.wrap && lv.log.error_line.as_deref() == Some(l.text.as_str()) {
-                    let first = body.width.saturating_sub(super::text_width(&ts));
-                    return super::wrap_words(&l.text, first)
-                        .into_iter()
-                        .enumerate()
-                        .map(|(k, piece)| {
-                            let lead = if k == 0 {
-                                ts.clone()
-                            } else {
-                                " ".repeat(ts.len())
-                            };
-                            Line::from(vec![
-                                Span::styled(lead, th.dim()),
-                                Span::styled(piece, style),
-                            ])
-                        })
-                        .collect::<Vec<_>>();
-                }
-                let text = if lv.wrap {
-                    l.text.clone()
-                } else {
-                    l.text.chars().skip(lv.hscroll).collect()
-                };
-                vec![Line::from(vec![
-                    Span::styled(ts, th.dim()),
-                    Span::styled(text, style),
-                ])]
-            }
-        })
-        .collect();
-    let body_text = Paragraph::new(lines);
-    f.render_widget(
-        if lv.wrap {
-            body_text.wrap(Wrap { trim: false })
-        } else {
-            body_text
-        },
-        body,
-    );
 }
 
 /// The DAG's name as its row shows it: `expire_snapshots (paused)`.
