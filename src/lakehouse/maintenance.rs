@@ -515,6 +515,35 @@ pub fn optimize_plan(
     })
 }
 
+/// One statement over `chunk`, partitions of spec `id` (spec, path, stats, label), each
+/// selected by its path in its own spec (`"$partition"`).
+fn path_step(head: &str, id: i32, chunk: &[(i32, String, &PartitionStats, String)]) -> Step {
+    let list = chunk
+        .iter()
+        .map(|(_, path, _, _)| quote_string(path))
+        .collect::<Vec<_>>();
+    let (sql, partition) = if chunk.len() == 1 {
+        (
+            format!("{head} WHERE \"$partition\" = {}", list[0]),
+            chunk[0].3.clone(),
+        )
+    } else {
+        (
+            format!("{head} WHERE \"$partition\" IN ({})", list.join(", ")),
+            format!("{} partitions (spec {id})", chunk.len()),
+        )
+    };
+    Step {
+        sql,
+        partition: Some(partition),
+        files: chunk.iter().map(|(_, _, p, _)| p.data_files).sum(),
+        small_files: chunk.iter().map(|(_, _, p, _)| p.small_files).sum(),
+        bytes: chunk.iter().map(|(_, _, p, _)| p.total_bytes).sum(),
+        targets: chunk.iter().map(|(_, _, p, _)| p.values.clone()).collect(),
+        spec_id: Some(id),
+    }
+}
+
 /// The plan for a table whose live files span several partition specs (see
 /// [`TableLayout::mixed_specs`]): each partition selected by its `"$partition"` path in
 /// its own spec, a spec's partitions never grouped with another's. A partial spec (some
@@ -626,32 +655,6 @@ fn mixed_spec_plan(
         let path = partition_path(&own_stats)?;
         by_path.push((id, path, p, label));
     }
-    let step = |id: i32, chunk: &[(i32, String, &PartitionStats, String)]| -> Step {
-        let list = chunk
-            .iter()
-            .map(|(_, path, _, _)| quote_string(path))
-            .collect::<Vec<_>>();
-        let (sql, partition) = if chunk.len() == 1 {
-            (
-                format!("{head} WHERE \"$partition\" = {}", list[0]),
-                chunk[0].3.clone(),
-            )
-        } else {
-            (
-                format!("{head} WHERE \"$partition\" IN ({})", list.join(", ")),
-                format!("{} partitions (spec {id})", chunk.len()),
-            )
-        };
-        Step {
-            sql,
-            partition: Some(partition),
-            files: chunk.iter().map(|(_, _, p, _)| p.data_files).sum(),
-            small_files: chunk.iter().map(|(_, _, p, _)| p.small_files).sum(),
-            bytes: chunk.iter().map(|(_, _, p, _)| p.total_bytes).sum(),
-            targets: chunk.iter().map(|(_, _, p, _)| p.values.clone()).collect(),
-            spec_id: Some(id),
-        }
-    };
     if grouped {
         let mut seen = Vec::new();
         for id in by_path.iter().map(|e| e.0) {
@@ -661,12 +664,12 @@ fn mixed_spec_plan(
             seen.push(id);
             let of: Vec<_> = by_path.iter().filter(|e| e.0 == id).cloned().collect();
             for chunk in of.chunks(MAX_GROUP) {
-                steps.push(step(id, chunk));
+                steps.push(path_step(head, id, chunk));
             }
         }
     } else {
         for entry in &by_path {
-            steps.push(step(entry.0, std::slice::from_ref(entry)));
+            steps.push(path_step(head, entry.0, std::slice::from_ref(entry)));
         }
     }
     let mut notes = vec![format!(
