@@ -86,16 +86,22 @@ pub const RANK_BATCH: usize = LAYOUT_BATCH;
 /// cold start sends anyway, counting files too: what orders its first health reads, the
 /// tables with the most live files first, where small files pile up.
 pub fn rank_sql(tables: &[TableRef], summaries: &str) -> String {
+    manifests_sql(
+        tables,
+        &format!(
+            "max(cardinality({summaries})) AS partition_fields, \
+             COALESCE(sum(added_data_files_count + existing_data_files_count), 0) AS live_files"
+        ),
+    )
+}
+
+/// One branch per table, `SELECT <i> AS i, <aggregates> FROM <its $manifests>`, joined by
+/// `UNION ALL`: each table's manifest list read once (the layout and rank statements).
+fn manifests_sql(tables: &[TableRef], aggregates: &str) -> String {
     tables
         .iter()
         .enumerate()
-        .map(|(i, t)| {
-            format!(
-                "SELECT {i} AS i, max(cardinality({summaries})) AS partition_fields, \
-                 COALESCE(sum(added_data_files_count + existing_data_files_count), 0) AS live_files FROM {}",
-                t.meta("manifests")
-            )
-        })
+        .map(|(i, t)| format!("SELECT {i} AS i, {aggregates} FROM {}", t.meta("manifests")))
         .collect::<Vec<_>>()
         .join("\nUNION ALL\n")
 }
@@ -145,17 +151,10 @@ pub const PARTITION_SUMMARIES_SINCE: u32 = 468;
 /// one branch per table, each reading its `$manifests` once. `summaries` is the column's
 /// name on this server (`partition_summaries`, `partitions` before 468).
 pub fn layout_sql(tables: &[TableRef], summaries: &str) -> String {
-    tables
-        .iter()
-        .enumerate()
-        .map(|(i, t)| {
-            format!(
-                "SELECT {i} AS i, max(cardinality({summaries})) AS partition_fields FROM {}",
-                t.meta("manifests")
-            )
-        })
-        .collect::<Vec<_>>()
-        .join("\nUNION ALL\n")
+    manifests_sql(
+        tables,
+        &format!("max(cardinality({summaries})) AS partition_fields"),
+    )
 }
 
 /// Tables whose layouts one statement learns (each branch reads one manifest list).
