@@ -31,6 +31,9 @@ SCHEMAS = ["sales", "marketing", "finance_ops", "logistics", "support", "risk", 
 PREFIXES = ["orders", "events", "metrics", "customers", "invoices", "sessions", "shipments", "tickets"]
 REGIONS = ["emea", "amer", "apac", "latam"]
 SIZES = {"s": (20, 60), "m": (400, 900), "l": (3000, 5000)}
+# Every CRITICAL_EVERY-th table from CRITICAL_AT on is CRITICAL (more than 100 small files in
+# one partition): 97 is prime to the 10 schemas, so each schema gets one, none first in its list.
+CRITICAL_EVERY, CRITICAL_AT = 97, 50
 
 
 def _schema() -> Schema:
@@ -117,9 +120,15 @@ def _plan(i: int, seed: int) -> dict[str, Any]:
     kind = rnd.choices(["region", "day", "none"], weights=[6, 3, 1])[0]
     cls = rnd.choices(["tiny", "small", "medium", "large"], weights=[40, 30, 20, 10])[0]
     files = {"tiny": (1, 3), "small": (4, 12), "medium": (13, 40), "large": (41, 120)}[cls]
-    return {"i": i, "schema": schema, "name": name, "kind": kind, "class": cls,
+    plan = {"i": i, "schema": schema, "name": name, "kind": kind, "class": cls,
             "files": rnd.randint(*files), "commits": rnd.randint(1, 4), "replace": rnd.random() < 0.15,
             "stale_days": rnd.choice([0, 0, 0, 1, 2, 5, 12, 35]), "seed": seed * 104729 + i}
+    if i % CRITICAL_EVERY == CRITICAL_AT:
+        # the incident of the fleet: a streaming load's small files piling up in one partition,
+        # never compacted; one such table in every schema, at a different place in each listing
+        plan.update({"kind": "region", "class": "critical", "files": rnd.randint(150, 200),
+                     "commits": rnd.randint(12, 20), "replace": False, "stale_days": 12})
+    return plan
 
 
 def build_table(plan: dict[str, Any], out: str, now_ms: int) -> tuple[str, str, str, dict]:
@@ -139,7 +148,8 @@ def build_table(plan: dict[str, Any], out: str, now_ms: int) -> tuple[str, str, 
     n_commits = plan["commits"]
     per = [plan["files"] // n_commits + (1 if k < plan["files"] % n_commits else 0) for k in range(n_commits)]
     times = [first + (last - first) * k // max(1, n_commits - 1) for k in range(n_commits)] if n_commits > 1 else [last]
-    size_weights = {"tiny": [8, 2, 0], "small": [6, 3, 1], "medium": [4, 4, 2], "large": [3, 4, 3]}[plan["class"]]
+    size_weights = {"tiny": [8, 2, 0], "small": [6, 3, 1], "medium": [4, 4, 2], "large": [3, 4, 3],
+                    "critical": [1, 0, 0]}[plan["class"]]
     counter = 0
     for k, (count, ts) in enumerate(zip(per, times)):
         if count == 0:
@@ -148,7 +158,8 @@ def build_table(plan: dict[str, Any], out: str, now_ms: int) -> tuple[str, str, 
         for _ in range(count):
             size = rnd.choices(["s", "m", "l"], weights=size_weights)[0]
             if kind == "region":
-                key = (kind, rnd.choice(REGIONS[: 2 + plan["i"] % 3]), size)
+                regions = REGIONS[:1] if plan["class"] == "critical" else REGIONS[: 2 + plan["i"] % 3]
+                key = (kind, rnd.choice(regions), size)
             elif kind == "day":
                 day = (ts - ts % DAY_MS) // DAY_MS - rnd.randint(0, 2)
                 day = max(day, (now_ms - 39 * DAY_MS) // DAY_MS)

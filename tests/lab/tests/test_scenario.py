@@ -125,7 +125,10 @@ def test_scale_scenario_small(tmp_path):
         assert len(files) == facts["data_files"] and sum(f.record_count for f in files) == facts["records"], key
         assert len(tbl.metadata.snapshots) == facts["snapshots"], key
     sizes = {t["size_class"] for t in exp["tables"].values()}
-    assert {"tiny", "small", "medium"} <= sizes
+    assert {"tiny", "small", "medium", "critical"} <= sizes
+    # the fleet's incident: more than 100 small files in one partition, never compacted
+    (critical,) = [t for t in exp["tables"].values() if t["size_class"] == "critical"]
+    assert critical["data_files"] >= 150 and critical["partitions"] == 1, critical
 
 
 HOSTILE_REGIONS = {"north", "a'b\"c", "Zürich-東京", "\x1b[2J", "\u202eevil", "line1\nline2"}
