@@ -417,6 +417,7 @@ pub fn initial_state(s: &Settings, no_color: bool) -> color_eyre::Result<State> 
         probe_batch: s.probe_batch,
         full_every: s.full_refresh_every,
         reads: s.max_concurrent_queries,
+        ..Default::default()
     };
     Ok(st)
 }

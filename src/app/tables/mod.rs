@@ -94,10 +94,11 @@ pub struct TablesView {
     pub queue: std::collections::VecDeque<TableRef>,
     /// Health reads of the queue in flight.
     pub reading: usize,
-    /// Ranking batches of a cold start still to send (one in flight at a time, in one
-    /// of the `policy.reads` slots), the next last.
+    /// Ranking batches of a cold start still to send (up to `policy.rank_slots` of the
+    /// `policy.reads` slots in flight), the next last.
     pub ranking: Vec<Vec<TableRef>>,
-    pub ranking_in_flight: bool,
+    /// Ranking batches in flight.
+    pub ranking_in_flight: usize,
     /// Live files (the current manifests'), per table ranked on this start.
     pub rank: std::collections::HashMap<TableRef, u64>,
 }
@@ -113,7 +114,16 @@ pub struct RefreshPolicy {
     pub full_every: Option<std::time::Duration>,
     /// Statements a full refresh keeps in flight (`max_concurrent_queries`).
     pub reads: usize,
+    /// Of those, the slots a cold start's ranking takes while it lasts; the reads keep at
+    /// least one (see [`RefreshPolicy::rank_window`]).
+    pub rank_slots: usize,
 }
+
+/// The slots a cold start's ranking takes by default: all but the one read. A ranking
+/// statement orders ten tables in the time a health statement reads one, so the first
+/// CRITICAL rows come sooner when the fleet is ranked first; the statements are the same
+/// (each table's layout is learned from its ranking, not by a statement of its own).
+pub const DEFAULT_RANK_SLOTS: usize = 3;
 
 impl Default for RefreshPolicy {
     fn default() -> RefreshPolicy {
@@ -121,7 +131,19 @@ impl Default for RefreshPolicy {
             probe_batch: DEFAULT_PROBE_BATCH,
             full_every: Some(crate::config::DEFAULT_FULL_REFRESH),
             reads: 4,
+            rank_slots: DEFAULT_RANK_SLOTS,
         }
+    }
+}
+
+impl RefreshPolicy {
+    /// Ranking batches in flight at most, and health reads at most, while a cold start's
+    /// ranking lasts: the ranking never takes the last read slot, and takes one even of a
+    /// single slot (then two statements are in flight, as before ranking took slots).
+    pub fn rank_window(&self) -> (usize, usize) {
+        let reads = self.reads.max(1);
+        let rank = self.rank_slots.clamp(1, (reads - 1).max(1));
+        (rank, if reads > 1 { reads - rank } else { 1 })
     }
 }
 
@@ -376,10 +398,14 @@ fn on_stats(
 }
 
 /// Start queued health reads while fewer than the window are in flight: every slot of
-/// `policy.reads`, less the one a cold start's ranking uses while it runs.
+/// `policy.reads`, less those a cold start's ranking takes while it lasts.
 fn start_reads(s: &mut State) -> Vec<Effect> {
-    let ranking = s.tables.ranking_in_flight || !s.tables.ranking.is_empty();
-    let window = s.tables.policy.reads.max(1) - usize::from(ranking && s.tables.policy.reads > 1);
+    let ranking = s.tables.ranking_in_flight > 0 || !s.tables.ranking.is_empty();
+    let window = if ranking {
+        s.tables.policy.rank_window().1
+    } else {
+        s.tables.policy.reads.max(1)
+    };
     let generation = s.tables.generation;
     let mut fx = Vec::new();
     while s.tables.reading < window {
@@ -392,17 +418,21 @@ fn start_reads(s: &mut State) -> Vec<Effect> {
     fx
 }
 
-/// The next ranking batch of a cold start, unless one is in flight.
-fn next_rank(s: &mut State) -> Option<Effect> {
-    if s.tables.ranking_in_flight {
-        return None;
+/// The next ranking batches of a cold start, while fewer than its slots are in flight.
+fn next_ranks(s: &mut State) -> Vec<Effect> {
+    let (slots, _) = s.tables.policy.rank_window();
+    let mut fx = Vec::new();
+    while s.tables.ranking_in_flight < slots {
+        let Some(tables) = s.tables.ranking.pop() else {
+            break;
+        };
+        s.tables.ranking_in_flight += 1;
+        fx.push(Effect::Rank {
+            generation: s.tables.generation,
+            tables,
+        });
     }
-    let tables = s.tables.ranking.pop()?;
-    s.tables.ranking_in_flight = true;
-    Some(Effect::Rank {
-        generation: s.tables.generation,
-        tables,
-    })
+    fx
 }
 
 /// The order of the reads not started yet: the most live files first (where small files
@@ -430,7 +460,7 @@ fn on_ranked(
     if generation != s.tables.generation {
         return Vec::new();
     }
-    s.tables.ranking_in_flight = false;
+    s.tables.ranking_in_flight = s.tables.ranking_in_flight.saturating_sub(1);
     for (t, r) in results {
         match r {
             Ok(n) => {
@@ -445,7 +475,7 @@ fn on_ranked(
     if s.tables.queue.is_empty() {
         s.tables.ranking.clear();
     }
-    let mut fx: Vec<Effect> = next_rank(s).into_iter().collect();
+    let mut fx = next_ranks(s);
     fx.extend(start_reads(s));
     fx
 }
@@ -633,10 +663,10 @@ fn on_discovered(
                 s.tables.queue = order.into();
                 s.tables.reading = 0;
                 s.tables.rank.clear();
-                s.tables.ranking_in_flight = false;
+                s.tables.ranking_in_flight = 0;
                 // A cold start (nothing known of any table): the tables not being read
-                // yet are ranked by their live files, a few per statement in one slot
-                // (the reads take the others), by the layout statement a cold start sends
+                // yet are ranked by their live files, a few per statement in all slots
+                // but one (that one reads), by the layout statement a cold start sends
                 // anyway, and read most files first, so that the first CRITICAL rows come
                 // first, not the alphabet's.
                 let cold = s.tables.rows.iter().all(|r| r.stats.is_none());
@@ -653,7 +683,7 @@ fn on_discovered(
                     .collect();
                 batches.reverse();
                 s.tables.ranking = if cold { batches } else { Vec::new() };
-                fx.extend(next_rank(s));
+                fx.extend(next_ranks(s));
                 fx.extend(start_reads(s));
                 fx
             } else {
@@ -1072,79 +1102,77 @@ mod refresh_tests {
                 result: Ok(tables.clone()),
             }),
         );
-        // Three slots read at once (nothing is known to order them by), the fourth ranks
-        // the next tables.
-        assert_eq!(reads(&fx), ["t00", "t01", "t02"]);
-        let batch = ranks(&fx);
-        assert_eq!(batch.len(), 1);
-        assert_eq!(batch[0].len(), RANK_BATCH);
-        assert_eq!(batch[0][0].table, "t03");
+        // One slot reads (nothing is known to order the reads by), the other three rank
+        // the next tables, ten per statement.
+        assert_eq!(reads(&fx), ["t00"]);
+        let batches = ranks(&fx);
+        let firsts: Vec<&str> = batches.iter().map(|b| b[0].table.as_str()).collect();
+        assert_eq!(firsts, ["t01", "t11", "t21"]);
+        assert_eq!(batches[0].len(), RANK_BATCH);
+        assert_eq!(batches[2].len(), 4);
         let written = |t: &TableRef| match t.table.as_str() {
             "t09" => 80,
             "t05" => 20,
             "t04" => 0,
-            _ => 3,
+            n if n < "t11" => 3,
+            _ => 1,
         };
-        let results = batch[0]
-            .iter()
-            .map(|t| (t.clone(), Ok(written(t))))
-            .collect();
-        let fx = update(
-            &mut s,
-            Action::Tables(TablesMsg::Ranked {
-                generation,
-                results,
-            }),
-        );
-        assert!(reads(&fx).is_empty(), "the slots are busy: {fx:?}");
-        let next = ranks(&fx);
-        assert_eq!(next.len(), 1, "the next batch is ranked: {fx:?}");
-        assert_eq!(next[0][0].table, "t13");
-        // As reads end, the most written start first.
-        let mut order = Vec::new();
-        for done in ["t00", "t01"] {
-            let fx = update(
-                &mut s,
-                Action::Tables(TablesMsg::Stats {
-                    generation,
-                    table: tref("s", done),
-                    result: Ok(healthy_stats()),
-                }),
-            );
-            order.extend(reads(&fx));
-        }
-        assert_eq!(order, ["t09", "t05"]);
-        // The rest of the ranking: nothing written anywhere; then the ranking is over and
-        // the reads take every slot.
-        let mut batch = next[0].clone();
-        loop {
-            let results = batch.iter().map(|t| (t.clone(), Ok(0))).collect();
-            let fx = update(
-                &mut s,
+        let ranked = |s: &mut State, batch: &[TableRef]| {
+            let results = batch.iter().map(|t| (t.clone(), Ok(written(t)))).collect();
+            update(
+                s,
                 Action::Tables(TablesMsg::Ranked {
                     generation,
                     results,
                 }),
-            );
-            order.extend(reads(&fx));
-            match ranks(&fx).pop() {
-                Some(b) => batch = b,
-                None => break,
-            }
-        }
-        assert_eq!(
-            order,
-            ["t09", "t05", "t03"],
-            "the fourth slot is free again"
+            )
+        };
+        let fx = ranked(&mut s, &batches[0]);
+        assert!(reads(&fx).is_empty(), "the read slot is busy: {fx:?}");
+        assert!(ranks(&fx).is_empty(), "every batch is sent: {fx:?}");
+        // As the read ends, the most written starts.
+        let fx = update(
+            &mut s,
+            Action::Tables(TablesMsg::Stats {
+                generation,
+                table: tref("s", "t00"),
+                result: Ok(healthy_stats()),
+            }),
         );
+        assert_eq!(reads(&fx), ["t09"]);
+        let fx = ranked(&mut s, &batches[1]);
+        assert!(reads(&fx).is_empty(), "a ranking is still in flight: {fx:?}");
+        // The ranking is over: the reads take every slot, most written first.
+        let fx = ranked(&mut s, &batches[2]);
+        assert_eq!(reads(&fx), ["t05", "t01", "t02"]);
         let queued: Vec<&str> = s.tables.queue.iter().map(|t| t.table.as_str()).collect();
-        assert_eq!(queued[..6], ["t06", "t07", "t08", "t10", "t11", "t12"]);
+        assert_eq!(queued[..6], ["t03", "t06", "t07", "t08", "t10", "t11"]);
         assert_eq!(
             queued.last(),
             Some(&"t04"),
             "compacted since, nothing written: last"
         );
-        assert_eq!(queued.len(), 25 - 3 - 3);
+        assert_eq!(queued.len(), 25 - 5);
+    }
+
+    #[test]
+    fn the_ranking_never_takes_the_last_read_slot() {
+        let window = |reads, rank_slots| {
+            RefreshPolicy {
+                reads,
+                rank_slots,
+                ..Default::default()
+            }
+            .rank_window()
+        };
+        assert_eq!(window(4, DEFAULT_RANK_SLOTS), (3, 1));
+        assert_eq!(window(2, DEFAULT_RANK_SLOTS), (1, 1));
+        assert_eq!(window(8, DEFAULT_RANK_SLOTS), (3, 5));
+        assert_eq!(window(4, 1), (1, 3), "one ranking slot, as a knob can ask");
+        assert_eq!(window(4, 9), (3, 1));
+        // A single slot: the ranking runs beside it rather than never.
+        assert_eq!(window(1, DEFAULT_RANK_SLOTS), (1, 1));
+        assert_eq!(window(0, 0), (1, 1));
     }
 
     #[test]
