@@ -167,6 +167,46 @@ fn free_port() -> u16 {
         .port()
 }
 
+/// A self-signed certificate for localhost and 127.0.0.1 in `dir` (cert.pem, key.pem),
+/// made the usual quick way: `openssl req -x509`, which marks it CA:TRUE.
+fn self_signed(dir: &std::path::Path) {
+    let made = std::process::Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "key.pem",
+            "-out",
+            "cert.pem",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=trino.lab",
+            "-addext",
+            "subjectAltName=DNS:localhost,IP:127.0.0.1",
+        ])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let text = std::process::Command::new("openssl")
+        .args(["x509", "-in", "cert.pem", "-noout", "-text"])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&text.stdout).contains("CA:TRUE"),
+        "the certificate is CA:TRUE"
+    );
+}
+
 fn tls_server(dir: &std::path::Path, port: u16) -> TlsServer {
     let child = std::process::Command::new("openssl")
         .args(["s_server", "-quiet", "-WWW", "-accept"])
@@ -192,42 +232,7 @@ fn tls_server(dir: &std::path::Path, port: u16) -> TlsServer {
 #[tokio::test]
 async fn a_self_signed_ca_true_certificate_in_the_ca_file_is_pinned_and_still_checked() {
     let dir = home("selfsigned");
-    // The usual quick way: `openssl req -x509` marks the certificate CA:TRUE.
-    let made = std::process::Command::new("openssl")
-        .args([
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-keyout",
-            "key.pem",
-            "-out",
-            "cert.pem",
-            "-days",
-            "2",
-            "-subj",
-            "/CN=trino.lab",
-            "-addext",
-            "subjectAltName=DNS:localhost,IP:127.0.0.1",
-        ])
-        .current_dir(&dir)
-        .output()
-        .unwrap();
-    assert!(
-        made.status.success(),
-        "{}",
-        String::from_utf8_lossy(&made.stderr)
-    );
-    let text = std::process::Command::new("openssl")
-        .args(["x509", "-in", "cert.pem", "-noout", "-text"])
-        .current_dir(&dir)
-        .output()
-        .unwrap();
-    assert!(
-        String::from_utf8_lossy(&text.stdout).contains("CA:TRUE"),
-        "the certificate is CA:TRUE"
-    );
+    self_signed(&dir);
     std::fs::create_dir_all(dir.join("v1")).unwrap();
     std::fs::write(
         dir.join("v1/info"),
@@ -276,4 +281,84 @@ async fn a_self_signed_ca_true_certificate_in_the_ca_file_is_pinned_and_still_ch
         .unwrap_err();
     let m = e.to_string();
     assert!(m.contains("does not name the host in the URL"), "{m}");
+}
+
+/// A TLS server that reads one request and closes the connection without a TLS
+/// close_notify (Python's `close()` of an SSL socket does not send one): what a crashing
+/// server or a proxy that drops the line does after the write was received.
+const CLOSE_WITHOUT_NOTIFY: &str = r#"
+import socket, ssl, sys
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain("cert.pem", "key.pem")
+srv = socket.socket()
+srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+srv.bind(("127.0.0.1", int(sys.argv[1])))
+srv.listen(4)
+print("listening", flush=True)
+while True:
+    raw, _ = srv.accept()
+    try:
+        conn = ctx.wrap_socket(raw, server_side=True)
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = conn.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        print("received", data.split(b" ", 1)[0].decode(), flush=True)
+        conn.close()
+    except Exception as e:
+        print("error", e, flush=True)
+        raw.close()
+"#;
+
+#[tokio::test]
+async fn a_write_whose_tls_connection_closes_without_close_notify_may_have_run() {
+    let dir = home("close-notify");
+    self_signed(&dir);
+    let port = free_port();
+    let mut server = std::process::Command::new("python3")
+        .args(["-c", CLOSE_WITHOUT_NOTIFY, &port.to_string()])
+        .current_dir(&dir)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .expect("python3");
+    let mut out = BufReader::new(server.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "listening");
+    let tls = floe::config::TlsSettings {
+        ca_file: Some(dir.join("cert.pem")),
+        insecure_skip_verify: false,
+    };
+    let http = floe::net::http_client(
+        &tls,
+        std::time::Duration::from_secs(5),
+        std::time::Duration::from_secs(10),
+    )
+    .unwrap();
+    let e = http
+        .post(format!(
+            "https://127.0.0.1:{port}/api/v2/dags/rotate_tls_certificates/dagRuns"
+        ))
+        .header("content-type", "application/json")
+        .body(r#"{"logical_date":null}"#)
+        .send()
+        .await
+        .unwrap_err();
+    line.clear();
+    out.read_line(&mut line).unwrap();
+    let _ = server.kill();
+    let _ = server.wait();
+    // The server had the whole request: the write may have been acted on.
+    assert_eq!(line.trim(), "received POST", "the server's word");
+    let chain = floe::net::error_chain(&e);
+    assert!(!e.is_connect(), "{chain}");
+    assert_eq!(
+        floe::net::transport_kind(&e),
+        floe::net::Transport::Transient,
+        "a connection closed after the request was sent is not 'cannot reach': {chain}"
+    );
 }
