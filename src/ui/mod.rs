@@ -1,6 +1,7 @@
 //! Rendering: a pure function of `State`. Only the visible window of a list becomes
 //! widgets.
 
+pub mod breakdown;
 pub mod dags;
 pub mod history;
 pub mod partitions;

@@ -5,10 +5,10 @@ use ratatui::layout::{Constraint, Flex, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 
+use super::breakdown::health_breakdown;
 use super::theme::Theme;
 use crate::app::keymap::Scope;
 use crate::app::state::State;
-use crate::app::tables::health_breakdown;
 use crate::lakehouse::model::TableRef;
 
 /// Rows `lines` take once wrapped to `width` columns.

@@ -8,11 +8,12 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Paragraph, Wrap};
 
+use super::breakdown::health_breakdown;
 use super::theme::Theme;
 use super::{ListProps, age, compact, constraint, draw_list, num};
 use crate::app::layout::identity_room;
 use crate::app::state::State;
-use crate::app::tables::{TableCol, TableRow, WIDE, health_breakdown};
+use crate::app::tables::{TableCol, TableRow, WIDE};
 use crate::fmt::human_bytes;
 use crate::health::Severity;
 use crate::text::sanitize;

@@ -8,11 +8,12 @@ use crate::app::keymap::Command;
 use crate::app::maintenance::MaintenanceMsg;
 use crate::app::prompt::{Prompt, RetentionFor};
 use crate::app::state::{Level, Popup, State, Tab};
+use crate::app::tables::TABLE_SORTS;
 use crate::app::tables::TablesMsg;
-use crate::app::tables::{TABLE_SORTS, health_breakdown as breakdown};
 use crate::app::testing::*;
 use crate::lakehouse::model::SnapshotInfo;
 use crate::lakehouse::queries::PartitionList;
+use crate::ui::breakdown::health_breakdown as breakdown;
 
 fn selected_name(s: &State) -> String {
     s.tables

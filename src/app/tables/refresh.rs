@@ -1,0 +1,501 @@
+//! How a refresh of the Tables tab spends statements: the listing, then either the
+//! change probe of every table in batches (only the tables it shows changed are read
+//! again) or, when a full read is due, every table's health statement from a queue, at
+//! most `policy.reads` in flight; on a cold start the queue is ranked by each table's live
+//! files first, so the reads go most written first.
+
+use chrono::{DateTime, Utc};
+
+use super::TableRow;
+use crate::app::action::Effect;
+use crate::app::state::{Level, Load, State, StatusKind};
+use crate::cache::Entry;
+use crate::health::evaluate;
+use crate::lakehouse::model::{TableRef, TableStats};
+use crate::lakehouse::probe::{Probe, RANK_BATCH};
+
+/// Whether a refresh at `now` reads every table: never read in full yet, or the last
+/// full read is `every` old (wall time, however many refreshes probed since).
+pub fn full_due(
+    last_full: Option<DateTime<Utc>>,
+    every: Option<std::time::Duration>,
+    now: DateTime<Utc>,
+) -> bool {
+    match (last_full, every) {
+        (None, _) => true,
+        (Some(_), None) => false,
+        (Some(at), Some(every)) => (now - at).to_std().is_ok_and(|age| age >= every),
+    }
+}
+
+/// Show the last known state of every table from the cache of an earlier run, marked
+/// "as of" when it was read until the probe confirms it; the next refresh probes only.
+/// Returns what the status line says of it (also set), none without entries.
+pub fn warm_start(s: &mut State, entries: Vec<Entry>) -> Option<String> {
+    if entries.is_empty() {
+        return None;
+    }
+    let now = s.now;
+    let cfg = s.health.clone();
+    let oldest = entries.iter().map(|e| e.read_at).min();
+    s.tables.rows = entries
+        .into_iter()
+        .map(|e| {
+            let mut row = TableRow::new(e.table);
+            row.health = Some(evaluate(&e.stats, None, &cfg, now));
+            row.stats = Some(e.stats);
+            row.probe = e.probe;
+            row.read_at = Some(e.read_at);
+            row.cached = true;
+            row.stale = true;
+            row
+        })
+        .collect();
+    // The cache stands for a full read: the first refresh revalidates it by probe, and
+    // the next full read is due a full interval after the launch.
+    s.tables.last_full = Some(now);
+    s.tables.reindex();
+    let said = oldest.map(|at| cached_status(now, at));
+    if let Some(text) = &said {
+        s.set_status_of(StatusKind::CachedStats, Level::Warn, text.clone());
+    }
+    said
+}
+
+fn cached_status(now: DateTime<Utc>, at: DateTime<Utc>) -> String {
+    format!(
+        "cached stats as of {} ago; revalidating",
+        crate::fmt::human_duration(now.signed_duration_since(at).num_seconds())
+    )
+}
+
+/// Start a refresh of the table list (unless one is running).
+pub fn refresh(s: &mut State, manual: bool) -> Vec<Effect> {
+    if s.refresh_in_flight() {
+        if manual {
+            s.set_status(Level::Info, "a refresh is already running");
+        }
+        return Vec::new();
+    }
+    s.tables.generation += 1;
+    s.tables.load = Load::Loading;
+    s.tables.full = manual || full_due(s.tables.last_full, s.tables.policy.full_every, s.now);
+    if s.tables.full {
+        s.tables.last_full = Some(s.now);
+    }
+    for r in &mut s.tables.rows {
+        r.stale = true;
+    }
+    s.last_refresh = Some(s.now);
+    vec![
+        Effect::FetchServerInfo,
+        Effect::Discover {
+            generation: s.tables.generation,
+            schemas: s.schemas.clone(),
+            relearn: manual,
+        },
+    ]
+}
+
+/// The clock moved: every verdict is evaluated again against it (ages grow without a new
+/// read: a table that stops being written or compacted must not stay green). The list is
+/// re-sorted only when a verdict changed.
+pub fn reevaluate(s: &mut State) {
+    let now = s.now;
+    let cfg = s.health.clone();
+    let mut changed = false;
+    for row in &mut s.tables.rows {
+        if let Some(st) = &row.stats {
+            let h = evaluate(st, row.dag.as_ref(), &cfg, now);
+            if row.health.as_ref() != Some(&h) {
+                changed |= row
+                    .health
+                    .as_ref()
+                    .is_none_or(|old| old.status != h.status || old.score != h.score);
+                row.health = Some(h);
+            }
+        }
+    }
+    if changed {
+        s.tables.reindex();
+        s.triage.dirty = true;
+    }
+}
+
+/// `table` read again outside a refresh (after a maintenance run ended): its row takes
+/// the new stats and verdict.
+pub fn reread(s: &mut State, table: &TableRef, stats: TableStats) {
+    let now = s.now;
+    let cfg = s.health.clone();
+    if let Some(row) = s.tables.row_mut(table) {
+        row.health = Some(evaluate(&stats, row.dag.as_ref(), &cfg, now));
+        row.probe = None;
+        row.stats = Some(stats);
+        row.error = None;
+        row.read_at = Some(now);
+        row.cached = false;
+        row.stale = false;
+    }
+}
+
+pub(super) fn on_stats(
+    s: &mut State,
+    generation: u64,
+    table: &TableRef,
+    result: Result<TableStats, String>,
+) -> Vec<Effect> {
+    if generation != s.tables.generation {
+        return Vec::new();
+    }
+    s.tables.pending = s.tables.pending.saturating_sub(1);
+    let now = s.now;
+    let cfg = s.health.clone();
+    if let Some(row) = s.tables.row_mut(table) {
+        row.loading = false;
+        row.stale = false;
+        match result {
+            Ok(stats) => {
+                row.health = Some(evaluate(&stats, row.dag.as_ref(), &cfg, now));
+                // A probe of an older snapshot than these stats (a full refresh reads
+                // no probe) would make the next probe re-read an unchanged table.
+                if row.probe.is_some_and(|p| !same_snapshot(&stats, &p)) {
+                    row.probe = None;
+                }
+                row.stats = Some(stats);
+                row.error = None;
+                row.read_at = Some(now);
+                row.cached = false;
+            }
+            Err(e) => row.error = Some(e),
+        }
+    }
+    s.tables.reading = s.tables.reading.saturating_sub(1);
+    let mut fx = start_reads(s);
+    fx.extend(finish(s));
+    fx
+}
+
+/// Start queued health reads while fewer than the window are in flight: every slot of
+/// `policy.reads`, less those a cold start's ranking takes while it lasts.
+fn start_reads(s: &mut State) -> Vec<Effect> {
+    let ranking = s.tables.ranking_in_flight > 0 || !s.tables.ranking.is_empty();
+    let window = if ranking {
+        s.tables.policy.rank_window().1
+    } else {
+        s.tables.policy.reads.max(1)
+    };
+    let generation = s.tables.generation;
+    let mut fx = Vec::new();
+    while s.tables.reading < window {
+        let Some(table) = s.tables.queue.pop_front() else {
+            break;
+        };
+        s.tables.reading += 1;
+        fx.push(Effect::LoadStats { generation, table });
+    }
+    fx
+}
+
+/// The next ranking batches of a cold start, while fewer than its slots are in flight.
+fn next_ranks(s: &mut State) -> Vec<Effect> {
+    let (slots, _) = s.tables.policy.rank_window();
+    let mut fx = Vec::new();
+    while s.tables.ranking_in_flight < slots {
+        let Some(tables) = s.tables.ranking.pop() else {
+            break;
+        };
+        s.tables.ranking_in_flight += 1;
+        fx.push(Effect::Rank {
+            generation: s.tables.generation,
+            tables,
+        });
+    }
+    fx
+}
+
+/// The order of the reads not started yet: the most live files first (where small files
+/// pile up, and the CRITICAL tables are), then the tables not ranked yet in their order,
+/// then those ranked empty. Stable: equal ranks keep the order they had (worst known
+/// first, then by name).
+pub fn rank_queue(
+    queue: &mut std::collections::VecDeque<TableRef>,
+    rank: &std::collections::HashMap<TableRef, u64>,
+) {
+    queue.make_contiguous().sort_by_key(|t| match rank.get(t) {
+        Some(&n) if n > 0 => (0, std::cmp::Reverse(n)),
+        None => (1, std::cmp::Reverse(0)),
+        Some(_) => (2, std::cmp::Reverse(0)),
+    });
+}
+
+/// A ranking batch of a cold start: the reads not started yet are reordered by it, the
+/// next batch is sent, and the reads fill the slots.
+pub(super) fn on_ranked(
+    s: &mut State,
+    generation: u64,
+    results: Vec<(TableRef, Result<u64, String>)>,
+) -> Vec<Effect> {
+    if generation != s.tables.generation {
+        return Vec::new();
+    }
+    s.tables.ranking_in_flight = s.tables.ranking_in_flight.saturating_sub(1);
+    for (t, r) in results {
+        match r {
+            Ok(n) => {
+                s.tables.rank.insert(t, n);
+            }
+            // The table's own health read says what is wrong with it.
+            Err(e) => tracing::debug!(table = %t, "not ranked: {e}"),
+        }
+    }
+    rank_queue(&mut s.tables.queue, &s.tables.rank);
+    // Nothing left to read: the rest of the ranking would only cost statements.
+    if s.tables.queue.is_empty() {
+        s.tables.ranking.clear();
+    }
+    let mut fx = next_ranks(s);
+    fx.extend(start_reads(s));
+    fx
+}
+
+/// A batch's probe results: a table whose newest snapshot and snapshot count are what
+/// its stats were read at keeps them (its verdicts re-evaluated against now: ages tick);
+/// the others get the health statement. A table whose probe failed shows its own error.
+pub(super) fn on_probed(
+    s: &mut State,
+    generation: u64,
+    results: Vec<(TableRef, Result<Probe, String>)>,
+) -> Vec<Effect> {
+    if generation != s.tables.generation {
+        return Vec::new();
+    }
+    let now = s.now;
+    let cfg = s.health.clone();
+    let mut fx = Vec::new();
+    for (table, result) in results {
+        let Some(row) = s.tables.row_mut(&table) else {
+            continue;
+        };
+        match result {
+            Ok(p) => {
+                let same_id = row.probe.is_none_or(|old| old.snapshot_id == p.snapshot_id);
+                let unchanged = same_id
+                    && row.error.is_none()
+                    && row.stats.as_ref().is_some_and(|st| same_snapshot(st, &p));
+                row.probe = Some(p);
+                if unchanged {
+                    row.loading = false;
+                    row.stale = false;
+                    row.cached = false;
+                    if let Some(st) = &row.stats {
+                        row.health = Some(evaluate(st, row.dag.as_ref(), &cfg, now));
+                    }
+                    s.tables.pending = s.tables.pending.saturating_sub(1);
+                } else {
+                    fx.push(Effect::LoadStats { generation, table });
+                }
+            }
+            Err(e) => {
+                row.loading = false;
+                row.stale = false;
+                row.error = Some(e);
+                s.tables.pending = s.tables.pending.saturating_sub(1);
+            }
+        }
+    }
+    fx.extend(finish(s));
+    fx
+}
+
+/// The stats were read at the snapshot the probe sees: the same number of snapshots and
+/// the same newest commit (to the second: both went through `to_unixtime`, but the stats
+/// statement need not round the same way). A full refresh reads no probe: its stats
+/// alone tell the next probe whether the table changed since.
+pub fn same_snapshot(st: &TableStats, p: &Probe) -> bool {
+    if let Some(at) = p.metadata_at {
+        // The metadata-log probe: the same newest metadata file (both to the millisecond).
+        return st
+            .metadata_at
+            .is_some_and(|m| (m - at).num_microseconds().is_some_and(|d| d.abs() < 1000));
+    }
+    let close = match (st.newest_snapshot, p.committed_at) {
+        (Some(a), Some(b)) => (a - b).num_milliseconds().abs() < 1000,
+        (None, None) => true,
+        _ => false,
+    };
+    st.snapshots == p.snapshots && close
+}
+
+/// Once every table of the refresh is in: the failures on the status line, the cache
+/// written for the next start.
+fn finish(s: &mut State) -> Vec<Effect> {
+    let mut fx = Vec::new();
+    if s.tables.pending == 0 {
+        if let Some(m) = &s.status
+            && m.kind == StatusKind::CachedStats
+        {
+            s.status = None;
+        }
+        let failed: Vec<String> = s
+            .tables
+            .rows
+            .iter()
+            .filter(|r| r.error.is_some())
+            .map(|r| r.name.clone())
+            .collect();
+        if let Some(first) = failed.first() {
+            let e = s
+                .tables
+                .rows
+                .iter()
+                .find(|r| &r.name == first)
+                .and_then(|r| r.error.clone())
+                .unwrap_or_default();
+            s.set_status(
+                Level::Error,
+                format!(
+                    "{} of {} tables failed to load; {first}: {e}",
+                    failed.len(),
+                    s.tables.rows.len()
+                ),
+            );
+        }
+        fx.push(Effect::SaveCache {
+            profile: s.conn.profile.clone(),
+            url: s.conn.trino_url.clone(),
+            entries: cache_entries(s),
+        });
+    }
+    s.tables.reindex();
+    fx
+}
+
+/// What the cache keeps of the rows: the stats read (not one still unconfirmed from an
+/// earlier run) with the snapshot they are of.
+pub fn cache_entries(s: &State) -> Vec<Entry> {
+    s.tables
+        .rows
+        .iter()
+        .filter_map(|r| {
+            Some(Entry {
+                profile: s.conn.profile.clone(),
+                url: s.conn.trino_url.clone(),
+                table: r.table.clone(),
+                probe: r.probe,
+                read_at: r.read_at?,
+                stats: r.stats.clone()?,
+            })
+        })
+        .collect()
+}
+
+pub(super) fn on_discovered(
+    s: &mut State,
+    generation: u64,
+    result: Result<Vec<TableRef>, String>,
+) -> Vec<Effect> {
+    if generation != s.tables.generation {
+        return Vec::new();
+    }
+    match result {
+        Ok(tables) => {
+            let key = s.tables.selected().map(|r| r.table.clone());
+            let old = std::mem::take(&mut s.tables.rows);
+            let mut rows = Vec::with_capacity(tables.len());
+            for t in &tables {
+                let mut row = old
+                    .iter()
+                    .find(|r| &r.table == t)
+                    .cloned()
+                    .unwrap_or_else(|| TableRow::new(t.clone()));
+                row.loading = true;
+                rows.push(row);
+            }
+            s.tables.rows = rows;
+            s.tables.load = Load::Loaded;
+            crate::app::dags::correlate(s);
+            s.tables.pending = s.tables.rows.len();
+            s.tables.reindex_keeping(key);
+            if s.tables.rows.is_empty() {
+                let scope = if s.schemas.is_empty() {
+                    "the catalog".to_string()
+                } else {
+                    format!("schemas {}", s.schemas.join(", "))
+                };
+                s.set_status(Level::Warn, format!("no Iceberg tables found in {scope}"));
+            }
+            // Worst known first, so what matters fills in first.
+            let order: Vec<TableRef> = s
+                .tables
+                .grid
+                .index
+                .iter()
+                .map(|&i| s.tables.rows[i].table.clone())
+                .collect();
+            let generation = s.tables.generation;
+            let batch = s.tables.policy.probe_batch.max(1);
+            // A full refresh reads every table's stats (which show its newest snapshot
+            // and snapshot count), a few at a time from a queue; otherwise the probes say
+            // which tables changed.
+            if s.tables.full {
+                s.tables.queue = order.into();
+                s.tables.reading = 0;
+                s.tables.rank.clear();
+                s.tables.ranking_in_flight = 0;
+                // A cold start (nothing known of any table): the tables not being read
+                // yet are ranked by their live files, a few per statement in all slots
+                // but one (that one reads), by the layout statement a cold start sends
+                // anyway, and read most files first, so that the first CRITICAL rows come
+                // first, not the alphabet's.
+                let cold = s.tables.rows.iter().all(|r| r.stats.is_none());
+                s.tables.ranking = if cold { vec![Vec::new()] } else { Vec::new() };
+                let mut fx = start_reads(s);
+                let mut batches: Vec<Vec<TableRef>> = s
+                    .tables
+                    .queue
+                    .iter()
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .chunks(RANK_BATCH)
+                    .map(<[TableRef]>::to_vec)
+                    .collect();
+                batches.reverse();
+                s.tables.ranking = if cold { batches } else { Vec::new() };
+                fx.extend(next_ranks(s));
+                fx.extend(start_reads(s));
+                fx
+            } else {
+                order
+                    .chunks(batch)
+                    .map(|tables| Effect::Probe {
+                        generation,
+                        tables: tables.to_vec(),
+                    })
+                    .collect()
+            }
+        }
+        Err(e) => {
+            s.tables.load = Load::Failed(e.clone());
+            s.tables.pending = 0;
+            s.tables.queue.clear();
+            s.tables.ranking.clear();
+            for r in &mut s.tables.rows {
+                r.stale = false;
+            }
+            s.set_status(Level::Error, format!("cannot list tables: {e}"));
+            Vec::new()
+        }
+    }
+}
+
+/// Re-read a table's stats (its row) after something changed it.
+pub fn reload_row(s: &mut State, table: &TableRef) -> Option<Effect> {
+    let row = s.tables.row_mut(table)?;
+    row.loading = true;
+    row.stale = true;
+    s.tables.pending += 1;
+    Some(Effect::LoadStats {
+        generation: s.tables.generation,
+        table: table.clone(),
+    })
+}

@@ -1,0 +1,115 @@
+//! A table's health breakdown as the side panel and the `i` popup draw it: its verdict,
+//! one line per finding, the figures behind them, and the queries that read it.
+
+use crate::app::state::State;
+use crate::fmt::human_bytes;
+use crate::health::Severity;
+use crate::lakehouse::model::TableRef;
+
+/// The facts behind the newer rules, one line each, only those the server reported.
+pub fn detail_facts(
+    st: &crate::lakehouse::model::TableStats,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(w) = st.oldest_small_file_at
+        && st.small_files > 0
+    {
+        out.push(format!(
+            "small files waiting since {} (oldest live small file)",
+            crate::fmt::human_duration((now - w).num_seconds().max(0))
+        ));
+    }
+    if st.delete_files > 0 {
+        out.push(format!(
+            "deletes: {} position files ({} rows), {} equality files ({} keys), {}",
+            st.position_delete_files,
+            st.position_deletes,
+            st.equality_delete_files,
+            st.equality_deletes,
+            human_bytes(st.delete_bytes)
+        ));
+    }
+    let mut meta = Vec::new();
+    if let Some(m) = st.manifests {
+        meta.push(format!(
+            "{m} manifests ({} small{})",
+            st.small_manifests.unwrap_or(0),
+            st.manifest_bytes
+                .map(|b| format!(", {}", human_bytes(b)))
+                .unwrap_or_default()
+        ));
+    }
+    if let Some(m) = st.metadata_files {
+        meta.push(format!("{m} metadata files"));
+    }
+    if st.large_files > 0 {
+        meta.push(format!("{} files over the large-file line", st.large_files));
+    }
+    if !meta.is_empty() {
+        out.push(meta.join(", "));
+    }
+    out
+}
+
+/// One line per finding, then the table's figures, its last failure and the queries that
+/// read it: the health popup and the side panel.
+pub fn health_breakdown(s: &State, t: &TableRef) -> Vec<(Severity, String)> {
+    let Some(row) = s.tables.row(t) else {
+        return vec![(Severity::Unknown, format!("{t} is not loaded"))];
+    };
+    let mut out = Vec::new();
+    if let Some(h) = &row.health {
+        out.push((
+            h.status,
+            format!("{} — score {}/100", h.status.label(), h.score),
+        ));
+        for f in &h.findings {
+            let pen = if f.penalty > 0 {
+                format!(" (−{})", f.penalty)
+            } else {
+                String::new()
+            };
+            out.push((
+                f.severity,
+                format!("[{}] {}{pen}: {}", f.severity.short(), f.rule, f.message),
+            ));
+        }
+        if h.findings.is_empty() {
+            out.push((Severity::Ok, "no findings: every rule passes".into()));
+        }
+    }
+    if let Some(st) = &row.stats {
+        out.push((Severity::Info, String::new()));
+        out.push((
+            Severity::Info,
+            format!(
+                "target {} ({}), {} data files, {} small, avg {}, {} total",
+                human_bytes(st.target_file_size),
+                if st.target_from_property {
+                    "write.target-file-size-bytes"
+                } else {
+                    "config default"
+                },
+                st.data_files,
+                st.small_files,
+                st.avg_file_size()
+                    .map(human_bytes)
+                    .unwrap_or_else(|| "-".into()),
+                human_bytes(st.total_bytes)
+            ),
+        ));
+        for line in detail_facts(st, s.now) {
+            out.push((Severity::Info, line));
+        }
+    }
+    if let Some(e) = &row.error {
+        out.push((Severity::Unknown, format!("last load failed: {e}")));
+    }
+    let queries = crate::app::queries::lines(s, t);
+    if !queries.is_empty() {
+        out.push((Severity::Info, String::new()));
+        out.extend(queries.into_iter().map(|l| (Severity::Info, l)));
+    }
+    out
+}
