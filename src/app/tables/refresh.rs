@@ -446,8 +446,10 @@ pub(super) fn on_discovered(
                 // yet are ranked by their live files, a few per statement in all slots
                 // but one (that one reads), by the layout statement a cold start sends
                 // anyway, and read most files first, so that the first CRITICAL rows come
-                // first, not the alphabet's.
-                let cold = s.tables.rows.iter().all(|r| r.stats.is_none());
+                // first, not the alphabet's. No more tables than slots: all are read at
+                // once, there is nothing to order.
+                let cold = s.tables.rows.iter().all(|r| r.stats.is_none())
+                    && s.tables.queue.len() > s.tables.policy.reads.max(1);
                 s.tables.ranking = if cold { vec![Vec::new()] } else { Vec::new() };
                 let mut fx = start_reads(s);
                 let mut batches: Vec<Vec<TableRef>> = s
