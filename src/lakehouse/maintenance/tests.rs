@@ -1,4 +1,5 @@
 use super::*;
+use crate::trino::Value;
 
 fn documents() -> (TableRef, TableLayout) {
     let layout = TableLayout {

@@ -8,18 +8,21 @@ use std::sync::{Arc, Mutex};
 use super::maintenance::TableLayout;
 use super::model::{PartitionStats, SnapshotInfo, TableRef, TableStats};
 use super::probe::{
-    LAYOUT_BATCH, PARTITION_SUMMARIES_SINCE, Probe, layout_batch, layout_sql, parse_layouts,
-    parse_probe, parse_rank, probe_sql, rank_sql, split,
+    PARTITION_SUMMARIES_SINCE, Probe, parse_probe, parse_rank, probe_sql, rank_sql, split,
 };
 use crate::health::HealthConfig;
-use crate::trino::{Client, QueryOptions, Row, ServerInfo, TrinoError, Value};
+use crate::trino::{Client, Row, ServerInfo, TrinoError};
 
+use super::statements::parse_snapshot;
 pub use super::statements::{
     MetaTables, describe_sql, discover_sql, glob_match, parse_stats, partition_value_text,
     partitions_sql, properties_sql, recount_in_spec_sql, recount_sql, show_create_sql,
     snapshots_sql, stats_sql,
 };
-use super::statements::{parse_snapshot, partition_field_names};
+
+mod layouts;
+mod partitions;
+mod spec;
 
 /// The first Trino release with `<catalog>.system.iceberg_tables`.
 pub const ICEBERG_TABLES_SINCE: u32 = 475;
@@ -246,183 +249,6 @@ impl Lakehouse {
         m
     }
 
-    fn file_layout(&self, t: &TableRef) -> Layout {
-        if !self.supports(FILES_PARTITION_SINCE) {
-            return Layout::Directory;
-        }
-        self.layouts
-            .lock()
-            .ok()
-            .and_then(|m| m.get(t).copied())
-            .unwrap_or(Layout::PartitionColumn)
-    }
-
-    /// Layouts learned earlier (the stats cache keeps whether each table was partitioned),
-    /// so that a table known to be unpartitioned is asked the unpartitioned form at once.
-    /// A layout this connection has learned itself is kept.
-    pub fn remember_layouts(&self, known: impl IntoIterator<Item = (TableRef, Layout)>) {
-        if let Ok(mut m) = self.layouts.lock() {
-            for (t, l) in known {
-                m.entry(t).or_insert(l);
-            }
-        }
-    }
-
-    /// Forget every table's layout and spec, remembered or learned: the next read of each
-    /// table learns them again (a manual refresh, so that a table re-partitioned since
-    /// is seen as it is now, not as the cache or an earlier read knew it).
-    pub fn forget_layouts(&self) {
-        if let Ok(mut m) = self.layouts.lock() {
-            m.clear();
-        }
-        if let Ok(mut m) = self.specs.lock() {
-            m.clear();
-        }
-    }
-
-    fn set_file_layout(&self, t: &TableRef, l: Layout) {
-        if let Ok(mut m) = self.layouts.lock() {
-            m.insert(t.clone(), l);
-        }
-    }
-
-    fn layout_known(&self, t: &TableRef) -> bool {
-        self.layouts.lock().is_ok_and(|m| m.contains_key(t))
-    }
-
-    /// Learn whether `t` is partitioned before its first statement, with the listed tables
-    /// after it whose layouts are not known either, in one statement per
-    /// [`super::probe::LAYOUT_BATCH`]
-    /// tables (`$manifests` alone): a first read of a fleet then sends no statement that
-    /// fails on an unpartitioned table (failed statements are what a coordinator's
-    /// operators see first). Tables are read in about the order they are listed, so once
-    /// `t` is known the next batch is learned half a batch ahead, by whichever read gets
-    /// there first (within its own slot of `max_concurrent_queries`): the others do not
-    /// wait for it. A table discovery did not list (one table's report) is not batched:
-    /// its first statement tells, as before. A batch that fails is split down to the
-    /// table that fails it; what stays unknown is learned by its first statement.
-    async fn learn_layout(&self, t: &TableRef) {
-        if !self.supports(FILES_PARTITION_SINCE) {
-            return;
-        }
-        let mut l = if self.layout_known(t) {
-            match self.learning.try_lock() {
-                Ok(l) => l,
-                // Someone is learning already: that is the read ahead.
-                Err(_) => return,
-            }
-        } else {
-            self.learning.lock().await
-        };
-        let Some(&at) = l.index.get(t) else {
-            return;
-        };
-        let unknown = |x: &TableRef| !l.asked.contains(x) && !self.layout_known(x);
-        let batch = layout_batch(&l.listed, at, unknown, LAYOUT_BATCH);
-        if batch.is_empty() {
-            return;
-        }
-        l.asked.extend(batch.iter().cloned());
-        let summaries = self.summaries_column();
-        let found = self
-            .batched(
-                &batch,
-                "layout",
-                |b| layout_sql(b, summaries),
-                parse_layouts,
-            )
-            .await;
-        for (t, r) in found {
-            match r {
-                Ok(Some(true)) => self.set_file_layout(&t, Layout::PartitionColumn),
-                Ok(Some(false)) => self.set_file_layout(&t, Layout::Unpartitioned),
-                Ok(None) => {}
-                Err(e) => tracing::debug!(table = %t, "layout not learned: {e}"),
-            }
-        }
-    }
-
-    /// Run a per-table statement; when `$files` has no `partition` column the table is
-    /// unpartitioned: remember that and run the unpartitioned form.
-    ///
-    /// A statement over `$entries` that the server fails with an internal error (not the
-    /// user's: a bad name, a denied table) is run again over `$files`; when that answers,
-    /// the table is read through `$files` from then on (see `entries_unreadable`).
-    async fn with_layout<F>(&self, t: &TableRef, build: F) -> Result<(Vec<Row>, Layout), TrinoError>
-    where
-        F: Fn(Layout, MetaTables) -> String,
-    {
-        self.learn_layout(t).await;
-        let layout = self.file_layout(t);
-        let meta = self.meta_tables_for(t);
-        match self.run_layout(t, layout, meta, &build).await {
-            Err(TrinoError::Query {
-                ref error_name,
-                ref message,
-                ..
-            }) if meta.entries && error_name == "GENERIC_INTERNAL_ERROR" => {
-                let files = MetaTables {
-                    entries: false,
-                    ..meta
-                };
-                let layout = self.file_layout(t);
-                let again = self.run_layout(t, layout, files, &build).await;
-                if again.is_ok() {
-                    tracing::warn!(
-                        table = %t,
-                        "the server cannot read $entries ({}); reading $files instead, without file write times",
-                        crate::text::sanitize(message)
-                    );
-                    if let Ok(mut s) = self.entries_unreadable.lock() {
-                        s.failed(t);
-                    }
-                }
-                again
-            }
-            other => {
-                if meta.entries
-                    && other.is_ok()
-                    && let Ok(mut s) = self.entries_unreadable.lock()
-                {
-                    s.read(t);
-                }
-                other
-            }
-        }
-    }
-
-    async fn run_layout<F>(
-        &self,
-        t: &TableRef,
-        layout: Layout,
-        meta: MetaTables,
-        build: &F,
-    ) -> Result<(Vec<Row>, Layout), TrinoError>
-    where
-        F: Fn(Layout, MetaTables) -> String,
-    {
-        match self
-            .client
-            .execute(&build(layout, meta), QueryOptions::default())
-            .await
-        {
-            Ok(out) => Ok((out.rows, layout)),
-            Err(TrinoError::Query {
-                ref error_name,
-                ref message,
-                ..
-            }) if layout == Layout::PartitionColumn && missing_partition(error_name, message) => {
-                self.set_file_layout(t, Layout::Unpartitioned);
-                let out = self
-                    .client
-                    .execute(&build(Layout::Unpartitioned, meta), QueryOptions::default())
-                    .await?;
-                Ok((out.rows, Layout::Unpartitioned))
-            }
-            Err(e) => Err(e),
-        }
-    }
-
     /// The health facts of one table, in one statement.
     pub async fn table_stats(&self, t: &TableRef) -> Result<TableStats, TrinoError> {
         let (rows, layout) = self
@@ -534,111 +360,6 @@ impl Lakehouse {
         out
     }
 
-    /// Per-partition file counts and sizes of one table, values rendered by each field's
-    /// transform from the table's spec (see [`Lakehouse::table_layout`]).
-    pub async fn partitions(&self, t: &TableRef) -> Result<PartitionList, TrinoError> {
-        let (rows, layout) = self
-            .with_layout(t, |l, m| partitions_sql(t, &self.health, l, m))
-            .await?;
-        let spec = if layout == Layout::PartitionColumn && !rows.is_empty() {
-            Some(
-                self.spec_for_fields(t, &partition_field_names(&rows))
-                    .await?,
-            )
-        } else {
-            None
-        };
-        let mut list = PartitionList::default();
-        for r in &rows {
-            list.target_file_size = r.u64("target").unwrap_or(self.health.target_file_size);
-            let values = match (layout, r.get("part")) {
-                (Layout::PartitionColumn, Some(Value::Row(fields))) => fields
-                    .iter()
-                    .enumerate()
-                    .map(|(i, (name, v))| {
-                        let name = name.clone().unwrap_or_else(|| format!("field{i}"));
-                        let field = spec.as_ref().and_then(|s| s.field(&name));
-                        let text = (!v.is_null()).then(|| partition_value_text(field, v));
-                        (name, text)
-                    })
-                    .collect(),
-                (Layout::Directory, Some(v)) => {
-                    vec![(
-                        "path".to_string(),
-                        v.as_str()
-                            .map(|p| p.rsplit('/').next().unwrap_or(p).to_string()),
-                    )]
-                }
-                _ => Vec::new(),
-            };
-            if list.layout_fields.is_empty() {
-                list.layout_fields = values.iter().map(|(k, _)| k.clone()).collect();
-            }
-            list.partitions.push(PartitionStats {
-                values,
-                data_files: r.u64("files").unwrap_or(0),
-                small_files: r.u64("small_files").unwrap_or(0),
-                total_bytes: r.u64("bytes").unwrap_or(0),
-                records: r.u64("records").unwrap_or(0),
-                min_file: r.u64("min_size").unwrap_or(0),
-                max_file: r.u64("max_size").unwrap_or(0),
-                delete_files: r.u64("delete_files").unwrap_or(0),
-                oldest_small_file_at: r.get("oldest_small").and_then(Value::as_datetime),
-                spec_id: r
-                    .get("spec")
-                    .and_then(Value::as_i64)
-                    .and_then(|n| i32::try_from(n).ok()),
-            });
-        }
-        // The spec tells partitions apart only when the live files span more than one.
-        let specs: BTreeSet<Option<i32>> = list.partitions.iter().map(|p| p.spec_id).collect();
-        if specs.len() < 2 {
-            for p in &mut list.partitions {
-                p.spec_id = None;
-            }
-        }
-        if list.target_file_size == 0 {
-            list.target_file_size = self.health.target_file_size;
-        }
-        Ok(list)
-    }
-
-    /// Data files, and those below `threshold`, left in the partitions matching any of
-    /// `targets` (rendered values, as a plan step records them): one aggregate over
-    /// `$files` with one row back.
-    pub async fn recount(
-        &self,
-        t: &TableRef,
-        targets: &[Vec<(String, Option<String>)>],
-        threshold: u64,
-    ) -> Result<(u64, u64), TrinoError> {
-        self.recount_in_spec(t, None, targets, threshold).await
-    }
-
-    /// [`Lakehouse::recount`] among the files of partition spec `spec_id` only, when given.
-    pub async fn recount_in_spec(
-        &self,
-        t: &TableRef,
-        spec_id: Option<i32>,
-        targets: &[Vec<(String, Option<String>)>],
-        threshold: u64,
-    ) -> Result<(u64, u64), TrinoError> {
-        let names: BTreeSet<String> = targets.iter().flatten().map(|(k, _)| k.clone()).collect();
-        let spec = self.spec_for_fields(t, &names).await?;
-        let sql = recount_in_spec_sql(t, &spec, spec_id, targets, threshold).map_err(|m| {
-            TrinoError::Malformed {
-                url: self.client.url().to_string(),
-                message: format!("re-reading partitions of {t}: {m}"),
-            }
-        })?;
-        let out = self.client.query(&sql).await?;
-        let r = out.rows.first();
-        Ok((
-            r.and_then(|r| r.u64("files")).unwrap_or(0),
-            r.and_then(|r| r.u64("small_files")).unwrap_or(0),
-        ))
-    }
-
     /// The newest snapshots of one table (at most the snapshot limit), oldest first. The
     /// read is bounded by a LIMIT: a table with a million snapshots is not read whole (its
     /// verdict comes from the health statement's aggregates, which count them all).
@@ -661,88 +382,6 @@ impl Lakehouse {
         Ok(list)
     }
 
-    /// Columns and partitioning of a table (`DESCRIBE` and `SHOW CREATE TABLE`): how its
-    /// partition values read and how a maintenance plan types its predicates. Read once
-    /// per table and kept for the life of this connection.
-    pub async fn table_layout(&self, t: &TableRef) -> Result<TableLayout, TrinoError> {
-        Ok(self.spec(t).await?.as_ref().clone())
-    }
-
-    async fn spec(&self, t: &TableRef) -> Result<Arc<TableLayout>, TrinoError> {
-        let cached = self.specs.lock().ok().and_then(|m| m.get(t).cloned());
-        match cached {
-            Some(c) => Ok(c.layout),
-            None => self.read_spec(t, &BTreeSet::new()).await,
-        }
-    }
-
-    /// The cached spec, read again once when it does not know a field `$files` shows
-    /// (the spec evolved since it was read).
-    async fn spec_for_fields(
-        &self,
-        t: &TableRef,
-        fields: &BTreeSet<String>,
-    ) -> Result<Arc<TableLayout>, TrinoError> {
-        let cached = self.specs.lock().ok().and_then(|m| m.get(t).cloned());
-        match cached {
-            Some(c)
-                if fields
-                    .iter()
-                    .all(|f| c.layout.field(f).is_some() || c.unknown.contains(f)) =>
-            {
-                Ok(c.layout)
-            }
-            _ => self.read_spec(t, fields).await,
-        }
-    }
-
-    async fn read_spec(
-        &self,
-        t: &TableRef,
-        fields: &BTreeSet<String>,
-    ) -> Result<Arc<TableLayout>, TrinoError> {
-        let cols = self.client.query(&describe_sql(t)).await?;
-        let columns = cols
-            .rows
-            .iter()
-            .filter_map(|r| Some((r.str("Column")?.to_string(), r.str("Type")?.to_string())))
-            .collect();
-        let create = self.client.query(&show_create_sql(t)).await?;
-        let text = create
-            .rows
-            .first()
-            .and_then(|r| r.values.first())
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        let partitioning =
-            super::maintenance::partitioning_from_show_create(text).map_err(|m| {
-                TrinoError::Malformed {
-                    url: self.client.url().to_string(),
-                    message: format!("partitioning of {t}: {m}"),
-                }
-            })?;
-        let layout = Arc::new(TableLayout {
-            columns,
-            partitioning,
-            live_specs: Vec::new(),
-        });
-        let unknown = fields
-            .iter()
-            .filter(|f| layout.field(f).is_none())
-            .cloned()
-            .collect();
-        if let Ok(mut m) = self.specs.lock() {
-            m.insert(
-                t.clone(),
-                CachedSpec {
-                    layout: layout.clone(),
-                    unknown,
-                },
-            );
-        }
-        Ok(layout)
-    }
-
     /// `key → value` of `$properties`.
     pub async fn properties(&self, t: &TableRef) -> Result<Vec<(String, String)>, TrinoError> {
         let out = self.client.query(&properties_sql(t)).await?;
@@ -756,38 +395,6 @@ impl Lakehouse {
                 ))
             })
             .collect())
-    }
-}
-
-/// Whether a statement failed because the table's files have no `partition` field (an
-/// unpartitioned table): Trino says COLUMN_NOT_FOUND for `f.partition` over `$files`
-/// ("Column 'f.partition' cannot be resolved") and INVALID_COLUMN_REFERENCE for the field
-/// of a row, `e.data_file.partition` over `$entries` ("Column reference
-/// 'e.data_file.partition' is invalid").
-fn missing_partition(error_name: &str, message: &str) -> bool {
-    matches!(error_name, "COLUMN_NOT_FOUND" | "INVALID_COLUMN_REFERENCE")
-        && message.contains("partition")
-}
-
-#[cfg(test)]
-mod missing_partition_tests {
-    use super::missing_partition;
-
-    #[test]
-    fn both_of_trinos_answers_for_a_missing_partition_field_mean_unpartitioned() {
-        assert!(missing_partition(
-            "COLUMN_NOT_FOUND",
-            "line 3:10: Column 'f.partition' cannot be resolved"
-        ));
-        assert!(missing_partition(
-            "INVALID_COLUMN_REFERENCE",
-            "line 10:47: Column reference 'e.data_file.partition' is invalid"
-        ));
-        assert!(!missing_partition(
-            "INVALID_COLUMN_REFERENCE",
-            "line 1:8: Column reference 'x.size' is invalid"
-        ));
-        assert!(!missing_partition("TABLE_NOT_FOUND", "partition"));
     }
 }
 
