@@ -173,45 +173,7 @@ impl Runtime {
                 dag_id,
                 run_id,
                 tables,
-            } => {
-                let lake = self.lake.clone();
-                tokio::spawn(async move {
-                    loop {
-                        let (d, r) = (dag_id.clone(), run_id.clone());
-                        let result = af
-                            .call(|c| async move {
-                                let run = c.run(&d, &r).await?;
-                                let tasks = c.task_instances(&d, &r).await?;
-                                Ok((run, tasks))
-                            })
-                            .await;
-                        let done = result
-                            .as_ref()
-                            .is_ok_and(|(run, _)| run.state.is_finished());
-                        let reread = if done {
-                            let mut v = Vec::new();
-                            for t in &tables {
-                                v.push((
-                                    t.clone(),
-                                    lake.table_stats(t).await.map_err(|e| e.to_string()),
-                                ));
-                            }
-                            Some(v)
-                        } else {
-                            None
-                        };
-                        let _ = tx.send(Action::Dags(DagMsg::Watched {
-                            run_id: run_id.clone(),
-                            result,
-                            reread,
-                        }));
-                        if done {
-                            return;
-                        }
-                        tokio::time::sleep(crate::app::dags::watch::POLL).await;
-                    }
-                })
-            }
+            } => self.spawn_watch(dag_id, run_id, tables),
             Effect::PlanConnection {
                 connection_id,
                 target,
@@ -232,40 +194,94 @@ impl Runtime {
                     }));
                 })
             }
-            Effect::WriteDag(action) => {
-                let ctx = crate::maintain::context(&self.settings);
-                let user = self
-                    .settings
-                    .airflow
-                    .as_ref()
-                    .and_then(|a| a.user.clone())
-                    .unwrap_or_default();
-                let target = self
-                    .settings
-                    .airflow
-                    .as_ref()
-                    .map(|a| a.url.to_string())
-                    .unwrap_or_default();
-                tokio::spawn(async move {
-                    let triggered = std::sync::Mutex::new(None);
-                    let result = crate::maintain::audit::audited(
-                        &ctx,
-                        &user,
-                        &target,
-                        action.name(),
-                        &statement(&action),
-                        write_dag(&af, &action, &triggered),
-                    )
-                    .await;
-                    let run_id = triggered.lock().ok().and_then(|mut g| g.take());
-                    let dag_id = action.dag_id().to_string();
-                    let _ = tx.send(Action::Dags(DagMsg::Written { action, result }));
-                    if let Some(run_id) = run_id {
-                        let _ = tx.send(Action::Dags(DagMsg::Triggered { dag_id, run_id }));
-                    }
-                })
-            }
+            Effect::WriteDag(action) => self.spawn_write(action),
             _ => return None,
+        })
+    }
+
+    /// Follow a DAG run to its end, a poll at a time; when it ends, read its tables again.
+    fn spawn_watch(
+        &self,
+        dag_id: String,
+        run_id: String,
+        tables: Vec<crate::lakehouse::model::TableRef>,
+    ) -> JoinHandle<()> {
+        let tx = self.tx.clone();
+        let af = self.airflow.clone();
+        let lake = self.lake.clone();
+        tokio::spawn(async move {
+            loop {
+                let (d, r) = (dag_id.clone(), run_id.clone());
+                let result = af
+                    .call(|c| async move {
+                        let run = c.run(&d, &r).await?;
+                        let tasks = c.task_instances(&d, &r).await?;
+                        Ok((run, tasks))
+                    })
+                    .await;
+                let done = result
+                    .as_ref()
+                    .is_ok_and(|(run, _)| run.state.is_finished());
+                let reread = if done {
+                    let mut v = Vec::new();
+                    for t in &tables {
+                        v.push((
+                            t.clone(),
+                            lake.table_stats(t).await.map_err(|e| e.to_string()),
+                        ));
+                    }
+                    Some(v)
+                } else {
+                    None
+                };
+                let _ = tx.send(Action::Dags(DagMsg::Watched {
+                    run_id: run_id.clone(),
+                    result,
+                    reread,
+                }));
+                if done {
+                    return;
+                }
+                tokio::time::sleep(crate::app::dags::watch::POLL).await;
+            }
+        })
+    }
+
+    /// A DAG write (trigger, clear, pause, connection update), audited; a trigger's run is
+    /// then watched.
+    fn spawn_write(&self, action: DagWrite) -> JoinHandle<()> {
+        let tx = self.tx.clone();
+        let af = self.airflow.clone();
+        let ctx = crate::maintain::context(&self.settings);
+        let user = self
+            .settings
+            .airflow
+            .as_ref()
+            .and_then(|a| a.user.clone())
+            .unwrap_or_default();
+        let target = self
+            .settings
+            .airflow
+            .as_ref()
+            .map(|a| a.url.to_string())
+            .unwrap_or_default();
+        tokio::spawn(async move {
+            let triggered = std::sync::Mutex::new(None);
+            let result = crate::maintain::audit::audited(
+                &ctx,
+                &user,
+                &target,
+                action.name(),
+                &statement(&action),
+                write_dag(&af, &action, &triggered),
+            )
+            .await;
+            let run_id = triggered.lock().ok().and_then(|mut g| g.take());
+            let dag_id = action.dag_id().to_string();
+            let _ = tx.send(Action::Dags(DagMsg::Written { action, result }));
+            if let Some(run_id) = run_id {
+                let _ = tx.send(Action::Dags(DagMsg::Triggered { dag_id, run_id }));
+            }
         })
     }
 
