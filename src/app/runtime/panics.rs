@@ -92,6 +92,14 @@ pub(super) fn reply_of(e: &Effect) -> Option<Reply> {
                 })
             })
         }
+        // Airflow's, and nothing back for the effects of neither.
+        _ => return dags_reply_of(e),
+    })
+}
+
+/// [`reply_of`] for the DAG tab's effects (Airflow's).
+fn dags_reply_of(e: &Effect) -> Option<Reply> {
+    Some(match e {
         Effect::LoadDags { generation } => {
             let generation = *generation;
             Box::new(move |m| {
