@@ -241,11 +241,64 @@ async fn run_tracked(
     cached_max_age: Option<Duration>,
 ) -> Report {
     let mut report = empty_report(settings);
+    let Some((lake, tables)) = connect_and_list(settings, globs, running, &mut report).await else {
+        return report;
+    };
+    let cached = cached_stats(settings, cached_max_age, &tables, &mut report);
+    let (lake, cached) = (&lake, &cached);
+    let stats = futures::stream::iter(tables.clone())
+        .map(|t| async move {
+            if let Some(e) = cached.get(&t) {
+                return (t, Ok(e.stats.clone()));
+            }
+            let _running = running.start(format!("Trino: the health queries of {t}"));
+            let r = lake.table_stats(&t).await;
+            (t, r)
+        })
+        .buffer_unordered(settings.max_concurrent_queries)
+        .collect::<Vec<(TableRef, Result<TableStats, TrinoError>)>>();
+    let (results, airflow) = tokio::join!(stats, read_airflow(settings, running));
+    let now = Utc::now();
+    let (mapping, facts_by_dag) = match airflow {
+        Some(a) => dag_reports(&mut report, a, &tables, settings, now),
+        None => Default::default(),
+    };
+    for (table, r) in results {
+        let dag = mapping.get(&table).and_then(|m| {
+            facts_by_dag.get(&m.dag_id).map(|f| DagFacts {
+                guessed: m.guessed,
+                ..f.clone()
+            })
+        });
+        report
+            .tables
+            .push(table_report(table, r, dag, settings, now));
+    }
+    report.tables.sort_by(|a, b| a.table.cmp(&b.table));
+    report.dags.sort_by(|a, b| {
+        b.health
+            .status
+            .rank()
+            .cmp(&a.health.status.rank())
+            .then(a.facts.dag_id.cmp(&b.facts.dag_id))
+    });
+    report.generated_at = now;
+    report
+}
+
+/// Connect to Trino and list the tables the check is about; `None` (with the report's
+/// fatal error set) when either fails. No table listed is an UNKNOWN finding, not a pass.
+async fn connect_and_list(
+    settings: &Settings,
+    globs: &[String],
+    running: &Running,
+    report: &mut Report,
+) -> Option<(Lakehouse, Vec<TableRef>)> {
     let client = match Client::from_settings(&settings.trino, settings.query_timeout) {
         Ok(c) => c,
         Err(e) => {
             report.fatal = Some(e.to_string());
-            return report;
+            return None;
         }
     };
     let lake = Lakehouse::new(
@@ -263,7 +316,7 @@ async fn run_tracked(
         }
         Err(e) => {
             report.fatal = Some(e.to_string());
-            return report;
+            return None;
         }
     }
     let mut all_globs = settings.trino.tables.clone();
@@ -281,7 +334,7 @@ async fn run_tracked(
                 "cannot list the tables of catalog {}: {e}",
                 settings.trino.catalog
             ));
-            return report;
+            return None;
         }
     };
     if tables.is_empty() {
@@ -298,7 +351,17 @@ async fn run_tracked(
             penalty: 0,
         });
     }
-    let lake = &lake;
+    Some((lake, tables))
+}
+
+/// The tables' stats the TUI's cache holds young enough (`--cached-max-age`), said in
+/// the report's warnings; none without the flag.
+fn cached_stats(
+    settings: &Settings,
+    cached_max_age: Option<Duration>,
+    tables: &[TableRef],
+    report: &mut Report,
+) -> BTreeMap<TableRef, crate::cache::Entry> {
     let cached: BTreeMap<TableRef, crate::cache::Entry> = match cached_max_age {
         Some(age) => crate::cache::load_fresh(
             &settings.stats_cache,
@@ -322,118 +385,106 @@ async fn run_tracked(
             crate::fmt::human_duration(Utc::now().signed_duration_since(oldest).num_seconds())
         ));
     }
-    let cached = &cached;
-    let stats = futures::stream::iter(tables.clone())
-        .map(|t| async move {
-            if let Some(e) = cached.get(&t) {
-                return (t, Ok(e.stats.clone()));
-            }
-            let _running = running.start(format!("Trino: the health queries of {t}"));
-            let r = lake.table_stats(&t).await;
-            (t, r)
-        })
-        .buffer_unordered(settings.max_concurrent_queries)
-        .collect::<Vec<(TableRef, Result<TableStats, TrinoError>)>>();
-    let (results, airflow) = tokio::join!(stats, read_airflow(settings, running));
-    let now = Utc::now();
+    cached
+}
 
-    // Which DAG maintains which table, and what each DAG says.
+/// Which DAG maintains which table, and what each DAG says: the report's DAGs and their
+/// findings; the mapping and each readable DAG's facts, for the tables' verdicts.
+fn dag_reports(
+    report: &mut Report,
+    a: AirflowRead,
+    tables: &[TableRef],
+    settings: &Settings,
+    now: chrono::DateTime<Utc>,
+) -> (
+    BTreeMap<TableRef, crate::health::mapping::Mapped>,
+    BTreeMap<String, DagFacts>,
+) {
     let mut facts_by_dag: BTreeMap<String, DagFacts> = BTreeMap::new();
-    let mut mapping = BTreeMap::new();
-    if let Some(a) = airflow {
-        let names: Vec<DagName> = a
-            .dags
+    let names: Vec<DagName> = a
+        .dags
+        .iter()
+        .map(|(d, _)| DagName {
+            dag_id: d.dag_id.clone(),
+            tags: d.tags.clone(),
+        })
+        .collect();
+    let mapping = map_dags(tables, &names, &settings.maintenance);
+    for (dag, facts) in a.dags {
+        let maintained: Vec<String> = mapping
             .iter()
-            .map(|(d, _)| DagName {
-                dag_id: d.dag_id.clone(),
-                tags: d.tags.clone(),
-            })
+            .filter(|(_, m)| m.dag_id == dag.dag_id)
+            .map(|(t, _)| t.to_string())
             .collect();
-        mapping = map_dags(&tables, &names, &settings.maintenance);
-        for (dag, facts) in a.dags {
-            let maintained: Vec<String> = mapping
-                .iter()
-                .filter(|(_, m)| m.dag_id == dag.dag_id)
-                .map(|(t, _)| t.to_string())
-                .collect();
-            match facts {
-                Ok(f) => {
-                    report.dags.push(DagReport {
-                        health: evaluate_dag(&f, now),
-                        facts: f.clone(),
-                        tables: maintained,
-                    });
-                    facts_by_dag.insert(dag.dag_id.clone(), f);
-                }
-                Err(e) => report.findings.push(Finding {
-                    rule: Rule::DagUnreadable,
-                    severity: Severity::Unknown,
-                    message: format!("DAG {}: cannot read its runs: {e}", dag.dag_id),
-                    penalty: 0,
-                }),
-            }
-        }
-        // A configured DAG Airflow does not list is a finding of its own.
-        for m in &settings.maintenance {
-            if !names.iter().any(|n| n.dag_id == m.dag_id) {
-                report.findings.push(Finding {
-                    rule: Rule::DagMissing,
-                    severity: Severity::Warning,
-                    message: format!(
-                        "DAG {} (maintains {}) is not among Airflow's maintenance DAGs",
-                        m.dag_id, m.table
-                    ),
-                    penalty: 0,
+        match facts {
+            Ok(f) => {
+                report.dags.push(DagReport {
+                    health: evaluate_dag(&f, now),
+                    facts: f.clone(),
+                    tables: maintained,
                 });
+                facts_by_dag.insert(dag.dag_id.clone(), f);
             }
+            Err(e) => report.findings.push(Finding {
+                rule: Rule::DagUnreadable,
+                severity: Severity::Unknown,
+                message: format!("DAG {}: cannot read its runs: {e}", dag.dag_id),
+                penalty: 0,
+            }),
         }
-        report.findings.extend(a.findings);
-        report.airflow = Some(a.info);
     }
+    // A configured DAG Airflow does not list is a finding of its own.
+    for m in &settings.maintenance {
+        if !names.iter().any(|n| n.dag_id == m.dag_id) {
+            report.findings.push(Finding {
+                rule: Rule::DagMissing,
+                severity: Severity::Warning,
+                message: format!(
+                    "DAG {} (maintains {}) is not among Airflow's maintenance DAGs",
+                    m.dag_id, m.table
+                ),
+                penalty: 0,
+            });
+        }
+    }
+    report.findings.extend(a.findings);
+    report.airflow = Some(a.info);
+    (mapping, facts_by_dag)
+}
 
-    for (table, r) in results {
-        let dag = mapping.get(&table).and_then(|m| {
-            facts_by_dag.get(&m.dag_id).map(|f| DagFacts {
-                guessed: m.guessed,
-                ..f.clone()
-            })
-        });
-        report.tables.push(match r {
-            Ok(stats) => TableReport {
-                health: evaluate(&stats, dag.as_ref(), &settings.health, now),
-                table,
-                stats: Some(stats),
-                error: None,
-                dag,
+/// One table's part of the report: its verdict, or UNKNOWN naming the failed read.
+fn table_report(
+    table: TableRef,
+    r: Result<TableStats, TrinoError>,
+    dag: Option<DagFacts>,
+    settings: &Settings,
+    now: chrono::DateTime<Utc>,
+) -> TableReport {
+    match r {
+        Ok(stats) => TableReport {
+            health: evaluate(&stats, dag.as_ref(), &settings.health, now),
+            table,
+            stats: Some(stats),
+            error: None,
+            dag,
+        },
+        Err(e) => TableReport {
+            health: Health {
+                status: Severity::Unknown,
+                score: 0,
+                findings: vec![Finding {
+                    rule: Rule::Unreadable,
+                    severity: Severity::Unknown,
+                    message: format!("health query failed: {e}"),
+                    penalty: 0,
+                }],
             },
-            Err(e) => TableReport {
-                health: Health {
-                    status: Severity::Unknown,
-                    score: 0,
-                    findings: vec![Finding {
-                        rule: Rule::Unreadable,
-                        severity: Severity::Unknown,
-                        message: format!("health query failed: {e}"),
-                        penalty: 0,
-                    }],
-                },
-                table,
-                stats: None,
-                error: Some(e.to_string()),
-                dag,
-            },
-        });
+            table,
+            stats: None,
+            error: Some(e.to_string()),
+            dag,
+        },
     }
-    report.tables.sort_by(|a, b| a.table.cmp(&b.table));
-    report.dags.sort_by(|a, b| {
-        b.health
-            .status
-            .rank()
-            .cmp(&a.health.status.rank())
-            .then(a.facts.dag_id.cmp(&b.facts.dag_id))
-    });
-    report.generated_at = now;
-    report
 }
 
 #[cfg(test)]
