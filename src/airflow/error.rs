@@ -61,9 +61,13 @@ pub enum AirflowError {
         limit: u64,
         key: &'static str,
     },
-    /// Client-side configuration (bad CA file, bad URL).
+    /// Client-side configuration (bad CA file, bad URL, no `[airflow]` at all).
     #[error("{0}")]
     Config(String),
+    /// floe itself failed while asking (a panic in the effect: a bug, or an answer nobody
+    /// foresaw); the message is the panic's.
+    #[error("internal error: {0} (a bug in floe; details in floe.log)")]
+    Internal(String),
 }
 
 fn auth_kind(status: u16) -> &'static str {
@@ -88,6 +92,7 @@ impl AirflowError {
             AirflowError::MayHaveRun { .. } => "OUTCOME_UNKNOWN",
             AirflowError::TooLarge { .. } => "RESPONSE_TOO_LARGE",
             AirflowError::Config(_) => "CONFIG",
+            AirflowError::Internal(_) => "INTERNAL_ERROR",
         }
     }
 

@@ -14,6 +14,7 @@ use crate::health::HealthConfig;
 use crate::lakehouse::maintenance::Plan;
 use crate::lakehouse::model::{PartitionStats, SnapshotInfo, TableRef};
 use crate::lakehouse::queries::PartitionList;
+use crate::trino::TrinoError;
 
 pub use crate::maintain::plan::MaintenanceKind;
 use crate::trino::ServerInfo;
@@ -26,23 +27,23 @@ pub enum Action {
     Tick(DateTime<Utc>),
     Resize(u16, u16),
     /// The Trino coordinator's `/v1/info` (the header).
-    ServerInfo(Result<ServerInfo, String>),
+    ServerInfo(Result<ServerInfo, TrinoError>),
     /// A result for the Tables tab.
     Tables(TablesMsg),
     Partitions {
         request: u64,
         table: TableRef,
-        result: Result<PartitionList, String>,
+        result: Result<PartitionList, TrinoError>,
     },
     Snapshots {
         request: u64,
         table: TableRef,
-        result: Result<Vec<SnapshotInfo>, String>,
+        result: Result<Vec<SnapshotInfo>, TrinoError>,
     },
     /// The runs of the Snapshots tab's maintenance DAG (its timeline).
     TimelineRuns {
         dag_id: String,
-        result: Result<Vec<crate::airflow::DagRun>, String>,
+        result: Result<Vec<crate::airflow::DagRun>, crate::airflow::AirflowError>,
     },
     Exported(Result<PathBuf, String>),
     ProfileSwitched(Result<ProfileView, String>),
@@ -59,7 +60,7 @@ pub enum Action {
     /// The coordinator's record of the recent queries that read a table.
     Queries {
         table: TableRef,
-        result: Result<crate::lakehouse::history::TableQueries, String>,
+        result: Result<crate::lakehouse::history::TableQueries, TrinoError>,
     },
 }
 

@@ -12,6 +12,7 @@ use super::state::{Level, Load, State};
 use crate::health::{Severity, partition_severity};
 use crate::lakehouse::model::{PartitionKey, PartitionStats, TableRef};
 use crate::lakehouse::queries::PartitionList;
+use crate::trino::TrinoError;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct PartitionRow {
@@ -295,7 +296,7 @@ pub fn update(
     s: &mut State,
     request: u64,
     table: &TableRef,
-    result: Result<PartitionList, String>,
+    result: Result<PartitionList, TrinoError>,
 ) -> Vec<Effect> {
     on_partitions(s, request, table, result);
     Vec::new()
@@ -305,7 +306,7 @@ fn on_partitions(
     s: &mut State,
     request: u64,
     table: &TableRef,
-    result: Result<PartitionList, String>,
+    result: Result<PartitionList, TrinoError>,
 ) {
     if request != s.partitions.request || s.partitions.table.as_ref() != Some(table) {
         return;
@@ -354,7 +355,7 @@ fn on_partitions(
         }
         Err(e) => {
             s.set_status(Level::Error, format!("partitions of {table}: {e}"));
-            s.partitions.load = Load::Failed(e);
+            s.partitions.load = Load::Failed(e.to_string());
         }
     }
 }

@@ -29,7 +29,11 @@ pub struct QueriesView {
 }
 
 /// The result of [`Effect::LoadQueries`].
-pub fn on_loaded(s: &mut State, table: TableRef, result: Result<TableQueries, String>) {
+pub fn on_loaded(
+    s: &mut State,
+    table: TableRef,
+    result: Result<TableQueries, crate::trino::TrinoError>,
+) {
     let generation = s
         .queries
         .by_table
@@ -38,7 +42,7 @@ pub fn on_loaded(s: &mut State, table: TableRef, result: Result<TableQueries, St
         .unwrap_or(s.tables.generation);
     let load = match result {
         Ok(q) => QueryLoad::Loaded(q),
-        Err(e) => QueryLoad::Failed(e),
+        Err(e) => QueryLoad::Failed(e.to_string()),
     };
     s.queries.by_table.insert(table, (generation, load));
 }
@@ -114,7 +118,7 @@ pub fn lines(s: &State, t: &TableRef) -> Vec<String> {
 }
 
 /// The action a [`Effect::LoadQueries`] sends back.
-pub fn reply(table: TableRef, result: Result<TableQueries, String>) -> Action {
+pub fn reply(table: TableRef, result: Result<TableQueries, crate::trino::TrinoError>) -> Action {
     Action::Queries { table, result }
 }
 

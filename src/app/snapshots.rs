@@ -210,7 +210,7 @@ pub fn update(
     s: &mut State,
     request: u64,
     table: &TableRef,
-    result: Result<Vec<SnapshotInfo>, String>,
+    result: Result<Vec<SnapshotInfo>, crate::trino::TrinoError>,
 ) -> Vec<Effect> {
     if request != s.snapshots.request || s.snapshots.table.as_ref() != Some(table) {
         return Vec::new();
@@ -237,7 +237,7 @@ pub fn update(
         }
         Err(e) => {
             s.set_status(Level::Error, format!("snapshots of {table}: {e}"));
-            s.snapshots.load = Load::Failed(e);
+            s.snapshots.load = Load::Failed(e.to_string());
             Vec::new()
         }
     }
@@ -288,7 +288,11 @@ pub fn on_dags(s: &mut State) -> Vec<Effect> {
 }
 
 /// The runs of `dag_id` arrived (or failed): kept when the timeline still wants them.
-pub fn on_runs(s: &mut State, dag_id: &str, result: Result<Vec<DagRun>, String>) -> Vec<Effect> {
+pub fn on_runs(
+    s: &mut State,
+    dag_id: &str,
+    result: Result<Vec<DagRun>, crate::airflow::AirflowError>,
+) -> Vec<Effect> {
     let Some(r) = s.snapshots.runs.as_mut().filter(|r| r.dag_id == dag_id) else {
         return Vec::new();
     };
@@ -299,7 +303,7 @@ pub fn on_runs(s: &mut State, dag_id: &str, result: Result<Vec<DagRun>, String>)
         }
         // The runs read before stay on the chart; the sentence says they could not be
         // read again only when there are none.
-        Err(e) => r.load = Load::Failed(e),
+        Err(e) => r.load = Load::Failed(e.to_string()),
     }
     Vec::new()
 }

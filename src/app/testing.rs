@@ -372,3 +372,24 @@ pub mod dags {
         }
     }
 }
+
+/// A statement Trino reported FAILED, as the client returns it
+/// (`NAME: message (query id)`).
+pub fn query_failed(name: &str, message: &str, query_id: &str) -> crate::trino::TrinoError {
+    crate::trino::TrinoError::Query {
+        query_id: query_id.into(),
+        error_name: name.into(),
+        error_code: 0,
+        error_type: "USER_ERROR".into(),
+        message: message.into(),
+        location: None,
+    }
+}
+
+/// A coordinator that refused the connection at `url`.
+pub fn unreachable(url: &str) -> crate::trino::TrinoError {
+    crate::trino::TrinoError::Transport {
+        url: url.into(),
+        message: "connection refused".into(),
+    }
+}

@@ -95,7 +95,7 @@ fn dispatch(s: &mut State, action: Action) -> Vec<Effect> {
                     s.conn.info_error = None;
                 }
                 Err(e) => {
-                    s.conn.info_error = Some(e.clone());
+                    s.conn.info_error = Some(e.to_string());
                     s.set_status(Level::Error, format!("Trino: {e}"));
                 }
             }

@@ -79,6 +79,10 @@ pub enum TrinoError {
     /// Client-side configuration (bad CA file, bad URL, a value that cannot be sent).
     #[error("{0}")]
     Config(String),
+    /// floe itself failed while asking (a panic in the effect: a bug, or an answer nobody
+    /// foresaw); the message is the panic's.
+    #[error("internal error: {0} (a bug in floe; details in floe.log)")]
+    Internal(String),
 }
 
 fn deadline_text(query_id: &str, deadline: Duration) -> String {
@@ -106,6 +110,7 @@ impl TrinoError {
             TrinoError::TooLarge { .. } => "RESPONSE_TOO_LARGE",
             TrinoError::UnsafeRedirect { .. } => "UNSAFE_REDIRECT",
             TrinoError::Config(_) => "CONFIG",
+            TrinoError::Internal(_) => "INTERNAL_ERROR",
         }
     }
 

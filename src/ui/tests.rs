@@ -45,7 +45,11 @@ fn all_loaded() -> State {
         Action::Tables(TablesMsg::Stats {
             generation,
             table: TableRef::new("iceberg", "audit", "events"),
-            result: Err("TABLE_NOT_FOUND: line 1:15: Table 'iceberg.audit.events' does not exist (query 20261129_090000_00007_lab01)".into()),
+            result: Err(crate::app::testing::query_failed(
+                "TABLE_NOT_FOUND",
+                "line 1:15: Table 'iceberg.audit.events' does not exist",
+                "20261129_090000_00007_lab01",
+            )),
         }),
     );
     s.status = None;
@@ -136,17 +140,16 @@ fn tables_error_keeps_rows() {
         &mut s,
         Action::Tables(TablesMsg::Discovered {
             generation,
-            result: Err(
-                "cannot reach Trino at http://127.0.0.1:8080/v1/statement: connection refused"
-                    .into(),
-            ),
+            result: Err(crate::app::testing::unreachable(
+                "http://127.0.0.1:8080/v1/statement",
+            )),
         }),
     );
     update(
         &mut s,
-        Action::ServerInfo(Err(
-            "cannot reach Trino at http://127.0.0.1:8080/v1/info: connection refused".into(),
-        )),
+        Action::ServerInfo(Err(crate::app::testing::unreachable(
+            "http://127.0.0.1:8080/v1/info",
+        ))),
     );
     insta::assert_snapshot!(screen(&mut s, 80, 24).backend());
 }
@@ -622,7 +625,11 @@ mod hostile {
             Action::Tables(TablesMsg::Stats {
                 generation,
                 table: failing,
-                result: Err(h("TABLE_NOT_FOUND: ")),
+                result: Err(crate::app::testing::query_failed(
+                    "TABLE_NOT_FOUND",
+                    &h(""),
+                    "q1",
+                )),
             }),
         );
         s
@@ -712,7 +719,10 @@ mod hostile {
             Action::Dags(DagMsg::Facts {
                 generation,
                 dag_id: h("dag"),
-                result: Err(h("403: ")),
+                result: Err(crate::airflow::AirflowError::Malformed {
+                    url: "http://airflow/api/v2/dags".into(),
+                    message: h("403: "),
+                }),
             }),
         );
         key(&mut s, '4');

@@ -3,7 +3,7 @@
 //! `y` to write host and port only, then the connection's new test in the status line.
 
 use super::writes::DagConfirm;
-use crate::airflow::{ApiVersion, Connection};
+use crate::airflow::{AirflowError, ApiVersion, Connection};
 use crate::app::action::{DagWrite, Effect};
 use crate::app::prompt::Prompt;
 use crate::app::state::{Level, Popup, State, Tab};
@@ -66,7 +66,7 @@ pub fn on_planned(
     s: &mut State,
     id: &str,
     target: &str,
-    result: Result<(Connection, ApiVersion), String>,
+    result: Result<(Connection, ApiVersion), AirflowError>,
 ) {
     let (conn, api) = match result {
         Ok(r) => r,

@@ -1,7 +1,7 @@
 //! The drill-down of the DAGs tab: DAG → runs → task instances → log, and back.
 
 use super::{DagLevel, LogView, keep_order};
-use crate::airflow::{DagRun, TaskInstance, TaskLog};
+use crate::airflow::{AirflowError, DagRun, TaskInstance, TaskLog};
 use crate::app::action::Effect;
 use crate::app::grid::Grid;
 use crate::app::state::{Level, Load, State};
@@ -79,7 +79,7 @@ pub fn back(s: &mut State) -> bool {
     true
 }
 
-pub(super) fn on_runs(s: &mut State, dag_id: &str, result: Result<Vec<DagRun>, String>) {
+pub(super) fn on_runs(s: &mut State, dag_id: &str, result: Result<Vec<DagRun>, AirflowError>) {
     if s.dags.dag_id.as_deref() != Some(dag_id) {
         return;
     }
@@ -95,7 +95,7 @@ pub(super) fn on_runs(s: &mut State, dag_id: &str, result: Result<Vec<DagRun>, S
         }
         Err(e) => {
             s.set_status(Level::Error, format!("runs of {dag_id}: {e}"));
-            s.dags.runs_load = Load::Failed(e);
+            s.dags.runs_load = Load::Failed(e.to_string());
         }
     }
 }
@@ -104,7 +104,7 @@ pub(super) fn on_tasks(
     s: &mut State,
     dag_id: &str,
     run_id: &str,
-    result: Result<Vec<TaskInstance>, String>,
+    result: Result<Vec<TaskInstance>, AirflowError>,
 ) {
     if s.dags.dag_id.as_deref() != Some(dag_id) || s.dags.run_id.as_deref() != Some(run_id) {
         return;
@@ -127,7 +127,7 @@ pub(super) fn on_tasks(
         }
         Err(e) => {
             s.set_status(Level::Error, format!("tasks of {dag_id} {run_id}: {e}"));
-            s.dags.tasks_load = Load::Failed(e);
+            s.dags.tasks_load = Load::Failed(e.to_string());
         }
     }
 }
@@ -135,7 +135,7 @@ pub(super) fn on_tasks(
 pub(super) fn on_log(
     s: &mut State,
     key: (String, String, String, u32),
-    result: Result<TaskLog, String>,
+    result: Result<TaskLog, AirflowError>,
 ) {
     let (dag_id, run_id, task_id, try_number) = key;
     match result {
@@ -172,7 +172,7 @@ pub(super) fn on_log(
                 Level::Error,
                 format!("log of {task_id} ({run_id}, try {try_number}): {e}"),
             );
-            s.dags.log_load = Load::Failed(e);
+            s.dags.log_load = Load::Failed(e.to_string());
         }
     }
 }

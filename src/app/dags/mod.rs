@@ -10,7 +10,9 @@ use super::action::{DagWrite, Effect};
 use super::grid::Grid;
 use super::state::{Level, Load, State, Tab};
 use crate::airflow::scan::DagList;
-use crate::airflow::{AirflowHealth, Dag, DagImportError, DagRun, TaskInstance, TaskLog};
+use crate::airflow::{
+    AirflowError, AirflowHealth, Dag, DagImportError, DagRun, TaskInstance, TaskLog,
+};
 use crate::health::mapping::{DagName, Mapped, map_dags};
 use crate::health::{DagFacts, Finding, Health, Severity, evaluate, evaluate_dag};
 
@@ -269,7 +271,11 @@ pub fn correlate(s: &mut State) {
     s.tables.reindex();
 }
 
-pub fn on_list(s: &mut State, generation: u64, result: Result<DagList, String>) -> Vec<Effect> {
+pub fn on_list(
+    s: &mut State,
+    generation: u64,
+    result: Result<DagList, AirflowError>,
+) -> Vec<Effect> {
     if generation != s.dags.generation {
         return Vec::new();
     }
@@ -316,14 +322,18 @@ pub fn on_list(s: &mut State, generation: u64, result: Result<DagList, String>) 
                 .collect()
         }
         Err(e) => {
-            s.dags.load = Load::Failed(e.clone());
+            s.dags.load = Load::Failed(e.to_string());
             s.set_status(Level::Error, format!("Airflow: {e}"));
             Vec::new()
         }
     }
 }
 
-pub fn on_facts(s: &mut State, dag_id: &str, result: Result<DagFacts, String>) -> Vec<Effect> {
+pub fn on_facts(
+    s: &mut State,
+    dag_id: &str,
+    result: Result<DagFacts, AirflowError>,
+) -> Vec<Effect> {
     let now = s.now;
     let Some(row) = s.dags.rows.iter_mut().find(|r| r.dag.dag_id == dag_id) else {
         return Vec::new();
@@ -346,7 +356,7 @@ pub fn on_facts(s: &mut State, dag_id: &str, result: Result<DagFacts, String>) -
                 s.dags.failures.remove(dag_id);
             }
         }
-        Err(e) => row.error = Some(e),
+        Err(e) => row.error = Some(e.to_string()),
     }
     correlate(s);
     s.dags.reindex();
@@ -361,38 +371,38 @@ pub fn on_facts(s: &mut State, dag_id: &str, result: Result<DagFacts, String>) -
 pub enum DagMsg {
     Loaded {
         generation: u64,
-        result: Result<DagList, String>,
+        result: Result<DagList, AirflowError>,
     },
     Facts {
         generation: u64,
         dag_id: String,
-        result: Result<DagFacts, String>,
+        result: Result<DagFacts, AirflowError>,
     },
     ConnectionFindings(Vec<Finding>),
     Runs {
         dag_id: String,
-        result: Result<Vec<DagRun>, String>,
+        result: Result<Vec<DagRun>, AirflowError>,
     },
     Tasks {
         dag_id: String,
         run_id: String,
-        result: Result<Vec<TaskInstance>, String>,
+        result: Result<Vec<TaskInstance>, AirflowError>,
     },
     Log {
         dag_id: String,
         run_id: String,
         task_id: String,
         try_number: u32,
-        result: Result<TaskLog, String>,
+        result: Result<TaskLog, AirflowError>,
     },
     Failure {
         dag_id: String,
-        result: Result<Option<FailureDetail>, String>,
+        result: Result<Option<FailureDetail>, AirflowError>,
     },
     ClearPlanned {
         dag_id: String,
         run_id: String,
-        result: Result<crate::airflow::ClearOutcome, String>,
+        result: Result<crate::airflow::ClearOutcome, AirflowError>,
     },
     Written {
         action: DagWrite,
@@ -406,11 +416,11 @@ pub enum DagMsg {
     /// The watched run as Airflow has it; once it ended, its tables read again.
     Watched {
         run_id: String,
-        result: Result<(crate::airflow::DagRun, Vec<crate::airflow::TaskInstance>), String>,
+        result: Result<(crate::airflow::DagRun, Vec<crate::airflow::TaskInstance>), AirflowError>,
         reread: Option<
             Vec<(
                 crate::lakehouse::model::TableRef,
-                Result<crate::lakehouse::model::TableStats, String>,
+                Result<crate::lakehouse::model::TableStats, crate::trino::TrinoError>,
             )>,
         >,
     },
@@ -418,7 +428,7 @@ pub enum DagMsg {
     ConnectionPlanned {
         connection_id: String,
         target: String,
-        result: Result<(crate::airflow::Connection, crate::airflow::ApiVersion), String>,
+        result: Result<(crate::airflow::Connection, crate::airflow::ApiVersion), AirflowError>,
     },
 }
 
@@ -471,7 +481,7 @@ pub fn update(s: &mut State, msg: DagMsg) -> Vec<Effect> {
                     s.dags.failures.remove(&dag_id);
                 }
                 Err(e) => {
-                    s.dags.failures.insert(dag_id, Err(e));
+                    s.dags.failures.insert(dag_id, Err(e.to_string()));
                 }
             }
             Vec::new()

@@ -279,8 +279,8 @@ pub fn query_tables(s: &State) -> Vec<TableRef> {
 pub fn on_progress(
     s: &mut State,
     run_id: &str,
-    result: Result<(DagRun, Vec<TaskInstance>), String>,
-    reread: Option<Vec<(TableRef, Result<TableStats, String>)>>,
+    result: Result<(DagRun, Vec<TaskInstance>), crate::airflow::AirflowError>,
+    reread: Option<Vec<(TableRef, Result<TableStats, crate::trino::TrinoError>)>>,
 ) -> Vec<Effect> {
     let now = s.now;
     let Some(w) = s.dags.watch.as_mut().filter(|w| w.run_id == run_id) else {
@@ -517,7 +517,12 @@ mod tests {
             75
         );
         // Another run's answer changes nothing.
-        on_progress(&mut s, "other", Err("x".into()), None);
+        on_progress(
+            &mut s,
+            "other",
+            Err(crate::airflow::AirflowError::Config("x".into())),
+            None,
+        );
         assert_eq!(s.status.clone().unwrap().text, st);
     }
 

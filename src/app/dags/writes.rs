@@ -4,7 +4,7 @@
 use crossterm::event::{KeyCode, KeyEvent};
 
 use super::DagLevel;
-use crate::airflow::ClearOutcome;
+use crate::airflow::{AirflowError, ClearOutcome};
 use crate::app::action::{DagWrite, Effect};
 use crate::app::keymap::Command;
 use crate::app::state::{Level, Popup, State, Tab};
@@ -96,7 +96,7 @@ pub(super) fn on_clear_planned(
     s: &mut State,
     dag_id: &str,
     run_id: &str,
-    result: Result<ClearOutcome, String>,
+    result: Result<ClearOutcome, AirflowError>,
 ) {
     match result {
         Ok(_) if s.popup.is_some() => {

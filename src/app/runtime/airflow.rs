@@ -8,9 +8,11 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 
 use super::Runtime;
+use super::reply::spawn_reply;
 use crate::airflow::{AirflowClient, AirflowError};
 use crate::app::action::{Action, DagWrite, Effect};
 use crate::app::dags::{DagMsg, FailureDetail};
+use crate::lakehouse::model::TableRef;
 use crate::maintain::audit::{WriteFailure, write_failure};
 
 /// Airflow, connected on first use (and again after a failure), with its own small pool.
@@ -30,43 +32,47 @@ impl AirflowHandle {
         }
     }
 
-    pub async fn get(&self) -> Result<AirflowClient, String> {
+    pub async fn get(&self) -> Result<AirflowClient, AirflowError> {
         let Some(s) = &self.settings else {
-            return Err("Airflow is not configured".into());
+            return Err(AirflowError::Config("Airflow is not configured".into()));
         };
         let mut guard = self.client.lock().await;
         if let Some(c) = guard.as_ref() {
             return Ok(c.clone());
         }
-        let c = AirflowClient::connect(s).await.map_err(|e| e.to_string())?;
+        let c = AirflowClient::connect(s).await?;
         *guard = Some(c.clone());
         Ok(c)
     }
 
-    /// Call Airflow if it is (or can be) connected; every error as text.
-    pub async fn call<T, F, Fut>(&self, f: F) -> Result<T, String>
+    /// Call Airflow if it is (or can be) connected.
+    pub async fn call<T, F, Fut>(&self, f: F) -> Result<T, AirflowError>
     where
         F: FnOnce(AirflowClient) -> Fut,
         Fut: Future<Output = Result<T, AirflowError>>,
     {
-        let c = self.get().await?;
-        f(c).await.map_err(|e| e.to_string())
+        f(self.get().await?).await
     }
 }
 
 impl Runtime {
-    /// Start an Airflow effect; `None` for effects that are not Airflow's.
+    /// Start an Airflow effect; `None` for effects that are not Airflow's. Each is its
+    /// work and its one reply, run by [`spawn_reply`].
     pub(super) fn spawn_airflow(&mut self, e: Effect) -> Option<JoinHandle<()>> {
-        let tx = self.tx.clone();
         let af = self.airflow.clone();
+        let pool = Some(af.pool.clone());
+        let send = self.sender();
         let runs = self.settings.airflow.as_ref().map(|a| a.runs).unwrap_or(25);
         Some(match e {
-            Effect::LoadDags { generation } => tokio::spawn(async move {
-                let result = af
-                    .call(|c| async move { crate::airflow::scan::list(&c).await })
-                    .await;
-                let _ = tx.send(Action::Dags(DagMsg::Loaded { generation, result }));
-            }),
+            Effect::LoadDags { generation } => spawn_reply(
+                None,
+                async move {
+                    af.call(|c| async move { crate::airflow::scan::list(&c).await })
+                        .await
+                },
+                move |result| Action::Dags(DagMsg::Loaded { generation, result }),
+                send,
+            ),
             Effect::LoadDagFacts { generation, dag } => {
                 let interval = self.dag_interval(&dag.dag_id);
                 let configured = self
@@ -76,23 +82,23 @@ impl Runtime {
                     .find(|m| m.dag_id == dag.dag_id)
                     .and_then(|m| m.interval);
                 let dag_id = dag.dag_id.clone();
-                tokio::spawn(async move {
-                    let _permit = af.pool.clone().acquire_owned().await;
-                    let result = af
+                let work = async move {
+                    let mut f = af
                         .call(|c| async move { c.fetch_facts(&dag, interval).await })
-                        .await
-                        .map(|mut f| {
-                            if let Some(i) = configured {
-                                f.expected_interval = i;
-                            }
-                            f
-                        });
-                    let _ = tx.send(Action::Dags(DagMsg::Facts {
+                        .await?;
+                    if let Some(i) = configured {
+                        f.expected_interval = i;
+                    }
+                    Ok(f)
+                };
+                let reply = move |result| {
+                    Action::Dags(DagMsg::Facts {
                         generation,
                         dag_id,
                         result,
-                    }));
-                })
+                    })
+                };
+                spawn_reply(pool, work, reply, send)
             }
             Effect::CheckConnections => {
                 let trino = self.settings.trino.url.clone();
@@ -101,73 +107,89 @@ impl Runtime {
                     .airflow
                     .as_ref()
                     .is_some_and(|a| a.test_connections);
-                tokio::spawn(async move {
-                    if let Ok(c) = af.get().await {
-                        let f = crate::airflow::scan::connection_findings(&c, &trino, test).await;
-                        let _ = tx.send(Action::Dags(DagMsg::ConnectionFindings(f)));
-                    }
-                })
+                let work = async move {
+                    let c = af.get().await?;
+                    Ok(crate::airflow::scan::connection_findings(&c, &trino, test).await)
+                };
+                // Connection findings have no error to show: an Airflow not reached is
+                // the DAG list's to say.
+                let reply = |r: Result<_, AirflowError>| {
+                    r.ok().map(|f| Action::Dags(DagMsg::ConnectionFindings(f)))
+                };
+                spawn_reply(None, work, reply, send)
             }
-            Effect::LoadRuns { dag_id } => tokio::spawn(async move {
+            Effect::LoadRuns { dag_id } => {
                 let d = dag_id.clone();
-                let result = af.call(|c| async move { c.runs(&d, runs).await }).await;
-                let _ = tx.send(Action::Dags(DagMsg::Runs { dag_id, result }));
-            }),
-            Effect::LoadTimelineRuns { dag_id } => tokio::spawn(async move {
+                let work = async move { af.call(|c| async move { c.runs(&d, runs).await }).await };
+                let reply = move |result| Action::Dags(DagMsg::Runs { dag_id, result });
+                spawn_reply(None, work, reply, send)
+            }
+            Effect::LoadTimelineRuns { dag_id } => {
                 let d = dag_id.clone();
-                let result = af.call(|c| async move { c.runs(&d, runs).await }).await;
-                let _ = tx.send(Action::TimelineRuns { dag_id, result });
-            }),
-            Effect::LoadTasks { dag_id, run_id } => tokio::spawn(async move {
+                let work = async move { af.call(|c| async move { c.runs(&d, runs).await }).await };
+                let reply = move |result| Action::TimelineRuns { dag_id, result };
+                spawn_reply(None, work, reply, send)
+            }
+            Effect::LoadTasks { dag_id, run_id } => {
                 let (d, r) = (dag_id.clone(), run_id.clone());
-                let result = af
-                    .call(|c| async move { c.task_instances(&d, &r).await })
-                    .await;
-                let _ = tx.send(Action::Dags(DagMsg::Tasks {
-                    dag_id,
-                    run_id,
-                    result,
-                }));
-            }),
+                let work = async move {
+                    af.call(|c| async move { c.task_instances(&d, &r).await })
+                        .await
+                };
+                let reply = move |result| {
+                    Action::Dags(DagMsg::Tasks {
+                        dag_id,
+                        run_id,
+                        result,
+                    })
+                };
+                spawn_reply(None, work, reply, send)
+            }
             Effect::LoadLog {
                 dag_id,
                 run_id,
                 task_id,
                 try_number,
-            } => tokio::spawn(async move {
+            } => {
                 let (d, r, t) = (dag_id.clone(), run_id.clone(), task_id.clone());
-                let result = af
-                    .call(|c| async move { c.task_log(&d, &r, &t, try_number).await })
-                    .await;
-                let _ = tx.send(Action::Dags(DagMsg::Log {
-                    dag_id,
-                    run_id,
-                    task_id,
-                    try_number,
-                    result,
-                }));
-            }),
-            Effect::LoadFailure { dag_id } => tokio::spawn(async move {
-                let _permit = af.pool.clone().acquire_owned().await;
+                let work = async move {
+                    af.call(|c| async move { c.task_log(&d, &r, &t, try_number).await })
+                        .await
+                };
+                let reply = move |result| {
+                    Action::Dags(DagMsg::Log {
+                        dag_id,
+                        run_id,
+                        task_id,
+                        try_number,
+                        result,
+                    })
+                };
+                spawn_reply(None, work, reply, send)
+            }
+            Effect::LoadFailure { dag_id } => {
                 let d = dag_id.clone();
-                let result = af
-                    .call(|c| async move { failure_detail(&c, &d, runs).await })
-                    .await;
-                let _ = tx.send(Action::Dags(DagMsg::Failure { dag_id, result }));
-            }),
+                let work = async move {
+                    af.call(|c| async move { failure_detail(&c, &d, runs).await })
+                        .await
+                };
+                let reply = move |result| Action::Dags(DagMsg::Failure { dag_id, result });
+                spawn_reply(pool, work, reply, send)
+            }
             Effect::PlanClear { dag_id, run_id } => {
-                let send = self.confirm_sender();
-                tokio::spawn(async move {
-                    let (d, r) = (dag_id.clone(), run_id.clone());
-                    let result = af
-                        .call(|c| async move { c.clear_run(&d, &r, true, true).await })
-                        .await;
-                    send(Action::Dags(DagMsg::ClearPlanned {
+                let (d, r) = (dag_id.clone(), run_id.clone());
+                let work = async move {
+                    af.call(|c| async move { c.clear_run(&d, &r, true, true).await })
+                        .await
+                };
+                let reply = move |result| {
+                    Action::Dags(DagMsg::ClearPlanned {
                         dag_id,
                         run_id,
                         result,
-                    }));
-                })
+                    })
+                };
+                spawn_reply(None, work, reply, self.confirm_sender())
             }
             Effect::WatchRun {
                 dag_id,
@@ -178,40 +200,38 @@ impl Runtime {
                 connection_id,
                 target,
             } => {
-                let send = self.confirm_sender();
-                tokio::spawn(async move {
-                    let id = connection_id.clone();
-                    let result = af
-                        .call(|c| async move {
-                            let api = c.api();
-                            c.connection(&id).await.map(|conn| (conn, api))
-                        })
-                        .await;
-                    send(Action::Dags(DagMsg::ConnectionPlanned {
+                let id = connection_id.clone();
+                let work = async move {
+                    af.call(|c| async move {
+                        let api = c.api();
+                        c.connection(&id).await.map(|conn| (conn, api))
+                    })
+                    .await
+                };
+                let reply = move |result| {
+                    Action::Dags(DagMsg::ConnectionPlanned {
                         connection_id,
                         target,
                         result,
-                    }));
-                })
+                    })
+                };
+                spawn_reply(None, work, reply, self.confirm_sender())
             }
             Effect::WriteDag(action) => self.spawn_write(action),
             _ => return None,
         })
     }
 
-    /// Follow a DAG run to its end, a poll at a time; when it ends, read its tables again.
-    fn spawn_watch(
-        &self,
-        dag_id: String,
-        run_id: String,
-        tables: Vec<crate::lakehouse::model::TableRef>,
-    ) -> JoinHandle<()> {
+    /// Follow a DAG run to its end, a poll at a time (each poll's answer is sent as it
+    /// comes); its reply is the last poll's, with its tables read again.
+    fn spawn_watch(&self, dag_id: String, run_id: String, tables: Vec<TableRef>) -> JoinHandle<()> {
         let tx = self.tx.clone();
         let af = self.airflow.clone();
         let lake = self.lake.clone();
-        tokio::spawn(async move {
+        let id = run_id.clone();
+        let work = async move {
             loop {
-                let (d, r) = (dag_id.clone(), run_id.clone());
+                let (d, r) = (dag_id.clone(), id.clone());
                 let result = af
                     .call(|c| async move {
                         let run = c.run(&d, &r).await?;
@@ -219,38 +239,42 @@ impl Runtime {
                         Ok((run, tasks))
                     })
                     .await;
-                let done = result
-                    .as_ref()
-                    .is_ok_and(|(run, _)| run.state.is_finished());
-                let reread = if done {
-                    let mut v = Vec::new();
-                    for t in &tables {
-                        v.push((
-                            t.clone(),
-                            lake.table_stats(t).await.map_err(|e| e.to_string()),
-                        ));
+                match result {
+                    Ok(poll) if poll.0.state.is_finished() => {
+                        let mut reread = Vec::new();
+                        for t in &tables {
+                            reread.push((t.clone(), lake.table_stats(t).await));
+                        }
+                        return Ok::<_, AirflowError>((poll, reread));
                     }
-                    Some(v)
-                } else {
-                    None
-                };
-                let _ = tx.send(Action::Dags(DagMsg::Watched {
-                    run_id: run_id.clone(),
-                    result,
-                    reread,
-                }));
-                if done {
-                    return;
+                    result => {
+                        let _ = tx.send(Action::Dags(DagMsg::Watched {
+                            run_id: id.clone(),
+                            result,
+                            reread: None,
+                        }));
+                    }
                 }
                 tokio::time::sleep(crate::app::dags::watch::POLL).await;
             }
-        })
+        };
+        let reply = move |r: Result<_, AirflowError>| {
+            let (result, reread) = match r {
+                Ok((poll, reread)) => (Ok(poll), Some(reread)),
+                Err(e) => (Err(e), None),
+            };
+            Action::Dags(DagMsg::Watched {
+                run_id,
+                result,
+                reread,
+            })
+        };
+        spawn_reply(None, work, reply, self.sender())
     }
 
     /// A DAG write (trigger, clear, pause, connection update), audited; a trigger's run is
     /// then watched.
     fn spawn_write(&self, action: DagWrite) -> JoinHandle<()> {
-        let tx = self.tx.clone();
         let af = self.airflow.clone();
         let ctx = crate::maintain::context(&self.settings);
         let user = self
@@ -265,24 +289,31 @@ impl Runtime {
             .as_ref()
             .map(|a| a.url.to_string())
             .unwrap_or_default();
-        tokio::spawn(async move {
+        let a = action.clone();
+        let work = async move {
             let triggered = std::sync::Mutex::new(None);
             let result = crate::maintain::audit::audited(
                 &ctx,
                 &user,
                 &target,
-                action.name(),
-                &statement(&action),
-                write_dag(&af, &action, &triggered),
+                a.name(),
+                &statement(&a),
+                write_dag(&af, &a, &triggered),
             )
             .await;
             let run_id = triggered.lock().ok().and_then(|mut g| g.take());
+            Ok::<_, String>((result, run_id))
+        };
+        let reply = move |r: Result<_, String>| {
             let dag_id = action.dag_id().to_string();
-            let _ = tx.send(Action::Dags(DagMsg::Written { action, result }));
+            let (result, run_id) = r.unwrap_or_else(|e| (Err(e), None));
+            let mut out = vec![Action::Dags(DagMsg::Written { action, result })];
             if let Some(run_id) = run_id {
-                let _ = tx.send(Action::Dags(DagMsg::Triggered { dag_id, run_id }));
+                out.push(Action::Dags(DagMsg::Triggered { dag_id, run_id }));
             }
-        })
+            out
+        };
+        spawn_reply(None, work, reply, self.sender())
     }
 
     /// The interval a DAG is expected to succeed in: its mapping's, else the config's.
@@ -359,7 +390,7 @@ async fn write_dag(
     action: &DagWrite,
     triggered: &std::sync::Mutex<Option<String>>,
 ) -> Result<String, WriteFailure> {
-    let c = af.get().await.map_err(WriteFailure::Failed)?;
+    let c = af.get().await.map_err(write_failure)?;
     match action {
         DagWrite::Trigger { dag_id } => {
             let run = c.trigger(dag_id).await.map_err(write_failure)?;

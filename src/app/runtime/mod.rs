@@ -5,7 +5,7 @@
 
 mod airflow;
 mod event_loop;
-mod panics;
+mod reply;
 mod terminal;
 mod trino;
 
@@ -113,15 +113,6 @@ impl Runtime {
             old.abort();
         }
         let slot = e.slot();
-        let reply = panics::reply_of(&e);
-        if panics::deliberate(&e) {
-            let task = tokio::spawn(async { panic!("FLOE_TEST_PANIC=effect") });
-            let handle = panics::watch(task, reply, self.tx.clone());
-            if let Some(slot) = slot {
-                self.running.insert(slot, handle);
-            }
-            return;
-        }
         let handle = match e {
             Effect::Quit => return,
             Effect::Copy(text) => {
@@ -179,16 +170,13 @@ impl Runtime {
             Effect::Export { format, data } => {
                 let dir = self.settings.export_dir.clone();
                 let audit = self.settings.audit_log.clone();
-                let tx = self.tx.clone();
-                tokio::spawn(async move {
-                    let r = tokio::task::spawn_blocking(move || {
-                        write_export(&dir, &audit, format, &data)
-                    })
-                    .await
-                    .map_err(|e| e.to_string())
-                    .and_then(|r| r);
-                    let _ = tx.send(Action::Exported(r));
-                })
+                let work = async move {
+                    tokio::task::spawn_blocking(move || write_export(&dir, &audit, format, &data))
+                        .await
+                        .map_err(|e| e.to_string())
+                        .and_then(|r| r)
+                };
+                reply::spawn_reply(None, work, Action::Exported, self.sender())
             }
             e @ (Effect::LoadDags { .. }
             | Effect::LoadDagFacts { .. }
@@ -209,10 +197,8 @@ impl Runtime {
                 None => return,
             },
         };
-        // A panic in the task becomes the effect's error, never a row loading forever.
-        let handle = panics::watch(handle, reply, self.tx.clone());
         if let Some(slot) = slot {
-            self.running.insert(slot, handle);
+            self.running.insert(slot, handle.abort_handle());
         }
     }
 
@@ -230,6 +216,14 @@ impl Runtime {
             }
         }
         let _ = out.flush();
+    }
+
+    /// A sender of effects' replies to the event loop.
+    pub(super) fn sender(&self) -> impl Fn(Action) + Send + Sync + 'static {
+        let tx = self.tx.clone();
+        move |a| {
+            let _ = tx.send(a);
+        }
     }
 
     /// A sender for a result that opens a confirm popup (a drafted plan, a clear's dry

@@ -1,26 +1,33 @@
 //! Effects that talk to Trino: server info, discovery, change probes, stats, partitions,
-//! snapshots, drafting and running maintenance plans; and the stats cache they fill.
+//! snapshots, drafting and running maintenance plans; and the stats cache they fill. Each
+//! is its work and its one reply, run by [`spawn_reply`].
 
 use tokio::task::JoinHandle;
 
 use super::Runtime;
+use super::reply::{deliberate, spawn_reply};
 use crate::app::action::{Action, Effect};
 use crate::app::maintenance::MaintenanceMsg;
 use crate::app::tables::TablesMsg;
 use crate::lakehouse::maintenance::Plan;
+use crate::lakehouse::model::TableRef;
 use crate::maintain::run::{StepEvent, Stop, run_plan_until};
+use crate::trino::TrinoError;
 
 impl Runtime {
     /// Start a Trino effect; `None` for effects that are not Trino's.
     pub(super) fn spawn_trino(&mut self, e: Effect) -> Option<JoinHandle<()>> {
-        let tx = self.tx.clone();
         let lake = self.lake.clone();
-        let pool = self.pool.clone();
+        let pool = Some(self.pool.clone());
+        let send = self.sender();
+        let test_panic = deliberate(&e);
         Some(match e {
-            Effect::FetchServerInfo => tokio::spawn(async move {
-                let r = lake.connect().await.map_err(|e| e.to_string());
-                let _ = tx.send(Action::ServerInfo(r));
-            }),
+            Effect::FetchServerInfo => spawn_reply(
+                None,
+                async move { lake.connect().await },
+                Action::ServerInfo,
+                send,
+            ),
             Effect::Discover {
                 generation,
                 schemas,
@@ -30,50 +37,54 @@ impl Runtime {
                     lake.forget_layouts();
                 }
                 let globs = self.settings.trino.tables.clone();
-                tokio::spawn(async move {
-                    let _permit = pool.acquire_owned().await;
-                    let result = lake
-                        .discover(&schemas, &globs)
-                        .await
-                        .map_err(|e| e.to_string());
-                    let _ = tx.send(Action::Tables(TablesMsg::Discovered { generation, result }));
-                })
+                spawn_reply(
+                    pool,
+                    async move { lake.discover(&schemas, &globs).await },
+                    move |result| Action::Tables(TablesMsg::Discovered { generation, result }),
+                    send,
+                )
             }
-            Effect::LoadStats { generation, table } => tokio::spawn(async move {
-                let _permit = pool.acquire_owned().await;
-                let result = lake.table_stats(&table).await.map_err(|e| e.to_string());
-                let _ = tx.send(Action::Tables(TablesMsg::Stats {
-                    generation,
-                    table,
-                    result,
-                }));
-            }),
-            Effect::Probe { generation, tables } => tokio::spawn(async move {
-                let _permit = pool.acquire_owned().await;
-                let results = lake
-                    .probe(&tables)
-                    .await
-                    .into_iter()
-                    .map(|(t, r)| (t, r.map_err(|e| e.to_string())))
-                    .collect();
-                let _ = tx.send(Action::Tables(TablesMsg::Probed {
-                    generation,
-                    results,
-                }));
-            }),
-            Effect::Rank { generation, tables } => tokio::spawn(async move {
-                let _permit = pool.acquire_owned().await;
-                let results = lake
-                    .rank(&tables)
-                    .await
-                    .into_iter()
-                    .map(|(t, r)| (t, r.map_err(|e| e.to_string())))
-                    .collect();
-                let _ = tx.send(Action::Tables(TablesMsg::Ranked {
-                    generation,
-                    results,
-                }));
-            }),
+            Effect::LoadStats { generation, table } => {
+                let t = table.clone();
+                let work = async move {
+                    if test_panic {
+                        panic!("FLOE_TEST_PANIC=effect");
+                    }
+                    lake.table_stats(&t).await
+                };
+                let reply = move |result| {
+                    Action::Tables(TablesMsg::Stats {
+                        generation,
+                        table,
+                        result,
+                    })
+                };
+                spawn_reply(pool, work, reply, send)
+            }
+            Effect::Probe { generation, tables } => {
+                let t = tables.clone();
+                let work = async move { Ok(lake.probe(&t).await) };
+                let reply = move |r| {
+                    let results = per_table(r, tables);
+                    Action::Tables(TablesMsg::Probed {
+                        generation,
+                        results,
+                    })
+                };
+                spawn_reply(pool, work, reply, send)
+            }
+            Effect::Rank { generation, tables } => {
+                let t = tables.clone();
+                let work = async move { Ok(lake.rank(&t).await) };
+                let reply = move |r| {
+                    let results = per_table(r, tables);
+                    Action::Tables(TablesMsg::Ranked {
+                        generation,
+                        results,
+                    })
+                };
+                spawn_reply(pool, work, reply, send)
+            }
             Effect::SaveCache {
                 profile,
                 url,
@@ -86,29 +97,34 @@ impl Runtime {
                     }
                 })
             }
-            Effect::LoadPartitions { request, table } => tokio::spawn(async move {
-                let _permit = pool.acquire_owned().await;
-                let result = lake.partitions(&table).await.map_err(|e| e.to_string());
-                let _ = tx.send(Action::Partitions {
+            Effect::LoadPartitions { request, table } => {
+                let t = table.clone();
+                let reply = move |result| Action::Partitions {
                     request,
                     table,
                     result,
-                });
-            }),
-            Effect::LoadQueries { table } => tokio::spawn(async move {
-                let _permit = pool.acquire_owned().await;
-                let result = lake.table_queries(&table).await.map_err(|e| e.to_string());
-                let _ = tx.send(crate::app::queries::reply(table, result));
-            }),
-            Effect::LoadSnapshots { request, table } => tokio::spawn(async move {
-                let _permit = pool.acquire_owned().await;
-                let result = lake.snapshots(&table).await.map_err(|e| e.to_string());
-                let _ = tx.send(Action::Snapshots {
+                };
+                spawn_reply(pool, async move { lake.partitions(&t).await }, reply, send)
+            }
+            Effect::LoadQueries { table } => {
+                let t = table.clone();
+                let reply = move |result| crate::app::queries::reply(table, result);
+                spawn_reply(
+                    pool,
+                    async move { lake.table_queries(&t).await },
+                    reply,
+                    send,
+                )
+            }
+            Effect::LoadSnapshots { request, table } => {
+                let t = table.clone();
+                let reply = move |result| Action::Snapshots {
                     request,
                     table,
                     result,
-                });
-            }),
+                };
+                spawn_reply(pool, async move { lake.snapshots(&t).await }, reply, send)
+            }
             Effect::PlanMaintenance {
                 epoch,
                 table,
@@ -116,15 +132,13 @@ impl Runtime {
                 partitions,
             } => {
                 let min_small = self.settings.health.min_small_files;
-                let send = self.confirm_sender();
                 let audit_log = self.settings.audit_log.clone();
-                tokio::spawn(async move {
-                    let _permit = pool.acquire_owned().await;
+                let work = async move {
                     let optimize = kind == crate::app::action::MaintenanceKind::Optimize;
-                    let mut r =
+                    let mut d =
                         crate::maintain::plan::draft(&lake, table, kind, partitions, min_small)
-                            .await;
-                    if optimize && let Ok(d) = &mut r {
+                            .await?;
+                    if optimize {
                         let audit = tokio::task::spawn_blocking(move || {
                             crate::maintain::audit::AuditLog::new(audit_log).read()
                         })
@@ -132,8 +146,10 @@ impl Runtime {
                         .unwrap_or_default();
                         d.measured = Some(crate::maintain::eta::measure(&lake, &audit).await);
                     }
-                    send(Action::Maintenance(MaintenanceMsg::PlanReady(epoch, r)));
-                })
+                    Ok(d)
+                };
+                let reply = move |r| Action::Maintenance(MaintenanceMsg::PlanReady(epoch, r));
+                spawn_reply(pool, work, reply, self.confirm_sender())
             }
             _ => return None,
         })
@@ -145,17 +161,27 @@ impl Runtime {
         let stop = Stop::new();
         let ctx = crate::maintain::context(&self.settings);
         let (tx, lake, stop2) = (self.tx.clone(), self.lake.clone(), stop.clone());
-        let h = tokio::spawn(async move {
-            let tx2 = tx.clone();
+        let work = async move {
             let on_event = move |event: StepEvent| {
-                let _ = tx2.send(Action::Maintenance(MaintenanceMsg::Step { job, event }));
+                let _ = tx.send(Action::Maintenance(MaintenanceMsg::Step { job, event }));
             };
-            let r = run_plan_until(&lake, &plan, &ctx, &stop2, &on_event).await;
-            let _ = tx.send(Action::Maintenance(MaintenanceMsg::Done {
-                job,
-                result: r.map(|_| ()),
-            }));
-        });
-        (stop, h)
+            run_plan_until(&lake, &plan, &ctx, &stop2, &on_event)
+                .await
+                .map(|_| ())
+        };
+        let reply = move |result| Action::Maintenance(MaintenanceMsg::Done { job, result });
+        (stop, spawn_reply(None, work, reply, self.sender()))
+    }
+}
+
+/// A batched read's result for each of its tables.
+type PerTable<T> = Vec<(TableRef, Result<T, TrinoError>)>;
+
+/// A batched read's per-table results; a batch that failed as a whole (its work
+/// panicked) fails each of its tables with that error.
+fn per_table<T>(r: Result<PerTable<T>, TrinoError>, tables: Vec<TableRef>) -> PerTable<T> {
+    match r {
+        Ok(v) => v,
+        Err(e) => tables.into_iter().map(|t| (t, Err(e.clone()))).collect(),
     }
 }

@@ -11,6 +11,7 @@ use super::state::{Load, State};
 use crate::health::{DagFacts, Health, Severity};
 use crate::lakehouse::model::{TableRef, TableStats};
 use crate::lakehouse::probe::{DEFAULT_PROBE_BATCH, Probe};
+use crate::trino::TrinoError;
 
 mod columns;
 mod refresh;
@@ -205,22 +206,22 @@ impl TablesView {
 pub enum TablesMsg {
     Discovered {
         generation: u64,
-        result: Result<Vec<TableRef>, String>,
+        result: Result<Vec<TableRef>, TrinoError>,
     },
     Stats {
         generation: u64,
         table: TableRef,
-        result: Result<TableStats, String>,
+        result: Result<TableStats, TrinoError>,
     },
     /// The change probe of a batch: one result per table.
     Probed {
         generation: u64,
-        results: Vec<(TableRef, Result<Probe, String>)>,
+        results: Vec<(TableRef, Result<Probe, TrinoError>)>,
     },
     /// The first-read ranking of a batch: each table's live files.
     Ranked {
         generation: u64,
-        results: Vec<(TableRef, Result<u64, String>)>,
+        results: Vec<(TableRef, Result<u64, TrinoError>)>,
     },
 }
 

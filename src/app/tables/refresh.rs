@@ -13,6 +13,7 @@ use crate::cache::Entry;
 use crate::health::evaluate;
 use crate::lakehouse::model::{TableRef, TableStats};
 use crate::lakehouse::probe::{Probe, RANK_BATCH};
+use crate::trino::TrinoError;
 
 /// Whether a refresh at `now` reads every table: never read in full yet, or the last
 /// full read is `every` old (wall time, however many refreshes probed since).
@@ -142,7 +143,7 @@ pub(super) fn on_stats(
     s: &mut State,
     generation: u64,
     table: &TableRef,
-    result: Result<TableStats, String>,
+    result: Result<TableStats, TrinoError>,
 ) -> Vec<Effect> {
     if generation != s.tables.generation {
         return Vec::new();
@@ -166,7 +167,7 @@ pub(super) fn on_stats(
                 row.read_at = Some(now);
                 row.cached = false;
             }
-            Err(e) => row.error = Some(e),
+            Err(e) => row.error = Some(e.to_string()),
         }
     }
     s.tables.reading = s.tables.reading.saturating_sub(1);
@@ -233,7 +234,7 @@ pub fn rank_queue(
 pub(super) fn on_ranked(
     s: &mut State,
     generation: u64,
-    results: Vec<(TableRef, Result<u64, String>)>,
+    results: Vec<(TableRef, Result<u64, TrinoError>)>,
 ) -> Vec<Effect> {
     if generation != s.tables.generation {
         return Vec::new();
@@ -264,7 +265,7 @@ pub(super) fn on_ranked(
 pub(super) fn on_probed(
     s: &mut State,
     generation: u64,
-    results: Vec<(TableRef, Result<Probe, String>)>,
+    results: Vec<(TableRef, Result<Probe, TrinoError>)>,
 ) -> Vec<Effect> {
     if generation != s.tables.generation {
         return Vec::new();
@@ -298,7 +299,7 @@ pub(super) fn on_probed(
             Err(e) => {
                 row.loading = false;
                 row.stale = false;
-                row.error = Some(e);
+                row.error = Some(e.to_string());
                 s.tables.pending = s.tables.pending.saturating_sub(1);
             }
         }
@@ -392,7 +393,7 @@ pub fn cache_entries(s: &State) -> Vec<Entry> {
 pub(super) fn on_discovered(
     s: &mut State,
     generation: u64,
-    result: Result<Vec<TableRef>, String>,
+    result: Result<Vec<TableRef>, TrinoError>,
 ) -> Vec<Effect> {
     if generation != s.tables.generation {
         return Vec::new();
@@ -477,7 +478,7 @@ pub(super) fn on_discovered(
             }
         }
         Err(e) => {
-            s.tables.load = Load::Failed(e.clone());
+            s.tables.load = Load::Failed(e.to_string());
             s.tables.pending = 0;
             s.tables.queue.clear();
             s.tables.ranking.clear();

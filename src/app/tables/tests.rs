@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::app::action::Action;
-use crate::app::testing::{healthy_stats, incident_stats, loaded, t0, tref};
+use crate::app::testing::{healthy_stats, incident_stats, loaded, query_failed, t0, tref};
 use crate::app::update::update;
 use crate::cache::Entry;
 use crate::lakehouse::probe::RANK_BATCH;
@@ -56,7 +56,7 @@ fn stats_of(s: &State, t: &TableRef) -> TableStats {
     s.tables.row(t).unwrap().stats.clone().unwrap()
 }
 
-type Probed = Vec<(TableRef, Result<Probe, String>)>;
+type Probed = Vec<(TableRef, Result<Probe, crate::trino::TrinoError>)>;
 
 fn probed(s: &mut State, results: impl FnOnce(&State) -> Probed) -> Vec<Effect> {
     let results = results(s);
@@ -155,7 +155,10 @@ fn a_failing_probe_is_that_tables_error_only() {
     let events = tref("audit", "events");
     let fx = probed(&mut s, |s| {
         vec![
-            (parcels.clone(), Err("TABLE_NOT_FOUND: gone".into())),
+            (
+                parcels.clone(),
+                Err(query_failed("TABLE_NOT_FOUND", "gone", "q1")),
+            ),
             (events.clone(), Ok(probe_of(&stats_of(s, &events), 2))),
         ]
     });

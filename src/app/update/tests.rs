@@ -391,7 +391,11 @@ fn errors_keep_data_and_show_trino_names() {
         Action::Tables(TablesMsg::Stats {
             generation,
             table: tref("audit", "events"),
-            result: Err("TABLE_NOT_FOUND: line 1:15: Table 'iceberg.audit.events' does not exist (query 20261129_1)".into()),
+            result: Err(query_failed(
+                "TABLE_NOT_FOUND",
+                "line 1:15: Table 'iceberg.audit.events' does not exist",
+                "20261129_1",
+            )),
         }),
     );
     let st = s.status.as_ref().unwrap();
@@ -404,9 +408,7 @@ fn errors_keep_data_and_show_trino_names() {
         &mut s,
         Action::Tables(TablesMsg::Discovered {
             generation,
-            result: Err(
-                "cannot reach Trino at http://127.0.0.1:1/v1/statement: connection refused".into(),
-            ),
+            result: Err(unreachable("http://127.0.0.1:1/v1/statement")),
         }),
     );
     assert_eq!(s.tables.rows.len(), 3);
@@ -1526,7 +1528,7 @@ mod copy {
     fn a_popup_copies_the_error_it_shows() {
         let mut s = loaded();
         let generation = s.tables.generation;
-        let hostile = format!("TABLE_NOT_FOUND: {}", crate::text::hostile_sample());
+        let hostile = query_failed("TABLE_NOT_FOUND", &crate::text::hostile_sample(), "q1");
         update(
             &mut s,
             Action::Tables(TablesMsg::Stats {
@@ -1566,7 +1568,11 @@ fn a_table_whose_re_read_failed_says_so_and_is_not_green() {
         Action::Tables(TablesMsg::Stats {
             generation,
             table: parcels.clone(),
-            result: Err("PERMISSION_DENIED: Access Denied: Cannot select from table".into()),
+            result: Err(query_failed(
+                "PERMISSION_DENIED",
+                "Access Denied: Cannot select from table",
+                "q1",
+            )),
         }),
     );
     let r = row(&s);
