@@ -247,4 +247,162 @@ mod tests {
         let c = clean(&long);
         assert!(c.len() <= MAX_COPY_BYTES && c.chars().all(|ch| ch == 'é'));
     }
+
+    /// `y` copies the selection with OSC 52 (the runtime writes the sequence); `Y` the SQL.
+    mod keys {
+        use crate::app::action::{Action, Effect};
+        use crate::app::maintenance::MaintenanceMsg;
+        use crate::app::state::{Level, Popup};
+        use crate::app::tables::TablesMsg;
+        use crate::app::testing::*;
+        use crate::app::update::update;
+        use crate::lakehouse::model::SnapshotInfo;
+        use crossterm::event::KeyCode;
+
+        fn copied(fx: &[Effect]) -> &str {
+            match fx {
+                [Effect::Copy(text)] => text,
+                _ => panic!("no copy: {fx:?}"),
+            }
+        }
+
+        #[test]
+        fn tables_copy_the_quoted_name_and_say_so() {
+            let mut s = loaded();
+            let fx = update(&mut s, key('y'));
+            assert_eq!(copied(&fx), r#""iceberg"."zoning"."documents""#);
+            let m = s.status.as_ref().unwrap();
+            assert_eq!(m.level, Level::Info);
+            assert!(m.text.contains("copied table name"), "{}", m.text);
+        }
+
+        #[test]
+        fn partitions_copy_the_predicate_of_the_selected_partition() {
+            let mut s = crate::app::testing::plans::on_partitions();
+            let label = s.partitions.selected().unwrap().label.clone();
+            let fx = update(&mut s, key('y'));
+            assert_eq!(copied(&fx), format!("\"$partition\" = '{label}'"));
+            assert!(
+                s.status
+                    .as_ref()
+                    .unwrap()
+                    .text
+                    .contains("partition predicate")
+            );
+        }
+
+        #[test]
+        fn snapshots_copy_the_id_then_the_query_that_wrote_it() {
+            let mut s = loaded();
+            update(&mut s, key('3'));
+            let info = SnapshotInfo {
+                committed_at: t0(),
+                snapshot_id: 4242,
+                parent_id: None,
+                operation: "replace".into(),
+                added_data_files: None,
+                deleted_data_files: None,
+                total_data_files: None,
+                added_records: None,
+                total_records: None,
+                total_delete_files: None,
+                added_files_size: None,
+                removed_files_size: None,
+                trino_user: None,
+                trino_query_id: Some("20261129_120000_00001_abcde".into()),
+            };
+            update(
+                &mut s,
+                Action::Snapshots {
+                    request: 1,
+                    table: tref("zoning", "documents"),
+                    result: Ok(vec![info]),
+                },
+            );
+            let fx = update(&mut s, key('y'));
+            assert_eq!(copied(&fx), "4242");
+            assert!(s.status.as_ref().unwrap().text.contains("y again"));
+            let fx = update(&mut s, key('y'));
+            assert_eq!(copied(&fx), "20261129_120000_00001_abcde");
+            let fx = update(&mut s, key('y'));
+            assert_eq!(copied(&fx), "4242", "and back");
+        }
+
+        #[test]
+        fn dags_copy_the_id_then_the_failing_error_line_once_drilled_in() {
+            let mut s = dags::with_dags();
+            update(&mut s, key('4'));
+            let fx = update(&mut s, key('y'));
+            assert_eq!(copied(&fx), "compact_documents");
+            update(&mut s, code(KeyCode::Enter));
+            let fx = update(&mut s, key('y'));
+            assert_eq!(copied(&fx), dags::ERROR);
+            assert!(
+                s.status
+                    .as_ref()
+                    .unwrap()
+                    .text
+                    .contains("copied error line")
+            );
+        }
+
+        #[test]
+        fn the_confirm_popup_copies_its_sql_with_capital_y_and_stays_open() {
+            let mut s = crate::app::testing::plans::on_partitions();
+            update(&mut s, key(' '));
+            update(&mut s, key(' '));
+            update(&mut s, key('o'));
+            let d = crate::app::testing::plans::draft(&s);
+            let epoch = s.conn.epoch;
+            update(
+                &mut s,
+                Action::Maintenance(MaintenanceMsg::PlanReady(epoch, Ok(d))),
+            );
+            let fx = update(&mut s, key('Y'));
+            let sql = copied(&fx).to_string();
+            assert_eq!(sql.matches("EXECUTE optimize").count(), 2, "{sql}");
+            assert!(!sql.contains('\n'), "one line: {sql}");
+            assert!(matches!(s.popup, Some(Popup::Confirm(_))), "still asking");
+            assert!(
+                s.status
+                    .as_ref()
+                    .unwrap()
+                    .text
+                    .contains("SQL (2 statements)")
+            );
+            // y still runs it.
+            let fx = update(&mut s, key('y'));
+            assert!(matches!(&fx[..], [Effect::RunPlan { .. }]), "{fx:?}");
+        }
+
+        #[test]
+        fn capital_y_outside_the_confirm_popup_copies_nothing() {
+            let mut s = loaded();
+            assert!(update(&mut s, key('Y')).is_empty());
+        }
+
+        #[test]
+        fn a_popup_copies_the_error_it_shows() {
+            let mut s = loaded();
+            let generation = s.tables.generation;
+            let hostile = query_failed("TABLE_NOT_FOUND", &crate::text::hostile_sample(), "q1");
+            update(
+                &mut s,
+                Action::Tables(TablesMsg::Stats {
+                    generation,
+                    table: tref("audit", "events"),
+                    result: Err(hostile),
+                }),
+            );
+            s.popup = Some(Popup::Health(tref("audit", "events")));
+            let fx = update(&mut s, key('y'));
+            let text = copied(&fx);
+            assert!(text.starts_with("TABLE_NOT_FOUND"), "{text}");
+            assert!(
+                crate::text::is_inert(text) && !text.contains('\n'),
+                "{text:?}"
+            );
+            assert!(crate::text::is_inert(&s.status.as_ref().unwrap().text));
+        }
+    }
 }

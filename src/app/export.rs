@@ -653,4 +653,31 @@ mod tests {
         );
         assert!(p.timeline.sentence.contains("Airflow not configured"));
     }
+
+    mod keys {
+        use crate::app::action::Effect;
+        use crate::app::export::ExportFormat;
+        use crate::app::testing::*;
+        use crate::app::update::update;
+        use crossterm::event::KeyCode;
+
+        #[test]
+        fn export_is_the_view_as_seen() {
+            let mut s = loaded();
+            update(&mut s, key('/'));
+            update(&mut s, key('d'));
+            update(&mut s, key('o'));
+            update(&mut s, key('c'));
+            update(&mut s, code(KeyCode::Enter));
+            let fx = update(&mut s, ctrl('s'));
+            let Effect::Export { data, format } = &fx[0] else {
+                panic!("{fx:?}")
+            };
+            assert_eq!(*format, ExportFormat::Csv);
+            assert_eq!(data.rows.len(), 1);
+            assert_eq!(data.rows[0][2], "documents");
+            assert_eq!(data.rows[0][3], "CRITICAL");
+            assert!(data.rows[0].last().unwrap().contains("compaction"));
+        }
+    }
 }

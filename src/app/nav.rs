@@ -149,3 +149,241 @@ pub fn back(s: &mut State) {
         s.status = None;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::app::action::{Action, Effect};
+    use crate::app::state::{State, Tab};
+    use crate::app::tables::TABLE_SORTS;
+    use crate::app::tables::TablesMsg;
+    use crate::app::testing::*;
+    use crate::app::update::update;
+    use crossterm::event::KeyCode;
+
+    #[test]
+    fn navigation_and_vim_keys() {
+        let mut s = loaded();
+        assert_eq!(selected_name(&s), "zoning.documents");
+        update(&mut s, key('j'));
+        assert_eq!(selected_name(&s), "zoning.parcels");
+        update(&mut s, code(KeyCode::Down));
+        update(&mut s, code(KeyCode::Down));
+        assert_eq!(selected_name(&s), "audit.events", "stops at the bottom");
+        update(&mut s, key('g'));
+        assert_eq!(selected_name(&s), "zoning.documents");
+        update(&mut s, key('G'));
+        assert_eq!(selected_name(&s), "audit.events");
+        update(&mut s, ctrl('u'));
+        assert_eq!(selected_name(&s), "zoning.documents");
+        update(&mut s, code(KeyCode::PageDown));
+        assert_eq!(selected_name(&s), "audit.events");
+    }
+
+    #[test]
+    fn sort_cycles_and_reverses() {
+        let mut s = loaded();
+        update(&mut s, key('s'));
+        assert_eq!(s.tables.grid.sort_col, 1);
+        let names: Vec<_> = s
+            .tables
+            .grid
+            .index
+            .iter()
+            .map(|&i| s.tables.rows[i].name.clone())
+            .collect();
+        assert_eq!(
+            names,
+            vec!["audit.events", "zoning.documents", "zoning.parcels"]
+        );
+        assert!(s.status.as_ref().unwrap().text.contains("sorted by table"));
+        update(&mut s, key('S'));
+        let names: Vec<_> = s
+            .tables
+            .grid
+            .index
+            .iter()
+            .map(|&i| s.tables.rows[i].name.clone())
+            .collect();
+        assert_eq!(
+            names,
+            vec!["zoning.parcels", "zoning.documents", "audit.events"]
+        );
+        for _ in 0..TABLE_SORTS.len() - 1 {
+            update(&mut s, key('s'));
+        }
+        assert_eq!(s.tables.grid.sort_col, 0, "cycles back to health");
+    }
+
+    #[test]
+    fn resize_keeps_selection_visible() {
+        let mut s = loaded();
+        update(&mut s, key('G'));
+        update(&mut s, Action::Resize(20, 7));
+        let h = s.page_height();
+        let g = &s.tables.grid;
+        assert!(g.selected >= g.offset && g.selected < g.offset + h);
+    }
+
+    /// The detail tabs follow the table the operator opened; the Tables selection stays on its
+    /// table (by key) through re-sorts, refreshes and filters.
+    mod context {
+        use super::*;
+
+        fn order(s: &State) -> Vec<String> {
+            s.tables
+                .grid
+                .index
+                .iter()
+                .map(|&i| s.tables.rows[i].name.clone())
+                .collect()
+        }
+
+        /// A refresh whose discovery lists `tables` and whose stats say `stats` per table.
+        fn refresh_with(
+            s: &mut State,
+            tables: &[(&str, &str)],
+            stats: Vec<crate::lakehouse::model::TableStats>,
+        ) {
+            update(s, key('r'));
+            let generation = s.tables.generation;
+            let refs: Vec<_> = tables.iter().map(|(a, b)| tref(a, b)).collect();
+            update(
+                s,
+                Action::Tables(TablesMsg::Discovered {
+                    generation,
+                    result: Ok(refs.clone()),
+                }),
+            );
+            for (t, st) in refs.into_iter().zip(stats) {
+                update(
+                    s,
+                    Action::Tables(TablesMsg::Stats {
+                        generation,
+                        table: t,
+                        result: Ok(st),
+                    }),
+                );
+            }
+        }
+
+        fn bloated() -> crate::lakehouse::model::TableStats {
+            let mut b = healthy_stats();
+            b.snapshots = 600;
+            b.oldest_snapshot = Some(t0() - chrono::Duration::days(60));
+            b
+        }
+
+        #[test]
+        fn snapshots_follow_the_opened_table_after_a_refresh_re_sorts_the_list() {
+            let mut s = loaded();
+            assert_eq!(
+                selected_name(&s),
+                "zoning.documents",
+                "worst first, untouched"
+            );
+            update(&mut s, code(KeyCode::Enter));
+            assert_eq!(s.tab, Tab::Partitions);
+            // Optimized meanwhile: documents is healthy now, events is the worst.
+            refresh_with(
+                &mut s,
+                &[
+                    ("zoning", "parcels"),
+                    ("zoning", "documents"),
+                    ("audit", "events"),
+                ],
+                vec![healthy_stats(), healthy_stats(), bloated()],
+            );
+            assert_eq!(order(&s)[0], "audit.events", "the list re-sorted");
+            let fx = update(&mut s, key('3'));
+            assert_eq!(
+                fx,
+                vec![Effect::LoadSnapshots {
+                    request: 1,
+                    table: tref("zoning", "documents")
+                }]
+            );
+            assert_eq!(s.focus_table(), Some(&tref("zoning", "documents")));
+            // Back on Tables, the selection is still on the opened table.
+            update(&mut s, key('1'));
+            assert_eq!(selected_name(&s), "zoning.documents");
+        }
+
+        #[test]
+        fn a_refresh_on_the_partitions_tab_reloads_the_opened_table() {
+            let mut s = loaded();
+            update(&mut s, code(KeyCode::Enter));
+            let fx = update(&mut s, key('r'));
+            assert!(
+                fx.contains(&Effect::LoadPartitions {
+                    request: 2,
+                    table: tref("zoning", "documents")
+                }),
+                "{fx:?}"
+            );
+        }
+
+        #[test]
+        fn the_selection_stays_on_its_table_when_a_rediscovery_reorders_rows() {
+            let mut s = loaded();
+            update(&mut s, key('j'));
+            assert_eq!(selected_name(&s), "zoning.parcels");
+            // The catalog lists the tables in another order: data indices change.
+            refresh_with(
+                &mut s,
+                &[
+                    ("audit", "events"),
+                    ("zoning", "parcels"),
+                    ("zoning", "documents"),
+                ],
+                vec![bloated(), healthy_stats(), incident_stats()],
+            );
+            assert_eq!(selected_name(&s), "zoning.parcels");
+            // A sort change and a filter keep it too.
+            update(&mut s, key('s'));
+            assert_eq!(selected_name(&s), "zoning.parcels");
+            update(&mut s, key('/'));
+            for c in "zoning".chars() {
+                update(&mut s, key(c));
+            }
+            update(&mut s, code(KeyCode::Enter));
+            assert_eq!(selected_name(&s), "zoning.parcels");
+            let fx = update(&mut s, key('3'));
+            assert_eq!(
+                fx,
+                vec![Effect::LoadSnapshots {
+                    request: 1,
+                    table: tref("zoning", "parcels")
+                }]
+            );
+        }
+
+        #[test]
+        fn moving_on_the_tables_tab_then_opening_another_table_follows_it() {
+            let mut s = loaded();
+            update(&mut s, code(KeyCode::Enter));
+            update(&mut s, key('1'));
+            update(&mut s, key('j'));
+            let fx = update(&mut s, key('3'));
+            assert_eq!(
+                fx,
+                vec![Effect::LoadSnapshots {
+                    request: 1,
+                    table: tref("zoning", "parcels")
+                }]
+            );
+            // g: back to following the worst row.
+            update(&mut s, key('1'));
+            update(&mut s, key('g'));
+            refresh_with(
+                &mut s,
+                &[
+                    ("zoning", "parcels"),
+                    ("zoning", "documents"),
+                    ("audit", "events"),
+                ],
+                vec![healthy_stats(), healthy_stats(), bloated()],
+            );
+            assert_eq!(selected_name(&s), "audit.events");
+        }
+    }
+}

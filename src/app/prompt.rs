@@ -293,4 +293,82 @@ mod tests {
         update(&mut s, Action::Tick(t0() + chrono::Duration::seconds(1)));
         assert!(s.next_refresh_in().unwrap() > 86_000);
     }
+
+    mod keys {
+        use super::*;
+        use crate::app::action::Effect;
+        use crate::app::export::ExportFormat;
+        use crate::app::prompt::Prompt;
+        use crate::app::state::State;
+        use crate::app::testing::*;
+        use crate::app::update::update;
+        use crossterm::event::KeyCode;
+
+        #[test]
+        fn filter_live_and_escape_clears() {
+            let mut s = loaded();
+            update(&mut s, key('/'));
+            assert!(matches!(s.prompt, Some(Prompt::Filter(_))));
+            for c in "PARC".chars() {
+                update(&mut s, key(c));
+            }
+            assert_eq!(s.tables.grid.len(), 1, "case-insensitive substring");
+            assert_eq!(selected_name(&s), "zoning.parcels");
+            update(&mut s, code(KeyCode::Enter));
+            assert!(s.prompt.is_none());
+            assert_eq!(s.tables.grid.len(), 1, "enter keeps the filter");
+            update(&mut s, code(KeyCode::Esc));
+            assert_eq!(s.tables.grid.len(), 3, "esc clears it");
+            update(&mut s, key('/'));
+            update(&mut s, key('z'));
+            update(&mut s, code(KeyCode::Esc));
+            assert!(s.prompt.is_none());
+            assert_eq!(s.tables.grid.len(), 3);
+        }
+
+        #[test]
+        fn command_line() {
+            let mut s = loaded();
+            s.profiles = vec!["lab".into(), "prod".into()];
+            let run = |s: &mut State, line: &str| {
+                update(s, key(':'));
+                for c in line.chars() {
+                    update(s, key(c));
+                }
+                update(s, code(KeyCode::Enter))
+            };
+            run(&mut s, "refresh 30s");
+            assert_eq!(s.refresh_every, std::time::Duration::from_secs(30));
+            run(&mut s, "refresh 2s");
+            assert!(s.status.as_ref().unwrap().text.contains("at least 5s"));
+            let fx = run(&mut s, "profile prod");
+            assert_eq!(fx, vec![Effect::SwitchProfile("prod".into())]);
+            run(&mut s, "profile nope");
+            assert!(s.status.as_ref().unwrap().text.contains("lab, prod"));
+            run(&mut s, "bogus");
+            assert!(
+                s.status
+                    .as_ref()
+                    .unwrap()
+                    .text
+                    .contains("unknown command :bogus")
+            );
+            let fx = run(&mut s, "schema zoning");
+            assert_eq!(s.schemas, vec!["zoning"]);
+            assert!(fx.iter().any(
+                |e| matches!(e, Effect::Discover { schemas, .. } if schemas == &vec!["zoning".to_string()])
+            ));
+            let fx = run(&mut s, "export json");
+            assert!(matches!(
+                &fx[..],
+                [Effect::Export {
+                    format: ExportFormat::Json,
+                    ..
+                }]
+            ));
+            let fx = run(&mut s, "q");
+            assert_eq!(fx, vec![Effect::Quit]);
+            assert!(s.quit);
+        }
+    }
 }

@@ -384,3 +384,56 @@ pub fn load(s: &mut State, force: bool) -> Vec<Effect> {
 pub fn reload(s: &mut State, table: TableRef) -> Vec<Effect> {
     detail::reload(&mut s.snapshots, table)
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::app::action::{Action, Effect};
+    use crate::app::testing::*;
+    use crate::app::update::update;
+    use crate::lakehouse::model::SnapshotInfo;
+
+    #[test]
+    fn snapshots_tab_loads_and_orders_newest_first() {
+        let mut s = loaded();
+        let fx = update(&mut s, key('3'));
+        assert_eq!(
+            fx,
+            vec![Effect::LoadSnapshots {
+                request: 1,
+                table: tref("zoning", "documents")
+            }]
+        );
+        let snaps: Vec<SnapshotInfo> = (0..5)
+            .map(|i| SnapshotInfo {
+                committed_at: t0() - chrono::Duration::days(5 - i),
+                snapshot_id: 100 + i,
+                parent_id: None,
+                operation: if i == 1 {
+                    "replace".into()
+                } else {
+                    "append".into()
+                },
+                added_data_files: Some(10),
+                deleted_data_files: if i == 1 { Some(40) } else { None },
+                total_data_files: Some(10 * i as u64),
+                added_records: None,
+                total_records: None,
+                total_delete_files: None,
+                added_files_size: None,
+                removed_files_size: None,
+                trino_user: None,
+                trino_query_id: None,
+            })
+            .collect();
+        update(
+            &mut s,
+            Action::Snapshots {
+                request: 1,
+                table: tref("zoning", "documents"),
+                result: Ok(snaps),
+            },
+        );
+        let first = &s.snapshots.rows[s.snapshots.grid.index[0]].info;
+        assert_eq!(first.snapshot_id, 104);
+    }
+}

@@ -393,3 +393,65 @@ pub fn unreachable(url: &str) -> crate::trino::TrinoError {
         message: "connection refused".into(),
     }
 }
+
+/// The qualified name of the Tables tab's selected row.
+pub fn selected_name(s: &State) -> String {
+    s.tables
+        .selected()
+        .map(|r| r.name.clone())
+        .unwrap_or_default()
+}
+
+/// A maintenance plan over the incident table's partitions.
+pub mod plans {
+    use super::*;
+    use crate::lakehouse::maintenance::{Procedure, TableLayout, parse_partition_entry};
+    use crate::maintain::plan::PlanDraft;
+
+    /// The Partitions tab of the incident table, its six partitions loaded.
+    pub fn on_partitions() -> State {
+        let mut s = loaded();
+        update(&mut s, code(KeyCode::Enter));
+        update(
+            &mut s,
+            Action::Partitions {
+                request: 1,
+                table: tref("zoning", "documents"),
+                result: Ok(partitions(6)),
+            },
+        );
+        s
+    }
+
+    /// The optimize plan of the marked partitions.
+    pub fn draft(s: &State) -> PlanDraft {
+        let marked = s
+            .partitions
+            .rows
+            .iter()
+            .filter(|r| s.partitions.is_marked(r))
+            .map(|r| r.stats.clone())
+            .collect();
+        PlanDraft {
+            table: tref("zoning", "documents"),
+            procedure: Procedure::Optimize {
+                threshold: 96 << 20,
+            },
+            layout: TableLayout {
+                columns: vec![
+                    ("district".into(), "varchar".into()),
+                    ("filed_at".into(), "timestamp(6) with time zone".into()),
+                ],
+                partitioning: vec![
+                    parse_partition_entry("district").unwrap(),
+                    parse_partition_entry("day(filed_at)").unwrap(),
+                ],
+                live_specs: Vec::new(),
+            },
+            partitions: marked,
+            note: None,
+            grouped: false,
+            measured: None,
+        }
+    }
+}

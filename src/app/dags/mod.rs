@@ -20,6 +20,8 @@ mod columns;
 pub mod connection;
 mod drill;
 mod log_view;
+#[cfg(test)]
+mod tests;
 pub mod watch;
 pub mod writes;
 use columns::cmp_dags;

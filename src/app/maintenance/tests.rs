@@ -349,3 +349,364 @@ fn a_cancel_that_lands_between_two_statements_is_a_cancel_not_a_failure() {
         st.text
     );
 }
+
+mod keys {
+    use super::*;
+    use crate::app::action::{Action, Effect};
+    use crate::app::maintenance::MaintenanceMsg;
+    use crate::app::prompt::{Prompt, RetentionFor};
+    use crate::app::state::{Level, Popup, State};
+    use crate::app::update::update;
+    use crossterm::event::KeyCode;
+
+    #[test]
+    fn readonly_refuses_maintenance() {
+        let mut s = loaded();
+        s.readonly = true;
+        s.keymap = s.keymap.clone().with_readonly(true);
+        update(&mut s, key('o'));
+        assert!(
+            s.status.is_none() || !s.status.as_ref().unwrap().text.contains("not available"),
+            "o is not bound at all"
+        );
+    }
+
+    mod plans {
+        use super::*;
+        use crate::app::action::MaintenanceKind;
+        pub use crate::app::testing::plans::{draft, on_partitions};
+        use crate::maintain::run::{StepEvent, StepOutcome};
+
+        fn outcome(ok: bool, after: Option<u64>) -> StepOutcome {
+            StepOutcome {
+                ok,
+                cancelled: false,
+                query_id: Some("q1".into()),
+                error: (!ok).then(|| "ICEBERG_COMMIT_ERROR: conflict".into()),
+                rows: Some(10),
+                metrics: Default::default(),
+                duration_ms: 1200,
+                files_after: after,
+                small_after: after,
+            }
+        }
+
+        #[test]
+        fn optimize_marked_partitions_needs_an_explicit_y() {
+            let mut s = on_partitions();
+            update(&mut s, key(' '));
+            update(&mut s, key(' '));
+            let fx = update(&mut s, key('o'));
+            let [
+                Effect::PlanMaintenance {
+                    table,
+                    kind: MaintenanceKind::Optimize,
+                    epoch: _,
+                    partitions: Some(p),
+                },
+            ] = &fx[..]
+            else {
+                panic!("{fx:?}")
+            };
+            assert_eq!(table, &tref("zoning", "documents"));
+            assert_eq!(p.len(), 2, "the marked partitions");
+            let d = draft(&s);
+            let epoch = s.conn.epoch;
+            update(
+                &mut s,
+                Action::Maintenance(MaintenanceMsg::PlanReady(epoch, Ok(d))),
+            );
+            let Some(Popup::Confirm(c)) = &s.popup else {
+                panic!("no confirm popup")
+            };
+            assert_eq!(c.plan.steps.len(), 2);
+            // Enter is not yes.
+            let fx = update(&mut s, code(KeyCode::Enter));
+            assert!(fx.is_empty() && s.popup.is_none());
+            assert!(s.status.as_ref().unwrap().text.contains("nothing was run"));
+            let d = draft(&s);
+            let epoch = s.conn.epoch;
+            update(
+                &mut s,
+                Action::Maintenance(MaintenanceMsg::PlanReady(epoch, Ok(d))),
+            );
+            update(&mut s, key('g'));
+            let Some(Popup::Confirm(c)) = &s.popup else {
+                panic!()
+            };
+            assert_eq!(c.plan.steps.len(), 1, "grouped");
+            assert!(c.plan.steps[0].sql.contains("\"$partition\" IN"));
+            update(&mut s, key('g'));
+            let fx = update(&mut s, key('y'));
+            let [Effect::RunPlan { job, plan }] = &fx[..] else {
+                panic!("{fx:?}")
+            };
+            assert_eq!(plan.steps.len(), 2);
+            assert!(s.jobs.running_on(&tref("zoning", "documents")).is_some());
+            // A second optimize on the same table is refused while the first runs.
+            let fx = update(&mut s, key('o'));
+            assert!(fx.is_empty());
+            assert!(
+                s.status
+                    .as_ref()
+                    .unwrap()
+                    .text
+                    .contains("one mutation per table")
+            );
+            // Progress, then results; the partition's mark goes once it is compacted.
+            let job = *job;
+            let first = (plan.steps[0].spec_id, plan.steps[0].targets[0].clone());
+            assert!(s.partitions.marks.contains(&first));
+            update(
+                &mut s,
+                Action::Maintenance(MaintenanceMsg::Step {
+                    job,
+                    event: StepEvent::Started { step: 0 },
+                }),
+            );
+            update(
+                &mut s,
+                Action::Maintenance(MaintenanceMsg::Step {
+                    job,
+                    event: StepEvent::Finished {
+                        step: 0,
+                        outcome: outcome(true, Some(1)),
+                    },
+                }),
+            );
+            assert!(!s.partitions.marks.contains(&first));
+            assert!(
+                s.status.as_ref().unwrap().text.contains("files"),
+                "{:?}",
+                s.status
+            );
+            let fx = update(
+                &mut s,
+                Action::Maintenance(MaintenanceMsg::Done {
+                    job,
+                    result: Ok(()),
+                }),
+            );
+            assert!(
+                fx.iter().any(|e| matches!(e, Effect::LoadStats { .. })),
+                "the table row is re-read"
+            );
+            assert!(
+                fx.iter()
+                    .any(|e| matches!(e, Effect::LoadPartitions { .. })),
+                "its partitions too"
+            );
+            assert!(s.jobs.running_on(&tref("zoning", "documents")).is_none());
+        }
+
+        #[test]
+        fn failures_and_cancel_stop_the_queue() {
+            let mut s = on_partitions();
+            update(&mut s, key(' '));
+            update(&mut s, key(' '));
+            let d = draft(&s);
+            let epoch = s.conn.epoch;
+            update(
+                &mut s,
+                Action::Maintenance(MaintenanceMsg::PlanReady(epoch, Ok(d))),
+            );
+            let fx = update(&mut s, key('y'));
+            let Effect::RunPlan { job, .. } = fx[0].clone() else {
+                panic!()
+            };
+            assert_eq!(update(&mut s, key('c')), vec![Effect::CancelJob(job)]);
+            update(
+                &mut s,
+                Action::Maintenance(MaintenanceMsg::Step {
+                    job,
+                    event: StepEvent::Finished {
+                        step: 0,
+                        outcome: outcome(false, None),
+                    },
+                }),
+            );
+            assert_eq!(s.status.as_ref().unwrap().level, Level::Error);
+            assert!(
+                s.status
+                    .as_ref()
+                    .unwrap()
+                    .text
+                    .contains("ICEBERG_COMMIT_ERROR")
+            );
+            update(
+                &mut s,
+                Action::Maintenance(MaintenanceMsg::Done {
+                    job,
+                    result: Err(
+                        "ICEBERG_COMMIT_ERROR: conflict; 1 remaining statement(s) not run".into(),
+                    ),
+                }),
+            );
+            let j = s.jobs.list.last().unwrap();
+            assert!(matches!(
+                j.steps[1],
+                crate::app::maintenance::StepStatus::Skipped
+            ));
+            assert!(
+                j.line(s.now)
+                    .starts_with("✗ optimize documents failed after 0 of 2")
+            );
+        }
+
+        #[test]
+        fn expire_asks_for_a_retention_then_plans() {
+            let mut s = loaded();
+            update(&mut s, key('x'));
+            assert!(
+                matches!(s.prompt, Some(Prompt::Retention(RetentionFor::ExpireSnapshots, ref t)) if t == "7d")
+            );
+            update(&mut s, code(KeyCode::Backspace));
+            update(&mut s, code(KeyCode::Backspace));
+            update(&mut s, key('1'));
+            update(&mut s, key('d'));
+            let fx = update(&mut s, code(KeyCode::Enter));
+            assert_eq!(
+                fx,
+                vec![Effect::PlanMaintenance {
+                    epoch: s.conn.epoch,
+                    table: tref("zoning", "documents"),
+                    kind: MaintenanceKind::ExpireSnapshots {
+                        retention_secs: 86_400
+                    },
+                    partitions: None
+                }]
+            );
+        }
+
+        #[test]
+        fn readonly_refuses_in_update_as_well_as_in_the_keymap() {
+            let mut s = on_partitions();
+            s.readonly = true;
+            // The keymap has no o in read-only mode…
+            s.keymap = s.keymap.clone().with_readonly(true);
+            assert!(update(&mut s, key('o')).is_empty());
+            // …and a plan that arrives anyway is not offered.
+            let d = draft(&s);
+            let epoch = s.conn.epoch;
+            update(
+                &mut s,
+                Action::Maintenance(MaintenanceMsg::PlanReady(epoch, Ok(d))),
+            );
+            assert!(s.popup.is_none());
+            assert!(s.status.as_ref().unwrap().text.contains("read-only"));
+        }
+    }
+
+    mod optimize_cost {
+        use super::*;
+        use crate::app::testing::plans::{draft, on_partitions};
+        use crate::maintain::eta::{Measured, Rate};
+
+        fn measured(bytes_per_sec: f64) -> Measured {
+            Measured {
+                rate: Some(Rate {
+                    bytes_per_sec,
+                    samples: 5,
+                    from_audit: 3,
+                    from_coordinator: 2,
+                }),
+                notes: Vec::new(),
+            }
+        }
+
+        /// Six marked partitions drafted with `m`, on the confirm popup (drawn).
+        fn confirming(m: Option<Measured>) -> State {
+            let mut s = on_partitions();
+            for _ in 0..6 {
+                update(&mut s, key(' '));
+            }
+            let mut d = draft(&s);
+            assert_eq!(d.partitions.len(), 6);
+            d.measured = m;
+            let epoch = s.conn.epoch;
+            update(
+                &mut s,
+                Action::Maintenance(MaintenanceMsg::PlanReady(epoch, Ok(d))),
+            );
+            update(&mut s, Action::Drawn);
+            s
+        }
+
+        fn confirm(s: &State) -> &crate::app::maintenance::Confirm {
+            match &s.popup {
+                Some(Popup::Confirm(c)) => c,
+                other => panic!("{other:?}"),
+            }
+        }
+
+        #[test]
+        fn the_confirmation_says_how_long_and_on_what_basis() {
+            let s = confirming(Some(measured(1_000_000.0)));
+            let c = confirm(&s);
+            assert_eq!(c.cost.len(), 1, "short: no incremental plan: {:?}", c.cost);
+            assert!(
+                c.cost[0].starts_with("expected: ~1s at the 977 KB/s of the last 5 optimizes (3 in the audit log, 2 in the coordinator's history)"),
+                "{:?}",
+                c.cost
+            );
+            let s = confirming(Some(Measured {
+                rate: None,
+                notes: vec!["user floe may not read the coordinator's query history".into()],
+            }));
+            assert_eq!(
+                confirm(&s).cost,
+                vec![
+                    "expected: first time here: no estimate",
+                    "estimate: user floe may not read the coordinator's query history"
+                ]
+            );
+            // Not an optimize, or not measured: nothing said.
+            assert!(confirm(&confirming(None)).cost.is_empty());
+        }
+
+        #[test]
+        fn a_long_optimize_offers_the_incremental_plan_and_the_operator_chooses() {
+            let mut s = confirming(Some(measured(10.0)));
+            let c = confirm(&s).clone();
+            assert_eq!(c.plan.steps.len(), 6);
+            assert!(c.cost[0].starts_with("expected: ~"), "{:?}", c.cost);
+            assert!(
+                c.cost[1].starts_with(
+                    "over 30m: the incremental plan runs the oldest small files first — part 1: "
+                ) && c.cost[1].ends_with("; i: part 1 only"),
+                "{:?}",
+                c.cost
+            );
+            update(&mut s, key('i'));
+            let part1 = confirm(&s).clone();
+            assert!(part1.incremental);
+            assert!(part1.plan.steps.len() < 6, "{}", part1.plan.steps.len());
+            assert!(
+                part1.cost[0].starts_with(
+                    "incremental, part 1 of 2 (the oldest small files, 50% of them): "
+                ),
+                "{:?}",
+                part1.cost
+            );
+            assert!(part1.cost[1].starts_with("part 2, for a later run: "));
+            // `y` runs part 1 only.
+            let fx = update(&mut s, key('y'));
+            let [Effect::RunPlan { plan, .. }] = &fx[..] else {
+                panic!("{fx:?}")
+            };
+            assert_eq!(plan.steps.len(), part1.plan.steps.len());
+            // The oldest small files first: the earliest day of the six partitions.
+            assert!(
+                plan.steps[0].sql.contains("2026-11-01"),
+                "{}",
+                plan.steps[0].sql
+            );
+            // `i` again is the whole plan.
+            let mut s = confirming(Some(measured(10.0)));
+            update(&mut s, key('i'));
+            update(&mut s, key('i'));
+            assert_eq!(confirm(&s).plan.steps.len(), 6);
+            assert!(!confirm(&s).incremental);
+        }
+    }
+}

@@ -565,3 +565,242 @@ fn a_cached_table_at_another_snapshot_is_read_again() {
     assert!(matches!(fx.as_slice(), [Effect::LoadStats { .. }]));
     assert!(s.tables.row(&docs).unwrap().cached, "still as of its age");
 }
+
+mod keys {
+    use super::*;
+    use crate::app::action::{Action, Effect};
+    use crate::app::state::{Level, State};
+    use crate::app::tables::TablesMsg;
+    use crate::app::testing::*;
+    use crate::app::update::update;
+
+    #[test]
+    fn start_discovers_then_loads_stats_worst_first() {
+        let s = loaded();
+        // documents (CRITICAL) first, parcels (OK), events (not loaded yet) last.
+        let names: Vec<_> = s
+            .tables
+            .grid
+            .index
+            .iter()
+            .map(|&i| s.tables.rows[i].name.clone())
+            .collect();
+        assert_eq!(
+            names,
+            vec!["zoning.documents", "zoning.parcels", "audit.events"]
+        );
+        assert_eq!(s.tables.pending, 1);
+        assert!(s.refresh_in_flight());
+    }
+
+    #[test]
+    fn selection_follows_the_table_when_stats_reorder_rows() {
+        let mut s = loaded();
+        update(&mut s, key('G')); // audit.events, not loaded yet
+        let generation = s.tables.generation;
+        let mut bloated = healthy_stats();
+        bloated.snapshots = 600;
+        bloated.oldest_snapshot = Some(t0() - chrono::Duration::days(60));
+        update(
+            &mut s,
+            Action::Tables(TablesMsg::Stats {
+                generation,
+                table: tref("audit", "events"),
+                result: Ok(bloated),
+            }),
+        );
+        assert_eq!(selected_name(&s), "audit.events");
+        assert_eq!(
+            s.tables.grid.selected, 1,
+            "CRITICAL snapshot bloat sorts it second"
+        );
+    }
+
+    #[test]
+    fn refresh_never_overlaps_and_rows_stay_while_reloading() {
+        let mut s = loaded();
+        let fx = update(&mut s, key('r'));
+        assert!(
+            fx.is_empty(),
+            "the first refresh is still in flight (one table pending)"
+        );
+        assert!(s.status.as_ref().unwrap().text.contains("already running"));
+        let generation = s.tables.generation;
+        update(
+            &mut s,
+            Action::Tables(TablesMsg::Stats {
+                generation,
+                table: tref("audit", "events"),
+                result: Ok(healthy_stats()),
+            }),
+        );
+        assert!(!s.refresh_in_flight());
+        let fx = update(&mut s, key('r'));
+        assert!(fx.iter().any(|e| matches!(e, Effect::Discover { .. })));
+        assert!(
+            s.tables.rows.iter().all(|r| r.stale && r.stats.is_some()),
+            "old values stay, marked stale"
+        );
+        // A result of the previous generation is ignored.
+        let before = s
+            .tables
+            .row(&tref("zoning", "parcels"))
+            .unwrap()
+            .stats
+            .clone();
+        update(
+            &mut s,
+            Action::Tables(TablesMsg::Stats {
+                generation,
+                table: tref("zoning", "parcels"),
+                result: Ok(incident_stats()),
+            }),
+        );
+        assert_eq!(
+            s.tables.row(&tref("zoning", "parcels")).unwrap().stats,
+            before
+        );
+    }
+
+    #[test]
+    fn auto_refresh_on_tick_unless_frozen() {
+        let mut s = loaded();
+        let generation = s.tables.generation;
+        update(
+            &mut s,
+            Action::Tables(TablesMsg::Stats {
+                generation,
+                table: tref("audit", "events"),
+                result: Ok(healthy_stats()),
+            }),
+        );
+        let fx = update(&mut s, Action::Tick(t0() + chrono::Duration::seconds(30)));
+        assert!(fx.is_empty());
+        assert_eq!(s.next_refresh_in(), Some(30));
+        update(&mut s, key('f'));
+        assert!(s.frozen);
+        let fx = update(&mut s, Action::Tick(t0() + chrono::Duration::seconds(61)));
+        assert!(fx.is_empty(), "frozen");
+        update(&mut s, key('f'));
+        let fx = update(&mut s, Action::Tick(t0() + chrono::Duration::seconds(62)));
+        assert!(fx.iter().any(|e| matches!(e, Effect::Discover { .. })));
+    }
+
+    #[test]
+    fn errors_keep_data_and_show_trino_names() {
+        let mut s = loaded();
+        let generation = s.tables.generation;
+        update(
+            &mut s,
+            Action::Tables(TablesMsg::Stats {
+                generation,
+                table: tref("audit", "events"),
+                result: Err(query_failed(
+                    "TABLE_NOT_FOUND",
+                    "line 1:15: Table 'iceberg.audit.events' does not exist",
+                    "20261129_1",
+                )),
+            }),
+        );
+        let st = s.status.as_ref().unwrap();
+        assert_eq!(st.level, Level::Error);
+        assert!(st.text.contains("TABLE_NOT_FOUND"), "{}", st.text);
+        // The next refresh fails to list tables: rows stay.
+        update(&mut s, key('r'));
+        let generation = s.tables.generation;
+        update(
+            &mut s,
+            Action::Tables(TablesMsg::Discovered {
+                generation,
+                result: Err(unreachable("http://127.0.0.1:1/v1/statement")),
+            }),
+        );
+        assert_eq!(s.tables.rows.len(), 3);
+        assert!(s.tables.rows.iter().all(|r| !r.stale));
+        assert!(
+            s.status
+                .as_ref()
+                .unwrap()
+                .text
+                .contains("connection refused")
+        );
+        assert!(!s.refresh_in_flight(), "the next refresh retries");
+    }
+
+    #[test]
+    fn a_table_whose_re_read_failed_says_so_and_is_not_green() {
+        let mut s = loaded();
+        let parcels = tref("zoning", "parcels");
+        let row = |s: &State| {
+            s.tables
+                .rows
+                .iter()
+                .find(|r| r.table == parcels)
+                .cloned()
+                .unwrap()
+        };
+        assert_eq!(row(&s).status(), Some(crate::health::Severity::Ok));
+        let generation = s.tables.generation;
+        update(
+            &mut s,
+            Action::Tables(TablesMsg::Stats {
+                generation,
+                table: parcels.clone(),
+                result: Err(query_failed(
+                    "PERMISSION_DENIED",
+                    "Access Denied: Cannot select from table",
+                    "q1",
+                )),
+            }),
+        );
+        let r = row(&s);
+        assert!(r.stats.is_some(), "the last good figures stay");
+        assert_eq!(r.status(), Some(crate::health::Severity::Unknown));
+        let mut term = ratatui::Terminal::new(ratatui::backend::TestBackend::new(160, 20)).unwrap();
+        term.draw(|f| crate::ui::draw(f, &s)).unwrap();
+        let screen: String = term
+            .backend()
+            .buffer()
+            .content()
+            .iter()
+            .map(|c| c.symbol())
+            .collect();
+        assert!(
+            screen.contains("UNKN    100 zoning.parcels ! re-"),
+            "the row says it is not current: {screen}"
+        );
+    }
+
+    #[test]
+    fn verdicts_age_with_the_clock_between_reads() {
+        let mut s = loaded();
+        let parcels = tref("zoning", "parcels");
+        let health = |s: &State| {
+            s.tables
+                .rows
+                .iter()
+                .find(|r| r.table == parcels)
+                .and_then(|r| r.health.clone())
+                .unwrap()
+        };
+        let before = health(&s);
+        let later = t0() + chrono::Duration::days(30);
+        update(&mut s, Action::Tick(later));
+        let after = health(&s);
+        let row = s.tables.rows.iter().find(|r| r.table == parcels).unwrap();
+        assert_eq!(
+            after,
+            crate::health::evaluate(
+                row.stats.as_ref().unwrap(),
+                row.dag.as_ref(),
+                &s.health,
+                later
+            ),
+            "evaluated against the tick's clock"
+        );
+        assert_ne!(
+            after, before,
+            "a month without a write or a compaction shows"
+        );
+    }
+}

@@ -178,3 +178,53 @@ fn before_the_failing_task_is_read_enter_opens_the_runs() {
     update(&mut s, code(KeyCode::Esc));
     assert_eq!(s.tab, Tab::Triage);
 }
+
+mod keys {
+    use super::*;
+    use crate::app::action::Action;
+    use crate::app::state::{State, Tab};
+    use crate::app::tables::TablesMsg;
+    use crate::app::testing::*;
+    use crate::app::update::update;
+
+    /// `start_tab = "auto"`: open on Triage, and move to Tables once the first refresh is in
+    /// only when nothing needs attention; a tab the operator chose is never left on its own.
+    #[test]
+    fn auto_start_stays_on_triage_with_incidents_and_leaves_it_without() {
+        let start = |stats: crate::lakehouse::model::TableStats, touch: bool| {
+            let mut s = State::new(t0());
+            s.tab = Tab::Triage;
+            s.auto_start = true;
+            update(&mut s, Action::Start);
+            if touch {
+                update(&mut s, key('4'));
+                update(&mut s, key('0'));
+            }
+            let generation = s.tables.generation;
+            update(
+                &mut s,
+                Action::Tables(TablesMsg::Discovered {
+                    generation,
+                    result: Ok(vec![tref("zoning", "documents")]),
+                }),
+            );
+            assert_eq!(s.tab, Tab::Triage, "still reading");
+            update(
+                &mut s,
+                Action::Tables(TablesMsg::Stats {
+                    generation,
+                    table: tref("zoning", "documents"),
+                    result: Ok(stats),
+                }),
+            );
+            s
+        };
+        let s = start(incident_stats(), false);
+        assert_eq!(s.tab, Tab::Triage, "the incident is where to start");
+        assert!(!s.triage.incidents.is_empty());
+        let s = start(healthy_stats(), false);
+        assert_eq!(s.tab, Tab::Tables, "nothing to triage: the tables");
+        let s = start(healthy_stats(), true);
+        assert_eq!(s.tab, Tab::Triage, "the operator's choice stays");
+    }
+}
