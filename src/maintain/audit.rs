@@ -317,7 +317,7 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
-    /// Two writers (threads here; `tests/audit_append.rs` uses two processes) appending
+    /// Two writers (threads here; `tests/it/audit_append.rs` uses two processes) appending
     /// many long records: every line is a whole record.
     #[test]
     fn concurrent_appends_never_interleave_a_line() {

@@ -1,4 +1,4 @@
-"""The lab's incident once more, private to the end-to-end loop test (tests/loop_lab.rs).
+"""The lab's incident once more, private to the end-to-end loop test (tests/it/loop_lab.rs).
 
 `compact_documents` and its connection are shared: other tests rely on them failing. This
 DAG is the same story on a table and a connection of its own, so a test can fix it, run it

@@ -1,0 +1,364 @@
+//! The lab, as integration tests see it: `.lab/lab.json` (or `$FLOE_LAB_DIR/lab.json`),
+//! written by `cargo xtask lab up`. A missing lab is a failure, never a skip.
+
+pub mod pty;
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use floe::config::{Auth, TlsSettings};
+use floe::trino::{Client, ClientConfig, RetryPolicy};
+use serde_json::{Value, json};
+
+pub struct Lab {
+    pub dir: PathBuf,
+    pub v: Value,
+    pub expected: Value,
+}
+
+pub fn lab() -> &'static Lab {
+    static LAB: OnceLock<Lab> = OnceLock::new();
+    LAB.get_or_init(|| {
+        let dir = std::env::var_os("FLOE_LAB_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".lab"));
+        let path = dir.join("lab.json");
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+            panic!(
+                "{}: {e}: the lab is not running (start it with `cargo xtask lab up`)",
+                path.display()
+            )
+        });
+        let v: Value = serde_json::from_str(&text).expect("lab.json parses");
+        let exp_path = v["scenario"]["expected"]
+            .as_str()
+            .expect("lab.json names the scenario's expected.json");
+        let expected =
+            serde_json::from_str(&std::fs::read_to_string(exp_path).expect("expected.json"))
+                .expect("expected.json parses");
+        Lab { dir, v, expected }
+    })
+}
+
+impl Lab {
+    /// The real Trino coordinator of the lab (what every test reads by default).
+    pub fn trino_url(&self) -> String {
+        self.v["trino"]["url"].as_str().unwrap().to_string()
+    }
+
+    /// The lab's Trino-protocol stand-in (`lab.json` `stand_in`): the server for what a real
+    /// coordinator cannot do on demand (injected faults, scan counts, older personalities,
+    /// TLS/password/JWT/OAuth2 listeners, the engine's control endpoint).
+    pub fn stand_in(&self) -> &Value {
+        let s = &self.v["stand_in"];
+        if s.is_null() { &self.v["trino"] } else { s }
+    }
+
+    /// The stand-in's plain-HTTP URL: tests that inject faults or read `queries_of` use it.
+    pub fn stand_in_url(&self) -> String {
+        self.stand_in()["url"].as_str().unwrap().to_string()
+    }
+
+    pub fn listener(&self, name: &str) -> String {
+        self.stand_in()["listeners"][name]
+            .as_str()
+            .unwrap_or_else(|| panic!("no listener {name}"))
+            .to_string()
+    }
+
+    pub fn https_url(&self) -> String {
+        self.stand_in()["https_url"].as_str().unwrap().to_string()
+    }
+
+    pub fn ca_file(&self) -> PathBuf {
+        PathBuf::from(self.stand_in()["ca_file"].as_str().unwrap())
+    }
+
+    pub fn control_url(&self) -> String {
+        self.stand_in()["control_url"]
+            .as_str()
+            .unwrap()
+            .trim_end_matches('/')
+            .to_string()
+    }
+
+    /// expected.json facts of `schema.table`.
+    pub fn table(&self, key: &str) -> &Value {
+        let t = &self.expected["tables"][key];
+        assert!(!t.is_null(), "expected.json has no table {key}");
+        t
+    }
+
+    pub fn config(&self, url: &str, user: &str) -> ClientConfig {
+        ClientConfig {
+            url: url.parse().unwrap(),
+            user: user.to_string(),
+            source: "floe-test".into(),
+            catalog: Some("iceberg".into()),
+            schema: None,
+            auth: Auth::None,
+            tls: TlsSettings {
+                ca_file: None,
+                insecure_skip_verify: false,
+            },
+            session: Default::default(),
+            client_tags: vec![],
+            retry: RetryPolicy::default(),
+            request_timeout: Duration::from_secs(30),
+            connect_timeout: Duration::from_secs(5),
+            query_timeout: Some(Duration::from_secs(120)),
+        }
+    }
+
+    pub fn client(&self, user: &str) -> Client {
+        Client::new(self.config(&self.trino_url(), user)).unwrap()
+    }
+
+    fn http() -> reqwest::Client {
+        reqwest::Client::builder()
+            .timeout(Duration::from_secs(60))
+            .build()
+            .unwrap()
+    }
+
+    /// The list a lab control endpoint answers at `url`: under `key`, or the whole answer.
+    async fn list(url: &str, key: &str) -> Vec<Value> {
+        let v: Value = Self::http()
+            .get(url)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("GET {url}: {e}"))
+            .json()
+            .await
+            .unwrap_or_else(|e| panic!("GET {url}: {e}"));
+        let list = v.get(key).cloned().unwrap_or(v);
+        list.as_array().cloned().unwrap_or_default()
+    }
+
+    pub async fn post(&self, path: &str, body: Value) -> Value {
+        let url = format!("{}/{}", self.control_url(), path.trim_start_matches('/'));
+        let r = Self::http()
+            .post(&url)
+            .json(&body)
+            .send()
+            .await
+            .expect("lab control endpoint");
+        let status = r.status();
+        let v: Value = r.json().await.unwrap_or(Value::Null);
+        assert!(status.is_success(), "POST {url} {body}: {status} {v}");
+        v
+    }
+
+    pub async fn faults(&self, user: &str, rules: Value) {
+        self.post("faults", json!({"user": user, "rules": rules}))
+            .await;
+    }
+
+    pub async fn clear_faults(&self, user: &str) {
+        let url = format!("{}/faults?user={user}", self.control_url());
+        Self::http().delete(&url).send().await.unwrap();
+    }
+
+    pub async fn page_size(&self, user: &str, n: u64) {
+        self.post("config", json!({"user": user, "page_size": n}))
+            .await;
+    }
+
+    /// Queries the lab saw from `user`, oldest first.
+    pub async fn queries_of(&self, user: &str) -> Vec<Value> {
+        Self::list(&format!("{}/queries", self.control_url()), "queries")
+            .await
+            .into_iter()
+            .filter(|q| q["user"] == user)
+            .collect()
+    }
+
+    /// Queries the real coordinator recorded from `user` (`system.runtime.queries`), oldest
+    /// first, in the shape of [`Lab::queries_of`]: `id`, `user`, `sql`, `state`,
+    /// `error_name` (Trino's error code name, e.g. `USER_CANCELED`), `source`.
+    pub async fn real_queries_of(&self, user: &str) -> Vec<Value> {
+        let sql = format!(
+            "SELECT query_id, \"user\", query, state, error_code, source, to_unixtime(created) \
+             FROM system.runtime.queries WHERE \"user\" = '{}' ORDER BY created, query_id",
+            user.replace('\'', "''")
+        );
+        let rows = self.real_rows(&sql).await;
+        rows.into_iter()
+            .map(|r| {
+                json!({"id": r[0], "user": r[1], "sql": r[2], "state": r[3],
+                       "error_name": r[4], "source": r[5], "created": r[6]})
+            })
+            .collect()
+    }
+
+    /// Every row of `sql` on the real coordinator (as the lab's own user), through the
+    /// client protocol with a plain HTTP client: independent of floe's Trino client.
+    pub async fn real_rows(&self, sql: &str) -> Vec<Vec<Value>> {
+        let http = Self::http();
+        let mut page: Value = http
+            .post(format!("{}/v1/statement", self.trino_url()))
+            .header("X-Trino-User", "floe-lab")
+            .header("X-Trino-Catalog", "iceberg")
+            .body(sql.to_string())
+            .send()
+            .await
+            .expect("the real Trino answers")
+            .json()
+            .await
+            .expect("a QueryResults page");
+        let mut rows = Vec::new();
+        loop {
+            if let Some(d) = page["data"].as_array() {
+                rows.extend(d.iter().map(|r| r.as_array().cloned().unwrap_or_default()));
+            }
+            assert!(page["error"].is_null(), "{sql}: {}", page["error"]);
+            let Some(next) = page["nextUri"].as_str().map(str::to_string) else {
+                break;
+            };
+            page = http
+                .get(&next)
+                .header("X-Trino-User", "floe-lab")
+                .send()
+                .await
+                .expect("the real Trino answers")
+                .json()
+                .await
+                .expect("a QueryResults page");
+        }
+        rows
+    }
+
+    /// The fault proxy in front of the real Trino (`trino.proxy_url`): network faults for
+    /// the real coordinator are injected there.
+    pub fn proxy_url(&self) -> String {
+        self.v["trino"]["proxy_url"]
+            .as_str()
+            .expect("lab.json trino has a proxy_url (the fault proxy in front of the real Trino)")
+            .to_string()
+    }
+
+    fn proxy_control_url(&self) -> String {
+        self.v["trino"]["proxy_control_url"]
+            .as_str()
+            .expect("lab.json trino has a proxy_control_url")
+            .trim_end_matches('/')
+            .to_string()
+    }
+
+    /// Add fault rules for `user`'s queries to the proxy in front of the real Trino.
+    pub async fn real_faults(&self, user: &str, rules: Value) {
+        let url = format!("{}/faults", self.proxy_control_url());
+        let r = Self::http()
+            .post(&url)
+            .json(&json!({"user": user, "rules": rules}))
+            .send()
+            .await
+            .expect("the Trino fault proxy's control endpoint");
+        let status = r.status();
+        let body = r.text().await.unwrap_or_default();
+        assert!(status.is_success(), "POST {url}: {status} {body}");
+    }
+
+    /// Clear `user`'s rules on the proxy in front of the real Trino.
+    pub async fn clear_real_faults(&self, user: &str) {
+        let url = format!("{}/faults?user={user}", self.proxy_control_url());
+        Self::http().delete(&url).send().await.unwrap();
+    }
+
+    /// The requests the proxy in front of the real Trino saw from `user`, oldest first.
+    pub async fn proxy_requests_of(&self, user: &str) -> Vec<Value> {
+        Self::list(
+            &format!("{}/requests", self.proxy_control_url()),
+            "requests",
+        )
+        .await
+        .into_iter()
+        .filter(|q| q["user"] == user)
+        .collect()
+    }
+
+    /// An isolated, mutable copy of a seed table (tests that change tables use these).
+    pub async fn clone_table(&self, source: &str, target: &str) -> Value {
+        self.post(
+            "engine/clone_table",
+            json!({"source": source, "target": target}),
+        )
+        .await
+    }
+}
+
+impl Lab {
+    /// A field of `lab.json`'s `airflow` (Airflow 3) or `airflow2` entry.
+    pub fn airflow_field(&self, key: &str, name: &str) -> String {
+        self.v[key][name]
+            .as_str()
+            .unwrap_or_else(|| panic!("lab.json {key} has no {name}"))
+            .to_string()
+    }
+
+    /// The fault proxy's control URL in front of `airflow` or `airflow2`.
+    pub fn proxy_control(&self, key: &str) -> String {
+        self.airflow_field(key, "proxy_control_url")
+            .trim_end_matches('/')
+            .to_string()
+    }
+
+    /// Add rules to the Airflow fault proxy of `key` (`airflow` or `airflow2`).
+    pub async fn proxy_faults(&self, key: &str, rules: Value) {
+        let url = format!("{}/faults", self.proxy_control(key));
+        let r = Self::http()
+            .post(&url)
+            .json(&json!({ "rules": rules }))
+            .send()
+            .await
+            .expect("proxy control endpoint");
+        let status = r.status();
+        let body = r.text().await.unwrap_or_default();
+        assert!(status.is_success(), "POST {url}: {status} {body}");
+    }
+
+    /// Clear every rule of the Airflow fault proxy of `key`, and forget its requests.
+    pub async fn proxy_clear(&self, key: &str) {
+        let base = self.proxy_control(key);
+        Self::http()
+            .delete(format!("{base}/faults"))
+            .send()
+            .await
+            .unwrap();
+        Self::http()
+            .delete(format!("{base}/requests"))
+            .send()
+            .await
+            .unwrap();
+    }
+
+    /// The requests the Airflow fault proxy of `key` saw, oldest first.
+    pub async fn proxy_requests(&self, key: &str) -> Vec<Value> {
+        Self::list(&format!("{}/requests", self.proxy_control(key)), "requests").await
+    }
+}
+
+/// A user name unique to this test process and test, so faults and page sizes scoped
+/// to it touch nobody else.
+pub fn user(test: &str) -> String {
+    format!("t_{test}_{}", std::process::id())
+}
+
+/// What bash completes with floe's completion script `script` sourced, for the line
+/// `words` with the cursor on word `cword`: what `_floe_profiles` offers, one per line,
+/// and bash's stderr.
+pub fn bash_completes(script: &std::path::Path, words: &str, cword: usize) -> (String, String) {
+    let probe = format!(
+        "source {}\nCOMP_WORDS=({words})\nCOMP_CWORD={cword}\n_floe_profiles\nprintf '%s\\n' \"${{COMPREPLY[@]}}\"\n",
+        script.display(),
+    );
+    let out = std::process::Command::new("bash")
+        .args(["--norc", "-c", &probe])
+        .output()
+        .unwrap();
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}

@@ -1,0 +1,403 @@
+//! What an open floe costs the coordinator, counted on the lab: statements per refresh
+//! when nothing changed, one health statement for one written table, and a broken table
+//! that cannot blind the others of its probe batch. The refresh runs as the TUI runs it:
+//! `update` plans it, the runtime executes its effects against the lab.
+
+use crate::common;
+
+use std::time::Duration;
+
+use common::{lab, user};
+use floe::app::action::Action;
+use floe::app::runtime::{Runtime, initial_state};
+use floe::app::state::State;
+use floe::app::update::{refresh, update};
+use floe::config;
+use floe::lakehouse::model::TableRef;
+use floe::lakehouse::queries::Lakehouse;
+use floe::trino::{Client, QueryOptions};
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+/// Statements of `user` by kind: (discovery, probes, health, other: the layouts).
+fn kinds(qs: &[Value]) -> (usize, usize, usize, usize) {
+    let mut k = (0, 0, 0, 0);
+    for q in qs {
+        let sql = q["sql"].as_str().unwrap_or("");
+        if sql.contains("system.runtime.queries") {
+            // The coordinator's own record of recent queries (what the tables' readers
+            // suffered): no table of the fleet is read, so it is none of the four kinds.
+            continue;
+        }
+        if sql.contains("iceberg_tables") || sql.contains("information_schema") {
+            k.0 += 1;
+        } else if sql.contains("partition_fields") {
+            // The layouts of the listed tables, learned before their first statement.
+            k.3 += 1;
+        } else if sql.starts_with("SELECT 0 AS i") {
+            k.1 += 1;
+        } else if sql.contains("$files") || sql.contains("$entries") {
+            // The health statement reads `$entries` where the server has it.
+            k.2 += 1;
+        } else {
+            k.3 += 1;
+        }
+    }
+    k
+}
+
+struct Fleet {
+    user: String,
+    state: State,
+    rt: Runtime,
+    rx: mpsc::UnboundedReceiver<Action>,
+    dir: std::path::PathBuf,
+}
+
+impl Fleet {
+    async fn new(name: &str, globs: &[String], batch: usize) -> Fleet {
+        let user = user(name);
+        let dir = std::env::temp_dir().join(format!("floe-fleet-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("config.toml");
+        let tables = globs
+            .iter()
+            .map(|g| format!("{g:?}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        std::fs::write(
+            &path,
+            format!(
+                "probe_batch = {batch}\nfull_refresh_every = \"1h\"\n[trino]\nurl = {:?}\nuser = {user:?}\ncatalog = \"iceberg\"\nschemas = [\"scratch\"]\ntables = [{tables}]\n",
+                lab().trino_url()
+            ),
+        )
+        .unwrap();
+        let over = config::Overrides {
+            config: Some(path),
+            ..Default::default()
+        };
+        let mut settings = config::load(&over).unwrap();
+        settings.stats_cache = dir.join("stats.json");
+        let state = initial_state(&settings, true).unwrap();
+        let (tx, rx) = mpsc::unbounded_channel();
+        let rt = Runtime::new(settings, over, tx).unwrap();
+        Fleet {
+            user,
+            state,
+            rt,
+            rx,
+            dir,
+        }
+    }
+
+    /// Run one refresh to its end; the statements it sent, by kind.
+    async fn cycle(&mut self, first: bool, manual: bool) -> (usize, usize, usize, usize) {
+        let before = lab().real_queries_of(&self.user).await.len();
+        let fx = if first {
+            update(&mut self.state, Action::Start)
+        } else {
+            refresh(&mut self.state, manual)
+        };
+        self.rt.run(fx);
+        while self.state.refresh_in_flight() {
+            let a = tokio::time::timeout(Duration::from_secs(60), self.rx.recv())
+                .await
+                .expect("the refresh ends")
+                .expect("the runtime is alive");
+            let fx = update(&mut self.state, a);
+            self.rt.run(fx);
+        }
+        // Let results still on their way (server info) land.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        while let Ok(a) = self.rx.try_recv() {
+            let fx = update(&mut self.state, a);
+            self.rt.run(fx);
+        }
+        let qs = lab().real_queries_of(&self.user).await;
+        kinds(&qs[before..])
+    }
+
+    fn snapshots_of(&self, t: &TableRef) -> u64 {
+        let row = self.state.tables.row(t).expect("the table is listed");
+        assert!(row.error.is_none(), "{t}: {:?}", row.error);
+        row.stats.as_ref().expect("stats").snapshots
+    }
+}
+
+impl Drop for Fleet {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_steady_refresh_probes_and_reads_only_the_written_table() {
+    let pid = std::process::id();
+    let mut clones = Vec::new();
+    for (i, source) in ["zoning.documents", "zoning.parcels", "audit.events"]
+        .iter()
+        .enumerate()
+    {
+        let name = format!("fleet_{i}_{pid}");
+        lab().clone_table(source, &format!("scratch.{name}")).await;
+        clones.push(TableRef::new("iceberg", "scratch", name));
+    }
+    let mut f = Fleet::new("steady", &[format!("scratch.fleet_?_{pid}")], 2).await;
+
+    let (disc, probes, health, layouts) = f.cycle(true, false).await;
+    assert_eq!(
+        (disc, health),
+        (1, 3),
+        "the first refresh reads every table"
+    );
+    assert_eq!(probes, 0);
+    assert_eq!(layouts, 1, "one statement learns the three tables' layouts");
+    let failed: Vec<Value> = lab()
+        .real_queries_of(&f.user)
+        .await
+        .into_iter()
+        .filter(|q| !q["error_name"].is_null())
+        .collect();
+    assert!(failed.is_empty(), "{failed:#?}");
+    assert_eq!(f.state.tables.rows.len(), 3);
+
+    // Nothing changed: ⌈3/2⌉ probes and the discovery, no health statement.
+    let (disc, probes, health, other) = f.cycle(false, false).await;
+    assert_eq!((disc, probes, health), (1, 2, 0));
+    assert!(disc + probes + health + other <= 3usize.div_ceil(2) + 1);
+    assert!(
+        f.state
+            .tables
+            .rows
+            .iter()
+            .all(|r| !r.stale && r.error.is_none())
+    );
+
+    // One table written (an optimize commits a snapshot): exactly one health statement.
+    let written = &clones[0];
+    let before = f.snapshots_of(written);
+    let writer = Client::new(lab().config(&lab().trino_url(), &user("steady_writer"))).unwrap();
+    writer
+        .execute(
+            &format!(
+                "ALTER TABLE {} EXECUTE optimize(file_size_threshold => '96MB')",
+                written.sql()
+            ),
+            QueryOptions::default(),
+        )
+        .await
+        .unwrap();
+    let (disc, probes, health, _) = f.cycle(false, false).await;
+    assert_eq!((disc, probes, health), (1, 2, 1));
+    assert_eq!(f.snapshots_of(written), before + 1, "the change is noticed");
+
+    // `r` reads everything, layouts included.
+    let (_, _, health, layouts) = f.cycle(false, true).await;
+    assert_eq!((health, layouts), (3, 1));
+}
+
+/// What the periodic full re-read used to be there for — commits that add no data: a
+/// property, schema or partition-spec change, an expiry — the probe sees on its own
+/// (each writes a new metadata file), and exactly that table is read again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_probe_sees_commits_that_write_no_data_and_rereads_only_that_table() {
+    let pid = std::process::id();
+    let mut clones = Vec::new();
+    for (i, source) in ["zoning.documents", "audit.events"].iter().enumerate() {
+        let name = format!("fleet_meta_{i}_{pid}");
+        lab().clone_table(source, &format!("scratch.{name}")).await;
+        clones.push(TableRef::new("iceberg", "scratch", name));
+    }
+    let mut f = Fleet::new("meta", &[format!("scratch.fleet_meta_?_{pid}")], 50).await;
+    let (_, _, health, _) = f.cycle(true, false).await;
+    assert_eq!(health, 2);
+    let (disc, probes, health, _) = f.cycle(false, false).await;
+    assert_eq!((disc, probes, health), (1, 1, 0), "nothing changed");
+    let (changed, other) = (&clones[0], &clones[1]);
+    let other_read = f.state.tables.row(other).unwrap().read_at;
+    let snapshots = f.snapshots_of(changed);
+    let writer = Client::new(lab().config(&lab().trino_url(), &user("meta_writer"))).unwrap();
+    for (what, sql) in [
+        (
+            "a property change",
+            format!(
+                "ALTER TABLE {} SET PROPERTIES format = 'ORC'",
+                changed.sql()
+            ),
+        ),
+        (
+            "a schema change",
+            format!(
+                "ALTER TABLE {} ADD COLUMN probe_note_{pid} varchar",
+                changed.sql()
+            ),
+        ),
+        (
+            "a partition-spec change",
+            format!(
+                "ALTER TABLE {} SET PROPERTIES partitioning = ARRAY[]",
+                changed.sql()
+            ),
+        ),
+        (
+            "an expiry",
+            format!(
+                "ALTER TABLE {} EXECUTE expire_snapshots(retention_threshold => '7d')",
+                changed.sql()
+            ),
+        ),
+    ] {
+        let before = f.state.tables.row(changed).unwrap().stats.clone().unwrap();
+        writer
+            .execute(&sql, QueryOptions::default())
+            .await
+            .unwrap_or_else(|e| panic!("{what}: {sql}: {e}"));
+        let (disc, probes, health, _) = f.cycle(false, false).await;
+        assert_eq!(
+            (disc, probes, health),
+            (1, 1, 1),
+            "{what}: one probe, then the health statement of that table alone"
+        );
+        let after = f.state.tables.row(changed).unwrap().stats.clone().unwrap();
+        assert_ne!(after.metadata_at, before.metadata_at, "{what}: re-read");
+        assert_eq!(
+            f.state.tables.row(other).unwrap().read_at,
+            other_read,
+            "{what}: the other table is not read again"
+        );
+    }
+    assert!(
+        f.snapshots_of(changed) < snapshots,
+        "the expiry removed snapshots ({snapshots} before)"
+    );
+    // Nothing since: the next refresh reads no table.
+    let (_, probes, health, _) = f.cycle(false, false).await;
+    assert_eq!((probes, health), (1, 0));
+}
+
+#[tokio::test]
+async fn a_broken_table_does_not_blind_its_probe_batch() {
+    let user = user("fleet_broken");
+    let lake = Lakehouse::new(
+        Client::new(lab().config(&lab().trino_url(), &user)).unwrap(),
+        "iceberg",
+        Default::default(),
+    );
+    let missing = TableRef::new(
+        "iceberg",
+        "zoning",
+        format!("dropped_{}", std::process::id()),
+    );
+    let tables = vec![
+        TableRef::new("iceberg", "zoning", "documents"),
+        missing.clone(),
+        TableRef::new("iceberg", "audit", "events"),
+        TableRef::new("iceberg", "zoning", "parcels"),
+    ];
+    let out = lake.probe(&tables).await;
+    let got: Vec<&TableRef> = out.iter().map(|(t, _)| t).collect();
+    assert_eq!(
+        got,
+        tables.iter().collect::<Vec<_>>(),
+        "in order, each once"
+    );
+    for (t, r) in &out {
+        if *t == missing {
+            let e = r.as_ref().unwrap_err().to_string();
+            assert!(e.contains("TABLE_NOT_FOUND"), "{e}");
+        } else {
+            let p = r.as_ref().unwrap_or_else(|e| panic!("{t}: {e}"));
+            assert!(
+                p.metadata_at.is_some() && p.snapshot_id.is_some(),
+                "{t}: {p:?}"
+            );
+        }
+    }
+    // The probe agrees with the health statement: an unchanged table is not re-read.
+    let docs = &tables[0];
+    let stats = lake.table_stats(docs).await.unwrap();
+    let p = out[0].1.as_ref().unwrap();
+    assert!(
+        floe::app::tables::same_snapshot(&stats, p),
+        "{stats:?} vs {p:?}"
+    );
+    let qs = lab().real_queries_of(&user).await;
+    let probes = qs
+        .iter()
+        .filter(|q| q["sql"].as_str().unwrap_or("").starts_with("SELECT 0 AS i"))
+        .count();
+    assert!(
+        probes <= 7,
+        "a few splits, not one statement per table each: {probes}"
+    );
+}
+
+#[tokio::test]
+async fn check_uses_the_cache_only_when_asked_and_only_young_enough() {
+    let f = Fleet::new("check_cache", &["zoning.documents".to_string()], 50).await;
+    let mut settings = config::load(&config::Overrides {
+        config: Some(f.dir.join("config.toml")),
+        ..Default::default()
+    })
+    .unwrap();
+    settings.trino.schemas = vec!["zoning".into()];
+    settings.stats_cache = f.dir.join("stats.json");
+    let docs = TableRef::new("iceberg", "zoning", "documents");
+    let marked = floe::lakehouse::model::TableStats {
+        data_files: 424_242,
+        ..Default::default()
+    };
+    floe::cache::store(
+        &settings.stats_cache,
+        &settings.profile,
+        settings.trino.url.as_str(),
+        vec![floe::cache::Entry {
+            profile: settings.profile.clone(),
+            url: settings.trino.url.to_string(),
+            table: docs.clone(),
+            probe: None,
+            read_at: chrono::Utc::now() - chrono::Duration::minutes(30),
+            stats: marked,
+        }],
+    )
+    .unwrap();
+    let files_of = |r: &floe::report::Report| {
+        r.tables
+            .iter()
+            .find(|t| t.table == docs)
+            .and_then(|t| t.stats.as_ref())
+            .map(|s| s.data_files)
+    };
+    let run = |age: Option<u64>| {
+        floe::report::check::run_cached(
+            &settings,
+            &[],
+            Duration::from_secs(120),
+            age.map(Duration::from_secs),
+        )
+    };
+    let fresh = run(None).await;
+    assert_ne!(
+        files_of(&fresh),
+        Some(424_242),
+        "by default a check is fresh"
+    );
+    let too_old = run(Some(600)).await;
+    assert_ne!(
+        files_of(&too_old),
+        Some(424_242),
+        "30 min is older than 10 min"
+    );
+    let before = kinds(&lab().real_queries_of(&f.user).await).2;
+    let cached = run(Some(3600)).await;
+    assert_eq!(files_of(&cached), Some(424_242));
+    assert!(
+        cached.warnings.iter().any(|w| w.contains("stats cache")),
+        "{:?}",
+        cached.warnings
+    );
+    let after = kinds(&lab().real_queries_of(&f.user).await).2;
+    assert_eq!(after, before, "no health statement for a cached table");
+}
