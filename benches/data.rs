@@ -150,21 +150,21 @@ pub fn loaded_state(n_tables: usize, n_partitions: usize, n_snapshots: usize, ta
     let req = s.partitions.request;
     update(
         &mut s,
-        Action::Partitions {
+        Action::Partitions(floe::app::partitions::PartitionsMsg::Loaded {
             request: req,
             table: first.clone(),
             result: Ok(partitions(n_partitions)),
-        },
+        }),
     );
     update(&mut s, key('3'));
     let req = s.snapshots.request;
     update(
         &mut s,
-        Action::Snapshots {
+        Action::Snapshots(floe::app::snapshots::SnapshotsMsg::Loaded {
             request: req,
             table: first,
             result: Ok(snapshots(n_snapshots)),
-        },
+        }),
     );
     update(&mut s, key(tab));
     assert_eq!(

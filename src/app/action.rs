@@ -6,18 +6,19 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use crossterm::event::KeyEvent;
 
+use super::connection::ConnectionMsg;
 use super::dags::DagMsg;
 use super::export::{ExportData, ExportFormat};
 use super::maintenance::MaintenanceMsg;
+use super::partitions::PartitionsMsg;
+use super::snapshots::SnapshotsMsg;
 use super::tables::TablesMsg;
 use crate::health::HealthConfig;
 use crate::lakehouse::maintenance::Plan;
-use crate::lakehouse::model::{PartitionStats, SnapshotInfo, TableRef};
-use crate::lakehouse::queries::PartitionList;
+use crate::lakehouse::model::{PartitionStats, TableRef};
 use crate::trino::TrinoError;
 
 pub use crate::maintain::plan::MaintenanceKind;
-use crate::trino::ServerInfo;
 
 #[derive(Clone, Debug)]
 pub enum Action {
@@ -26,27 +27,15 @@ pub enum Action {
     Key(KeyEvent),
     Tick(DateTime<Utc>),
     Resize(u16, u16),
-    /// The Trino coordinator's `/v1/info` (the header).
-    ServerInfo(Result<ServerInfo, TrinoError>),
+    /// The coordinator's info, its login, a profile switch.
+    Connection(ConnectionMsg),
     /// A result for the Tables tab.
     Tables(TablesMsg),
-    Partitions {
-        request: u64,
-        table: TableRef,
-        result: Result<PartitionList, TrinoError>,
-    },
-    Snapshots {
-        request: u64,
-        table: TableRef,
-        result: Result<Vec<SnapshotInfo>, TrinoError>,
-    },
-    /// The runs of the Snapshots tab's maintenance DAG (its timeline).
-    TimelineRuns {
-        dag_id: String,
-        result: Result<Vec<crate::airflow::DagRun>, crate::airflow::AirflowError>,
-    },
+    /// A result for the Partitions tab.
+    Partitions(PartitionsMsg),
+    /// A result for the Snapshots tab (its snapshots, its DAG's runs).
+    Snapshots(SnapshotsMsg),
     Exported(Result<PathBuf, String>),
-    ProfileSwitched(Result<ProfileView, String>),
     /// A result for the DAGs tab.
     Dags(DagMsg),
     /// A result for maintenance (a drafted plan, a job's progress and end).
@@ -55,8 +44,6 @@ pub enum Action {
     Terminate,
     /// A frame was drawn: a confirm popup on screen now accepts its `y`.
     Drawn,
-    /// Trino's OAuth2 login: a URL to open in a browser, then its end.
-    TrinoLogin(crate::trino::LoginEvent),
     /// The coordinator's record of the recent queries that read a table.
     Queries {
         table: TableRef,

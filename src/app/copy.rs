@@ -5,10 +5,8 @@
 //! character: every text goes through [`crate::text::one_line`].
 
 use super::action::Effect;
-use super::dags::DagLevel;
 use super::state::{Level, Popup, State, Tab};
-use crate::lakehouse::maintenance::{Plan, partition_path};
-use crate::lakehouse::sql::quote_string;
+use crate::lakehouse::maintenance::Plan;
 use crate::text::{clip, one_line};
 
 /// The most the clipboard is given: terminals cap an OSC 52 payload (xterm at about
@@ -66,7 +64,7 @@ pub fn clean(text: &str) -> String {
 }
 
 /// Copy `text` (described as `what` in the status line).
-fn emit(s: &mut State, what: &str, text: &str) -> Vec<Effect> {
+pub fn emit(s: &mut State, what: &str, text: &str) -> Vec<Effect> {
     let text = clean(text);
     if text.is_empty() {
         s.set_status(Level::Info, format!("nothing to copy: no {what}"));
@@ -77,93 +75,14 @@ fn emit(s: &mut State, what: &str, text: &str) -> Vec<Effect> {
     vec![Effect::Copy(text)]
 }
 
-/// `y` outside popups: what is selected on the tab.
+/// `y` outside popups: what is selected on the tab, as the tab's feature says.
 pub fn selection(s: &mut State) -> Vec<Effect> {
     match s.tab {
-        // The incident's line, as an operator pastes it into the incident channel.
-        Tab::Triage => match s.triage.selected().map(|i| i.summary()) {
-            Some(line) => emit(s, "incident", &line),
-            None => emit(s, "incident selected", ""),
-        },
-        Tab::Tables => match s.tables.selected().map(|r| r.table.sql()) {
-            Some(name) => emit(s, "table name", &name),
-            None => emit(s, "table selected", ""),
-        },
-        Tab::Partitions => {
-            let p = s.partitions.selected().map(|r| partition_path(&r.stats));
-            match p {
-                Some(Ok(path)) => {
-                    let pred = format!("\"$partition\" = {}", quote_string(&path));
-                    emit(s, "partition predicate", &pred)
-                }
-                Some(Err(_)) => match s.partitions.table.as_ref().map(|t| t.sql()) {
-                    // Unpartitioned: the table is what a statement would name.
-                    Some(name) => emit(s, "table name", &name),
-                    None => emit(s, "partition selected", ""),
-                },
-                None => emit(s, "partition selected", ""),
-            }
-        }
-        Tab::Snapshots => {
-            let row = s
-                .snapshots
-                .grid
-                .selected_row()
-                .and_then(|i| s.snapshots.rows.get(i))
-                .map(|r| {
-                    (
-                        r.info.snapshot_id.to_string(),
-                        r.info.trino_query_id.clone(),
-                    )
-                });
-            match row {
-                // A second `y` on the same snapshot copies the query that wrote it.
-                Some((id, Some(q))) if s.copied.as_deref() == Some(id.as_str()) => {
-                    emit(s, "Trino query id", &q)
-                }
-                Some((id, q)) => {
-                    let fx = emit(s, "snapshot id", &id);
-                    if q.is_some()
-                        && let Some(m) = &mut s.status
-                    {
-                        m.text.push_str(" (y again: its Trino query id)");
-                    }
-                    fx
-                }
-                None => emit(s, "snapshot selected", ""),
-            }
-        }
-        Tab::Dags => dag(s),
-    }
-}
-
-/// The DAGs tab: the DAG id on the list; its failing error line once drilled in.
-fn dag(s: &mut State) -> Vec<Effect> {
-    let d = &s.dags;
-    if d.level() == DagLevel::List {
-        return match d.selected().map(|r| r.dag.dag_id.clone()) {
-            Some(id) => emit(s, "DAG id", &id),
-            None => emit(s, "DAG selected", ""),
-        };
-    }
-    let from_log = d
-        .log
-        .as_ref()
-        .filter(|_| d.level() == DagLevel::Log)
-        .and_then(|l| l.log.error_line.clone());
-    let dag_id = d.dag_id.clone().unwrap_or_default();
-    let from_failure = d
-        .failures
-        .get(&dag_id)
-        .and_then(|f| f.as_ref().ok())
-        .and_then(|f| f.log.error_line.clone());
-    let from_facts = d
-        .row(&dag_id)
-        .and_then(|r| r.facts.as_ref())
-        .and_then(|f| f.error_line.clone());
-    match from_log.or(from_failure).or(from_facts) {
-        Some(line) => emit(s, "error line", &line),
-        None => emit(s, "DAG id", &dag_id),
+        Tab::Triage => super::triage::copy(s),
+        Tab::Tables => super::tables::copy(s),
+        Tab::Partitions => super::partitions::copy(s),
+        Tab::Snapshots => super::snapshots::copy(s),
+        Tab::Dags => super::dags::copy(s),
     }
 }
 
@@ -313,11 +232,11 @@ mod tests {
             };
             update(
                 &mut s,
-                Action::Snapshots {
+                Action::Snapshots(crate::app::snapshots::SnapshotsMsg::Loaded {
                     request: 1,
                     table: tref("zoning", "documents"),
                     result: Ok(vec![info]),
-                },
+                }),
             );
             let fx = update(&mut s, key('y'));
             assert_eq!(copied(&fx), "4242");

@@ -7,12 +7,10 @@ use chrono::Utc;
 
 use super::action::Effect;
 use super::grid::Grid;
-use super::partitions::PartitionCol;
-use super::snapshots::SnapshotCol;
 use super::state::{Level, State, Tab};
 use crate::health::{Health, Severity};
 use crate::report::postmortem::{self, DagSection, Postmortem};
-use crate::report::record::{DagRecord, TableRecord};
+use crate::report::record::TableRecord;
 use crate::report::timeline::DagRuns;
 use crate::report::{AirflowInfo, TrinoInfo};
 
@@ -38,77 +36,6 @@ pub struct ExportData {
     pub postmortem: Option<Box<Postmortem>>,
 }
 
-/// The fields of a [`TableRecord`] in a CSV export, in file order (the record's names).
-const TABLE_FIELDS: [&str; 20] = [
-    "catalog",
-    "schema",
-    "table",
-    "status",
-    "score",
-    "data_files",
-    "small_files",
-    "total_bytes",
-    "records",
-    "partitions",
-    "small_file_partitions",
-    "snapshots",
-    "delete_files",
-    "target_file_size",
-    "last_compaction_at",
-    "last_compaction_age_hours",
-    "last_write_at",
-    "maintenance_dag",
-    "error",
-    "findings",
-];
-
-/// A record field as one CSV cell: the DAG by its id, findings as `[SEVERITY] message`.
-fn record_cell(v: &serde_json::Value, field: &str) -> String {
-    match (field, &v[field]) {
-        (_, serde_json::Value::Null) => String::new(),
-        (_, serde_json::Value::String(s)) => s.clone(),
-        ("maintenance_dag", d) => d["dag_id"].as_str().unwrap_or_default().to_string(),
-        ("findings", serde_json::Value::Array(fs)) => fs
-            .iter()
-            .map(|f| {
-                format!(
-                    "[{}] {}",
-                    f["severity"].as_str().unwrap_or_default(),
-                    f["message"].as_str().unwrap_or_default()
-                )
-            })
-            .collect::<Vec<_>>()
-            .join("; "),
-        (_, other) => other.to_string(),
-    }
-}
-
-fn table_records(s: &State) -> Vec<TableRecord> {
-    let v = &s.tables;
-    let unknown = Health {
-        status: Severity::Unknown,
-        score: 0,
-        findings: Vec::new(),
-    };
-    v.grid
-        .index
-        .iter()
-        .map(|&i| {
-            let r = &v.rows[i];
-            TableRecord {
-                maintenance_dag: r.dag.as_ref().map(DagRecord::new),
-                error: r.error.clone(),
-                ..TableRecord::new(
-                    &r.table,
-                    r.stats.as_ref(),
-                    r.health.as_ref().unwrap_or(&unknown),
-                    s.now,
-                )
-            }
-        })
-        .collect()
-}
-
 /// The export file was written (or not).
 pub fn on_written(s: &mut State, r: Result<PathBuf, String>) {
     match r {
@@ -128,60 +55,19 @@ pub fn export(s: &mut State, format: ExportFormat) -> Vec<Effect> {
     }
 }
 
-/// The current view as the operator sees it (filter and sort applied), for the postmortem.
+/// The current view as the operator sees it (filter and sort applied), as the tab's
+/// feature gives it; `None` for a tab with nothing to export.
 pub fn export_view(s: &State) -> Option<ExportData> {
     match s.tab {
-        Tab::Tables => {
-            let records = table_records(s);
-            let rows = records
-                .iter()
-                .map(|r| {
-                    let v = serde_json::to_value(r).expect("a table record serializes");
-                    TABLE_FIELDS.iter().map(|f| record_cell(&v, f)).collect()
-                })
-                .collect();
-            Some(ExportData {
-                view: "tables",
-                columns: TABLE_FIELDS.iter().map(|f| f.to_string()).collect(),
-                rows,
-                records,
-                postmortem: None,
-            })
-        }
-        Tab::Partitions => {
-            let v = &s.partitions;
-            v.table.as_ref()?;
-            Some(table(
-                "partitions",
-                &v.grid,
-                &PartitionCol::EXPORTED.map(PartitionCol::field),
-                |i| {
-                    PartitionCol::EXPORTED
-                        .map(|c| c.export(v, &v.rows[i]))
-                        .to_vec()
-                },
-            ))
-        }
-        Tab::Snapshots => {
-            let v = &s.snapshots;
-            v.table.as_ref()?;
-            Some(table(
-                "snapshots",
-                &v.grid,
-                &SnapshotCol::EXPORTED.map(SnapshotCol::field),
-                |i| {
-                    SnapshotCol::EXPORTED
-                        .map(|c| c.export(v, &v.rows[i], s.now))
-                        .to_vec()
-                },
-            ))
-        }
+        Tab::Tables => Some(super::tables::export_view(s)),
+        Tab::Partitions => super::partitions::export_view(s),
+        Tab::Snapshots => super::snapshots::export_view(s),
         Tab::Dags | Tab::Triage => None,
     }
 }
 
 /// The rows of `grid` in display order, one `row(i)` each.
-fn table(
+pub fn table(
     view: &'static str,
     grid: &Grid,
     fields: &[&str],
@@ -568,18 +454,18 @@ mod tests {
         };
         update(
             &mut s,
-            Action::Snapshots {
+            Action::Snapshots(crate::app::snapshots::SnapshotsMsg::Loaded {
                 request,
                 table: tref("zoning", "documents"),
                 result: Ok(vec![info]),
-            },
+            }),
         );
         update(
             &mut s,
-            Action::TimelineRuns {
+            Action::Snapshots(crate::app::snapshots::SnapshotsMsg::Runs {
                 dag_id: "compact_documents".into(),
                 result: Ok(vec![]),
-            },
+            }),
         );
         update(&mut s, key(':'));
         for c in "export md".chars() {

@@ -3,11 +3,14 @@
 //! the runtime runs effects. See README.md for how a tab is added.
 
 pub mod action;
+pub mod connection;
 pub mod copy;
 pub mod dags;
 pub mod detail;
 pub mod export;
 pub mod grid;
+pub mod health;
+pub mod help;
 pub mod keymap;
 pub mod layout;
 pub mod maintenance;

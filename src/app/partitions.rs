@@ -10,8 +10,10 @@ use super::grid::Grid;
 use super::layout::Width;
 use super::state::{Level, Load, State};
 use crate::health::{Severity, partition_severity};
+use crate::lakehouse::maintenance::partition_path;
 use crate::lakehouse::model::{PartitionKey, PartitionStats, TableRef};
 use crate::lakehouse::queries::PartitionList;
+use crate::lakehouse::sql::quote_string;
 use crate::trino::TrinoError;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -292,13 +294,60 @@ impl PartitionsView {
 }
 
 /// The Partitions tab's message: the partition list of `table` arrived.
-pub fn update(
-    s: &mut State,
-    request: u64,
-    table: &TableRef,
-    result: Result<PartitionList, TrinoError>,
-) -> Vec<Effect> {
-    on_partitions(s, request, table, result);
+/// `y`: the `"$partition"` predicate of the selected partition (the table's name when
+/// it is unpartitioned: that is what a statement would name).
+pub fn copy(s: &mut State) -> Vec<Effect> {
+    use super::copy::emit;
+    let p = s.partitions.selected().map(|r| partition_path(&r.stats));
+    match p {
+        Some(Ok(path)) => {
+            let pred = format!("\"$partition\" = {}", quote_string(&path));
+            emit(s, "partition predicate", &pred)
+        }
+        Some(Err(_)) => match s.partitions.table.as_ref().map(|t| t.sql()) {
+            Some(name) => emit(s, "table name", &name),
+            None => emit(s, "partition selected", ""),
+        },
+        None => emit(s, "partition selected", ""),
+    }
+}
+
+/// `e`: the partitions as listed (filter and sort applied), the exported columns.
+pub fn export_view(s: &State) -> Option<super::export::ExportData> {
+    let v = &s.partitions;
+    v.table.as_ref()?;
+    Some(super::export::table(
+        "partitions",
+        &v.grid,
+        &PartitionCol::EXPORTED.map(PartitionCol::field),
+        |i| {
+            PartitionCol::EXPORTED
+                .map(|c| c.export(v, &v.rows[i]))
+                .to_vec()
+        },
+    ))
+}
+
+/// Results for the Partitions tab.
+#[derive(Clone, Debug)]
+pub enum PartitionsMsg {
+    /// The partitions of `table`, for the load numbered `request`.
+    Loaded {
+        request: u64,
+        table: TableRef,
+        result: Result<PartitionList, TrinoError>,
+    },
+}
+
+/// The Partitions tab's messages.
+pub fn update(s: &mut State, msg: PartitionsMsg) -> Vec<Effect> {
+    match msg {
+        PartitionsMsg::Loaded {
+            request,
+            table,
+            result,
+        } => on_partitions(s, request, &table, result),
+    }
     Vec::new()
 }
 
@@ -413,6 +462,7 @@ pub fn clear_marks(s: &mut State) {
 
 #[cfg(test)]
 mod tests {
+    use super::PartitionsMsg;
     use crate::app::action::{Action, Effect};
     use crate::app::state::Tab;
     use crate::app::testing::*;
@@ -451,11 +501,11 @@ mod tests {
         // The stale answer for documents is dropped.
         update(
             &mut s,
-            Action::Partitions {
+            Action::Partitions(PartitionsMsg::Loaded {
                 request: 1,
                 table: tref("zoning", "documents"),
                 result: Ok(PartitionList::default()),
-            },
+            }),
         );
         assert!(s.partitions.load.is_loading());
     }
@@ -476,11 +526,11 @@ mod tests {
         }
         update(
             &mut s,
-            Action::Partitions {
+            Action::Partitions(PartitionsMsg::Loaded {
                 request: 1,
                 table,
                 result: Ok(list),
-            },
+            }),
         );
         let labels: std::collections::BTreeSet<String> =
             s.partitions.rows.iter().map(|r| r.label.clone()).collect();
@@ -510,11 +560,11 @@ mod tests {
         let table = tref("zoning", "documents");
         update(
             &mut s,
-            Action::Partitions {
+            Action::Partitions(PartitionsMsg::Loaded {
                 request: 1,
                 table: table.clone(),
                 result: Ok(partitions(9)),
-            },
+            }),
         );
         assert_eq!(s.partitions.rows.len(), 9);
         let first = s.partitions.selected().unwrap().stats.key();
@@ -534,11 +584,11 @@ mod tests {
         let req = s.partitions.request;
         update(
             &mut s,
-            Action::Partitions {
+            Action::Partitions(PartitionsMsg::Loaded {
                 request: req,
                 table: table.clone(),
                 result: Ok(partitions(9)),
-            },
+            }),
         );
         assert_eq!(s.partitions.marks.len(), 1);
         update(
@@ -563,11 +613,11 @@ mod tests {
         list.partitions.push(heavy);
         update(
             &mut s,
-            Action::Partitions {
+            Action::Partitions(PartitionsMsg::Loaded {
                 request: 1,
                 table: tref("zoning", "documents"),
                 result: Ok(list),
-            },
+            }),
         );
         let count = |sev| {
             s.partitions

@@ -205,8 +205,83 @@ impl SnapshotsView {
     }
 }
 
-/// The Snapshots tab's message: the snapshots of `table` arrived.
-pub fn update(
+/// `y`: the selected snapshot's id; a second `y` on it, the Trino query that wrote it.
+pub fn copy(s: &mut State) -> Vec<Effect> {
+    use super::copy::emit;
+    let row = s
+        .snapshots
+        .grid
+        .selected_row()
+        .and_then(|i| s.snapshots.rows.get(i))
+        .map(|r| {
+            (
+                r.info.snapshot_id.to_string(),
+                r.info.trino_query_id.clone(),
+            )
+        });
+    match row {
+        Some((id, Some(q))) if s.copied.as_deref() == Some(id.as_str()) => {
+            emit(s, "Trino query id", &q)
+        }
+        Some((id, q)) => {
+            let fx = emit(s, "snapshot id", &id);
+            if q.is_some()
+                && let Some(m) = &mut s.status
+            {
+                m.text.push_str(" (y again: its Trino query id)");
+            }
+            fx
+        }
+        None => emit(s, "snapshot selected", ""),
+    }
+}
+
+/// `e`: the snapshots as listed (filter and sort applied), the exported columns.
+pub fn export_view(s: &State) -> Option<super::export::ExportData> {
+    let v = &s.snapshots;
+    v.table.as_ref()?;
+    Some(super::export::table(
+        "snapshots",
+        &v.grid,
+        &SnapshotCol::EXPORTED.map(SnapshotCol::field),
+        |i| {
+            SnapshotCol::EXPORTED
+                .map(|c| c.export(v, &v.rows[i], s.now))
+                .to_vec()
+        },
+    ))
+}
+
+/// Results for the Snapshots tab.
+#[derive(Clone, Debug)]
+pub enum SnapshotsMsg {
+    /// The snapshots of `table`, for the load numbered `request`.
+    Loaded {
+        request: u64,
+        table: TableRef,
+        result: Result<Vec<SnapshotInfo>, crate::trino::TrinoError>,
+    },
+    /// The runs of the table's maintenance DAG (its timeline).
+    Runs {
+        dag_id: String,
+        result: Result<Vec<DagRun>, crate::airflow::AirflowError>,
+    },
+}
+
+/// The Snapshots tab's messages.
+pub fn update(s: &mut State, msg: SnapshotsMsg) -> Vec<Effect> {
+    match msg {
+        SnapshotsMsg::Loaded {
+            request,
+            table,
+            result,
+        } => on_snapshots(s, request, &table, result),
+        SnapshotsMsg::Runs { dag_id, result } => on_runs(s, &dag_id, result),
+    }
+}
+
+/// The snapshots of `table` arrived.
+fn on_snapshots(
     s: &mut State,
     request: u64,
     table: &TableRef,
@@ -288,7 +363,7 @@ pub fn on_dags(s: &mut State) -> Vec<Effect> {
 }
 
 /// The runs of `dag_id` arrived (or failed): kept when the timeline still wants them.
-pub fn on_runs(
+fn on_runs(
     s: &mut State,
     dag_id: &str,
     result: Result<Vec<DagRun>, crate::airflow::AirflowError>,
@@ -387,6 +462,7 @@ pub fn reload(s: &mut State, table: TableRef) -> Vec<Effect> {
 
 #[cfg(test)]
 mod tests {
+    use super::SnapshotsMsg;
     use crate::app::action::{Action, Effect};
     use crate::app::testing::*;
     use crate::app::update::update;
@@ -427,11 +503,11 @@ mod tests {
             .collect();
         update(
             &mut s,
-            Action::Snapshots {
+            Action::Snapshots(SnapshotsMsg::Loaded {
                 request: 1,
                 table: tref("zoning", "documents"),
                 result: Ok(snaps),
-            },
+            }),
         );
         let first = &s.snapshots.rows[s.snapshots.grid.index[0]].info;
         assert_eq!(first.snapshot_id, 104);

@@ -414,11 +414,11 @@ pub mod plans {
         update(&mut s, code(KeyCode::Enter));
         update(
             &mut s,
-            Action::Partitions {
+            Action::Partitions(crate::app::partitions::PartitionsMsg::Loaded {
                 request: 1,
                 table: tref("zoning", "documents"),
                 result: Ok(partitions(6)),
-            },
+            }),
         );
         s
     }

@@ -161,6 +161,15 @@ pub fn selected_dag(s: &State) -> Option<String> {
 }
 
 /// The table the selected incident's table actions (`o`, `x`, `i`) act on: its worst.
+/// `y`: the incident's line, as an operator pastes it into the incident channel.
+pub fn copy(s: &mut State) -> Vec<Effect> {
+    let line = s.triage.selected().map(|i| i.summary());
+    match line {
+        Some(line) => super::copy::emit(s, "incident", &line),
+        None => super::copy::emit(s, "incident selected", ""),
+    }
+}
+
 pub fn selected_table(s: &State) -> Option<TableRef> {
     s.triage.selected().and_then(|i| i.worst_table()).cloned()
 }

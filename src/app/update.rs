@@ -5,11 +5,13 @@
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 use super::action::{Action, Effect, MaintenanceKind};
+use super::connection::{self, ConnectionMsg};
 use super::keymap::Command;
 use super::prompt::RetentionFor;
 use super::state::{Level, Load, Popup, State, Tab};
 use super::{
-    copy, dags, export, maintenance, nav, partitions, prompt, queries, snapshots, tables, triage,
+    copy, dags, export, health, help, maintenance, nav, partitions, prompt, queries, snapshots,
+    tables, triage,
 };
 
 pub fn update(s: &mut State, action: Action) -> Vec<Effect> {
@@ -18,7 +20,10 @@ pub fn update(s: &mut State, action: Action) -> Vec<Effect> {
     // stream in), not for each of a thousand tables' results.
     let data = matches!(
         action,
-        Action::Tables(_) | Action::Dags(_) | Action::Maintenance(_) | Action::ProfileSwitched(_)
+        Action::Tables(_)
+            | Action::Dags(_)
+            | Action::Maintenance(_)
+            | Action::Connection(ConnectionMsg::ProfileSwitched(_))
     );
     let queries = matches!(action, Action::Queries { .. });
     // A frame drawn asks for nothing: the runtime runs no effect of `Drawn`.
@@ -87,43 +92,9 @@ fn dispatch(s: &mut State, action: Action) -> Vec<Effect> {
             }
             Vec::new()
         }
-        Action::ServerInfo(r) => {
-            match r {
-                Ok(info) => {
-                    s.conn.info = Some(info);
-                    s.conn.info_at = Some(s.now);
-                    s.conn.info_error = None;
-                }
-                Err(e) => {
-                    s.conn.info_error = Some(e.to_string());
-                    s.set_status(Level::Error, format!("Trino: {e}"));
-                }
-            }
-            Vec::new()
-        }
+        Action::Connection(msg) => connection::update(s, msg),
         Action::Exported(r) => {
             export::on_written(s, r);
-            Vec::new()
-        }
-        Action::ProfileSwitched(Ok(mut p)) => {
-            let profile = p.profile.clone();
-            let cached = std::mem::take(&mut p.cached);
-            s.apply_profile(p);
-            // The profile's last known state, painted until its first refresh confirms it.
-            let revalidating = tables::warm_start(s, cached);
-            let mut said = vec![format!("switched to profile {profile}")];
-            said.extend(s.conn.warnings.iter().cloned());
-            said.extend(revalidating.clone());
-            let level = if s.conn.warnings.is_empty() && revalidating.is_none() {
-                Level::Info
-            } else {
-                Level::Warn
-            };
-            s.set_status(level, said.join("; "));
-            refresh_all(s)
-        }
-        Action::ProfileSwitched(Err(e)) => {
-            s.set_status(Level::Error, e);
             Vec::new()
         }
         Action::Terminate => maintenance::quit::terminate(s),
@@ -141,40 +112,9 @@ fn dispatch(s: &mut State, action: Action) -> Vec<Effect> {
             }
             Vec::new()
         }
-        Action::TrinoLogin(e) => {
-            use crate::trino::LoginEvent;
-            match e {
-                // Warn: it stays until the login ends (Info fades after a few seconds).
-                LoginEvent::Open { url, timeout, .. } => s.set_status(
-                    Level::Warn,
-                    format!(
-                        "Trino login: open {url} in a browser (waiting up to {})",
-                        humantime::format_duration(timeout)
-                    ),
-                ),
-                LoginEvent::Done { expires_at } => s.set_status(
-                    Level::Info,
-                    format!(
-                        "Trino login done; token valid until {}",
-                        expires_at.format("%H:%M UTC")
-                    ),
-                ),
-                LoginEvent::Failed(why) => s.set_status(Level::Error, format!("Trino: {why}")),
-            }
-            Vec::new()
-        }
         Action::Tables(msg) => tables::update(s, msg),
-        Action::Partitions {
-            request,
-            table,
-            result,
-        } => partitions::update(s, request, &table, result),
-        Action::Snapshots {
-            request,
-            table,
-            result,
-        } => snapshots::update(s, request, &table, result),
-        Action::TimelineRuns { dag_id, result } => snapshots::on_runs(s, &dag_id, result),
+        Action::Partitions(msg) => partitions::update(s, msg),
+        Action::Snapshots(msg) => snapshots::update(s, msg),
         Action::Maintenance(msg) => maintenance::update(s, msg),
         Action::Queries { table, result } => {
             queries::on_loaded(s, table, result);
@@ -195,7 +135,7 @@ pub fn quit(s: &mut State) -> Vec<Effect> {
 }
 
 /// The first load, and the one after a profile switch.
-fn refresh_all(s: &mut State) -> Vec<Effect> {
+pub(super) fn refresh_all(s: &mut State) -> Vec<Effect> {
     let mut fx = refresh(s, false);
     fx.insert(0, Effect::FetchServerInfo);
     fx
@@ -238,34 +178,7 @@ fn on_key(s: &mut State, ev: KeyEvent) -> Vec<Effect> {
             Vec::new()
         }
         Some(_) if cmd == Some(Command::Copy) => copy::in_popup(s),
-        // The help scrolls where its keys do not fit (80x24); the view clamps the offset.
-        Some(Popup::Help)
-            if matches!(
-                cmd,
-                Some(
-                    Command::Down
-                        | Command::Up
-                        | Command::PageDown
-                        | Command::PageUp
-                        | Command::HalfDown
-                        | Command::HalfUp
-                        | Command::Top
-                        | Command::Bottom
-                )
-            ) =>
-        {
-            let max = s.keymap.help().len() + 16;
-            s.help_scroll = match cmd {
-                Some(Command::Down) => s.help_scroll + 1,
-                Some(Command::Up) => s.help_scroll.saturating_sub(1),
-                Some(Command::PageDown | Command::HalfDown) => s.help_scroll + 8,
-                Some(Command::PageUp | Command::HalfUp) => s.help_scroll.saturating_sub(8),
-                Some(Command::Top) => 0,
-                _ => max,
-            }
-            .min(max);
-            Vec::new()
-        }
+        Some(Popup::Help) if cmd.is_some_and(|c| help::scroll(s, c)) => Vec::new(),
         Some(_) => {
             if matches!(
                 cmd,
@@ -290,10 +203,7 @@ fn on_command(s: &mut State, cmd: Command) -> Vec<Effect> {
     let half = (h / 2).max(1);
     match cmd {
         Command::Quit => return quit(s),
-        Command::Help => {
-            s.help_scroll = 0;
-            s.popup = Some(Popup::Help);
-        }
+        Command::Help => help::open(s),
         Command::Refresh => return refresh(s, true),
         Command::Freeze => {
             s.frozen = !s.frozen;
@@ -332,16 +242,7 @@ fn on_command(s: &mut State, cmd: Command) -> Vec<Effect> {
         Command::Mark if s.tab == Tab::Partitions => partitions::toggle_mark(s),
         Command::Mark => {}
         Command::ClearMarks => partitions::clear_marks(s),
-        Command::Health => {
-            let t = match s.tab {
-                Tab::Triage => triage::selected_table(s),
-                Tab::Tables => s.tables.selected().map(|r| r.table.clone()),
-                _ => s.focus_table().cloned(),
-            };
-            if let Some(t) = t {
-                s.popup = Some(Popup::Health(t));
-            }
-        }
+        Command::Health => health::open(s),
         Command::Export => return export::export(s, export::ExportFormat::Csv),
         Command::Optimize => return maintenance::plan(s, MaintenanceKind::Optimize),
         Command::OptimizeManifests => {

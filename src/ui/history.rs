@@ -436,11 +436,11 @@ mod tests {
         let request = s.snapshots.request;
         let fx = update(
             &mut s,
-            Action::Snapshots {
+            Action::Snapshots(crate::app::snapshots::SnapshotsMsg::Loaded {
                 request,
                 table: tref("zoning", "documents"),
                 result: Ok(snapshots()),
-            },
+            }),
         );
         s.status = None;
         (s, fx)
@@ -478,10 +478,10 @@ mod tests {
         assert!(text(&screen(&mut s, 80, 24)).contains("compact_documents: reading its runs"));
         update(
             &mut s,
-            Action::TimelineRuns {
+            Action::Snapshots(crate::app::snapshots::SnapshotsMsg::Runs {
                 dag_id: "compact_documents".into(),
                 result: Ok(runs()),
-            },
+            }),
         );
         insta::assert_snapshot!("timeline_80x24", screen(&mut s, 80, 24).backend());
         insta::assert_snapshot!("timeline_160x48", screen(&mut s, 160, 48).backend());
@@ -497,10 +497,10 @@ mod tests {
         let before = s.snapshots.runs.clone();
         update(
             &mut s,
-            Action::TimelineRuns {
+            Action::Snapshots(crate::app::snapshots::SnapshotsMsg::Runs {
                 dag_id: "compact_parcels".into(),
                 result: Ok(vec![]),
-            },
+            }),
         );
         assert_eq!(s.snapshots.runs, before);
     }
@@ -510,10 +510,10 @@ mod tests {
         let (mut s, _) = on_snapshots(with_dags());
         update(
             &mut s,
-            Action::TimelineRuns {
+            Action::Snapshots(crate::app::snapshots::SnapshotsMsg::Runs {
                 dag_id: "compact_documents".into(),
                 result: Ok(runs()),
-            },
+            }),
         );
         s.no_color = true;
         let term = screen(&mut s, 80, 24);

@@ -26,7 +26,10 @@ fn with_info(mut s: State) -> State {
         r#"{"nodeVersion":{"version":"480"},"environment":"lab","coordinator":true,"starting":false,"uptime":"2.50h"}"#,
     )
     .unwrap();
-    update(&mut s, Action::ServerInfo(Ok(info)));
+    update(
+        &mut s,
+        Action::Connection(crate::app::connection::ConnectionMsg::ServerInfo(Ok(info))),
+    );
     s
 }
 
@@ -147,8 +150,8 @@ fn tables_error_keeps_rows() {
     );
     update(
         &mut s,
-        Action::ServerInfo(Err(crate::app::testing::unreachable(
-            "http://127.0.0.1:8080/v1/info",
+        Action::Connection(crate::app::connection::ConnectionMsg::ServerInfo(Err(
+            crate::app::testing::unreachable("http://127.0.0.1:8080/v1/info"),
         ))),
     );
     insta::assert_snapshot!(screen(&mut s, 80, 24).backend());
@@ -164,11 +167,11 @@ fn partitions_with_marks() {
     let req = s.partitions.request;
     update(
         &mut s,
-        Action::Partitions {
+        Action::Partitions(crate::app::partitions::PartitionsMsg::Loaded {
             request: req,
             table: TableRef::new("iceberg", "zoning", "documents"),
             result: Ok(partitions(40)),
-        },
+        }),
     );
     key(&mut s, ' ');
     key(&mut s, ' ');
@@ -183,11 +186,11 @@ fn snapshots_with_growth_chart() {
     let req = s.snapshots.request;
     update(
         &mut s,
-        Action::Snapshots {
+        Action::Snapshots(crate::app::snapshots::SnapshotsMsg::Loaded {
             request: req,
             table: TableRef::new("iceberg", "zoning", "documents"),
             result: Ok(snapshots()),
-        },
+        }),
     );
     insta::assert_snapshot!("snapshots_80x24", screen(&mut s, 80, 24).backend());
     insta::assert_snapshot!("snapshots_160x48", screen(&mut s, 160, 48).backend());
@@ -332,11 +335,11 @@ fn confirm_state() -> State {
     let req = s.partitions.request;
     update(
         &mut s,
-        Action::Partitions {
+        Action::Partitions(crate::app::partitions::PartitionsMsg::Loaded {
             request: req,
             table: TableRef::new("iceberg", "zoning", "documents"),
             result: Ok(partitions(12)),
-        },
+        }),
     );
     key(&mut s, ' ');
     key(&mut s, ' ');
@@ -666,11 +669,11 @@ mod hostile {
         });
         update(
             &mut s,
-            Action::Partitions {
+            Action::Partitions(crate::app::partitions::PartitionsMsg::Loaded {
                 request: req,
                 table,
                 result: Ok(list),
-            },
+            }),
         );
         key(&mut s, ' ');
         // Names too long for the column show their values (`v3a\x1b]52…`), escaped.

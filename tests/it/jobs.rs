@@ -112,7 +112,10 @@ async fn a_job_survives_a_profile_switch_and_audits_under_its_own_profile() {
     rt.run(vec![Effect::SwitchProfile("b".into())]);
     // The profile is read off the event loop; the loop would hand it back like this.
     let switched = rt.finish_switch(loaded.recv().await.unwrap());
-    assert!(matches!(switched, Action::ProfileSwitched(Ok(_))));
+    assert!(matches!(
+        switched,
+        Action::Connection(floe::app::connection::ConnectionMsg::ProfileSwitched(Ok(_)))
+    ));
     let done = loop {
         if let MaintenanceMsg::Done { result, .. } = next_of(&mut rx, 1).await {
             break result;

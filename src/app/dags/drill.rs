@@ -207,3 +207,34 @@ pub fn scroll_log(s: &mut State, delta: isize, height: usize) {
         v.scroll = (v.scroll as isize + delta).clamp(0, max as isize) as usize;
     }
 }
+
+/// `y` on the DAGs tab: the DAG id on the list; its failing error line once drilled in.
+pub fn copy(s: &mut State) -> Vec<Effect> {
+    use crate::app::copy::emit;
+    let d = &s.dags;
+    if d.level() == DagLevel::List {
+        return match d.selected().map(|r| r.dag.dag_id.clone()) {
+            Some(id) => emit(s, "DAG id", &id),
+            None => emit(s, "DAG selected", ""),
+        };
+    }
+    let from_log = d
+        .log
+        .as_ref()
+        .filter(|_| d.level() == DagLevel::Log)
+        .and_then(|l| l.log.error_line.clone());
+    let dag_id = d.dag_id.clone().unwrap_or_default();
+    let from_failure = d
+        .failures
+        .get(&dag_id)
+        .and_then(|f| f.as_ref().ok())
+        .and_then(|f| f.log.error_line.clone());
+    let from_facts = d
+        .row(&dag_id)
+        .and_then(|r| r.facts.as_ref())
+        .and_then(|f| f.error_line.clone());
+    match from_log.or(from_failure).or(from_facts) {
+        Some(line) => emit(s, "error line", &line),
+        None => emit(s, "DAG id", &dag_id),
+    }
+}

@@ -19,6 +19,7 @@ use crate::health::{DagFacts, Finding, Health, Severity, evaluate, evaluate_dag}
 mod columns;
 pub mod connection;
 mod drill;
+pub use drill::copy;
 mod log_view;
 #[cfg(test)]
 mod tests;

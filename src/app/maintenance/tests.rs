@@ -131,7 +131,12 @@ fn a_profile_switch_closes_a_stale_confirm_and_keeps_the_running_job() {
     let job = run_job(&mut s);
     plan_ready(&mut s);
     update(&mut s, Action::Drawn);
-    update(&mut s, Action::ProfileSwitched(Ok(view("prod"))));
+    update(
+        &mut s,
+        Action::Connection(crate::app::connection::ConnectionMsg::ProfileSwitched(Ok(
+            view("prod"),
+        ))),
+    );
     assert!(s.popup.is_none(), "the old profile's plan is gone");
     assert!(update(&mut s, key('y')).is_empty());
     let j = s.jobs.list.iter().find(|j| j.id == job).unwrap();
@@ -254,7 +259,12 @@ fn the_quit_question_lists_the_running_jobs() {
 fn a_plan_queued_before_a_profile_switch_is_not_shown_on_the_new_profile() {
     let mut s = on_screen();
     let drafted_on = s.conn.epoch;
-    update(&mut s, Action::ProfileSwitched(Ok(view("prod"))));
+    update(
+        &mut s,
+        Action::Connection(crate::app::connection::ConnectionMsg::ProfileSwitched(Ok(
+            view("prod"),
+        ))),
+    );
     let fx = update(
         &mut s,
         Action::Maintenance(MaintenanceMsg::PlanReady(drafted_on, Ok(draft()))),

@@ -12,6 +12,7 @@ use super::reply::spawn_reply;
 use crate::airflow::{AirflowClient, AirflowError};
 use crate::app::action::{Action, DagWrite, Effect};
 use crate::app::dags::{DagMsg, FailureDetail};
+use crate::app::snapshots::SnapshotsMsg;
 use crate::lakehouse::model::TableRef;
 use crate::maintain::audit::{WriteFailure, write_failure};
 
@@ -127,7 +128,7 @@ impl Runtime {
             Effect::LoadTimelineRuns { dag_id } => {
                 let d = dag_id.clone();
                 let work = async move { af.call(|c| async move { c.runs(&d, runs).await }).await };
-                let reply = move |result| Action::TimelineRuns { dag_id, result };
+                let reply = move |result| Action::Snapshots(SnapshotsMsg::Runs { dag_id, result });
                 spawn_reply(None, work, reply, send)
             }
             Effect::LoadTasks { dag_id, run_id } => {

@@ -21,6 +21,7 @@ use tokio::task::AbortHandle;
 use tokio::time::Instant;
 
 use super::action::{Action, Effect, ProfileView, Slot};
+use super::connection::ConnectionMsg;
 use super::export::write_export;
 use super::keymap::Keymap;
 use super::state::{State, Tab};
@@ -294,7 +295,7 @@ impl Runtime {
         if r.is_ok() {
             *epoch += 1;
         }
-        Action::ProfileSwitched(r)
+        Action::Connection(ConnectionMsg::ProfileSwitched(r))
     }
 
     fn switch_to(
@@ -326,7 +327,7 @@ fn lakehouse(s: &Settings, tx: &mpsc::UnboundedSender<Action>) -> color_eyre::Re
     let client = Client::from_settings(&s.trino, s.query_timeout)
         .map_err(|e| eyre!("{e}"))?
         .with_oauth2_prompt(std::sync::Arc::new(move |e: &crate::trino::LoginEvent| {
-            let _ = tx.send(Action::TrinoLogin(e.clone()));
+            let _ = tx.send(Action::Connection(ConnectionMsg::Login(e.clone())));
         }));
     Ok(Lakehouse::new(
         client,
@@ -479,7 +480,10 @@ mod tests {
         rt.run(vec![Effect::SwitchProfile("b".into())]);
         // The profile is read off the event loop; the loop hands it back.
         let switched = rt.finish_switch(loaded.recv().await.unwrap());
-        assert!(matches!(switched, Action::ProfileSwitched(Ok(_))));
+        assert!(matches!(
+            switched,
+            Action::Connection(ConnectionMsg::ProfileSwitched(Ok(_)))
+        ));
         before(Action::Drawn);
         let after = rt.confirm_sender();
         after(Action::Start);
@@ -517,7 +521,10 @@ mod tests {
         );
         let switched = rt.finish_switch(loaded.recv().await.unwrap());
         assert!(
-            matches!(switched, Action::ProfileSwitched(Ok(_))),
+            matches!(
+                switched,
+                Action::Connection(ConnectionMsg::ProfileSwitched(Ok(_)))
+            ),
             "{switched:?}"
         );
         assert!(started.elapsed() >= Duration::from_secs(2));

@@ -7,7 +7,10 @@ use tokio::task::JoinHandle;
 use super::Runtime;
 use super::reply::{deliberate, spawn_reply};
 use crate::app::action::{Action, Effect};
+use crate::app::connection::ConnectionMsg;
 use crate::app::maintenance::MaintenanceMsg;
+use crate::app::partitions::PartitionsMsg;
+use crate::app::snapshots::SnapshotsMsg;
 use crate::app::tables::TablesMsg;
 use crate::lakehouse::maintenance::Plan;
 use crate::lakehouse::model::TableRef;
@@ -25,7 +28,7 @@ impl Runtime {
             Effect::FetchServerInfo => spawn_reply(
                 None,
                 async move { lake.connect().await },
-                Action::ServerInfo,
+                |r| Action::Connection(ConnectionMsg::ServerInfo(r)),
                 send,
             ),
             Effect::Discover {
@@ -99,10 +102,12 @@ impl Runtime {
             }
             Effect::LoadPartitions { request, table } => {
                 let t = table.clone();
-                let reply = move |result| Action::Partitions {
-                    request,
-                    table,
-                    result,
+                let reply = move |result| {
+                    Action::Partitions(PartitionsMsg::Loaded {
+                        request,
+                        table,
+                        result,
+                    })
                 };
                 spawn_reply(pool, async move { lake.partitions(&t).await }, reply, send)
             }
@@ -118,10 +123,12 @@ impl Runtime {
             }
             Effect::LoadSnapshots { request, table } => {
                 let t = table.clone();
-                let reply = move |result| Action::Snapshots {
-                    request,
-                    table,
-                    result,
+                let reply = move |result| {
+                    Action::Snapshots(SnapshotsMsg::Loaded {
+                        request,
+                        table,
+                        result,
+                    })
                 };
                 spawn_reply(pool, async move { lake.snapshots(&t).await }, reply, send)
             }

@@ -14,10 +14,12 @@ use crate::lakehouse::probe::{DEFAULT_PROBE_BATCH, Probe};
 use crate::trino::TrinoError;
 
 mod columns;
+mod export;
 mod refresh;
 #[cfg(test)]
 mod tests;
 pub use columns::{TABLE_SORTS, TableCol, WIDE, cmp_tables, opt};
+pub use export::export_view;
 pub use refresh::{
     cache_entries, full_due, rank_queue, reevaluate, refresh, reload_row, reread, same_snapshot,
     warm_start,
@@ -223,6 +225,14 @@ pub enum TablesMsg {
         generation: u64,
         results: Vec<(TableRef, Result<u64, TrinoError>)>,
     },
+}
+
+/// `y`: the selected table's quoted name.
+pub fn copy(s: &mut State) -> Vec<Effect> {
+    match s.tables.selected().map(|r| r.table.sql()) {
+        Some(name) => super::copy::emit(s, "table name", &name),
+        None => super::copy::emit(s, "table selected", ""),
+    }
 }
 
 /// The Tables tab's messages: discovery and stats results.

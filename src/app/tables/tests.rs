@@ -486,7 +486,12 @@ fn a_profile_switch_paints_that_profiles_cache_then_probes() {
         warnings: vec![],
         cached: vec![entry],
     };
-    let fx = update(&mut s, Action::ProfileSwitched(Ok(view)));
+    let fx = update(
+        &mut s,
+        Action::Connection(crate::app::connection::ConnectionMsg::ProfileSwitched(Ok(
+            view,
+        ))),
+    );
     // Only the new profile's cached table, dimmed until revalidated.
     assert_eq!(s.tables.rows.len(), 1);
     let row = s.tables.row(&docs).unwrap();

@@ -51,7 +51,13 @@ fn a_trino_login_url_stays_in_the_status_line_until_the_login_ends() {
         user: "carol".into(),
         timeout: std::time::Duration::from_secs(300),
     };
-    assert!(update(&mut s, Action::TrinoLogin(open)).is_empty());
+    assert!(
+        update(
+            &mut s,
+            Action::Connection(crate::app::connection::ConnectionMsg::Login(open))
+        )
+        .is_empty()
+    );
     let m = s.status.clone().unwrap();
     assert_eq!(m.level, Level::Warn, "not an Info that fades");
     assert!(m.text.contains(url) && m.text.contains("5m"), "{}", m.text);
@@ -61,13 +67,18 @@ fn a_trino_login_url_stays_in_the_status_line_until_the_login_ends() {
     let done = LoginEvent::Done {
         expires_at: later + chrono::Duration::hours(1),
     };
-    update(&mut s, Action::TrinoLogin(done));
+    update(
+        &mut s,
+        Action::Connection(crate::app::connection::ConnectionMsg::Login(done)),
+    );
     let m = s.status.clone().unwrap();
     assert_eq!(m.level, Level::Info);
     assert!(m.text.contains("login done"), "{}", m.text);
     update(
         &mut s,
-        Action::TrinoLogin(LoginEvent::Failed("access_denied".into())),
+        Action::Connection(crate::app::connection::ConnectionMsg::Login(
+            LoginEvent::Failed("access_denied".into()),
+        )),
     );
     let m = s.status.clone().unwrap();
     assert_eq!(m.level, Level::Error);

@@ -72,11 +72,11 @@ fn the_partition_name_yields_last_then_shows_its_values() {
     let req = s.partitions.request;
     update(
         &mut s,
-        Action::Partitions {
+        Action::Partitions(crate::app::partitions::PartitionsMsg::Loaded {
             request: req,
             table: TableRef::new("iceberg", "zoning", "documents"),
             result: Ok(partitions(40)),
-        },
+        }),
     );
     let selected = s.partitions.selected().unwrap().clone();
     // As long as the lab's `district=east/filed_at_day=2026-11-17` or longer.

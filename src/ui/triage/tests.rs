@@ -26,7 +26,10 @@ fn on_triage() -> State {
         r#"{"nodeVersion":{"version":"480"},"environment":"lab","coordinator":true,"starting":false,"uptime":"2.50h"}"#,
     )
     .unwrap();
-    update(&mut s, Action::ServerInfo(Ok(info)));
+    update(
+        &mut s,
+        Action::Connection(crate::app::connection::ConnectionMsg::ServerInfo(Ok(info))),
+    );
     update(&mut s, key('0'));
     s.status = None;
     s
