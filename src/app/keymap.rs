@@ -1,18 +1,20 @@
-//! The keymap is data: every command with its default keys and description (the table in
-//! `config::keys`). The footer, the `?` help and the key dispatch all read the same table,
-//! and `[keys]` in the config overrides a command's keys.
+//! The keymap is data: every command with its layer, default keys and description (the
+//! default keymap, `config/keys/default.toml`). The footer, the `?` help and the key
+//! dispatch all read the same table, and `[keys]` in the config overrides a command's
+//! keys. A key is looked up by (layer, key): the layer on screen (an open confirmation,
+//! else the tab), then `global`.
 
 use std::collections::BTreeMap;
 
 use crossterm::event::KeyEvent;
 
 use crate::config::keys::{Bindings, KeySpec, bind};
-pub use crate::config::keys::{Command, Key, KeyCodeOrd, SPECS, Scope, Spec, spec};
+pub use crate::config::keys::{Command, Key, KeyCodeOrd, Scope, Spec, spec, specs};
 
-/// The resolved keymap: key → command, and command → its keys (for display).
+/// The resolved keymap: (layer, key) → command, and command → its keys (for display).
 #[derive(Clone, Debug)]
 pub struct Keymap {
-    by_key: BTreeMap<Key, Command>,
+    by_key: BTreeMap<(Scope, Key), Command>,
     by_command: BTreeMap<Command, Vec<Key>>,
     readonly: bool,
 }
@@ -46,19 +48,29 @@ impl Keymap {
         self.readonly
     }
 
-    pub fn lookup(&self, ev: &KeyEvent) -> Option<Command> {
-        let mut key = Key::from_event(ev)?;
-        if let Some(c) = self.by_key.get(&key) {
-            return Some(*c);
-        }
-        // Some terminals add SHIFT to upper-case letters and symbols: already in the char.
-        if key.ctrl && matches!(key.code, KeyCodeOrd::Char(c) if c.is_ascii_uppercase()) {
-            if let KeyCodeOrd::Char(c) = key.code {
-                key.code = KeyCodeOrd::Char(c.to_ascii_lowercase());
+    /// The command of `ev` in `layer`: the layer's own binding, else the global one.
+    pub fn lookup(&self, layer: Scope, ev: &KeyEvent) -> Option<Command> {
+        let key = Key::from_event(ev)?;
+        self.find(layer, key).or_else(|| {
+            // Some terminals add SHIFT to upper-case letters and symbols: already in the char.
+            match key.code {
+                KeyCodeOrd::Char(c) if key.ctrl && c.is_ascii_uppercase() => self.find(
+                    layer,
+                    Key {
+                        code: KeyCodeOrd::Char(c.to_ascii_lowercase()),
+                        ..key
+                    },
+                ),
+                _ => None,
             }
-            return self.by_key.get(&key).copied();
-        }
-        None
+        })
+    }
+
+    fn find(&self, layer: Scope, key: Key) -> Option<Command> {
+        self.by_key
+            .get(&(layer, key))
+            .or_else(|| self.by_key.get(&(Scope::Global, key)))
+            .copied()
     }
 
     pub fn keys(&self, cmd: Command) -> &[Key] {
@@ -81,10 +93,10 @@ impl Keymap {
 
     /// Help entries, in keymap order: (keys, description, scope).
     pub fn help(&self) -> Vec<(String, &'static str, Scope)> {
-        SPECS
+        specs()
             .iter()
             .filter(|s| self.enabled(s.command))
-            .map(|s| (self.keys_text(s.command), s.desc, s.scope))
+            .map(|s| (self.keys_text(s.command), s.desc.as_str(), s.scope))
             .chain(
                 FIXED
                     .iter()
@@ -95,7 +107,7 @@ impl Keymap {
 
     /// Footer hints for a view: (first key, short description).
     pub fn footer(&self, scope: Scope) -> Vec<(String, &'static str)> {
-        SPECS
+        specs()
             .iter()
             .filter(|s| s.footer && self.enabled(s.command))
             .filter(|s| {
@@ -119,7 +131,7 @@ const FIXED: [(&str, &str); 2] = [
     ("ctrl-z", "suspend (fg resumes)"),
 ];
 
-fn short_desc(s: &Spec) -> &'static str {
+fn short_desc(s: &'static Spec) -> &'static str {
     match s.command {
         Command::SortNext => "sort",
         Command::Enter => "open",
@@ -131,7 +143,7 @@ fn short_desc(s: &Spec) -> &'static str {
         Command::ClearRun => "clear run",
         Command::PauseDag => "pause",
         Command::Copy => "copy",
-        _ => s.desc,
+        _ => &s.desc,
     }
 }
 
@@ -154,39 +166,55 @@ mod tests {
     fn default_keymap_dispatches() {
         let km = Keymap::default();
         assert_eq!(
-            km.lookup(&ev(KeyCode::Char('q'), KeyModifiers::NONE)),
+            km.lookup(Scope::Global, &ev(KeyCode::Char('q'), KeyModifiers::NONE)),
             Some(Command::Quit)
         );
         assert_eq!(
-            km.lookup(&ev(KeyCode::Char('G'), KeyModifiers::SHIFT)),
+            km.lookup(Scope::Global, &ev(KeyCode::Char('G'), KeyModifiers::SHIFT)),
             Some(Command::Bottom)
         );
         assert_eq!(
-            km.lookup(&ev(KeyCode::Char('d'), KeyModifiers::CONTROL)),
+            km.lookup(
+                Scope::Global,
+                &ev(KeyCode::Char('d'), KeyModifiers::CONTROL)
+            ),
             Some(Command::HalfDown)
         );
         assert_eq!(
-            km.lookup(&ev(KeyCode::Down, KeyModifiers::NONE)),
+            km.lookup(Scope::Global, &ev(KeyCode::Down, KeyModifiers::NONE)),
             Some(Command::Down)
         );
         assert_eq!(
-            km.lookup(&ev(KeyCode::Char('\\'), KeyModifiers::CONTROL)),
+            km.lookup(
+                Scope::Global,
+                &ev(KeyCode::Char('\\'), KeyModifiers::CONTROL)
+            ),
             Some(Command::ClearMarks)
         );
         assert_eq!(
-            km.lookup(&ev(KeyCode::Char('4'), KeyModifiers::CONTROL)),
+            km.lookup(
+                Scope::Global,
+                &ev(KeyCode::Char('4'), KeyModifiers::CONTROL)
+            ),
             Some(Command::ClearMarks)
         );
         assert_eq!(
-            km.lookup(&ev(KeyCode::BackTab, KeyModifiers::SHIFT)),
+            km.lookup(Scope::Global, &ev(KeyCode::BackTab, KeyModifiers::SHIFT)),
             Some(Command::PrevTab)
         );
-        // z unfolds a log's library frames; v is bound to nothing.
+        // z unfolds a log's library frames, on DAGs only; v is bound to nothing.
         assert_eq!(
-            km.lookup(&ev(KeyCode::Char('z'), KeyModifiers::NONE)),
+            km.lookup(Scope::Dags, &ev(KeyCode::Char('z'), KeyModifiers::NONE)),
             Some(Command::Frames)
         );
-        assert_eq!(km.lookup(&ev(KeyCode::Char('v'), KeyModifiers::NONE)), None);
+        assert_eq!(
+            km.lookup(Scope::Tables, &ev(KeyCode::Char('z'), KeyModifiers::NONE)),
+            None
+        );
+        assert_eq!(
+            km.lookup(Scope::Global, &ev(KeyCode::Char('v'), KeyModifiers::NONE)),
+            None
+        );
     }
 
     #[test]
@@ -197,9 +225,12 @@ mod tests {
             KeySpec::Many(vec!["ctrl-q".into(), "F10".into()]),
         );
         let km = Keymap::from_config(&o).unwrap();
-        assert_eq!(km.lookup(&ev(KeyCode::Char('q'), KeyModifiers::NONE)), None);
         assert_eq!(
-            km.lookup(&ev(KeyCode::F(10), KeyModifiers::NONE)),
+            km.lookup(Scope::Global, &ev(KeyCode::Char('q'), KeyModifiers::NONE)),
+            None
+        );
+        assert_eq!(
+            km.lookup(Scope::Global, &ev(KeyCode::F(10), KeyModifiers::NONE)),
             Some(Command::Quit)
         );
         assert_eq!(km.keys_text(Command::Quit), "ctrl-q F10");
@@ -217,11 +248,20 @@ mod tests {
     #[test]
     fn readonly_removes_every_mutation() {
         let km = Keymap::default().with_readonly(true);
-        assert_eq!(km.lookup(&ev(KeyCode::Char('o'), KeyModifiers::NONE)), None);
-        assert_eq!(km.lookup(&ev(KeyCode::Char('x'), KeyModifiers::NONE)), None);
-        assert_eq!(km.lookup(&ev(KeyCode::Char('t'), KeyModifiers::NONE)), None);
         assert_eq!(
-            km.lookup(&ev(KeyCode::Char('F'), KeyModifiers::SHIFT)),
+            km.lookup(Scope::Global, &ev(KeyCode::Char('o'), KeyModifiers::NONE)),
+            None
+        );
+        assert_eq!(
+            km.lookup(Scope::Global, &ev(KeyCode::Char('x'), KeyModifiers::NONE)),
+            None
+        );
+        assert_eq!(
+            km.lookup(Scope::Global, &ev(KeyCode::Char('t'), KeyModifiers::NONE)),
+            None
+        );
+        assert_eq!(
+            km.lookup(Scope::Global, &ev(KeyCode::Char('F'), KeyModifiers::SHIFT)),
             None
         );
         assert!(km.help().iter().all(|(_, d, _)| !d.contains("optimize")));
@@ -241,5 +281,69 @@ mod tests {
                 "{key} not in help"
             );
         }
+    }
+
+    #[test]
+    fn the_default_keymap_names_every_command_once() {
+        let names: Vec<&str> = specs().iter().map(|s| s.name.as_str()).collect();
+        let mut unique = names.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), names.len(), "a command twice: {names:?}");
+        for s in specs() {
+            assert_eq!(spec(s.command).name, s.name);
+            assert!(!s.keys.is_empty() && !s.desc.is_empty(), "{}", s.name);
+        }
+        // Every command the dispatcher knows has an entry (spec() panics otherwise).
+        for c in [
+            Command::Confirm,
+            Command::Decline,
+            Command::CopySql,
+            Command::Frames,
+        ] {
+            spec(c);
+        }
+        assert!(spec(Command::Optimize).mutation && !spec(Command::Confirm).mutation);
+    }
+
+    #[test]
+    fn one_key_means_one_thing_on_one_tab_and_another_elsewhere() {
+        // w wraps a log on DAGs; bound to mark on Partitions, it marks there.
+        let mut o = BTreeMap::new();
+        o.insert("mark".to_string(), KeySpec::One("w".into()));
+        let km = Keymap::from_config(&o).unwrap();
+        let w = ev(KeyCode::Char('w'), KeyModifiers::NONE);
+        assert_eq!(km.lookup(Scope::Partitions, &w), Some(Command::Mark));
+        assert_eq!(km.lookup(Scope::Dags, &w), Some(Command::Wrap));
+        assert_eq!(km.lookup(Scope::Tables, &w), None);
+        // The global keys work on every tab, and in a confirmation but where it shadows them.
+        let g = ev(KeyCode::Char('g'), KeyModifiers::NONE);
+        assert_eq!(km.lookup(Scope::Dags, &g), Some(Command::Top));
+        assert_eq!(km.lookup(Scope::Confirm, &g), Some(Command::ToggleGrouped));
+        let j = ev(KeyCode::Char('j'), KeyModifiers::NONE);
+        assert_eq!(km.lookup(Scope::Confirm, &j), Some(Command::Down));
+    }
+
+    #[test]
+    fn a_tab_key_hiding_a_global_one_or_a_careless_confirm_is_refused() {
+        let mut o = BTreeMap::new();
+        o.insert("wrap".to_string(), KeySpec::One("r".into()));
+        let e = Keymap::from_config(&o).unwrap_err();
+        assert!(
+            e.contains("refresh (everywhere)") && e.contains("wrap (on DAGs)"),
+            "{e}"
+        );
+        for careless in ["enter", "esc", "space", "tab"] {
+            let mut o = BTreeMap::new();
+            o.insert("confirm".to_string(), KeySpec::One(careless.into()));
+            let e = Keymap::from_config(&o).unwrap_err();
+            assert!(e.contains("cannot be confirm"), "{careless}: {e}");
+        }
+        // Another deliberate key is fine, and y then no longer confirms.
+        let mut o = BTreeMap::new();
+        o.insert("confirm".to_string(), KeySpec::One("ctrl-y".into()));
+        let km = Keymap::from_config(&o).unwrap();
+        let y = ev(KeyCode::Char('y'), KeyModifiers::NONE);
+        assert_eq!(km.lookup(Scope::Confirm, &y), Some(Command::Copy));
     }
 }

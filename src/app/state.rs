@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 
 use super::action::ProfileView;
 use super::grid::Grid;
-use super::keymap::Keymap;
+use super::keymap::{Keymap, Scope};
 use super::partitions::PartitionsView;
 use super::prompt::Prompt;
 use super::snapshots::SnapshotsView;
@@ -25,6 +25,17 @@ pub enum Tab {
 }
 
 impl Tab {
+    /// The keymap layer of the tab (where its keys are looked up before the global ones).
+    pub fn layer(self) -> Scope {
+        match self {
+            Tab::Triage => Scope::Global,
+            Tab::Tables => Scope::Tables,
+            Tab::Partitions => Scope::Partitions,
+            Tab::Snapshots => Scope::Snapshots,
+            Tab::Dags => Scope::Dags,
+        }
+    }
+
     pub const ALL: [Tab; 5] = [
         Tab::Triage,
         Tab::Tables,

@@ -6,7 +6,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 use super::action::{Action, Effect, MaintenanceKind};
 use super::connection::{self, ConnectionMsg};
-use super::keymap::Command;
+use super::keymap::{Command, Scope};
 use super::prompt::RetentionFor;
 use super::state::{Level, Load, Popup, State, Tab};
 use super::{
@@ -168,11 +168,16 @@ fn on_key(s: &mut State, ev: KeyEvent) -> Vec<Effect> {
     if let Some(p) = s.prompt.clone() {
         return prompt::on_key(s, p, ev);
     }
-    let cmd = s.keymap.lookup(&ev);
+    // A confirmation's keys first while one is open, else the tab's; then the global ones.
+    let layer = match &s.popup {
+        Some(Popup::Confirm(_) | Popup::ConfirmDag(_) | Popup::QuitJobs { .. }) => Scope::Confirm,
+        _ => s.tab.layer(),
+    };
+    let cmd = s.keymap.lookup(layer, &ev);
     match s.popup.clone() {
-        Some(Popup::Confirm(c)) => maintenance::confirm::on_key(s, c, ev),
-        Some(Popup::ConfirmDag(c)) => dags::writes::on_confirm_key(s, *c, ev),
-        Some(Popup::QuitJobs { shown }) => maintenance::quit::on_key(s, shown, ev),
+        Some(Popup::Confirm(c)) => maintenance::confirm::on_key(s, c, cmd),
+        Some(Popup::ConfirmDag(c)) => dags::writes::on_confirm_key(s, *c, cmd),
+        Some(Popup::QuitJobs { shown }) => maintenance::quit::on_key(s, shown, cmd),
         Some(Popup::Queue) if cmd == Some(Command::Queue) => {
             s.popup = None;
             Vec::new()
@@ -257,8 +262,12 @@ fn on_command(s: &mut State, cmd: Command) -> Vec<Effect> {
         Command::Cancel => return maintenance::cancel(s),
         Command::Queue => s.popup = Some(Popup::Queue),
         Command::Copy => return copy::selection(s),
-        // Only the confirm popup has SQL to copy.
-        Command::CopySql => {}
+        // A confirmation's own: looked up only while one is open.
+        Command::CopySql
+        | Command::Confirm
+        | Command::Decline
+        | Command::ToggleGrouped
+        | Command::ToggleIncremental => {}
         Command::ScrollLeft => dags::scroll_log_sideways(s, -8),
         Command::ScrollRight => dags::scroll_log_sideways(s, 8),
         Command::Wrap => dags::toggle_log_wrap(s),

@@ -16,7 +16,6 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph, Row, Table, TableState};
 
-use crate::app::keymap::Scope;
 use crate::app::layout::Width;
 use crate::app::prompt::{Prompt, RetentionFor};
 use crate::app::state::{Load, Popup, State, Tab};
@@ -327,13 +326,7 @@ fn draw_job(f: &mut Frame, area: Rect, s: &State, job: &crate::app::maintenance:
 }
 
 fn draw_footer(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
-    let scope = match s.tab {
-        Tab::Triage => Scope::Global,
-        Tab::Tables => Scope::Tables,
-        Tab::Partitions => Scope::Partitions,
-        Tab::Snapshots => Scope::Snapshots,
-        Tab::Dags => Scope::Dags,
-    };
+    let scope = s.tab.layer();
     let mut spans = Vec::new();
     let mut width = 0usize;
     for (k, d) in s.keymap.footer(scope) {

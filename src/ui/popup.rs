@@ -45,7 +45,7 @@ pub fn help(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
         (Scope::Partitions, "Partitions"),
         (Scope::Snapshots, "Snapshots"),
         (Scope::Dags, "DAGs"),
-        (Scope::Popup, "in a popup"),
+        (Scope::Confirm, "in a confirmation"),
     ] {
         let group: Vec<_> = entries.iter().filter(|(_, _, sc)| *sc == scope).collect();
         if group.is_empty() {

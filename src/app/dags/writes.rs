@@ -1,8 +1,6 @@
 //! Writes to Airflow from the DAGs tab (and the Tables tab, through a table's
 //! maintenance DAG): trigger, clear, pause; each shown for confirmation first.
 
-use crossterm::event::{KeyCode, KeyEvent};
-
 use super::DagLevel;
 use crate::airflow::{AirflowError, ClearOutcome};
 use crate::app::action::{DagWrite, Effect};
@@ -71,13 +69,13 @@ pub fn command(s: &mut State, cmd: Command) -> Vec<Effect> {
 }
 
 /// A key while a DAG write awaits `y`.
-pub fn on_confirm_key(s: &mut State, c: DagConfirm, ev: KeyEvent) -> Vec<Effect> {
+pub fn on_confirm_key(s: &mut State, c: DagConfirm, cmd: Option<Command>) -> Vec<Effect> {
     if !s.popup_seen(c.shown) {
         // Typed before the popup was on screen: meant for something else.
         return Vec::new();
     }
     s.popup = None;
-    if matches!(ev.code, KeyCode::Char('y') | KeyCode::Char('Y')) {
+    if cmd == Some(Command::Confirm) {
         if s.readonly {
             s.set_status(Level::Error, "read-only: Airflow writes are disabled");
             return Vec::new();

@@ -1,8 +1,6 @@
 //! The confirm popup of a maintenance plan: the exact SQL and what it will rewrite; `y`
 //! runs it, `Y` copies its SQL, anything else keeps things as they are.
 
-use crossterm::event::{KeyCode, KeyEvent};
-
 use super::jobs::Job;
 use crate::app::action::Effect;
 use crate::app::keymap::Command;
@@ -104,18 +102,18 @@ pub fn cost_lines(c: &Confirm, h: &HealthConfig) -> Vec<String> {
 }
 
 /// A key while the confirm popup is open.
-pub fn on_key(s: &mut State, mut c: Box<Confirm>, ev: KeyEvent) -> Vec<Effect> {
+pub fn on_key(s: &mut State, mut c: Box<Confirm>, cmd: Option<Command>) -> Vec<Effect> {
     if !s.popup_seen(c.shown) {
         // Typed before the popup was on screen: meant for something else.
         return Vec::new();
     }
-    if s.keymap.lookup(&ev) == Some(Command::CopySql) {
-        let fx = crate::app::copy::plan_sql(s, &c.plan);
-        s.popup = Some(Popup::Confirm(c));
-        return fx;
-    }
-    match ev.code {
-        KeyCode::Char('y') => {
+    match cmd {
+        Some(Command::CopySql) => {
+            let fx = crate::app::copy::plan_sql(s, &c.plan);
+            s.popup = Some(Popup::Confirm(c));
+            return fx;
+        }
+        Some(Command::Confirm) => {
             s.popup = None;
             if s.readonly {
                 s.set_status(Level::Error, "read-only: maintenance is disabled");
@@ -153,7 +151,7 @@ pub fn on_key(s: &mut State, mut c: Box<Confirm>, ev: KeyEvent) -> Vec<Effect> {
                 plan: c.plan,
             }];
         }
-        KeyCode::Char('g') if c.draft.partitions.len() > 1 => {
+        Some(Command::ToggleGrouped) if c.draft.partitions.len() > 1 => {
             let draft = if c.incremental {
                 c.parts(&s.health).map(|(first, _)| first)
             } else {
@@ -170,7 +168,7 @@ pub fn on_key(s: &mut State, mut c: Box<Confirm>, ev: KeyEvent) -> Vec<Effect> {
                 None => {}
             }
         }
-        KeyCode::Char('i') if c.incremental || c.parts(&s.health).is_some() => {
+        Some(Command::ToggleIncremental) if c.incremental || c.parts(&s.health).is_some() => {
             let draft = if c.incremental {
                 Some(c.draft.clone())
             } else {
@@ -187,11 +185,12 @@ pub fn on_key(s: &mut State, mut c: Box<Confirm>, ev: KeyEvent) -> Vec<Effect> {
                 None => {}
             }
         }
-        KeyCode::Char('j') | KeyCode::Down => c.scroll = c.scroll.saturating_add(1),
-        KeyCode::Char('k') | KeyCode::Up => c.scroll = c.scroll.saturating_sub(1),
-        KeyCode::PageDown => c.scroll = c.scroll.saturating_add(10),
-        KeyCode::PageUp => c.scroll = c.scroll.saturating_sub(10),
-        // Anything else, Enter included, is no: nothing runs without an explicit y.
+        Some(Command::Down) => c.scroll = c.scroll.saturating_add(1),
+        Some(Command::Up) => c.scroll = c.scroll.saturating_sub(1),
+        Some(Command::PageDown) => c.scroll = c.scroll.saturating_add(10),
+        Some(Command::PageUp) => c.scroll = c.scroll.saturating_sub(10),
+        // Anything else, Enter and `decline` included, is no: nothing runs without an
+        // explicit `confirm`.
         _ => {
             s.popup = None;
             s.set_status(Level::Info, "cancelled: nothing was run");

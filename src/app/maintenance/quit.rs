@@ -2,7 +2,7 @@
 //! waits for the cancels, `n` or Esc stays); SIGTERM and SIGHUP interrupt them without
 //! asking. The runtime waits, bounded, for the cancels before exiting.
 
-use crossterm::event::{KeyCode, KeyEvent};
+use crate::app::keymap::Command;
 
 use crate::app::action::Effect;
 use crate::app::state::{Level, Popup, State};
@@ -51,19 +51,19 @@ fn leave(s: &mut State, interrupted: Option<bool>) -> Vec<Effect> {
 }
 
 /// A key while the quit question is open.
-pub fn on_key(s: &mut State, shown: bool, ev: KeyEvent) -> Vec<Effect> {
+pub fn on_key(s: &mut State, shown: bool, cmd: Option<Command>) -> Vec<Effect> {
     if !s.popup_seen(shown) {
         return Vec::new();
     }
-    match ev.code {
-        KeyCode::Char('y') | KeyCode::Char('Y') => {
+    match cmd {
+        Some(Command::Confirm) => {
             s.popup = None;
             if running(s) == 0 {
                 return leave(s, None);
             }
             leave(s, Some(false))
         }
-        KeyCode::Char('n') | KeyCode::Char('N') | KeyCode::Esc => {
+        Some(Command::Decline) => {
             s.popup = None;
             s.set_status(Level::Info, "still running: not quitting");
             Vec::new()

@@ -1,6 +1,7 @@
-//! Key bindings as data: every command with its name, default keys and description, the
-//! key syntax of `[keys]` (`q`, `ctrl-s`, `<Ctrl-d>`, `shift-tab`, `F5`), and the resolution
-//! of `[keys]` overrides over the defaults. The app's keymap, footer and help read this table.
+//! Key bindings as data: every command with its name, layer, default keys and description
+//! (`default.toml`, the default keymap), the key syntax of `[keys]` (`q`, `ctrl-s`,
+//! `<Ctrl-d>`, `shift-tab`, `F5`), and the resolution of `[keys]` overrides over the
+//! defaults, layer by layer. The app's keymap, footer and help read this table.
 
 use std::collections::BTreeMap;
 
@@ -10,13 +11,17 @@ mod key;
 
 pub use key::{Key, KeyCodeOrd};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// What a key asks for. Its config name is its snake_case name (`sort_next`), but for the
+/// three renamed below.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Command {
     Quit,
     Help,
     Refresh,
     Freeze,
     Filter,
+    #[serde(rename = "command")]
     CommandLine,
     SortNext,
     SortReverse,
@@ -40,10 +45,12 @@ pub enum Command {
     Mark,
     ClearMarks,
     /// The health breakdown of a table (config name `info`).
+    #[serde(rename = "info")]
     Health,
     Export,
     Optimize,
     ExpireSnapshots,
+    #[serde(rename = "remove_orphan_files")]
     RemoveOrphans,
     OptimizeManifests,
     TriggerDag,
@@ -62,379 +69,123 @@ pub enum Command {
     ScrollRight,
     Wrap,
     Frames,
+    /// In a confirmation: run it (maintenance, an Airflow write, quitting with jobs).
+    Confirm,
+    /// In a confirmation: do not.
+    Decline,
+    /// In the optimize confirmation: one statement per partition, or one for all.
+    ToggleGrouped,
+    /// In the optimize confirmation: the first part now, the rest later.
+    ToggleIncremental,
 }
 
-/// Where a command applies (for the footer and help).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+impl Command {
+    /// Changes the lakehouse or Airflow: removed from the keymap in read-only mode. The
+    /// code's to say, not the keymap file's.
+    pub fn mutation(self) -> bool {
+        matches!(
+            self,
+            Command::Optimize
+                | Command::ExpireSnapshots
+                | Command::RemoveOrphans
+                | Command::OptimizeManifests
+                | Command::TriggerDag
+                | Command::ClearRun
+                | Command::PauseDag
+                | Command::FixConnection
+        )
+    }
+}
+
+/// A layer of the keymap (where a command's keys are looked up), and where the help
+/// lists a command and the footer hints it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Scope {
     Global,
-    /// Tables, Partitions and Snapshots: the lakehouse tabs.
+    /// Tables, Partitions and Snapshots: the lakehouse tabs (help and footer only).
     Lake,
     Tables,
     Partitions,
     Snapshots,
     Dags,
-    /// Inside a popup (never in the footer).
-    Popup,
+    /// The popups that ask before anything runs (never in the footer).
+    Confirm,
 }
 
+/// One command of the default keymap.
+#[derive(Debug)]
 pub struct Spec {
     pub command: Command,
-    pub name: &'static str,
-    pub keys: &'static [&'static str],
-    pub desc: &'static str,
-    /// Changes the lakehouse or Airflow: removed in read-only mode.
-    pub mutation: bool,
+    /// Its config name (`[keys]`).
+    pub name: String,
+    /// Where its keys are looked up.
+    pub layer: Scope,
+    /// Where the help lists it and the footer hints it.
     pub scope: Scope,
-    /// Shown in the footer (short hint) and not only in help.
+    pub keys: Vec<String>,
+    pub desc: String,
     pub footer: bool,
+    /// [`Command::mutation`], for the help and the read-only filter.
+    pub mutation: bool,
 }
 
-macro_rules! spec {
-    ($cmd:ident, $name:literal, [$($k:literal),*], $desc:literal, $mutation:literal, $scope:ident, $footer:literal) => {
-        Spec {
-            command: Command::$cmd,
-            name: $name,
-            keys: &[$($k),*],
-            desc: $desc,
-            mutation: $mutation,
-            scope: Scope::$scope,
-            footer: $footer,
-        }
-    };
+/// A `[[command]]` of `default.toml`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Entry {
+    name: String,
+    #[serde(default = "global")]
+    layer: Scope,
+    shown: Scope,
+    keys: Vec<String>,
+    desc: String,
+    #[serde(default)]
+    footer: bool,
 }
 
-/// The defaults. Order is the order of help and footer.
-pub const SPECS: &[Spec] = &[
-    spec!(Help, "help", ["?"], "help", false, Global, true),
-    spec!(Quit, "quit", ["q"], "quit", false, Global, true),
-    spec!(Filter, "filter", ["/"], "filter", false, Global, true),
-    spec!(
-        SortNext,
-        "sort_next",
-        ["s"],
-        "sort by next column",
-        false,
-        Global,
-        true
-    ),
-    spec!(
-        SortReverse,
-        "sort_reverse",
-        ["S"],
-        "reverse sort",
-        false,
-        Global,
-        false
-    ),
-    spec!(
-        Refresh,
-        "refresh",
-        ["r"],
-        "refresh now",
-        false,
-        Global,
-        true
-    ),
-    spec!(
-        Freeze,
-        "freeze",
-        ["f"],
-        "freeze auto-refresh",
-        false,
-        Global,
-        false
-    ),
-    spec!(
-        CommandLine,
-        "command",
-        [":"],
-        "command line (:help lists)",
-        false,
-        Global,
-        false
-    ),
-    spec!(
-        Export,
-        "export",
-        ["ctrl-s"],
-        "export view (CSV/JSON)",
-        false,
-        Global,
-        false
-    ),
-    spec!(
-        NextTab,
-        "next_tab",
-        ["tab"],
-        "next tab",
-        false,
-        Global,
-        false
-    ),
-    spec!(
-        PrevTab,
-        "prev_tab",
-        ["backtab"],
-        "previous tab",
-        false,
-        Global,
-        false
-    ),
-    spec!(
-        TabTriage,
-        "tab_triage",
-        ["0"],
-        "Triage tab",
-        false,
-        Global,
-        false
-    ),
-    spec!(
-        TabTables,
-        "tab_tables",
-        ["1"],
-        "Tables tab",
-        false,
-        Global,
-        false
-    ),
-    spec!(
-        TabPartitions,
-        "tab_partitions",
-        ["2"],
-        "Partitions tab",
-        false,
-        Global,
-        false
-    ),
-    spec!(
-        TabSnapshots,
-        "tab_snapshots",
-        ["3"],
-        "Snapshots tab",
-        false,
-        Global,
-        false
-    ),
-    spec!(TabDags, "tab_dags", ["4"], "DAGs tab", false, Global, false),
-    spec!(Down, "down", ["j", "down"], "down", false, Global, false),
-    spec!(Up, "up", ["k", "up"], "up", false, Global, false),
-    spec!(
-        PageDown,
-        "page_down",
-        ["pagedown"],
-        "page down",
-        false,
-        Global,
-        false
-    ),
-    spec!(
-        PageUp,
-        "page_up",
-        ["pageup"],
-        "page up",
-        false,
-        Global,
-        false
-    ),
-    spec!(
-        HalfDown,
-        "half_down",
-        ["ctrl-d"],
-        "half page down",
-        false,
-        Global,
-        false
-    ),
-    spec!(
-        HalfUp,
-        "half_up",
-        ["ctrl-u"],
-        "half page up",
-        false,
-        Global,
-        false
-    ),
-    spec!(Top, "top", ["g", "home"], "first row", false, Global, false),
-    spec!(
-        Bottom,
-        "bottom",
-        ["G", "end"],
-        "last row",
-        false,
-        Global,
-        false
-    ),
-    spec!(Enter, "enter", ["enter"], "drill down", false, Global, true),
-    spec!(Back, "back", ["esc"], "back / clear", false, Global, false),
-    spec!(
-        Health,
-        "info",
-        ["i"],
-        "health breakdown",
-        false,
-        Tables,
-        true
-    ),
-    spec!(Mark, "mark", ["space"], "mark row", false, Partitions, true),
-    spec!(
-        ClearMarks,
-        "clear_marks",
-        ["ctrl-\\"],
-        "clear marks",
-        false,
-        Partitions,
-        false
-    ),
-    spec!(
-        Optimize,
-        "optimize",
-        ["o"],
-        "optimize marked/selected",
-        true,
-        Lake,
-        true
-    ),
-    spec!(
-        ExpireSnapshots,
-        "expire_snapshots",
-        ["x"],
-        "expire snapshots",
-        true,
-        Lake,
-        false
-    ),
-    spec!(
-        RemoveOrphans,
-        "remove_orphan_files",
-        ["R"],
-        "remove orphan files",
-        true,
-        Lake,
-        false
-    ),
-    spec!(
-        OptimizeManifests,
-        "optimize_manifests",
-        ["M"],
-        "optimize manifests",
-        true,
-        Lake,
-        false
-    ),
-    spec!(
-        ScrollLeft,
-        "scroll_left",
-        ["h", "left"],
-        "log: scroll left",
-        false,
-        Dags,
-        false
-    ),
-    spec!(
-        ScrollRight,
-        "scroll_right",
-        ["l", "right"],
-        "log: scroll right",
-        false,
-        Dags,
-        false
-    ),
-    spec!(
-        Wrap,
-        "wrap",
-        ["w"],
-        "log: wrap long lines",
-        false,
-        Dags,
-        false
-    ),
-    spec!(
-        Frames,
-        "frames",
-        ["z"],
-        "log: unfold library frames",
-        false,
-        Dags,
-        false
-    ),
-    spec!(
-        TriggerDag,
-        "trigger_dag",
-        ["t"],
-        "trigger DAG run",
-        true,
-        Dags,
-        true
-    ),
-    spec!(
-        ClearRun,
-        "clear_run",
-        ["C"],
-        "clear failed run",
-        true,
-        Dags,
-        true
-    ),
-    spec!(
-        PauseDag,
-        "pause_dag",
-        ["p"],
-        "pause/unpause DAG",
-        true,
-        Dags,
-        true
-    ),
-    spec!(
-        FixConnection,
-        "fix_connection",
-        ["F"],
-        "fix Airflow connection",
-        true,
-        Dags,
-        false
-    ),
-    spec!(
-        Cancel,
-        "cancel",
-        ["c"],
-        "cancel running maintenance",
-        false,
-        Global,
-        false
-    ),
-    spec!(
-        Queue,
-        "queue",
-        ["Q"],
-        "maintenance queue",
-        false,
-        Global,
-        false
-    ),
-    spec!(
-        Copy,
-        "copy",
-        ["y"],
-        "copy selection (OSC 52)",
-        false,
-        Global,
-        true
-    ),
-    spec!(
-        CopySql,
-        "copy_sql",
-        ["Y"],
-        "copy the SQL (confirm)",
-        false,
-        Popup,
-        false
-    ),
-];
+fn global() -> Scope {
+    Scope::Global
+}
+
+/// The default keymap: `default.toml`, compiled in.
+pub const DEFAULT_KEYMAP: &str = include_str!("default.toml");
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DefaultKeymap {
+    command: Vec<Entry>,
+}
+
+/// The default keymap's commands, in the order of help and footer.
+pub fn specs() -> &'static [Spec] {
+    static SPECS: std::sync::OnceLock<Vec<Spec>> = std::sync::OnceLock::new();
+    SPECS.get_or_init(|| {
+        toml::from_str::<DefaultKeymap>(DEFAULT_KEYMAP)
+            .expect("the default keymap parses")
+            .command
+            .into_iter()
+            .map(|e| {
+                let command: Command = toml::Value::String(e.name.clone())
+                    .try_into()
+                    .unwrap_or_else(|err| panic!("default keymap: {}: {err}", e.name));
+                Spec {
+                    command,
+                    name: e.name,
+                    layer: e.layer,
+                    scope: e.shown,
+                    keys: e.keys,
+                    desc: e.desc,
+                    footer: e.footer,
+                    mutation: command.mutation(),
+                }
+            })
+            .collect()
+    })
+}
 
 pub fn spec(cmd: Command) -> &'static Spec {
-    SPECS
+    specs()
         .iter()
         .find(|s| s.command == cmd)
         .expect("every command has a spec")
@@ -457,18 +208,24 @@ impl KeySpec {
     }
 }
 
-/// Resolved bindings: key → command, and command → its keys (in the order written).
+/// Resolved bindings: (layer, key) → command, and command → its keys (in the order
+/// written).
 #[derive(Clone, Debug, Default)]
 pub struct Bindings {
-    pub by_key: BTreeMap<Key, Command>,
+    pub by_key: BTreeMap<(Scope, Key), Command>,
     pub by_command: BTreeMap<Command, Vec<Key>>,
 }
 
+/// Keys a confirmation may never be bound to: the ones hit without meaning to (Enter
+/// after a command, Esc to get out, Space, Tab).
+const NEVER_CONFIRM: [&str; 4] = ["enter", "esc", "space", "tab"];
+
 /// Resolve `[keys]` overrides (command name → key or keys) over the defaults: an unknown
-/// command, a key that does not parse or a key bound to two commands is an error.
+/// command, a key that does not parse, a key bound twice in one layer or in a tab's layer
+/// and in `global`, or `confirm` on a key hit without meaning to, is an error.
 pub fn bind(overrides: &BTreeMap<String, KeySpec>) -> Result<Bindings, String> {
     let mut by_command: BTreeMap<Command, Vec<Key>> = BTreeMap::new();
-    for s in SPECS {
+    for s in specs() {
         let keys = s
             .keys
             .iter()
@@ -477,10 +234,14 @@ pub fn bind(overrides: &BTreeMap<String, KeySpec>) -> Result<Bindings, String> {
         by_command.insert(s.command, keys);
     }
     for (name, spec) in overrides {
-        let s = SPECS.iter().find(|s| s.name == name).ok_or_else(|| {
+        let s = specs().iter().find(|s| s.name == *name).ok_or_else(|| {
             format!(
                 "unknown command {name:?} (known: {})",
-                SPECS.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")
+                specs()
+                    .iter()
+                    .map(|s| s.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             )
         })?;
         let mut keys = Vec::new();
@@ -489,19 +250,61 @@ pub fn bind(overrides: &BTreeMap<String, KeySpec>) -> Result<Bindings, String> {
         }
         by_command.insert(s.command, keys);
     }
+    let never: Vec<Key> = NEVER_CONFIRM
+        .iter()
+        .map(|k| Key::parse(k).expect("parses"))
+        .collect();
+    if let Some(k) = by_command[&Command::Confirm]
+        .iter()
+        .find(|k| never.contains(k))
+    {
+        return Err(format!(
+            "key {k} cannot be confirm: a confirmation takes a key pressed on purpose"
+        ));
+    }
     let mut by_key = BTreeMap::new();
     for (cmd, keys) in &by_command {
+        let layer = spec(*cmd).layer;
         for k in keys {
-            if let Some(prev) = by_key.insert(*k, *cmd)
+            if let Some(prev) = by_key.insert((layer, *k), *cmd)
                 && prev != *cmd
             {
-                return Err(format!(
-                    "key {k} is bound to both {} and {}",
-                    spec(prev).name,
-                    spec(*cmd).name
-                ));
+                return Err(clash(k, prev, *cmd));
             }
         }
     }
+    // A tab's key may not hide a global one there (a confirmation's keys may: it is open
+    // only for the moment it asks).
+    for ((layer, k), cmd) in &by_key {
+        if matches!(layer, Scope::Global | Scope::Confirm) {
+            continue;
+        }
+        if let Some(g) = by_key.get(&(Scope::Global, *k)) {
+            return Err(clash(k, *g, *cmd));
+        }
+    }
     Ok(Bindings { by_key, by_command })
+}
+
+fn clash(k: &Key, a: Command, b: Command) -> String {
+    let (a, b) = (spec(a), spec(b));
+    format!(
+        "key {k} is bound to both {} ({}) and {} ({})",
+        a.name,
+        layer_name(a.layer),
+        b.name,
+        layer_name(b.layer)
+    )
+}
+
+fn layer_name(l: Scope) -> &'static str {
+    match l {
+        Scope::Global => "everywhere",
+        Scope::Lake => "on the lakehouse tabs",
+        Scope::Tables => "on Tables",
+        Scope::Partitions => "on Partitions",
+        Scope::Snapshots => "on Snapshots",
+        Scope::Dags => "on DAGs",
+        Scope::Confirm => "in a confirmation",
+    }
 }

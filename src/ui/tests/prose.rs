@@ -72,7 +72,7 @@ fn the_help_is_one_column_when_two_do_not_fit() {
     let t = format!("{:?}", screen(&mut s, 80, 24).backend());
     assert!(
         t.lines()
-            .any(|l| l.contains(" quit ") && l.contains("copy selection")),
+            .any(|l| l.contains(" quit ") && l.contains("suspend (fg resumes)")),
         "{t}"
     );
     let t = format!("{:?}", screen(&mut s, 60, 24).backend());
