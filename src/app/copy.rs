@@ -5,7 +5,7 @@
 //! character: every text goes through [`crate::text::one_line`].
 
 use super::action::Effect;
-use super::state::{Level, Popup, State, Tab};
+use super::state::{Level, Popup, State};
 use crate::lakehouse::maintenance::Plan;
 use crate::text::{clip, one_line};
 
@@ -77,13 +77,7 @@ pub fn emit(s: &mut State, what: &str, text: &str) -> Vec<Effect> {
 
 /// `y` outside popups: what is selected on the tab, as the tab's feature says.
 pub fn selection(s: &mut State) -> Vec<Effect> {
-    match s.tab {
-        Tab::Triage => super::triage::copy(s),
-        Tab::Tables => super::tables::copy(s),
-        Tab::Partitions => super::partitions::copy(s),
-        Tab::Snapshots => super::snapshots::copy(s),
-        Tab::Dags => super::dags::copy(s),
-    }
+    (s.tab.ops().copy)(s)
 }
 
 /// `y` in a popup: the error it shows (a job's, a table's load error), else nothing.

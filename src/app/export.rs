@@ -58,12 +58,7 @@ pub fn export(s: &mut State, format: ExportFormat) -> Vec<Effect> {
 /// The current view as the operator sees it (filter and sort applied), as the tab's
 /// feature gives it; `None` for a tab with nothing to export.
 pub fn export_view(s: &State) -> Option<ExportData> {
-    match s.tab {
-        Tab::Tables => Some(super::tables::export_view(s)),
-        Tab::Partitions => super::partitions::export_view(s),
-        Tab::Snapshots => super::snapshots::export_view(s),
-        Tab::Dags | Tab::Triage => None,
-    }
+    (s.tab.ops().export)(s)
 }
 
 /// The rows of `grid` in display order, one `row(i)` each.

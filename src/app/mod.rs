@@ -22,6 +22,7 @@ pub mod runtime;
 pub mod snapshots;
 pub mod state;
 pub mod tables;
+pub mod tabs;
 pub mod triage;
 pub mod update;
 

@@ -12,27 +12,7 @@ pub fn in_log(s: &State) -> bool {
 
 /// Re-apply filter and sort to the list on screen.
 pub fn reindex_current(s: &mut State) {
-    match s.tab {
-        Tab::Triage => super::triage::reindex(s),
-        Tab::Tables => s.tables.reindex(),
-        Tab::Partitions => s.partitions.reindex(None),
-        Tab::Snapshots => s.snapshots.reindex(),
-        Tab::Dags => s.dags.reindex_level(),
-    }
-}
-
-/// The names of the sort columns of a tab, in `s` cycling order.
-fn sort_columns(tab: Tab) -> Vec<&'static str> {
-    match tab {
-        Tab::Tables => super::tables::TABLE_SORTS.map(|c| c.sort_name()).to_vec(),
-        Tab::Partitions => super::partitions::PARTITION_SORTS
-            .map(|c| c.sort_name())
-            .to_vec(),
-        Tab::Snapshots => super::snapshots::SNAPSHOT_SORTS
-            .map(|c| c.sort_name())
-            .to_vec(),
-        Tab::Dags | Tab::Triage => Vec::new(),
-    }
+    (s.tab.ops().reindex)(s)
 }
 
 /// Move the selection (or scroll the log) by `delta` rows.
@@ -65,7 +45,7 @@ pub fn bottom(s: &mut State) {
 
 /// `s` (next column) and `S` (reverse).
 pub fn sort(s: &mut State, next: bool) {
-    let cols = sort_columns(s.tab);
+    let cols = (s.tab.ops().sorts)();
     if let Some(g) = s.grid_mut() {
         if next {
             g.cycle_sort(cols.len());
@@ -93,16 +73,12 @@ pub fn switch_tab(s: &mut State, tab: Tab) -> Vec<Effect> {
     if let Some(g) = s.grid_mut() {
         g.ensure_visible(h);
     }
-    match tab {
-        Tab::Partitions => super::partitions::load(s, false),
-        Tab::Snapshots => super::snapshots::load(s, false),
-        _ => Vec::new(),
-    }
+    (tab.ops().arrive)(s)
 }
 
 /// The selected row becomes the opened table: the Partitions and Snapshots tabs follow
 /// it, and the Tables selection stays on it through re-sorts and refreshes.
-fn open_selected(s: &mut State) {
+pub(super) fn open_selected(s: &mut State) {
     if let Some(t) = s.tables.selected().map(|r| r.table.clone()) {
         s.tables.grid.moved = true;
         s.tables.opened = Some(t);
@@ -117,34 +93,18 @@ pub fn open_table(s: &mut State, table: crate::lakehouse::model::TableRef) {
     s.tables.opened = Some(table);
 }
 
-/// Enter: a table opens its partitions; on the DAGs tab, one level down.
+/// Enter: what the tab says (a table opens its partitions; on the DAGs tab, one level
+/// down; on Triage, the evidence of the incident).
 pub fn enter(s: &mut State) -> Vec<Effect> {
-    if s.tab == Tab::Triage {
-        return super::triage::enter(s);
-    }
-    if s.tab == Tab::Tables && s.tables.selected().is_some() {
-        open_selected(s);
-        s.tab = Tab::Partitions;
-        return super::partitions::load(s, false);
-    }
-    if s.tab == Tab::Dags {
-        return super::dags::enter(s);
-    }
-    Vec::new()
+    (s.tab.ops().enter)(s)
 }
 
-/// Esc: clear the filter, else the log search, else one level up, else the status.
+/// Esc: clear the filter, else what the tab goes back to (the log search, a level up,
+/// the Tables tab), else the status.
 pub fn back(s: &mut State) {
     if !super::prompt::current_filter(s).is_empty() {
         super::prompt::set_filter(s, "");
-    } else if s.tab == Tab::Dags
-        && s.dags.log.as_ref().is_some_and(|l| !l.search.is_empty())
-        && s.dags.level() == DagLevel::Log
-    {
-        super::dags::search_log(s, "");
-    } else if s.tab == Tab::Dags && super::dags::back(s) {
-    } else if matches!(s.tab, Tab::Partitions | Tab::Snapshots) {
-        s.tab = Tab::Tables;
+    } else if (s.tab.ops().back)(s) {
     } else if s.status.is_some() {
         s.status = None;
     }

@@ -27,13 +27,7 @@ pub enum Tab {
 impl Tab {
     /// The keymap layer of the tab (where its keys are looked up before the global ones).
     pub fn layer(self) -> Scope {
-        match self {
-            Tab::Triage => Scope::Global,
-            Tab::Tables => Scope::Tables,
-            Tab::Partitions => Scope::Partitions,
-            Tab::Snapshots => Scope::Snapshots,
-            Tab::Dags => Scope::Dags,
-        }
+        self.ops().layer
     }
 
     pub const ALL: [Tab; 5] = [
@@ -45,13 +39,7 @@ impl Tab {
     ];
 
     pub fn title(self) -> &'static str {
-        match self {
-            Tab::Triage => "Triage",
-            Tab::Tables => "Tables",
-            Tab::Partitions => "Partitions",
-            Tab::Snapshots => "Snapshots",
-            Tab::Dags => "DAGs",
-        }
+        self.ops().title
     }
 
     pub fn next(self) -> Tab {
@@ -246,33 +234,17 @@ impl State {
             .max(1)
     }
 
-    /// Rows the current tab spends above its list (the Snapshots chart).
+    /// Rows the current tab spends above its list (the Snapshots chart, the Triage detail).
     pub fn extra_rows(&self) -> usize {
-        match self.tab {
-            Tab::Snapshots => super::layout::chart_height(self.size.1),
-            Tab::Triage => super::triage::detail_height(self.size.1),
-            _ => 0,
-        }
+        (self.tab.ops().extra_rows)(self)
     }
 
     pub fn grid_mut(&mut self) -> Option<&mut Grid> {
-        match self.tab {
-            Tab::Triage => Some(&mut self.triage.grid),
-            Tab::Tables => Some(&mut self.tables.grid),
-            Tab::Partitions => Some(&mut self.partitions.grid),
-            Tab::Snapshots => Some(&mut self.snapshots.grid),
-            Tab::Dags => self.dags.grid_mut(),
-        }
+        (self.tab.ops().grid_mut)(self)
     }
 
     pub fn grid(&self) -> Option<&Grid> {
-        match self.tab {
-            Tab::Triage => Some(&self.triage.grid),
-            Tab::Tables => Some(&self.tables.grid),
-            Tab::Partitions => Some(&self.partitions.grid),
-            Tab::Snapshots => Some(&self.snapshots.grid),
-            Tab::Dags => self.dags.grid(),
-        }
+        (self.tab.ops().grid)(self)
     }
 
     /// The table the Partitions and Snapshots tabs are about.

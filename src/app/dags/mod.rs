@@ -435,6 +435,16 @@ pub enum DagMsg {
     },
 }
 
+/// Esc on the DAGs tab: clear the log's search, else one level up; `false` on the list.
+pub fn back_level(s: &mut State) -> bool {
+    if s.dags.level() == DagLevel::Log && s.dags.log.as_ref().is_some_and(|l| !l.search.is_empty())
+    {
+        search_log(s, "");
+        return true;
+    }
+    back(s)
+}
+
 /// The DAGs tab's messages: lists, facts, runs, tasks, logs, failures, writes.
 pub fn update(s: &mut State, msg: DagMsg) -> Vec<Effect> {
     match msg {

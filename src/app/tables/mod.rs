@@ -227,6 +227,16 @@ pub enum TablesMsg {
     },
 }
 
+/// Enter: the selected table opens its partitions.
+pub fn enter(s: &mut State) -> Vec<Effect> {
+    if s.tables.selected().is_none() {
+        return Vec::new();
+    }
+    super::nav::open_selected(s);
+    s.tab = super::state::Tab::Partitions;
+    super::partitions::load(s, false)
+}
+
 /// `y`: the selected table's quoted name.
 pub fn copy(s: &mut State) -> Vec<Effect> {
     match s.tables.selected().map(|r| r.table.sql()) {

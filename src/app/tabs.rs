@@ -1,0 +1,149 @@
+//! What the app asks of every tab, answered by each tab's feature: one entry per tab.
+//! Navigation, copy, export, the keymap layer and the screen geometry read this table
+//! instead of matching on the tab themselves, so a new tab is its module in `app/`, its
+//! entry here, its module in `ui/` and one line in the dispatcher for its messages.
+
+use super::action::Effect;
+use super::export::ExportData;
+use super::grid::Grid;
+use super::keymap::Scope;
+use super::state::{State, Tab};
+use super::{dags, partitions, snapshots, tables, triage};
+
+pub struct TabOps {
+    pub title: &'static str,
+    /// Where its keys are looked up before the global ones.
+    pub layer: Scope,
+    /// Its list (the DAGs tab's at the level on screen; none while a log is shown).
+    pub grid: fn(&State) -> Option<&Grid>,
+    pub grid_mut: fn(&mut State) -> Option<&mut Grid>,
+    /// Re-apply filter and sort.
+    pub reindex: fn(&mut State),
+    /// The names of its sort columns, in `s` cycling order.
+    pub sorts: fn() -> Vec<&'static str>,
+    /// `y`: what is selected, to the clipboard.
+    pub copy: fn(&mut State) -> Vec<Effect>,
+    /// `e`: the view as listed; `None` for nothing to export.
+    pub export: fn(&State) -> Option<ExportData>,
+    /// The tab came on screen.
+    pub arrive: fn(&mut State) -> Vec<Effect>,
+    /// Enter.
+    pub enter: fn(&mut State) -> Vec<Effect>,
+    /// Esc, once the filter is clear: one level up; `false` when there is none.
+    pub back: fn(&mut State) -> bool,
+    /// Rows it spends above its list.
+    pub extra_rows: fn(&State) -> usize,
+}
+
+impl Tab {
+    pub fn ops(self) -> &'static TabOps {
+        match self {
+            Tab::Triage => &TRIAGE,
+            Tab::Tables => &TABLES,
+            Tab::Partitions => &PARTITIONS,
+            Tab::Snapshots => &SNAPSHOTS,
+            Tab::Dags => &DAGS,
+        }
+    }
+}
+
+fn nothing(_: &mut State) -> Vec<Effect> {
+    Vec::new()
+}
+
+fn no_export(_: &State) -> Option<ExportData> {
+    None
+}
+
+fn no_sorts() -> Vec<&'static str> {
+    Vec::new()
+}
+
+fn no_back(_: &mut State) -> bool {
+    false
+}
+
+fn no_rows(_: &State) -> usize {
+    0
+}
+
+/// A detail tab's Esc: back to the Tables tab.
+fn to_tables(s: &mut State) -> bool {
+    s.tab = Tab::Tables;
+    true
+}
+
+const TRIAGE: TabOps = TabOps {
+    title: "Triage",
+    layer: Scope::Global,
+    grid: |s| Some(&s.triage.grid),
+    grid_mut: |s| Some(&mut s.triage.grid),
+    reindex: triage::reindex,
+    sorts: no_sorts,
+    copy: triage::copy,
+    export: no_export,
+    arrive: nothing,
+    enter: triage::enter,
+    back: no_back,
+    extra_rows: |s| triage::detail_height(s.size.1),
+};
+
+const TABLES: TabOps = TabOps {
+    title: "Tables",
+    layer: Scope::Tables,
+    grid: |s| Some(&s.tables.grid),
+    grid_mut: |s| Some(&mut s.tables.grid),
+    reindex: |s| s.tables.reindex(),
+    sorts: || tables::TABLE_SORTS.map(|c| c.sort_name()).to_vec(),
+    copy: tables::copy,
+    export: |s| Some(tables::export_view(s)),
+    arrive: nothing,
+    enter: tables::enter,
+    back: no_back,
+    extra_rows: no_rows,
+};
+
+const PARTITIONS: TabOps = TabOps {
+    title: "Partitions",
+    layer: Scope::Partitions,
+    grid: |s| Some(&s.partitions.grid),
+    grid_mut: |s| Some(&mut s.partitions.grid),
+    reindex: |s| s.partitions.reindex(None),
+    sorts: || partitions::PARTITION_SORTS.map(|c| c.sort_name()).to_vec(),
+    copy: partitions::copy,
+    export: partitions::export_view,
+    arrive: |s| partitions::load(s, false),
+    enter: nothing,
+    back: to_tables,
+    extra_rows: no_rows,
+};
+
+const SNAPSHOTS: TabOps = TabOps {
+    title: "Snapshots",
+    layer: Scope::Snapshots,
+    grid: |s| Some(&s.snapshots.grid),
+    grid_mut: |s| Some(&mut s.snapshots.grid),
+    reindex: |s| s.snapshots.reindex(),
+    sorts: || snapshots::SNAPSHOT_SORTS.map(|c| c.sort_name()).to_vec(),
+    copy: snapshots::copy,
+    export: snapshots::export_view,
+    arrive: |s| snapshots::load(s, false),
+    enter: nothing,
+    back: to_tables,
+    extra_rows: |s| super::layout::chart_height(s.size.1),
+};
+
+const DAGS: TabOps = TabOps {
+    title: "DAGs",
+    layer: Scope::Dags,
+    grid: |s| s.dags.grid(),
+    grid_mut: |s| s.dags.grid_mut(),
+    reindex: |s| s.dags.reindex_level(),
+    sorts: no_sorts,
+    copy: dags::copy,
+    export: no_export,
+    arrive: nothing,
+    enter: dags::enter,
+    back: dags::back_level,
+    extra_rows: no_rows,
+};
