@@ -7,6 +7,7 @@ use crate::lakehouse::maintenance::{
 };
 use crate::lakehouse::model::{PartitionStats, TableRef};
 use crate::lakehouse::queries::{Lakehouse, PartitionList};
+use crate::trino::TrinoError;
 
 /// The maintenance an operator asks for, before the lakehouse is read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,33 +63,71 @@ impl PlanDraft {
     }
 }
 
-/// The small-file threshold of a table, as an operator-facing error.
-pub async fn threshold_of(lake: &Lakehouse, t: &TableRef) -> Result<u64, String> {
-    super::small_file_threshold(lake, t)
-        .await
-        .map_err(|e| format!("reading the properties of {t}: {e}"))
+/// Why a plan could not be drafted: a read of what it needs failed on Trino (typed, with
+/// what was being read), or the table cannot be planned as asked.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum PlanError {
+    #[error("reading {what}: {source}")]
+    Read {
+        what: String,
+        source: Box<TrinoError>,
+    },
+    #[error("{0}")]
+    Refused(String),
 }
 
-/// The partition layout of a table, as an operator-facing error.
-pub async fn layout_of(lake: &Lakehouse, t: &TableRef) -> Result<TableLayout, String> {
+impl PlanError {
+    fn read(what: impl Into<String>) -> impl FnOnce(TrinoError) -> PlanError {
+        let what = what.into();
+        move |source| PlanError::Read {
+            what,
+            source: Box::new(source),
+        }
+    }
+}
+
+impl From<String> for PlanError {
+    fn from(why: String) -> PlanError {
+        PlanError::Refused(why)
+    }
+}
+
+/// The CLI says it as it is.
+impl From<PlanError> for String {
+    fn from(e: PlanError) -> String {
+        e.to_string()
+    }
+}
+
+/// The small-file threshold of a table.
+pub async fn threshold_of(lake: &Lakehouse, t: &TableRef) -> Result<u64, PlanError> {
+    super::small_file_threshold(lake, t)
+        .await
+        .map_err(PlanError::read(format!("the properties of {t}")))
+}
+
+/// The partition layout of a table.
+pub async fn layout_of(lake: &Lakehouse, t: &TableRef) -> Result<TableLayout, PlanError> {
     lake.table_layout(t)
         .await
-        .map_err(|e| format!("reading the layout of {t}: {e}"))
+        .map_err(PlanError::read(format!("the layout of {t}")))
 }
 
 /// The layout of a table with the partition specs of its live data files (see
 /// [`TableLayout::live_specs`]): one read of `$files`, then the `"$partition"` path of one
 /// file of each spec (one split, one row), so a plan knows which spec each partition
-/// belongs to and which fields that spec has. As an operator-facing error.
-pub async fn layout_with_specs(lake: &Lakehouse, t: &TableRef) -> Result<TableLayout, String> {
+/// belongs to and which fields that spec has.
+pub async fn layout_with_specs(lake: &Lakehouse, t: &TableRef) -> Result<TableLayout, PlanError> {
     let mut layout = layout_of(lake, t).await?;
     if layout.partitioning.is_empty() {
         return Ok(layout);
     }
-    let err = |e: crate::trino::TrinoError| {
-        format!("reading the partition specs of the live files of {t}: {e}")
-    };
-    let out = lake.client.query(&live_specs_sql(t)).await.map_err(err)?;
+    let what = format!("the partition specs of the live files of {t}");
+    let out = lake
+        .client
+        .query(&live_specs_sql(t))
+        .await
+        .map_err(PlanError::read(what.clone()))?;
     for r in &out.rows {
         let Some(id) = r
             .get("spec")
@@ -102,12 +141,12 @@ pub async fn layout_with_specs(lake: &Lakehouse, t: &TableRef) -> Result<TableLa
             .client
             .query(&partition_path_sql(t, file))
             .await
-            .map_err(err)?;
+            .map_err(PlanError::read(what.clone()))?;
         let Some(path) = paths.rows.first().and_then(|r| r.str("path")) else {
-            return Err(format!(
+            return Err(PlanError::Refused(format!(
                 "reading the partition spec {id} of {t}: its data file {file} has no live row to \
                  read its partition path from"
-            ));
+            )));
         };
         let fields = spec_fields_from_path(path).map_err(|m| format!("{t}: spec {id}: {m}"))?;
         layout.live_specs.push((id, fields));
@@ -115,11 +154,11 @@ pub async fn layout_with_specs(lake: &Lakehouse, t: &TableRef) -> Result<TableLa
     Ok(layout)
 }
 
-/// The partitions of a table, as an operator-facing error.
-pub async fn partitions_of(lake: &Lakehouse, t: &TableRef) -> Result<PartitionList, String> {
+/// The partitions of a table.
+pub async fn partitions_of(lake: &Lakehouse, t: &TableRef) -> Result<PartitionList, PlanError> {
     lake.partitions(t)
         .await
-        .map_err(|e| format!("reading the partitions of {t}: {e}"))
+        .map_err(PlanError::read(format!("the partitions of {t}")))
 }
 
 /// Read what a plan needs (threshold, layout, small-file partitions) and return the draft.
@@ -129,7 +168,7 @@ pub async fn draft(
     kind: MaintenanceKind,
     partitions: Option<Vec<PartitionStats>>,
     min_small: u64,
-) -> Result<PlanDraft, String> {
+) -> Result<PlanDraft, PlanError> {
     let procedure = match kind {
         MaintenanceKind::Optimize => Procedure::Optimize {
             threshold: threshold_of(lake, &table).await?,
@@ -228,6 +267,30 @@ pub fn optimize_targets(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failed_read_says_what_it_read_and_keeps_trinos_error() {
+        let trino = TrinoError::Query {
+            query_id: "q1".into(),
+            error_name: "TABLE_NOT_FOUND".into(),
+            error_code: 46,
+            error_type: "USER_ERROR".into(),
+            message: "Table 'iceberg.zoning.documents' does not exist".into(),
+            location: None,
+        };
+        let e = PlanError::read("the layout of iceberg.zoning.documents")(trino);
+        assert_eq!(
+            e.to_string(),
+            "reading the layout of iceberg.zoning.documents: TABLE_NOT_FOUND: Table 'iceberg.zoning.documents' does not exist (query q1)"
+        );
+        let PlanError::Read { source, .. } = &e else {
+            panic!("{e:?}")
+        };
+        assert_eq!(source.name(), "TABLE_NOT_FOUND");
+        let refused: PlanError = "no partition holds two small files".to_string().into();
+        assert!(matches!(refused, PlanError::Refused(_)));
+        assert_eq!(String::from(refused), "no partition holds two small files");
+    }
     use crate::lakehouse::maintenance::{MAX_GROUP, parse_partition_entry};
 
     /// `n` partitions of `small` small files each, one a day from 2026-08-01.

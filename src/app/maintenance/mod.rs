@@ -12,17 +12,18 @@ use super::action::{Effect, MaintenanceKind};
 use super::prompt::{Prompt, RetentionFor};
 use super::state::{Level, Popup, State, Tab};
 use crate::lakehouse::model::TableRef;
-use crate::maintain::plan::PlanDraft;
+use crate::maintain::plan::{PlanDraft, PlanError};
 use crate::maintain::run::StepEvent;
 
 /// Results for maintenance.
 #[derive(Clone, Debug)]
 pub enum MaintenanceMsg {
     /// A plan was drafted (or could not be) on the connection of the given epoch.
-    PlanReady(u64, Result<PlanDraft, String>),
+    PlanReady(u64, Result<PlanDraft, PlanError>),
     /// A statement of a job started, progressed or finished.
     Step { job: u64, event: StepEvent },
-    /// A job ended.
+    /// A job ended: its run's own account of what failed and what was not run (the
+    /// statements' Trino errors are on each step's `StepEvent`).
     Done {
         job: u64,
         result: Result<(), String>,
@@ -68,7 +69,7 @@ pub fn update(s: &mut State, msg: MaintenanceMsg) -> Vec<Effect> {
     }
 }
 
-fn on_plan_ready(s: &mut State, epoch: u64, r: Result<PlanDraft, String>) {
+fn on_plan_ready(s: &mut State, epoch: u64, r: Result<PlanDraft, PlanError>) {
     if epoch != s.conn.epoch {
         // Drafted on the profile before a switch: its coordinator is not this one.
         s.set_status(
@@ -77,7 +78,7 @@ fn on_plan_ready(s: &mut State, epoch: u64, r: Result<PlanDraft, String>) {
         );
         return;
     }
-    match r.and_then(|draft| Confirm::new(draft, &s.health, epoch)) {
+    match r.and_then(|draft| Ok(Confirm::new(draft, &s.health, epoch)?)) {
         Ok(c) if s.readonly => {
             s.set_status(
                 Level::Error,
@@ -108,7 +109,7 @@ fn on_plan_ready(s: &mut State, epoch: u64, r: Result<PlanDraft, String>) {
             }
             s.popup = Some(Popup::Confirm(Box::new(c)));
         }
-        Err(e) => s.set_status(Level::Error, e),
+        Err(e) => s.set_status(Level::Error, e.to_string()),
     }
 }
 

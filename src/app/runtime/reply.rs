@@ -35,7 +35,16 @@ impl FromPanic for AirflowError {
     }
 }
 
-/// The maintenance plans' and the export's errors, already composed as text.
+impl FromPanic for crate::maintain::plan::PlanError {
+    fn from_panic(text: String) -> Self {
+        crate::maintain::plan::PlanError::Read {
+            what: "what the plan needs".into(),
+            source: Box::new(TrinoError::Internal(text)),
+        }
+    }
+}
+
+/// A job's and the export's errors, already composed as text.
 impl FromPanic for String {
     fn from_panic(text: String) -> Self {
         TrinoError::Internal(text).to_string()
