@@ -63,7 +63,6 @@ impl Runtime {
         let af = self.airflow.clone();
         let pool = Some(af.pool.clone());
         let send = self.sender();
-        let runs = self.settings.airflow.as_ref().map(|a| a.runs).unwrap_or(25);
         Some(match e {
             Effect::LoadDags { generation } => spawn_reply(
                 None,
@@ -119,6 +118,60 @@ impl Runtime {
                 };
                 spawn_reply(None, work, reply, send)
             }
+            Effect::PlanClear { dag_id, run_id } => {
+                let (d, r) = (dag_id.clone(), run_id.clone());
+                let work = async move {
+                    af.call(|c| async move { c.clear_run(&d, &r, true, true).await })
+                        .await
+                };
+                let reply = move |result| {
+                    Action::Dags(DagMsg::ClearPlanned {
+                        dag_id,
+                        run_id,
+                        result,
+                    })
+                };
+                spawn_reply(None, work, reply, self.confirm_sender())
+            }
+            Effect::WatchRun {
+                dag_id,
+                run_id,
+                tables,
+            } => self.spawn_watch(dag_id, run_id, tables),
+            Effect::PlanConnection {
+                connection_id,
+                target,
+            } => {
+                let id = connection_id.clone();
+                let work = async move {
+                    af.call(|c| async move {
+                        let api = c.api();
+                        c.connection(&id).await.map(|conn| (conn, api))
+                    })
+                    .await
+                };
+                let reply = move |result| {
+                    Action::Dags(DagMsg::ConnectionPlanned {
+                        connection_id,
+                        target,
+                        result,
+                    })
+                };
+                spawn_reply(None, work, reply, self.confirm_sender())
+            }
+            Effect::WriteDag(action) => self.spawn_write(action),
+            e => return self.spawn_drill(e),
+        })
+    }
+
+    /// The DAG tab's drill-down reads: runs (also the Snapshots timeline's), tasks, a
+    /// task's log, the failing task of the newest failed run; `None` for other effects.
+    fn spawn_drill(&self, e: Effect) -> Option<JoinHandle<()>> {
+        let af = self.airflow.clone();
+        let pool = Some(af.pool.clone());
+        let send = self.sender();
+        let runs = self.settings.airflow.as_ref().map(|a| a.runs).unwrap_or(25);
+        Some(match e {
             Effect::LoadRuns { dag_id } => {
                 let d = dag_id.clone();
                 let work = async move { af.call(|c| async move { c.runs(&d, runs).await }).await };
@@ -177,48 +230,6 @@ impl Runtime {
                 let reply = move |result| Action::Dags(DagMsg::Failure { dag_id, result });
                 spawn_reply(pool, work, reply, send)
             }
-            Effect::PlanClear { dag_id, run_id } => {
-                let (d, r) = (dag_id.clone(), run_id.clone());
-                let work = async move {
-                    af.call(|c| async move { c.clear_run(&d, &r, true, true).await })
-                        .await
-                };
-                let reply = move |result| {
-                    Action::Dags(DagMsg::ClearPlanned {
-                        dag_id,
-                        run_id,
-                        result,
-                    })
-                };
-                spawn_reply(None, work, reply, self.confirm_sender())
-            }
-            Effect::WatchRun {
-                dag_id,
-                run_id,
-                tables,
-            } => self.spawn_watch(dag_id, run_id, tables),
-            Effect::PlanConnection {
-                connection_id,
-                target,
-            } => {
-                let id = connection_id.clone();
-                let work = async move {
-                    af.call(|c| async move {
-                        let api = c.api();
-                        c.connection(&id).await.map(|conn| (conn, api))
-                    })
-                    .await
-                };
-                let reply = move |result| {
-                    Action::Dags(DagMsg::ConnectionPlanned {
-                        connection_id,
-                        target,
-                        result,
-                    })
-                };
-                spawn_reply(None, work, reply, self.confirm_sender())
-            }
-            Effect::WriteDag(action) => self.spawn_write(action),
             _ => return None,
         })
     }
