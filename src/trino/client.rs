@@ -236,15 +236,15 @@ impl Client {
         &self.cfg.url
     }
 
-    /// `GET /v1/info`: version, uptime, starting.
-    pub async fn info(&self) -> Result<ServerInfo, TrinoError> {
-        let url = self.endpoint("v1/info")?;
+    /// `GET` a document of the coordinator's REST API (not a statement), retried like
+    /// any request until `retry.max_retry_time`: its body.
+    pub(crate) async fn get_document(&self, url: &Url) -> Result<String, TrinoError> {
         let deadline = Instant::now() + self.cfg.retry.max_retry_time;
         let headers = self.headers(&[])?;
         let (text, _) = self
             .request(
                 Method::GET,
-                &url,
+                url,
                 Body::None,
                 Some(deadline),
                 &headers,
@@ -252,6 +252,13 @@ impl Client {
                 &mut 0,
             )
             .await?;
+        Ok(text)
+    }
+
+    /// `GET /v1/info`: version, uptime, starting.
+    pub async fn info(&self) -> Result<ServerInfo, TrinoError> {
+        let url = self.endpoint("v1/info")?;
+        let text = self.get_document(&url).await?;
         serde_json::from_str(&text).map_err(|e| TrinoError::Malformed {
             url: url.to_string(),
             message: format!("not a Trino server info document: {e}"),

@@ -20,12 +20,7 @@ pub fn incident_connection(s: &State) -> Option<String> {
 
 /// `F`: ask where the incident's connection should point.
 pub fn open(s: &mut State) -> Vec<Effect> {
-    if s.readonly {
-        s.set_status(Level::Error, "read-only: Airflow writes are disabled");
-        return Vec::new();
-    }
-    if !s.airflow_configured {
-        s.set_status(Level::Warn, "Airflow is not configured (--airflow URL)");
+    if !super::writes::may_write(s) {
         return Vec::new();
     }
     let id = match s.tab {

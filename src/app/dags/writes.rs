@@ -7,14 +7,23 @@ use crate::app::action::{DagWrite, Effect};
 use crate::app::keymap::Command;
 use crate::app::state::{Level, Popup, State, Tab};
 
-/// `t`, `C`, `p`: Airflow writes, each shown for confirmation first.
-pub fn command(s: &mut State, cmd: Command) -> Vec<Effect> {
+/// Whether an Airflow write may be asked for at all (not read-only, Airflow configured);
+/// when not, the status line says why.
+pub(super) fn may_write(s: &mut State) -> bool {
     if s.readonly {
         s.set_status(Level::Error, "read-only: Airflow writes are disabled");
-        return Vec::new();
+        return false;
     }
     if !s.airflow_configured {
         s.set_status(Level::Warn, "Airflow is not configured (--airflow URL)");
+        return false;
+    }
+    true
+}
+
+/// `t`, `C`, `p`: Airflow writes, each shown for confirmation first.
+pub fn command(s: &mut State, cmd: Command) -> Vec<Effect> {
+    if !may_write(s) {
         return Vec::new();
     }
     let Some(dag_id) = target_dag(s) else {

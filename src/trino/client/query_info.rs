@@ -3,11 +3,9 @@
 //! Trino writes durations and sizes in airlift's forms (`4.20m`, `97.91ms`, `18569B`,
 //! `1.50GB`); they are parsed here, once.
 
-use reqwest::Method;
 use serde_json::Value as Json;
-use tokio::time::Instant;
 
-use super::{Body, Client};
+use super::Client;
 use crate::trino::error::TrinoError;
 
 /// A table a query read, as the coordinator names it.
@@ -132,19 +130,7 @@ impl Client {
             .pop_if_empty()
             .push(query_id);
         url.query_pairs_mut().append_pair("pruned", "true");
-        let deadline = Instant::now() + self.cfg.retry.max_retry_time;
-        let headers = self.headers(&[])?;
-        let (text, _) = self
-            .request(
-                Method::GET,
-                &url,
-                Body::None,
-                Some(deadline),
-                &headers,
-                false,
-                &mut 0,
-            )
-            .await?;
+        let text = self.get_document(&url).await?;
         let malformed = |m: String| TrinoError::Malformed {
             url: url.to_string(),
             message: m,
