@@ -494,6 +494,13 @@ def history_check(api: Api, major: int, start: str) -> tuple[bool, str]:
         wrong = [r["dag_run_id"] for r in runs if r["state"] != final]
         if wrong:
             problems.append(f"{dag_id}: {len(wrong)} run(s) not {final}: {wrong[:3]}")
+        # Every history task runs once (the DAGs have no retries): a second try is the
+        # scheduler re-running a task it lost track of (heartbeats late on a loaded
+        # machine), and a history that says so is not the seed's.
+        tis = api.call("GET", f"/dags/{dag_id}/dagRuns/~/taskInstances?limit=100")[1]["task_instances"]
+        again = sorted({(t["dag_run_id"], t["task_id"]) for t in tis if (t.get("try_number") or 0) > 1})
+        if again:
+            problems.append(f"{dag_id}: {len(again)} task(s) tried more than once: {again[:3]}")
     return True, "; ".join(problems)
 
 
