@@ -9,6 +9,7 @@ use super::grid::Grid;
 use super::keymap::Scope;
 use super::state::{State, Tab};
 use super::{dags, partitions, snapshots, tables, triage};
+use crate::lakehouse::model::TableRef;
 
 pub struct TabOps {
     pub title: &'static str,
@@ -33,6 +34,11 @@ pub struct TabOps {
     pub back: fn(&mut State) -> bool,
     /// Rows it spends above its list.
     pub extra_rows: fn(&State) -> usize,
+    /// The table a maintenance command on it applies to.
+    pub table: fn(&State) -> Option<TableRef>,
+    /// What a refresh (`r`, or the timer's with `manual` false) reloads of it, beside the
+    /// tables and the DAGs every refresh reads.
+    pub refresh: fn(&mut State, bool) -> Vec<Effect>,
 }
 
 impl Tab {
@@ -67,6 +73,14 @@ fn no_rows(_: &State) -> usize {
     0
 }
 
+fn no_table(_: &State) -> Option<TableRef> {
+    None
+}
+
+fn no_reload(_: &mut State, _: bool) -> Vec<Effect> {
+    Vec::new()
+}
+
 /// A detail tab's Esc: back to the Tables tab.
 fn to_tables(s: &mut State) -> bool {
     s.tab = Tab::Tables;
@@ -86,6 +100,8 @@ const TRIAGE: TabOps = TabOps {
     enter: triage::enter,
     back: no_back,
     extra_rows: |s| triage::detail_height(s.size.1),
+    table: triage::selected_table,
+    refresh: no_reload,
 };
 
 const TABLES: TabOps = TabOps {
@@ -101,6 +117,8 @@ const TABLES: TabOps = TabOps {
     enter: tables::enter,
     back: no_back,
     extra_rows: no_rows,
+    table: |s| s.tables.selected().map(|r| r.table.clone()),
+    refresh: no_reload,
 };
 
 const PARTITIONS: TabOps = TabOps {
@@ -116,6 +134,14 @@ const PARTITIONS: TabOps = TabOps {
     enter: nothing,
     back: to_tables,
     extra_rows: no_rows,
+    table: |s| s.partitions.table.clone(),
+    refresh: |s, manual| {
+        if manual || !s.partitions.load.is_loading() {
+            partitions::load(s, true)
+        } else {
+            Vec::new()
+        }
+    },
 };
 
 const SNAPSHOTS: TabOps = TabOps {
@@ -131,6 +157,14 @@ const SNAPSHOTS: TabOps = TabOps {
     enter: nothing,
     back: to_tables,
     extra_rows: |s| super::layout::chart_height(s.size.1),
+    table: |s| s.snapshots.table.clone(),
+    refresh: |s, manual| {
+        if manual || !s.snapshots.load.is_loading() {
+            snapshots::load(s, true)
+        } else {
+            Vec::new()
+        }
+    },
 };
 
 const DAGS: TabOps = TabOps {
@@ -146,4 +180,6 @@ const DAGS: TabOps = TabOps {
     enter: dags::enter,
     back: dags::back_level,
     extra_rows: no_rows,
+    table: no_table,
+    refresh: no_reload,
 };

@@ -144,15 +144,7 @@ pub(super) fn refresh_all(s: &mut State) -> Vec<Effect> {
 /// Start a refresh of the tables (and the detail tab on screen), unless one is running.
 pub fn refresh(s: &mut State, manual: bool) -> Vec<Effect> {
     let mut fx = tables::refresh(s, manual);
-    match s.tab {
-        Tab::Partitions if manual || !s.partitions.load.is_loading() => {
-            fx.extend(partitions::load(s, true))
-        }
-        Tab::Snapshots if manual || !s.snapshots.load.is_loading() => {
-            fx.extend(snapshots::load(s, true))
-        }
-        _ => {}
-    }
+    fx.extend((s.tab.ops().refresh)(s, manual));
     fx.extend(dags::refresh(s, manual));
     fx
 }

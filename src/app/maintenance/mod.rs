@@ -171,13 +171,7 @@ fn after_mutation(s: &mut State, table: &TableRef) -> Vec<Effect> {
 
 /// The table a maintenance command applies to on the current tab.
 fn target_table(s: &State) -> Option<TableRef> {
-    match s.tab {
-        Tab::Tables => s.tables.selected().map(|r| r.table.clone()),
-        Tab::Partitions => s.partitions.table.clone(),
-        Tab::Snapshots => s.snapshots.table.clone(),
-        Tab::Dags => None,
-        Tab::Triage => crate::app::triage::selected_table(s),
-    }
+    (s.tab.ops().table)(s)
 }
 
 /// `o`, `O`, and a retention entered: ask the runtime to draft a plan.
