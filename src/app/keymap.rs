@@ -39,7 +39,7 @@ impl Keymap {
     pub fn with_readonly(mut self, readonly: bool) -> Keymap {
         self.readonly = readonly;
         if readonly {
-            self.by_key.retain(|_, c| !spec(*c).mutation);
+            self.by_key.retain(|_, c| !c.mutation());
         }
         self
     }
@@ -88,7 +88,7 @@ impl Keymap {
 
     /// Whether the command is available at all (not removed by read-only mode).
     pub fn enabled(&self, cmd: Command) -> bool {
-        !(self.readonly && spec(cmd).mutation)
+        !(self.readonly && cmd.mutation())
     }
 
     /// Help entries, in keymap order: (keys, description, scope).
@@ -303,7 +303,7 @@ mod tests {
         ] {
             spec(c);
         }
-        assert!(spec(Command::Optimize).mutation && !spec(Command::Confirm).mutation);
+        assert!(Command::Optimize.mutation() && !Command::Confirm.mutation());
     }
 
     #[test]

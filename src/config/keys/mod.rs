@@ -126,8 +126,6 @@ pub struct Spec {
     pub keys: Vec<String>,
     pub desc: String,
     pub footer: bool,
-    /// [`Command::mutation`], for the help and the read-only filter.
-    pub mutation: bool,
 }
 
 /// A `[[command]]` of `default.toml`.
@@ -177,7 +175,6 @@ pub fn specs() -> &'static [Spec] {
                     keys: e.keys,
                     desc: e.desc,
                     footer: e.footer,
-                    mutation: command.mutation(),
                 }
             })
             .collect()
