@@ -189,9 +189,12 @@ fn ctrl_z_suspends_with_the_terminal_restored_and_fg_redraws() {
         pty.wait_stopped(Duration::from_secs(10));
         // While stopped: cooked mode, main screen, cursor shown.
         pty.assert_cooked();
+        pty.wait_output(
+            &format!("{how}: the screen left"),
+            Duration::from_secs(10),
+            |o| o[before..].contains("\x1b[?1049l"),
+        );
         pty.assert_restored();
-        let left = pty.output()[before..].to_string();
-        assert!(left.contains("\x1b[?1049l"), "{how}: left the screen");
         std::thread::sleep(Duration::from_millis(300));
         assert_eq!(pty.proc_state(), 'T', "{how}: still stopped");
         // fg.
@@ -262,17 +265,18 @@ fn a_panic_restores_the_terminal_and_mouse_capture() {
     );
     let status = pty.wait_exit(Duration::from_secs(20));
     assert!(!status.success(), "{status:?}");
-    let out = pty.output();
+    // The report comes last, after the terminal was given back.
+    let out = pty.wait_output("the panic's report", Duration::from_secs(10), |o| {
+        o.contains("a deliberate panic after the first frame")
+    });
     assert!(out.contains("\x1b[?1000h"), "mouse capture was on: {out:?}");
+    let report = out.find("a deliberate panic").unwrap();
+    assert!(
+        out[..report].contains("\x1b[?1049l"),
+        "the screen was left before the report: {out:?}"
+    );
     pty.assert_restored();
     pty.assert_no_mouse_capture();
-    std::thread::sleep(Duration::from_millis(200));
-    assert!(
-        pty.output()
-            .contains("a deliberate panic after the first frame"),
-        "{}",
-        pty.output()
-    );
 }
 
 /// A panic inside an effect (FLOE_TEST_PANIC=effect makes the first table-stats load

@@ -40,34 +40,16 @@ impl Pty {
     }
 
     fn start(args: &[&str], env: &[(&str, &str)], cols: u16, rows: u16, job: bool) -> Pty {
-        let mut master: libc::c_int = -1;
-        let mut slave: libc::c_int = -1;
-        let ws = libc::winsize {
-            ws_row: rows,
-            ws_col: cols,
-            ws_xpixel: 0,
-            ws_ypixel: 0,
-        };
-        // SAFETY: openpty writes two fds into the provided integers.
-        let rc = unsafe {
-            libc::openpty(
-                &mut master,
-                &mut slave,
-                std::ptr::null_mut(),
-                std::ptr::null(),
-                &ws,
-            )
-        };
-        assert_eq!(rc, 0, "openpty failed");
-        // Only the child's stdio may hold the terminal: a child inheriting the master
-        // would keep it open, and its writes would block forever once no one reads.
-        for fd in [master, slave] {
-            // SAFETY: fcntl on fds we own.
-            unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
-        }
-        // SAFETY: both fds were just opened by openpty and are owned here.
-        let (master, slave) = unsafe { (File::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
-        let home = std::env::temp_dir().join(format!("floe-pty-home-{}", std::process::id()));
+        let (master, slave) = open_pty(cols, rows);
+        // A home of each terminal's own: the tests of one binary run side by side, and a
+        // config being written by one must never be read half-written by another's floe,
+        // nor one's audit log hold another's lines.
+        let home = std::env::temp_dir().join(format!(
+            "floe-pty-home-{}-{}",
+            std::process::id(),
+            next_id()
+        ));
+        let _ = std::fs::remove_dir_all(&home);
         // These tests walk the Tables tab from the start: they pin it (floe opens on the
         // Triage tab by default). A test that passes its own config chooses for itself.
         let cfg = home.join("config/floe");
@@ -82,8 +64,7 @@ impl Pty {
             .env("XDG_CONFIG_HOME", home.join("config"))
             .env("XDG_STATE_HOME", home.join("state"))
             .env("XDG_DATA_HOME", home.join("data"))
-            // Each floe its own warm-start cache: tests run side by side.
-            .env("XDG_CACHE_HOME", home.join(format!("cache-{}", next_id())))
+            .env("XDG_CACHE_HOME", home.join("cache"))
             .env("TERM", "xterm-256color")
             .env("NO_COLOR", "1")
             .envs(env.iter().copied())
@@ -121,10 +102,13 @@ impl Pty {
         let (p2, r2) = (parser.clone(), raw.clone());
         std::thread::spawn(move || {
             let mut buf = [0u8; 8192];
-            while let Ok(n) = reader.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
+            loop {
+                let n = match reader.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(_) => break,
+                };
                 p2.lock().unwrap().process(&buf[..n]);
                 r2.lock().unwrap().extend_from_slice(&buf[..n]);
             }
@@ -188,6 +172,28 @@ impl Pty {
                 panic!("timed out after {timeout:?} waiting for {what}; screen:\n{s}");
             }
             std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Wait until everything floe wrote, as text, satisfies `pred`: what a process wrote
+    /// just before it exited is still on its way through the reader thread when
+    /// [`Pty::wait_exit`] returns.
+    pub fn wait_output(
+        &self,
+        what: &str,
+        timeout: Duration,
+        pred: impl Fn(&str) -> bool,
+    ) -> String {
+        let start = Instant::now();
+        loop {
+            let out = self.output();
+            if pred(&out) {
+                return out;
+            }
+            if start.elapsed() > timeout {
+                panic!("timed out after {timeout:?} waiting for {what}; output:\n{out:?}");
+            }
+            std::thread::sleep(Duration::from_millis(50));
         }
     }
 
@@ -255,6 +261,13 @@ impl Pty {
     /// The terminal is back to normal: cooked mode with echo, main screen, cursor shown.
     pub fn assert_restored(&self) {
         self.assert_cooked();
+        // The raw bytes are appended after the parser has read them: once they hold the
+        // main screen's return, the parser has seen it too.
+        self.wait_output(
+            "floe to leave the alternate screen",
+            Duration::from_secs(10),
+            |o| o.contains("\x1b[?1049l"),
+        );
         std::thread::sleep(Duration::from_millis(200));
         let p = self.parser.lock().unwrap();
         assert!(
@@ -355,6 +368,50 @@ unsafe fn job_control_fork() {
             libc::_exit(libc::WEXITSTATUS(status));
         }
         libc::_exit(128 + libc::WTERMSIG(status));
+    }
+}
+
+/// A new pseudo-terminal of `cols` x `rows`: both ends close on exec from the moment they
+/// are opened. openpty(3) sets no close-on-exec flag, and a child that another test forks
+/// in between would inherit the terminal and hold it open.
+fn open_pty(cols: u16, rows: u16) -> (File, OwnedFd) {
+    // SAFETY: posix_openpt, grantpt, unlockpt and ptsname_r on the descriptor opened here;
+    // ptsname_r writes a NUL-terminated path into the buffer given with its length.
+    unsafe {
+        let master = libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC);
+        assert!(
+            master >= 0,
+            "posix_openpt: {}",
+            std::io::Error::last_os_error()
+        );
+        let master = File::from_raw_fd(master);
+        assert_eq!(libc::grantpt(master.as_raw_fd()), 0, "grantpt");
+        assert_eq!(libc::unlockpt(master.as_raw_fd()), 0, "unlockpt");
+        let mut name = [0 as libc::c_char; 128];
+        assert_eq!(
+            libc::ptsname_r(master.as_raw_fd(), name.as_mut_ptr(), name.len()),
+            0,
+            "ptsname_r"
+        );
+        let slave = libc::open(
+            name.as_ptr(),
+            libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC,
+        );
+        assert!(
+            slave >= 0,
+            "open the pty's slave: {}",
+            std::io::Error::last_os_error()
+        );
+        let slave = OwnedFd::from_raw_fd(slave);
+        let ws = libc::winsize {
+            ws_row: rows,
+            ws_col: cols,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
+        let rc = libc::ioctl(master.as_raw_fd(), libc::TIOCSWINSZ, &ws);
+        assert_eq!(rc, 0, "TIOCSWINSZ");
+        (master, slave)
     }
 }
 
