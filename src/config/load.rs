@@ -464,19 +464,10 @@ fn size(value: Option<Bytes>, default: u64, key: &str) -> Result<u64, ConfigErro
 /// except to this machine (an SSH tunnel, `ssh -L 8080:airflow:8080`, is the way to reach
 /// a plain-HTTP server safely).
 fn refuse_plain_http(url: &Url, what: &str, key: &str) -> Result<(), ConfigError> {
-    if url.scheme() != "http" || is_loopback(url) {
+    if url.scheme() != "http" || super::uri::is_loopback(url) {
         return Ok(());
     }
     Err(err(format!(
         "{key}: refusing to send {what} over plain HTTP to {url}: use https://, or an SSH tunnel to 127.0.0.1"
     )))
-}
-
-fn is_loopback(url: &Url) -> bool {
-    match url.host() {
-        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
-        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-        None => false,
-    }
 }

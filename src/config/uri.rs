@@ -104,6 +104,17 @@ pub fn parse_trino_uri(text: &str) -> Result<TrinoEndpoint, String> {
     Ok(ep)
 }
 
+/// The URL names this machine (`localhost`, 127.0.0.0/8, ::1): plain HTTP to it stays
+/// here, or goes down an SSH tunnel.
+pub fn is_loopback(url: &Url) -> bool {
+    match url.host() {
+        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    }
+}
+
 /// The URL with any password replaced, safe to print and log.
 pub fn redact(url: &Url) -> String {
     let mut u = url.clone();

@@ -39,7 +39,7 @@ impl Drop for CancelGuard {
 
 /// `DELETE nextUri`, retried briefly through the same transient failures as any request
 /// (a proxy storm that made the client give up may be over a moment later).
-async fn cancel_with_retries(http: reqwest::Client, headers: HeaderMap, url: Url) {
+pub(super) async fn cancel_with_retries(http: reqwest::Client, headers: HeaderMap, url: Url) {
     let mut wait = Duration::from_millis(100);
     for attempt in 1..=5 {
         let r = http

@@ -17,7 +17,7 @@ use reqwest::header::HeaderMap;
 use tokio::time::Instant;
 use url::Url;
 
-use super::cancel::CancelGuard;
+use super::cancel::{self, CancelGuard};
 use super::error::TrinoError;
 use super::oauth2::{LoginPrompt, OAuth2};
 use super::output::{QueryOptions, QueryOutput, QueryProgress};
@@ -414,25 +414,10 @@ impl Client {
     }
 
     /// `DELETE /v1/query/{id}` on the configured coordinator: cancels a query whose nextUri
-    /// is not followed.
+    /// is not followed (retried through transient failures, as any cancel).
     async fn kill(&self, query_id: &str, headers: &HeaderMap) {
-        let Ok(url) = self.endpoint(&format!("v1/query/{query_id}")) else {
-            return;
-        };
-        let r = self
-            .http
-            .delete(url.clone())
-            .headers(headers.clone())
-            .timeout(Duration::from_secs(5))
-            .send()
-            .await;
-        match r {
-            Ok(resp) => {
-                tracing::info!(%url, status = resp.status().as_u16(), "cancelled Trino query")
-            }
-            Err(e) => {
-                tracing::warn!(%url, error = %error_chain(&e), "could not cancel the Trino query")
-            }
+        if let Ok(url) = self.endpoint(&format!("v1/query/{query_id}")) {
+            cancel::cancel_with_retries(self.http.clone(), headers.clone(), url).await;
         }
     }
 }

@@ -65,7 +65,7 @@ pub struct LoginOutcome {
 /// Whether the login may run against `coordinator`: over https, or plain http to a loopback
 /// address (an SSH tunnel, the lab).
 pub fn check_coordinator(coordinator: &Url) -> Result<(), String> {
-    if coordinator.scheme() == "https" || is_loopback(coordinator) {
+    if coordinator.scheme() == "https" || crate::config::uri::is_loopback(coordinator) {
         Ok(())
     } else {
         Err(format!(
@@ -87,15 +87,6 @@ pub fn check_flow_url(coordinator: &Url, what: &str, u: &Url) -> Result<(), Stri
             "refusing the OAuth2 {what} {u}: it is neither on the coordinator's origin ({}) nor https",
             coordinator.origin().ascii_serialization()
         ))
-    }
-}
-
-fn is_loopback(url: &Url) -> bool {
-    match url.host() {
-        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
-        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-        None => false,
     }
 }
 
