@@ -16,19 +16,8 @@ use crate::app::layout::identity_room;
 use crate::app::state::{Load, State};
 use crate::fmt::human_duration;
 use crate::health::Severity;
+use crate::health::airflow::{run_severity, task_severity};
 use crate::text::sanitize;
-
-/// Severity of a run or task state, for colour and labels.
-fn state_severity(state: &str) -> Severity {
-    match state {
-        "failed" | "upstream_failed" => Severity::Critical,
-        "up_for_retry" | "restarting" | "queued" | "running" | "scheduled" | "deferred" => {
-            Severity::Warning
-        }
-        "success" => Severity::Ok,
-        _ => Severity::Info,
-    }
-}
 
 /// What the DAGs tab says without Airflow.
 pub const AIRFLOW_ADVICE: &str = "Pass --airflow URL (with FLOE_AIRFLOW_PASSWORD), or set [airflow] url in the config file, to see the maintenance DAGs, their failing tasks and the tail of their logs here.";
@@ -130,9 +119,11 @@ fn dag_cell(col: DagCol, r: &DagRow, now: DateTime<Utc>, th: &Theme) -> Cell<'st
         DagCol::Dag => Cell::from(sanitize(&dag_name(r)).into_owned()),
         DagCol::LastRun => match facts {
             Some(fa) => {
-                let last = fa.last_run_text().to_string();
-                let style = th.severity(state_severity(&last));
-                Cell::from(Span::styled(last, style))
+                let style = th.severity(run_severity(fa.last_run_state.as_ref()));
+                Cell::from(Span::styled(
+                    sanitize(fa.last_run_text()).into_owned(),
+                    style,
+                ))
             }
             None => {
                 let e = r.error.clone().unwrap_or_default();
@@ -243,21 +234,28 @@ fn draw_detail(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
     );
 }
 
-fn runs(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
-    let v = &s.dags;
-    let [title, body] = Layout::vertical([Constraint::Length(1), Constraint::Min(2)]).areas(area);
+/// A drill-down level's title line (what it lists, then its keys, dimmed) above the list;
+/// returns the list's area.
+fn titled(f: &mut Frame, area: Rect, th: &Theme, title: String, keys: &'static str) -> Rect {
+    let [top, body] = Layout::vertical([Constraint::Length(1), Constraint::Min(2)]).areas(area);
     f.render_widget(
         Paragraph::new(Line::from(vec![
-            Span::styled(
-                format!(" runs of {} ", v.dag_id.as_deref().unwrap_or("")),
-                th.header(),
-            ),
-            Span::styled(
-                " enter: task instances · C clears the selected run · t triggers · esc back",
-                th.dim(),
-            ),
+            Span::styled(title, th.header()),
+            Span::styled(keys, th.dim()),
         ])),
-        title,
+        top,
+    );
+    body
+}
+
+fn runs(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
+    let v = &s.dags;
+    let body = titled(
+        f,
+        area,
+        th,
+        format!(" runs of {} ", sanitize(v.dag_id.as_deref().unwrap_or(""))),
+        " enter: task instances · C clears the selected run · t triggers · esc back",
     );
     let headers = ["STATE", "RUN", "TYPE", "STARTED", "DURATION"];
     let widths = [
@@ -281,12 +279,12 @@ fn runs(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
         },
         |i| {
             let r = &v.runs[i];
-            let st = r.state.as_str().to_string();
+            let style = th.severity(run_severity(Some(&r.state)));
             (
                 vec![
-                    Cell::from(Span::styled(st.clone(), th.severity(state_severity(&st)))),
-                    Cell::from(r.run_id.clone()),
-                    Cell::from(r.run_type.as_str().to_string()),
+                    Cell::from(Span::styled(sanitize(r.state.as_str()).into_owned(), style)),
+                    Cell::from(sanitize(&r.run_id).into_owned()),
+                    Cell::from(sanitize(r.run_type.as_str()).into_owned()),
                     num(age(now, r.start_date.or(r.sort_time()))),
                     num(r
                         .duration
@@ -301,20 +299,16 @@ fn runs(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
 
 fn tasks(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
     let v = &s.dags;
-    let [title, body] = Layout::vertical([Constraint::Length(1), Constraint::Min(2)]).areas(area);
-    f.render_widget(
-        Paragraph::new(Line::from(vec![
-            Span::styled(
-                format!(
-                    " {} / {} ",
-                    v.dag_id.as_deref().unwrap_or(""),
-                    v.run_id.as_deref().unwrap_or("")
-                ),
-                th.header(),
-            ),
-            Span::styled(" enter: log · C clears this run · esc back", th.dim()),
-        ])),
-        title,
+    let body = titled(
+        f,
+        area,
+        th,
+        format!(
+            " {} / {} ",
+            sanitize(v.dag_id.as_deref().unwrap_or("")),
+            sanitize(v.run_id.as_deref().unwrap_or(""))
+        ),
+        " enter: log · C clears this run · esc back",
     );
     let headers = ["STATE", "TASK", "TRY", "STARTED", "DURATION", "HOST"];
     let widths = [
@@ -339,15 +333,12 @@ fn tasks(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
         },
         |i| {
             let t = &v.tasks[i];
-            let st = t
-                .state
-                .as_ref()
-                .map(|x| x.as_str().to_string())
-                .unwrap_or_else(|| "none".into());
+            let st = sanitize(t.state.as_ref().map_or("none", |x| x.as_str())).into_owned();
+            let style = th.severity(task_severity(t.state.as_ref()));
             (
                 vec![
-                    Cell::from(Span::styled(st.clone(), th.severity(state_severity(&st)))),
-                    Cell::from(t.task_id.clone()),
+                    Cell::from(Span::styled(st, style)),
+                    Cell::from(sanitize(&t.task_id).into_owned()),
                     num(t.try_number.to_string()),
                     num(if t.start_date.is_some() {
                         age(now, t.start_date)
@@ -358,7 +349,7 @@ fn tasks(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
                         .duration
                         .map(|d| format!("{:.1}s", d.as_secs_f64()))
                         .unwrap_or_default()),
-                    Cell::from(t.hostname.clone().unwrap_or_default()),
+                    Cell::from(sanitize(t.hostname.as_deref().unwrap_or_default()).into_owned()),
                 ],
                 Style::default(),
             )

@@ -5,6 +5,7 @@ use crate::airflow::{AirflowError, DagRun, TaskInstance, TaskLog};
 use crate::app::action::Effect;
 use crate::app::grid::Grid;
 use crate::app::state::{Level, Load, State};
+use crate::health::airflow::task_rank;
 
 /// Enter on the DAGs tab: DAG → runs → tasks → log.
 pub fn enter(s: &mut State) -> Vec<Effect> {
@@ -112,13 +113,7 @@ pub(super) fn on_tasks(
     match result {
         Ok(mut tasks) => {
             // Failed first: the task to look at is on top.
-            let order = |t: &TaskInstance| match t.state.as_ref().map(|s| s.as_str()) {
-                Some("failed") => 0,
-                Some("upstream_failed") => 1,
-                Some("up_for_retry") => 2,
-                _ => 3,
-            };
-            tasks.sort_by_key(|t| (order(t), t.start_date));
+            tasks.sort_by_key(|t| (task_rank(t.state.as_ref()), t.start_date));
             s.dags.tasks = tasks;
             s.dags.tasks_load = Load::Loaded;
             s.dags
