@@ -160,7 +160,6 @@ pub fn selected_dag(s: &State) -> Option<String> {
         .map(str::to_string)
 }
 
-/// The table the selected incident's table actions (`o`, `x`, `i`) act on: its worst.
 /// `y`: the incident's line, as an operator pastes it into the incident channel.
 pub fn copy(s: &mut State) -> Vec<Effect> {
     let line = s.triage.selected().map(|i| i.summary());
@@ -170,6 +169,7 @@ pub fn copy(s: &mut State) -> Vec<Effect> {
     }
 }
 
+/// The table the selected incident's table actions (`o`, `x`, `i`) act on: its worst.
 pub fn selected_table(s: &State) -> Option<TableRef> {
     s.triage.selected().and_then(|i| i.worst_table()).cloned()
 }

@@ -298,7 +298,6 @@ fn clip(e: &str) -> String {
     format!("{}…", e.chars().take(MAX).collect::<String>())
 }
 
-/// Evaluate one table. `dag` is its maintenance DAG when one is known.
 /// What the snapshots past retention cost, from the snapshot summaries the health
 /// statement reads (`total-data-files` per snapshot, the trend).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -436,6 +435,7 @@ fn snapshot_bloat(stats: &TableStats, cfg: &HealthConfig, now: DateTime<Utc>) ->
     })
 }
 
+/// Evaluate one table. `dag` is its maintenance DAG when one is known.
 pub fn evaluate(
     stats: &TableStats,
     dag: Option<&DagFacts>,

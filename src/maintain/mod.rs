@@ -223,11 +223,11 @@ async fn build_plan(lake: &Lakehouse, s: &Settings, cmd: &MaintainCmd) -> Result
     })
 }
 
-/// `floe maintain …`: without `--yes` print the plan and touch nothing; with it, run
-/// with progress on stderr, exit non-zero on failure, audit every statement.
 /// The exit code of a run stopped by `--timeout` (as timeout(1) has it).
 pub const TIMEOUT_EXIT: u8 = 124;
 
+/// `floe maintain …`: without `--yes` print the plan and touch nothing; with it, run
+/// with progress on stderr, exit non-zero on failure, audit every statement.
 pub async fn cli(settings: &Settings, cmd: MaintainCmd, timeout: Option<Duration>) -> ExitCode {
     let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
     let yes = match &cmd {

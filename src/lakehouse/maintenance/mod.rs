@@ -514,7 +514,6 @@ fn temporal_key(layout: &TableLayout, p: &PartitionStats) -> (Vec<String>, Strin
     (t, p.label())
 }
 
-/// The WHERE predicate selecting exactly one partition.
 /// The optimize of one partition, selected by its values under the current spec.
 fn partition_step(head: &str, layout: &TableLayout, p: &PartitionStats) -> Result<Step, String> {
     let predicate = partition_predicate(layout, p)?;
