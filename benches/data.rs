@@ -147,7 +147,7 @@ pub fn loaded_state(n_tables: usize, n_partitions: usize, n_snapshots: usize, ta
     }
     let first = s.tables.selected().unwrap().table.clone();
     update(&mut s, key('2'));
-    let req = s.partitions.request;
+    let req = s.partitions.detail.request;
     update(
         &mut s,
         Action::Partitions(floe::app::partitions::PartitionsMsg::Loaded {
@@ -157,7 +157,7 @@ pub fn loaded_state(n_tables: usize, n_partitions: usize, n_snapshots: usize, ta
         }),
     );
     update(&mut s, key('3'));
-    let req = s.snapshots.request;
+    let req = s.snapshots.detail.request;
     update(
         &mut s,
         Action::Snapshots(floe::app::snapshots::SnapshotsMsg::Loaded {

@@ -102,8 +102,8 @@ pub fn export_postmortem(s: &mut State) -> Vec<Effect> {
 /// actions are the runtime's to add).
 pub fn postmortem_of(s: &State) -> Option<Postmortem> {
     let table = match s.tab {
-        Tab::Partitions => s.partitions.table.clone(),
-        Tab::Snapshots => s.snapshots.table.clone(),
+        Tab::Partitions => s.partitions.detail.table.clone(),
+        Tab::Snapshots => s.snapshots.detail.table.clone(),
         _ => None,
     }
     .or_else(|| s.tables.selected().map(|r| r.table.clone()))?;
@@ -114,8 +114,8 @@ pub fn postmortem_of(s: &State) -> Option<Postmortem> {
         findings: Vec::new(),
     };
     let mut notes = Vec::new();
-    let here = s.snapshots.table.as_ref() == Some(&table);
-    let snapshots: Option<Vec<_>> = (here && s.snapshots.load == super::state::Load::Loaded)
+    let here = s.snapshots.detail.table.as_ref() == Some(&table);
+    let snapshots: Option<Vec<_>> = (here && s.snapshots.detail.load == super::state::Load::Loaded)
         .then(|| s.snapshots.rows.iter().map(|r| r.info.clone()).collect());
     let mapped = s.dags.mapping.get(&table).map(|m| m.dag_id.clone());
     let runs = if here {
@@ -430,7 +430,7 @@ mod tests {
             .unwrap();
         s.tables.grid.selected = pos;
         update(&mut s, key('3'));
-        let request = s.snapshots.request;
+        let request = s.snapshots.detail.request;
         let info = crate::lakehouse::model::SnapshotInfo {
             committed_at: s.now - chrono::Duration::days(2),
             snapshot_id: 7,

@@ -5,7 +5,7 @@ use std::cmp::Ordering;
 use chrono::{DateTime, Utc};
 
 use super::action::Effect;
-use super::detail::{self, TableDetail};
+use super::detail::{self, Detail, TableDetail};
 use super::grid::{Grid, opt_cmp};
 use super::layout::Width;
 use super::state::{Level, Load, State};
@@ -156,7 +156,12 @@ impl SnapshotCol {
         let r = &r.info;
         let opt = super::tables::opt;
         match self {
-            SnapshotCol::Table => v.table.as_ref().map(|t| t.to_string()).unwrap_or_default(),
+            SnapshotCol::Table => v
+                .detail
+                .table
+                .as_ref()
+                .map(|t| t.to_string())
+                .unwrap_or_default(),
             SnapshotCol::Committed => r.committed_at.to_rfc3339(),
             SnapshotCol::Age => (now - r.committed_at).num_seconds().to_string(),
             SnapshotCol::SnapshotId => r.snapshot_id.to_string(),
@@ -181,11 +186,10 @@ pub fn cmp_snapshots(a: &SnapshotRow, b: &SnapshotRow, col: usize) -> Ordering {
 
 #[derive(Clone, Debug, Default)]
 pub struct SnapshotsView {
-    pub table: Option<TableRef>,
+    /// The table, its load, the newest request.
+    pub detail: Detail,
     pub rows: Vec<SnapshotRow>,
     pub grid: Grid,
-    pub load: Load,
-    pub request: u64,
     /// The runs of the table's maintenance DAG, for the timeline.
     pub runs: Option<TimelineRuns>,
 }
@@ -239,7 +243,7 @@ pub fn copy(s: &mut State) -> Vec<Effect> {
 /// `e`: the snapshots as listed (filter and sort applied), the exported columns.
 pub fn export_view(s: &State) -> Option<super::export::ExportData> {
     let v = &s.snapshots;
-    v.table.as_ref()?;
+    v.detail.table.as_ref()?;
     Some(super::export::table(
         "snapshots",
         &v.grid,
@@ -287,7 +291,7 @@ fn on_snapshots(
     table: &TableRef,
     result: Result<Vec<SnapshotInfo>, crate::trino::TrinoError>,
 ) -> Vec<Effect> {
-    if request != s.snapshots.request || s.snapshots.table.as_ref() != Some(table) {
+    if !s.snapshots.detail.awaits(request, table) {
         return Vec::new();
     }
     match result {
@@ -305,14 +309,14 @@ fn on_snapshots(
                     info,
                 })
                 .collect();
-            s.snapshots.load = Load::Loaded;
+            s.snapshots.detail.load = Load::Loaded;
             s.snapshots.reindex();
             // The DAG's runs are read again with the snapshots: one timeline, one moment.
             load_runs(s, true)
         }
         Err(e) => {
             s.set_status(Level::Error, format!("snapshots of {table}: {e}"));
-            s.snapshots.load = Load::Failed(e.to_string());
+            s.snapshots.detail.load = Load::Failed(e.to_string());
             Vec::new()
         }
     }
@@ -320,7 +324,7 @@ fn on_snapshots(
 
 /// The maintenance DAG of the Snapshots tab's table, when one maps to it.
 fn mapped_dag(s: &State) -> Option<String> {
-    let t = s.snapshots.table.as_ref()?;
+    let t = s.snapshots.detail.table.as_ref()?;
     s.dags.mapping.get(t).map(|m| m.dag_id.clone())
 }
 
@@ -356,7 +360,7 @@ pub fn load_runs(s: &mut State, force: bool) -> Vec<Effect> {
 
 /// After a DAG result: read the runs of the shown table's DAG if it was mapped only now.
 pub fn on_dags(s: &mut State) -> Vec<Effect> {
-    if s.snapshots.load != Load::Loaded || s.snapshots.runs.is_some() {
+    if s.snapshots.detail.load != Load::Loaded || s.snapshots.runs.is_some() {
         return Vec::new();
     }
     load_runs(s, false)
@@ -424,20 +428,8 @@ pub fn timeline(s: &State) -> Timeline {
 }
 
 impl TableDetail for SnapshotsView {
-    fn table(&self) -> Option<&TableRef> {
-        self.table.as_ref()
-    }
-    fn set_table(&mut self, table: TableRef) {
-        self.table = Some(table);
-    }
-    fn load_state(&self) -> &Load {
-        &self.load
-    }
-    fn set_load(&mut self, load: Load) {
-        self.load = load;
-    }
-    fn request_mut(&mut self) -> &mut u64 {
-        &mut self.request
+    fn detail(&mut self) -> &mut Detail {
+        &mut self.detail
     }
     fn effect(request: u64, table: TableRef) -> Effect {
         Effect::LoadSnapshots { request, table }
@@ -449,7 +441,7 @@ pub fn load(s: &mut State, force: bool) -> Vec<Effect> {
     let selected = s.tables.focus();
     let mut fx = detail::load(&mut s.snapshots, selected, force);
     // Snapshots already there: the DAG may have been mapped since they arrived.
-    if fx.is_empty() && s.snapshots.load == Load::Loaded {
+    if fx.is_empty() && s.snapshots.detail.load == Load::Loaded {
         fx = load_runs(s, false);
     }
     fx

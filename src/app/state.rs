@@ -250,9 +250,10 @@ impl State {
     /// The table the Partitions and Snapshots tabs are about.
     pub fn focus_table(&self) -> Option<&TableRef> {
         self.partitions
+            .detail
             .table
             .as_ref()
-            .or(self.snapshots.table.as_ref())
+            .or(self.snapshots.detail.table.as_ref())
     }
 
     pub fn refresh_in_flight(&self) -> bool {

@@ -134,9 +134,9 @@ const PARTITIONS: TabOps = TabOps {
     enter: nothing,
     back: to_tables,
     extra_rows: no_rows,
-    table: |s| s.partitions.table.clone(),
+    table: |s| s.partitions.detail.table.clone(),
     refresh: |s, manual| {
-        if manual || !s.partitions.load.is_loading() {
+        if manual || !s.partitions.detail.load.is_loading() {
             partitions::load(s, true)
         } else {
             Vec::new()
@@ -157,9 +157,9 @@ const SNAPSHOTS: TabOps = TabOps {
     enter: nothing,
     back: to_tables,
     extra_rows: |s| super::layout::chart_height(s.size.1),
-    table: |s| s.snapshots.table.clone(),
+    table: |s| s.snapshots.detail.table.clone(),
     refresh: |s, manual| {
-        if manual || !s.snapshots.load.is_loading() {
+        if manual || !s.snapshots.detail.load.is_loading() {
             snapshots::load(s, true)
         } else {
             Vec::new()

@@ -197,8 +197,8 @@ fn draw_tabs(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
         let mut title = format!(" {i} {} ", t.title());
         if matches!(t, Tab::Partitions | Tab::Snapshots) {
             let focus = match t {
-                Tab::Partitions => s.partitions.table.as_ref(),
-                _ => s.snapshots.table.as_ref(),
+                Tab::Partitions => s.partitions.detail.table.as_ref(),
+                _ => s.snapshots.detail.table.as_ref(),
             };
             if let Some(tb) = focus {
                 title = format!(" {i} {}: {} ", t.title(), tb.table);

@@ -17,7 +17,7 @@ use crate::text::sanitize;
 
 pub fn draw(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
     let p = &s.partitions;
-    if p.table.is_none() {
+    if p.detail.table.is_none() {
         f.render_widget(
             Paragraph::new(Span::styled(
                 "  select a table in the Tables tab and press enter",
@@ -37,7 +37,7 @@ pub fn draw(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
         headers: shown.iter().map(|c| c.header()).collect(),
         widths: shown.iter().map(|c| constraint(c.width())).collect(),
         grid: &p.grid,
-        load: &p.load,
+        load: &p.detail.load,
         empty,
     };
     draw_list(f, area, th, &props, |i| {

@@ -164,7 +164,7 @@ fn partitions_with_marks() {
         &mut s,
         Action::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE)),
     );
-    let req = s.partitions.request;
+    let req = s.partitions.detail.request;
     update(
         &mut s,
         Action::Partitions(crate::app::partitions::PartitionsMsg::Loaded {
@@ -183,7 +183,7 @@ fn partitions_with_marks() {
 fn snapshots_with_growth_chart() {
     let mut s = all_loaded();
     key(&mut s, '3');
-    let req = s.snapshots.request;
+    let req = s.snapshots.detail.request;
     update(
         &mut s,
         Action::Snapshots(crate::app::snapshots::SnapshotsMsg::Loaded {
@@ -332,7 +332,7 @@ fn confirm_state() -> State {
         &mut s,
         Action::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE)),
     );
-    let req = s.partitions.request;
+    let req = s.partitions.detail.request;
     update(
         &mut s,
         Action::Partitions(crate::app::partitions::PartitionsMsg::Loaded {
@@ -654,8 +654,13 @@ mod hostile {
             &mut s,
             Action::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE)),
         );
-        let req = s.partitions.request;
-        let table = s.partitions.table.clone().expect("a table drilled into");
+        let req = s.partitions.detail.request;
+        let table = s
+            .partitions
+            .detail
+            .table
+            .clone()
+            .expect("a table drilled into");
         let mut list = partitions(6);
         for (i, p) in list.partitions.iter_mut().enumerate() {
             p.values = vec![

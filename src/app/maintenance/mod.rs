@@ -128,7 +128,7 @@ fn on_job_event(s: &mut State, job: u64, event: StepEvent) {
             .unwrap_or_else(|| j.plan.table.to_string());
         let name = j.plan.procedure.name();
         if outcome.ok {
-            if s.partitions.table.as_ref() == Some(&j.plan.table)
+            if s.partitions.detail.table.as_ref() == Some(&j.plan.table)
                 && let Some(st) = j.plan.steps.get(*step)
             {
                 for target in &st.targets {
@@ -160,10 +160,10 @@ fn on_job_event(s: &mut State, job: u64, event: StepEvent) {
 fn after_mutation(s: &mut State, table: &TableRef) -> Vec<Effect> {
     let mut fx = Vec::new();
     fx.extend(super::tables::reload_row(s, table));
-    if s.partitions.table.as_ref() == Some(table) {
+    if s.partitions.detail.table.as_ref() == Some(table) {
         fx.extend(super::partitions::reload(s, table.clone()));
     }
-    if s.snapshots.table.as_ref() == Some(table) {
+    if s.snapshots.detail.table.as_ref() == Some(table) {
         fx.extend(super::snapshots::reload(s, table.clone()));
     }
     fx

@@ -112,7 +112,7 @@ fn enter_on_a_table_incident_opens_its_partitions() {
     assert_eq!(inc.kind, Kind::Unmaintained);
     let fx = update(&mut s, code(KeyCode::Enter));
     assert_eq!(s.tab, Tab::Partitions);
-    assert_eq!(s.partitions.table, Some(tref("zoning", "documents")));
+    assert_eq!(s.partitions.detail.table, Some(tref("zoning", "documents")));
     assert!(!fx.is_empty());
     assert_eq!(
         s.tables.selected().unwrap().table,

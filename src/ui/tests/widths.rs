@@ -69,7 +69,7 @@ fn the_partition_name_yields_last_then_shows_its_values() {
         &mut s,
         Action::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE)),
     );
-    let req = s.partitions.request;
+    let req = s.partitions.detail.request;
     update(
         &mut s,
         Action::Partitions(crate::app::partitions::PartitionsMsg::Loaded {

@@ -1,0 +1,197 @@
+use super::*;
+
+#[test]
+fn globs() {
+    assert!(glob_match("zoning.*", "zoning.documents"));
+    assert!(glob_match("*.doc*", "zoning.documents"));
+    assert!(glob_match("documents", "documents"));
+    assert!(glob_match("d?cuments", "documents"));
+    assert!(!glob_match("zoning.*", "finance.ledger"));
+    assert!(glob_match("*", ""));
+    assert!(!glob_match("a*b", "acd"));
+}
+
+fn field(entry: &str) -> PartitionField {
+    crate::lakehouse::maintenance::parse_partition_entry(entry).unwrap()
+}
+
+#[test]
+fn transform_values() {
+    assert_eq!(
+        partition_value_text(Some(&field("month(ts)")), &Value::Int(674)),
+        "2026-03"
+    );
+    assert_eq!(
+        partition_value_text(Some(&field("year(ts)")), &Value::Int(56)),
+        "2026"
+    );
+    assert_eq!(
+        partition_value_text(Some(&field("hour(ts)")), &Value::Int(494_000)),
+        "2026-05-10-08"
+    );
+    assert_eq!(
+        partition_value_text(Some(&field("bucket(id, 16)")), &Value::Int(7)),
+        "7"
+    );
+    assert_eq!(
+        partition_value_text(Some(&field("district")), &Value::Text("north".into())),
+        "north"
+    );
+}
+
+#[test]
+fn identity_columns_named_like_transforms_keep_their_values() {
+    // `fiscal_year` is an identity column: 2026 is the year 2026, not 1970 + 2026.
+    for (entry, v, want) in [
+        ("fiscal_year", Value::Int(2026), "2026"),
+        ("report_month", Value::Int(3), "3"),
+        ("shift_hour", Value::Int(14), "14"),
+        ("created_day", Value::Int(5), "5"),
+    ] {
+        let f = field(entry);
+        assert_eq!(f.name, entry);
+        assert_eq!(partition_value_text(Some(&f), &v), want, "{entry}");
+    }
+    // A field the spec does not know is its value, whatever its name.
+    assert_eq!(partition_value_text(None, &Value::Int(2026)), "2026");
+}
+
+#[test]
+fn recount_reads_only_the_steps_partitions_typed_by_their_transforms() {
+    let t = TableRef::new("iceberg", "finance", "budget");
+    let spec = TableLayout {
+        columns: vec![
+            ("fiscal_year".into(), "integer".into()),
+            ("region".into(), "varchar".into()),
+            ("ts".into(), "timestamp(6)".into()),
+        ],
+        partitioning: ["fiscal_year", "region", "month(ts)"]
+            .iter()
+            .map(|e| field(e))
+            .collect(),
+        live_specs: Vec::new(),
+    };
+    let sql = recount_sql(
+        &t,
+        &spec,
+        &[
+            vec![
+                ("fiscal_year".into(), Some("2026".into())),
+                ("region".into(), Some("it's".into())),
+                ("ts_month".into(), Some("2026-03".into())),
+            ],
+            vec![("region".into(), None)],
+        ],
+        1000,
+    )
+    .unwrap();
+    assert!(
+        sql.contains(r#"(f.partition."fiscal_year" = 2026 AND f.partition."region" = 'it''s' AND f.partition."ts_month" = 674)"#),
+        "{sql}"
+    );
+    assert!(
+        sql.contains(r#"OR (f.partition."region" IS NULL)"#),
+        "{sql}"
+    );
+    assert_eq!(sql.matches("$files").count(), 1);
+    assert!(!sql.contains("$properties"));
+    assert!(recount_sql(&t, &spec, &[vec![("nope".into(), Some("1".into()))]], 1).is_err());
+    assert!(recount_sql(&t, &spec, &[], 1).is_err());
+}
+
+#[test]
+fn stats_sql_reads_every_table_once_and_quotes_names() {
+    let t = TableRef::new("iceberg", "finance", r#"ledger "q3" it's-odd"#);
+    let files_only = MetaTables {
+        entries: false,
+        metadata_log: true,
+    };
+    let sql = stats_sql(
+        &t,
+        &HealthConfig::default(),
+        Layout::PartitionColumn,
+        files_only,
+    );
+    assert!(
+        sql.contains(r#""iceberg"."finance"."ledger ""q3"" it's-odd$files""#),
+        "{sql}"
+    );
+    assert_eq!(sql.matches("$files").count(), 1);
+    assert_eq!(sql.matches("$snapshots").count(), 1);
+    assert_eq!(sql.matches("$properties").count(), 1);
+    assert!(sql.contains("element_at(s.summary, 'total-data-files')"));
+    assert!(
+        !sql.contains("summary["),
+        "missing keys must not fail the query"
+    );
+    let unpart = stats_sql(
+        &t,
+        &HealthConfig::default(),
+        Layout::Unpartitioned,
+        files_only,
+    );
+    assert!(!unpart.contains("f.partition"));
+}
+
+/// Every metadata table and every CTE is named once: Trino inlines `WITH`, so a second
+/// reference would be a second scan.
+#[test]
+fn per_table_statements_name_each_metadata_table_and_cte_once() {
+    let t = TableRef::new("iceberg", "zoning", "documents");
+    let h = HealthConfig::default();
+    let metas = [
+        MetaTables::ALL,
+        MetaTables {
+            entries: false,
+            metadata_log: true,
+        },
+        MetaTables {
+            entries: false,
+            metadata_log: false,
+        },
+    ];
+    for meta in metas {
+        for layout in [
+            Layout::PartitionColumn,
+            Layout::Unpartitioned,
+            Layout::Directory,
+        ] {
+            for (what, sql) in [
+                ("stats", stats_sql(&t, &h, layout, meta)),
+                ("partitions", partitions_sql(&t, &h, layout, meta)),
+            ] {
+                let ctx = format!("{what} {layout:?} {meta:?}:\n{sql}");
+                let files = if meta.entries { "$entries" } else { "$files" };
+                assert_eq!(sql.matches(files).count(), 1, "{ctx}");
+                let other = if meta.entries { "$files" } else { "$entries" };
+                assert_eq!(sql.matches(other).count(), 0, "{ctx}");
+                assert_eq!(sql.matches("$snapshots").count(), 1, "{ctx}");
+                assert_eq!(sql.matches("$properties").count(), 1, "{ctx}");
+                if what == "stats" {
+                    assert_eq!(sql.matches("$manifests").count(), 1, "{ctx}");
+                    assert_eq!(
+                        sql.matches("$metadata_log_entries").count(),
+                        usize::from(meta.metadata_log),
+                        "{ctx}"
+                    );
+                }
+                for cte in ["cfg", "stream", "timed", "parts", "tbl", "man", "meta"] {
+                    let defined = sql.contains(&format!("{cte} AS ("));
+                    let refs = sql
+                        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                        .filter(|w| *w == cte)
+                        .count();
+                    if defined {
+                        // the definition, and one FROM/JOIN (qualified column uses aside)
+                        let from = sql.matches(&format!("FROM {cte} ")).count()
+                            + sql.matches(&format!("FROM {cte}\n")).count()
+                            + sql.matches(&format!("JOIN {cte} ")).count()
+                            + usize::from(sql.ends_with(&format!("JOIN {cte}")));
+                        assert_eq!(from, 1, "{cte} is read {from} times: {ctx}");
+                        assert!(refs >= 2, "{ctx}");
+                    }
+                }
+            }
+        }
+    }
+}
