@@ -7,7 +7,7 @@ use chrono::Utc;
 
 use super::action::Effect;
 use super::grid::Grid;
-use super::state::{Level, State, Tab};
+use super::state::{Level, State};
 use crate::health::{Health, Severity};
 use crate::report::postmortem::{self, DagSection, Postmortem};
 use crate::report::record::TableRecord;
@@ -77,8 +77,9 @@ pub fn table(
     }
 }
 
-/// `:export md`: the postmortem of the table the operator is looking at (the one the
-/// Partitions and Snapshots tabs show, else the selected one), from what is on screen.
+/// `:export md`: the postmortem of the table the operator is looking at (the tab's table:
+/// the incident's on Triage, the one the Partitions and Snapshots tabs show; else the
+/// selected row of Tables), from what is on screen.
 pub fn export_postmortem(s: &mut State) -> Vec<Effect> {
     match postmortem_of(s) {
         Some(p) => vec![Effect::Export {
@@ -101,12 +102,7 @@ pub fn export_postmortem(s: &mut State) -> Vec<Effect> {
 /// The postmortem of the focused table as far as the screen knows it (the audit log's
 /// actions are the runtime's to add).
 pub fn postmortem_of(s: &State) -> Option<Postmortem> {
-    let table = match s.tab {
-        Tab::Partitions => s.partitions.detail.table.clone(),
-        Tab::Snapshots => s.snapshots.detail.table.clone(),
-        _ => None,
-    }
-    .or_else(|| s.tables.selected().map(|r| r.table.clone()))?;
+    let table = (s.tab.ops().table)(s).or_else(|| s.tables.selected().map(|r| r.table.clone()))?;
     let row = s.tables.rows.iter().find(|r| r.table == table)?;
     let unknown = Health {
         status: Severity::Unknown,

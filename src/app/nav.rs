@@ -262,7 +262,7 @@ mod tests {
                     table: tref("zoning", "documents")
                 }]
             );
-            assert_eq!(s.focus_table(), Some(&tref("zoning", "documents")));
+            assert_eq!(s.snapshots.detail.table, Some(tref("zoning", "documents")));
             // Back on Tables, the selection is still on the opened table.
             update(&mut s, key('1'));
             assert_eq!(selected_name(&s), "zoning.documents");

@@ -247,15 +247,6 @@ impl State {
         (self.tab.ops().grid)(self)
     }
 
-    /// The table the Partitions and Snapshots tabs are about.
-    pub fn focus_table(&self) -> Option<&TableRef> {
-        self.partitions
-            .detail
-            .table
-            .as_ref()
-            .or(self.snapshots.detail.table.as_ref())
-    }
-
     pub fn refresh_in_flight(&self) -> bool {
         self.tables.load.is_loading() || self.tables.pending > 0
     }

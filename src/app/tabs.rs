@@ -34,7 +34,8 @@ pub struct TabOps {
     pub back: fn(&mut State) -> bool,
     /// Rows it spends above its list.
     pub extra_rows: fn(&State) -> usize,
-    /// The table a maintenance command on it applies to.
+    /// The table the tab is about: what maintenance, `i`, a DAG write of the table's DAG
+    /// and the postmortem apply to.
     pub table: fn(&State) -> Option<TableRef>,
     /// What a refresh (`r`, or the timer's with `manual` false) reloads of it, beside the
     /// tables and the DAGs every refresh reads.

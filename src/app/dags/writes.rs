@@ -170,10 +170,7 @@ pub fn target_dag(s: &State) -> Option<String> {
             _ => s.dags.dag_id.clone(),
         },
         _ => {
-            let t = match s.tab {
-                Tab::Tables => s.tables.selected().map(|r| r.table.clone()),
-                _ => s.focus_table().cloned(),
-            }?;
+            let t = (s.tab.ops().table)(s)?;
             s.dags.mapping.get(&t).map(|m| m.dag_id.clone())
         }
     }
