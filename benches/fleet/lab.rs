@@ -1,0 +1,241 @@
+//! The lab the benchmark runs against: its control file, its server's control API, the
+//! coordinator's record of a user's statements, and floe's clients of it.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use floe::lakehouse::queries::Lakehouse;
+use floe::trino::Client;
+use serde_json::{Value, json};
+
+/// The lab as its `lab.json` describes it, and which of its Trinos the run measures.
+pub(crate) struct Lab {
+    pub(crate) json: Value,
+    pub(crate) dir: PathBuf,
+    pub(crate) http: reqwest::Client,
+    /// The real Trino (its costs read from its query stats), not the stand-in.
+    pub(crate) real: bool,
+}
+
+impl Lab {
+    pub(crate) fn open() -> Lab {
+        let dir = std::env::var_os("FLOE_LAB_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".lab"));
+        let text = std::fs::read_to_string(dir.join("lab.json"))
+            .unwrap_or_else(|e| panic!("{}: {e}: `cargo xtask lab up --scale`", dir.display()));
+        let json: Value = serde_json::from_str(&text).unwrap();
+        let has_real = json["trino"]["real"] == true;
+        let real = match std::env::var("FLEET_SERVER").as_deref() {
+            Ok("stand_in") => false,
+            Ok("real") => {
+                assert!(has_real, "FLEET_SERVER=real: the lab runs no real Trino");
+                true
+            }
+            _ => has_real,
+        };
+        Lab {
+            json,
+            dir,
+            http: reqwest::Client::new(),
+            real,
+        }
+    }
+
+    /// The server under test: the real Trino, or the stand-in (`stand_in`, or `trino`
+    /// in a lab without a real one).
+    pub(crate) fn server(&self) -> &Value {
+        if self.real || self.json["stand_in"].is_null() {
+            &self.json["trino"]
+        } else {
+            &self.json["stand_in"]
+        }
+    }
+
+    pub(crate) fn url(&self) -> String {
+        self.server()["url"].as_str().unwrap().to_string()
+    }
+
+    pub(crate) fn control(&self) -> String {
+        self.server()["control_url"]
+            .as_str()
+            .unwrap()
+            .trim_end_matches('/')
+            .to_string()
+    }
+
+    pub(crate) fn catalog(&self) -> String {
+        self.json["scale"]["catalog"]
+            .as_str()
+            .expect("the lab runs without the scale scenario: `cargo xtask lab up --scale`")
+            .to_string()
+    }
+
+    pub(crate) async fn server_time(&self, user: &str, ms: u64) {
+        if self.real {
+            return;
+        }
+        let r = self
+            .http
+            .post(format!("{}/faults", self.control()))
+            .json(&json!({"user": user, "rules": [{"kind": "server_time", "ms": ms}]}))
+            .send()
+            .await
+            .unwrap();
+        assert!(r.status().is_success(), "{:?}", r.text().await);
+    }
+
+    /// Wait until the lab has built every table's metadata tables (it does so in the
+    /// background from its start), so that W is the lab's work per statement, not its
+    /// first read of each table.
+    pub(crate) async fn prewarmed(&self) {
+        for _ in 0..60 {
+            let r = self
+                .http
+                .post(format!("{}/engine/prewarm", self.control()))
+                .json(&json!({"wait": 20}))
+                .timeout(Duration::from_secs(60))
+                .send()
+                .await;
+            match r {
+                Ok(r) if r.status().is_success() => {
+                    let v: Value = r.json().await.unwrap_or_default();
+                    if v["done"] == true {
+                        return;
+                    }
+                }
+                // The engine is still loading.
+                _ => tokio::time::sleep(Duration::from_secs(1)).await,
+            }
+        }
+        panic!("the lab did not finish building its metadata tables in 20 minutes");
+    }
+
+    pub(crate) async fn clear(&self, user: &str) {
+        if self.real {
+            return;
+        }
+        let _ = self
+            .http
+            .delete(format!("{}/faults?user={user}", self.control()))
+            .send()
+            .await;
+    }
+
+    /// The statements `user` sent, oldest first: from the stand-in's own list, or from
+    /// the real coordinator's `system.runtime.queries` with each one's query stats.
+    pub(crate) async fn queries_of(&self, user: &str) -> Vec<Value> {
+        if self.real {
+            return self.real_queries_of(user).await;
+        }
+        let v: Value = self
+            .http
+            .get(format!("{}/queries", self.control()))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let list = v.get("queries").cloned().unwrap_or(v);
+        list.as_array()
+            .cloned()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|q| q["user"] == user)
+            .collect()
+    }
+
+    pub(crate) async fn real_queries_of(&self, user: &str) -> Vec<Value> {
+        let observer = self.client("fleet_observer", "system");
+        let sql = format!(
+            "SELECT query_id, query, state, error_code FROM system.runtime.queries \
+             WHERE \"user\" = '{}' ORDER BY created, query_id",
+            user.replace('\'', "''")
+        );
+        let rows = observer.client.query(&sql).await.unwrap().rows;
+        let mut out = Vec::with_capacity(rows.len());
+        for r in rows {
+            let id = r.str("query_id").unwrap_or_default().to_string();
+            let info: Value = match self
+                .http
+                .get(format!("{}/v1/query/{id}?pruned=true", self.url()))
+                .header("X-Trino-User", user)
+                .send()
+                .await
+            {
+                Ok(resp) => resp.json().await.unwrap_or_default(),
+                Err(_) => Value::Null,
+            };
+            let st = &info["queryStats"];
+            let ms = |k: &str| {
+                st[k]
+                    .as_str()
+                    .and_then(floe::trino::client::query_info::parse_duration_ms)
+            };
+            let bytes = |k: &str| {
+                st[k]
+                    .as_str()
+                    .and_then(floe::trino::client::query_info::parse_data_size)
+            };
+            out.push(json!({
+                "id": id,
+                "sql": r.str("query").unwrap_or_default(),
+                "state": r.str("state").unwrap_or_default(),
+                "error_name": r.str("error_code"),
+                "stats": {
+                    "elapsed_ms": ms("elapsedTime"),
+                    "planning_ms": ms("planningTime"),
+                    "cpu_ms": ms("totalCpuTime"),
+                    "bytes": bytes("processedInputDataSize"),
+                    "rows": st["processedInputPositions"].as_u64(),
+                    "splits": st["totalDrivers"].as_u64(),
+                }
+            }));
+        }
+        out
+    }
+
+    pub(crate) fn client(&self, user: &str, catalog: &str) -> Lakehouse {
+        let cfg = floe::trino::ClientConfig {
+            url: self.url().parse().unwrap(),
+            user: user.into(),
+            source: "floe-bench".into(),
+            catalog: Some(catalog.into()),
+            schema: None,
+            auth: floe::config::Auth::None,
+            tls: floe::config::TlsSettings {
+                ca_file: None,
+                insecure_skip_verify: false,
+            },
+            session: Default::default(),
+            client_tags: vec![],
+            retry: floe::trino::RetryPolicy::default(),
+            request_timeout: Duration::from_secs(120),
+            connect_timeout: Duration::from_secs(5),
+            query_timeout: Some(Duration::from_secs(600)),
+        };
+        Lakehouse::new(Client::new(cfg).unwrap(), catalog, Default::default())
+    }
+}
+
+pub(crate) fn lab_python() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("FLEET_PYTHON") {
+        return Some(PathBuf::from(p));
+    }
+    let cache = std::env::var_os("FLOE_CACHE_DIR")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("floe")))
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/floe")))?;
+    std::fs::read_dir(cache.join("venvs"))
+        .ok()?
+        .filter_map(Result::ok)
+        .map(|e| e.path().join("bin/python"))
+        .find(|p| {
+            p.exists()
+                && p.parent()
+                    .and_then(|b| b.parent())
+                    .and_then(|v| v.file_name())
+                    .is_some_and(|n| n.to_string_lossy().starts_with("lab-"))
+        })
+}
