@@ -120,7 +120,10 @@ pub fn fuzz(args: &[String]) -> Result<(), String> {
         .map(PathBuf::from)
         .unwrap_or_else(|| work.join("target"));
     // Release with debug assertions (overflow checks on); no sanitizer: the library is safe
-    // Rust, and an uninstrumented build runs about twice as many inputs.
+    // Rust, and an uninstrumented build runs about twice as many inputs. Not `--dev`: on
+    // 2 cores a cold dev build takes 137 s against 280 s, but runs ~22x fewer inputs
+    // (trino_page: 42 k against 951 k in 20 s), and the target dir is kept in the cache, so
+    // the build is paid once and the inputs on every run.
     let flags = ["--sanitizer", "none", "--debug-assertions"];
     run(
         rustup_cargo(&toolchain)
