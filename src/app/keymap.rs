@@ -35,12 +35,11 @@ impl Keymap {
         bind(overrides).map(Keymap::new)
     }
 
-    /// In read-only mode every mutation leaves the keymap (and so the footer and help).
+    /// In read-only mode every mutation leaves the keymap (and so the footer and help);
+    /// the bindings stay, so leaving read-only mode (`:profile` to a writable profile)
+    /// brings them back.
     pub fn with_readonly(mut self, readonly: bool) -> Keymap {
         self.readonly = readonly;
-        if readonly {
-            self.by_key.retain(|_, c| !c.mutation());
-        }
         self
     }
 
@@ -67,10 +66,14 @@ impl Keymap {
     }
 
     fn find(&self, layer: Scope, key: Key) -> Option<Command> {
-        self.by_key
-            .get(&(layer, key))
-            .or_else(|| self.by_key.get(&(Scope::Global, key)))
-            .copied()
+        // A disabled binding is as if absent: the global key under it still answers.
+        let get = |l: Scope| {
+            self.by_key
+                .get(&(l, key))
+                .copied()
+                .filter(|c| self.enabled(*c))
+        };
+        get(layer).or_else(|| get(Scope::Global))
     }
 
     pub fn keys(&self, cmd: Command) -> &[Key] {
@@ -246,6 +249,20 @@ mod tests {
     }
 
     #[test]
+    fn leaving_read_only_brings_the_mutations_back() {
+        let o = ev(KeyCode::Char('o'), KeyModifiers::NONE);
+        let t = ev(KeyCode::Char('t'), KeyModifiers::NONE);
+        let ro = Keymap::default().with_readonly(true);
+        assert_eq!(ro.lookup(Scope::Tables, &o), None);
+        assert!(!ro.help().iter().any(|(k, _, _)| k == "o"));
+        let rw = ro.with_readonly(false);
+        assert_eq!(rw.lookup(Scope::Tables, &o), Some(Command::Optimize));
+        assert_eq!(rw.lookup(Scope::Dags, &t), Some(Command::TriggerDag));
+        assert!(rw.help().iter().any(|(k, _, _)| k == "o"));
+        assert!(rw.footer(Scope::Tables).iter().any(|(k, _)| k == "o"));
+    }
+
+    #[test]
     fn readonly_removes_every_mutation() {
         let km = Keymap::default().with_readonly(true);
         assert_eq!(
@@ -338,6 +355,16 @@ mod tests {
             o.insert("confirm".to_string(), KeySpec::One(careless.into()));
             let e = Keymap::from_config(&o).unwrap_err();
             assert!(e.contains("cannot be confirm"), "{careless}: {e}");
+        }
+        // Nor a key that also opens a confirmation: a double tap would confirm it.
+        for (opener, key) in [("trigger_dag", "t"), ("optimize", "o"), ("quit", "q")] {
+            let mut o = BTreeMap::new();
+            o.insert("confirm".to_string(), KeySpec::One(key.into()));
+            let e = Keymap::from_config(&o).unwrap_err();
+            assert!(
+                e.contains("cannot be confirm") && e.contains(opener),
+                "{key}: {e}"
+            );
         }
         // Another deliberate key is fine, and y then no longer confirms.
         let mut o = BTreeMap::new();

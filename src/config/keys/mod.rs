@@ -95,6 +95,12 @@ impl Command {
                 | Command::FixConnection
         )
     }
+
+    /// Opens a question that `confirm` answers: every mutation, and quitting while jobs
+    /// run.
+    pub fn opens_confirmation(self) -> bool {
+        self.mutation() || self == Command::Quit
+    }
 }
 
 /// A layer of the keymap (where a command's keys are looked up), and where the help
@@ -258,6 +264,22 @@ pub fn bind(overrides: &BTreeMap<String, KeySpec>) -> Result<Bindings, String> {
         return Err(format!(
             "key {k} cannot be confirm: a confirmation takes a key pressed on purpose"
         ));
+    }
+    // A key that opens a confirmation and confirms it: a double tap (or a key repeated
+    // over a slow link) would answer the question it just asked.
+    for (cmd, keys) in &by_command {
+        if !cmd.opens_confirmation() {
+            continue;
+        }
+        if let Some(k) = keys
+            .iter()
+            .find(|k| by_command[&Command::Confirm].contains(k))
+        {
+            return Err(format!(
+                "key {k} cannot be confirm: it also opens a confirmation ({}), so pressing it twice would confirm what it asked",
+                spec(*cmd).name
+            ));
+        }
     }
     let mut by_key = BTreeMap::new();
     for (cmd, keys) in &by_command {
