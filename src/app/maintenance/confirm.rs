@@ -163,6 +163,8 @@ pub fn on_key(s: &mut State, mut c: Box<Confirm>, cmd: Option<Command>) -> Vec<E
                     c.plan = p;
                     c.scroll = 0;
                     c.cost = cost_lines(&c, &s.health);
+                    // Another plan: it takes a `y` only once it has been drawn.
+                    c.shown = false;
                 }
                 Some(Err(e)) => s.set_status(Level::Error, e),
                 None => {}
@@ -180,6 +182,7 @@ pub fn on_key(s: &mut State, mut c: Box<Confirm>, cmd: Option<Command>) -> Vec<E
                     c.plan = p;
                     c.scroll = 0;
                     c.cost = cost_lines(&c, &s.health);
+                    c.shown = false;
                 }
                 Some(Err(e)) => s.set_status(Level::Error, e),
                 None => {}

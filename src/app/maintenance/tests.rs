@@ -52,16 +52,8 @@ fn run_job(s: &mut State) -> u64 {
 
 fn view(name: &str) -> ProfileView {
     ProfileView {
-        profile: name.into(),
-        trino_url: "http://other:8080/".into(),
-        readonly: false,
-        refresh: std::time::Duration::from_secs(60),
-        schemas: vec![],
-        health: Default::default(),
         airflow_url: None,
-        maintenance: vec![],
-        warnings: Vec::new(),
-        cached: Vec::new(),
+        ..crate::app::testing::profile_view(name)
     }
 }
 
@@ -688,6 +680,10 @@ mod keys {
                 c.cost
             );
             update(&mut s, key('i'));
+            // Another plan: a `y` in the same input batch, before it is drawn, runs nothing.
+            assert!(update(&mut s, key('y')).is_empty());
+            assert!(matches!(s.popup, Some(Popup::Confirm(_))), "still asking");
+            update(&mut s, Action::Drawn);
             let part1 = confirm(&s).clone();
             assert!(part1.incremental);
             assert!(part1.plan.steps.len() < 6, "{}", part1.plan.steps.len());
@@ -714,7 +710,9 @@ mod keys {
             // `i` again is the whole plan.
             let mut s = confirming(Some(measured(10.0)));
             update(&mut s, key('i'));
+            update(&mut s, Action::Drawn);
             update(&mut s, key('i'));
+            update(&mut s, Action::Drawn);
             assert_eq!(confirm(&s).plan.steps.len(), 6);
             assert!(!confirm(&s).incremental);
         }
