@@ -395,6 +395,22 @@ pub fn unreachable(url: &str) -> crate::trino::TrinoError {
 }
 
 /// The qualified name of the Tables tab's selected row.
+/// Another profile, as a switch to it arrives (writable, Airflow configured).
+pub fn profile_view(name: &str) -> crate::app::action::ProfileView {
+    crate::app::action::ProfileView {
+        profile: name.into(),
+        trino_url: "http://other:8080/".into(),
+        readonly: false,
+        refresh: std::time::Duration::from_secs(60),
+        schemas: vec![],
+        health: Default::default(),
+        airflow_url: Some("http://other-airflow:8080/".into()),
+        maintenance: vec![],
+        warnings: Vec::new(),
+        cached: Vec::new(),
+    }
+}
+
 pub fn selected_name(s: &State) -> String {
     s.tables
         .selected()

@@ -115,6 +115,30 @@ pub fn is_loopback(url: &Url) -> bool {
     }
 }
 
+/// `host` is this machine or its link (`localhost`, 127.0.0.0/8, ::1, 169.254.0.0/16,
+/// fe80::/10): an address that means another machine to each host that reads it, so a
+/// tunnel's end on a bastion and never where a cluster's workers reach a service.
+pub fn is_local_host(host: &str) -> bool {
+    let h = host.trim_start_matches('[').trim_end_matches(']');
+    if h.eq_ignore_ascii_case("localhost") || h.to_ascii_lowercase().ends_with(".localhost") {
+        return true;
+    }
+    match h.parse::<std::net::IpAddr>() {
+        Ok(std::net::IpAddr::V4(ip)) => {
+            ip.is_loopback() || ip.is_link_local() || ip.is_unspecified()
+        }
+        Ok(std::net::IpAddr::V6(ip)) => {
+            ip.is_loopback()
+                || ip.is_unspecified()
+                || (ip.segments()[0] & 0xffc0) == 0xfe80
+                || ip
+                    .to_ipv4_mapped()
+                    .is_some_and(|v4| v4.is_loopback() || v4.is_link_local())
+        }
+        Err(_) => false,
+    }
+}
+
 /// The URL with any password replaced, safe to print and log.
 pub fn redact(url: &Url) -> String {
     let mut u = url.clone();
@@ -146,6 +170,34 @@ fn percent_decode(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn loopback_and_link_local_hosts_are_local() {
+        for h in [
+            "localhost",
+            "LOCALHOST",
+            "app.localhost",
+            "127.0.0.1",
+            "127.1.2.3",
+            "::1",
+            "[::1]",
+            "169.254.10.1",
+            "fe80::1",
+            "0.0.0.0",
+            "::ffff:127.0.0.1",
+        ] {
+            assert!(is_local_host(h), "{h}");
+        }
+        for h in [
+            "trino.internal",
+            "10.0.0.5",
+            "192.168.1.2",
+            "2001:db8::1",
+            "localhost.corp",
+        ] {
+            assert!(!is_local_host(h), "{h}");
+        }
+    }
 
     #[test]
     fn airflow_style_uri() {

@@ -1,7 +1,7 @@
 //! Airflow's connections as triage reads them from their findings.
 
 use super::plural;
-use crate::health::{Finding, Rule};
+use crate::health::{Finding, Rule, Severity};
 
 /// An Airflow connection as its finding describes it.
 #[derive(Clone, Debug)]
@@ -15,8 +15,12 @@ pub(super) struct ConnFinding<'a> {
     pub(super) index: usize,
 }
 
-/// `Airflow connection ID points at HOST:PORT …` (the connection findings floe writes).
+/// `Airflow connection ID points at HOST:PORT …` (the connection findings floe writes);
+/// an INFO one (a connection that works, or one floe cannot compare) is no trouble.
 pub(super) fn conn_finding(index: usize, f: &Finding) -> Option<ConnFinding<'_>> {
+    if f.severity <= Severity::Info {
+        return None;
+    }
     let failing = match f.rule {
         Rule::AirflowConnectionFailing => true,
         Rule::AirflowConnectionElsewhere => false,

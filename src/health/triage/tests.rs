@@ -595,3 +595,45 @@ fn connections_that_point_elsewhere_are_worded_alike_in_both_passes() {
     );
     assert_eq!(c[0].severity, Severity::Warning);
 }
+
+#[test]
+fn a_connection_whose_test_passes_is_no_incident_and_offers_no_fix() {
+    // floe opened with --trino http://localhost:PORT against Airflow connections that say
+    // 127.0.0.1:PORT and pass their test.
+    let mut lab = lab();
+    lab.findings.retain(|f| !f.rule.is_airflow_connection());
+    let trino = url::Url::parse("http://localhost:35019").unwrap();
+    let passed = crate::airflow::ConnectionTest::Passed(String::new());
+    for id in ["trino_default", "trino_parcels"] {
+        lab.findings
+            .extend(crate::airflow::scan::connection_finding(
+                id,
+                "127.0.0.1:35019",
+                &trino,
+                Some(&passed),
+            ));
+    }
+    assert_eq!(
+        lab.findings
+            .iter()
+            .filter(|f| f.rule.is_airflow_connection())
+            .count(),
+        2
+    );
+    lab.dags[0].error_line = Some("ValueError: boom".into());
+    let v = incidents(&lab.facts(), t0());
+    for i in &v {
+        assert!(
+            !i.cause.contains("trino_default") && !i.cause.contains("trino_parcels"),
+            "{}",
+            i.cause
+        );
+        assert!(
+            !i.next
+                .iter()
+                .any(|n| matches!(n, Next::FixConnection { connections, .. }
+                if connections.iter().any(|c| c == "trino_default" || c == "trino_parcels"))),
+            "{i:?}"
+        );
+    }
+}
