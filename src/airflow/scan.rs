@@ -177,9 +177,14 @@ pub fn connection_finding(
                 }
             ),
         )),
+        Some(ConnectionTest::Passed(_)) if theirs == ours => Some(finding(
+            Rule::AirflowConnectionWorks,
+            Severity::Info,
+            format!("Airflow connection {id} points at {theirs} and its test passes"),
+        )),
         _ if theirs == ours => None,
         Some(ConnectionTest::Passed(_)) => Some(finding(
-            Rule::AirflowConnectionElsewhere,
+            Rule::AirflowConnectionWorks,
             Severity::Info,
             format!(
                 "Airflow connection {id} points at {theirs} and its test passes — floe reached {ours}: the same coordinator by another name, or another one"
@@ -271,13 +276,24 @@ mod tests {
         )
         .unwrap();
         assert_eq!(f.severity, Severity::Info);
-        // The same endpoint: nothing to say.
+        // The same endpoint: it works, which is all there is to say.
+        let f = connection_finding(
+            "trino_default",
+            "127.0.0.1:35019",
+            &url("http://127.0.0.1:35019"),
+            Some(&passed),
+        )
+        .unwrap();
+        assert_eq!(
+            (f.rule, f.severity),
+            (Rule::AirflowConnectionWorks, Severity::Info)
+        );
         assert!(
             connection_finding(
                 "trino_default",
                 "127.0.0.1:35019",
                 &url("http://127.0.0.1:35019"),
-                Some(&passed)
+                None
             )
             .is_none()
         );

@@ -172,6 +172,8 @@ pub enum Effect {
     PlanConnection {
         connection_id: String,
         target: String,
+        /// The profile it was asked on ([`crate::app::state::Conn::epoch`]).
+        epoch: u64,
     },
     /// The dry run of a clear (what would run again), shown before the real one.
     PlanClear {

@@ -170,6 +170,9 @@ pub struct State {
     pub maintenance: Vec<crate::config::MaintenanceMapping>,
     /// Frames drawn so far (`Action::Drawn`).
     pub frames: u64,
+    /// Airflow writes sent and not answered yet (what `y` on a DAG or connection write
+    /// sent), whatever the profile: quitting asks while any is in flight.
+    pub airflow_writes: Vec<String>,
     /// The text `y` copied last.
     pub copied: Option<String>,
     /// Rows the help popup is scrolled down by (when its keys do not fit the screen).
@@ -192,6 +195,7 @@ impl State {
             snapshots: SnapshotsView::default(),
             popup: None,
             prompt: None,
+            airflow_writes: Vec::new(),
             status: None,
             frozen: false,
             refresh_every: Duration::from_secs(60),
@@ -271,6 +275,14 @@ impl State {
     pub fn apply_profile(&mut self, p: ProfileView) {
         if !matches!(self.popup, Some(Popup::QuitJobs { .. })) {
             self.popup = None;
+        }
+        // A prompt of the profile left (where its connection should point, a retention for
+        // its tables) would act on the new profile's same-named object.
+        if !matches!(
+            self.prompt,
+            Some(Prompt::Filter(_) | Prompt::Command(_)) | None
+        ) {
+            self.prompt = None;
         }
         self.conn = Conn {
             profile: p.profile,

@@ -124,6 +124,7 @@ pub fn rebuild(s: &mut State) {
             .collect(),
         findings: loose.iter().collect(),
         airflow: s.airflow_configured,
+        fixed: s.dags.fixed.clone(),
     };
     let list = incidents(&facts, s.now);
     let keep = s.triage.selected().map(key);

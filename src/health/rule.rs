@@ -82,6 +82,9 @@ rules! {
     AirflowConnectionFailing = "airflow_connection_failing",
     /// An Airflow connection points at a Trino other than the one floe reached.
     AirflowConnectionElsewhere = "airflow_connection_elsewhere",
+    /// An Airflow connection to Trino passes its test (an INFO: what a failing DAG's
+    /// error may name after the connection was fixed).
+    AirflowConnectionWorks = "airflow_connection_works",
     /// No table matched.
     NoTables = "no_tables",
     /// A table could not be read.
@@ -117,7 +120,9 @@ impl Rule {
     pub fn is_airflow_connection(self) -> bool {
         matches!(
             self,
-            Rule::AirflowConnectionFailing | Rule::AirflowConnectionElsewhere
+            Rule::AirflowConnectionFailing
+                | Rule::AirflowConnectionElsewhere
+                | Rule::AirflowConnectionWorks
         )
     }
 }

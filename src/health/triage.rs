@@ -53,6 +53,9 @@ pub struct Facts<'a> {
     pub findings: Vec<&'a Finding>,
     /// Whether Airflow is read at all (without it nothing says who maintains a table).
     pub airflow: bool,
+    /// Airflow connections floe fixed, and when: a DAG whose error names one and whose
+    /// last run came before the fix waits for a run, not for another suspect.
+    pub fixed: BTreeMap<String, DateTime<Utc>>,
 }
 
 /// The incidents, worst first.
@@ -166,7 +169,7 @@ impl<'f, 'a> Triage<'f, 'a> {
             let named = d.error_line.as_deref().map(endpoints).unwrap_or_default();
             let chosen = named
                 .iter()
-                .find(|e| self.conns.iter().any(|c| &c.endpoint == *e))
+                .find(|e| self.conns.iter().any(|c| c.trouble && &c.endpoint == *e))
                 .or(named.first());
             match chosen {
                 Some(e) => by_endpoint.entry(e.clone()).or_default().push(d),
@@ -186,20 +189,31 @@ impl<'f, 'a> Triage<'f, 'a> {
         let here: Vec<ConnFinding<'a>> = self
             .conns
             .iter()
-            .filter(|c| c.endpoint == endpoint)
+            .filter(|c| c.trouble && c.endpoint == endpoint)
             .cloned()
             .collect();
-        // Connections the DAGs' own errors name (as a word), else every one at the endpoint.
-        let named: Vec<&ConnFinding> = here
-            .iter()
-            .filter(|c| {
-                dags.iter().any(|d| {
-                    d.error_line
-                        .as_deref()
-                        .is_some_and(|e| contains_word(e, &c.id))
-                })
+        let names = |id: &str| {
+            dags.iter().any(|d| {
+                d.error_line
+                    .as_deref()
+                    .is_some_and(|e| contains_word(e, id))
             })
-            .collect();
+        };
+        // The DAGs' errors name a connection that now works (fixed since): the failure
+        // is that connection's, not another's that happens to point at the endpoint.
+        if !here.iter().any(|c| names(&c.id)) {
+            let working: Vec<ConnFinding<'a>> = self
+                .conns
+                .iter()
+                .filter(|c| c.works && names(&c.id))
+                .cloned()
+                .collect();
+            if !working.is_empty() {
+                return self.fixed_endpoint(endpoint, dags, &working);
+            }
+        }
+        // Connections the DAGs' own errors name (as a word), else every one at the endpoint.
+        let named: Vec<&ConnFinding> = here.iter().filter(|c| names(&c.id)).collect();
         let shown: Vec<&ConnFinding> = if named.is_empty() {
             here.iter().collect()
         } else {
@@ -256,6 +270,78 @@ impl<'f, 'a> Triage<'f, 'a> {
         self.out.push(Incident {
             severity: Severity::Critical,
             kind: Kind::Endpoint,
+            cause,
+            jump: Jump::DagFailure {
+                dag_id: dag_ids[0].clone(),
+            },
+            tables,
+            dags: dag_ids,
+            evidence,
+            next,
+        });
+    }
+
+    /// DAGs failing on `endpoint` whose errors name connections that now pass their test
+    /// (`working`): fixed since. When floe fixed one and the DAG's last run came before,
+    /// the run after the fix is what is left to do; a run after the fix that still failed
+    /// on the old endpoint means the tasks read another definition of the connection.
+    fn fixed_endpoint(
+        &mut self,
+        endpoint: &str,
+        dags: &[&'a DagFacts],
+        working: &[ConnFinding<'a>],
+    ) {
+        let d = dags[0];
+        let c = &working[0];
+        let now_at = c.endpoint.as_str();
+        let fixed_at = self.facts.fixed.get(&c.id).copied();
+        let ran_after = matches!((fixed_at, d.last_run_at), (Some(f), Some(r)) if r > f);
+        let when = fixed_at
+            .map(|t| format!("fixed {}", t.format("%H:%M")))
+            .unwrap_or_else(|| "changed".into());
+        let (severity, state) = if ran_after {
+            (
+                Severity::Critical,
+                format!(
+                    "{when}, its test passes, yet a run after it still failed on {endpoint}: the tasks read another definition of {} (an AIRFLOW_CONN_ variable or a secrets backend?)",
+                    c.id
+                ),
+            )
+        } else {
+            (
+                Severity::Warning,
+                format!("{when}, its test passes; the last run failed before the fix: t trigger"),
+            )
+        };
+        let dag_ids: Vec<String> = dags.iter().map(|d| d.dag_id.clone()).collect();
+        let cause = format!(
+            "DAG {}{} {} (connection {} → {now_at}, {state})",
+            d.dag_id,
+            paused(d),
+            runs(d.failed_runs),
+            c.id
+        );
+        let mut evidence: Vec<String> = dags.iter().map(|d| dag_failure_line(d)).collect();
+        evidence.extend(working.iter().map(|c| c.finding.message.clone()));
+        let mut mine = Vec::new();
+        for d in dags {
+            self.handled.insert(d.dag_id.as_str());
+            mine.extend(self.tables_of(&d.dag_id));
+        }
+        let tables = self.claim(&mine, &mut evidence);
+        let mut next = Vec::new();
+        next.extend(unpause(dags.iter().copied()));
+        next.push(Next::Trigger {
+            dag_id: dag_ids[0].clone(),
+            after_fix: false,
+        });
+        if let Some(t) = tables.first() {
+            next.push(optimize_next(t));
+        }
+        let severity = tables.iter().map(|t| t.severity).fold(severity, worse);
+        self.out.push(Incident {
+            severity,
+            kind: Kind::DagFailing,
             cause,
             jump: Jump::DagFailure {
                 dag_id: dag_ids[0].clone(),
@@ -343,7 +429,7 @@ impl<'f, 'a> Triage<'f, 'a> {
     fn connections(&mut self) {
         let mut rest: BTreeMap<String, Vec<ConnFinding<'a>>> = BTreeMap::new();
         for c in &self.conns {
-            if !self.used.contains(&c.index) {
+            if c.trouble && !self.used.contains(&c.index) {
                 rest.entry(c.endpoint.clone()).or_default().push(c.clone());
             }
         }

@@ -25,6 +25,9 @@ pub struct Record {
     pub partition: Option<String>,
     /// The exact SQL (or the Airflow request) that was sent.
     pub statement: String,
+    /// What the write replaced, as it was read just before it was sent (an Airflow
+    /// connection's `host=H port=P`): what undoing it takes.
+    pub before: Option<String>,
     pub query_id: Option<String>,
     /// `started`, then `success`, `failed`, `cancelled` (the operator asked) or
     /// `interrupted` (floe was told to stop: SIGTERM, SIGHUP); or `refused`.
@@ -52,6 +55,7 @@ impl Record {
             action: action.to_string(),
             partition: None,
             statement: statement.to_string(),
+            before: None,
             query_id: None,
             outcome: String::new(),
             error: None,
@@ -95,6 +99,10 @@ pub const MAY_HAVE_RUN: &str = "may_have_run";
 /// never sent (its `error`), and which (its `statement`).
 pub const NOT_RUN: &str = "not_run";
 
+/// The outcome of a write the server carried out otherwise than asked (it answered with
+/// other values than the ones sent): what it wrote is the record's `error`.
+pub const WROTE_OTHERWISE: &str = "wrote_otherwise";
+
 /// Why an audited write did not succeed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum WriteFailure {
@@ -102,6 +110,8 @@ pub enum WriteFailure {
     Failed(String),
     /// It was sent and may have been carried out.
     MayHaveRun(String),
+    /// It was carried out, but not as asked: what the server wrote.
+    WroteOtherwise(String),
 }
 
 /// An Airflow error as the audit log records it: a write that may have been carried out
@@ -189,6 +199,7 @@ impl AuditLog {
                     action: v["action"].as_str().unwrap_or("").to_string(),
                     partition: v["partition"].as_str().map(str::to_string),
                     statement: v["statement"].as_str().unwrap_or("").to_string(),
+                    before: v["before"].as_str().map(str::to_string),
                     query_id: v["query_id"].as_str().map(str::to_string),
                     outcome: v["outcome"].as_str().unwrap_or("").to_string(),
                     error: v["error"].as_str().map(str::to_string),
@@ -220,7 +231,24 @@ pub async fn audited<F>(
 where
     F: std::future::Future<Output = Result<String, WriteFailure>>,
 {
+    audited_from(ctx, user, target, action, statement, None, write).await
+}
+
+/// [`audited`], recording `before`: what the write replaces, as read just before it.
+pub async fn audited_from<F>(
+    ctx: &super::run::RunContext,
+    user: &str,
+    target: &str,
+    action: &str,
+    statement: &str,
+    before: Option<String>,
+    write: F,
+) -> Result<String, String>
+where
+    F: std::future::Future<Output = Result<String, WriteFailure>>,
+{
     let mut rec = Record::now(&ctx.profile, user, target, action, statement);
+    rec.before = before;
     if ctx.readonly {
         rec.outcome = "refused".into();
         rec.error = Some("read-only".into());
@@ -247,6 +275,11 @@ where
         }
         Err(WriteFailure::MayHaveRun(e)) => {
             rec.outcome = MAY_HAVE_RUN.into();
+            rec.error = Some(e.clone());
+            Err(e)
+        }
+        Err(WriteFailure::WroteOtherwise(e)) => {
+            rec.outcome = WROTE_OTHERWISE.into();
             rec.error = Some(e.clone());
             Err(e)
         }

@@ -3,7 +3,7 @@
 //! again. The password is never read, shown, sent or touched. Shared by the TUI and
 //! `floe connection`.
 
-use crate::airflow::{AirflowClient, AirflowError, ApiVersion, Connection, ConnectionTest};
+use crate::airflow::{AirflowClient, ApiVersion, Connection, ConnectionTest};
 use crate::config::uri::parse_trino_uri;
 
 /// Where the connection is to point.
@@ -11,7 +11,8 @@ use crate::config::uri::parse_trino_uri;
 pub struct Target {
     pub host: String,
     pub port: u16,
-    /// What a pasted URI held that is not written (user, catalog, schema).
+    /// What a pasted URI held that is not written (user, catalog, schema, and its
+    /// parameters: protocol, verify, …, which live in the connection's extra).
     pub ignored: Vec<String>,
 }
 
@@ -42,6 +43,15 @@ pub fn parse_target(text: &str) -> Result<Target, String> {
         }
         if let Some(s) = ep.schema {
             ignored.push(format!("schema {s}"));
+        }
+        // The URI's parameters (protocol, verify, source, …) are the connection's extra,
+        // which the fix never writes: each one named, none dropped unsaid.
+        if let Ok(u) = url::Url::parse(t) {
+            for (k, v) in u.query_pairs() {
+                if !matches!(k.as_ref(), "catalog" | "schema" | "user") {
+                    ignored.push(format!("{k}={v}"));
+                }
+            }
         }
         return Ok(Target {
             host,
@@ -89,12 +99,19 @@ pub fn request_line(api: ApiVersion, id: &str) -> String {
     )
 }
 
-/// The change as a diff: the two fields before and after, the request, what is not sent.
-pub fn diff_lines(c: &Connection, t: &Target, api: ApiVersion) -> Vec<String> {
+/// The change as a diff: the Airflow it goes to, the two fields before and after, the
+/// request, what is not sent.
+pub fn diff_lines(c: &Connection, t: &Target, api: ApiVersion, airflow: &str) -> Vec<String> {
     let mut out = vec![format!(
-        "Airflow connection {} ({})",
+        "Airflow connection {} ({}) on {airflow}",
         c.connection_id, c.conn_type
     )];
+    if crate::config::uri::is_local_host(&t.host) {
+        out.push(format!(
+            "! {} is a loopback or link-local address: to Airflow's workers it is their own machine, not this one — write it only if Trino runs beside every worker",
+            t.host
+        ));
+    }
     let host = c.host.as_deref().unwrap_or("(none)");
     let port = c
         .port
@@ -120,7 +137,7 @@ pub fn diff_lines(c: &Connection, t: &Target, api: ApiVersion) -> Vec<String> {
             t.ignored.join(", ")
         ));
     }
-    out.push("then the connection is tested again".into());
+    out.push("then the connection is tested again; the tasks use this stored connection only if no AIRFLOW_CONN_ variable or secrets backend defines the same id".into());
     out
 }
 
@@ -163,18 +180,125 @@ fn said(m: &str) -> String {
     }
 }
 
-/// Write the two fields (the connection's type read first: v2 needs it), then test the
-/// connection as the server now has it.
-pub async fn fix(c: &AirflowClient, id: &str, t: &Target) -> Result<Fixed, AirflowError> {
-    let before = c.connection(id).await?;
-    let connection = c
-        .set_connection_endpoint(id, &before.conn_type, &t.host, t.port)
-        .await?;
-    let test = c
-        .test_connection(&connection)
-        .await
-        .map_err(|e| e.to_string());
-    Ok(Fixed { connection, test })
+/// `host=H port=P` of a connection, as the audit records what a fix replaced.
+pub fn endpoint_text(c: &Connection) -> String {
+    format!(
+        "host={} port={}",
+        c.host.as_deref().unwrap_or(""),
+        c.port.map(|p| p.to_string()).unwrap_or_default()
+    )
+}
+
+/// What the server answered differs from what was sent: what it stored, or `None` when it
+/// stored the target.
+pub fn wrote_otherwise(answer: &Connection, t: &Target) -> Option<String> {
+    if answer.host.as_deref() == Some(t.host.as_str()) && answer.port == Some(t.port) {
+        return None;
+    }
+    Some(format!(
+        "Airflow answered the write of connection {} with {}, not the host={} port={} sent: that is what it stored",
+        answer.connection_id,
+        endpoint_text(answer),
+        t.host,
+        t.port
+    ))
+}
+
+/// A fix as the audit records it: who writes, to which Airflow, what.
+pub struct FixRequest<'a> {
+    pub ctx: &'a super::run::RunContext,
+    /// The Airflow user and base URL the write goes to.
+    pub user: &'a str,
+    pub airflow: &'a str,
+    pub id: &'a str,
+    pub target: &'a Target,
+}
+
+/// Write the two fields and test the connection as the server then has it, each step in
+/// the audit log as soon as it is known: the connection is read first (what the record
+/// says it replaced; v2 needs its type), the write is `started` then its outcome the
+/// moment Airflow answers (the answer compared with what was sent), and the test is its
+/// own record. `stop` ends the wait (a signal): a write in flight is then recorded
+/// `may_have_run` and a test in flight `interrupted`.
+pub async fn fix_audited<S>(
+    c: &AirflowClient,
+    r: &FixRequest<'_>,
+    mut stop: std::pin::Pin<&mut S>,
+) -> Result<Fixed, String>
+where
+    S: std::future::Future<Output = String>,
+{
+    use super::audit::{WriteFailure, audited_from, write_failure};
+    let (id, t) = (r.id, r.target);
+    let before = tokio::select! {
+        b = c.connection(id) => b.map_err(|e| format!("Airflow connection {id} at {}: {e}", r.airflow))?,
+        why = stop.as_mut() => return Err(format!("{why}: nothing was written")),
+    };
+    let answer = std::sync::Mutex::new(None);
+    let write = async {
+        let sent = c.set_connection_endpoint(id, &before.conn_type, &t.host, t.port);
+        let a = tokio::select! {
+            a = sent => a.map_err(write_failure)?,
+            why = stop.as_mut() => return Err(WriteFailure::MayHaveRun(format!(
+                "{why} while the write was in flight: Airflow may have applied it"
+            ))),
+        };
+        let otherwise = wrote_otherwise(&a, t);
+        let line = format!("connection {id} → {}:{}", t.host, t.port);
+        if let Ok(mut g) = answer.lock() {
+            *g = Some(a);
+        }
+        match otherwise {
+            Some(e) => Err(WriteFailure::WroteOtherwise(e)),
+            None => Ok(line),
+        }
+    };
+    audited_from(
+        r.ctx,
+        r.user,
+        r.airflow,
+        "fix_connection",
+        &statement(id, t),
+        Some(endpoint_text(&before)),
+        write,
+    )
+    .await?;
+    let connection = answer
+        .lock()
+        .ok()
+        .and_then(|mut g| g.take())
+        .ok_or_else(|| format!("connection {id}: the write's answer was lost"))?;
+    let test = tokio::select! {
+        x = c.test_connection(&connection) => x.map_err(|e| e.to_string()),
+        why = stop.as_mut() => Err(format!("{why} during the test")),
+    };
+    let fixed = Fixed { connection, test };
+    record_test(r, &fixed)?;
+    Ok(fixed)
+}
+
+/// The connection's test after a fix, its own audit record.
+fn record_test(r: &FixRequest<'_>, f: &Fixed) -> Result<(), String> {
+    let mut rec = super::audit::Record::now(
+        &r.ctx.profile,
+        r.user,
+        r.airflow,
+        "test_connection",
+        &format!("test connection {} {}", r.id, endpoint_text(&f.connection)),
+    );
+    let (outcome, error) = match &f.test {
+        Ok(ConnectionTest::Passed(_)) => ("passed", None),
+        Ok(ConnectionTest::Failed(m)) => ("failed", Some(m.clone())),
+        Ok(ConnectionTest::NotAllowed(m)) => ("not_allowed", Some(m.clone())),
+        Err(e) if e.ends_with("during the test") => ("interrupted", Some(e.clone())),
+        Err(e) => ("error", Some(e.clone())),
+    };
+    rec.outcome = outcome.into();
+    rec.error = error;
+    r.ctx
+        .audit
+        .append(&rec)
+        .map_err(|e| format!("{}, but its test is not in the {e}", f.line()))
 }
 
 /// `floe connection ID TARGET [--yes]`: the diff; with `--yes` the audited write and the
@@ -206,7 +330,7 @@ pub async fn cli(
         Ok(b) => b,
         Err(e) => return fail(format!("Airflow connection {id} at {}: {e}", a.url)),
     };
-    for l in diff_lines(&before, &t, c.api()) {
+    for l in diff_lines(&before, &t, c.api(), a.url.as_str()) {
         println!("{}", sanitize(&l));
     }
     if !yes {
@@ -222,41 +346,54 @@ pub async fn cli(
     }
     let ctx = super::context(settings);
     let user = a.user.clone().unwrap_or_default();
-    let fixed = std::sync::Mutex::new(None);
-    let r = super::audit::audited(
-        &ctx,
-        &user,
-        a.url.as_str(),
-        "fix_connection",
-        &statement(id, &t),
-        async {
-            let f = fix(&c, id, &t).await.map_err(super::audit::write_failure)?;
-            let line = f.line();
-            if let Ok(mut g) = fixed.lock() {
-                *g = Some(f);
-            }
-            Ok(line)
-        },
-    )
-    .await;
+    let req = FixRequest {
+        ctx: &ctx,
+        user: &user,
+        airflow: a.url.as_str(),
+        id,
+        target: &t,
+    };
+    let signalled = std::sync::atomic::AtomicU8::new(0);
+    let stop = std::pin::pin!(async {
+        let (code, name) = signals().await;
+        signalled.store(code, std::sync::atomic::Ordering::SeqCst);
+        name.to_string()
+    });
+    let r = fix_audited(&c, &req, stop).await;
+    let code = signalled.load(std::sync::atomic::Ordering::SeqCst);
     match r {
-        Ok(line) => {
-            println!("{}", sanitize(&line));
-            let passed = fixed
-                .lock()
-                .ok()
-                .and_then(|g| {
-                    g.as_ref()
-                        .map(|f| matches!(f.test, Ok(ConnectionTest::Passed(_))))
-                })
-                .unwrap_or(false);
-            if passed {
+        Ok(f) => {
+            println!("{}", sanitize(&f.line()));
+            if code != 0 {
+                ExitCode::from(code)
+            } else if matches!(f.test, Ok(ConnectionTest::Passed(_))) {
                 ExitCode::SUCCESS
             } else {
                 ExitCode::from(1)
             }
         }
-        Err(e) => fail(format!("connection {id}: {e}")),
+        Err(e) => {
+            let out = fail(format!("connection {id}: {e}"));
+            if code != 0 { ExitCode::from(code) } else { out }
+        }
+    }
+}
+
+/// SIGINT, SIGTERM or SIGHUP: the exit code (130, 143, 129) and what stopped the fix. A
+/// handler that cannot be installed waits forever (the default disposition stays).
+async fn signals() -> (u8, &'static str) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut int), Ok(mut term), Ok(mut hup)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+        signal(SignalKind::hangup()),
+    ) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = int.recv() => (130, "interrupted (SIGINT)"),
+        _ = term.recv() => (143, "interrupted (SIGTERM)"),
+        _ = hup.recv() => (129, "interrupted (SIGHUP)"),
     }
 }
 
@@ -283,7 +420,22 @@ mod tests {
         assert_eq!((t.host.as_str(), t.port), ("trino.internal", 8443));
         let t = parse_target("trino://etl@127.0.0.1:35019/iceberg?protocol=http").unwrap();
         assert_eq!((t.host.as_str(), t.port), ("127.0.0.1", 35019));
-        assert_eq!(t.ignored, vec!["user etl", "catalog iceberg"]);
+        assert_eq!(
+            t.ignored,
+            vec!["user etl", "catalog iceberg", "protocol=http"]
+        );
+        // The URI's TLS parameters live in the connection's extra: named, never dropped.
+        let t = parse_target("trino://etl@trino.prod:8443/iceberg?protocol=https&verify=false")
+            .unwrap();
+        assert_eq!(
+            t.ignored,
+            vec![
+                "user etl",
+                "catalog iceberg",
+                "protocol=https",
+                "verify=false"
+            ]
+        );
         assert_eq!(parse_target("trino://etl@host/iceberg").unwrap().port, 8080);
         assert!(parse_target("host").is_err());
         assert!(parse_target("host:0").is_err());
@@ -298,27 +450,44 @@ mod tests {
 
     #[test]
     fn the_diff_names_the_two_fields_and_what_is_left_alone() {
-        let t = parse_target("127.0.0.1:35019").unwrap();
-        let d = diff_lines(&conn(), &t, ApiVersion::V2);
+        let t = parse_target("trino.prod.internal:8443").unwrap();
+        let d = diff_lines(&conn(), &t, ApiVersion::V2, "https://airflow.prod/");
         assert_eq!(
             d,
             vec![
-                "Airflow connection trino_documents (trino)",
+                "Airflow connection trino_documents (trino) on https://airflow.prod/",
                 "- host: trino-old.internal",
-                "+ host: 127.0.0.1",
+                "+ host: trino.prod.internal",
                 "- port: 8080",
-                "+ port: 35019",
+                "+ port: 8443",
                 "PATCH /api/v2/connections/trino_documents?update_mask=host&update_mask=port",
                 "only host and port are written: the password, login, schema and extra are not read, sent or changed",
-                "then the connection is tested again",
+                "then the connection is tested again; the tasks use this stored connection only if no AIRFLOW_CONN_ variable or secrets backend defines the same id",
             ]
         );
         let same = parse_target("trino-old.internal:9090").unwrap();
-        let d = diff_lines(&conn(), &same, ApiVersion::V1);
+        let d = diff_lines(&conn(), &same, ApiVersion::V1, "http://a/");
         assert_eq!(d[1], "  host: trino-old.internal (unchanged)");
         assert_eq!(
             d[4],
             "PATCH /api/v1/connections/trino_documents?update_mask=host,port"
         );
+    }
+
+    #[test]
+    fn a_loopback_target_is_said_before_it_is_written() {
+        for host in [
+            "127.0.0.1:35019",
+            "localhost:8080",
+            "[::1]:8080",
+            "169.254.1.1:80",
+        ] {
+            let t = parse_target(host).unwrap();
+            let d = diff_lines(&conn(), &t, ApiVersion::V2, "http://a/");
+            assert!(
+                d[1].starts_with("! ") && d[1].contains("loopback or link-local"),
+                "{host}: {d:?}"
+            );
+        }
     }
 }

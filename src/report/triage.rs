@@ -31,6 +31,7 @@ impl Report {
             dags: self.dags.iter().map(|d| &d.facts).collect(),
             findings: self.findings.iter().collect(),
             airflow: self.airflow.is_some(),
+            fixed: Default::default(),
         };
         incidents(&facts, self.generated_at)
     }

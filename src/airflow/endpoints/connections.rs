@@ -3,7 +3,7 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::airflow::client::{JSON, Payload, decode};
+use crate::airflow::client::{JSON, Payload, decode, decode_written};
 use crate::airflow::model::{Connection, ConnectionTest};
 use crate::airflow::wire::WireConnection;
 use crate::airflow::{AirflowClient, AirflowError};
@@ -40,7 +40,8 @@ impl AirflowClient {
         let r = self
             .call(Method::PATCH, &url, Payload::Json(&body), JSON)
             .await?;
-        let w: WireConnection = decode(&url, &r.text)?;
+        // Accepted: an answer that is not a connection does not undo the write.
+        let w: WireConnection = decode_written(&Method::PATCH, &url, &r.text)?;
         Ok(Connection::from(w))
     }
 

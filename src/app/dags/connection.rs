@@ -34,11 +34,27 @@ pub fn open(s: &mut State) -> Vec<Effect> {
         );
         return Vec::new();
     };
-    // The coordinator floe reads is where a connection to "the lakehouse Trino" points.
-    let text = url::Url::parse(&s.conn.trino_url)
+    // The coordinator floe reads is where a connection to "the lakehouse Trino" points,
+    // unless floe reached it through this machine's own address (a tunnel on a bastion):
+    // that address means each worker's own machine to Airflow.
+    let ours = url::Url::parse(&s.conn.trino_url)
         .ok()
-        .and_then(|u| Some(format!("{}:{}", u.host_str()?, u.port_or_known_default()?)))
-        .unwrap_or_default();
+        .and_then(|u| Some((u.host_str()?.to_string(), u.port_or_known_default()?)));
+    let text = match ours {
+        Some((host, port)) if !crate::config::uri::is_local_host(&host) => {
+            format!("{host}:{port}")
+        }
+        Some((host, port)) => {
+            s.set_status(
+                Level::Info,
+                format!(
+                    "type host:port as Airflow's workers reach Trino: floe came through {host}:{port}, this machine's own address, so it is not offered"
+                ),
+            );
+            String::new()
+        }
+        None => String::new(),
+    };
     s.prompt = Some(Prompt::Connection { id, text });
     Vec::new()
 }
@@ -53,6 +69,7 @@ pub fn plan(s: &mut State, id: String, text: &str) -> Vec<Effect> {
     vec![Effect::PlanConnection {
         connection_id: id,
         target: text.trim().to_string(),
+        epoch: s.conn.epoch,
     }]
 }
 
@@ -61,8 +78,27 @@ pub fn on_planned(
     s: &mut State,
     id: &str,
     target: &str,
+    epoch: u64,
     result: Result<(Connection, ApiVersion), AirflowError>,
 ) {
+    if epoch != s.conn.epoch {
+        // Read on the profile floe has left: its diff is of another Airflow.
+        s.set_status(
+            Level::Warn,
+            format!(
+                "the diff of connection {id} was read on another profile: not shown (press F again)"
+            ),
+        );
+        return;
+    }
+    if s.popup.is_some() {
+        // Replacing the open popup would hand its answer (a `y` meant for it) to this write.
+        s.set_status(
+            Level::Warn,
+            format!("the diff of connection {id} arrived while another popup was open: not shown (press F again)"),
+        );
+        return;
+    }
     let (conn, api) = match result {
         Ok(r) => r,
         Err(e) => {
@@ -83,7 +119,7 @@ pub fn on_planned(
     }
     s.status = None;
     s.popup = Some(Popup::ConfirmDag(Box::new(DagConfirm {
-        lines: diff_lines(&conn, &t, api),
+        lines: diff_lines(&conn, &t, api, s.conn.airflow_url.as_deref().unwrap_or("")),
         action: DagWrite::SetConnection {
             connection_id: id.to_string(),
             host: t.host,
@@ -105,7 +141,8 @@ mod tests {
     /// The lab's incident on the Triage tab: a failing DAG whose connection is dead.
     fn on_incident() -> State {
         let mut s = crate::app::triage::tests::triaged();
-        s.conn.trino_url = "http://127.0.0.1:35019".into();
+        s.conn.trino_url = "https://trino.prod.internal:8443".into();
+        s.conn.airflow_url = Some("https://airflow.prod/".into());
         update(&mut s, key('0'));
         assert_eq!(s.tab, Tab::Triage);
         let i = s
@@ -145,7 +182,7 @@ mod tests {
             s.prompt,
             Some(Prompt::Connection {
                 id: "trino_documents".into(),
-                text: "127.0.0.1:35019".into()
+                text: "trino.prod.internal:8443".into()
             })
         );
         let fx = update(&mut s, code(KeyCode::Enter));
@@ -153,22 +190,17 @@ mod tests {
             fx,
             vec![Effect::PlanConnection {
                 connection_id: "trino_documents".into(),
-                target: "127.0.0.1:35019".into()
+                target: "trino.prod.internal:8443".into(),
+                epoch: s.conn.epoch,
             }]
         );
-        update(
-            &mut s,
-            Action::Dags(DagMsg::ConnectionPlanned {
-                connection_id: "trino_documents".into(),
-                target: "127.0.0.1:35019".into(),
-                result: Ok((conn(), ApiVersion::V2)),
-            }),
-        );
+        let a = planned(&s, "trino.prod.internal:8443");
+        update(&mut s, a);
         let Some(Popup::ConfirmDag(c)) = &s.popup else {
             panic!("{:?}", s.popup)
         };
         assert!(
-            c.lines.contains(&"+ host: 127.0.0.1".to_string()),
+            c.lines.contains(&"+ host: trino.prod.internal".to_string()),
             "{:?}",
             c.lines
         );
@@ -180,10 +212,151 @@ mod tests {
             fx,
             vec![Effect::WriteDag(DagWrite::SetConnection {
                 connection_id: "trino_documents".into(),
-                host: "127.0.0.1".into(),
-                port: 35019
+                host: "trino.prod.internal".into(),
+                port: 8443
             })]
         );
+    }
+
+    fn planned(s: &State, target: &str) -> Action {
+        Action::Dags(DagMsg::ConnectionPlanned {
+            connection_id: "trino_documents".into(),
+            target: target.into(),
+            epoch: s.conn.epoch,
+            result: Ok((conn(), ApiVersion::V2)),
+        })
+    }
+
+    #[test]
+    fn floe_through_a_tunnel_never_offers_its_own_loopback_and_the_diff_warns_of_one() {
+        for url in [
+            "http://127.0.0.1:8443",
+            "http://localhost:35019",
+            "http://[::1]:8080",
+        ] {
+            let mut s = on_incident();
+            s.conn.trino_url = url.into();
+            update(&mut s, Action::Drawn);
+            update(&mut s, key('F'));
+            assert_eq!(
+                s.prompt,
+                Some(Prompt::Connection {
+                    id: "trino_documents".into(),
+                    text: String::new()
+                }),
+                "{url}"
+            );
+            assert!(
+                s.status.as_ref().unwrap().text.contains("not offered"),
+                "{:?}",
+                s.status
+            );
+        }
+        // Typed on purpose, it is written only after a diff that says what it means.
+        let mut s = on_incident();
+        update(&mut s, Action::Drawn);
+        let a = planned(&s, "127.0.0.1:8443");
+        update(&mut s, a);
+        let Some(Popup::ConfirmDag(c)) = &s.popup else {
+            panic!("{:?}", s.popup)
+        };
+        assert!(
+            c.lines[0].ends_with("on https://airflow.prod/"),
+            "{:?}",
+            c.lines
+        );
+        assert!(c.lines[1].contains("loopback"), "{:?}", c.lines);
+    }
+
+    #[test]
+    fn a_diff_arriving_over_another_popup_leaves_it_and_its_y() {
+        let mut s = on_incident();
+        update(&mut s, Action::Drawn);
+        // The trigger's confirmation is open (and drawn) when Airflow's answer arrives.
+        update(&mut s, key('t'));
+        assert!(
+            matches!(s.popup, Some(Popup::ConfirmDag(ref c)) if matches!(c.action, DagWrite::Trigger { .. }))
+        );
+        update(&mut s, Action::Drawn);
+        let a = planned(&s, "trino.prod.internal:8443");
+        update(&mut s, a);
+        let fx = update(&mut s, key('y'));
+        assert!(
+            matches!(fx.as_slice(), [Effect::WriteDag(DagWrite::Trigger { .. })]),
+            "the y answers the trigger it was shown: {fx:?}"
+        );
+        assert!(
+            !fx.iter()
+                .any(|e| matches!(e, Effect::WriteDag(DagWrite::SetConnection { .. }))),
+            "{fx:?}"
+        );
+        // The quit question too.
+        let mut s = on_incident();
+        s.popup = Some(Popup::QuitJobs { shown: true });
+        update(&mut s, Action::Drawn);
+        let a = planned(&s, "trino.prod.internal:8443");
+        update(&mut s, a);
+        assert_eq!(s.popup, Some(Popup::QuitJobs { shown: true }));
+        assert!(s.status.as_ref().unwrap().text.contains("not shown"));
+    }
+
+    #[test]
+    fn a_profile_switch_closes_the_prompt_and_drops_a_diff_read_before_it() {
+        let mut s = on_incident();
+        update(&mut s, Action::Drawn);
+        update(&mut s, key('F'));
+        assert!(matches!(s.prompt, Some(Prompt::Connection { .. })));
+        let before = planned(&s, "trino.prod.internal:8443");
+        s.apply_profile(crate::app::testing::profile_view("staging"));
+        assert_eq!(
+            s.prompt, None,
+            "Enter would write staging's trino_documents"
+        );
+        update(&mut s, Action::Drawn);
+        update(&mut s, before);
+        assert_eq!(s.popup, None);
+        assert!(
+            s.status.as_ref().unwrap().text.contains("another profile"),
+            "{:?}",
+            s.status
+        );
+    }
+
+    #[test]
+    fn quitting_while_the_write_is_in_flight_asks_first() {
+        let mut s = on_incident();
+        update(&mut s, Action::Drawn);
+        let a = planned(&s, "trino.prod.internal:8443");
+        update(&mut s, a);
+        update(&mut s, Action::Drawn);
+        let fx = update(&mut s, key('y'));
+        let [Effect::WriteDag(action)] = &fx[..] else {
+            panic!("{fx:?}")
+        };
+        let action = action.clone();
+        assert!(update(&mut s, key('q')).is_empty(), "asks");
+        assert!(!s.quit);
+        assert_eq!(s.popup, Some(Popup::QuitJobs { shown: false }));
+        let q = crate::app::maintenance::quit::question(&s);
+        assert!(
+            q.iter()
+                .any(|l| l.contains("fix_connection trino_documents")),
+            "{q:?}"
+        );
+        update(&mut s, code(KeyCode::Esc));
+        update(&mut s, Action::Drawn);
+        update(&mut s, key('n'));
+        // Answered: q leaves at once.
+        update(
+            &mut s,
+            Action::Dags(DagMsg::Written {
+                action,
+                result: Ok("connection trino_documents → trino.prod.internal:8443".into()),
+            }),
+        );
+        assert!(s.airflow_writes.is_empty());
+        let fx = update(&mut s, key('q'));
+        assert!(s.quit, "{fx:?}");
     }
 
     #[test]

@@ -103,6 +103,8 @@ pub struct DagsView {
     pub import_errors: Vec<DagImportError>,
     /// Connection and server findings.
     pub findings: Vec<Finding>,
+    /// Connections floe fixed on this profile, and when (triage ties a failure to them).
+    pub fixed: std::collections::BTreeMap<String, DateTime<Utc>>,
     pub last_full: Option<DateTime<Utc>>,
     pub level: Option<DagLevel>,
     pub dag_id: Option<String>,
@@ -431,6 +433,8 @@ pub enum DagMsg {
     ConnectionPlanned {
         connection_id: String,
         target: String,
+        /// The profile it was read on.
+        epoch: u64,
         result: Result<(crate::airflow::Connection, crate::airflow::ApiVersion), AirflowError>,
     },
 }
@@ -517,9 +521,10 @@ pub fn update(s: &mut State, msg: DagMsg) -> Vec<Effect> {
         DagMsg::ConnectionPlanned {
             connection_id,
             target,
+            epoch,
             result,
         } => {
-            connection::on_planned(s, &connection_id, &target, result);
+            connection::on_planned(s, &connection_id, &target, epoch, result);
             Vec::new()
         }
     }

@@ -93,6 +93,7 @@ pub fn on_confirm_key(s: &mut State, c: DagConfirm, cmd: Option<Command>) -> Vec
             Level::Info,
             format!("{} {}…", c.action.name(), c.action.dag_id()),
         );
+        s.airflow_writes.push(in_flight(&c.action));
         return vec![Effect::WriteDag(c.action)];
     }
     s.set_status(Level::Info, "cancelled: nothing was sent to Airflow");
@@ -124,11 +125,23 @@ pub(super) fn on_clear_planned(
     }
 }
 
+/// How a write in flight is named in the quit question.
+fn in_flight(a: &DagWrite) -> String {
+    format!("{} {}", a.name(), a.dag_id())
+}
+
 pub(super) fn on_written(
     s: &mut State,
     action: DagWrite,
     result: Result<String, String>,
 ) -> Vec<Effect> {
+    let name = in_flight(&action);
+    if let Some(i) = s.airflow_writes.iter().position(|w| *w == name) {
+        s.airflow_writes.remove(i);
+    }
+    if let (DagWrite::SetConnection { connection_id, .. }, Ok(_)) = (&action, &result) {
+        s.dags.fixed.insert(connection_id.clone(), s.now);
+    }
     match result {
         Ok(msg) => s.set_status(Level::Info, msg),
         Err(e) => s.set_status(

@@ -12,9 +12,9 @@ fn running(s: &State) -> usize {
     s.jobs.list.iter().filter(|j| j.running()).count()
 }
 
-/// `q`, ctrl-c, `:q`: leave, or ask when jobs run.
+/// `q`, ctrl-c, `:q`: leave, or ask when jobs run or an Airflow write is in flight.
 pub fn quit(s: &mut State) -> Vec<Effect> {
-    match running(s) {
+    match running(s) + s.airflow_writes.len() {
         0 => leave(s, None),
         _ => {
             if !matches!(s.popup, Some(Popup::QuitJobs { .. })) {
@@ -74,12 +74,29 @@ pub fn on_key(s: &mut State, shown: bool, cmd: Option<Command>) -> Vec<Effect> {
 
 /// The question's lines, for the popup.
 pub fn question(s: &State) -> Vec<String> {
-    let mut lines = vec![format!("{} maintenance job(s) running:", running(s))];
-    for j in s.jobs.list.iter().filter(|j| j.running()) {
-        lines.push(format!("  {}", j.line(s.now)));
+    let mut lines = Vec::new();
+    if running(s) > 0 {
+        lines.push(format!("{} maintenance job(s) running:", running(s)));
+        for j in s.jobs.list.iter().filter(|j| j.running()) {
+            lines.push(format!("  {}", j.line(s.now)));
+        }
+    }
+    if !s.airflow_writes.is_empty() {
+        lines.push(format!(
+            "{} Airflow write(s) sent, not answered yet:",
+            s.airflow_writes.len()
+        ));
+        for w in &s.airflow_writes {
+            lines.push(format!("  {w}"));
+        }
+        lines.push("  quitting waits up to 10s for the answer; after that the audit log says only 'started'".into());
     }
     lines.push(String::new());
-    lines.push("y  cancel them on Trino, then quit".into());
+    lines.push(if running(s) > 0 {
+        "y  cancel them on Trino, then quit".into()
+    } else {
+        "y  quit".into()
+    });
     lines.push("n  keep running (Esc too)".into());
     lines
 }

@@ -141,6 +141,7 @@ impl Runtime {
             Effect::PlanConnection {
                 connection_id,
                 target,
+                epoch,
             } => {
                 let id = connection_id.clone();
                 let work = async move {
@@ -154,6 +155,7 @@ impl Runtime {
                     Action::Dags(DagMsg::ConnectionPlanned {
                         connection_id,
                         target,
+                        epoch,
                         result,
                     })
                 };
@@ -303,6 +305,36 @@ impl Runtime {
             .unwrap_or_default();
         let a = action.clone();
         let work = async move {
+            if let DagWrite::SetConnection {
+                connection_id,
+                host,
+                port,
+            } = &a
+            {
+                let t = crate::maintain::connection::Target {
+                    host: host.clone(),
+                    port: *port,
+                    ignored: Vec::new(),
+                };
+                let req = crate::maintain::connection::FixRequest {
+                    ctx: &ctx,
+                    user: &user,
+                    airflow: &target,
+                    id: connection_id,
+                    target: &t,
+                };
+                let result = match af.get().await {
+                    Ok(c) => crate::maintain::connection::fix_audited(
+                        &c,
+                        &req,
+                        std::pin::pin!(std::future::pending::<String>()),
+                    )
+                    .await
+                    .map(|f| f.line()),
+                    Err(e) => Err(format!("not sent: {e}")),
+                };
+                return Ok::<_, String>((result, None));
+            }
             let triggered = std::sync::Mutex::new(None);
             let result = crate::maintain::audit::audited(
                 &ctx,
@@ -431,21 +463,10 @@ async fn write_dag(
                     .unwrap_or_default()
             ))
         }
-        DagWrite::SetConnection {
-            connection_id,
-            host,
-            port,
-        } => {
-            let t = crate::maintain::connection::Target {
-                host: host.clone(),
-                port: *port,
-                ignored: Vec::new(),
-            };
-            let f = crate::maintain::connection::fix(&c, connection_id, &t)
-                .await
-                .map_err(write_failure)?;
-            Ok(f.line())
-        }
+        // Written by `fix_audited`, which audits each of its steps itself.
+        DagWrite::SetConnection { connection_id, .. } => Err(WriteFailure::Failed(format!(
+            "connection {connection_id}: not written through the DAG writes"
+        ))),
         DagWrite::SetPaused { dag_id, paused } => {
             c.set_paused(dag_id, *paused).await.map_err(write_failure)?;
             Ok(format!(

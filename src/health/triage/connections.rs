@@ -10,20 +10,21 @@ pub(super) struct ConnFinding<'a> {
     pub(super) endpoint: String,
     /// It fails its test (else it points somewhere other than the Trino floe reached).
     pub(super) failing: bool,
+    /// Its test passes: no trouble, but what a failing DAG's error may still name.
+    pub(super) works: bool,
+    /// Worth an incident (above INFO).
+    pub(super) trouble: bool,
     pub(super) finding: &'a Finding,
     /// Its place in [`Facts::findings`].
     pub(super) index: usize,
 }
 
-/// `Airflow connection ID points at HOST:PORT …` (the connection findings floe writes);
-/// an INFO one (a connection that works, or one floe cannot compare) is no trouble.
+/// `Airflow connection ID points at HOST:PORT …` (the connection findings floe writes).
 pub(super) fn conn_finding(index: usize, f: &Finding) -> Option<ConnFinding<'_>> {
-    if f.severity <= Severity::Info {
-        return None;
-    }
-    let failing = match f.rule {
-        Rule::AirflowConnectionFailing => true,
-        Rule::AirflowConnectionElsewhere => false,
+    let (failing, works) = match f.rule {
+        Rule::AirflowConnectionFailing => (true, false),
+        Rule::AirflowConnectionElsewhere => (false, false),
+        Rule::AirflowConnectionWorks => (false, true),
         _ => return None,
     };
     let rest = f.message.strip_prefix("Airflow connection ")?;
@@ -33,6 +34,9 @@ pub(super) fn conn_finding(index: usize, f: &Finding) -> Option<ConnFinding<'_>>
         id: id.to_string(),
         endpoint,
         failing,
+        works,
+        // An INFO one (a connection that works, or one floe cannot compare) is no trouble.
+        trouble: f.severity > Severity::Info,
         finding: f,
         index,
     })

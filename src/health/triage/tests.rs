@@ -20,6 +20,7 @@ struct Lab {
     tables: Vec<Row>,
     dags: Vec<DagFacts>,
     findings: Vec<Finding>,
+    fixed: BTreeMap<String, DateTime<Utc>>,
 }
 
 fn never_compacted(small: u64, days: i64) -> TableStats {
@@ -184,6 +185,7 @@ fn lab() -> Lab {
         tables,
         dags,
         findings,
+        fixed: BTreeMap::new(),
     }
 }
 
@@ -205,6 +207,7 @@ impl Lab {
             dags: self.dags.iter().collect(),
             findings: self.findings.iter().collect(),
             airflow: true,
+            fixed: self.fixed.clone(),
         }
     }
 }
@@ -447,6 +450,7 @@ fn a_healthy_lakehouse_has_no_incident() {
         dags: Vec::new(),
         findings: Vec::new(),
         airflow: false,
+        fixed: Default::default(),
     };
     assert!(incidents(&facts, t0()).is_empty());
 }
@@ -479,6 +483,7 @@ fn same_names_in_two_schemas_are_told_apart() {
         dags: Vec::new(),
         findings: Vec::new(),
         airflow: false,
+        fixed: Default::default(),
     };
     let v = incidents(&facts, t0());
     assert_eq!(v.len(), 1);
@@ -636,4 +641,80 @@ fn a_connection_whose_test_passes_is_no_incident_and_offers_no_fix() {
             "{i:?}"
         );
     }
+}
+
+/// After `F enter y` on trino_documents: its finding is a working one, trino_permits
+/// still fails at the dead endpoint, and the DAG's last run (failed) came before the fix.
+fn fixed_documents(fixed_at: Option<DateTime<Utc>>) -> Lab {
+    let mut lab = lab();
+    lab.findings
+        .retain(|f| !f.message.starts_with("Airflow connection trino_documents "));
+    lab.findings.push(Finding {
+        rule: Rule::AirflowConnectionWorks,
+        severity: Severity::Info,
+        message: "Airflow connection trino_documents points at 127.0.0.1:35019 and its test passes"
+            .into(),
+        penalty: 0,
+    });
+    if let Some(t) = fixed_at {
+        lab.fixed.insert("trino_documents".into(), t);
+    }
+    lab
+}
+
+#[test]
+fn a_failure_stays_with_the_connection_its_error_names_once_that_one_is_fixed() {
+    let lab = fixed_documents(Some(t0()));
+    assert!(ERROR.contains("trino_documents"), "{ERROR}");
+    let v = incidents(&lab.facts(), t0() + chrono::Duration::minutes(1));
+    let doc = v
+        .iter()
+        .find(|i| i.dags.iter().any(|d| d == "compact_documents"))
+        .expect("the DAG's incident");
+    assert!(
+        doc.cause
+            .contains("connection trino_documents → 127.0.0.1:35019, fixed ")
+            && doc
+                .cause
+                .contains("its test passes; the last run failed before the fix: t trigger"),
+        "{}",
+        doc.cause
+    );
+    assert!(!doc.cause.contains("trino_permits"), "{}", doc.cause);
+    assert!(
+        !doc.next
+            .iter()
+            .any(|n| matches!(n, Next::FixConnection { .. })),
+        "{:?}",
+        doc.next
+    );
+    assert!(
+        doc.next.iter().any(|n| matches!(n, Next::Trigger { dag_id, after_fix: false } if dag_id == "compact_documents")),
+        "{:?}",
+        doc.next
+    );
+    // trino_permits is its own incident, with its own fix.
+    assert!(
+        v.iter()
+            .any(|i| i.kind == Kind::Connection && i.cause.contains("trino_permits")),
+        "{v:#?}"
+    );
+}
+
+#[test]
+fn a_run_after_the_fix_that_still_fails_names_a_shadowing_definition() {
+    // Fixed before the DAG's last run, which still failed on the old endpoint.
+    let lab = fixed_documents(Some(t0() - chrono::Duration::days(1)));
+    let v = incidents(&lab.facts(), t0());
+    let doc = v
+        .iter()
+        .find(|i| i.dags.iter().any(|d| d == "compact_documents"))
+        .unwrap();
+    assert_eq!(doc.severity, Severity::Critical);
+    assert!(
+        doc.cause
+            .contains("AIRFLOW_CONN_ variable or a secrets backend"),
+        "{}",
+        doc.cause
+    );
 }
