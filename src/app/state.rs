@@ -173,6 +173,10 @@ pub struct State {
     /// Airflow writes sent and not answered yet (what `y` on a DAG or connection write
     /// sent), whatever the profile: quitting asks while any is in flight.
     pub airflow_writes: Vec<String>,
+    /// How long a confirmation is on screen before it takes its answer (`confirm_dwell`).
+    pub confirm_dwell: std::time::Duration,
+    /// When the open confirmation was first drawn (the dwell counts from there).
+    pub popup_shown_at: Option<std::time::Instant>,
     /// The text `y` copied last.
     pub copied: Option<String>,
     /// Rows the help popup is scrolled down by (when its keys do not fit the screen).
@@ -196,6 +200,8 @@ impl State {
             popup: None,
             prompt: None,
             airflow_writes: Vec::new(),
+            confirm_dwell: std::time::Duration::ZERO,
+            popup_shown_at: None,
             status: None,
             frozen: false,
             refresh_every: Duration::from_secs(60),
@@ -216,11 +222,32 @@ impl State {
         }
     }
 
-    /// Whether a confirm popup may take its answer: it was drawn since it opened, so the
-    /// key was pressed by someone who saw it. Without any frame drawn (`update` driven
-    /// with no screen) there is nothing to wait for.
-    pub fn popup_seen(&self, shown: bool) -> bool {
-        shown || self.frames == 0
+    /// Whether a confirm popup may take its answer: it was drawn since it opened and has
+    /// been on screen for `confirm_dwell`, so the key was pressed by someone who saw it
+    /// (not typed ahead over a slow link). Without any frame drawn (`update` driven with
+    /// no screen) there is nothing to wait for. A key too early says so.
+    pub fn popup_seen(&mut self, shown: bool) -> bool {
+        if self.frames == 0 {
+            return true;
+        }
+        if !shown {
+            return false;
+        }
+        let on_screen = self.popup_shown_at.map(|t| t.elapsed());
+        match on_screen {
+            Some(d) if d < self.confirm_dwell => {
+                self.set_status(
+                    Level::Warn,
+                    format!(
+                        "key ignored: the question has been on screen for {} ms only (confirm_dwell {} ms); press it again",
+                        d.as_millis(),
+                        self.confirm_dwell.as_millis()
+                    ),
+                );
+                false
+            }
+            _ => true,
+        }
     }
 
     /// Whether a frame of this size draws the screen (popups included); below it only

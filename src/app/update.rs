@@ -103,11 +103,15 @@ fn dispatch(s: &mut State, action: Action) -> Vec<Effect> {
             // A popup under an open prompt is not what the operator is looking at, nor
             // one a terminal too small to draw it hides.
             if s.prompt.is_none() && s.drawable() {
-                match &mut s.popup {
-                    Some(Popup::Confirm(c)) => c.shown = true,
-                    Some(Popup::ConfirmDag(c)) => c.shown = true,
-                    Some(Popup::QuitJobs { shown }) => *shown = true,
-                    _ => {}
+                let first = match &mut s.popup {
+                    Some(Popup::Confirm(c)) => !std::mem::replace(&mut c.shown, true),
+                    Some(Popup::ConfirmDag(c)) => !std::mem::replace(&mut c.shown, true),
+                    Some(Popup::QuitJobs { shown }) => !std::mem::replace(shown, true),
+                    _ => false,
+                };
+                if first {
+                    // The dwell before it takes `y` counts from the frame that shows it.
+                    s.popup_shown_at = Some(std::time::Instant::now());
                 }
             }
             Vec::new()

@@ -24,6 +24,7 @@ pub struct FileConfig {
     pub export_dir: Option<PathBuf>,
     pub mouse: Option<bool>,
     pub start_tab: Option<StartTab>,
+    pub confirm_dwell: Option<Dur>,
     pub trino: Option<TrinoFile>,
     pub airflow: Option<AirflowFile>,
     pub health: Option<HealthFile>,

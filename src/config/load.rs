@@ -91,6 +91,7 @@ fn load_file(
     // The key bindings are resolved once, here: the TUI's keymap is built from them.
     let key_bindings = keys::bind(&cx.file.keys.clone().unwrap_or_default())
         .map_err(|e| err(format!("{e} in [keys] of {}", cx.where_())))?;
+    let confirm_dwell = confirm_dwell(&cx.file, &cx.where_())?;
 
     let Layers {
         file,
@@ -124,9 +125,25 @@ fn load_file(
             .unwrap_or_else(|| dirs.data.join("exports")),
         log_dir: dirs.state.clone(),
         mouse: file.mouse.unwrap_or(false),
+        confirm_dwell,
         start_tab: file.start_tab.unwrap_or_default(),
         profiles: profiles.keys().cloned().collect(),
     })
+}
+
+/// The default of `confirm_dwell`: keys typed ahead over a slow SSH link arrive within a
+/// round trip of the frame that shows the question; 300 ms covers a slow one.
+pub const DEFAULT_CONFIRM_DWELL: Duration = Duration::from_millis(300);
+
+fn confirm_dwell(file: &FileConfig, where_: &str) -> Result<Duration, ConfigError> {
+    let d = file.confirm_dwell.map_or(DEFAULT_CONFIRM_DWELL, |d| d.0);
+    if d > Duration::from_secs(5) {
+        return Err(ConfigError(format!(
+            "confirm_dwell = {:?} in {where_}: expected 0s to 5s",
+            humantime::format_duration(d).to_string()
+        )));
+    }
+    Ok(d)
 }
 
 fn env_nonempty(env: Env, k: &str) -> Option<String> {

@@ -128,6 +128,8 @@ pub struct Settings {
     pub export_dir: PathBuf,
     pub log_dir: PathBuf,
     pub mouse: bool,
+    /// How long a confirmation is on screen before it takes `confirm` (`confirm_dwell`).
+    pub confirm_dwell: Duration,
     /// The tab floe opens on.
     pub start_tab: super::StartTab,
     /// Every profile the file defines (for `:profile NAME`).

@@ -115,6 +115,30 @@ fn the_refresh_policy_has_defaults_bounds_and_a_cache_file() {
 }
 
 #[test]
+fn the_confirm_dwell_has_a_default_and_a_bound() {
+    let f = Fixture::new("dwell");
+    let s = f.load(&flags("http://127.0.0.1:8080")).unwrap();
+    assert_eq!(s.confirm_dwell, Duration::from_millis(300));
+    let zero = f.write("zero.toml", "confirm_dwell = \"0s\"\n");
+    let s = f
+        .load(&Overrides {
+            config: Some(zero),
+            ..flags("http://127.0.0.1:8080")
+        })
+        .unwrap();
+    assert_eq!(s.confirm_dwell, Duration::ZERO);
+    let long = f.write("long.toml", "confirm_dwell = \"1m\"\n");
+    let e = f
+        .load(&Overrides {
+            config: Some(long),
+            ..flags("http://127.0.0.1:8080")
+        })
+        .unwrap_err()
+        .0;
+    assert!(e.contains("confirm_dwell") && e.contains("long.toml"), "{e}");
+}
+
+#[test]
 fn missing_url_says_how_to_give_one() {
     let f = Fixture::new("nourl");
     let e = f.load(&Overrides::default()).unwrap_err().0;
@@ -653,6 +677,7 @@ fn example_config_parses_and_documents_every_key() {
         "audit_log",
         "export_dir",
         "mouse",
+        "confirm_dwell",
         "start_tab",
         "password_env",
         "password_command",

@@ -58,6 +58,29 @@ fn view(name: &str) -> ProfileView {
 }
 
 #[test]
+fn a_y_within_the_confirm_dwell_runs_nothing_and_says_why() {
+    let mut s = on_screen();
+    s.confirm_dwell = std::time::Duration::from_millis(300);
+    plan_ready(&mut s);
+    update(&mut s, Action::Drawn);
+    assert!(s.popup_shown_at.is_some());
+    assert!(update(&mut s, key('y')).is_empty(), "typed ahead");
+    assert!(matches!(s.popup, Some(Popup::Confirm(_))), "still asking");
+    assert!(
+        s.status.as_ref().unwrap().text.contains("key ignored"),
+        "{:?}",
+        s.status
+    );
+    // Another frame does not restart the dwell; once it has passed, y runs the plan.
+    update(&mut s, Action::Drawn);
+    s.popup_shown_at = Some(std::time::Instant::now() - std::time::Duration::from_millis(400));
+    assert!(matches!(
+        update(&mut s, key('y')).as_slice(),
+        [Effect::RunPlan { .. }]
+    ));
+}
+
+#[test]
 fn a_y_typed_before_the_confirm_was_drawn_runs_nothing() {
     let mut s = on_screen();
     plan_ready(&mut s);

@@ -94,7 +94,7 @@ pub(super) async fn event_loop(
         if pending_draw && Instant::now() >= last_draw + frame {
             // Input typed before this frame is on screen goes first, so a confirm popup
             // in the frame takes only keys pressed once it was visible.
-            apply_waiting_input(&mut state, &mut rt, terminal, mouse)?;
+            apply_waiting_input(&mut state, &mut rt, &mut events, terminal, mouse)?;
             if state.quit {
                 continue;
             }
@@ -135,15 +135,19 @@ fn event_action(ev: Event) -> Option<Action> {
 }
 
 /// Apply the terminal input already waiting, without blocking (ctrl-z among it suspends
-/// as it does from the event stream).
+/// as it does from the event stream). Read from the one event stream the loop waits on:
+/// crossterm does not allow mixing `EventStream` with `poll`/`read`, and its stream polls
+/// the terminal without waiting before it parks, so what is there is taken now.
 fn apply_waiting_input(
     state: &mut State,
     rt: &mut Runtime,
+    events: &mut EventStream,
     terminal: &mut ratatui::DefaultTerminal,
     mouse: bool,
 ) -> color_eyre::Result<()> {
-    while matches!(crossterm::event::poll(Duration::ZERO), Ok(true)) {
-        let Ok(ev) = crossterm::event::read() else {
+    use futures::FutureExt;
+    while let Some(Some(r)) = events.next().now_or_never() {
+        let Ok(ev) = r else {
             break;
         };
         let action = match ev {

@@ -396,6 +396,7 @@ pub fn initial_state(s: &Settings, no_color: bool) -> color_eyre::Result<State> 
     st.health = s.health.clone();
     st.schemas = s.trino.schemas.clone();
     st.refresh_every = s.refresh;
+    st.confirm_dwell = s.confirm_dwell;
     st.no_color = no_color;
     st.profiles = s.profiles.clone();
     st.airflow_configured = s.airflow.is_some();
