@@ -348,6 +348,7 @@ async fn learned_layouts(p: &Parity, tables: &[TableRef]) -> Vec<Option<bool>> {
 const FILES_ONLY: MetaTables = MetaTables {
     entries: false,
     metadata_log: true,
+    file_times: false,
 };
 
 /// The forms of a per-table statement floe sends to a table, over `$entries` and over
