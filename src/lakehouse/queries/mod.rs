@@ -282,7 +282,9 @@ impl Lakehouse {
     /// file from the files' modification times, read only when it can change the verdict:
     /// enough small files to matter, and a compaction that may have left some (without
     /// it the newest compaction would date them, and a partial one would hide every
-    /// partition it did not rewrite). A failed read leaves the age unknown.
+    /// partition it did not rewrite). A failed read leaves the age unknown. Its cost on
+    /// Trino 476 (2 cores, 2,004 files of ~4 KB): a split per data file, 1.3-1.7 s CPU and
+    /// 0.2-1.1 s planning, against 0.24-0.35 s CPU for the table statement itself.
     async fn date_small_files(&self, t: &TableRef, stats: &mut TableStats) {
         if !self.dated(self.meta_tables_for(t)).file_times
             || stats.small_files < self.health.min_small_files
