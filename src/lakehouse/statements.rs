@@ -19,6 +19,10 @@ pub struct MetaTables {
     pub entries: bool,
     /// `$metadata_log_entries` (444+).
     pub metadata_log: bool,
+    /// Without `$entries`: each file dated by its modification time, the data table's
+    /// hidden `"$file_modified_time"` joined on `"$path"` (a split per data file: the
+    /// per-file read, only where the age can change a verdict or the operator looks).
+    pub file_times: bool,
 }
 
 impl MetaTables {
@@ -26,7 +30,17 @@ impl MetaTables {
     pub const ALL: MetaTables = MetaTables {
         entries: true,
         metadata_log: true,
+        file_times: false,
     };
+}
+
+/// The modification time of each data file of `t` with rows (`path`, `modified`): the
+/// data table's hidden columns, one split per file and no data column read.
+fn file_times_sql(t: &TableRef) -> String {
+    format!(
+        "SELECT \"$path\" AS path, min(\"$file_modified_time\") AS modified FROM {} GROUP BY 1",
+        t.sql()
+    )
 }
 
 /// `props`-free head of the per-table statements: the table's target file size, from one
@@ -60,7 +74,8 @@ fn spec_expr(layout: Layout, file: &str) -> String {
 /// The live files and the snapshots of a table as one stream (`kind` 0: a file, 1: a
 /// snapshot), each metadata table read once, joined with the target (`cfg`) and timed:
 /// `written_at` is the commit time of the snapshot that added the file (with `$entries`;
-/// a file whose snapshot expired is as old as the oldest snapshot left), `last_compaction`
+/// a file whose snapshot expired is as old as the oldest snapshot left), else with
+/// [`MetaTables::file_times`] the file's modification time, `last_compaction`
 /// the newest `replace` that rewrote data files. `outer` keeps one row for a table with
 /// neither files nor snapshots (its target still comes back).
 fn timed_ctes(
@@ -72,19 +87,29 @@ fn timed_ctes(
 ) -> String {
     let null_ts = "CAST(NULL AS timestamp(3) with time zone)";
     let no_trend = "CAST(NULL AS bigint) AS trend_rank, CAST(NULL AS bigint) AS next_files";
+    let dated = !meta.entries && meta.file_times;
     let files = if meta.entries {
         format!(
-            "SELECT 0 AS kind, e.snapshot_id, e.data_file.content AS content, e.data_file.file_size_in_bytes AS size,\n         e.data_file.record_count AS records, {part} AS part, {spec} AS spec,\n         {null_ts} AS committed_at, CAST(NULL AS varchar) AS operation,\n         CAST(NULL AS bigint) AS total_files, CAST(NULL AS bigint) AS deleted_files, {no_trend}\n  FROM {entries} e WHERE e.status <> 2",
+            "SELECT 0 AS kind, e.snapshot_id, e.data_file.content AS content, e.data_file.file_size_in_bytes AS size,\n         e.data_file.record_count AS records, {part} AS part, {spec} AS spec,\n         {null_ts} AS committed_at, CAST(NULL AS varchar) AS operation,\n         CAST(NULL AS bigint) AS total_files, CAST(NULL AS bigint) AS deleted_files, {no_trend},\n         {null_ts} AS modified\n  FROM {entries} e WHERE e.status <> 2",
             part = part_expr(layout, "e.data_file"),
             spec = spec_expr(layout, "e.data_file"),
             entries = t.meta("entries"),
         )
     } else {
         format!(
-            "SELECT 0 AS kind, CAST(NULL AS bigint) AS snapshot_id, f.content, f.file_size_in_bytes AS size,\n         f.record_count AS records, {part} AS part, {spec} AS spec,\n         {null_ts} AS committed_at, CAST(NULL AS varchar) AS operation,\n         CAST(NULL AS bigint) AS total_files, CAST(NULL AS bigint) AS deleted_files, {no_trend}\n  FROM {files} f",
+            "SELECT 0 AS kind, CAST(NULL AS bigint) AS snapshot_id, f.content, f.file_size_in_bytes AS size,\n         f.record_count AS records, {part} AS part, {spec} AS spec,\n         {null_ts} AS committed_at, CAST(NULL AS varchar) AS operation,\n         CAST(NULL AS bigint) AS total_files, CAST(NULL AS bigint) AS deleted_files, {no_trend},\n         {modified} AS modified\n  FROM {files} f{join}",
             part = part_expr(layout, "f"),
             spec = spec_expr(layout, "f"),
             files = t.meta("files"),
+            modified = if dated { "m.modified" } else { null_ts },
+            join = if dated {
+                format!(
+                    " LEFT JOIN ({}) m ON m.path = f.file_path",
+                    file_times_sql(t)
+                )
+            } else {
+                String::new()
+            },
         )
     };
     // A file whose snapshot expired is dated by the oldest snapshot left: a lower bound,
@@ -95,6 +120,9 @@ fn timed_ctes(
                 .to_string(),
             "max(x.committed_at) OVER (PARTITION BY x.snapshot_id) IS NOT NULL",
         )
+    } else if dated {
+        // Its modification time: written before its commit, never dated by a snapshot.
+        ("x.modified".to_string(), "true")
     } else {
         (null_ts.to_string(), "true")
     };
@@ -122,7 +150,7 @@ fn timed_ctes(
     };
     format!(
         "{cfg},\n\
-         stream AS (\n  {files}\n  UNION ALL\n  SELECT 1 AS kind, s.snapshot_id, NULL, NULL, NULL, NULL, NULL, s.committed_at, s.operation,\n         {total},\n         TRY_CAST(element_at(s.summary, 'deleted-data-files') AS bigint),\n         {snapshot_trend}\n  FROM {snapshots} s\n),\n\
+         stream AS (\n  {files}\n  UNION ALL\n  SELECT 1 AS kind, s.snapshot_id, NULL, NULL, NULL, NULL, NULL, s.committed_at, s.operation,\n         {total},\n         TRY_CAST(element_at(s.summary, 'deleted-data-files') AS bigint),\n         {snapshot_trend},\n         NULL\n  FROM {snapshots} s\n),\n\
          timed AS (\n  SELECT x.kind, x.content, x.size, x.records, x.part, x.spec, x.committed_at, x.operation, x.total_files,\n         cfg.target, cfg.target_from_property,\n         x.kind = 0 AND x.content = 0 AND x.size < cfg.target * {ratio} AS small,\n         x.kind = 0 AND x.content = 0 AND x.size > cfg.target * {large} AS large,\n         {written} AS written_at, {known} AS written_known,{trend}\n         max(CASE WHEN x.operation = 'replace' AND x.deleted_files > 0 THEN x.committed_at END) OVER () AS last_compaction\n  FROM {join}\n)",
         cfg = cfg_cte(t, h),
         snapshots = t.meta("snapshots"),
@@ -190,6 +218,22 @@ pub fn partitions_sql(t: &TableRef, h: &HealthConfig, layout: Layout, meta: Meta
          GROUP BY kind, spec, part\n\
          HAVING kind = 0",
         timed = timed_ctes(t, h, layout, meta, false),
+    )
+}
+
+/// How long the small data files of `t` have waited, where `$entries` cannot say: the
+/// oldest modification time among its small data files (`oldest_small`, NULL with none),
+/// from `$files` and the data table's hidden columns ([`file_times_sql`]).
+pub fn small_file_ages_sql(t: &TableRef, h: &HealthConfig) -> String {
+    format!(
+        "WITH\n{cfg}\n\
+         SELECT to_unixtime(min(m.modified)) AS oldest_small\n\
+         FROM {files} f CROSS JOIN cfg JOIN ({times}) m ON m.path = f.file_path\n\
+         WHERE f.content = 0 AND f.file_size_in_bytes < cfg.target * {ratio}",
+        cfg = cfg_cte(t, h),
+        files = t.meta("files"),
+        times = file_times_sql(t),
+        ratio = h.small_file_ratio,
     )
 }
 

@@ -19,7 +19,7 @@ use floe::lakehouse::probe::{layout_sql, parse_layouts, probe_sql};
 use floe::lakehouse::queries::{Lakehouse, Layout};
 use floe::lakehouse::statements::{
     MetaTables, describe_sql, discover_sql, partitions_sql, properties_sql, recount_sql,
-    show_create_sql, snapshots_sql, stats_sql,
+    show_create_sql, small_file_ages_sql, snapshots_sql, stats_sql,
 };
 use floe::trino::{Client, QueryOptions, QueryProgress, TrinoError, Value};
 use tokio_util::sync::CancellationToken;
@@ -348,20 +348,28 @@ async fn learned_layouts(p: &Parity, tables: &[TableRef]) -> Vec<Option<bool>> {
 const FILES_ONLY: MetaTables = MetaTables {
     entries: false,
     metadata_log: true,
+    file_times: false,
+};
+
+/// `$files` with each file dated by the data table's hidden columns (`"$path"`,
+/// `"$file_modified_time"`): the partitions statement where `$entries` failed.
+const FILES_DATED: MetaTables = MetaTables {
+    file_times: true,
+    ..FILES_ONLY
 };
 
 /// The forms of a per-table statement floe sends to a table, over `$entries` and over
 /// `$files`: the partition-column form when the layout batch said partitioned; else the
 /// unpartitioned form and the partition-column form too (floe's first statement when the
 /// batch could not tell: its error is what tells floe the table is unpartitioned).
-fn forms(learned: Option<bool>) -> Vec<(Layout, MetaTables)> {
+fn forms(learned: Option<bool>, metas: &[MetaTables]) -> Vec<(Layout, MetaTables)> {
     let layouts = if learned == Some(true) {
         vec![Layout::PartitionColumn]
     } else {
         vec![Layout::Unpartitioned, Layout::PartitionColumn]
     };
     let mut v = Vec::new();
-    for meta in [MetaTables::ALL, FILES_ONLY] {
+    for &meta in metas {
         for &layout in &layouts {
             v.push((layout, meta));
         }
@@ -449,14 +457,21 @@ async fn change_probe() {
     p.finish();
 }
 
-async fn per_table(shape: &'static str, build: fn(&TableRef, Layout, MetaTables) -> String) {
+async fn per_table(
+    shape: &'static str,
+    metas: &[MetaTables],
+    build: fn(&TableRef, Layout, MetaTables) -> String,
+) {
     let mut p = Parity::new(shape);
     let tables = all_tables();
     let learned = learned_layouts(&p, &tables).await;
     for (t, l) in tables.iter().zip(learned) {
-        for (layout, meta) in forms(l) {
+        for (layout, meta) in forms(l, metas) {
             let sql = build(t, layout, meta);
-            let label = format!("{t} {layout:?} entries={}", meta.entries);
+            let label = format!(
+                "{t} {layout:?} entries={} file_times={}",
+                meta.entries, meta.file_times
+            );
             let (a, _) = if meta.entries {
                 p.check_entries(&label, &sql, t).await
             } else {
@@ -478,7 +493,7 @@ async fn per_table(shape: &'static str, build: fn(&TableRef, Layout, MetaTables)
 
 #[tokio::test]
 async fn health() {
-    per_table("health", |t, l, m| {
+    per_table("health", &[MetaTables::ALL, FILES_ONLY], |t, l, m| {
         stats_sql(t, &HealthConfig::default(), l, m)
     })
     .await;
@@ -486,10 +501,28 @@ async fn health() {
 
 #[tokio::test]
 async fn partitions() {
-    per_table("partitions", |t, l, m| {
-        partitions_sql(t, &HealthConfig::default(), l, m)
-    })
+    per_table(
+        "partitions",
+        &[MetaTables::ALL, FILES_ONLY, FILES_DATED],
+        |t, l, m| partitions_sql(t, &HealthConfig::default(), l, m),
+    )
     .await;
+}
+
+/// The small files' age where `$entries` failed: `$files` joined with the data table's
+/// hidden columns (`"$path"`, `"$file_modified_time"`), on every table and a missing one.
+#[tokio::test]
+async fn small_file_ages() {
+    let mut p = Parity::new("small_file_ages");
+    let h = HealthConfig::default();
+    for t in all_tables() {
+        let sql = small_file_ages_sql(&t, &h);
+        let (a, _) = p.check(&t.to_string(), &sql, false).await;
+        assert!(a.ok(), "{t}: {sql}: {a:?}");
+    }
+    let sql = small_file_ages_sql(&missing("iceberg"), &h);
+    p.check("a missing table", &sql, false).await;
+    p.finish();
 }
 
 /// The snapshots view and the timeline read the same statement.

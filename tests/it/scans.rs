@@ -111,10 +111,12 @@ async fn every_statement_form_scans_each_metadata_table_once() {
         MetaTables {
             entries: false,
             metadata_log: true,
+            file_times: false,
         },
         MetaTables {
             entries: false,
             metadata_log: false,
+            file_times: false,
         },
     ];
     let staging = TableRef::new("iceberg", "zoning", "staging");

@@ -166,3 +166,143 @@ async fn a_partial_optimize_leaves_the_waiting_small_files_and_the_finding() {
         }
     }
 }
+
+/// The same story on a table whose `$entries` the real Trino 476 fails (its data files
+/// carry no sort order id, as pyiceberg's own writer leaves them; the documents table's
+/// history): floe reads it through `$files` and dates its small files by their
+/// modification times, so optimizing one partition leaves the waiting age, the finding
+/// and the CRITICAL verdict as they were (the newest compaction would say "just
+/// compacted").
+#[tokio::test]
+async fn a_partial_optimize_of_a_table_read_through_files_keeps_its_waiting_age() {
+    let u = user("staleness_files");
+    let t = TableRef::new(
+        "iceberg",
+        "stale_partial",
+        format!("unsorted_{}", std::process::id()),
+    );
+    lab()
+        .post(
+            "engine/clone_table",
+            serde_json::json!({
+                "source": "zoning.documents",
+                "target": format!("{}.{}", t.schema, t.table),
+                "sort_order_id": null,
+            }),
+        )
+        .await;
+    let lake = Lakehouse::new(
+        Client::new(lab().config(&lab().trino_url(), &u)).unwrap(),
+        "iceberg",
+        HealthConfig::default(),
+    );
+    lake.connect().await.unwrap();
+    let cfg = HealthConfig::default();
+    let now = Utc::now();
+
+    let before = lake.table_stats(&t).await.unwrap();
+    assert!(
+        lake.meta_tables().entries && !lake.meta_tables_for(&t).entries,
+        "the real 476 fails this table's $entries: it is read through $files"
+    );
+    let waiting = before
+        .oldest_small_file_at
+        .expect("small files are dated without $entries");
+    assert!(!before.oldest_small_is_lower_bound);
+    let staleness = |s: &floe::lakehouse::model::TableStats| {
+        let h = evaluate(s, None, &cfg, now);
+        let f = h
+            .findings
+            .iter()
+            .find(|f| f.rule == Rule::CompactionStale)
+            .cloned()
+            .unwrap_or_else(|| panic!("no staleness finding: {h:?}"));
+        (h.status, f)
+    };
+    let (status, stale) = staleness(&before);
+    assert_eq!(
+        (status, stale.severity),
+        (Severity::Critical, Severity::Critical)
+    );
+    let age = stale.message.split(';').next().unwrap().to_string();
+    assert!(age.starts_with("small files waiting since "), "{age}");
+
+    // One partition, not the one holding the oldest waiting file.
+    let parts = lake.partitions(&t).await.unwrap();
+    assert!(
+        parts
+            .partitions
+            .iter()
+            .any(|p| p.oldest_small_file_at == Some(waiting)),
+        "the partitions are dated the same way: {:?}",
+        parts.partitions
+    );
+    let chosen: Vec<PartitionStats> = parts
+        .partitions
+        .iter()
+        .filter(|p| p.small_files >= 2 && p.oldest_small_file_at.is_some_and(|w| w > waiting))
+        .max_by_key(|p| p.small_files)
+        .cloned()
+        .into_iter()
+        .collect();
+    assert_eq!(chosen.len(), 1, "{:?}", parts.partitions);
+    let layout = lake.table_layout(&t).await.unwrap();
+    let plan = optimize_plan(&t, &layout, &chosen, 96 << 20, false).unwrap();
+    let audit = std::env::temp_dir().join(format!(
+        "floe-audit-stale-files-{}.jsonl",
+        std::process::id()
+    ));
+    let ctx = RunContext {
+        profile: "lab".into(),
+        user: u.clone(),
+        target: lab().trino_url(),
+        readonly: false,
+        audit: AuditLog::new(audit.clone()),
+    };
+    let started = Utc::now() - chrono::Duration::seconds(5);
+    let out = run_plan(
+        &lake,
+        &plan,
+        &ctx,
+        CancellationToken::new(),
+        &|_: StepEvent| {},
+    )
+    .await
+    .unwrap();
+    assert!(out.iter().all(|o| o.ok), "{out:?}");
+    let _ = std::fs::remove_file(audit);
+
+    let after = lake.table_stats(&t).await.unwrap();
+    assert!(
+        after.last_compaction.is_some_and(|c| c >= started),
+        "the optimize committed a compaction: {:?}",
+        after.last_compaction
+    );
+    assert!(after.small_files < before.small_files);
+    assert_eq!(
+        after.oldest_small_file_at,
+        Some(waiting),
+        "a partial optimize must not reset what still waits"
+    );
+    let (status, stale) = staleness(&after);
+    assert_eq!(
+        (status, stale.severity),
+        (Severity::Critical, Severity::Critical)
+    );
+    assert_eq!(stale.message.split(';').next().unwrap(), age);
+
+    // The optimized partition waits no longer than its new files.
+    let again = lake.partitions(&t).await.unwrap();
+    let p = again
+        .partitions
+        .iter()
+        .find(|p| p.values == chosen[0].values)
+        .unwrap();
+    assert!(p.data_files < chosen[0].data_files, "{}", p.label());
+    assert!(
+        p.oldest_small_file_at.is_some_and(|w| w >= started),
+        "{}: {:?}",
+        p.label(),
+        p.oldest_small_file_at
+    );
+}

@@ -11,13 +11,13 @@ use super::probe::{
     PARTITION_SUMMARIES_SINCE, Probe, parse_probe, parse_rank, probe_sql, rank_sql, split,
 };
 use crate::health::HealthConfig;
-use crate::trino::{Client, Row, ServerInfo, TrinoError};
+use crate::trino::{Client, QueryOptions, Row, ServerInfo, TrinoError};
 
 use super::statements::parse_snapshot;
 pub use super::statements::{
     MetaTables, describe_sql, discover_sql, glob_match, parse_stats, partition_value_text,
     partitions_sql, properties_sql, recount_in_spec_sql, recount_sql, show_create_sql,
-    snapshots_sql, stats_sql,
+    small_file_ages_sql, snapshots_sql, stats_sql,
 };
 
 mod layouts;
@@ -231,6 +231,17 @@ impl Lakehouse {
         MetaTables {
             entries: self.supports(ENTRIES_SINCE),
             metadata_log: self.supports(METADATA_LOG_SINCE),
+            file_times: false,
+        }
+    }
+
+    /// `m` with files dated by their modification time where this server has `$entries`
+    /// but `m` reads `$files` instead (it failed for the table): what the waiting age of
+    /// small files needs. Servers without `$entries` keep the newest compaction.
+    pub fn dated(&self, m: MetaTables) -> MetaTables {
+        MetaTables {
+            file_times: !m.entries && self.meta_tables().entries,
+            ..m
         }
     }
 
@@ -249,7 +260,8 @@ impl Lakehouse {
         m
     }
 
-    /// The health facts of one table, in one statement.
+    /// The health facts of one table, in one statement; a second one dates its small
+    /// files where `$entries` could not (see [`Lakehouse::date_small_files`]).
     pub async fn table_stats(&self, t: &TableRef) -> Result<TableStats, TrinoError> {
         let (rows, layout) = self
             .with_layout(t, |l, m| stats_sql(t, &self.health, l, m))
@@ -258,10 +270,40 @@ impl Lakehouse {
             url: self.client.url().to_string(),
             message: format!("health query of {t} returned no row"),
         })?;
-        parse_stats(row, layout).map_err(|m| TrinoError::Malformed {
+        let mut stats = parse_stats(row, layout).map_err(|m| TrinoError::Malformed {
             url: self.client.url().to_string(),
             message: format!("health query of {t}: {m}"),
-        })
+        })?;
+        self.date_small_files(t, &mut stats).await;
+        Ok(stats)
+    }
+
+    /// Where the server has `$entries` but failed it for `t`, the age of its oldest small
+    /// file from the files' modification times, read only when it can change the verdict:
+    /// enough small files to matter, and a compaction that may have left some (without
+    /// it the newest compaction would date them, and a partial one would hide every
+    /// partition it did not rewrite). A failed read leaves the age unknown. Its cost on
+    /// Trino 476 (2 cores, 2,004 files of ~4 KB): a split per data file, 1.3-1.7 s CPU and
+    /// 0.2-1.1 s planning, against 0.24-0.35 s CPU for the table statement itself.
+    async fn date_small_files(&self, t: &TableRef, stats: &mut TableStats) {
+        if !self.dated(self.meta_tables_for(t)).file_times
+            || stats.small_files < self.health.min_small_files
+            || stats.last_compaction.is_none()
+        {
+            return;
+        }
+        let sql = small_file_ages_sql(t, &self.health);
+        match self.client.execute(&sql, QueryOptions::default()).await {
+            Ok(out) => {
+                stats.oldest_small_file_at = out
+                    .rows
+                    .first()
+                    .and_then(|r| r.get("oldest_small"))
+                    .and_then(crate::trino::Value::as_datetime);
+                stats.oldest_small_is_lower_bound = false;
+            }
+            Err(e) => tracing::warn!(table = %t, "small files not dated: {e}"),
+        }
     }
 
     /// The change probe of `tables` (see [`super::probe`]), in one statement when all

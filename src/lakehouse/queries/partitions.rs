@@ -12,10 +12,12 @@ use crate::trino::{TrinoError, Value};
 
 impl Lakehouse {
     /// Per-partition file counts and sizes of one table, values rendered by each field's
-    /// transform from the table's spec (see [`Lakehouse::table_layout`]).
+    /// transform from the table's spec (see [`Lakehouse::table_layout`]); where `$entries`
+    /// failed for it, its small files dated by their modification times (the operator
+    /// looks: see [`Lakehouse::dated`]).
     pub async fn partitions(&self, t: &TableRef) -> Result<PartitionList, TrinoError> {
         let (rows, layout) = self
-            .with_layout(t, |l, m| partitions_sql(t, &self.health, l, m))
+            .with_layout(t, |l, m| partitions_sql(t, &self.health, l, self.dated(m)))
             .await?;
         let spec = if layout == Layout::PartitionColumn && !rows.is_empty() {
             Some(

@@ -105,6 +105,7 @@ fn stats_sql_reads_every_table_once_and_quotes_names() {
     let files_only = MetaTables {
         entries: false,
         metadata_log: true,
+        file_times: false,
     };
     let sql = stats_sql(
         &t,
@@ -144,10 +145,17 @@ fn per_table_statements_name_each_metadata_table_and_cte_once() {
         MetaTables {
             entries: false,
             metadata_log: true,
+            file_times: false,
         },
         MetaTables {
             entries: false,
             metadata_log: false,
+            file_times: false,
+        },
+        MetaTables {
+            entries: false,
+            metadata_log: true,
+            file_times: true,
         },
     ];
     for meta in metas {
@@ -194,4 +202,49 @@ fn per_table_statements_name_each_metadata_table_and_cte_once() {
             }
         }
     }
+}
+
+/// Without `$entries`, files are dated by the data table's hidden columns, read once and
+/// joined on the file's path; `$entries` itself needs no such read.
+#[test]
+fn files_are_dated_by_their_modification_time_only_without_entries() {
+    let t = TableRef::new("iceberg", "zoning", "documents");
+    let h = HealthConfig::default();
+    let hidden = r#"SELECT "$path" AS path, min("$file_modified_time") AS modified FROM "iceberg"."zoning"."documents" GROUP BY 1"#;
+    let dated = MetaTables {
+        entries: false,
+        metadata_log: true,
+        file_times: true,
+    };
+    for sql in [
+        stats_sql(&t, &h, Layout::PartitionColumn, dated),
+        partitions_sql(&t, &h, Layout::PartitionColumn, dated),
+        small_file_ages_sql(&t, &h),
+    ] {
+        assert_eq!(sql.matches(hidden).count(), 1, "{sql}");
+        assert!(sql.contains("m.path = f.file_path"), "{sql}");
+    }
+    let with_entries = MetaTables {
+        file_times: true,
+        ..MetaTables::ALL
+    };
+    for sql in [
+        partitions_sql(&t, &h, Layout::PartitionColumn, with_entries),
+        partitions_sql(
+            &t,
+            &h,
+            Layout::PartitionColumn,
+            MetaTables {
+                file_times: false,
+                ..dated
+            },
+        ),
+    ] {
+        assert!(!sql.contains("$file_modified_time"), "{sql}");
+    }
+    let ages = small_file_ages_sql(&t, &h);
+    assert!(
+        ages.contains("f.content = 0 AND f.file_size_in_bytes < cfg.target * 0.75"),
+        "{ages}"
+    );
 }

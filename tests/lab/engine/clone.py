@@ -4,6 +4,10 @@ Data files are hard-linked (copied when the file system refuses) under a new tab
 every manifest and manifest list is rewritten with the new paths, keeping snapshot ids,
 sequence numbers, timestamps and statuses; the metadata keeps the snapshots, snapshot log and
 refs (a fresh metadata log) and is registered under the target name.
+
+`sort_order_id` (optional, an integer or null) sets every data file's sort order id in the
+copy: null as pyiceberg's own writer leaves it, which the real Trino 476 fails `$entries` on
+(a table of that kind with the source's history).
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import time
 import uuid
 from typing import TYPE_CHECKING
 
-from pyiceberg.manifest import ManifestEntry, write_manifest_list
+from pyiceberg.manifest import DataFileContent, ManifestEntry, write_manifest_list
 from pyiceberg.serializers import ToOutputFile
 
 from ..common.errors import TrinoError
@@ -23,6 +27,11 @@ from .warehouse import local_path
 
 if TYPE_CHECKING:
     from .core import Engine
+
+
+KEEP = object()
+# The position of `sort_order_id` in pyiceberg's DataFile record (its `sort_order_id` property).
+SORT_ORDER_ID = 15
 
 
 def _split(name: str, default_catalog: str) -> tuple[str, str, str]:
@@ -87,6 +96,10 @@ def clone_table(engine: "Engine", payload: dict) -> dict:
     if t_cat != s_cat:
         raise TrinoError("NOT_SUPPORTED", "clone_table copies within one catalog")
     w = engine.warehouse_or_error(s_cat)
+    sort_order = payload.get("sort_order_id", KEEP)
+    if sort_order is not KEEP and sort_order is not None and (isinstance(sort_order, bool)
+                                                            or not isinstance(sort_order, int)):
+        raise TrinoError("INVALID_ARGUMENTS", f"clone_table: sort_order_id must be an integer or null, got {sort_order!r}")
     src = w.load(s_schema, s_table)
     if src is None:
         raise TrinoError("TABLE_NOT_FOUND", f"Table '{s_cat}.{s_schema}.{s_table}' does not exist")
@@ -123,6 +136,8 @@ def clone_table(engine: "Engine", payload: dict) -> dict:
                             df = copy.copy(src_df)          # entries are shared (manifest_cache)
                             df._data = list(src_df._data)
                             df[1] = moved(src_df.file_path)
+                            if sort_order is not KEEP and src_df.content == DataFileContent.DATA:
+                                df[SORT_ORDER_ID] = sort_order
                             mw.add_entry(ManifestEntry.from_args(
                                 status=e.status, snapshot_id=e.snapshot_id, sequence_number=e.sequence_number,
                                 file_sequence_number=e.file_sequence_number, data_file=df))

@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from ..common.errors import TrinoError
 from .test_engine_common import clone, engine, expected, facts, fails, one, run, seed  # noqa: F401
 
 FILTER_NODE = "Unexpected FilterNode found in plan; probably connector was not able to handle provided WHERE expression"
@@ -314,6 +315,26 @@ def test_clone_keeps_history(engine, seed, expected):
     tbl = independent_table(seed, t)
     assert tbl.location() != docs["location"] and tbl.scan().to_arrow().num_rows == docs["records"]
     assert all(f.file.file_path.startswith(tbl.location()) for f in tbl.scan().plan_files())
+
+
+def test_clone_can_leave_the_data_files_without_a_sort_order(engine, seed):
+    """`sort_order_id: null` writes the copy's data files as pyiceberg's own writer does (the
+    kind of table whose `$entries` the real Trino 476 fails), history and files unchanged."""
+    t = clone(engine, "zoning.documents")
+    target = t + "_unsorted"
+    engine.control("clone_table", {"source": t, "target": target, "sort_order_id": None})
+    for name, sort_orders in ((t, [[0]]), (target, [[None]])):
+        schema, table = name.split(".")
+        assert run(engine, f'SELECT DISTINCT sort_order_id FROM iceberg.{schema}."{table}$files"').rows == sort_orders
+        assert run(engine, f'SELECT DISTINCT e.data_file.sort_order_id FROM iceberg.{schema}."{table}$entries" e '
+                           "WHERE e.status <> 2").rows == sort_orders
+    schema, table = target.split(".")
+    src = run(engine, 'SELECT snapshot_id, committed_at FROM iceberg.zoning."documents$snapshots" ORDER BY 2').rows
+    assert run(engine, f'SELECT snapshot_id, committed_at FROM iceberg.{schema}."{table}$snapshots" ORDER BY 2').rows == src
+    tbl = independent_table(seed, target)
+    assert all(f.file.sort_order_id is None for f in tbl.scan().plan_files())
+    with pytest.raises(TrinoError):
+        engine.control("clone_table", {"source": t, "target": target + "2", "sort_order_id": "zero"})
 
 
 def test_optimize_keeps_the_starting_data_sequence_number(engine):
