@@ -225,13 +225,17 @@ impl State {
     /// Whether a confirm popup may take its answer: it was drawn since it opened and has
     /// been on screen for `confirm_dwell`, so the key was pressed by someone who saw it
     /// (not typed ahead over a slow link). Without any frame drawn (`update` driven with
-    /// no screen) there is nothing to wait for. A key too early says so.
-    pub fn popup_seen(&mut self, shown: bool) -> bool {
+    /// no screen) there is nothing to wait for. The dwell holds back `confirm` only (a no
+    /// typed ahead is harmless); a confirm too early says so.
+    pub fn popup_seen(&mut self, shown: bool, confirming: bool) -> bool {
         if self.frames == 0 {
             return true;
         }
         if !shown {
             return false;
+        }
+        if !confirming {
+            return true;
         }
         let on_screen = self.popup_shown_at.map(|t| t.elapsed());
         match on_screen {

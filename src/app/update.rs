@@ -73,7 +73,9 @@ fn dispatch(s: &mut State, action: Action) -> Vec<Effect> {
         Action::Tick(now) => {
             s.now = now;
             tables::reevaluate(s);
+            // A prompt's hint stays while the operator types.
             if let Some(m) = &s.status
+                && s.prompt.is_none()
                 && m.level == Level::Info
                 && (now - m.at).num_seconds() >= 8
             {

@@ -135,7 +135,10 @@ fn the_confirm_dwell_has_a_default_and_a_bound() {
         })
         .unwrap_err()
         .0;
-    assert!(e.contains("confirm_dwell") && e.contains("long.toml"), "{e}");
+    assert!(
+        e.contains("confirm_dwell") && e.contains("long.toml"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -1,7 +1,10 @@
 //! The audit log: JSON lines appended under the XDG state dir. Every mutation leaves a
 //! `started` record before it is sent (so a crash leaves a trace) and an outcome record
-//! after (`success`, `failed`, `cancelled`, `interrupted`), or one `refused` record. It
-//! holds statements and outcomes, never secrets.
+//! after (`succeeded`, `failed`, `cancelled`, `interrupted`, `may_have_run`,
+//! `wrote_otherwise`, `not_run`), or one `refused` record; an Airflow connection's fix
+//! also records what it replaced (`before`) and its test (`test_connection`: `passed`,
+//! `failed`, `not_allowed`, `interrupted`, `error`). It holds statements and outcomes,
+//! never secrets.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -29,7 +32,7 @@ pub struct Record {
     /// connection's `host=H port=P`): what undoing it takes.
     pub before: Option<String>,
     pub query_id: Option<String>,
-    /// `started`, then `success`, `failed`, `cancelled` (the operator asked) or
+    /// `started`, then `succeeded`, `failed`, `cancelled` (the operator asked) or
     /// `interrupted` (floe was told to stop: SIGTERM, SIGHUP); or `refused`.
     pub outcome: String,
     pub error: Option<String>,

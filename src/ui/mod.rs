@@ -262,7 +262,14 @@ fn draw_status(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
             ),
             Span::raw(crate::text::one_line(text)),
             Span::raw("█"),
-            Span::styled("  enter shows the change, esc cancels", th.dim()),
+            Span::styled(
+                match &s.status {
+                    // Nothing offered: what floe knows of where it should point.
+                    Some(m) if text.is_empty() => format!("  {}", crate::text::one_line(&m.text)),
+                    _ => "  enter shows the change, esc cancels".to_string(),
+                },
+                th.dim(),
+            ),
         ]),
         None => match &s.status {
             Some(m) => {

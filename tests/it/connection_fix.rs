@@ -205,6 +205,19 @@ fn fixes_the_connection_and_the_password_survives(which: &'static str) {
         "{out}"
     );
     assert!(out.contains("-- not written: add --yes"), "{out}");
+    // The lab's Trino is on this machine's loopback: the diff says what that means.
+    assert!(
+        out.contains(&format!("! {host} is a loopback or link-local address")),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "Airflow connection {} (trino) on {}",
+            c.id,
+            airflow(which)["url"].as_str().unwrap()
+        )),
+        "{out}"
+    );
     assert_eq!(
         c.get()["host"],
         "trino-old.internal",
@@ -252,6 +265,22 @@ fn fixes_the_connection_and_the_password_survives(which: &'static str) {
         recs[1]["statement"],
         format!("set connection {} host={host} port={port}", c.id)
     );
+    // What undoing it takes, and the test as its own record after the write's.
+    assert_eq!(
+        recs[1]["before"], "host=trino-old.internal port=8080",
+        "{audit}"
+    );
+    assert_eq!(recs[2]["action"], "test_connection", "{audit}");
+    assert_eq!(
+        recs[2]["outcome"],
+        if airflow(which)["api"] == "v2" {
+            "failed"
+        } else {
+            "passed"
+        },
+        "{audit}"
+    );
+    assert_eq!(recs.len(), 3, "{audit}");
     assert!(!audit.contains(&format!("pw-{}", std::process::id())));
 }
 
@@ -295,5 +324,170 @@ fn read_only_and_a_viewer_change_nothing() {
         assert_eq!(viewer.status.code(), Some(1), "{which}: {out}");
         assert!(out.contains("403"), "{which}: Airflow's refusal: {out}");
         assert_eq!(c.get()["host"], "trino-old.internal", "{which}");
+    }
+}
+
+// Through the lab's Airflow fault proxy (its rules are global: one test at a time, under
+// the lock the Airflow fault tests hold).
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// `floe` with `which` Airflow reached through its fault proxy.
+fn floe_proxied(which: &str, args: &[&str], home: &Path) -> std::process::Child {
+    let a = airflow(which);
+    let url = lab().trino_url();
+    Command::new(env!("CARGO_BIN_EXE_floe"))
+        .args(["--trino", &url, "--airflow"])
+        .arg(lab().airflow_field(which, "proxy_url"))
+        .args(["--airflow-user", a["user"].as_str().unwrap()])
+        .args(args)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("XDG_CONFIG_HOME", home.join("config"))
+        .env("XDG_STATE_HOME", home.join("state"))
+        .env("USER", "floe")
+        .env("FLOE_AIRFLOW_PASSWORD", a["password"].as_str().unwrap())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run floe")
+}
+
+fn audit_of(home: &Path) -> Vec<Value> {
+    std::fs::read_to_string(home.join("state/floe/audit.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn outcomes(recs: &[Value]) -> Vec<(String, String)> {
+    recs.iter()
+        .map(|r| {
+            (
+                r["action"].as_str().unwrap().to_string(),
+                r["outcome"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn an_answer_that_is_not_a_connection_or_stores_other_values_is_never_a_failed_write() {
+    let _one = crate::faults_airflow::PROXY.blocking_lock();
+    let rt = rt();
+    for which in ["airflow", "airflow2"] {
+        let (host, port) = trino_target();
+        let target = format!("{host}:{port}");
+        // A gateway's page instead of Airflow's answer: the write was applied.
+        let c = OwnConnection::create(which, "garbled");
+        let h = home(&format!("garbled-{which}"));
+        rt.block_on(lab().proxy_clear(which));
+        rt.block_on(lab().proxy_faults(
+            which,
+            json!([{"kind": "body", "body": "<html>gateway says hi", "content_type": "application/json", "method": "PATCH", "path": "/connections/", "count": 1}]),
+        ));
+        let out = floe_proxied(which, &["connection", &c.id, &target, "--yes"], &h)
+            .wait_with_output()
+            .unwrap();
+        rt.block_on(lab().proxy_clear(which));
+        let said = text(&out);
+        assert_eq!(out.status.code(), Some(1), "{which}: {said}");
+        assert!(said.contains("accepted"), "{which}: {said}");
+        assert_eq!(c.get()["host"], host.as_str(), "{which}: applied");
+        let recs = audit_of(&h);
+        assert_eq!(
+            outcomes(&recs),
+            vec![
+                ("fix_connection".into(), "started".into()),
+                ("fix_connection".into(), "may_have_run".into())
+            ],
+            "{which}"
+        );
+        drop(c);
+
+        // An answer with other values than the ones sent: said, and audited so.
+        let c = OwnConnection::create(which, "otherwise");
+        let h = home(&format!("otherwise-{which}"));
+        rt.block_on(lab().proxy_faults(
+            which,
+            json!([{"kind": "body", "json": {"connection_id": c.id, "conn_type": "trino", "host": "trino-old.internal", "port": 8080}, "method": "PATCH", "path": "/connections/", "count": 1}]),
+        ));
+        let out = floe_proxied(which, &["connection", &c.id, &target, "--yes"], &h)
+            .wait_with_output()
+            .unwrap();
+        rt.block_on(lab().proxy_clear(which));
+        let said = text(&out);
+        assert_eq!(out.status.code(), Some(1), "{which}: {said}");
+        assert!(
+            said.contains("with host=trino-old.internal port=8080, not the host=")
+                && said.contains("that is what it stored"),
+            "{which}: {said}"
+        );
+        let recs = audit_of(&h);
+        assert_eq!(recs[1]["outcome"], "wrote_otherwise", "{which}: {recs:?}");
+        assert!(
+            recs[1]["error"]
+                .as_str()
+                .unwrap()
+                .contains("host=trino-old.internal port=8080"),
+            "{recs:?}"
+        );
+    }
+}
+
+#[test]
+fn a_sigterm_during_the_connection_test_leaves_the_write_audited_and_the_test_interrupted() {
+    let _one = crate::faults_airflow::PROXY.blocking_lock();
+    let rt = rt();
+    for which in ["airflow", "airflow2"] {
+        let c = OwnConnection::create(which, "sigterm");
+        let (host, port) = trino_target();
+        let h = home(&format!("sigterm-{which}"));
+        rt.block_on(lab().proxy_clear(which));
+        rt.block_on(lab().proxy_faults(
+            which,
+            json!([{"kind": "latency", "ms": 30000, "method": "POST", "path": "/connections/test$", "count": 1}]),
+        ));
+        let child = floe_proxied(
+            which,
+            &["connection", &c.id, &format!("{host}:{port}"), "--yes"],
+            &h,
+        );
+        // The write's outcome is recorded as soon as Airflow answers it.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while !audit_of(&h)
+            .iter()
+            .any(|r| r["action"] == "fix_connection" && r["outcome"] == "succeeded")
+        {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{which}: no outcome recorded"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        // SAFETY: kill(2) on our own child.
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        let out = child.wait_with_output().unwrap();
+        rt.block_on(lab().proxy_clear(which));
+        assert_eq!(out.status.code(), Some(143), "{which}: {}", text(&out));
+        let recs = audit_of(&h);
+        assert_eq!(
+            outcomes(&recs),
+            vec![
+                ("fix_connection".into(), "started".into()),
+                ("fix_connection".into(), "succeeded".into()),
+                ("test_connection".into(), "interrupted".into())
+            ],
+            "{which}: {recs:?}"
+        );
+        assert_eq!(recs[1]["before"], "host=trino-old.internal port=8080");
+        assert_eq!(c.get()["host"], host.as_str(), "{which}: written");
     }
 }

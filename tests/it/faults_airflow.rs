@@ -184,7 +184,7 @@ async fn a_404_dag_names_the_url() {
 
 // Rows through the lab's Airflow fault proxy (its rules are global: one test at a time).
 
-static PROXY: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+pub(crate) static PROXY: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 fn proxied(key: &str) -> AirflowSettings {
     let mut s = admin(key);

@@ -309,7 +309,12 @@ fn the_story_from_the_first_screen_to_the_verified_fix(which: &'static str) {
     let mut frames: Vec<(String, String)> = Vec::new();
     let mut press = |pty: &mut pty::Pty, label: &'static str, bytes: &[u8]| {
         keys.push(label);
-        pty.send(bytes);
+        if label == "y" {
+            // A confirmation, answered once it has been on screen (confirm_dwell).
+            pty.answer(bytes);
+        } else {
+            pty.send(bytes);
+        }
     };
 
     // The first screen: the incident, with what the dashboard query suffered.
@@ -329,13 +334,15 @@ fn the_story_from_the_first_screen_to_the_verified_fix(which: &'static str) {
         started.elapsed().as_secs_f64()
     );
 
-    // F: where the connection should point, prefilled with the coordinator floe reads.
+    // F: where the connection should point.
     press(&mut pty, "F", b"F");
-    pty.wait_for("the prompt, prefilled", Duration::from_secs(10), |s| {
+    // The lab's Trino is at 127.0.0.1: floe's own loopback address is never offered.
+    pty.wait_for("the prompt, empty", Duration::from_secs(10), |s| {
         s.contains(&format!(
-            "point Airflow connection {CONN} at (host:port or trino:// URI): {host}:{port}"
-        ))
+            "point Airflow connection {CONN} at (host:port or trino:// URI): █  type where the workers reach Trino"
+        )) && s.contains(" passes its test")
     });
+    press(&mut pty, "host:port", format!("{host}:{port}").as_bytes());
     press(&mut pty, "enter", b"\r");
     let s = pty.wait_for("the change as a diff", Duration::from_secs(30), |s| {
         s.contains("confirm fix_connection")

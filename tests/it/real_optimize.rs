@@ -363,7 +363,7 @@ fn start_optimize(pty: &mut Pty) -> String {
     pty.wait_for("the confirm popup", Duration::from_secs(60), |s| {
         s.contains("EXECUTE optimize")
     });
-    pty.send(b"y");
+    pty.answer(b"y");
     let screen = pty.wait_for(
         "the real stats on the job line",
         Duration::from_secs(120),
@@ -453,7 +453,7 @@ fn quitting_while_a_real_optimize_runs_cancels_it_on_trino() {
     pty.wait_for("the quit question", Duration::from_secs(10), |s| {
         s.contains("quit while jobs run?")
     });
-    pty.send(b"y");
+    pty.answer(b"y");
     assert!(pty.wait_exit(Duration::from_secs(30)).success());
     pty.assert_restored();
     assert_cancelled_on_trino(&dir, &u, "cancelled");

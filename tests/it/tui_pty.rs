@@ -343,7 +343,7 @@ fn the_incident_through_airflow_from_the_table_to_the_failing_log_line_then_a_tr
     pty.wait_for("the confirm popup", Duration::from_secs(10), |s| {
         s.contains("trigger a run of expire_snapshots")
     });
-    pty.send(b"y");
+    pty.answer(b"y");
     // Triggered, and the run floe created is now followed in the status line.
     pty.wait_for("the trigger's result", Duration::from_secs(30), |s| {
         s.contains("watching expire_snapshots ")
@@ -437,7 +437,7 @@ impl JobTui {
             &self.user,
             serde_json::json!([{"kind": "slow", "ms": ms, "count": 1}]),
         ));
-        self.pty.send(b"y");
+        self.pty.answer(b"y");
         self.pty
             .wait_for("the job line", Duration::from_secs(30), |s| {
                 s.contains("▶ optimize")
@@ -485,7 +485,7 @@ fn quitting_with_a_running_job_asks_and_y_cancels_it_on_trino() {
         .wait_for("the quit question", Duration::from_secs(10), |s| {
             s.contains("quit while jobs run?")
         });
-    t.pty.send(b"n");
+    t.pty.answer(b"n");
     t.pty
         .wait_for("the question gone", Duration::from_secs(10), |s| {
             !s.contains("quit while jobs run?") && s.contains("▶ optimize")
@@ -496,7 +496,7 @@ fn quitting_with_a_running_job_asks_and_y_cancels_it_on_trino() {
         .wait_for("the quit question", Duration::from_secs(10), |s| {
             s.contains("quit while jobs run?")
         });
-    t.pty.send(b"y");
+    t.pty.answer(b"y");
     let status = t.pty.wait_exit(Duration::from_secs(15));
     assert!(status.success(), "{status:?}");
     t.pty.assert_restored();

@@ -34,29 +34,54 @@ pub fn open(s: &mut State) -> Vec<Effect> {
         );
         return Vec::new();
     };
-    // The coordinator floe reads is where a connection to "the lakehouse Trino" points,
-    // unless floe reached it through this machine's own address (a tunnel on a bastion):
-    // that address means each worker's own machine to Airflow.
+    let text = prefill(s);
+    s.prompt = Some(Prompt::Connection { id, text });
+    Vec::new()
+}
+
+/// Where the prompt starts: the coordinator floe reads, unless floe reached it through
+/// this machine's own address (a tunnel on a bastion), which means each worker's own
+/// machine to Airflow; then the endpoint of a connection of Airflow's whose test passes
+/// (the cluster's own name); never a loopback or link-local address. With nothing to
+/// offer it starts empty and the status line says what is known.
+fn prefill(s: &mut State) -> String {
+    let local = crate::config::uri::is_local_host;
     let ours = url::Url::parse(&s.conn.trino_url)
         .ok()
         .and_then(|u| Some((u.host_str()?.to_string(), u.port_or_known_default()?)));
-    let text = match ours {
-        Some((host, port)) if !crate::config::uri::is_local_host(&host) => {
-            format!("{host}:{port}")
-        }
-        Some((host, port)) => {
-            s.set_status(
-                Level::Info,
-                format!(
-                    "type host:port as Airflow's workers reach Trino: floe came through {host}:{port}, this machine's own address, so it is not offered"
-                ),
-            );
-            String::new()
-        }
-        None => String::new(),
+    if let Some((host, port)) = &ours
+        && !local(host)
+    {
+        return format!("{host}:{port}");
+    }
+    let working: Vec<(String, String)> = s
+        .dags
+        .findings
+        .iter()
+        .filter(|f| f.rule == crate::health::Rule::AirflowConnectionWorks)
+        .filter_map(|f| {
+            let rest = f.message.strip_prefix("Airflow connection ")?;
+            let (id, after) = rest.split_once(" points at ")?;
+            Some((id.to_string(), after.split_whitespace().next()?.to_string()))
+        })
+        .collect();
+    let is_local_endpoint = |e: &str| {
+        e.rsplit_once(':')
+            .is_some_and(|(h, _)| local(h.trim_start_matches('[').trim_end_matches(']')))
     };
-    s.prompt = Some(Prompt::Connection { id, text });
-    Vec::new()
+    if let Some((_, e)) = working.iter().find(|(_, e)| !is_local_endpoint(e)) {
+        return e.clone();
+    }
+    // The most useful first: the line is cut at the terminal's width.
+    let mut said = vec!["type where the workers reach Trino".to_string()];
+    if let Some((id, e)) = working.first() {
+        said.push(format!("{id} → {e} passes its test"));
+    }
+    if let Some((host, port)) = ours {
+        said.push(format!("not {host}:{port} (this machine's own address)"));
+    }
+    s.set_status(Level::Info, said.join("; "));
+    String::new()
 }
 
 /// Enter in the prompt: read the connection to show the change.
@@ -247,7 +272,11 @@ mod tests {
                 "{url}"
             );
             assert!(
-                s.status.as_ref().unwrap().text.contains("not offered"),
+                s.status
+                    .as_ref()
+                    .unwrap()
+                    .text
+                    .contains("this machine's own address"),
                 "{:?}",
                 s.status
             );
@@ -266,6 +295,45 @@ mod tests {
             c.lines
         );
         assert!(c.lines[1].contains("loopback"), "{:?}", c.lines);
+    }
+
+    #[test]
+    fn through_a_tunnel_a_working_connections_own_name_is_offered_never_a_loopback() {
+        let works = |id: &str, at: &str| crate::health::Finding {
+            rule: crate::health::Rule::AirflowConnectionWorks,
+            severity: crate::health::Severity::Info,
+            message: format!("Airflow connection {id} points at {at} and its test passes"),
+            penalty: 0,
+        };
+        let mut s = on_incident();
+        s.conn.trino_url = "http://127.0.0.1:8443".into();
+        s.dags.findings.push(works("trino_local", "127.0.0.1:8443"));
+        s.dags
+            .findings
+            .push(works("trino_default", "trino.prod.internal:8443"));
+        update(&mut s, Action::Drawn);
+        update(&mut s, key('F'));
+        assert_eq!(
+            s.prompt,
+            Some(Prompt::Connection {
+                id: "trino_documents".into(),
+                text: "trino.prod.internal:8443".into()
+            })
+        );
+        // Only loopback ones: nothing offered, the working one named in the status line.
+        let mut s = on_incident();
+        s.conn.trino_url = "http://127.0.0.1:8443".into();
+        s.dags
+            .findings
+            .push(works("trino_default", "127.0.0.1:8443"));
+        update(&mut s, Action::Drawn);
+        update(&mut s, key('F'));
+        assert!(matches!(&s.prompt, Some(Prompt::Connection { text, .. }) if text.is_empty()));
+        let said = &s.status.as_ref().unwrap().text;
+        assert!(
+            said.contains("trino_default → 127.0.0.1:8443 passes its test"),
+            "{said}"
+        );
     }
 
     #[test]

@@ -79,7 +79,7 @@ pub fn command(s: &mut State, cmd: Command) -> Vec<Effect> {
 
 /// A key while a DAG write awaits `y`.
 pub fn on_confirm_key(s: &mut State, c: DagConfirm, cmd: Option<Command>) -> Vec<Effect> {
-    if !s.popup_seen(c.shown) {
+    if !s.popup_seen(c.shown, cmd == Some(Command::Confirm)) {
         // Typed before the popup was on screen: meant for something else.
         return Vec::new();
     }

@@ -103,7 +103,7 @@ pub fn cost_lines(c: &Confirm, h: &HealthConfig) -> Vec<String> {
 
 /// A key while the confirm popup is open.
 pub fn on_key(s: &mut State, mut c: Box<Confirm>, cmd: Option<Command>) -> Vec<Effect> {
-    if !s.popup_seen(c.shown) {
+    if !s.popup_seen(c.shown, cmd == Some(Command::Confirm)) {
         // Typed before the popup was on screen: meant for something else.
         return Vec::new();
     }

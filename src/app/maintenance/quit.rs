@@ -52,7 +52,7 @@ fn leave(s: &mut State, interrupted: Option<bool>) -> Vec<Effect> {
 
 /// A key while the quit question is open.
 pub fn on_key(s: &mut State, shown: bool, cmd: Option<Command>) -> Vec<Effect> {
-    if !s.popup_seen(shown) {
+    if !s.popup_seen(shown, cmd == Some(Command::Confirm)) {
         return Vec::new();
     }
     match cmd {

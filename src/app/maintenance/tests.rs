@@ -71,6 +71,9 @@ fn a_y_within_the_confirm_dwell_runs_nothing_and_says_why() {
         "{:?}",
         s.status
     );
+    // Scrolling the plan is no answer: it is taken at once, the dwell still counts.
+    update(&mut s, key('j'));
+    assert!(matches!(s.popup, Some(Popup::Confirm(_))));
     // Another frame does not restart the dwell; once it has passed, y runs the plan.
     update(&mut s, Action::Drawn);
     s.popup_shown_at = Some(std::time::Instant::now() - std::time::Duration::from_millis(400));

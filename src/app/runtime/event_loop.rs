@@ -94,7 +94,7 @@ pub(super) async fn event_loop(
         if pending_draw && Instant::now() >= last_draw + frame {
             // Input typed before this frame is on screen goes first, so a confirm popup
             // in the frame takes only keys pressed once it was visible.
-            apply_waiting_input(&mut state, &mut rt, &mut events, terminal, mouse)?;
+            apply_waiting_input(&mut state, &mut rt, &mut events, terminal, mouse).await?;
             if state.quit {
                 continue;
             }
@@ -136,18 +136,24 @@ fn event_action(ev: Event) -> Option<Action> {
 
 /// Apply the terminal input already waiting, without blocking (ctrl-z among it suspends
 /// as it does from the event stream). Read from the one event stream the loop waits on:
-/// crossterm does not allow mixing `EventStream` with `poll`/`read`, and its stream polls
-/// the terminal without waiting before it parks, so what is there is taken now.
-fn apply_waiting_input(
+/// crossterm does not allow mixing `EventStream` with `poll`/`read`. Its stream polls the
+/// terminal without waiting before it parks, so what is there is taken now; it is polled
+/// with this task's own waker (never a no-op one: the stream keeps the waker of the poll
+/// that parked it, and a no-op one would leave later keys unseen until the next tick).
+async fn apply_waiting_input(
     state: &mut State,
     rt: &mut Runtime,
     events: &mut EventStream,
     terminal: &mut ratatui::DefaultTerminal,
     mouse: bool,
 ) -> color_eyre::Result<()> {
-    use futures::FutureExt;
-    while let Some(Some(r)) = events.next().now_or_never() {
-        let Ok(ev) = r else {
+    loop {
+        let waiting = tokio::select! {
+            biased;
+            ev = events.next() => ev,
+            () = std::future::ready(()) => None,
+        };
+        let Some(Ok(ev)) = waiting else {
             break;
         };
         let action = match ev {

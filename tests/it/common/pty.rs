@@ -133,6 +133,14 @@ impl Pty {
         self.master.flush().unwrap();
     }
 
+    /// Answer the confirmation on screen: once it has been there for floe's
+    /// `confirm_dwell` (300 ms by default), as an operator who read it would; a key sooner
+    /// is ignored.
+    pub fn answer(&mut self, bytes: &[u8]) {
+        std::thread::sleep(std::time::Duration::from_millis(400));
+        self.send(bytes);
+    }
+
     /// Send a signal to floe.
     pub fn signal(&self, sig: libc::c_int) {
         // SAFETY: kill(2) on our own child.
