@@ -217,6 +217,10 @@ pub(crate) fn statements(tables: &[Table]) -> Vec<(String, String)> {
         "lean per-file read: $entries alone, by partition",
         per_table(tables, |t| lean_file_read(t, &h)),
     );
+    add(
+        "per-partition read: $files alone, by partition",
+        per_table(tables, |t| partition_file_read(t, &h)),
+    );
     // floe's statements.
     add(
         "change probe ($metadata_log_entries)",
@@ -312,5 +316,27 @@ fn lean_file_read(t: &Table, h: &HealthConfig) -> String {
          min(CASE WHEN e.data_file.content = 0 AND e.data_file.file_size_in_bytes < {small} THEN e.sequence_number END) AS oldest_small\n\
          FROM {entries} e WHERE e.status <> 2 GROUP BY 1) p",
         entries = t.table.meta("entries"),
+    )
+}
+
+/// The per-partition counts alone from `$files` (no file age): the script's aggregate
+/// grouped by partition, then summed; what decides a partition CRITICAL.
+fn partition_file_read(t: &Table, h: &HealthConfig) -> String {
+    let target = h.target_file_size;
+    let small = h.small_threshold(target);
+    let part = match t.layout() {
+        Layout::PartitionColumn => "partition",
+        _ => "CAST(NULL AS varchar)",
+    };
+    let min = h.min_small_files;
+    let crit = h.critical_partition_small_files.max(min);
+    format!(
+        "SELECT sum(files) AS data_files, sum(small) AS small_files, sum(bytes) AS total_bytes, \
+         count(*) AS partitions, count_if(small >= {min}) AS small_file_partitions, \
+         count_if(small >= {crit} AND bytes <= (files - {crit}) * {target}) AS critical_partitions, \
+         max(small) AS max_partition_small_files\n\
+         FROM (SELECT {part} AS part, count(*) AS files, count_if(file_size_in_bytes < {small}) AS small, \
+         sum(file_size_in_bytes) AS bytes FROM {files} WHERE content = 0 GROUP BY 1) p",
+        files = t.table.meta("files"),
     )
 }
