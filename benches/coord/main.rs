@@ -12,8 +12,9 @@
 //!
 //! Knobs (environment): COORD_CATALOG (`iceberg`), COORD_SCHEMAS (the schemas whose tables
 //! are measured, comma-separated; all when unset), COORD_SETS (`name=s.t,s.t;name=…`:
-//! explicit sets of up to ten tables, the first one also measured alone; by default the
-//! catalog's tables by live files: `small` under 100, `thousands` 1,000-9,999, `10k+`).
+//! explicit sets of up to ten tables, the first one also measured alone, e.g. those
+//! `benches/coord/tables.py` makes; by default the catalog's tables by live files:
+//! `small` under 100, `thousands` 1,000-9,999, `10k+`).
 
 use std::time::Duration;
 
