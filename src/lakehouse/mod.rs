@@ -10,3 +10,4 @@ pub mod probe;
 pub mod queries;
 pub mod sql;
 pub mod statements;
+pub mod summary;

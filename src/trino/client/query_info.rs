@@ -23,11 +23,17 @@ pub struct QueryInfo {
     pub state: String,
     pub elapsed_ms: Option<u64>,
     pub queued_ms: Option<u64>,
+    /// The coordinator's planning of it (`planningTime`), inside `elapsed_ms`.
+    pub planning_ms: Option<u64>,
     pub cpu_ms: Option<u64>,
     /// Drivers, one per split.
     pub splits: Option<u64>,
     pub physical_input_bytes: Option<u64>,
     pub physical_written_bytes: Option<u64>,
+    /// What its tasks read (`processedInputDataSize`, `processedInputPositions`): for a
+    /// metadata table, the rows and bytes the connector produced from it.
+    pub processed_bytes: Option<u64>,
+    pub processed_rows: Option<u64>,
     pub inputs: Vec<QueryInput>,
 }
 
@@ -109,12 +115,17 @@ pub fn parse_query_info(doc: &Json) -> Option<QueryInfo> {
             .to_string(),
         elapsed_ms: dur("elapsedTime"),
         queued_ms: dur("queuedTime"),
+        planning_ms: dur("planningTime"),
         cpu_ms: dur("totalCpuTime"),
         splits: stats
             .and_then(|s| s.get("totalDrivers"))
             .and_then(Json::as_u64),
         physical_input_bytes: size("physicalInputDataSize"),
         physical_written_bytes: size("physicalWrittenDataSize"),
+        processed_bytes: size("processedInputDataSize"),
+        processed_rows: stats
+            .and_then(|s| s.get("processedInputPositions"))
+            .and_then(Json::as_u64),
         inputs,
     })
 }
@@ -167,7 +178,9 @@ mod tests {
             "queryId": "20261201_194137_00014_m5ieq",
             "state": "FINISHED",
             "queryStats": {
-                "elapsedTime": "4.20m", "queuedTime": "3.03ms", "totalCpuTime": "12.00s",
+                "elapsedTime": "4.20m", "queuedTime": "3.03ms", "planningTime": "1.50s",
+                "totalCpuTime": "12.00s", "processedInputDataSize": "2.00kB",
+                "processedInputPositions": 2004,
                 "totalDrivers": 18000, "physicalInputDataSize": "35.16GB",
                 "physicalWrittenDataSize": "0B"
             },
@@ -177,7 +190,10 @@ mod tests {
         let q = parse_query_info(&doc).unwrap();
         assert_eq!(q.elapsed_ms, Some(252_000));
         assert_eq!(q.queued_ms, Some(3));
+        assert_eq!(q.planning_ms, Some(1_500));
         assert_eq!(q.cpu_ms, Some(12_000));
+        assert_eq!(q.processed_bytes, Some(2_048));
+        assert_eq!(q.processed_rows, Some(2_004));
         assert_eq!(q.splits, Some(18_000));
         assert_eq!(q.physical_input_bytes, Some(37_752_762_532));
         assert_eq!(q.physical_written_bytes, Some(0));

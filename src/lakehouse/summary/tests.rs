@@ -1,0 +1,186 @@
+use std::sync::Arc;
+
+use super::*;
+use crate::health::{HealthConfig, Severity, evaluate};
+use crate::lakehouse::model::TableStats;
+use crate::trino::{Column, TrinoType};
+
+const MB: u64 = 1 << 20;
+const TARGET: u64 = 128 * MB;
+
+fn totals(files: u64, bytes: u64) -> Totals {
+    Totals {
+        snapshots: 3,
+        data_files: Some(files),
+        files_size: Some(bytes),
+        delete_files: Some(0),
+        ..Default::default()
+    }
+}
+
+/// The stats the per-file read would find for `sizes` in one unpartitioned table.
+fn stats_of(sizes: &[u64], cfg: &HealthConfig) -> TableStats {
+    let line = cfg.small_threshold(TARGET);
+    TableStats {
+        target_file_size: TARGET,
+        data_files: sizes.len() as u64,
+        small_files: sizes.iter().filter(|&&s| s < line).count() as u64,
+        total_bytes: sizes.iter().sum(),
+        snapshots: 3,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn one_branch_per_table_each_reading_snapshots_once() {
+    let ts = [
+        TableRef::new("iceberg", "a", "x"),
+        TableRef::new("iceberg", "b", "we\"ird"),
+    ];
+    let sql = totals_sql(&ts);
+    assert_eq!(sql.matches("UNION ALL").count(), 1);
+    assert_eq!(sql.matches("FROM ").count(), 2, "{sql}");
+    assert_eq!(sql.matches("$snapshots").count(), 2);
+    for other in ["$files", "$entries", "$manifests", "$partitions", "WITH"] {
+        assert!(!sql.contains(other), "{other} in {sql}");
+    }
+    assert!(
+        sql.contains(r#""iceberg"."b"."we""ird$snapshots""#),
+        "{sql}"
+    );
+    assert!(sql.starts_with("SELECT 0 AS i"));
+    for (k, _) in KEYS {
+        assert!(sql.contains(&format!("'{k}'")), "{k}");
+    }
+}
+
+#[test]
+fn rows_come_back_by_index_and_a_missing_key_is_unknown() {
+    let col = |n: &str, t: &str| Column {
+        name: n.into(),
+        type_text: t.into(),
+        ty: TrinoType::parse(t).unwrap(),
+    };
+    let cols = Arc::new(vec![
+        col("i", "integer"),
+        col("snapshots", "bigint"),
+        col("committed_at", "double"),
+        col("data_files", "bigint"),
+        col("files_size", "bigint"),
+    ]);
+    let row = |i: i64, n: i64, files: Option<i64>| Row {
+        columns: cols.clone(),
+        values: vec![
+            Value::Int(i),
+            Value::Int(n),
+            Value::Double(1_700_000_000.0),
+            files.map(Value::Int).unwrap_or(Value::Null),
+            Value::Int(4096),
+        ],
+    };
+    let got = parse_totals(&[row(1, 2, None), row(0, 5, Some(40))], 2).unwrap();
+    assert_eq!(got[0].snapshots, 5);
+    assert_eq!(got[0].data_files, Some(40));
+    assert_eq!(got[0].files_size, Some(4096));
+    assert_eq!(got[0].committed_at.unwrap().timestamp(), 1_700_000_000);
+    assert_eq!(got[1].data_files, None);
+    assert!(parse_totals(&[row(0, 1, Some(1))], 2).is_err());
+}
+
+#[test]
+fn a_few_huge_files_beside_many_small_ones_do_not_look_healthy_on_the_average() {
+    let cfg = HealthConfig::default();
+    // 10 files of 16 GB and 990 of 1 MB: the average (165 MB) is above the 128 MB target.
+    let mut sizes = vec![16 << 30; 10];
+    sizes.extend(std::iter::repeat_n(MB, 990));
+    let t = totals(sizes.len() as u64, sizes.iter().sum());
+    assert!(t.files_size.unwrap() / t.data_files.unwrap() > TARGET);
+    // The totals cannot rule the small files out: the per-file read is needed.
+    let read = file_read(&t, TARGET, &cfg);
+    let FileRead::Needed(Some(b)) = read else {
+        panic!("{read:?}")
+    };
+    assert_eq!(b.at_most, 1000);
+    // And the bounds hold what the per-file read finds: 990 small files.
+    let found = stats_of(&sizes, &cfg);
+    assert_eq!(found.small_files, 990);
+    assert!(b.at_least <= found.small_files && found.small_files <= b.at_most);
+    // What that read finds is a finding (an average would have said nothing).
+    let h = evaluate(&found, None, &cfg, chrono::Utc::now());
+    assert!(
+        h.findings
+            .iter()
+            .any(|f| f.rule == crate::health::Rule::SmallFiles)
+    );
+}
+
+#[test]
+fn fewer_files_than_matter_need_no_file_read() {
+    let cfg = HealthConfig::default();
+    // 11 tiny files: fewer than `min_small_files` (12), whatever their sizes.
+    let tiny = vec![1024; 11];
+    let t = totals(11, tiny.iter().sum());
+    assert_eq!(file_read(&t, TARGET, &cfg), FileRead::NotNeeded);
+    let h = evaluate(&stats_of(&tiny, &cfg), None, &cfg, chrono::Utc::now());
+    assert_eq!(h.status, Severity::Ok, "{h:?}");
+    // 12 are enough to matter: the read is needed, and the totals prove all 12 small.
+    let t = totals(12, 12 * 1024);
+    assert_eq!(
+        file_read(&t, TARGET, &cfg),
+        FileRead::Needed(Some(SmallFileBounds {
+            at_least: 12,
+            at_most: 12,
+            excess_at_least: 11,
+        }))
+    );
+    // An empty table has nothing to read either.
+    assert_eq!(file_read(&totals(0, 0), TARGET, &cfg), FileRead::NotNeeded);
+    assert_eq!(
+        file_read(&Totals::default(), TARGET, &cfg),
+        FileRead::NotNeeded
+    );
+}
+
+#[test]
+fn many_small_files_are_proved_from_the_totals_and_rank_first() {
+    let cfg = HealthConfig::default();
+    // 2,000 files of 1 MB: at most 20 of them can be 96 MB or more.
+    let many = small_file_bounds(&totals(2000, 2000 * MB), TARGET, &cfg).unwrap();
+    assert_eq!(many.at_least, 2000 - 20);
+    // What a reader pays beyond 16 files of 128 MB (1,984), at most the small files
+    // proved: past the CRITICAL line either way.
+    assert_eq!(many.excess_at_least, 2000 - 20);
+    assert!(many.excess_at_least >= cfg.critical_small_files);
+    // Files at the target prove nothing small, and rank below.
+    let fine = small_file_bounds(&totals(2000, 2000 * TARGET), TARGET, &cfg).unwrap();
+    assert_eq!((fine.at_least, fine.excess_at_least), (0, 0));
+    assert!(many.excess_at_least > fine.excess_at_least);
+}
+
+#[test]
+fn delete_bytes_in_the_total_keep_the_bounds_bounds() {
+    let cfg = HealthConfig::default();
+    // 100 data files of 1 MB and 50 delete files of 200 MB in `total-files-size`: the
+    // data bytes are unknown, so fewer small files are proved, never more than there are.
+    let mut t = totals(100, 100 * MB + 50 * 200 * MB);
+    t.delete_files = Some(50);
+    let b = small_file_bounds(&t, TARGET, &cfg).unwrap();
+    assert_eq!((b.at_least, b.at_most, b.excess_at_least), (0, 100, 0));
+    assert_eq!(file_read(&t, TARGET, &cfg), FileRead::Needed(Some(b)));
+    // 5 delete files of 10 MB hide only some of 100 small files: 95 are still proved.
+    let mut t = totals(100, 100 * MB + 50 * MB);
+    t.delete_files = Some(5);
+    let b = small_file_bounds(&t, TARGET, &cfg).unwrap();
+    assert_eq!(b.at_least, 100 - 1);
+}
+
+#[test]
+fn a_summary_without_totals_proves_nothing() {
+    let cfg = HealthConfig::default();
+    let t = Totals {
+        snapshots: 4,
+        ..Default::default()
+    };
+    assert_eq!(small_file_bounds(&t, TARGET, &cfg), None);
+    assert_eq!(file_read(&t, TARGET, &cfg), FileRead::Needed(None));
+}
