@@ -88,6 +88,28 @@ fn fuzz_summary(log: &str) -> String {
         .to_string()
 }
 
+/// Where the fuzz builds and corpora live (kept in the cache between runs).
+fn fuzz_dirs() -> (PathBuf, PathBuf) {
+    let work = std::env::var_os("FLOE_FUZZ_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| cache_dir().join("fuzz"));
+    let target_dir = std::env::var_os("FLOE_FUZZ_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| work.join("target"));
+    (work, target_dir)
+}
+
+/// Whether every fuzz target is already built in the cache: then a smoke run costs its
+/// seconds, not the nightly install and the ~5-8 min release build of a first run.
+pub fn fuzz_built() -> bool {
+    let (_, target_dir) = fuzz_dirs();
+    let Ok(targets) = fuzz_targets() else {
+        return false;
+    };
+    let bin = target_dir.join("x86_64-unknown-linux-gnu/release");
+    !targets.is_empty() && targets.iter().all(|t| bin.join(t).is_file())
+}
+
 /// `cargo xtask fuzz [SECS] [TARGET...]`: build the targets once, then run each for SECS
 /// seconds from its seed corpus (fuzz/corpus/<target>, read only) and a working corpus kept
 /// in the cache. A crash, a timeout (10 s for one input) or 2 GB of memory fails the task;
@@ -113,12 +135,7 @@ pub fn fuzz(args: &[String]) -> Result<(), String> {
     };
     let toolchain = fuzz_toolchain();
     fuzz_prerequisites(&toolchain)?;
-    let work = std::env::var_os("FLOE_FUZZ_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| cache_dir().join("fuzz"));
-    let target_dir = std::env::var_os("FLOE_FUZZ_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| work.join("target"));
+    let (work, target_dir) = fuzz_dirs();
     // Release with debug assertions (overflow checks on); no sanitizer: the library is safe
     // Rust, and an uninstrumented build runs about twice as many inputs. Not `--dev`: on
     // 2 cores a cold dev build takes 137 s against 280 s, but runs ~22x fewer inputs
