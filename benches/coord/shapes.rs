@@ -163,6 +163,7 @@ pub(crate) fn statements(tables: &[Table]) -> Vec<(String, String)> {
     let files_only = MetaTables {
         entries: false,
         metadata_log: true,
+        file_times: false,
     };
     let mut out: Vec<(String, String)> = Vec::new();
     let mut add = |name: &str, sql: String| out.push((name.to_string(), sql));

@@ -356,6 +356,11 @@ pub(crate) struct WireConnection {
     extra: Option<String>,
 }
 
+/// One connection document as Airflow answers it (a read, or a write's answer).
+pub fn decode_connection(text: &str) -> Result<Connection, serde_json::Error> {
+    serde_json::from_str::<WireConnection>(text).map(Connection::from)
+}
+
 impl From<WireConnection> for Connection {
     fn from(w: WireConnection) -> Connection {
         Connection {
