@@ -13,6 +13,7 @@ mod bounded_reads;
 mod check;
 mod cli_extras;
 mod connection_fix;
+mod dag_watch;
 mod doctor;
 mod faults_airflow;
 mod faults_trino;

@@ -7,17 +7,31 @@
 //! While it runs, Enter on its incident opens the running task's log, read again at each
 //! poll (its tail). When it ended and the coordinator's record held a query that suffered
 //! on its table, the next runs of that query are shown as they come (nothing is rerun).
+//!
+//! A watch ends too when Airflow cannot answer about its run: at once on a 404 (the run
+//! was deleted, or is not on this Airflow), after [`MAX_ERRORS`] failed polls in a row
+//! otherwise. Its progress is an INFO line that never covers a warning said since.
 
 use chrono::{DateTime, Utc};
 
 use crate::airflow::{DagRun, TaskInstance, TaskState};
 use crate::app::action::Effect;
-use crate::app::state::{Level, State};
+use crate::app::state::{Level, State, StatusKind};
 use crate::fmt::{human_duration, thousands};
 use crate::lakehouse::model::{TableRef, TableStats};
 
 /// How often the runtime asks Airflow about the watched run.
 pub const POLL: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// How many polls in a row may fail before a watch gives up (20 s at [`POLL`]).
+pub const MAX_ERRORS: u32 = 10;
+
+/// Whether a watch stops at `e`, its `errors`-th failed poll in a row: a run Airflow
+/// answers 404 about never comes back; any other error gets [`MAX_ERRORS`] polls.
+/// Decided the same way by the runtime's poll loop and by the state it reports to.
+pub fn gives_up(errors: u32, e: &crate::airflow::AirflowError) -> bool {
+    e.is_not_found() || errors >= MAX_ERRORS
+}
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Watch {
@@ -35,6 +49,8 @@ pub struct Watch {
     pub outcome: Option<String>,
     /// The query that suffered on a watched table when the watch began.
     pub query: Option<WatchedQuery>,
+    /// Polls failed in a row (reset by an answer).
+    pub errors: u32,
 }
 
 /// The query a watched table suffered: its later runs are the proof of the fix.
@@ -114,12 +130,26 @@ pub fn start(s: &mut State, dag_id: &str, run_id: &str) -> Vec<Effect> {
         running_try: None,
         outcome: None,
         query,
+        errors: 0,
     });
     vec![Effect::WatchRun {
         dag_id: dag_id.to_string(),
         run_id: run_id.to_string(),
         tables,
     }]
+}
+
+/// A run floe triggered, answered on the profile of `epoch`: watched when that is still
+/// the profile on screen; after a switch its run id means nothing to this Airflow.
+pub fn on_triggered(s: &mut State, dag_id: &str, run_id: &str, epoch: u64) -> Vec<Effect> {
+    if epoch != s.conn.epoch {
+        s.set_status(
+            Level::Warn,
+            format!("{dag_id} {run_id} was triggered on the profile left: not watched here"),
+        );
+        return Vec::new();
+    }
+    start(s, dag_id, run_id)
 }
 
 /// A run already queued or running, seen in a DAG's facts: watched like one floe
@@ -292,16 +322,27 @@ pub fn on_progress(
             w.running_task = running.map(|t| t.task_id.clone());
             w.running_try = running.map(|t| t.try_number.max(1));
             w.run = Some(run);
+            w.errors = 0;
         }
         Err(e) => {
-            let line = format!("watching {} {run_id}: {e}", w.dag_id);
-            s.set_status(Level::Error, line);
+            w.errors += 1;
+            let mut line = format!("watching {} {run_id}: {e}", w.dag_id);
+            if gives_up(w.errors, &e) {
+                line = format!(
+                    "stopped watching {} {run_id} after {} failed poll{}: {e}",
+                    w.dag_id,
+                    w.errors,
+                    if w.errors == 1 { "" } else { "s" }
+                );
+                w.outcome = Some(line.clone());
+            }
+            s.set_status_of(StatusKind::Watch, Level::Error, line);
             return Vec::new();
         }
     }
     let Some(reread) = reread else {
         let line = w.line(now);
-        s.set_status(Level::Info, line);
+        s.set_status_quietly(StatusKind::Watch, line);
         return tail(s).into_iter().collect();
     };
     let w = w.clone();
