@@ -412,12 +412,7 @@ fn changed(
         ),
         None => format!("{name} {} files", thousands(st.data_files)),
     };
-    let h = crate::health::evaluate(st, None, cfg, now);
-    let waiting = h
-        .findings
-        .iter()
-        .any(|f| f.rule.waits_for_compaction() && f.severity > crate::health::Severity::Info);
-    if waiting {
+    if crate::health::evaluate(st, None, cfg, now).waits_for_compaction() {
         format!(
             "{files}; {} small files still waiting",
             thousands(st.small_files)

@@ -472,3 +472,42 @@ fn a_trigger_answered_after_a_profile_switch_is_not_watched() {
     );
     assert!(matches!(fx.as_slice(), [Effect::WatchRun { .. }]), "{fx:?}");
 }
+
+/// Right after a compaction that left one small file per partition (nothing it can
+/// merge), the watch's line and the `i` popup say the same: not waiting.
+#[test]
+fn small_files_a_compaction_cannot_merge_are_not_waiting_anywhere() {
+    let mut s = with_dags();
+    let docs = tref("zoning", "documents");
+    start(&mut s, "compact_documents", "manual__1");
+    let mut after = healthy_stats();
+    after.data_files = 360;
+    after.small_files = 300;
+    after.partitions = 300;
+    after.partitioned = true;
+    after.max_partition_small_files = Some(1);
+    after.oldest_small_file_at = Some(s.now - chrono::Duration::days(15));
+    after.last_compaction = Some(s.now);
+    on_progress(
+        &mut s,
+        "manual__1",
+        Ok((run(DagRunState::Success, 130), vec![])),
+        Some(vec![(docs.clone(), Ok(after))]),
+    );
+    let st = s.status.clone().unwrap().text;
+    assert!(st.ends_with("small files no longer waiting"), "{st}");
+    let lines: Vec<String> = crate::ui::breakdown::health_breakdown(&s, &docs)
+        .into_iter()
+        .map(|(_, l)| l)
+        .collect();
+    assert!(
+        !lines.iter().any(|l| l.contains("waiting since")),
+        "{lines:#?}"
+    );
+    assert!(
+        lines.iter().any(|l| l.contains(
+            "300 small files left, not waiting for a compaction (no partition holds two for a compaction to merge)"
+        )),
+        "{lines:#?}"
+    );
+}
