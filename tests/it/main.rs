@@ -27,6 +27,7 @@ mod noise;
 mod oauth2;
 mod optimize_eta;
 mod parity;
+mod plan_reads;
 mod query_history;
 mod real_optimize;
 mod report;
