@@ -197,7 +197,19 @@ pub async fn draft(
         Some(p) => p,
         None => {
             // From the Tables tab: the table's small-file partitions, incrementally.
-            let list = partitions_of(lake, &table).await?;
+            let mut list = partitions_of(lake, &table).await?;
+            if list.layout_fields.is_empty() {
+                // Read as unpartitioned, maybe from a layout cached before the table was
+                // partitioned: its declared layout decides, read again, before a plan of
+                // the whole table.
+                let now = lake
+                    .relearn_layout(&table)
+                    .await
+                    .map_err(PlanError::read(format!("the layout of {table}")))?;
+                if !now.partitioning.is_empty() {
+                    list = partitions_of(lake, &table).await?;
+                }
+            }
             if list.layout_fields.is_empty() {
                 // Unpartitioned: the whole table, its one row giving the counts.
                 draft.partitions = list.partitions;
