@@ -118,7 +118,7 @@ pub fn start(s: &mut State, dag_id: &str, run_id: &str) -> Vec<Effect> {
             )
         })
         .collect();
-    let query = tables.iter().find_map(|t| suffered(s, t));
+    let query = tables.iter().find_map(|t| suffered(s, t, None));
     s.dags.watch = Some(Watch {
         dag_id: dag_id.to_string(),
         run_id: run_id.to_string(),
@@ -176,12 +176,13 @@ pub fn follow(s: &mut State, dag_id: &str, run_id: &str) -> Vec<Effect> {
     start(s, dag_id, run_id)
 }
 
-/// The slowest query the coordinator's record holds for `t` (as the incidents say it).
-fn suffered(s: &State, t: &TableRef) -> Option<WatchedQuery> {
+/// The slowest query the coordinator's record holds for `t` (as the incidents say it),
+/// among those created before `until`.
+fn suffered(s: &State, t: &TableRef, until: Option<DateTime<Utc>>) -> Option<WatchedQuery> {
     let Some((_, crate::app::queries::QueryLoad::Loaded(q))) = s.queries.by_table.get(t) else {
         return None;
     };
-    let w = crate::lakehouse::history::suffering(q.runs())?;
+    let w = crate::lakehouse::history::suffering_until(q.runs(), until)?;
     Some(WatchedQuery {
         table: t.clone(),
         query_id: w.run.query_id.clone(),
@@ -250,7 +251,7 @@ pub fn is_tail(s: &State, dag_id: &str, run_id: &str) -> bool {
 pub fn next_runs(s: &State) -> Option<String> {
     let w = s.dags.watch.as_ref()?;
     w.outcome.as_ref()?;
-    let q = w.query.as_ref()?;
+    let q = &query_of(s, w)?;
     let ended = w.run.as_ref().and_then(|r| r.end_date).unwrap_or(w.since);
     let Some((_, crate::app::queries::QueryLoad::Loaded(h))) = s.queries.by_table.get(&q.table)
     else {
@@ -293,15 +294,25 @@ pub fn next_runs(s: &State) -> Option<String> {
     ))
 }
 
-/// The tables whose query history the ended watch waits on for the next runs.
+/// The tables whose query history the ended watch waits on for the next runs: its
+/// query's, else (none was known yet) every table it watched.
 pub fn query_tables(s: &State) -> Vec<TableRef> {
-    s.dags
-        .watch
-        .as_ref()
-        .filter(|w| w.outcome.is_some())
-        .and_then(|w| w.query.as_ref())
-        .map(|q| vec![q.table.clone()])
-        .unwrap_or_default()
+    let Some(w) = s.dags.watch.as_ref().filter(|w| w.outcome.is_some()) else {
+        return Vec::new();
+    };
+    match query_of(s, w) {
+        Some(q) => vec![q.table],
+        None => w.tables.clone(),
+    }
+}
+
+/// The query the watched run's tables suffered: the one known when the watch began,
+/// else — their query history was being read again then — the slowest from before it,
+/// once that history is in; without it the proof of the fix would never be shown.
+fn query_of(s: &State, w: &Watch) -> Option<WatchedQuery> {
+    w.query
+        .clone()
+        .or_else(|| w.tables.iter().find_map(|t| suffered(s, t, Some(w.since))))
 }
 
 /// The run as Airflow has it now (and, once it ended, the tables read again): the

@@ -511,3 +511,35 @@ fn small_files_a_compaction_cannot_merge_are_not_waiting_anywhere() {
         "{lines:#?}"
     );
 }
+
+/// The table's query history was being read again when the watch began (no query known
+/// then): once it is in, the query from before the watch is the one whose next runs show.
+#[test]
+fn the_query_that_suffered_is_found_when_its_history_comes_after_the_watch_began() {
+    use crate::app::update::update;
+    let mut s = with_dags();
+    let t0 = crate::app::testing::t0();
+    let docs = tref("zoning", "documents");
+    s.now = t0 + chrono::Duration::seconds(10);
+    start(&mut s, "compact_documents", "manual__1");
+    assert_eq!(s.dags.watch.as_ref().unwrap().query, None);
+    on_progress(
+        &mut s,
+        "manual__1",
+        Ok((run(DagRunState::Success, 130), vec![])),
+        Some(vec![(docs.clone(), Ok(healthy_stats()))]),
+    );
+    // Its tables' history is asked for, to find it.
+    assert_eq!(query_tables(&s), vec![docs.clone()]);
+    let later = t0 + chrono::Duration::seconds(200);
+    update(
+        &mut s,
+        history(vec![query("q2", 1_100, later), query("q1", 37_000, t0)]),
+    );
+    assert_eq!(
+        next_runs(&s).as_deref(),
+        Some(
+            "the dashboard query on documents since the run: 1.1s; 2,008 splits (before: 37s, 2,008 splits)"
+        )
+    );
+}
