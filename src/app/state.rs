@@ -104,6 +104,8 @@ pub enum StatusKind {
     /// The table list shows cached stats while the refresh revalidates them: cleared
     /// once every table is in.
     CachedStats,
+    /// The watched DAG run's progress, said again at each poll.
+    Watch,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -344,6 +346,20 @@ impl State {
 
     pub fn set_status(&mut self, level: Level, text: impl Into<String>) {
         self.set_status_of(StatusKind::Note, level, text);
+    }
+
+    /// An INFO line from something that runs on its own (a watched run's poll): it never
+    /// replaces a warning or an error said since by anything else, which stays until it
+    /// is read (Esc) or replaced by something louder or asked for.
+    pub fn set_status_quietly(&mut self, kind: StatusKind, text: impl Into<String>) {
+        if self
+            .status
+            .as_ref()
+            .is_some_and(|m| m.level > Level::Info && m.kind != kind)
+        {
+            return;
+        }
+        self.set_status_of(kind, Level::Info, text);
     }
 
     /// A status message of `kind`, for something that must find it again.

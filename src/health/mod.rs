@@ -219,6 +219,15 @@ pub struct Health {
 }
 
 impl Health {
+    /// Small files wait for a compaction: a compaction finding above INFO (enough small
+    /// files, two or more in a partition to merge). What is said of a table's small files
+    /// after a compaction (the watch's line, the `i` popup) follows this one answer.
+    pub fn waits_for_compaction(&self) -> bool {
+        self.findings
+            .iter()
+            .any(|f| f.rule.waits_for_compaction() && f.severity > Severity::Info)
+    }
+
     fn from_findings(mut findings: Vec<Finding>) -> Health {
         findings.sort_by(|a, b| {
             b.severity

@@ -3,7 +3,16 @@
 //! records and the coordinator's query history — with the basis named; and, when that is
 //! long, the incremental plan (the partitions whose small files are oldest first).
 //!
+//! The two sources measure different bytes: the audit log records the bytes of the
+//! partitions a statement covered (what a plan counts, [`Plan::bytes`]), the coordinator
+//! the bytes an optimize wrote (its small files rewritten, fewer). A rate is never made of
+//! both: the audit log's when it has any, the coordinator's otherwise — and then, applied
+//! to a plan's bytes, its estimate is an upper bound, never a reason for the incremental
+//! plan.
+//!
 //! Pure, but for [`measure`], which reads the two sources.
+//!
+//! [`Plan::bytes`]: crate::lakehouse::maintenance::Plan::bytes
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -91,12 +100,16 @@ pub fn coordinator_samples(runs: &[QueryRun]) -> Vec<Sample> {
         .collect()
 }
 
-/// The rate of the newest [`RATE_SAMPLES`] samples (one per query: the audit log's
-/// record of a query the coordinator also keeps counts once).
+/// The rate of the newest [`RATE_SAMPLES`] samples of one measure: the audit log's (a
+/// plan's own measure) when it holds any, else the coordinator's (one per query: the
+/// audit log's record of a query the coordinator also keeps counts once).
 pub fn rate(mut samples: Vec<Sample>) -> Option<Rate> {
     samples.sort_by_key(|s| s.from != From::AuditLog);
     let mut seen = std::collections::HashSet::new();
     samples.retain(|s| s.query_id.as_ref().is_none_or(|q| seen.insert(q.clone())));
+    if samples.iter().any(|s| s.from == From::AuditLog) {
+        samples.retain(|s| s.from == From::AuditLog);
+    }
     samples.sort_by_key(|s| std::cmp::Reverse(s.at));
     samples.truncate(RATE_SAMPLES);
     let bytes: u64 = samples.iter().map(|s| s.bytes).sum();
@@ -118,6 +131,13 @@ pub fn seconds(bytes: u64, rate: &Rate) -> u64 {
 }
 
 impl Rate {
+    /// Measured in a plan's own bytes (the partitions' bytes the audit log records): its
+    /// estimate of a plan is an estimate. A rate of the bytes optimizes wrote (the
+    /// coordinator's) gives an upper bound only.
+    pub fn in_plan_measure(&self) -> bool {
+        self.from_audit > 0
+    }
+
     /// `the 1.9 MB/s of the last 5 optimizes (3 in the audit log, 2 in the coordinator's history)`.
     pub fn basis(&self) -> String {
         let per = human_bytes(self.bytes_per_sec.round() as u64);
@@ -136,7 +156,14 @@ impl Rate {
                 self.from_coordinator
             ));
         }
-        format!("the {per}/s of {what} ({})", from.join(", "))
+        if self.in_plan_measure() {
+            format!("the {per}/s of {what} ({})", from.join(", "))
+        } else {
+            format!(
+                "the {per}/s {what} wrote ({}; a plan counts its partitions' bytes, more than it writes)",
+                from.join(", ")
+            )
+        }
     }
 }
 
@@ -144,7 +171,8 @@ impl Rate {
 pub fn eta_text(bytes: u64, rate: Option<&Rate>) -> String {
     match rate {
         Some(r) => format!(
-            "~{} at {}",
+            "{}{} at {}",
+            if r.in_plan_measure() { "~" } else { "at most " },
             human_duration(seconds(bytes, r) as i64),
             r.basis()
         ),
@@ -261,13 +289,30 @@ mod tests {
             sample("q5", 5, 100, 50, From::AuditLog),
             sample("q6", 6, 100, 50, From::Coordinator),
         ];
-        let r = rate(v).unwrap();
-        assert_eq!(r.samples, 5);
-        assert_eq!((r.from_audit, r.from_coordinator), (3, 2));
+        // The audit log's, in a plan's own measure: the coordinator's are left out.
+        let r = rate(v.clone()).unwrap();
+        assert_eq!(r.samples, 3);
+        assert_eq!((r.from_audit, r.from_coordinator), (3, 0));
         assert_eq!(r.bytes_per_sec.round() as u64, 2 << 20);
         assert_eq!(
             eta_text(19_600 << 20, Some(&r)),
-            "~2h43m at the 2.0 MB/s of the last 5 optimizes (3 in the audit log, 2 in the coordinator's history)"
+            "~2h43m at the 2.0 MB/s of the last 3 optimizes (3 in the audit log)"
+        );
+        // The coordinator's only (q2 among them, 60 s): the newest five, an upper bound.
+        let coordinator: Vec<Sample> = v
+            .into_iter()
+            .filter(|s| s.from == From::Coordinator)
+            .chain([
+                sample("q7", 7, 100, 50, From::Coordinator),
+                sample("q8", 8, 100, 50, From::Coordinator),
+            ])
+            .collect();
+        let r = rate(coordinator).unwrap();
+        assert_eq!((r.samples, r.from_audit, r.from_coordinator), (5, 0, 5));
+        assert!(!r.in_plan_measure());
+        assert_eq!(
+            eta_text(19_600 << 20, Some(&r)),
+            "at most 2h49m at the 1.9 MB/s the last 5 optimizes wrote (5 in the coordinator's history; a plan counts its partitions' bytes, more than it writes)"
         );
         assert_eq!(eta_text(1 << 30, None), "first time here: no estimate");
         assert!(rate(Vec::new()).is_none());

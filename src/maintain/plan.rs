@@ -197,7 +197,19 @@ pub async fn draft(
         Some(p) => p,
         None => {
             // From the Tables tab: the table's small-file partitions, incrementally.
-            let list = partitions_of(lake, &table).await?;
+            let mut list = partitions_of(lake, &table).await?;
+            if list.layout_fields.is_empty() {
+                // Read as unpartitioned, maybe from a layout cached before the table was
+                // partitioned: its declared layout decides, read again, before a plan of
+                // the whole table.
+                let now = lake
+                    .relearn_layout(&table)
+                    .await
+                    .map_err(PlanError::read(format!("the layout of {table}")))?;
+                if !now.partitioning.is_empty() {
+                    list = partitions_of(lake, &table).await?;
+                }
+            }
             if list.layout_fields.is_empty() {
                 // Unpartitioned: the whole table, its one row giving the counts.
                 draft.partitions = list.partitions;
@@ -384,5 +396,69 @@ mod tests {
         assert!(!got.grouped);
         let e = optimize_targets(&t, spread(30, 1), 12).unwrap_err();
         assert!(e.contains("over-partitioned"), "{e}");
+    }
+
+    /// A spread-thin table one of whose partitions is NULL (its path is the string
+    /// 'null''s too): the grouped plan is drawn, that partition in a statement of its own
+    /// selected by `IS NULL`, the rest grouped by path.
+    #[test]
+    fn a_null_partition_of_a_table_spread_thin_is_planned_alone_beside_the_groups() {
+        let t = TableRef::new("iceberg", "zoning", "permits");
+        let mut parts: Vec<PartitionStats> = spread(100, 3)
+            .into_iter()
+            .enumerate()
+            .map(|(i, mut p)| {
+                p.values = vec![("district".into(), Some(format!("d{i:03}")))];
+                p
+            })
+            .collect();
+        parts[7].values[0].1 = None;
+        parts[8].values[0].1 = Some("null".into());
+        let got = optimize_targets(&t, parts, 12).unwrap();
+        assert!(got.grouped);
+        let draft = PlanDraft {
+            table: t.clone(),
+            procedure: Procedure::Optimize {
+                threshold: 96 << 20,
+            },
+            layout: TableLayout {
+                columns: vec![("district".into(), "varchar".into())],
+                partitioning: vec![parse_partition_entry("district").unwrap()],
+                live_specs: Vec::new(),
+            },
+            partitions: got.partitions,
+            note: got.note,
+            grouped: true,
+            measured: None,
+        };
+        let plan = draft.build(true).unwrap();
+        assert_eq!(plan.steps.len(), 98usize.div_ceil(MAX_GROUP) + 2, "{plan}");
+        assert_eq!(plan.files(), 300);
+        let alone: Vec<&str> = plan
+            .steps
+            .iter()
+            .filter(|s| !s.sql.contains("\"$partition\""))
+            .map(|s| s.sql.as_str())
+            .collect();
+        assert_eq!(alone.len(), 2, "{plan}");
+        assert!(
+            alone
+                .iter()
+                .any(|s| s.ends_with("WHERE \"district\" IS NULL")),
+            "{plan}"
+        );
+        assert!(
+            alone
+                .iter()
+                .any(|s| s.ends_with("WHERE \"district\" = 'null'")),
+            "{plan}"
+        );
+        assert!(
+            plan.notes
+                .iter()
+                .any(|n| n.starts_with("2 partitions planned alone")),
+            "{:?}",
+            plan.notes
+        );
     }
 }

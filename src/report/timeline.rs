@@ -249,7 +249,14 @@ pub fn sentence(
     }
     parts.push(dag_part(dag));
     let current = snaps.iter().rev().find_map(|s| s.total_data_files);
+    // Written since the last compaction: its growth from it; nothing written since
+    // (compacted last): what the compactions did, from the snapshot before them.
+    let compacted_last = snaps.iter().rev().take_while(|s| s.is_compaction()).count();
     let from = match last_compaction {
+        Some(_) if compacted_last > 0 => snaps[..snaps.len() - compacted_last]
+            .iter()
+            .rev()
+            .find_map(|s| s.total_data_files),
         Some(c) => c.total_data_files,
         None => snaps.iter().find_map(|s| s.total_data_files),
     };
@@ -466,11 +473,12 @@ mod tests {
             say(&never, &DagRuns::NotMapped),
             "never compacted; no maintenance DAG maps to this table; files 10 → 30"
         );
-        // A compaction yesterday is not "stopped".
+        // A compaction yesterday is not "stopped"; nothing written since, the files are
+        // what it made of them.
         let fresh = vec![snap(3, "append", 300), snap(1, "replace", 12)];
         assert_eq!(
             say(&fresh, &DagRuns::NoAirflow),
-            "last compaction 2026-11-28; no maintenance DAG (Airflow not configured); files 12 → 12"
+            "last compaction 2026-11-28; no maintenance DAG (Airflow not configured); files 300 → 12"
         );
         assert_eq!(
             say(&[], &DagRuns::NotMapped),

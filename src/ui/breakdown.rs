@@ -7,18 +7,32 @@ use crate::health::Severity;
 use crate::lakehouse::model::TableRef;
 
 /// The facts behind the newer rules, one line each, only those the server reported.
+/// `waiting`: the verdict says the small files wait for a compaction
+/// ([`crate::health::Health::waits_for_compaction`]); small files it cannot merge (one
+/// per partition, what an optimize leaves) or too few to matter are not "waiting".
 pub fn detail_facts(
     st: &crate::lakehouse::model::TableStats,
+    waiting: bool,
     now: chrono::DateTime<chrono::Utc>,
 ) -> Vec<String> {
     let mut out = Vec::new();
     if let Some(w) = st.oldest_small_file_at
         && st.small_files > 0
     {
-        out.push(format!(
-            "small files waiting since {} (oldest live small file)",
-            crate::fmt::human_duration((now - w).num_seconds().max(0))
-        ));
+        let age = crate::fmt::human_duration((now - w).num_seconds().max(0));
+        out.push(if waiting {
+            format!("small files waiting since {age} (oldest live small file)")
+        } else {
+            let why = if st.max_partition_small_files.is_some_and(|m| m < 2) {
+                "no partition holds two for a compaction to merge"
+            } else {
+                "too few to be worth a compaction"
+            };
+            format!(
+                "{} small files left, not waiting for a compaction ({why}); the oldest from {age} ago",
+                crate::fmt::thousands(st.small_files)
+            )
+        });
     }
     if st.delete_files > 0 {
         out.push(format!(
@@ -99,7 +113,11 @@ pub fn health_breakdown(s: &State, t: &TableRef) -> Vec<(Severity, String)> {
                 human_bytes(st.total_bytes)
             ),
         ));
-        for line in detail_facts(st, s.now) {
+        let waiting = row
+            .health
+            .as_ref()
+            .is_some_and(crate::health::Health::waits_for_compaction);
+        for line in detail_facts(st, waiting, s.now) {
             out.push((Severity::Info, line));
         }
     }

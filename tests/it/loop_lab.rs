@@ -483,6 +483,34 @@ fn the_story_from_the_first_screen_to_the_verified_fix(which: &'static str) {
             "{which}: no {step} in the sequence:\n{md}"
         );
     }
+    // In the order it happened: the trigger before the run it started (which Airflow
+    // stamps before floe writes the trigger's outcome), the run before its compaction.
+    let row = |what: &dyn Fn(&str) -> bool| seq.iter().position(|l| what(l));
+    let md_dag = DAG.replace('_', "\\_");
+    let trigger = row(&|l| l.contains(&format!("| run | trigger {md_dag}")));
+    let run = row(&|l| l.contains("| run | run manual\\_\\_") && l.contains("succeeded"));
+    let compaction = row(&|l| l.contains("| result | compaction "));
+    assert!(
+        trigger.is_some() && trigger < run && run < compaction,
+        "{which}: trigger {trigger:?}, run {run:?}, compaction {compaction:?}:\n{}",
+        seq.join("\n")
+    );
+    // The header says what the compaction did to the files, not "360 → 360".
+    let header = md.lines().find(|l| l.starts_with("> ")).unwrap_or_default();
+    let files: Vec<u64> = header
+        .split("files ")
+        .nth(1)
+        .unwrap_or_default()
+        .split(" → ")
+        .map(|n| n.trim().replace(',', "").parse().unwrap_or(0))
+        .collect();
+    assert!(files.len() == 2 && files[0] > files[1], "{which}: {header}");
+    // The coordinator's record: the dashboard's reads, and the DAG's optimize said to be
+    // a write that is not floe's.
+    assert!(
+        md.contains("| read |") && md.contains("| write: not floe's |"),
+        "{which}: {md}"
+    );
 
     // Leave nothing failing for other tests' screens: no runs, the connection where floe
     // pointed it (the next run makes the incident again).

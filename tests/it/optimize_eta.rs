@@ -107,6 +107,9 @@ async fn the_plan_says_how_long_from_the_optimizes_this_coordinator_ran() {
     let m = eta::measure(&lake, &audit).await;
     let rate = m.rate.expect("a measured rate");
     assert!(rate.from_audit >= 1, "{rate:?}");
+    // One measure: the audit log's (a plan's bytes), never mixed with the bytes the
+    // coordinator's other optimizes wrote.
+    assert_eq!(rate.from_coordinator, 0, "{rate:?}");
     assert!(rate.samples <= eta::RATE_SAMPLES);
 
     // The next plan says how long it should take, and on what basis.

@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 const SCHEMA: &str = "t_trust";
 
-fn lakehouse() -> Lakehouse {
+pub(crate) fn lakehouse() -> Lakehouse {
     Lakehouse::new(
         Client::new(lab().config(&lab().trino_url(), "floe")).unwrap(),
         "iceberg",
@@ -25,7 +25,7 @@ fn lakehouse() -> Lakehouse {
     )
 }
 
-async fn sql(lake: &Lakehouse, q: &str) {
+pub(crate) async fn sql(lake: &Lakehouse, q: &str) {
     lake.client
         .query(q)
         .await
@@ -34,7 +34,7 @@ async fn sql(lake: &Lakehouse, q: &str) {
 
 /// A fresh table `name` in the test schema, created with `columns` and `with`, then
 /// filled by one INSERT per entry of `inserts` (each its own data file).
-async fn table(
+pub(crate) async fn table(
     lake: &Lakehouse,
     name: &str,
     columns: &str,
@@ -62,7 +62,7 @@ async fn table(
     t
 }
 
-fn ctx(name: &str) -> RunContext {
+pub(crate) fn ctx(name: &str) -> RunContext {
     let path =
         std::env::temp_dir().join(format!("floe-audit-wt-{name}-{}.jsonl", std::process::id()));
     let _ = std::fs::remove_file(&path);
@@ -75,12 +75,12 @@ fn ctx(name: &str) -> RunContext {
     }
 }
 
-fn no_events() -> impl Fn(StepEvent) + Send + Sync {
+pub(crate) fn no_events() -> impl Fn(StepEvent) + Send + Sync {
     |_| {}
 }
 
 /// Data files per partition, as `$files` tells them (the partition row's text).
-async fn files_by_partition(lake: &Lakehouse, t: &TableRef) -> Vec<(String, u64)> {
+pub(crate) async fn files_by_partition(lake: &Lakehouse, t: &TableRef) -> Vec<(String, u64)> {
     let out = lake
         .client
         .query(&format!(
@@ -194,9 +194,18 @@ async fn a_null_partition_is_spelled_is_null_and_never_matches_the_string_null()
     let full = select_partitions(&list.partitions, &["region=null/kind=x".into()]).unwrap();
     assert_eq!(full.len(), 1);
     assert_eq!(full[0].values[0].1.as_deref(), Some("null"));
-    // A grouped statement cannot tell them apart by path: refused.
-    let err = optimize_plan(&t, &layout, &full, 96 << 20, true).unwrap_err();
-    assert!(err.contains("ungrouped"), "{err}");
+    // A grouped statement cannot tell them apart by path: each is planned alone, by
+    // its typed predicate.
+    let plan = optimize_plan(&t, &layout, &list.partitions, 96 << 20, true).unwrap();
+    assert_eq!(plan.steps.len(), 2, "{plan}");
+    assert!(
+        plan.steps.iter().all(|s| !s.sql.contains("$partition")),
+        "{plan}"
+    );
+    assert!(
+        plan.notes[0].starts_with("2 partitions planned alone"),
+        "{plan:?}"
+    );
     // The partial spec `region IS NULL` compacts the NULL partition only.
     let chosen = select_partitions(&list.partitions, &["region IS NULL".into()]).unwrap();
     let plan = optimize_plan(&t, &layout, &chosen, 96 << 20, false).unwrap();

@@ -415,11 +415,13 @@ mod tests {
         update(&mut s, Action::Drawn);
         update(&mut s, key('n'));
         // Answered: q leaves at once.
+        let epoch = s.conn.epoch;
         update(
             &mut s,
             Action::Dags(DagMsg::Written {
                 action,
                 result: Ok("connection trino_documents → trino.prod.internal:8443".into()),
+                epoch,
             }),
         );
         assert!(s.airflow_writes.is_empty());

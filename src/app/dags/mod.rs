@@ -409,14 +409,17 @@ pub enum DagMsg {
         run_id: String,
         result: Result<crate::airflow::ClearOutcome, AirflowError>,
     },
+    /// A write's answer, with the profile it was sent on ([`crate::app::state::Conn::epoch`]).
     Written {
         action: DagWrite,
         result: Result<String, String>,
+        epoch: u64,
     },
-    /// floe triggered a run: watch it.
+    /// floe triggered a run (on the profile of `epoch`): watch it, on that profile only.
     Triggered {
         dag_id: String,
         run_id: String,
+        epoch: u64,
     },
     /// The watched run as Airflow has it; once it ended, its tables read again.
     Watched {
@@ -511,8 +514,16 @@ pub fn update(s: &mut State, msg: DagMsg) -> Vec<Effect> {
             writes::on_clear_planned(s, &dag_id, &run_id, result);
             Vec::new()
         }
-        DagMsg::Written { action, result } => writes::on_written(s, action, result),
-        DagMsg::Triggered { dag_id, run_id } => watch::start(s, &dag_id, &run_id),
+        DagMsg::Written {
+            action,
+            result,
+            epoch,
+        } => writes::on_written(s, action, result, epoch),
+        DagMsg::Triggered {
+            dag_id,
+            run_id,
+            epoch,
+        } => watch::on_triggered(s, &dag_id, &run_id, epoch),
         DagMsg::Watched {
             run_id,
             result,

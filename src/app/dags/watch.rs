@@ -7,17 +7,31 @@
 //! While it runs, Enter on its incident opens the running task's log, read again at each
 //! poll (its tail). When it ended and the coordinator's record held a query that suffered
 //! on its table, the next runs of that query are shown as they come (nothing is rerun).
+//!
+//! A watch ends too when Airflow cannot answer about its run: at once on a 404 (the run
+//! was deleted, or is not on this Airflow), after [`MAX_ERRORS`] failed polls in a row
+//! otherwise. Its progress is an INFO line that never covers a warning said since.
 
 use chrono::{DateTime, Utc};
 
 use crate::airflow::{DagRun, TaskInstance, TaskState};
 use crate::app::action::Effect;
-use crate::app::state::{Level, State};
+use crate::app::state::{Level, State, StatusKind};
 use crate::fmt::{human_duration, thousands};
 use crate::lakehouse::model::{TableRef, TableStats};
 
 /// How often the runtime asks Airflow about the watched run.
 pub const POLL: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// How many polls in a row may fail before a watch gives up (20 s at [`POLL`]).
+pub const MAX_ERRORS: u32 = 10;
+
+/// Whether a watch stops at `e`, its `errors`-th failed poll in a row: a run Airflow
+/// answers 404 about never comes back; any other error gets [`MAX_ERRORS`] polls.
+/// Decided the same way by the runtime's poll loop and by the state it reports to.
+pub fn gives_up(errors: u32, e: &crate::airflow::AirflowError) -> bool {
+    e.is_not_found() || errors >= MAX_ERRORS
+}
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Watch {
@@ -35,6 +49,8 @@ pub struct Watch {
     pub outcome: Option<String>,
     /// The query that suffered on a watched table when the watch began.
     pub query: Option<WatchedQuery>,
+    /// Polls failed in a row (reset by an answer).
+    pub errors: u32,
 }
 
 /// The query a watched table suffered: its later runs are the proof of the fix.
@@ -102,7 +118,7 @@ pub fn start(s: &mut State, dag_id: &str, run_id: &str) -> Vec<Effect> {
             )
         })
         .collect();
-    let query = tables.iter().find_map(|t| suffered(s, t));
+    let query = tables.iter().find_map(|t| suffered(s, t, None));
     s.dags.watch = Some(Watch {
         dag_id: dag_id.to_string(),
         run_id: run_id.to_string(),
@@ -114,12 +130,26 @@ pub fn start(s: &mut State, dag_id: &str, run_id: &str) -> Vec<Effect> {
         running_try: None,
         outcome: None,
         query,
+        errors: 0,
     });
     vec![Effect::WatchRun {
         dag_id: dag_id.to_string(),
         run_id: run_id.to_string(),
         tables,
     }]
+}
+
+/// A run floe triggered, answered on the profile of `epoch`: watched when that is still
+/// the profile on screen; after a switch its run id means nothing to this Airflow.
+pub fn on_triggered(s: &mut State, dag_id: &str, run_id: &str, epoch: u64) -> Vec<Effect> {
+    if epoch != s.conn.epoch {
+        s.set_status(
+            Level::Warn,
+            format!("{dag_id} {run_id} was triggered on the profile left: not watched here"),
+        );
+        return Vec::new();
+    }
+    start(s, dag_id, run_id)
 }
 
 /// A run already queued or running, seen in a DAG's facts: watched like one floe
@@ -146,12 +176,13 @@ pub fn follow(s: &mut State, dag_id: &str, run_id: &str) -> Vec<Effect> {
     start(s, dag_id, run_id)
 }
 
-/// The slowest query the coordinator's record holds for `t` (as the incidents say it).
-fn suffered(s: &State, t: &TableRef) -> Option<WatchedQuery> {
+/// The slowest query the coordinator's record holds for `t` (as the incidents say it),
+/// among those created before `until`.
+fn suffered(s: &State, t: &TableRef, until: Option<DateTime<Utc>>) -> Option<WatchedQuery> {
     let Some((_, crate::app::queries::QueryLoad::Loaded(q))) = s.queries.by_table.get(t) else {
         return None;
     };
-    let w = crate::lakehouse::history::suffering(q.runs())?;
+    let w = crate::lakehouse::history::suffering_until(q.runs(), until)?;
     Some(WatchedQuery {
         table: t.clone(),
         query_id: w.run.query_id.clone(),
@@ -220,7 +251,7 @@ pub fn is_tail(s: &State, dag_id: &str, run_id: &str) -> bool {
 pub fn next_runs(s: &State) -> Option<String> {
     let w = s.dags.watch.as_ref()?;
     w.outcome.as_ref()?;
-    let q = w.query.as_ref()?;
+    let q = &query_of(s, w)?;
     let ended = w.run.as_ref().and_then(|r| r.end_date).unwrap_or(w.since);
     let Some((_, crate::app::queries::QueryLoad::Loaded(h))) = s.queries.by_table.get(&q.table)
     else {
@@ -263,15 +294,25 @@ pub fn next_runs(s: &State) -> Option<String> {
     ))
 }
 
-/// The tables whose query history the ended watch waits on for the next runs.
+/// The tables whose query history the ended watch waits on for the next runs: its
+/// query's, else (none was known yet) every table it watched.
 pub fn query_tables(s: &State) -> Vec<TableRef> {
-    s.dags
-        .watch
-        .as_ref()
-        .filter(|w| w.outcome.is_some())
-        .and_then(|w| w.query.as_ref())
-        .map(|q| vec![q.table.clone()])
-        .unwrap_or_default()
+    let Some(w) = s.dags.watch.as_ref().filter(|w| w.outcome.is_some()) else {
+        return Vec::new();
+    };
+    match query_of(s, w) {
+        Some(q) => vec![q.table],
+        None => w.tables.clone(),
+    }
+}
+
+/// The query the watched run's tables suffered: the one known when the watch began,
+/// else — their query history was being read again then — the slowest from before it,
+/// once that history is in; without it the proof of the fix would never be shown.
+fn query_of(s: &State, w: &Watch) -> Option<WatchedQuery> {
+    w.query
+        .clone()
+        .or_else(|| w.tables.iter().find_map(|t| suffered(s, t, Some(w.since))))
 }
 
 /// The run as Airflow has it now (and, once it ended, the tables read again): the
@@ -292,16 +333,27 @@ pub fn on_progress(
             w.running_task = running.map(|t| t.task_id.clone());
             w.running_try = running.map(|t| t.try_number.max(1));
             w.run = Some(run);
+            w.errors = 0;
         }
         Err(e) => {
-            let line = format!("watching {} {run_id}: {e}", w.dag_id);
-            s.set_status(Level::Error, line);
+            w.errors += 1;
+            let mut line = format!("watching {} {run_id}: {e}", w.dag_id);
+            if gives_up(w.errors, &e) {
+                line = format!(
+                    "stopped watching {} {run_id} after {} failed poll{}: {e}",
+                    w.dag_id,
+                    w.errors,
+                    if w.errors == 1 { "" } else { "s" }
+                );
+                w.outcome = Some(line.clone());
+            }
+            s.set_status_of(StatusKind::Watch, Level::Error, line);
             return Vec::new();
         }
     }
     let Some(reread) = reread else {
         let line = w.line(now);
-        s.set_status(Level::Info, line);
+        s.set_status_quietly(StatusKind::Watch, line);
         return tail(s).into_iter().collect();
     };
     let w = w.clone();
@@ -371,12 +423,7 @@ fn changed(
         ),
         None => format!("{name} {} files", thousands(st.data_files)),
     };
-    let h = crate::health::evaluate(st, None, cfg, now);
-    let waiting = h
-        .findings
-        .iter()
-        .any(|f| f.rule.waits_for_compaction() && f.severity > crate::health::Severity::Info);
-    if waiting {
+    if crate::health::evaluate(st, None, cfg, now).waits_for_compaction() {
         format!(
             "{files}; {} small files still waiting",
             thousands(st.small_files)

@@ -134,10 +134,25 @@ pub(super) fn on_written(
     s: &mut State,
     action: DagWrite,
     result: Result<String, String>,
+    epoch: u64,
 ) -> Vec<Effect> {
+    // In flight whichever profile it was sent on: the quit question stops asking.
     let name = in_flight(&action);
     if let Some(i) = s.airflow_writes.iter().position(|w| *w == name) {
         s.airflow_writes.remove(i);
+    }
+    if epoch != s.conn.epoch {
+        // Sent on the profile left: what is on screen now is another Airflow's.
+        let said = match result {
+            Ok(msg) => format!("on the profile left: {msg}"),
+            Err(e) => format!(
+                "on the profile left: {} {}: {e}",
+                action.name(),
+                action.dag_id()
+            ),
+        };
+        s.set_status(Level::Warn, said);
+        return Vec::new();
     }
     if let (DagWrite::SetConnection { connection_id, .. }, Ok(_)) = (&action, &result) {
         s.dags.fixed.insert(connection_id.clone(), s.now);

@@ -45,9 +45,14 @@ impl Confirm {
     }
 
     /// The incremental plan's two parts, when the whole plan is expected to take longer
-    /// than `incremental_over` and has partitions to split.
+    /// than `incremental_over` and has partitions to split. Only a rate in the plan's own
+    /// measure expects: one of the bytes optimizes wrote gives an upper bound, which
+    /// proposes nothing.
     fn parts(&self, h: &HealthConfig) -> Option<(PlanDraft, PlanDraft)> {
         let rate = self.draft.measured.as_ref()?.rate.as_ref()?;
+        if !rate.in_plan_measure() {
+            return None;
+        }
         if self.draft.partitions.len() < 2 {
             return None;
         }
@@ -202,4 +207,53 @@ pub fn on_key(s: &mut State, mut c: Box<Confirm>, cmd: Option<Command>) -> Vec<E
     }
     s.popup = Some(Popup::Confirm(c));
     Vec::new()
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::app::action::Action;
+    use crate::app::maintenance::MaintenanceMsg;
+    use crate::app::state::Popup;
+    use crate::app::testing::key;
+    use crate::app::testing::plans::{draft, on_partitions};
+    use crate::app::update::update;
+    use crate::maintain::eta::{Measured, Rate};
+
+    /// A slow rate measured only in the bytes the coordinator's optimizes wrote (fewer
+    /// than a plan's partitions hold): the estimate is an upper bound, and it does not
+    /// propose the incremental plan; the same rate in a plan's own measure does.
+    #[test]
+    fn only_a_rate_in_the_plans_own_measure_proposes_the_incremental_plan() {
+        let cost = |from_audit: usize| {
+            let mut s = on_partitions();
+            for _ in 0..6 {
+                update(&mut s, key(' '));
+            }
+            let mut d = draft(&s);
+            d.measured = Some(Measured {
+                rate: Some(Rate {
+                    bytes_per_sec: 10.0,
+                    samples: 5,
+                    from_audit,
+                    from_coordinator: 5 - from_audit,
+                }),
+                notes: Vec::new(),
+            });
+            let epoch = s.conn.epoch;
+            update(
+                &mut s,
+                Action::Maintenance(MaintenanceMsg::PlanReady(epoch, Ok(d))),
+            );
+            match &s.popup {
+                Some(Popup::Confirm(c)) => c.cost.clone(),
+                other => panic!("{other:?}"),
+            }
+        };
+        let written = cost(0);
+        assert_eq!(written.len(), 1, "{written:?}");
+        assert!(written[0].starts_with("expected: at most "), "{written:?}");
+        let planned = cost(5);
+        assert!(planned[0].starts_with("expected: ~"), "{planned:?}");
+        assert!(planned[1].contains("the incremental plan"), "{planned:?}");
+    }
 }

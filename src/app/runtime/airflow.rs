@@ -237,13 +237,15 @@ impl Runtime {
     }
 
     /// Follow a DAG run to its end, a poll at a time (each poll's answer is sent as it
-    /// comes); its reply is the last poll's, with its tables read again.
+    /// comes); its reply is the last poll's, with its tables read again, or the error it
+    /// gave up on ([`crate::app::dags::watch::gives_up`]).
     fn spawn_watch(&self, dag_id: String, run_id: String, tables: Vec<TableRef>) -> JoinHandle<()> {
         let tx = self.tx.clone();
         let af = self.airflow.clone();
         let lake = self.lake.clone();
         let id = run_id.clone();
         let work = async move {
+            let mut errors = 0;
             loop {
                 let (d, r) = (dag_id.clone(), id.clone());
                 let result = af
@@ -261,7 +263,19 @@ impl Runtime {
                         }
                         return Ok::<_, AirflowError>((poll, reread));
                     }
+                    Err(e) => {
+                        errors += 1;
+                        if crate::app::dags::watch::gives_up(errors, &e) {
+                            return Err(e);
+                        }
+                        let _ = tx.send(Action::Dags(DagMsg::Watched {
+                            run_id: id.clone(),
+                            result: Err(e),
+                            reread: None,
+                        }));
+                    }
                     result => {
+                        errors = 0;
                         let _ = tx.send(Action::Dags(DagMsg::Watched {
                             run_id: id.clone(),
                             result,
@@ -304,6 +318,8 @@ impl Runtime {
             .map(|a| a.url.to_string())
             .unwrap_or_default();
         let a = action.clone();
+        // The profile it is sent on: its answer may come after a switch.
+        let epoch = *self.profile_epoch.lock().unwrap_or_else(|e| e.into_inner());
         let work = async move {
             if let DagWrite::SetConnection {
                 connection_id,
@@ -351,9 +367,17 @@ impl Runtime {
         let reply = move |r: Result<_, String>| {
             let dag_id = action.dag_id().to_string();
             let (result, run_id) = r.unwrap_or_else(|e| (Err(e), None));
-            let mut out = vec![Action::Dags(DagMsg::Written { action, result })];
+            let mut out = vec![Action::Dags(DagMsg::Written {
+                action,
+                result,
+                epoch,
+            })];
             if let Some(run_id) = run_id {
-                out.push(Action::Dags(DagMsg::Triggered { dag_id, run_id }));
+                out.push(Action::Dags(DagMsg::Triggered {
+                    dag_id,
+                    run_id,
+                    epoch,
+                }));
             }
             out
         };

@@ -233,12 +233,29 @@ pub fn optimize_plan(
         return mixed_spec_plan(table, layout, procedure, &head, &parts, grouped);
     }
     let mut steps = Vec::new();
+    let mut notes = Vec::new();
     if grouped {
-        if let Some(p) = parts.iter().find(|p| path_is_ambiguous(layout, p)) {
-            return Err(format!(
-                "partition {} cannot be selected by its path in a grouped statement: Iceberg \
-                 writes NULL and the string 'null' alike there; optimize it ungrouped",
-                p.label()
+        // A partition whose path a NULL and the string 'null' share cannot be selected by
+        // it: it gets a statement of its own, by its typed predicate (`IS NULL`).
+        let (alone, parts): (Vec<&PartitionStats>, Vec<&PartitionStats>) = parts
+            .into_iter()
+            .partition(|p| path_is_ambiguous(layout, p));
+        if !alone.is_empty() {
+            notes.push(format!(
+                "{} planned alone ({}): Iceberg writes NULL and the string 'null' alike in \
+                 a partition path, so a grouped statement cannot select {}",
+                if alone.len() == 1 {
+                    "1 partition".to_string()
+                } else {
+                    format!("{} partitions", alone.len())
+                },
+                alone
+                    .iter()
+                    .take(3)
+                    .map(|p| p.label())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                if alone.len() == 1 { "it" } else { "them" }
             ));
         }
         // Bounded statements: at most MAX_GROUP partitions each, oldest first.
@@ -262,6 +279,9 @@ pub fn optimize_plan(
                 spec_id: None,
             });
         }
+        for p in alone {
+            steps.push(partition_step(&head, layout, p)?);
+        }
     } else {
         for p in parts {
             steps.push(partition_step(&head, layout, p)?);
@@ -272,7 +292,7 @@ pub fn optimize_plan(
         procedure,
         steps,
         session: Vec::new(),
-        notes: Vec::new(),
+        notes,
     })
 }
 

@@ -42,6 +42,28 @@ impl Lakehouse {
         }
     }
 
+    /// The declared layout of `t` read again from the coordinator (`DESCRIBE`, `SHOW
+    /// CREATE TABLE`), whatever the cache or an earlier read knew, and whether its files
+    /// are partitioned set from it: a table partitioned since is read as it is now.
+    pub async fn relearn_layout(
+        &self,
+        t: &TableRef,
+    ) -> Result<crate::lakehouse::maintenance::TableLayout, TrinoError> {
+        if let Ok(mut m) = self.specs.lock() {
+            m.remove(t);
+        }
+        let layout = self.table_layout(t).await?;
+        self.set_file_layout(
+            t,
+            if layout.partitioning.is_empty() {
+                Layout::Unpartitioned
+            } else {
+                Layout::PartitionColumn
+            },
+        );
+        Ok(layout)
+    }
+
     pub(super) fn set_file_layout(&self, t: &TableRef, l: Layout) {
         if let Ok(mut m) = self.layouts.lock() {
             m.insert(t.clone(), l);

@@ -169,6 +169,13 @@ impl Postmortem {
         o.push('\n');
     }
 
+    /// floe ran the query `id` (an action of the audit log names it).
+    fn audited(&self, id: &str) -> bool {
+        self.actions
+            .iter()
+            .any(|a| a.query_id.as_deref() == Some(id))
+    }
+
     /// `## Queries`: what the queries that read the table suffered, from the coordinator.
     fn queries_md(&self, q: &TableQueries, o: &mut String) {
         o.push_str("## Queries\n\n");
@@ -188,13 +195,25 @@ impl Postmortem {
                 "From the coordinator's own record: {}.\n\n",
                 md::text(&w.line(short, now))
             )),
-            None => o.push_str(&format!(
+            None if runs.is_empty() => o.push_str(&format!(
                 "No query that read {} is in the coordinator's recent history.\n\n",
                 md::code(short)
             )),
+            // Only its maintenance is in the record: the table below is writes, not reads.
+            None => {
+                let floes = runs.iter().filter(|r| self.audited(&r.query_id)).count();
+                o.push_str(&format!(
+                    "No query that read {} is in the coordinator's recent history: the {} below {} its maintenance, not {} ({floes} floe's own, {} not).\n\n",
+                    md::code(short),
+                    runs.len(),
+                    if runs.len() == 1 { "is" } else { "are" },
+                    if runs.len() == 1 { "a read" } else { "reads" },
+                    runs.len() - floes
+                ));
+            }
         }
         if !runs.is_empty() {
-            o.push_str(&query_table(runs));
+            o.push_str(&query_table(runs, |id| self.audited(id)));
             o.push('\n');
             if runs.len() > MAX_QUERY_ROWS {
                 o.push_str(&format!(
@@ -364,9 +383,12 @@ fn timeline_cells(row: &timeline::Row<'_>) -> [Cell; 4] {
 }
 
 /// The newest query runs as a table.
-fn query_table(runs: &[QueryRun]) -> String {
+/// The runs as a table, each said to be a read or a write: floe's own (`audited`: its
+/// query id is in the audit log) or another's (the DAG's, or any other writer's).
+fn query_table(runs: &[QueryRun], audited: impl Fn(&str) -> bool) -> String {
     let mut table = Table::new(&[
         ("created (UTC)", Align::Left),
+        ("kind", Align::Left),
         ("state", Align::Left),
         ("elapsed", Align::Right),
         ("queued", Align::Right),
@@ -383,8 +405,16 @@ fn query_table(runs: &[QueryRun]) -> String {
             Some(s) => format!("{s} ({})", r.user),
             None => r.user.clone(),
         };
+        let kind = if !history::is_table_procedure(&r.query) {
+            "read"
+        } else if audited(&r.query_id) {
+            "write: floe's"
+        } else {
+            "write: not floe's"
+        };
         table.row([
             Cell::plain(r.created.map(when).unwrap_or_else(|| "-".into())),
+            Cell::plain(kind),
             Cell::code(&r.state),
             Cell::plain(ms(r.elapsed_ms)),
             Cell::plain(ms(r.queued_ms)),

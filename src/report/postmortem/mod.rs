@@ -233,4 +233,6 @@ impl Postmortem {
 }
 
 #[cfg(test)]
+mod story_tests;
+#[cfg(test)]
 mod tests;

@@ -79,8 +79,23 @@ pub fn sequence(p: &Postmortem) -> Vec<Step> {
         }
         out.extend(symptom_after(p, f));
     }
-    out.sort_by_key(|s| s.at);
+    // At the same instant, the order of the story: what was done before what it started.
+    out.sort_by_key(|s| (s.at, STEPS.iter().position(|x| *x == s.step)));
     out
+}
+
+/// The steps in the order a story tells them.
+const STEPS: [&str; 5] = ["symptom", "cause", "fix", "run", "result"];
+
+/// When an audited action began: its outcome record is written once it was answered
+/// (`time`), `duration_ms` after it was sent — and what it started (the run a trigger
+/// queued, the snapshot an optimize committed) is stamped by the server in between.
+fn began(r: &crate::maintain::audit::Record) -> Option<DateTime<Utc>> {
+    let t = DateTime::parse_from_rfc3339(&r.time)
+        .ok()?
+        .with_timezone(&Utc);
+    let took = chrono::Duration::milliseconds(i64::try_from(r.duration_ms).unwrap_or(i64::MAX));
+    Some(t.checked_sub_signed(took).unwrap_or(t))
 }
 
 /// The fixes and triggers of the audit log as steps (into `out`); returns the first one's
@@ -88,7 +103,7 @@ pub fn sequence(p: &Postmortem) -> Vec<Step> {
 fn fixes(p: &Postmortem, out: &mut Vec<Step>) -> Option<DateTime<Utc>> {
     let mut first_fix: Option<DateTime<Utc>> = None;
     for r in &p.actions {
-        let Ok(t) = DateTime::parse_from_rfc3339(&r.time).map(|t| t.with_timezone(&Utc)) else {
+        let Some(t) = began(r) else {
             continue;
         };
         let step = match r.action.as_str() {

@@ -4,7 +4,7 @@ use crate::app::testing::{incident_stats, t0, tref};
 use crate::health::{HealthConfig, evaluate};
 use crate::report::md;
 
-fn trino() -> TrinoInfo {
+pub(super) fn trino() -> TrinoInfo {
     TrinoInfo {
         url: "http://127.0.0.1:8080/".into(),
         version: Some("480".into()),
@@ -12,7 +12,7 @@ fn trino() -> TrinoInfo {
     }
 }
 
-fn audit(table: &str, action: &str, statement: &str, query: &str) -> Record {
+pub(super) fn audit(table: &str, action: &str, statement: &str, query: &str) -> Record {
     let mut r = Record::now("lab", "floe", "http://127.0.0.1:8080/", action, statement);
     r.time = "2026-11-29T09:30:00.000Z".into();
     r.table = Some(table.into());
@@ -24,7 +24,7 @@ fn audit(table: &str, action: &str, statement: &str, query: &str) -> Record {
     r
 }
 
-fn doc(
+pub(super) fn doc(
     stats: &TableStats,
     dag: Option<DagSection>,
     runs: &DagRuns,
@@ -232,6 +232,7 @@ fn the_sequence_tells_symptom_cause_fix_run_and_result_with_times() {
         r.files_before = None;
         r.files_after = None;
         r.time = time.into();
+        r.duration_ms = 0;
         r
     };
     let audit = vec![

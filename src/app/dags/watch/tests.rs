@@ -338,3 +338,208 @@ fn the_next_runs_of_the_query_that_suffered_are_shown_when_they_come() {
     // Ended, it is shown under any incident, not only the one it concerns.
     assert!(shown_with(&s, &unrelated()).is_some());
 }
+
+fn http(status: u16) -> crate::airflow::AirflowError {
+    crate::airflow::AirflowError::Http {
+        status,
+        url: "http://airflow/api/v2/dags/compact_documents/dagRuns/manual__1".into(),
+        message: "not found".into(),
+    }
+}
+
+fn transport() -> crate::airflow::AirflowError {
+    crate::airflow::AirflowError::Transport {
+        url: "http://airflow".into(),
+        message: "connection refused".into(),
+    }
+}
+
+/// A run Airflow answers 404 about (deleted, or not on this Airflow) is not polled again;
+/// any other error is, a bounded number of times in a row.
+#[test]
+fn a_watch_gives_up_on_a_404_and_after_repeated_errors() {
+    assert!(gives_up(1, &http(404)));
+    assert!(!gives_up(1, &http(500)));
+    assert!(!gives_up(MAX_ERRORS - 1, &transport()));
+    assert!(gives_up(MAX_ERRORS, &transport()));
+
+    let mut s = with_dags();
+    start(&mut s, "compact_documents", "manual__1");
+    on_progress(&mut s, "manual__1", Err(http(404)), None);
+    let w = s.dags.watch.clone().unwrap();
+    let o = w.outcome.expect("a 404 ends the watch");
+    assert!(
+        o.starts_with("stopped watching compact_documents manual__1"),
+        "{o}"
+    );
+    assert!(running_log(&s).is_none() && !is_tail(&s, "compact_documents", "manual__1"));
+
+    let mut s = with_dags();
+    start(&mut s, "compact_documents", "manual__1");
+    for _ in 1..MAX_ERRORS {
+        on_progress(&mut s, "manual__1", Err(transport()), None);
+    }
+    assert_eq!(s.dags.watch.as_ref().unwrap().outcome, None);
+    // An answer in between starts the count again.
+    let running = Ok((run(DagRunState::Running, 0), vec![]));
+    on_progress(&mut s, "manual__1", running, None);
+    for _ in 1..MAX_ERRORS {
+        on_progress(&mut s, "manual__1", Err(transport()), None);
+    }
+    assert_eq!(s.dags.watch.as_ref().unwrap().outcome, None);
+    on_progress(&mut s, "manual__1", Err(transport()), None);
+    let o = s.dags.watch.clone().unwrap().outcome.unwrap();
+    assert!(
+        o.contains(&format!("after {MAX_ERRORS} failed polls")),
+        "{o}"
+    );
+    assert_eq!(s.status.as_ref().unwrap().level, Level::Error);
+}
+
+/// A poll's progress line never covers a warning or error said since (the audit log
+/// failing, a refresh's error); it replaces its own lines, and an INFO.
+#[test]
+fn a_polls_progress_never_covers_a_newer_warning() {
+    let mut s = with_dags();
+    start(&mut s, "compact_documents", "manual__1");
+    let running = || Ok((run(DagRunState::Running, 0), vec![]));
+    on_progress(&mut s, "manual__1", running(), None);
+    assert!(s.status.as_ref().unwrap().text.starts_with("watching"));
+    s.set_status(Level::Error, "AUDIT LOG FAILED: disk full");
+    on_progress(&mut s, "manual__1", running(), None);
+    assert_eq!(
+        s.status.as_ref().unwrap().text,
+        "AUDIT LOG FAILED: disk full"
+    );
+    s.set_status(Level::Warn, "refresh: 2 tables not read");
+    on_progress(&mut s, "manual__1", running(), None);
+    assert_eq!(
+        s.status.as_ref().unwrap().text,
+        "refresh: 2 tables not read"
+    );
+    // Its own error is replaced by its next answer; so is an INFO.
+    on_progress(&mut s, "manual__1", Err(transport()), None);
+    on_progress(&mut s, "manual__1", running(), None);
+    assert!(s.status.as_ref().unwrap().text.starts_with("watching"));
+    s.set_status(Level::Info, "copied");
+    on_progress(&mut s, "manual__1", running(), None);
+    assert!(s.status.as_ref().unwrap().text.starts_with("watching"));
+}
+
+/// A trigger answered after `:profile` is not watched on the profile switched to (whose
+/// Airflow never heard of its run id), and its answer changes nothing there.
+#[test]
+fn a_trigger_answered_after_a_profile_switch_is_not_watched() {
+    use crate::app::action::{Action, DagWrite};
+    use crate::app::dags::DagMsg;
+    use crate::app::update::update;
+    let mut s = with_dags();
+    let sent_on = s.conn.epoch;
+    s.conn.epoch += 1;
+    let fx = update(
+        &mut s,
+        Action::Dags(DagMsg::Written {
+            action: DagWrite::Trigger {
+                dag_id: "compact_documents".into(),
+            },
+            result: Ok("triggered compact_documents manual__1".into()),
+            epoch: sent_on,
+        }),
+    );
+    assert!(fx.is_empty(), "{fx:?}");
+    let fx = update(
+        &mut s,
+        Action::Dags(DagMsg::Triggered {
+            dag_id: "compact_documents".into(),
+            run_id: "manual__1".into(),
+            epoch: sent_on,
+        }),
+    );
+    assert!(fx.is_empty(), "{fx:?}");
+    assert!(s.dags.watch.is_none());
+    let st = s.status.clone().unwrap();
+    assert_eq!(st.level, Level::Warn);
+    assert!(st.text.contains("profile left"), "{}", st.text);
+    // On the profile it was sent on, it is watched.
+    let now = s.conn.epoch;
+    let fx = update(
+        &mut s,
+        Action::Dags(DagMsg::Triggered {
+            dag_id: "compact_documents".into(),
+            run_id: "manual__1".into(),
+            epoch: now,
+        }),
+    );
+    assert!(matches!(fx.as_slice(), [Effect::WatchRun { .. }]), "{fx:?}");
+}
+
+/// Right after a compaction that left one small file per partition (nothing it can
+/// merge), the watch's line and the `i` popup say the same: not waiting.
+#[test]
+fn small_files_a_compaction_cannot_merge_are_not_waiting_anywhere() {
+    let mut s = with_dags();
+    let docs = tref("zoning", "documents");
+    start(&mut s, "compact_documents", "manual__1");
+    let mut after = healthy_stats();
+    after.data_files = 360;
+    after.small_files = 300;
+    after.partitions = 300;
+    after.partitioned = true;
+    after.max_partition_small_files = Some(1);
+    after.oldest_small_file_at = Some(s.now - chrono::Duration::days(15));
+    after.last_compaction = Some(s.now);
+    on_progress(
+        &mut s,
+        "manual__1",
+        Ok((run(DagRunState::Success, 130), vec![])),
+        Some(vec![(docs.clone(), Ok(after))]),
+    );
+    let st = s.status.clone().unwrap().text;
+    assert!(st.ends_with("small files no longer waiting"), "{st}");
+    let lines: Vec<String> = crate::ui::breakdown::health_breakdown(&s, &docs)
+        .into_iter()
+        .map(|(_, l)| l)
+        .collect();
+    assert!(
+        !lines.iter().any(|l| l.contains("waiting since")),
+        "{lines:#?}"
+    );
+    assert!(
+        lines.iter().any(|l| l.contains(
+            "300 small files left, not waiting for a compaction (no partition holds two for a compaction to merge)"
+        )),
+        "{lines:#?}"
+    );
+}
+
+/// The table's query history was being read again when the watch began (no query known
+/// then): once it is in, the query from before the watch is the one whose next runs show.
+#[test]
+fn the_query_that_suffered_is_found_when_its_history_comes_after_the_watch_began() {
+    use crate::app::update::update;
+    let mut s = with_dags();
+    let t0 = crate::app::testing::t0();
+    let docs = tref("zoning", "documents");
+    s.now = t0 + chrono::Duration::seconds(10);
+    start(&mut s, "compact_documents", "manual__1");
+    assert_eq!(s.dags.watch.as_ref().unwrap().query, None);
+    on_progress(
+        &mut s,
+        "manual__1",
+        Ok((run(DagRunState::Success, 130), vec![])),
+        Some(vec![(docs.clone(), Ok(healthy_stats()))]),
+    );
+    // Its tables' history is asked for, to find it.
+    assert_eq!(query_tables(&s), vec![docs.clone()]);
+    let later = t0 + chrono::Duration::seconds(200);
+    update(
+        &mut s,
+        history(vec![query("q2", 1_100, later), query("q1", 37_000, t0)]),
+    );
+    assert_eq!(
+        next_runs(&s).as_deref(),
+        Some(
+            "the dashboard query on documents since the run: 1.1s; 2,008 splits (before: 37s, 2,008 splits)"
+        )
+    );
+}
