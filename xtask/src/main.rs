@@ -161,8 +161,8 @@ fn run(cmd: &mut Command, what: &str) -> Result<(), String> {
 fn test(args: &[String]) -> Result<(), String> {
     let keep = args.iter().any(|a| a == "--keep-lab");
     let ci = std::env::var("CI").is_ok_and(|v| v == "true");
-    let with_fuzz = !args.iter().any(|a| a == "--no-fuzz")
-        && (ci || args.iter().any(|a| a == "--fuzz") || fuzz::fuzz_built());
+    let no_fuzz = args.iter().any(|a| a == "--no-fuzz");
+    let with_fuzz = !no_fuzz && (ci || args.iter().any(|a| a == "--fuzz") || fuzz::fuzz_built());
     let cargo_args: Vec<String> = args
         .iter()
         .skip_while(|a| *a != "--")
@@ -214,7 +214,7 @@ fn test(args: &[String]) -> Result<(), String> {
             if let Err(e) = fuzz(&["20".to_string()]) {
                 failures.push(format!("fuzz smoke: {e}"));
             }
-        } else {
+        } else if !no_fuzz {
             eprintln!(
                 "xtask: the fuzz smoke is not run: its build is not cached yet (cargo xtask test --fuzz builds it once, ~8 min; CI always runs it)"
             );
