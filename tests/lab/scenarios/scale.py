@@ -34,6 +34,14 @@ SIZES = {"s": (20, 60), "m": (400, 900), "l": (3000, 5000)}
 # Every CRITICAL_EVERY-th table from CRITICAL_AT on is CRITICAL (more than 100 small files in
 # one partition): 97 is prime to the 10 schemas, so each schema gets one, none first in its list.
 CRITICAL_EVERY, CRITICAL_AT = 97, 50
+# Every PYICEBERG_EVERY-th table is written as pyiceberg's own writer writes (no sort order id
+# on its data files: Trino 476 fails `$entries` on it, so readers take their `$files`
+# fallback); the rest as Trino and Spark write (sort order 0), as most of a real fleet is.
+PYICEBERG_EVERY, PYICEBERG_AT = 5, 3
+# A few tables of 20,000+ files (a streaming sink nobody compacts), as real fleets have: at
+# these indexes when the fleet is that large, unpartitioned, of the smallest template files.
+HUGE_AT = (211, 733)
+HUGE_FILES = (20_000, 22_000)
 
 
 def _schema() -> Schema:
@@ -97,7 +105,7 @@ class Templates:
 _TEMPLATES: Templates | None = None
 
 
-def _copy_file(t: DataFile, new_uri: str, mtime_ms: int) -> DataFile:
+def _copy_file(t: DataFile, new_uri: str, mtime_ms: int, sort_order_id: int | None) -> DataFile:
     dst = local_path(new_uri)
     os.makedirs(os.path.dirname(dst), exist_ok=True)
     shutil.copyfile(local_path(t.file_path), dst)
@@ -107,7 +115,7 @@ def _copy_file(t: DataFile, new_uri: str, mtime_ms: int) -> DataFile:
         record_count=t.record_count, file_size_in_bytes=t.file_size_in_bytes, column_sizes=t.column_sizes,
         value_counts=t.value_counts, null_value_counts=t.null_value_counts, nan_value_counts=t.nan_value_counts,
         lower_bounds=t.lower_bounds, upper_bounds=t.upper_bounds, key_metadata=None, split_offsets=t.split_offsets,
-        equality_ids=None, sort_order_id=None,
+        equality_ids=None, sort_order_id=sort_order_id,
     )
     df.spec_id = 0
     return df
@@ -122,7 +130,11 @@ def _plan(i: int, seed: int) -> dict[str, Any]:
     files = {"tiny": (1, 3), "small": (4, 12), "medium": (13, 40), "large": (41, 120)}[cls]
     plan = {"i": i, "schema": schema, "name": name, "kind": kind, "class": cls,
             "files": rnd.randint(*files), "commits": rnd.randint(1, 4), "replace": rnd.random() < 0.15,
-            "stale_days": rnd.choice([0, 0, 0, 1, 2, 5, 12, 35]), "seed": seed * 104729 + i}
+            "stale_days": rnd.choice([0, 0, 0, 1, 2, 5, 12, 35]), "seed": seed * 104729 + i,
+            "sort_order_id": None if i % PYICEBERG_EVERY == PYICEBERG_AT else 0}
+    if i in HUGE_AT:
+        plan.update({"kind": "none", "class": "huge", "files": rnd.randint(*HUGE_FILES),
+                     "commits": rnd.randint(20, 30), "replace": False, "stale_days": 2})
     if i % CRITICAL_EVERY == CRITICAL_AT:
         # the incident of the fleet: a streaming load's small files piling up in one partition,
         # never compacted; one such table in every schema, at a different place in each listing
@@ -144,12 +156,13 @@ def build_table(plan: dict[str, Any], out: str, now_ms: int) -> tuple[str, str, 
     last = now_ms - plan["stale_days"] * DAY_MS - rnd.randint(1, 20) * HOUR_MS
     first = last - rnd.randint(plan["commits"], 30) * DAY_MS
     w = HistoryWriter(io=io, schema=_schema(), spec=_spec(kind), location=location,
-                      properties=dict(BASE_PROPERTIES), created_ms=first - HOUR_MS, rnd=rnd)
+                      properties=dict(BASE_PROPERTIES), created_ms=first - HOUR_MS, rnd=rnd,
+                      sort_order_id=plan["sort_order_id"])
     n_commits = plan["commits"]
     per = [plan["files"] // n_commits + (1 if k < plan["files"] % n_commits else 0) for k in range(n_commits)]
     times = [first + (last - first) * k // max(1, n_commits - 1) for k in range(n_commits)] if n_commits > 1 else [last]
     size_weights = {"tiny": [8, 2, 0], "small": [6, 3, 1], "medium": [4, 4, 2], "large": [3, 4, 3],
-                    "critical": [1, 0, 0]}[plan["class"]]
+                    "critical": [1, 0, 0], "huge": [1, 0, 0]}[plan["class"]]
     counter = 0
     for k, (count, ts) in enumerate(zip(per, times)):
         if count == 0:
@@ -170,7 +183,7 @@ def build_table(plan: dict[str, Any], out: str, now_ms: int) -> tuple[str, str, 
             part = "" if kind == "none" else "/" + w.spec.partition_to_path(t.partition, w.schema)
             uri = f"{location}/data{part}/{counter:05d}-0-{uuid.UUID(int=rnd.getrandbits(128))}.parquet"
             counter += 1
-            files.append(_copy_file(t, uri, ts))
+            files.append(_copy_file(t, uri, ts, plan["sort_order_id"]))
         w.append(files, ts, trino_extra(ts, "etl", rnd))
         if plan["replace"] and k == n_commits - 1 and len(w.live_files()) > 1 and kind != "day":
             # a compaction right after the last load: the smallest files of each partition merged
@@ -189,6 +202,7 @@ def build_table(plan: dict[str, Any], out: str, now_ms: int) -> tuple[str, str, 
     facts = table_facts(plan["schema"], plan["name"], w, metadata_location, dict(BASE_PROPERTIES),
                         f"{plan['class']} table, {kind} partitioning")
     facts["size_class"] = plan["class"]
+    facts["writer"] = "pyiceberg" if plan["sort_order_id"] is None else "trino"
     facts.pop("small_file_partition_list", None)
     return plan["schema"], plan["name"], metadata_location, facts
 

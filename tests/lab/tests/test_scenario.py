@@ -129,6 +129,24 @@ def test_scale_scenario_small(tmp_path):
     # the fleet's incident: more than 100 small files in one partition, never compacted
     (critical,) = [t for t in exp["tables"].values() if t["size_class"] == "critical"]
     assert critical["data_files"] >= 150 and critical["partitions"] == 1, critical
+    # most of the fleet reads as Trino or Spark write it; every fifth as pyiceberg does
+    writers = [t["writer"] for t in exp["tables"].values()]
+    assert writers.count("pyiceberg") == 12 and writers.count("trino") == 48, writers
+    for key, facts in list(exp["tables"].items())[:10]:
+        tbl = cat.load_table((facts["schema"], facts["table"]))
+        ids = {t.file.sort_order_id for t in tbl.scan().plan_files()}
+        assert ids == ({None} if facts["writer"] == "pyiceberg" else {0}), (key, ids)
+
+
+def test_scale_scenario_holds_huge_tables_when_large_enough():
+    """Tables of 20,000+ files at fixed places of a fleet large enough to hold them."""
+    from lab.scenarios.scale import HUGE_AT, HUGE_FILES, _plan
+
+    plans = [_plan(i, 7) for i in range(1000)]
+    huge = [p for p in plans if p["class"] == "huge"]
+    assert [p["i"] for p in huge] == list(HUGE_AT)
+    assert all(HUGE_FILES[0] <= p["files"] <= HUGE_FILES[1] for p in huge)
+    assert sum(p["class"] in ("tiny", "small") for p in plans) > 600
 
 
 HOSTILE_REGIONS = {"north", "a'b\"c", "Zürich-東京", "\x1b[2J", "\u202eevil", "line1\nline2"}
