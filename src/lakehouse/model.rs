@@ -161,6 +161,13 @@ pub struct TableStats {
     pub trend: Vec<(DateTime<Utc>, u64)>,
     /// The snapshots older than `trend`, summarised; `None` when `trend` holds them all.
     pub trend_tail: Option<TrendTail>,
+    /// The file facts are the newest snapshot's totals, not a read of the files: fewer
+    /// data files than any small-file verdict needs (the refresh reads no more of such a
+    /// table), or the per-file read is still to come. `small_files` is then a proved
+    /// lower bound (`files − ⌊bytes / small-file line⌋`) and `total_bytes` counts delete
+    /// files too.
+    #[serde(default)]
+    pub files_unread: bool,
 }
 
 /// The snapshots (with a `total-data-files`) older than those of `TableStats::trend`, as

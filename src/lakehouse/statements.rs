@@ -208,6 +208,127 @@ pub fn stats_sql(t: &TableRef, h: &HealthConfig, layout: Layout, meta: MetaTable
     )
 }
 
+/// The file facts of one table, for a table whose snapshots, manifests and metadata log
+/// a survey has read ([`crate::lakehouse::summary::survey_sql`]): its target (one read of
+/// `$properties`) and its live files (`$entries`, else `$files`), aggregated per
+/// partition and then over the table, each metadata table read once. With `$entries` a
+/// file is dated by the snapshot that added it (`$snapshots`, joined on its id: no
+/// window); a file whose snapshot expired is undated, said by `oldest_small_lower`, and
+/// the survey's oldest snapshot bounds it.
+pub fn files_sql(t: &TableRef, h: &HealthConfig, layout: Layout, meta: MetaTables) -> String {
+    let min = h.min_small_files;
+    let crit = h.critical_partition_small_files.max(min);
+    let null_ts = "CAST(NULL AS timestamp(3) with time zone)";
+    let dated = !meta.entries && meta.file_times;
+    let (files, known) = if meta.entries {
+        (
+            format!(
+                "SELECT e.data_file.content AS content, e.data_file.file_size_in_bytes AS size, e.data_file.record_count AS records,\n         {part} AS part, s.committed_at AS written_at\n  FROM {entries} e LEFT JOIN {snapshots} s ON s.snapshot_id = e.snapshot_id WHERE e.status <> 2",
+                part = part_expr(layout, "e.data_file"),
+                entries = t.meta("entries"),
+                snapshots = t.meta("snapshots"),
+            ),
+            "f.written_at IS NOT NULL",
+        )
+    } else {
+        (
+            format!(
+                "SELECT f.content, f.file_size_in_bytes AS size, f.record_count AS records, {part} AS part, {modified} AS written_at\n  FROM {files} f{join}",
+                part = part_expr(layout, "f"),
+                files = t.meta("files"),
+                modified = if dated { "m.modified" } else { null_ts },
+                join = if dated {
+                    format!(
+                        " LEFT JOIN ({}) m ON m.path = f.file_path",
+                        file_times_sql(t)
+                    )
+                } else {
+                    String::new()
+                },
+            ),
+            "true",
+        )
+    };
+    let partition_counts = if layout == Layout::Unpartitioned {
+        "0 AS partitions, 0 AS small_file_partitions, 0 AS critical_partitions".to_string()
+    } else {
+        format!(
+            "count_if(files > 0) AS partitions,\n       count_if(small_files >= {min}) AS small_file_partitions,\n       count_if(small_files >= {crit} AND bytes <= (files - {crit}) * target) AS critical_partitions"
+        )
+    };
+    format!(
+        "WITH\n{cfg},\n\
+         timed AS (\n  SELECT 0 AS kind, f.content, f.size, f.records, f.part, cfg.target, cfg.target_from_property,\n         f.content = 0 AND f.size < cfg.target * {ratio} AS small,\n         f.content = 0 AND f.size > cfg.target * {large} AS large,\n         f.written_at, {known} AS written_known\n  FROM cfg CROSS JOIN (\n  {files}\n  ) f\n),\n\
+         parts AS (\n  SELECT part, max(target) AS target, bool_or(target_from_property) AS target_from_property,\n         {FILE_AGGREGATES}\n  FROM timed GROUP BY part\n)\n\
+         SELECT max(target) AS target, bool_or(target_from_property) AS target_from_property,\n       COALESCE(sum(files), 0) AS data_files, COALESCE(sum(small_files), 0) AS small_files, COALESCE(sum(large), 0) AS large_files,\n       COALESCE(sum(bytes), 0) AS total_bytes, COALESCE(sum(records), 0) AS records,\n       COALESCE(sum(position_delete_files), 0) AS position_delete_files, COALESCE(sum(equality_delete_files), 0) AS equality_delete_files,\n       COALESCE(sum(delete_bytes), 0) AS delete_bytes,\n       COALESCE(sum(position_deletes), 0) AS position_deletes, COALESCE(sum(equality_deletes), 0) AS equality_deletes,\n       to_unixtime(min(oldest_small)) AS oldest_small_file_at, COALESCE(bool_or(oldest_small_lower), false) AS oldest_small_lower,\n       max(small_files) AS max_partition_small_files,\n       {partition_counts}\n\
+         FROM parts",
+        cfg = cfg_cte(t, h),
+        ratio = h.small_file_ratio,
+        large = h.large_file_ratio,
+    )
+}
+
+/// The stats of a table from the row of [`files_sql`] over what its survey read: the
+/// file facts from the files, the rest from the survey (`survey` is the survey's
+/// [`TableStats`], its snapshots' facts). An undated small file is as old as the
+/// oldest snapshot left, at least.
+pub fn parse_files(
+    r: &Row,
+    layout: Layout,
+    survey: &TableStats,
+    h: &HealthConfig,
+) -> Result<TableStats, String> {
+    let u = |name: &str| -> Result<u64, String> { Ok(r.req(name)?.as_u64().unwrap_or(0)) };
+    let partitions = u("partitions")?;
+    let lower = r
+        .get("oldest_small_lower")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let small_files = u("small_files")?;
+    let dated = opt_time(r, "oldest_small_file_at");
+    let oldest_small_file_at = match (dated, lower.then_some(survey.oldest_snapshot).flatten()) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    let position_delete_files = u("position_delete_files")?;
+    let equality_delete_files = u("equality_delete_files")?;
+    Ok(TableStats {
+        target_file_size: r.u64("target").unwrap_or(h.target_file_size),
+        target_from_property: r
+            .get("target_from_property")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+        data_files: u("data_files")?,
+        small_files,
+        total_bytes: u("total_bytes")?,
+        records: u("records")?,
+        partitioned: match layout {
+            Layout::PartitionColumn => true,
+            Layout::Unpartitioned => false,
+            Layout::Directory => partitions > 1,
+        },
+        partitions,
+        small_file_partitions: u("small_file_partitions")?,
+        critical_partitions: u("critical_partitions")?,
+        max_partition_small_files: r.u64("max_partition_small_files"),
+        delete_files: position_delete_files + equality_delete_files,
+        delete_bytes: u("delete_bytes")?,
+        position_delete_files,
+        position_deletes: u("position_deletes")?,
+        equality_delete_files,
+        equality_deletes: u("equality_deletes")?,
+        large_files: u("large_files")?,
+        oldest_small_file_at: if small_files > 0 {
+            oldest_small_file_at
+        } else {
+            None
+        },
+        oldest_small_is_lower_bound: lower && small_files > 0,
+        files_unread: false,
+        ..survey.clone()
+    })
+}
+
 /// Per-partition counts of one table, with how long its small files have waited (with
 /// `$entries`). One read of each metadata table.
 pub fn partitions_sql(t: &TableRef, h: &HealthConfig, layout: Layout, meta: MetaTables) -> String {
@@ -359,6 +480,7 @@ pub fn parse_stats(r: &Row, layout: Layout) -> Result<TableStats, String> {
         files_after_compaction: r.u64("files_after_compaction"),
         trend,
         trend_tail,
+        files_unread: false,
     })
 }
 

@@ -15,7 +15,7 @@
 
 use chrono::{DateTime, Utc};
 
-use super::model::TableRef;
+use super::model::{TableRef, TableStats, TrendTail};
 use super::probe::by_index;
 use crate::health::{HealthConfig, excess_files};
 use crate::trino::{Row, Value};
@@ -99,6 +99,223 @@ pub fn parse_totals(rows: &[Row], batch: usize) -> Result<Vec<Totals>, String> {
     })
 }
 
+/// What one metadata-only read tells of a table: its totals, every snapshot fact the
+/// verdicts use, its manifests and metadata log, and whether its manifests are
+/// partitioned. `stats` holds these facts with the file facts taken from the totals
+/// (see [`Survey::stats`]); the per-file read replaces those.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Survey {
+    pub totals: Totals,
+    pub stats: TableStats,
+    /// `Some(true)` when the current manifests carry partition fields, `Some(false)` when
+    /// they carry none, `None` without manifests.
+    pub partitioned: Option<bool>,
+    /// `write.target-file-size-bytes` when the table sets it (`$properties`).
+    pub target_property: Option<u64>,
+}
+
+/// What a survey reads besides the snapshots, by what the server has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SurveyShape {
+    /// `$metadata_log_entries` (444+).
+    pub metadata_log: bool,
+    /// `$manifests`' partition summaries column (`partition_summaries`, `partitions`
+    /// before 468).
+    pub summaries: &'static str,
+}
+
+/// One statement surveying `tables`, one branch per table reading its `$snapshots`,
+/// `$manifests` and (with `metadata_log`) `$metadata_log_entries` once each — every one
+/// of them from the table's metadata file or its manifest list, no manifest opened — with
+/// no window and no `WITH` (Trino would inline a `WITH` into every reference): the trend
+/// and the writes since the newest compaction travel as arrays and are cut with lambdas.
+/// Rows carry the branch's index in `tables` as `i`.
+pub fn survey_sql(tables: &[TableRef], cfg: &HealthConfig, shape: SurveyShape) -> String {
+    let limit = cfg.trend_limit.max(1);
+    let total = "TRY_CAST(element_at(summary, 'total-data-files') AS bigint)";
+    let compaction = "operation = 'replace' AND TRY_CAST(element_at(summary, 'deleted-data-files') AS bigint) > 0";
+    let keys: String = KEYS
+        .iter()
+        .map(|(k, col)| {
+            format!(
+                ", TRY_CAST(element_at(max_by(summary, committed_at), '{k}') AS bigint) AS {col}"
+            )
+        })
+        .collect();
+    tables
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let (log, log_cols) = if shape.metadata_log {
+                (
+                    format!(
+                        " CROSS JOIN (SELECT count(*) AS metadata_files, to_unixtime(max(\"timestamp\")) AS metadata_at FROM {}) l",
+                        t.meta("metadata_log_entries")
+                    ),
+                    "l.metadata_files, l.metadata_at",
+                )
+            } else {
+                (
+                    String::new(),
+                    "CAST(NULL AS bigint) AS metadata_files, CAST(NULL AS double) AS metadata_at",
+                )
+            };
+            format!(
+                "SELECT {i} AS i, s.snapshots, s.snapshot_id, to_unixtime(s.newest) AS committed_at, \
+                 to_unixtime(s.oldest) AS oldest_snapshot, to_unixtime(s.last_write) AS last_write, \
+                 to_unixtime(s.lc) AS last_compaction, to_unixtime(s.last_replace) AS last_replace, \
+                 s.files_after_compaction, \
+                 IF(s.lc IS NULL, 0, COALESCE(cardinality(filter(s.writes, w -> w > s.lc)), 0)) AS writes_since_compaction, \
+                 s.data_files, s.files_size, s.delete_files, s.records, s.position_deletes, s.equality_deletes, \
+                 slice(s.ta, 1, {limit}) AS trend_at, slice(s.tf, 1, {limit}) AS trend_files, \
+                 greatest(COALESCE(cardinality(s.ta), 0) - {limit}, 0) AS tail_snapshots, \
+                 element_at(s.ta, {next}) AS tail_newest, element_at(s.tf, {next}) AS tail_last_files, \
+                 IF(COALESCE(cardinality(s.tf), 0) >= {after}, reduce(sequence({after}, cardinality(s.tf)), BIGINT '0', \
+                 (acc, r) -> acc + greatest(s.tf[r] - s.tf[r - 1], 0), acc -> acc), 0) AS tail_drops, \
+                 m.manifests, m.small_manifests, m.manifest_bytes, m.partition_fields, {log_cols}, \
+                 TRY_CAST(p.target_prop AS bigint) AS target_property \
+                 FROM (SELECT count(*) AS snapshots, max_by(snapshot_id, committed_at) AS snapshot_id, \
+                 max(committed_at) AS newest, min(committed_at) AS oldest, \
+                 max(CASE WHEN operation <> 'replace' THEN committed_at END) AS last_write, \
+                 max(CASE WHEN {compaction} THEN committed_at END) AS lc, \
+                 max(CASE WHEN operation = 'replace' THEN committed_at END) AS last_replace, \
+                 max_by({total}, CASE WHEN {compaction} THEN committed_at END) AS files_after_compaction, \
+                 array_agg(committed_at) FILTER (WHERE operation <> 'replace') AS writes, \
+                 array_agg(to_unixtime(committed_at) ORDER BY committed_at DESC, snapshot_id DESC) FILTER (WHERE {total} IS NOT NULL) AS ta, \
+                 array_agg({total} ORDER BY committed_at DESC, snapshot_id DESC) FILTER (WHERE {total} IS NOT NULL) AS tf\
+                 {keys} FROM {snapshots}) s \
+                 CROSS JOIN (SELECT count(*) AS manifests, count_if(length < {small}) AS small_manifests, \
+                 COALESCE(sum(length), 0) AS manifest_bytes, max(cardinality({summaries})) AS partition_fields \
+                 FROM {manifests}) m{log} \
+                 CROSS JOIN (SELECT max(CASE WHEN key = 'write.target-file-size-bytes' THEN value END) AS target_prop \
+                 FROM {properties}) p",
+                properties = t.meta("properties"),
+                next = limit + 1,
+                after = limit + 2,
+                snapshots = t.meta("snapshots"),
+                manifests = t.meta("manifests"),
+                small = cfg.small_manifest_size,
+                summaries = shape.summaries,
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\nUNION ALL\n")
+}
+
+/// The surveys of a batch's rows, by index in the batch.
+pub fn parse_survey(rows: &[Row], batch: usize) -> Result<Vec<Survey>, String> {
+    let time = |r: &Row, n: &str| r.get(n).and_then(Value::as_datetime);
+    by_index(rows, batch, "survey", |r| {
+        let totals = Totals {
+            snapshots: r.u64("snapshots").unwrap_or(0),
+            snapshot_id: r.i64("snapshot_id"),
+            committed_at: time(r, "committed_at"),
+            oldest_snapshot: time(r, "oldest_snapshot"),
+            last_replace: time(r, "last_replace"),
+            data_files: r.u64("data_files"),
+            files_size: r.u64("files_size"),
+            delete_files: r.u64("delete_files"),
+            records: r.u64("records"),
+            position_deletes: r.u64("position_deletes"),
+            equality_deletes: r.u64("equality_deletes"),
+        };
+        let mut trend = Vec::new();
+        if let (Some(Value::Array(at)), Some(Value::Array(files))) =
+            (r.get("trend_at"), r.get("trend_files"))
+        {
+            // Newest first on the wire: the trend runs oldest first.
+            for (a, f) in at.iter().zip(files).rev() {
+                if let (Some(t), Some(n)) = (a.as_datetime(), f.as_u64()) {
+                    trend.push((t, n));
+                }
+            }
+        }
+        let tail_snapshots = r.u64("tail_snapshots").unwrap_or(0);
+        let trend_tail = match (time(r, "tail_newest"), r.u64("tail_last_files")) {
+            (Some(newest), Some(last_files)) if tail_snapshots > 0 => Some(TrendTail {
+                snapshots: tail_snapshots,
+                newest,
+                last_files,
+                drops: r.u64("tail_drops").unwrap_or(0),
+            }),
+            _ => None,
+        };
+        let stats = TableStats {
+            snapshots: totals.snapshots,
+            oldest_snapshot: totals.oldest_snapshot,
+            newest_snapshot: totals.committed_at,
+            last_write: time(r, "last_write"),
+            last_compaction: time(r, "last_compaction"),
+            writes_since_compaction: r.u64("writes_since_compaction").unwrap_or(0),
+            files_after_compaction: r.u64("files_after_compaction"),
+            trend,
+            trend_tail,
+            manifests: r.u64("manifests"),
+            small_manifests: r.u64("small_manifests"),
+            manifest_bytes: r.u64("manifest_bytes"),
+            metadata_files: r.u64("metadata_files"),
+            metadata_at: time(r, "metadata_at"),
+            ..Default::default()
+        };
+        Survey {
+            totals,
+            stats,
+            partitioned: r.i64("partition_fields").map(|n| n > 0),
+            target_property: r.u64("target_property").filter(|&t| t > 0),
+        }
+    })
+}
+
+impl Survey {
+    /// The table's target file size: its property, else the default.
+    pub fn target(&self, cfg: &HealthConfig) -> u64 {
+        self.target_property.unwrap_or(cfg.target_file_size)
+    }
+
+    /// Whether the table's per-file read can change its verdict (see [`file_read`]).
+    pub fn file_read(&self, cfg: &HealthConfig) -> FileRead {
+        file_read(&self.totals, self.target(cfg), cfg)
+    }
+
+    /// The table's stats as far as its totals tell: files, bytes, records and delete
+    /// counts from the newest snapshot's summary, the small files at their proved lower
+    /// bound, marked unread ([`TableStats::files_unread`]) until the per-file read.
+    pub fn stats(&self, cfg: &HealthConfig) -> TableStats {
+        let t = &self.totals;
+        let target = self.target(cfg);
+        let bounds = small_file_bounds(t, target, cfg);
+        let position_deletes = t.position_deletes.unwrap_or(0);
+        let equality_deletes = t.equality_deletes.unwrap_or(0);
+        let delete_files = t.delete_files.unwrap_or(0);
+        TableStats {
+            target_file_size: target,
+            target_from_property: self.target_property.is_some(),
+            data_files: t.data_files.unwrap_or(0),
+            small_files: bounds.map_or(0, |b| b.at_least),
+            total_bytes: t.files_size.unwrap_or(0),
+            records: t.records.unwrap_or(0),
+            partitioned: self.partitioned.unwrap_or(false),
+            delete_files,
+            // The summary counts delete files, not their kinds: all of one kind when only
+            // that kind's records are deleted (the per-file read tells the rest).
+            position_delete_files: if equality_deletes == 0 {
+                delete_files
+            } else {
+                0
+            },
+            equality_delete_files: if equality_deletes > 0 && position_deletes == 0 {
+                delete_files
+            } else {
+                0
+            },
+            position_deletes,
+            equality_deletes,
+            files_unread: true,
+            ..self.stats.clone()
+        }
+    }
+}
+
 /// What a table's totals prove about its small files at `target` bytes per file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SmallFileBounds {
@@ -144,7 +361,20 @@ pub fn small_file_bounds(t: &Totals, target: u64, cfg: &HealthConfig) -> Option<
 pub fn file_read(t: &Totals, target: u64, cfg: &HealthConfig) -> FileRead {
     match t.data_files {
         _ if t.snapshots == 0 => FileRead::NotNeeded,
-        Some(n) if n < cfg.min_small_files => FileRead::NotNeeded,
+        // Delete files: which kind each is (what a read pays differs four times) is in
+        // the files alone.
+        Some(_) if t.delete_files.is_none_or(|d| d > 0) => {
+            FileRead::Needed(small_file_bounds(t, target, cfg))
+        }
+        // A file far over the target (an INFO) shows in the average when there are few.
+        Some(n)
+            if n < cfg.min_small_files
+                && t.files_size.is_some_and(|b| {
+                    b as f64 <= n as f64 * target as f64 * cfg.large_file_ratio
+                }) =>
+        {
+            FileRead::NotNeeded
+        }
         _ => FileRead::Needed(small_file_bounds(t, target, cfg)),
     }
 }

@@ -129,6 +129,8 @@ pub struct Client {
     pub(super) session: Arc<Mutex<SessionState>>,
     /// `auth = "oauth2"`: the token in use, its cache, the login.
     oauth: Option<Arc<OAuth2>>,
+    /// What this client's statements cost the coordinator, shared by its clones.
+    cost: Arc<super::cost::CostMeter>,
 }
 
 impl std::fmt::Debug for Client {
@@ -170,6 +172,7 @@ impl Client {
             cfg: Arc::new(cfg),
             session: Arc::new(Mutex::new(session)),
             oauth,
+            cost: Default::default(),
         })
     }
 
@@ -234,6 +237,11 @@ impl Client {
 
     pub fn url(&self) -> &Url {
         &self.cfg.url
+    }
+
+    /// What every statement this client (and its clones) finished cost the coordinator.
+    pub fn cost(&self) -> super::cost::Cost {
+        self.cost.read()
     }
 
     /// `GET` a document of the coordinator's REST API (not a statement), retried like
@@ -334,9 +342,11 @@ impl Client {
             }
             if let Some(e) = page.error.take() {
                 guard.url = None;
+                self.cost.record(&page.stats);
                 return Err(query_error(query_id, e));
             }
             let Some(next) = guard.url.clone() else {
+                self.cost.record(&page.stats);
                 return Ok(answer.finish(info_uri, progress, retries));
             };
             if cancel.is_cancelled() {

@@ -2,6 +2,7 @@
 
 mod cancel;
 pub mod client;
+pub mod cost;
 pub mod error;
 pub mod login;
 pub mod oauth2;
@@ -13,6 +14,7 @@ pub mod wire;
 
 pub use client::query_info::{QueryInfo, QueryInput};
 pub use client::{Client, ClientConfig, RetryPolicy};
+pub use cost::{Cost, CostMeter};
 pub use error::TrinoError;
 pub use oauth2::{LoginEvent, LoginOutcome, LoginPrompt};
 pub use output::{QueryOptions, QueryOutput, QueryProgress};

@@ -97,6 +97,8 @@ pub struct StatementStats {
     pub running_splits: u64,
     pub completed_splits: u64,
     pub cpu_time_millis: u64,
+    /// The coordinator's planning of the statement (469+).
+    pub planning_time_millis: Option<u64>,
     pub wall_time_millis: u64,
     pub queued_time_millis: u64,
     pub elapsed_time_millis: u64,

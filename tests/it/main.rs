@@ -34,6 +34,7 @@ mod report;
 mod scans;
 mod sql_quoting;
 mod staleness;
+mod survey;
 mod triage;
 mod triage_pty;
 mod trino_client;

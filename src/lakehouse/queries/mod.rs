@@ -15,10 +15,11 @@ use crate::trino::{Client, QueryOptions, Row, ServerInfo, TrinoError};
 
 use super::statements::parse_snapshot;
 pub use super::statements::{
-    MetaTables, describe_sql, discover_sql, glob_match, parse_stats, partition_value_text,
-    partitions_sql, properties_sql, recount_in_spec_sql, recount_sql, show_create_sql,
-    small_file_ages_sql, snapshots_sql, stats_sql,
+    MetaTables, describe_sql, discover_sql, files_sql, glob_match, parse_files, parse_stats,
+    partition_value_text, partitions_sql, properties_sql, recount_in_spec_sql, recount_sql,
+    show_create_sql, small_file_ages_sql, snapshots_sql, stats_sql,
 };
+use super::summary::{FileRead, Survey, SurveyShape, parse_survey, survey_sql};
 
 mod layouts;
 mod partitions;
@@ -260,9 +261,80 @@ impl Lakehouse {
         m
     }
 
-    /// The health facts of one table, in one statement; a second one dates its small
-    /// files where `$entries` could not (see [`Lakehouse::date_small_files`]).
+    /// The health facts of one table: its survey (metadata only), then its files when
+    /// they can change its verdict ([`crate::lakehouse::summary::file_read`]).
     pub async fn table_stats(&self, t: &TableRef) -> Result<TableStats, TrinoError> {
+        let (_, survey) = self
+            .survey(std::slice::from_ref(t))
+            .await
+            .pop()
+            .ok_or_else(|| TrinoError::Malformed {
+                url: self.client.url().to_string(),
+                message: format!("survey of {t} returned nothing"),
+            })?;
+        let survey = survey?;
+        match survey.file_read(&self.health) {
+            FileRead::NotNeeded => Ok(survey.stats(&self.health)),
+            FileRead::Needed(_) => self.file_stats(t, &survey.stats).await,
+        }
+    }
+
+    /// The surveys of `tables` (see [`crate::lakehouse::summary::survey_sql`]), in one
+    /// statement when all answer; each table's layout is learned on the way (its
+    /// manifests' partition fields), so its per-file read asks the right form at once.
+    pub async fn survey(&self, tables: &[TableRef]) -> Vec<(TableRef, Result<Survey, TrinoError>)> {
+        let shape = SurveyShape {
+            metadata_log: self.meta_tables().metadata_log,
+            summaries: self.summaries_column(),
+        };
+        let found = self
+            .batched(
+                tables,
+                "survey",
+                |b| survey_sql(b, &self.health, shape),
+                parse_survey,
+            )
+            .await;
+        if self.supports(FILES_PARTITION_SINCE) {
+            let mut l = self.learning.lock().await;
+            for (t, r) in &found {
+                match r.as_ref().map(|s| s.partitioned) {
+                    Ok(Some(true)) => self.set_file_layout(t, Layout::PartitionColumn),
+                    Ok(Some(false)) => self.set_file_layout(t, Layout::Unpartitioned),
+                    _ => {}
+                }
+                l.asked.insert(t.clone());
+            }
+        }
+        found
+    }
+
+    /// The file facts of `t` over what its survey read (`survey`: the survey's stats), in
+    /// one statement; a second one dates its small files where `$entries` could not.
+    pub async fn file_stats(
+        &self,
+        t: &TableRef,
+        survey: &TableStats,
+    ) -> Result<TableStats, TrinoError> {
+        let (rows, layout) = self
+            .with_layout(t, |l, m| files_sql(t, &self.health, l, m))
+            .await?;
+        let row = rows.first().ok_or_else(|| TrinoError::Malformed {
+            url: self.client.url().to_string(),
+            message: format!("file read of {t} returned no row"),
+        })?;
+        let mut stats =
+            parse_files(row, layout, survey, &self.health).map_err(|m| TrinoError::Malformed {
+                url: self.client.url().to_string(),
+                message: format!("file read of {t}: {m}"),
+            })?;
+        self.date_small_files(t, &mut stats).await;
+        Ok(stats)
+    }
+
+    /// The health facts of one table in the single statement floe read them with before
+    /// the survey (every metadata table of the table in one plan): kept for comparison.
+    pub async fn table_stats_in_one(&self, t: &TableRef) -> Result<TableStats, TrinoError> {
         let (rows, layout) = self
             .with_layout(t, |l, m| stats_sql(t, &self.health, l, m))
             .await?;

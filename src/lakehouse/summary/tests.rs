@@ -184,3 +184,68 @@ fn a_summary_without_totals_proves_nothing() {
     assert_eq!(small_file_bounds(&t, TARGET, &cfg), None);
     assert_eq!(file_read(&t, TARGET, &cfg), FileRead::Needed(None));
 }
+
+#[test]
+fn a_survey_reads_each_metadata_table_once_per_table_and_no_file() {
+    let ts = [
+        TableRef::new("iceberg", "a", "x"),
+        TableRef::new("iceberg", "b", "we\"ird"),
+    ];
+    let shape = SurveyShape {
+        metadata_log: true,
+        summaries: "partition_summaries",
+    };
+    let sql = survey_sql(&ts, &HealthConfig::default(), shape);
+    assert_eq!(sql.matches("UNION ALL").count(), 1);
+    for meta in [
+        "$snapshots",
+        "$manifests",
+        "$metadata_log_entries",
+        "$properties",
+    ] {
+        assert_eq!(sql.matches(meta).count(), 2, "{meta} in {sql}");
+    }
+    for other in ["$files", "$entries", "$partitions", "WITH", " OVER "] {
+        assert!(!sql.contains(other), "{other} in {sql}");
+    }
+    assert!(sql.starts_with("SELECT 0 AS i"));
+    // A server without the metadata log: the survey does without it.
+    let old = survey_sql(
+        &ts,
+        &HealthConfig::default(),
+        SurveyShape {
+            metadata_log: false,
+            summaries: "partitions",
+        },
+    );
+    assert!(!old.contains("$metadata_log_entries") && old.contains("cardinality(partitions)"));
+}
+
+#[test]
+fn a_table_with_delete_files_or_a_file_far_over_the_target_is_read_however_few_its_files() {
+    let cfg = HealthConfig::default();
+    let few = totals(5, 5 * MB);
+    assert_eq!(file_read(&few, TARGET, &cfg), FileRead::NotNeeded);
+    let deletes = Totals {
+        delete_files: Some(2),
+        ..few
+    };
+    assert!(matches!(
+        file_read(&deletes, TARGET, &cfg),
+        FileRead::Needed(_)
+    ));
+    // Five files averaging 2 × the target: one at least is far over it.
+    let large = totals(5, 10 * TARGET);
+    assert!(matches!(
+        file_read(&large, TARGET, &cfg),
+        FileRead::Needed(_)
+    ));
+    let unknown = Totals {
+        delete_files: None,
+        ..few
+    };
+    assert!(matches!(
+        file_read(&unknown, TARGET, &cfg),
+        FileRead::Needed(_)
+    ));
+}

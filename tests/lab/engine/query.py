@@ -259,6 +259,13 @@ class QueryRun:
         for c in list(tree.find_all(exp.CountIf)):
             cond = c.this.copy()
             c.replace(exp.Count(this=exp.Case(ifs=[exp.If(this=cond, true=exp.Literal.number(1))])))
+        # reduce(array, initial, (s, x) -> ..., s -> s): DuckDB's list_reduce has no finish,
+        # so an identity finish is dropped (any other is not supported here)
+        for r in list(tree.find_all(exp.Reduce)):
+            fin = r.args.get("finish")
+            if isinstance(fin, exp.Lambda) and len(fin.expressions) == 1 \
+                    and isinstance(fin.this, (exp.Column, exp.Identifier)) and fin.this.name == fin.expressions[0].name:
+                r.set("finish", None)
         for a in list(tree.find_all(exp.ArraySize)):
             t = self.expr_column_type(a.this)
             if t is not None and t.startswith("map("):

@@ -1,0 +1,92 @@
+//! The two-step read (a metadata-only survey of many tables a statement, then the files
+//! of the tables whose verdict they can change) gives the verdicts the one-statement
+//! health read gave, on every table of the seed: the real Trino 476 and the stand-in.
+
+use crate::common;
+
+use common::{lab, user};
+use floe::health::{HealthConfig, evaluate};
+use floe::lakehouse::model::{TableRef, TableStats};
+use floe::lakehouse::queries::Lakehouse;
+use floe::lakehouse::summary::FileRead;
+use floe::trino::Client;
+
+fn lakehouse(url: &str, user: &str) -> Lakehouse {
+    Lakehouse::new(
+        Client::new(lab().config(url, user)).unwrap(),
+        "iceberg",
+        HealthConfig::default(),
+    )
+}
+
+/// The facts both reads must agree on: every one a verdict uses.
+fn comparable(s: &TableStats) -> TableStats {
+    TableStats {
+        files_unread: false,
+        ..s.clone()
+    }
+}
+
+async fn same_verdicts_as_the_one_statement_read(url: &str, who: &str) {
+    let lake = lakehouse(url, &user(who));
+    lake.connect().await.unwrap();
+    let tables = lake.discover(&[], &[]).await.unwrap();
+    assert!(tables.len() >= 8, "{tables:?}");
+    let cfg = HealthConfig::default();
+    let now = chrono::Utc::now();
+    let surveys = lake.survey(&tables).await;
+    let mut read_files = 0;
+    for (t, survey) in surveys {
+        let survey = survey.unwrap_or_else(|e| panic!("survey of {t}: {e}"));
+        let old = lake.table_stats_in_one(&t).await.unwrap();
+        let new = match survey.file_read(&cfg) {
+            FileRead::NotNeeded => {
+                let s = survey.stats(&cfg);
+                assert!(s.files_unread, "{t}");
+                assert!(
+                    old.data_files < cfg.min_small_files || old.snapshots == 0,
+                    "{t}: {old:?}"
+                );
+                // What the totals say of the files is what the files say.
+                assert_eq!(s.data_files, old.data_files, "{t}");
+                assert!(s.small_files <= old.small_files, "{t}: a lower bound");
+                let (a, b) = (
+                    evaluate(&s, None, &cfg, now),
+                    evaluate(&old, None, &cfg, now),
+                );
+                assert_eq!(a.status, b.status, "{t}: {a:?} vs {b:?}");
+                continue;
+            }
+            FileRead::Needed(_) => {
+                read_files += 1;
+                lake.file_stats(&t, &survey.stats).await.unwrap()
+            }
+        };
+        assert_eq!(comparable(&new), comparable(&old), "{t}");
+        let (a, b) = (
+            evaluate(&new, None, &cfg, now),
+            evaluate(&old, None, &cfg, now),
+        );
+        assert_eq!(a, b, "{t}");
+        // And the one-table path says the same.
+        assert_eq!(
+            comparable(&lake.table_stats(&t).await.unwrap()),
+            comparable(&old),
+            "{t}"
+        );
+    }
+    assert!(
+        read_files >= 4,
+        "the seed's decayed tables are read file by file"
+    );
+}
+
+#[tokio::test]
+async fn the_survey_and_the_file_read_give_the_one_statement_verdicts_on_the_real_trino() {
+    same_verdicts_as_the_one_statement_read(&lab().trino_url(), "survey_real").await;
+}
+
+#[tokio::test]
+async fn the_survey_and_the_file_read_give_the_one_statement_verdicts_on_the_stand_in() {
+    same_verdicts_as_the_one_statement_read(&lab().stand_in_url(), "survey_stand_in").await;
+}
