@@ -15,7 +15,7 @@ use super::snapshots::SnapshotsMsg;
 use super::tables::TablesMsg;
 use crate::health::HealthConfig;
 use crate::lakehouse::maintenance::Plan;
-use crate::lakehouse::model::{PartitionStats, TableRef};
+use crate::lakehouse::model::{PartitionStats, TableRef, TableStats};
 use crate::trino::TrinoError;
 
 pub use crate::maintain::plan::MaintenanceKind;
@@ -26,6 +26,8 @@ pub enum Action {
     Start,
     Key(KeyEvent),
     Tick(DateTime<Utc>),
+    /// What floe's statements have cost the coordinator so far (the client's meter).
+    Cost(crate::trino::Cost),
     Resize(u16, u16),
     /// The coordinator's info, its login, a profile switch.
     Connection(ConnectionMsg),
@@ -87,11 +89,23 @@ pub enum Effect {
         generation: u64,
         tables: Vec<TableRef>,
     },
-    /// The first-read ranking of a batch of tables on a cold start: each one's live files
-    /// and layout (one statement; split when it fails).
-    Rank {
+    /// The survey of a batch of tables in a full read (one metadata-only statement; split
+    /// when it fails): what decides every verdict but the files', and which tables'
+    /// files can change theirs.
+    Survey {
         generation: u64,
         tables: Vec<TableRef>,
+    },
+    /// The writes the coordinator finished after `since` (its own record of them).
+    RecentWrites {
+        generation: u64,
+        since: DateTime<Utc>,
+    },
+    /// The files of a surveyed table (`survey`: the stats its survey gave).
+    LoadFiles {
+        generation: u64,
+        table: TableRef,
+        survey: Box<TableStats>,
     },
     /// Keep the last stats of every table of a profile for the next start.
     SaveCache {
@@ -267,7 +281,9 @@ impl Effect {
             Effect::Discover { .. } => Slot::Discovery,
             Effect::LoadStats { table, .. } => Slot::Stats(table.clone()),
             Effect::Probe { tables, .. } => Slot::Probe(tables.first().cloned()),
-            Effect::Rank { tables, .. } => Slot::Rank(tables.first().cloned()),
+            Effect::Survey { tables, .. } => Slot::Rank(tables.first().cloned()),
+            Effect::LoadFiles { table, .. } => Slot::Stats(table.clone()),
+            Effect::RecentWrites { .. } => Slot::Probe(None),
             Effect::SaveCache { .. } => Slot::Cache,
             Effect::LoadPartitions { .. } => Slot::Partitions,
             Effect::LoadSnapshots { .. } => Slot::Snapshots,

@@ -70,6 +70,10 @@ fn dispatch(s: &mut State, action: Action) -> Vec<Effect> {
     match action {
         Action::Start => refresh_all(s),
         Action::Key(ev) => on_key(s, ev),
+        Action::Cost(c) => {
+            tables::record_cost(s, c);
+            Vec::new()
+        }
         Action::Tick(now) => {
             s.now = now;
             tables::reevaluate(s);

@@ -19,6 +19,7 @@ pub struct FileConfig {
     pub max_concurrent_queries: Option<usize>,
     pub probe_batch: Option<usize>,
     pub full_refresh_every: Option<Dur>,
+    pub coordinator_budget: Option<Dur>,
     pub query_timeout: Option<Dur>,
     pub audit_log: Option<PathBuf>,
     pub export_dir: Option<PathBuf>,

@@ -92,6 +92,7 @@ fn load_file(
     let key_bindings = keys::bind(&cx.file.keys.clone().unwrap_or_default())
         .map_err(|e| err(format!("{e} in [keys] of {}", cx.where_())))?;
     let confirm_dwell = confirm_dwell(&cx.file, &cx.where_())?;
+    let coordinator_budget = coordinator_budget(&cx.file, &cx.where_())?;
 
     let Layers {
         file,
@@ -126,6 +127,7 @@ fn load_file(
         log_dir: dirs.state.clone(),
         mouse: file.mouse.unwrap_or(false),
         confirm_dwell,
+        coordinator_budget,
         start_tab: file.start_tab.unwrap_or_default(),
         profiles: profiles.keys().cloned().collect(),
     })
@@ -144,6 +146,24 @@ fn confirm_dwell(file: &FileConfig, where_: &str) -> Result<Duration, ConfigErro
         )));
     }
     Ok(d)
+}
+
+/// The default of `coordinator_budget`: what an open floe may cost the coordinator per
+/// minute of steady refreshes (planning plus task CPU, as the coordinator reports them).
+pub const DEFAULT_COORDINATOR_BUDGET: Duration = Duration::from_secs(2);
+
+/// `coordinator_budget`: 0s to 60s of the coordinator's time per minute (`0s`: no limit).
+fn coordinator_budget(file: &FileConfig, where_: &str) -> Result<Option<Duration>, ConfigError> {
+    let d = file
+        .coordinator_budget
+        .map_or(DEFAULT_COORDINATOR_BUDGET, |d| d.0);
+    if d > Duration::from_secs(60) {
+        return Err(ConfigError(format!(
+            "coordinator_budget = {:?} in {where_}: expected 0s (no limit) to 60s of the coordinator's time per minute",
+            humantime::format_duration(d).to_string()
+        )));
+    }
+    Ok((!d.is_zero()).then_some(d))
 }
 
 fn env_nonempty(env: Env, k: &str) -> Option<String> {

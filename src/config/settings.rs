@@ -117,6 +117,9 @@ pub struct Settings {
     /// How long after the last full read of every table the next refresh reads every
     /// table again, whatever the change probe says (`full_refresh_every`; `None`: never).
     pub full_refresh_every: Option<Duration>,
+    /// What the steady refreshes may cost the coordinator per minute, planning plus task
+    /// CPU (`coordinator_budget`; `None`: no limit).
+    pub coordinator_budget: Option<Duration>,
     /// The last stats per table, for a warm start (`$XDG_CACHE_HOME/floe/stats.json`).
     pub stats_cache: PathBuf,
     pub query_timeout: Duration,

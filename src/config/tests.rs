@@ -66,8 +66,12 @@ fn the_refresh_policy_has_defaults_bounds_and_a_cache_file() {
     let f = Fixture::new("policy");
     let s = f.load(&flags("http://127.0.0.1:8080")).unwrap();
     assert_eq!(
-        (s.probe_batch, s.full_refresh_every),
-        (50, Some(Duration::from_secs(3600)))
+        (s.probe_batch, s.full_refresh_every, s.coordinator_budget),
+        (
+            10,
+            Some(Duration::from_secs(3600)),
+            Some(Duration::from_secs(2))
+        )
     );
     assert_eq!(s.stats_cache, f.dir.join(".cache/floe/stats.json"));
     let ok = f.write(

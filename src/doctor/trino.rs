@@ -18,9 +18,13 @@ impl Doctor<'_> {
         let lake = Lakehouse::new(client.clone(), s.trino.catalog.clone(), s.health.clone());
         let _ = lake.connect().await;
         self.iceberg_tables(s, &client, &lake).await;
-        let table = self.trino_tables(s, &lake).await?;
+        let listed_from = client.cost();
+        let tables = self.trino_tables(s, &lake).await?;
+        let listing = client.cost().since(&listed_from);
+        let table = tables[0].clone();
         self.entries(&client, &table).await;
         self.health_statement(&lake, &table).await;
+        self.coordinator_budget(s, &lake, &tables, listing).await;
         Some(())
     }
 
@@ -267,7 +271,7 @@ impl Doctor<'_> {
     }
 
     /// The watched tables: how many, and the first, which the last checks read.
-    async fn trino_tables(&mut self, s: &Settings, lake: &Lakehouse) -> Option<TableRef> {
+    async fn trino_tables(&mut self, s: &Settings, lake: &Lakehouse) -> Option<Vec<TableRef>> {
         let catalog = &s.trino.catalog;
         let tables = match lake.discover(&s.trino.schemas, &s.trino.tables).await {
             Ok(t) => t,
@@ -299,7 +303,84 @@ impl Doctor<'_> {
             "tables",
             format!("{} watched, e.g. {table}", tables.len()),
         ));
-        Some(table)
+        Some(tables)
+    }
+
+    /// What an open floe would cost this coordinator per minute of steady refreshes, from
+    /// what one listing, one probe batch and one read of the recent writes cost here (the
+    /// coordinator's own planning and CPU times), against `coordinator_budget`; and how
+    /// often every table is then checked.
+    async fn coordinator_budget(
+        &mut self,
+        s: &Settings,
+        lake: &Lakehouse,
+        tables: &[TableRef],
+        listing: crate::trino::Cost,
+    ) {
+        let batch = s.probe_batch.max(1).min(tables.len());
+        let c = lake.client.cost();
+        let probed = lake.probe(&tables[..batch]).await;
+        let probe = lake.client.cost().since(&c);
+        let c = lake.client.cost();
+        let writes = lake
+            .recent_writes(
+                chrono::Utc::now() - chrono::Duration::from_std(s.refresh).unwrap_or_default(),
+            )
+            .await;
+        let written = lake.client.cost().since(&c);
+        let est = crate::lakehouse::budget::SteadyCost {
+            tables: tables.len(),
+            refresh: s.refresh,
+            full_every: s.full_refresh_every,
+            probe_batch: s.probe_batch.max(1),
+            listing_ms: listing.coordinator_ms(),
+            probe_ms: probe.coordinator_ms() * s.probe_batch.max(1) as u64 / batch.max(1) as u64,
+            writes_ms: written.coordinator_ms(),
+        };
+        let per_minute = est.per_minute();
+        let budget = s.coordinator_budget;
+        let figure = format!(
+            "{:.2} s of planning + CPU a minute at {} tables (listing {} ms, probe of {} {} ms, writes {} ms, {} probes a refresh{}); budget {}{}",
+            per_minute.as_secs_f64(),
+            tables.len(),
+            est.listing_ms,
+            est.probe_batch,
+            est.probe_ms,
+            est.writes_ms,
+            est.probes_per_refresh(),
+            if writes.is_err() {
+                "; the coordinator's query list is not readable: writes are seen by the rotation only"
+            } else {
+                ""
+            },
+            budget.map_or("none".to_string(), |b| format!(
+                "{} s a minute",
+                b.as_secs_f64()
+            )),
+            match est.checked_within(budget) {
+                Some(d) => format!(
+                    "; every table checked within {}",
+                    humantime::format_duration(d)
+                ),
+                None => String::new(),
+            }
+        );
+        let over = budget.is_some_and(|b| per_minute > b);
+        let failed = probed.iter().any(|(_, r)| r.is_err());
+        self.report(if over || failed {
+            super::Check {
+                name: "coordinator budget",
+                status: super::Status::Fallback,
+                figure,
+                fix: Some(if failed {
+                    "a probe failed: the user needs SELECT on the tables' $metadata_log_entries".into()
+                } else {
+                    "floe looks at fewer tables a refresh to stay within it: raise coordinator_budget or full_refresh_every, or narrow trino.tables".into()
+                }),
+            }
+        } else {
+            super::Check::pass("coordinator budget", figure)
+        });
     }
 
     /// The health statement on `table`.

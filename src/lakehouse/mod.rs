@@ -2,6 +2,7 @@
 //! the SQL that reads and maintains them. A table's layout comes from its
 //! own declared spec, never from the names of its fields.
 
+pub mod budget;
 pub mod history;
 pub mod layout;
 pub mod maintenance;
@@ -11,3 +12,4 @@ pub mod queries;
 pub mod sql;
 pub mod statements;
 pub mod summary;
+pub mod writes;

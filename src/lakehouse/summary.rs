@@ -114,6 +114,11 @@ pub struct Survey {
     pub target_property: Option<u64>,
 }
 
+/// Tables a survey statement reads: the metadata-only reads cost about the same a table
+/// alone or ten to a statement on Trino 476 (benches/README.md), and a wider `UNION ALL`
+/// plans superlinearly and makes every table of it wait for the slowest.
+pub const SURVEY_BATCH: usize = 10;
+
 /// What a survey reads besides the snapshots, by what the server has.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SurveyShape {

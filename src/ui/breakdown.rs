@@ -120,6 +120,38 @@ pub fn health_breakdown(s: &State, t: &TableRef) -> Vec<(Severity, String)> {
         for line in detail_facts(st, waiting, s.now) {
             out.push((Severity::Info, line));
         }
+        if st.files_unread {
+            out.push((
+                Severity::Info,
+                if row.loading {
+                    format!(
+                        "files from the newest snapshot's totals (at least {} small); its files are being read",
+                        st.small_files
+                    )
+                } else {
+                    format!(
+                        "files from the newest snapshot's totals: fewer than {} data files, no small-file verdict applies, so their sizes are not read",
+                        s.health.min_small_files
+                    )
+                },
+            ));
+        }
+    }
+    if let Some(at) = row.checked_at {
+        out.push((
+            Severity::Info,
+            format!(
+                "last checked {} ago{}",
+                crate::fmt::human_duration(s.now.signed_duration_since(at).num_seconds()),
+                match s.tables.policy.full_every {
+                    Some(e) => format!(
+                        " (every table is checked within {}; a write through this coordinator within a refresh)",
+                        humantime::format_duration(e)
+                    ),
+                    None => String::new(),
+                }
+            ),
+        ));
     }
     if let Some(e) = &row.error {
         out.push((Severity::Unknown, format!("last load failed: {e}")));

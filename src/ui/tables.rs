@@ -117,8 +117,15 @@ fn row_cells(
                     } else {
                         Style::default()
                     };
+                // Files not read: a proved lower bound while their read runs; nothing
+                // known (nor needed: too few files for any small-file verdict) after.
+                let text = match (st.files_unread, r.loading) {
+                    (false, _) => compact(st.small_files),
+                    (true, true) => format!(">={}", compact(st.small_files)),
+                    (true, false) => "-".into(),
+                };
                 Cell::from(
-                    Line::from(Span::styled(compact(st.small_files), small_style))
+                    Line::from(Span::styled(text, small_style))
                         .alignment(ratatui::layout::Alignment::Right),
                 )
             }

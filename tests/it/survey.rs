@@ -6,7 +6,7 @@ use crate::common;
 
 use common::{lab, user};
 use floe::health::{HealthConfig, evaluate};
-use floe::lakehouse::model::{TableRef, TableStats};
+use floe::lakehouse::model::TableStats;
 use floe::lakehouse::queries::Lakehouse;
 use floe::lakehouse::summary::FileRead;
 use floe::trino::Client;

@@ -74,7 +74,11 @@ pub(super) async fn event_loop(
             _ = tokio::time::sleep_until(redraw_at), if pending_draw => None,
         };
         if let Some(a) = action {
+            let tick = matches!(a, Action::Tick(_));
             let fx = update(&mut state, a);
+            if tick {
+                update(&mut state, Action::Cost(rt.lake.client.cost()));
+            }
             rt.run(fx);
             // Coalesce: apply every result already waiting before drawing.
             while let Ok(a) = rx.try_recv() {

@@ -411,6 +411,7 @@ pub fn initial_state(s: &Settings, no_color: bool) -> color_eyre::Result<State> 
     st.tables.policy = super::tables::RefreshPolicy {
         probe_batch: s.probe_batch,
         full_every: s.full_refresh_every,
+        budget: s.coordinator_budget,
         reads: s.max_concurrent_queries,
         ..Default::default()
     };

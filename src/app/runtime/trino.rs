@@ -76,14 +76,36 @@ impl Runtime {
                 };
                 spawn_reply(pool, work, reply, send)
             }
-            Effect::Rank { generation, tables } => {
+            Effect::Survey { generation, tables } => {
                 let t = tables.clone();
-                let work = async move { Ok(lake.rank(&t).await) };
+                let work = async move { Ok(lake.survey(&t).await) };
                 let reply = move |r| {
                     let results = per_table(r, tables);
-                    Action::Tables(TablesMsg::Ranked {
+                    Action::Tables(TablesMsg::Surveyed {
                         generation,
                         results,
+                    })
+                };
+                spawn_reply(pool, work, reply, send)
+            }
+            Effect::RecentWrites { generation, since } => spawn_reply(
+                pool,
+                async move { lake.recent_writes(since).await },
+                move |result| Action::Tables(TablesMsg::Written { generation, result }),
+                send,
+            ),
+            Effect::LoadFiles {
+                generation,
+                table,
+                survey,
+            } => {
+                let t = table.clone();
+                let work = async move { lake.file_stats(&t, &survey).await };
+                let reply = move |result| {
+                    Action::Tables(TablesMsg::Stats {
+                        generation,
+                        table,
+                        result,
                     })
                 };
                 spawn_reply(pool, work, reply, send)

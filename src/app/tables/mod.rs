@@ -21,10 +21,10 @@ mod tests;
 pub use columns::{TABLE_SORTS, TableCol, WIDE, cmp_tables, opt};
 pub use export::export_view;
 pub use refresh::{
-    cache_entries, full_due, rank_queue, reevaluate, refresh, reload_row, reread, same_snapshot,
-    warm_start,
+    cache_entries, full_due, rank_queue, record_cost, reevaluate, refresh, reload_row, reread,
+    rotation, same_snapshot, spent_per_minute, warm_start,
 };
-use refresh::{on_discovered, on_probed, on_ranked, on_stats};
+use refresh::{on_discovered, on_probed, on_stats, on_surveyed};
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct TableRow {
@@ -46,6 +46,9 @@ pub struct TableRow {
     /// The stats come from the cache of an earlier run and are not confirmed yet: shown
     /// "as of" `read_at` until the probe finds the same snapshot (or they are re-read).
     pub cached: bool,
+    /// When floe last looked at the table (a probe or a read): a steady refresh looks at
+    /// the least recently checked first, every table within `full_refresh_every`.
+    pub checked_at: Option<DateTime<Utc>>,
 }
 
 impl TableRow {
@@ -64,6 +67,7 @@ impl TableRow {
             probe: None,
             read_at: None,
             cached: false,
+            checked_at: None,
         }
     }
 
@@ -99,18 +103,27 @@ pub struct TablesView {
     pub last_full: Option<DateTime<Utc>>,
     /// The refresh in flight re-reads every table whatever its probe says.
     pub full: bool,
-    /// The health reads of the full refresh in flight not started yet, the next first:
-    /// started as others end, at most `policy.reads` at a time, so that what the
-    /// ranking of a cold start shows still reorders them.
+    /// The file reads of the full refresh in flight not started yet, the next first:
+    /// started as others end, at most `policy.reads` at a time, ordered by what the
+    /// surveys prove (the most excess files first), so that the worst tables come first.
     pub queue: std::collections::VecDeque<TableRef>,
-    /// Health reads of the queue in flight.
+    /// File reads of the queue in flight.
     pub reading: usize,
-    /// Ranking batches of a cold start still to send (up to `policy.rank_slots` of the
-    /// `policy.reads` slots in flight), the next last.
+    /// Survey batches of the full refresh still to send (up to `policy.rank_slots` of
+    /// the `policy.reads` slots in flight while file reads wait), the next last.
     pub ranking: Vec<Vec<TableRef>>,
-    /// Ranking batches in flight.
+    /// Survey batches in flight.
     pub ranking_in_flight: usize,
-    /// Live files (the current manifests'), per table ranked on this start.
+    /// What floe's statements have cost the coordinator so far, read at each tick (the
+    /// client's meter): the last ten minutes of readings, oldest first.
+    pub ledger: std::collections::VecDeque<(DateTime<Utc>, crate::trino::Cost)>,
+    /// The writes the coordinator finished from this time on are the next refresh's
+    /// first probes (`None` until a first refresh ended).
+    pub writes_since: Option<DateTime<Utc>>,
+    /// Tables the refresh in flight probes already (the written ones are added once).
+    pub probing: std::collections::HashSet<TableRef>,
+    /// Excess files each surveyed table is proved to hold (its totals' lower bound): the
+    /// order of the file reads.
     pub rank: std::collections::HashMap<TableRef, u64>,
 }
 
@@ -122,7 +135,12 @@ pub struct TablesView {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RefreshPolicy {
     pub probe_batch: usize,
+    /// Every table is looked at (probed) at least this often (`None`: only when a write
+    /// through the coordinator names it, or the operator refreshes).
     pub full_every: Option<std::time::Duration>,
+    /// What the steady refreshes may cost the coordinator per minute (planning plus task
+    /// CPU; `None`: no limit).
+    pub budget: Option<std::time::Duration>,
     /// Statements a full refresh keeps in flight (`max_concurrent_queries`).
     pub reads: usize,
     /// Of those, the slots a cold start's ranking takes while it lasts; the reads keep at
@@ -141,6 +159,7 @@ impl Default for RefreshPolicy {
         RefreshPolicy {
             probe_batch: DEFAULT_PROBE_BATCH,
             full_every: Some(crate::config::DEFAULT_FULL_REFRESH),
+            budget: Some(crate::config::DEFAULT_COORDINATOR_BUDGET),
             reads: 4,
             rank_slots: DEFAULT_RANK_SLOTS,
         }
@@ -220,10 +239,18 @@ pub enum TablesMsg {
         generation: u64,
         results: Vec<(TableRef, Result<Probe, TrinoError>)>,
     },
-    /// The first-read ranking of a batch: each table's live files.
-    Ranked {
+    /// The tables named by the writes the coordinator finished since the last look.
+    Written {
         generation: u64,
-        results: Vec<(TableRef, Result<u64, TrinoError>)>,
+        result: Result<Vec<Vec<String>>, TrinoError>,
+    },
+    /// The survey of a batch of a full read: one result per table.
+    Surveyed {
+        generation: u64,
+        results: Vec<(
+            TableRef,
+            Result<crate::lakehouse::summary::Survey, TrinoError>,
+        )>,
     },
 }
 
@@ -258,9 +285,10 @@ pub fn update(s: &mut State, msg: TablesMsg) -> Vec<Effect> {
             generation,
             results,
         } => on_probed(s, generation, results),
-        TablesMsg::Ranked {
+        TablesMsg::Surveyed {
             generation,
             results,
-        } => on_ranked(s, generation, results),
+        } => on_surveyed(s, generation, results),
+        TablesMsg::Written { generation, result } => refresh::on_written(s, generation, result),
     }
 }

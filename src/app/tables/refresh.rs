@@ -12,7 +12,8 @@ use crate::app::state::{Level, Load, State, StatusKind};
 use crate::cache::Entry;
 use crate::health::evaluate;
 use crate::lakehouse::model::{TableRef, TableStats};
-use crate::lakehouse::probe::{Probe, RANK_BATCH};
+use crate::lakehouse::probe::Probe;
+use crate::lakehouse::summary::SURVEY_BATCH;
 use crate::trino::TrinoError;
 
 /// Whether a refresh at `now` reads every table: never read in full yet, or the last
@@ -80,7 +81,9 @@ pub fn refresh(s: &mut State, manual: bool) -> Vec<Effect> {
     }
     s.tables.generation += 1;
     s.tables.load = Load::Loading;
-    s.tables.full = manual || full_due(s.tables.last_full, s.tables.policy.full_every, s.now);
+    // A full read (every table surveyed) on a cold start and on `r`; a steady refresh
+    // looks at the written tables and a rotation of the rest (see [`rotation`]).
+    s.tables.full = manual || s.tables.last_full.is_none();
     if s.tables.full {
         s.tables.last_full = Some(s.now);
     }
@@ -154,6 +157,7 @@ pub(super) fn on_stats(
     if let Some(row) = s.tables.row_mut(table) {
         row.loading = false;
         row.stale = false;
+        row.checked_at = Some(now);
         match result {
             Ok(stats) => {
                 row.health = Some(evaluate(&stats, row.dag.as_ref(), &cfg, now));
@@ -172,12 +176,14 @@ pub(super) fn on_stats(
     }
     s.tables.reading = s.tables.reading.saturating_sub(1);
     let mut fx = start_reads(s);
+    fx.extend(next_ranks(s));
     fx.extend(finish(s));
     fx
 }
 
-/// Start queued health reads while fewer than the window are in flight: every slot of
-/// `policy.reads`, less those a cold start's ranking takes while it lasts.
+/// Start queued file reads while fewer than the window are in flight: every slot of
+/// `policy.reads`, less those the surveys take while they last. Each carries the stats
+/// its survey gave (the row's), which the file read completes.
 fn start_reads(s: &mut State) -> Vec<Effect> {
     let ranking = s.tables.ranking_in_flight > 0 || !s.tables.ranking.is_empty();
     let window = if ranking {
@@ -192,21 +198,35 @@ fn start_reads(s: &mut State) -> Vec<Effect> {
             break;
         };
         s.tables.reading += 1;
-        fx.push(Effect::LoadStats { generation, table });
+        let survey = s.tables.row(&table).and_then(|r| r.stats.clone());
+        fx.push(match survey {
+            Some(st) if st.files_unread => Effect::LoadFiles {
+                generation,
+                table,
+                survey: Box::new(st),
+            },
+            _ => Effect::LoadStats { generation, table },
+        });
     }
     fx
 }
 
-/// The next ranking batches of a cold start, while fewer than its slots are in flight.
+/// Survey batches to send while fewer than their slots are in flight: their share of the
+/// window while file reads wait, every slot while none does.
 fn next_ranks(s: &mut State) -> Vec<Effect> {
     let (slots, _) = s.tables.policy.rank_window();
+    let slots = if s.tables.queue.is_empty() && s.tables.reading == 0 {
+        s.tables.policy.reads.max(1)
+    } else {
+        slots
+    };
     let mut fx = Vec::new();
     while s.tables.ranking_in_flight < slots {
         let Some(tables) = s.tables.ranking.pop() else {
             break;
         };
         s.tables.ranking_in_flight += 1;
-        fx.push(Effect::Rank {
+        fx.push(Effect::Survey {
             generation: s.tables.generation,
             tables,
         });
@@ -229,33 +249,65 @@ pub fn rank_queue(
     });
 }
 
-/// A ranking batch of a cold start: the reads not started yet are reordered by it, the
-/// next batch is sent, and the reads fill the slots.
-pub(super) fn on_ranked(
+/// A survey batch of a full read: a table whose files cannot change its verdict has its
+/// stats now; the others show what their totals prove (marked unread) and queue their
+/// file read, the most excess files proved first; the next batches and reads fill the
+/// slots.
+pub(super) fn on_surveyed(
     s: &mut State,
     generation: u64,
-    results: Vec<(TableRef, Result<u64, TrinoError>)>,
+    results: Vec<(
+        TableRef,
+        Result<crate::lakehouse::summary::Survey, TrinoError>,
+    )>,
 ) -> Vec<Effect> {
+    use crate::lakehouse::summary::FileRead;
     if generation != s.tables.generation {
         return Vec::new();
     }
     s.tables.ranking_in_flight = s.tables.ranking_in_flight.saturating_sub(1);
+    let now = s.now;
+    let cfg = s.health.clone();
     for (t, r) in results {
+        let Some(row) = s.tables.row_mut(&t) else {
+            continue;
+        };
         match r {
-            Ok(n) => {
-                s.tables.rank.insert(t, n);
+            Ok(survey) => {
+                row.checked_at = Some(now);
+                let stats = survey.stats(&cfg);
+                let read = survey.file_read(&cfg);
+                row.health = Some(evaluate(&stats, row.dag.as_ref(), &cfg, now));
+                row.probe = None;
+                row.stats = Some(stats);
+                row.error = None;
+                row.cached = false;
+                match read {
+                    FileRead::NotNeeded => {
+                        row.loading = false;
+                        row.stale = false;
+                        row.read_at = Some(now);
+                        s.tables.pending = s.tables.pending.saturating_sub(1);
+                    }
+                    FileRead::Needed(bounds) => {
+                        let excess = bounds.map_or(0, |b| b.excess_at_least);
+                        s.tables.rank.insert(t.clone(), excess);
+                        s.tables.queue.push_back(t);
+                    }
+                }
             }
-            // The table's own health read says what is wrong with it.
-            Err(e) => tracing::debug!(table = %t, "not ranked: {e}"),
+            Err(e) => {
+                row.loading = false;
+                row.stale = false;
+                row.error = Some(e.to_string());
+                s.tables.pending = s.tables.pending.saturating_sub(1);
+            }
         }
     }
     rank_queue(&mut s.tables.queue, &s.tables.rank);
-    // Nothing left to read: the rest of the ranking would only cost statements.
-    if s.tables.queue.is_empty() {
-        s.tables.ranking.clear();
-    }
     let mut fx = next_ranks(s);
     fx.extend(start_reads(s));
+    fx.extend(finish(s));
     fx
 }
 
@@ -277,6 +329,7 @@ pub(super) fn on_probed(
         let Some(row) = s.tables.row_mut(&table) else {
             continue;
         };
+        row.checked_at = Some(now);
         match result {
             Ok(p) => {
                 let same_id = row.probe.is_none_or(|old| old.snapshot_id == p.snapshot_id);
@@ -332,6 +385,12 @@ pub fn same_snapshot(st: &TableStats, p: &Probe) -> bool {
 fn finish(s: &mut State) -> Vec<Effect> {
     let mut fx = Vec::new();
     if s.tables.pending == 0 {
+        // The next refresh asks for the writes since this one began, with a margin for
+        // the two clocks (a write seen twice costs one probe more, never a verdict).
+        s.tables.writes_since = s
+            .last_refresh
+            .map(|at| at - chrono::Duration::seconds(WRITES_MARGIN_S));
+        s.tables.probing.clear();
         if let Some(m) = &s.status
             && m.kind == StatusKind::CachedStats
         {
@@ -439,42 +498,42 @@ pub(super) fn on_discovered(
             // and snapshot count), a few at a time from a queue; otherwise the probes say
             // which tables changed.
             if s.tables.full {
-                s.tables.queue = order.into();
+                // A full read: every table surveyed, ten a statement (metadata only), worst
+                // known first; the surveys queue the file reads that can change a verdict.
+                s.tables.queue.clear();
                 s.tables.reading = 0;
                 s.tables.rank.clear();
                 s.tables.ranking_in_flight = 0;
-                // A cold start (nothing known of any table): the tables not being read
-                // yet are ranked by their live files, a few per statement in all slots
-                // but one (that one reads), by the layout statement a cold start sends
-                // anyway, and read most files first, so that the first CRITICAL rows come
-                // first, not the alphabet's. No more tables than slots: all are read at
-                // once, there is nothing to order.
-                let cold = s.tables.rows.iter().all(|r| r.stats.is_none())
-                    && s.tables.queue.len() > s.tables.policy.reads.max(1);
-                s.tables.ranking = if cold { vec![Vec::new()] } else { Vec::new() };
-                let mut fx = start_reads(s);
-                let mut batches: Vec<Vec<TableRef>> = s
-                    .tables
-                    .queue
-                    .iter()
-                    .cloned()
-                    .collect::<Vec<_>>()
-                    .chunks(RANK_BATCH)
+                let mut batches: Vec<Vec<TableRef>> = order
+                    .chunks(SURVEY_BATCH)
                     .map(<[TableRef]>::to_vec)
                     .collect();
                 batches.reverse();
-                s.tables.ranking = if cold { batches } else { Vec::new() };
-                fx.extend(next_ranks(s));
-                fx.extend(start_reads(s));
-                fx
+                s.tables.ranking = batches;
+                next_ranks(s)
             } else {
-                order
+                let probe = rotation(s);
+                s.tables.probing = probe.iter().cloned().collect();
+                for r in &mut s.tables.rows {
+                    if !s.tables.probing.contains(&r.table) {
+                        r.loading = false;
+                        r.stale = false;
+                    }
+                }
+                let since = s.tables.writes_since;
+                s.tables.pending = probe.len() + usize::from(since.is_some());
+                let mut fx: Vec<Effect> = probe
                     .chunks(batch)
                     .map(|tables| Effect::Probe {
                         generation,
                         tables: tables.to_vec(),
                     })
-                    .collect()
+                    .collect();
+                if let Some(since) = since {
+                    fx.push(Effect::RecentWrites { generation, since });
+                }
+                fx.extend(finish(s));
+                fx
             }
         }
         Err(e) => {
@@ -501,4 +560,122 @@ pub fn reload_row(s: &mut State, table: &TableRef) -> Option<Effect> {
         generation: s.tables.generation,
         table: table.clone(),
     })
+}
+
+/// Seconds the writes read reaches back before the refresh that last read them: the
+/// coordinator's clock and floe's need not agree.
+pub const WRITES_MARGIN_S: i64 = 60;
+
+/// The tables a steady refresh probes: every table never read, failed, or shown from the
+/// cache of an earlier run; then the least recently checked, as many as it takes to look
+/// at every table within `full_refresh_every` at this refresh interval — fewer when the
+/// last minutes cost the coordinator more than `coordinator_budget`, in proportion.
+pub fn rotation(s: &State) -> Vec<TableRef> {
+    let rows = &s.tables.rows;
+    let policy = &s.tables.policy;
+    let mut quota = match policy.full_every {
+        Some(every) if !every.is_zero() => {
+            let per = s.refresh_every.as_secs_f64() / every.as_secs_f64();
+            (rows.len() as f64 * per).ceil() as usize
+        }
+        _ => 0,
+    };
+    if let (Some(budget), Some(spent)) = (policy.budget, spent_per_minute(s))
+        && spent > budget.as_secs_f64()
+    {
+        quota = (quota as f64 * budget.as_secs_f64() / spent).floor() as usize;
+    }
+    let must = |r: &TableRow| r.stats.is_none() || r.error.is_some() || r.cached;
+    let mut out: Vec<TableRef> = rows
+        .iter()
+        .filter(|r| must(r))
+        .map(|r| r.table.clone())
+        .collect();
+    let mut rest: Vec<&TableRow> = rows.iter().filter(|r| !must(r)).collect();
+    rest.sort_by_key(|r| r.checked_at);
+    out.extend(rest.into_iter().take(quota).map(|r| r.table.clone()));
+    out
+}
+
+/// A reading of the client's cost meter: kept ten minutes.
+pub fn record_cost(s: &mut State, c: crate::trino::Cost) {
+    let now = s.now;
+    let ledger = &mut s.tables.ledger;
+    if ledger.back().is_some_and(|(_, last)| *last == c) && ledger.len() > 1 {
+        // Nothing sent since: the newest reading moves, the cost per minute falls.
+        ledger.pop_back();
+    }
+    ledger.push_back((now, c));
+    while ledger
+        .front()
+        .is_some_and(|(at, _)| (now - *at).num_seconds() > 600)
+    {
+        ledger.pop_front();
+    }
+}
+
+/// What floe cost the coordinator per minute over the last five minutes of readings
+/// (planning plus task CPU, seconds); `None` with less than half a minute of them.
+pub fn spent_per_minute(s: &State) -> Option<f64> {
+    let ledger = &s.tables.ledger;
+    let (last_at, last) = ledger.back()?;
+    let (first_at, first) = ledger
+        .iter()
+        .find(|(at, _)| (*last_at - *at).num_seconds() <= 300)?;
+    let span = (*last_at - *first_at).num_milliseconds() as f64 / 60_000.0;
+    if span < 0.5 {
+        return None;
+    }
+    Some(last.since(first).coordinator_ms() as f64 / 1000.0 / span)
+}
+
+/// The writes the coordinator finished since the last look: the listed tables they can
+/// name that this refresh does not probe yet are probed now.
+pub(super) fn on_written(
+    s: &mut State,
+    generation: u64,
+    result: Result<Vec<Vec<String>>, TrinoError>,
+) -> Vec<Effect> {
+    if generation != s.tables.generation {
+        return Vec::new();
+    }
+    s.tables.pending = s.tables.pending.saturating_sub(1);
+    let names = match result {
+        Ok(n) => n,
+        Err(e) => {
+            // A coordinator may deny `system.runtime.queries`: the rotation still looks.
+            tracing::debug!("recent writes not read: {e}");
+            return finish(s);
+        }
+    };
+    let written: Vec<TableRef> = s
+        .tables
+        .rows
+        .iter()
+        .filter(|r| !s.tables.probing.contains(&r.table))
+        .filter(|r| {
+            names
+                .iter()
+                .any(|n| crate::lakehouse::writes::names_table(n, &r.table))
+        })
+        .map(|r| r.table.clone())
+        .collect();
+    s.tables.pending += written.len();
+    for t in &written {
+        s.tables.probing.insert(t.clone());
+        if let Some(r) = s.tables.row_mut(t) {
+            r.loading = true;
+            r.stale = true;
+        }
+    }
+    let batch = s.tables.policy.probe_batch.max(1);
+    let mut fx: Vec<Effect> = written
+        .chunks(batch)
+        .map(|tables| Effect::Probe {
+            generation,
+            tables: tables.to_vec(),
+        })
+        .collect();
+    fx.extend(finish(s));
+    fx
 }

@@ -6,7 +6,6 @@ use crate::app::action::Action;
 use crate::app::testing::{healthy_stats, incident_stats, loaded, query_failed, t0, tref};
 use crate::app::update::update;
 use crate::cache::Entry;
-use crate::lakehouse::probe::RANK_BATCH;
 
 fn probe_of(st: &TableStats, id: i64) -> Probe {
     Probe {
@@ -38,7 +37,30 @@ fn all_loaded() -> State {
     s
 }
 
+/// A steady refresh that looks at every table (the rotation's quota covers them all at
+/// this interval), the coordinator's record of writes answered empty.
 fn auto_refresh(s: &mut State) -> Vec<Effect> {
+    s.tables.policy.full_every = Some(s.refresh_every);
+    let mut fx = steady_refresh(s);
+    let generation = s.tables.generation;
+    if let Some(i) = fx
+        .iter()
+        .position(|e| matches!(e, Effect::RecentWrites { .. }))
+    {
+        fx.remove(i);
+        fx.extend(update(
+            s,
+            Action::Tables(TablesMsg::Written {
+                generation,
+                result: Ok(Vec::new()),
+            }),
+        ));
+    }
+    fx
+}
+
+/// A steady refresh as the policy has it: the listing answered with the rows' tables.
+fn steady_refresh(s: &mut State) -> Vec<Effect> {
     let fx = refresh(s, false);
     assert!(matches!(fx.last(), Some(Effect::Discover { .. })));
     let generation = s.tables.generation;
@@ -206,26 +228,16 @@ fn the_full_read_is_due_by_wall_time_never_by_a_count_of_refreshes() {
     // A clock that stepped back does not make one due.
     assert!(!full_due(Some(t0()), hour, min(-5)));
 
+    // A steady refresh never reads every table again, however long floe stays open:
+    // the rotation looks at each within `full_refresh_every` instead.
     let mut s = all_loaded();
-    s.tables.policy.full_every = Some(std::time::Duration::from_secs(600));
-    let full = |fx: &[Effect]| fx.iter().all(|e| matches!(e, Effect::LoadStats { .. }));
     let start = s.now;
-    // A refresh every 5 s for 9 minutes: none reads everything, however many.
-    let mut kinds = Vec::new();
-    for k in 0..108 {
-        s.now = start + chrono::Duration::seconds(5 * k);
-        let fx = auto_refresh(&mut s);
-        kinds.push(full(&fx));
+    for k in 0..20 {
+        s.now = start + chrono::Duration::minutes(10 * k);
+        auto_refresh(&mut s);
+        assert!(!s.tables.full);
         s.tables.pending = 0;
     }
-    assert!(kinds.iter().all(|f| !f), "{kinds:?}");
-    // Ten minutes after the last full read: the next one reads everything, once.
-    s.now = start + chrono::Duration::minutes(10);
-    assert!(full(&auto_refresh(&mut s)));
-    s.tables.pending = 0;
-    s.now += chrono::Duration::seconds(5);
-    assert!(!full(&auto_refresh(&mut s)));
-    s.tables.pending = 0;
     let fx = refresh(&mut s, true);
     assert!(s.tables.full, "r and :refresh read everything: {fx:?}");
 }
@@ -239,17 +251,61 @@ fn reads(fx: &[Effect]) -> Vec<String> {
         .collect()
 }
 
-fn ranks(fx: &[Effect]) -> Vec<Vec<TableRef>> {
+fn surveys(fx: &[Effect]) -> Vec<Vec<TableRef>> {
     fx.iter()
         .filter_map(|e| match e {
-            Effect::Rank { tables, .. } => Some(tables.clone()),
+            Effect::Survey { tables, .. } => Some(tables.clone()),
             _ => None,
         })
         .collect()
 }
 
+fn file_reads(fx: &[Effect]) -> Vec<String> {
+    fx.iter()
+        .filter_map(|e| match e {
+            Effect::LoadFiles { table, survey, .. } => {
+                assert!(
+                    survey.files_unread,
+                    "{table}: the survey's stats travel with it"
+                );
+                Some(table.table.clone())
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// What a survey finds of a table of `files` data files of `each` bytes.
+fn survey_of(files: u64, each: u64) -> crate::lakehouse::summary::Survey {
+    use crate::lakehouse::summary::{Survey, Totals};
+    let totals = Totals {
+        snapshots: 2,
+        snapshot_id: Some(7),
+        committed_at: Some(t0()),
+        oldest_snapshot: Some(t0()),
+        data_files: Some(files),
+        files_size: Some(files * each),
+        delete_files: Some(0),
+        records: Some(files * 10),
+        position_deletes: Some(0),
+        equality_deletes: Some(0),
+        ..Default::default()
+    };
+    Survey {
+        totals,
+        stats: TableStats {
+            snapshots: 2,
+            oldest_snapshot: Some(t0()),
+            newest_snapshot: Some(t0()),
+            ..Default::default()
+        },
+        partitioned: Some(false),
+        target_property: None,
+    }
+}
+
 #[test]
-fn ranking_puts_the_most_written_first_then_the_unranked_then_the_compacted() {
+fn the_file_reads_go_most_excess_files_first_then_the_unranked_then_the_rest() {
     let t = |n: &str| tref("s", n);
     let mut q: std::collections::VecDeque<TableRef> =
         ["a", "b", "c", "d", "e"].iter().map(|n| t(n)).collect();
@@ -263,7 +319,8 @@ fn ranking_puts_the_most_written_first_then_the_unranked_then_the_compacted() {
 }
 
 #[test]
-fn a_cold_start_reads_the_most_written_tables_first_not_the_alphabet() {
+fn a_cold_start_surveys_every_table_and_reads_the_files_of_the_worst_first() {
+    const MB: u64 = 1 << 20;
     let mut s = State::new(t0());
     s.tables.policy.reads = 4;
     let tables: Vec<TableRef> = (0..25).map(|i| tref("s", &format!("t{i:02}"))).collect();
@@ -277,60 +334,70 @@ fn a_cold_start_reads_the_most_written_tables_first_not_the_alphabet() {
             result: Ok(tables.clone()),
         }),
     );
-    // One slot reads (nothing is known to order the reads by), the other three rank
-    // the next tables, ten per statement.
-    assert_eq!(reads(&fx), ["t00"]);
-    let batches = ranks(&fx);
+    // Nothing to read yet: every slot surveys, ten tables a statement.
+    assert!(
+        reads(&fx).is_empty() && file_reads(&fx).is_empty(),
+        "{fx:?}"
+    );
+    let batches = surveys(&fx);
     let firsts: Vec<&str> = batches.iter().map(|b| b[0].table.as_str()).collect();
-    assert_eq!(firsts, ["t01", "t11", "t21"]);
-    assert_eq!(batches[0].len(), RANK_BATCH);
-    assert_eq!(batches[2].len(), 4);
-    let written = |t: &TableRef| match t.table.as_str() {
-        "t09" => 80,
-        "t05" => 20,
-        "t04" => 0,
-        n if n < "t11" => 3,
-        _ => 1,
+    assert_eq!(firsts, ["t00", "t10", "t20"]);
+    assert_eq!(batches[0].len(), crate::lakehouse::summary::SURVEY_BATCH);
+    assert_eq!(batches[2].len(), 5);
+    // t03: 5,000 files of 1 MB; t07: 40 of 1 MB; t05: 300 of 200 MB (no small file
+    // proved, its files must tell); every other table 3 files: its totals decide it.
+    let found = |t: &TableRef| match t.table.as_str() {
+        "t03" => survey_of(5000, MB),
+        "t07" => survey_of(40, MB),
+        "t05" => survey_of(300, 200 * MB),
+        "t21" => survey_of(2000, MB),
+        _ => survey_of(3, MB),
     };
-    let ranked = |s: &mut State, batch: &[TableRef]| {
-        let results = batch.iter().map(|t| (t.clone(), Ok(written(t)))).collect();
+    let surveyed = |s: &mut State, batch: &[TableRef]| {
+        let results = batch.iter().map(|t| (t.clone(), Ok(found(t)))).collect();
         update(
             s,
-            Action::Tables(TablesMsg::Ranked {
+            Action::Tables(TablesMsg::Surveyed {
                 generation,
                 results,
             }),
         )
     };
-    let fx = ranked(&mut s, &batches[0]);
-    assert!(reads(&fx).is_empty(), "the read slot is busy: {fx:?}");
-    assert!(ranks(&fx).is_empty(), "every batch is sent: {fx:?}");
-    // As the read ends, the most written starts.
-    let fx = update(
-        &mut s,
-        Action::Tables(TablesMsg::Stats {
-            generation,
-            table: tref("s", "t00"),
-            result: Ok(healthy_stats()),
-        }),
-    );
-    assert_eq!(reads(&fx), ["t09"]);
-    let fx = ranked(&mut s, &batches[1]);
-    assert!(
-        reads(&fx).is_empty(),
-        "a ranking is still in flight: {fx:?}"
-    );
-    // The ranking is over: the reads take every slot, most written first.
-    let fx = ranked(&mut s, &batches[2]);
-    assert_eq!(reads(&fx), ["t05", "t01", "t02"]);
+    let fx = surveyed(&mut s, &batches[0]);
+    // One slot is free for the reads while surveys remain: the worst proved first.
+    assert_eq!(file_reads(&fx), ["t03"]);
     let queued: Vec<&str> = s.tables.queue.iter().map(|t| t.table.as_str()).collect();
-    assert_eq!(queued[..6], ["t03", "t06", "t07", "t08", "t10", "t11"]);
+    assert_eq!(queued, ["t07", "t05"]);
+    // Decided by their totals: stats now, no read of their files, verdicts evaluated.
+    let t01 = s.tables.row(&tref("s", "t01")).unwrap();
+    assert!(!t01.loading && t01.health.is_some());
+    assert!(t01.stats.as_ref().unwrap().files_unread);
+    // t03's totals prove it CRITICAL before its files are read.
+    let t03 = s.tables.row(&tref("s", "t03")).unwrap();
+    assert!(t03.loading);
     assert_eq!(
-        queued.last(),
-        Some(&"t04"),
-        "compacted since, nothing written: last"
+        t03.health.as_ref().unwrap().status,
+        crate::health::Severity::Critical
     );
-    assert_eq!(queued.len(), 25 - 5);
+    let fx = surveyed(&mut s, &batches[2]);
+    assert!(file_reads(&fx).is_empty(), "the read slot is busy: {fx:?}");
+    let queued: Vec<&str> = s.tables.queue.iter().map(|t| t.table.as_str()).collect();
+    assert_eq!(queued, ["t21", "t07", "t05"], "a worse table goes ahead");
+    let fx = surveyed(&mut s, &batches[1]);
+    // The surveys are over: the reads take every slot.
+    assert_eq!(file_reads(&fx), ["t21", "t07", "t05"]);
+    assert!(s.refresh_in_flight());
+    for t in ["t03", "t21", "t07", "t05"] {
+        update(
+            &mut s,
+            Action::Tables(TablesMsg::Stats {
+                generation,
+                table: tref("s", t),
+                result: Ok(incident_stats()),
+            }),
+        );
+    }
+    assert!(!s.refresh_in_flight(), "every table is in");
 }
 
 #[test]
@@ -354,7 +421,7 @@ fn the_ranking_never_takes_the_last_read_slot() {
 }
 
 #[test]
-fn a_full_refresh_of_known_tables_ranks_nothing_and_keeps_the_slots_full() {
+fn a_full_refresh_of_known_tables_surveys_them_in_one_statement_and_keeps_their_rows() {
     let mut s = all_loaded();
     s.tables.policy.reads = 2;
     let fx = refresh(&mut s, true);
@@ -365,33 +432,36 @@ fn a_full_refresh_of_known_tables_ranks_nothing_and_keeps_the_slots_full() {
         &mut s,
         Action::Tables(TablesMsg::Discovered {
             generation,
-            result: Ok(tables),
+            result: Ok(tables.clone()),
         }),
     );
-    assert!(ranks(&fx).is_empty());
-    assert_eq!(reads(&fx).len(), 2, "{fx:?}");
-    let first = reads(&fx)[0].clone();
-    let table = s
-        .tables
-        .rows
+    let surveyed = surveys(&fx);
+    assert_eq!(surveyed.len(), 1, "{fx:?}");
+    let mut got = surveyed[0].clone();
+    got.sort();
+    let mut want = tables.clone();
+    want.sort();
+    assert_eq!(got, want);
+    assert!(reads(&fx).is_empty(), "{fx:?}");
+    // Known rows keep their stats while the survey runs.
+    assert!(s.tables.rows.iter().all(|r| r.stats.is_some()));
+    let results = tables
         .iter()
-        .find(|r| r.table.table == first)
-        .unwrap()
-        .table
-        .clone();
+        .map(|t| (t.clone(), Ok(survey_of(3, 1 << 20))))
+        .collect();
     let fx = update(
         &mut s,
-        Action::Tables(TablesMsg::Stats {
+        Action::Tables(TablesMsg::Surveyed {
             generation,
-            table,
-            result: Ok(healthy_stats()),
+            results,
         }),
     );
-    assert_eq!(
-        reads(&fx).len(),
-        1,
-        "the last table starts as one ends: {fx:?}"
+    assert!(
+        file_reads(&fx).is_empty(),
+        "three files a table: nothing to read"
     );
+    assert!(!s.refresh_in_flight());
+    assert!(fx.iter().any(|e| matches!(e, Effect::SaveCache { .. })));
 }
 
 #[test]
@@ -808,4 +878,160 @@ mod keys {
             "a month without a write or a compaction shows"
         );
     }
+}
+
+/// A fleet of `n` tables, every one read and unchanged since.
+fn fleet(n: usize) -> State {
+    let mut s = State::new(t0());
+    s.tables.rows = (0..n)
+        .map(|i| {
+            let mut r = TableRow::new(tref("s", &format!("t{i:04}")));
+            r.stats = Some(healthy_stats());
+            r.read_at = Some(t0());
+            r
+        })
+        .collect();
+    s.tables.last_full = Some(t0());
+    s.tables.writes_since = Some(t0());
+    s.refresh_every = std::time::Duration::from_secs(60);
+    s.tables.reindex();
+    s
+}
+
+fn probed_tables(fx: &[Effect]) -> Vec<TableRef> {
+    fx.iter()
+        .flat_map(|e| match e {
+            Effect::Probe { tables, .. } => tables.clone(),
+            _ => Vec::new(),
+        })
+        .collect()
+}
+
+/// Answer every probe of `fx` with "unchanged".
+fn unchanged(s: &mut State, fx: &[Effect]) {
+    let tables = probed_tables(fx);
+    probed(s, |s| {
+        tables
+            .iter()
+            .map(|t| (t.clone(), Ok(probe_of(&stats_of(s, t), 1))))
+            .collect()
+    });
+}
+
+#[test]
+fn a_steady_refresh_looks_at_every_table_within_full_refresh_every_least_recently_first() {
+    let mut s = fleet(1000);
+    s.tables.policy.budget = None;
+    let mut seen = std::collections::HashSet::new();
+    // An hour of refreshes a minute apart: 17 tables each (⌈1000 × 60 s / 1 h⌉), never
+    // one twice before every other was looked at.
+    for minute in 0..60 {
+        s.now = t0() + chrono::Duration::minutes(minute);
+        let fx = steady_refresh(&mut s);
+        let tables = probed_tables(&fx);
+        assert_eq!(tables.len(), 17, "minute {minute}");
+        for t in &tables {
+            // Once every table was looked at, the rotation starts over with the oldest.
+            assert!(
+                seen.insert(t.clone()) || seen.len() == 1000,
+                "{t} looked at twice before every other (minute {minute})"
+            );
+        }
+        assert!(fx.iter().any(|e| matches!(e, Effect::RecentWrites { .. })));
+        assert!(
+            fx.iter()
+                .all(|e| !matches!(e, Effect::LoadStats { .. } | Effect::Survey { .. }))
+        );
+        unchanged(&mut s, &fx);
+        let generation = s.tables.generation;
+        update(
+            &mut s,
+            Action::Tables(TablesMsg::Written {
+                generation,
+                result: Ok(Vec::new()),
+            }),
+        );
+        assert!(!s.refresh_in_flight());
+    }
+    assert_eq!(seen.len(), 1000, "every table within the hour");
+    let row = s.tables.row(&tref("s", "t0000")).unwrap();
+    assert!(
+        row.checked_at.is_some(),
+        "the row says when it was last checked"
+    );
+}
+
+#[test]
+fn a_write_the_coordinator_ran_is_probed_in_the_same_refresh() {
+    let mut s = fleet(200);
+    let fx = steady_refresh(&mut s);
+    let rotated = probed_tables(&fx);
+    let since = fx.iter().find_map(|e| match e {
+        Effect::RecentWrites { since, .. } => Some(*since),
+        _ => None,
+    });
+    assert_eq!(since, Some(t0()), "the writes since the last look");
+    unchanged(&mut s, &fx);
+    assert!(s.refresh_in_flight(), "the writes are still to come");
+    let written = tref("s", "t0150");
+    assert!(!rotated.contains(&written));
+    let generation = s.tables.generation;
+    let fx = update(
+        &mut s,
+        Action::Tables(TablesMsg::Written {
+            generation,
+            result: Ok(vec![
+                vec!["t0150".to_string()],
+                vec!["other".to_string(), "t0151".to_string()],
+            ]),
+        }),
+    );
+    assert_eq!(probed_tables(&fx), vec![written.clone()], "{fx:?}");
+    // It changed: read again, in this refresh.
+    let mut p = probe_of(&stats_of(&s, &written), 2);
+    p.snapshots += 1;
+    let fx = probed(&mut s, |_| vec![(written.clone(), Ok(p))]);
+    assert!(matches!(fx.as_slice(), [Effect::LoadStats { table, .. }] if *table == written));
+    // A coordinator that denies its query list: the refresh ends all the same.
+    let mut s = fleet(20);
+    let fx = steady_refresh(&mut s);
+    unchanged(&mut s, &fx);
+    let generation = s.tables.generation;
+    update(
+        &mut s,
+        Action::Tables(TablesMsg::Written {
+            generation,
+            result: Err(query_failed("PERMISSION_DENIED", "no", "q9")),
+        }),
+    );
+    assert!(!s.refresh_in_flight());
+}
+
+#[test]
+fn a_refresh_that_cost_the_coordinator_over_its_budget_looks_at_fewer_tables() {
+    use crate::trino::Cost;
+    let mut s = fleet(1000);
+    assert_eq!(rotation(&s).len(), 17);
+    // 8 s of planning and CPU in the last two minutes: 4 s a minute, twice the budget.
+    let reading = |ms| Cost {
+        statements: 10,
+        planning_ms: ms,
+        cpu_ms: 0,
+        elapsed_ms: ms,
+    };
+    s.now = t0();
+    record_cost(&mut s, reading(1_000));
+    s.now = t0() + chrono::Duration::minutes(2);
+    record_cost(&mut s, reading(9_000));
+    assert_eq!(spent_per_minute(&s), Some(4.0));
+    assert_eq!(rotation(&s).len(), 8, "half the quota");
+    // Within the budget: the whole quota.
+    s.now = t0() + chrono::Duration::minutes(7);
+    record_cost(&mut s, reading(9_500));
+    assert!(spent_per_minute(&s).unwrap() < 2.0);
+    assert_eq!(rotation(&s).len(), 17);
+    // Tables never read or failed are looked at whatever the budget.
+    s.tables.rows[3].error = Some("gone".into());
+    s.tables.policy.full_every = None;
+    assert_eq!(rotation(&s), vec![tref("s", "t0003")]);
 }

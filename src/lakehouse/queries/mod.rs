@@ -474,6 +474,26 @@ impl Lakehouse {
         out
     }
 
+    /// The tables named by the writes the coordinator finished after `since` (see
+    /// [`crate::lakehouse::writes`]), each as the parts of its name.
+    pub async fn recent_writes(
+        &self,
+        since: chrono::DateTime<chrono::Utc>,
+    ) -> Result<Vec<Vec<String>>, TrinoError> {
+        let out = self
+            .client
+            .query(&super::writes::recent_writes_sql(since))
+            .await?;
+        let mut names: Vec<Vec<String>> = out
+            .rows
+            .iter()
+            .filter_map(|r| r.str("query").and_then(super::writes::written_target))
+            .collect();
+        names.sort();
+        names.dedup();
+        Ok(names)
+    }
+
     /// The newest snapshots of one table (at most the snapshot limit), oldest first. The
     /// read is bounded by a LIMIT: a table with a million snapshots is not read whole (its
     /// verdict comes from the health statement's aggregates, which count them all).

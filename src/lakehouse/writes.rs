@@ -1,0 +1,268 @@
+//! The writes the coordinator ran recently, from its own record of them
+//! (`system.runtime.queries`): which tables a refresh must look at first. A write through
+//! this coordinator (an `INSERT`, `MERGE`, `UPDATE`, `DELETE`, `ALTER TABLE … EXECUTE`, a
+//! `CREATE TABLE … AS`) names its table in its text; floe reads the finished ones since
+//! its last look, takes the name each one writes and probes the listed tables it names.
+//! A name is matched loosely (the session's catalog and schema are not in the record): a
+//! table of that name in any schema is probed, which costs a probe, never a verdict.
+//! Writes by other engines (Spark, Flink, pyiceberg) are not here: the refresh's rotation
+//! sees them. Pure but for [`super::queries::Lakehouse::recent_writes`].
+
+use chrono::{DateTime, Utc};
+
+use super::model::TableRef;
+
+/// The statement reading the writes that finished after `since`: the text of each.
+pub fn recent_writes_sql(since: DateTime<Utc>) -> String {
+    format!(
+        "SELECT query FROM system.runtime.queries \
+         WHERE state = 'FINISHED' AND \"end\" > from_unixtime({}) \
+         AND regexp_like(query, '^\\s*(?i)(insert|merge|update|delete|alter|create|truncate|drop|call)\\b')",
+        since.timestamp()
+    )
+}
+
+/// The table a statement writes, as the parts of its name (`[t]`, `[s, t]` or
+/// `[c, s, t]`), unquoted names folded to lower case as Trino folds them; `None` for a
+/// statement that writes no table (a `CREATE SCHEMA`, a `CALL`, a view).
+pub fn written_target(sql: &str) -> Option<Vec<String>> {
+    let mut words = Words::new(sql);
+    let first = words.keyword()?;
+    let expect = |w: &mut Words, k: &str| w.keyword().is_some_and(|x| x == k);
+    match first.as_str() {
+        "insert" | "merge" => {
+            if !expect(&mut words, "into") {
+                return None;
+            }
+        }
+        "delete" => {
+            if !expect(&mut words, "from") {
+                return None;
+            }
+        }
+        "update" => {}
+        "alter" | "truncate" => {
+            if !expect(&mut words, "table") {
+                return None;
+            }
+        }
+        "create" => {
+            let mut k = words.keyword()?;
+            if k == "or" {
+                if !expect(&mut words, "replace") {
+                    return None;
+                }
+                k = words.keyword()?;
+            }
+            if k != "table" {
+                return None;
+            }
+            words.skip_if_exists();
+        }
+        "drop" => {
+            if !expect(&mut words, "table") {
+                return None;
+            }
+            words.skip_if_exists();
+        }
+        _ => return None,
+    }
+    words.name()
+}
+
+/// Whether the name `parts` can be `t`'s.
+pub fn names_table(parts: &[String], t: &TableRef) -> bool {
+    match parts {
+        [tab] => tab == &t.table,
+        [s, tab] => s == &t.schema && tab == &t.table,
+        [c, s, tab] => c == &t.catalog && s == &t.schema && tab == &t.table,
+        _ => false,
+    }
+}
+
+/// A cursor over the start of a statement: keywords, then one (possibly quoted) name.
+struct Words<'a> {
+    rest: &'a str,
+}
+
+impl<'a> Words<'a> {
+    fn new(sql: &'a str) -> Words<'a> {
+        Words { rest: sql }
+    }
+
+    fn skip_space(&mut self) {
+        loop {
+            self.rest = self.rest.trim_start();
+            if let Some(r) = self.rest.strip_prefix("--") {
+                self.rest = r.find('\n').map_or("", |i| &r[i + 1..]);
+            } else if let Some(r) = self.rest.strip_prefix("/*") {
+                self.rest = r.find("*/").map_or("", |i| &r[i + 2..]);
+            } else {
+                return;
+            }
+        }
+    }
+
+    fn keyword(&mut self) -> Option<String> {
+        self.skip_space();
+        let end = self
+            .rest
+            .find(|c: char| !c.is_ascii_alphabetic())
+            .unwrap_or(self.rest.len());
+        if end == 0 {
+            return None;
+        }
+        let (w, r) = self.rest.split_at(end);
+        self.rest = r;
+        Some(w.to_ascii_lowercase())
+    }
+
+    fn skip_if_exists(&mut self) {
+        let save = self.rest;
+        let ok = self.keyword().is_some_and(|k| k == "if")
+            && self.keyword().is_some_and(|k| k == "not" || k == "exists");
+        if !ok {
+            self.rest = save;
+            return;
+        }
+        // `IF NOT EXISTS`: one more word.
+        let save = self.rest;
+        if self.keyword().is_none_or(|k| k != "exists") {
+            self.rest = save;
+        }
+    }
+
+    /// `a.b.c`, each part bare (folded to lower case) or `"quoted"` (`""` an escaped quote).
+    fn name(&mut self) -> Option<Vec<String>> {
+        let mut parts = Vec::new();
+        loop {
+            self.skip_space();
+            if let Some(r) = self.rest.strip_prefix('"') {
+                let mut out = String::new();
+                let mut chars = r.char_indices();
+                let mut end = None;
+                while let Some((i, c)) = chars.next() {
+                    if c == '"' {
+                        if r[i + 1..].starts_with('"') {
+                            out.push('"');
+                            chars.next();
+                        } else {
+                            end = Some(i + 1);
+                            break;
+                        }
+                    } else {
+                        out.push(c);
+                    }
+                }
+                self.rest = &r[end?..];
+                parts.push(out);
+            } else {
+                let end = self
+                    .rest
+                    .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$'))
+                    .unwrap_or(self.rest.len());
+                if end == 0 {
+                    return None;
+                }
+                let (w, r) = self.rest.split_at(end);
+                self.rest = r;
+                parts.push(w.to_lowercase());
+            }
+            self.skip_space();
+            match self.rest.strip_prefix('.') {
+                Some(r) => self.rest = r,
+                None => break,
+            }
+        }
+        (1..=3).contains(&parts.len()).then_some(parts)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn target(sql: &str) -> Option<Vec<String>> {
+        written_target(sql)
+    }
+
+    fn parts(p: &[&str]) -> Option<Vec<String>> {
+        Some(p.iter().map(|s| s.to_string()).collect())
+    }
+
+    #[test]
+    fn each_kind_of_write_names_its_table() {
+        assert_eq!(
+            target("INSERT INTO zoning.documents VALUES (1)"),
+            parts(&["zoning", "documents"])
+        );
+        assert_eq!(
+            target("  insert into Documents SELECT 1"),
+            parts(&["documents"])
+        );
+        assert_eq!(
+            target("MERGE INTO iceberg.\"Zoning\".\"we\"\"ird\" t USING s ON true"),
+            parts(&["iceberg", "Zoning", "we\"ird"])
+        );
+        assert_eq!(
+            target("UPDATE audit.events SET a = 1"),
+            parts(&["audit", "events"])
+        );
+        assert_eq!(
+            target("DELETE FROM audit.events WHERE x"),
+            parts(&["audit", "events"])
+        );
+        assert_eq!(
+            target("ALTER TABLE iceberg.zoning.documents EXECUTE optimize"),
+            parts(&["iceberg", "zoning", "documents"])
+        );
+        assert_eq!(
+            target("CREATE TABLE IF NOT EXISTS a.b AS SELECT 1"),
+            parts(&["a", "b"])
+        );
+        assert_eq!(
+            target("CREATE OR REPLACE TABLE a.b AS SELECT 1"),
+            parts(&["a", "b"])
+        );
+        assert_eq!(target("DROP TABLE IF EXISTS a.b"), parts(&["a", "b"]));
+        assert_eq!(
+            target("/* floe */ -- x\nTRUNCATE TABLE a.b"),
+            parts(&["a", "b"])
+        );
+    }
+
+    #[test]
+    fn what_writes_no_table_names_none() {
+        for sql in [
+            "SELECT 1",
+            "CREATE SCHEMA a",
+            "CREATE VIEW v AS SELECT 1",
+            "CALL system.sync_partition_metadata('a', 'b', 'ADD')",
+            "INSERT",
+            "DELETE x",
+            "INSERT INTO \"unterminated",
+            "",
+        ] {
+            assert_eq!(target(sql), None, "{sql}");
+        }
+    }
+
+    #[test]
+    fn a_name_matches_the_tables_it_can_be() {
+        let t = TableRef::new("iceberg", "zoning", "documents");
+        let p = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        assert!(names_table(&p(&["documents"]), &t));
+        assert!(names_table(&p(&["zoning", "documents"]), &t));
+        assert!(names_table(&p(&["iceberg", "zoning", "documents"]), &t));
+        assert!(!names_table(&p(&["audit", "documents"]), &t));
+        assert!(!names_table(&p(&["other", "zoning", "documents"]), &t));
+    }
+
+    #[test]
+    fn the_statement_reads_only_finished_writes_since_the_last_look() {
+        let since = DateTime::from_timestamp(1_700_000_000, 0).unwrap();
+        let sql = recent_writes_sql(since);
+        assert!(sql.contains("from_unixtime(1700000000)"), "{sql}");
+        assert!(sql.contains("state = 'FINISHED'"));
+    }
+}
