@@ -139,16 +139,19 @@ pub(crate) async fn sequential_script(run: &Run, wall: Duration) {
             );
             if lab.real {
                 let qs = lab.queries_of(&u).await;
-                let (mut el, mut cpu) = (0u64, 0u64);
+                let (mut el, mut cpu, mut plan) = (0u64, 0u64, 0u64);
                 for q in &qs {
                     el += q["stats"]["elapsed_ms"].as_u64().unwrap_or(0);
                     cpu += q["stats"]["cpu_ms"].as_u64().unwrap_or(0);
+                    plan += q["stats"]["planning_ms"].as_u64().unwrap_or(0);
                 }
                 println!(
-                    "    script: {} statements; elapsed {:.2} s, cpu {:.2} s on the coordinator",
+                    "    script: {} statements; elapsed {:.2} s, planning {:.2} s, cpu {:.2} s on the coordinator (planning + cpu {:.2} s)",
                     qs.len(),
                     el as f64 / 1000.0,
-                    cpu as f64 / 1000.0
+                    plan as f64 / 1000.0,
+                    cpu as f64 / 1000.0,
+                    (plan + cpu) as f64 / 1000.0
                 );
             }
         }

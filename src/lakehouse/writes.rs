@@ -12,13 +12,23 @@ use chrono::{DateTime, Utc};
 
 use super::model::TableRef;
 
-/// The statement reading the writes that finished after `since`: the text of each.
+/// What one read of the coordinator's record found.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RecentWrites {
+    /// The tables the writes name, each as the parts of its name.
+    pub names: Vec<Vec<String>>,
+    /// When the last of them ended (the coordinator's clock): the next read starts there.
+    pub newest: Option<DateTime<Utc>>,
+}
+
+/// The statement reading the writes that finished after `since` (the coordinator's
+/// clock): the text of each and when it ended.
 pub fn recent_writes_sql(since: DateTime<Utc>) -> String {
     format!(
-        "SELECT query FROM system.runtime.queries \
-         WHERE state = 'FINISHED' AND \"end\" > from_unixtime({}) \
+        "SELECT query, to_unixtime(\"end\") AS ended FROM system.runtime.queries \
+         WHERE state = 'FINISHED' AND \"end\" > from_unixtime({:.3}) \
          AND regexp_like(query, '^\\s*(?i)(insert|merge|update|delete|alter|create|truncate|drop|call)\\b')",
-        since.timestamp()
+        since.timestamp_millis() as f64 / 1000.0
     )
 }
 
@@ -262,7 +272,7 @@ mod tests {
     fn the_statement_reads_only_finished_writes_since_the_last_look() {
         let since = DateTime::from_timestamp(1_700_000_000, 0).unwrap();
         let sql = recent_writes_sql(since);
-        assert!(sql.contains("from_unixtime(1700000000)"), "{sql}");
+        assert!(sql.contains("from_unixtime(1700000000.000)"), "{sql}");
         assert!(sql.contains("state = 'FINISHED'"));
     }
 }

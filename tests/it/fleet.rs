@@ -55,7 +55,9 @@ struct Fleet {
 }
 
 impl Fleet {
-    async fn new(name: &str, globs: &[String], batch: usize) -> Fleet {
+    /// `every`: `full_refresh_every` (`"1m"` at the 60 s refresh: the rotation looks at
+    /// every table each refresh; `"0s"`: only the tables written through the coordinator).
+    async fn new(name: &str, globs: &[String], batch: usize, every: &str) -> Fleet {
         let user = user(name);
         let dir = std::env::temp_dir().join(format!("floe-fleet-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
@@ -69,7 +71,7 @@ impl Fleet {
         std::fs::write(
             &path,
             format!(
-                "probe_batch = {batch}\nfull_refresh_every = \"1h\"\n[trino]\nurl = {:?}\nuser = {user:?}\ncatalog = \"iceberg\"\nschemas = [\"scratch\"]\ntables = [{tables}]\n",
+                "refresh = \"60s\"\nprobe_batch = {batch}\nfull_refresh_every = {every:?}\n[trino]\nurl = {:?}\nuser = {user:?}\ncatalog = \"iceberg\"\nschemas = [\"scratch\"]\ntables = [{tables}]\n",
                 lab().trino_url()
             ),
         )
@@ -144,16 +146,13 @@ async fn a_steady_refresh_probes_and_reads_only_the_written_table() {
         lab().clone_table(source, &format!("scratch.{name}")).await;
         clones.push(TableRef::new("iceberg", "scratch", name));
     }
-    let mut f = Fleet::new("steady", &[format!("scratch.fleet_?_{pid}")], 2).await;
+    let mut f = Fleet::new("steady", &[format!("scratch.fleet_?_{pid}")], 2, "1m").await;
 
-    let (disc, probes, health, layouts) = f.cycle(true, false).await;
-    assert_eq!(
-        (disc, health),
-        (1, 3),
-        "the first refresh reads every table"
-    );
-    assert_eq!(probes, 0);
-    assert_eq!(layouts, 1, "one statement learns the three tables' layouts");
+    // The first refresh surveys the three in one statement and reads the files of the
+    // two whose files can change their verdict (documents' 2,004, events' 360; parcels'
+    // 8 files cannot).
+    let (disc, probes, health, surveys) = f.cycle(true, false).await;
+    assert_eq!((disc, probes, health, surveys), (1, 0, 2, 1));
     let failed: Vec<Value> = lab()
         .real_queries_of(&f.user)
         .await
@@ -163,19 +162,26 @@ async fn a_steady_refresh_probes_and_reads_only_the_written_table() {
     assert!(failed.is_empty(), "{failed:#?}");
     assert_eq!(f.state.tables.rows.len(), 3);
 
-    // Nothing changed: ⌈3/2⌉ probes and the discovery, no health statement.
+    // Nothing changed: the rotation looks at all three (within 1m at a 60 s refresh),
+    // ⌈3/2⌉ probes and the discovery, no read.
     let (disc, probes, health, other) = f.cycle(false, false).await;
-    assert_eq!((disc, probes, health), (1, 2, 0));
-    assert!(disc + probes + health + other <= 3usize.div_ceil(2) + 1);
+    assert_eq!((disc, probes, health, other), (1, 2, 0, 0));
     assert!(
         f.state
             .tables
             .rows
             .iter()
-            .all(|r| !r.stale && r.error.is_none())
+            .all(|r| !r.stale && r.error.is_none() && r.checked_at.is_some())
     );
 
-    // One table written (an optimize commits a snapshot): exactly one health statement.
+    // Only the tables the coordinator's writes name (no rotation): a write through it
+    // shows within one refresh, and nothing else is probed.
+    let mut f = Fleet::new("steady_w", &[format!("scratch.fleet_?_{pid}")], 2, "0s").await;
+    f.cycle(true, false).await;
+    let (_, _, health, _) = f.cycle(false, false).await;
+    assert_eq!(health, 0, "nothing written since");
+    let (disc, probes, health, _) = f.cycle(false, false).await;
+    assert_eq!((disc, probes, health), (1, 0, 0), "no write, no probe");
     let written = &clones[0];
     let before = f.snapshots_of(written);
     let writer = Client::new(lab().config(&lab().trino_url(), &user("steady_writer"))).unwrap();
@@ -189,13 +195,17 @@ async fn a_steady_refresh_probes_and_reads_only_the_written_table() {
         )
         .await
         .unwrap();
-    let (disc, probes, health, _) = f.cycle(false, false).await;
-    assert_eq!((disc, probes, health), (1, 2, 1));
+    let (disc, probes, health, surveys) = f.cycle(false, false).await;
+    assert_eq!(
+        (disc, probes, health, surveys),
+        (1, 1, 1, 1),
+        "the written table probed, surveyed and its files read"
+    );
     assert_eq!(f.snapshots_of(written), before + 1, "the change is noticed");
 
-    // `r` reads everything, layouts included.
-    let (_, _, health, layouts) = f.cycle(false, true).await;
-    assert_eq!((health, layouts), (3, 1));
+    // `r` reads everything: one survey, the files where they matter.
+    let (_, _, health, surveys) = f.cycle(false, true).await;
+    assert_eq!((health, surveys), (2, 1));
 }
 
 /// What the periodic full re-read used to be there for — commits that add no data: a
@@ -210,7 +220,7 @@ async fn the_probe_sees_commits_that_write_no_data_and_rereads_only_that_table()
         lab().clone_table(source, &format!("scratch.{name}")).await;
         clones.push(TableRef::new("iceberg", "scratch", name));
     }
-    let mut f = Fleet::new("meta", &[format!("scratch.fleet_meta_?_{pid}")], 50).await;
+    let mut f = Fleet::new("meta", &[format!("scratch.fleet_meta_?_{pid}")], 50, "1m").await;
     let (_, _, health, _) = f.cycle(true, false).await;
     assert_eq!(health, 2);
     let (disc, probes, health, _) = f.cycle(false, false).await;
@@ -336,7 +346,7 @@ async fn a_broken_table_does_not_blind_its_probe_batch() {
 
 #[tokio::test]
 async fn check_uses_the_cache_only_when_asked_and_only_young_enough() {
-    let f = Fleet::new("check_cache", &["zoning.documents".to_string()], 50).await;
+    let f = Fleet::new("check_cache", &["zoning.documents".to_string()], 50, "1h").await;
     let mut settings = config::load(&config::Overrides {
         config: Some(f.dir.join("config.toml")),
         ..Default::default()

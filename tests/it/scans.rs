@@ -177,9 +177,11 @@ async fn a_listed_fleet_learns_its_layouts_in_one_statement_and_none_fails() {
     lake.connect().await.unwrap();
     let tables = lake.discover(&["zoning".to_string()], &[]).await.unwrap();
     assert!(tables.len() >= 2, "{tables:?}");
+    // The survey of the listing learns every layout, then each table's files are read.
     let mut read = Vec::new();
-    for t in &tables {
-        let s = lake.table_stats(t).await.unwrap();
+    for (t, survey) in lake.survey(&tables).await {
+        let survey = survey.unwrap();
+        let s = lake.file_stats(&t, &survey.stats).await.unwrap();
         read.push((t.table.clone(), s.partitioned, s.snapshots));
     }
     assert!(
@@ -212,7 +214,7 @@ async fn a_listed_fleet_learns_its_layouts_in_one_statement_and_none_fails() {
     assert_eq!(
         assert_one_scan_each(&u).await,
         tables.len() + 1 + failed,
-        "one statement per table, its retry if it failed, and the layouts"
+        "one file read per table, its retry if it failed, and the survey"
     );
 }
 
@@ -225,7 +227,16 @@ async fn a_remembered_unpartitioned_table_is_read_without_a_retry() {
     lake.connect().await.unwrap();
     let staging = TableRef::new("iceberg", "zoning", "staging");
     lake.remember_layouts([(staging.clone(), Layout::Unpartitioned)]);
-    let stats = lake.table_stats(&staging).await.unwrap();
+    // An empty table: its survey has no manifest to tell, the memory stays.
+    let (_, survey) = lake
+        .survey(std::slice::from_ref(&staging))
+        .await
+        .pop()
+        .unwrap();
+    let stats = lake
+        .file_stats(&staging, &survey.unwrap().stats)
+        .await
+        .unwrap();
     assert!(!stats.partitioned);
     let queries = lab().queries_of(&u).await;
     let health: Vec<&Value> = queries
@@ -236,20 +247,30 @@ async fn a_remembered_unpartitioned_table_is_read_without_a_retry() {
     assert!(health[0]["error_name"].is_null(), "{:#?}", health[0]);
 }
 
-/// A remembered layout can be out of date (the table was partitioned since): a manual
-/// refresh forgets it, and the next read learns the table as it is.
+/// A remembered layout can be out of date (the table was partitioned since): the survey
+/// reads the table's manifests and corrects it before the files are read; a manual
+/// refresh forgets every remembered layout too.
 #[tokio::test]
-async fn a_stale_remembered_layout_is_forgotten_on_a_manual_refresh() {
+async fn a_stale_remembered_layout_is_corrected_by_the_survey() {
     let u = user("scans_forget");
     let lake = lakehouse(&lab().stand_in_url(), &u);
     lake.connect().await.unwrap();
     let t = documents();
     lake.remember_layouts([(t.clone(), Layout::Unpartitioned)]);
-    let stale = lake.table_stats(&t).await.unwrap();
-    assert!(!stale.partitioned, "the remembered layout is used");
-    lake.forget_layouts();
     let fresh = lake.table_stats(&t).await.unwrap();
-    assert!(fresh.partitioned);
+    assert!(fresh.partitioned, "{fresh:?}");
     assert!(fresh.partitions > 1, "{fresh:?}");
-    assert_eq!(fresh.data_files, stale.data_files);
+    let failed: Vec<Value> = lab()
+        .queries_of(&u)
+        .await
+        .into_iter()
+        .filter(|q| !q["error_name"].is_null())
+        .collect();
+    assert!(
+        failed.is_empty(),
+        "no statement in the stale form: {failed:#?}"
+    );
+    lake.forget_layouts();
+    let again = lake.table_stats(&t).await.unwrap();
+    assert_eq!(again.data_files, fresh.data_files);
 }

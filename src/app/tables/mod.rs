@@ -120,6 +120,8 @@ pub struct TablesView {
     /// The writes the coordinator finished from this time on are the next refresh's
     /// first probes (`None` until a first refresh ended).
     pub writes_since: Option<DateTime<Utc>>,
+    /// When the newest write read so far ended (the coordinator's clock): never read again.
+    pub writes_seen: Option<DateTime<Utc>>,
     /// Tables the refresh in flight probes already (the written ones are added once).
     pub probing: std::collections::HashSet<TableRef>,
     /// Excess files each surveyed table is proved to hold (its totals' lower bound): the
@@ -242,7 +244,7 @@ pub enum TablesMsg {
     /// The tables named by the writes the coordinator finished since the last look.
     Written {
         generation: u64,
-        result: Result<Vec<Vec<String>>, TrinoError>,
+        result: Result<crate::lakehouse::writes::RecentWrites, TrinoError>,
     },
     /// The survey of a batch of a full read: one result per table.
     Surveyed {

@@ -634,14 +634,17 @@ pub fn spent_per_minute(s: &State) -> Option<f64> {
 pub(super) fn on_written(
     s: &mut State,
     generation: u64,
-    result: Result<Vec<Vec<String>>, TrinoError>,
+    result: Result<crate::lakehouse::writes::RecentWrites, TrinoError>,
 ) -> Vec<Effect> {
     if generation != s.tables.generation {
         return Vec::new();
     }
     s.tables.pending = s.tables.pending.saturating_sub(1);
     let names = match result {
-        Ok(n) => n,
+        Ok(w) => {
+            s.tables.writes_seen = s.tables.writes_seen.max(w.newest);
+            w.names
+        }
         Err(e) => {
             // A coordinator may deny `system.runtime.queries`: the rotation still looks.
             tracing::debug!("recent writes not read: {e}");

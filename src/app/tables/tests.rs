@@ -52,7 +52,7 @@ fn auto_refresh(s: &mut State) -> Vec<Effect> {
             s,
             Action::Tables(TablesMsg::Written {
                 generation,
-                result: Ok(Vec::new()),
+                result: Ok(Default::default()),
             }),
         ));
     }
@@ -948,7 +948,7 @@ fn a_steady_refresh_looks_at_every_table_within_full_refresh_every_least_recentl
             &mut s,
             Action::Tables(TablesMsg::Written {
                 generation,
-                result: Ok(Vec::new()),
+                result: Ok(Default::default()),
             }),
         );
         assert!(!s.refresh_in_flight());
@@ -980,10 +980,13 @@ fn a_write_the_coordinator_ran_is_probed_in_the_same_refresh() {
         &mut s,
         Action::Tables(TablesMsg::Written {
             generation,
-            result: Ok(vec![
-                vec!["t0150".to_string()],
-                vec!["other".to_string(), "t0151".to_string()],
-            ]),
+            result: Ok(crate::lakehouse::writes::RecentWrites {
+                names: vec![
+                    vec!["t0150".to_string()],
+                    vec!["other".to_string(), "t0151".to_string()],
+                ],
+                newest: Some(t0() + chrono::Duration::seconds(30)),
+            }),
         }),
     );
     assert_eq!(probed_tables(&fx), vec![written.clone()], "{fx:?}");
@@ -992,6 +995,22 @@ fn a_write_the_coordinator_ran_is_probed_in_the_same_refresh() {
     p.snapshots += 1;
     let fx = probed(&mut s, |_| vec![(written.clone(), Ok(p))]);
     assert!(matches!(fx.as_slice(), [Effect::LoadStats { table, .. }] if *table == written));
+    let generation = s.tables.generation;
+    update(
+        &mut s,
+        Action::Tables(TablesMsg::Stats {
+            generation,
+            table: written.clone(),
+            result: Ok(healthy_stats()),
+        }),
+    );
+    // The next read starts after the newest write seen, never before it.
+    let fx = steady_refresh(&mut s);
+    let since = fx.iter().find_map(|e| match e {
+        Effect::RecentWrites { since, .. } => Some(*since),
+        _ => None,
+    });
+    assert_eq!(since, Some(t0() + chrono::Duration::seconds(30)));
     // A coordinator that denies its query list: the refresh ends all the same.
     let mut s = fleet(20);
     let fx = steady_refresh(&mut s);
@@ -1034,4 +1053,67 @@ fn a_refresh_that_cost_the_coordinator_over_its_budget_looks_at_fewer_tables() {
     s.tables.rows[3].error = Some("gone".into());
     s.tables.policy.full_every = None;
     assert_eq!(rotation(&s), vec![tref("s", "t0003")]);
+}
+
+#[test]
+fn a_cold_start_of_many_tables_ends_whatever_order_the_answers_come_in() {
+    const MB: u64 = 1 << 20;
+    let mut s = State::new(t0());
+    s.tables.policy.reads = 4;
+    let tables: Vec<TableRef> = (0..300).map(|i| tref("s", &format!("t{i:03}"))).collect();
+    refresh(&mut s, false);
+    let generation = s.tables.generation;
+    let mut inflight = update(
+        &mut s,
+        Action::Tables(TablesMsg::Discovered {
+            generation,
+            result: Ok(tables),
+        }),
+    );
+    let mut sent = 0;
+    let mut k = 0usize;
+    while !inflight.is_empty() {
+        // Answer the effects in a shuffled order.
+        k = (k * 7 + 3) % inflight.len();
+        let e = inflight.remove(k);
+        sent += 1;
+        let fx = match e {
+            Effect::Survey { tables, .. } => {
+                let results = tables
+                    .iter()
+                    .map(|t| {
+                        let n: u64 = t.table[1..].parse().unwrap();
+                        (
+                            t.clone(),
+                            Ok(survey_of(if n % 3 == 0 { 50 } else { 4 }, MB)),
+                        )
+                    })
+                    .collect();
+                update(
+                    &mut s,
+                    Action::Tables(TablesMsg::Surveyed {
+                        generation,
+                        results,
+                    }),
+                )
+            }
+            Effect::LoadFiles { table, .. } | Effect::LoadStats { table, .. } => update(
+                &mut s,
+                Action::Tables(TablesMsg::Stats {
+                    generation,
+                    table,
+                    result: Ok(healthy_stats()),
+                }),
+            ),
+            _ => Vec::new(),
+        };
+        inflight.extend(fx);
+        assert!(
+            inflight.len() <= 5,
+            "at most the slots in flight: {}",
+            inflight.len()
+        );
+    }
+    assert!(!s.refresh_in_flight(), "pending {}", s.tables.pending);
+    assert_eq!(sent, 30 + 100 + 1, "30 surveys, 100 file reads, the cache");
 }

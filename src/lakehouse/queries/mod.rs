@@ -474,12 +474,13 @@ impl Lakehouse {
         out
     }
 
-    /// The tables named by the writes the coordinator finished after `since` (see
-    /// [`crate::lakehouse::writes`]), each as the parts of its name.
+    /// The writes the coordinator finished after `since` (see
+    /// [`crate::lakehouse::writes`]): the tables they name, and when the last one ended
+    /// by the coordinator's clock.
     pub async fn recent_writes(
         &self,
         since: chrono::DateTime<chrono::Utc>,
-    ) -> Result<Vec<Vec<String>>, TrinoError> {
+    ) -> Result<super::writes::RecentWrites, TrinoError> {
         let out = self
             .client
             .query(&super::writes::recent_writes_sql(since))
@@ -491,7 +492,12 @@ impl Lakehouse {
             .collect();
         names.sort();
         names.dedup();
-        Ok(names)
+        let newest = out
+            .rows
+            .iter()
+            .filter_map(|r| r.get("ended").and_then(crate::trino::Value::as_datetime))
+            .max();
+        Ok(super::writes::RecentWrites { names, newest })
     }
 
     /// The newest snapshots of one table (at most the snapshot limit), oldest first. The
