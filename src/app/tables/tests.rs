@@ -1085,7 +1085,7 @@ fn a_cold_start_of_many_tables_ends_whatever_order_the_answers_come_in() {
                         let n: u64 = t.table[1..].parse().unwrap();
                         (
                             t.clone(),
-                            Ok(survey_of(if n % 3 == 0 { 50 } else { 4 }, MB)),
+                            Ok(survey_of(if n.is_multiple_of(3) { 50 } else { 4 }, MB)),
                         )
                     })
                     .collect();
