@@ -119,7 +119,7 @@ fn row_cells(
                     };
                 // Files not read: a proved lower bound while their read runs; nothing
                 // known (nor needed: too few files for any small-file verdict) after.
-                let text = match (st.files_unread, r.loading) {
+                let text = match (st.files_unread, r.loading || r.error.is_some()) {
                     (false, _) => compact(st.small_files),
                     (true, true) => format!(">={}", compact(st.small_files)),
                     (true, false) => "-".into(),

@@ -114,7 +114,7 @@ where
 pub(super) fn deliberate(e: &Effect) -> bool {
     static DONE: AtomicBool = AtomicBool::new(false);
     super::terminal::test_panic() == Some("effect")
-        && matches!(e, Effect::LoadStats { .. })
+        && matches!(e, Effect::LoadStats { .. } | Effect::LoadFiles { .. })
         && !DONE.swap(true, Ordering::Relaxed)
 }
 

@@ -100,7 +100,12 @@ impl Runtime {
                 survey,
             } => {
                 let t = table.clone();
-                let work = async move { lake.file_stats(&t, &survey).await };
+                let work = async move {
+                    if test_panic {
+                        panic!("FLOE_TEST_PANIC=effect");
+                    }
+                    lake.file_stats(&t, &survey).await
+                };
                 let reply = move |result| {
                     Action::Tables(TablesMsg::Stats {
                         generation,
