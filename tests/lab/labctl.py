@@ -3,6 +3,7 @@
 
     python3 tests/lab/labctl.py up [--scale] [--airflow2] [--no-airflow] [--full]
     python3 tests/lab/labctl.py status
+    python3 tests/lab/labctl.py dashboard [--runs N] [--every SECONDS]
     python3 tests/lab/labctl.py down
 
 See tests/lab/README.md for the contract (lab.json, control endpoint, scenario cache).
@@ -33,6 +34,7 @@ from pathlib import Path
 
 LAB_ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(LAB_ROOT))
+import dashboard  # noqa: E402  (standard library only, beside this file)
 import realtrino  # noqa: E402  (standard library only, beside this file)
 
 REPO_ROOT = LAB_ROOT.parents[1]
@@ -45,6 +47,7 @@ AIRFLOW_LOCKS = {
 }
 GENERATOR = LAB_ROOT / "scenarios" / "generate.py"
 SCENARIO_MAX_AGE_S = 12 * 3600
+DASHBOARD_RUNS_AT_START = 3
 
 TRINO_USER = "floe"
 BASIC_USERS = {"alice": "alice-secret"}
@@ -792,6 +795,23 @@ def cmd_up(args) -> int:
         else:
             trino = stand_in
 
+        # The seed incident starts with its dashboard's query: a few runs of it while Airflow
+        # comes up put it in the coordinator's history before anyone opens floe.
+        dash_runs: list[dict] = []
+        dash_errors: list[BaseException] = []
+        dasher = None
+        if scenario is not None:
+            def run_dashboard() -> None:
+                t0 = time.monotonic()
+                try:
+                    dash_runs.extend(dashboard.run(trino["url"], DASHBOARD_RUNS_AT_START))
+                except BaseException as e:  # noqa: BLE001 - re-raised in the main thread
+                    dash_errors.append(e)
+                timings.append(("dashboard", time.monotonic() - t0))
+
+            dasher = threading.Thread(target=run_dashboard, name="dashboard")
+            dasher.start()
+
         builder.join()
         if airflow_errors:
             raise airflow_errors[0]
@@ -818,6 +838,11 @@ def cmd_up(args) -> int:
             th.join()
         if failures:
             raise failures[0]
+        if dasher is not None:
+            dasher.join()
+            if dash_errors:
+                e = dash_errors[0]
+                raise LabError(str(e)) if isinstance(e, dashboard.DashboardError) else e
 
         lab_doc = {
             "started_at": runtime.data["started_at"],
@@ -832,6 +857,9 @@ def cmd_up(args) -> int:
                 "generated_at": scale["generated_at"]},
             "airflow": airflow.get(3),
             "airflow2": airflow.get(2),
+            "dashboard": None if scenario is None else {
+                "user": dashboard.USER, "source": dashboard.SOURCE, "query": dashboard.QUERY,
+                "url": trino["url"], "runs": dash_runs},
             "pids": {name: rec["pid"] for name, rec in runtime.processes.items()},
         }
         tmp = root / "lab.json.tmp"
@@ -849,7 +877,36 @@ def cmd_up(args) -> int:
         f"(https {stand_in['https_url']})"
         + (f", airflow {airflow[3].get('url')}" if 3 in airflow else "")
         + f"; {root / 'lab.json'}")
+    for i, r in enumerate(dash_runs, 1):
+        say(f"  dashboard run {i} on {trino['url']}: {dashboard.describe(r)}")
     return 0
+
+
+def cmd_dashboard(args) -> int:
+    """The dashboard's query on the lab's coordinator: `--runs` times, then every `--every`
+    seconds until SIGTERM or ctrl-c (a dashboard that refreshes)."""
+    lab, _ = running_state(lab_dir())
+    if lab is None:
+        raise LabError(f"the lab is not running ({lab_dir() / 'lab.json'} not found)")
+    url = args.url or lab["trino"]["url"]
+    # stopped by PID (the demo's end): a run in flight is left to the coordinator, which
+    # abandons a query whose client stopped polling
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    n = 0
+    while True:
+        n += 1
+        try:
+            r = dashboard.run_once(url)
+            say(f"dashboard run {n} on {url}: {dashboard.describe(r)}")
+        except (dashboard.DashboardError, urllib.error.URLError, OSError, ValueError) as e:
+            if not args.every:
+                raise LabError(str(e)) from None
+            say(f"dashboard run {n} on {url} failed: {e}")
+        if n < args.runs:
+            continue
+        if not args.every:
+            return 0
+        time.sleep(args.every)
 
 
 def do_down(root: Path, quiet: bool = False) -> bool:
@@ -932,9 +989,15 @@ def main(argv: list[str] | None = None) -> int:
                     help="serve a stand-in engine (no warehouse); for protocol work only")
     sub.add_parser("down", help="stop the lab")
     sub.add_parser("status", help="show what runs")
+    dash = sub.add_parser("dashboard", help="run the seed dashboard's query on the lab's coordinator")
+    dash.add_argument("--runs", type=int, default=1, help="runs one after the other (default 1)")
+    dash.add_argument("--every", type=float, default=0.0,
+                      help="then one run every SECONDS until SIGTERM (a dashboard that refreshes)")
+    dash.add_argument("--url", help="another coordinator than lab.json's trino.url")
     args = ap.parse_args(argv)
     try:
-        return {"up": cmd_up, "down": cmd_down, "status": cmd_status}[args.cmd](args)
+        return {"up": cmd_up, "down": cmd_down, "status": cmd_status,
+                "dashboard": cmd_dashboard}[args.cmd](args)
     except LabError as e:
         print(f"lab: error: {e}", file=sys.stderr)
         return 1

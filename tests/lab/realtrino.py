@@ -284,10 +284,11 @@ def write_config(etc: Path, data: Path, port: int, catalogs: dict[str, str], ver
         f"access-control.name=file\nsecurity.config-file={etc / 'rules.json'}\n")
 
 
-def statement(url: str, sql: str, user: str = "floe", timeout: float = 60, catalog: str | None = None) -> dict:
+def statement(url: str, sql: str, user: str = "floe", timeout: float = 60, catalog: str | None = None,
+              source: str = "floe-lab") -> dict:
     """Run one statement through the client protocol; the final page (with `error` on failure)
     and every row under `rows`."""
-    headers = {"X-Trino-User": user, "X-Trino-Source": "floe-lab"}
+    headers = {"X-Trino-User": user, "X-Trino-Source": source}
     if catalog:
         headers["X-Trino-Catalog"] = catalog
     req = urllib.request.Request(url + "/v1/statement", data=sql.encode(), method="POST", headers=headers)
