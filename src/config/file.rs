@@ -10,10 +10,14 @@ use super::keys::KeySpec;
 use super::{ConfigError, err};
 use crate::units::{Bytes, Dur};
 
-#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Default, Deserialize, Clone, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FileConfig {
     pub default_profile: Option<String>,
+    /// Read every profile at once (as `--all`) unless `--profile` names one.
+    pub all: Option<bool>,
+    /// Named sets of profiles read at once: `--profile NAME` of a group reads its members.
+    pub groups: Option<BTreeMap<String, Vec<String>>>,
     pub readonly: Option<bool>,
     pub refresh: Option<Dur>,
     pub max_concurrent_queries: Option<usize>,

@@ -20,7 +20,10 @@ pub use file::{
     StartTab, TrinoFile,
 };
 pub use keys::KeySpec;
-pub use load::{DEFAULT_COORDINATOR_BUDGET, DEFAULT_FULL_REFRESH, load, load_from_str, load_with};
+pub use load::{
+    DEFAULT_COORDINATOR_BUDGET, DEFAULT_FULL_REFRESH, Selection, load, load_from_str,
+    load_selection, load_selection_with, load_with,
+};
 pub use schema::json_schema;
 pub use settings::{
     AirflowSettings, Auth, DEFAULT_MAX_LOG_SIZE, DEFAULT_MAX_RESPONSE_SIZE,

@@ -786,3 +786,147 @@ fn oauth2_from_the_file_or_the_flag() {
     assert_eq!(AuthKind::parse("OAuth2"), Ok(AuthKind::OAuth2));
     assert!(AuthKind::parse("kerberos").unwrap_err().contains("oauth2"));
 }
+
+impl Fixture {
+    fn select(&self, over: &Overrides, all: bool) -> Result<Selection, ConfigError> {
+        let env = |k: &str| self.env.get(k).cloned();
+        let dirs = Dirs::from_env(&env);
+        load_selection_with(over, all, &env, &dirs)
+    }
+}
+
+const FLEET: &str = r#"
+readonly = false
+[trino]
+user = "oncall"
+[profiles.prod-eu.trino]
+url = "https://trino.eu.internal:8443"
+[profiles.prod-us]
+readonly = true
+[profiles.prod-us.trino]
+url = "https://trino.us.internal:8443"
+[profiles.staging.trino]
+url = "http://trino.staging.internal:8080"
+"#;
+
+fn fleet_names(sel: Selection) -> Vec<(String, String, bool)> {
+    match sel {
+        Selection::Fleet(v) => v
+            .into_iter()
+            .map(|s| (s.profile, s.trino.url.to_string(), s.readonly))
+            .collect(),
+        Selection::One(s) => panic!("one profile: {}", s.profile),
+    }
+}
+
+#[test]
+fn all_reads_every_profile_each_with_its_own_server_and_readonly() {
+    let f = Fixture::new("fleet-all");
+    let over = Overrides {
+        config: Some(f.write("c.toml", FLEET)),
+        ..Default::default()
+    };
+    assert_eq!(
+        fleet_names(f.select(&over, true).unwrap()),
+        vec![
+            (
+                "prod-eu".into(),
+                "https://trino.eu.internal:8443/".into(),
+                false
+            ),
+            (
+                "prod-us".into(),
+                "https://trino.us.internal:8443/".into(),
+                true
+            ),
+            (
+                "staging".into(),
+                "http://trino.staging.internal:8080/".into(),
+                false
+            ),
+        ]
+    );
+    // Without --all: the one default profile.
+    let with_default = format!("default_profile = \"staging\"\n{FLEET}");
+    let over = Overrides {
+        config: Some(f.write("d.toml", &with_default)),
+        ..Default::default()
+    };
+    match f.select(&over, false).unwrap() {
+        Selection::One(s) => assert_eq!(s.profile, "staging"),
+        Selection::Fleet(_) => panic!("a fleet without --all"),
+    }
+}
+
+#[test]
+fn all_in_the_file_and_groups_select_fleets_and_a_profile_flag_one_cluster() {
+    let f = Fixture::new("fleet-file");
+    let text = format!("all = true\ngroups = {{ prod = [\"prod-eu\", \"prod-us\"] }}\n{FLEET}");
+    let path = f.write("c.toml", &text);
+    let over = |profile: Option<&str>| Overrides {
+        config: Some(path.clone()),
+        profile: profile.map(str::to_string),
+        ..Default::default()
+    };
+    assert_eq!(fleet_names(f.select(&over(None), false).unwrap()).len(), 3);
+    let prod = fleet_names(f.select(&over(Some("prod")), false).unwrap());
+    assert_eq!(
+        prod.iter().map(|p| p.0.as_str()).collect::<Vec<_>>(),
+        ["prod-eu", "prod-us"]
+    );
+    match f.select(&over(Some("staging")), false).unwrap() {
+        Selection::One(s) => assert_eq!(s.profile, "staging"),
+        Selection::Fleet(_) => panic!("--profile staging read a fleet"),
+    }
+    let e = f.select(&over(Some("staging")), true).unwrap_err().0;
+    assert!(
+        e.contains("--all reads every profile; --profile \"staging\" names one"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_fleet_refuses_what_would_point_every_profile_at_one_server() {
+    let mut f = Fixture::new("fleet-refuse");
+    let path = f.write("c.toml", FLEET);
+    let over = Overrides {
+        config: Some(path.clone()),
+        trino: Some("http://127.0.0.1:8080".into()),
+        ..Default::default()
+    };
+    let e = f.select(&over, true).unwrap_err().0;
+    assert!(
+        e.starts_with(
+            "--trino names one server, and 3 profiles are read at once (prod-eu, prod-us, staging)"
+        ),
+        "{e}"
+    );
+    f.env
+        .insert("FLOE_AIRFLOW_URL".into(), "http://airflow:8080".into());
+    let over = Overrides {
+        config: Some(path),
+        ..Default::default()
+    };
+    let e = f.select(&over, true).unwrap_err().0;
+    assert!(e.starts_with("FLOE_AIRFLOW_URL names one server"), "{e}");
+    // No profiles: nothing to read at once.
+    let bare = Overrides {
+        config: Some(f.write("bare.toml", "[trino]\nurl = \"http://x:8080\"\n")),
+        ..Default::default()
+    };
+    let e = f.select(&bare, true).unwrap_err().0;
+    assert!(e.contains("needs profiles ([profiles.NAME])"), "{e}");
+    // A group naming a profile that does not exist.
+    let bad = Overrides {
+        config: Some(f.write(
+            "bad.toml",
+            &format!("groups = {{ prod = [\"prod-eu\", \"prod-asia\"] }}\n{FLEET}"),
+        )),
+        ..Default::default()
+    };
+    let e = f.select(&bad, false).unwrap_err().0;
+    assert!(
+        e.contains("groups.prod in ") && e.contains("profile \"prod-asia\" is not defined"),
+        "{e}"
+    );
+}
