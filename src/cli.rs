@@ -36,9 +36,13 @@ pub struct Global {
     /// Config file (default: $FLOE_CONFIG, else $XDG_CONFIG_HOME/floe/config.toml).
     #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Profile from the config file.
+    /// Profile from the config file, or a group of profiles (`[groups]`) read at once.
     #[arg(long, global = true, value_name = "NAME")]
     pub profile: Option<String>,
+    /// Every profile of the config file at once (the TUI and `floe check`), each with its
+    /// own Trino and Airflow.
+    #[arg(long, global = true)]
+    pub all: bool,
     /// Trino coordinator: http(s)://host:port or trino://user@host:port/catalog?protocol=https.
     #[arg(long, global = true, value_name = "URL")]
     pub trino: Option<String>,

@@ -18,10 +18,10 @@ pub fn main() -> ExitCode {
         return code;
     }
     let overrides = cli.global.overrides();
-    let settings = config::load(&overrides);
+    let all = cli.global.all;
     match command {
         Cmd::Check(args) => {
-            let settings = match settings {
+            let selection = match config::load_selection(&overrides, cli.global.all) {
                 Ok(s) => s,
                 Err(e) => {
                     // Monitoring needs an exit code in 0-3 whatever happens.
@@ -29,16 +29,41 @@ pub fn main() -> ExitCode {
                     return ExitCode::from(Severity::Unknown.exit_code() as u8);
                 }
             };
-            let _log = init_logging(&settings.log_dir);
+            let log_dir = match &selection {
+                config::Selection::One(s) => s.log_dir.clone(),
+                config::Selection::Fleet(v) => v[0].log_dir.clone(),
+            };
+            let _log = init_logging(&log_dir);
             let rt = runtime();
-            let report = rt.block_on(crate::report::check::run_cached(
-                &settings,
-                &args.tables,
-                args.timeout.0,
-                args.cached_max_age.map(|d| d.0),
-            ));
-            let text = report.render(args.format);
-            let code = report.exit_code();
+            let (timeout, cached) = (args.timeout.0, args.cached_max_age.map(|d| d.0));
+            let (text, code, summary) = match selection {
+                config::Selection::One(settings) => {
+                    let report = rt.block_on(crate::report::check::run_cached(
+                        &settings,
+                        &args.tables,
+                        timeout,
+                        cached,
+                    ));
+                    (
+                        report.render(args.format),
+                        report.exit_code(),
+                        report.summary_line(),
+                    )
+                }
+                config::Selection::Fleet(fleet) => {
+                    let report = rt.block_on(crate::report::fleet::run(
+                        &fleet,
+                        &args.tables,
+                        timeout,
+                        cached,
+                    ));
+                    (
+                        report.render(args.format),
+                        report.exit_code(),
+                        report.summary_line(),
+                    )
+                }
+            };
             match &args.output {
                 Some(path) => {
                     if let Err(e) = write_atomic(path, &text) {
@@ -48,7 +73,7 @@ pub fn main() -> ExitCode {
                         );
                         return ExitCode::from(3);
                     }
-                    println!("{}", sanitize(&report.summary_line()));
+                    println!("{}", sanitize(&summary));
                 }
                 None => {
                     let mut out = std::io::stdout().lock();
@@ -58,13 +83,13 @@ pub fn main() -> ExitCode {
             ExitCode::from(code as u8)
         }
         Cmd::Login => {
-            let Some(settings) = or_report(settings) else {
+            let Some(settings) = or_report(one_cluster(&overrides, all, "floe login")) else {
                 return ExitCode::from(1);
             };
             let _log = init_logging(&settings.log_dir);
             crate::trino::login::cli(&settings)
         }
-        Cmd::Config(_) => match settings {
+        Cmd::Config(_) => match one_cluster(&overrides, all, "floe config") {
             Ok(s) => {
                 print!("{}", describe(&s));
                 ExitCode::SUCCESS
@@ -75,7 +100,7 @@ pub fn main() -> ExitCode {
             }
         },
         Cmd::Maintain(args) => {
-            let Some(settings) = or_report(settings) else {
+            let Some(settings) = or_report(one_cluster(&overrides, all, "floe maintain")) else {
                 return ExitCode::from(1);
             };
             let _log = init_logging(&settings.log_dir);
@@ -87,7 +112,7 @@ pub fn main() -> ExitCode {
             ))
         }
         Cmd::Connection(args) => {
-            let Some(settings) = or_report(settings) else {
+            let Some(settings) = or_report(one_cluster(&overrides, all, "floe connection")) else {
                 return ExitCode::from(1);
             };
             let _log = init_logging(&settings.log_dir);
@@ -100,7 +125,7 @@ pub fn main() -> ExitCode {
             ))
         }
         Cmd::Report(args) => {
-            let settings = match settings {
+            let settings = match one_cluster(&overrides, all, "floe report") {
                 Ok(s) => s,
                 Err(e) => {
                     eprintln!("floe: UNKNOWN: {}", sanitize(&e.to_string()));
@@ -118,6 +143,7 @@ pub fn main() -> ExitCode {
             ))
         }
         Cmd::Doctor => {
+            let settings = one_cluster(&overrides, all, "floe doctor");
             let _log = settings
                 .as_ref()
                 .ok()
@@ -134,7 +160,7 @@ pub fn main() -> ExitCode {
             unreachable!("handled by run_offline")
         }
         Cmd::Tui => {
-            let Some(settings) = or_report(settings) else {
+            let Some(settings) = or_report(one_cluster(&overrides, all, "floe")) else {
                 return ExitCode::from(1);
             };
             let _log = init_logging(&settings.log_dir);
@@ -178,6 +204,26 @@ fn run_offline(command: &Cmd, global: &crate::cli::Global) -> Option<ExitCode> {
             ExitCode::from(1)
         }
     })
+}
+
+/// The settings of the one cluster a command works on: `--all`, `all = true` or a group of
+/// profiles is an error that says to name one with `--profile`.
+fn one_cluster(
+    over: &config::Overrides,
+    all: bool,
+    what: &str,
+) -> Result<Settings, config::ConfigError> {
+    match config::load_selection(over, all)? {
+        config::Selection::One(s) => Ok(*s),
+        config::Selection::Fleet(v) => Err(config::ConfigError(format!(
+            "{what} works on one cluster, and {} profiles are selected ({}): name one with --profile",
+            v.len(),
+            v.iter()
+                .map(|s| s.profile.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
+    }
 }
 
 /// The settings, or the configuration error printed to stderr.

@@ -9,6 +9,13 @@ use crate::health::{Finding, Severity};
 
 impl Report {
     pub(super) fn json(&self) -> String {
+        let mut s = serde_json::to_string_pretty(&self.json_value()).expect("report serializes");
+        s.push('\n');
+        s
+    }
+
+    /// The report as one JSON document (a `profile` key names its cluster).
+    pub(super) fn json_value(&self) -> serde_json::Value {
         #[derive(Serialize)]
         struct J<'a> {
             status: Severity,
@@ -76,8 +83,6 @@ impl Report {
             findings: &self.findings,
             warnings: &self.warnings,
         };
-        let mut s = serde_json::to_string_pretty(&j).expect("report serializes");
-        s.push('\n');
-        s
+        serde_json::to_value(&j).expect("report serializes")
     }
 }

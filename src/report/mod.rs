@@ -2,6 +2,7 @@
 //! JSON, a Prometheus textfile, or markdown, with Nagios exit codes.
 
 pub mod check;
+pub mod fleet;
 pub mod incident;
 mod json;
 mod markdown;
@@ -88,16 +89,7 @@ impl Report {
             .map(|t| t.health.status)
             .chain(self.dags.iter().map(|d| d.health.status))
             .chain(self.findings.iter().map(|f| f.severity));
-        let mut worst = Severity::Ok;
-        for s in all {
-            worst = match (worst, s) {
-                (Severity::Critical, _) | (_, Severity::Critical) => Severity::Critical,
-                (Severity::Warning, _) | (_, Severity::Warning) => Severity::Warning,
-                (Severity::Unknown, _) | (_, Severity::Unknown) => Severity::Unknown,
-                _ => Severity::Ok,
-            };
-        }
-        worst
+        all.fold(Severity::Ok, worst)
     }
 
     pub fn exit_code(&self) -> i32 {
@@ -181,5 +173,16 @@ impl Report {
     }
 }
 
+/// The worse of two statuses, Nagios style: CRITICAL over WARNING over UNKNOWN over OK
+/// (INFO counts as OK).
+pub fn worst(a: Severity, b: Severity) -> Severity {
+    match (a, b) {
+        (Severity::Critical, _) | (_, Severity::Critical) => Severity::Critical,
+        (Severity::Warning, _) | (_, Severity::Warning) => Severity::Warning,
+        (Severity::Unknown, _) | (_, Severity::Unknown) => Severity::Unknown,
+        _ => Severity::Ok,
+    }
+}
+
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -1,4 +1,6 @@
-//! The Prometheus textfile report (for node_exporter's textfile collector).
+//! The Prometheus textfile report (for node_exporter's textfile collector). Every sample
+//! carries the `profile` it was read through, so the reports of several clusters
+//! (`floe check --all`) share one file: each metric family once, its samples per profile.
 
 use chrono::{DateTime, Utc};
 
@@ -8,11 +10,43 @@ use crate::lakehouse::model::{TableRef, TableStats};
 impl Report {
     pub(super) fn prometheus(&self) -> String {
         let mut out = Textfile::default();
-        self.check_metrics(&mut out);
-        self.table_metrics(&mut out);
-        self.age_metrics(&mut out);
-        self.dag_metrics(&mut out);
-        out.0
+        self.prometheus_into(&mut out);
+        out.render()
+    }
+
+    /// This report's samples, added to `out`'s families.
+    pub(super) fn prometheus_into(&self, out: &mut Textfile) {
+        self.check_metrics(out);
+        self.table_metrics(out);
+        self.age_metrics(out);
+        self.dag_metrics(out);
+    }
+
+    /// `{profile="…"}`, the labels of a sample about the whole check.
+    fn check_labels(&self) -> String {
+        format!("{{profile=\"{}\"}}", prom_escape(&self.profile))
+    }
+
+    /// A table's labels: its profile, catalog, schema and name.
+    fn labels(&self, t: &TableRef) -> String {
+        format!(
+            "{{profile=\"{}\",catalog=\"{}\",schema=\"{}\",table=\"{}\"}}",
+            prom_escape(&self.profile),
+            prom_escape(&t.catalog),
+            prom_escape(&t.schema),
+            prom_escape(&t.table)
+        )
+    }
+
+    /// One sample a read table, where `f` has a value for its stats.
+    fn per(
+        &self,
+        read: &[(&TableReport, &TableStats)],
+        f: impl Fn(&TableStats) -> Option<String>,
+    ) -> Vec<(String, String)> {
+        read.iter()
+            .filter_map(|(t, s)| f(s).map(|v| (self.labels(&t.table), v)))
+            .collect()
     }
 
     /// Whether the check ran, and when.
@@ -21,7 +55,7 @@ impl Report {
             "floe_check_success",
             "1 when floe reached Trino and evaluated the tables, 0 otherwise.",
             vec![(
-                String::new(),
+                self.check_labels(),
                 if self.fatal.is_some() {
                     "0".into()
                 } else {
@@ -32,7 +66,10 @@ impl Report {
         out.gauge(
             "floe_check_timestamp_seconds",
             "When this report was generated (Unix time).",
-            vec![(String::new(), self.generated_at.timestamp().to_string())],
+            vec![(
+                self.check_labels(),
+                self.generated_at.timestamp().to_string(),
+            )],
         );
     }
 
@@ -42,7 +79,12 @@ impl Report {
         let status_samples = self
             .tables
             .iter()
-            .map(|t| (labels(&t.table), t.health.status.exit_code().to_string()))
+            .map(|t| {
+                (
+                    self.labels(&t.table),
+                    t.health.status.exit_code().to_string(),
+                )
+            })
             .collect();
         out.gauge(
             "floe_table_status",
@@ -53,7 +95,7 @@ impl Report {
             "floe_table_health_score",
             "Health score 0-100 (100 minus the penalties of the findings).",
             read.iter()
-                .map(|(t, _)| (labels(&t.table), t.health.score.to_string()))
+                .map(|(t, _)| (self.labels(&t.table), t.health.score.to_string()))
                 .collect(),
         );
         // Plain counts of each table, one gauge each.
@@ -100,7 +142,7 @@ impl Report {
             ),
         ];
         for (name, help, value) in counts {
-            out.gauge(name, help, per(&read, |s| Some(value(s).to_string())));
+            out.gauge(name, help, self.per(&read, |s| Some(value(s).to_string())));
         }
     }
 
@@ -112,7 +154,7 @@ impl Report {
         out.gauge(
             "floe_table_last_compaction_age_hours",
             "Hours since the last compaction (a replace snapshot that rewrote data files); +Inf when a table with data was never compacted.",
-            per(&read, |s| match s.last_compaction {
+            self.per(&read, |s| match s.last_compaction {
                 Some(t) => Some(hours_since(now, t)),
                 None if s.data_files > 0 => Some("+Inf".into()),
                 None => None,
@@ -121,7 +163,7 @@ impl Report {
         out.gauge(
             "floe_table_small_files_waiting_hours",
             "Hours the oldest live small data file has waited for compaction (0 when none is small). A partial optimize resets last_compaction_age_hours but not this: alert on this one.",
-            per(&read, |s| {
+            self.per(&read, |s| {
                 if s.small_files == 0 {
                     return Some("0.00".into());
                 }
@@ -131,7 +173,7 @@ impl Report {
         out.gauge(
             "floe_table_last_write_age_hours",
             "Hours since the last snapshot that added or removed data.",
-            per(&read, |s| s.last_write.map(|t| hours_since(now, t))),
+            self.per(&read, |s| s.last_write.map(|t| hours_since(now, t))),
         );
     }
 
@@ -141,7 +183,13 @@ impl Report {
             return;
         }
         let now = self.generated_at;
-        let dl = |d: &DagReport| format!("{{dag_id=\"{}\"}}", prom_escape(&d.facts.dag_id));
+        let dl = |d: &DagReport| {
+            format!(
+                "{{profile=\"{}\",dag_id=\"{}\"}}",
+                prom_escape(&self.profile),
+                prom_escape(&d.facts.dag_id)
+            )
+        };
         out.gauge(
             "floe_dag_status",
             "Maintenance DAG status: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.",
@@ -183,39 +231,37 @@ impl Report {
     }
 }
 
-/// The textfile as it is written: one gauge after another.
+/// The textfile's gauges in the order they were first added: a family's `HELP` and
+/// `TYPE` lines once (the format allows no second), then every sample of every report.
 #[derive(Default)]
-struct Textfile(String);
+pub(super) struct Textfile {
+    families: Vec<Family>,
+}
+
+/// A gauge's name, help and samples (labels, value).
+type Family = (String, String, Vec<(String, String)>);
 
 impl Textfile {
-    /// A gauge's `HELP` and `TYPE` lines, then one line a sample (labels, value).
+    /// Samples (labels, value) of the gauge `name`.
     fn gauge(&mut self, name: &str, help: &str, samples: Vec<(String, String)>) {
-        self.0
-            .push_str(&format!("# HELP {name} {help}\n# TYPE {name} gauge\n"));
-        for (labels, v) in samples {
-            self.0.push_str(&format!("{name}{labels} {v}\n"));
+        match self.families.iter_mut().find(|(n, _, _)| n == name) {
+            Some((_, _, s)) => s.extend(samples),
+            None => self
+                .families
+                .push((name.to_string(), help.to_string(), samples)),
         }
     }
-}
 
-/// A table's labels.
-fn labels(t: &TableRef) -> String {
-    format!(
-        "{{catalog=\"{}\",schema=\"{}\",table=\"{}\"}}",
-        prom_escape(&t.catalog),
-        prom_escape(&t.schema),
-        prom_escape(&t.table)
-    )
-}
-
-/// One sample a read table, where `f` has a value for its stats.
-fn per(
-    read: &[(&TableReport, &TableStats)],
-    f: impl Fn(&TableStats) -> Option<String>,
-) -> Vec<(String, String)> {
-    read.iter()
-        .filter_map(|(t, s)| f(s).map(|v| (labels(&t.table), v)))
-        .collect()
+    pub(super) fn render(&self) -> String {
+        let mut out = String::new();
+        for (name, help, samples) in &self.families {
+            out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} gauge\n"));
+            for (labels, v) in samples {
+                out.push_str(&format!("{name}{labels} {v}\n"));
+            }
+        }
+        out
+    }
 }
 
 /// Hours from `t` to `now`, two decimals (0 for a time in the future).

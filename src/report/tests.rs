@@ -30,7 +30,7 @@ fn stale_stats() -> TableStats {
     }
 }
 
-fn report() -> Report {
+pub(crate) fn report() -> Report {
     let cfg = HealthConfig::default();
     let docs = stale_stats();
     let ok = TableStats {
@@ -186,11 +186,13 @@ fn prometheus_textfile() {
         assert!(p.contains(&format!("# HELP {name} ")), "{name}");
         assert!(p.contains(&format!("# TYPE {name} gauge")), "{name}");
     }
-    assert!(p.contains(r#"floe_table_last_compaction_age_hours{catalog="iceberg",schema="zoning",table="documents"} 360.00"#), "{p}");
+    assert!(p.contains(r#"floe_table_last_compaction_age_hours{profile="lab",catalog="iceberg",schema="zoning",table="documents"} 360.00"#), "{p}");
     assert!(p.contains(r#"table="ledger \"q3\" it's-odd""#), "{p}");
-    assert!(p.contains("floe_check_success 1"));
+    assert!(p.contains("floe_check_success{profile=\"lab\"} 1"));
     assert!(
-        p.contains(r#"floe_table_status{catalog="iceberg",schema="zoning",table="broken"} 3"#),
+        p.contains(
+            r#"floe_table_status{profile="lab",catalog="iceberg",schema="zoning",table="broken"} 3"#
+        ),
         "{p}"
     );
     // Every sample line is `name{labels} value` or `name value`.
@@ -213,7 +215,8 @@ fn a_partial_optimize_does_not_silence_the_waiting_small_files() {
     st.oldest_small_file_at = Some(now() - chrono::Duration::days(5));
     let (schema, table) = (t.table.schema.clone(), t.table.table.clone());
     let p = r.render(Format::Prometheus);
-    let labels = format!(r#"{{catalog="iceberg",schema="{schema}",table="{table}"}}"#);
+    let labels =
+        format!(r#"{{profile="lab",catalog="iceberg",schema="{schema}",table="{table}"}}"#);
     assert!(
         p.contains(&format!(
             "floe_table_last_compaction_age_hours{labels} 1.00"

@@ -207,11 +207,11 @@ fn table_globs_and_prometheus() {
     );
     assert!(
         text.contains(
-            r#"floe_table_data_files{catalog="iceberg",schema="zoning",table="documents"} "#
+            r#"floe_table_data_files{profile="default",catalog="iceberg",schema="zoning",table="documents"} "#
         ),
         "{text}"
     );
-    assert!(text.contains("floe_check_success 1"));
+    assert!(text.contains(r#"floe_check_success{profile="default"} 1"#));
     assert_eq!(out.status.code(), Some(2));
 }
 
@@ -515,11 +515,13 @@ fn prometheus_has_dag_metrics() {
         .unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(
-        text.contains(r#"floe_dag_status{dag_id="compact_documents"} 2"#),
+        text.contains(r#"floe_dag_status{profile="default",dag_id="compact_documents"} 2"#),
         "{text}"
     );
     assert!(
-        text.contains(r#"floe_dag_last_success_age_hours{dag_id="compact_documents"} +Inf"#),
+        text.contains(
+            r#"floe_dag_last_success_age_hours{profile="default",dag_id="compact_documents"} +Inf"#
+        ),
         "{text}"
     );
 }

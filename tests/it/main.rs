@@ -11,6 +11,7 @@ mod airflow_client;
 mod audit_append;
 mod bounded_reads;
 mod check;
+mod check_all;
 mod cli_extras;
 mod connection_fix;
 mod dag_watch;
