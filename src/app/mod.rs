@@ -8,6 +8,7 @@ pub mod copy;
 pub mod dags;
 pub mod detail;
 pub mod export;
+pub mod fleet;
 pub mod grid;
 pub mod health;
 pub mod help;

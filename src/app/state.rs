@@ -183,6 +183,9 @@ pub struct State {
     pub copied: Option<String>,
     /// Rows the help popup is scrolled down by (when its keys do not fit the screen).
     pub help_scroll: usize,
+    /// One of several clusters on screen (`floe --all`): the tab bar and confirmations
+    /// name its profile.
+    pub fleet_member: bool,
 }
 
 impl State {
@@ -221,6 +224,7 @@ impl State {
             frames: 0,
             copied: None,
             help_scroll: 0,
+            fleet_member: false,
         }
     }
 
