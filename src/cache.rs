@@ -104,6 +104,10 @@ pub fn load_fresh(
 /// Replace what the file holds for `profile` on `url` by `entries` (a table no longer
 /// listed is gone), keeping the other profiles' and coordinators' entries, bounded.
 pub fn store(path: &Path, profile: &str, url: &str, entries: Vec<Entry>) -> std::io::Result<()> {
+    // Several profiles read at once (`floe --all`) store into one file: one read-modify-
+    // write at a time, so no profile's store drops another's entries.
+    static STORING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = STORING.lock().unwrap_or_else(|e| e.into_inner());
     let mut all: Vec<Entry> = read_all(path)
         .into_iter()
         .filter(|e| !(e.profile == profile && e.url == url))

@@ -160,7 +160,21 @@ pub fn main() -> ExitCode {
             unreachable!("handled by run_offline")
         }
         Cmd::Tui => {
-            let Some(settings) = or_report(one_cluster(&overrides, all, "floe")) else {
+            let settings = match config::load_selection(&overrides, all) {
+                Ok(config::Selection::Fleet(fleet)) => {
+                    let _log = init_logging(&fleet[0].log_dir);
+                    return match crate::app::runtime::run_fleet(fleet, overrides) {
+                        Ok(()) => ExitCode::SUCCESS,
+                        Err(e) => {
+                            eprintln!("floe: {}", sanitize(&format!("{e:#}")));
+                            ExitCode::from(1)
+                        }
+                    };
+                }
+                Ok(config::Selection::One(s)) => Ok(*s),
+                Err(e) => Err(e),
+            };
+            let Some(settings) = or_report(settings) else {
                 return ExitCode::from(1);
             };
             let _log = init_logging(&settings.log_dir);

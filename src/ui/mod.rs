@@ -25,7 +25,14 @@ use theme::Theme;
 pub use crate::app::runtime::run;
 
 pub fn draw(f: &mut Frame, s: &State) {
-    draw_screen(f, s);
+    draw_screen(f, s, None);
+    scrub(f.buffer_mut());
+}
+
+/// Every cluster at once (`floe --all`): the front cluster's screen, with the header's one
+/// line per cluster and, on Triage, the merged list of every cluster's incidents.
+pub fn draw_fleet(f: &mut Frame, fleet: &crate::app::fleet::Fleet) {
+    draw_screen(f, fleet.front(), Some(fleet));
     scrub(f.buffer_mut());
 }
 
@@ -48,7 +55,7 @@ fn scrub(buf: &mut ratatui::buffer::Buffer) {
     }
 }
 
-fn draw_screen(f: &mut Frame, s: &State) {
+fn draw_screen(f: &mut Frame, s: &State, fleet: Option<&crate::app::fleet::Fleet>) {
     let area = f.area();
     if area.width < crate::app::state::MIN_WIDTH || area.height < crate::app::state::MIN_HEIGHT {
         f.render_widget(Paragraph::new("floe: terminal too small"), area);
@@ -68,10 +75,16 @@ fn draw_screen(f: &mut Frame, s: &State) {
     if let Some(j) = job {
         draw_job(f, jobline, s, j, &th);
     }
-    draw_header(f, header, s, &th);
+    match fleet {
+        Some(fl) => draw_fleet_header(f, header, fl, &th),
+        None => draw_header(f, header, s, &th),
+    }
     draw_tabs(f, tabs, s, &th);
     match s.tab {
-        Tab::Triage => triage::draw(f, body, s, &th),
+        Tab::Triage => match fleet {
+            Some(fl) if s.triage.jumped.is_none() => triage::draw_fleet(f, body, fl, &th),
+            _ => triage::draw(f, body, s, &th),
+        },
         Tab::Tables => tables::draw(f, body, s, &th),
         Tab::Partitions => partitions::draw(f, body, s, &th),
         Tab::Snapshots => history::draw(f, body, s, &th),
@@ -82,12 +95,31 @@ fn draw_screen(f: &mut Frame, s: &State) {
     match &s.popup {
         Some(Popup::Help) => popup::help(f, area, s, &th),
         Some(Popup::Health(t)) => popup::health(f, area, s, t, &th),
-        Some(Popup::Confirm(c)) => popup::confirm(f, area, c, &th),
+        Some(Popup::Confirm(c)) => popup::confirm(f, area, c, cluster_line(s), &th),
         Some(Popup::Queue) => popup::queue(f, area, s, &th),
-        Some(Popup::ConfirmDag(c)) => popup::confirm_dag(f, area, c, &th),
+        Some(Popup::ConfirmDag(c)) => popup::confirm_dag(f, area, c, cluster_line(s), &th),
         Some(Popup::QuitJobs { .. }) => popup::quit_jobs(f, area, s, &th),
         None => {}
     }
+}
+
+/// ` floe │ prod-eu ✓ 3 crit · prod-us ✗ unreachable · staging ✓ │ RO`
+fn draw_fleet_header(f: &mut Frame, area: Rect, fl: &crate::app::fleet::Fleet, th: &Theme) {
+    let mut spans = vec![
+        Span::styled(" floe ", th.header()),
+        Span::raw(crate::text::sanitize(&fl.header()).into_owned()),
+    ];
+    if fl.front().readonly {
+        spans.push(Span::styled(" │ ", th.dim()));
+        spans.push(Span::styled(
+            format!(
+                "{} read-only",
+                crate::text::sanitize(&fl.front().conn.profile)
+            ),
+            th.badge(),
+        ));
+    }
+    f.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 
 fn draw_header(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
@@ -190,8 +222,31 @@ fn draw_header(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
     f.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 
+/// `on cluster prod-us: Trino https://…, Airflow https://…`: the first line of a
+/// confirmation when several clusters are on screen (`floe --all`).
+fn cluster_line(s: &State) -> Option<String> {
+    s.fleet_member.then(|| {
+        let mut l = format!(
+            "on cluster {}: Trino {}",
+            crate::text::sanitize(&s.conn.profile),
+            s.conn.trino_url.trim_end_matches('/')
+        );
+        if let Some(a) = &s.conn.airflow_url {
+            l.push_str(&format!(", Airflow {}", a.trim_end_matches('/')));
+        }
+        l
+    })
+}
+
 fn draw_tabs(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
     let mut spans = Vec::new();
+    if s.fleet_member {
+        // The cluster the tabs show (Triage lists every cluster's incidents).
+        spans.push(Span::styled(
+            format!("[{}] ", crate::text::sanitize(&s.conn.profile)),
+            th.badge(),
+        ));
+    }
     for (i, t) in Tab::ALL.iter().enumerate() {
         // The tab's number is its key (0 Triage … 4 DAGs).
         let mut title = format!(" {i} {} ", t.title());

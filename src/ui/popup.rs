@@ -164,9 +164,20 @@ pub fn health(f: &mut Frame, area: Rect, s: &State, t: &TableRef, th: &Theme) {
 }
 
 /// The confirm popup: what will be rewritten, the exact SQL, and `y` to run it.
-pub fn confirm(f: &mut Frame, area: Rect, c: &crate::app::maintenance::Confirm, th: &Theme) {
+pub fn confirm(
+    f: &mut Frame,
+    area: Rect,
+    c: &crate::app::maintenance::Confirm,
+    on: Option<String>,
+    th: &Theme,
+) {
     let plan = &c.plan;
-    let mut lines = vec![Line::from(Span::styled(plan.summary(), th.header()))];
+    // With several clusters on screen, which one it runs on comes first.
+    let mut lines: Vec<Line> = on
+        .map(|o| Line::from(Span::styled(o, th.badge())))
+        .into_iter()
+        .collect();
+    lines.push(Line::from(Span::styled(plan.summary(), th.header())));
     for n in &plan.notes {
         lines.push(Line::from(Span::styled(
             format!("note: {}", crate::text::sanitize(n)),
@@ -286,8 +297,18 @@ pub fn queue(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
 }
 
 /// A write to Airflow awaiting `y`.
-pub fn confirm_dag(f: &mut Frame, area: Rect, c: &crate::app::dags::DagConfirm, th: &Theme) {
-    let mut lines: Vec<Line> = c.lines.iter().map(|l| Line::from(l.clone())).collect();
+pub fn confirm_dag(
+    f: &mut Frame,
+    area: Rect,
+    c: &crate::app::dags::DagConfirm,
+    on: Option<String>,
+    th: &Theme,
+) {
+    let mut lines: Vec<Line> = on
+        .map(|o| Line::from(Span::styled(o, th.badge())))
+        .into_iter()
+        .collect();
+    lines.extend(c.lines.iter().map(|l| Line::from(l.clone())));
     lines.push(Line::from(""));
     lines.push(Line::from(vec![
         Span::styled(" y ", th.badge()),

@@ -60,6 +60,73 @@ pub fn draw(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
     }
 }
 
+/// The merged list of every cluster's incidents (`floe --all`), each tagged with its
+/// profile; the evidence pane is the front cluster's, whose selection is the row's.
+pub fn draw_fleet(f: &mut Frame, area: Rect, fl: &crate::app::fleet::Fleet, th: &Theme) {
+    use crate::app::fleet::Row;
+    let front = fl.front();
+    let detail = crate::app::triage::detail_height(front.size.1) as u16;
+    let [list, pane] =
+        Layout::vertical([Constraint::Min(2), Constraint::Length(detail)]).areas(area);
+    let loading = fl.clusters.iter().all(|s| {
+        matches!(
+            crate::app::triage::load(s),
+            crate::app::state::Load::Loading
+        )
+    });
+    let load = if loading {
+        crate::app::state::Load::Loading
+    } else {
+        crate::app::state::Load::Loaded
+    };
+    let props = ListProps {
+        headers: vec!["SEV", "[CLUSTER] INCIDENT → TABLES  [NEXT]"],
+        widths: vec![Constraint::Length(4), Constraint::Min(10)],
+        grid: &fl.grid,
+        load: &load,
+        empty: "no incident: every cluster's tables and DAGs read so far are healthy",
+    };
+    let room = list.width.saturating_sub(5) as usize;
+    draw_list(f, list, th, &props, |i| {
+        let row = &fl.rows[i];
+        let sev = fl.severity(row);
+        let line = one_line(&fl.row_text(row));
+        let hints = match row {
+            Row::Incident { cluster, incident } => {
+                let s = &fl.clusters[*cluster];
+                hints(s, &s.triage.incidents[*incident])
+            }
+            Row::Unreachable { .. } => Vec::new(),
+        };
+        let hints = if hints.is_empty() {
+            String::new()
+        } else {
+            format!("  [{}]", hints.join(" · "))
+        };
+        let used = line.chars().count();
+        let mut spans = vec![Span::raw(
+            crate::text::clip(&line, room.saturating_sub(1)).into_owned(),
+        )];
+        if used + hints.chars().count() <= room {
+            spans.push(Span::styled(hints, th.dim()));
+        }
+        (
+            vec![
+                Cell::from(Span::styled(sev.short().to_string(), th.severity(sev))),
+                Cell::from(Line::from(spans)),
+            ],
+            Style::default(),
+        )
+    });
+    let unreachable_row = matches!(
+        fl.grid.selected_row().and_then(|i| fl.rows.get(i)),
+        Some(Row::Unreachable { .. })
+    );
+    if detail > 0 && !unreachable_row {
+        draw_detail(f, pane, front, th);
+    }
+}
+
 /// The command that takes a next action from this tab, if one does.
 fn command(n: &Next) -> Option<Command> {
     match n {

@@ -19,6 +19,7 @@ mod doctor;
 mod faults_airflow;
 mod faults_trino;
 mod fleet;
+mod fleet_pty;
 mod hostile;
 mod jobs;
 mod loop_lab;

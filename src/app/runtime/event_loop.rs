@@ -113,14 +113,17 @@ pub(super) async fn event_loop(
 
 /// After a stop: the terminal taken again and cleared, and the size it has now (it may
 /// have changed meanwhile) as the action that makes the next frame a full one.
-fn resumed(terminal: &mut ratatui::DefaultTerminal, mouse: bool) -> color_eyre::Result<Action> {
+pub(super) fn resumed(
+    terminal: &mut ratatui::DefaultTerminal,
+    mouse: bool,
+) -> color_eyre::Result<Action> {
     terminal::resume(terminal, mouse)?;
     let size = terminal.size()?;
     Ok(Action::Resize(size.width, size.height))
 }
 
 /// A terminal event as an Action (mouse wheel as arrow keys).
-fn event_action(ev: Event) -> Option<Action> {
+pub(super) fn event_action(ev: Event) -> Option<Action> {
     match ev {
         Event::Key(k) => Some(Action::Key(k)),
         Event::Resize(w, h) => Some(Action::Resize(w, h)),

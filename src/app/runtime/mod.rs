@@ -5,6 +5,7 @@
 
 mod airflow;
 mod event_loop;
+mod fleet_loop;
 mod reply;
 mod terminal;
 mod trino;
@@ -452,6 +453,41 @@ pub fn run_with(settings: Settings, overrides: config::Overrides) -> color_eyre:
         let mouse = settings.mouse;
         let mut terminal = terminal::enter(mouse);
         let result = event_loop(&mut terminal, state, settings, overrides).await;
+        terminal::leave(mouse);
+        result
+    })
+}
+
+/// Open the TUI over every profile of `fleet` at once (`floe --all`): one State and one
+/// runtime per profile, the merged Triage in front (see `app::fleet`).
+pub fn run_fleet(fleet: Vec<Settings>, overrides: config::Overrides) -> color_eyre::Result<()> {
+    color_eyre::install()?;
+    if !std::io::stdout().is_terminal() {
+        return Err(eyre!(
+            "floe's TUI needs a terminal; for scripts and cron use `floe check --all`"
+        ));
+    }
+    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+    let mut states = Vec::with_capacity(fleet.len());
+    for s in &fleet {
+        let mut st = initial_state(s, no_color)?;
+        // The merged Triage is the fleet's first screen, whatever one cluster holds.
+        st.tab = Tab::Triage;
+        st.auto_start = false;
+        st.fleet_member = true;
+        let cached = crate::cache::load(&s.stats_cache, &s.profile, s.trino.url.as_str());
+        super::tables::warm_start(&mut st, cached);
+        states.push(st);
+    }
+    let state = super::fleet::Fleet::new(states);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .thread_name(terminal::WORKER_THREAD)
+        .enable_all()
+        .build()?;
+    rt.block_on(async move {
+        let mouse = fleet.iter().any(|s| s.mouse);
+        let mut terminal = terminal::enter(mouse);
+        let result = fleet_loop::fleet_loop(&mut terminal, state, fleet, overrides).await;
         terminal::leave(mouse);
         result
     })
