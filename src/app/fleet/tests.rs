@@ -130,3 +130,28 @@ fn an_action_asked_on_a_row_runs_on_that_rows_cluster_and_drawn_reaches_only_the
     update(&mut f, FleetAction::Cluster(2, Action::Tick(t0())));
     assert_eq!(f.active, 1);
 }
+
+#[test]
+fn read_only_is_the_profiles_own() {
+    let mut f = fleet();
+    // prod-us is read-only; prod-eu is not.
+    let us = &mut f.clusters[1];
+    us.readonly = true;
+    us.keymap = us.keymap.clone().with_readonly(true);
+    select_first_of(&mut f, 1);
+    let fx = update(&mut f, FleetAction::Input(key('o')));
+    assert!(
+        !fx.iter()
+            .any(|(_, e)| matches!(e, Effect::PlanMaintenance { .. })),
+        "a read-only cluster drafts no optimize: {fx:?}"
+    );
+    update(&mut f, FleetAction::Input(key('g')));
+    assert_eq!(f.active, 0);
+    assert_eq!(f.clusters[0].conn.profile, "prod-eu");
+    let fx = update(&mut f, FleetAction::Input(key('o')));
+    assert!(
+        fx.iter()
+            .any(|(c, e)| *c == 0 && matches!(e, Effect::PlanMaintenance { .. })),
+        "the writable cluster drafts it: {fx:?}"
+    );
+}
