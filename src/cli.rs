@@ -7,13 +7,18 @@ use clap::{Args, Parser, Subcommand};
 use crate::config::{AuthKind, Dur, Overrides};
 use crate::report::Format;
 
-/// `floe --version`: the version, the git commit it was built from and the build date.
+/// `floe --version`: the version, the git commit it was built from, the build date, the
+/// target and the glibc it was linked for (the oldest glibc it starts on).
 pub const VERSION: &str = concat!(
     env!("CARGO_PKG_VERSION"),
     " (",
     env!("FLOE_GIT_COMMIT"),
     " ",
     env!("FLOE_BUILD_DATE"),
+    ", ",
+    env!("FLOE_TARGET"),
+    ", glibc ",
+    env!("FLOE_GLIBC"),
     ")"
 );
 
