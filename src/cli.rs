@@ -65,6 +65,9 @@ pub struct Global {
     /// Refuse every mutation (optimize, expire, DAG triggers…).
     #[arg(long, global = true)]
     pub readonly: bool,
+    /// Draw ASCII only: borders, charts and symbols (default: when the locale is not UTF-8).
+    #[arg(long, global = true)]
+    pub ascii: bool,
     /// Auto-refresh interval (minimum 5s).
     #[arg(long, global = true, value_name = "DURATION", value_parser = parse_dur)]
     pub refresh: Option<Dur>,
@@ -258,6 +261,7 @@ impl Global {
             airflow: self.airflow.clone(),
             airflow_user: self.airflow_user.clone(),
             readonly: self.readonly,
+            ascii: self.ascii,
             refresh: self.refresh,
             ca_file: self.ca_file.clone(),
             insecure_skip_verify: self.insecure_skip_verify,

@@ -6,6 +6,7 @@
 mod airflow;
 mod event_loop;
 mod reply;
+mod sgr;
 mod terminal;
 mod trino;
 
@@ -205,7 +206,7 @@ impl Runtime {
 
     /// Write the pending escape sequences (clipboard writes) through the terminal's own
     /// writer, between frames.
-    fn write_to_terminal(&mut self, terminal: &mut ratatui::DefaultTerminal) {
+    fn write_to_terminal(&mut self, terminal: &mut terminal::Term) {
         use std::io::Write;
         if self.to_terminal.is_empty() {
             return;
@@ -432,8 +433,9 @@ pub fn run_with(settings: Settings, overrides: config::Overrides) -> color_eyre:
             "floe's TUI needs a terminal; for scripts and cron use `floe check`"
         ));
     }
-    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-    let mut state = initial_state(&settings, no_color)?;
+    let caps = crate::ui::caps::Caps::from_env(settings.ascii);
+    let mut state = initial_state(&settings, caps.colours == crate::ui::caps::Colours::None)?;
+    state.ascii = caps.ascii;
     // The last known state of every table, painted in the first frame.
     let cached = crate::cache::load(
         &settings.stats_cache,
@@ -449,7 +451,7 @@ pub fn run_with(settings: Settings, overrides: config::Overrides) -> color_eyre:
         .build()?;
     rt.block_on(async move {
         let mouse = settings.mouse;
-        let mut terminal = terminal::enter(mouse);
+        let mut terminal = terminal::enter(mouse, caps.colours);
         let result = event_loop(&mut terminal, state, settings, overrides).await;
         terminal::leave(mouse);
         result
