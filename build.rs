@@ -1,5 +1,6 @@
-//! Build facts for `floe --version`: the git commit (`unknown` outside a checkout) and the
-//! build date (from `SOURCE_DATE_EPOCH` when set, for reproducible builds; else today).
+//! Build facts for `floe --version`: the git commit (`unknown` outside a checkout), the
+//! build date (from `SOURCE_DATE_EPOCH` when set, for reproducible builds; else today), the
+//! target triple and the glibc the binary was linked for (the oldest it starts on).
 
 use std::process::Command;
 
@@ -25,7 +26,45 @@ fn civil(days: i64) -> (i64, u32, u32) {
     (yoe + era * 400 + i64::from(m <= 2), m, d)
 }
 
+/// The glibc a gnu target is linked for: `FLOE_BUILD_GLIBC` (set by `cargo xtask dist`),
+/// else the version cargo-zigbuild was asked for (`x86_64-linux-gnu.2.17`), else the build
+/// host's own (a native build needs at least the glibc it was built on). `none` off glibc.
+fn glibc(target: &str) -> String {
+    if !target.ends_with("-gnu") {
+        return "none".into();
+    }
+    if let Some(v) = std::env::var("FLOE_BUILD_GLIBC")
+        .ok()
+        .filter(|v| !v.is_empty())
+    {
+        return v;
+    }
+    if let Some(v) = std::env::var("CARGO_ZIGBUILD_TARGET")
+        .ok()
+        .and_then(|t| t.rsplit_once("-gnu.").map(|(_, v)| v.to_string()))
+        .filter(|v| !v.is_empty())
+    {
+        return v;
+    }
+    // `getconf GNU_LIBC_VERSION` says "glibc 2.36".
+    Command::new("getconf")
+        .arg("GNU_LIBC_VERSION")
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .and_then(|o| {
+            let s = String::from_utf8(o.stdout).ok()?;
+            s.trim().strip_prefix("glibc ").map(str::to_string)
+        })
+        .unwrap_or_else(|| "unknown".into())
+}
+
 fn main() {
+    let target = std::env::var("TARGET").unwrap_or_else(|_| "unknown".into());
+    println!("cargo:rustc-env=FLOE_TARGET={target}");
+    println!("cargo:rustc-env=FLOE_GLIBC={}", glibc(&target));
+    println!("cargo:rerun-if-env-changed=FLOE_BUILD_GLIBC");
+    println!("cargo:rerun-if-env-changed=CARGO_ZIGBUILD_TARGET");
     let commit = git(&["rev-parse", "--short", "HEAD"]).unwrap_or_else(|| "unknown".into());
     let epoch = std::env::var("SOURCE_DATE_EPOCH")
         .ok()

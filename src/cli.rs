@@ -7,13 +7,18 @@ use clap::{Args, Parser, Subcommand};
 use crate::config::{AuthKind, Dur, Overrides};
 use crate::report::Format;
 
-/// `floe --version`: the version, the git commit it was built from and the build date.
+/// `floe --version`: the version, the git commit it was built from, the build date, the
+/// target and the glibc it was linked for (the oldest glibc it starts on).
 pub const VERSION: &str = concat!(
     env!("CARGO_PKG_VERSION"),
     " (",
     env!("FLOE_GIT_COMMIT"),
     " ",
     env!("FLOE_BUILD_DATE"),
+    ", ",
+    env!("FLOE_TARGET"),
+    ", glibc ",
+    env!("FLOE_GLIBC"),
     ")"
 );
 
@@ -64,6 +69,9 @@ pub struct Global {
     /// Refuse every mutation (optimize, expire, DAG triggers…).
     #[arg(long, global = true)]
     pub readonly: bool,
+    /// Draw ASCII only: borders, charts and symbols (default: when the locale is not UTF-8).
+    #[arg(long, global = true)]
+    pub ascii: bool,
     /// Auto-refresh interval (minimum 5s).
     #[arg(long, global = true, value_name = "DURATION", value_parser = parse_dur)]
     pub refresh: Option<Dur>,
@@ -257,6 +265,7 @@ impl Global {
             airflow: self.airflow.clone(),
             airflow_user: self.airflow_user.clone(),
             readonly: self.readonly,
+            ascii: self.ascii,
             refresh: self.refresh,
             ca_file: self.ca_file.clone(),
             insecure_skip_verify: self.insecure_skip_verify,

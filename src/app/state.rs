@@ -160,6 +160,8 @@ pub struct State {
     /// Terminal size (columns, rows).
     pub size: (u16, u16),
     pub no_color: bool,
+    /// Draw ASCII only (a locale that is not UTF-8, `--ascii`, `ascii = true`).
+    pub ascii: bool,
     pub quit: bool,
     pub profiles: Vec<String>,
     pub airflow_configured: bool,
@@ -213,6 +215,7 @@ impl State {
             last_refresh: None,
             size: (80, 24),
             no_color: false,
+            ascii: false,
             quit: false,
             profiles: Vec::new(),
             airflow_configured: false,

@@ -28,6 +28,7 @@ pub struct FileConfig {
     pub audit_log: Option<PathBuf>,
     pub export_dir: Option<PathBuf>,
     pub mouse: Option<bool>,
+    pub ascii: Option<bool>,
     pub start_tab: Option<StartTab>,
     pub confirm_dwell: Option<Dur>,
     pub trino: Option<TrinoFile>,

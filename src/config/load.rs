@@ -231,6 +231,7 @@ fn load_file(
             .unwrap_or_else(|| dirs.data.join("exports")),
         log_dir: dirs.state.clone(),
         mouse: file.mouse.unwrap_or(false),
+        ascii: if over.ascii { Some(true) } else { file.ascii },
         confirm_dwell,
         coordinator_budget,
         start_tab: file.start_tab.unwrap_or_default(),

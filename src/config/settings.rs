@@ -131,6 +131,8 @@ pub struct Settings {
     pub export_dir: PathBuf,
     pub log_dir: PathBuf,
     pub mouse: bool,
+    /// ASCII only (`--ascii`, `ascii`); `None`: from the locale.
+    pub ascii: Option<bool>,
     /// How long a confirmation is on screen before it takes `confirm` (`confirm_dwell`).
     pub confirm_dwell: Duration,
     /// The tab floe opens on.
@@ -178,6 +180,8 @@ pub struct Overrides {
     pub airflow: Option<String>,
     pub airflow_user: Option<String>,
     pub readonly: bool,
+    /// `--ascii`: draw ASCII whatever the locale says.
+    pub ascii: bool,
     pub refresh: Option<Dur>,
     pub ca_file: Option<PathBuf>,
     pub insecure_skip_verify: bool,

@@ -684,6 +684,7 @@ fn example_config_parses_and_documents_every_key() {
         "audit_log",
         "export_dir",
         "mouse",
+        "ascii",
         "confirm_dwell",
         "start_tab",
         "password_env",

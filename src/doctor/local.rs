@@ -91,6 +91,15 @@ impl Doctor<'_> {
                 self.report(Check::skip("terminal size", "stdout is not a terminal"));
             }
         }
+        let locale = |k: &str| std::env::var(k).ok();
+        let charset = match crate::ui::caps::ctype_locale(&locale) {
+            Some((k, v)) if crate::ui::caps::utf8_locale(&locale) => format!("UTF-8 ({k}={v})"),
+            Some((k, v)) => format!(
+                "ASCII: {k}={v} is not UTF-8, so floe draws ASCII (LANG=C.UTF-8 for box drawing)"
+            ),
+            None => "ASCII: no LC_ALL, LC_CTYPE or LANG (the C locale), so floe draws ASCII".into(),
+        };
+        self.report(Check::pass("terminal charset", charset));
         let term = env("TERM");
         let colours = if env("NO_COLOR").is_some() {
             "NO_COLOR is set: no colours, severity shown as text".to_string()

@@ -1,7 +1,7 @@
 //! `floe doctor`: the setup checked step by step, each line a verdict (✓ passed, ✗ failed,
 //! – skipped, ! a fallback floe works with), the figure measured and, on ✗, the fix.
 //!
-//! Order: the config; Trino (DNS, TCP, TLS, HTTP, auth, catalog, the metadata tables floe
+//! Order: the build (`floe --version`); the config; Trino (DNS, TCP, TLS, HTTP, auth, catalog, the metadata tables floe
 //! prefers, one health statement); Airflow (reachable, API version, auth, DAG listing,
 //! connection tests); the audit log; the terminal. A check whose prerequisite failed is
 //! skipped, and a skip is no failure: exit 0 when nothing failed, 1 otherwise. Every string
@@ -139,6 +139,9 @@ impl<'a> Doctor<'a> {
 
     /// Every check, in order. `settings` is what loading the configuration gave.
     pub async fn run(&mut self, settings: Result<Settings, ConfigError>) {
+        // What is running, before anything it checks: a report pasted from a bastion says
+        // which build (and which glibc it was linked for) gave it.
+        self.heading(&format!("floe {}", crate::cli::VERSION));
         self.heading("config");
         let settings = match settings {
             Ok(s) => {

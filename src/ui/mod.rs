@@ -1,7 +1,9 @@
 //! Rendering: a pure function of `State`. Only the visible window of a list becomes
 //! widgets.
 
+pub mod ascii;
 pub mod breakdown;
+pub mod caps;
 pub mod dags;
 pub mod history;
 pub mod partitions;
@@ -27,6 +29,9 @@ pub use crate::app::runtime::run;
 pub fn draw(f: &mut Frame, s: &State) {
     draw_screen(f, s, None);
     scrub(f.buffer_mut());
+    if s.ascii {
+        ascii::fold(f.buffer_mut());
+    }
 }
 
 /// Every cluster at once (`floe --all`): the front cluster's screen, with the header's one
@@ -34,6 +39,9 @@ pub fn draw(f: &mut Frame, s: &State) {
 pub fn draw_fleet(f: &mut Frame, fleet: &crate::app::fleet::Fleet) {
     draw_screen(f, fleet.front(), Some(fleet));
     scrub(f.buffer_mut());
+    if fleet.front().ascii {
+        ascii::fold(f.buffer_mut());
+    }
 }
 
 /// The output boundary of the screen: no cell keeps a character a terminal acts on.

@@ -436,18 +436,21 @@ fn the_example_shows_every_key_of_the_schema() {
     );
 }
 
+/// `floe 0.1.0 (3532db1 2026-12-03, x86_64-unknown-linux-gnu, glibc 2.36)`.
 #[test]
-fn the_version_names_the_commit_and_the_build_date() {
+fn the_version_names_the_commit_the_build_date_the_target_and_the_glibc() {
     let h = home("version");
     let v = stdout(&floe(&["--version"], &h));
     let rest = v
         .trim_end()
         .strip_prefix(&format!("floe {} (", env!("CARGO_PKG_VERSION")))
+        .and_then(|r| r.strip_suffix(')'))
         .unwrap_or_else(|| panic!("{v}"));
-    let (commit, date) = rest
-        .strip_suffix(')')
-        .and_then(|r| r.split_once(' '))
-        .unwrap_or_else(|| panic!("{v}"));
+    let parts: Vec<&str> = rest.split(", ").collect();
+    let [build, target, glibc] = parts[..] else {
+        panic!("not (commit date, target, glibc): {v}");
+    };
+    let (commit, date) = build.split_once(' ').unwrap_or_else(|| panic!("{v}"));
     assert!(
         commit == "unknown" || (commit.len() >= 7 && commit.chars().all(|c| c.is_ascii_hexdigit())),
         "{v}"
@@ -457,6 +460,22 @@ fn the_version_names_the_commit_and_the_build_date() {
         d.len() == 3 && d[0].len() == 4 && d.iter().all(|p| p.parse::<u32>().is_ok()),
         "{v}"
     );
+    assert!(target.contains("-linux-"), "{v}");
+    let glibc = glibc
+        .strip_prefix("glibc ")
+        .unwrap_or_else(|| panic!("{v}"));
+    if target.ends_with("-gnu") {
+        // This test binary is built natively: the glibc of the machine that built it,
+        // which is the one running it here.
+        let host = std::process::Command::new("getconf")
+            .arg("GNU_LIBC_VERSION")
+            .output()
+            .unwrap();
+        let host = String::from_utf8_lossy(&host.stdout);
+        assert_eq!(Some(glibc), host.trim().strip_prefix("glibc "), "{v}");
+    } else {
+        assert_eq!(glibc, "none", "{v}");
+    }
 }
 
 #[test]

@@ -114,6 +114,13 @@ fn every_check_passes_against_the_lab_over_tls() {
     );
     assert_eq!(r.code, Some(0), "{}", r.out);
     let out = &r.out;
+    // The build comes first, as `floe --version` says it.
+    let first = out.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with(&format!("floe {} (", env!("CARGO_PKG_VERSION")))
+            && first.contains(", glibc "),
+        "{out}"
+    );
     assert!(line(out, "✓ config and profile").contains("profile default"));
     assert!(line(out, "✓ trino DNS").contains("127.0.0.1"));
     assert!(line(out, "✓ trino TCP").contains(" ms"));

@@ -9,6 +9,7 @@ mod common;
 
 mod airflow_client;
 mod audit_append;
+mod bastion_pty;
 mod bounded_reads;
 mod check;
 mod check_all;

@@ -18,7 +18,7 @@ use crate::app::update::update;
 use crate::config::{self, Settings};
 
 pub(super) async fn event_loop(
-    terminal: &mut ratatui::DefaultTerminal,
+    terminal: &mut super::terminal::Term,
     mut state: State,
     settings: Settings,
     overrides: config::Overrides,
@@ -114,7 +114,7 @@ pub(super) async fn event_loop(
 /// After a stop: the terminal taken again and cleared, and the size it has now (it may
 /// have changed meanwhile) as the action that makes the next frame a full one.
 pub(super) fn resumed(
-    terminal: &mut ratatui::DefaultTerminal,
+    terminal: &mut super::terminal::Term,
     mouse: bool,
 ) -> color_eyre::Result<Action> {
     terminal::resume(terminal, mouse)?;
@@ -151,7 +151,7 @@ async fn apply_waiting_input(
     state: &mut State,
     rt: &mut Runtime,
     events: &mut EventStream,
-    terminal: &mut ratatui::DefaultTerminal,
+    terminal: &mut super::terminal::Term,
     mouse: bool,
 ) -> color_eyre::Result<()> {
     loop {

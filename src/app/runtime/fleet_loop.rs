@@ -19,7 +19,7 @@ use crate::app::fleet::{Fleet, FleetAction, update};
 use crate::config::{self, Settings};
 
 pub(super) async fn fleet_loop(
-    terminal: &mut ratatui::DefaultTerminal,
+    terminal: &mut super::terminal::Term,
     mut fleet: Fleet,
     settings: Vec<Settings>,
     overrides: config::Overrides,

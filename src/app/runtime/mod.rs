@@ -7,6 +7,7 @@ mod airflow;
 mod event_loop;
 mod fleet_loop;
 mod reply;
+mod sgr;
 mod terminal;
 mod trino;
 
@@ -206,7 +207,7 @@ impl Runtime {
 
     /// Write the pending escape sequences (clipboard writes) through the terminal's own
     /// writer, between frames.
-    fn write_to_terminal(&mut self, terminal: &mut ratatui::DefaultTerminal) {
+    fn write_to_terminal(&mut self, terminal: &mut terminal::Term) {
         use std::io::Write;
         if self.to_terminal.is_empty() {
             return;
@@ -434,8 +435,9 @@ pub fn run_with(settings: Settings, overrides: config::Overrides) -> color_eyre:
             "floe's TUI needs a terminal; for scripts and cron use `floe check`"
         ));
     }
-    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-    let mut state = initial_state(&settings, no_color)?;
+    let caps = crate::ui::caps::Caps::from_env(settings.ascii);
+    let mut state = initial_state(&settings, caps.colours == crate::ui::caps::Colours::None)?;
+    state.ascii = caps.ascii;
     // The last known state of every table, painted in the first frame.
     let cached = crate::cache::load(
         &settings.stats_cache,
@@ -451,7 +453,7 @@ pub fn run_with(settings: Settings, overrides: config::Overrides) -> color_eyre:
         .build()?;
     rt.block_on(async move {
         let mouse = settings.mouse;
-        let mut terminal = terminal::enter(mouse);
+        let mut terminal = terminal::enter(mouse, caps.colours);
         let result = event_loop(&mut terminal, state, settings, overrides).await;
         terminal::leave(mouse);
         result
@@ -467,10 +469,12 @@ pub fn run_fleet(fleet: Vec<Settings>, overrides: config::Overrides) -> color_ey
             "floe's TUI needs a terminal; for scripts and cron use `floe check --all`"
         ));
     }
-    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+    let caps = crate::ui::caps::Caps::from_env(fleet.first().and_then(|s| s.ascii));
+    let no_color = caps.colours == crate::ui::caps::Colours::None;
     let mut states = Vec::with_capacity(fleet.len());
     for s in &fleet {
         let mut st = initial_state(s, no_color)?;
+        st.ascii = caps.ascii;
         // The merged Triage is the fleet's first screen, whatever one cluster holds.
         st.tab = Tab::Triage;
         st.auto_start = false;
@@ -486,7 +490,7 @@ pub fn run_fleet(fleet: Vec<Settings>, overrides: config::Overrides) -> color_ey
         .build()?;
     rt.block_on(async move {
         let mouse = fleet.iter().any(|s| s.mouse);
-        let mut terminal = terminal::enter(mouse);
+        let mut terminal = terminal::enter(mouse, caps.colours);
         let result = fleet_loop::fleet_loop(&mut terminal, state, fleet, overrides).await;
         terminal::leave(mouse);
         result

@@ -7,7 +7,7 @@
 //! effect's error is shown on the rows it was loading, and the panic hook leaves the
 //! terminal alone for it (see `panics`).
 
-use std::io::{Write, stdout};
+use std::io::{Stdout, Write, stdout};
 use std::sync::OnceLock;
 
 use color_eyre::eyre::WrapErr;
@@ -15,14 +15,27 @@ use crossterm::event::{DisableMouseCapture, EnableMouseCapture, KeyCode, KeyEven
 use crossterm::terminal::{EnterAlternateScreen, disable_raw_mode, enable_raw_mode};
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
+use super::sgr::SgrFilter;
+use crate::ui::caps::Colours;
+
 /// The name of the runtime's worker (and blocking-pool) threads, where effects run.
 pub(super) const WORKER_THREAD: &str = "floe-worker";
 
+/// floe's terminal: crossterm over stdout, its colour escapes made fit for the terminal
+/// (`sgr`).
+pub(super) type Term = ratatui::Terminal<ratatui::backend::CrosstermBackend<SgrFilter<Stdout>>>;
+
 /// Raw mode, the alternate screen, mouse capture when asked, and a panic hook that gives
 /// the terminal back (mouse capture included) before the panic is reported.
-pub(super) fn enter(mouse: bool) -> ratatui::DefaultTerminal {
-    // ratatui's hook restores raw mode and the alternate screen, then calls color-eyre's.
-    let terminal = ratatui::init();
+pub(super) fn enter(mouse: bool, colours: Colours) -> Term {
+    // ratatui's hook restores raw mode and the alternate screen, then calls color-eyre's;
+    // the terminal it returns writes to stdout unfiltered, so floe draws through its own.
+    drop(ratatui::init());
+    let terminal = ratatui::Terminal::new(ratatui::backend::CrosstermBackend::new(SgrFilter::new(
+        stdout(),
+        colours,
+    )))
+    .expect("a crossterm terminal on stdout");
     if mouse {
         let _ = crossterm::execute!(stdout(), EnableMouseCapture);
     }
@@ -71,7 +84,7 @@ pub(super) fn is_suspend_key(k: &KeyEvent) -> bool {
 /// action, so the shell sees a stopped job and `fg` continues it. Returns once continued;
 /// [`resume`] takes the terminal again. In an orphaned process group (nobody could `fg`
 /// floe) the kernel discards the signal and this returns at once.
-pub(super) fn suspend(terminal: &mut ratatui::DefaultTerminal, mouse: bool) {
+pub(super) fn suspend(terminal: &mut Term, mouse: bool) {
     let _ = terminal.show_cursor();
     leave(mouse);
     let _ = stdout().flush();
@@ -91,10 +104,7 @@ pub(super) fn suspend(terminal: &mut ratatui::DefaultTerminal, mouse: bool) {
 
 /// Take the terminal again after a stop (ours, or SIGSTOP and a shell that reset the
 /// terminal) and clear it, so the next draw paints the whole screen.
-pub(super) fn resume(
-    terminal: &mut ratatui::DefaultTerminal,
-    mouse: bool,
-) -> color_eyre::Result<()> {
+pub(super) fn resume(terminal: &mut Term, mouse: bool) -> color_eyre::Result<()> {
     // Off and on again: crossterm skips enabling raw mode it believes is on, but a shell
     // resets the terminal of a job it stopped.
     let _ = disable_raw_mode();

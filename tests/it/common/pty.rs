@@ -67,6 +67,8 @@ impl Pty {
             .env("XDG_CACHE_HOME", home.join("cache"))
             .env("TERM", "xterm-256color")
             .env("NO_COLOR", "1")
+            // A UTF-8 locale, as a desktop terminal has: without one floe draws ASCII.
+            .env("LANG", "C.UTF-8")
             .envs(env.iter().copied())
             .stdin(io(&slave))
             .stdout(io(&slave))
