@@ -45,6 +45,19 @@ pub(super) async fn fleet_loop(
         let rt = Runtime::new(s, over, ctx).wrap_err_with(|| format!("profile {name}"))?;
         rts.push(rt);
     }
+    // `:profile` switches one cluster's runtime: its loaded profile comes back tagged.
+    let (loaded_tx, mut loaded) = mpsc::unbounded_channel();
+    for (c, rt) in rts.iter_mut().enumerate() {
+        let mut rx = rt.take_loaded_profiles();
+        let tx = loaded_tx.clone();
+        tokio::spawn(async move {
+            while let Some(p) = rx.recv().await {
+                if tx.send((c, p)).is_err() {
+                    break;
+                }
+            }
+        });
+    }
     let mut term_signals = terminal::Signals::install()?;
     let mut events = EventStream::new();
     let mut sigterm = signal(SignalKind::terminate()).wrap_err("installing the SIGTERM handler")?;
@@ -77,6 +90,7 @@ pub(super) async fn fleet_loop(
                 None => Some(FleetAction::Input(Action::Terminate)),
             },
             Some((c, a)) = rx.recv() => Some(FleetAction::Cluster(c, a)),
+            Some((c, p)) = loaded.recv() => Some(FleetAction::Cluster(c, rts[c].finish_switch(p))),
             _ = tick.tick() => Some(FleetAction::Input(Action::Tick(Utc::now()))),
             _ = sigterm.recv() => Some(FleetAction::Input(Action::Terminate)),
             _ = sighup.recv() => Some(FleetAction::Input(Action::Terminate)),
