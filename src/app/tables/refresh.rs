@@ -387,9 +387,10 @@ fn finish(s: &mut State) -> Vec<Effect> {
     if s.tables.pending == 0 {
         // The next refresh asks for the writes since this one began, with a margin for
         // the two clocks (a write seen twice costs one probe more, never a verdict).
-        s.tables.writes_since = s
+        let margin = s
             .last_refresh
             .map(|at| at - chrono::Duration::seconds(WRITES_MARGIN_S));
+        s.tables.writes_since = margin.max(s.tables.writes_seen);
         s.tables.probing.clear();
         if let Some(m) = &s.status
             && m.kind == StatusKind::CachedStats
