@@ -53,18 +53,23 @@ const KEYS: [(&str, &str); 6] = [
     ("total-equality-deletes", "equality_deletes"),
 ];
 
-/// One statement reading the totals of `tables`: one branch per table, each reading its
-/// `$snapshots` exactly once (no `WITH`: Trino would inline it into every reference),
-/// rows carrying the branch's index in `tables` as `i`.
-pub fn totals_sql(tables: &[TableRef]) -> String {
-    let keys: String = KEYS
-        .iter()
+/// The newest snapshot's summary totals ([`KEYS`]) as columns of an aggregate over
+/// `$snapshots`, each led by a comma.
+fn newest_totals() -> String {
+    KEYS.iter()
         .map(|(k, col)| {
             format!(
                 ", TRY_CAST(element_at(max_by(summary, committed_at), '{k}') AS bigint) AS {col}"
             )
         })
-        .collect();
+        .collect()
+}
+
+/// One statement reading the totals of `tables`: one branch per table, each reading its
+/// `$snapshots` exactly once (no `WITH`: Trino would inline it into every reference),
+/// rows carrying the branch's index in `tables` as `i`.
+pub fn totals_sql(tables: &[TableRef]) -> String {
+    let keys = newest_totals();
     tables
         .iter()
         .enumerate()
@@ -83,20 +88,25 @@ pub fn totals_sql(tables: &[TableRef]) -> String {
 
 /// The totals of a batch's rows, by index in the batch.
 pub fn parse_totals(rows: &[Row], batch: usize) -> Result<Vec<Totals>, String> {
-    let time = |r: &Row, n: &str| r.get(n).and_then(Value::as_datetime);
-    by_index(rows, batch, "totals", |r| Totals {
+    by_index(rows, batch, "totals", totals_of)
+}
+
+/// The totals columns of one row (of [`totals_sql`] or [`survey_sql`]).
+fn totals_of(r: &Row) -> Totals {
+    let time = |n: &str| r.get(n).and_then(Value::as_datetime);
+    Totals {
         snapshots: r.u64("snapshots").unwrap_or(0),
         snapshot_id: r.i64("snapshot_id"),
-        committed_at: time(r, "committed_at"),
-        oldest_snapshot: time(r, "oldest_snapshot"),
-        last_replace: time(r, "last_replace"),
+        committed_at: time("committed_at"),
+        oldest_snapshot: time("oldest_snapshot"),
+        last_replace: time("last_replace"),
         data_files: r.u64("data_files"),
         files_size: r.u64("files_size"),
         delete_files: r.u64("delete_files"),
         records: r.u64("records"),
         position_deletes: r.u64("position_deletes"),
         equality_deletes: r.u64("equality_deletes"),
-    })
+    }
 }
 
 /// What one metadata-only read tells of a table: its totals, every snapshot fact the
@@ -139,14 +149,7 @@ pub fn survey_sql(tables: &[TableRef], cfg: &HealthConfig, shape: SurveyShape) -
     let limit = cfg.trend_limit.max(1);
     let total = "TRY_CAST(element_at(summary, 'total-data-files') AS bigint)";
     let compaction = "operation = 'replace' AND TRY_CAST(element_at(summary, 'deleted-data-files') AS bigint) > 0";
-    let keys: String = KEYS
-        .iter()
-        .map(|(k, col)| {
-            format!(
-                ", TRY_CAST(element_at(max_by(summary, committed_at), '{k}') AS bigint) AS {col}"
-            )
-        })
-        .collect();
+    let keys = newest_totals();
     tables
         .iter()
         .enumerate()
@@ -211,19 +214,7 @@ pub fn survey_sql(tables: &[TableRef], cfg: &HealthConfig, shape: SurveyShape) -
 pub fn parse_survey(rows: &[Row], batch: usize) -> Result<Vec<Survey>, String> {
     let time = |r: &Row, n: &str| r.get(n).and_then(Value::as_datetime);
     by_index(rows, batch, "survey", |r| {
-        let totals = Totals {
-            snapshots: r.u64("snapshots").unwrap_or(0),
-            snapshot_id: r.i64("snapshot_id"),
-            committed_at: time(r, "committed_at"),
-            oldest_snapshot: time(r, "oldest_snapshot"),
-            last_replace: time(r, "last_replace"),
-            data_files: r.u64("data_files"),
-            files_size: r.u64("files_size"),
-            delete_files: r.u64("delete_files"),
-            records: r.u64("records"),
-            position_deletes: r.u64("position_deletes"),
-            equality_deletes: r.u64("equality_deletes"),
-        };
+        let totals = totals_of(r);
         let mut trend = Vec::new();
         if let (Some(Value::Array(at)), Some(Value::Array(files))) =
             (r.get("trend_at"), r.get("trend_files"))
