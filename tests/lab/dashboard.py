@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import time
 
-import realtrino
+try:  # a module of the lab's package (its tests) or a script beside labctl
+    from . import realtrino
+except ImportError:
+    import realtrino
 
 USER = "dashboard"
 SOURCE = "dashboard"

@@ -9,10 +9,12 @@ import sys
 import urllib.request
 from pathlib import Path
 
+# Imported as the package's modules, never by putting the lab's folder on sys.path: that
+# folder holds the stand-in's `trino` package, which would hide the trino client the
+# protocol tests import.
+from .. import dashboard, realtrino
+
 LAB_ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(LAB_ROOT))
-import dashboard  # noqa: E402
-import realtrino  # noqa: E402
 
 
 def test_labctl_dashboard_runs_the_query_the_coordinator_records_as_reading_documents(lab):
