@@ -17,7 +17,7 @@ use crossterm::event::KeyEvent;
 use super::action::{Action, Effect};
 use super::grid::Grid;
 use super::keymap::Command;
-use super::state::{Load, Popup, State, Tab};
+use super::state::{Level, Load, Popup, State, Tab};
 use crate::health::Severity;
 
 /// A row of the merged Triage list.
@@ -303,7 +303,38 @@ fn on_key(f: &mut Fleet, ev: KeyEvent) -> Vec<(usize, Effect)> {
         // Nothing to open: the row's line is its evidence.
         return Vec::new();
     }
-    tagged(c, f.cluster_update(c, Action::Key(ev)))
+    let fx = f.cluster_update(c, Action::Key(ev));
+    let (to_open, fx): (Vec<_>, Vec<_>) = fx.into_iter().partition(|e| {
+        matches!(e, Effect::SwitchProfile(name)
+            if f.clusters.iter().enumerate().any(|(j, s)| j != c && s.conn.profile == *name))
+    });
+    if let Some(Effect::SwitchProfile(name)) = to_open.first() {
+        bring_to_front(f, name);
+    }
+    tagged(c, fx)
+}
+
+/// `:profile NAME` for a cluster the fleet reads already: that cluster comes to the front
+/// (its first row selected on the Triage list), instead of a second reading of it in the
+/// place of the one in front.
+fn bring_to_front(f: &mut Fleet, name: &str) {
+    let Some(j) = f.clusters.iter().position(|s| s.conn.profile == name) else {
+        return;
+    };
+    if let Some(pos) = f.rows.iter().position(|r| r.cluster() == j) {
+        f.grid.selected = pos;
+        f.grid.moved = true;
+        f.grid.ensure_visible(f.front().page_height());
+        f.follow_selection();
+    } else {
+        let tab = f.front().tab;
+        f.active = j;
+        f.clusters[j].tab = tab;
+    }
+    f.clusters[j].set_status(
+        Level::Info,
+        format!("cluster {name} in front (floe --all reads it already)"),
+    );
 }
 
 /// Whether a popup of the front cluster is open (the fleet's list is under it).

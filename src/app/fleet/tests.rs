@@ -155,3 +155,49 @@ fn read_only_is_the_profiles_own() {
         "the writable cluster drafts it: {fx:?}"
     );
 }
+
+fn type_command(f: &mut Fleet, line: &str) -> Vec<(usize, Effect)> {
+    update(f, FleetAction::Input(key(':')));
+    for ch in line.chars() {
+        update(f, FleetAction::Input(key(ch)));
+    }
+    update(f, FleetAction::Input(code(KeyCode::Enter)))
+}
+
+#[test]
+fn profile_naming_a_cluster_already_read_brings_it_to_the_front_and_switches_nothing() {
+    let mut f = fleet();
+    for s in &mut f.clusters {
+        s.profiles = ["prod-eu", "prod-us", "staging", "dr"]
+            .map(String::from)
+            .into();
+    }
+    assert_eq!(f.active, 0);
+    let fx = type_command(&mut f, "profile prod-us");
+    assert!(
+        !fx.iter()
+            .any(|(_, e)| matches!(e, Effect::SwitchProfile(_))),
+        "no second reading of prod-us: {fx:?}"
+    );
+    assert_eq!(f.active, 1, "prod-us is in front");
+    assert_eq!(f.clusters[0].conn.profile, "prod-eu");
+    assert_eq!(
+        f.grid.selected_row().map(|i| f.rows[i].cluster()),
+        Some(1),
+        "the list is on prod-us's row"
+    );
+    let status = f.front().status.as_ref().map(|m| m.text.clone());
+    assert!(
+        status
+            .as_deref()
+            .is_some_and(|t| t.contains("prod-us in front")),
+        "{status:?}"
+    );
+    // A profile the fleet does not read switches the cluster in front, as on one cluster.
+    let fx = type_command(&mut f, "profile dr");
+    assert_eq!(
+        fx,
+        vec![(1, Effect::SwitchProfile("dr".into()))],
+        "the front cluster switches"
+    );
+}
