@@ -6,12 +6,15 @@ use std::process::{Command, ExitCode, Stdio};
 use std::time::Instant;
 
 mod dist;
+mod elf;
 mod fuzz;
+mod rpm;
+mod tools;
 
 use dist::dist;
 use fuzz::fuzz;
 
-fn root() -> PathBuf {
+pub fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .expect("xtask lives in the workspace")
@@ -24,7 +27,7 @@ fn lab_dir() -> PathBuf {
         .unwrap_or_else(|| root().join(".lab"))
 }
 
-fn cache_dir() -> PathBuf {
+pub fn cache_dir() -> PathBuf {
     if let Some(d) = std::env::var_os("FLOE_CACHE_DIR") {
         return PathBuf::from(d);
     }
@@ -57,9 +60,11 @@ const USAGE: &str = "usage: cargo xtask <task>
                  with cargo-fuzz on the nightly toolchain, both installed when missing;
                  fails when a target crashes, times out or runs out of memory
   dist [--out DIR]
-                 the release artifact: floe-<version>-<target>.tar.gz (binary built with
-                 the dist profile, completions, man page, example config, README, LICENSE)
-                 and its .sha256, in DIR (default <target dir>/packages)";
+                 the release for glibc 2.17 and later (cargo-zigbuild; zig, cargo-zigbuild,
+                 cargo-deb and cargo-generate-rpm installed into the cache when missing):
+                 the binary checked (size, symbol versions, libraries, --version), then
+                 floe-<version>-<target>.tar.gz, the .deb, the .rpm and SHA256SUMS in DIR
+                 (default <target dir>/packages)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -142,7 +147,7 @@ fn lab_python() -> Result<PathBuf, String> {
         .join("bin/python"))
 }
 
-fn run(cmd: &mut Command, what: &str) -> Result<(), String> {
+pub fn run(cmd: &mut Command, what: &str) -> Result<(), String> {
     let t = Instant::now();
     eprintln!("xtask: {what}");
     let status = cmd.status().map_err(|e| format!("{what}: {e}"))?;
