@@ -1,5 +1,5 @@
 //! Project tasks: `cargo xtask lab up|down|status`, `cargo xtask test`, `cargo xtask demo`,
-//! `cargo xtask bench`, `cargo xtask fuzz`, `cargo xtask dist`.
+//! `cargo xtask bench`, `cargo xtask fuzz`, `cargo xtask dist`, `cargo xtask package-check`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
@@ -8,11 +8,13 @@ use std::time::Instant;
 mod dist;
 mod elf;
 mod fuzz;
+mod package;
 mod rpm;
 mod tools;
 
 use dist::dist;
 use fuzz::fuzz;
+use package::package_check;
 
 pub fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -21,7 +23,7 @@ pub fn root() -> PathBuf {
         .to_path_buf()
 }
 
-fn lab_dir() -> PathBuf {
+pub fn lab_dir() -> PathBuf {
     std::env::var_os("FLOE_LAB_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| root().join(".lab"))
@@ -51,8 +53,10 @@ const USAGE: &str = "usage: cargo xtask <task>
                  then a 20 s smoke of every fuzz target: under CI, with --fuzz, or once
                  the fuzz build is cached (a first build is the nightly toolchain,
                  cargo-fuzz and ~5-8 min of release builds; --no-fuzz skips it always)
-  demo [--keep-lab]
-                 bring the lab up and open floe on the seed incident
+  demo [--keep-lab] [--all]
+                 bring the lab up and open floe on the seed incident; --all opens
+                 floe --all over the lab's two clusters (the real Trino with Airflow 3,
+                 the second cluster with Airflow 2)
   bench [-- CRITERION_ARGS]
                  benchmarks (the scale scenario is brought up for the Trino ones)
   fuzz [SECS] [TARGET...]
@@ -64,7 +68,11 @@ const USAGE: &str = "usage: cargo xtask <task>
                  cargo-deb and cargo-generate-rpm installed into the cache when missing):
                  the binary checked (size, symbol versions, libraries, --version), then
                  floe-<version>-<target>.tar.gz, the .deb, the .rpm and SHA256SUMS in DIR
-                 (default <target dir>/packages)";
+                 (default <target dir>/packages)
+  package-check [--dir DIR]
+                 as root, with the lab up: install the .deb from DIR (dpkg -i), run the
+                 installed floe --version, man floe, its bash completion and floe doctor
+                 against the lab, then remove it (dpkg -r) and check nothing is left";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -75,6 +83,7 @@ fn main() -> ExitCode {
         Some("bench") => bench(&args[1..]),
         Some("fuzz") => fuzz(&args[1..]),
         Some("dist") => dist(&args[1..]),
+        Some("package-check") => package_check(&args[1..]),
         _ => {
             eprintln!("{USAGE}");
             return ExitCode::from(2);
@@ -113,7 +122,7 @@ fn lab(args: &[String]) -> Result<bool, String> {
     }
 }
 
-fn lab_json() -> Result<serde_json::Value, String> {
+pub fn lab_json() -> Result<serde_json::Value, String> {
     let p = lab_dir().join("lab.json");
     let text = std::fs::read_to_string(&p)
         .map_err(|e| format!("{}: {e} (is the lab up?)", p.display()))?;
@@ -238,11 +247,20 @@ fn test(args: &[String]) -> Result<(), String> {
 
 fn demo(args: &[String]) -> Result<(), String> {
     let keep = args.iter().any(|a| a == "--keep-lab");
+    let all = args.iter().any(|a| a == "--all");
     let started_here = !lab_running();
-    labctl(&["up".into()])?;
+    let mut up = vec!["up".to_string()];
+    if all {
+        up.push("--airflow2".into());
+    }
+    labctl(&up)?;
     let result = (|| {
         let j = lab_json()?;
-        let config = write_demo_config(&j)?;
+        let config = if all {
+            write_fleet_config(&j)?
+        } else {
+            write_demo_config(&j)?
+        };
         run(
             Command::new(env!("CARGO"))
                 .args(["build", "--quiet", "--bin", "floe"])
@@ -253,17 +271,15 @@ fn demo(args: &[String]) -> Result<(), String> {
             .map(PathBuf::from)
             .unwrap_or_else(|| root().join("target"));
         let bin = target.join("debug/floe");
-        let airflow_password = j["airflow"]["password"]
-            .as_str()
-            .unwrap_or("admin")
-            .to_string();
+        let password = |key: &str| j[key]["password"].as_str().unwrap_or("admin").to_string();
         // The incident's dashboard keeps refreshing while the demo runs, so its query's next
         // run after a compaction shows the gain (`labctl dashboard`; the lab ran it at start).
         let dashboard = start_dashboard()?;
         let status = Command::new(&bin)
             .arg("--config")
             .arg(&config)
-            .env("FLOE_LAB_AIRFLOW_PASSWORD", airflow_password)
+            .env("FLOE_LAB_AIRFLOW_PASSWORD", password("airflow"))
+            .env("FLOE_LAB_AIRFLOW2_PASSWORD", password("airflow2"))
             .env("XDG_STATE_HOME", lab_dir().join("state"))
             .env("XDG_DATA_HOME", lab_dir().join("data"))
             .stdin(Stdio::inherit())
@@ -329,26 +345,75 @@ fn toml_str(s: &str) -> String {
 
 /// A config file for the lab: its Trino, its Airflow, and the table→DAG mapping of the
 /// incident (the other DAGs are matched by their tags and shown as guessed).
-fn write_demo_config(j: &serde_json::Value) -> Result<PathBuf, String> {
-    let t = &j["trino"];
-    let url = t["url"].as_str().ok_or("lab.json has no trino.url")?;
+pub fn write_demo_config(j: &serde_json::Value) -> Result<PathBuf, String> {
+    let text = format!(
+        "# Written by `cargo xtask demo` for the local lab.\n{}",
+        cluster_config(j, "trino", "airflow", "FLOE_LAB_AIRFLOW_PASSWORD", "")?
+    );
+    let path = lab_dir().join("demo.toml");
+    std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(path)
+}
+
+/// `cargo xtask demo --all`: every cluster of the lab at once — `lab` (the real Trino and
+/// Airflow 3) and `second` (the second cluster, with Airflow 2 when the lab runs it).
+fn write_fleet_config(j: &serde_json::Value) -> Result<PathBuf, String> {
+    if j["second"].is_null() {
+        return Err("the running lab has no second cluster (it was started with --no-second): `cargo xtask lab down` first".into());
+    }
+    let text = format!(
+        "# Written by `cargo xtask demo --all` for the local lab.\nall = true\n{}{}",
+        cluster_config(
+            j,
+            "trino",
+            "airflow",
+            "FLOE_LAB_AIRFLOW_PASSWORD",
+            "profiles.lab."
+        )?,
+        cluster_config(
+            j,
+            "second",
+            "airflow2",
+            "FLOE_LAB_AIRFLOW2_PASSWORD",
+            "profiles.second."
+        )?,
+    );
+    let path = lab_dir().join("demo-all.toml");
+    std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(path)
+}
+
+/// One cluster's tables: `[{prefix}trino]` from lab.json's `trino_key`, `[{prefix}airflow]`
+/// from `airflow_key` when that Airflow runs, and the incident's mapping.
+fn cluster_config(
+    j: &serde_json::Value,
+    trino_key: &str,
+    airflow_key: &str,
+    password_env: &str,
+    prefix: &str,
+) -> Result<String, String> {
+    let t = &j[trino_key];
+    let url = t["url"]
+        .as_str()
+        .ok_or_else(|| format!("lab.json has no {trino_key}.url"))?;
     let mut text = format!(
-        "# Written by `cargo xtask demo` for the local lab.\n[trino]\nurl = {}\nuser = {}\ncatalog = {}\n",
+        "\n[{prefix}trino]\nurl = {}\nuser = {}\ncatalog = {}\n",
         toml_str(url),
         toml_str(t["user"].as_str().unwrap_or("floe")),
         toml_str(t["catalog"].as_str().unwrap_or("iceberg")),
     );
-    if let Some(a) = j.get("airflow").filter(|a| !a.is_null()) {
+    if let Some(a) = j.get(airflow_key).filter(|a| !a.is_null()) {
         text.push_str(&format!(
-            "\n[airflow]\nurl = {}\nuser = {}\npassword_env = \"FLOE_LAB_AIRFLOW_PASSWORD\"\n",
+            "\n[{prefix}airflow]\nurl = {}\nuser = {}\npassword_env = {}\n",
             toml_str(a["url"].as_str().unwrap_or("")),
             toml_str(a["user"].as_str().unwrap_or("admin")),
+            toml_str(password_env),
         ));
-        text.push_str("\n[[maintenance]]\ntable = \"iceberg.zoning.documents\"\ndag_id = \"compact_documents\"\n");
+        text.push_str(&format!(
+            "\n[[{prefix}maintenance]]\ntable = \"iceberg.zoning.documents\"\ndag_id = \"compact_documents\"\n"
+        ));
     }
-    let path = lab_dir().join("demo.toml");
-    std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok(path)
+    Ok(text)
 }
 
 fn bench(args: &[String]) -> Result<(), String> {
