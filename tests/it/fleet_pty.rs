@@ -1,5 +1,6 @@
 //! `floe --all` in a pseudo-terminal at 100x30 over the lab's two clusters at once — the
-//! real Trino 476 with Airflow 3 (`lab`) and the Trino stand-in with Airflow 2 (`second`) —
+//! real Trino 476 with Airflow 3 (`lab`) and the lab's second cluster (the stand-in over a
+//! copy of the seed's catalog, `labctl up` starts it) with Airflow 2 (`second`) —
 //! beside a coordinator nothing listens on (`down`): one Triage lists both clusters'
 //! incidents tagged by profile, the header has each cluster's state, the dead one is its
 //! own incident while the others are read, the Tables tab names the cluster in front, and
@@ -44,7 +45,7 @@ password_env = "FLOE_TEST_AF2_PASSWORD"
 url = "http://127.0.0.1:{closed}"
 "#,
         real = lab().trino_url(),
-        stand_in = lab().stand_in_url(),
+        stand_in = lab().second_url(),
         af3 = af("airflow", "url"),
         af3_user = af("airflow", "user"),
         af2 = af("airflow2", "url"),
@@ -114,7 +115,7 @@ fn every_cluster_on_one_triage_and_an_optimize_confirmed_on_its_own_cluster() {
         s.contains("documents") && !s.contains("parcels")
     });
     p.send(b"o");
-    let stand_in = lab().stand_in_url();
+    let stand_in = lab().second_url();
     let af2 = lab().airflow_field("airflow2", "url");
     let s = p.wait_for(
         "the confirmation naming second's Trino and Airflow first",
@@ -128,7 +129,7 @@ fn every_cluster_on_one_triage_and_an_optimize_confirmed_on_its_own_cluster() {
         .unwrap();
     assert!(
         line.contains(stand_in.trim_end_matches('/')),
-        "the stand-in's URL: {line}\n{s}"
+        "the second cluster's URL: {line}\n{s}"
     );
     assert!(
         line.contains(&format!(", Airflow {}", af2.trim_end_matches('/'))),

@@ -448,6 +448,38 @@ def start_trino(venv: Path, root: Path, catalogs: dict, runtime: Runtime, stub: 
     }
 
 
+def start_second(venv: Path, root: Path, seed_path: str, runtime: Runtime) -> dict:
+    """The lab's second cluster (lab/trino/second.py): the stand-in over a copy of the seed's
+    catalog, so `floe --all` has two clusters whose same-named tables move apart."""
+    d = root / "second"
+    d.mkdir(parents=True, exist_ok=True)
+    state_file = d / "state.json"
+    state_file.unlink(missing_ok=True)
+    log_path = root / "logs" / "second.log"
+    log = open(log_path, "ab")
+    proc = subprocess.Popen(
+        lab_module(venv, "trino.second", "--from", seed_path, "--dir", str(d)),
+        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=str(REPO_ROOT), env=lab_env(),
+        start_new_session=True,
+    )
+    runtime.add("second", proc.pid)
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise LabError(f"the second cluster exited ({proc.returncode}); see {log_path}:\n"
+                           + log_path.read_text(errors="replace")[-3000:])
+        try:
+            url = json.loads(state_file.read_text())["listeners"]["plain"]["url"]
+            info = http_json(url + "/v1/info", timeout=2)
+            if not info.get("starting", True):
+                return {"url": url, "version": info["nodeVersion"]["version"], "user": TRINO_USER,
+                        "catalog": "iceberg", "dir": str(d), "pid": proc.pid, "log": str(log_path)}
+        except (FileNotFoundError, KeyError, urllib.error.URLError, OSError, ValueError):
+            pass
+        time.sleep(0.05)
+    raise LabError(f"the second cluster did not become ready within 180 s; see {log_path}")
+
+
 # ---------------------------------------------------------------------------- the real Trino
 def prepare_real_trino() -> dict:
     """Choose the server for the machine's newest JDK and make sure it is downloaded,
@@ -772,6 +804,14 @@ def cmd_up(args) -> int:
                                runtime, stub)
         timings.append(("stand-in", time.monotonic() - t))
 
+        # The second cluster starts from the seed's catalog as it is now, before any test
+        # or demo writes to the first.
+        second = None
+        if scenario is not None and not args.no_second:
+            t = time.monotonic()
+            second = start_second(lab_venv, root, scenario["path"], runtime)
+            timings.append(("second", time.monotonic() - t))
+
         if spawned is not None:
             t = time.monotonic()
             try:
@@ -849,6 +889,7 @@ def cmd_up(args) -> int:
             "lab_dir": str(root),
             "trino": trino,
             "stand_in": stand_in,
+            "second": second,
             "scenario": None if scenario is None else {
                 "name": scenario["name"], "generated_at": scenario["generated_at"],
                 "expected": scenario["expected"], "path": scenario["path"]},
@@ -875,6 +916,7 @@ def cmd_up(args) -> int:
     say(f"  {'total':<10} {total:6.1f} s")
     say(f"up: trino {trino['url']} (version {trino['version']}), stand-in {stand_in['url']} "
         f"(https {stand_in['https_url']})"
+        + (f", second cluster {second['url']}" if second else "")
         + (f", airflow {airflow[3].get('url')}" if 3 in airflow else "")
         + f"; {root / 'lab.json'}")
     for i, r in enumerate(dash_runs, 1):
@@ -966,6 +1008,15 @@ def cmd_status(args) -> int:  # noqa: ARG001
         for k, v in (stand_in.get("listeners") or {}).items():
             say(f"    stand-in {k}: {v}")
         say(f"    stand-in https: {stand_in.get('https_url')}")
+        if lab.get("second"):
+            sec = lab["second"]
+            try:
+                info = http_json(sec["url"] + "/v1/info")
+                say(f"  second cluster {sec['url']}: version {info['nodeVersion']['version']}, "
+                    f"catalog copy in {sec['dir']}")
+            except (urllib.error.URLError, OSError, ValueError) as e:
+                all_alive = False
+                say(f"  second cluster {sec['url']}: not answering ({e})")
         for key in ("airflow", "airflow2"):
             if lab.get(key):
                 say(f"  {key}: {lab[key].get('url')} (version {lab[key].get('version')}), "
@@ -982,6 +1033,8 @@ def main(argv: list[str] | None = None) -> int:
     up.add_argument("--scale", action="store_true", help="also generate and serve the scale catalog")
     up.add_argument("--airflow2", action="store_true", help="also start Airflow 2")
     up.add_argument("--no-airflow", action="store_true", help="start no Airflow")
+    up.add_argument("--no-second", action="store_true",
+                    help="start no second cluster (the stand-in over a copy of the seed's catalog)")
     up.add_argument("--full", action="store_true", help="the full-size seed scenario")
     up.add_argument("--no-real-trino", action="store_true",
                     help="serve only the stand-in (no JVM): `trino` in lab.json is the stand-in")

@@ -60,6 +60,17 @@ impl Lab {
         self.stand_in()["url"].as_str().unwrap().to_string()
     }
 
+    /// The lab's second cluster (`labctl up` starts it unless `--no-second`): the stand-in
+    /// over a copy of the seed's catalog.
+    pub fn second_url(&self) -> String {
+        self.v["second"]["url"]
+            .as_str()
+            .unwrap_or_else(|| {
+                panic!("lab.json has no second cluster: the lab was started with --no-second")
+            })
+            .to_string()
+    }
+
     pub fn listener(&self, name: &str) -> String {
         self.stand_in()["listeners"][name]
             .as_str()
