@@ -1,7 +1,8 @@
 //! `floe --all` in a pseudo-terminal at 100x30 over the lab's two clusters at once — the
 //! real Trino 476 with Airflow 3 (`lab`) and the lab's second cluster (the stand-in over a
 //! copy of the seed's catalog, `labctl up` starts it) with Airflow 2 (`second`) —
-//! beside a coordinator nothing listens on (`down`): one Triage lists both clusters'
+//! beside a coordinator nothing listens on (`down`) and one that never answers (`silent`):
+//! one Triage lists both clusters'
 //! incidents tagged by profile, the header has each cluster's state, the dead one is its
 //! own incident while the others are read, the Tables tab names the cluster in front, and
 //! an optimize asked there is confirmed naming that cluster's Trino and Airflow first
@@ -13,6 +14,20 @@ use crate::common::pty;
 use std::time::Duration;
 
 use common::lab;
+
+/// A coordinator that takes connections and never answers: a cluster slow to the point of
+/// silence. Its connections are held open until the test's process ends.
+fn silent_coordinator() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for c in l.incoming().flatten() {
+            held.push(c);
+        }
+    });
+    port
+}
 
 fn config() -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("floe-fleet-pty-{}", std::process::id()));
@@ -43,7 +58,10 @@ user = "{af2_user}"
 password_env = "FLOE_TEST_AF2_PASSWORD"
 [profiles.down.trino]
 url = "http://127.0.0.1:{closed}"
+[profiles.silent.trino]
+url = "http://127.0.0.1:{silent}"
 "#,
+        silent = silent_coordinator(),
         real = lab().trino_url(),
         stand_in = lab().second_url(),
         af3 = af("airflow", "url"),
@@ -81,6 +99,8 @@ fn every_cluster_on_one_triage_and_an_optimize_confirmed_on_its_own_cluster() {
                 && s.contains("lab ✓")
                 && s.contains("second ✓")
                 && s.contains("crit")
+                // a cluster that never answers is still being read: it delays no other
+                && s.contains("silent … reading")
         },
     );
     assert!(s.contains(" 0 Triage "), "{s}");
