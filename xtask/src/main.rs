@@ -184,7 +184,13 @@ fn test(args: &[String]) -> Result<(), String> {
         .cloned()
         .collect();
     let started_here = !lab_running();
-    labctl(&["up".into(), "--airflow2".into()])?;
+    // The test build needs no lab: it runs while the lab comes up and pytest runs (on a
+    // new machine the lab's first start is mostly downloads and waiting for servers).
+    let mut build = TestBuild::start(&cargo_args);
+    if let Err(e) = labctl(&["up".into(), "--airflow2".into()]) {
+        drop(build);
+        return Err(e);
+    }
     let result = (|| {
         let mut failures = Vec::new();
         let py = lab_python()?;
@@ -204,6 +210,8 @@ fn test(args: &[String]) -> Result<(), String> {
         ) {
             failures.push(e);
         }
+        // A failed build is reported by the `cargo test` below, which builds again.
+        build.wait();
         if let Err(e) = run(
             Command::new(env!("CARGO"))
                 // Every test binary runs even when one fails: one run names every failure.
@@ -243,6 +251,76 @@ fn test(args: &[String]) -> Result<(), String> {
         let _ = labctl(&["down".into()]);
     }
     result
+}
+
+/// `cargo test --no-run` in the background, its output in a log of its own (the lab's
+/// start-up speaks on the terminal meanwhile). Only for a run with no cargo arguments of
+/// its own, which could change what is built; killed if the run ends before it does.
+struct TestBuild {
+    child: Option<std::process::Child>,
+    log: PathBuf,
+    started: Instant,
+}
+
+impl TestBuild {
+    fn start(cargo_args: &[String]) -> Self {
+        let log = cache_dir().join("test-build.log");
+        let started = Instant::now();
+        let child = if cargo_args.is_empty() {
+            let _ = std::fs::create_dir_all(cache_dir());
+            std::fs::File::create(&log).ok().and_then(|f| {
+                let err = f.try_clone().ok()?;
+                eprintln!(
+                    "xtask: building the tests while the lab starts (log: {})",
+                    log.display()
+                );
+                Command::new(env!("CARGO"))
+                    .args(["test", "--workspace", "--all-targets", "--no-run"])
+                    .current_dir(root())
+                    .stdin(Stdio::null())
+                    .stdout(f)
+                    .stderr(err)
+                    .spawn()
+                    .ok()
+            })
+        } else {
+            None
+        };
+        TestBuild {
+            child,
+            log,
+            started,
+        }
+    }
+
+    /// Waits for the build and says how it went and how long it took from its start.
+    fn wait(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let ok = child.wait().is_ok_and(|s| s.success());
+            eprintln!(
+                "xtask: the test build beside the lab: {} in {:.0}s{}",
+                if ok { "ok" } else { "FAILED" },
+                self.started.elapsed().as_secs_f64(),
+                if ok {
+                    String::new()
+                } else {
+                    format!(
+                        " (log: {}; cargo test builds again below)",
+                        self.log.display()
+                    )
+                }
+            );
+        }
+    }
+}
+
+impl Drop for TestBuild {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
 }
 
 fn demo(args: &[String]) -> Result<(), String> {
