@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use crossterm::event::KeyEvent;
 
 use crate::config::keys::{Bindings, KeySpec, bind};
-pub use crate::config::keys::{Command, Key, KeyCodeOrd, Scope, Spec, spec, specs};
+pub use crate::config::keys::{Command, Key, KeyCodeOrd, Scope, Spec, by_name, spec, specs};
 
 /// The resolved keymap: (layer, key) → command, and command → its keys (for display).
 #[derive(Clone, Debug)]
@@ -99,7 +99,14 @@ impl Keymap {
         specs()
             .iter()
             .filter(|s| self.enabled(s.command))
-            .map(|s| (self.keys_text(s.command), s.desc.as_str(), s.scope))
+            .map(|s| {
+                // A command of the command line only is shown by its `:` form.
+                let keys = match self.keys_text(s.command) {
+                    k if k.is_empty() => format!(":{}", s.name),
+                    k => k,
+                };
+                (keys, s.desc.as_str(), s.scope)
+            })
             .chain(
                 FIXED
                     .iter()
@@ -309,7 +316,13 @@ mod tests {
         assert_eq!(unique.len(), names.len(), "a command twice: {names:?}");
         for s in specs() {
             assert_eq!(spec(s.command).name, s.name);
-            assert!(!s.keys.is_empty() && !s.desc.is_empty(), "{}", s.name);
+            assert!(!s.desc.is_empty(), "{}", s.name);
+            // Only the commands that need an argument to mean much are of the line only.
+            assert!(
+                !s.keys.is_empty() || matches!(s.command, Command::Profile | Command::Schema),
+                "{} has no key",
+                s.name
+            );
         }
         // Every command the dispatcher knows has an entry (spec() panics otherwise).
         for c in [

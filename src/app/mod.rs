@@ -3,6 +3,7 @@
 //! the runtime runs effects. See README.md for how a tab is added.
 
 pub mod action;
+pub mod command_line;
 pub mod connection;
 pub mod copy;
 pub mod dags;

@@ -10,8 +10,8 @@ use super::keymap::{Command, Scope};
 use super::prompt::RetentionFor;
 use super::state::{Level, Load, Popup, State, Tab};
 use super::{
-    copy, dags, export, health, help, maintenance, nav, partitions, prompt, queries, snapshots,
-    tables, triage,
+    command_line, copy, dags, export, health, help, maintenance, nav, partitions, prompt, queries,
+    snapshots, tables, triage,
 };
 
 pub fn update(s: &mut State, action: Action) -> Vec<Effect> {
@@ -201,26 +201,26 @@ fn on_key(s: &mut State, ev: KeyEvent) -> Vec<Effect> {
             }
             Vec::new()
         }
-        None => cmd.map(|c| on_command(s, c)).unwrap_or_default(),
+        None => cmd.map(|c| on_command(s, c, &[])).unwrap_or_default(),
     }
 }
 
-fn on_command(s: &mut State, cmd: Command) -> Vec<Effect> {
+/// The one executor of commands: a key's (no arguments) and a `:` line's
+/// (`command_line::parse` says which commands take arguments, and how many).
+pub(super) fn on_command(s: &mut State, cmd: Command, args: &[String]) -> Vec<Effect> {
+    let arg = args.first().map(String::as_str);
     let h = s.page_height() as isize;
     let half = (h / 2).max(1);
     match cmd {
         Command::Quit => return quit(s),
         Command::Help => help::open(s),
-        Command::Refresh => return refresh(s, true),
-        Command::Freeze => {
-            s.frozen = !s.frozen;
-            let text = if s.frozen {
-                "auto-refresh frozen (f to resume)"
-            } else {
-                "auto-refresh resumed"
-            };
-            s.set_status(Level::Info, text);
-        }
+        Command::Refresh => match arg {
+            None => return refresh(s, true),
+            Some(every) => command_line::refresh_every(s, every),
+        },
+        Command::Freeze => command_line::freeze(s, arg),
+        Command::Profile => return command_line::profile(s, arg),
+        Command::Schema => return command_line::schema(s, args),
         Command::Filter => prompt::open_filter(s),
         Command::CommandLine => s.prompt = Some(prompt::Prompt::Command(String::new())),
         Command::SortNext => nav::sort(s, true),
@@ -250,7 +250,7 @@ fn on_command(s: &mut State, cmd: Command) -> Vec<Effect> {
         Command::Mark => {}
         Command::ClearMarks => partitions::clear_marks(s),
         Command::Health => health::open(s),
-        Command::Export => return export::export(s, export::ExportFormat::Csv),
+        Command::Export => return command_line::export(s, arg),
         Command::Optimize => return maintenance::plan(s, MaintenanceKind::Optimize),
         Command::OptimizeManifests => {
             return maintenance::plan(s, MaintenanceKind::OptimizeManifests);

@@ -48,6 +48,10 @@ pub enum Command {
     #[serde(rename = "info")]
     Health,
     Export,
+    /// `:profile NAME`: another profile (none: the list). Of the command line only.
+    Profile,
+    /// `:schema A,B`: watch these schemas (none: every schema). Of the command line only.
+    Schema,
     Optimize,
     ExpireSnapshots,
     #[serde(rename = "remove_orphan_files")]
@@ -185,6 +189,11 @@ pub fn specs() -> &'static [Spec] {
             })
             .collect()
     })
+}
+
+/// The command of a config (and `:` line) name: `sort_next`, `info`, `profile`.
+pub fn by_name(name: &str) -> Option<Command> {
+    specs().iter().find(|s| s.name == name).map(|s| s.command)
 }
 
 pub fn spec(cmd: Command) -> &'static Spec {

@@ -1,0 +1,257 @@
+//! The `:` command line. A line parses to the keymap's own commands, by their config
+//! names and with arguments (`:help`, `:refresh 30s`, `:optimize`, `:profile prod`,
+//! `:tab 2`), and runs through the one executor the keys use (`update::on_command`): a
+//! `:` command does what its key does.
+
+use super::action::Effect;
+use super::export::ExportFormat;
+use super::keymap::{Command, Scope, by_name, spec};
+use super::state::{Level, Load, State, Tab};
+use crate::fmt::human_duration;
+
+use crate::config::{MAX_REFRESH, MIN_REFRESH};
+
+/// A command with the arguments its `:` line gave (a key gives none).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Invocation {
+    pub command: Command,
+    pub args: Vec<String>,
+}
+
+/// The short names vim and k9s users type: (alias, command name, the argument it implies).
+const ALIASES: [(&str, &str, Option<&str>); 8] = [
+    ("q", "quit", None),
+    ("q!", "quit", None),
+    ("h", "help", None),
+    ("ctx", "profile", None),
+    ("r", "refresh", None),
+    ("w", "export", None),
+    ("schemas", "schema", None),
+    ("unfreeze", "freeze", Some("off")),
+];
+
+const TRY: &str = "every command is a : command by its name (see ?): :q, :profile NAME, \
+                   :schema NAME, :refresh 30s, :export [csv|json|md], :freeze, :tab 0-4";
+
+/// A line's command and arguments; `None` for an empty line.
+pub fn parse(line: &str) -> Result<Option<Invocation>, String> {
+    let mut words = line.split_whitespace();
+    let Some(first) = words.next() else {
+        return Ok(None);
+    };
+    let mut args: Vec<String> = words.map(str::to_string).collect();
+    if first == "tab" {
+        return tab(&args).map(Some);
+    }
+    let (name, implied) = ALIASES
+        .iter()
+        .find(|(alias, ..)| *alias == first)
+        .map(|(_, name, arg)| (*name, *arg))
+        .unwrap_or((first, None));
+    let command = by_name(name).ok_or_else(|| format!("unknown command :{first} ({TRY})"))?;
+    if let Some(a) = implied {
+        args.insert(0, a.to_string());
+    }
+    // `:freeze` freezes and `:unfreeze` resumes; the key toggles.
+    if command == Command::Freeze && args.is_empty() {
+        args.push("on".to_string());
+    }
+    let most = match command {
+        Command::Schema => usize::MAX,
+        Command::Refresh | Command::Export | Command::Freeze | Command::Profile => 1,
+        _ => 0,
+    };
+    if args.len() > most {
+        return Err(match most {
+            0 => format!(":{first} takes no argument (got {:?})", args.join(" ")),
+            _ => format!(":{first} takes one argument (got {:?})", args.join(" ")),
+        });
+    }
+    Ok(Some(Invocation { command, args }))
+}
+
+/// `:tab 2` or `:tab partitions`: the tab command of that tab (numbered as its key).
+fn tab(args: &[String]) -> Result<Invocation, String> {
+    let names = || {
+        Tab::ALL
+            .iter()
+            .enumerate()
+            .map(|(i, t)| format!("{i} {}", t.title().to_lowercase()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let [arg] = args else {
+        return Err(format!(":tab takes a tab's number or name ({})", names()));
+    };
+    let tab = match arg.parse::<usize>() {
+        Ok(i) => Tab::ALL.get(i).copied(),
+        Err(_) => Tab::ALL
+            .iter()
+            .find(|t| t.title().eq_ignore_ascii_case(arg))
+            .copied(),
+    }
+    .ok_or_else(|| format!("no tab {arg:?} ({})", names()))?;
+    let command = by_name(&format!("tab_{}", tab.title().to_lowercase()))
+        .expect("every tab has its tab_ command");
+    Ok(Invocation {
+        command,
+        args: Vec::new(),
+    })
+}
+
+/// Enter on the `:` prompt.
+pub fn run(s: &mut State, line: &str) -> Vec<Effect> {
+    let inv = match parse(line) {
+        Ok(Some(inv)) => inv,
+        Ok(None) => return Vec::new(),
+        Err(e) => {
+            s.set_status(Level::Error, e);
+            return Vec::new();
+        }
+    };
+    let name = &spec(inv.command).name;
+    if !s.keymap.enabled(inv.command) {
+        s.set_status(
+            Level::Error,
+            format!(":{name} changes the cluster: not in a read-only profile"),
+        );
+        return Vec::new();
+    }
+    // A `y` only ever answers the confirmation that was drawn: no line answers one.
+    if spec(inv.command).layer == Scope::Confirm {
+        s.set_status(
+            Level::Error,
+            format!(":{name} answers a confirmation on screen: press its key there"),
+        );
+        return Vec::new();
+    }
+    super::update::on_command(s, inv.command, &inv.args)
+}
+
+/// `f` toggles (`on: None`), `:freeze` and `:unfreeze` say which.
+pub fn freeze(s: &mut State, arg: Option<&str>) {
+    s.frozen = match arg {
+        None => !s.frozen,
+        Some("on") => true,
+        Some("off") => false,
+        Some(other) => {
+            s.set_status(
+                Level::Error,
+                format!(":freeze takes on or off (got {other:?})"),
+            );
+            return;
+        }
+    };
+    let text = if s.frozen {
+        match s.keymap.keys_text(Command::Freeze) {
+            k if k.is_empty() => "auto-refresh frozen (:unfreeze resumes)".to_string(),
+            k => format!("auto-refresh frozen ({k} or :unfreeze resumes)"),
+        }
+    } else {
+        "auto-refresh resumed".to_string()
+    };
+    s.set_status(Level::Info, text);
+}
+
+/// `:refresh 30s`: the auto-refresh interval, within its bounds.
+pub fn refresh_every(s: &mut State, arg: &str) {
+    match crate::config::Dur::parse(arg) {
+        Ok(d) if (MIN_REFRESH..=MAX_REFRESH).contains(&d.0) => {
+            s.refresh_every = d.0;
+            s.set_status(
+                Level::Info,
+                format!(
+                    "auto-refresh every {}",
+                    human_duration(d.0.as_secs() as i64)
+                ),
+            );
+        }
+        Ok(_) => s.set_status(
+            Level::Error,
+            format!(
+                "refresh interval must be at least 5s and at most {} (got {arg})",
+                human_duration(MAX_REFRESH.as_secs() as i64)
+            ),
+        ),
+        Err(e) => s.set_status(Level::Error, e),
+    }
+}
+
+/// `ctrl-s` and `:export [csv|json|md]`.
+pub fn export(s: &mut State, arg: Option<&str>) -> Vec<Effect> {
+    let format = match arg {
+        None | Some("csv") => ExportFormat::Csv,
+        Some("json") => ExportFormat::Json,
+        Some("md" | "markdown") => return super::export::export_postmortem(s),
+        Some(other) => {
+            s.set_status(
+                Level::Error,
+                format!(
+                    "unknown export format {other:?} (csv, json, or md: the table's postmortem)"
+                ),
+            );
+            return Vec::new();
+        }
+    };
+    super::export::export(s, format)
+}
+
+fn profiles_text(s: &State) -> String {
+    if s.profiles.is_empty() {
+        "none defined".to_string()
+    } else {
+        s.profiles.join(", ")
+    }
+}
+
+/// `:profile NAME` (none: the current one and the list).
+pub fn profile(s: &mut State, arg: Option<&str>) -> Vec<Effect> {
+    match arg {
+        None => {
+            let list = profiles_text(s);
+            s.set_status(
+                Level::Info,
+                format!("profile {} (profiles: {list})", s.conn.profile),
+            );
+            Vec::new()
+        }
+        Some(name) if s.profiles.iter().any(|p| p == name) => {
+            vec![Effect::SwitchProfile(name.to_string())]
+        }
+        Some(name) => {
+            let list = profiles_text(s);
+            s.set_status(
+                Level::Error,
+                format!("no profile {name:?} (profiles: {list})"),
+            );
+            Vec::new()
+        }
+    }
+}
+
+/// `:schema A,B` or `:schema A B` (none: every schema), read from the start.
+pub fn schema(s: &mut State, args: &[String]) -> Vec<Effect> {
+    s.schemas = args
+        .iter()
+        .flat_map(|a| a.split(','))
+        .filter(|x| !x.is_empty())
+        .map(str::to_string)
+        .collect();
+    s.set_status(
+        Level::Info,
+        if s.schemas.is_empty() {
+            "watching all schemas".to_string()
+        } else {
+            format!("watching schemas {}", s.schemas.join(", "))
+        },
+    );
+    // A new scope: start over even if a refresh is running.
+    s.tables.pending = 0;
+    s.tables.load = Load::Idle;
+    s.tables.rows.clear();
+    s.tables.reindex();
+    super::update::refresh(s, true)
+}
+
+#[cfg(test)]
+mod tests;
