@@ -105,7 +105,7 @@ pub fn main() -> ExitCode {
             };
             let _log = init_logging(&settings.log_dir);
             let rt = runtime();
-            rt.block_on(crate::maintain::cli(
+            rt.block_on(crate::maintain::cli::maintain(
                 &settings,
                 args.action,
                 args.timeout.map(|t| t.0),

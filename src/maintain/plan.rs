@@ -1,5 +1,7 @@
-//! Drafting a maintenance plan: what the TUI's confirm popup and `floe maintain` read
-//! from the lakehouse before a plan can be built (threshold, layout, partitions).
+//! Drafting a maintenance plan, for the TUI's confirm popup and `floe maintain` alike:
+//! what they read from the lakehouse before a plan can be built (threshold, layout,
+//! partitions), the partitions a `--partition` spec names, and the measured rate an ETA
+//! is computed from.
 
 use crate::lakehouse::maintenance::{
     Plan, Procedure, TableLayout, live_specs_sql, optimize_plan, partition_path_sql,
@@ -7,6 +9,8 @@ use crate::lakehouse::maintenance::{
 };
 use crate::lakehouse::model::{PartitionStats, TableRef};
 use crate::lakehouse::queries::{Lakehouse, PartitionList};
+use crate::maintain::audit::AuditLog;
+use crate::maintain::eta::{self, Measured};
 use crate::trino::TrinoError;
 
 /// The maintenance an operator asks for, before the lakehouse is read.
@@ -37,7 +41,7 @@ pub struct PlanDraft {
     /// The plan opens grouped (bounded statements over many partitions).
     pub grouped: bool,
     /// An optimize's measured rate (earlier optimizes on this coordinator), when read.
-    pub measured: Option<super::eta::Measured>,
+    pub measured: Option<Measured>,
 }
 
 impl PlanDraft {
@@ -101,7 +105,7 @@ impl From<PlanError> for String {
 
 /// The small-file threshold of a table.
 pub async fn threshold_of(lake: &Lakehouse, t: &TableRef) -> Result<u64, PlanError> {
-    super::small_file_threshold(lake, t)
+    small_file_threshold(lake, t)
         .await
         .map_err(PlanError::read(format!("the properties of {t}")))
 }
@@ -161,17 +165,35 @@ pub async fn partitions_of(lake: &Lakehouse, t: &TableRef) -> Result<PartitionLi
         .map_err(PlanError::read(format!("the partitions of {t}")))
 }
 
-/// Read what a plan needs (threshold, layout, small-file partitions) and return the draft.
+/// What an optimize covers.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Over {
+    /// `o` on a table: its partitions holding `min_small` small files or more (else
+    /// those holding two, grouped), or the whole table when it is unpartitioned.
+    SmallFiles { min_small: u64 },
+    /// These partitions (marked on the Partitions tab).
+    These(Vec<PartitionStats>),
+    /// The partitions the `--partition` specs name (see [`select_partitions`]).
+    Named(Vec<String>),
+    /// The whole table (`floe maintain optimize TABLE`; every other procedure).
+    Whole,
+}
+
+/// Read what a plan needs (threshold unless given, layout, the partitions it covers) and
+/// return the draft: the one drafter of the TUI and `floe maintain`.
 pub async fn draft(
     lake: &Lakehouse,
     table: TableRef,
     kind: MaintenanceKind,
-    partitions: Option<Vec<PartitionStats>>,
-    min_small: u64,
+    over: Over,
+    threshold: Option<u64>,
 ) -> Result<PlanDraft, PlanError> {
     let procedure = match kind {
         MaintenanceKind::Optimize => Procedure::Optimize {
-            threshold: threshold_of(lake, &table).await?,
+            threshold: match threshold {
+                Some(t) => t,
+                None => threshold_of(lake, &table).await?,
+            },
         },
         MaintenanceKind::ExpireSnapshots { retention_secs } => {
             Procedure::ExpireSnapshots { retention_secs }
@@ -193,9 +215,13 @@ pub async fn draft(
     if kind != MaintenanceKind::Optimize {
         return Ok(draft);
     }
-    let parts = match partitions {
-        Some(p) => p,
-        None => {
+    let parts = match over {
+        Over::Whole => return Ok(draft),
+        Over::These(p) => p,
+        Over::Named(specs) => {
+            select_partitions(&partitions_of(lake, &table).await?.partitions, &specs)?
+        }
+        Over::SmallFiles { min_small } => {
             // From the Tables tab: the table's small-file partitions, incrementally.
             let mut list = partitions_of(lake, &table).await?;
             if list.layout_fields.is_empty() {
@@ -227,6 +253,146 @@ pub async fn draft(
     }
     draft.partitions = parts;
     Ok(draft)
+}
+
+/// The measured rate of earlier optimizes (the audit log's and the coordinator's), which
+/// the TUI's confirmation and `floe maintain`'s plan estimate from.
+pub async fn measured(lake: &Lakehouse, audit_log: std::path::PathBuf) -> Measured {
+    let audit = tokio::task::spawn_blocking(move || AuditLog::new(audit_log).read())
+        .await
+        .unwrap_or_default();
+    eta::measure(lake, &audit).await
+}
+
+/// The small-file threshold floe uses for a table: `small_file_ratio` × its target
+/// (the table property `write.target-file-size-bytes`, else the config's default).
+pub async fn small_file_threshold(lake: &Lakehouse, t: &TableRef) -> Result<u64, TrinoError> {
+    let props = lake.properties(t).await?;
+    let target = props
+        .iter()
+        .find(|(k, _)| k == "write.target-file-size-bytes")
+        .and_then(|(_, v)| v.trim().parse::<u64>().ok())
+        .unwrap_or(lake.health.target_file_size);
+    Ok(lake.health.small_threshold(target))
+}
+
+/// One `--partition` spec: `COLUMN=VALUE` (the value exactly, `region=null` is the
+/// string `'null'`) or `COLUMN IS NULL` (SQL NULL), joined by `/`.
+pub fn parse_partition_spec(spec: &str) -> Result<Vec<(String, Option<String>)>, String> {
+    spec.split('/')
+        .map(|kv| {
+            if let Some((k, v)) = kv.split_once('=') {
+                return Ok((k.trim().to_string(), Some(v.to_string())));
+            }
+            let t = kv.trim();
+            let lower = t.to_ascii_lowercase();
+            match lower.strip_suffix("is null") {
+                Some(k) if k.ends_with(char::is_whitespace) && !k.trim().is_empty() => {
+                    Ok((t[..k.trim_end().len()].to_string(), None))
+                }
+                _ => Err(format!(
+                    "--partition {spec:?}: expected COLUMN=VALUE or COLUMN IS NULL, joined by /"
+                )),
+            }
+        })
+        .collect()
+}
+
+/// A `--partition` spec's trailing ` (spec N)`, as the Partitions tab labels a partition
+/// of a table whose live files span several partition specs: the spec text before it and
+/// N.
+fn split_spec_id(spec: &str) -> Result<(&str, Option<i32>), String> {
+    let t = spec.trim_end();
+    let Some(open) = t.strip_suffix(')').and_then(|rest| rest.rfind(" (spec ")) else {
+        return Ok((spec, None));
+    };
+    let id = t[open + " (spec ".len()..t.len() - 1]
+        .trim()
+        .parse::<i32>()
+        .map_err(|_| format!("--partition {spec:?}: \"(spec N)\" takes a spec id"))?;
+    Ok((&t[..open], Some(id)))
+}
+
+/// Partitions matching `k=v[/k=v…][ (spec N)]` specs (each spec may name a subset of the
+/// fields; `k IS NULL` matches NULL, `k=null` the string `'null'`; ` (spec N)` only the
+/// partitions of partition spec N, each its own partition).
+pub fn select_partitions(
+    all: &[PartitionStats],
+    specs: &[String],
+) -> Result<Vec<PartitionStats>, String> {
+    let mut out = Vec::new();
+    for spec in specs {
+        // Only a table listed with specs has the suffix (a value may end like one).
+        let (text, spec_id) = if all.iter().any(|p| p.spec_id.is_some()) {
+            split_spec_id(spec)?
+        } else {
+            (spec.as_str(), None)
+        };
+        let wanted = parse_partition_spec(text)?;
+        if let Some(p) = all.first() {
+            for (k, _) in &wanted {
+                if !p.values.iter().any(|(n, _)| n == k) {
+                    let fields: Vec<&str> = p.values.iter().map(|(n, _)| n.as_str()).collect();
+                    return Err(format!(
+                        "--partition {spec:?}: the table has no partition field {k:?} (fields: {})",
+                        fields.join(", ")
+                    ));
+                }
+            }
+        }
+        let matches: Vec<&PartitionStats> = all
+            .iter()
+            .filter(|p| {
+                spec_id.is_none_or(|id| p.spec_id == Some(id))
+                    && wanted
+                        .iter()
+                        .all(|(k, v)| p.values.iter().any(|(n, val)| n == k && val == v))
+            })
+            .collect();
+        if matches.is_empty() {
+            let hint = wanted
+                .iter()
+                .find(|(_, v)| v.as_deref().is_some_and(|v| v.eq_ignore_ascii_case("null")))
+                .map(|(k, _)| {
+                    format!(
+                        " (a NULL value is spelled '{k} IS NULL'; {k}=null is the string 'null')"
+                    )
+                })
+                .unwrap_or_default();
+            return Err(format!(
+                "--partition {spec:?} matches no partition holding data files{hint}"
+            ));
+        }
+        // Within one spec, each partition is its own (a predicate over some fields would
+        // select the other specs' partitions too).
+        if spec_id.is_some() || wanted.len() == all.first().map(|p| p.values.len()).unwrap_or(0) {
+            out.extend(matches.into_iter().cloned());
+        } else {
+            // A subset of the fields: one statement over all of them, counted together.
+            let mut agg = PartitionStats {
+                values: wanted.clone(),
+                data_files: 0,
+                small_files: 0,
+                total_bytes: 0,
+                records: 0,
+                min_file: u64::MAX,
+                max_file: 0,
+                delete_files: 0,
+                oldest_small_file_at: None,
+                spec_id: None,
+            };
+            for p in matches {
+                agg.data_files += p.data_files;
+                agg.small_files += p.small_files;
+                agg.total_bytes += p.total_bytes;
+                agg.records += p.records;
+                agg.min_file = agg.min_file.min(p.min_file);
+                agg.max_file = agg.max_file.max(p.max_file);
+            }
+            out.push(agg);
+        }
+    }
+    Ok(out)
 }
 
 /// What `o` on a table optimizes, and why.

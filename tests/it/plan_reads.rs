@@ -4,7 +4,7 @@
 
 use floe::lakehouse::model::TableRef;
 use floe::lakehouse::queries::Layout;
-use floe::maintain::plan::{MaintenanceKind, draft};
+use floe::maintain::plan::{MaintenanceKind, Over, draft};
 use floe::maintain::run::run_plan;
 use tokio_util::sync::CancellationToken;
 
@@ -34,9 +34,15 @@ async fn a_table_partitioned_since_its_layout_was_cached_is_planned_by_its_parti
     for v in ["(1, 'east')", "(2, 'east')", "(3, 'west')", "(4, 'west')"] {
         sql(&lake, &format!("INSERT INTO {} VALUES {v}", t.sql())).await;
     }
-    let d = draft(&lake, t.clone(), MaintenanceKind::Optimize, None, 12)
-        .await
-        .unwrap();
+    let d = draft(
+        &lake,
+        t.clone(),
+        MaintenanceKind::Optimize,
+        Over::SmallFiles { min_small: 12 },
+        None,
+    )
+    .await
+    .unwrap();
     let plan = d.build(d.grouped).unwrap();
     assert_eq!(plan.steps.len(), 1, "{plan}");
     let step = &plan.steps[0];
@@ -62,9 +68,15 @@ async fn a_table_spread_thin_with_a_null_partition_is_planned_and_optimized() {
         ],
     )
     .await;
-    let d = draft(&lake, t.clone(), MaintenanceKind::Optimize, None, 12)
-        .await
-        .unwrap();
+    let d = draft(
+        &lake,
+        t.clone(),
+        MaintenanceKind::Optimize,
+        Over::SmallFiles { min_small: 12 },
+        None,
+    )
+    .await
+    .unwrap();
     assert!(d.grouped, "spread thin: {d:?}");
     let plan = d.build(true).unwrap();
     assert_eq!(plan.steps.len(), 3, "{plan}");

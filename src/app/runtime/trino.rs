@@ -14,6 +14,7 @@ use crate::app::snapshots::SnapshotsMsg;
 use crate::app::tables::TablesMsg;
 use crate::lakehouse::maintenance::Plan;
 use crate::lakehouse::model::TableRef;
+use crate::maintain::plan::{self, Over};
 use crate::maintain::run::{StepEvent, Stop, run_plan_until};
 use crate::trino::TrinoError;
 
@@ -169,16 +170,13 @@ impl Runtime {
                 let audit_log = self.settings.audit_log.clone();
                 let work = async move {
                     let optimize = kind == crate::app::action::MaintenanceKind::Optimize;
-                    let mut d =
-                        crate::maintain::plan::draft(&lake, table, kind, partitions, min_small)
-                            .await?;
+                    let over = match partitions {
+                        Some(p) => Over::These(p),
+                        None => Over::SmallFiles { min_small },
+                    };
+                    let mut d = plan::draft(&lake, table, kind, over, None).await?;
                     if optimize {
-                        let audit = tokio::task::spawn_blocking(move || {
-                            crate::maintain::audit::AuditLog::new(audit_log).read()
-                        })
-                        .await
-                        .unwrap_or_default();
-                        d.measured = Some(crate::maintain::eta::measure(&lake, &audit).await);
+                        d.measured = Some(plan::measured(&lake, audit_log).await);
                     }
                     Ok(d)
                 };

@@ -1,0 +1,330 @@
+//! `floe maintain …`: the plan drafted as the TUI drafts it, printed (with its ETA) and
+//! touching nothing without `--yes`; with it, run with progress on stderr, stopped by a
+//! signal or `--timeout`, every statement audited.
+
+use crate::text::sanitize;
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use super::plan::{self, MaintenanceKind, Over};
+use super::run::{StepEvent, Stop, run_plan_until};
+use super::{context, eta};
+use crate::cli::MaintainCmd;
+use crate::config::Settings;
+use crate::fmt::{human_bytes, thousands};
+use crate::lakehouse::maintenance::Plan;
+use crate::lakehouse::model::TableRef;
+use crate::lakehouse::queries::Lakehouse;
+use crate::trino::Client;
+use crate::units::{Bytes, Dur};
+
+/// The plan of a `floe maintain` command, from the one drafter (`plan::draft`).
+async fn build_plan(lake: &Lakehouse, s: &Settings, cmd: &MaintainCmd) -> Result<Plan, String> {
+    let name = match cmd {
+        MaintainCmd::Optimize { table, .. }
+        | MaintainCmd::ExpireSnapshots { table, .. }
+        | MaintainCmd::RemoveOrphanFiles { table, .. }
+        | MaintainCmd::OptimizeManifests { table, .. } => table,
+    };
+    let t = TableRef::parse(
+        name,
+        &s.trino.catalog,
+        s.trino.schemas.first().map(String::as_str),
+    )?;
+    let retention = |text: &str| -> Result<u64, String> {
+        Dur::parse(text)
+            .map(|d| d.0.as_secs())
+            .map_err(|e| format!("--retention: {e}"))
+    };
+    let (kind, over, threshold) = match cmd {
+        MaintainCmd::Optimize {
+            partitions,
+            threshold,
+            ..
+        } => {
+            let threshold = threshold
+                .as_deref()
+                .map(|text| {
+                    Bytes::parse(text)
+                        .map(|b| b.0)
+                        .map_err(|e| format!("--threshold: {e}"))
+                })
+                .transpose()?;
+            let over = if partitions.is_empty() {
+                Over::Whole
+            } else {
+                Over::Named(partitions.clone())
+            };
+            (MaintenanceKind::Optimize, over, threshold)
+        }
+        MaintainCmd::ExpireSnapshots { retention: r, .. } => (
+            MaintenanceKind::ExpireSnapshots {
+                retention_secs: retention(r)?,
+            },
+            Over::Whole,
+            None,
+        ),
+        MaintainCmd::RemoveOrphanFiles { retention: r, .. } => (
+            MaintenanceKind::RemoveOrphanFiles {
+                retention_secs: retention(r)?,
+            },
+            Over::Whole,
+            None,
+        ),
+        MaintainCmd::OptimizeManifests { .. } => {
+            (MaintenanceKind::OptimizeManifests, Over::Whole, None)
+        }
+    };
+    let d = plan::draft(lake, t, kind, over, threshold).await?;
+    d.build(d.grouped)
+}
+
+/// The exit code of a run stopped by `--timeout` (as timeout(1) has it).
+pub const TIMEOUT_EXIT: u8 = 124;
+
+/// `floe maintain …`: without `--yes` print the plan and touch nothing; with it, run
+/// with progress on stderr, exit non-zero on failure, audit every statement.
+pub async fn maintain(
+    settings: &Settings,
+    cmd: MaintainCmd,
+    timeout: Option<Duration>,
+) -> ExitCode {
+    let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
+    let yes = match &cmd {
+        MaintainCmd::Optimize { yes, .. }
+        | MaintainCmd::ExpireSnapshots { yes, .. }
+        | MaintainCmd::RemoveOrphanFiles { yes, .. }
+        | MaintainCmd::OptimizeManifests { yes, .. } => *yes,
+    };
+    let client = match Client::from_settings(&settings.trino, settings.query_timeout) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("floe: {}", sanitize(&e.to_string()));
+            return ExitCode::from(1);
+        }
+    };
+    let lake = Lakehouse::new(
+        client,
+        settings.trino.catalog.clone(),
+        settings.health.clone(),
+    );
+    if let Err(e) = lake.connect().await {
+        eprintln!("floe: {}", sanitize(&e.to_string()));
+        return ExitCode::from(1);
+    }
+    let planned = match deadline {
+        Some(d) => match tokio::time::timeout_at(d, build_plan(&lake, settings, &cmd)).await {
+            Ok(r) => r,
+            Err(_) => {
+                eprintln!(
+                    "floe: --timeout {} reached while reading the table to plan; nothing ran",
+                    humantime::format_duration(timeout.unwrap_or_default())
+                );
+                return ExitCode::from(TIMEOUT_EXIT);
+            }
+        },
+        None => build_plan(&lake, settings, &cmd).await,
+    };
+    let plan = match planned {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("floe: {}", sanitize(&e.to_string()));
+            return ExitCode::from(1);
+        }
+    };
+    print!("{}", sanitize(&plan.to_string()));
+    // The estimate informs the operator's choice before `--yes`; with `--yes` there is no
+    // choice left, and the run sends no statement but its own (a slow history read would
+    // only delay the fix, before its signals and its --timeout are armed).
+    if !yes && matches!(cmd, MaintainCmd::Optimize { .. }) {
+        let m = plan::measured(&lake, settings.audit_log.clone()).await;
+        for line in eta::cli_lines(&plan, &m) {
+            println!("-- {}", sanitize(&line));
+        }
+    }
+    if !yes {
+        println!(
+            "-- not run: add --yes to execute{}",
+            if settings.readonly {
+                " (and leave read-only mode)"
+            } else {
+                ""
+            }
+        );
+        return ExitCode::SUCCESS;
+    }
+    let ctx = context(settings);
+    let stop = Stop::new();
+    // 130 after SIGINT, 143 after SIGTERM; 0 while no signal came.
+    let signalled = Arc::new(AtomicU8::new(0));
+    if let Err(e) = watch_signals(stop.clone(), signalled.clone()) {
+        eprintln!("floe: {}", sanitize(&e.to_string()));
+        return ExitCode::from(1);
+    }
+    let timed_out = Arc::new(AtomicBool::new(false));
+    if let Some(d) = deadline {
+        let (stop, timed_out) = (stop.clone(), timed_out.clone());
+        tokio::spawn(async move {
+            tokio::time::sleep_until(d).await;
+            timed_out.store(true, Ordering::SeqCst);
+            stop.cancel();
+        });
+    }
+    let on_event = event_printer(&plan);
+    match run_plan_until(&lake, &plan, &ctx, &stop, &on_event).await {
+        Ok(out) => {
+            say(&format!(
+                "floe: {} statement(s) succeeded; audit log {}",
+                out.len(),
+                ctx.audit.path().display()
+            ));
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            say(&format!("floe: {}", sanitize(&e.to_string())));
+            if timed_out.load(Ordering::SeqCst) && signalled.load(Ordering::SeqCst) == 0 {
+                say(&format!(
+                    "floe: --timeout {} reached: the running statement was cancelled on Trino and the rest did not run",
+                    humantime::format_duration(timeout.unwrap_or_default())
+                ));
+                return ExitCode::from(TIMEOUT_EXIT);
+            }
+            match signalled.load(Ordering::SeqCst) {
+                0 if stop.is_stopped() => ExitCode::from(130),
+                0 => ExitCode::from(1),
+                code => ExitCode::from(code),
+            }
+        }
+    }
+}
+
+/// The run's progress on stderr, one line per event (the progress of a running statement
+/// at most once a second), every server string sanitised.
+fn event_printer(plan: &Plan) -> impl Fn(StepEvent) + Send + Sync {
+    let n = plan.steps.len();
+    let last_print = Mutex::new(Instant::now());
+    let steps = plan.steps.clone();
+    move |ev: StepEvent| {
+        let mut err = std::io::stderr().lock();
+        match ev {
+            StepEvent::Started { step } => {
+                let _ = writeln!(
+                    err,
+                    "{}",
+                    sanitize(&format!(
+                        "[{}/{n}] {}",
+                        step + 1,
+                        steps[step].partition.as_deref().unwrap_or("table")
+                    ))
+                );
+            }
+            StepEvent::Progress { step, progress: p } => {
+                let mut last = last_print.lock().unwrap_or_else(|e| e.into_inner());
+                if last.elapsed().as_millis() >= 1000 {
+                    *last = Instant::now();
+                    let _ = writeln!(
+                        err,
+                        "{}",
+                        sanitize(&format!(
+                            "[{}/{n}]   {} {} splits {}/{} rows {} written {} ({:.0}s) query {}",
+                            step + 1,
+                            p.state,
+                            p.percentage
+                                .map(|x| format!("{x:.0}%"))
+                                .unwrap_or_else(|| "-".into()),
+                            p.completed_splits,
+                            p.total_splits,
+                            thousands(p.processed_rows),
+                            human_bytes(p.physical_written_bytes),
+                            p.elapsed_ms as f64 / 1000.0,
+                            p.query_id
+                        ))
+                    );
+                }
+            }
+            StepEvent::AuditFailed { step, error } => {
+                let _ = writeln!(
+                    err,
+                    "{}",
+                    sanitize(&format!("[{}/{n}] AUDIT LOG FAILED: {error}", step + 1))
+                );
+            }
+            StepEvent::Finished { step, outcome: o } => {
+                let what = if o.ok {
+                    let mut s = "done".to_string();
+                    if let Some(r) = o.rows {
+                        s.push_str(&format!(", rows {r}"));
+                    }
+                    for (k, v) in &o.metrics {
+                        s.push_str(&format!(", {k} {v}"));
+                    }
+                    if let Some(after) = o.files_after {
+                        s.push_str(&format!(", files {} -> {after}", steps[step].files));
+                    }
+                    s
+                } else if o.cancelled {
+                    "cancelled".to_string()
+                } else {
+                    format!("FAILED: {}", o.error.as_deref().unwrap_or(""))
+                };
+                let query = match &o.query_id {
+                    Some(q) if !what.contains(q.as_str()) => format!(" (query {q})"),
+                    _ => String::new(),
+                };
+                let _ = writeln!(
+                    err,
+                    "{}",
+                    sanitize(&format!(
+                        "[{}/{n}] {what} in {:.1}s{query}",
+                        step + 1,
+                        o.duration_ms as f64 / 1000.0
+                    ))
+                );
+            }
+        }
+    }
+}
+
+/// A line on stderr that cannot fail: after SIGHUP the terminal may be gone, and
+/// `eprintln!` would panic instead of letting the cancel and the audit finish.
+fn say(line: &str) {
+    let _ = writeln!(std::io::stderr(), "{line}");
+}
+
+/// SIGINT (ctrl-c) cancels the running statement on Trino (audited `cancelled`), SIGTERM
+/// and SIGHUP (the SSH session dropped) interrupt it (audited `interrupted`); the run then
+/// ends with 130, 143 or 129. A second signal while the cancel is under way exits at once.
+fn watch_signals(stop: Stop, signalled: Arc<AtomicU8>) -> Result<(), String> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut int = signal(SignalKind::interrupt()).map_err(|e| format!("SIGINT handler: {e}"))?;
+    let mut term = signal(SignalKind::terminate()).map_err(|e| format!("SIGTERM handler: {e}"))?;
+    let mut hup = signal(SignalKind::hangup()).map_err(|e| format!("SIGHUP handler: {e}"))?;
+    tokio::spawn(async move {
+        let code = tokio::select! {
+            _ = int.recv() => 130,
+            _ = term.recv() => 143,
+            _ = hup.recv() => 129,
+        };
+        signalled.store(code, Ordering::SeqCst);
+        if code == 130 {
+            stop.cancel();
+        } else {
+            stop.interrupt();
+        }
+        say(&format!(
+            "floe: cancelling on Trino (DELETE sent); {} again exits at once",
+            if code == 130 { "ctrl-c" } else { "a signal" }
+        ));
+        let again = tokio::select! {
+            _ = int.recv() => 130,
+            _ = term.recv() => 143,
+            _ = hup.recv() => 129,
+        };
+        say("floe: exiting without waiting for Trino to confirm the cancel");
+        std::process::exit(again);
+    });
+    Ok(())
+}
