@@ -14,7 +14,8 @@
 //! are measured, comma-separated; all when unset), COORD_SETS (`name=s.t,s.t;name=…`:
 //! explicit sets of up to ten tables, the first one also measured alone, e.g. those
 //! `benches/coord/tables.py` makes; by default the catalog's tables by live files:
-//! `small` under 100, `thousands` 1,000-9,999, `10k+`).
+//! `small` under 100, `thousands` 1,000-9,999, `10k+`), COORD_SHAPES (`a,b`: only the
+//! statements whose names contain one of these).
 
 use std::time::Duration;
 

@@ -8,10 +8,10 @@ use floe::lakehouse::model::TableRef;
 use floe::lakehouse::probe::{parse_rank, probe_sql, rank_sql};
 use floe::lakehouse::queries::Layout;
 use floe::lakehouse::statements::{
-    MetaTables, describe_sql, discover_sql, partitions_sql, properties_sql, show_create_sql,
-    snapshots_sql, stats_sql,
+    MetaTables, describe_sql, discover_sql, files_sql, partitions_sql, properties_sql,
+    show_create_sql, snapshots_sql, stats_sql,
 };
-use floe::lakehouse::summary::totals_sql;
+use floe::lakehouse::summary::{SurveyShape, survey_sql, totals_sql};
 use floe::trino::Client;
 
 /// A table measured, with its live files and layout (from its `$manifests`).
@@ -189,6 +189,20 @@ pub(crate) fn statements(tables: &[Table]) -> Vec<(String, String)> {
         }),
     );
     add("first pass: totals ($snapshots)", totals_sql(&refs));
+    let shape = |metadata_log| SurveyShape {
+        metadata_log,
+        summaries: "partition_summaries",
+    };
+    let survey = survey_sql(&refs, &h, shape(false));
+    add(
+        "survey ($snapshots, $manifests, $properties)",
+        survey.clone(),
+    );
+    add(
+        "survey with the metadata log (one table's read)",
+        survey_sql(&refs, &h, shape(true)),
+    );
+    add("survey without lambdas", strip_lambdas(&survey));
     add(
         "first pass: $snapshots + $properties + $manifests",
         union(tables, first_pass),
@@ -219,6 +233,10 @@ pub(crate) fn statements(tables: &[Table]) -> Vec<(String, String)> {
         per_table(tables, |t| lean_file_read(t, &h)),
     );
     add(
+        "file read: $entries joined to $snapshots, target literal",
+        per_table(tables, |t| joined_file_read(t, &h)),
+    );
+    add(
         "per-partition read: $files alone, by partition",
         per_table(tables, |t| partition_file_read(t, &h)),
     );
@@ -241,6 +259,12 @@ pub(crate) fn statements(tables: &[Table]) -> Vec<(String, String)> {
     add(
         "health over $files",
         per_table(tables, |t| stats_sql(&t.table, &h, t.layout(), files_only)),
+    );
+    add(
+        "file read over $entries (after the survey)",
+        per_table(tables, |t| {
+            files_sql(&t.table, &h, t.layout(), MetaTables::ALL)
+        }),
     );
     add(
         "snapshots (newest 50)",
@@ -266,7 +290,82 @@ pub(crate) fn statements(tables: &[Table]) -> Vec<(String, String)> {
             candidates_sql(&t.table),
         );
     }
+    // `COORD_SHAPES=a,b`: only the shapes whose names contain one of these.
+    if let Ok(only) = std::env::var("COORD_SHAPES") {
+        let only: Vec<&str> = only.split(',').map(str::trim).collect();
+        out.retain(|(name, _)| only.iter().any(|o| name.contains(o)));
+    }
     out
+}
+
+/// The survey's two lambda expressions replaced by constants: what they cost to plan.
+fn strip_lambdas(sql: &str) -> String {
+    let mut out = String::new();
+    for line in sql.split("IF(s.lc IS NULL") {
+        if out.is_empty() {
+            out.push_str(line);
+            continue;
+        }
+        let rest = line
+            .split_once("AS writes_since_compaction")
+            .map_or(line, |x| x.1);
+        out.push_str("0 AS writes_since_compaction");
+        out.push_str(rest);
+    }
+    let mut out2 = String::new();
+    for (k, part) in out
+        .split("IF(COALESCE(cardinality(s.tf), 0) >=")
+        .enumerate()
+    {
+        if k == 0 {
+            out2.push_str(part);
+            continue;
+        }
+        let rest = part.split_once("AS tail_drops").map_or(part, |x| x.1);
+        out2.push_str("0 AS tail_drops");
+        out2.push_str(rest);
+    }
+    out2
+}
+
+/// The file read as a join of `$entries` and `$snapshots` with the target as a literal
+/// (the survey read `$properties`): two metadata tables, no `WITH`.
+fn joined_file_read(t: &Table, h: &HealthConfig) -> String {
+    let target = h.target_file_size;
+    let small = h.small_threshold(target);
+    let large = (target as f64 * h.large_file_ratio) as u64;
+    let part = match t.layout() {
+        Layout::PartitionColumn => "e.data_file.partition",
+        _ => "CAST(NULL AS varchar)",
+    };
+    let min = h.min_small_files;
+    let crit = h.critical_partition_small_files.max(min);
+    format!(
+        "SELECT sum(files) AS data_files, sum(small) AS small_files, sum(large) AS large_files, sum(bytes) AS total_bytes, \
+         sum(records) AS records, sum(pdf) AS position_delete_files, sum(edf) AS equality_delete_files, \
+         sum(delete_bytes) AS delete_bytes, sum(pd) AS position_deletes, sum(ed) AS equality_deletes, \
+         to_unixtime(min(oldest_small)) AS oldest_small_file_at, bool_or(undated) AS oldest_small_lower, \
+         max(small) AS max_partition_small_files, count_if(files > 0) AS partitions, \
+         count_if(small >= {min}) AS small_file_partitions, \
+         count_if(small >= {crit} AND bytes <= (files - {crit}) * {target}) AS critical_partitions\n\
+         FROM (SELECT part, count_if(content = 0) AS files, count_if(is_small) AS small, \
+         count_if(content = 0 AND size > {large}) AS large, \
+         COALESCE(sum(CASE WHEN content = 0 THEN size END), 0) AS bytes, \
+         COALESCE(sum(CASE WHEN content = 0 THEN records END), 0) AS records, \
+         count_if(content = 1) AS pdf, count_if(content = 2) AS edf, \
+         COALESCE(sum(CASE WHEN content <> 0 THEN size END), 0) AS delete_bytes, \
+         COALESCE(sum(CASE WHEN content = 1 THEN records END), 0) AS pd, \
+         COALESCE(sum(CASE WHEN content = 2 THEN records END), 0) AS ed, \
+         min(CASE WHEN is_small THEN written_at END) AS oldest_small, \
+         bool_or(is_small AND written_at IS NULL) AS undated\n\
+         FROM (SELECT e.data_file.content AS content, e.data_file.file_size_in_bytes AS size, \
+         e.data_file.record_count AS records, {part} AS part, s.committed_at AS written_at, \
+         e.data_file.content = 0 AND e.data_file.file_size_in_bytes < {small} AS is_small \
+         FROM {entries} e LEFT JOIN {snapshots} s ON s.snapshot_id = e.snapshot_id WHERE e.status <> 2) f \
+         GROUP BY part) p",
+        entries = t.table.meta("entries"),
+        snapshots = t.table.meta("snapshots"),
+    )
 }
 
 /// A first pass that reads more without opening a manifest: the snapshots (their count,
