@@ -149,6 +149,7 @@ mod tests {
                 committed_at: DateTime::from_timestamp(secs, 0),
                 snapshots: 3,
                 metadata_at: None,
+                metadata_files: None,
             }),
             read_at: DateTime::from_timestamp(secs, 0).unwrap(),
             stats: TableStats {

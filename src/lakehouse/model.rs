@@ -145,6 +145,9 @@ pub struct TableStats {
     /// writes one, a snapshot, an expiry or a property, schema or partition-spec change
     /// alike, so the change probe compares it with its own.
     pub metadata_at: Option<DateTime<Utc>>,
+    /// The id of the newest snapshot, when the read saw it (the survey does): what tells
+    /// the metadata-log probe that stats read without the log are of its snapshot.
+    pub snapshot_id: Option<i64>,
     pub snapshots: u64,
     pub oldest_snapshot: Option<DateTime<Utc>>,
     pub newest_snapshot: Option<DateTime<Utc>>,

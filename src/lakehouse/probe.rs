@@ -28,6 +28,10 @@ pub struct Probe {
     /// whether the table changed, when known.
     #[serde(default)]
     pub metadata_at: Option<DateTime<Utc>>,
+    /// Metadata files in the log, the current one included (the metadata-log probe): the
+    /// survey leaves them to it.
+    #[serde(default)]
+    pub metadata_files: Option<u64>,
 }
 
 /// Tables probed per statement by default (`probe_batch`): on Trino 476 a probe of 10
@@ -46,7 +50,7 @@ pub fn probe_sql(tables: &[TableRef], metadata_log: bool) -> String {
             if metadata_log {
                 format!(
                     "SELECT {i} AS i, max_by(latest_snapshot_id, \"timestamp\") AS snapshot_id, \
-                     to_unixtime(max(\"timestamp\")) AS metadata_at FROM {}",
+                     to_unixtime(max(\"timestamp\")) AS metadata_at, count(*) AS metadata_files FROM {}",
                     t.meta("metadata_log_entries")
                 )
             } else {
@@ -73,6 +77,7 @@ pub fn parse_probe(rows: &[Row], batch: usize) -> Result<Vec<Probe>, String> {
         metadata_at: r
             .get("metadata_at")
             .and_then(crate::trino::Value::as_datetime),
+        metadata_files: r.u64("metadata_files"),
     })
 }
 

@@ -439,6 +439,7 @@ pub fn parse_stats(r: &Row, layout: Layout) -> Result<TableStats, String> {
     };
     let partitions = u("partitions")?;
     Ok(TableStats {
+        snapshot_id: None,
         target_file_size: u("target")?,
         target_from_property: r.req("target_from_property")?.as_bool().unwrap_or(false),
         data_files: u("data_files")?,

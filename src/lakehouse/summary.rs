@@ -110,7 +110,7 @@ fn totals_of(r: &Row) -> Totals {
 }
 
 /// What one metadata-only read tells of a table: its totals, every snapshot fact the
-/// verdicts use, its manifests and metadata log, and whether its manifests are
+/// verdicts use, its manifests (and its metadata log when asked), and whether its manifests are
 /// partitioned. `stats` holds these facts with the file facts taken from the totals
 /// (see [`Survey::stats`]); the per-file read replaces those.
 #[derive(Clone, Debug, PartialEq)]
@@ -129,10 +129,13 @@ pub struct Survey {
 /// plans superlinearly and makes every table of it wait for the slowest.
 pub const SURVEY_BATCH: usize = 10;
 
-/// What a survey reads besides the snapshots, by what the server has.
+/// What a survey reads besides the snapshots, by what the server has and who asks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SurveyShape {
-    /// `$metadata_log_entries` (444+).
+    /// `$metadata_log_entries` (444+). A fleet's survey leaves it to the change probe,
+    /// which reads it anyway: a fourth metadata table a table cost the survey 15-25 %
+    /// more planning on Trino 476 (benches/README.md). A one-table read (`floe check`,
+    /// the report, a re-read) takes it in the same statement.
     pub metadata_log: bool,
     /// `$manifests`' partition summaries column (`partition_summaries`, `partitions`
     /// before 468).
@@ -238,6 +241,7 @@ pub fn parse_survey(rows: &[Row], batch: usize) -> Result<Vec<Survey>, String> {
         };
         let stats = TableStats {
             snapshots: totals.snapshots,
+            snapshot_id: totals.snapshot_id,
             oldest_snapshot: totals.oldest_snapshot,
             newest_snapshot: totals.committed_at,
             last_write: time(r, "last_write"),

@@ -169,6 +169,23 @@ async fn a_steady_refresh_probes_and_reads_only_the_written_table() {
         .collect();
     assert!(failed.is_empty(), "{failed:#?}");
     assert_eq!(f.state.tables.rows.len(), 3);
+    // The survey leaves the metadata log to the change probe: no cold statement reads it.
+    let logged: Vec<String> = lab()
+        .real_queries_of(&f.user)
+        .await
+        .iter()
+        .filter_map(|q| q["sql"].as_str())
+        .filter(|q| q.contains("$metadata_log_entries"))
+        .map(str::to_string)
+        .collect();
+    assert!(logged.is_empty(), "{logged:#?}");
+    assert!(
+        f.state
+            .tables
+            .rows
+            .iter()
+            .all(|r| r.stats.as_ref().is_some_and(|s| s.metadata_files.is_none()))
+    );
 
     // Nothing changed: the rotation looks at all three (within 1m at a 60 s refresh),
     // ⌈3/2⌉ probes and the discovery, no read.
@@ -181,6 +198,16 @@ async fn a_steady_refresh_probes_and_reads_only_the_written_table() {
             .iter()
             .all(|r| !r.stale && r.error.is_none() && r.checked_at.is_some())
     );
+    // The probe gave each table its metadata log: the metadata files' rule has its count,
+    // and the next probe compares the newest metadata file.
+    for r in &f.state.tables.rows {
+        let st = r.stats.as_ref().unwrap();
+        assert!(
+            st.metadata_files.is_some_and(|n| n >= 1) && st.metadata_at.is_some(),
+            "{}: {st:?}",
+            r.name
+        );
+    }
 
     // Only the tables the coordinator's writes name (no rotation): a write through it
     // shows within one refresh, and nothing else is probed.

@@ -21,8 +21,8 @@ mod tests;
 pub use columns::{TABLE_SORTS, TableCol, WIDE, cmp_tables, opt};
 pub use export::export_view;
 pub use refresh::{
-    cache_entries, full_due, rank_queue, record_cost, reevaluate, refresh, reload_row, reread,
-    rotation, same_snapshot, spent_per_minute, warm_start,
+    adopt_probe, cache_entries, full_due, rank_queue, record_cost, reevaluate, refresh, reload_row,
+    reread, rotation, same_snapshot, spent_per_minute, warm_start,
 };
 use refresh::{on_discovered, on_probed, on_stats, on_surveyed};
 

@@ -159,13 +159,16 @@ pub(super) fn on_stats(
         row.stale = false;
         row.checked_at = Some(now);
         match result {
-            Ok(stats) => {
-                row.health = Some(evaluate(&stats, row.dag.as_ref(), &cfg, now));
+            Ok(mut stats) => {
                 // A probe of an older snapshot than these stats (a full refresh reads
-                // no probe) would make the next probe re-read an unchanged table.
-                if row.probe.is_some_and(|p| !same_snapshot(&stats, &p)) {
-                    row.probe = None;
+                // no probe) would make the next probe re-read an unchanged table; the
+                // probe that sent this read gives it the metadata log.
+                match row.probe {
+                    Some(p) if same_snapshot(&stats, &p) => adopt_probe(&mut stats, &p),
+                    Some(_) => row.probe = None,
+                    None => {}
                 }
+                row.health = Some(evaluate(&stats, row.dag.as_ref(), &cfg, now));
                 row.stats = Some(stats);
                 row.error = None;
                 row.read_at = Some(now);
@@ -341,7 +344,8 @@ pub(super) fn on_probed(
                     row.loading = false;
                     row.stale = false;
                     row.cached = false;
-                    if let Some(st) = &row.stats {
+                    if let Some(st) = &mut row.stats {
+                        adopt_probe(st, &p);
                         row.health = Some(evaluate(st, row.dag.as_ref(), &cfg, now));
                     }
                     s.tables.pending = s.tables.pending.saturating_sub(1);
@@ -364,13 +368,16 @@ pub(super) fn on_probed(
 /// The stats were read at the snapshot the probe sees: the same number of snapshots and
 /// the same newest commit (to the second: both went through `to_unixtime`, but the stats
 /// statement need not round the same way). A full refresh reads no probe: its stats
-/// alone tell the next probe whether the table changed since.
+/// alone tell the next probe whether the table changed since. The metadata-log probe
+/// compares the newest metadata file; stats read without the log (the survey's) are of
+/// the probe's snapshot when they name the same newest snapshot id (see [`adopt_probe`]).
 pub fn same_snapshot(st: &TableStats, p: &Probe) -> bool {
     if let Some(at) = p.metadata_at {
-        // The metadata-log probe: the same newest metadata file (both to the millisecond).
-        return st
-            .metadata_at
-            .is_some_and(|m| (m - at).num_microseconds().is_some_and(|d| d.abs() < 1000));
+        return match st.metadata_at {
+            // The same newest metadata file (both to the millisecond).
+            Some(m) => (m - at).num_microseconds().is_some_and(|d| d.abs() < 1000),
+            None => st.snapshot_id.is_some() && st.snapshot_id == p.snapshot_id,
+        };
     }
     let close = match (st.newest_snapshot, p.committed_at) {
         (Some(a), Some(b)) => (a - b).num_milliseconds().abs() < 1000,
@@ -378,6 +385,20 @@ pub fn same_snapshot(st: &TableStats, p: &Probe) -> bool {
         _ => false,
     };
     st.snapshots == p.snapshots && close
+}
+
+/// What an unchanged table's probe adds to its stats: the metadata log the survey leaves
+/// to the probe (its metadata files, for their rule, and its newest file, which the next
+/// probes compare). A metadata-only change between the survey and this first probe (a
+/// property, an expiry with no new snapshot) shows at the next full refresh, or through
+/// the coordinator's record of its own writes.
+pub fn adopt_probe(st: &mut TableStats, p: &Probe) {
+    if st.metadata_at.is_none() {
+        st.metadata_at = p.metadata_at;
+    }
+    if p.metadata_files.is_some() {
+        st.metadata_files = p.metadata_files;
+    }
 }
 
 /// Once every table of the refresh is in: the failures on the status line, the cache

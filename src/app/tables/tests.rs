@@ -13,6 +13,7 @@ fn probe_of(st: &TableStats, id: i64) -> Probe {
         committed_at: st.newest_snapshot,
         snapshots: st.snapshots,
         metadata_at: None,
+        metadata_files: None,
     }
 }
 
@@ -474,6 +475,7 @@ fn the_metadata_probe_decides_by_the_newest_metadata_file() {
         committed_at: None,
         snapshots: 0,
         metadata_at: Some(m),
+        metadata_files: None,
     };
     assert!(same_snapshot(&st, &p(at)));
     // A property, schema or spec change or an expiry: a newer metadata file, however
@@ -482,9 +484,64 @@ fn the_metadata_probe_decides_by_the_newest_metadata_file() {
         &st,
         &p(at + chrono::Duration::milliseconds(1))
     ));
-    // Stats read without the metadata log are read again once.
+    // Stats read without the metadata log (the survey's) are of the probe's snapshot when
+    // they name its newest snapshot id, and of no snapshot when they name none.
     st.metadata_at = None;
+    st.snapshot_id = None;
     assert!(!same_snapshot(&st, &p(at)));
+    st.snapshot_id = Some(1);
+    assert!(same_snapshot(&st, &p(at)));
+    st.snapshot_id = Some(2);
+    assert!(!same_snapshot(&st, &p(at)));
+}
+
+#[test]
+fn the_first_probe_after_a_survey_keeps_its_stats_and_gives_them_the_metadata_log() {
+    let mut s = all_loaded();
+    let docs = tref("zoning", "documents");
+    let at = t0() - chrono::Duration::minutes(5);
+    {
+        let row = s.tables.row_mut(&docs).unwrap();
+        let st = row.stats.as_mut().unwrap();
+        // What a survey leaves: no metadata log, the newest snapshot's id.
+        st.metadata_at = None;
+        st.metadata_files = None;
+        st.snapshot_id = Some(7);
+        row.probe = None;
+    }
+    let probe = |m, files| Probe {
+        snapshot_id: Some(7),
+        committed_at: None,
+        snapshots: 0,
+        metadata_at: Some(m),
+        metadata_files: Some(files),
+    };
+    s.tables.pending = 1;
+    let g = s.tables.generation;
+    let fx = refresh::on_probed(&mut s, g, vec![(docs.clone(), Ok(probe(at, 240)))]);
+    assert!(
+        !fx.iter().any(|e| matches!(e, Effect::LoadStats { .. })),
+        "{fx:?}"
+    );
+    let st = s.tables.row(&docs).unwrap().stats.clone().unwrap();
+    assert_eq!((st.metadata_at, st.metadata_files), (Some(at), Some(240)));
+    // The metadata files' rule sees what the probe counted.
+    let health = s.tables.row(&docs).unwrap().health.clone().unwrap();
+    assert!(
+        health
+            .findings
+            .iter()
+            .any(|f| f.rule == crate::health::Rule::MetadataFiles),
+        "{health:?}"
+    );
+    // A newer metadata file with the same snapshot (a property change): read again.
+    s.tables.pending = 1;
+    let later = at + chrono::Duration::seconds(30);
+    let fx = refresh::on_probed(&mut s, g, vec![(docs.clone(), Ok(probe(later, 241)))]);
+    assert!(
+        fx.iter().any(|e| matches!(e, Effect::LoadStats { .. })),
+        "{fx:?}"
+    );
 }
 
 #[test]

@@ -261,11 +261,12 @@ impl Lakehouse {
         m
     }
 
-    /// The health facts of one table: its survey (metadata only), then its files when
-    /// they can change its verdict ([`crate::lakehouse::summary::file_read`]).
+    /// The health facts of one table: its survey (metadata only, its metadata log too),
+    /// then its files when they can change its verdict
+    /// ([`crate::lakehouse::summary::file_read`]).
     pub async fn table_stats(&self, t: &TableRef) -> Result<TableStats, TrinoError> {
         let (_, survey) = self
-            .survey(std::slice::from_ref(t))
+            .survey_with(std::slice::from_ref(t), self.meta_tables().metadata_log)
             .await
             .pop()
             .ok_or_else(|| TrinoError::Malformed {
@@ -279,12 +280,23 @@ impl Lakehouse {
         }
     }
 
-    /// The surveys of `tables` (see [`crate::lakehouse::summary::survey_sql`]), in one
-    /// statement when all answer; each table's layout is learned on the way (its
-    /// manifests' partition fields), so its per-file read asks the right form at once.
+    /// The surveys of a fleet's `tables` (see [`crate::lakehouse::summary::survey_sql`]),
+    /// in one statement when all answer, without the metadata log: the change probe
+    /// reads it (see `adopt_probe` in the TUI's refresh).
     pub async fn survey(&self, tables: &[TableRef]) -> Vec<(TableRef, Result<Survey, TrinoError>)> {
+        self.survey_with(tables, false).await
+    }
+
+    /// The surveys of `tables`, with the metadata log when `metadata_log`; each table's
+    /// layout is learned on the way (its manifests' partition fields), so its per-file
+    /// read asks the right form at once.
+    async fn survey_with(
+        &self,
+        tables: &[TableRef],
+        metadata_log: bool,
+    ) -> Vec<(TableRef, Result<Survey, TrinoError>)> {
         let shape = SurveyShape {
-            metadata_log: self.meta_tables().metadata_log,
+            metadata_log,
             summaries: self.summaries_column(),
         };
         let found = self
