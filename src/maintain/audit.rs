@@ -12,6 +12,17 @@ use std::path::{Path, PathBuf};
 use chrono::{SecondsFormat, Utc};
 use serde::Serialize;
 
+/// Who runs what, for the audit log and the read-only guard: what every audited write,
+/// a plan's statement or an Airflow request, records with it.
+#[derive(Clone, Debug)]
+pub struct RunContext {
+    pub profile: String,
+    pub user: String,
+    pub target: String,
+    pub readonly: bool,
+    pub audit: AuditLog,
+}
+
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct Record {
     pub time: String,
@@ -224,7 +235,7 @@ impl AuditLog {
 /// cannot be written is not sent; an outcome that cannot be recorded turns the result
 /// into an error saying so.
 pub async fn audited<F>(
-    ctx: &super::run::RunContext,
+    ctx: &RunContext,
     user: &str,
     target: &str,
     action: &str,
@@ -239,7 +250,7 @@ where
 
 /// [`audited`], recording `before`: what the write replaces, as read just before it.
 pub async fn audited_from<F>(
-    ctx: &super::run::RunContext,
+    ctx: &RunContext,
     user: &str,
     target: &str,
     action: &str,
@@ -387,7 +398,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         // A directory where the file should be: every append fails.
         std::fs::create_dir_all(dir.join("audit.jsonl")).unwrap();
-        let ctx = super::super::run::RunContext {
+        let ctx = super::super::audit::RunContext {
             profile: "lab".into(),
             user: "floe".into(),
             target: "h".into(),
@@ -409,7 +420,7 @@ mod tests {
     async fn a_write_that_may_have_run_is_audited_so_never_as_failed() {
         let dir = std::env::temp_dir().join(format!("floe-audit-mhr-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        let ctx = super::super::run::RunContext {
+        let ctx = super::super::audit::RunContext {
             profile: "lab".into(),
             user: "floe".into(),
             target: "h".into(),

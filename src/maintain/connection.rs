@@ -206,7 +206,7 @@ pub fn wrote_otherwise(answer: &Connection, t: &Target) -> Option<String> {
 
 /// A fix as the audit records it: who writes, to which Airflow, what.
 pub struct FixRequest<'a> {
-    pub ctx: &'a super::run::RunContext,
+    pub ctx: &'a super::audit::RunContext,
     /// The Airflow user and base URL the write goes to.
     pub user: &'a str,
     pub airflow: &'a str,

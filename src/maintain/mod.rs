@@ -11,8 +11,7 @@ pub mod plan;
 pub mod run;
 
 use crate::config::Settings;
-use audit::AuditLog;
-use run::RunContext;
+use audit::{AuditLog, RunContext};
 
 pub fn context(s: &Settings) -> RunContext {
     RunContext {

@@ -9,22 +9,12 @@ use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
 
-use super::audit::{AuditLog, NOT_RUN, Record, STARTED};
+use super::audit::{NOT_RUN, Record, RunContext, STARTED};
 use super::commit::CommitFailure;
 use crate::lakehouse::maintenance::{Plan, Procedure};
 use crate::lakehouse::model::TableRef;
 use crate::lakehouse::queries::Lakehouse;
 use crate::trino::{QueryOptions, QueryProgress, TrinoError};
-
-/// Who runs what, for the audit log and the read-only guard.
-#[derive(Clone, Debug)]
-pub struct RunContext {
-    pub profile: String,
-    pub user: String,
-    pub target: String,
-    pub readonly: bool,
-    pub audit: AuditLog,
-}
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct StepOutcome {

@@ -13,7 +13,8 @@ use floe::lakehouse::maintenance::optimize_plan;
 use floe::lakehouse::model::{PartitionStats, TableRef};
 use floe::lakehouse::queries::Lakehouse;
 use floe::maintain::audit::AuditLog;
-use floe::maintain::run::{RunContext, StepEvent, run_plan};
+use floe::maintain::audit::RunContext;
+use floe::maintain::run::{StepEvent, run_plan};
 use floe::trino::Client;
 use tokio_util::sync::CancellationToken;
 

@@ -10,8 +10,9 @@ use floe::lakehouse::maintenance::optimize_plan;
 use floe::lakehouse::model::TableRef;
 use floe::lakehouse::queries::Lakehouse;
 use floe::maintain::audit::AuditLog;
+use floe::maintain::audit::RunContext;
 use floe::maintain::plan::select_partitions;
-use floe::maintain::run::{RunContext, StepEvent, run_plan};
+use floe::maintain::run::{StepEvent, run_plan};
 use floe::trino::Client;
 use tokio_util::sync::CancellationToken;
 
