@@ -7,8 +7,9 @@ use reqwest::{Method, RequestBuilder};
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::{Value, json};
 
-use super::client::{AirflowClient, JSON, Payload, decode, join, status_error};
+use super::client::AirflowClient;
 use super::error::{AirflowError, body_message};
+use super::http::{JSON, Payload, decode, join, status_error};
 use super::model::ApiVersion;
 use crate::config::AirflowSettings;
 

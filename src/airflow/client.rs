@@ -6,8 +6,8 @@
 //! 429 and transport failures; writes only when the connection was never made.
 //!
 //! The endpoints live in `endpoints/` (one module per resource), the login in `auth`, server
-//! detection in `detect`; this module holds the handle and the plumbing they share: URLs,
-//! listings, authenticated calls and the retry policy.
+//! detection in `detect`, the helpers they all share (URLs, the retry policy, decoding
+//! answers) in `http`; this module holds the handle: listings and authenticated calls.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,40 +19,16 @@ use url::Url;
 
 use super::auth::AuthMode;
 use super::detect::detect;
-use super::error::{AirflowError, body_message};
+use super::error::{AirflowError, body_message, snippet};
+use super::http::{
+    JSON, Payload, RetryPolicy, decode, encode_segment, join, status_error, with_slash,
+};
 use super::model::{ApiVersion, ServerVersion};
 use crate::config::{AirflowSettings, TlsSettings};
-use crate::net::{self, BodyLimit, Idempotency, Mutations, Reply, http_client};
+use crate::net::{self, BodyLimit, Idempotency, Reply, http_client};
 
 /// Never follow more pages than this in one listing (a server that ignores `offset`).
 const MAX_PAGES: usize = 500;
-
-/// Backoff for retried requests.
-#[derive(Clone, Debug)]
-pub struct RetryPolicy {
-    pub initial_backoff: Duration,
-    pub max_backoff: Duration,
-    /// How long one request may keep retrying.
-    pub max_retry_time: Duration,
-}
-
-impl RetryPolicy {
-    /// The retry loop's policy: a write is sent again only when the connection was refused.
-    pub fn policy(&self) -> net::Policy {
-        let (first, max, time) = (self.initial_backoff, self.max_backoff, self.max_retry_time);
-        net::Policy::new(first, max, time, Mutations::RefusedOnly)
-    }
-}
-
-impl Default for RetryPolicy {
-    fn default() -> Self {
-        RetryPolicy {
-            initial_backoff: Duration::from_millis(200),
-            max_backoff: Duration::from_secs(5),
-            max_retry_time: Duration::from_secs(30),
-        }
-    }
-}
 
 /// Timeouts and retries; the defaults suit an operator's terminal.
 #[derive(Clone, Debug)]
@@ -110,42 +86,6 @@ impl std::fmt::Debug for AirflowClient {
             .field("auth", &self.inner.auth.kind())
             .finish()
     }
-}
-
-#[derive(Clone, Copy)]
-pub(super) enum Payload<'a> {
-    None,
-    Json(&'a Value),
-}
-
-/// Percent-encode one path segment: everything but RFC 3986 unreserved characters (run
-/// ids hold `:` and `+`, DAG ids may hold `.`).
-pub fn encode_segment(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
-pub(super) fn with_slash(url: &Url) -> Url {
-    let mut u = url.clone();
-    u.set_query(None);
-    u.set_fragment(None);
-    if !u.path().ends_with('/') {
-        let p = format!("{}/", u.path());
-        u.set_path(&p);
-    }
-    u
-}
-
-pub(super) fn join(base: &Url, rel: &str) -> Result<Url, AirflowError> {
-    base.join(rel)
-        .map_err(|e| AirflowError::Config(format!("bad Airflow URL {base}{rel}: {e}")))
 }
 
 impl AirflowClient {
@@ -383,8 +323,6 @@ impl AirflowClient {
     }
 }
 
-pub(super) const JSON: &str = "application/json";
-
 /// A static token that cannot travel in an HTTP header (a newline from a file or a
 /// command) is an error naming its setting, before anything is sent: left out, it would
 /// turn into a misleading 401.
@@ -405,67 +343,9 @@ fn build_http(tls: &TlsSettings, opts: &ClientOptions) -> Result<reqwest::Client
     http_client(tls, opts.connect_timeout, opts.request_timeout).map_err(AirflowError::Config)
 }
 
-pub(super) fn status_error(r: &Reply, url: &Url, message: String) -> AirflowError {
-    let status = r.status.as_u16();
-    let message = if r.attempts > 1 {
-        format!("{message} (gave up after {} attempts)", r.attempts)
-            .trim_start()
-            .to_string()
-    } else {
-        message
-    };
-    match status {
-        401 | 403 => AirflowError::Auth {
-            status,
-            url: url.to_string(),
-            message,
-        },
-        _ => AirflowError::Http {
-            status,
-            url: url.to_string(),
-            message,
-        },
-    }
-}
-
-pub(super) fn decode<T: DeserializeOwned>(url: &Url, text: &str) -> Result<T, AirflowError> {
-    serde_json::from_str(text).map_err(|e| AirflowError::Malformed {
-        url: url.to_string(),
-        message: format!("{e} (body starts {:?})", snippet(text)),
-    })
-}
-
-/// The answer to a write Airflow accepted (2xx): one that cannot be read does not undo the
-/// write, so it is [`AirflowError::MayHaveRun`], never a failure.
-pub(super) fn decode_written<T: DeserializeOwned>(
-    method: &Method,
-    url: &Url,
-    text: &str,
-) -> Result<T, AirflowError> {
-    serde_json::from_str(text).map_err(|e| AirflowError::MayHaveRun {
-        method: method.to_string(),
-        url: url.to_string(),
-        message: format!("it was accepted, but the answer cannot be read ({e})"),
-    })
-}
-
-pub(super) fn snippet(text: &str) -> String {
-    text.chars().take(120).collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn segments_are_percent_encoded() {
-        assert_eq!(
-            encode_segment("manual__2026-11-29T17:22:00.304948+00:00"),
-            "manual__2026-11-29T17%3A22%3A00.304948%2B00%3A00"
-        );
-        assert_eq!(encode_segment("a/b c"), "a%2Fb%20c");
-        assert_eq!(encode_segment("compact_documents"), "compact_documents");
-    }
 
     #[test]
     fn a_token_that_cannot_be_sent_is_an_error_naming_its_setting() {
@@ -493,19 +373,5 @@ mod tests {
         );
         s.token = Some(secrecy::SecretString::from("abc.def".to_string()));
         assert!(check_sendable(&s).is_ok());
-    }
-
-    #[test]
-    fn base_url_keeps_its_path() {
-        let base = with_slash(&Url::parse("https://example.com/airflow").unwrap());
-        assert_eq!(
-            join(&base, "api/v2/dags/x%3Ay").unwrap().as_str(),
-            "https://example.com/airflow/api/v2/dags/x%3Ay"
-        );
-        let base = with_slash(&Url::parse("http://127.0.0.1:8080").unwrap());
-        assert_eq!(
-            join(&base, "auth/token").unwrap().as_str(),
-            "http://127.0.0.1:8080/auth/token"
-        );
     }
 }

@@ -3,8 +3,8 @@
 use secrecy::ExposeSecret;
 use url::Url;
 
-use super::client::{JSON, RetryPolicy, join, snippet};
-use super::error::{AirflowError, body_message};
+use super::error::{AirflowError, body_message, snippet};
+use super::http::{JSON, RetryPolicy, join};
 use super::model::{ApiVersion, ServerVersion, major_of};
 use crate::config::{AirflowApi, AirflowSettings};
 use crate::net::{self, BodyLimit, Idempotency, Reply};

@@ -5,7 +5,6 @@ use serde_json::Value;
 use thiserror::Error;
 use url::Url;
 
-use super::client::snippet;
 use crate::fmt::fmt_size;
 use crate::net::{NetFailure, detail, text_reason};
 use reqwest::Method;
@@ -133,6 +132,11 @@ impl AirflowError {
 /// The server's reason from an error body: v2 `{"detail": "…"}` (or a validation list, or
 /// an object with `message`), v1 problem+json (`detail`, else `title`), Airflow 3's answer
 /// on `/api/v1` (`error`), an HTML page's title, else the text.
+/// The start of an answer's body, for a message about it.
+pub(super) fn snippet(text: &str) -> String {
+    text.chars().take(120).collect()
+}
+
 pub(crate) fn body_message(text: &str) -> String {
     let t = text.trim();
     if let Ok(v) = serde_json::from_str::<Value>(t) {

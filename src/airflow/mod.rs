@@ -13,15 +13,17 @@ mod detect;
 pub mod endpoints;
 pub mod error;
 pub mod facts;
+mod http;
 pub mod log;
 mod log_tail;
 pub mod model;
 pub mod scan;
 pub mod wire;
 
-pub use client::{AirflowClient, ClientOptions, RetryPolicy, encode_segment};
+pub use client::{AirflowClient, ClientOptions};
 pub use error::AirflowError;
 pub use facts::{TaskFailure, dag_facts, failing_task, import_error_for, schedule_interval};
+pub use http::{RetryPolicy, encode_segment};
 pub use log::{LogLine, TaskLog};
 pub use model::{
     AirflowHealth, ApiVersion, ClearOutcome, ClearScope, ClearedTask, ComponentHealth, Connection,

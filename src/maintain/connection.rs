@@ -94,7 +94,7 @@ pub fn request_line(api: ApiVersion, id: &str) -> String {
         .collect();
     format!(
         "PATCH /api/{v}/connections/{}?{}",
-        crate::airflow::client::encode_segment(id),
+        crate::airflow::encode_segment(id),
         mask.join("&")
     )
 }

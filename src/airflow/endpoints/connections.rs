@@ -3,7 +3,7 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::airflow::client::{JSON, Payload, decode, decode_written};
+use crate::airflow::http::{JSON, Payload, decode, decode_written};
 use crate::airflow::model::{Connection, ConnectionTest};
 use crate::airflow::wire::WireConnection;
 use crate::airflow::{AirflowClient, AirflowError};

@@ -3,7 +3,7 @@
 use reqwest::Method;
 use serde_json::json;
 
-use crate::airflow::client::{JSON, Payload, decode_written};
+use crate::airflow::http::{JSON, Payload, decode_written};
 use crate::airflow::model::{ApiVersion, Dag, DagImportError};
 use crate::airflow::wire::{WireDag, WireImportError};
 use crate::airflow::{AirflowClient, AirflowError};

@@ -4,7 +4,7 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::airflow::client::{JSON, Payload, decode, decode_written};
+use crate::airflow::http::{JSON, Payload, decode, decode_written};
 use crate::airflow::model::{ApiVersion, ClearOutcome, ClearScope, ClearedTask, DagRun};
 use crate::airflow::wire::{WireRun, WireTaskRef};
 use crate::airflow::{AirflowClient, AirflowError};

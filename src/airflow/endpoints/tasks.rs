@@ -5,10 +5,10 @@ use std::time::Duration;
 use reqwest::Method;
 use serde_json::Value;
 
-use crate::airflow::client::{JSON, Payload, decode};
 use crate::airflow::facts::{
     TaskFailure, dag_facts, failing_task, import_error_for, latest_failed,
 };
+use crate::airflow::http::{JSON, Payload, decode};
 use crate::airflow::log::{TaskLog, parse_v1, parse_v2};
 use crate::airflow::log_tail;
 use crate::airflow::model::{ApiVersion, Dag, TaskInstance};
