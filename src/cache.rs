@@ -17,7 +17,7 @@ use crate::lakehouse::model::{TableRef, TableStats};
 use crate::lakehouse::probe::Probe;
 
 /// The cache file's name in floe's cache directory.
-pub const FILE_NAME: &str = "stats.json";
+pub use crate::config::STATS_CACHE_FILE as FILE_NAME;
 /// The format's version: a file of another version is ignored. 2: `critical_partitions`
 /// counts partitions whose small files a reader pays for, no longer an average under 1/8.
 pub const VERSION: u32 = 2;

@@ -210,47 +210,8 @@ pub struct MaintainArgs {
     pub timeout: Option<Dur>,
 }
 
-#[derive(Subcommand, Debug)]
-pub enum MaintainCmd {
-    /// ALTER TABLE … EXECUTE optimize, one statement per partition given.
-    Optimize {
-        /// [catalog.]schema.table
-        table: String,
-        /// Partition to compact, as COLUMN=VALUE (repeat; identity partition columns and
-        /// transform fields such as filed_at_day=2026-03-02), fields joined by `/`. A NULL
-        /// value is spelled `COLUMN IS NULL`; `COLUMN=null` is the string 'null'.
-        #[arg(long = "partition", value_name = "COL=VALUE")]
-        partitions: Vec<String>,
-        /// Rewrite files below this size (default: floe's small-file threshold for the table).
-        #[arg(long, value_name = "SIZE")]
-        threshold: Option<String>,
-        /// Run it (without --yes the plan is printed and nothing is touched).
-        #[arg(long)]
-        yes: bool,
-    },
-    /// ALTER TABLE … EXECUTE expire_snapshots(retention_threshold => …).
-    ExpireSnapshots {
-        table: String,
-        #[arg(long, value_name = "DURATION", default_value = "7d")]
-        retention: String,
-        #[arg(long)]
-        yes: bool,
-    },
-    /// ALTER TABLE … EXECUTE remove_orphan_files(retention_threshold => …).
-    RemoveOrphanFiles {
-        table: String,
-        #[arg(long, value_name = "DURATION", default_value = "7d")]
-        retention: String,
-        #[arg(long)]
-        yes: bool,
-    },
-    /// ALTER TABLE … EXECUTE optimize_manifests.
-    OptimizeManifests {
-        table: String,
-        #[arg(long)]
-        yes: bool,
-    },
-}
+/// `floe maintain`'s procedures: defined beside their handler (`maintain::cli`).
+pub use crate::maintain::cli::MaintainCmd;
 
 impl Global {
     pub fn overrides(&self) -> Overrides {

@@ -9,8 +9,8 @@ use reqwest::{RequestBuilder, StatusCode};
 use tokio::time::Instant;
 use url::Url;
 
-use crate::config::TlsSettings;
 use crate::fmt::fmt_size;
+use crate::tls::TlsSettings;
 
 /// Build a reqwest client with the TLS settings (custom CA, or verification off when asked).
 pub fn http_client(

@@ -5,7 +5,7 @@
 //! is still checked for its validity period and for the name in the URL. And a certificate
 //! failure is said in words an operator can act on.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rustls::client::WebPkiServerVerifier;
@@ -13,6 +13,14 @@ use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, Server
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{CertificateError, DigitallySignedStruct, SignatureScheme};
+
+/// How a client checks a server's certificate: a CA file's roots (and pins), or none at
+/// all (`insecure_skip_verify`). Read from a profile's `[trino.tls]` / `[airflow.tls]`.
+#[derive(Clone, Debug)]
+pub struct TlsSettings {
+    pub ca_file: Option<PathBuf>,
+    pub insecure_skip_verify: bool,
+}
 
 /// The rustls configuration of a client trusting `ca_file` (see the module).
 pub fn client_config(ca_file: &Path) -> Result<rustls::ClientConfig, String> {

@@ -3,7 +3,7 @@
 //! and a typed literal is one token or a type keyword and one quoted string, nothing more.
 #![no_main]
 
-use floe::lakehouse::sql::{quote_ident, quote_string, split_table_name, typed_literal};
+use floe::sql::{quote_ident, quote_string, split_table_name, typed_literal};
 use libfuzzer_sys::fuzz_target;
 
 /// A token quoted with `q` at the start of `s` (`q` inside doubled): its content and the

@@ -13,7 +13,7 @@ use crate::health::{Severity, partition_severity};
 use crate::lakehouse::maintenance::partition_path;
 use crate::lakehouse::model::{PartitionKey, PartitionStats, TableRef};
 use crate::lakehouse::queries::PartitionList;
-use crate::lakehouse::sql::quote_string;
+use crate::sql::quote_string;
 use crate::trino::TrinoError;
 
 #[derive(Clone, Debug, PartialEq)]

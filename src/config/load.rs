@@ -21,7 +21,7 @@ pub const DEFAULT_FULL_REFRESH: Duration = Duration::from_secs(3600);
 /// The shortest `full_refresh_every` (other than `0s`, never).
 const MIN_FULL_REFRESH: Duration = Duration::from_secs(60);
 use crate::health::HealthConfig;
-use crate::lakehouse::sql::split_table_name;
+use crate::sql::split_table_name;
 use crate::units::Bytes;
 
 type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
@@ -216,7 +216,7 @@ fn load_file(
         max_concurrent_queries,
         probe_batch,
         full_refresh_every,
-        stats_cache: dirs.cache.join(crate::cache::FILE_NAME),
+        stats_cache: dirs.cache.join(super::settings::STATS_CACHE_FILE),
         query_timeout,
         health,
         maintenance,
@@ -374,7 +374,7 @@ impl Layers<'_> {
         let batch = self
             .file
             .probe_batch
-            .unwrap_or(crate::lakehouse::probe::DEFAULT_PROBE_BATCH);
+            .unwrap_or(super::settings::DEFAULT_PROBE_BATCH);
         if !(1..=500).contains(&batch) {
             return Err(err(format!(
                 "probe_batch = {batch} in {}: expected 1 to 500",

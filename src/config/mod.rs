@@ -27,8 +27,9 @@ pub use load::{
 pub use schema::json_schema;
 pub use settings::{
     AirflowSettings, Auth, DEFAULT_MAX_LOG_SIZE, DEFAULT_MAX_RESPONSE_SIZE,
-    DEFAULT_OAUTH2_LOGIN_TIMEOUT, DEFAULT_OAUTH2_TOKEN_LIFETIME, Dirs, MAX_REFRESH, MIN_REFRESH,
-    MaintenanceMapping, OAuth2Settings, Overrides, Settings, TlsSettings, TrinoSettings,
+    DEFAULT_OAUTH2_LOGIN_TIMEOUT, DEFAULT_OAUTH2_TOKEN_LIFETIME, DEFAULT_PROBE_BATCH, Dirs,
+    MAX_REFRESH, MIN_REFRESH, MaintenanceMapping, OAuth2Settings, Overrides, STATS_CACHE_FILE,
+    Settings, TlsSettings, TrinoSettings,
 };
 
 /// A configuration problem, always naming what and where.

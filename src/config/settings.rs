@@ -55,11 +55,15 @@ impl fmt::Debug for Auth {
     }
 }
 
-#[derive(Clone, Debug)]
-pub struct TlsSettings {
-    pub ca_file: Option<PathBuf>,
-    pub insecure_skip_verify: bool,
-}
+/// Tables probed per statement by default (`[refresh] probe_batch`): on Trino 476 a probe of 10
+/// plans in 0.08-0.25 s, one of 50 in 1.9-3.1 s (a wide `UNION ALL` plans superlinearly).
+pub const DEFAULT_PROBE_BATCH: usize = 10;
+
+/// The stats cache's file name, in the cache directory.
+pub const STATS_CACHE_FILE: &str = "stats.json";
+
+/// A server's TLS settings (`tls.rs` holds them: the client layer below uses them).
+pub use crate::tls::TlsSettings;
 
 #[derive(Clone, Debug)]
 pub struct TrinoSettings {

@@ -1,5 +1,5 @@
 use super::*;
-use crate::lakehouse::sql::split_table_name;
+use crate::sql::split_table_name;
 use secrecy::ExposeSecret;
 use std::collections::HashMap;
 use std::path::PathBuf;

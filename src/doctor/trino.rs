@@ -178,7 +178,7 @@ impl Doctor<'_> {
         let catalog = &s.trino.catalog;
         let probe = format!(
             "SELECT count(*) AS n FROM {}.information_schema.schemata",
-            crate::lakehouse::sql::quote_ident(catalog)
+            crate::sql::quote_ident(catalog)
         );
         match client.query(&probe).await {
             Ok(out) => {
@@ -234,7 +234,7 @@ impl Doctor<'_> {
         let version = lake.server_version();
         let listing = format!(
             "SELECT count(*) AS n FROM {}.system.iceberg_tables",
-            crate::lakehouse::sql::quote_ident(catalog)
+            crate::sql::quote_ident(catalog)
         );
         let fallback =
             "floe lists tables through information_schema.tables instead (slower on big catalogs)";

@@ -49,7 +49,7 @@ pub fn map_dags(
 ) -> BTreeMap<TableRef, Mapped> {
     let mut out = BTreeMap::new();
     for m in configured {
-        let parts = crate::lakehouse::sql::split_table_name(&m.table);
+        let parts = crate::sql::split_table_name(&m.table);
         if let [c, s, t] = parts.as_slice()
             && let Some(table) = tables.iter().find(|x| {
                 x.catalog.eq_ignore_ascii_case(c)

@@ -14,8 +14,8 @@ use serde::Serialize;
 
 use super::model::TableRef;
 use super::queries::Lakehouse;
-use super::sql::quote_string;
 use crate::fmt::{human_duration, thousands};
+use crate::sql::quote_string;
 use crate::trino::{QueryInfo, Row, TrinoError};
 
 /// Candidates read from `system.runtime.queries`, newest first.

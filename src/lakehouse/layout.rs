@@ -22,8 +22,8 @@ impl fmt::Display for Token {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Token::Word(w) => f.write_str(w),
-            Token::Ident(s) => f.write_str(&super::sql::quote_ident(s)),
-            Token::Str(s) => f.write_str(&super::sql::quote_string(s)),
+            Token::Ident(s) => f.write_str(&crate::sql::quote_ident(s)),
+            Token::Str(s) => f.write_str(&crate::sql::quote_string(s)),
             Token::Punct(c) => write!(f, "{c}"),
         }
     }

@@ -9,7 +9,6 @@ pub mod maintenance;
 pub mod model;
 pub mod probe;
 pub mod queries;
-pub mod sql;
 pub mod statements;
 pub mod summary;
 pub mod writes;

@@ -5,7 +5,7 @@ use std::fmt;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::sql::quote_ident;
+use crate::sql::quote_ident;
 
 /// `catalog.schema.table`, each part as Trino knows it (case preserved as reported).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -55,7 +55,7 @@ impl TableRef {
         default_catalog: &str,
         default_schema: Option<&str>,
     ) -> Result<TableRef, String> {
-        let parts = crate::lakehouse::sql::split_table_name(text);
+        let parts = crate::sql::split_table_name(text);
         if parts.iter().any(|p| p.is_empty()) {
             return Err(format!("invalid table name {text:?}"));
         }

@@ -34,9 +34,8 @@ pub struct Probe {
     pub metadata_files: Option<u64>,
 }
 
-/// Tables probed per statement by default (`probe_batch`): on Trino 476 a probe of 10
-/// plans in 0.08-0.25 s, one of 50 in 1.9-3.1 s (a wide `UNION ALL` plans superlinearly).
-pub const DEFAULT_PROBE_BATCH: usize = 10;
+/// Tables probed per statement by default: the config's default (`probe_batch`).
+pub use crate::config::DEFAULT_PROBE_BATCH;
 
 /// One statement probing `tables`: one branch per table, each reading its
 /// `$metadata_log_entries` (with `metadata_log`, Trino 444+) or else its `$snapshots`

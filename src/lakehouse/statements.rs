@@ -8,8 +8,8 @@ use chrono::{DateTime, Utc};
 use super::maintenance::{PartitionField, TableLayout, files_partition_predicate};
 use super::model::{SnapshotInfo, TableRef, TableStats, TrendTail};
 use super::queries::Layout;
-use super::sql::{quote_ident, quote_string};
 use crate::health::HealthConfig;
+use crate::sql::{quote_ident, quote_string};
 use crate::trino::{Row, Value};
 
 /// Which optional metadata tables the server has (each appeared in a known release).

@@ -12,7 +12,6 @@ use std::time::{Duration, Instant};
 use super::plan::{self, MaintenanceKind, Over};
 use super::run::{StepEvent, Stop, run_plan_until};
 use super::{context, eta};
-use crate::cli::MaintainCmd;
 use crate::config::Settings;
 use crate::fmt::{human_bytes, thousands};
 use crate::lakehouse::maintenance::Plan;
@@ -20,6 +19,50 @@ use crate::lakehouse::model::TableRef;
 use crate::lakehouse::queries::Lakehouse;
 use crate::trino::Client;
 use crate::units::{Bytes, Dur};
+
+/// The procedures `floe maintain` runs, as its command line spells them (clap's
+/// subcommands of `floe maintain`, see `crate::cli`).
+#[derive(clap::Subcommand, Debug)]
+pub enum MaintainCmd {
+    /// ALTER TABLE … EXECUTE optimize, one statement per partition given.
+    Optimize {
+        /// [catalog.]schema.table
+        table: String,
+        /// Partition to compact, as COLUMN=VALUE (repeat; identity partition columns and
+        /// transform fields such as filed_at_day=2026-03-02), fields joined by `/`. A NULL
+        /// value is spelled `COLUMN IS NULL`; `COLUMN=null` is the string 'null'.
+        #[arg(long = "partition", value_name = "COL=VALUE")]
+        partitions: Vec<String>,
+        /// Rewrite files below this size (default: floe's small-file threshold for the table).
+        #[arg(long, value_name = "SIZE")]
+        threshold: Option<String>,
+        /// Run it (without --yes the plan is printed and nothing is touched).
+        #[arg(long)]
+        yes: bool,
+    },
+    /// ALTER TABLE … EXECUTE expire_snapshots(retention_threshold => …).
+    ExpireSnapshots {
+        table: String,
+        #[arg(long, value_name = "DURATION", default_value = "7d")]
+        retention: String,
+        #[arg(long)]
+        yes: bool,
+    },
+    /// ALTER TABLE … EXECUTE remove_orphan_files(retention_threshold => …).
+    RemoveOrphanFiles {
+        table: String,
+        #[arg(long, value_name = "DURATION", default_value = "7d")]
+        retention: String,
+        #[arg(long)]
+        yes: bool,
+    },
+    /// ALTER TABLE … EXECUTE optimize_manifests.
+    OptimizeManifests {
+        table: String,
+        #[arg(long)]
+        yes: bool,
+    },
+}
 
 /// The plan of a `floe maintain` command, from the one drafter (`plan::draft`).
 async fn build_plan(lake: &Lakehouse, s: &Settings, cmd: &MaintainCmd) -> Result<Plan, String> {

@@ -6,7 +6,7 @@
 use crate::common;
 
 use common::lab;
-use floe::lakehouse::sql::{quote_ident, quote_string};
+use floe::sql::{quote_ident, quote_string};
 use floe::trino::{Client, Value};
 
 fn strings() -> Vec<String> {

@@ -8,8 +8,8 @@ use std::fmt;
 use serde::Serialize;
 
 use super::model::{PartitionStats, TableRef};
-use super::sql::quote_string;
 use crate::fmt::human_bytes;
+use crate::sql::quote_string;
 use crate::units::Bytes;
 
 mod partitioning;

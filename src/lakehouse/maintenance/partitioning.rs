@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use crate::lakehouse::layout::PropValue;
 use crate::lakehouse::model::TableRef;
-use crate::lakehouse::sql::quote_string;
+use crate::sql::quote_string;
 use crate::trino::Value;
 
 /// How a partition field derives from its source column.

@@ -6,7 +6,7 @@ use chrono::{Datelike, NaiveDate, NaiveDateTime};
 
 use super::{TableLayout, Transform};
 use crate::lakehouse::model::PartitionStats;
-use crate::lakehouse::sql::{quote_ident, quote_string, typed_literal};
+use crate::sql::{quote_ident, quote_string, typed_literal};
 
 pub fn partition_predicate(layout: &TableLayout, p: &PartitionStats) -> Result<String, String> {
     if p.values.is_empty() {
