@@ -2,11 +2,11 @@
 //! metadata table alone, and the reads a cheaper refresh could use; and the sets of tables
 //! they are measured on.
 
-use floe::health::HealthConfig;
 use floe::lakehouse::history::candidates_sql;
 use floe::lakehouse::model::TableRef;
 use floe::lakehouse::probe::{parse_rank, probe_sql, rank_sql};
 use floe::lakehouse::queries::Layout;
+use floe::lakehouse::scan::ScanParams;
 use floe::lakehouse::statements::{
     MetaTables, describe_sql, discover_sql, files_sql, partitions_sql, properties_sql,
     show_create_sql, snapshots_sql, stats_sql,
@@ -158,7 +158,7 @@ const METADATA_TABLES: [&str; 7] = [
 /// Every statement measured over `tables` (one table: also the shapes that are only ever
 /// sent for one).
 pub(crate) fn statements(tables: &[Table]) -> Vec<(String, String)> {
-    let h = HealthConfig::default();
+    let h = ScanParams::default();
     let refs: Vec<TableRef> = tables.iter().map(|t| t.table.clone()).collect();
     let files_only = MetaTables {
         entries: false,
@@ -330,7 +330,7 @@ fn strip_lambdas(sql: &str) -> String {
 
 /// The file read as a join of `$entries` and `$snapshots` with the target as a literal
 /// (the survey read `$properties`): two metadata tables, no `WITH`.
-fn joined_file_read(t: &Table, h: &HealthConfig) -> String {
+fn joined_file_read(t: &Table, h: &ScanParams) -> String {
     let target = h.target_file_size;
     let small = h.small_threshold(target);
     let large = (target as f64 * h.large_file_ratio) as u64;
@@ -394,7 +394,7 @@ fn first_pass(i: usize, t: &Table) -> String {
 /// totals and the partition counts the verdict uses, the oldest small file's data
 /// sequence number (its time is in `$metadata_log_entries`, which the change probe reads):
 /// two aggregations, no window, one metadata table.
-fn lean_file_read(t: &Table, h: &HealthConfig) -> String {
+fn lean_file_read(t: &Table, h: &ScanParams) -> String {
     let target = h.target_file_size;
     let small = h.small_threshold(target);
     let part = match t.layout() {
@@ -421,7 +421,7 @@ fn lean_file_read(t: &Table, h: &HealthConfig) -> String {
 
 /// The per-partition counts alone from `$files` (no file age): the script's aggregate
 /// grouped by partition, then summed; what decides a partition CRITICAL.
-fn partition_file_read(t: &Table, h: &HealthConfig) -> String {
+fn partition_file_read(t: &Table, h: &ScanParams) -> String {
     let target = h.target_file_size;
     let small = h.small_threshold(target);
     let part = match t.layout() {

@@ -141,7 +141,7 @@ pub(crate) async fn strategies(
                         .map(|(i, t)| {
                             format!(
                                 "SELECT {i} AS i, h.* FROM ({}) h",
-                                stats_sql(t, &lake.health, layouts[t], lake.meta_tables())
+                                stats_sql(t, &lake.scan, layouts[t], lake.meta_tables())
                             )
                         })
                         .collect::<Vec<_>>()

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use floe::lakehouse::queries::Lakehouse;
+use floe::lakehouse::scan::ScanParams;
 use floe::trino::Client;
 use serde_json::{Value, json};
 
@@ -215,7 +216,7 @@ impl Lab {
             connect_timeout: Duration::from_secs(5),
             query_timeout: Some(Duration::from_secs(600)),
         };
-        Lakehouse::new(Client::new(cfg).unwrap(), catalog, Default::default())
+        Lakehouse::new(Client::new(cfg).unwrap(), catalog, ScanParams::default())
     }
 }
 

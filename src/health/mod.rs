@@ -113,10 +113,35 @@ impl Default for HealthConfig {
     }
 }
 
-/// Files a reader opens beyond what `bytes` need at `target` per file: the cost small
-/// files put on every scan (`files − ⌈bytes / target⌉`).
-pub fn excess_files(files: u64, bytes: u64, target: u64) -> u64 {
-    files.saturating_sub(bytes.div_ceil(target.max(1)))
+use crate::lakehouse::scan::ScanParams;
+pub use crate::lakehouse::scan::excess_files;
+
+impl HealthConfig {
+    /// What the lakehouse's reads need of these thresholds (see [`ScanParams`]).
+    pub fn scan(&self) -> ScanParams {
+        ScanParams {
+            target_file_size: self.target_file_size,
+            small_file_ratio: self.small_file_ratio,
+            large_file_ratio: self.large_file_ratio,
+            min_small_files: self.min_small_files,
+            critical_partition_small_files: self.critical_partition_small_files,
+            small_manifest_size: self.small_manifest_size,
+            trend_limit: self.trend_limit,
+        }
+    }
+}
+
+impl From<HealthConfig> for ScanParams {
+    fn from(h: HealthConfig) -> ScanParams {
+        h.scan()
+    }
+}
+
+impl Default for ScanParams {
+    /// The scan of the default thresholds.
+    fn default() -> ScanParams {
+        HealthConfig::default().scan()
+    }
 }
 
 /// Severity of one partition by the rules: a small-file partition holds at least

@@ -9,6 +9,7 @@ pub mod maintenance;
 pub mod model;
 pub mod probe;
 pub mod queries;
+pub mod scan;
 pub mod statements;
 pub mod summary;
 pub mod writes;

@@ -160,7 +160,7 @@ pub struct TableStats {
     /// `total-data-files` right after the last compaction, when the summary has it.
     pub files_after_compaction: Option<u64>,
     /// `(committed_at, total-data-files)` of the newest snapshots that record the total
-    /// (at most `HealthConfig::trend_limit`), oldest first.
+    /// (at most the scan's `trend_limit`), oldest first.
     pub trend: Vec<(DateTime<Utc>, u64)>,
     /// The snapshots older than `trend`, summarised; `None` when `trend` holds them all.
     pub trend_tail: Option<TrendTail>,

@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use super::maintenance::{PartitionField, TableLayout, files_partition_predicate};
 use super::model::{SnapshotInfo, TableRef, TableStats, TrendTail};
 use super::queries::Layout;
-use crate::health::HealthConfig;
+use super::scan::ScanParams;
 use crate::sql::{quote_ident, quote_string};
 use crate::trino::{Row, Value};
 
@@ -45,7 +45,7 @@ fn file_times_sql(t: &TableRef) -> String {
 
 /// `props`-free head of the per-table statements: the table's target file size, from one
 /// read of `$properties`.
-fn cfg_cte(t: &TableRef, h: &HealthConfig) -> String {
+fn cfg_cte(t: &TableRef, h: &ScanParams) -> String {
     format!(
         "cfg AS (\n  SELECT COALESCE(TRY_CAST(p.target_prop AS bigint), {default}) AS target,\n         TRY_CAST(p.target_prop AS bigint) IS NOT NULL AS target_from_property\n  FROM (SELECT max(CASE WHEN key = 'write.target-file-size-bytes' THEN value END) AS target_prop\n        FROM {props}) p\n)",
         props = t.meta("properties"),
@@ -80,7 +80,7 @@ fn spec_expr(layout: Layout, file: &str) -> String {
 /// neither files nor snapshots (its target still comes back).
 fn timed_ctes(
     t: &TableRef,
-    h: &HealthConfig,
+    h: &ScanParams,
     layout: Layout,
     meta: MetaTables,
     outer: bool,
@@ -166,7 +166,7 @@ const FILE_AGGREGATES: &str = "count_if(kind = 0 AND content = 0) AS files,\n   
 /// table appears once and every CTE is referenced once, so Trino (which inlines `WITH`)
 /// scans each once: files and snapshots travel as one stream, aggregated per partition
 /// once; the table's totals aggregate that aggregate.
-pub fn stats_sql(t: &TableRef, h: &HealthConfig, layout: Layout, meta: MetaTables) -> String {
+pub fn stats_sql(t: &TableRef, h: &ScanParams, layout: Layout, meta: MetaTables) -> String {
     let min = h.min_small_files;
     // A partition is critical when it holds `critical_partition_small_files` small files
     // more than its bytes need: files − ⌈bytes / target⌉ ≥ n, i.e. bytes ≤ (files − n) × target.
@@ -215,7 +215,7 @@ pub fn stats_sql(t: &TableRef, h: &HealthConfig, layout: Layout, meta: MetaTable
 /// file is dated by the snapshot that added it (`$snapshots`, joined on its id: no
 /// window); a file whose snapshot expired is undated, said by `oldest_small_lower`, and
 /// the survey's oldest snapshot bounds it.
-pub fn files_sql(t: &TableRef, h: &HealthConfig, layout: Layout, meta: MetaTables) -> String {
+pub fn files_sql(t: &TableRef, h: &ScanParams, layout: Layout, meta: MetaTables) -> String {
     let min = h.min_small_files;
     let crit = h.critical_partition_small_files.max(min);
     let null_ts = "CAST(NULL AS timestamp(3) with time zone)";
@@ -276,7 +276,7 @@ pub fn parse_files(
     r: &Row,
     layout: Layout,
     survey: &TableStats,
-    h: &HealthConfig,
+    h: &ScanParams,
 ) -> Result<TableStats, String> {
     let u = |name: &str| -> Result<u64, String> { Ok(r.req(name)?.as_u64().unwrap_or(0)) };
     let partitions = u("partitions")?;
@@ -331,7 +331,7 @@ pub fn parse_files(
 
 /// Per-partition counts of one table, with how long its small files have waited (with
 /// `$entries`). One read of each metadata table.
-pub fn partitions_sql(t: &TableRef, h: &HealthConfig, layout: Layout, meta: MetaTables) -> String {
+pub fn partitions_sql(t: &TableRef, h: &ScanParams, layout: Layout, meta: MetaTables) -> String {
     format!(
         "WITH\n{timed}\n\
          SELECT part, spec, max(target) AS target,\n         {FILE_AGGREGATES},\n         count_if(kind = 0 AND content <> 0) AS delete_files,\n         min(CASE WHEN kind = 0 AND content = 0 THEN size END) AS min_size,\n         max(CASE WHEN kind = 0 AND content = 0 THEN size END) AS max_size\n\
@@ -345,7 +345,7 @@ pub fn partitions_sql(t: &TableRef, h: &HealthConfig, layout: Layout, meta: Meta
 /// How long the small data files of `t` have waited, where `$entries` cannot say: the
 /// oldest modification time among its small data files (`oldest_small`, NULL with none),
 /// from `$files` and the data table's hidden columns ([`file_times_sql`]).
-pub fn small_file_ages_sql(t: &TableRef, h: &HealthConfig) -> String {
+pub fn small_file_ages_sql(t: &TableRef, h: &ScanParams) -> String {
     format!(
         "WITH\n{cfg}\n\
          SELECT to_unixtime(min(m.modified)) AS oldest_small\n\

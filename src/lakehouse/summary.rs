@@ -17,7 +17,7 @@ use chrono::{DateTime, Utc};
 
 use super::model::{TableRef, TableStats, TrendTail};
 use super::probe::by_index;
-use crate::health::{HealthConfig, excess_files};
+use super::scan::{ScanParams, excess_files};
 use crate::trino::{Row, Value};
 
 /// What the newest snapshot's summary and the snapshot list say of one table.
@@ -148,7 +148,7 @@ pub struct SurveyShape {
 /// no window and no `WITH` (Trino would inline a `WITH` into every reference): the trend
 /// and the writes since the newest compaction travel as arrays and are cut with lambdas.
 /// Rows carry the branch's index in `tables` as `i`.
-pub fn survey_sql(tables: &[TableRef], cfg: &HealthConfig, shape: SurveyShape) -> String {
+pub fn survey_sql(tables: &[TableRef], cfg: &ScanParams, shape: SurveyShape) -> String {
     let limit = cfg.trend_limit.max(1);
     let total = "TRY_CAST(element_at(summary, 'total-data-files') AS bigint)";
     let compaction = "operation = 'replace' AND TRY_CAST(element_at(summary, 'deleted-data-files') AS bigint) > 0";
@@ -268,19 +268,19 @@ pub fn parse_survey(rows: &[Row], batch: usize) -> Result<Vec<Survey>, String> {
 
 impl Survey {
     /// The table's target file size: its property, else the default.
-    pub fn target(&self, cfg: &HealthConfig) -> u64 {
+    pub fn target(&self, cfg: &ScanParams) -> u64 {
         self.target_property.unwrap_or(cfg.target_file_size)
     }
 
     /// Whether the table's per-file read can change its verdict (see [`file_read`]).
-    pub fn file_read(&self, cfg: &HealthConfig) -> FileRead {
+    pub fn file_read(&self, cfg: &ScanParams) -> FileRead {
         file_read(&self.totals, self.target(cfg), cfg)
     }
 
     /// The table's stats as far as its totals tell: files, bytes, records and delete
     /// counts from the newest snapshot's summary, the small files at their proved lower
     /// bound, marked unread ([`TableStats::files_unread`]) until the per-file read.
-    pub fn stats(&self, cfg: &HealthConfig) -> TableStats {
+    pub fn stats(&self, cfg: &ScanParams) -> TableStats {
         let t = &self.totals;
         let target = self.target(cfg);
         let bounds = small_file_bounds(t, target, cfg);
@@ -343,7 +343,7 @@ pub enum FileRead {
 /// The bounds of [`Totals`] at `target` (`None` without `total-data-files` and
 /// `total-files-size`). `total-files-size` counts delete files too: the data bytes are
 /// at most that, which keeps every bound a bound (a weaker one).
-pub fn small_file_bounds(t: &Totals, target: u64, cfg: &HealthConfig) -> Option<SmallFileBounds> {
+pub fn small_file_bounds(t: &Totals, target: u64, cfg: &ScanParams) -> Option<SmallFileBounds> {
     let files = t.data_files?;
     let bytes = t.files_size?;
     // A file is small below this line (health's rule); one that is not holds at least it.
@@ -358,7 +358,7 @@ pub fn small_file_bounds(t: &Totals, target: u64, cfg: &HealthConfig) -> Option<
 }
 
 /// Whether `t`'s per-file read can change its verdict (see [`FileRead`]).
-pub fn file_read(t: &Totals, target: u64, cfg: &HealthConfig) -> FileRead {
+pub fn file_read(t: &Totals, target: u64, cfg: &ScanParams) -> FileRead {
     match t.data_files {
         _ if t.snapshots == 0 => FileRead::NotNeeded,
         // Delete files: which kind each is (what a read pays differs four times) is in

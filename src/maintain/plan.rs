@@ -272,8 +272,8 @@ pub async fn small_file_threshold(lake: &Lakehouse, t: &TableRef) -> Result<u64,
         .iter()
         .find(|(k, _)| k == "write.target-file-size-bytes")
         .and_then(|(_, v)| v.trim().parse::<u64>().ok())
-        .unwrap_or(lake.health.target_file_size);
-    Ok(lake.health.small_threshold(target))
+        .unwrap_or(lake.scan.target_file_size);
+    Ok(lake.scan.small_threshold(target))
 }
 
 /// One `--partition` spec: `COLUMN=VALUE` (the value exactly, `region=null` is the

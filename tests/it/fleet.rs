@@ -328,7 +328,7 @@ async fn a_broken_table_does_not_blind_its_probe_batch() {
     let lake = Lakehouse::new(
         Client::new(lab().config(&lab().trino_url(), &user)).unwrap(),
         "iceberg",
-        Default::default(),
+        floe::lakehouse::scan::ScanParams::default(),
     );
     let missing = TableRef::new(
         "iceberg",

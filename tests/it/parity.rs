@@ -17,6 +17,7 @@ use floe::lakehouse::maintenance::{Procedure, optimize_plan, table_plan};
 use floe::lakehouse::model::{PartitionStats, TableRef};
 use floe::lakehouse::probe::{layout_sql, parse_layouts, probe_sql};
 use floe::lakehouse::queries::{Lakehouse, Layout};
+use floe::lakehouse::scan::ScanParams;
 use floe::lakehouse::statements::{
     MetaTables, describe_sql, discover_sql, partitions_sql, properties_sql, recount_sql,
     show_create_sql, small_file_ages_sql, snapshots_sql, stats_sql,
@@ -494,7 +495,7 @@ async fn per_table(
 #[tokio::test]
 async fn health() {
     per_table("health", &[MetaTables::ALL, FILES_ONLY], |t, l, m| {
-        stats_sql(t, &HealthConfig::default(), l, m)
+        stats_sql(t, &ScanParams::default(), l, m)
     })
     .await;
 }
@@ -504,7 +505,7 @@ async fn partitions() {
     per_table(
         "partitions",
         &[MetaTables::ALL, FILES_ONLY, FILES_DATED],
-        |t, l, m| partitions_sql(t, &HealthConfig::default(), l, m),
+        |t, l, m| partitions_sql(t, &ScanParams::default(), l, m),
     )
     .await;
 }
@@ -514,7 +515,7 @@ async fn partitions() {
 #[tokio::test]
 async fn small_file_ages() {
     let mut p = Parity::new("small_file_ages");
-    let h = HealthConfig::default();
+    let h = ScanParams::default();
     for t in all_tables() {
         let sql = small_file_ages_sql(&t, &h);
         let (a, _) = p.check(&t.to_string(), &sql, false).await;

@@ -105,7 +105,7 @@ async fn floes_reads_of_a_table_scan_each_metadata_table_once() {
 async fn every_statement_form_scans_each_metadata_table_once() {
     let u = user("scans_forms");
     let client = Client::new(lab().config(&lab().stand_in_url(), &u)).unwrap();
-    let h = HealthConfig::default();
+    let h = floe::lakehouse::scan::ScanParams::default();
     let metas = [
         MetaTables::ALL,
         MetaTables {

@@ -45,21 +45,26 @@ async fn same_verdicts_as_the_one_statement_read(url: &str, who: &str) {
     for (t, survey) in surveys {
         let survey = survey.unwrap_or_else(|e| panic!("survey of {t}: {e}"));
         let old = lake.table_stats_in_one(&t).await.unwrap();
-        // The metadata log the survey does not read: the probe's is the one-statement read's.
+        // The metadata log the survey does not read: the probe's is the one-statement
+        // read's. (The scratch schema holds other tests' clones, written while this one
+        // reads: their metadata may move between the probe and the read.)
         let probe = probes[&t]
             .as_ref()
             .unwrap_or_else(|e| panic!("probe of {t}: {e}"));
-        assert_eq!(
-            (probe.metadata_files, probe.snapshot_id),
-            (old.metadata_files, survey.totals.snapshot_id),
-            "{t}"
-        );
-        let mut adopted = survey.stats(&cfg);
-        floe::app::tables::adopt_probe(&mut adopted, probe);
-        assert_eq!(adopted.metadata_files, old.metadata_files, "{t}");
-        let new = match survey.file_read(&cfg) {
+        if t.schema != "scratch" {
+            assert_eq!(
+                (probe.metadata_files, probe.snapshot_id),
+                (old.metadata_files, survey.totals.snapshot_id),
+                "{t}"
+            );
+            let mut adopted = survey.stats(&cfg.scan());
+            floe::app::tables::adopt_probe(&mut adopted, probe);
+            assert_eq!(adopted.metadata_files, old.metadata_files, "{t}");
+            assert!(adopted.metadata_files.is_some(), "{t}");
+        }
+        let new = match survey.file_read(&cfg.scan()) {
             FileRead::NotNeeded => {
-                let s = survey.stats(&cfg);
+                let s = survey.stats(&cfg.scan());
                 assert!(s.files_unread, "{t}");
                 assert!(
                     old.data_files < cfg.min_small_files || old.snapshots == 0,

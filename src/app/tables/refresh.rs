@@ -278,8 +278,9 @@ pub(super) fn on_surveyed(
         match r {
             Ok(survey) => {
                 row.checked_at = Some(now);
-                let stats = survey.stats(&cfg);
-                let read = survey.file_read(&cfg);
+                let scan = cfg.scan();
+                let stats = survey.stats(&scan);
+                let read = survey.file_read(&scan);
                 row.health = Some(evaluate(&stats, row.dag.as_ref(), &cfg, now));
                 row.probe = None;
                 row.stats = Some(stats);

@@ -10,7 +10,7 @@ use super::model::{PartitionStats, SnapshotInfo, TableRef, TableStats};
 use super::probe::{
     PARTITION_SUMMARIES_SINCE, Probe, parse_probe, parse_rank, probe_sql, rank_sql, split,
 };
-use crate::health::HealthConfig;
+use crate::lakehouse::scan::ScanParams;
 use crate::trino::{Client, QueryOptions, Row, ServerInfo, TrinoError};
 
 use super::statements::parse_snapshot;
@@ -50,7 +50,9 @@ pub enum Layout {
 pub struct Lakehouse {
     pub client: Client,
     pub catalog: String,
-    pub health: HealthConfig,
+    /// The lines the reads count against (the health rules' thresholds, as a scan needs
+    /// them).
+    pub scan: ScanParams,
     /// `nodeVersion` as a number once known (0: unknown); decides which SQL the server
     /// understands. Shared by clones.
     server_version: Arc<AtomicU32>,
@@ -137,11 +139,15 @@ pub struct PartitionList {
 }
 
 impl Lakehouse {
-    pub fn new(client: Client, catalog: impl Into<String>, health: HealthConfig) -> Lakehouse {
+    pub fn new(
+        client: Client,
+        catalog: impl Into<String>,
+        scan: impl Into<ScanParams>,
+    ) -> Lakehouse {
         Lakehouse {
             client,
             catalog: catalog.into(),
-            health,
+            scan: scan.into(),
             server_version: Arc::new(AtomicU32::new(0)),
             layouts: Arc::new(Mutex::new(HashMap::new())),
             specs: Arc::new(Mutex::new(HashMap::new())),
@@ -274,8 +280,8 @@ impl Lakehouse {
                 message: format!("survey of {t} returned nothing"),
             })?;
         let survey = survey?;
-        match survey.file_read(&self.health) {
-            FileRead::NotNeeded => Ok(survey.stats(&self.health)),
+        match survey.file_read(&self.scan) {
+            FileRead::NotNeeded => Ok(survey.stats(&self.scan)),
             FileRead::Needed(_) => self.file_stats(t, &survey.stats).await,
         }
     }
@@ -303,7 +309,7 @@ impl Lakehouse {
             .batched(
                 tables,
                 "survey",
-                |b| survey_sql(b, &self.health, shape),
+                |b| survey_sql(b, &self.scan, shape),
                 parse_survey,
             )
             .await;
@@ -329,14 +335,14 @@ impl Lakehouse {
         survey: &TableStats,
     ) -> Result<TableStats, TrinoError> {
         let (rows, layout) = self
-            .with_layout(t, |l, m| files_sql(t, &self.health, l, m))
+            .with_layout(t, |l, m| files_sql(t, &self.scan, l, m))
             .await?;
         let row = rows.first().ok_or_else(|| TrinoError::Malformed {
             url: self.client.url().to_string(),
             message: format!("file read of {t} returned no row"),
         })?;
         let mut stats =
-            parse_files(row, layout, survey, &self.health).map_err(|m| TrinoError::Malformed {
+            parse_files(row, layout, survey, &self.scan).map_err(|m| TrinoError::Malformed {
                 url: self.client.url().to_string(),
                 message: format!("file read of {t}: {m}"),
             })?;
@@ -348,7 +354,7 @@ impl Lakehouse {
     /// the survey (every metadata table of the table in one plan): kept for comparison.
     pub async fn table_stats_in_one(&self, t: &TableRef) -> Result<TableStats, TrinoError> {
         let (rows, layout) = self
-            .with_layout(t, |l, m| stats_sql(t, &self.health, l, m))
+            .with_layout(t, |l, m| stats_sql(t, &self.scan, l, m))
             .await?;
         let row = rows.first().ok_or_else(|| TrinoError::Malformed {
             url: self.client.url().to_string(),
@@ -371,12 +377,12 @@ impl Lakehouse {
     /// 0.2-1.1 s planning, against 0.24-0.35 s CPU for the table statement itself.
     async fn date_small_files(&self, t: &TableRef, stats: &mut TableStats) {
         if !self.dated(self.meta_tables_for(t)).file_times
-            || stats.small_files < self.health.min_small_files
+            || stats.small_files < self.scan.min_small_files
             || stats.last_compaction.is_none()
         {
             return;
         }
-        let sql = small_file_ages_sql(t, &self.health);
+        let sql = small_file_ages_sql(t, &self.scan);
         match self.client.execute(&sql, QueryOptions::default()).await {
             Ok(out) => {
                 stats.oldest_small_file_at = out

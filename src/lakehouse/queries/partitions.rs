@@ -17,7 +17,7 @@ impl Lakehouse {
     /// looks: see [`Lakehouse::dated`]).
     pub async fn partitions(&self, t: &TableRef) -> Result<PartitionList, TrinoError> {
         let (rows, layout) = self
-            .with_layout(t, |l, m| partitions_sql(t, &self.health, l, self.dated(m)))
+            .with_layout(t, |l, m| partitions_sql(t, &self.scan, l, self.dated(m)))
             .await?;
         let spec = if layout == Layout::PartitionColumn && !rows.is_empty() {
             Some(
@@ -29,7 +29,7 @@ impl Lakehouse {
         };
         let mut list = PartitionList::default();
         for r in &rows {
-            list.target_file_size = r.u64("target").unwrap_or(self.health.target_file_size);
+            list.target_file_size = r.u64("target").unwrap_or(self.scan.target_file_size);
             let values = match (layout, r.get("part")) {
                 (Layout::PartitionColumn, Some(Value::Row(fields))) => fields
                     .iter()
@@ -77,7 +77,7 @@ impl Lakehouse {
             }
         }
         if list.target_file_size == 0 {
-            list.target_file_size = self.health.target_file_size;
+            list.target_file_size = self.scan.target_file_size;
         }
         Ok(list)
     }

@@ -1,4 +1,5 @@
 use super::*;
+use crate::lakehouse::scan::ScanParams;
 
 #[test]
 fn globs() {
@@ -109,7 +110,7 @@ fn stats_sql_reads_every_table_once_and_quotes_names() {
     };
     let sql = stats_sql(
         &t,
-        &HealthConfig::default(),
+        &ScanParams::default(),
         Layout::PartitionColumn,
         files_only,
     );
@@ -127,7 +128,7 @@ fn stats_sql_reads_every_table_once_and_quotes_names() {
     );
     let unpart = stats_sql(
         &t,
-        &HealthConfig::default(),
+        &ScanParams::default(),
         Layout::Unpartitioned,
         files_only,
     );
@@ -139,7 +140,7 @@ fn stats_sql_reads_every_table_once_and_quotes_names() {
 #[test]
 fn per_table_statements_name_each_metadata_table_and_cte_once() {
     let t = TableRef::new("iceberg", "zoning", "documents");
-    let h = HealthConfig::default();
+    let h = ScanParams::default();
     let metas = [
         MetaTables::ALL,
         MetaTables {
@@ -209,7 +210,7 @@ fn per_table_statements_name_each_metadata_table_and_cte_once() {
 #[test]
 fn files_are_dated_by_their_modification_time_only_without_entries() {
     let t = TableRef::new("iceberg", "zoning", "documents");
-    let h = HealthConfig::default();
+    let h = ScanParams::default();
     let hidden = r#"SELECT "$path" AS path, min("$file_modified_time") AS modified FROM "iceberg"."zoning"."documents" GROUP BY 1"#;
     let dated = MetaTables {
         entries: false,

@@ -3,6 +3,7 @@ use std::sync::Arc;
 use super::*;
 use crate::health::{HealthConfig, Severity, evaluate};
 use crate::lakehouse::model::TableStats;
+use crate::lakehouse::scan::ScanParams;
 use crate::trino::{Column, TrinoType};
 
 const MB: u64 = 1 << 20;
@@ -96,7 +97,7 @@ fn a_few_huge_files_beside_many_small_ones_do_not_look_healthy_on_the_average() 
     let t = totals(sizes.len() as u64, sizes.iter().sum());
     assert!(t.files_size.unwrap() / t.data_files.unwrap() > TARGET);
     // The totals cannot rule the small files out: the per-file read is needed.
-    let read = file_read(&t, TARGET, &cfg);
+    let read = file_read(&t, TARGET, &cfg.scan());
     let FileRead::Needed(Some(b)) = read else {
         panic!("{read:?}")
     };
@@ -120,13 +121,13 @@ fn fewer_files_than_matter_need_no_file_read() {
     // 11 tiny files: fewer than `min_small_files` (12), whatever their sizes.
     let tiny = vec![1024; 11];
     let t = totals(11, tiny.iter().sum());
-    assert_eq!(file_read(&t, TARGET, &cfg), FileRead::NotNeeded);
+    assert_eq!(file_read(&t, TARGET, &cfg.scan()), FileRead::NotNeeded);
     let h = evaluate(&stats_of(&tiny, &cfg), None, &cfg, chrono::Utc::now());
     assert_eq!(h.status, Severity::Ok, "{h:?}");
     // 12 are enough to matter: the read is needed, and the totals prove all 12 small.
     let t = totals(12, 12 * 1024);
     assert_eq!(
-        file_read(&t, TARGET, &cfg),
+        file_read(&t, TARGET, &cfg.scan()),
         FileRead::Needed(Some(SmallFileBounds {
             at_least: 12,
             at_most: 12,
@@ -134,9 +135,12 @@ fn fewer_files_than_matter_need_no_file_read() {
         }))
     );
     // An empty table has nothing to read either.
-    assert_eq!(file_read(&totals(0, 0), TARGET, &cfg), FileRead::NotNeeded);
     assert_eq!(
-        file_read(&Totals::default(), TARGET, &cfg),
+        file_read(&totals(0, 0), TARGET, &cfg.scan()),
+        FileRead::NotNeeded
+    );
+    assert_eq!(
+        file_read(&Totals::default(), TARGET, &cfg.scan()),
         FileRead::NotNeeded
     );
 }
@@ -145,14 +149,14 @@ fn fewer_files_than_matter_need_no_file_read() {
 fn many_small_files_are_proved_from_the_totals_and_rank_first() {
     let cfg = HealthConfig::default();
     // 2,000 files of 1 MB: at most 20 of them can be 96 MB or more.
-    let many = small_file_bounds(&totals(2000, 2000 * MB), TARGET, &cfg).unwrap();
+    let many = small_file_bounds(&totals(2000, 2000 * MB), TARGET, &cfg.scan()).unwrap();
     assert_eq!(many.at_least, 2000 - 20);
     // What a reader pays beyond 16 files of 128 MB (1,984), at most the small files
     // proved: past the CRITICAL line either way.
     assert_eq!(many.excess_at_least, 2000 - 20);
     assert!(many.excess_at_least >= cfg.critical_small_files);
     // Files at the target prove nothing small, and rank below.
-    let fine = small_file_bounds(&totals(2000, 2000 * TARGET), TARGET, &cfg).unwrap();
+    let fine = small_file_bounds(&totals(2000, 2000 * TARGET), TARGET, &cfg.scan()).unwrap();
     assert_eq!((fine.at_least, fine.excess_at_least), (0, 0));
     assert!(many.excess_at_least > fine.excess_at_least);
 }
@@ -164,13 +168,16 @@ fn delete_bytes_in_the_total_keep_the_bounds_bounds() {
     // data bytes are unknown, so fewer small files are proved, never more than there are.
     let mut t = totals(100, 100 * MB + 50 * 200 * MB);
     t.delete_files = Some(50);
-    let b = small_file_bounds(&t, TARGET, &cfg).unwrap();
+    let b = small_file_bounds(&t, TARGET, &cfg.scan()).unwrap();
     assert_eq!((b.at_least, b.at_most, b.excess_at_least), (0, 100, 0));
-    assert_eq!(file_read(&t, TARGET, &cfg), FileRead::Needed(Some(b)));
+    assert_eq!(
+        file_read(&t, TARGET, &cfg.scan()),
+        FileRead::Needed(Some(b))
+    );
     // 5 delete files of 10 MB hide only some of 100 small files: 95 are still proved.
     let mut t = totals(100, 100 * MB + 50 * MB);
     t.delete_files = Some(5);
-    let b = small_file_bounds(&t, TARGET, &cfg).unwrap();
+    let b = small_file_bounds(&t, TARGET, &cfg.scan()).unwrap();
     assert_eq!(b.at_least, 100 - 1);
 }
 
@@ -181,8 +188,8 @@ fn a_summary_without_totals_proves_nothing() {
         snapshots: 4,
         ..Default::default()
     };
-    assert_eq!(small_file_bounds(&t, TARGET, &cfg), None);
-    assert_eq!(file_read(&t, TARGET, &cfg), FileRead::Needed(None));
+    assert_eq!(small_file_bounds(&t, TARGET, &cfg.scan()), None);
+    assert_eq!(file_read(&t, TARGET, &cfg.scan()), FileRead::Needed(None));
 }
 
 #[test]
@@ -195,7 +202,7 @@ fn a_survey_reads_each_metadata_table_once_per_table_and_no_file() {
         metadata_log: true,
         summaries: "partition_summaries",
     };
-    let sql = survey_sql(&ts, &HealthConfig::default(), shape);
+    let sql = survey_sql(&ts, &ScanParams::default(), shape);
     assert_eq!(sql.matches("UNION ALL").count(), 1);
     for meta in [
         "$snapshots",
@@ -212,7 +219,7 @@ fn a_survey_reads_each_metadata_table_once_per_table_and_no_file() {
     // A server without the metadata log: the survey does without it.
     let old = survey_sql(
         &ts,
-        &HealthConfig::default(),
+        &ScanParams::default(),
         SurveyShape {
             metadata_log: false,
             summaries: "partitions",
@@ -225,19 +232,19 @@ fn a_survey_reads_each_metadata_table_once_per_table_and_no_file() {
 fn a_table_with_delete_files_or_a_file_far_over_the_target_is_read_however_few_its_files() {
     let cfg = HealthConfig::default();
     let few = totals(5, 5 * MB);
-    assert_eq!(file_read(&few, TARGET, &cfg), FileRead::NotNeeded);
+    assert_eq!(file_read(&few, TARGET, &cfg.scan()), FileRead::NotNeeded);
     let deletes = Totals {
         delete_files: Some(2),
         ..few
     };
     assert!(matches!(
-        file_read(&deletes, TARGET, &cfg),
+        file_read(&deletes, TARGET, &cfg.scan()),
         FileRead::Needed(_)
     ));
     // Five files averaging 2 × the target: one at least is far over it.
     let large = totals(5, 10 * TARGET);
     assert!(matches!(
-        file_read(&large, TARGET, &cfg),
+        file_read(&large, TARGET, &cfg.scan()),
         FileRead::Needed(_)
     ));
     let unknown = Totals {
@@ -245,7 +252,7 @@ fn a_table_with_delete_files_or_a_file_far_over_the_target_is_read_however_few_i
         ..few
     };
     assert!(matches!(
-        file_read(&unknown, TARGET, &cfg),
+        file_read(&unknown, TARGET, &cfg.scan()),
         FileRead::Needed(_)
     ));
 }
