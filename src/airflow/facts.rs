@@ -3,7 +3,8 @@
 
 use std::time::Duration;
 
-use crate::health::DagFacts;
+use chrono::{DateTime, Utc};
+use serde::Serialize;
 
 use super::model::{Dag, DagImportError, DagRun, DagRunState, TaskInstance, TaskState};
 
@@ -147,6 +148,43 @@ pub fn dag_facts(
         failing_task: failure.map(|f| f.task_id.clone()),
         error_line: failure.and_then(|f| f.error_line.clone()),
         expected_interval: dag.schedule_interval.unwrap_or(default_interval),
+    }
+}
+
+/// What floe knows of the Airflow DAG that maintains a table: what its runs, tasks and
+/// import errors say, no verdict (the health rules judge it: `health::dag_findings`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct DagFacts {
+    pub dag_id: String,
+    /// True when the mapping was guessed from the DAG's id or tags, not configured.
+    pub guessed: bool,
+    pub paused: bool,
+    pub import_error: Option<String>,
+    pub last_run_state: Option<DagRunState>,
+    /// The newest run still queued or running, when there is one: the run to watch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub active_run: Option<String>,
+    pub last_run_at: Option<DateTime<Utc>>,
+    pub last_success_at: Option<DateTime<Utc>>,
+    /// Failed runs in the window floe looked at, and the failing task of the latest one.
+    pub failed_runs: u32,
+    pub failing_task: Option<String>,
+    pub error_line: Option<String>,
+    /// How often the DAG should succeed (schedule or config).
+    pub expected_interval: Duration,
+}
+
+impl DagFacts {
+    /// The DAG's latest run failed.
+    pub fn last_run_failed(&self) -> bool {
+        self.last_run_state == Some(DagRunState::Failed)
+    }
+
+    /// The latest run's state as Airflow spells it, `none` without a run.
+    pub fn last_run_text(&self) -> &str {
+        self.last_run_state
+            .as_ref()
+            .map_or("none", DagRunState::as_str)
     }
 }
 

@@ -5,7 +5,8 @@
 //! connections, and performs the few writes floe offers (trigger, clear, pause). The models
 //! ([`model`]) are one shape for both APIs, decoded from the documents in [`wire`]; [`log`] turns task logs into lines with **the
 //! error line** an operator needs; [`facts`] reduces what was read to the
-//! [`DagFacts`](crate::health::DagFacts) the health rules evaluate.
+//! [`DagFacts`](facts::DagFacts) the health rules evaluate. Nothing here judges: `health`
+//! turns what was read into findings.
 
 mod auth;
 pub mod client;

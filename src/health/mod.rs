@@ -7,7 +7,6 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use crate::airflow::DagRunState;
 use crate::fmt::{human_duration, thousands};
 use crate::lakehouse::model::{PartitionStats, TableStats};
 
@@ -18,6 +17,9 @@ pub mod mapping;
 mod rule;
 pub mod triage;
 
+/// What was read of a table's maintenance DAG: the Airflow layer's reduction of its runs
+/// (`airflow::facts`), which the rules judge.
+pub use crate::airflow::facts::DagFacts;
 pub use dag::{dag_findings, evaluate_dag};
 use findings::{
     SmallFileCost, delete_finding, large_files_finding, metadata_findings, small_files_finding,
@@ -272,42 +274,6 @@ impl Health {
             score: 100u32.saturating_sub(penalty),
             findings,
         }
-    }
-}
-
-/// What floe knows of the Airflow DAG that maintains a table.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct DagFacts {
-    pub dag_id: String,
-    /// True when the mapping was guessed from the DAG's id or tags, not configured.
-    pub guessed: bool,
-    pub paused: bool,
-    pub import_error: Option<String>,
-    pub last_run_state: Option<DagRunState>,
-    /// The newest run still queued or running, when there is one: the run to watch.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub active_run: Option<String>,
-    pub last_run_at: Option<DateTime<Utc>>,
-    pub last_success_at: Option<DateTime<Utc>>,
-    /// Failed runs in the window floe looked at, and the failing task of the latest one.
-    pub failed_runs: u32,
-    pub failing_task: Option<String>,
-    pub error_line: Option<String>,
-    /// How often the DAG should succeed (schedule or config).
-    pub expected_interval: Duration,
-}
-
-impl DagFacts {
-    /// The DAG's latest run failed.
-    pub fn last_run_failed(&self) -> bool {
-        self.last_run_state == Some(DagRunState::Failed)
-    }
-
-    /// The latest run's state as Airflow spells it, `none` without a run.
-    pub fn last_run_text(&self) -> &str {
-        self.last_run_state
-            .as_ref()
-            .map_or("none", DagRunState::as_str)
     }
 }
 

@@ -146,7 +146,8 @@ async fn read_airflow(settings: &Settings, running: &Running) -> Option<AirflowR
     let started = |dag_id: &str| running.start(format!("Airflow: runs and logs of DAG {dag_id}"));
     let connections = async {
         let _testing = running.start(format!("Airflow: the connections of {}", a.url));
-        scan::connection_findings(&client, &settings.trino.url, a.test_connections).await
+        let conns = scan::trino_connections(&client, a.test_connections).await;
+        crate::health::airflow::connection_findings(&conns, &settings.trino.url)
     };
     let (mut facts, conn) = tokio::join!(
         scan::facts_observed(
@@ -159,7 +160,7 @@ async fn read_airflow(settings: &Settings, running: &Running) -> Option<AirflowR
         ),
         connections
     );
-    let mut findings = scan::server_findings(&list);
+    let mut findings = crate::health::airflow::server_findings(&list);
     findings.extend(conn);
     let dags = list
         .dags

@@ -6,7 +6,7 @@ use reqwest::Method;
 use serde_json::Value;
 
 use crate::airflow::facts::{
-    TaskFailure, dag_facts, failing_task, import_error_for, latest_failed,
+    DagFacts, TaskFailure, dag_facts, failing_task, import_error_for, latest_failed,
 };
 use crate::airflow::http::{JSON, Payload, decode};
 use crate::airflow::log::{TaskLog, parse_v1, parse_v2};
@@ -14,7 +14,6 @@ use crate::airflow::log_tail;
 use crate::airflow::model::{ApiVersion, Dag, TaskInstance};
 use crate::airflow::wire::WireTaskInstance;
 use crate::airflow::{AirflowClient, AirflowError};
-use crate::health::DagFacts;
 use crate::net::BodyLimit;
 
 impl AirflowClient {

@@ -109,7 +109,8 @@ impl Runtime {
                     .is_some_and(|a| a.test_connections);
                 let work = async move {
                     let c = af.get().await?;
-                    Ok(crate::airflow::scan::connection_findings(&c, &trino, test).await)
+                    let conns = crate::airflow::scan::trino_connections(&c, test).await;
+                    Ok(crate::health::airflow::connection_findings(&conns, &trino))
                 };
                 // Connection findings have no error to show: an Airflow not reached is
                 // the DAG list's to say.

@@ -611,7 +611,7 @@ fn a_connection_whose_test_passes_is_no_incident_and_offers_no_fix() {
     let passed = crate::airflow::ConnectionTest::Passed(String::new());
     for id in ["trino_default", "trino_parcels"] {
         lab.findings
-            .extend(crate::airflow::scan::connection_finding(
+            .extend(crate::health::airflow::connection_finding(
                 id,
                 "127.0.0.1:35019",
                 &trino,
