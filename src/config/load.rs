@@ -20,7 +20,7 @@ use super::{ConfigError, err, keys};
 pub const DEFAULT_FULL_REFRESH: Duration = Duration::from_secs(3600);
 /// The shortest `full_refresh_every` (other than `0s`, never).
 const MIN_FULL_REFRESH: Duration = Duration::from_secs(60);
-use crate::health::HealthConfig;
+use super::health::HealthConfig;
 use crate::sql::split_table_name;
 use crate::units::Bytes;
 

@@ -5,6 +5,7 @@
 //! `password_command` or the `FLOE_*_PASSWORD` variables.
 
 mod file;
+mod health;
 pub mod keys;
 mod load;
 mod schema;
@@ -19,6 +20,7 @@ pub use file::{
     AirflowApi, AirflowFile, AuthKind, FileConfig, HealthFile, MaintenanceFile, ProfileFile,
     StartTab, TrinoFile,
 };
+pub use health::HealthConfig;
 pub use keys::KeySpec;
 pub use load::{
     DEFAULT_COORDINATOR_BUDGET, DEFAULT_FULL_REFRESH, Selection, load, load_from_str,

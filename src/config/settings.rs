@@ -9,8 +9,8 @@ use secrecy::SecretString;
 use url::Url;
 
 use super::file::AirflowApi;
+use super::health::HealthConfig;
 use super::keys::Bindings;
-use crate::health::HealthConfig;
 use crate::units::Dur;
 
 #[derive(Clone)]
@@ -105,7 +105,15 @@ pub const DEFAULT_MAX_RESPONSE_SIZE: u64 = 32 * 1024 * 1024;
 pub const DEFAULT_MAX_LOG_SIZE: u64 = 8 * 1024 * 1024;
 
 /// `[[maintenance]]`: a table's maintenance DAG (the type lives with the mapping rules).
-pub use crate::health::mapping::MaintenanceMapping;
+/// A configured `[[maintenance]]` mapping: the table's maintenance DAG and how often it
+/// should succeed (`health::mapping` maps the rest by guessing).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MaintenanceMapping {
+    /// `catalog.schema.table`
+    pub table: String,
+    pub dag_id: String,
+    pub interval: Option<std::time::Duration>,
+}
 
 #[derive(Clone, Debug)]
 pub struct Settings {

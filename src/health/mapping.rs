@@ -5,15 +5,7 @@ use std::collections::BTreeMap;
 
 use crate::lakehouse::model::TableRef;
 
-/// A configured `[[maintenance]]` mapping: the table's maintenance DAG and how often it
-/// should succeed.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct MaintenanceMapping {
-    /// `catalog.schema.table`
-    pub table: String,
-    pub dag_id: String,
-    pub interval: Option<std::time::Duration>,
-}
+pub use crate::config::MaintenanceMapping;
 
 /// A DAG as far as mapping is concerned.
 #[derive(Clone, Debug, PartialEq, Eq)]

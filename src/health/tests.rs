@@ -2,6 +2,7 @@ use super::*;
 use crate::fmt::thousands;
 use crate::health::Rule;
 use chrono::TimeZone;
+use std::time::Duration;
 
 const MB: u64 = 1 << 20;
 

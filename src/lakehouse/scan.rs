@@ -1,7 +1,7 @@
 //! What the lakehouse's reads need of the verdicts they serve: the lines the statements
 //! count against (the small- and large-file lines, the partitions that count, the small
 //! manifests) and how much of the snapshot trend travels. The health rules own the
-//! thresholds (`crate::health::HealthConfig`) and give the reads these
+//! thresholds (`crate::config::HealthConfig`) and give the reads these
 //! (`HealthConfig::scan`); the lakehouse never judges, it counts.
 
 /// The parameters of a scan, in the health rules' units.
