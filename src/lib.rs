@@ -17,6 +17,7 @@ pub mod maintain;
 pub mod net;
 pub mod report;
 pub mod run;
+pub mod runtime;
 pub mod sql;
 pub mod text;
 pub mod tls;

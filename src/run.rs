@@ -163,7 +163,7 @@ pub fn main() -> ExitCode {
             let settings = match config::load_selection(&overrides, all) {
                 Ok(config::Selection::Fleet(fleet)) => {
                     let _log = init_logging(&fleet[0].log_dir);
-                    return match crate::app::runtime::run_fleet(fleet, overrides) {
+                    return match crate::runtime::run_fleet(fleet, overrides) {
                         Ok(()) => ExitCode::SUCCESS,
                         Err(e) => {
                             eprintln!("floe: {}", sanitize(&format!("{e:#}")));
@@ -178,7 +178,7 @@ pub fn main() -> ExitCode {
                 return ExitCode::from(1);
             };
             let _log = init_logging(&settings.log_dir);
-            match crate::app::runtime::run_with(settings, overrides) {
+            match crate::runtime::run_with(settings, overrides) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("floe: {}", sanitize(&format!("{e:#}")));

@@ -4,12 +4,12 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use floe::app::action::Action;
-use floe::app::runtime::{Runtime, initial_state};
 use floe::app::state::State;
 use floe::app::tables::TablesMsg;
 use floe::app::update::{refresh, update};
 use floe::config;
 use floe::health::Severity;
+use floe::runtime::{Runtime, initial_state};
 use tokio::sync::mpsc;
 
 use crate::lab::Lab;

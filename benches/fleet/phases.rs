@@ -3,9 +3,9 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use floe::app::runtime::initial_state;
 use floe::health::Severity;
 use floe::lakehouse::model::TableRef;
+use floe::runtime::initial_state;
 use floe::trino::QueryOptions;
 use serde_json::Value;
 

@@ -1,6 +1,7 @@
 //! The application core, cut by feature: each tab (and maintenance, the prompt, export)
 //! owns its view state, its messages and its `update` for them; `update` dispatches;
-//! the runtime runs effects. See README.md for how a tab is added.
+//! the runtime (`crate::runtime`, beside `app` and `ui`) runs effects and draws. See
+//! README.md for how a tab is added.
 
 pub mod action;
 pub mod command_line;
@@ -20,7 +21,6 @@ pub mod nav;
 pub mod partitions;
 pub mod prompt;
 pub mod queries;
-pub mod runtime;
 pub mod snapshots;
 pub mod state;
 pub mod tables;

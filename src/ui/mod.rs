@@ -24,8 +24,6 @@ use crate::app::state::{Load, Popup, State, Tab};
 use crate::fmt::human_duration;
 use theme::Theme;
 
-pub use crate::app::runtime::run;
-
 pub fn draw(f: &mut Frame, s: &State) {
     draw_screen(f, s, None);
     scrub(f.buffer_mut());

@@ -10,8 +10,8 @@ use common::lab;
 use floe::airflow::AirflowError;
 use floe::app::action::{Action, Effect};
 use floe::app::dags::DagMsg;
-use floe::app::runtime::Runtime;
 use floe::config::{self, AirflowApi, AirflowSettings, Overrides, TlsSettings};
+use floe::runtime::Runtime;
 use secrecy::SecretString;
 use tokio::sync::mpsc;
 

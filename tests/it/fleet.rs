@@ -9,12 +9,12 @@ use std::time::Duration;
 
 use common::{lab, user};
 use floe::app::action::Action;
-use floe::app::runtime::{Runtime, initial_state};
 use floe::app::state::State;
 use floe::app::update::{refresh, update};
 use floe::config;
 use floe::lakehouse::model::TableRef;
 use floe::lakehouse::queries::Lakehouse;
+use floe::runtime::{Runtime, initial_state};
 use floe::trino::{Client, QueryOptions};
 use serde_json::Value;
 use tokio::sync::mpsc;

@@ -12,12 +12,12 @@ use std::time::Duration;
 use common::{lab, user};
 use floe::app::action::{Action, Effect};
 use floe::app::maintenance::MaintenanceMsg;
-use floe::app::runtime::Runtime;
 use floe::config::{self, Overrides};
 use floe::lakehouse::maintenance::{Plan, Procedure, table_plan};
 use floe::lakehouse::model::TableRef;
 use floe::maintain::audit::AuditLog;
 use floe::maintain::run::StepEvent;
+use floe::runtime::Runtime;
 use serde_json::json;
 use tokio::sync::mpsc;
 

@@ -22,11 +22,11 @@ use tokio::sync::{Semaphore, mpsc};
 use tokio::task::AbortHandle;
 use tokio::time::Instant;
 
-use super::action::{Action, Effect, ProfileView, Slot};
-use super::connection::ConnectionMsg;
-use super::export::write_export;
-use super::keymap::Keymap;
-use super::state::{State, Tab};
+use crate::app::action::{Action, Effect, ProfileView, Slot};
+use crate::app::connection::ConnectionMsg;
+use crate::app::export::write_export;
+use crate::app::keymap::Keymap;
+use crate::app::state::{State, Tab};
 use crate::config::{self, Settings};
 use crate::lakehouse::model::TableRef;
 use crate::lakehouse::queries::{Lakehouse, Layout};
@@ -120,7 +120,7 @@ impl Runtime {
             Effect::Quit => return,
             Effect::Copy(text) => {
                 let tmux = std::env::var_os("TMUX").is_some_and(|v| !v.is_empty());
-                self.to_terminal.push(super::copy::osc52(&text, tmux));
+                self.to_terminal.push(crate::app::copy::osc52(&text, tmux));
                 return;
             }
             Effect::CancelJob(job) => {
@@ -390,7 +390,7 @@ pub fn initial_state(s: &Settings, no_color: bool) -> color_eyre::Result<State> 
     st.conn.trino_url = view.trino_url;
     st.conn.airflow_url = view.airflow_url;
     if !view.warnings.is_empty() {
-        st.set_status(super::state::Level::Warn, view.warnings.join("; "));
+        st.set_status(crate::app::state::Level::Warn, view.warnings.join("; "));
     }
     st.conn.warnings = view.warnings;
     st.readonly = s.readonly;
@@ -410,7 +410,7 @@ pub fn initial_state(s: &Settings, no_color: bool) -> color_eyre::Result<State> 
         StartTab::Tables => (Tab::Tables, false),
         StartTab::Dags => (Tab::Dags, false),
     };
-    st.tables.policy = super::tables::RefreshPolicy {
+    st.tables.policy = crate::app::tables::RefreshPolicy {
         probe_batch: s.probe_batch,
         full_every: s.full_refresh_every,
         budget: s.coordinator_budget,
@@ -444,7 +444,7 @@ pub fn run_with(settings: Settings, overrides: config::Overrides) -> color_eyre:
         &settings.profile,
         settings.trino.url.as_str(),
     );
-    super::tables::warm_start(&mut state, cached);
+    crate::app::tables::warm_start(&mut state, cached);
     // Effects run on these named threads: the panic hook tells their panics (an effect's
     // error) from the event loop's (the end of floe) by the name.
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -480,10 +480,10 @@ pub fn run_fleet(fleet: Vec<Settings>, overrides: config::Overrides) -> color_ey
         st.auto_start = false;
         st.fleet_member = true;
         let cached = crate::cache::load(&s.stats_cache, &s.profile, s.trino.url.as_str());
-        super::tables::warm_start(&mut st, cached);
+        crate::app::tables::warm_start(&mut st, cached);
         states.push(st);
     }
-    let state = super::fleet::Fleet::new(states);
+    let state = crate::app::fleet::Fleet::new(states);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .thread_name(terminal::WORKER_THREAD)
         .enable_all()
