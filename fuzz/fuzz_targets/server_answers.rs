@@ -37,7 +37,7 @@ fuzz_target!(|data: &[u8]| {
             Some(ConnectionTest::Passed(theirs.clone())),
             Some(ConnectionTest::Failed(theirs.clone())),
         ] {
-            let _ = floe::airflow::scan::connection_finding(
+            let _ = floe::health::airflow::connection_finding(
                 &c.connection_id,
                 &theirs,
                 &floe_url,
