@@ -91,10 +91,3 @@ impl Default for HealthConfig {
         }
     }
 }
-
-impl HealthConfig {
-    /// Files below this many bytes are small, for a table whose target is `target`.
-    pub fn small_threshold(&self, target: u64) -> u64 {
-        (target as f64 * self.small_file_ratio).floor() as u64
-    }
-}

@@ -45,6 +45,12 @@ impl HealthConfig {
             trend_limit: self.trend_limit,
         }
     }
+
+    /// Files below this many bytes are small, for a table whose target is `target` (the
+    /// scan's line: the rules and the reads draw it alike).
+    pub fn small_threshold(&self, target: u64) -> u64 {
+        self.scan().small_threshold(target)
+    }
 }
 
 impl From<HealthConfig> for ScanParams {

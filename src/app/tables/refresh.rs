@@ -271,6 +271,7 @@ pub(super) fn on_surveyed(
     s.tables.ranking_in_flight = s.tables.ranking_in_flight.saturating_sub(1);
     let now = s.now;
     let cfg = s.health.clone();
+    let scan = cfg.scan();
     for (t, r) in results {
         let Some(row) = s.tables.row_mut(&t) else {
             continue;
@@ -278,7 +279,6 @@ pub(super) fn on_surveyed(
         match r {
             Ok(survey) => {
                 row.checked_at = Some(now);
-                let scan = cfg.scan();
                 let stats = survey.stats(&scan);
                 let read = survey.file_read(&scan);
                 row.health = Some(evaluate(&stats, row.dag.as_ref(), &cfg, now));
