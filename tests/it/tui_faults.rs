@@ -149,16 +149,13 @@ fn a_resize_storm_then_a_normal_screen() {
         (120, 50),
         (5, 5),
     ];
-    let start = Instant::now();
+    // The storm's pace is the test's own (a loaded machine stretches it); what is tested
+    // is what floe does under it, not how fast the test sends it.
     for i in 0..400 {
         let (w, h) = sizes[i % sizes.len()];
         pty.resize(w, h);
         std::thread::sleep(Duration::from_micros(2500));
     }
-    assert!(
-        start.elapsed() < Duration::from_secs(3),
-        "the storm was slow"
-    );
     alive(&mut pty);
     pty.resize(100, 30);
     let s = pty.wait_for("a normal screen", Duration::from_secs(10), |s| {
