@@ -128,6 +128,7 @@ pub(crate) async fn run(
         "elapsed_ms": info.as_ref().and_then(|i| i.elapsed_ms),
         "queued_ms": info.as_ref().and_then(|i| i.queued_ms),
         "planning_ms": info.as_ref().and_then(|i| i.planning_ms),
+        "planning_cpu_ms": info.as_ref().and_then(|i| i.planning_cpu_ms),
         "cpu_ms": info.as_ref().and_then(|i| i.cpu_ms),
         "processed_rows": info.as_ref().and_then(|i| i.processed_rows),
         "processed_bytes": info.as_ref().and_then(|i| i.processed_bytes),

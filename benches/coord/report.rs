@@ -28,13 +28,15 @@ fn bytes(v: &Value) -> String {
     }
 }
 
-/// One measurement: elapsed / planning / CPU · processed rows, bytes · splits (load).
+/// One measurement: elapsed / planning (its CPU) / task CPU · processed rows, bytes ·
+/// splits (load).
 pub(crate) fn cell(r: &Value) -> String {
     let load = r["load"][0].as_f64().unwrap_or(f64::NAN);
     let head = format!(
-        "{} / {} / {}",
+        "{} / {} ({}) / {}",
         ms(&r["elapsed_ms"]),
         ms(&r["planning_ms"]),
+        ms(&r["planning_cpu_ms"]),
         ms(&r["cpu_ms"])
     );
     match r["error"].as_str() {
@@ -115,7 +117,7 @@ pub(crate) fn markdown(runs: &[Value]) -> String {
         }
     }
     out.push_str(
-        "\nelapsed / planning / CPU · processed rows, bytes · splits (1-minute load average)\n\n",
+        "\nelapsed / planning (its CPU) / task CPU · processed rows, bytes · splits (1-minute load average)\n\n",
     );
     out.push_str("| set | tables | read |");
     for n in 0..runs.len() {

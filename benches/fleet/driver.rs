@@ -9,10 +9,18 @@ use floe::app::tables::TablesMsg;
 use floe::app::update::{refresh, update};
 use floe::config;
 use floe::health::Severity;
+use floe::lakehouse::model::TableRef;
 use floe::runtime::{Runtime, initial_state};
 use tokio::sync::mpsc;
 
 use crate::lab::Lab;
+
+/// What a warm launch showed: its first frame and when a changed table was read again.
+pub(crate) struct Warm {
+    pub(crate) first_frame: Duration,
+    pub(crate) painted: usize,
+    pub(crate) reread: Option<Duration>,
+}
 
 /// The TUI's state and runtime, driven as its event loop drives them, as one user.
 pub(crate) struct Floe {
@@ -26,6 +34,20 @@ pub(crate) struct Floe {
 }
 
 impl Floe {
+    /// A floe of its own (its config and cache in `dir`) over the first `limit` tables.
+    pub(crate) fn new(dir: PathBuf, limit: usize) -> Floe {
+        Floe {
+            state: State::new(chrono::Utc::now()),
+            dir,
+            limit,
+            rank_slots: crate::env_num(
+                "FLEET_RANK_SLOTS",
+                floe::app::tables::DEFAULT_RANK_SLOTS as u64,
+            ) as usize,
+            first_critical: None,
+        }
+    }
+
     pub(crate) fn settings(&self, lab: &Lab, user: &str, concurrency: usize) -> config::Settings {
         let path = self.dir.join(format!("{user}.toml"));
         std::fs::write(
@@ -44,6 +66,16 @@ impl Floe {
         .unwrap();
         s.stats_cache = self.dir.join("stats.json");
         s
+    }
+
+    /// The fleet under test: the first `limit` tables the catalog lists.
+    fn limit_listing(&self, a: &mut Action) {
+        if let Action::Tables(TablesMsg::Discovered {
+            result: Ok(tables), ..
+        }) = a
+        {
+            tables.truncate(self.limit);
+        }
     }
 
     /// One refresh as `user` to its end; its wall time.
@@ -88,13 +120,7 @@ impl Floe {
         rt.run(fx);
         while self.state.refresh_in_flight() {
             let mut a = rx.recv().await.expect("the runtime is alive");
-            // The fleet under test: the first `limit` tables the catalog lists.
-            if let Action::Tables(TablesMsg::Discovered {
-                result: Ok(tables), ..
-            }) = &mut a
-            {
-                tables.truncate(self.limit);
-            }
+            self.limit_listing(&mut a);
             let fx = update(&mut self.state, a);
             rt.run(fx);
             if critical.is_none()
@@ -118,5 +144,60 @@ impl Floe {
         }
         tokio::time::sleep(Duration::from_millis(300)).await;
         (wall, critical)
+    }
+
+    /// A launch over the stats cache: the first frame drawn from it (as the TUI draws it
+    /// before its first refresh), then that first refresh to its end, watching `changed`
+    /// (written since the cache was written) until its row is read again.
+    pub(crate) async fn warm_launch(&mut self, lab: &Lab, user: &str, changed: &TableRef) -> Warm {
+        let settings = self.settings(lab, user, 4);
+        let t0 = Instant::now();
+        let mut st = initial_state(&settings, true).unwrap();
+        let entries = floe::cache::load(
+            &settings.stats_cache,
+            &settings.profile,
+            settings.trino.url.as_str(),
+        );
+        floe::app::tables::warm_start(&mut st, entries);
+        st.size = (160, 48);
+        let mut term = ratatui::Terminal::new(ratatui::backend::TestBackend::new(160, 48)).unwrap();
+        term.draw(|f| floe::ui::draw(f, &st)).unwrap();
+        let first_frame = t0.elapsed();
+        let painted = st.tables.rows.iter().filter(|r| r.stats.is_some()).count();
+        let cached_id = st
+            .tables
+            .row(changed)
+            .and_then(|r| r.stats.as_ref())
+            .and_then(|s| s.snapshot_id);
+        self.state = st;
+        self.state.tables.policy.rank_slots = self.rank_slots;
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let mut rt = Runtime::new(settings.clone(), config::Overrides::default(), tx).unwrap();
+        let fx = update(&mut self.state, Action::Start);
+        rt.run(fx);
+        let mut reread = None;
+        while self.state.refresh_in_flight() {
+            let mut a = rx.recv().await.expect("the runtime is alive");
+            self.limit_listing(&mut a);
+            let fx = update(&mut self.state, a);
+            rt.run(fx);
+            if reread.is_none()
+                && let Some(r) = self.state.tables.row(changed)
+                && !r.cached
+                && r.stats.as_ref().and_then(|s| s.snapshot_id) != cached_id
+            {
+                reread = Some(t0.elapsed());
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        while let Ok(a) = rx.try_recv() {
+            let fx = update(&mut self.state, a);
+            rt.run(fx);
+        }
+        Warm {
+            first_frame,
+            painted,
+            reread,
+        }
     }
 }

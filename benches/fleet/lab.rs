@@ -187,6 +187,7 @@ impl Lab {
                 "stats": {
                     "elapsed_ms": ms("elapsedTime"),
                     "planning_ms": ms("planningTime"),
+                    "planning_cpu_ms": ms("planningCpuTime"),
                     "cpu_ms": ms("totalCpuTime"),
                     "bytes": bytes("processedInputDataSize"),
                     "rows": st["processedInputPositions"].as_u64(),
@@ -195,6 +196,46 @@ impl Lab {
             }));
         }
         out
+    }
+
+    /// The real coordinator's process (its PID in `lab.json`), whose CPU the phases read.
+    pub(crate) fn coordinator_pid(&self) -> Option<u32> {
+        if !self.real {
+            return None;
+        }
+        self.json["trino"]["pid"].as_u64().map(|p| p as u32)
+    }
+
+    /// CPU the coordinator's process has used since it started (user + system), from
+    /// `/proc/<pid>/stat`: everything it spent, planning, tasks, HTTP and GC alike.
+    pub(crate) fn coordinator_cpu_ms(&self) -> Option<u64> {
+        let pid = self.coordinator_pid()?;
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // The command may hold spaces: the fields after its closing parenthesis.
+        let rest = &stat[stat.rfind(')')? + 2..];
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        let ticks: u64 = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+        // SAFETY: sysconf reads a constant of the running system.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+        Some(ticks * 1000 / hz)
+    }
+
+    /// The coordinator's heap in use and its limit (`/v1/status`), bytes.
+    pub(crate) async fn heap(&self) -> Option<(u64, u64)> {
+        if !self.real {
+            return None;
+        }
+        let v: Value = self
+            .http
+            .get(format!("{}/v1/status", self.url()))
+            .header("X-Trino-User", "fleet_observer")
+            .send()
+            .await
+            .ok()?
+            .json()
+            .await
+            .ok()?;
+        Some((v["heapUsed"].as_u64()?, v["heapAvailable"].as_u64()?))
     }
 
     pub(crate) fn client(&self, user: &str, catalog: &str) -> Lakehouse {

@@ -1,48 +1,49 @@
-//! What an open floe costs the coordinator at fleet scale, on the lab's 1,000-table scale
-//! scenario. Against the real Trino (`FLEET_SERVER=real`, the default when the lab runs
-//! one) the costs are the coordinator's own, read back from its query stats
-//! (`GET /v1/query/{id}`: elapsed, planning, CPU, processed bytes and rows, splits); against
-//! the lab's Python stand-in (`FLEET_SERVER=stand_in`) a fixed server time is injected per
-//! statement (`server_time`, 100 ms) and the lab's own work W is measured. `cargo xtask
-//! bench` (or `cargo bench --bench fleet` with the scale lab up) prints, per phase, the wall
-//! time and the statements it cost:
+//! What an open floe costs the coordinator at fleet scale, on the lab's scale scenario,
+//! against the sequential script an operator writes, in one run at each fleet size
+//! (`FLEET_TABLES`, `300,1000` on the real Trino). Against the real Trino
+//! (`FLEET_SERVER=real`, the default when the lab runs one) the costs are the
+//! coordinator's own, read back from its query stats (`GET /v1/query/{id}`: planning wall
+//! time and CPU, task CPU, elapsed) and from its process (`/proc/<pid>/stat`); against the
+//! lab's Python stand-in (`FLEET_SERVER=stand_in`) a fixed server time is injected per
+//! statement (`server_time`, 100 ms) and the lab's own work W is measured. Each size runs:
 //!
-//! - (stand-in) the lab's own work W, one statement at a time, scaled to the fleet;
-//! - (real) each statement shape floe sends (listing, layout batch, change probe, health,
-//!   partitions, snapshots), run alone: what the coordinator spends on one;
-//! - the first full scan (cold: no cache), with the time from launch to the first CRITICAL
-//!   row, and (stand-in) against the server-bound limit max(W, (W + n·latency) / c);
-//! - the sequential script an operator writes with the official `trino` client
-//!   (`benches/fleet_script.py`), in the same run;
-//! - a steady refresh with nothing changed: what an open floe costs the coordinator per
-//!   cycle; (stand-in) and one after one table was written;
-//! - a relaunch: the first frame painted from the stats cache;
-//! - (`FLEET_STRATEGIES`, always on the stand-in) one health statement per table against a
-//!   UNION ALL of K tables' health aggregates and against more statements in flight.
+//! - the cold full scan (no cache), with the time from launch to the first CRITICAL row;
+//! - the sequential script (`benches/fleet_script.py`, the official `trino` client, two
+//!   statements a table), the same tables;
+//! - steady refreshes with nothing changed: the cost per refresh and per minute;
+//! - one row written through the coordinator, then one refresh: whether it read the table;
+//! - a warm launch over the cache after one more write: the first frame, and when the
+//!   written table was read again.
 //!
-//! Knobs (environment): FLEET_SERVER (real | stand_in), FLEET_TABLES (300 on the real
-//! Trino, 1000 on the stand-in), FLEET_LATENCY_MS (100, stand-in), FLEET_W_SAMPLE (40),
-//! FLEET_COMPARE_TABLES (200), FLEET_RANK_SLOTS (the slots a cold start ranks in, 3),
-//! FLEET_SKIP_SCRIPT, FLEET_STRATEGIES, FLEET_SHAPE_BATCHES
-//! (the widths the shapes are measured at, `10,50`), FLEET_SKIP_SHAPES, FLEET_PYTHON (the
-//! lab venv's python).
+//! Every run writes one JSON file (`FLEET_OUT`, default `target/fleet/`), with the load
+//! average and the coordinator's heap at each phase; `FLEET_REPORT=a.json,b.json cargo
+//! bench --bench fleet` prints the markdown tables of benches/README.md from runs side by
+//! side.
+//!
+//! Knobs (environment): FLEET_SERVER (real | stand_in), FLEET_TABLES (sizes, comma-
+//! separated), FLEET_LATENCY_MS (100, stand-in), FLEET_W_SAMPLE (40), FLEET_STEADY_REFRESHES
+//! (3), FLEET_RANK_SLOTS (the slots a cold start's surveys take, 3), FLEET_SKIP_SCRIPT,
+//! FLEET_SHAPES (each statement shape alone first), FLEET_STRATEGIES (and
+//! FLEET_COMPARE_TABLES, 200: one read a table against UNION ALLs, always on the stand-in),
+//! FLEET_PYTHON (the lab venv's python).
 
 use std::time::{Duration, Instant};
 
-use floe::app::state::State;
 use floe::lakehouse::model::TableRef;
 use floe::lakehouse::queries::Lakehouse;
+use serde_json::{Value, json};
 
 mod compare;
 mod cost;
 mod driver;
 mod lab;
 mod phases;
+mod record;
+mod report;
 
 use compare::{shapes, strategies};
 use driver::Floe;
 use lab::Lab;
-use phases::{first_scan, measure_w, one_written, relaunch, sequential_script, steady};
 
 fn env_num(name: &str, default: u64) -> u64 {
     std::env::var(name)
@@ -58,6 +59,18 @@ fn main() {
         println!("the fleet benchmark runs under `cargo bench` (cargo xtask bench)");
         return;
     }
+    if let Ok(list) = std::env::var("FLEET_REPORT") {
+        let runs: Vec<Value> = list
+            .split(',')
+            .map(|p| {
+                let p = p.trim();
+                let text = std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{p}: {e}"));
+                serde_json::from_str(&text).unwrap_or_else(|e| panic!("{p}: {e}"))
+            })
+            .collect();
+        print!("{}", report::markdown(&runs));
+        return;
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -69,7 +82,7 @@ fn secs(d: Duration) -> String {
     format!("{:.2} s", d.as_secs_f64())
 }
 
-/// What every phase of one benchmark run shares: the lab, the fleet under test, the
+/// What every phase of one fleet size shares: the lab, the fleet under test, the
 /// injected server time, and the users the phases run as.
 struct Run {
     lab: Lab,
@@ -87,36 +100,38 @@ impl Run {
     }
 
     fn user(&self, phase: &str) -> String {
-        format!("fleet_{phase}_{}", self.pid)
+        format!("fleet_{phase}_{}_{}", self.n(), self.pid)
     }
 }
 
 async fn bench() {
     let lab = Lab::open();
     let catalog = lab.catalog();
-    let n = env_num("FLEET_TABLES", if lab.real { 300 } else { 1000 }) as usize;
+    let sizes: Vec<usize> = std::env::var("FLEET_TABLES")
+        .unwrap_or_else(|_| if lab.real { "300,1000" } else { "1000" }.into())
+        .split(',')
+        .filter_map(|n| n.trim().parse().ok())
+        .collect();
     let latency = if lab.real {
         0
     } else {
         env_num("FLEET_LATENCY_MS", 100)
     };
     let pid = std::process::id();
-    let dir = std::env::temp_dir().join(format!("floe-fleet-bench-{pid}"));
-    std::fs::create_dir_all(&dir).unwrap();
-    if lab.real {
-        println!(
-            "fleet benchmark: real Trino {} ({}), catalog {catalog}, {n} tables; costs from the coordinator's query stats",
-            lab.url(),
-            lab.dir.display()
-        );
-    } else {
-        println!(
-            "fleet benchmark: stand-in {} ({}), catalog {catalog}, {n} tables, {latency} ms server time per statement",
-            lab.url(),
-            lab.dir.display()
-        );
-    }
-    print_load("at start");
+    let started = chrono::Utc::now();
+    println!(
+        "fleet benchmark: {} {} ({}), catalog {catalog}, sizes {sizes:?}{}",
+        if lab.real { "real Trino" } else { "stand-in" },
+        lab.url(),
+        lab.dir.display(),
+        if lab.real {
+            String::new()
+        } else {
+            format!(", {latency} ms server time per statement")
+        }
+    );
+    let load_start = record::loadavg();
+    println!("load average at start: {load_start:?}");
     let probe_lake = lab.client(&format!("fleet_w_{pid}"), &catalog);
     if !lab.real {
         let t0 = Instant::now();
@@ -127,46 +142,32 @@ async fn bench() {
         );
     }
     let all = probe_lake.discover(&[], &[]).await.unwrap();
-    let tables: Vec<TableRef> = all.into_iter().take(n).collect();
-    let run = Run {
+    let mut run = Run {
         lab,
         catalog,
-        tables,
+        tables: Vec::new(),
         latency,
         pid,
         probe_lake,
     };
-
-    let mut w = Duration::ZERO;
-    if run.lab.real {
-        if std::env::var_os("FLEET_SKIP_SHAPES").is_none() {
-            shapes(&run.lab, &run.catalog, &run.tables, &run.user("shapes")).await;
-        }
-    } else {
-        w = measure_w(&run).await;
+    let mut per_size = Vec::new();
+    for &n in &sizes {
+        run.tables = all.iter().take(n).cloned().collect();
+        println!("\n== {} tables", run.n());
+        per_size.push(one_size(&run).await);
     }
-    let mut floe = Floe {
-        state: State::new(chrono::Utc::now()),
-        dir: dir.clone(),
-        limit: run.n(),
-        rank_slots: env_num(
-            "FLEET_RANK_SLOTS",
-            floe::app::tables::DEFAULT_RANK_SLOTS as u64,
-        ) as usize,
-        first_critical: None,
-    };
-    let wall = first_scan(&run, &mut floe, w).await;
-    if std::env::var_os("FLEET_SKIP_SCRIPT").is_none() {
-        sequential_script(&run, wall).await;
-    }
-    steady(&run, &mut floe).await;
-    if !run.lab.real {
-        one_written(&run, &mut floe).await;
-    }
-    relaunch(&run, &floe);
-    print_load("at the end");
+    let load_end = record::loadavg();
+    println!("load average at the end: {load_end:?}");
     if !run.lab.real || std::env::var_os("FLEET_STRATEGIES").is_some() {
+        run.tables = all
+            .iter()
+            .take(sizes.last().copied().unwrap_or(0))
+            .cloned()
+            .collect();
         let compare = env_num("FLEET_COMPARE_TABLES", 200) as usize;
+        let dir = std::env::temp_dir().join(format!("floe-fleet-bench-{pid}-strategies"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let floe = Floe::new(dir.clone(), run.n());
         let user = |phase: &str| run.user(phase);
         strategies(
             &run.lab,
@@ -178,12 +179,78 @@ async fn bench() {
             &user,
         )
         .await;
+        let _ = std::fs::remove_dir_all(&dir);
     }
-    let _ = std::fs::remove_dir_all(&dir);
+    let doc = json!({
+        "started": started.to_rfc3339(),
+        "server": if run.lab.real { "real" } else { "stand_in" },
+        "trino": run.lab.json["trino"]["version"],
+        "heap": run.lab.json["trino"]["heap"],
+        "cores": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
+        "load_start": load_start,
+        "load_end": load_end,
+        "sizes": per_size,
+    });
+    let out = std::env::var_os("FLEET_OUT")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/fleet")
+        });
+    std::fs::create_dir_all(&out).unwrap();
+    let file = out.join(format!("fleet-{}.json", started.format("%Y%m%dT%H%M%SZ")));
+    std::fs::write(&file, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
+    println!("\nwritten: {}", file.display());
 }
 
-fn print_load(when: &str) {
-    if let Ok(l) = std::fs::read_to_string("/proc/loadavg") {
-        println!("load average {when}: {}", l.trim());
+/// Every phase at one fleet size; its record.
+async fn one_size(run: &Run) -> Value {
+    let dir = std::env::temp_dir().join(format!("floe-fleet-bench-{}-{}", run.pid, run.n()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut w = Duration::ZERO;
+    if run.lab.real {
+        if std::env::var_os("FLEET_SHAPES").is_some() {
+            shapes(&run.lab, &run.catalog, &run.tables, &run.user("shapes")).await;
+        }
+    } else {
+        w = phases::measure_w(run).await;
     }
+    let mut floe = Floe::new(dir.clone(), run.n());
+    let cold = phases::cold(run, &mut floe, w).await;
+    let script = if std::env::var_os("FLEET_SKIP_SCRIPT").is_none() {
+        phases::script(run).await
+    } else {
+        None
+    };
+    if let Some(s) = &script {
+        let (f, sc) = (&cold, s);
+        let ratio = |k: &dyn Fn(&Value) -> Option<f64>| match (k(f), k(sc)) {
+            (Some(a), Some(b)) if a > 0.0 => format!("{:.2}x", b / a),
+            _ => "-".into(),
+        };
+        println!(
+            "  floe against the script: wall {} faster; coordinator cost {} less (planning + task CPU); process CPU {} less",
+            ratio(&|r| r["wall_s"].as_f64()),
+            ratio(&|r| r["coordinator"]["cost_ms"].as_f64()),
+            ratio(&|r| r["process_cpu_ms"].as_f64()),
+        );
+    }
+    let steady = phases::steady(run, &mut floe).await;
+    // The table written: the first listed, which every size holds.
+    let target = run.tables[0].clone();
+    let written = if run.lab.real {
+        Some(phases::written(run, &mut floe, &target).await)
+    } else {
+        None
+    };
+    let warm = phases::warm(run, &mut floe, &target).await;
+    let _ = std::fs::remove_dir_all(&dir);
+    json!({
+        "tables": run.n(),
+        "cold": cold,
+        "script": script,
+        "steady": steady,
+        "written": written,
+        "warm": warm,
+    })
 }

@@ -1,17 +1,17 @@
-//! The phases of one run, in the order they run.
+//! The phases of one fleet size, in the order they run; each returns its record (see
+//! `record`), printed as it ends and kept in the run's JSON file.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use floe::health::Severity;
 use floe::lakehouse::model::TableRef;
-use floe::runtime::initial_state;
 use floe::trino::QueryOptions;
-use serde_json::Value;
+use serde_json::{Value, json};
 
-use crate::cost::{cost, print_cost};
 use crate::driver::Floe;
 use crate::lab::lab_python;
+use crate::record::{Meter, line, record};
 use crate::{Run, env_num, secs};
 
 /// The wall time of `n` statements sent by `c` clients that each spend `lat` per statement
@@ -39,7 +39,7 @@ pub(crate) async fn measure_w(run: &Run) -> Duration {
     let step = (n / sample.max(1)).max(1);
     let sampled: Vec<&TableRef> = run.tables.iter().step_by(step).take(sample).collect();
     // Each sampled statement runs once untimed first: that one learns the table's layout
-    // (with the next tables listed) and is the first of its shape, which the lab compiles.
+    // and is the first of its shape, which the lab compiles.
     let mut spent = Duration::ZERO;
     for t in &sampled {
         run.probe_lake.table_stats(t).await.unwrap();
@@ -50,214 +50,235 @@ pub(crate) async fn measure_w(run: &Run) -> Duration {
     let per = spent / sampled.len().max(1) as u32;
     let w = per * n as u32;
     println!(
-        "W: {per:?} per health statement, one at a time ({} sampled across the fleet) -> W = {} for {n} tables",
+        "W: {per:?} per table read, one at a time ({} sampled across the fleet) -> W = {} for {n} tables",
         sampled.len(),
         secs(w)
     );
     w
 }
 
-/// The first full scan (cold: no cache), with the time to the first CRITICAL row and,
-/// on the stand-in, against the server-bound limits; its wall time.
-pub(crate) async fn first_scan(run: &Run, floe: &mut Floe, w: Duration) -> Duration {
+/// The first full scan (cold: no cache): its cost, the time to the first CRITICAL row
+/// and, on the stand-in, the server-bound limits.
+pub(crate) async fn cold(run: &Run, floe: &mut Floe, w: Duration) -> Value {
     let (lab, n) = (&run.lab, run.n());
-    let u = run.user("full");
+    let u = run.user("cold");
     lab.server_time(&u, run.latency).await;
-    let (wall, critical) = floe.cycle_timed(lab, &u, 4, true, false).await;
+    let _ = std::fs::remove_file(floe.dir.join("stats.json"));
+    let meter = Meter::start(lab);
+    let (_, critical) = floe.cycle_timed(lab, &u, 4, true, false).await;
+    let (wall, cpu) = meter.stop(lab);
     let qs = lab.queries_of(&u).await;
-    let c = cost(&qs);
     let rows = &floe.state.tables.rows;
     let criticals = rows
         .iter()
         .filter(|r| r.status() == Some(Severity::Critical))
         .count();
+    let loaded = rows.iter().filter(|r| r.stats.is_some()).count();
+    let mut extra = json!({
+        "tables": n,
+        "loaded": loaded,
+        "criticals": criticals,
+        "first_critical_s": critical.map(|d| d.as_secs_f64()),
+        "first_critical_table": floe.first_critical.as_ref().map(|(t, _)| t.clone()),
+        "first_critical_row": floe.first_critical.as_ref().map(|(_, at)| at + 1),
+        "errors": rows.iter().filter(|r| r.error.is_some()).count(),
+    });
+    if !lab.real {
+        let stmts = qs.len() as f64;
+        let lat = run.latency as f64 / 1000.0;
+        let limit = w.as_secs_f64().max((w.as_secs_f64() + stmts * lat) / 4.0);
+        extra["server_bound_s"] = json!(limit);
+        extra["one_server_bound_s"] =
+            json!(one_server_bound(stmts, 4, lat, w.as_secs_f64() / n as f64));
+    }
+    let r = record(lab, wall, cpu, &qs, extra).await;
+    println!("{}", line("cold full scan", &r));
     println!(
-        "first full scan, 4 in flight: {} for {} statements ({} discovery, {} layouts, {} probes, {} health, {} failed and retried); scans: {}",
-        secs(wall),
-        c.statements,
-        c.discovery,
-        c.layouts,
-        c.probes,
-        c.health,
-        c.failed,
-        c.scans,
-    );
-    println!(
-        "  cold cache, ranking in {} of 4 slots: first CRITICAL row on screen {} after launch{} ({criticals} of {n} tables CRITICAL)",
-        floe.rank_slots,
+        "  first CRITICAL row on screen {} after launch{}; {criticals} of {n} tables CRITICAL, {loaded} loaded",
         critical.map(secs).unwrap_or_else(|| "never".into()),
         floe.first_critical
             .as_ref()
-            .map(|(t, at)| format!(": {t}, row {} of the listing", at + 1))
+            .map(|(t, at)| format!(" ({t}, row {} of the listing)", at + 1))
             .unwrap_or_default()
     );
-    print_cost(lab, &qs);
-    if !lab.real {
-        let stmts = c.statements as f64;
-        let lat = run.latency as f64 / 1000.0;
-        let limit = w.as_secs_f64().max((w.as_secs_f64() + stmts * lat) / 4.0);
-        println!(
-            "  server-bound limit {limit:.2} s -> ratio {:.2}",
-            wall.as_secs_f64() / limit
-        );
-        let queueing = one_server_bound(stmts, 4, lat, w.as_secs_f64() / n as f64);
-        println!(
-            "  against a server doing one statement's work at a time (4 clients, mean value analysis): {queueing:.2} s -> ratio {:.2}",
-            wall.as_secs_f64() / queueing
-        );
-    }
-    let loaded = rows.iter().filter(|r| r.stats.is_some()).count();
-    println!("  {loaded} of {n} tables loaded");
     lab.clear(&u).await;
-    wall
+    r
 }
 
-/// The operator's sequential script, same lab, same server time, against floe's `wall`.
-pub(crate) async fn sequential_script(run: &Run, wall: Duration) {
+/// The operator's sequential script (`benches/fleet_script.py`), the same tables.
+pub(crate) async fn script(run: &Run) -> Option<Value> {
     let Some(py) = lab_python() else {
         println!("sequential script skipped: no lab venv python (FLEET_PYTHON)");
-        return;
+        return None;
     };
     let lab = &run.lab;
     let u = run.user("script");
     lab.server_time(&u, run.latency).await;
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benches/fleet_script.py");
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benches/fleet_script.py");
+    let meter = Meter::start(lab);
     let out = tokio::process::Command::new(&py)
-        .arg(&script)
+        .arg(&path)
         .args([&lab.url(), &u, &run.catalog, &run.n().to_string()])
         .output()
         .await
         .unwrap();
+    let (wall, cpu) = meter.stop(lab);
     let text = String::from_utf8_lossy(&out.stdout);
-    match serde_json::from_str::<Value>(text.trim()) {
-        Ok(v) => {
-            let s = v["wall_s"].as_f64().unwrap_or(f64::NAN);
+    let v: Value = match serde_json::from_str(text.trim()) {
+        Ok(v) => v,
+        Err(_) => {
             println!(
-                "sequential trino-python script: {s:.2} s for {} statements -> floe is {:.1}x faster",
-                v["statements"],
-                s / wall.as_secs_f64()
+                "sequential script failed: {text}{}",
+                String::from_utf8_lossy(&out.stderr)
             );
-            if lab.real {
-                let qs = lab.queries_of(&u).await;
-                let (mut el, mut cpu, mut plan) = (0u64, 0u64, 0u64);
-                for q in &qs {
-                    el += q["stats"]["elapsed_ms"].as_u64().unwrap_or(0);
-                    cpu += q["stats"]["cpu_ms"].as_u64().unwrap_or(0);
-                    plan += q["stats"]["planning_ms"].as_u64().unwrap_or(0);
-                }
-                println!(
-                    "    script: {} statements; elapsed {:.2} s, planning {:.2} s, cpu {:.2} s on the coordinator (planning + cpu {:.2} s)",
-                    qs.len(),
-                    el as f64 / 1000.0,
-                    plan as f64 / 1000.0,
-                    cpu as f64 / 1000.0,
-                    (plan + cpu) as f64 / 1000.0
-                );
-            }
+            return None;
         }
-        Err(_) => println!(
-            "sequential script failed: {}{}",
-            text,
-            String::from_utf8_lossy(&out.stderr)
-        ),
-    }
-    lab.clear(&u).await;
-}
-
-/// Steady state: a refresh with nothing changed, what an open floe costs per cycle.
-pub(crate) async fn steady(run: &Run, floe: &mut Floe) {
-    let (lab, n) = (&run.lab, run.n());
-    let u = run.user("steady");
-    lab.server_time(&u, run.latency).await;
-    let wall = floe.cycle(lab, &u, 4, false, false).await;
+    };
     let qs = lab.queries_of(&u).await;
-    let c = cost(&qs);
-    let batch = floe.state.tables.policy.probe_batch;
-    println!(
-        "steady refresh, nothing changed: {} for {} statements ({} discovery, {} probes, {} health; bound ceil({n}/{batch}) + 1 = {}); scans: {}",
-        secs(wall),
-        c.statements,
-        c.discovery,
-        c.probes,
-        c.health,
-        n.div_ceil(batch) + 1,
-        c.scans
-    );
-    print_cost(lab, &qs);
+    let r = record(
+        lab,
+        wall,
+        cpu,
+        &qs,
+        json!({"tables": v["tables"], "script_wall_s": v["wall_s"]}),
+    )
+    .await;
+    println!("{}", line("sequential script", &r));
     lab.clear(&u).await;
+    Some(r)
 }
 
-/// One table written between refreshes (the stand-in only: on the real Trino the scale
-/// tables are the shared seed, never written): an optimize of the table with the most
-/// small files (one with none to rewrite would commit nothing).
-pub(crate) async fn one_written(run: &Run, floe: &mut Floe) {
+/// Steady refreshes with nothing changed: what an open floe costs per refresh and per
+/// minute at its refresh interval.
+pub(crate) async fn steady(run: &Run, floe: &mut Floe) -> Value {
     let lab = &run.lab;
-    let written = floe
+    let k = env_num("FLEET_STEADY_REFRESHES", 3) as usize;
+    let mut each = Vec::new();
+    for i in 0..k {
+        let u = run.user(&format!("steady{i}"));
+        lab.server_time(&u, run.latency).await;
+        let meter = Meter::start(lab);
+        floe.cycle(lab, &u, 4, false, false).await;
+        let (wall, cpu) = meter.stop(lab);
+        let qs = lab.queries_of(&u).await;
+        let r = record(lab, wall, cpu, &qs, json!({})).await;
+        println!("{}", line(&format!("steady refresh {}", i + 1), &r));
+        lab.clear(&u).await;
+        each.push(r);
+    }
+    let refresh_s = floe.state.refresh_every.as_secs_f64().max(1.0);
+    let mean = |f: &dyn Fn(&Value) -> f64| each.iter().map(f).sum::<f64>() / each.len() as f64;
+    let cost = mean(&|r| r["coordinator"]["cost_ms"].as_f64().unwrap_or(0.0));
+    let planning = mean(&|r| r["coordinator"]["planning_ms"].as_f64().unwrap_or(0.0));
+    let process = mean(&|r| r["process_cpu_ms"].as_f64().unwrap_or(f64::NAN));
+    let per_min = 60.0 / refresh_s;
+    println!(
+        "  steady, per minute at a {refresh_s:.0} s refresh: cost {:.2} s (planning CPU + task CPU), planning wall {:.2} s, process CPU {:.2} s",
+        cost * per_min / 1000.0,
+        planning * per_min / 1000.0,
+        process * per_min / 1000.0
+    );
+    json!({
+        "refresh_s": refresh_s,
+        "refreshes": each,
+        "per_minute_cost_ms": cost * per_min,
+        "per_minute_planning_ms": planning * per_min,
+        "per_minute_process_cpu_ms": process * per_min,
+    })
+}
+
+/// A write through the coordinator (one row into `table`, as another user), then one
+/// steady refresh: whether that refresh read the table again.
+pub(crate) async fn written(run: &Run, floe: &mut Floe, table: &TableRef) -> Value {
+    let lab = &run.lab;
+    let wrote = write_one_row(run, table).await;
+    let before = floe
         .state
         .tables
-        .rows
-        .iter()
-        .filter(|r| r.stats.as_ref().is_some_and(|s| s.partitioned))
-        .max_by_key(|r| r.stats.as_ref().map(|s| s.small_files))
-        .map(|r| r.table.clone())
-        .unwrap_or_else(|| run.tables[0].clone());
-    let before = run.probe_lake.probe(std::slice::from_ref(&written)).await;
-    let writer = lab.client(&run.user("writer"), &run.catalog);
-    let wrote = writer
-        .client
-        .execute(
-            &format!(
-                "ALTER TABLE {} EXECUTE optimize(file_size_threshold => '96MB')",
-                written.sql()
-            ),
-            QueryOptions::default(),
-        )
-        .await;
-    let after = run.probe_lake.probe(std::slice::from_ref(&written)).await;
-    println!(
-        "  {written}: probe {:?} -> {:?}",
-        before[0].1.as_ref().ok(),
-        after[0].1.as_ref().ok()
-    );
+        .row(table)
+        .and_then(|r| r.stats.as_ref())
+        .and_then(|s| s.snapshot_id);
     let u = run.user("written");
     lab.server_time(&u, run.latency).await;
-    let wall = floe.cycle(lab, &u, 4, false, false).await;
-    let c = cost(&lab.queries_of(&u).await);
+    let meter = Meter::start(lab);
+    floe.cycle(lab, &u, 4, false, false).await;
+    let (wall, cpu) = meter.stop(lab);
+    let after = floe
+        .state
+        .tables
+        .row(table)
+        .and_then(|r| r.stats.as_ref())
+        .and_then(|s| s.snapshot_id);
+    let seen = wrote.is_ok() && after.is_some() && after != before;
+    let qs = lab.queries_of(&u).await;
+    let r = record(
+        lab,
+        wall,
+        cpu,
+        &qs,
+        json!({"table": table.to_string(), "write": wrote.err(), "seen_in_one_refresh": seen}),
+    )
+    .await;
     println!(
-        "one table written ({}): {} for {} statements ({} probes, {} health)",
-        match &wrote {
-            Ok(_) => format!("optimize of {written}"),
-            Err(e) => format!("the write failed: {e}"),
-        },
-        secs(wall),
-        c.statements,
-        c.probes,
-        c.health
+        "{}",
+        line(&format!("one write to {table}, one refresh"), &r)
+    );
+    println!(
+        "  the written table read again in that refresh: {}",
+        if seen { "yes" } else { "NO" }
     );
     lab.clear(&u).await;
+    r
 }
 
-/// A relaunch: the first frame painted from the stats cache the scans wrote.
-pub(crate) fn relaunch(run: &Run, floe: &Floe) {
-    let settings = floe.settings(&run.lab, &run.user("relaunch"), 4);
-    let t0 = Instant::now();
-    let mut st = initial_state(&settings, true).unwrap();
-    let entries = floe::cache::load(
-        &settings.stats_cache,
-        &settings.profile,
-        settings.trino.url.as_str(),
+/// One row into `table` through the coordinator, as the bench's writer.
+async fn write_one_row(run: &Run, table: &TableRef) -> Result<(), String> {
+    let writer = run.lab.client(&run.user("writer"), &run.catalog);
+    let sql = format!(
+        "INSERT INTO {} (id, region, ts, amount, note) VALUES (0, 'emea', current_timestamp, 0, 'fleet bench')",
+        table.sql()
     );
-    floe::app::tables::warm_start(&mut st, entries);
-    st.size = (160, 48);
-    let mut term = ratatui::Terminal::new(ratatui::backend::TestBackend::new(160, 48)).unwrap();
-    term.draw(|f| floe::ui::draw(f, &st)).unwrap();
-    let first_frame = t0.elapsed();
-    let painted = st.tables.rows.iter().filter(|r| r.stats.is_some()).count();
+    writer
+        .client
+        .execute(&sql, QueryOptions::default())
+        .await
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+/// A relaunch over the cache the earlier phases wrote, after one more write: the first
+/// frame painted from the cache, and the warm start's first refresh to its end, with the
+/// time until the written table was read again.
+pub(crate) async fn warm(run: &Run, floe: &mut Floe, table: &TableRef) -> Value {
+    let lab = &run.lab;
+    let wrote = write_one_row(run, table).await;
+    let u = run.user("warm");
+    lab.server_time(&u, run.latency).await;
+    let meter = Meter::start(lab);
+    let w = floe.warm_launch(lab, &u, table).await;
+    let (wall, cpu) = meter.stop(lab);
+    let qs = lab.queries_of(&u).await;
+    let r = record(
+        lab,
+        wall,
+        cpu,
+        &qs,
+        json!({
+            "first_frame_ms": w.first_frame.as_secs_f64() * 1000.0,
+            "painted": w.painted,
+            "table": table.to_string(),
+            "write": wrote.err(),
+            "changed_reread_s": w.reread.map(|d| d.as_secs_f64()),
+        }),
+    )
+    .await;
+    println!("{}", line("warm launch, its first refresh", &r));
     println!(
-        "relaunch: first frame {first_frame:?} after start with {painted} of {} tables from the cache ({} bytes)",
-        run.n(),
-        std::fs::metadata(&settings.stats_cache)
-            .map(|m| m.len())
-            .unwrap_or(0)
+        "  first frame {:.1} ms with {} tables from the cache; the written table read again {} after launch",
+        w.first_frame.as_secs_f64() * 1000.0,
+        w.painted,
+        w.reread.map(secs).unwrap_or_else(|| "never".into())
     );
+    lab.clear(&u).await;
+    r
 }

@@ -1,0 +1,223 @@
+//! The markdown tables of benches/README.md from the JSON files of runs: one table per
+//! fleet size, one column per run.
+
+use serde_json::Value;
+
+/// One table per fleet size the runs share, one column per run.
+pub(crate) fn markdown(runs: &[Value]) -> String {
+    let mut sizes: Vec<u64> = runs
+        .iter()
+        .flat_map(|r| r["sizes"].as_array().cloned().unwrap_or_default())
+        .filter_map(|s| s["tables"].as_u64())
+        .collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    let mut out = String::new();
+    for n in sizes {
+        let cols: Vec<(&Value, &Value)> = runs
+            .iter()
+            .filter_map(|r| {
+                r["sizes"]
+                    .as_array()?
+                    .iter()
+                    .find(|s| s["tables"].as_u64() == Some(n))
+                    .map(|s| (r, s))
+            })
+            .collect();
+        out.push_str(&format!("#### {n} tables\n\n|  |"));
+        for (r, _) in &cols {
+            out.push_str(&format!(" {} |", r["started"].as_str().unwrap_or("?")));
+        }
+        out.push_str("\n|---|");
+        out.push_str(&"---|".repeat(cols.len()));
+        out.push('\n');
+        for (label, cell) in ROWS {
+            out.push_str(&format!("| {label} |"));
+            for (r, s) in &cols {
+                out.push_str(&format!(" {} |", cell(r, s)));
+            }
+            out.push('\n');
+        }
+        out.push('\n');
+    }
+    out
+}
+
+type Cell = fn(&Value, &Value) -> String;
+
+const ROWS: &[(&str, Cell)] = &[
+    ("load average at start, at the end", |r, _| {
+        format!("{} → {}", load(&r["load_start"]), load(&r["load_end"]))
+    }),
+    ("floe's cold full scan, wall", |_, s| {
+        secs(&s["cold"]["wall_s"])
+    }),
+    ("the sequential script, wall", |_, s| {
+        secs(&s["script"]["wall_s"])
+    }),
+    ("floe faster than the script (wall)", |_, s| {
+        ratio(&s["script"]["wall_s"], &s["cold"]["wall_s"])
+    }),
+    (
+        "coordinator cost, floe's cold scan (planning CPU + task CPU)",
+        |_, s| ms(&s["cold"]["coordinator"]["cost_ms"]),
+    ),
+    ("coordinator cost, the script", |_, s| {
+        ms(&s["script"]["coordinator"]["cost_ms"])
+    }),
+    ("the script's cost over floe's", |_, s| {
+        ratio(
+            &s["script"]["coordinator"]["cost_ms"],
+            &s["cold"]["coordinator"]["cost_ms"],
+        )
+    }),
+    (
+        "planning wall time + task CPU, floe / the script",
+        |_, s| {
+            format!(
+                "{} / {}",
+                ms_sum(&s["cold"]["coordinator"], &["planning_ms", "cpu_ms"]),
+                ms_sum(&s["script"]["coordinator"], &["planning_ms", "cpu_ms"])
+            )
+        },
+    ),
+    (
+        "the coordinator process's CPU, floe / the script",
+        |_, s| {
+            format!(
+                "{} / {}",
+                ms(&s["cold"]["process_cpu_ms"]),
+                ms(&s["script"]["process_cpu_ms"])
+            )
+        },
+    ),
+    ("statements, floe / the script", |_, s| {
+        format!(
+            "{} ({}) / {}",
+            s["cold"]["coordinator"]["statements"],
+            shapes(&s["cold"]["by_shape"]),
+            s["script"]["coordinator"]["statements"]
+        )
+    }),
+    ("first CRITICAL row on screen, cold launch", |_, s| {
+        let c = &s["cold"];
+        match c["first_critical_s"].as_f64() {
+            Some(t) => format!(
+                "{t:.2} s ({}, row {})",
+                c["first_critical_table"].as_str().unwrap_or("?"),
+                c["first_critical_row"]
+            ),
+            None => "none".into(),
+        }
+    }),
+    (
+        "steady refresh, nothing changed: statements each",
+        |_, s| {
+            s["steady"]["refreshes"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .map(|r| r["coordinator"]["statements"].to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                })
+                .unwrap_or_else(|| "-".into())
+        },
+    ),
+    (
+        "steady cost a minute (planning CPU + task CPU; planning wall; process CPU)",
+        |_, s| {
+            let st = &s["steady"];
+            format!(
+                "{} ({}; {}) at a {} s refresh",
+                ms(&st["per_minute_cost_ms"]),
+                ms(&st["per_minute_planning_ms"]),
+                ms(&st["per_minute_process_cpu_ms"]),
+                st["refresh_s"]
+            )
+        },
+    ),
+    (
+        "a write through the coordinator read in the next refresh",
+        |_, s| match s["written"]["seen_in_one_refresh"].as_bool() {
+            Some(true) => format!(
+                "yes ({} statements)",
+                s["written"]["coordinator"]["statements"]
+            ),
+            Some(false) => "NO".into(),
+            None => "-".into(),
+        },
+    ),
+    ("warm launch: first frame from the cache", |_, s| {
+        match s["warm"]["first_frame_ms"].as_f64() {
+            Some(v) => format!("{v:.1} ms ({} tables)", s["warm"]["painted"]),
+            None => "-".into(),
+        }
+    }),
+    (
+        "warm launch: the table written since, read again after",
+        |_, s| secs(&s["warm"]["changed_reread_s"]),
+    ),
+    (
+        "coordinator heap after the cold scan, the script",
+        |_, s| {
+            format!(
+                "{} / {}",
+                gb(&s["cold"]["heap_used"]),
+                gb(&s["script"]["heap_used"])
+            )
+        },
+    ),
+];
+
+fn load(v: &Value) -> String {
+    v.as_array()
+        .map(|a| {
+            a.iter()
+                .map(|x| format!("{:.1}", x.as_f64().unwrap_or(f64::NAN)))
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_else(|| "-".into())
+}
+
+fn secs(v: &Value) -> String {
+    v.as_f64()
+        .map(|s| format!("{s:.2} s"))
+        .unwrap_or_else(|| "-".into())
+}
+
+fn ms(v: &Value) -> String {
+    v.as_f64()
+        .map(|m| format!("{:.2} s", m / 1000.0))
+        .unwrap_or_else(|| "-".into())
+}
+
+fn ms_sum(v: &Value, keys: &[&str]) -> String {
+    let total: f64 = keys.iter().filter_map(|k| v[*k].as_f64()).sum();
+    format!("{:.2} s", total / 1000.0)
+}
+
+fn ratio(num: &Value, den: &Value) -> String {
+    match (num.as_f64(), den.as_f64()) {
+        (Some(a), Some(b)) if b > 0.0 => format!("{:.2}×", a / b),
+        _ => "-".into(),
+    }
+}
+
+fn gb(v: &Value) -> String {
+    v.as_f64()
+        .map(|b| format!("{:.2} GB", b / 1e9))
+        .unwrap_or_else(|| "-".into())
+}
+
+fn shapes(v: &Value) -> String {
+    v.as_object()
+        .map(|m| {
+            m.iter()
+                .map(|(k, s)| format!("{} {k}", s["statements"]))
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .unwrap_or_default()
+}
