@@ -8,10 +8,10 @@ use floe::lakehouse::probe::{parse_rank, probe_sql, rank_sql};
 use floe::lakehouse::queries::Layout;
 use floe::lakehouse::scan::ScanParams;
 use floe::lakehouse::statements::{
-    MetaTables, describe_sql, discover_sql, files_sql, partitions_sql, properties_sql,
+    Dating, MetaTables, describe_sql, discover_sql, files_sql, partitions_sql, properties_sql,
     show_create_sql, snapshots_sql, stats_sql,
 };
-use floe::lakehouse::summary::{SurveyShape, survey_sql, totals_sql};
+use floe::lakehouse::summary::{SurveyShape, file_meta_sql, survey_sql, totals_sql};
 use floe::trino::Client;
 
 /// A table measured, with its live files and layout (from its `$manifests`).
@@ -189,18 +189,24 @@ pub(crate) fn statements(tables: &[Table]) -> Vec<(String, String)> {
         }),
     );
     add("first pass: totals ($snapshots)", totals_sql(&refs));
-    let shape = |metadata_log| SurveyShape {
+    let shape = |metadata_log, table_meta| SurveyShape {
         metadata_log,
+        table_meta,
         summaries: "partition_summaries",
     };
-    let survey = survey_sql(&refs, &h, shape(false));
+    let survey = survey_sql(&refs, &h, shape(false, false));
+    add("survey (a fleet's: $snapshots alone)", survey.clone());
     add(
-        "survey ($snapshots, $manifests, $properties)",
-        survey.clone(),
+        "survey with $manifests and $properties",
+        survey_sql(&refs, &h, shape(false, true)),
     );
     add(
         "survey with the metadata log (one table's read)",
-        survey_sql(&refs, &h, shape(true)),
+        survey_sql(&refs, &h, shape(true, true)),
+    );
+    add(
+        "table metadata ahead of the file reads ($properties, $manifests)",
+        file_meta_sql(&refs, &h, "partition_summaries"),
     );
     add("survey without lambdas", strip_lambdas(&survey));
     add(
@@ -261,9 +267,29 @@ pub(crate) fn statements(tables: &[Table]) -> Vec<(String, String)> {
         per_table(tables, |t| stats_sql(&t.table, &h, t.layout(), files_only)),
     );
     add(
-        "file read over $entries (after the survey)",
+        "file read over $entries, dated by a join (after the survey)",
         per_table(tables, |t| {
-            files_sql(&t.table, &h, t.layout(), MetaTables::ALL)
+            files_sql(
+                &t.table,
+                &h,
+                t.layout(),
+                MetaTables::ALL,
+                h.target_file_size,
+                Dating::Join,
+            )
+        }),
+    );
+    add(
+        "file read over $entries, dated by snapshot ids (after the survey)",
+        per_table(tables, |t| {
+            files_sql(
+                &t.table,
+                &h,
+                t.layout(),
+                MetaTables::ALL,
+                h.target_file_size,
+                Dating::SnapshotIds,
+            )
         }),
     );
     add(

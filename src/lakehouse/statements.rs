@@ -208,22 +208,46 @@ pub fn stats_sql(t: &TableRef, h: &ScanParams, layout: Layout, meta: MetaTables)
     )
 }
 
-/// The file facts of one table, for a table whose snapshots, manifests and metadata log
-/// a survey has read ([`crate::lakehouse::summary::survey_sql`]): its target (one read of
-/// `$properties`) and its live files (`$entries`, else `$files`), aggregated per
-/// partition and then over the table, each metadata table read once. With `$entries` a
-/// file is dated by the snapshot that added it (`$snapshots`, joined on its id: no
-/// window); a file whose snapshot expired is undated, said by `oldest_small_lower`, and
-/// the survey's oldest snapshot bounds it.
-pub fn files_sql(t: &TableRef, h: &ScanParams, layout: Layout, meta: MetaTables) -> String {
+/// The file facts of one table, for a table whose snapshots a survey has read
+/// ([`crate::lakehouse::summary::survey_sql`]), at the target file size the survey read
+/// (`target`, bytes: its `write.target-file-size-bytes`, else the default): its live files
+/// (`$entries`, else `$files`) aggregated per partition and then over the table, each
+/// metadata table read once and the lines as literals (no `$properties` here: the survey
+/// read it, and a scalar read of it cost each file read a fifth of its planning on Trino
+/// 476). With `$entries` a file is dated by the snapshot that added it (`$snapshots`,
+/// joined on its id: no window); a file whose snapshot expired is undated, said by
+/// `oldest_small_lower`, and the survey's oldest snapshot bounds it.
+pub fn files_sql(
+    t: &TableRef,
+    h: &ScanParams,
+    layout: Layout,
+    meta: MetaTables,
+    target: u64,
+    dating: Dating,
+) -> String {
     let min = h.min_small_files;
     let crit = h.critical_partition_small_files.max(min);
+    let target = target.max(1);
+    // A file is small below the line and large above it (the health rules' ratios): the
+    // comparison with the exact product, as integers.
+    let small = (target as f64 * h.small_file_ratio).ceil() as u64;
+    let large = (target as f64 * h.large_file_ratio).floor() as u64;
     let null_ts = "CAST(NULL AS timestamp(3) with time zone)";
     let dated = !meta.entries && meta.file_times;
-    let (files, known) = if meta.entries {
+    let by_id = meta.entries && dating == Dating::SnapshotIds;
+    let (files, known) = if by_id {
         (
             format!(
-                "SELECT e.data_file.content AS content, e.data_file.file_size_in_bytes AS size, e.data_file.record_count AS records,\n         {part} AS part, s.committed_at AS written_at\n  FROM {entries} e LEFT JOIN {snapshots} s ON s.snapshot_id = e.snapshot_id WHERE e.status <> 2",
+                "SELECT e.data_file.content AS content, e.data_file.file_size_in_bytes AS size, e.data_file.record_count AS records,\n         {part} AS part, {null_ts} AS written_at, e.snapshot_id AS sid\n  FROM {entries} e WHERE e.status <> 2",
+                part = part_expr(layout, "e.data_file"),
+                entries = t.meta("entries"),
+            ),
+            "true",
+        )
+    } else if meta.entries {
+        (
+            format!(
+                "SELECT e.data_file.content AS content, e.data_file.file_size_in_bytes AS size, e.data_file.record_count AS records,\n         {part} AS part, s.committed_at AS written_at, CAST(NULL AS bigint) AS sid\n  FROM {entries} e LEFT JOIN {snapshots} s ON s.snapshot_id = e.snapshot_id WHERE e.status <> 2",
                 part = part_expr(layout, "e.data_file"),
                 entries = t.meta("entries"),
                 snapshots = t.meta("snapshots"),
@@ -233,7 +257,7 @@ pub fn files_sql(t: &TableRef, h: &ScanParams, layout: Layout, meta: MetaTables)
     } else {
         (
             format!(
-                "SELECT f.content, f.file_size_in_bytes AS size, f.record_count AS records, {part} AS part, {modified} AS written_at\n  FROM {files} f{join}",
+                "SELECT f.content, f.file_size_in_bytes AS size, f.record_count AS records, {part} AS part, {modified} AS written_at, CAST(NULL AS bigint) AS sid\n  FROM {files} f{join}",
                 part = part_expr(layout, "f"),
                 files = t.meta("files"),
                 modified = if dated { "m.modified" } else { null_ts },
@@ -253,51 +277,103 @@ pub fn files_sql(t: &TableRef, h: &ScanParams, layout: Layout, meta: MetaTables)
         "0 AS partitions, 0 AS small_file_partitions, 0 AS critical_partitions".to_string()
     } else {
         format!(
-            "count_if(files > 0) AS partitions,\n       count_if(small_files >= {min}) AS small_file_partitions,\n       count_if(small_files >= {crit} AND bytes <= (files - {crit}) * target) AS critical_partitions"
+            "count_if(files > 0) AS partitions,\n       count_if(small_files >= {min}) AS small_file_partitions,\n       count_if(small_files >= {crit} AND bytes <= (files - {crit}) * BIGINT '{target}') AS critical_partitions"
         )
     };
+    // The snapshots that added the small files, by id (the survey's list dates them).
+    let (sids, small_sids) = if by_id {
+        (
+            ",\n         array_agg(DISTINCT sid) FILTER (WHERE small) AS sids",
+            ",\n       flatten(array_agg(sids) FILTER (WHERE sids IS NOT NULL)) AS small_sids",
+        )
+    } else {
+        ("", "")
+    };
     format!(
-        "WITH\n{cfg},\n\
-         timed AS (\n  SELECT 0 AS kind, f.content, f.size, f.records, f.part, cfg.target, cfg.target_from_property,\n         f.content = 0 AND f.size < cfg.target * {ratio} AS small,\n         f.content = 0 AND f.size > cfg.target * {large} AS large,\n         f.written_at, {known} AS written_known\n  FROM cfg CROSS JOIN (\n  {files}\n  ) f\n),\n\
-         parts AS (\n  SELECT part, max(target) AS target, bool_or(target_from_property) AS target_from_property,\n         {FILE_AGGREGATES}\n  FROM timed GROUP BY part\n)\n\
-         SELECT max(target) AS target, bool_or(target_from_property) AS target_from_property,\n       COALESCE(sum(files), 0) AS data_files, COALESCE(sum(small_files), 0) AS small_files, COALESCE(sum(large), 0) AS large_files,\n       COALESCE(sum(bytes), 0) AS total_bytes, COALESCE(sum(records), 0) AS records,\n       COALESCE(sum(position_delete_files), 0) AS position_delete_files, COALESCE(sum(equality_delete_files), 0) AS equality_delete_files,\n       COALESCE(sum(delete_bytes), 0) AS delete_bytes,\n       COALESCE(sum(position_deletes), 0) AS position_deletes, COALESCE(sum(equality_deletes), 0) AS equality_deletes,\n       to_unixtime(min(oldest_small)) AS oldest_small_file_at, COALESCE(bool_or(oldest_small_lower), false) AS oldest_small_lower,\n       max(small_files) AS max_partition_small_files,\n       {partition_counts}\n\
+        "WITH\n\
+         timed AS (\n  SELECT 0 AS kind, f.content, f.size, f.records, f.part, f.sid,\n         f.content = 0 AND f.size < {small} AS small,\n         f.content = 0 AND f.size > {large} AS large,\n         f.written_at, {known} AS written_known\n  FROM (\n  {files}\n  ) f\n),\n\
+         parts AS (\n  SELECT part,\n         {FILE_AGGREGATES}{sids}\n  FROM timed GROUP BY part\n)\n\
+         SELECT COALESCE(sum(files), 0) AS data_files, COALESCE(sum(small_files), 0) AS small_files, COALESCE(sum(large), 0) AS large_files,\n       COALESCE(sum(bytes), 0) AS total_bytes, COALESCE(sum(records), 0) AS records,\n       COALESCE(sum(position_delete_files), 0) AS position_delete_files, COALESCE(sum(equality_delete_files), 0) AS equality_delete_files,\n       COALESCE(sum(delete_bytes), 0) AS delete_bytes,\n       COALESCE(sum(position_deletes), 0) AS position_deletes, COALESCE(sum(equality_deletes), 0) AS equality_deletes,\n       to_unixtime(min(oldest_small)) AS oldest_small_file_at, COALESCE(bool_or(oldest_small_lower), false) AS oldest_small_lower,\n       max(small_files) AS max_partition_small_files,\n       {partition_counts}{small_sids}\n\
          FROM parts",
-        cfg = cfg_cte(t, h),
-        ratio = h.small_file_ratio,
-        large = h.large_file_ratio,
     )
+}
+
+/// How a file read dates the small files it finds (with `$entries`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dating {
+    /// By a join of `$snapshots` on the id of the snapshot that added each file: a second
+    /// metadata table in the statement, for a read with no survey of the table at hand.
+    Join,
+    /// By the ids alone (`small_sids`), which the survey's newest snapshots date
+    /// ([`date_by_ids`]): one metadata table a statement.
+    SnapshotIds,
+}
+
+/// The oldest commit among `ids` (the snapshots that added a table's small files), dated
+/// by `times` (a survey's newest snapshots, newest first), and whether it is a bound: an
+/// id the list does not hold is of a snapshot older than every one it holds (expired, or
+/// past the list's length), so the small files have waited since the oldest listed
+/// commit at least. `None` without ids.
+pub fn date_by_ids(
+    ids: &[i64],
+    times: &[(i64, DateTime<Utc>)],
+    oldest_known: Option<DateTime<Utc>>,
+) -> Option<(DateTime<Utc>, bool)> {
+    if ids.is_empty() {
+        return None;
+    }
+    let at: std::collections::HashMap<i64, DateTime<Utc>> = times.iter().copied().collect();
+    let mut oldest: Option<DateTime<Utc>> = None;
+    let mut unlisted = false;
+    for id in ids {
+        match at.get(id) {
+            Some(&t) => oldest = Some(oldest.map_or(t, |o| o.min(t))),
+            None => unlisted = true,
+        }
+    }
+    if unlisted {
+        let bound = times.last().map(|(_, t)| *t).or(oldest_known)?;
+        let bound = oldest.map_or(bound, |o| o.min(bound));
+        return Some((bound, true));
+    }
+    oldest.map(|o| (o, false))
 }
 
 /// The stats of a table from the row of [`files_sql`] over what its survey read: the
 /// file facts from the files, the rest from the survey (`survey` is the survey's
-/// [`TableStats`], its snapshots' facts). An undated small file is as old as the
-/// oldest snapshot left, at least.
+/// [`TableStats`], its snapshots' facts and the target the files were counted at). An
+/// undated small file is as old as the oldest snapshot left, at least.
 pub fn parse_files(
     r: &Row,
     layout: Layout,
     survey: &TableStats,
-    h: &ScanParams,
+    times: Option<&[(i64, DateTime<Utc>)]>,
 ) -> Result<TableStats, String> {
     let u = |name: &str| -> Result<u64, String> { Ok(r.req(name)?.as_u64().unwrap_or(0)) };
     let partitions = u("partitions")?;
-    let lower = r
+    let mut lower = r
         .get("oldest_small_lower")
         .and_then(Value::as_bool)
         .unwrap_or(false);
     let small_files = u("small_files")?;
-    let dated = opt_time(r, "oldest_small_file_at");
+    let mut dated = opt_time(r, "oldest_small_file_at");
+    // Read by snapshot ids ([`Dating::SnapshotIds`]): the survey's list dates them, and
+    // says itself when the date is a bound.
+    let mut by_ids = false;
+    if let (Some(times), Some(Value::Array(ids))) = (times, r.get("small_sids")) {
+        let ids: Vec<i64> = ids.iter().filter_map(Value::as_i64).collect();
+        if let Some((at, bound)) = date_by_ids(&ids, times, survey.oldest_snapshot) {
+            (dated, lower, by_ids) = (Some(at), bound, true);
+        }
+    }
     let oldest_small_file_at = match (dated, lower.then_some(survey.oldest_snapshot).flatten()) {
+        (Some(a), _) if by_ids => Some(a),
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
     };
     let position_delete_files = u("position_delete_files")?;
     let equality_delete_files = u("equality_delete_files")?;
     Ok(TableStats {
-        target_file_size: r.u64("target").unwrap_or(h.target_file_size),
-        target_from_property: r
-            .get("target_from_property")
-            .and_then(Value::as_bool)
-            .unwrap_or(false),
         data_files: u("data_files")?,
         small_files,
         total_bytes: u("total_bytes")?,

@@ -110,49 +110,140 @@ fn totals_of(r: &Row) -> Totals {
 }
 
 /// What one metadata-only read tells of a table: its totals, every snapshot fact the
-/// verdicts use, its manifests (and its metadata log when asked), and whether its manifests are
-/// partitioned. `stats` holds these facts with the file facts taken from the totals
-/// (see [`Survey::stats`]); the per-file read replaces those.
+/// verdicts use and the newest snapshots' ids and commit times (which date its files);
+/// with [`SurveyShape::table_meta`] its target, its manifests and whether they are
+/// partitioned (and its metadata log when asked). `stats` holds these facts with the file
+/// facts taken from the totals (see [`Survey::stats`]); the per-file read replaces those.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Survey {
     pub totals: Totals,
     pub stats: TableStats,
+    /// The table's target and manifests, when this survey read them
+    /// ([`SurveyShape::table_meta`]); a fleet's survey leaves them to [`file_meta_sql`].
+    pub meta: Option<FileMeta>,
+    /// The newest snapshots (at most `trend_limit`), newest first: each one's id and
+    /// commit time. A file read names the snapshots that added its small files by id.
+    pub snapshot_times: Vec<(i64, DateTime<Utc>)>,
+}
+
+/// What a table's files are read with, beyond its snapshots: its target and its
+/// manifests, from `$properties` and `$manifests` (metadata only).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FileMeta {
+    /// `write.target-file-size-bytes` when the table sets it.
+    pub target_property: Option<u64>,
+    pub manifests: Option<u64>,
+    pub small_manifests: Option<u64>,
+    pub manifest_bytes: Option<u64>,
     /// `Some(true)` when the current manifests carry partition fields, `Some(false)` when
     /// they carry none, `None` without manifests.
     pub partitioned: Option<bool>,
-    /// `write.target-file-size-bytes` when the table sets it (`$properties`).
-    pub target_property: Option<u64>,
 }
 
-/// Tables a survey statement reads: the metadata-only reads cost about the same a table
-/// alone or ten to a statement on Trino 476 (benches/README.md), and a wider `UNION ALL`
-/// plans superlinearly and makes every table of it wait for the slowest.
+impl FileMeta {
+    /// The table's target file size: its property, else the default.
+    pub fn target(&self, cfg: &ScanParams) -> u64 {
+        self.target_property.unwrap_or(cfg.target_file_size)
+    }
+
+    /// `stats` with this target and these manifests.
+    pub fn apply(&self, stats: &mut TableStats, cfg: &ScanParams) {
+        stats.target_file_size = self.target(cfg);
+        stats.target_from_property = self.target_property.is_some();
+        stats.manifests = self.manifests;
+        stats.small_manifests = self.small_manifests;
+        stats.manifest_bytes = self.manifest_bytes;
+    }
+
+    fn of(r: &Row) -> FileMeta {
+        FileMeta {
+            target_property: r.u64("target_property").filter(|&t| t > 0),
+            manifests: r.u64("manifests"),
+            small_manifests: r.u64("small_manifests"),
+            manifest_bytes: r.u64("manifest_bytes"),
+            partitioned: r.i64("partition_fields").map(|n| n > 0),
+        }
+    }
+}
+
+/// Tables a survey statement reads. What a statement costs the coordinator beyond its
+/// planning (its scheduling, its tasks, the protocol) is paid once for all its tables:
+/// on Trino 476 ten `$snapshots` reads in one statement cost its process about 45 ms of
+/// CPU a table, one alone about 75 ms (benches/README.md). A wider `UNION ALL` costs no
+/// less a table and makes every table of it wait for the slowest.
 pub const SURVEY_BATCH: usize = 10;
 
 /// What a survey reads besides the snapshots, by what the server has and who asks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SurveyShape {
     /// `$metadata_log_entries` (444+). A fleet's survey leaves it to the change probe,
-    /// which reads it anyway: a fourth metadata table a table cost the survey 15-25 %
-    /// more planning on Trino 476 (benches/README.md). A one-table read (`floe check`,
-    /// the report, a re-read) takes it in the same statement.
+    /// which reads it anyway. A one-table read (`floe check`, the report, a re-read)
+    /// takes it in the same statement.
     pub metadata_log: bool,
+    /// `$properties` and `$manifests` ([`FileMeta`]) in the same statement: a one-table
+    /// read takes them. A fleet's survey reads `$snapshots` alone: each metadata table a
+    /// statement reads costs the coordinator about as much as the snapshots' own read,
+    /// and only the tables whose files are read need them ([`file_meta_sql`]).
+    pub table_meta: bool,
     /// `$manifests`' partition summaries column (`partition_summaries`, `partitions`
     /// before 468).
     pub summaries: &'static str,
 }
 
-/// One statement surveying `tables`, one branch per table reading its `$snapshots`,
-/// `$manifests` and (with `metadata_log`) `$metadata_log_entries` once each — every one
-/// of them from the table's metadata file or its manifest list, no manifest opened — with
-/// no window and no `WITH` (Trino would inline a `WITH` into every reference): the trend
-/// and the writes since the newest compaction travel as arrays and are cut with lambdas.
-/// Rows carry the branch's index in `tables` as `i`.
+/// `$manifests` (`m`) and `$properties` (`p`) of `t` as two cross-joined one-row
+/// aggregates, each metadata table read once: what [`FILE_META_COLUMNS`] reads.
+fn file_meta_from(t: &TableRef, cfg: &ScanParams, summaries: &str) -> String {
+    format!(
+        "(SELECT count(*) AS manifests, count_if(length < {small}) AS small_manifests, \
+         COALESCE(sum(length), 0) AS manifest_bytes, max(cardinality({summaries})) AS partition_fields \
+         FROM {manifests}) m \
+         CROSS JOIN (SELECT max(CASE WHEN key = 'write.target-file-size-bytes' THEN value END) AS target_prop \
+         FROM {properties}) p",
+        small = cfg.small_manifest_size,
+        manifests = t.meta("manifests"),
+        properties = t.meta("properties"),
+    )
+}
+
+const FILE_META_COLUMNS: &str = "m.manifests, m.small_manifests, m.manifest_bytes, m.partition_fields, \
+     TRY_CAST(p.target_prop AS bigint) AS target_property";
+
+/// One statement reading the [`FileMeta`] of each of `tables` (`$properties` and
+/// `$manifests`: metadata only), one `UNION ALL` branch a table: the read a fleet's
+/// survey leaves to the tables whose files are read, ten a statement. Rows carry the
+/// branch's index as `i`.
+pub fn file_meta_sql(tables: &[TableRef], cfg: &ScanParams, summaries: &str) -> String {
+    tables
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            format!(
+                "SELECT {i} AS i, {FILE_META_COLUMNS} FROM {}",
+                file_meta_from(t, cfg, summaries)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\nUNION ALL\n")
+}
+
+/// The [`FileMeta`] of a batch's rows, by index in the batch.
+pub fn parse_file_meta(rows: &[Row], batch: usize) -> Result<Vec<FileMeta>, String> {
+    by_index(rows, batch, "table metadata", FileMeta::of)
+}
+
+/// One statement surveying `tables`, one branch per table reading its `$snapshots` (and,
+/// per `shape`, its `$manifests`, `$properties` and `$metadata_log_entries`) once each —
+/// every one of them from the table's metadata file or its manifest list, no manifest
+/// opened — with no window and no `WITH` (Trino would inline a `WITH` into every
+/// reference): the trend, the newest snapshots' ids and times and the writes since the
+/// newest compaction travel as arrays and are cut with lambdas. Rows carry the branch's
+/// index in `tables` as `i`.
 pub fn survey_sql(tables: &[TableRef], cfg: &ScanParams, shape: SurveyShape) -> String {
     let limit = cfg.trend_limit.max(1);
     let total = "TRY_CAST(element_at(summary, 'total-data-files') AS bigint)";
     let compaction = "operation = 'replace' AND TRY_CAST(element_at(summary, 'deleted-data-files') AS bigint) > 0";
     let keys = newest_totals();
+    let newest_first = "ORDER BY committed_at DESC, snapshot_id DESC";
     tables
         .iter()
         .enumerate()
@@ -171,6 +262,19 @@ pub fn survey_sql(tables: &[TableRef], cfg: &ScanParams, shape: SurveyShape) -> 
                     "CAST(NULL AS bigint) AS metadata_files, CAST(NULL AS double) AS metadata_at",
                 )
             };
+            let (meta, meta_cols) = if shape.table_meta {
+                (
+                    format!(" CROSS JOIN {}", file_meta_from(t, cfg, shape.summaries)),
+                    FILE_META_COLUMNS,
+                )
+            } else {
+                (
+                    String::new(),
+                    "CAST(NULL AS bigint) AS manifests, CAST(NULL AS bigint) AS small_manifests, \
+                     CAST(NULL AS bigint) AS manifest_bytes, CAST(NULL AS bigint) AS partition_fields, \
+                     CAST(NULL AS bigint) AS target_property",
+                )
+            };
             format!(
                 "SELECT {i} AS i, s.snapshots, s.snapshot_id, to_unixtime(s.newest) AS committed_at, \
                  to_unixtime(s.oldest) AS oldest_snapshot, to_unixtime(s.last_write) AS last_write, \
@@ -183,8 +287,8 @@ pub fn survey_sql(tables: &[TableRef], cfg: &ScanParams, shape: SurveyShape) -> 
                  element_at(s.ta, {next}) AS tail_newest, element_at(s.tf, {next}) AS tail_last_files, \
                  IF(COALESCE(cardinality(s.tf), 0) >= {after}, reduce(sequence({after}, cardinality(s.tf)), BIGINT '0', \
                  (acc, r) -> acc + greatest(s.tf[r] - s.tf[r - 1], 0), acc -> acc), 0) AS tail_drops, \
-                 m.manifests, m.small_manifests, m.manifest_bytes, m.partition_fields, {log_cols}, \
-                 TRY_CAST(p.target_prop AS bigint) AS target_property \
+                 slice(s.sids, 1, {limit}) AS snapshot_ids, slice(s.sats, 1, {limit}) AS snapshot_ats, \
+                 {meta_cols}, {log_cols} \
                  FROM (SELECT count(*) AS snapshots, max_by(snapshot_id, committed_at) AS snapshot_id, \
                  max(committed_at) AS newest, min(committed_at) AS oldest, \
                  max(CASE WHEN operation <> 'replace' THEN committed_at END) AS last_write, \
@@ -192,29 +296,23 @@ pub fn survey_sql(tables: &[TableRef], cfg: &ScanParams, shape: SurveyShape) -> 
                  max(CASE WHEN operation = 'replace' THEN committed_at END) AS last_replace, \
                  max_by({total}, CASE WHEN {compaction} THEN committed_at END) AS files_after_compaction, \
                  array_agg(committed_at) FILTER (WHERE operation <> 'replace') AS writes, \
-                 array_agg(to_unixtime(committed_at) ORDER BY committed_at DESC, snapshot_id DESC) FILTER (WHERE {total} IS NOT NULL) AS ta, \
-                 array_agg({total} ORDER BY committed_at DESC, snapshot_id DESC) FILTER (WHERE {total} IS NOT NULL) AS tf\
-                 {keys} FROM {snapshots}) s \
-                 CROSS JOIN (SELECT count(*) AS manifests, count_if(length < {small}) AS small_manifests, \
-                 COALESCE(sum(length), 0) AS manifest_bytes, max(cardinality({summaries})) AS partition_fields \
-                 FROM {manifests}) m{log} \
-                 CROSS JOIN (SELECT max(CASE WHEN key = 'write.target-file-size-bytes' THEN value END) AS target_prop \
-                 FROM {properties}) p",
-                properties = t.meta("properties"),
+                 array_agg(to_unixtime(committed_at) {newest_first}) FILTER (WHERE {total} IS NOT NULL) AS ta, \
+                 array_agg({total} {newest_first}) FILTER (WHERE {total} IS NOT NULL) AS tf, \
+                 array_agg(snapshot_id {newest_first}) AS sids, \
+                 array_agg(to_unixtime(committed_at) {newest_first}) AS sats\
+                 {keys} FROM {snapshots}) s{meta}{log}",
                 next = limit + 1,
                 after = limit + 2,
                 snapshots = t.meta("snapshots"),
-                manifests = t.meta("manifests"),
-                small = cfg.small_manifest_size,
-                summaries = shape.summaries,
             )
         })
         .collect::<Vec<_>>()
         .join("\nUNION ALL\n")
 }
 
-/// The surveys of a batch's rows, by index in the batch.
-pub fn parse_survey(rows: &[Row], batch: usize) -> Result<Vec<Survey>, String> {
+/// The surveys of a batch's rows, by index in the batch; `table_meta`: the statement read
+/// each table's [`FileMeta`] ([`SurveyShape::table_meta`]).
+pub fn parse_survey(rows: &[Row], batch: usize, table_meta: bool) -> Result<Vec<Survey>, String> {
     let time = |r: &Row, n: &str| r.get(n).and_then(Value::as_datetime);
     by_index(rows, batch, "survey", |r| {
         let totals = totals_of(r);
@@ -229,6 +327,16 @@ pub fn parse_survey(rows: &[Row], batch: usize) -> Result<Vec<Survey>, String> {
                 }
             }
         }
+        let mut snapshot_times = Vec::new();
+        if let (Some(Value::Array(ids)), Some(Value::Array(ats))) =
+            (r.get("snapshot_ids"), r.get("snapshot_ats"))
+        {
+            for (id, at) in ids.iter().zip(ats) {
+                if let (Some(id), Some(at)) = (id.as_i64(), at.as_datetime()) {
+                    snapshot_times.push((id, at));
+                }
+            }
+        }
         let tail_snapshots = r.u64("tail_snapshots").unwrap_or(0);
         let trend_tail = match (time(r, "tail_newest"), r.u64("tail_last_files")) {
             (Some(newest), Some(last_files)) if tail_snapshots > 0 => Some(TrendTail {
@@ -239,6 +347,7 @@ pub fn parse_survey(rows: &[Row], batch: usize) -> Result<Vec<Survey>, String> {
             }),
             _ => None,
         };
+        let meta = table_meta.then(|| FileMeta::of(r));
         let stats = TableStats {
             snapshots: totals.snapshots,
             snapshot_id: totals.snapshot_id,
@@ -250,9 +359,9 @@ pub fn parse_survey(rows: &[Row], batch: usize) -> Result<Vec<Survey>, String> {
             files_after_compaction: r.u64("files_after_compaction"),
             trend,
             trend_tail,
-            manifests: r.u64("manifests"),
-            small_manifests: r.u64("small_manifests"),
-            manifest_bytes: r.u64("manifest_bytes"),
+            manifests: meta.and_then(|m| m.manifests),
+            small_manifests: meta.and_then(|m| m.small_manifests),
+            manifest_bytes: meta.and_then(|m| m.manifest_bytes),
             metadata_files: r.u64("metadata_files"),
             metadata_at: time(r, "metadata_at"),
             ..Default::default()
@@ -260,16 +369,18 @@ pub fn parse_survey(rows: &[Row], batch: usize) -> Result<Vec<Survey>, String> {
         Survey {
             totals,
             stats,
-            partitioned: r.i64("partition_fields").map(|n| n > 0),
-            target_property: r.u64("target_property").filter(|&t| t > 0),
+            meta,
+            snapshot_times,
         }
     })
 }
 
 impl Survey {
-    /// The table's target file size: its property, else the default.
+    /// The table's target file size: its property when this survey read it, else the
+    /// default (what a fleet's survey bounds the small files at until the table's own
+    /// target is read with its files).
     pub fn target(&self, cfg: &ScanParams) -> u64 {
-        self.target_property.unwrap_or(cfg.target_file_size)
+        self.meta.map_or(cfg.target_file_size, |m| m.target(cfg))
     }
 
     /// Whether the table's per-file read can change its verdict (see [`file_read`]).
@@ -289,12 +400,12 @@ impl Survey {
         let delete_files = t.delete_files.unwrap_or(0);
         TableStats {
             target_file_size: target,
-            target_from_property: self.target_property.is_some(),
+            target_from_property: self.meta.is_some_and(|m| m.target_property.is_some()),
             data_files: t.data_files.unwrap_or(0),
             small_files: bounds.map_or(0, |b| b.at_least),
             total_bytes: t.files_size.unwrap_or(0),
             records: t.records.unwrap_or(0),
-            partitioned: self.partitioned.unwrap_or(false),
+            partitioned: self.meta.and_then(|m| m.partitioned).unwrap_or(false),
             delete_files,
             // The summary counts delete files, not their kinds: all of one kind when only
             // that kind's records are deleted (the per-file read tells the rest).

@@ -19,7 +19,9 @@ use floe::trino::{Client, QueryOptions};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-/// Statements of `user` by kind: (discovery, probes, health, other: the layouts).
+/// Statements of `user` by kind: (discovery, probes, file reads, metadata-only reads of
+/// the tables themselves: the surveys and the target and manifests read ahead of the
+/// file reads).
 fn kinds(qs: &[Value]) -> (usize, usize, usize, usize) {
     let mut k = (0, 0, 0, 0);
     for q in qs {
@@ -32,7 +34,7 @@ fn kinds(qs: &[Value]) -> (usize, usize, usize, usize) {
         if sql.contains("iceberg_tables") || sql.contains("information_schema") {
             k.0 += 1;
         } else if sql.contains("partition_fields") {
-            // The layouts of the listed tables, learned before their first statement.
+            // A survey, or the target and manifests of the tables whose files are read.
             k.3 += 1;
         } else if sql.starts_with("SELECT 0 AS i") {
             k.1 += 1;
@@ -148,9 +150,10 @@ async fn a_steady_refresh_probes_and_reads_only_the_written_table() {
     }
     let mut f = Fleet::new("steady", &[format!("scratch.fleet_?_{pid}")], 2, "1m").await;
 
-    // The first refresh surveys the three in one statement and reads the files of those
-    // whose files can change their verdict (documents' 2,004 and events' 360; the
-    // parcels copy's 8 only if its summary lacks the totals that rule them out).
+    // The first refresh surveys the three in one statement (their snapshots alone), reads
+    // the target and manifests of those whose files can change their verdict in one more
+    // (documents' 2,004 and events' 360; the parcels copy's 8 only if its summary lacks
+    // the totals that rule them out), then their files, one statement each.
     let (disc, probes, health, surveys) = f.cycle(true, false).await;
     let read = f
         .state
@@ -160,7 +163,7 @@ async fn a_steady_refresh_probes_and_reads_only_the_written_table() {
         .filter(|r| r.stats.as_ref().is_some_and(|s| !s.files_unread))
         .count();
     assert!((2..=3).contains(&read), "{read}");
-    assert_eq!((disc, probes, health, surveys), (1, 0, read, 1));
+    assert_eq!((disc, probes, health, surveys), (1, 0, read, 2));
     let failed: Vec<Value> = lab()
         .real_queries_of(&f.user)
         .await
@@ -234,13 +237,14 @@ async fn a_steady_refresh_probes_and_reads_only_the_written_table() {
     assert_eq!(
         (disc, probes, health, surveys),
         (1, 1, 1, 1),
-        "the written table probed, surveyed and its files read"
+        "the written table probed, surveyed (with its target and manifests) and its files read"
     );
     assert_eq!(f.snapshots_of(written), before + 1, "the change is noticed");
 
-    // `r` reads everything: one survey, the files where they matter.
+    // `r` reads everything: one survey, the target and manifests of the tables whose
+    // files matter (one statement), and their files.
     let (_, _, health, surveys) = f.cycle(false, true).await;
-    assert_eq!((health, surveys), (read, 1));
+    assert_eq!((health, surveys), (read, 2));
 }
 
 /// What the periodic full re-read used to be there for — commits that add no data: a

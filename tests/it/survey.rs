@@ -70,9 +70,13 @@ async fn same_verdicts_as_the_one_statement_read(url: &str, who: &str) {
                     old.data_files < cfg.min_small_files || old.snapshots == 0,
                     "{t}: {old:?}"
                 );
-                // What the totals say of the files is what the files say.
+                // What the totals say of the files is what the files say. A fleet's
+                // survey reads no target: its bound of the small files is at the default
+                // one (no verdict of a table this small uses it; the screen shows none).
                 assert_eq!(s.data_files, old.data_files, "{t}");
-                assert!(s.small_files <= old.small_files, "{t}: a lower bound");
+                if old.target_file_size == cfg.target_file_size {
+                    assert!(s.small_files <= old.small_files, "{t}: a lower bound");
+                }
                 let (a, b) = (
                     evaluate(&s, None, &cfg, now),
                     evaluate(&old, None, &cfg, now),

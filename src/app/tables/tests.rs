@@ -300,8 +300,8 @@ fn survey_of(files: u64, each: u64) -> crate::lakehouse::summary::Survey {
             newest_snapshot: Some(t0()),
             ..Default::default()
         },
-        partitioned: Some(false),
-        target_property: None,
+        meta: None,
+        snapshot_times: Vec::new(),
     }
 }
 

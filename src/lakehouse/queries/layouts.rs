@@ -4,7 +4,6 @@
 
 use super::{FILES_PARTITION_SINCE, Lakehouse, Layout, MetaTables};
 use crate::lakehouse::model::TableRef;
-use crate::lakehouse::probe::{LAYOUT_BATCH, layout_batch, layout_sql, parse_layouts};
 use crate::trino::{QueryOptions, Row, TrinoError};
 
 impl Lakehouse {
@@ -74,55 +73,21 @@ impl Lakehouse {
         self.layouts.lock().is_ok_and(|m| m.contains_key(t))
     }
 
-    /// Learn whether `t` is partitioned before its first statement, with the listed tables
-    /// after it whose layouts are not known either, in one statement per
-    /// [`crate::lakehouse::probe::LAYOUT_BATCH`]
-    /// tables (`$manifests` alone): a first read of a fleet then sends no statement that
-    /// fails on an unpartitioned table (failed statements are what a coordinator's
-    /// operators see first). Tables are read in about the order they are listed, so once
-    /// `t` is known the next batch is learned half a batch ahead, by whichever read gets
-    /// there first (within its own slot of `max_concurrent_queries`): the others do not
-    /// wait for it. A table discovery did not list (one table's report) is not batched:
-    /// its first statement tells, as before. A batch that fails is split down to the
-    /// table that fails it; what stays unknown is learned by its first statement.
+    /// Learn whether `t` is partitioned before its first per-file statement, from its
+    /// manifests' partition fields ([`Lakehouse::file_meta`], read with the other tables
+    /// waiting for a file read): a statement that would fail on an unpartitioned table
+    /// is never sent (failed statements are what a coordinator's operators see first).
+    /// What the manifests cannot tell (a table without any) is learned by the first
+    /// statement, as a server older than `FILES_PARTITION_SINCE` always does.
     async fn learn_layout(&self, t: &TableRef) {
-        if !self.supports(FILES_PARTITION_SINCE) {
+        if !self.supports(FILES_PARTITION_SINCE) || self.layout_known(t) {
             return;
         }
-        let mut l = if self.layout_known(t) {
-            match self.learning.try_lock() {
-                Ok(l) => l,
-                // Someone is learning already: that is the read ahead.
-                Err(_) => return,
-            }
-        } else {
-            self.learning.lock().await
-        };
-        let Some(&at) = l.index.get(t) else {
-            return;
-        };
-        let unknown = |x: &TableRef| !l.asked.contains(x) && !self.layout_known(x);
-        let batch = layout_batch(&l.listed, at, unknown, LAYOUT_BATCH);
-        if batch.is_empty() {
-            return;
-        }
-        l.asked.extend(batch.iter().cloned());
-        let summaries = self.summaries_column();
-        let found = self
-            .batched(
-                &batch,
-                "layout",
-                |b| layout_sql(b, summaries),
-                parse_layouts,
-            )
-            .await;
-        for (t, r) in found {
-            match r {
-                Ok(Some(true)) => self.set_file_layout(&t, Layout::PartitionColumn),
-                Ok(Some(false)) => self.set_file_layout(&t, Layout::Unpartitioned),
-                Ok(None) => {}
-                Err(e) => tracing::debug!(table = %t, "layout not learned: {e}"),
-            }
+        match self.file_meta(t).await {
+            // The layout is learned; the metadata itself is not kept for a later file
+            // read (its manifests would be stale by then).
+            Ok(_) => {}
+            Err(e) => tracing::debug!(table = %t, "layout not learned: {e}"),
         }
     }
 

@@ -7,19 +7,20 @@ use std::sync::{Arc, Mutex};
 
 use super::maintenance::TableLayout;
 use super::model::{PartitionStats, SnapshotInfo, TableRef, TableStats};
-use super::probe::{
-    PARTITION_SUMMARIES_SINCE, Probe, parse_probe, parse_rank, probe_sql, rank_sql, split,
-};
+use super::probe::{PARTITION_SUMMARIES_SINCE, Probe, parse_probe, probe_sql, split};
 use crate::lakehouse::scan::ScanParams;
 use crate::trino::{Client, QueryOptions, Row, ServerInfo, TrinoError};
 
 use super::statements::parse_snapshot;
 pub use super::statements::{
-    MetaTables, describe_sql, discover_sql, files_sql, glob_match, parse_files, parse_stats,
-    partition_value_text, partitions_sql, properties_sql, recount_in_spec_sql, recount_sql,
-    show_create_sql, small_file_ages_sql, snapshots_sql, stats_sql,
+    Dating, MetaTables, describe_sql, discover_sql, files_sql, glob_match, parse_files,
+    parse_stats, partition_value_text, partitions_sql, properties_sql, recount_in_spec_sql,
+    recount_sql, show_create_sql, small_file_ages_sql, snapshots_sql, stats_sql,
 };
-use super::summary::{FileRead, Survey, SurveyShape, parse_survey, survey_sql};
+use super::summary::{
+    FileMeta, FileRead, SURVEY_BATCH, Survey, SurveyShape, file_meta_sql, parse_file_meta,
+    parse_survey, survey_sql,
+};
 
 mod layouts;
 mod partitions;
@@ -60,9 +61,11 @@ pub struct Lakehouse {
     /// Each table's declared layout (columns and partition spec), read once per table for
     /// the life of this connection and shared by the partitions view, plans and the CLI.
     specs: Arc<Mutex<HashMap<TableRef, CachedSpec>>>,
-    /// The tables the last discovery listed, in its order: whose layouts are learned in
-    /// batches before their first statement (see [`Lakehouse::learn_layout`]).
-    learning: Arc<tokio::sync::Mutex<Learning>>,
+    /// What the reads of a fleet's files need beyond its survey, read ten tables a
+    /// statement ahead of them (see [`Lakehouse::file_meta`]).
+    pending: Arc<tokio::sync::Mutex<Pending>>,
+    /// Held while a metadata read of [`Pending`] tables is on its way.
+    meta_reading: Arc<tokio::sync::Mutex<()>>,
     /// Tables (and catalogs) whose `$entries` this server fails to read (Trino 476 fails
     /// the whole table with GENERIC_INTERNAL_ERROR when a data file has no
     /// `sort_order_id`, which the spec allows and pyiceberg writes): they are read through
@@ -112,15 +115,19 @@ impl EntriesRecord {
 /// The default of [`Lakehouse::with_snapshot_limit`].
 pub const SNAPSHOT_LIMIT: usize = 2000;
 
-/// Which listed tables' layouts are still to learn.
+/// The tables whose files a fleet's surveys found worth reading, in the order the
+/// surveys found them, until their [`FileMeta`] is read; the metadata read and the
+/// survey's newest snapshots of each, until its file read takes them.
 #[derive(Default)]
-struct Learning {
-    listed: Vec<TableRef>,
-    /// Each listed table's position in `listed`.
-    index: HashMap<TableRef, usize>,
-    /// Asked once already (learned, or their manifests could not tell): not asked again.
-    asked: HashSet<TableRef>,
+struct Pending {
+    order: std::collections::VecDeque<TableRef>,
+    meta: HashMap<TableRef, FileMeta>,
+    times: HashMap<TableRef, Arc<Vec<(i64, chrono::DateTime<chrono::Utc>)>>>,
 }
+
+/// Tables whose [`FileMeta`] one statement reads ([`file_meta_sql`]): the metadata-only
+/// batch width of the survey.
+pub const FILE_META_BATCH: usize = SURVEY_BATCH;
 
 #[derive(Clone)]
 struct CachedSpec {
@@ -152,7 +159,8 @@ impl Lakehouse {
             layouts: Arc::new(Mutex::new(HashMap::new())),
             specs: Arc::new(Mutex::new(HashMap::new())),
             entries_unreadable: Arc::new(Mutex::new(EntriesRecord::default())),
-            learning: Default::default(),
+            pending: Default::default(),
+            meta_reading: Default::default(),
             snapshot_limit: SNAPSHOT_LIMIT,
         }
     }
@@ -222,14 +230,8 @@ impl Lakehouse {
             .collect();
         tables.sort();
         tables.dedup();
-        let mut l = self.learning.lock().await;
-        l.index = tables
-            .iter()
-            .enumerate()
-            .map(|(i, t)| (t.clone(), i))
-            .collect();
-        l.listed = tables.clone();
-        l.asked.clear();
+        // A new listing starts a new refresh: what the last one left unread goes.
+        *self.pending.lock().await = Pending::default();
         Ok(tables)
     }
 
@@ -267,12 +269,16 @@ impl Lakehouse {
         m
     }
 
-    /// The health facts of one table: its survey (metadata only, its metadata log too),
-    /// then its files when they can change its verdict
-    /// ([`crate::lakehouse::summary::file_read`]).
+    /// The health facts of one table: its survey (metadata only: its snapshots, target,
+    /// manifests and metadata log in one statement), then its files when they can change
+    /// its verdict ([`crate::lakehouse::summary::file_read`]).
     pub async fn table_stats(&self, t: &TableRef) -> Result<TableStats, TrinoError> {
         let (_, survey) = self
-            .survey_with(std::slice::from_ref(t), self.meta_tables().metadata_log)
+            .survey_with(
+                std::slice::from_ref(t),
+                self.meta_tables().metadata_log,
+                true,
+            )
             .await
             .pop()
             .ok_or_else(|| TrinoError::Malformed {
@@ -282,27 +288,32 @@ impl Lakehouse {
         let survey = survey?;
         match survey.file_read(&self.scan) {
             FileRead::NotNeeded => Ok(survey.stats(&self.scan)),
-            FileRead::Needed(_) => self.file_stats(t, &survey.stats).await,
+            FileRead::Needed(_) => self.file_stats(t, &survey.stats(&self.scan)).await,
         }
     }
 
     /// The surveys of a fleet's `tables` (see [`crate::lakehouse::summary::survey_sql`]),
-    /// in one statement when all answer, without the metadata log: the change probe
-    /// reads it (see `adopt_probe` in the TUI's refresh).
+    /// in one statement when all answer: `$snapshots` alone. The change probe reads the
+    /// metadata log (see `adopt_probe` in the TUI's refresh); the tables whose files are
+    /// worth reading get their target and manifests read ahead of their files, ten a
+    /// statement ([`Lakehouse::file_stats`]).
     pub async fn survey(&self, tables: &[TableRef]) -> Vec<(TableRef, Result<Survey, TrinoError>)> {
-        self.survey_with(tables, false).await
+        self.survey_with(tables, false, false).await
     }
 
-    /// The surveys of `tables`, with the metadata log when `metadata_log`; each table's
-    /// layout is learned on the way (its manifests' partition fields), so its per-file
-    /// read asks the right form at once.
+    /// The surveys of `tables`, with the metadata log when `metadata_log` and with their
+    /// [`FileMeta`] when `table_meta`. What a table's file read needs of its survey is kept
+    /// for it: its metadata (and so its layout) when read here, else its place among the
+    /// tables whose metadata is read ahead; and its newest snapshots, which date its files.
     async fn survey_with(
         &self,
         tables: &[TableRef],
         metadata_log: bool,
+        table_meta: bool,
     ) -> Vec<(TableRef, Result<Survey, TrinoError>)> {
         let shape = SurveyShape {
             metadata_log,
+            table_meta,
             summaries: self.summaries_column(),
         };
         let found = self
@@ -310,39 +321,128 @@ impl Lakehouse {
                 tables,
                 "survey",
                 |b| survey_sql(b, &self.scan, shape),
-                parse_survey,
+                |rows, n| parse_survey(rows, n, table_meta),
             )
             .await;
-        if self.supports(FILES_PARTITION_SINCE) {
-            let mut l = self.learning.lock().await;
-            for (t, r) in &found {
-                match r.as_ref().map(|s| s.partitioned) {
-                    Ok(Some(true)) => self.set_file_layout(t, Layout::PartitionColumn),
-                    Ok(Some(false)) => self.set_file_layout(t, Layout::Unpartitioned),
-                    _ => {}
+        let mut p = self.pending.lock().await;
+        for (t, r) in &found {
+            let Ok(s) = r else { continue };
+            if let Some(m) = s.meta {
+                self.learn_layout_of(t, &m);
+            }
+            if matches!(s.file_read(&self.scan), FileRead::NotNeeded) {
+                continue;
+            }
+            p.times
+                .insert(t.clone(), Arc::new(s.snapshot_times.clone()));
+            match s.meta {
+                Some(m) => {
+                    p.meta.insert(t.clone(), m);
                 }
-                l.asked.insert(t.clone());
+                None => p.order.push_back(t.clone()),
             }
         }
         found
     }
 
+    /// Whether `t`'s files are partitioned, from its manifests (`m`).
+    fn learn_layout_of(&self, t: &TableRef, m: &FileMeta) {
+        if !self.supports(FILES_PARTITION_SINCE) {
+            return;
+        }
+        match m.partitioned {
+            Some(true) => self.set_file_layout(t, Layout::PartitionColumn),
+            Some(false) => self.set_file_layout(t, Layout::Unpartitioned),
+            None => {}
+        }
+    }
+
+    /// `t`'s [`FileMeta`] for its file read: the one its survey read, or read now with
+    /// the next tables waiting for theirs (up to [`FILE_META_BATCH`] a statement: what a
+    /// statement costs the coordinator beyond its reads is paid once for them). Taken:
+    /// the next file read of `t` reads it again (its manifests change with every commit).
+    pub async fn file_meta(&self, t: &TableRef) -> Result<FileMeta, TrinoError> {
+        if let Some(m) = self.pending.lock().await.meta.remove(t) {
+            return Ok(m);
+        }
+        // One metadata read at a time: a file read that starts while another's batch is
+        // on its way waits for it (its table may be in it) instead of reading again.
+        let _reading = self.meta_reading.lock().await;
+        let batch = {
+            let mut p = self.pending.lock().await;
+            if let Some(m) = p.meta.remove(t) {
+                return Ok(m);
+            }
+            p.order.retain(|x| x != t);
+            let mut batch = vec![t.clone()];
+            while batch.len() < FILE_META_BATCH {
+                match p.order.pop_front() {
+                    Some(x) => batch.push(x),
+                    None => break,
+                }
+            }
+            batch
+        };
+        let summaries = self.summaries_column();
+        let found = self
+            .batched(
+                &batch,
+                "table metadata",
+                |b| file_meta_sql(b, &self.scan, summaries),
+                parse_file_meta,
+            )
+            .await;
+        let mut p = self.pending.lock().await;
+        let mut mine = None;
+        for (x, r) in found {
+            if let Ok(m) = &r {
+                self.learn_layout_of(&x, m);
+            }
+            if &x == t {
+                mine = Some(r);
+            } else if let Ok(m) = r {
+                p.meta.insert(x, m);
+            } else {
+                // Its own read tells it its error.
+                p.order.push_back(x);
+            }
+        }
+        mine.unwrap_or_else(|| {
+            Err(TrinoError::Malformed {
+                url: self.client.url().to_string(),
+                message: format!("the metadata read of {t} returned nothing"),
+            })
+        })
+    }
+
     /// The file facts of `t` over what its survey read (`survey`: the survey's stats), in
-    /// one statement; a second one dates its small files where `$entries` could not.
+    /// one statement at the table's own target (its [`FileMeta`], read ahead), the small
+    /// files dated by the survey's newest snapshots; a second statement dates its small
+    /// files where `$entries` could not.
     pub async fn file_stats(
         &self,
         t: &TableRef,
         survey: &TableStats,
     ) -> Result<TableStats, TrinoError> {
+        let meta = self.file_meta(t).await?;
+        let mut base = survey.clone();
+        meta.apply(&mut base, &self.scan);
+        let times = self.pending.lock().await.times.remove(t);
+        let dating = if times.is_some() {
+            Dating::SnapshotIds
+        } else {
+            Dating::Join
+        };
+        let target = base.target_file_size;
         let (rows, layout) = self
-            .with_layout(t, |l, m| files_sql(t, &self.scan, l, m))
+            .with_layout(t, |l, m| files_sql(t, &self.scan, l, m, target, dating))
             .await?;
         let row = rows.first().ok_or_else(|| TrinoError::Malformed {
             url: self.client.url().to_string(),
             message: format!("file read of {t} returned no row"),
         })?;
-        let mut stats =
-            parse_files(row, layout, survey, &self.scan).map_err(|m| TrinoError::Malformed {
+        let mut stats = parse_files(row, layout, &base, times.as_deref().map(Vec::as_slice))
+            .map_err(|m| TrinoError::Malformed {
                 url: self.client.url().to_string(),
                 message: format!("file read of {t}: {m}"),
             })?;
@@ -409,42 +509,8 @@ impl Lakehouse {
         .await
     }
 
-    /// The files the current manifests of each of `tables` hold (see
-    /// [`super::probe::rank_sql`]), in one statement when all answer; each table's layout
-    /// is learned on the way (its first statement asks the right form at once).
-    pub async fn rank(&self, tables: &[TableRef]) -> Vec<(TableRef, Result<u64, TrinoError>)> {
-        let summaries = self.summaries_column();
-        let found = self
-            .batched(
-                tables,
-                "first-read ranking",
-                |b| rank_sql(b, summaries),
-                parse_rank,
-            )
-            .await;
-        let learns = self.supports(FILES_PARTITION_SINCE);
-        let mut l = self.learning.lock().await;
-        found
-            .into_iter()
-            .map(|(t, r)| {
-                let r = r.map(|(partitioned, files)| {
-                    if learns {
-                        match partitioned {
-                            Some(true) => self.set_file_layout(&t, Layout::PartitionColumn),
-                            Some(false) => self.set_file_layout(&t, Layout::Unpartitioned),
-                            None => {}
-                        }
-                        l.asked.insert(t.clone());
-                    }
-                    files
-                });
-                (t, r)
-            })
-            .collect()
-    }
-
     /// `$manifests`' partition summaries column on this server.
-    fn summaries_column(&self) -> &'static str {
+    pub(super) fn summaries_column(&self) -> &'static str {
         if self.supports(PARTITION_SUMMARIES_SINCE) {
             "partition_summaries"
         } else {

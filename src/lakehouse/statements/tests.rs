@@ -249,3 +249,77 @@ fn files_are_dated_by_their_modification_time_only_without_entries() {
         "{ages}"
     );
 }
+
+/// A file read after a survey reads the files' metadata table alone when the survey's
+/// snapshots date the files, `$snapshots` beside it when they do not; never
+/// `$properties` (the target arrives as a literal, the survey's or the read-ahead's).
+#[test]
+fn a_file_read_reads_one_metadata_table_when_the_survey_dates_its_files() {
+    let t = TableRef::new("iceberg", "zoning", "documents");
+    let h = ScanParams::default();
+    let target = 64 << 20;
+    for layout in [Layout::PartitionColumn, Layout::Unpartitioned] {
+        let ids = files_sql(&t, &h, layout, MetaTables::ALL, target, Dating::SnapshotIds);
+        assert_eq!(ids.matches("$entries").count(), 1, "{ids}");
+        for other in ["$snapshots", "$properties", "$files", "$manifests"] {
+            assert!(!ids.contains(other), "{other}: {ids}");
+        }
+        assert!(ids.contains("small_sids") && ids.contains("e.snapshot_id AS sid"));
+        let joined = files_sql(&t, &h, layout, MetaTables::ALL, target, Dating::Join);
+        assert_eq!(joined.matches("$snapshots").count(), 1, "{joined}");
+        assert!(!joined.contains("$properties") && !joined.contains("small_sids"));
+    }
+    // The lines as integer literals of the exact products: 0.75 and 1.8 × 64 MiB.
+    let sql = files_sql(
+        &t,
+        &h,
+        Layout::PartitionColumn,
+        MetaTables::ALL,
+        target,
+        Dating::SnapshotIds,
+    );
+    assert!(sql.contains("f.size < 50331648 AS small"), "{sql}");
+    assert!(sql.contains("f.size > 120795955 AS large"), "{sql}");
+    assert!(sql.contains("* BIGINT '67108864'"), "{sql}");
+    // Without `$entries` the ids do not exist: `$files`, undated or by modification time.
+    let files = MetaTables {
+        entries: false,
+        ..MetaTables::ALL
+    };
+    let sql = files_sql(
+        &t,
+        &h,
+        Layout::PartitionColumn,
+        files,
+        target,
+        Dating::SnapshotIds,
+    );
+    assert!(
+        sql.contains("$files") && !sql.contains("small_sids"),
+        "{sql}"
+    );
+}
+
+#[test]
+fn small_files_are_dated_by_the_snapshots_that_added_them_and_a_snapshot_not_listed_is_a_bound() {
+    use chrono::TimeZone;
+    let at = |d: u32| Utc.with_ymd_and_hms(2026, 11, d, 0, 0, 0).unwrap();
+    // The survey's newest snapshots, newest first.
+    let times = [(30, at(30)), (20, at(20)), (10, at(10))];
+    assert_eq!(date_by_ids(&[], &times, Some(at(1))), None);
+    // Every id listed: the oldest of them, exact.
+    assert_eq!(
+        date_by_ids(&[30, 20], &times, Some(at(1))),
+        Some((at(20), false))
+    );
+    // An id the list does not hold is older than all it holds (expired, or past the
+    // list's length): the files have waited since the oldest listed commit at least.
+    assert_eq!(
+        date_by_ids(&[30, 7], &times, Some(at(1))),
+        Some((at(10), true))
+    );
+    assert_eq!(date_by_ids(&[7], &times, Some(at(1))), Some((at(10), true)));
+    // No list at all: the oldest snapshot the table keeps bounds it.
+    assert_eq!(date_by_ids(&[7], &[], Some(at(1))), Some((at(1), true)));
+    assert_eq!(date_by_ids(&[7], &[], None), None);
+}

@@ -198,8 +198,10 @@ fn a_survey_reads_each_metadata_table_once_per_table_and_no_file() {
         TableRef::new("iceberg", "a", "x"),
         TableRef::new("iceberg", "b", "we\"ird"),
     ];
+    // A one-table read: every metadata-only table in one statement.
     let shape = SurveyShape {
         metadata_log: true,
+        table_meta: true,
         summaries: "partition_summaries",
     };
     let sql = survey_sql(&ts, &ScanParams::default(), shape);
@@ -216,16 +218,32 @@ fn a_survey_reads_each_metadata_table_once_per_table_and_no_file() {
         assert!(!sql.contains(other), "{other} in {sql}");
     }
     assert!(sql.starts_with("SELECT 0 AS i"));
-    // A server without the metadata log: the survey does without it.
-    let old = survey_sql(
+    // A fleet's survey: the snapshots alone (one metadata table a table, what a statement
+    // costs the coordinator a table), on a server without the metadata log either.
+    let fleet = survey_sql(
         &ts,
         &ScanParams::default(),
         SurveyShape {
             metadata_log: false,
+            table_meta: false,
             summaries: "partitions",
         },
     );
-    assert!(!old.contains("$metadata_log_entries") && old.contains("cardinality(partitions)"));
+    assert_eq!(fleet.matches("$snapshots").count(), 2, "{fleet}");
+    for other in [
+        "$manifests",
+        "$properties",
+        "$metadata_log_entries",
+        "$files",
+        "$entries",
+    ] {
+        assert!(!fleet.contains(other), "{other} in {fleet}");
+    }
+    // What the table's file read needs of it reads alone, ten a statement.
+    let meta = file_meta_sql(&ts, &ScanParams::default(), "partitions");
+    assert_eq!(meta.matches("$manifests").count(), 2, "{meta}");
+    assert_eq!(meta.matches("$properties").count(), 2, "{meta}");
+    assert!(meta.contains("cardinality(partitions)") && !meta.contains("$snapshots"));
 }
 
 #[test]

@@ -23,8 +23,12 @@ pub struct QueryInfo {
     pub state: String,
     pub elapsed_ms: Option<u64>,
     pub queued_ms: Option<u64>,
-    /// The coordinator's planning of it (`planningTime`), inside `elapsed_ms`.
+    /// The coordinator's planning of it (`planningTime`), inside `elapsed_ms`: wall time,
+    /// which grows with whatever else the coordinator's cores do meanwhile.
     pub planning_ms: Option<u64>,
+    /// The CPU the coordinator spent planning it (`planningCpuTime`): what the planning
+    /// cost it, whatever else ran beside.
+    pub planning_cpu_ms: Option<u64>,
     pub cpu_ms: Option<u64>,
     /// Drivers, one per split.
     pub splits: Option<u64>,
@@ -116,6 +120,7 @@ pub fn parse_query_info(doc: &Json) -> Option<QueryInfo> {
         elapsed_ms: dur("elapsedTime"),
         queued_ms: dur("queuedTime"),
         planning_ms: dur("planningTime"),
+        planning_cpu_ms: dur("planningCpuTime"),
         cpu_ms: dur("totalCpuTime"),
         splits: stats
             .and_then(|s| s.get("totalDrivers"))
@@ -179,7 +184,7 @@ mod tests {
             "state": "FINISHED",
             "queryStats": {
                 "elapsedTime": "4.20m", "queuedTime": "3.03ms", "planningTime": "1.50s",
-                "totalCpuTime": "12.00s", "processedInputDataSize": "2.00kB",
+                "planningCpuTime": "640.00ms", "totalCpuTime": "12.00s", "processedInputDataSize": "2.00kB",
                 "processedInputPositions": 2004,
                 "totalDrivers": 18000, "physicalInputDataSize": "35.16GB",
                 "physicalWrittenDataSize": "0B"
@@ -191,6 +196,7 @@ mod tests {
         assert_eq!(q.elapsed_ms, Some(252_000));
         assert_eq!(q.queued_ms, Some(3));
         assert_eq!(q.planning_ms, Some(1_500));
+        assert_eq!(q.planning_cpu_ms, Some(640));
         assert_eq!(q.cpu_ms, Some(12_000));
         assert_eq!(q.processed_bytes, Some(2_048));
         assert_eq!(q.processed_rows, Some(2_004));
