@@ -101,11 +101,11 @@ pub enum Effect {
         generation: u64,
         since: DateTime<Utc>,
     },
-    /// The files of a surveyed table (`survey`: the stats its survey gave).
+    /// The files of surveyed tables, read in one statement (each with the stats its
+    /// survey gave).
     LoadFiles {
         generation: u64,
-        table: TableRef,
-        survey: Box<TableStats>,
+        tables: Vec<(TableRef, Box<TableStats>)>,
     },
     /// Keep the last stats of every table of a profile for the next start.
     SaveCache {
@@ -256,6 +256,8 @@ pub enum Slot {
     Probe(Option<TableRef>),
     /// A ranking batch, by its first table.
     Rank(Option<TableRef>),
+    /// A file read of surveyed tables, by its first table.
+    Files(Option<TableRef>),
     Cache,
     Partitions,
     Snapshots,
@@ -282,7 +284,7 @@ impl Effect {
             Effect::LoadStats { table, .. } => Slot::Stats(table.clone()),
             Effect::Probe { tables, .. } => Slot::Probe(tables.first().cloned()),
             Effect::Survey { tables, .. } => Slot::Rank(tables.first().cloned()),
-            Effect::LoadFiles { table, .. } => Slot::Stats(table.clone()),
+            Effect::LoadFiles { tables, .. } => Slot::Files(tables.first().map(|(t, _)| t.clone())),
             Effect::RecentWrites { .. } => Slot::Probe(None),
             Effect::SaveCache { .. } => Slot::Cache,
             Effect::LoadPartitions { .. } => Slot::Partitions,

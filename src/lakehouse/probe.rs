@@ -124,7 +124,7 @@ pub fn parse_rank(rows: &[Row], batch: usize) -> Result<Vec<(Option<bool>, u64)>
 
 /// One value per table of a batched statement whose branches return one row each,
 /// carrying the table's index in the batch as `i`.
-pub(super) fn by_index<T: Clone>(
+pub(crate) fn by_index<T: Clone>(
     rows: &[Row],
     batch: usize,
     what: &str,

@@ -289,13 +289,72 @@ pub fn files_sql(
     } else {
         ("", "")
     };
+    // Nested subqueries, no `WITH`: each is read once, and the statement can be one
+    // branch of a `UNION ALL` over several tables ([`files_batch_sql`]).
     format!(
-        "WITH\n\
-         timed AS (\n  SELECT 0 AS kind, f.content, f.size, f.records, f.part, f.sid,\n         f.content = 0 AND f.size < {small} AS small,\n         f.content = 0 AND f.size > {large} AS large,\n         f.written_at, {known} AS written_known\n  FROM (\n  {files}\n  ) f\n),\n\
-         parts AS (\n  SELECT part,\n         {FILE_AGGREGATES}{sids}\n  FROM timed GROUP BY part\n)\n\
-         SELECT COALESCE(sum(files), 0) AS data_files, COALESCE(sum(small_files), 0) AS small_files, COALESCE(sum(large), 0) AS large_files,\n       COALESCE(sum(bytes), 0) AS total_bytes, COALESCE(sum(records), 0) AS records,\n       COALESCE(sum(position_delete_files), 0) AS position_delete_files, COALESCE(sum(equality_delete_files), 0) AS equality_delete_files,\n       COALESCE(sum(delete_bytes), 0) AS delete_bytes,\n       COALESCE(sum(position_deletes), 0) AS position_deletes, COALESCE(sum(equality_deletes), 0) AS equality_deletes,\n       to_unixtime(min(oldest_small)) AS oldest_small_file_at, COALESCE(bool_or(oldest_small_lower), false) AS oldest_small_lower,\n       max(small_files) AS max_partition_small_files,\n       {partition_counts}{small_sids}\n\
-         FROM parts",
+        "SELECT COALESCE(sum(files), 0) AS data_files, COALESCE(sum(small_files), 0) AS small_files, COALESCE(sum(large), 0) AS large_files,\n       COALESCE(sum(bytes), 0) AS total_bytes, COALESCE(sum(records), 0) AS records,\n       COALESCE(sum(position_delete_files), 0) AS position_delete_files, COALESCE(sum(equality_delete_files), 0) AS equality_delete_files,\n       COALESCE(sum(delete_bytes), 0) AS delete_bytes,\n       COALESCE(sum(position_deletes), 0) AS position_deletes, COALESCE(sum(equality_deletes), 0) AS equality_deletes,\n       to_unixtime(min(oldest_small)) AS oldest_small_file_at, COALESCE(bool_or(oldest_small_lower), false) AS oldest_small_lower,\n       max(small_files) AS max_partition_small_files,\n       {partition_counts}{small_sids}\n\
+         FROM (\n  SELECT part,\n         {FILE_AGGREGATES}{sids}\n  FROM (\n  SELECT 0 AS kind, f.content, f.size, f.records, f.part, f.sid,\n         f.content = 0 AND f.size < {small} AS small,\n         f.content = 0 AND f.size > {large} AS large,\n         f.written_at, {known} AS written_known\n  FROM (\n  {files}\n  ) f\n  ) timed GROUP BY part\n) parts",
     )
+}
+
+/// One table's file read in a batch: the table, how its files group, its target.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileReadItem {
+    pub table: TableRef,
+    pub layout: Layout,
+    pub target: u64,
+}
+
+/// The file reads of several tables in one statement, one `UNION ALL` branch a table
+/// (each [`files_sql`] over `$files`, undated), rows carrying the branch's index as `i`.
+/// What a statement costs the coordinator beyond its reads (its scheduling, its tasks,
+/// the protocol) is then paid once for them: on Trino 476 five file reads in one
+/// statement cost its process about a third less CPU than five statements. `$files`, not
+/// `$entries`: a server that fails `$entries` for one table (Trino 476 on files without a
+/// sort order id) would fail the whole batch; the small files of the tables whose verdict
+/// needs their age are dated on their own ([`small_dates_sql`]).
+pub fn files_batch_sql(items: &[FileReadItem], h: &ScanParams) -> String {
+    let files = MetaTables {
+        entries: false,
+        metadata_log: false,
+        file_times: false,
+    };
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, it)| {
+            format!(
+                "SELECT {i} AS i, b.* FROM (\n{}\n) b",
+                files_sql(&it.table, h, it.layout, files, it.target, Dating::Join)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\nUNION ALL\n")
+}
+
+/// When the small files (below `target`'s line) of `t` were added: the ids of the
+/// snapshots that added them (`small_sids`, which a survey's complete list dates), or with
+/// `Dating::Join` the oldest's commit time from `$snapshots` (`oldest_small_file_at`, and
+/// `oldest_small_lower` when a snapshot expired). One `$entries` read, for a table whose
+/// verdict depends on the age ([`crate::lakehouse::model::TableStats::waits_on_age`]).
+pub fn small_dates_sql(t: &TableRef, h: &ScanParams, target: u64, dating: Dating) -> String {
+    let small = (target.max(1) as f64 * h.small_file_ratio).ceil() as u64;
+    let is_small = format!(
+        "e.status <> 2 AND e.data_file.content = 0 AND e.data_file.file_size_in_bytes < {small}"
+    );
+    match dating {
+        Dating::SnapshotIds => format!(
+            "SELECT array_agg(DISTINCT e.snapshot_id) AS small_sids FROM {} e WHERE {is_small}",
+            t.meta("entries")
+        ),
+        Dating::Join => format!(
+            "SELECT to_unixtime(min(s.committed_at)) AS oldest_small_file_at, \
+             COALESCE(bool_or(s.committed_at IS NULL), false) AS oldest_small_lower \
+             FROM {} e LEFT JOIN {} s ON s.snapshot_id = e.snapshot_id WHERE {is_small}",
+            t.meta("entries"),
+            t.meta("snapshots")
+        ),
+    }
 }
 
 /// How a file read dates the small files it finds (with `$entries`).

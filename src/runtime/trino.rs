@@ -95,23 +95,21 @@ impl Runtime {
                 move |result| Action::Tables(TablesMsg::Written { generation, result }),
                 send,
             ),
-            Effect::LoadFiles {
-                generation,
-                table,
-                survey,
-            } => {
-                let t = table.clone();
+            Effect::LoadFiles { generation, tables } => {
+                let names: Vec<TableRef> = tables.iter().map(|(t, _)| t.clone()).collect();
                 let work = async move {
                     if test_panic {
                         panic!("FLOE_TEST_PANIC=effect");
                     }
-                    lake.file_stats(&t, &survey).await
+                    let items: Vec<(TableRef, crate::lakehouse::model::TableStats)> =
+                        tables.into_iter().map(|(t, s)| (t, *s)).collect();
+                    Ok(lake.files_batch(&items).await)
                 };
-                let reply = move |result| {
-                    Action::Tables(TablesMsg::Stats {
+                let reply = move |r| {
+                    let results = per_table(r, names);
+                    Action::Tables(TablesMsg::FilesRead {
                         generation,
-                        table,
-                        result,
+                        results,
                     })
                 };
                 spawn_reply(pool, work, reply, send)

@@ -11,11 +11,11 @@ use floe::lakehouse::queries::Lakehouse;
 use floe::lakehouse::summary::FileRead;
 use floe::trino::Client;
 
-fn lakehouse(url: &str, user: &str) -> Lakehouse {
+fn lakehouse(url: &str, user: &str, cfg: &HealthConfig) -> Lakehouse {
     Lakehouse::new(
         Client::new(lab().config(url, user)).unwrap(),
         "iceberg",
-        HealthConfig::default(),
+        cfg.clone(),
     )
 }
 
@@ -33,13 +33,36 @@ fn comparable(s: &TableStats) -> TableStats {
 }
 
 async fn same_verdicts_as_the_one_statement_read(url: &str, who: &str) {
-    let lake = lakehouse(url, &user(who));
+    same_verdicts_at(url, who, HealthConfig::default()).await;
+    // A trend of three snapshots: every table of more than four has a history longer
+    // than its survey's window, read again on the server (`history_sql`).
+    let short = HealthConfig {
+        trend_limit: 3,
+        ..HealthConfig::default()
+    };
+    same_verdicts_at(url, &format!("{who}_short"), short).await;
+}
+
+async fn same_verdicts_at(url: &str, who: &str, cfg: HealthConfig) {
+    let lake = lakehouse(url, &user(who), &cfg);
     lake.connect().await.unwrap();
     let tables = lake.discover(&[], &[]).await.unwrap();
     assert!(tables.len() >= 8, "{tables:?}");
-    let cfg = HealthConfig::default();
     let now = chrono::Utc::now();
     let surveys = lake.survey(&tables).await;
+    if cfg.trend_limit < 10 {
+        let long = surveys
+            .iter()
+            .filter(|(_, s)| {
+                s.as_ref()
+                    .is_ok_and(|s| s.totals.snapshots > cfg.trend_limit + 1)
+            })
+            .count();
+        assert!(
+            long >= 3,
+            "tables with a history longer than the window: {long}"
+        );
+    }
     let probes: std::collections::HashMap<_, _> = lake.probe(&tables).await.into_iter().collect();
     let mut read_files = 0;
     for (t, survey) in surveys {
@@ -116,4 +139,94 @@ async fn the_survey_and_the_file_read_give_the_one_statement_verdicts_on_the_rea
 #[tokio::test]
 async fn the_survey_and_the_file_read_give_the_one_statement_verdicts_on_the_stand_in() {
     same_verdicts_as_the_one_statement_read(&lab().stand_in_url(), "survey_stand_in").await;
+}
+
+/// A fleet's file reads (several tables a statement over `$files`, the small files dated
+/// only where the verdict needs their age) give every seed table the verdict the
+/// one-statement read gives: the same status, findings and score, the same file facts,
+/// and where they date the small files, the same date.
+async fn fleet_reads_keep_the_verdicts(url: &str, who: &str) {
+    let cfg = HealthConfig::default();
+    let lake = lakehouse(url, &user(who), &cfg);
+    lake.connect().await.unwrap();
+    let tables: Vec<_> = lake
+        .discover(&[], &[])
+        .await
+        .unwrap()
+        .into_iter()
+        // Other tests write their clones in `scratch` meanwhile.
+        .filter(|t| t.schema != "scratch")
+        .collect();
+    let now = chrono::Utc::now();
+    let mut items = Vec::new();
+    for (t, survey) in lake.survey(&tables).await {
+        let survey = survey.unwrap_or_else(|e| panic!("survey of {t}: {e}"));
+        if matches!(survey.file_read(&cfg.scan()), FileRead::Needed(_)) {
+            items.push((t, survey.stats(&cfg.scan())));
+        }
+    }
+    assert!(items.len() >= 4, "{items:?}");
+    let mut dated = 0;
+    for (t, new) in lake.files_batch(&items).await {
+        let new = new.unwrap_or_else(|e| panic!("file read of {t}: {e}"));
+        let old = lake.table_stats_in_one(&t).await.unwrap();
+        let facts = |s: &TableStats| {
+            (
+                s.target_file_size,
+                s.data_files,
+                s.small_files,
+                s.large_files,
+                s.total_bytes,
+                (s.partitions, s.small_file_partitions, s.critical_partitions),
+                s.max_partition_small_files,
+                (s.position_delete_files, s.equality_delete_files),
+                s.manifests,
+            )
+        };
+        assert_eq!(facts(&new), facts(&old), "{t}");
+        if new.oldest_small_file_at.is_some() {
+            dated += 1;
+            // Where the one statement could not date them (a table whose `$entries` the
+            // server fails), a table written by appends alone is dated by its history.
+            if old.oldest_small_file_at.is_some() {
+                assert_eq!(
+                    (new.oldest_small_file_at, new.oldest_small_is_lower_bound),
+                    (old.oldest_small_file_at, old.oldest_small_is_lower_bound),
+                    "{t}"
+                );
+            } else {
+                assert!(
+                    new.oldest_small_file_at >= new.oldest_snapshot,
+                    "{t}: {new:?}"
+                );
+            }
+        }
+        let (a, b) = (
+            evaluate(&new, None, &cfg, now),
+            evaluate(&old, None, &cfg, now),
+        );
+        let verdict = |h: &floe::health::Health| {
+            (
+                h.status,
+                h.score,
+                h.findings
+                    .iter()
+                    .map(|f| (f.rule, f.severity, f.penalty))
+                    .collect::<Vec<_>>(),
+            )
+        };
+        assert_eq!(verdict(&a), verdict(&b), "{t}: {a:?}\nvs {b:?}");
+    }
+    // documents (compacted, its staleness is its small files' age) at least.
+    assert!(dated >= 1, "no table dated");
+}
+
+#[tokio::test]
+async fn the_fleet_file_reads_keep_the_one_statement_verdicts_on_the_real_trino() {
+    fleet_reads_keep_the_verdicts(&lab().trino_url(), "fleet_reads_real").await;
+}
+
+#[tokio::test]
+async fn the_fleet_file_reads_keep_the_one_statement_verdicts_on_the_stand_in() {
+    fleet_reads_keep_the_verdicts(&lab().stand_in_url(), "fleet_reads_stand_in").await;
 }

@@ -246,6 +246,11 @@ pub enum TablesMsg {
         generation: u64,
         result: Result<crate::lakehouse::writes::RecentWrites, TrinoError>,
     },
+    /// The files of a batch of surveyed tables: one result per table.
+    FilesRead {
+        generation: u64,
+        results: Vec<(TableRef, Result<TableStats, TrinoError>)>,
+    },
     /// The survey of a batch of a full read: one result per table.
     Surveyed {
         generation: u64,
@@ -291,6 +296,10 @@ pub fn update(s: &mut State, msg: TablesMsg) -> Vec<Effect> {
             generation,
             results,
         } => on_surveyed(s, generation, results),
+        TablesMsg::FilesRead {
+            generation,
+            results,
+        } => refresh::on_files_read(s, generation, results),
         TablesMsg::Written { generation, result } => refresh::on_written(s, generation, result),
     }
 }

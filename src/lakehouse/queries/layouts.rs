@@ -7,7 +7,7 @@ use crate::lakehouse::model::TableRef;
 use crate::trino::{QueryOptions, Row, TrinoError};
 
 impl Lakehouse {
-    fn file_layout(&self, t: &TableRef) -> Layout {
+    pub(super) fn file_layout(&self, t: &TableRef) -> Layout {
         if !self.supports(FILES_PARTITION_SINCE) {
             return Layout::Directory;
         }

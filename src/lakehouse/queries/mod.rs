@@ -9,7 +9,7 @@ use super::maintenance::TableLayout;
 use super::model::{PartitionStats, SnapshotInfo, TableRef, TableStats};
 use super::probe::{PARTITION_SUMMARIES_SINCE, Probe, parse_probe, probe_sql, split};
 use crate::lakehouse::scan::ScanParams;
-use crate::trino::{Client, QueryOptions, Row, ServerInfo, TrinoError};
+use crate::trino::{Client, Row, ServerInfo, TrinoError};
 
 use super::statements::parse_snapshot;
 pub use super::statements::{
@@ -18,10 +18,11 @@ pub use super::statements::{
     recount_sql, show_create_sql, small_file_ages_sql, snapshots_sql, stats_sql,
 };
 use super::summary::{
-    FileMeta, FileRead, SURVEY_BATCH, Survey, SurveyShape, file_meta_sql, parse_file_meta,
-    parse_survey, survey_sql,
+    FileMeta, FileRead, SURVEY_BATCH, Snap, Survey, SurveyShape, apply_history, history_sql,
+    parse_history, parse_survey, survey_sql,
 };
 
+mod files;
 mod layouts;
 mod partitions;
 mod spec;
@@ -122,7 +123,7 @@ pub const SNAPSHOT_LIMIT: usize = 2000;
 struct Pending {
     order: std::collections::VecDeque<TableRef>,
     meta: HashMap<TableRef, FileMeta>,
-    times: HashMap<TableRef, Arc<Vec<(i64, chrono::DateTime<chrono::Utc>)>>>,
+    times: HashMap<TableRef, Arc<Vec<Snap>>>,
 }
 
 /// Tables whose [`FileMeta`] one statement reads ([`file_meta_sql`]): the metadata-only
@@ -316,14 +317,15 @@ impl Lakehouse {
             table_meta,
             summaries: self.summaries_column(),
         };
-        let found = self
+        let mut found = self
             .batched(
                 tables,
                 "survey",
                 |b| survey_sql(b, &self.scan, shape),
-                |rows, n| parse_survey(rows, n, table_meta),
+                |rows, n| parse_survey(rows, n, table_meta, &self.scan),
             )
             .await;
+        self.read_long_histories(&mut found).await;
         let mut p = self.pending.lock().await;
         for (t, r) in &found {
             let Ok(s) = r else { continue };
@@ -333,8 +335,12 @@ impl Lakehouse {
             if matches!(s.file_read(&self.scan), FileRead::NotNeeded) {
                 continue;
             }
-            p.times
-                .insert(t.clone(), Arc::new(s.snapshot_times.clone()));
+            // The survey's snapshots date the files when they are all of them; a longer
+            // history is dated by the file read's own join (an id beyond the window
+            // would only give a bound).
+            if s.history.len() as u64 >= s.totals.snapshots {
+                p.times.insert(t.clone(), Arc::new(s.history.clone()));
+            }
             match s.meta {
                 Some(m) => {
                     p.meta.insert(t.clone(), m);
@@ -343,6 +349,39 @@ impl Lakehouse {
             }
         }
         found
+    }
+
+    /// The tables whose history goes on beyond their survey's window get their snapshot
+    /// facts computed on the server ([`history_sql`]), ten a statement: rare (more than
+    /// `trend_limit` snapshots), and what the window cannot tell (an older compaction,
+    /// the older snapshots' trend). A failed read leaves the window's facts.
+    async fn read_long_histories(&self, found: &mut [(TableRef, Result<Survey, TrinoError>)]) {
+        let long: Vec<TableRef> = found
+            .iter()
+            .filter(|(_, r)| r.as_ref().is_ok_and(|s| s.long_history))
+            .map(|(t, _)| t.clone())
+            .collect();
+        if long.is_empty() {
+            return;
+        }
+        let read = self
+            .batched(
+                &long,
+                "history",
+                |b| history_sql(b, &self.scan),
+                parse_history,
+            )
+            .await;
+        for (t, r) in read {
+            match r {
+                Ok(row) => {
+                    if let Some((_, Ok(s))) = found.iter_mut().find(|(x, _)| *x == t) {
+                        apply_history(&row, s);
+                    }
+                }
+                Err(e) => tracing::warn!(table = %t, "history not read: {e}"),
+            }
+        }
     }
 
     /// Whether `t`'s files are partitioned, from its manifests (`m`).
@@ -355,99 +394,6 @@ impl Lakehouse {
             Some(false) => self.set_file_layout(t, Layout::Unpartitioned),
             None => {}
         }
-    }
-
-    /// `t`'s [`FileMeta`] for its file read: the one its survey read, or read now with
-    /// the next tables waiting for theirs (up to [`FILE_META_BATCH`] a statement: what a
-    /// statement costs the coordinator beyond its reads is paid once for them). Taken:
-    /// the next file read of `t` reads it again (its manifests change with every commit).
-    pub async fn file_meta(&self, t: &TableRef) -> Result<FileMeta, TrinoError> {
-        if let Some(m) = self.pending.lock().await.meta.remove(t) {
-            return Ok(m);
-        }
-        // One metadata read at a time: a file read that starts while another's batch is
-        // on its way waits for it (its table may be in it) instead of reading again.
-        let _reading = self.meta_reading.lock().await;
-        let batch = {
-            let mut p = self.pending.lock().await;
-            if let Some(m) = p.meta.remove(t) {
-                return Ok(m);
-            }
-            p.order.retain(|x| x != t);
-            let mut batch = vec![t.clone()];
-            while batch.len() < FILE_META_BATCH {
-                match p.order.pop_front() {
-                    Some(x) => batch.push(x),
-                    None => break,
-                }
-            }
-            batch
-        };
-        let summaries = self.summaries_column();
-        let found = self
-            .batched(
-                &batch,
-                "table metadata",
-                |b| file_meta_sql(b, &self.scan, summaries),
-                parse_file_meta,
-            )
-            .await;
-        let mut p = self.pending.lock().await;
-        let mut mine = None;
-        for (x, r) in found {
-            if let Ok(m) = &r {
-                self.learn_layout_of(&x, m);
-            }
-            if &x == t {
-                mine = Some(r);
-            } else if let Ok(m) = r {
-                p.meta.insert(x, m);
-            } else {
-                // Its own read tells it its error.
-                p.order.push_back(x);
-            }
-        }
-        mine.unwrap_or_else(|| {
-            Err(TrinoError::Malformed {
-                url: self.client.url().to_string(),
-                message: format!("the metadata read of {t} returned nothing"),
-            })
-        })
-    }
-
-    /// The file facts of `t` over what its survey read (`survey`: the survey's stats), in
-    /// one statement at the table's own target (its [`FileMeta`], read ahead), the small
-    /// files dated by the survey's newest snapshots; a second statement dates its small
-    /// files where `$entries` could not.
-    pub async fn file_stats(
-        &self,
-        t: &TableRef,
-        survey: &TableStats,
-    ) -> Result<TableStats, TrinoError> {
-        let meta = self.file_meta(t).await?;
-        let mut base = survey.clone();
-        meta.apply(&mut base, &self.scan);
-        let times = self.pending.lock().await.times.remove(t);
-        let dating = if times.is_some() {
-            Dating::SnapshotIds
-        } else {
-            Dating::Join
-        };
-        let target = base.target_file_size;
-        let (rows, layout) = self
-            .with_layout(t, |l, m| files_sql(t, &self.scan, l, m, target, dating))
-            .await?;
-        let row = rows.first().ok_or_else(|| TrinoError::Malformed {
-            url: self.client.url().to_string(),
-            message: format!("file read of {t} returned no row"),
-        })?;
-        let mut stats = parse_files(row, layout, &base, times.as_deref().map(Vec::as_slice))
-            .map_err(|m| TrinoError::Malformed {
-                url: self.client.url().to_string(),
-                message: format!("file read of {t}: {m}"),
-            })?;
-        self.date_small_files(t, &mut stats).await;
-        Ok(stats)
     }
 
     /// The health facts of one table in the single statement floe read them with before
@@ -466,34 +412,6 @@ impl Lakehouse {
         })?;
         self.date_small_files(t, &mut stats).await;
         Ok(stats)
-    }
-
-    /// Where the server has `$entries` but failed it for `t`, the age of its oldest small
-    /// file from the files' modification times, read only when it can change the verdict:
-    /// enough small files to matter, and a compaction that may have left some (without
-    /// it the newest compaction would date them, and a partial one would hide every
-    /// partition it did not rewrite). A failed read leaves the age unknown. Its cost on
-    /// Trino 476 (2 cores, 2,004 files of ~4 KB): a split per data file, 1.3-1.7 s CPU and
-    /// 0.2-1.1 s planning, against 0.24-0.35 s CPU for the table statement itself.
-    async fn date_small_files(&self, t: &TableRef, stats: &mut TableStats) {
-        if !self.dated(self.meta_tables_for(t)).file_times
-            || stats.small_files < self.scan.min_small_files
-            || stats.last_compaction.is_none()
-        {
-            return;
-        }
-        let sql = small_file_ages_sql(t, &self.scan);
-        match self.client.execute(&sql, QueryOptions::default()).await {
-            Ok(out) => {
-                stats.oldest_small_file_at = out
-                    .rows
-                    .first()
-                    .and_then(|r| r.get("oldest_small"))
-                    .and_then(crate::trino::Value::as_datetime);
-                stats.oldest_small_is_lower_bound = false;
-            }
-            Err(e) => tracing::warn!(table = %t, "small files not dated: {e}"),
-        }
     }
 
     /// The change probe of `tables` (see [`super::probe`]), in one statement when all

@@ -274,3 +274,92 @@ fn a_table_with_delete_files_or_a_file_far_over_the_target_is_read_however_few_i
         FileRead::Needed(_)
     ));
 }
+
+#[test]
+fn a_fleet_survey_carries_one_array_and_no_lambda() {
+    let ts = [TableRef::new("iceberg", "a", "x")];
+    let sql = survey_sql(
+        &ts,
+        &ScanParams::default(),
+        SurveyShape {
+            metadata_log: false,
+            table_meta: false,
+            summaries: "partition_summaries",
+        },
+    );
+    assert_eq!(sql.matches("array_agg").count(), 1, "{sql}");
+    assert!(!sql.contains("->") && !sql.contains("reduce("), "{sql}");
+    // A history longer than the window is read again with its facts computed on the
+    // server, lambdas and all.
+    let long = history_sql(&ts, &ScanParams::default());
+    assert_eq!(long.matches("$snapshots").count(), 1, "{long}");
+    assert!(
+        long.contains("reduce(") && long.contains("tail_drops"),
+        "{long}"
+    );
+}
+
+/// The snapshot facts from a history newest first, as the server's aggregates computed
+/// them: the newest write, compaction (a `replace` that deleted files) and the files it
+/// left, the writes since it, and the trend with the older snapshots as one tail.
+#[test]
+fn snapshot_facts_from_a_history_are_the_aggregates_facts() {
+    use chrono::TimeZone;
+    let at = |d: u32| Utc.with_ymd_and_hms(2026, 11, d, 0, 0, 0).unwrap();
+    let snap = |id: i64, d: u32, total: Option<u64>, replace: bool, deleted: Option<u64>| Snap {
+        id,
+        at: at(d),
+        total,
+        replace,
+        deleted,
+        parent: None,
+    };
+    // Newest first: three writes after a compaction, a replace that deleted nothing
+    // (not a compaction), a write without totals, and older writes with a drop.
+    let history = [
+        snap(9, 20, Some(40), false, None),
+        snap(8, 19, Some(30), false, None),
+        snap(7, 18, Some(20), false, None),
+        snap(6, 17, Some(10), true, Some(50)),
+        snap(5, 16, Some(60), true, Some(0)),
+        snap(4, 15, None, false, None),
+        snap(3, 14, Some(60), false, None),
+        snap(2, 13, Some(45), false, None),
+        snap(1, 12, Some(50), false, None),
+    ];
+    let mut st = TableStats::default();
+    snapshot_facts(&history, 4, &mut st);
+    assert_eq!(st.last_write, Some(at(20)));
+    assert_eq!(st.last_compaction, Some(at(17)));
+    assert_eq!(st.files_after_compaction, Some(10));
+    assert_eq!(st.writes_since_compaction, 3);
+    // The newest four with totals, oldest first; the four older ones with totals as a
+    // tail: its newest (60 on the 16th), and the files dropped going forward in time
+    // among them (50 on the 12th to 45 on the 13th: 5; 45 → 60 → 60: none).
+    assert_eq!(
+        st.trend,
+        vec![(at(17), 10), (at(18), 20), (at(19), 30), (at(20), 40)]
+    );
+    assert_eq!(
+        st.trend_tail,
+        Some(TrendTail {
+            snapshots: 4,
+            newest: at(16),
+            last_files: 60,
+            drops: 5,
+        })
+    );
+    // No compaction at all: nothing since one, no files after one.
+    let mut st = TableStats::default();
+    snapshot_facts(&history[6..], 10, &mut st);
+    assert_eq!(
+        (
+            st.last_compaction,
+            st.files_after_compaction,
+            st.writes_since_compaction
+        ),
+        (None, None, 0)
+    );
+    assert_eq!(st.trend.len(), 3);
+    assert_eq!(st.trend_tail, None);
+}
