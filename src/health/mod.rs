@@ -42,6 +42,7 @@ impl HealthConfig {
             min_small_files: self.min_small_files,
             critical_partition_small_files: self.critical_partition_small_files,
             small_manifest_size: self.small_manifest_size,
+            max_small_manifests: self.max_small_manifests.min(self.critical_manifests),
             trend_limit: self.trend_limit,
         }
     }

@@ -19,6 +19,9 @@ pub struct ScanParams {
     pub critical_partition_small_files: u64,
     /// A manifest is small below this many bytes.
     pub small_manifest_size: u64,
+    /// Small manifests a table may hold before they count (a table that cannot hold more
+    /// needs no read of them).
+    pub max_small_manifests: u64,
     /// Snapshots whose `total-data-files` travel one by one (the newest); the older ones
     /// as one summary.
     pub trend_limit: u64,

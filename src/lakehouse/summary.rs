@@ -127,6 +127,30 @@ pub struct Survey {
     /// The table has more snapshots than the survey returned one by one: its snapshot
     /// facts are read again by [`history_sql`] (until then they are the window's).
     pub long_history: bool,
+    /// Data and delete files the newest snapshot removed (what its own manifests may list
+    /// beside the live files: [`manifests_at_most`]).
+    pub removed_by_newest: Option<u64>,
+}
+
+impl Survey {
+    /// Whether a commit of the survey's history wrote two partitions or more: the table's
+    /// files carry a partition, whatever its manifests say.
+    pub fn partitioned_by_history(&self) -> bool {
+        self.history
+            .iter()
+            .any(|s| s.changed_partitions.is_some_and(|n| n > 1))
+    }
+
+    /// Whether the table's `$manifests` must be read with its target before its files
+    /// ([`needs_manifests`]).
+    pub fn needs_manifests(&self, cfg: &ScanParams) -> bool {
+        needs_manifests(
+            &self.totals,
+            self.removed_by_newest,
+            self.partitioned_by_history(),
+            cfg.max_small_manifests,
+        )
+    }
 }
 
 /// What a table's files are read with, beyond its snapshots: its target and its
@@ -211,22 +235,59 @@ fn file_meta_from(t: &TableRef, cfg: &ScanParams, summaries: &str) -> String {
 const FILE_META_COLUMNS: &str = "m.manifests, m.small_manifests, m.manifest_bytes, m.partition_fields, \
      TRY_CAST(p.target_prop AS bigint) AS target_property";
 
-/// One statement reading the [`FileMeta`] of each of `tables` (`$properties` and
-/// `$manifests`: metadata only), one `UNION ALL` branch a table: the read a fleet's
-/// survey leaves to the tables whose files are read, ten a statement. Rows carry the
-/// branch's index as `i`.
-pub fn file_meta_sql(tables: &[TableRef], cfg: &ScanParams, summaries: &str) -> String {
+/// One statement reading the [`FileMeta`] of each of `tables` (`$properties`, and
+/// `$manifests` for those `manifests` says: metadata only), one `UNION ALL` branch a
+/// table: the read a fleet's survey leaves to the tables whose files are read, ten a
+/// statement. Rows carry the branch's index as `i`.
+pub fn file_meta_sql(
+    tables: &[TableRef],
+    cfg: &ScanParams,
+    summaries: &str,
+    manifests: impl Fn(&TableRef) -> bool,
+) -> String {
     tables
         .iter()
         .enumerate()
         .map(|(i, t)| {
-            format!(
-                "SELECT {i} AS i, {FILE_META_COLUMNS} FROM {}",
-                file_meta_from(t, cfg, summaries)
-            )
+            if manifests(t) {
+                format!(
+                    "SELECT {i} AS i, {FILE_META_COLUMNS} FROM {}",
+                    file_meta_from(t, cfg, summaries)
+                )
+            } else {
+                format!(
+                    "SELECT {i} AS i, CAST(NULL AS bigint) AS manifests, CAST(NULL AS bigint) AS small_manifests, \
+                     CAST(NULL AS bigint) AS manifest_bytes, CAST(NULL AS bigint) AS partition_fields, \
+                     TRY_CAST(max(CASE WHEN key = 'write.target-file-size-bytes' THEN value END) AS bigint) AS target_property \
+                     FROM {}",
+                    t.meta("properties")
+                )
+            }
         })
         .collect::<Vec<_>>()
         .join("\nUNION ALL\n")
+}
+
+/// What a table's manifests can hold at most, from its totals: every manifest of a
+/// snapshot holds a live file, or was written by the snapshot itself for the files it
+/// removed (Iceberg's writers drop a manifest once nothing in it is live), so at most the
+/// live data and delete files plus the files the newest snapshot removed. `None` when the
+/// summaries do not tell.
+pub fn manifests_at_most(t: &Totals, removed_by_newest: Option<u64>) -> Option<u64> {
+    Some(t.data_files? + t.delete_files? + removed_by_newest?)
+}
+
+/// Whether a table's `$manifests` must be read with its target: its layout is not known
+/// (no commit changed two partitions), or its manifests could be enough for a finding
+/// (more than `max_small_manifests`, or its summaries do not tell).
+pub fn needs_manifests(
+    t: &Totals,
+    removed_by_newest: Option<u64>,
+    partitioned_known: bool,
+    max_small_manifests: u64,
+) -> bool {
+    !partitioned_known
+        || manifests_at_most(t, removed_by_newest).is_none_or(|n| n > max_small_manifests)
 }
 
 /// The [`FileMeta`] of a batch's rows, by index in the batch.
@@ -247,7 +308,8 @@ fn history_window(cfg: &ScanParams) -> u64 {
 /// reference). What a table's snapshots tell travels as little SQL as can carry it: the
 /// count, the oldest, the newest summary (a map: its totals) and the newest snapshots as
 /// one array of rows, newest first (id, commit time, `total-data-files`, whether a
-/// `replace`, `deleted-data-files`, parent), from which every snapshot fact is derived here
+/// `replace`, `deleted-data-files`, parent, `changed-partition-count`), from which every
+/// snapshot fact is derived here
 /// ([`snapshot_facts`]). Each expression a statement carries costs the coordinator CPU
 /// beyond its planning (the code it generates and runs): on Trino 476 this form cost its
 /// process about 45 ms of CPU a table ten to a statement, the same facts as aggregates,
@@ -257,6 +319,7 @@ pub fn survey_sql(tables: &[TableRef], cfg: &ScanParams, shape: SurveyShape) -> 
     let window = history_window(cfg);
     let total = "TRY_CAST(element_at(summary, 'total-data-files') AS bigint)";
     let deleted = "TRY_CAST(element_at(summary, 'deleted-data-files') AS bigint)";
+    let changed = "TRY_CAST(element_at(summary, 'changed-partition-count') AS bigint)";
     tables
         .iter()
         .enumerate()
@@ -293,7 +356,7 @@ pub fn survey_sql(tables: &[TableRef], cfg: &ScanParams, shape: SurveyShape) -> 
                  slice(s.history, 1, {window}) AS history, {meta_cols}, {log_cols} \
                  FROM (SELECT count(*) AS snapshots, min(committed_at) AS oldest, \
                  max_by(summary, committed_at) AS newest_summary, \
-                 array_agg(ROW(snapshot_id, to_unixtime(committed_at), {total}, operation = 'replace', {deleted}, parent_id) \
+                 array_agg(ROW(snapshot_id, to_unixtime(committed_at), {total}, operation = 'replace', {deleted}, parent_id, {changed}) \
                  ORDER BY committed_at DESC, snapshot_id DESC) AS history \
                  FROM {snapshots}) s{meta}{log}",
                 snapshots = t.meta("snapshots"),
@@ -316,6 +379,9 @@ pub struct Snap {
     pub deleted: Option<u64>,
     /// The snapshot it was committed on (`None` for a table's first).
     pub parent: Option<i64>,
+    /// `changed-partition-count`: partitions the commit wrote. More than one proves the
+    /// table was partitioned then (an unpartitioned table has one).
+    pub changed_partitions: Option<u64>,
 }
 
 impl Snap {
@@ -374,25 +440,26 @@ fn history_of(r: &Row) -> Vec<Snap> {
                 replace: field(3).and_then(Value::as_bool).unwrap_or(false),
                 deleted: field(4).and_then(Value::as_u64),
                 parent: field(5).and_then(Value::as_i64),
+                changed_partitions: field(6).and_then(Value::as_u64),
             })
         })
         .collect()
 }
 
-/// The newest summary's totals ([`KEYS`]), as the writer recorded them (text in the map).
+/// A count of the newest summary (text in the map), as the writer recorded it.
+fn summary_count(r: &Row, key: &str) -> Option<u64> {
+    let Some(Value::Map(entries)) = r.get("newest_summary") else {
+        return None;
+    };
+    entries.iter().find_map(|(k, v)| match (k, v) {
+        (Value::Text(k), Value::Text(v)) if k == key => v.trim().parse().ok(),
+        _ => None,
+    })
+}
+
+/// The newest summary's totals ([`KEYS`]).
 fn summary_totals(r: &Row) -> [Option<u64>; 6] {
-    let mut out = [None; 6];
-    if let Some(Value::Map(entries)) = r.get("newest_summary") {
-        for (k, v) in entries {
-            let (Value::Text(k), Value::Text(v)) = (k, v) else {
-                continue;
-            };
-            if let Some(at) = KEYS.iter().position(|(key, _)| key == k) {
-                out[at] = v.trim().parse().ok();
-            }
-        }
-    }
-    out
+    KEYS.map(|(key, _)| summary_count(r, key))
 }
 
 /// The surveys of a batch's rows, by index in the batch; `table_meta`: the statement read
@@ -442,6 +509,15 @@ pub fn parse_survey(
             ..Default::default()
         };
         let long_history = (history.len() as u64) < snapshots;
+        // The files the newest snapshot removed (its own manifests may list them).
+        let removed_by_newest = if snapshots == 0 {
+            Some(0)
+        } else {
+            Some(
+                summary_count(r, "deleted-data-files").unwrap_or(0)
+                    + summary_count(r, "removed-delete-files").unwrap_or(0),
+            )
+        };
         snapshot_facts(&history, cfg.trend_limit as usize, &mut stats);
         Survey {
             totals,
@@ -449,6 +525,7 @@ pub fn parse_survey(
             meta,
             history,
             long_history,
+            removed_by_newest,
         }
     })
 }

@@ -306,6 +306,7 @@ fn survey_of(files: u64, each: u64) -> crate::lakehouse::summary::Survey {
         meta: None,
         history: Vec::new(),
         long_history: false,
+        removed_by_newest: Some(0),
     }
 }
 

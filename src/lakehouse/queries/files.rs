@@ -27,7 +27,7 @@ impl Lakehouse {
         // One metadata read at a time: a file read that starts while another's batch is
         // on its way waits for it (its table may be in it) instead of reading again.
         let _reading = self.meta_reading.lock().await;
-        let batch = {
+        let (batch, manifests) = {
             let mut p = self.pending.lock().await;
             if let Some(m) = p.meta.remove(t) {
                 return Ok(m);
@@ -40,14 +40,21 @@ impl Lakehouse {
                     None => break,
                 }
             }
-            batch
+            // The manifests where a finding or the layout needs them (a table not surveyed
+            // in this refresh: its layout).
+            let manifests: std::collections::HashSet<TableRef> = batch
+                .iter()
+                .filter(|x| p.manifests.remove(*x) || !self.layout_known(x))
+                .cloned()
+                .collect();
+            (batch, manifests)
         };
         let summaries = self.summaries_column();
         let found = self
             .batched(
                 &batch,
                 "table metadata",
-                |b| file_meta_sql(b, &self.scan, summaries),
+                |b| file_meta_sql(b, &self.scan, summaries, |x| manifests.contains(x)),
                 parse_file_meta,
             )
             .await;
@@ -380,6 +387,7 @@ mod tests {
             replace,
             deleted: None,
             parent: (id > 1).then_some(id - 1),
+            changed_partitions: None,
         }
     }
 

@@ -69,7 +69,7 @@ impl Lakehouse {
         }
     }
 
-    fn layout_known(&self, t: &TableRef) -> bool {
+    pub(super) fn layout_known(&self, t: &TableRef) -> bool {
         self.layouts.lock().is_ok_and(|m| m.contains_key(t))
     }
 
@@ -84,9 +84,11 @@ impl Lakehouse {
             return;
         }
         match self.file_meta(t).await {
-            // The layout is learned; the metadata itself is not kept for a later file
-            // read (its manifests would be stale by then).
-            Ok(_) => {}
+            // The layout is learned; the metadata stays for the table's file read in this
+            // refresh (the next listing forgets it).
+            Ok(m) => {
+                self.pending.lock().await.meta.insert(t.clone(), m);
+            }
             Err(e) => tracing::debug!(table = %t, "layout not learned: {e}"),
         }
     }

@@ -122,6 +122,8 @@ pub const SNAPSHOT_LIMIT: usize = 2000;
 #[derive(Default)]
 struct Pending {
     order: std::collections::VecDeque<TableRef>,
+    /// Of those, the tables whose manifests must be read too ([`Survey::needs_manifests`]).
+    manifests: HashSet<TableRef>,
     meta: HashMap<TableRef, FileMeta>,
     times: HashMap<TableRef, Arc<Vec<Snap>>>,
 }
@@ -345,7 +347,20 @@ impl Lakehouse {
                 Some(m) => {
                     p.meta.insert(t.clone(), m);
                 }
-                None => p.order.push_back(t.clone()),
+                None => {
+                    // A commit that wrote two partitions: the files carry a partition,
+                    // whatever the manifests say; only a finding they could hold needs them.
+                    if s.partitioned_by_history()
+                        && self.supports(FILES_PARTITION_SINCE)
+                        && !self.layout_known(t)
+                    {
+                        self.set_file_layout(t, Layout::PartitionColumn);
+                    }
+                    if s.needs_manifests(&self.scan) || !self.layout_known(t) {
+                        p.manifests.insert(t.clone());
+                    }
+                    p.order.push_back(t.clone());
+                }
             }
         }
         found

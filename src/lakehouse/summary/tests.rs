@@ -240,10 +240,16 @@ fn a_survey_reads_each_metadata_table_once_per_table_and_no_file() {
         assert!(!fleet.contains(other), "{other} in {fleet}");
     }
     // What the table's file read needs of it reads alone, ten a statement.
-    let meta = file_meta_sql(&ts, &ScanParams::default(), "partitions");
+    let meta = file_meta_sql(&ts, &ScanParams::default(), "partitions", |_| true);
     assert_eq!(meta.matches("$manifests").count(), 2, "{meta}");
     assert_eq!(meta.matches("$properties").count(), 2, "{meta}");
     assert!(meta.contains("cardinality(partitions)") && !meta.contains("$snapshots"));
+    // The manifests only where the layout or a finding needs them.
+    let meta = file_meta_sql(&ts, &ScanParams::default(), "partitions", |t| {
+        t.schema == "a"
+    });
+    assert_eq!(meta.matches("$manifests").count(), 1, "{meta}");
+    assert_eq!(meta.matches("$properties").count(), 2, "{meta}");
 }
 
 #[test]
@@ -313,6 +319,7 @@ fn snapshot_facts_from_a_history_are_the_aggregates_facts() {
         replace,
         deleted,
         parent: None,
+        changed_partitions: None,
     };
     // Newest first: three writes after a compaction, a replace that deleted nothing
     // (not a compaction), a write without totals, and older writes with a drop.
@@ -362,4 +369,32 @@ fn snapshot_facts_from_a_history_are_the_aggregates_facts() {
     );
     assert_eq!(st.trend.len(), 3);
     assert_eq!(st.trend_tail, None);
+}
+
+/// A table's manifests are read with its target only when its layout is unknown or its
+/// manifests could be enough for a finding: every manifest holds a live file or the files
+/// its snapshot removed, so a table of fewer files than the limit cannot hold more.
+#[test]
+fn manifests_are_read_where_the_layout_or_a_finding_needs_them() {
+    let t = |files: u64, deletes: u64| Totals {
+        snapshots: 3,
+        data_files: Some(files),
+        delete_files: Some(deletes),
+        ..Default::default()
+    };
+    let max = ScanParams::default().max_small_manifests;
+    assert_eq!(manifests_at_most(&t(40, 2), Some(5)), Some(47));
+    assert!(!needs_manifests(&t(40, 2), Some(5), true, max));
+    // Its layout unknown: the manifests tell it.
+    assert!(needs_manifests(&t(40, 2), Some(5), false, max));
+    // More files than the limit, or a newest snapshot that removed many.
+    assert!(needs_manifests(&t(90, 5), Some(6), true, max));
+    assert!(needs_manifests(&t(5, 0), Some(2000), true, max));
+    // Summaries that do not tell.
+    let untold = Totals {
+        delete_files: None,
+        ..t(5, 0)
+    };
+    assert!(needs_manifests(&untold, Some(0), true, max));
+    assert!(needs_manifests(&t(5, 0), None, true, max));
 }
