@@ -118,9 +118,13 @@ impl Floe {
             refresh(&mut self.state, manual)
         };
         rt.run(fx);
+        let trace = std::env::var_os("FLEET_TRACE").is_some();
         while self.state.refresh_in_flight() {
             let mut a = rx.recv().await.expect("the runtime is alive");
             self.limit_listing(&mut a);
+            if trace {
+                eprintln!("{:>8.3} s {}", t0.elapsed().as_secs_f64(), traced(&a));
+            }
             let fx = update(&mut self.state, a);
             rt.run(fx);
             if critical.is_none()
@@ -199,5 +203,30 @@ impl Floe {
             painted,
             reread,
         }
+    }
+}
+
+/// What an action is, in a few words (`FLEET_TRACE`).
+fn traced(a: &Action) -> String {
+    match a {
+        Action::Tables(TablesMsg::Discovered { result, .. }) => {
+            format!("listed {}", result.as_ref().map_or(0, Vec::len))
+        }
+        Action::Tables(TablesMsg::Surveyed { results, .. }) => format!(
+            "surveyed {}..",
+            results
+                .first()
+                .map(|(t, _)| t.to_string())
+                .unwrap_or_default()
+        ),
+        Action::Tables(TablesMsg::FilesRead { results, .. }) => format!(
+            "files read: {}",
+            results
+                .iter()
+                .map(|(t, _)| t.table.clone())
+                .collect::<Vec<_>>()
+                .join(" ")
+        ),
+        other => format!("{:.60}", format!("{other:?}")),
     }
 }

@@ -24,11 +24,13 @@ pub(crate) fn shape(sql: &str) -> &'static str {
     } else if sql.contains("AS i, s.snapshots") {
         "survey"
     } else if sql.contains("partition_fields") {
-        "manifests batch"
-    } else if sql.starts_with("SELECT 0 AS i") {
-        "change probe"
+        "table metadata"
     } else if sql.contains("GROUP BY part") || sql.contains("trend_files") {
         "file read"
+    } else if sql.contains("small_sids") || sql.contains("oldest_small_lower") {
+        "small files' age"
+    } else if sql.starts_with("SELECT 0 AS i") {
+        "change probe"
     } else if sql.contains("$files") || sql.contains("$entries") {
         "script $files"
     } else if sql.contains("$snapshots") {

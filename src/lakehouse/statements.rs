@@ -297,12 +297,49 @@ pub fn files_sql(
     )
 }
 
-/// One table's file read in a batch: the table, how its files group, its target.
+/// One table's file read in a batch: the table, how its files group, its target, and
+/// whether its summary counts delete files.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FileReadItem {
     pub table: TableRef,
     pub layout: Layout,
     pub target: u64,
+    pub deletes: bool,
+}
+
+/// The file read of a table whose summary counts no delete files: its data files per
+/// partition (how many, how many small and large, their bytes) and over the table, in the
+/// columns [`parse_files`] reads (the delete files' as zeros, the records as the
+/// summary's, no age). Half the aggregates of [`files_sql`]: on Trino 476 a third less
+/// of the coordinator's planning and task CPU, about what the script's one-table
+/// `$files` count costs.
+pub fn data_files_sql(t: &TableRef, h: &ScanParams, layout: Layout, target: u64) -> String {
+    let min = h.min_small_files;
+    let crit = h.critical_partition_small_files.max(min);
+    let target = target.max(1);
+    let small = (target as f64 * h.small_file_ratio).ceil() as u64;
+    let large = (target as f64 * h.large_file_ratio).floor() as u64;
+    let partition_counts = if layout == Layout::Unpartitioned {
+        "0 AS partitions, 0 AS small_file_partitions, 0 AS critical_partitions".to_string()
+    } else {
+        format!(
+            "count(*) AS partitions, count_if(small_files >= {min}) AS small_file_partitions, \
+             count_if(small_files >= {crit} AND bytes <= (files - {crit}) * BIGINT '{target}') AS critical_partitions"
+        )
+    };
+    format!(
+        "SELECT COALESCE(sum(files), 0) AS data_files, COALESCE(sum(small_files), 0) AS small_files, \
+         COALESCE(sum(large), 0) AS large_files, COALESCE(sum(bytes), 0) AS total_bytes, \
+         CAST(NULL AS bigint) AS records, 0 AS position_delete_files, 0 AS equality_delete_files, \
+         0 AS delete_bytes, 0 AS position_deletes, 0 AS equality_deletes, \
+         CAST(NULL AS double) AS oldest_small_file_at, false AS oldest_small_lower, \
+         max(small_files) AS max_partition_small_files, {partition_counts} \
+         FROM (SELECT {part} AS part, count(*) AS files, count_if(f.file_size_in_bytes < {small}) AS small_files, \
+         count_if(f.file_size_in_bytes > {large}) AS large, sum(f.file_size_in_bytes) AS bytes \
+         FROM {files} f WHERE f.content = 0 GROUP BY 1) parts",
+        part = part_expr(layout, "f"),
+        files = t.meta("files"),
+    )
 }
 
 /// The file reads of several tables in one statement, one `UNION ALL` branch a table
@@ -325,7 +362,11 @@ pub fn files_batch_sql(items: &[FileReadItem], h: &ScanParams) -> String {
         .map(|(i, it)| {
             format!(
                 "SELECT {i} AS i, b.* FROM (\n{}\n) b",
-                files_sql(&it.table, h, it.layout, files, it.target, Dating::Join)
+                if it.deletes {
+                    files_sql(&it.table, h, it.layout, files, it.target, Dating::Join)
+                } else {
+                    data_files_sql(&it.table, h, it.layout, it.target)
+                }
             )
         })
         .collect::<Vec<_>>()
@@ -436,7 +477,11 @@ pub fn parse_files(
         data_files: u("data_files")?,
         small_files,
         total_bytes: u("total_bytes")?,
-        records: u("records")?,
+        // A read of a table without delete files counts no records: its summary's.
+        records: match r.req("records")? {
+            Value::Null => survey.records,
+            v => v.as_u64().unwrap_or(0),
+        },
         partitioned: match layout {
             Layout::PartitionColumn => true,
             Layout::Unpartitioned => false,

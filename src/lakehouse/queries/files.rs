@@ -21,6 +21,12 @@ impl Lakehouse {
     /// statement costs the coordinator beyond its reads is paid once for them). Taken:
     /// the next file read of `t` reads it again (its manifests change with every commit).
     pub async fn file_meta(&self, t: &TableRef) -> Result<FileMeta, TrinoError> {
+        self.file_meta_with(t, FILE_META_BATCH).await
+    }
+
+    /// [`Lakehouse::file_meta`] with at most `width` tables in its statement (1: the
+    /// table alone, for a read the screen waits for).
+    async fn file_meta_with(&self, t: &TableRef, width: usize) -> Result<FileMeta, TrinoError> {
         if let Some(m) = self.pending.lock().await.meta.remove(t) {
             return Ok(m);
         }
@@ -34,7 +40,7 @@ impl Lakehouse {
             }
             p.order.retain(|x| x != t);
             let mut batch = vec![t.clone()];
-            while batch.len() < FILE_META_BATCH {
+            while batch.len() < width.max(1) {
                 match p.order.pop_front() {
                     Some(x) => batch.push(x),
                     None => break,
@@ -124,8 +130,14 @@ impl Lakehouse {
         let mut out = Vec::with_capacity(tables.len());
         let mut ready: HashMap<TableRef, (TableStats, FileReadItem)> = HashMap::new();
         let mut order = Vec::new();
+        // A table read alone is one the screen waits for: its metadata alone too.
+        let width = if tables.len() == 1 {
+            1
+        } else {
+            FILE_META_BATCH
+        };
         for (t, survey) in tables {
-            match self.file_meta(t).await {
+            match self.file_meta_with(t, width).await {
                 Ok(meta) => {
                     let mut base = survey.clone();
                     meta.apply(&mut base, &self.scan);
@@ -133,6 +145,7 @@ impl Lakehouse {
                         table: t.clone(),
                         layout: self.file_layout(t),
                         target: base.target_file_size,
+                        deletes: base.delete_files > 0,
                     };
                     ready.insert(t.clone(), (base, item));
                     order.push(t.clone());
@@ -151,29 +164,33 @@ impl Lakehouse {
                 |rows, n| by_index(rows, n, "file read", Row::clone),
             )
             .await;
-        for (t, r) in read {
+        // Each table's end of its read at once: a retry alone where the batch failed it,
+        // the age of its small files where its verdict needs it.
+        let finish = read.into_iter().map(|(t, r)| {
             let (base, item) = &ready[&t];
-            let history = self.pending.lock().await.times.remove(&t);
-            let result = match r {
-                Ok(row) => {
-                    parse_files(&row, item.layout, base, None).map_err(|m| self.malformed(&t, &m))
-                }
-                // A table the batch could not read (an unpartitioned table taken for a
-                // partitioned one, a table dropped since): read alone, with the retries
-                // of a single table's read.
-                Err(TrinoError::Query { .. }) => self.files_alone(&t, base).await,
-                Err(e) => Err(e),
-            };
-            let result = match result {
-                Ok(mut stats) => {
-                    self.date_fleet_files(&t, &mut stats, history.as_deref().map(Vec::as_slice))
-                        .await;
-                    Ok(stats)
-                }
-                Err(e) => Err(e),
-            };
-            out.push((t, result));
-        }
+            async move {
+                let history = self.pending.lock().await.times.remove(&t);
+                let result = match r {
+                    Ok(row) => parse_files(&row, item.layout, base, None)
+                        .map_err(|m| self.malformed(&t, &m)),
+                    // A table the batch could not read (an unpartitioned table taken for a
+                    // partitioned one, a table dropped since): read alone, with the
+                    // retries of a single table's read.
+                    Err(TrinoError::Query { .. }) => self.files_alone(&t, base).await,
+                    Err(e) => Err(e),
+                };
+                let result = match result {
+                    Ok(mut stats) => {
+                        let h = history.as_deref().map(Vec::as_slice);
+                        self.date_fleet_files(&t, &mut stats, h).await;
+                        Ok(stats)
+                    }
+                    Err(e) => Err(e),
+                };
+                (t, result)
+            }
+        });
+        out.extend(futures::future::join_all(finish).await);
         out
     }
 

@@ -323,3 +323,26 @@ fn small_files_are_dated_by_the_snapshots_that_added_them_and_a_snapshot_not_lis
     assert_eq!(date_by_ids(&[7], &[], Some(at(1))), Some((at(1), true)));
     assert_eq!(date_by_ids(&[7], &[], None), None);
 }
+
+/// A batch reads each table's files in one branch: the data files' aggregates alone for
+/// a table whose summary counts no delete files, the whole read for one that does.
+#[test]
+fn a_batch_reads_the_data_files_alone_where_no_delete_file_exists() {
+    let item = |name: &str, deletes: bool| FileReadItem {
+        table: TableRef::new("iceberg", "s", name),
+        layout: Layout::PartitionColumn,
+        target: 128 << 20,
+        deletes,
+    };
+    let sql = files_batch_sql(&[item("a", false), item("b", true)], &ScanParams::default());
+    assert_eq!(sql.matches("UNION ALL").count(), 1, "{sql}");
+    assert_eq!(sql.matches("$files").count(), 2, "{sql}");
+    for other in ["$entries", "$snapshots", "$properties", "WITH"] {
+        assert!(!sql.contains(other), "{other}: {sql}");
+    }
+    let (a, b) = sql.split_once("UNION ALL").unwrap();
+    assert!(a.contains("CAST(NULL AS bigint) AS records") && a.contains("WHERE f.content = 0"));
+    assert!(
+        b.contains("position_delete_files") && b.contains("count_if(kind = 0 AND content = 1)")
+    );
+}
