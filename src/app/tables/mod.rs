@@ -124,6 +124,11 @@ pub struct TablesView {
     pub writes_seen: Option<DateTime<Utc>>,
     /// Tables the refresh in flight probes already (the written ones are added once).
     pub probing: std::collections::HashSet<TableRef>,
+    /// Probe batches of the refresh not sent yet: at most all slots but one are probing
+    /// at a time, so a table found changed (or named by a write) is read at once.
+    pub probe_queue: std::collections::VecDeque<Vec<TableRef>>,
+    /// Probe batches in flight.
+    pub probes_in_flight: usize,
     /// Excess files each surveyed table is proved to hold (its totals' lower bound): the
     /// order of the file reads.
     pub rank: std::collections::HashMap<TableRef, u64>,

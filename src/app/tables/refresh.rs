@@ -54,8 +54,11 @@ pub fn warm_start(s: &mut State, entries: Vec<Entry>) -> Option<String> {
         })
         .collect();
     // The cache stands for a full read: the first refresh revalidates it by probe, and
-    // the next full read is due a full interval after the launch.
+    // the next full read is due a full interval after the launch. The coordinator's
+    // writes since the cache was written are read first: the tables they name are the
+    // ones that changed, probed ahead of the rest.
     s.tables.last_full = Some(now);
+    s.tables.writes_since = oldest.map(|at| at - chrono::Duration::seconds(WRITES_MARGIN_S));
     s.tables.reindex();
     let said = oldest.map(|at| cached_status(now, at));
     if let Some(text) = &said {
@@ -392,6 +395,7 @@ pub(super) fn on_probed(
     if generation != s.tables.generation {
         return Vec::new();
     }
+    s.tables.probes_in_flight = s.tables.probes_in_flight.saturating_sub(1);
     let now = s.now;
     let cfg = s.health.clone();
     let mut fx = Vec::new();
@@ -428,7 +432,24 @@ pub(super) fn on_probed(
             }
         }
     }
+    fx.extend(next_probes(s));
     fx.extend(finish(s));
+    fx
+}
+
+/// Probe batches to send: all slots but one probe at a time (a read of a table found
+/// changed takes the last one at once instead of waiting behind every probe).
+fn next_probes(s: &mut State) -> Vec<Effect> {
+    let slots = s.tables.policy.reads.saturating_sub(1).max(1);
+    let generation = s.tables.generation;
+    let mut fx = Vec::new();
+    while s.tables.probes_in_flight < slots {
+        let Some(tables) = s.tables.probe_queue.pop_front() else {
+            break;
+        };
+        s.tables.probes_in_flight += 1;
+        fx.push(Effect::Probe { generation, tables });
+    }
     fx
 }
 
@@ -611,16 +632,15 @@ pub(super) fn on_discovered(
                 }
                 let since = s.tables.writes_since;
                 s.tables.pending = probe.len() + usize::from(since.is_some());
-                let mut fx: Vec<Effect> = probe
-                    .chunks(batch)
-                    .map(|tables| Effect::Probe {
-                        generation,
-                        tables: tables.to_vec(),
-                    })
-                    .collect();
+                s.tables.probe_queue = probe.chunks(batch).map(<[TableRef]>::to_vec).collect();
+                s.tables.probes_in_flight = 0;
+                // The coordinator's writes first: the tables they name are probed ahead
+                // of the rest.
+                let mut fx = Vec::new();
                 if let Some(since) = since {
                     fx.push(Effect::RecentWrites { generation, since });
                 }
+                fx.extend(next_probes(s));
                 fx.extend(finish(s));
                 fx
             }
@@ -740,16 +760,33 @@ pub(super) fn on_written(
             return finish(s);
         }
     };
+    let named = |t: &TableRef| {
+        names
+            .iter()
+            .any(|n| crate::lakehouse::writes::names_table(n, t))
+    };
+    // Written tables whose probe waits in the queue go first, in a batch of their own.
+    let mut ahead = Vec::new();
+    for b in &mut s.tables.probe_queue {
+        b.retain(|t| {
+            let w = named(t);
+            if w {
+                ahead.push(t.clone());
+            }
+            !w
+        });
+    }
+    s.tables.probe_queue.retain(|b| !b.is_empty());
+    let batch = s.tables.policy.probe_batch.max(1);
+    for chunk in ahead.chunks(batch).rev() {
+        s.tables.probe_queue.push_front(chunk.to_vec());
+    }
     let written: Vec<TableRef> = s
         .tables
         .rows
         .iter()
         .filter(|r| !s.tables.probing.contains(&r.table))
-        .filter(|r| {
-            names
-                .iter()
-                .any(|n| crate::lakehouse::writes::names_table(n, &r.table))
-        })
+        .filter(|r| named(&r.table))
         .map(|r| r.table.clone())
         .collect();
     s.tables.pending += written.len();
@@ -760,14 +797,10 @@ pub(super) fn on_written(
             r.stale = true;
         }
     }
-    let batch = s.tables.policy.probe_batch.max(1);
-    let mut fx: Vec<Effect> = written
-        .chunks(batch)
-        .map(|tables| Effect::Probe {
-            generation,
-            tables: tables.to_vec(),
-        })
-        .collect();
+    for chunk in written.chunks(batch).rev() {
+        s.tables.probe_queue.push_front(chunk.to_vec());
+    }
+    let mut fx = next_probes(s);
     fx.extend(finish(s));
     fx
 }

@@ -585,7 +585,25 @@ fn a_warm_start_paints_the_cache_as_of_its_age_then_the_probe_confirms_it() {
             result: Ok(vec![docs.clone()]),
         }),
     );
-    assert!(matches!(fx.as_slice(), [Effect::Probe { .. }]));
+    // The coordinator's writes since the cache was written first (what changed), then
+    // the probes.
+    match fx.as_slice() {
+        [Effect::RecentWrites { since, .. }, Effect::Probe { .. }] => {
+            assert!(*since <= t0() - chrono::Duration::hours(3), "{since}")
+        }
+        other => panic!("{other:?}"),
+    }
+    let written = update(
+        &mut s,
+        Action::Tables(TablesMsg::Written {
+            generation,
+            result: Ok(crate::lakehouse::writes::RecentWrites {
+                names: vec![],
+                newest: None,
+            }),
+        }),
+    );
+    assert!(written.is_empty(), "{written:?}");
     let fx = probed(&mut s, |_| vec![(docs.clone(), Ok(p))]);
     assert!(
         matches!(fx.as_slice(), [Effect::SaveCache { .. }]),
@@ -594,6 +612,73 @@ fn a_warm_start_paints_the_cache_as_of_its_age_then_the_probe_confirms_it() {
     let row = s.tables.row(&docs).unwrap();
     assert!(!row.cached && !row.stale);
     assert!(s.status.is_none(), "the as-of mark is gone");
+}
+
+/// A warm start probes every cached table, all slots but one at a time; a table the
+/// coordinator's writes name goes ahead of the probes still queued, and a table found
+/// changed is read in the slot left free.
+#[test]
+fn a_warm_start_probes_a_written_table_first_and_reads_it_beside_the_probes() {
+    let mut s = State::new(t0());
+    s.tables.policy.reads = 4;
+    s.tables.policy.probe_batch = 10;
+    let tables: Vec<TableRef> = (0..100).map(|i| tref("s", &format!("t{i:03}"))).collect();
+    let st = incident_stats();
+    let entries = tables
+        .iter()
+        .map(|t| Entry {
+            profile: "lab".into(),
+            url: "u".into(),
+            table: t.clone(),
+            probe: Some(probe_of(&st, 7)),
+            read_at: t0() - chrono::Duration::minutes(20),
+            stats: st.clone(),
+        })
+        .collect();
+    warm_start(&mut s, entries);
+    update(&mut s, Action::Start);
+    let generation = s.tables.generation;
+    let fx = update(
+        &mut s,
+        Action::Tables(TablesMsg::Discovered {
+            generation,
+            result: Ok(tables.clone()),
+        }),
+    );
+    assert!(matches!(fx[0], Effect::RecentWrites { .. }), "{fx:?}");
+    let sent = probed_tables(&fx);
+    assert_eq!(sent.len(), 30, "three probes of ten in flight: {fx:?}");
+    assert_eq!(s.tables.probe_queue.len(), 7);
+    // The writes name t077, queued: its probe goes next, ahead of the others.
+    let fx = update(
+        &mut s,
+        Action::Tables(TablesMsg::Written {
+            generation,
+            result: Ok(crate::lakehouse::writes::RecentWrites {
+                names: vec![vec!["s".into(), "t077".into()]],
+                newest: Some(t0()),
+            }),
+        }),
+    );
+    assert!(fx.is_empty(), "the probe slots are full: {fx:?}");
+    assert_eq!(s.tables.probe_queue[0], vec![tref("s", "t077")]);
+    // A probe batch ends: t077's probe is sent; t005 changed: its read goes at once.
+    let changed = probe_of(&st, 8);
+    let fx = probed(&mut s, |_| {
+        (0..10)
+            .map(|i| {
+                let t = tref("s", &format!("t{i:03}"));
+                let p = if i == 5 { changed } else { probe_of(&st, 7) };
+                (t, Ok(p))
+            })
+            .collect()
+    });
+    assert_eq!(probed_tables(&fx), vec![tref("s", "t077")]);
+    assert!(
+        fx.iter()
+            .any(|e| matches!(e, Effect::LoadStats { table, .. } if table.table == "t005")),
+        "{fx:?}"
+    );
 }
 
 #[test]
