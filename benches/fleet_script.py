@@ -27,7 +27,7 @@ def main() -> None:
     cur = conn.cursor()
     started = time.monotonic()
     cur.execute(f'SELECT table_schema, table_name FROM "{catalog}".information_schema.tables '
-                "WHERE table_schema <> 'information_schema' ORDER BY 1, 2")
+                "WHERE table_schema NOT IN ('information_schema', 'system') ORDER BY 1, 2")
     tables = cur.fetchall()[:limit]
     statements = 1
     report = []

@@ -25,9 +25,9 @@ pub(crate) fn shape(sql: &str) -> &'static str {
         "survey"
     } else if sql.contains("partition_fields") {
         "table metadata"
-    } else if sql.contains("GROUP BY part") || sql.contains("trend_files") {
+    } else if sql.contains("GROUP BY") || sql.contains("trend_files") {
         "file read"
-    } else if sql.contains("small_sids") || sql.contains("oldest_small_lower") {
+    } else if sql.contains("small_sids") || sql.contains("oldest_small_file_at") {
         "small files' age"
     } else if sql.starts_with("SELECT 0 AS i") {
         "change probe"

@@ -220,14 +220,11 @@ fn take_stats(s: &mut State, table: &TableRef, result: Result<TableStats, TrinoE
 /// queue, the worst proved, still go in the first statement.
 pub const FILE_BATCH: usize = 10;
 
-/// Tables a statement reads while surveys still take the other slots (see
-/// [`start_reads`]).
-pub const FILE_BATCH_SURVEYING: usize = 3;
-
-/// Start queued file reads while fewer than the window are in flight: every slot of
-/// `policy.reads`, less those the surveys take while they last; up to [`FILE_BATCH`]
-/// tables a statement. Each carries the stats its survey gave (the row's), which the file
-/// read completes.
+/// Start queued file reads while fewer than the window are in flight. While surveys
+/// remain, only a table whose proved small files could fill a CRITICAL partition is read
+/// (alone, in the reads' one slot: the screen's first answer); the others wait for the
+/// surveys to end and go [`FILE_BATCH`] tables a statement, every slot taken. Each
+/// carries the stats its survey gave (the row's), which the file read completes.
 fn start_reads(s: &mut State) -> Vec<Effect> {
     let ranking = s.tables.ranking_in_flight > 0 || !s.tables.ranking.is_empty();
     let window = if ranking {
@@ -236,19 +233,12 @@ fn start_reads(s: &mut State) -> Vec<Effect> {
         s.tables.policy.reads.max(1)
     };
     let generation = s.tables.generation;
-    // While surveys remain, the reads' one slot serves the worst proved first: a table
-    // whose proved small files could fill a CRITICAL partition is read alone (its verdict
-    // is the screen's first answer), the others a few at a time so that a worse table
-    // surveyed meanwhile does not wait behind a long statement.
-    let urgent = s
-        .health
-        .critical_partition_small_files
-        .max(s.health.min_small_files);
+    let urgent = urgent_rank(s);
     let mut fx = Vec::new();
     while s.tables.reading < window {
         let size = match s.tables.queue.front() {
             Some(t) if ranking && s.tables.rank.get(t).is_some_and(|&r| r >= urgent) => 1,
-            _ if ranking => FILE_BATCH_SURVEYING,
+            _ if ranking => break,
             _ => FILE_BATCH,
         };
         let mut batch = Vec::new();
@@ -283,11 +273,29 @@ fn start_reads(s: &mut State) -> Vec<Effect> {
     fx
 }
 
+/// The proved excess small files from which a table is read ahead of the surveys: as many
+/// as make one partition CRITICAL.
+fn urgent_rank(s: &State) -> u64 {
+    s.health
+        .critical_partition_small_files
+        .max(s.health.min_small_files)
+}
+
+/// Whether the head of the read queue is read while surveys remain ([`start_reads`]).
+fn urgent_queued(s: &State) -> bool {
+    let urgent = urgent_rank(s);
+    s.tables
+        .queue
+        .front()
+        .is_some_and(|t| s.tables.rank.get(t).is_some_and(|&r| r >= urgent))
+}
+
 /// Survey batches to send while fewer than their slots are in flight: their share of the
 /// window while file reads wait, every slot while none does.
 fn next_ranks(s: &mut State) -> Vec<Effect> {
     let (slots, _) = s.tables.policy.rank_window();
-    let slots = if s.tables.queue.is_empty() && s.tables.reading == 0 {
+    // Every slot surveys unless a table worth reading at once waits or is read.
+    let slots = if !urgent_queued(s) && s.tables.reading == 0 {
         s.tables.policy.reads.max(1)
     } else {
         slots
