@@ -306,20 +306,16 @@ fn history_window(cfg: &ScanParams) -> u64 {
 /// every one of them from the table's metadata file or its manifest list, no manifest
 /// opened — with no window and no `WITH` (Trino would inline a `WITH` into every
 /// reference). What a table's snapshots tell travels as little SQL as can carry it: the
-/// count, the oldest, the newest summary (a map: its totals) and the newest snapshots as
-/// one array of rows, newest first (id, commit time, `total-data-files`, whether a
-/// `replace`, `deleted-data-files`, parent, `changed-partition-count`), from which every
-/// snapshot fact is derived here
+/// count, the oldest, and the newest snapshots as one array of rows, newest first (id,
+/// commit time, operation, parent, summary), from which every snapshot fact and the
+/// newest totals are derived here
 /// ([`snapshot_facts`]). Each expression a statement carries costs the coordinator CPU
 /// beyond its planning (the code it generates and runs): on Trino 476 this form cost its
-/// process about 45 ms of CPU a table ten to a statement, the same facts as aggregates,
-/// arrays and lambdas about 90 ms. A table whose history goes on beyond the window is read
+/// process 35-40 ms of CPU a table ten to a statement, the same facts as aggregates,
+/// arrays and lambdas 80-90 ms. A table whose history goes on beyond the window is read
 /// again by [`history_sql`]. Rows carry the branch's index in `tables` as `i`.
 pub fn survey_sql(tables: &[TableRef], cfg: &ScanParams, shape: SurveyShape) -> String {
     let window = history_window(cfg);
-    let total = "TRY_CAST(element_at(summary, 'total-data-files') AS bigint)";
-    let deleted = "TRY_CAST(element_at(summary, 'deleted-data-files') AS bigint)";
-    let changed = "TRY_CAST(element_at(summary, 'changed-partition-count') AS bigint)";
     tables
         .iter()
         .enumerate()
@@ -352,11 +348,10 @@ pub fn survey_sql(tables: &[TableRef], cfg: &ScanParams, shape: SurveyShape) -> 
                 )
             };
             format!(
-                "SELECT {i} AS i, s.snapshots, to_unixtime(s.oldest) AS oldest_snapshot, s.newest_summary, \
+                "SELECT {i} AS i, s.snapshots, to_unixtime(s.oldest) AS oldest_snapshot, \
                  slice(s.history, 1, {window}) AS history, {meta_cols}, {log_cols} \
                  FROM (SELECT count(*) AS snapshots, min(committed_at) AS oldest, \
-                 max_by(summary, committed_at) AS newest_summary, \
-                 array_agg(ROW(snapshot_id, to_unixtime(committed_at), {total}, operation = 'replace', {deleted}, parent_id, {changed}) \
+                 array_agg(ROW(snapshot_id, committed_at, operation, parent_id, summary) \
                  ORDER BY committed_at DESC, snapshot_id DESC) AS history \
                  FROM {snapshots}) s{meta}{log}",
                 snapshots = t.meta("snapshots"),
@@ -423,43 +418,45 @@ pub fn snapshot_facts(history: &[Snap], limit: usize, stats: &mut TableStats) {
     });
 }
 
-/// The history column of a survey row: its rows, newest first.
-fn history_of(r: &Row) -> Vec<Snap> {
+/// The history column of a survey row: its rows, newest first, with the newest one's
+/// summary (its totals).
+fn history_of(r: &Row) -> (Vec<Snap>, Vec<(Value, Value)>) {
     let Some(Value::Array(items)) = r.get("history") else {
-        return Vec::new();
+        return (Vec::new(), Vec::new());
     };
-    items
+    let mut newest = None;
+    let snaps = items
         .iter()
         .filter_map(|v| {
             let Value::Row(f) = v else { return None };
             let field = |k: usize| f.get(k).map(|(_, v)| v);
+            let summary = match field(4) {
+                Some(Value::Map(m)) => m.as_slice(),
+                _ => &[],
+            };
+            if newest.is_none() {
+                newest = Some(summary.to_vec());
+            }
             Some(Snap {
                 id: field(0)?.as_i64()?,
                 at: field(1)?.as_datetime()?,
-                total: field(2).and_then(Value::as_u64),
-                replace: field(3).and_then(Value::as_bool).unwrap_or(false),
-                deleted: field(4).and_then(Value::as_u64),
-                parent: field(5).and_then(Value::as_i64),
-                changed_partitions: field(6).and_then(Value::as_u64),
+                total: count_in(summary, "total-data-files"),
+                replace: field(2).and_then(Value::as_str) == Some("replace"),
+                deleted: count_in(summary, "deleted-data-files"),
+                parent: field(3).and_then(Value::as_i64),
+                changed_partitions: count_in(summary, "changed-partition-count"),
             })
         })
-        .collect()
+        .collect();
+    (snaps, newest.unwrap_or_default())
 }
 
-/// A count of the newest summary (text in the map), as the writer recorded it.
-fn summary_count(r: &Row, key: &str) -> Option<u64> {
-    let Some(Value::Map(entries)) = r.get("newest_summary") else {
-        return None;
-    };
-    entries.iter().find_map(|(k, v)| match (k, v) {
+/// A count of a snapshot summary (text in the map), as the writer recorded it.
+fn count_in(summary: &[(Value, Value)], key: &str) -> Option<u64> {
+    summary.iter().find_map(|(k, v)| match (k, v) {
         (Value::Text(k), Value::Text(v)) if k == key => v.trim().parse().ok(),
         _ => None,
     })
-}
-
-/// The newest summary's totals ([`KEYS`]).
-fn summary_totals(r: &Row) -> [Option<u64>; 6] {
-    KEYS.map(|(key, _)| summary_count(r, key))
 }
 
 /// The surveys of a batch's rows, by index in the batch; `table_meta`: the statement read
@@ -472,7 +469,7 @@ pub fn parse_survey(
 ) -> Result<Vec<Survey>, String> {
     let time = |r: &Row, n: &str| r.get(n).and_then(Value::as_datetime);
     by_index(rows, batch, "survey", |r| {
-        let history = history_of(r);
+        let (history, newest) = history_of(r);
         let snapshots = r.u64("snapshots").unwrap_or(0);
         let [
             data_files,
@@ -481,7 +478,7 @@ pub fn parse_survey(
             records,
             position_deletes,
             equality_deletes,
-        ] = summary_totals(r);
+        ] = KEYS.map(|(key, _)| count_in(&newest, key));
         let totals = Totals {
             snapshots,
             snapshot_id: history.first().map(|s| s.id),
@@ -514,8 +511,8 @@ pub fn parse_survey(
             Some(0)
         } else {
             Some(
-                summary_count(r, "deleted-data-files").unwrap_or(0)
-                    + summary_count(r, "removed-delete-files").unwrap_or(0),
+                count_in(&newest, "deleted-data-files").unwrap_or(0)
+                    + count_in(&newest, "removed-delete-files").unwrap_or(0),
             )
         };
         snapshot_facts(&history, cfg.trend_limit as usize, &mut stats);

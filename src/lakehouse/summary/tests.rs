@@ -398,3 +398,99 @@ fn manifests_are_read_where_the_layout_or_a_finding_needs_them() {
     assert!(needs_manifests(&untold, Some(0), true, max));
     assert!(needs_manifests(&t(5, 0), None, true, max));
 }
+
+/// A survey row as the server sends it: the count, the oldest, and the newest snapshots
+/// as rows (id, commit time, operation, parent, summary), newest first. The newest
+/// summary gives the totals, each snapshot its own counts, the history the rest.
+#[test]
+fn a_survey_row_gives_the_totals_and_the_history_of_its_snapshots() {
+    use chrono::TimeZone;
+    let col = |n: &str, t: &str| Column {
+        name: n.into(),
+        type_text: t.into(),
+        ty: TrinoType::parse(t).unwrap(),
+    };
+    let cols = Arc::new(vec![
+        col("i", "integer"),
+        col("snapshots", "bigint"),
+        col("oldest_snapshot", "double"),
+        col(
+            "history",
+            "array(row(snapshot_id bigint, committed_at timestamp(3) with time zone, operation varchar, parent_id bigint, summary map(varchar, varchar)))",
+        ),
+    ]);
+    let at = |d: u32| Utc.with_ymd_and_hms(2026, 11, d, 0, 0, 0).unwrap();
+    let text = |s: &str| Value::Text(s.into());
+    let snap = |id: i64, d: u32, op: &str, parent: Option<i64>, summary: &[(&str, &str)]| {
+        Value::Row(vec![
+            (Some("snapshot_id".into()), Value::Int(id)),
+            (
+                Some("committed_at".into()),
+                Value::TimestampTz(at(d), "UTC".into()),
+            ),
+            (Some("operation".into()), text(op)),
+            (
+                Some("parent_id".into()),
+                parent.map(Value::Int).unwrap_or(Value::Null),
+            ),
+            (
+                Some("summary".into()),
+                Value::Map(summary.iter().map(|(k, v)| (text(k), text(v))).collect()),
+            ),
+        ])
+    };
+    let history = Value::Array(vec![
+        snap(
+            3,
+            20,
+            "append",
+            Some(2),
+            &[
+                ("total-data-files", "30"),
+                ("total-files-size", "3000"),
+                ("total-delete-files", "0"),
+                ("total-records", "300"),
+                ("changed-partition-count", "2"),
+            ],
+        ),
+        snap(
+            2,
+            10,
+            "replace",
+            Some(1),
+            &[("total-data-files", "10"), ("deleted-data-files", "40")],
+        ),
+        snap(1, 5, "append", None, &[("total-data-files", "50")]),
+    ]);
+    let row = Row {
+        columns: cols,
+        values: vec![
+            Value::Int(0),
+            Value::Int(3),
+            Value::Double(at(5).timestamp() as f64),
+            history,
+        ],
+    };
+    let got = parse_survey(&[row], 1, false, &ScanParams::default()).unwrap();
+    let s = &got[0];
+    assert_eq!(
+        (
+            s.totals.snapshot_id,
+            s.totals.committed_at,
+            s.totals.oldest_snapshot
+        ),
+        (Some(3), Some(at(20)), Some(at(5)))
+    );
+    assert_eq!(
+        (s.totals.data_files, s.totals.files_size, s.totals.records),
+        (Some(30), Some(3000), Some(300))
+    );
+    assert_eq!(s.totals.last_replace, Some(at(10)));
+    assert_eq!(s.stats.last_compaction, Some(at(10)));
+    assert_eq!(s.stats.files_after_compaction, Some(10));
+    assert_eq!(s.stats.writes_since_compaction, 1);
+    assert_eq!(s.stats.trend, vec![(at(5), 50), (at(10), 10), (at(20), 30)]);
+    assert!(!s.long_history && s.partitioned_by_history());
+    assert_eq!(s.history[2].parent, None);
+    assert_eq!(s.removed_by_newest, Some(0));
+}
