@@ -224,12 +224,13 @@ async fn one_size(run: &Run) -> Value {
     };
     if let Some(s) = &script {
         let (f, sc) = (&cold, s);
+        // floe's figure over the script's: under 1 where floe spends less.
         let ratio = |k: &dyn Fn(&Value) -> Option<f64>| match (k(f), k(sc)) {
-            (Some(a), Some(b)) if a > 0.0 => format!("{:.2}x", b / a),
+            (Some(a), Some(b)) if b > 0.0 => format!("{:.2}", a / b),
             _ => "-".into(),
         };
         println!(
-            "  floe against the script: wall {} faster; coordinator cost {} less (planning + task CPU); process CPU {} less",
+            "  floe over the script: wall {}, coordinator planning + task CPU {}, its process CPU {}",
             ratio(&|r| r["wall_s"].as_f64()),
             ratio(&|r| r["coordinator"]["cost_ms"].as_f64()),
             ratio(&|r| r["process_cpu_ms"].as_f64()),

@@ -65,10 +65,10 @@ const ROWS: &[(&str, Cell)] = &[
     ("coordinator cost, the script", |_, s| {
         ms(&s["script"]["coordinator"]["cost_ms"])
     }),
-    ("the script's cost over floe's", |_, s| {
+    ("floe's planning + task CPU over the script's", |_, s| {
         ratio(
-            &s["script"]["coordinator"]["cost_ms"],
             &s["cold"]["coordinator"]["cost_ms"],
+            &s["script"]["coordinator"]["cost_ms"],
         )
     }),
     (
