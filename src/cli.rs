@@ -73,7 +73,7 @@ pub struct Global {
     #[arg(long, global = true)]
     pub ascii: bool,
     /// Auto-refresh interval (minimum 5s).
-    #[arg(long, global = true, value_name = "DURATION", value_parser = parse_dur)]
+    #[arg(long, global = true, value_name = "DURATION", value_parser = Dur::parse)]
     pub refresh: Option<Dur>,
     /// PEM file of the CA that signed Trino's certificate.
     #[arg(long, global = true, value_name = "FILE")]
@@ -84,10 +84,6 @@ pub struct Global {
     /// Trino authentication: none, basic, bearer or oauth2 (over trino.auth).
     #[arg(long, global = true, value_name = "KIND", value_parser = AuthKind::parse)]
     pub auth: Option<AuthKind>,
-}
-
-fn parse_dur(s: &str) -> Result<Dur, String> {
-    Dur::parse(s)
 }
 
 #[derive(Subcommand, Debug)]
@@ -166,11 +162,11 @@ pub struct CheckArgs {
     pub tables: Vec<String>,
     /// Overall deadline: past it the check is UNKNOWN (exit 3), naming what was still
     /// running, and its queries are cancelled on Trino.
-    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_dur)]
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = Dur::parse)]
     pub timeout: Dur,
     /// Use a table's stats from the TUI's cache when read at most DURATION ago, instead
     /// of reading them again (default: never; a check reads everything fresh).
-    #[arg(long, value_name = "DURATION", value_parser = parse_dur)]
+    #[arg(long, value_name = "DURATION", value_parser = Dur::parse)]
     pub cached_max_age: Option<Dur>,
 }
 
@@ -185,7 +181,7 @@ pub struct ReportArgs {
     #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Overall deadline: past it floe exits 3 (UNKNOWN) and writes nothing.
-    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_dur)]
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = Dur::parse)]
     pub timeout: Dur,
 }
 
@@ -206,7 +202,7 @@ pub struct MaintainArgs {
     pub action: MaintainCmd,
     /// Overall deadline (for cron): past it the running statement is cancelled on Trino
     /// (audited), the rest does not run, and floe exits 124. Default: none.
-    #[arg(long, global = true, value_name = "DURATION", value_parser = parse_dur)]
+    #[arg(long, global = true, value_name = "DURATION", value_parser = Dur::parse)]
     pub timeout: Option<Dur>,
 }
 

@@ -9,6 +9,24 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::fmt::{human_bytes, human_duration};
 
+/// A size or a duration that does not read: the text as written, and what is wrong.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum UnitError {
+    #[error("empty size")]
+    EmptySize,
+    #[error("invalid size {0:?}: expected a number with an optional unit like 128MB")]
+    SizeNumber(String),
+    #[error("invalid size {text:?}: unknown unit {unit:?} (use B, kB, MB, GB, TB)")]
+    SizeUnit { text: String, unit: String },
+    #[error("invalid size {0:?}: out of range")]
+    SizeRange(String),
+    #[error("invalid duration {text:?}: {reason} (examples: 30s, 36h, 7d)")]
+    Duration {
+        text: String,
+        reason: humantime::DurationError,
+    },
+}
+
 /// A size in bytes. Parses `134217728`, `"128MB"`, `"128 MiB"`, `"1.5GB"`; units are binary
 /// (1 MB = 1024 KB) as in Trino's and Iceberg's configuration, and `MiB` spellings are
 /// accepted as synonyms.
@@ -16,18 +34,18 @@ use crate::fmt::{human_bytes, human_duration};
 pub struct Bytes(pub u64);
 
 impl Bytes {
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, UnitError> {
         let t = text.trim();
         if t.is_empty() {
-            return Err("empty size".into());
+            return Err(UnitError::EmptySize);
         }
         let split = t
             .find(|c: char| !(c.is_ascii_digit() || c == '.'))
             .unwrap_or(t.len());
         let (num, unit) = t.split_at(split);
-        let value: f64 = num.parse().map_err(|_| {
-            format!("invalid size {text:?}: expected a number with an optional unit like 128MB")
-        })?;
+        let value: f64 = num
+            .parse()
+            .map_err(|_| UnitError::SizeNumber(text.to_string()))?;
         let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
             "" | "b" => 1,
             "k" | "kb" | "kib" => 1 << 10,
@@ -36,14 +54,15 @@ impl Bytes {
             "t" | "tb" | "tib" => 1 << 40,
             "p" | "pb" | "pib" => 1 << 50,
             other => {
-                return Err(format!(
-                    "invalid size {text:?}: unknown unit {other:?} (use B, kB, MB, GB, TB)"
-                ));
+                return Err(UnitError::SizeUnit {
+                    text: text.to_string(),
+                    unit: other.to_string(),
+                });
             }
         };
         let bytes = value * mult as f64;
         if !bytes.is_finite() || bytes < 0.0 || bytes > u64::MAX as f64 {
-            return Err(format!("invalid size {text:?}: out of range"));
+            return Err(UnitError::SizeRange(text.to_string()));
         }
         Ok(Bytes(bytes.round() as u64))
     }
@@ -93,10 +112,13 @@ impl Serialize for Bytes {
 pub struct Dur(pub Duration);
 
 impl Dur {
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, UnitError> {
         humantime::parse_duration(text.trim())
             .map(Dur)
-            .map_err(|e| format!("invalid duration {text:?}: {e} (examples: 30s, 36h, 7d)"))
+            .map_err(|reason| UnitError::Duration {
+                text: text.to_string(),
+                reason,
+            })
     }
 
     pub fn secs(self) -> u64 {
@@ -137,6 +159,7 @@ mod tests {
         assert!(
             Bytes::parse("12 parsecs")
                 .unwrap_err()
+                .to_string()
                 .contains("unknown unit")
         );
         assert!(Bytes::parse("").is_err());

@@ -173,7 +173,7 @@ pub fn refresh_every(s: &mut State, arg: &str) {
                 human_duration(MAX_REFRESH.as_secs() as i64)
             ),
         ),
-        Err(e) => s.set_status(Level::Error, e),
+        Err(e) => s.set_status(Level::Error, e.to_string()),
     }
 }
 

@@ -242,7 +242,7 @@ pub fn plan_with_retention(s: &mut State, r: RetentionFor, text: &str) -> Vec<Ef
             )
         }
         Err(e) => {
-            s.set_status(Level::Error, e);
+            s.set_status(Level::Error, e.to_string());
             Vec::new()
         }
     }
