@@ -229,14 +229,10 @@ fn one_cluster(
 ) -> Result<Settings, config::ConfigError> {
     match config::load_selection(over, all)? {
         config::Selection::One(s) => Ok(*s),
-        config::Selection::Fleet(v) => Err(config::ConfigError(format!(
-            "{what} works on one cluster, and {} profiles are selected ({}): name one with --profile",
-            v.len(),
-            v.iter()
-                .map(|s| s.profile.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ))),
+        config::Selection::Fleet(v) => Err(config::ConfigError::OneCluster {
+            what: what.to_string(),
+            profiles: v.into_iter().map(|s| s.profile).collect(),
+        }),
     }
 }
 

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use crossterm::event::KeyEvent;
 
-use crate::config::keys::{Bindings, KeySpec, bind};
+use crate::config::keys::{BindError, Bindings, KeySpec, bind};
 pub use crate::config::keys::{Command, Key, KeyCodeOrd, Scope, Spec, by_name, spec, specs};
 
 /// The resolved keymap: (layer, key) → command, and command → its keys (for display).
@@ -31,7 +31,7 @@ impl Keymap {
     }
 
     /// Validate `[keys]` overrides (command name → key or keys) and build the keymap.
-    pub fn from_config(overrides: &BTreeMap<String, KeySpec>) -> Result<Keymap, String> {
+    pub fn from_config(overrides: &BTreeMap<String, KeySpec>) -> Result<Keymap, BindError> {
         bind(overrides).map(Keymap::new)
     }
 
@@ -247,12 +247,17 @@ mod tests {
 
         let mut o = BTreeMap::new();
         o.insert("quit".to_string(), KeySpec::One("r".into()));
-        let e = Keymap::from_config(&o).unwrap_err();
+        let e = Keymap::from_config(&o).unwrap_err().to_string();
         assert!(e.contains("refresh") && e.contains("quit"), "{e}");
 
         let mut o = BTreeMap::new();
         o.insert("teleport".to_string(), KeySpec::One("t".into()));
-        assert!(Keymap::from_config(&o).unwrap_err().contains("teleport"));
+        assert!(
+            Keymap::from_config(&o)
+                .unwrap_err()
+                .to_string()
+                .contains("teleport")
+        );
     }
 
     #[test]
@@ -358,7 +363,7 @@ mod tests {
     fn a_tab_key_hiding_a_global_one_or_a_careless_confirm_is_refused() {
         let mut o = BTreeMap::new();
         o.insert("wrap".to_string(), KeySpec::One("r".into()));
-        let e = Keymap::from_config(&o).unwrap_err();
+        let e = Keymap::from_config(&o).unwrap_err().to_string();
         assert!(
             e.contains("refresh (everywhere)") && e.contains("wrap (on DAGs)"),
             "{e}"
@@ -366,14 +371,14 @@ mod tests {
         for careless in ["enter", "esc", "space", "tab"] {
             let mut o = BTreeMap::new();
             o.insert("confirm".to_string(), KeySpec::One(careless.into()));
-            let e = Keymap::from_config(&o).unwrap_err();
+            let e = Keymap::from_config(&o).unwrap_err().to_string();
             assert!(e.contains("cannot be confirm"), "{careless}: {e}");
         }
         // Nor a key that also opens a confirmation: a double tap would confirm it.
         for (opener, key) in [("trigger_dag", "t"), ("optimize", "o"), ("quit", "q")] {
             let mut o = BTreeMap::new();
             o.insert("confirm".to_string(), KeySpec::One(key.into()));
-            let e = Keymap::from_config(&o).unwrap_err();
+            let e = Keymap::from_config(&o).unwrap_err().to_string();
             assert!(
                 e.contains("cannot be confirm") && e.contains(opener),
                 "{key}: {e}"

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use super::ConfigError;
 use super::keys::KeySpec;
-use super::{ConfigError, err};
 use crate::units::{Bytes, Dur};
 
 #[derive(Debug, Default, Deserialize, Clone, schemars::JsonSchema)]
@@ -144,18 +144,21 @@ pub enum AuthKind {
 
 impl AuthKind {
     /// The kind named on the command line (`--auth`).
-    pub fn parse(s: &str) -> Result<AuthKind, String> {
+    pub fn parse(s: &str) -> Result<AuthKind, UnknownAuth> {
         match s.trim().to_ascii_lowercase().as_str() {
             "none" => Ok(AuthKind::None),
             "basic" => Ok(AuthKind::Basic),
             "bearer" => Ok(AuthKind::Bearer),
             "oauth2" => Ok(AuthKind::OAuth2),
-            other => Err(format!(
-                "unknown auth {other:?}: expected none, basic, bearer or oauth2"
-            )),
+            other => Err(UnknownAuth(other.to_string())),
         }
     }
 }
+
+/// An `--auth` that names no kind floe knows.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown auth {0:?}: expected none, basic, bearer or oauth2")]
+pub struct UnknownAuth(pub String);
 
 #[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq, Default, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
@@ -167,19 +170,18 @@ pub enum AirflowApi {
 }
 
 pub(super) fn read_file(path: &Path) -> Result<FileConfig, ConfigError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| err(format!("cannot read config file {}: {e}", path.display())))?;
+    let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Unreadable {
+        file: path.to_path_buf(),
+        reason: e.to_string(),
+    })?;
     parse_file(&text, path)
 }
 
 /// The text of the config file at `path`.
 pub(super) fn parse_file(text: &str, path: &Path) -> Result<FileConfig, ConfigError> {
-    toml::from_str(text).map_err(|e| {
-        err(format!(
-            "config file {}: {}",
-            path.display(),
-            e.to_string().trim_end()
-        ))
+    toml::from_str(text).map_err(|e| ConfigError::Syntax {
+        file: path.to_path_buf(),
+        reason: e.to_string().trim_end().to_string(),
     })
 }
 

@@ -13,7 +13,7 @@ use url::Url;
 use super::file::{FileConfig, HealthFile, ProfileFile};
 use super::secrets::{env_bool, env_dur};
 use super::settings::{Dirs, MAX_REFRESH, MIN_REFRESH, MaintenanceMapping, Overrides, Settings};
-use super::{ConfigError, err, keys};
+use super::{At, ConfigError, keys};
 
 /// The default of `full_refresh_every`: every table read in full once an hour, whatever
 /// the change probe says (it sees every commit; this is the safety net).
@@ -65,24 +65,21 @@ pub fn load_selection_with(
     let groups = file.groups.clone().unwrap_or_default();
     for (name, members) in &groups {
         if profiles.contains(name) {
-            return Err(err(format!(
-                "groups.{name} in {}: a profile has the same name",
-                describe(&file_path)
-            )));
+            return Err(ConfigError::GroupIsProfile {
+                group: name.clone(),
+                file: file_path,
+            });
         }
         if let Some(m) = members
             .iter()
             .find(|m| !profiles.contains(m) && m.as_str() != "default")
         {
-            return Err(err(format!(
-                "groups.{name} in {}: profile {m:?} is not defined (profiles: {})",
-                describe(&file_path),
-                if profiles.is_empty() {
-                    "none".to_string()
-                } else {
-                    profiles.join(", ")
-                }
-            )));
+            return Err(ConfigError::UnknownMember {
+                group: name.clone(),
+                member: m.clone(),
+                file: file_path,
+                known: profiles,
+            });
         }
     }
     let wanted = over
@@ -91,9 +88,7 @@ pub fn load_selection_with(
         .or_else(|| env_nonempty(env, "FLOE_PROFILE"));
     let members: Option<Vec<String>> = if all {
         if let Some(p) = &over.profile {
-            return Err(err(format!(
-                "--all reads every profile; --profile {p:?} names one (use one or the other)"
-            )));
+            return Err(ConfigError::AllAndProfile { profile: p.clone() });
         }
         Some(profiles.clone())
     } else if let Some(g) = wanted.as_ref().and_then(|w| groups.get(w)) {
@@ -107,24 +102,20 @@ pub fn load_selection_with(
         return load_file(over, env, dirs, file, file_path).map(|s| Selection::One(Box::new(s)));
     };
     if members.is_empty() {
-        return Err(err(format!(
-            "reading every profile at once needs profiles ([profiles.NAME]) in {}, which defines none",
-            describe(&file_path)
-        )));
+        return Err(ConfigError::NoProfiles { file: file_path });
     }
     // A flag or variable that names one server would point every profile at it.
     let one_server = [
-        over.trino.as_ref().map(|_| "--trino"),
-        over.airflow.as_ref().map(|_| "--airflow"),
-        env_nonempty(env, "FLOE_TRINO_URL").map(|_| "FLOE_TRINO_URL"),
-        env_nonempty(env, "FLOE_AIRFLOW_URL").map(|_| "FLOE_AIRFLOW_URL"),
+        over.trino.as_ref().map(|_| At::Flag("--trino")),
+        over.airflow.as_ref().map(|_| At::Flag("--airflow")),
+        env_nonempty(env, "FLOE_TRINO_URL").map(|_| At::Env("FLOE_TRINO_URL".into())),
+        env_nonempty(env, "FLOE_AIRFLOW_URL").map(|_| At::Env("FLOE_AIRFLOW_URL".into())),
     ];
-    if let Some(flag) = one_server.into_iter().flatten().next() {
-        return Err(err(format!(
-            "{flag} names one server, and {} profiles are read at once ({}): each takes its server from its profile",
-            members.len(),
-            members.join(", ")
-        )));
+    if let Some(at) = one_server.into_iter().flatten().next() {
+        return Err(ConfigError::OneServer {
+            at,
+            profiles: members,
+        });
     }
     members
         .into_iter()
@@ -183,7 +174,7 @@ fn load_file(
         .query_timeout
         .map(|d| d.0)
         .unwrap_or(Duration::from_secs(300));
-    let health = build_health(&cx.file.health, &cx.profile.health, &cx.key_in("health"))?;
+    let health = build_health(&cx.file.health, &cx.profile.health, &|key| cx.at(key))?;
     let maintenance = cx.maintenance()?;
     if let Some(a) = &mut airflow {
         // The DAGs of [[maintenance]] are maintenance DAGs whatever their tags.
@@ -194,10 +185,14 @@ fn load_file(
         }
     }
     // The key bindings are resolved once, here: the TUI's keymap is built from them.
-    let key_bindings = keys::bind(&cx.file.keys.clone().unwrap_or_default())
-        .map_err(|e| err(format!("{e} in [keys] of {}", cx.where_())))?;
-    let confirm_dwell = confirm_dwell(&cx.file, &cx.where_())?;
-    let coordinator_budget = coordinator_budget(&cx.file, &cx.where_())?;
+    let key_bindings = keys::bind(&cx.file.keys.clone().unwrap_or_default()).map_err(|source| {
+        ConfigError::Keys {
+            file: cx.file_path.clone(),
+            source,
+        }
+    })?;
+    let confirm_dwell = confirm_dwell(&cx.file, &cx.file_path)?;
+    let coordinator_budget = coordinator_budget(&cx.file, &cx.file_path)?;
 
     let Layers {
         file,
@@ -243,13 +238,15 @@ fn load_file(
 /// round trip of the frame that shows the question; 300 ms covers a slow one.
 pub const DEFAULT_CONFIRM_DWELL: Duration = Duration::from_millis(300);
 
-fn confirm_dwell(file: &FileConfig, where_: &str) -> Result<Duration, ConfigError> {
+fn confirm_dwell(file: &FileConfig, path: &Option<PathBuf>) -> Result<Duration, ConfigError> {
     let d = file.confirm_dwell.map_or(DEFAULT_CONFIRM_DWELL, |d| d.0);
     if d > Duration::from_secs(5) {
-        return Err(ConfigError(format!(
-            "confirm_dwell = {:?} in {where_}: expected 0s to 5s",
-            humantime::format_duration(d).to_string()
-        )));
+        return Err(ConfigError::OutOfRange {
+            key: "confirm_dwell",
+            value: quoted(d),
+            file: path.clone(),
+            expected: "0s to 5s",
+        });
     }
     Ok(d)
 }
@@ -259,15 +256,20 @@ fn confirm_dwell(file: &FileConfig, where_: &str) -> Result<Duration, ConfigErro
 pub const DEFAULT_COORDINATOR_BUDGET: Duration = Duration::from_secs(2);
 
 /// `coordinator_budget`: 0s to 60s of the coordinator's time per minute (`0s`: no limit).
-fn coordinator_budget(file: &FileConfig, where_: &str) -> Result<Option<Duration>, ConfigError> {
+fn coordinator_budget(
+    file: &FileConfig,
+    path: &Option<PathBuf>,
+) -> Result<Option<Duration>, ConfigError> {
     let d = file
         .coordinator_budget
         .map_or(DEFAULT_COORDINATOR_BUDGET, |d| d.0);
     if d > Duration::from_secs(60) {
-        return Err(ConfigError(format!(
-            "coordinator_budget = {:?} in {where_}: expected 0s (no limit) to 60s of the coordinator's time per minute",
-            humantime::format_duration(d).to_string()
-        )));
+        return Err(ConfigError::OutOfRange {
+            key: "coordinator_budget",
+            value: quoted(d),
+            file: path.clone(),
+            expected: "0s (no limit) to 60s of the coordinator's time per minute",
+        });
     }
     Ok((!d.is_zero()).then_some(d))
 }
@@ -276,12 +278,9 @@ fn env_nonempty(env: Env, k: &str) -> Option<String> {
     env(k).filter(|v| !v.trim().is_empty())
 }
 
-/// The config file for messages, or `(no config file)`.
-fn describe(file_path: &Option<PathBuf>) -> String {
-    file_path
-        .as_ref()
-        .map(|p| p.display().to_string())
-        .unwrap_or_else(|| "(no config file)".into())
+/// A duration as a message quotes the value written: `"1m"`.
+fn quoted(d: Duration) -> String {
+    format!("{:?}", humantime::format_duration(d).to_string())
 }
 
 /// Step 1: which file (`--config`, `FLOE_CONFIG`, or the XDG one if it exists).
@@ -300,7 +299,7 @@ fn choose_file(
     Ok(match path {
         Some(p) if p.exists() => (super::file::read_file(&p)?, Some(p)),
         Some(p) if required => {
-            return Err(err(format!("config file {} does not exist", p.display())));
+            return Err(ConfigError::NoFile { file: p });
         }
         _ => (FileConfig::default(), None),
     })
@@ -325,16 +324,11 @@ fn choose_profile(
             // The implicit profile needs no section.
             None if name == "default" => (name, ProfileFile::default()),
             None => {
-                let known: Vec<_> = profiles.keys().cloned().collect();
-                return Err(err(format!(
-                    "profile {name:?} is not defined in {} (profiles: {})",
-                    describe(file_path),
-                    if known.is_empty() {
-                        "none".into()
-                    } else {
-                        known.join(", ")
-                    }
-                )));
+                return Err(ConfigError::UnknownProfile {
+                    name,
+                    file: file_path.clone(),
+                    known: profiles.keys().cloned().collect(),
+                });
             }
         },
         None => match profiles.get("default") {
@@ -360,12 +354,28 @@ impl Layers<'_> {
         env_nonempty(self.env, k)
     }
 
-    fn where_(&self) -> String {
-        describe(&self.file_path)
+    /// Key `k` as resolved for this profile.
+    fn at(&self, k: &str) -> At {
+        At::Profile {
+            key: k.to_string(),
+            profile: self.profile_name.clone(),
+            file: self.file_path.clone(),
+        }
     }
 
-    fn key_in(&self, k: &str) -> String {
-        format!("{k} (profile {:?} in {})", self.profile_name, self.where_())
+    /// A top-level key `k` out of its bounds (`expected`).
+    fn out_of_range(
+        &self,
+        key: &'static str,
+        value: String,
+        expected: &'static str,
+    ) -> ConfigError {
+        ConfigError::OutOfRange {
+            key,
+            value,
+            file: self.file_path.clone(),
+            expected,
+        }
     }
 
     /// Tables per change probe, and how long after a full read all are read again
@@ -376,10 +386,7 @@ impl Layers<'_> {
             .probe_batch
             .unwrap_or(super::settings::DEFAULT_PROBE_BATCH);
         if !(1..=500).contains(&batch) {
-            return Err(err(format!(
-                "probe_batch = {batch} in {}: expected 1 to 500",
-                self.where_()
-            )));
+            return Err(self.out_of_range("probe_batch", batch.to_string(), "1 to 500"));
         }
         let every = self
             .file
@@ -389,11 +396,11 @@ impl Layers<'_> {
             return Ok((batch, None));
         }
         if every < MIN_FULL_REFRESH {
-            return Err(err(format!(
-                "full_refresh_every = {:?} in {}: expected 1m or longer, or 0s for never",
-                humantime::format_duration(every).to_string(),
-                self.where_()
-            )));
+            return Err(self.out_of_range(
+                "full_refresh_every",
+                quoted(every),
+                "1m or longer, or 0s for never",
+            ));
         }
         Ok((batch, Some(every)))
     }
@@ -415,25 +422,24 @@ impl Layers<'_> {
             None => Duration::from_secs(60),
         };
         if refresh < MIN_REFRESH {
-            return Err(err(format!(
-                "refresh {} is below the minimum of 5s ({})",
-                humantime::format_duration(refresh),
-                self.key_in("refresh")
-            )));
+            return Err(ConfigError::RefreshBelow {
+                at: self.at("refresh"),
+                value: refresh,
+            });
         }
         if refresh > MAX_REFRESH {
-            return Err(err(format!(
-                "refresh {} is above the maximum of 1d ({})",
-                humantime::format_duration(refresh),
-                self.key_in("refresh")
-            )));
+            return Err(ConfigError::RefreshAbove {
+                at: self.at("refresh"),
+                value: refresh,
+            });
         }
         let max_concurrent_queries = file.max_concurrent_queries.unwrap_or(4);
         if !(1..=64).contains(&max_concurrent_queries) {
-            return Err(err(format!(
-                "max_concurrent_queries = {max_concurrent_queries} in {}: expected 1 to 64",
-                self.where_()
-            )));
+            return Err(self.out_of_range(
+                "max_concurrent_queries",
+                max_concurrent_queries.to_string(),
+                "1 to 64",
+            ));
         }
         Ok((readonly, refresh, max_concurrent_queries))
     }
@@ -450,11 +456,10 @@ impl Layers<'_> {
         {
             let parts = split_table_name(&m.table);
             if parts.len() != 3 {
-                return Err(err(format!(
-                    "maintenance table {:?} in {}: expected catalog.schema.table",
-                    m.table,
-                    self.where_()
-                )));
+                return Err(ConfigError::MaintenanceTable {
+                    table: m.table.clone(),
+                    file: self.file_path.clone(),
+                });
             }
             maintenance.push(MaintenanceMapping {
                 table: m.table.clone(),
@@ -466,10 +471,11 @@ impl Layers<'_> {
     }
 }
 
+/// The health thresholds of the file, then of the profile; `at` names a key of `[health]`.
 fn build_health(
     base: &Option<HealthFile>,
     over: &Option<HealthFile>,
-    key: &str,
+    at: &dyn Fn(&str) -> At,
 ) -> Result<HealthConfig, ConfigError> {
     let mut h = HealthConfig::default();
     for f in [base, over].into_iter().flatten() {
@@ -546,71 +552,90 @@ fn build_health(
             h.incremental_share = v;
         }
     }
+    let wrong = |key: &str, problem: String| {
+        Err(ConfigError::Threshold {
+            at: at(&format!("health.{key}")),
+            problem,
+        })
+    };
     if !(h.incremental_share > 0.0 && h.incremental_share <= 1.0) {
-        return Err(err(format!(
-            "{key}.incremental_share = {}: expected a share in (0, 1]",
-            h.incremental_share
-        )));
+        return wrong(
+            "incremental_share",
+            format!("{}: expected a share in (0, 1]", h.incremental_share),
+        );
     }
     if !(h.small_file_ratio > 0.0 && h.small_file_ratio <= 1.0) {
-        return Err(err(format!(
-            "{key}.small_file_ratio = {}: expected a ratio in (0, 1]",
-            h.small_file_ratio
-        )));
+        return wrong(
+            "small_file_ratio",
+            format!("{}: expected a ratio in (0, 1]", h.small_file_ratio),
+        );
     }
     if h.target_file_size == 0 {
-        return Err(err(format!("{key}.target_file_size must be above 0")));
+        return wrong("target_file_size", "must be above 0".into());
     }
     if h.compaction_critical < h.compaction_warn {
-        return Err(err(format!(
-            "{key}.compaction_critical ({}) is shorter than compaction_warn ({})",
-            humantime::format_duration(h.compaction_critical),
-            humantime::format_duration(h.compaction_warn)
-        )));
+        return wrong(
+            "compaction_critical",
+            format!(
+                "{} is shorter than compaction_warn ({})",
+                humantime::format_duration(h.compaction_critical),
+                humantime::format_duration(h.compaction_warn)
+            ),
+        );
     }
     if h.delete_record_ratio_critical < h.delete_record_ratio_warn {
-        return Err(err(format!(
-            "{key}.delete_record_ratio_critical is below delete_record_ratio_warn"
-        )));
+        return wrong(
+            "delete_record_ratio_critical",
+            format!(
+                "{} is below delete_record_ratio_warn ({})",
+                h.delete_record_ratio_critical, h.delete_record_ratio_warn
+            ),
+        );
     }
     if h.equality_delete_weight.is_nan() || h.equality_delete_weight < 1.0 {
-        return Err(err(format!(
-            "{key}.equality_delete_weight = {}: expected at least 1",
-            h.equality_delete_weight
-        )));
+        return wrong(
+            "equality_delete_weight",
+            format!("{}: expected at least 1", h.equality_delete_weight),
+        );
     }
     if h.large_file_ratio.is_nan() || h.large_file_ratio <= 1.0 {
-        return Err(err(format!(
-            "{key}.large_file_ratio = {}: expected above 1",
-            h.large_file_ratio
-        )));
+        return wrong(
+            "large_file_ratio",
+            format!("{}: expected above 1", h.large_file_ratio),
+        );
     }
     if h.delete_file_ratio_critical < h.delete_file_ratio_warn {
-        return Err(err(format!(
-            "{key}.delete_file_ratio_critical is below delete_file_ratio_warn"
-        )));
+        return wrong(
+            "delete_file_ratio_critical",
+            format!(
+                "{} is below delete_file_ratio_warn ({})",
+                h.delete_file_ratio_critical, h.delete_file_ratio_warn
+            ),
+        );
     }
     Ok(h)
 }
 
 /// A response-size limit: at least 64 KiB (smaller would refuse ordinary answers).
-fn size(value: Option<Bytes>, default: u64, key: &str) -> Result<u64, ConfigError> {
+fn size(value: Option<Bytes>, default: u64, at: At) -> Result<u64, ConfigError> {
     const MIN: u64 = 64 * 1024;
     match value {
         None => Ok(default),
         Some(Bytes(n)) if n >= MIN => Ok(n),
-        Some(b) => Err(err(format!("{key}: {b} is too small (at least 64KiB)"))),
+        Some(size) => Err(ConfigError::TooSmall { at, size }),
     }
 }
 
 /// Credentials never cross the network in clear text: over `http://` they are refused,
 /// except to this machine (an SSH tunnel, `ssh -L 8080:airflow:8080`, is the way to reach
 /// a plain-HTTP server safely).
-fn refuse_plain_http(url: &Url, what: &str, key: &str) -> Result<(), ConfigError> {
+fn refuse_plain_http(url: &Url, what: &'static str, at: At) -> Result<(), ConfigError> {
     if url.scheme() != "http" || super::uri::is_loopback(url) {
         return Ok(());
     }
-    Err(err(format!(
-        "{key}: refusing to send {what} over plain HTTP to {url}: use https://, or an SSH tunnel to 127.0.0.1"
-    )))
+    Err(ConfigError::PlainHttp {
+        at,
+        what,
+        url: url.clone(),
+    })
 }

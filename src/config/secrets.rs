@@ -5,8 +5,42 @@ use std::time::{Duration, Instant};
 
 use secrecy::SecretString;
 
-use super::{ConfigError, err};
+use super::{At, ConfigError};
 use crate::units::Dur;
+
+/// Why a secret could not be had.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SecretError {
+    /// `*_env` names a variable that is not set (or empty).
+    #[error("environment variable {var} is not set")]
+    EnvNotSet { var: String },
+    #[error(transparent)]
+    Command(#[from] CommandError),
+    #[error("{command:?} printed nothing")]
+    PrintedNothing { command: String },
+}
+
+/// Why a `*_command` gave no output.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CommandError {
+    #[error("cannot run {command:?}: {reason}")]
+    Spawn { command: String, reason: String },
+    #[error("{command:?} did not finish within {secs}s (killed)")]
+    Timeout { command: String, secs: u64 },
+    #[error("waiting for {command:?}: {reason}")]
+    Wait { command: String, reason: String },
+    #[error(
+        "{command:?} exited, but a process it started still holds its output open (killed); redirect the output of what it leaves running"
+    )]
+    HeldOpen { command: String },
+    /// It failed: its exit status and the first line of what it said on stderr.
+    #[error("{command:?} exited with {status}: {stderr}")]
+    Exit {
+        command: String,
+        status: String,
+        stderr: String,
+    },
+}
 
 /// What a secret is: a token is one word (whitespace around it is never part of it); a
 /// password keeps inner and leading spaces but not the line ending an `echo` or a file
@@ -36,8 +70,8 @@ pub(super) fn secret(
     fixed_var: &str,
     env_key: Option<&str>,
     command: Option<&str>,
-    env_key_name: &str,
-    command_key_name: &str,
+    env_key_name: At,
+    command_key_name: At,
 ) -> Result<Option<SecretString>, ConfigError> {
     if let Some(v) = env(fixed_var)
         .map(|v| kind.clean(&v))
@@ -48,17 +82,23 @@ pub(super) fn secret(
     if let Some(var) = env_key {
         return match env(var).map(|v| kind.clean(&v)).filter(|v| !v.is_empty()) {
             Some(v) => Ok(Some(SecretString::from(v))),
-            None => Err(err(format!(
-                "{env_key_name}: environment variable {var} is not set"
-            ))),
+            None => Err(ConfigError::Secret {
+                at: env_key_name,
+                source: SecretError::EnvNotSet { var: var.into() },
+            }),
         };
     }
     if let Some(cmd) = command {
-        let out = run_secret_command(cmd, SECRET_COMMAND_TIMEOUT)
-            .map_err(|e| err(format!("{command_key_name}: {e}")))?;
+        let failed = |source: SecretError| ConfigError::Secret {
+            at: command_key_name.clone(),
+            source,
+        };
+        let out = run_secret_command(cmd, SECRET_COMMAND_TIMEOUT).map_err(|e| failed(e.into()))?;
         let text = kind.clean(&out);
         if text.is_empty() {
-            return Err(err(format!("{command_key_name}: {cmd:?} printed nothing")));
+            return Err(failed(SecretError::PrintedNothing {
+                command: cmd.into(),
+            }));
         }
         return Ok(Some(SecretString::from(text)));
     }
@@ -72,7 +112,7 @@ const OUTPUT_GRACE: Duration = Duration::from_secs(2);
 /// Run `cmd` with `sh -c`, no stdin, and give up (killing it) after `timeout`. The read of
 /// its output is bounded too: once the shell has exited, its pipes must close within
 /// [`OUTPUT_GRACE`] (and the timeout), else what still holds them is killed.
-fn run_secret_command(cmd: &str, timeout: Duration) -> Result<String, String> {
+fn run_secret_command(cmd: &str, timeout: Duration) -> Result<String, CommandError> {
     use std::io::Read;
     use std::os::unix::process::CommandExt;
     use std::sync::mpsc;
@@ -85,7 +125,10 @@ fn run_secret_command(cmd: &str, timeout: Duration) -> Result<String, String> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| format!("cannot run {cmd:?}: {e}"))?;
+        .map_err(|e| CommandError::Spawn {
+            command: cmd.into(),
+            reason: e.to_string(),
+        })?;
     let group = child.id() as i32;
     let kill_group = || {
         // SAFETY: kill(2) on the process group this function created.
@@ -119,13 +162,18 @@ fn run_secret_command(cmd: &str, timeout: Duration) -> Result<String, String> {
                 kill_group();
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(format!(
-                    "{cmd:?} did not finish within {}s (killed)",
-                    timeout.as_secs()
-                ));
+                return Err(CommandError::Timeout {
+                    command: cmd.into(),
+                    secs: timeout.as_secs(),
+                });
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-            Err(e) => return Err(format!("waiting for {cmd:?}: {e}")),
+            Err(e) => {
+                return Err(CommandError::Wait {
+                    command: cmd.into(),
+                    reason: e.to_string(),
+                });
+            }
         }
     };
     let until = (Instant::now() + OUTPUT_GRACE).min(started + timeout.max(OUTPUT_GRACE));
@@ -137,18 +185,19 @@ fn run_secret_command(cmd: &str, timeout: Duration) -> Result<String, String> {
             Ok((false, b)) => stderr = Some(b),
             Err(_) => {
                 kill_group();
-                return Err(format!(
-                    "{cmd:?} exited, but a process it started still holds its output open (killed); redirect the output of what it leaves running"
-                ));
+                return Err(CommandError::HeldOpen {
+                    command: cmd.into(),
+                });
             }
         }
     }
     let (stdout, stderr) = (stdout.unwrap_or_default(), stderr.unwrap_or_default());
     if !status.success() {
-        return Err(format!(
-            "{cmd:?} exited with {status}: {}",
-            crate::text::one_line(&String::from_utf8_lossy(&stderr))
-        ));
+        return Err(CommandError::Exit {
+            command: cmd.into(),
+            status: status.to_string(),
+            stderr: crate::text::one_line(&String::from_utf8_lossy(&stderr)),
+        });
     }
     Ok(String::from_utf8_lossy(&stdout).into_owned())
 }
@@ -163,7 +212,10 @@ pub(super) fn env_bool(
         Some(v) => match v.as_str() {
             "1" | "true" | "yes" | "on" => Ok(Some(true)),
             "0" | "false" | "no" | "off" => Ok(Some(false)),
-            _ => Err(err(format!("{var}={v}: expected true or false"))),
+            _ => Err(ConfigError::EnvBool {
+                var: var.into(),
+                value: v,
+            }),
         },
     }
 }
@@ -176,7 +228,10 @@ pub(super) fn env_dur(
         None => Ok(None),
         Some(v) => Dur::parse(&v)
             .map(Some)
-            .map_err(|e| err(format!("{var}: {e}"))),
+            .map_err(|source| ConfigError::EnvDuration {
+                var: var.into(),
+                source,
+            }),
     }
 }
 
@@ -187,7 +242,9 @@ mod tests {
     #[test]
     fn a_hung_password_command_is_killed_at_its_timeout() {
         let started = Instant::now();
-        let e = run_secret_command("sleep 30; echo late", Duration::from_millis(300)).unwrap_err();
+        let e = run_secret_command("sleep 30; echo late", Duration::from_millis(300))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("did not finish within"), "{e}");
         assert!(started.elapsed() < Duration::from_secs(10));
     }
@@ -195,7 +252,9 @@ mod tests {
     #[test]
     fn a_background_process_holding_the_output_does_not_hang_the_read() {
         let started = Instant::now();
-        let e = run_secret_command("echo s3cret; sleep 60 &", Duration::from_secs(30)).unwrap_err();
+        let e = run_secret_command("echo s3cret; sleep 60 &", Duration::from_secs(30))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("still holds its output open"), "{e}");
         assert!(
             started.elapsed() < Duration::from_secs(10),

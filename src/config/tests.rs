@@ -113,7 +113,7 @@ fn the_refresh_policy_has_defaults_bounds_and_a_cache_file() {
                 ..flags("http://127.0.0.1:8080")
             })
             .unwrap_err()
-            .0;
+            .to_string();
         assert!(e.contains(key), "{e}");
     }
 }
@@ -138,7 +138,7 @@ fn the_confirm_dwell_has_a_default_and_a_bound() {
             ..flags("http://127.0.0.1:8080")
         })
         .unwrap_err()
-        .0;
+        .to_string();
     assert!(
         e.contains("confirm_dwell") && e.contains("long.toml"),
         "{e}"
@@ -148,7 +148,7 @@ fn the_confirm_dwell_has_a_default_and_a_bound() {
 #[test]
 fn missing_url_says_how_to_give_one() {
     let f = Fixture::new("nourl");
-    let e = f.load(&Overrides::default()).unwrap_err().0;
+    let e = f.load(&Overrides::default()).unwrap_err().to_string();
     assert!(
         e.contains("--trino") && e.contains("FLOE_TRINO_URL") && e.contains("config.toml"),
         "{e}"
@@ -212,7 +212,7 @@ fn unknown_keys_name_the_key_and_the_file() {
             ..Default::default()
         })
         .unwrap_err()
-        .0;
+        .to_string();
     assert!(e.contains("userr"), "{e}");
     assert!(e.contains(&p.display().to_string()), "{e}");
 
@@ -223,7 +223,7 @@ fn unknown_keys_name_the_key_and_the_file() {
             ..flags("http://h:1")
         })
         .unwrap_err()
-        .0;
+        .to_string();
     assert!(e.contains("refersh"), "{e}");
 
     let p = f.write("e.toml", "[profiles.prod.trino]\nurll = \"x\"\n");
@@ -233,7 +233,7 @@ fn unknown_keys_name_the_key_and_the_file() {
             ..flags("http://h:1")
         })
         .unwrap_err()
-        .0;
+        .to_string();
     assert!(e.contains("urll"), "{e}");
 }
 
@@ -246,7 +246,7 @@ fn explicit_config_must_exist() {
             ..flags("http://h:1")
         })
         .unwrap_err()
-        .0;
+        .to_string();
     assert!(
         e.contains("nope.toml") && e.contains("does not exist"),
         "{e}"
@@ -255,7 +255,7 @@ fn explicit_config_must_exist() {
         "FLOE_CONFIG".into(),
         f.dir.join("gone.toml").display().to_string(),
     );
-    let e = f.load(&flags("http://h:1")).unwrap_err().0;
+    let e = f.load(&flags("http://h:1")).unwrap_err().to_string();
     assert!(e.contains("gone.toml"), "{e}");
 }
 
@@ -319,7 +319,7 @@ user = "floe"
             ..base
         })
         .unwrap_err()
-        .0;
+        .to_string();
     assert!(e.contains("\"qa\"") && e.contains("prod, staging"), "{e}");
 }
 
@@ -377,7 +377,7 @@ fn secrets_from_env_and_command_never_in_debug() {
             ..Default::default()
         })
         .unwrap_err()
-        .0;
+        .to_string();
     assert!(
         e.contains("trino.password_command") && e.contains(&p.display().to_string()),
         "{e}"
@@ -393,7 +393,7 @@ fn secrets_from_env_and_command_never_in_debug() {
             ..Default::default()
         })
         .unwrap_err()
-        .0;
+        .to_string();
     assert!(
         e.contains("NOT_SET_ANYWHERE") && e.contains("trino.password_env"),
         "{e}"
@@ -404,7 +404,7 @@ fn secrets_from_env_and_command_never_in_debug() {
 fn password_over_plain_http_is_refused() {
     let mut f = Fixture::new("plainpw");
     f.env.insert("FLOE_TRINO_PASSWORD".into(), "pw".into());
-    let e = f.load(&flags("http://h:8080")).unwrap_err().0;
+    let e = f.load(&flags("http://h:8080")).unwrap_err().to_string();
     assert!(e.contains("HTTPS"), "{e}");
 }
 
@@ -440,7 +440,10 @@ fn a_token_with_a_trailing_newline_is_trimmed() {
 fn tokens_and_airflow_passwords_over_plain_http_are_refused_except_to_loopback() {
     let mut f = Fixture::new("plaintoken");
     f.env.insert("FLOE_TRINO_TOKEN".into(), "eyJ.x.y".into());
-    let e = f.load(&flags("http://trino.internal:8080")).unwrap_err().0;
+    let e = f
+        .load(&flags("http://trino.internal:8080"))
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("trino.url") && e.contains("plain HTTP"), "{e}");
     assert!(f.load(&flags("http://127.0.0.1:8080")).is_ok());
     assert!(f.load(&flags("http://localhost:8080")).is_ok());
@@ -455,7 +458,7 @@ fn tokens_and_airflow_passwords_over_plain_http_are_refused_except_to_loopback()
     let e = f
         .load(&with_airflow("http://airflow.internal:8080"))
         .unwrap_err()
-        .0;
+        .to_string();
     assert!(
         e.contains("airflow.url") && e.contains("Airflow password") && e.contains("plain HTTP"),
         "{e}"
@@ -506,7 +509,7 @@ fn refresh_has_a_maximum() {
             ..flags("http://h:1")
         })
         .unwrap_err()
-        .0;
+        .to_string();
     assert!(e.contains("maximum of 1d"), "{e}");
 }
 
@@ -519,7 +522,7 @@ fn refresh_minimum_and_bad_values() {
             ..flags("http://h:1")
         })
         .unwrap_err()
-        .0;
+        .to_string();
     assert!(e.contains("minimum of 5s"), "{e}");
     let p = f.write("c.toml", "refresh = \"soonish\"\n");
     let e = f
@@ -528,7 +531,7 @@ fn refresh_minimum_and_bad_values() {
             ..flags("http://h:1")
         })
         .unwrap_err()
-        .0;
+        .to_string();
     assert!(e.contains("soonish"), "{e}");
     let p = f.write("d.toml", "[health]\nsmall_file_ratio = 1.5\n");
     let e = f
@@ -537,7 +540,7 @@ fn refresh_minimum_and_bad_values() {
             ..flags("http://h:1")
         })
         .unwrap_err()
-        .0;
+        .to_string();
     assert!(e.contains("small_file_ratio"), "{e}");
     let p = f.write("e.toml", "[health]\ntarget_file_size = \"12 parsecs\"\n");
     let e = f
@@ -546,7 +549,7 @@ fn refresh_minimum_and_bad_values() {
             ..flags("http://h:1")
         })
         .unwrap_err()
-        .0;
+        .to_string();
     assert!(e.contains("parsecs"), "{e}");
 }
 
@@ -592,7 +595,7 @@ interval = "1d"
             ..flags("http://h:1")
         })
         .unwrap_err()
-        .0;
+        .to_string();
     assert!(e.contains("catalog.schema.table"), "{e}");
 }
 
@@ -606,7 +609,7 @@ fn bad_key_strings_are_config_errors() {
             ..flags("http://h:1")
         })
         .unwrap_err()
-        .0;
+        .to_string();
     assert!(
         e.contains("ctrl-bogus-key") && e.contains(&p.display().to_string()),
         "{e}"
@@ -618,7 +621,7 @@ fn bad_key_strings_are_config_errors() {
             ..flags("http://h:1")
         })
         .unwrap_err()
-        .0;
+        .to_string();
     assert!(e.contains("teleport"), "{e}");
     let p = f.write(
         "e.toml",
@@ -652,7 +655,7 @@ fn airflow_settings() {
             ..flags("http://h:1")
         })
         .unwrap_err()
-        .0;
+        .to_string();
     assert!(e.contains("Airflow URL"), "{e}");
 }
 
@@ -782,10 +785,15 @@ fn oauth2_from_the_file_or_the_flag() {
             ..flags("http://trino.internal:8080")
         })
         .unwrap_err()
-        .0;
+        .to_string();
     assert!(e.contains("plain HTTP") && e.contains("OAuth2"), "{e}");
     assert_eq!(AuthKind::parse("OAuth2"), Ok(AuthKind::OAuth2));
-    assert!(AuthKind::parse("kerberos").unwrap_err().contains("oauth2"));
+    assert!(
+        AuthKind::parse("kerberos")
+            .unwrap_err()
+            .to_string()
+            .contains("oauth2")
+    );
 }
 
 impl Fixture {
@@ -879,7 +887,10 @@ fn all_in_the_file_and_groups_select_fleets_and_a_profile_flag_one_cluster() {
         Selection::One(s) => assert_eq!(s.profile, "staging"),
         Selection::Fleet(_) => panic!("--profile staging read a fleet"),
     }
-    let e = f.select(&over(Some("staging")), true).unwrap_err().0;
+    let e = f
+        .select(&over(Some("staging")), true)
+        .unwrap_err()
+        .to_string();
     assert!(
         e.contains("--all reads every profile; --profile \"staging\" names one"),
         "{e}"
@@ -895,7 +906,7 @@ fn a_fleet_refuses_what_would_point_every_profile_at_one_server() {
         trino: Some("http://127.0.0.1:8080".into()),
         ..Default::default()
     };
-    let e = f.select(&over, true).unwrap_err().0;
+    let e = f.select(&over, true).unwrap_err().to_string();
     assert!(
         e.starts_with(
             "--trino names one server, and 3 profiles are read at once (prod-eu, prod-us, staging)"
@@ -908,14 +919,14 @@ fn a_fleet_refuses_what_would_point_every_profile_at_one_server() {
         config: Some(path),
         ..Default::default()
     };
-    let e = f.select(&over, true).unwrap_err().0;
+    let e = f.select(&over, true).unwrap_err().to_string();
     assert!(e.starts_with("FLOE_AIRFLOW_URL names one server"), "{e}");
     // No profiles: nothing to read at once.
     let bare = Overrides {
         config: Some(f.write("bare.toml", "[trino]\nurl = \"http://x:8080\"\n")),
         ..Default::default()
     };
-    let e = f.select(&bare, true).unwrap_err().0;
+    let e = f.select(&bare, true).unwrap_err().to_string();
     assert!(e.contains("needs profiles ([profiles.NAME])"), "{e}");
     // A group naming a profile that does not exist.
     let bad = Overrides {
@@ -925,9 +936,53 @@ fn a_fleet_refuses_what_would_point_every_profile_at_one_server() {
         )),
         ..Default::default()
     };
-    let e = f.select(&bad, false).unwrap_err().0;
+    let e = f.select(&bad, false).unwrap_err().to_string();
     assert!(
         e.contains("groups.prod in ") && e.contains("profile \"prod-asia\" is not defined"),
         "{e}"
     );
+}
+
+/// An error carries what failed and where as data, not only as text: the key, the
+/// profile and the file of a value out of its bounds, the variable of a bad flag value.
+#[test]
+fn errors_name_the_key_and_the_file_as_data() {
+    let mut f = Fixture::new("typed");
+    let p = f.write("c.toml", "probe_batch = 0\n");
+    let e = f
+        .load(&Overrides {
+            config: Some(p.clone()),
+            ..flags("http://127.0.0.1:8080")
+        })
+        .unwrap_err();
+    assert_eq!(
+        e,
+        ConfigError::OutOfRange {
+            key: "probe_batch",
+            value: "0".into(),
+            file: Some(p.clone()),
+            expected: "1 to 500",
+        }
+    );
+    let p = f.write("h.toml", "[health]\nsmall_file_ratio = 2.0\n");
+    let e = f
+        .load(&Overrides {
+            config: Some(p.clone()),
+            ..flags("http://127.0.0.1:8080")
+        })
+        .unwrap_err();
+    let ConfigError::Threshold { at, .. } = &e else {
+        panic!("{e:?}")
+    };
+    assert_eq!(
+        at,
+        &At::Profile {
+            key: "health.small_file_ratio".into(),
+            profile: "default".into(),
+            file: Some(p),
+        }
+    );
+    f.env.insert("FLOE_READONLY".into(), "maybe".into());
+    let e = f.load(&flags("http://127.0.0.1:8080")).unwrap_err();
+    assert_eq!(e.to_string(), "FLOE_READONLY=maybe: expected true or false");
 }

@@ -14,15 +14,46 @@ pub struct TrinoEndpoint {
     pub insecure_skip_verify: bool,
 }
 
-pub fn parse_trino_uri(text: &str) -> Result<TrinoEndpoint, String> {
+/// A Trino URL that does not read: what is wrong, with the URL as written (a password in
+/// it is never repeated).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum UriError {
+    #[error("invalid Trino URL {text:?}: {reason}")]
+    Invalid {
+        text: String,
+        reason: url::ParseError,
+    },
+    /// `redacted`: the URL with its password replaced.
+    #[error(
+        "Trino URL {redacted} contains a password: pass it through FLOE_TRINO_PASSWORD, password_env or password_command instead"
+    )]
+    Password { redacted: String },
+    #[error("invalid Trino URL {text:?}: no host")]
+    NoHost { text: String },
+    #[error(
+        "invalid Trino URL {text:?}: unsupported scheme {scheme:?} (use http://, https:// or trino://)"
+    )]
+    Scheme { text: String, scheme: String },
+    #[error("invalid Trino URL {text:?}: protocol={protocol} (expected http or https)")]
+    Protocol { text: String, protocol: String },
+    #[error(
+        "invalid Trino URL {text:?}: an http(s) URL is the coordinator's base URL and takes no path; set the catalog with --catalog"
+    )]
+    Path { text: String },
+}
+
+pub fn parse_trino_uri(text: &str) -> Result<TrinoEndpoint, UriError> {
     let raw = text.trim();
-    let parsed = Url::parse(raw).map_err(|e| format!("invalid Trino URL {raw:?}: {e}"))?;
+    let invalid = |reason| UriError::Invalid {
+        text: raw.to_string(),
+        reason,
+    };
+    let parsed = Url::parse(raw).map_err(invalid)?;
     let mut ep = TrinoEndpoint::default();
     if !parsed.password().unwrap_or("").is_empty() {
-        return Err(format!(
-            "Trino URL {} contains a password: pass it through FLOE_TRINO_PASSWORD, password_env or password_command instead",
-            redact(&parsed)
-        ));
+        return Err(UriError::Password {
+            redacted: redact(&parsed),
+        });
     }
     if !parsed.username().is_empty() {
         ep.user = Some(percent_decode(parsed.username()));
@@ -30,15 +61,18 @@ pub fn parse_trino_uri(text: &str) -> Result<TrinoEndpoint, String> {
     let host = parsed
         .host_str()
         .filter(|h| !h.is_empty())
-        .ok_or_else(|| format!("invalid Trino URL {raw:?}: no host"))?;
+        .ok_or_else(|| UriError::NoHost {
+            text: raw.to_string(),
+        })?;
     let mut scheme = match parsed.scheme() {
         "http" => "http",
         "https" => "https",
         "trino" | "presto" => "",
         other => {
-            return Err(format!(
-                "invalid Trino URL {raw:?}: unsupported scheme {other:?} (use http://, https:// or trino://)"
-            ));
+            return Err(UriError::Scheme {
+                text: raw.to_string(),
+                scheme: other.to_string(),
+            });
         }
     };
     for (k, v) in parsed.query_pairs() {
@@ -47,9 +81,10 @@ pub fn parse_trino_uri(text: &str) -> Result<TrinoEndpoint, String> {
                 "http" => scheme = if scheme.is_empty() { "http" } else { scheme },
                 "https" => scheme = if scheme.is_empty() { "https" } else { scheme },
                 other => {
-                    return Err(format!(
-                        "invalid Trino URL {raw:?}: protocol={other} (expected http or https)"
-                    ));
+                    return Err(UriError::Protocol {
+                        text: raw.to_string(),
+                        protocol: other.to_string(),
+                    });
                 }
             },
             "catalog" => ep.catalog = Some(v.into_owned()),
@@ -84,10 +119,7 @@ pub fn parse_trino_uri(text: &str) -> Result<TrinoEndpoint, String> {
     } else {
         host.to_string()
     };
-    ep.url = Some(
-        Url::parse(&format!("{scheme}://{host_part}:{port}/"))
-            .map_err(|e| format!("invalid Trino URL {raw:?}: {e}"))?,
-    );
+    ep.url = Some(Url::parse(&format!("{scheme}://{host_part}:{port}/")).map_err(invalid)?);
     let mut segments = parsed.path().split('/').filter(|s| !s.is_empty());
     if let Some(c) = segments.next() {
         if parsed.scheme() == "trino" || parsed.scheme() == "presto" {
@@ -96,9 +128,9 @@ pub fn parse_trino_uri(text: &str) -> Result<TrinoEndpoint, String> {
                 ep.schema = Some(percent_decode(s));
             }
         } else {
-            return Err(format!(
-                "invalid Trino URL {raw:?}: an http(s) URL is the coordinator's base URL and takes no path; set the catalog with --catalog"
-            ));
+            return Err(UriError::Path {
+                text: raw.to_string(),
+            });
         }
     }
     Ok(ep)
@@ -228,18 +260,22 @@ mod tests {
         assert!(
             parse_trino_uri("http://h:1/iceberg")
                 .unwrap_err()
+                .to_string()
                 .contains("takes no path")
         );
     }
 
     #[test]
     fn passwords_and_bad_input_are_refused() {
-        let e = parse_trino_uri("trino://u:hunter2@h:8443/iceberg").unwrap_err();
+        let e = parse_trino_uri("trino://u:hunter2@h:8443/iceberg")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("FLOE_TRINO_PASSWORD"), "{e}");
         assert!(!e.contains("hunter2"), "{e}");
         assert!(
             parse_trino_uri("ftp://h")
                 .unwrap_err()
+                .to_string()
                 .contains("unsupported scheme")
         );
         assert!(parse_trino_uri("trino://u@h/c?protocol=gopher").is_err());

@@ -4,7 +4,7 @@
 //! `floe connection`.
 
 use crate::airflow::{AirflowClient, ApiVersion, Connection, ConnectionTest};
-use crate::config::uri::parse_trino_uri;
+use crate::config::uri::{UriError, parse_trino_uri};
 
 /// Where the connection is to point.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -16,24 +16,41 @@ pub struct Target {
     pub ignored: Vec<String>,
 }
 
+/// A target that does not read, as typed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum TargetError {
+    #[error(transparent)]
+    Uri(#[from] UriError),
+    #[error("no host in {0:?}")]
+    NoHost(String),
+    #[error("no port in {0:?}: name it (host:port)")]
+    NoPort(String),
+    #[error("{0:?}: expected host:port or a trino:// URI")]
+    NotHostPort(String),
+    #[error("{0:?}: not a host name")]
+    BadHost(String),
+    #[error("{0:?}: the port must be a number from 1 to 65535")]
+    BadPort(String),
+}
+
 /// `host:port`, `[v6]:port` or a `trino://user@host:port/catalog` URI (its host and port;
 /// the rest is named and left alone).
-pub fn parse_target(text: &str) -> Result<Target, String> {
+pub fn parse_target(text: &str) -> Result<Target, TargetError> {
     let t = text.trim();
     if t.contains("://") {
         let ep = parse_trino_uri(t)?;
-        let url = ep.url.ok_or_else(|| format!("no host in {t:?}"))?;
+        let url = ep.url.ok_or_else(|| TargetError::NoHost(t.into()))?;
         let host = url
             .host_str()
             .filter(|h| !h.is_empty())
-            .ok_or_else(|| format!("no host in {t:?}"))?
+            .ok_or_else(|| TargetError::NoHost(t.into()))?
             .trim_start_matches('[')
             .trim_end_matches(']')
             .to_string();
         // floe's reading of a trino:// URI: without a port, Trino's default for its scheme.
         let port = url
             .port_or_known_default()
-            .ok_or_else(|| format!("no port in {t:?}: name it (host:port)"))?;
+            .ok_or_else(|| TargetError::NoPort(t.into()))?;
         let mut ignored = Vec::new();
         if let Some(u) = ep.user {
             ignored.push(format!("user {u}"));
@@ -61,20 +78,20 @@ pub fn parse_target(text: &str) -> Result<Target, String> {
     }
     let (host, port) = t
         .rsplit_once(':')
-        .ok_or_else(|| format!("{t:?}: expected host:port or a trino:// URI"))?;
+        .ok_or_else(|| TargetError::NotHostPort(t.into()))?;
     let host = host.trim_start_matches('[').trim_end_matches(']');
     if host.is_empty()
         || host
             .chars()
             .any(|c| c.is_whitespace() || c == '/' || c == '@')
     {
-        return Err(format!("{t:?}: not a host name"));
+        return Err(TargetError::BadHost(t.into()));
     }
     let port: u16 = port
         .parse()
         .ok()
         .filter(|p| *p > 0)
-        .ok_or_else(|| format!("{t:?}: the port must be a number from 1 to 65535"))?;
+        .ok_or_else(|| TargetError::BadPort(t.into()))?;
     Ok(Target {
         host: host.to_string(),
         port,
@@ -320,7 +337,7 @@ pub async fn cli(
     };
     let t = match parse_target(target) {
         Ok(t) => t,
-        Err(e) => return fail(e),
+        Err(e) => return fail(e.to_string()),
     };
     let c = match AirflowClient::connect(a).await {
         Ok(c) => c,
@@ -444,6 +461,7 @@ mod tests {
         assert!(
             parse_target("trino://u:pw@h:1")
                 .unwrap_err()
+                .to_string()
                 .contains("password")
         );
     }

@@ -87,7 +87,7 @@ fn prefill(s: &mut State) -> String {
 /// Enter in the prompt: read the connection to show the change.
 pub fn plan(s: &mut State, id: String, text: &str) -> Vec<Effect> {
     if let Err(e) = parse_target(text) {
-        s.set_status(Level::Error, e);
+        s.set_status(Level::Error, e.to_string());
         return Vec::new();
     }
     s.set_status(Level::Info, format!("reading Airflow connection {id}…"));
@@ -134,7 +134,7 @@ pub fn on_planned(
     let t = match parse_target(target) {
         Ok(t) => t,
         Err(e) => {
-            s.set_status(Level::Error, e);
+            s.set_status(Level::Error, e.to_string());
             return;
         }
     };

@@ -35,6 +35,11 @@ pub enum KeyCodeOrd {
     Delete,
 }
 
+/// A key spec that does not read (as written).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("invalid key {0:?}")]
+pub struct InvalidKey(pub String);
+
 impl Key {
     pub fn from_event(ev: &KeyEvent) -> Option<Key> {
         let code = match ev.code {
@@ -75,8 +80,8 @@ impl Key {
     }
 
     /// Parse `q`, `G`, `ctrl-s`, `<Ctrl-d>`, `shift-tab`, `alt-x`, `enter`, `space`, `F5`.
-    pub fn parse(text: &str) -> Result<Key, String> {
-        let bad = || format!("invalid key {text:?}");
+    pub fn parse(text: &str) -> Result<Key, InvalidKey> {
+        let bad = || InvalidKey(text.to_string());
         let t = text.trim();
         let t = t
             .strip_prefix('<')

@@ -9,7 +9,7 @@ use serde::Deserialize;
 
 mod key;
 
-pub use key::{Key, KeyCodeOrd};
+pub use key::{InvalidKey, Key, KeyCodeOrd};
 
 /// What a key asks for. Its config name is its snake_case name (`sort_next`), but for the
 /// three renamed below.
@@ -235,7 +235,7 @@ const NEVER_CONFIRM: [&str; 4] = ["enter", "esc", "space", "tab"];
 /// Resolve `[keys]` overrides (command name → key or keys) over the defaults: an unknown
 /// command, a key that does not parse, a key bound twice in one layer or in a tab's layer
 /// and in `global`, or `confirm` on a key hit without meaning to, is an error.
-pub fn bind(overrides: &BTreeMap<String, KeySpec>) -> Result<Bindings, String> {
+pub fn bind(overrides: &BTreeMap<String, KeySpec>) -> Result<Bindings, BindError> {
     let mut by_command: BTreeMap<Command, Vec<Key>> = BTreeMap::new();
     for s in specs() {
         let keys = s
@@ -246,19 +246,16 @@ pub fn bind(overrides: &BTreeMap<String, KeySpec>) -> Result<Bindings, String> {
         by_command.insert(s.command, keys);
     }
     for (name, spec) in overrides {
-        let s = specs().iter().find(|s| s.name == *name).ok_or_else(|| {
-            format!(
-                "unknown command {name:?} (known: {})",
-                specs()
-                    .iter()
-                    .map(|s| s.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
-        })?;
+        let s = specs()
+            .iter()
+            .find(|s| s.name == *name)
+            .ok_or_else(|| BindError::UnknownCommand { name: name.clone() })?;
         let mut keys = Vec::new();
         for k in spec.keys() {
-            keys.push(Key::parse(&k).map_err(|e| format!("{e} for {name}"))?);
+            keys.push(Key::parse(&k).map_err(|key| BindError::Key {
+                key,
+                command: name.clone(),
+            })?);
         }
         by_command.insert(s.command, keys);
     }
@@ -270,9 +267,7 @@ pub fn bind(overrides: &BTreeMap<String, KeySpec>) -> Result<Bindings, String> {
         .iter()
         .find(|k| never.contains(k))
     {
-        return Err(format!(
-            "key {k} cannot be confirm: a confirmation takes a key pressed on purpose"
-        ));
+        return Err(BindError::CarelessConfirm(*k));
     }
     // A key that opens a confirmation and confirms it: a double tap (or a key repeated
     // over a slow link) would answer the question it just asked.
@@ -284,10 +279,10 @@ pub fn bind(overrides: &BTreeMap<String, KeySpec>) -> Result<Bindings, String> {
             .iter()
             .find(|k| by_command[&Command::Confirm].contains(k))
         {
-            return Err(format!(
-                "key {k} cannot be confirm: it also opens a confirmation ({}), so pressing it twice would confirm what it asked",
-                spec(*cmd).name
-            ));
+            return Err(BindError::ConfirmOpens {
+                key: *k,
+                opens: *cmd,
+            });
         }
     }
     let mut by_key = BTreeMap::new();
@@ -297,7 +292,11 @@ pub fn bind(overrides: &BTreeMap<String, KeySpec>) -> Result<Bindings, String> {
             if let Some(prev) = by_key.insert((layer, *k), *cmd)
                 && prev != *cmd
             {
-                return Err(clash(k, prev, *cmd));
+                return Err(BindError::Clash {
+                    key: *k,
+                    first: prev,
+                    second: *cmd,
+                });
             }
         }
     }
@@ -308,21 +307,52 @@ pub fn bind(overrides: &BTreeMap<String, KeySpec>) -> Result<Bindings, String> {
             continue;
         }
         if let Some(g) = by_key.get(&(Scope::Global, *k)) {
-            return Err(clash(k, *g, *cmd));
+            return Err(BindError::Clash {
+                key: *k,
+                first: *g,
+                second: *cmd,
+            });
         }
     }
     Ok(Bindings { by_key, by_command })
 }
 
-fn clash(k: &Key, a: Command, b: Command) -> String {
-    let (a, b) = (spec(a), spec(b));
-    format!(
-        "key {k} is bound to both {} ({}) and {} ({})",
-        a.name,
-        layer_name(a.layer),
-        b.name,
-        layer_name(b.layer)
-    )
+/// Why `[keys]` cannot be bound as written.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BindError {
+    #[error("unknown command {name:?} (known: {})", known_commands())]
+    UnknownCommand { name: String },
+    #[error("{key} for {command}")]
+    Key { key: InvalidKey, command: String },
+    /// `confirm` on a key hit without meaning to.
+    #[error("key {0} cannot be confirm: a confirmation takes a key pressed on purpose")]
+    CarelessConfirm(Key),
+    #[error(
+        "key {key} cannot be confirm: it also opens a confirmation ({}), so pressing it twice would confirm what it asked",
+        spec(*opens).name
+    )]
+    ConfirmOpens { key: Key, opens: Command },
+    /// One key, two commands where both answer it.
+    #[error("key {key} is bound to both {} and {}", bound(first), bound(second))]
+    Clash {
+        key: Key,
+        first: Command,
+        second: Command,
+    },
+}
+
+fn known_commands() -> String {
+    specs()
+        .iter()
+        .map(|s| s.name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `quit (everywhere)`: a command and where its keys answer.
+fn bound(c: &Command) -> String {
+    let s = spec(*c);
+    format!("{} ({})", s.name, layer_name(s.layer))
 }
 
 fn layer_name(l: Scope) -> &'static str {

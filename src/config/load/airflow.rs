@@ -3,12 +3,12 @@
 use url::Url;
 
 use super::{Layers, refuse_plain_http, size};
+use crate::config::ConfigError;
 use crate::config::file::merge_airflow;
 use crate::config::secrets::{SecretKind, secret};
 use crate::config::settings::{
     AirflowSettings, DEFAULT_MAX_LOG_SIZE, DEFAULT_MAX_RESPONSE_SIZE, TlsSettings,
 };
-use crate::config::{ConfigError, err};
 
 impl Layers<'_> {
     /// Airflow (optional): configured when a URL is.
@@ -26,23 +26,21 @@ impl Layers<'_> {
         let Some(text) = airflow_url else {
             return Ok(None);
         };
-        let url = Url::parse(text.trim()).map_err(|e| {
-            err(format!(
-                "{}: invalid Airflow URL {text:?}: {e}",
-                self.key_in("airflow.url")
-            ))
+        let url = Url::parse(text.trim()).map_err(|reason| ConfigError::AirflowUrl {
+            at: self.at("airflow.url"),
+            text: text.clone(),
+            reason,
         })?;
         if !matches!(url.scheme(), "http" | "https") {
-            return Err(err(format!(
-                "{}: invalid Airflow URL {text:?}: expected http:// or https://",
-                self.key_in("airflow.url")
-            )));
+            return Err(ConfigError::AirflowScheme {
+                at: self.at("airflow.url"),
+                text,
+            });
         }
         if url.password().is_some() {
-            return Err(err(format!(
-                "{}: the Airflow URL contains a password: use FLOE_AIRFLOW_PASSWORD, airflow.password_env or airflow.password_command",
-                self.key_in("airflow.url")
-            )));
+            return Err(ConfigError::AirflowPassword {
+                at: self.at("airflow.url"),
+            });
         }
         let password = secret(
             self.env,
@@ -50,8 +48,8 @@ impl Layers<'_> {
             "FLOE_AIRFLOW_PASSWORD",
             a.password_env.as_deref(),
             a.password_command.as_deref(),
-            &self.key_in("airflow.password_env"),
-            &self.key_in("airflow.password_command"),
+            self.at("airflow.password_env"),
+            self.at("airflow.password_command"),
         )?;
         let token = secret(
             self.env,
@@ -59,8 +57,8 @@ impl Layers<'_> {
             "FLOE_AIRFLOW_TOKEN",
             a.token_env.as_deref(),
             a.token_command.as_deref(),
-            &self.key_in("airflow.token_env"),
-            &self.key_in("airflow.token_command"),
+            self.at("airflow.token_env"),
+            self.at("airflow.token_command"),
         )?;
         if password.is_some() || token.is_some() {
             refuse_plain_http(
@@ -70,7 +68,7 @@ impl Layers<'_> {
                 } else {
                     "an Airflow password"
                 },
-                &self.key_in("airflow.url"),
+                self.at("airflow.url"),
             )?;
         }
         let user = over
@@ -101,12 +99,12 @@ impl Layers<'_> {
             max_response_size: size(
                 a.max_response_size,
                 DEFAULT_MAX_RESPONSE_SIZE,
-                &self.key_in("airflow.max_response_size"),
+                self.at("airflow.max_response_size"),
             )?,
             max_log_size: size(
                 a.max_log_size,
                 DEFAULT_MAX_LOG_SIZE,
-                &self.key_in("airflow.max_log_size"),
+                self.at("airflow.max_log_size"),
             )?,
         }))
     }

@@ -11,7 +11,7 @@ use crate::config::settings::{
     Auth, DEFAULT_MAX_RESPONSE_SIZE, DEFAULT_OAUTH2_LOGIN_TIMEOUT, DEFAULT_OAUTH2_TOKEN_LIFETIME,
     OAuth2Settings, TlsSettings, TrinoSettings,
 };
-use crate::config::{ConfigError, err, uri};
+use crate::config::{At, ConfigError, uri};
 use crate::units::Dur;
 
 impl Layers<'_> {
@@ -29,24 +29,27 @@ impl Layers<'_> {
             .or_else(|| self.env_nonempty("FLOE_TRINO_URL"))
             .or_else(|| t.url.clone());
         let url_origin = if over.trino.is_some() {
-            "--trino".to_string()
+            At::Flag("--trino")
         } else if self.env_nonempty("FLOE_TRINO_URL").is_some() {
-            "FLOE_TRINO_URL".to_string()
+            At::Env("FLOE_TRINO_URL".into())
         } else {
-            self.key_in("trino.url")
+            self.at("trino.url")
         };
         if let Some(text) = &url_text {
-            endpoint = uri::parse_trino_uri(text).map_err(|e| err(format!("{url_origin}: {e}")))?;
+            endpoint = uri::parse_trino_uri(text).map_err(|source| ConfigError::TrinoUrl {
+                at: url_origin,
+                source,
+            })?;
         }
-        let url = endpoint.url.clone().ok_or_else(|| {
-            err(format!(
-                "no Trino URL: pass --trino URL, set FLOE_TRINO_URL, or set trino.url in {}",
-                self.file_path
-                    .as_ref()
-                    .map(|p| p.display().to_string())
-                    .unwrap_or_else(|| self.dirs.config.join("config.toml").display().to_string())
-            ))
-        })?;
+        let url = endpoint
+            .url
+            .clone()
+            .ok_or_else(|| ConfigError::NoTrinoUrl {
+                file: self
+                    .file_path
+                    .clone()
+                    .unwrap_or_else(|| self.dirs.config.join("config.toml")),
+            })?;
         let user = over
             .user
             .clone()
@@ -84,11 +87,10 @@ impl Layers<'_> {
         if let Some(ca) = &ca_file
             && !ca.exists()
         {
-            return Err(err(format!(
-                "{}: CA file {} does not exist",
-                self.key_in("trino.ca_file"),
-                ca.display()
-            )));
+            return Err(ConfigError::NoCaFile {
+                at: self.at("trino.ca_file"),
+                file: ca.clone(),
+            });
         }
         Ok(TrinoSettings {
             url,
@@ -109,7 +111,7 @@ impl Layers<'_> {
             max_response_size: size(
                 t.max_response_size,
                 DEFAULT_MAX_RESPONSE_SIZE,
-                &self.key_in("trino.max_response_size"),
+                self.at("trino.max_response_size"),
             )?,
         })
     }
@@ -122,8 +124,8 @@ impl Layers<'_> {
             "FLOE_TRINO_PASSWORD",
             t.password_env.as_deref(),
             t.password_command.as_deref(),
-            &self.key_in("trino.password_env"),
-            &self.key_in("trino.password_command"),
+            self.at("trino.password_env"),
+            self.at("trino.password_command"),
         )?;
         let token = secret(
             self.env,
@@ -131,8 +133,8 @@ impl Layers<'_> {
             "FLOE_TRINO_TOKEN",
             t.token_env.as_deref(),
             t.token_command.as_deref(),
-            &self.key_in("trino.token_env"),
-            &self.key_in("trino.token_command"),
+            self.at("trino.token_env"),
+            self.at("trino.token_command"),
         )?;
         let auth_kind = self.over.auth.or(t.auth).unwrap_or(if token.is_some() {
             AuthKind::Bearer
@@ -144,36 +146,30 @@ impl Layers<'_> {
         Ok(match auth_kind {
             AuthKind::None => Auth::None,
             AuthKind::Basic => {
-                let password = password.ok_or_else(|| {
-                    err(format!(
-                        "{}: basic auth needs a password: set FLOE_TRINO_PASSWORD, trino.password_env or trino.password_command",
-                        self.key_in("trino.auth")
-                    ))
+                let password = password.ok_or_else(|| ConfigError::NoPassword {
+                    at: self.at("trino.auth"),
                 })?;
                 if url.scheme() != "https" {
-                    return Err(err(format!(
-                        "{}: Trino accepts passwords only over HTTPS, but the URL is {url}",
-                        self.key_in("trino.auth")
-                    )));
+                    return Err(ConfigError::PasswordOverHttp {
+                        at: self.at("trino.auth"),
+                        url: url.clone(),
+                    });
                 }
                 Auth::Basic { password }
             }
             AuthKind::Bearer => {
-                let token = token.ok_or_else(|| {
-                    err(format!(
-                        "{}: bearer auth needs a token: set FLOE_TRINO_TOKEN, trino.token_env or trino.token_command",
-                        self.key_in("trino.auth")
-                    ))
+                let token = token.ok_or_else(|| ConfigError::NoToken {
+                    at: self.at("trino.auth"),
                 })?;
-                refuse_plain_http(url, "a Trino token", &self.key_in("trino.url"))?;
+                refuse_plain_http(url, "a Trino token", self.at("trino.url"))?;
                 Auth::Bearer { token }
             }
             AuthKind::OAuth2 => {
-                refuse_plain_http(url, "OAuth2 tokens", &self.key_in("trino.url"))?;
+                refuse_plain_http(url, "OAuth2 tokens", self.at("trino.url"))?;
                 let positive = |d: Option<Dur>, default: Duration, key: &str| {
                     let d = d.map(|d| d.0).unwrap_or(default);
                     if d.is_zero() {
-                        return Err(err(format!("{}: must be longer than 0s", self.key_in(key))));
+                        return Err(ConfigError::NotPositive { at: self.at(key) });
                     }
                     Ok(d)
                 };
