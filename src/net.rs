@@ -12,12 +12,22 @@ use url::Url;
 use crate::fmt::fmt_size;
 use crate::tls::TlsSettings;
 
+/// Why an HTTP client cannot be built.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ClientError {
+    #[error(transparent)]
+    Tls(#[from] crate::tls::TlsError),
+    /// reqwest's error and its sources.
+    #[error("cannot build HTTP client: {0}")]
+    Build(String),
+}
+
 /// Build a reqwest client with the TLS settings (custom CA, or verification off when asked).
 pub fn http_client(
     tls: &TlsSettings,
     connect: Duration,
     request: Duration,
-) -> Result<reqwest::Client, String> {
+) -> Result<reqwest::Client, ClientError> {
     let mut b = reqwest::Client::builder()
         .connect_timeout(connect)
         .timeout(request)
@@ -40,8 +50,7 @@ pub fn http_client(
         // The CA file is the trust: its CAs, and its certificates pinned (see crate::tls).
         b = b.tls_backend_preconfigured(crate::tls::client_config(ca)?);
     }
-    b.build()
-        .map_err(|e| format!("cannot build HTTP client: {}", error_chain(&e)))
+    b.build().map_err(|e| ClientError::Build(error_chain(&e)))
 }
 
 /// Why an HTTP redirect from `from` to `to` is not followed: credentials are sent to the

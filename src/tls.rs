@@ -22,43 +22,58 @@ pub struct TlsSettings {
     pub insecure_skip_verify: bool,
 }
 
+/// Why a CA file cannot be the trust of a client.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum TlsError {
+    #[error("cannot read CA file {}: {reason}", file.display())]
+    Read { file: PathBuf, reason: String },
+    #[error("CA file {} holds no usable PEM certificate: {reason}", file.display())]
+    Pem { file: PathBuf, reason: String },
+    #[error("CA file {} holds no PEM certificate", file.display())]
+    NoCertificate { file: PathBuf },
+    #[error("CA file {} holds no certificate usable as a trust root", file.display())]
+    NoRoot { file: PathBuf },
+    #[error("CA file {}: {reason}", file.display())]
+    Verifier { file: PathBuf, reason: String },
+    #[error("TLS setup: {0}")]
+    Setup(String),
+}
+
 /// The rustls configuration of a client trusting `ca_file` (see the module).
-pub fn client_config(ca_file: &Path) -> Result<rustls::ClientConfig, String> {
-    let pem = std::fs::read(ca_file)
-        .map_err(|e| format!("cannot read CA file {}: {e}", ca_file.display()))?;
+pub fn client_config(ca_file: &Path) -> Result<rustls::ClientConfig, TlsError> {
+    let file = || ca_file.to_path_buf();
+    let pem = std::fs::read(ca_file).map_err(|e| TlsError::Read {
+        file: file(),
+        reason: e.to_string(),
+    })?;
     let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&pem)
         .collect::<Result<_, _>>()
-        .map_err(|e| {
-            format!(
-                "CA file {} holds no usable PEM certificate: {e}",
-                ca_file.display()
-            )
+        .map_err(|e| TlsError::Pem {
+            file: file(),
+            reason: e.to_string(),
         })?;
     if certs.is_empty() {
-        return Err(format!(
-            "CA file {} holds no PEM certificate",
-            ca_file.display()
-        ));
+        return Err(TlsError::NoCertificate { file: file() });
     }
     let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
     let mut roots = rustls::RootCertStore::empty();
     let (added, _) = roots.add_parsable_certificates(certs.iter().cloned());
     if added == 0 {
-        return Err(format!(
-            "CA file {} holds no certificate usable as a trust root",
-            ca_file.display()
-        ));
+        return Err(TlsError::NoRoot { file: file() });
     }
     let inner = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
         .build()
-        .map_err(|e| format!("CA file {}: {e}", ca_file.display()))?;
+        .map_err(|e| TlsError::Verifier {
+            file: file(),
+            reason: e.to_string(),
+        })?;
     let verifier = Pinning {
         inner,
         pinned: certs,
     };
     Ok(rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
-        .map_err(|e| format!("TLS setup: {e}"))?
+        .map_err(|e| TlsError::Setup(e.to_string()))?
         .dangerous()
         .with_custom_certificate_verifier(Arc::new(verifier))
         .with_no_client_auth())

@@ -340,7 +340,8 @@ fn check_sendable(settings: &AirflowSettings) -> Result<(), AirflowError> {
 }
 
 fn build_http(tls: &TlsSettings, opts: &ClientOptions) -> Result<reqwest::Client, AirflowError> {
-    http_client(tls, opts.connect_timeout, opts.request_timeout).map_err(AirflowError::Config)
+    http_client(tls, opts.connect_timeout, opts.request_timeout)
+        .map_err(|e| AirflowError::Config(e.to_string()))
 }
 
 #[cfg(test)]

@@ -18,7 +18,7 @@ use tokio::time::Instant;
 use url::Url;
 
 use super::cancel::{self, CancelGuard};
-use super::error::TrinoError;
+use super::error::{TrinoError, Unfollowable};
 use super::oauth2::{LoginPrompt, OAuth2};
 use super::output::{QueryOptions, QueryOutput, QueryProgress};
 use super::session::SessionState;
@@ -151,7 +151,7 @@ enum Body<'a> {
 impl Client {
     pub fn new(cfg: ClientConfig) -> Result<Client, TrinoError> {
         let http = http_client(&cfg.tls, cfg.connect_timeout, cfg.request_timeout)
-            .map_err(TrinoError::Config)?;
+            .map_err(|e| TrinoError::Config(e.to_string()))?;
         let session = SessionState {
             catalog: cfg.catalog.clone(),
             schema: cfg.schema.clone(),
@@ -396,29 +396,27 @@ impl Client {
     /// Whether the client may follow `next`, handed out in answer to `origin`: with
     /// credentials attached to every request, only on the same origin (scheme, host, port),
     /// or from http to https on the same host. The error says why not.
-    fn may_follow(&self, origin: &Url, next: &Url) -> Result<(), String> {
+    fn may_follow(&self, origin: &Url, next: &Url) -> Result<(), Unfollowable> {
         if !matches!(next.scheme(), "http" | "https") {
-            return Err(format!("{} is not an HTTP URL", next.scheme()));
+            return Err(Unfollowable::NotHttp(next.scheme().to_string()));
         }
         // Credentials or not: the bastion sends requests to the coordinator only.
         if origin.scheme() == "https" && next.scheme() == "http" {
-            return Err("it downgrades https to http".into());
+            return Err(Unfollowable::Downgrade);
         }
         if origin.host_str() != next.host_str() {
-            return Err(format!(
-                "it points at another host ({} instead of {})",
-                next.host_str().unwrap_or(""),
-                origin.host_str().unwrap_or("")
-            ));
+            return Err(Unfollowable::Host {
+                next: next.host_str().unwrap_or("").to_string(),
+                origin: origin.host_str().unwrap_or("").to_string(),
+            });
         }
         if origin.scheme() == next.scheme()
             && origin.port_or_known_default() != next.port_or_known_default()
         {
-            return Err(format!(
-                "it points at another port ({} instead of {})",
-                next.port_or_known_default().unwrap_or(0),
-                origin.port_or_known_default().unwrap_or(0)
-            ));
+            return Err(Unfollowable::Port {
+                next: next.port_or_known_default().unwrap_or(0),
+                origin: origin.port_or_known_default().unwrap_or(0),
+            });
         }
         Ok(())
     }
@@ -470,15 +468,19 @@ mod tests {
         let origin: Url = "https://trino.example:8443/v1/statement".parse().unwrap();
         let ok = |u: &str| c.may_follow(&origin, &u.parse().unwrap());
         assert!(ok("https://trino.example:8443/v1/statement/queued/q/s/1").is_ok());
-        let e = ok("http://trino.example:8443/v1/statement/queued/q/s/1").unwrap_err();
+        let e = ok("http://trino.example:8443/v1/statement/queued/q/s/1")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("downgrades https to http"), "{e}");
-        let e = ok("https://evil.example:8443/v1/statement/queued/q/s/1").unwrap_err();
+        let e = ok("https://evil.example:8443/v1/statement/queued/q/s/1")
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("another host (evil.example instead of trino.example)"),
             "{e}"
         );
         let e = ok("https://trino.example:9443/v1/statement/queued/q/s/1").unwrap_err();
-        assert!(e.contains("another port"), "{e}");
+        assert!(e.to_string().contains("another port"), "{e}");
         assert!(ok("file:///etc/passwd").is_err());
         // Without credentials the bastion's requests stay on the coordinator all the same.
         let anon = client("http://trino.example:8080", Auth::None);

@@ -74,7 +74,7 @@ pub enum TrinoError {
     UnsafeRedirect {
         from: String,
         to: String,
-        reason: String,
+        reason: Unfollowable,
     },
     /// Client-side configuration (bad CA file, bad URL, a value that cannot be sent).
     #[error("{0}")]
@@ -92,6 +92,19 @@ fn deadline_text(query_id: &str, deadline: Duration) -> String {
     } else {
         format!("query {query_id} exceeded the {d} deadline and was cancelled")
     }
+}
+
+/// Why a `nextUri` is not followed.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub enum Unfollowable {
+    #[error("{0} is not an HTTP URL")]
+    NotHttp(String),
+    #[error("it downgrades https to http")]
+    Downgrade,
+    #[error("it points at another host ({next} instead of {origin})")]
+    Host { next: String, origin: String },
+    #[error("it points at another port ({next} instead of {origin})")]
+    Port { next: u16, origin: u16 },
 }
 
 impl TrinoError {

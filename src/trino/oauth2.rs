@@ -64,30 +64,49 @@ pub struct LoginOutcome {
 
 /// Whether the login may run against `coordinator`: over https, or plain http to a loopback
 /// address (an SSH tunnel, the lab).
-pub fn check_coordinator(coordinator: &Url) -> Result<(), String> {
+pub fn check_coordinator(coordinator: &Url) -> Result<(), Refused> {
     if coordinator.scheme() == "https" || crate::config::uri::is_loopback(coordinator) {
         Ok(())
     } else {
-        Err(format!(
-            "refusing an OAuth2 login over plain HTTP to {coordinator}: use https://, or an SSH tunnel to 127.0.0.1"
-        ))
+        Err(Refused::PlainHttp {
+            coordinator: coordinator.clone(),
+        })
     }
 }
 
 /// Whether a login or token-server URL handed out by `coordinator` may be used: on the
 /// coordinator's own origin, or https.
-pub fn check_flow_url(coordinator: &Url, what: &str, u: &Url) -> Result<(), String> {
+pub fn check_flow_url(coordinator: &Url, what: &'static str, u: &Url) -> Result<(), Refused> {
     let same_origin = u.scheme() == coordinator.scheme()
         && u.host_str() == coordinator.host_str()
         && u.port_or_known_default() == coordinator.port_or_known_default();
     if same_origin || u.scheme() == "https" {
         Ok(())
     } else {
-        Err(format!(
-            "refusing the OAuth2 {what} {u}: it is neither on the coordinator's origin ({}) nor https",
-            coordinator.origin().ascii_serialization()
-        ))
+        Err(Refused::Origin {
+            what,
+            url: u.clone(),
+            origin: coordinator.origin().ascii_serialization(),
+        })
     }
+}
+
+/// Why a login is not run, or a URL of its flow not used.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Refused {
+    #[error(
+        "refusing an OAuth2 login over plain HTTP to {coordinator}: use https://, or an SSH tunnel to 127.0.0.1"
+    )]
+    PlainHttp { coordinator: Url },
+    /// `what`: the login URL or the token server; `origin`: the coordinator's.
+    #[error(
+        "refusing the OAuth2 {what} {url}: it is neither on the coordinator's origin ({origin}) nor https"
+    )]
+    Origin {
+        what: &'static str,
+        url: Url,
+        origin: String,
+    },
 }
 
 // ---------------------------------------------------------------------------- the client side

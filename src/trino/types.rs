@@ -40,6 +40,38 @@ pub enum TrinoType {
     Other(String),
 }
 
+/// A type that does not read: a signature's missing part, or the type text and where in
+/// it the parse stopped.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum TypeError {
+    #[error("bad type argument: {0}")]
+    Argument(String),
+    #[error("bad row field: {0}")]
+    RowField(String),
+    /// A parametric type without the part it needs (`array without element type`).
+    #[error("{0}")]
+    Missing(&'static str),
+    #[error("unexpected text after type in {0:?}")]
+    Trailing(String),
+    #[error("expected a number in {0:?}")]
+    Number(String),
+    #[error("unterminated quote in {0:?}")]
+    Quote(String),
+    /// The text, clipped.
+    #[error("type nested deeper than {MAX_TYPE_DEPTH} levels in {0:?}")]
+    TooDeep(String),
+    #[error("expected a type in {0:?}")]
+    NoType(String),
+    #[error("unbalanced parentheses in {0:?}")]
+    Unbalanced(String),
+    #[error("expected '{expected}' at {at} in {text:?}")]
+    Expected {
+        expected: char,
+        at: usize,
+        text: String,
+    },
+}
+
 /// `typeSignature` as sent on the wire.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -59,7 +91,7 @@ pub struct TypeArgument {
 impl TrinoType {
     /// Decode a `typeSignature`. Accepts `LONG`/`TYPE`/`NAMED_TYPE` and the older
     /// `LONG_LITERAL`/`TYPE_SIGNATURE`/`NAMED_TYPE_SIGNATURE`.
-    pub fn from_signature(sig: &TypeSignature) -> Result<TrinoType, String> {
+    pub fn from_signature(sig: &TypeSignature) -> Result<TrinoType, TypeError> {
         let longs = || -> Vec<u32> {
             sig.arguments
                 .iter()
@@ -67,17 +99,17 @@ impl TrinoType {
                 .filter_map(|a| a.value.as_u64().map(|v| v as u32))
                 .collect()
         };
-        let nested = |a: &TypeArgument| -> Result<TrinoType, String> {
+        let nested = |a: &TypeArgument| -> Result<TrinoType, TypeError> {
             match &a.value {
                 Json::String(s) => TrinoType::parse(s),
                 v => {
                     let s: TypeSignature = serde_json::from_value(v.clone())
-                        .map_err(|e| format!("bad type argument: {e}"))?;
+                        .map_err(|e| TypeError::Argument(e.to_string()))?;
                     TrinoType::from_signature(&s)
                 }
             }
         };
-        let types = || -> Result<Vec<TrinoType>, String> {
+        let types = || -> Result<Vec<TrinoType>, TypeError> {
             sig.arguments
                 .iter()
                 .filter(|a| matches!(a.kind.as_str(), "TYPE" | "TYPE_SIGNATURE"))
@@ -89,13 +121,17 @@ impl TrinoType {
             "array" => {
                 let t = types()?;
                 TrinoType::Array(Box::new(
-                    t.into_iter().next().ok_or("array without element type")?,
+                    t.into_iter()
+                        .next()
+                        .ok_or(TypeError::Missing("array without element type"))?,
                 ))
             }
             "map" => {
                 let mut t = types()?.into_iter();
-                let k = t.next().ok_or("map without key type")?;
-                let v = t.next().ok_or("map without value type")?;
+                let k = t.next().ok_or(TypeError::Missing("map without key type"))?;
+                let v = t
+                    .next()
+                    .ok_or(TypeError::Missing("map without value type"))?;
                 TrinoType::Map(Box::new(k), Box::new(v))
             }
             "row" => {
@@ -112,12 +148,12 @@ impl TrinoType {
                             let ts = a
                                 .value
                                 .get("typeSignature")
-                                .ok_or("row field without typeSignature")?;
+                                .ok_or(TypeError::Missing("row field without typeSignature"))?;
                             let ty = match ts {
                                 Json::String(s) => TrinoType::parse(s)?,
                                 v => TrinoType::from_signature(
                                     &serde_json::from_value(v.clone())
-                                        .map_err(|e| format!("bad row field: {e}"))?,
+                                        .map_err(|e| TypeError::RowField(e.to_string()))?,
                                 )?,
                             };
                             fields.push((name, ty));
@@ -176,7 +212,7 @@ impl TrinoType {
 
     /// Parse a `type` text such as `row(district varchar, "filed at" date)`,
     /// `map(varchar, array(bigint))`, `timestamp(3) with time zone`, `decimal(10,2)`.
-    pub fn parse(text: &str) -> Result<TrinoType, String> {
+    pub fn parse(text: &str) -> Result<TrinoType, TypeError> {
         let mut p = Parser {
             s: text.as_bytes(),
             i: 0,
@@ -186,7 +222,7 @@ impl TrinoType {
         let t = p.ty()?;
         p.ws();
         if p.i != p.s.len() {
-            return Err(format!("unexpected text after type in {text:?}"));
+            return Err(TypeError::Trailing(text.to_string()));
         }
         Ok(t)
     }
@@ -237,7 +273,7 @@ impl Parser<'_> {
         self.text[start..self.i].to_ascii_lowercase()
     }
 
-    fn number(&mut self) -> Result<u32, String> {
+    fn number(&mut self) -> Result<u32, TypeError> {
         self.ws();
         let start = self.i;
         while matches!(self.peek(), Some(c) if c.is_ascii_digit()) {
@@ -245,16 +281,16 @@ impl Parser<'_> {
         }
         self.text[start..self.i]
             .parse()
-            .map_err(|_| format!("expected a number in {:?}", self.text))
+            .map_err(|_| TypeError::Number(self.text.to_string()))
     }
 
-    fn quoted(&mut self) -> Result<String, String> {
+    fn quoted(&mut self) -> Result<String, TypeError> {
         // at '"'
         self.i += 1;
         let mut out = String::new();
         loop {
             match self.peek() {
-                None => return Err(format!("unterminated quote in {:?}", self.text)),
+                None => return Err(TypeError::Quote(self.text.to_string())),
                 Some(b'"') if self.s.get(self.i + 1) == Some(&b'"') => {
                     out.push('"');
                     self.i += 2;
@@ -272,11 +308,10 @@ impl Parser<'_> {
         }
     }
 
-    fn ty(&mut self) -> Result<TrinoType, String> {
+    fn ty(&mut self) -> Result<TrinoType, TypeError> {
         if self.depth >= MAX_TYPE_DEPTH {
-            return Err(format!(
-                "type nested deeper than {MAX_TYPE_DEPTH} levels in {:?}",
-                crate::text::clip(self.text, 80)
+            return Err(TypeError::TooDeep(
+                crate::text::clip(self.text, 80).to_string(),
             ));
         }
         self.depth += 1;
@@ -286,10 +321,10 @@ impl Parser<'_> {
     }
 
     /// Words of a multi-word type name (`time with time zone`, `interval day to second`).
-    fn ty_at_depth(&mut self) -> Result<TrinoType, String> {
+    fn ty_at_depth(&mut self) -> Result<TrinoType, TypeError> {
         let name = self.word();
         if name.is_empty() {
-            return Err(format!("expected a type in {:?}", self.text));
+            return Err(TypeError::NoType(self.text.to_string()));
         }
         match name.as_str() {
             "array" => {
@@ -407,7 +442,7 @@ impl Parser<'_> {
                     while depth > 0 {
                         match self.peek() {
                             None => {
-                                return Err(format!("unbalanced parentheses in {:?}", self.text));
+                                return Err(TypeError::Unbalanced(self.text.to_string()));
                             }
                             Some(b'(') => depth += 1,
                             Some(b')') => depth -= 1,
@@ -421,14 +456,15 @@ impl Parser<'_> {
         }
     }
 
-    fn expect(&mut self, c: u8) -> Result<(), String> {
+    fn expect(&mut self, c: u8) -> Result<(), TypeError> {
         if self.eat(c) {
             Ok(())
         } else {
-            Err(format!(
-                "expected '{}' at {} in {:?}",
-                c as char, self.i, self.text
-            ))
+            Err(TypeError::Expected {
+                expected: c as char,
+                at: self.i,
+                text: self.text.to_string(),
+            })
         }
     }
 }
@@ -513,7 +549,7 @@ mod tests {
     #[test]
     fn deeply_nested_type_text_is_an_error_not_a_stack_overflow() {
         let deep = format!("{}bigint{}", "array(".repeat(100_000), ")".repeat(100_000));
-        let e = TrinoType::parse(&deep).unwrap_err();
+        let e = TrinoType::parse(&deep).unwrap_err().to_string();
         assert!(e.contains("nested deeper than"), "{e}");
         let rows = format!("{}x bigint{}", "row(a ".repeat(50_000), ")".repeat(50_000));
         assert!(TrinoType::parse(&rows).is_err());

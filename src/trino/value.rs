@@ -7,6 +7,33 @@ use serde_json::Value as Json;
 
 use super::types::TrinoType;
 
+/// A value that does not decode as its column's type: the value (as sent) and why.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DecodeError {
+    /// `value`: the JSON as sent.
+    #[error("value {value} does not match type {ty:?}")]
+    Mismatch { value: String, ty: TrinoType },
+    #[error("date {text:?}: {reason}")]
+    Date {
+        text: String,
+        reason: chrono::ParseError,
+    },
+    #[error("timestamp {0:?} is not yyyy-MM-dd HH:mm:ss[.f]")]
+    Timestamp(String),
+    #[error("timestamp with time zone {0:?} has no zone")]
+    NoZone(String),
+    #[error("timestamp {0:?} is not yyyy-MM-dd HH:mm:ss[.f] zone")]
+    TimestampTz(String),
+    #[error("timestamp {0:?}: invalid local time")]
+    InvalidLocalTime(String),
+    #[error("timestamp {text:?}: unknown time zone {zone:?}")]
+    UnknownZone { text: String, zone: String },
+    #[error("timestamp {text:?}: local time does not exist in {zone}")]
+    NoSuchLocalTime { text: String, zone: String },
+    #[error("row has {values} values for {fields} fields")]
+    RowArity { values: usize, fields: usize },
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {
     Null,
@@ -33,11 +60,14 @@ pub enum Value {
 }
 
 impl Value {
-    pub fn decode(ty: &TrinoType, v: &Json) -> Result<Value, String> {
+    pub fn decode(ty: &TrinoType, v: &Json) -> Result<Value, DecodeError> {
         if v.is_null() {
             return Ok(Value::Null);
         }
-        let mismatch = || format!("value {v} does not match type {ty:?}");
+        let mismatch = || DecodeError::Mismatch {
+            value: v.to_string(),
+            ty: ty.clone(),
+        };
         Ok(match ty {
             TrinoType::Boolean => Value::Bool(v.as_bool().ok_or_else(mismatch)?),
             TrinoType::TinyInt | TrinoType::SmallInt | TrinoType::Integer | TrinoType::BigInt => {
@@ -65,16 +95,17 @@ impl Value {
             TrinoType::Varbinary => Value::Binary(v.as_str().ok_or_else(mismatch)?.to_string()),
             TrinoType::Date => {
                 let s = v.as_str().ok_or_else(mismatch)?;
-                Value::Date(
-                    NaiveDate::parse_from_str(s, "%Y-%m-%d")
-                        .map_err(|e| format!("date {s:?}: {e}"))?,
-                )
+                Value::Date(NaiveDate::parse_from_str(s, "%Y-%m-%d").map_err(|reason| {
+                    DecodeError::Date {
+                        text: s.to_string(),
+                        reason,
+                    }
+                })?)
             }
             TrinoType::Timestamp { .. } => {
                 let s = v.as_str().ok_or_else(mismatch)?;
                 Value::Timestamp(
-                    parse_local(s)
-                        .ok_or_else(|| format!("timestamp {s:?} is not yyyy-MM-dd HH:mm:ss[.f]"))?,
+                    parse_local(s).ok_or_else(|| DecodeError::Timestamp(s.to_string()))?,
                 )
             }
             TrinoType::TimestampTz { .. } => {
@@ -103,18 +134,17 @@ impl Value {
             TrinoType::Row(fields) => {
                 let items = v.as_array().ok_or_else(mismatch)?;
                 if items.len() != fields.len() {
-                    return Err(format!(
-                        "row has {} values for {} fields",
-                        items.len(),
-                        fields.len()
-                    ));
+                    return Err(DecodeError::RowArity {
+                        values: items.len(),
+                        fields: fields.len(),
+                    });
                 }
                 Value::Row(
                     fields
                         .iter()
                         .zip(items)
                         .map(|((name, t), x)| Ok((name.clone(), Value::decode(t, x)?)))
-                        .collect::<Result<_, String>>()?,
+                        .collect::<Result<_, DecodeError>>()?,
                 )
             }
             TrinoType::Json => match v {
@@ -133,7 +163,7 @@ impl Value {
         })
     }
 
-    fn decode_key(ty: &TrinoType, key: &str) -> Result<Value, String> {
+    fn decode_key(ty: &TrinoType, key: &str) -> Result<Value, DecodeError> {
         // Map keys are always strings on the wire; re-read them as their type.
         match ty {
             TrinoType::Varchar | TrinoType::Char | TrinoType::Json | TrinoType::Other(_) => {
@@ -281,12 +311,11 @@ fn parse_local(s: &str) -> Option<NaiveDateTime> {
 
 /// `2026-11-29 17:25:25.672 UTC`, `… Europe/Vienna`, `… +05:30`: the local date-time is
 /// everything before the last space, the zone after it.
-pub fn parse_timestamp_tz(s: &str) -> Result<(DateTime<Utc>, String), String> {
+pub fn parse_timestamp_tz(s: &str) -> Result<(DateTime<Utc>, String), DecodeError> {
     let (local, zone) = s
         .rsplit_once(' ')
-        .ok_or_else(|| format!("timestamp with time zone {s:?} has no zone"))?;
-    let naive = parse_local(local)
-        .ok_or_else(|| format!("timestamp {s:?} is not yyyy-MM-dd HH:mm:ss[.f] zone"))?;
+        .ok_or_else(|| DecodeError::NoZone(s.to_string()))?;
+    let naive = parse_local(local).ok_or_else(|| DecodeError::TimestampTz(s.to_string()))?;
     let utc = if matches!(
         zone,
         "UTC" | "Z" | "GMT" | "Etc/UTC" | "UCT" | "Zulu" | "Etc/GMT"
@@ -295,15 +324,19 @@ pub fn parse_timestamp_tz(s: &str) -> Result<(DateTime<Utc>, String), String> {
     } else if let Some(off) = parse_offset(zone) {
         off.from_local_datetime(&naive)
             .single()
-            .ok_or_else(|| format!("timestamp {s:?}: invalid local time"))?
+            .ok_or_else(|| DecodeError::InvalidLocalTime(s.to_string()))?
             .with_timezone(&Utc)
     } else {
-        let tz: chrono_tz::Tz = zone
-            .parse()
-            .map_err(|_| format!("timestamp {s:?}: unknown time zone {zone:?}"))?;
+        let tz: chrono_tz::Tz = zone.parse().map_err(|_| DecodeError::UnknownZone {
+            text: s.to_string(),
+            zone: zone.to_string(),
+        })?;
         tz.from_local_datetime(&naive)
             .earliest()
-            .ok_or_else(|| format!("timestamp {s:?}: local time does not exist in {zone}"))?
+            .ok_or_else(|| DecodeError::NoSuchLocalTime {
+                text: s.to_string(),
+                zone: zone.to_string(),
+            })?
             .with_timezone(&Utc)
     };
     Ok((utc, zone.to_string()))

@@ -24,10 +24,10 @@ impl OAuth2 {
         challenge: ExternalChallenge,
         deadline: Option<Instant>,
     ) -> Result<SecretString, TrinoError> {
-        let refuse = |message: String| TrinoError::Auth {
+        let refuse = |refused: super::Refused| TrinoError::Auth {
             status: 401,
             url: self.coordinator.to_string(),
-            message,
+            message: refused.to_string(),
         };
         check_coordinator(&self.coordinator).map_err(refuse)?;
         check_flow_url(&self.coordinator, "token server", &challenge.token).map_err(refuse)?;
@@ -183,7 +183,8 @@ impl OAuth2 {
                     "the OAuth2 token server {uri} answered an unreadable nextUri: {e}"
                 ))
             })?;
-            check_flow_url(&self.coordinator, "token server", &next).map_err(failed)?;
+            check_flow_url(&self.coordinator, "token server", &next)
+                .map_err(|e| failed(e.to_string()))?;
             uri = next;
             // A server that does not long-poll is not asked more than twice a second.
             let min_gap = Duration::from_millis(500);
