@@ -51,27 +51,44 @@ pub fn split_table_name(text: &str) -> Vec<String> {
     parts
 }
 
+/// A value that cannot be a literal: it does not fit its type, or the type has no
+/// literal a partition predicate may use.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LiteralError {
+    /// `ty`: the type as a predicate names it (lower case).
+    #[error("{value:?} is not a valid {ty}")]
+    Invalid { value: String, ty: String },
+    #[error("{0:?} is not a valid date (yyyy-mm-dd)")]
+    Date(String),
+    #[error("values of type {0} cannot be used in a partition predicate")]
+    Unsupported(String),
+}
+
 /// A literal of the given Trino type for a value shown as text, validated so that a value
 /// that does not fit the type is an error rather than SQL.
-pub fn typed_literal(trino_type: &str, value: &str) -> Result<String, String> {
+pub fn typed_literal(trino_type: &str, value: &str) -> Result<String, LiteralError> {
     let ty = trino_type.trim().to_ascii_lowercase();
     let base = ty.split('(').next().unwrap_or("").trim();
+    let invalid = |ty: &str| LiteralError::Invalid {
+        value: value.to_string(),
+        ty: ty.to_string(),
+    };
     match base {
         "varchar" | "char" => Ok(quote_string(value)),
         "bigint" | "integer" | "int" | "smallint" | "tinyint" => {
             let v = value.trim();
             v.parse::<i64>()
                 .map(|n| n.to_string())
-                .map_err(|_| format!("{value:?} is not a valid {ty}"))
+                .map_err(|_| invalid(&ty))
         }
         "boolean" => match value.trim().to_ascii_lowercase().as_str() {
             "true" => Ok("true".into()),
             "false" => Ok("false".into()),
-            _ => Err(format!("{value:?} is not a valid boolean")),
+            _ => Err(invalid("boolean")),
         },
         "date" => {
             chrono::NaiveDate::parse_from_str(value.trim(), "%Y-%m-%d")
-                .map_err(|_| format!("{value:?} is not a valid date (yyyy-mm-dd)"))?;
+                .map_err(|_| LiteralError::Date(value.to_string()))?;
             Ok(format!("DATE {}", quote_string(value.trim())))
         }
         "decimal" => {
@@ -83,14 +100,13 @@ pub fn typed_literal(trino_type: &str, value: &str) -> Result<String, String> {
                 && v.matches('.').count() <= 1
                 && v.chars().any(|c| c.is_ascii_digit());
             if !ok {
-                return Err(format!("{value:?} is not a valid {ty}"));
+                return Err(invalid(&ty));
             }
             Ok(format!("DECIMAL {}", quote_string(v)))
         }
         "double" | "real" => {
             let v = value.trim();
-            v.parse::<f64>()
-                .map_err(|_| format!("{value:?} is not a valid {ty}"))?;
+            v.parse::<f64>().map_err(|_| invalid(&ty))?;
             Ok(format!("{} {}", base.to_ascii_uppercase(), quote_string(v)))
         }
         "timestamp" => {
@@ -108,7 +124,7 @@ pub fn typed_literal(trino_type: &str, value: &str) -> Result<String, String> {
                 .any(|f| chrono::NaiveDateTime::parse_from_str(dt, f).is_ok())
                 || chrono::NaiveDate::parse_from_str(dt, "%Y-%m-%d").is_ok();
             if !ok {
-                return Err(format!("{value:?} is not a valid {ty}"));
+                return Err(invalid(&ty));
             }
             let text = match (with_zone, zone) {
                 (true, None) => format!("{dt} UTC"),
@@ -120,13 +136,11 @@ pub fn typed_literal(trino_type: &str, value: &str) -> Result<String, String> {
             let v = value.trim();
             let ok = v.len() == 36 && v.chars().all(|c| c.is_ascii_hexdigit() || c == '-');
             if !ok {
-                return Err(format!("{value:?} is not a valid uuid"));
+                return Err(invalid("uuid"));
             }
             Ok(format!("UUID {}", quote_string(v)))
         }
-        _ => Err(format!(
-            "values of type {ty} cannot be used in a partition predicate"
-        )),
+        _ => Err(LiteralError::Unsupported(ty)),
     }
 }
 

@@ -29,13 +29,39 @@ impl fmt::Display for Token {
     }
 }
 
+/// `SHOW CREATE TABLE` text that does not read: where, and what was expected there.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LayoutError {
+    /// `what`: a quoted identifier or a string literal; `at`: its opening quote.
+    #[error("unterminated {what} at character {at}")]
+    Unterminated { what: &'static str, at: usize },
+    #[error("unterminated comment")]
+    UnterminatedComment,
+    #[error("invalid unicode escape \\{0} in U& literal")]
+    UnicodeEscape(String),
+    /// `found`: the token there, quoted, or `the end`.
+    #[error("expected {expected}, found {found}")]
+    Expected {
+        expected: &'static str,
+        found: String,
+    },
+    #[error("expected '=' after property {key}, found {found}")]
+    NoEquals { key: String, found: String },
+    #[error("unterminated WITH clause")]
+    UnterminatedWith,
+    #[error("a property without a value")]
+    NoValue,
+    #[error("unsupported ARRAY element {0}")]
+    ArrayElement(String),
+}
+
 /// Split SQL text into tokens. Whitespace and `--` / `/* */` comments are dropped.
-pub fn tokenize(text: &str) -> Result<Vec<Token>, String> {
+pub fn tokenize(text: &str) -> Result<Vec<Token>, LayoutError> {
     let chars: Vec<char> = text.chars().collect();
     let mut out = Vec::new();
     let mut i = 0;
     // A quoted run starting at `start` (the opening quote), `q` doubled to escape itself.
-    let quoted = |start: usize, q: char| -> Result<(String, usize), String> {
+    let quoted = |start: usize, q: char| -> Result<(String, usize), LayoutError> {
         let mut s = String::new();
         let mut j = start + 1;
         loop {
@@ -46,7 +72,7 @@ pub fn tokenize(text: &str) -> Result<Vec<Token>, String> {
                     } else {
                         "string literal"
                     };
-                    return Err(format!("unterminated {what} at character {start}"));
+                    return Err(LayoutError::Unterminated { what, at: start });
                 }
                 Some(&c) if c == q => {
                     if chars.get(j + 1) == Some(&q) {
@@ -77,7 +103,7 @@ pub fn tokenize(text: &str) -> Result<Vec<Token>, String> {
                 i += 1;
             }
             if i >= chars.len() {
-                return Err("unterminated comment".into());
+                return Err(LayoutError::UnterminatedComment);
             }
             i += 2;
         } else if (c == 'U' || c == 'u')
@@ -112,7 +138,7 @@ pub fn tokenize(text: &str) -> Result<Vec<Token>, String> {
 }
 
 /// The body of a `U&'…'` literal: `\XXXX`, `\+XXXXXX` and `\\` (Trino's default escape).
-fn unicode_unescape(s: &str) -> Result<String, String> {
+fn unicode_unescape(s: &str) -> Result<String, LayoutError> {
     let mut out = String::with_capacity(s.len());
     let mut it = s.chars().peekable();
     while let Some(c) = it.next() {
@@ -136,7 +162,7 @@ fn unicode_unescape(s: &str) -> Result<String, String> {
             .then(|| u32::from_str_radix(&hex, 16).ok())
             .flatten()
             .and_then(char::from_u32)
-            .ok_or_else(|| format!("invalid unicode escape \\{hex} in U& literal"))?;
+            .ok_or(LayoutError::UnicodeEscape(hex))?;
         out.push(ch);
     }
     Ok(out)
@@ -153,7 +179,7 @@ pub enum PropValue {
 
 /// The properties of the `WITH (…)` clause that follows the column list, in order.
 /// Text without such a clause has none.
-pub fn with_properties(text: &str) -> Result<Vec<(String, PropValue)>, String> {
+pub fn with_properties(text: &str) -> Result<Vec<(String, PropValue)>, LayoutError> {
     let toks = tokenize(text)?;
     // The clause is the first `WITH (` outside every bracket: the column list (with its
     // comments and quoted names) is inside `( … )`.
@@ -185,14 +211,19 @@ pub fn with_properties(text: &str) -> Result<Vec<(String, PropValue)>, String> {
         let key = match toks.get(i) {
             Some(Token::Word(w)) => w.to_lowercase(),
             Some(Token::Ident(s)) => s.clone(),
-            other => return Err(format!("expected a property name, found {}", show(other))),
+            other => {
+                return Err(LayoutError::Expected {
+                    expected: "a property name",
+                    found: show(other),
+                });
+            }
         };
         i += 1;
         if toks.get(i) != Some(&Token::Punct('=')) {
-            return Err(format!(
-                "expected '=' after property {key}, found {}",
-                show(toks.get(i))
-            ));
+            return Err(LayoutError::NoEquals {
+                key,
+                found: show(toks.get(i)),
+            });
         }
         i += 1;
         let (value, next) = prop_value(&toks, i)?;
@@ -202,10 +233,10 @@ pub fn with_properties(text: &str) -> Result<Vec<(String, PropValue)>, String> {
             Some(Token::Punct(',')) => i += 1,
             Some(Token::Punct(')')) => return Ok(props),
             other => {
-                return Err(format!(
-                    "expected ',' or ')' in the WITH clause, found {}",
-                    show(other)
-                ));
+                return Err(LayoutError::Expected {
+                    expected: "',' or ')' in the WITH clause",
+                    found: show(other),
+                });
             }
         }
     }
@@ -217,7 +248,7 @@ fn show(t: Option<&Token>) -> String {
 }
 
 /// One property value starting at `i`; returns it and the index after it.
-fn prop_value(toks: &[Token], i: usize) -> Result<(PropValue, usize), String> {
+fn prop_value(toks: &[Token], i: usize) -> Result<(PropValue, usize), LayoutError> {
     match (toks.get(i), toks.get(i + 1)) {
         (Some(Token::Str(s)), _) => Ok((PropValue::Str(s.clone()), i + 1)),
         (Some(Token::Word(w)), Some(Token::Punct('['))) if w.eq_ignore_ascii_case("array") => {
@@ -233,10 +264,10 @@ fn prop_value(toks: &[Token], i: usize) -> Result<(PropValue, usize), String> {
                     Some(Token::Punct(',')) => j = next + 1,
                     Some(Token::Punct(']')) => return Ok((PropValue::Array(items), next + 1)),
                     other => {
-                        return Err(format!(
-                            "expected ',' or ']' in an ARRAY, found {}",
-                            show(other)
-                        ));
+                        return Err(LayoutError::Expected {
+                            expected: "',' or ']' in an ARRAY",
+                            found: show(other),
+                        });
                     }
                 }
             }
@@ -248,7 +279,7 @@ fn prop_value(toks: &[Token], i: usize) -> Result<(PropValue, usize), String> {
             let mut parts = Vec::new();
             loop {
                 match toks.get(j) {
-                    None => return Err("unterminated WITH clause".into()),
+                    None => return Err(LayoutError::UnterminatedWith),
                     Some(Token::Punct(',' | ')')) if depth == 0 => break,
                     Some(t) => {
                         match t {
@@ -262,20 +293,20 @@ fn prop_value(toks: &[Token], i: usize) -> Result<(PropValue, usize), String> {
                 j += 1;
             }
             if parts.is_empty() {
-                return Err("a property without a value".into());
+                return Err(LayoutError::NoValue);
             }
             Ok((PropValue::Other(parts.join(" ")), j))
         }
     }
 }
 
-fn array_item(toks: &[Token], i: usize) -> Result<(PropValue, usize), String> {
+fn array_item(toks: &[Token], i: usize) -> Result<(PropValue, usize), LayoutError> {
     match toks.get(i) {
         Some(Token::Str(s)) => Ok((PropValue::Str(s.clone()), i + 1)),
         Some(Token::Word(w)) if !matches!(toks.get(i + 1), Some(Token::Punct('[' | '('))) => {
             Ok((PropValue::Other(w.clone()), i + 1))
         }
-        other => Err(format!("unsupported ARRAY element {}", show(other))),
+        other => Err(LayoutError::ArrayElement(show(other))),
     }
 }
 

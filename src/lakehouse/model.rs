@@ -54,23 +54,33 @@ impl TableRef {
         text: &str,
         default_catalog: &str,
         default_schema: Option<&str>,
-    ) -> Result<TableRef, String> {
+    ) -> Result<TableRef, TableNameError> {
         let parts = crate::sql::split_table_name(text);
         if parts.iter().any(|p| p.is_empty()) {
-            return Err(format!("invalid table name {text:?}"));
+            return Err(TableNameError::Empty(text.to_string()));
         }
         match parts.as_slice() {
             [c, s, t] => Ok(TableRef::new(c, s, t)),
             [s, t] => Ok(TableRef::new(default_catalog, s, t)),
             [t] => match default_schema {
                 Some(s) => Ok(TableRef::new(default_catalog, s, t)),
-                None => Err(format!("table {text:?} needs a schema: write schema.table")),
+                None => Err(TableNameError::NoSchema(text.to_string())),
             },
-            _ => Err(format!(
-                "invalid table name {text:?}: expected [catalog.]schema.table"
-            )),
+            _ => Err(TableNameError::TooManyParts(text.to_string())),
         }
     }
+}
+
+/// A table name that does not name one table (as written).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum TableNameError {
+    /// An empty part (`a..b`).
+    #[error("invalid table name {0:?}")]
+    Empty(String),
+    #[error("table {0:?} needs a schema: write schema.table")]
+    NoSchema(String),
+    #[error("invalid table name {0:?}: expected [catalog.]schema.table")]
+    TooManyParts(String),
 }
 
 impl fmt::Display for TableRef {

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::plan::{self, MaintenanceKind, Over};
+use super::plan::{self, MaintenanceKind, Over, PlanError};
 use super::run::{StepEvent, Stop, run_plan_until};
 use super::{context, eta};
 use crate::config::Settings;
@@ -65,7 +65,7 @@ pub enum MaintainCmd {
 }
 
 /// The plan of a `floe maintain` command, from the one drafter (`plan::draft`).
-async fn build_plan(lake: &Lakehouse, s: &Settings, cmd: &MaintainCmd) -> Result<Plan, String> {
+async fn build_plan(lake: &Lakehouse, s: &Settings, cmd: &MaintainCmd) -> Result<Plan, PlanError> {
     let name = match cmd {
         MaintainCmd::Optimize { table, .. }
         | MaintainCmd::ExpireSnapshots { table, .. }
@@ -77,10 +77,13 @@ async fn build_plan(lake: &Lakehouse, s: &Settings, cmd: &MaintainCmd) -> Result
         &s.trino.catalog,
         s.trino.schemas.first().map(String::as_str),
     )?;
-    let retention = |text: &str| -> Result<u64, String> {
+    let retention = |text: &str| -> Result<u64, PlanError> {
         Dur::parse(text)
             .map(|d| d.0.as_secs())
-            .map_err(|e| format!("--retention: {e}"))
+            .map_err(|source| PlanError::Argument {
+                flag: "--retention",
+                source,
+            })
     };
     let (kind, over, threshold) = match cmd {
         MaintainCmd::Optimize {
@@ -93,7 +96,10 @@ async fn build_plan(lake: &Lakehouse, s: &Settings, cmd: &MaintainCmd) -> Result
                 .map(|text| {
                     Bytes::parse(text)
                         .map(|b| b.0)
-                        .map_err(|e| format!("--threshold: {e}"))
+                        .map_err(|source| PlanError::Argument {
+                            flag: "--threshold",
+                            source,
+                        })
                 })
                 .transpose()?;
             let over = if partitions.is_empty() {
@@ -122,7 +128,7 @@ async fn build_plan(lake: &Lakehouse, s: &Settings, cmd: &MaintainCmd) -> Result
         }
     };
     let d = plan::draft(lake, t, kind, over, threshold).await?;
-    d.build(d.grouped)
+    Ok(d.build(d.grouped)?)
 }
 
 /// The exit code of a run stopped by `--timeout` (as timeout(1) has it).
@@ -340,11 +346,14 @@ fn say(line: &str) {
 /// SIGINT (ctrl-c) cancels the running statement on Trino (audited `cancelled`), SIGTERM
 /// and SIGHUP (the SSH session dropped) interrupt it (audited `interrupted`); the run then
 /// ends with 130, 143 or 129. A second signal while the cancel is under way exits at once.
-fn watch_signals(stop: Stop, signalled: Arc<AtomicU8>) -> Result<(), String> {
+fn watch_signals(stop: Stop, signalled: Arc<AtomicU8>) -> Result<(), SignalError> {
     use tokio::signal::unix::{SignalKind, signal};
-    let mut int = signal(SignalKind::interrupt()).map_err(|e| format!("SIGINT handler: {e}"))?;
-    let mut term = signal(SignalKind::terminate()).map_err(|e| format!("SIGTERM handler: {e}"))?;
-    let mut hup = signal(SignalKind::hangup()).map_err(|e| format!("SIGHUP handler: {e}"))?;
+    let handler = |kind: SignalKind, name: &'static str| {
+        signal(kind).map_err(|source| SignalError { name, source })
+    };
+    let mut int = handler(SignalKind::interrupt(), "SIGINT")?;
+    let mut term = handler(SignalKind::terminate(), "SIGTERM")?;
+    let mut hup = handler(SignalKind::hangup(), "SIGHUP")?;
     tokio::spawn(async move {
         let code = tokio::select! {
             _ = int.recv() => 130,
@@ -370,4 +379,12 @@ fn watch_signals(stop: Stop, signalled: Arc<AtomicU8>) -> Result<(), String> {
         std::process::exit(again);
     });
     Ok(())
+}
+
+/// A signal whose handler could not be installed.
+#[derive(Debug, thiserror::Error)]
+#[error("{name} handler: {source}")]
+struct SignalError {
+    name: &'static str,
+    source: std::io::Error,
 }

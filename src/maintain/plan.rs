@@ -4,14 +4,15 @@
 //! is computed from.
 
 use crate::lakehouse::maintenance::{
-    Plan, Procedure, TableLayout, live_specs_sql, optimize_plan, partition_path_sql,
-    spec_fields_from_path, table_plan,
+    PartitioningError, Plan, PlanRefusal, Procedure, TableLayout, live_specs_sql, optimize_plan,
+    partition_path_sql, spec_fields_from_path, table_plan,
 };
-use crate::lakehouse::model::{PartitionStats, TableRef};
+use crate::lakehouse::model::{PartitionStats, TableNameError, TableRef};
 use crate::lakehouse::queries::{Lakehouse, PartitionList};
 use crate::maintain::audit::AuditLog;
 use crate::maintain::eta::{self, Measured};
 use crate::trino::TrinoError;
+use crate::units::UnitError;
 
 /// The maintenance an operator asks for, before the lakehouse is read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,7 +54,7 @@ impl PlanDraft {
         }
     }
 
-    pub fn build(&self, grouped: bool) -> Result<Plan, String> {
+    pub fn build(&self, grouped: bool) -> Result<Plan, PlanRefusal> {
         match &self.procedure {
             Procedure::Optimize { threshold } => optimize_plan(
                 &self.table,
@@ -68,7 +69,8 @@ impl PlanDraft {
 }
 
 /// Why a plan could not be drafted: a read of what it needs failed on Trino (typed, with
-/// what was being read), or the table cannot be planned as asked.
+/// what was being read), what was asked does not name a table, a size, a duration or
+/// partitions of it, or the table cannot be planned as asked.
 #[derive(Clone, Debug, thiserror::Error)]
 pub enum PlanError {
     #[error("reading {what}: {source}")]
@@ -76,8 +78,74 @@ pub enum PlanError {
         what: String,
         source: Box<TrinoError>,
     },
-    #[error("{0}")]
-    Refused(String),
+    #[error(transparent)]
+    Refused(#[from] PlanRefusal),
+    #[error(transparent)]
+    Table(#[from] TableNameError),
+    /// `flag`: the command-line option (`--threshold`, `--retention`).
+    #[error("{flag}: {source}")]
+    Argument {
+        flag: &'static str,
+        source: UnitError,
+    },
+    #[error(transparent)]
+    Partition(#[from] PartitionSpecError),
+    #[error(
+        "reading the partition spec {spec_id} of {table}: its data file {file} has no live row to read its partition path from"
+    )]
+    NoPartitionPath {
+        table: TableRef,
+        spec_id: i32,
+        file: String,
+    },
+    #[error("{table}: spec {spec_id}: {source}")]
+    SpecPath {
+        table: TableRef,
+        spec_id: i32,
+        source: PartitioningError,
+    },
+    /// No partition holds two small files: nothing an optimize could merge.
+    #[error(
+        "no partition of {0} holds two or more small files: optimize cannot merge them (the table is over-partitioned: its partitioning, not a compaction, is the fix)"
+    )]
+    OverPartitioned(TableRef),
+}
+
+/// A `--partition` spec that names no partition of the table.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PartitionSpecError {
+    #[error("--partition {0:?}: expected COLUMN=VALUE or COLUMN IS NULL, joined by /")]
+    Syntax(String),
+    #[error("--partition {0:?}: \"(spec N)\" takes a spec id")]
+    SpecId(String),
+    /// `fields`: the table's partition fields.
+    #[error(
+        "--partition {spec:?}: the table has no partition field {field:?} (fields: {})",
+        fields.join(", ")
+    )]
+    NoField {
+        spec: String,
+        field: String,
+        fields: Vec<String>,
+    },
+    /// `null_field`: a field given `=null`, which may have meant `IS NULL`.
+    #[error(
+        "--partition {spec:?} matches no partition holding data files{}",
+        null_hint(null_field)
+    )]
+    NoMatch {
+        spec: String,
+        null_field: Option<String>,
+    },
+}
+
+fn null_hint(field: &Option<String>) -> String {
+    match field {
+        Some(k) => {
+            format!(" (a NULL value is spelled '{k} IS NULL'; {k}=null is the string 'null')")
+        }
+        None => String::new(),
+    }
 }
 
 impl PlanError {
@@ -87,19 +155,6 @@ impl PlanError {
             what,
             source: Box::new(source),
         }
-    }
-}
-
-impl From<String> for PlanError {
-    fn from(why: String) -> PlanError {
-        PlanError::Refused(why)
-    }
-}
-
-/// The CLI says it as it is.
-impl From<PlanError> for String {
-    fn from(e: PlanError) -> String {
-        e.to_string()
     }
 }
 
@@ -147,12 +202,17 @@ pub async fn layout_with_specs(lake: &Lakehouse, t: &TableRef) -> Result<TableLa
             .await
             .map_err(PlanError::read(what.clone()))?;
         let Some(path) = paths.rows.first().and_then(|r| r.str("path")) else {
-            return Err(PlanError::Refused(format!(
-                "reading the partition spec {id} of {t}: its data file {file} has no live row to \
-                 read its partition path from"
-            )));
+            return Err(PlanError::NoPartitionPath {
+                table: t.clone(),
+                spec_id: id,
+                file: file.to_string(),
+            });
         };
-        let fields = spec_fields_from_path(path).map_err(|m| format!("{t}: spec {id}: {m}"))?;
+        let fields = spec_fields_from_path(path).map_err(|source| PlanError::SpecPath {
+            table: t.clone(),
+            spec_id: id,
+            source,
+        })?;
         layout.live_specs.push((id, fields));
     }
     Ok(layout)
@@ -278,7 +338,9 @@ pub async fn small_file_threshold(lake: &Lakehouse, t: &TableRef) -> Result<u64,
 
 /// One `--partition` spec: `COLUMN=VALUE` (the value exactly, `region=null` is the
 /// string `'null'`) or `COLUMN IS NULL` (SQL NULL), joined by `/`.
-pub fn parse_partition_spec(spec: &str) -> Result<Vec<(String, Option<String>)>, String> {
+pub fn parse_partition_spec(
+    spec: &str,
+) -> Result<Vec<(String, Option<String>)>, PartitionSpecError> {
     spec.split('/')
         .map(|kv| {
             if let Some((k, v)) = kv.split_once('=') {
@@ -290,9 +352,7 @@ pub fn parse_partition_spec(spec: &str) -> Result<Vec<(String, Option<String>)>,
                 Some(k) if k.ends_with(char::is_whitespace) && !k.trim().is_empty() => {
                     Ok((t[..k.trim_end().len()].to_string(), None))
                 }
-                _ => Err(format!(
-                    "--partition {spec:?}: expected COLUMN=VALUE or COLUMN IS NULL, joined by /"
-                )),
+                _ => Err(PartitionSpecError::Syntax(spec.to_string())),
             }
         })
         .collect()
@@ -301,7 +361,7 @@ pub fn parse_partition_spec(spec: &str) -> Result<Vec<(String, Option<String>)>,
 /// A `--partition` spec's trailing ` (spec N)`, as the Partitions tab labels a partition
 /// of a table whose live files span several partition specs: the spec text before it and
 /// N.
-fn split_spec_id(spec: &str) -> Result<(&str, Option<i32>), String> {
+fn split_spec_id(spec: &str) -> Result<(&str, Option<i32>), PartitionSpecError> {
     let t = spec.trim_end();
     let Some(open) = t.strip_suffix(')').and_then(|rest| rest.rfind(" (spec ")) else {
         return Ok((spec, None));
@@ -309,7 +369,7 @@ fn split_spec_id(spec: &str) -> Result<(&str, Option<i32>), String> {
     let id = t[open + " (spec ".len()..t.len() - 1]
         .trim()
         .parse::<i32>()
-        .map_err(|_| format!("--partition {spec:?}: \"(spec N)\" takes a spec id"))?;
+        .map_err(|_| PartitionSpecError::SpecId(spec.to_string()))?;
     Ok((&t[..open], Some(id)))
 }
 
@@ -319,7 +379,7 @@ fn split_spec_id(spec: &str) -> Result<(&str, Option<i32>), String> {
 pub fn select_partitions(
     all: &[PartitionStats],
     specs: &[String],
-) -> Result<Vec<PartitionStats>, String> {
+) -> Result<Vec<PartitionStats>, PartitionSpecError> {
     let mut out = Vec::new();
     for spec in specs {
         // Only a table listed with specs has the suffix (a value may end like one).
@@ -332,11 +392,11 @@ pub fn select_partitions(
         if let Some(p) = all.first() {
             for (k, _) in &wanted {
                 if !p.values.iter().any(|(n, _)| n == k) {
-                    let fields: Vec<&str> = p.values.iter().map(|(n, _)| n.as_str()).collect();
-                    return Err(format!(
-                        "--partition {spec:?}: the table has no partition field {k:?} (fields: {})",
-                        fields.join(", ")
-                    ));
+                    return Err(PartitionSpecError::NoField {
+                        spec: spec.clone(),
+                        field: k.clone(),
+                        fields: p.values.iter().map(|(n, _)| n.clone()).collect(),
+                    });
                 }
             }
         }
@@ -350,18 +410,13 @@ pub fn select_partitions(
             })
             .collect();
         if matches.is_empty() {
-            let hint = wanted
-                .iter()
-                .find(|(_, v)| v.as_deref().is_some_and(|v| v.eq_ignore_ascii_case("null")))
-                .map(|(k, _)| {
-                    format!(
-                        " (a NULL value is spelled '{k} IS NULL'; {k}=null is the string 'null')"
-                    )
-                })
-                .unwrap_or_default();
-            return Err(format!(
-                "--partition {spec:?} matches no partition holding data files{hint}"
-            ));
+            return Err(PartitionSpecError::NoMatch {
+                spec: spec.clone(),
+                null_field: wanted
+                    .iter()
+                    .find(|(_, v)| v.as_deref().is_some_and(|v| v.eq_ignore_ascii_case("null")))
+                    .map(|(k, _)| k.clone()),
+            });
         }
         // Within one spec, each partition is its own (a predicate over some fields would
         // select the other specs' partitions too).
@@ -412,7 +467,7 @@ pub fn optimize_targets(
     table: &TableRef,
     partitions: Vec<PartitionStats>,
     min_small: u64,
-) -> Result<Targets, String> {
+) -> Result<Targets, PlanError> {
     let (enough, rest): (Vec<PartitionStats>, Vec<PartitionStats>) = partitions
         .into_iter()
         .partition(|p| p.small_files >= min_small);
@@ -425,9 +480,7 @@ pub fn optimize_targets(
     }
     let spread: Vec<PartitionStats> = rest.into_iter().filter(|p| p.small_files >= 2).collect();
     if spread.is_empty() {
-        return Err(format!(
-            "no partition of {table} holds two or more small files: optimize cannot merge them (the table is over-partitioned: its partitioning, not a compaction, is the fix)"
-        ));
+        return Err(PlanError::OverPartitioned(table.clone()));
     }
     let small: u64 = spread.iter().map(|p| p.small_files).sum();
     Ok(Targets {
@@ -465,9 +518,10 @@ mod tests {
             panic!("{e:?}")
         };
         assert_eq!(source.name(), "TABLE_NOT_FOUND");
-        let refused: PlanError = "no partition holds two small files".to_string().into();
+        let refused: PlanError =
+            PlanRefusal::Predicate(crate::lakehouse::maintenance::PredicateError::NoValue).into();
         assert!(matches!(refused, PlanError::Refused(_)));
-        assert_eq!(String::from(refused), "no partition holds two small files");
+        assert_eq!(refused.to_string(), "no partition value to match");
     }
     use crate::lakehouse::maintenance::{MAX_GROUP, parse_partition_entry};
 
@@ -561,7 +615,8 @@ mod tests {
         assert_eq!(got.note, None);
         assert!(!got.grouped);
         let e = optimize_targets(&t, spread(30, 1), 12).unwrap_err();
-        assert!(e.contains("over-partitioned"), "{e}");
+        assert!(matches!(e, PlanError::OverPartitioned(_)), "{e:?}");
+        assert!(e.to_string().contains("over-partitioned"), "{e}");
     }
 
     /// A spread-thin table one of whose partitions is NULL (its path is the string

@@ -16,11 +16,11 @@ use crate::airflow::{AirflowClient, scan};
 use crate::config::Settings;
 use crate::health::mapping::{DagName, map_dags};
 use crate::health::{DagFacts, evaluate};
-use crate::lakehouse::model::TableRef;
+use crate::lakehouse::model::{TableNameError, TableRef};
 use crate::lakehouse::queries::Lakehouse;
 use crate::maintain::audit::AuditLog;
 use crate::text::sanitize;
-use crate::trino::Client;
+use crate::trino::{Client, TrinoError};
 
 /// The formats of `floe report`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -153,17 +153,31 @@ async fn read_airflow(settings: &Settings, lake: &Lakehouse, table: &TableRef) -
     Some(read)
 }
 
+/// Why a postmortem could not be made: the name, the coordinator or the table.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum GatherError {
+    #[error(transparent)]
+    Table(#[from] TableNameError),
+    #[error("Trino {url}: {source}")]
+    Client { url: String, source: TrinoError },
+    #[error("cannot reach Trino at {url}: {source}")]
+    Unreachable { url: String, source: TrinoError },
+    #[error("cannot read table {table}: {source}")]
+    Stats { table: TableRef, source: TrinoError },
+}
+
 /// Read everything the postmortem of `name` (`[catalog.]schema.table`) needs. An error
 /// names what could not be read (the table, the coordinator); what only adds context
 /// (Airflow, the snapshots) becomes a note in the document instead.
-pub async fn gather(settings: &Settings, name: &str) -> Result<Postmortem, String> {
+pub async fn gather(settings: &Settings, name: &str) -> Result<Postmortem, GatherError> {
     let table = TableRef::parse(
         name,
         &settings.trino.catalog,
         settings.trino.schemas.first().map(String::as_str),
     )?;
+    let url = || settings.trino.url.to_string();
     let client = Client::from_settings(&settings.trino, settings.query_timeout)
-        .map_err(|e| format!("Trino {}: {e}", settings.trino.url))?;
+        .map_err(|source| GatherError::Client { url: url(), source })?;
     let lake = Lakehouse::new(
         client,
         settings.trino.catalog.clone(),
@@ -172,7 +186,7 @@ pub async fn gather(settings: &Settings, name: &str) -> Result<Postmortem, Strin
     let info = lake
         .connect()
         .await
-        .map_err(|e| format!("cannot reach Trino at {}: {e}", settings.trino.url))?;
+        .map_err(|source| GatherError::Unreachable { url: url(), source })?;
     let trino = TrinoInfo {
         url: settings.trino.url.to_string(),
         version: Some(info.node_version.version.clone()),
@@ -184,7 +198,10 @@ pub async fn gather(settings: &Settings, name: &str) -> Result<Postmortem, Strin
         read_airflow(settings, &lake, &table),
         lake.table_queries(&table)
     );
-    let stats = stats.map_err(|e| format!("cannot read table {table}: {e}"))?;
+    let stats = stats.map_err(|source| GatherError::Stats {
+        table: table.clone(),
+        source,
+    })?;
     let mut notes = Vec::new();
     let queries = match queries {
         Ok(q) => Some(q),
@@ -250,7 +267,7 @@ pub async fn cli(
     let doc = match tokio::time::timeout(timeout, gather(settings, table)).await {
         Ok(Ok(d)) => d,
         Ok(Err(e)) => {
-            eprintln!("floe: UNKNOWN: {}", sanitize(&e));
+            eprintln!("floe: UNKNOWN: {}", sanitize(&e.to_string()));
             return ExitCode::from(UNKNOWN_EXIT);
         }
         Err(_) => {

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use common::{lab, user};
 use floe::health::HealthConfig;
-use floe::lakehouse::maintenance::{Procedure, optimize_plan, table_plan};
+use floe::lakehouse::maintenance::{PlanRefusal, Procedure, optimize_plan, table_plan};
 use floe::lakehouse::model::{PartitionStats, TableRef};
 use floe::lakehouse::probe::{layout_sql, parse_layouts, probe_sql};
 use floe::lakehouse::queries::{Lakehouse, Layout};
@@ -837,7 +837,7 @@ async fn optimize() {
             let (lake, parts) = partitions_of(&p, &a).await;
             let chosen: Vec<PartitionStats> = parts.into_iter().take(2).collect();
             let layout = lake.table_layout(&a).await.unwrap();
-            let steps = |t: &TableRef| -> Result<Vec<String>, String> {
+            let steps = |t: &TableRef| -> Result<Vec<String>, PlanRefusal> {
                 Ok(optimize_plan(t, &layout, &chosen, threshold, grouped)?
                     .steps
                     .into_iter()
@@ -855,7 +855,8 @@ async fn optimize() {
                 (Err(e), _) | (_, Err(e)) => {
                     // A partition of an older spec: floe refuses before any statement.
                     assert!(
-                        e.contains("not in the table's current partitioning"),
+                        e.to_string()
+                            .contains("not in the table's current partitioning"),
                         "{src}: {e}"
                     );
                 }

@@ -127,13 +127,17 @@ async fn partitions_of_a_removed_partitioning_are_refused_before_the_confirmatio
         .collect();
     assert_eq!(a.len(), 1, "the old partitions are still listed: {list:?}");
     // From the Partitions tab (marked rows) and from `--partition region=a` alike.
-    let err = optimize_plan(&t, &layout, &a, 96 << 20, false).unwrap_err();
+    let err = optimize_plan(&t, &layout, &a, 96 << 20, false)
+        .unwrap_err()
+        .to_string();
     assert!(
         err.contains("no longer partitioned") && err.contains("region=a"),
         "{err}"
     );
     let chosen = select_partitions(&list.partitions, &["region=a".into()]).unwrap();
-    let err = optimize_plan(&t, &layout, &chosen, 96 << 20, true).unwrap_err();
+    let err = optimize_plan(&t, &layout, &chosen, 96 << 20, true)
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("whole table"), "{err}");
     // A spec that changed to other fields: the old field's partitions are refused too.
     sql(
@@ -155,7 +159,9 @@ async fn partitions_of_a_removed_partitioning_are_refused_before_the_confirmatio
         .cloned()
         .collect();
     assert!(!old.is_empty(), "{list:?}");
-    let err = optimize_plan(&t, &layout, &old, 96 << 20, false).unwrap_err();
+    let err = optimize_plan(&t, &layout, &old, 96 << 20, false)
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("earlier partition spec"), "{err}");
     // Nothing ran: every file is where it was.
     let files: u64 = files_by_partition(&fresh, &t)
@@ -509,7 +515,9 @@ async fn partitions_of_the_current_spec_beside_an_earlier_one_are_selected_by_pa
     // A subset of the fields that a live spec lacks is refused before the confirmation;
     // one every live spec has keeps its predicate.
     let day = select_partitions(&list.partitions, &["tstz_day=2026-11-04".into()]).unwrap();
-    let err = optimize_plan(&t, &layout, &day, 96 << 20, false).unwrap_err();
+    let err = optimize_plan(&t, &layout, &day, 96 << 20, false)
+        .unwrap_err()
+        .to_string();
     assert!(
         err.contains("not in every one") && err.contains("spec 0: region"),
         "{err}"

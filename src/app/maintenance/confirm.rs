@@ -6,7 +6,7 @@ use crate::app::action::Effect;
 use crate::app::keymap::Command;
 use crate::app::state::{Level, Popup, State};
 use crate::health::HealthConfig;
-use crate::lakehouse::maintenance::Plan;
+use crate::lakehouse::maintenance::{Plan, PlanRefusal};
 use crate::maintain::eta;
 use crate::maintain::plan::PlanDraft;
 
@@ -27,7 +27,11 @@ pub struct Confirm {
 }
 
 impl Confirm {
-    pub fn new(draft: PlanDraft, health: &HealthConfig, epoch: u64) -> Result<Confirm, String> {
+    pub fn new(
+        draft: PlanDraft,
+        health: &HealthConfig,
+        epoch: u64,
+    ) -> Result<Confirm, PlanRefusal> {
         let grouped = draft.grouped;
         let plan = draft.build(grouped)?;
         let mut c = Confirm {
@@ -171,7 +175,7 @@ pub fn on_key(s: &mut State, mut c: Box<Confirm>, cmd: Option<Command>) -> Vec<E
                     // Another plan: it takes a `y` only once it has been drawn.
                     c.shown = false;
                 }
-                Some(Err(e)) => s.set_status(Level::Error, e),
+                Some(Err(e)) => s.set_status(Level::Error, e.to_string()),
                 None => {}
             }
         }
@@ -189,7 +193,7 @@ pub fn on_key(s: &mut State, mut c: Box<Confirm>, cmd: Option<Command>) -> Vec<E
                     c.cost = cost_lines(&c, &s.health);
                     c.shown = false;
                 }
-                Some(Err(e)) => s.set_status(Level::Error, e),
+                Some(Err(e)) => s.set_status(Level::Error, e.to_string()),
                 None => {}
             }
         }

@@ -14,13 +14,18 @@ use crate::units::Bytes;
 
 mod partitioning;
 mod predicate;
+mod refusal;
 
 pub use partitioning::{
-    PartitionField, TableLayout, Transform, live_specs_sql, parse_partition_entry,
-    partition_path_sql, partitioning_from_show_create, spec_fields_from_path,
+    PartitionField, PartitioningError, TableLayout, Transform, live_specs_sql,
+    parse_partition_entry, partition_path_sql, partitioning_from_show_create,
+    spec_fields_from_path,
 };
 use predicate::path_is_ambiguous;
-pub use predicate::{files_partition_predicate, partition_path, partition_predicate};
+pub use predicate::{
+    PredicateError, files_partition_predicate, partition_path, partition_predicate,
+};
+pub use refusal::PlanRefusal;
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub enum Procedure {
@@ -214,7 +219,7 @@ pub fn optimize_plan(
     partitions: &[PartitionStats],
     threshold: u64,
     grouped: bool,
-) -> Result<Plan, String> {
+) -> Result<Plan, PlanRefusal> {
     let procedure = Procedure::Optimize { threshold };
     current_spec_selects(table, layout, partitions)?;
     if partitions.is_empty() || layout.partitioning.is_empty() {
@@ -338,7 +343,7 @@ fn mixed_spec_plan(
     head: &str,
     parts: &[&PartitionStats],
     grouped: bool,
-) -> Result<Plan, String> {
+) -> Result<Plan, PlanRefusal> {
     let describe = |fields: &[String]| {
         if fields.is_empty() {
             "unpartitioned".to_string()
@@ -353,10 +358,6 @@ fn mixed_spec_plan(
         .collect::<Vec<_>>()
         .join("; ");
     let current: Vec<String> = layout.partitioning.iter().map(|f| f.name.clone()).collect();
-    let whole = format!(
-        "name whole partitions (as the Partitions tab lists them, with their spec), or optimize \
-             the whole table (`floe maintain optimize {table}` without --partition)"
-    );
     // (spec, path, partition) of every full partition; the partial specs' own steps.
     let mut by_path: Vec<(i32, String, &PartitionStats, String)> = Vec::new();
     let mut steps = Vec::new();
@@ -371,23 +372,24 @@ fn mixed_spec_plan(
                     .iter()
                     .any(|(_, f)| !f.iter().any(|x| x == n))
             }) {
-                return Err(format!(
-                    "partition {} of {table}: the table's live files span several partition \
-                         specs ({specs_text}), and field {name:?} is not in every one of them: \
-                         Trino cannot select by it; {whole}",
-                    p.label()
-                ));
+                return Err(PlanRefusal::NotInEverySpec {
+                    table: table.clone(),
+                    partition: p.label(),
+                    field: name.clone(),
+                    specs: specs_text,
+                });
             }
             steps.push(partition_step(head, layout, p)?);
             continue;
         };
-        let fields = layout.spec_fields(id).ok_or_else(|| {
-            format!(
-                "partition {} of {table}: spec {id} no longer holds live files \
-                     ({specs_text}); read the partitions again",
-                p.label()
-            )
-        })?;
+        let fields = layout
+            .spec_fields(id)
+            .ok_or_else(|| PlanRefusal::SpecGone {
+                table: table.clone(),
+                partition: p.label(),
+                spec_id: id,
+                specs: specs_text.clone(),
+            })?;
         // The partition as its own spec has it: that spec's fields, in its order; the
         // other fields of the union are NULL in `$files` for its files.
         let mut own = Vec::new();
@@ -397,12 +399,11 @@ fn mixed_spec_plan(
                 .iter()
                 .find(|(n, _)| n == name)
                 .map(|(_, v)| v.clone())
-                .ok_or_else(|| {
-                    format!(
-                        "partition {} of {table}: spec {id} has field {name:?}, which its \
-                             partition row lacks",
-                        p.label()
-                    )
+                .ok_or_else(|| PlanRefusal::RowLacksField {
+                    table: table.clone(),
+                    partition: p.label(),
+                    spec_id: id,
+                    field: name.clone(),
                 })?;
             own.push((name.clone(), v));
         }
@@ -411,23 +412,24 @@ fn mixed_spec_plan(
             .iter()
             .find(|(n, v)| v.is_some() && !fields.contains(n))
         {
-            return Err(format!(
-                "partition {} of {table}: field {name:?} has a value, but spec {id} has no such \
-                     field ({specs_text})",
-                p.label()
-            ));
+            return Err(PlanRefusal::FieldNotInSpec {
+                table: table.clone(),
+                partition: p.label(),
+                field: name.clone(),
+                spec_id: id,
+                specs: specs_text,
+            });
         }
         let own_stats = PartitionStats {
             values: own,
             ..(*p).clone()
         };
         if path_is_ambiguous(layout, &own_stats) {
-            return Err(format!(
-                "partition {} of {table} cannot be selected: the table's live files span \
-                     several partition specs ({specs_text}), so only its path (\"$partition\") \
-                     selects it, and Iceberg writes NULL and the string 'null' alike there; {whole}",
-                p.label()
-            ));
+            return Err(PlanRefusal::AmbiguousPath {
+                table: table.clone(),
+                partition: p.label(),
+                specs: specs_text,
+            });
         }
         let label = own_stats.label();
         if *fields != current[..] {
@@ -487,32 +489,21 @@ fn current_spec_selects(
     table: &TableRef,
     layout: &TableLayout,
     partitions: &[PartitionStats],
-) -> Result<(), String> {
-    let whole = format!(
-        "optimize the whole table instead (`floe maintain optimize {table}` without --partition)"
-    );
+) -> Result<(), PlanRefusal> {
     for p in partitions.iter().filter(|p| !p.values.is_empty()) {
         if layout.partitioning.is_empty() {
-            return Err(format!(
-                "{table} is no longer partitioned, but {} belongs to its earlier partitioning: \
-                 no predicate can select it alone, and a plan without one would rewrite every \
-                 file of the table; {whole}",
-                p.label()
-            ));
+            return Err(PlanRefusal::NoLongerPartitioned {
+                table: table.clone(),
+                partition: p.label(),
+            });
         }
         if let Some((name, _)) = p.values.iter().find(|(n, _)| layout.field(n).is_none()) {
-            let current: Vec<&str> = layout
-                .partitioning
-                .iter()
-                .map(|f| f.name.as_str())
-                .collect();
-            return Err(format!(
-                "partition {} of {table}: field {name:?} is not in the table's current \
-                 partitioning ({}): it belongs to an earlier partition spec, which Trino cannot \
-                 select; {whole}",
-                p.label(),
-                current.join(", ")
-            ));
+            return Err(PlanRefusal::EarlierSpec {
+                table: table.clone(),
+                partition: p.label(),
+                field: name.clone(),
+                current: layout.partitioning.iter().map(|f| f.name.clone()).collect(),
+            });
         }
     }
     Ok(())
@@ -535,7 +526,11 @@ fn temporal_key(layout: &TableLayout, p: &PartitionStats) -> (Vec<String>, Strin
 }
 
 /// The optimize of one partition, selected by its values under the current spec.
-fn partition_step(head: &str, layout: &TableLayout, p: &PartitionStats) -> Result<Step, String> {
+fn partition_step(
+    head: &str,
+    layout: &TableLayout,
+    p: &PartitionStats,
+) -> Result<Step, PredicateError> {
     let predicate = partition_predicate(layout, p)?;
     Ok(Step {
         sql: format!("{head} WHERE {predicate}"),

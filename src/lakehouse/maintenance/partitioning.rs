@@ -5,10 +5,31 @@
 use chrono::DateTime;
 use serde::Serialize;
 
-use crate::lakehouse::layout::PropValue;
+use crate::lakehouse::layout::{LayoutError, PropValue};
 use crate::lakehouse::model::TableRef;
 use crate::sql::quote_string;
 use crate::trino::Value;
+
+/// A partitioning, a partition entry or a partition path that does not read.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PartitioningError {
+    #[error(transparent)]
+    Layout(#[from] LayoutError),
+    #[error("partitioning is not an ARRAY: {0:?}")]
+    NotArray(PropValue),
+    #[error("partitioning entry {0:?} is not a string")]
+    NotString(PropValue),
+    #[error("partition transform {0:?} has no column")]
+    NoColumn(String),
+    #[error("partition transform {0:?}: bad width")]
+    Width(String),
+    #[error("unknown partition transform {name:?} in {entry:?}")]
+    Transform { name: String, entry: String },
+    #[error("partition path {path:?}: {part:?} is not NAME=VALUE")]
+    PathPart { path: String, part: String },
+    #[error("partition path {path:?}: bad escape in {name:?}")]
+    PathEscape { path: String, name: String },
+}
 
 /// How a partition field derives from its source column.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -97,7 +118,7 @@ pub fn partition_path_sql(t: &TableRef, file: &str) -> String {
 
 /// The field names of a partition path (`region=north/tstz_day=2026-11-04` → `region`,
 /// `tstz_day`), decoded as Iceberg encodes them; an unpartitioned spec's path is empty.
-pub fn spec_fields_from_path(path: &str) -> Result<Vec<String>, String> {
+pub fn spec_fields_from_path(path: &str) -> Result<Vec<String>, PartitioningError> {
     if path.is_empty() {
         return Ok(Vec::new());
     }
@@ -105,8 +126,14 @@ pub fn spec_fields_from_path(path: &str) -> Result<Vec<String>, String> {
         .map(|kv| {
             let (k, _) = kv
                 .split_once('=')
-                .ok_or_else(|| format!("partition path {path:?}: {kv:?} is not NAME=VALUE"))?;
-            url_decode(k).ok_or_else(|| format!("partition path {path:?}: bad escape in {k:?}"))
+                .ok_or_else(|| PartitioningError::PathPart {
+                    path: path.to_string(),
+                    part: kv.to_string(),
+                })?;
+            url_decode(k).ok_or_else(|| PartitioningError::PathEscape {
+                path: path.to_string(),
+                name: k.to_string(),
+            })
         })
         .collect()
 }
@@ -169,7 +196,7 @@ impl Transform {
 
 /// Parse one entry of Trino's `partitioning = ARRAY[…]` (`district`, `day(filed_at)`,
 /// `bucket(id, 16)`, `"Odd Col"`, `truncate("Odd Col", 4)`).
-pub fn parse_partition_entry(entry: &str) -> Result<PartitionField, String> {
+pub fn parse_partition_entry(entry: &str) -> Result<PartitionField, PartitioningError> {
     let e = entry.trim();
     let unquote = |s: &str| -> String {
         let s = s.trim();
@@ -187,12 +214,12 @@ pub fn parse_partition_entry(entry: &str) -> Result<PartitionField, String> {
         let args: Vec<&str> = split_args(&e[open + 1..e.len() - 1]);
         let source = unquote(
             args.first()
-                .ok_or_else(|| format!("partition transform {e:?} has no column"))?,
+                .ok_or_else(|| PartitioningError::NoColumn(e.to_string()))?,
         );
-        let num = |i: usize| -> Result<u32, String> {
+        let num = |i: usize| -> Result<u32, PartitioningError> {
             args.get(i)
                 .and_then(|a| a.trim().parse().ok())
-                .ok_or_else(|| format!("partition transform {e:?}: bad width"))
+                .ok_or_else(|| PartitioningError::Width(e.to_string()))
         };
         let (transform, suffix) = match func.as_str() {
             "year" => (Transform::Year, "year"),
@@ -202,7 +229,12 @@ pub fn parse_partition_entry(entry: &str) -> Result<PartitionField, String> {
             "bucket" => (Transform::Bucket(num(1)?), "bucket"),
             "truncate" => (Transform::Truncate(num(1)?), "trunc"),
             "void" => (Transform::Void, "null"),
-            other => return Err(format!("unknown partition transform {other:?} in {e:?}")),
+            other => {
+                return Err(PartitioningError::Transform {
+                    name: other.to_string(),
+                    entry: e.to_string(),
+                });
+            }
         };
         return Ok(PartitionField {
             name: format!("{source}_{suffix}"),
@@ -238,19 +270,19 @@ fn split_args(s: &str) -> Vec<&str> {
 
 /// The `partitioning = ARRAY['a', 'day(b)']` property of the `WITH (…)` clause of
 /// `SHOW CREATE TABLE`'s text (empty when the table is not partitioned).
-pub fn partitioning_from_show_create(text: &str) -> Result<Vec<PartitionField>, String> {
+pub fn partitioning_from_show_create(text: &str) -> Result<Vec<PartitionField>, PartitioningError> {
     let props = crate::lakehouse::layout::with_properties(text)?;
     let Some((_, value)) = props.iter().find(|(k, _)| k == "partitioning") else {
         return Ok(Vec::new());
     };
     let PropValue::Array(items) = value else {
-        return Err(format!("partitioning is not an ARRAY: {value:?}"));
+        return Err(PartitioningError::NotArray(value.clone()));
     };
     items
         .iter()
         .map(|item| match item {
             PropValue::Str(e) => parse_partition_entry(e),
-            other => Err(format!("partitioning entry {other:?} is not a string")),
+            other => Err(PartitioningError::NotString(other.clone())),
         })
         .collect()
 }

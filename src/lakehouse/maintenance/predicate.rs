@@ -6,21 +6,62 @@ use chrono::{Datelike, NaiveDate, NaiveDateTime};
 
 use super::{TableLayout, Transform};
 use crate::lakehouse::model::PartitionStats;
-use crate::sql::{quote_ident, quote_string, typed_literal};
+use crate::sql::{LiteralError, quote_ident, quote_string, typed_literal};
 
-pub fn partition_predicate(layout: &TableLayout, p: &PartitionStats) -> Result<String, String> {
+/// Why no predicate selects a partition.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PredicateError {
+    #[error("the table is not partitioned: optimize it as a whole")]
+    NotPartitioned,
+    /// A partition path of a table without partition values.
+    #[error("the table is not partitioned")]
+    NoPath,
+    #[error("partition field {0:?} is not in the table's current partitioning")]
+    NotInSpec(String),
+    #[error("partition source column {0:?} not found")]
+    NoSourceColumn(String),
+    #[error(transparent)]
+    Literal(#[from] LiteralError),
+    /// `partition`: its label.
+    #[error(
+        "partition {0} cannot be selected by its path: Iceberg writes NULL and the string 'null' alike there"
+    )]
+    AmbiguousPath(String),
+    #[error("the partition has only void fields: optimize the table as a whole")]
+    OnlyVoid,
+    #[error("partition value {value:?} does not fit transform {transform:?}")]
+    Misfit { value: String, transform: Transform },
+    #[error("no partition value to match")]
+    NoValue,
+    #[error("a temporal partition on a {0} column")]
+    TemporalColumn(String),
+    #[error("an hour partition on a date column")]
+    HourOnDate,
+}
+
+/// For the statement builders that still report text.
+impl From<PredicateError> for String {
+    fn from(e: PredicateError) -> String {
+        e.to_string()
+    }
+}
+
+pub fn partition_predicate(
+    layout: &TableLayout,
+    p: &PartitionStats,
+) -> Result<String, PredicateError> {
     if p.values.is_empty() {
-        return Err("the table is not partitioned: optimize it as a whole".into());
+        return Err(PredicateError::NotPartitioned);
     }
     let mut terms = Vec::new();
     for (name, value) in &p.values {
-        let field = layout.field(name).ok_or_else(|| {
-            format!("partition field {name:?} is not in the table's current partitioning")
-        })?;
+        let field = layout
+            .field(name)
+            .ok_or_else(|| PredicateError::NotInSpec(name.clone()))?;
         let col = quote_ident(&field.source);
         let ty = layout
             .column_type(&field.source)
-            .ok_or_else(|| format!("partition source column {:?} not found", field.source))?
+            .ok_or_else(|| PredicateError::NoSourceColumn(field.source.clone()))?
             .to_string();
         let term = match (&field.transform, value) {
             (Transform::Void, _) => continue,
@@ -33,11 +74,7 @@ pub fn partition_predicate(layout: &TableLayout, p: &PartitionStats) -> Result<S
             (Transform::Bucket(_) | Transform::Truncate(_), Some(_)) => {
                 // Not expressible as an aligned range: select the partition by its path.
                 if path_is_ambiguous(layout, p) {
-                    return Err(format!(
-                        "partition {} cannot be selected by its path: Iceberg writes NULL and \
-                         the string 'null' alike there",
-                        p.label()
-                    ));
+                    return Err(PredicateError::AmbiguousPath(p.label()));
                 }
                 return Ok(format!(
                     "\"$partition\" = {}",
@@ -48,7 +85,7 @@ pub fn partition_predicate(layout: &TableLayout, p: &PartitionStats) -> Result<S
         terms.push(term);
     }
     if terms.is_empty() {
-        return Err("the partition has only void fields: optimize the table as a whole".into());
+        return Err(PredicateError::OnlyVoid);
     }
     Ok(terms.join(" AND "))
 }
@@ -59,27 +96,25 @@ pub fn partition_predicate(layout: &TableLayout, p: &PartitionStats) -> Result<S
 pub fn files_partition_predicate(
     layout: &TableLayout,
     values: &[(String, Option<String>)],
-) -> Result<String, String> {
+) -> Result<String, PredicateError> {
     let mut terms = Vec::new();
     for (name, value) in values {
-        let field = layout.field(name).ok_or_else(|| {
-            format!("partition field {name:?} is not in the table's current partitioning")
-        })?;
+        let field = layout
+            .field(name)
+            .ok_or_else(|| PredicateError::NotInSpec(name.clone()))?;
         let col = format!("f.partition.{}", quote_ident(name));
         let Some(v) = value else {
             terms.push(format!("{col} IS NULL"));
             continue;
         };
-        let bad = || {
-            format!(
-                "partition value {v:?} does not fit transform {:?}",
-                field.transform
-            )
+        let bad = || PredicateError::Misfit {
+            value: v.clone(),
+            transform: field.transform.clone(),
         };
         let source_type = || {
             layout
                 .column_type(&field.source)
-                .ok_or_else(|| format!("partition source column {:?} not found", field.source))
+                .ok_or_else(|| PredicateError::NoSourceColumn(field.source.clone()))
         };
         let lit = match &field.transform {
             Transform::Identity | Transform::Truncate(_) => typed_literal(source_type()?, v)?,
@@ -101,13 +136,19 @@ pub fn files_partition_predicate(
         terms.push(format!("{col} = {lit}"));
     }
     if terms.is_empty() {
-        return Err("no partition value to match".into());
+        return Err(PredicateError::NoValue);
     }
     Ok(terms.join(" AND "))
 }
 
-fn temporal_bounds(t: &Transform, v: &str) -> Result<(NaiveDateTime, NaiveDateTime), String> {
-    let bad = || format!("partition value {v:?} does not fit transform {t:?}");
+fn temporal_bounds(
+    t: &Transform,
+    v: &str,
+) -> Result<(NaiveDateTime, NaiveDateTime), PredicateError> {
+    let bad = || PredicateError::Misfit {
+        value: v.to_string(),
+        transform: t.clone(),
+    };
     let midnight = |d: NaiveDate| d.and_hms_opt(0, 0, 0).expect("midnight exists");
     match t {
         Transform::Day => {
@@ -139,19 +180,27 @@ fn temporal_bounds(t: &Transform, v: &str) -> Result<(NaiveDateTime, NaiveDateTi
     }
 }
 
-fn range(col: &str, ty: &str, lo: NaiveDateTime, hi: NaiveDateTime) -> Result<String, String> {
+fn range(
+    col: &str,
+    ty: &str,
+    lo: NaiveDateTime,
+    hi: NaiveDateTime,
+) -> Result<String, PredicateError> {
     let t = ty.to_ascii_lowercase();
-    let lit = |x: NaiveDateTime| -> Result<String, String> {
+    let lit = |x: NaiveDateTime| -> Result<String, PredicateError> {
         if t == "date" {
-            typed_literal("date", &x.format("%Y-%m-%d").to_string())
+            Ok(typed_literal("date", &x.format("%Y-%m-%d").to_string())?)
         } else if t.starts_with("timestamp") {
-            typed_literal(&t, &x.format("%Y-%m-%d %H:%M:%S").to_string())
+            Ok(typed_literal(
+                &t,
+                &x.format("%Y-%m-%d %H:%M:%S").to_string(),
+            )?)
         } else {
-            Err(format!("a temporal partition on a {ty} column"))
+            Err(PredicateError::TemporalColumn(ty.to_string()))
         }
     };
     if t == "date" && (lo.time() != chrono::NaiveTime::MIN || hi.time() != chrono::NaiveTime::MIN) {
-        return Err("an hour partition on a date column".into());
+        return Err(PredicateError::HourOnDate);
     }
     Ok(format!("{col} >= {} AND {col} < {}", lit(lo)?, lit(hi)?))
 }
@@ -180,9 +229,9 @@ pub(super) fn path_is_ambiguous(layout: &TableLayout, p: &PartitionStats) -> boo
 
 /// The partition's path as Iceberg writes it (`district=north/filed_at_day=2026-03-02`),
 /// values escaped as Java's URLEncoder does; the value of Trino's `"$partition"`.
-pub fn partition_path(p: &PartitionStats) -> Result<String, String> {
+pub fn partition_path(p: &PartitionStats) -> Result<String, PredicateError> {
     if p.values.is_empty() {
-        return Err("the table is not partitioned".into());
+        return Err(PredicateError::NoPath);
     }
     Ok(p.values
         .iter()
