@@ -233,13 +233,15 @@ impl DagWrite {
         }
     }
 
-    pub fn name(&self) -> &'static str {
+    /// What it is, as the audit log records it (`trigger_dag`, …).
+    pub fn action(&self) -> crate::maintain::audit::Action {
+        use crate::maintain::audit::Action;
         match self {
-            DagWrite::Trigger { .. } => "trigger_dag",
-            DagWrite::Clear { .. } => "clear_dag_run",
-            DagWrite::SetPaused { paused: true, .. } => "pause_dag",
-            DagWrite::SetPaused { paused: false, .. } => "unpause_dag",
-            DagWrite::SetConnection { .. } => "fix_connection",
+            DagWrite::Trigger { .. } => Action::TriggerDag,
+            DagWrite::Clear { .. } => Action::ClearDagRun,
+            DagWrite::SetPaused { paused: true, .. } => Action::PauseDag,
+            DagWrite::SetPaused { paused: false, .. } => Action::UnpauseDag,
+            DagWrite::SetConnection { .. } => Action::FixConnection,
         }
     }
 }

@@ -84,7 +84,12 @@ pub fn selection(s: &mut State) -> Vec<Effect> {
 pub fn in_popup(s: &mut State) -> Vec<Effect> {
     match s.popup.clone() {
         Some(Popup::Queue) => {
-            let err = s.jobs.list.iter().rev().find_map(|j| j.error.clone());
+            let err = s
+                .jobs
+                .list
+                .iter()
+                .rev()
+                .find_map(|j| j.error.as_ref().map(ToString::to_string));
             match err {
                 Some(e) => emit(s, "job error", &e),
                 None => emit(s, "job error", ""),

@@ -492,12 +492,12 @@ mod tests {
             "lab",
             "floe",
             "http://t/",
-            "optimize",
+            crate::maintain::audit::Action::Optimize,
             "ALTER TABLE … optimize",
         );
         r.table = Some("iceberg.zoning.documents".into());
         r.query_id = Some("20261129_091502_00043_lab01".into());
-        r.outcome = "succeeded".into();
+        r.outcome = crate::maintain::audit::Outcome::Succeeded;
         audit.append(&r).unwrap();
         let path = write_export(&dir, audit.path(), ExportFormat::Markdown, data).unwrap();
         assert!(

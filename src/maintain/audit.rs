@@ -10,7 +10,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use chrono::{SecondsFormat, Utc};
-use serde::Serialize;
+use serde::{Serialize, Serializer};
+
+use crate::airflow::AirflowError;
 
 /// Who runs what, for the audit log and the read-only guard: what every audited write,
 /// a plan's statement or an Airflow request, records with it.
@@ -34,8 +36,8 @@ pub struct Record {
     /// Where: the Trino or Airflow base URL (never with credentials).
     pub target: String,
     pub table: Option<String>,
-    /// `optimize`, `expire_snapshots`, `trigger_dag`, …
-    pub action: String,
+    /// What was written (`optimize`, `trigger_dag`, …).
+    pub action: Action,
     pub partition: Option<String>,
     /// The exact SQL (or the Airflow request) that was sent.
     pub statement: String,
@@ -43,9 +45,8 @@ pub struct Record {
     /// connection's `host=H port=P`): what undoing it takes.
     pub before: Option<String>,
     pub query_id: Option<String>,
-    /// `started`, then `succeeded`, `failed`, `cancelled` (the operator asked) or
-    /// `interrupted` (floe was told to stop: SIGTERM, SIGHUP); or `refused`.
-    pub outcome: String,
+    /// `started` before it is sent, then how it went (see [`Outcome`]).
+    pub outcome: Outcome,
     pub error: Option<String>,
     pub rows: Option<i64>,
     pub metrics: std::collections::BTreeMap<String, i64>,
@@ -58,7 +59,8 @@ pub struct Record {
 }
 
 impl Record {
-    pub fn now(profile: &str, user: &str, target: &str, action: &str, statement: &str) -> Record {
+    /// A record of `action` now, its outcome `started` until it is known.
+    pub fn now(profile: &str, user: &str, target: &str, action: Action, statement: &str) -> Record {
         Record {
             time: Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true),
             profile: profile.to_string(),
@@ -66,12 +68,12 @@ impl Record {
             os_user: os_user(),
             target: target.to_string(),
             table: None,
-            action: action.to_string(),
+            action,
             partition: None,
             statement: statement.to_string(),
             before: None,
             query_id: None,
-            outcome: String::new(),
+            outcome: Outcome::Started,
             error: None,
             rows: None,
             metrics: Default::default(),
@@ -101,42 +103,233 @@ fn os_user() -> String {
         .unwrap_or_default()
 }
 
-/// The outcome of a record written before the statement is sent.
-pub const STARTED: &str = "started";
+/// Spelled as the log has it, and read back the same way: `as_str` and `parse` of an
+/// enum with an `Other` variant for what this floe does not know (a record of another
+/// version is kept as it reads).
+macro_rules! spelled {
+    ($name:ident { $($(#[$doc:meta])* $variant:ident => $text:literal,)* }) => {
+        impl $name {
+            pub fn as_str(&self) -> &str {
+                match self {
+                    $($name::$variant => $text,)*
+                    $name::Other(s) => s,
+                }
+            }
 
-/// The outcome of a write that was sent and whose answer does not say whether it was
-/// carried out (a gateway's 502/504, a connection lost after sending, an answer that cannot
-/// be read): never `failed`, which would invite sending it again.
-pub const MAY_HAVE_RUN: &str = "may_have_run";
+            pub fn parse(text: &str) -> $name {
+                match text {
+                    $($text => $name::$variant,)*
+                    other => $name::Other(other.to_string()),
+                }
+            }
+        }
 
-/// The outcome of the one record a plan cut short leaves: how many of its statements were
-/// never sent (its `error`), and which (its `statement`).
-pub const NOT_RUN: &str = "not_run";
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
 
-/// The outcome of a write the server carried out otherwise than asked (it answered with
-/// other values than the ones sent): what it wrote is the record's `error`.
-pub const WROTE_OTHERWISE: &str = "wrote_otherwise";
+        impl Serialize for $name {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.as_str())
+            }
+        }
+    };
+}
+
+/// What was written: a maintenance procedure, or a write to Airflow.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Action {
+    Optimize,
+    ExpireSnapshots,
+    RemoveOrphanFiles,
+    OptimizeManifests,
+    TriggerDag,
+    ClearDagRun,
+    PauseDag,
+    UnpauseDag,
+    /// An Airflow connection's host and port.
+    FixConnection,
+    /// The test of a connection just fixed.
+    TestConnection,
+    /// An action this floe does not know, as the log spells it.
+    Other(String),
+}
+
+spelled!(Action {
+    Optimize => "optimize",
+    ExpireSnapshots => "expire_snapshots",
+    RemoveOrphanFiles => "remove_orphan_files",
+    OptimizeManifests => "optimize_manifests",
+    TriggerDag => "trigger_dag",
+    ClearDagRun => "clear_dag_run",
+    PauseDag => "pause_dag",
+    UnpauseDag => "unpause_dag",
+    FixConnection => "fix_connection",
+    TestConnection => "test_connection",
+});
+
+impl From<&crate::lakehouse::maintenance::Procedure> for Action {
+    fn from(p: &crate::lakehouse::maintenance::Procedure) -> Action {
+        use crate::lakehouse::maintenance::Procedure;
+        match p {
+            Procedure::Optimize { .. } => Action::Optimize,
+            Procedure::ExpireSnapshots { .. } => Action::ExpireSnapshots,
+            Procedure::RemoveOrphanFiles { .. } => Action::RemoveOrphanFiles,
+            Procedure::OptimizeManifests => Action::OptimizeManifests,
+        }
+    }
+}
+
+/// How a write went.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Outcome {
+    /// Written before the write is sent (a crash leaves this trace).
+    Started,
+    Succeeded,
+    /// It was not carried out (or a connection's test fails).
+    Failed,
+    /// The operator cancelled it.
+    Cancelled,
+    /// floe was told to stop (SIGTERM, SIGHUP) and cancelled it.
+    Interrupted,
+    /// It was sent and its answer does not say whether it was carried out (a gateway's
+    /// 502/504, a connection lost after sending, an answer that cannot be read): never
+    /// `failed`, which would invite sending it again.
+    MayHaveRun,
+    /// The server carried it out otherwise than asked (it answered with other values
+    /// than the ones sent): what it wrote is the record's `error`.
+    WroteOtherwise,
+    /// The one record a plan cut short leaves: how many of its statements were never
+    /// sent (its `error`), and which (its `statement`).
+    NotRun,
+    /// Read-only, or the table busy with another plan: nothing was sent.
+    Refused,
+    /// A connection's test passes.
+    Passed,
+    /// The server does not allow testing connections.
+    NotAllowed,
+    /// A connection's test could not run.
+    Error,
+    /// An outcome this floe does not know, as the log spells it.
+    Other(String),
+}
+
+spelled!(Outcome {
+    Started => "started",
+    Succeeded => "succeeded",
+    Failed => "failed",
+    Cancelled => "cancelled",
+    Interrupted => "interrupted",
+    MayHaveRun => "may_have_run",
+    WroteOtherwise => "wrote_otherwise",
+    NotRun => "not_run",
+    Refused => "refused",
+    Passed => "passed",
+    NotAllowed => "not_allowed",
+    Error => "error",
+});
+
+/// A record that could not be appended to the audit log.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum AuditError {
+    /// The log's directory or file could not be created, opened, written or synced.
+    #[error("audit log {}: {reason}", path.display())]
+    Io { path: PathBuf, reason: String },
+    #[error("audit log {}: short write ({written} of {len} bytes)", path.display())]
+    ShortWrite {
+        path: PathBuf,
+        written: usize,
+        len: usize,
+    },
+    /// The record could not be encoded.
+    #[error("{0}")]
+    Encode(String),
+}
 
 /// Why an audited write did not succeed.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum WriteFailure {
-    /// It was not carried out.
-    Failed(String),
-    /// It was sent and may have been carried out.
-    MayHaveRun(String),
+    /// It was not carried out: Airflow's answer.
+    #[error(transparent)]
+    Failed(AirflowError),
+    /// It was sent and may have been carried out: Airflow's answer does not say.
+    #[error(transparent)]
+    MayHaveRun(AirflowError),
+    /// It was sent and floe stopped waiting for its answer (`0`: why, a signal).
+    #[error("{0} while the write was in flight: Airflow may have applied it")]
+    Abandoned(String),
     /// It was carried out, but not as asked: what the server wrote.
+    #[error("{0}")]
     WroteOtherwise(String),
+    /// A write that has its own way (`0`: what it is).
+    #[error("{0}: not written through the DAG writes")]
+    Misrouted(String),
+}
+
+impl WriteFailure {
+    /// What the audit log records of it.
+    pub fn outcome(&self) -> Outcome {
+        match self {
+            WriteFailure::Failed(_) | WriteFailure::Misrouted(_) => Outcome::Failed,
+            WriteFailure::MayHaveRun(_) | WriteFailure::Abandoned(_) => Outcome::MayHaveRun,
+            WriteFailure::WroteOtherwise(_) => Outcome::WroteOtherwise,
+        }
+    }
 }
 
 /// An Airflow error as the audit log records it: a write that may have been carried out
 /// is never `failed`.
-pub fn write_failure(e: crate::airflow::AirflowError) -> WriteFailure {
+pub fn write_failure(e: AirflowError) -> WriteFailure {
     match e {
-        e @ crate::airflow::AirflowError::MayHaveRun { .. } => {
-            WriteFailure::MayHaveRun(e.to_string())
-        }
-        e => WriteFailure::Failed(e.to_string()),
+        e @ AirflowError::MayHaveRun { .. } => WriteFailure::MayHaveRun(e),
+        e => WriteFailure::Failed(e),
     }
+}
+
+/// Why an audited Airflow write did not succeed, or is not in the audit log.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum WriteError {
+    /// Refused, and recorded so: nothing was sent.
+    #[error("read-only: Airflow writes are disabled")]
+    ReadOnly,
+    /// Its `started` record could not be written, so it was not sent.
+    #[error("not sent: cannot write the {0}")]
+    NotSent(AuditError),
+    /// No Airflow client to send it with.
+    #[error("not sent: {0}")]
+    NoClient(AirflowError),
+    #[error(transparent)]
+    Failed(WriteFailure),
+    /// It succeeded (`done` says what it did), but its outcome record could not be
+    /// written.
+    #[error("{done}, but its outcome is not in the {audit}")]
+    Unrecorded { done: String, audit: AuditError },
+    #[error("{failure}; and its outcome is not in the {audit}")]
+    FailedUnrecorded {
+        failure: WriteFailure,
+        audit: AuditError,
+    },
+    /// A connection's fix: the connection could not be read before the write.
+    #[error("Airflow connection {id} at {airflow}: {source}")]
+    ReadBefore {
+        id: String,
+        airflow: String,
+        source: AirflowError,
+    },
+    /// A connection's fix stopped (a signal, `0` says which) before anything was sent.
+    #[error("{0}: nothing was written")]
+    Stopped(String),
+    /// A connection's fix was written, and its answer is gone.
+    #[error("connection {0}: the write's answer was lost")]
+    AnswerLost(String),
+    /// A connection's fix was written (`done`) and its test's record could not be.
+    #[error("{done}, but its test is not in the {audit}")]
+    TestUnrecorded { done: String, audit: AuditError },
+    /// floe itself failed while writing (a panic: a bug); whether it was sent is unknown.
+    #[error("internal error: {0} (a bug in floe; details in floe.log)")]
+    Internal(String),
 }
 
 #[derive(Clone, Debug)]
@@ -156,10 +349,13 @@ impl AuditLog {
     /// Append one record (created with mode 0600 when new). The file is opened with
     /// O_APPEND and the record (line and newline) goes out in one write(2), so records of
     /// two floe processes appending at once never interleave.
-    pub fn append(&self, r: &Record) -> Result<(), String> {
+    pub fn append(&self, r: &Record) -> Result<(), AuditError> {
+        let io = |e: std::io::Error| AuditError::Io {
+            path: self.path.clone(),
+            reason: e.to_string(),
+        };
         if let Some(dir) = self.path.parent() {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| format!("audit log {}: {e}", self.path.display()))?;
+            std::fs::create_dir_all(dir).map_err(io)?;
         }
         let mut opts = std::fs::OpenOptions::new();
         opts.create(true).append(true);
@@ -168,31 +364,26 @@ impl AuditLog {
             use std::os::unix::fs::OpenOptionsExt;
             opts.mode(0o600);
         }
-        let mut f = opts
-            .open(&self.path)
-            .map_err(|e| format!("audit log {}: {e}", self.path.display()))?;
-        let mut line = serde_json::to_string(r).map_err(|e| e.to_string())?;
+        let mut f = opts.open(&self.path).map_err(io)?;
+        let mut line = serde_json::to_string(r).map_err(|e| AuditError::Encode(e.to_string()))?;
         line.push('\n');
         // One write(2), never a loop of partial writes another process could slip between.
-        let written = f
-            .write(line.as_bytes())
-            .map_err(|e| format!("audit log {}: {e}", self.path.display()))?;
+        let written = f.write(line.as_bytes()).map_err(io)?;
         if written != line.len() {
-            return Err(format!(
-                "audit log {}: short write ({written} of {} bytes)",
-                self.path.display(),
-                line.len()
-            ));
+            return Err(AuditError::ShortWrite {
+                path: self.path.clone(),
+                written,
+                len: line.len(),
+            });
         }
-        f.sync_data()
-            .map_err(|e| format!("audit log {}: {e}", self.path.display()))
+        f.sync_data().map_err(io)
     }
 
     /// The outcome of every attempt (`started` records left out), oldest first.
     pub fn read(&self) -> Vec<Record> {
         self.read_all()
             .into_iter()
-            .filter(|r| r.outcome != STARTED)
+            .filter(|r| r.outcome != Outcome::Started)
             .collect()
     }
 
@@ -210,12 +401,12 @@ impl AuditLog {
                     os_user: v["os_user"].as_str().unwrap_or("").to_string(),
                     target: v["target"].as_str().unwrap_or("").to_string(),
                     table: v["table"].as_str().map(str::to_string),
-                    action: v["action"].as_str().unwrap_or("").to_string(),
+                    action: Action::parse(v["action"].as_str().unwrap_or("")),
                     partition: v["partition"].as_str().map(str::to_string),
                     statement: v["statement"].as_str().unwrap_or("").to_string(),
                     before: v["before"].as_str().map(str::to_string),
                     query_id: v["query_id"].as_str().map(str::to_string),
-                    outcome: v["outcome"].as_str().unwrap_or("").to_string(),
+                    outcome: Outcome::parse(v["outcome"].as_str().unwrap_or("")),
                     error: v["error"].as_str().map(str::to_string),
                     rows: v["rows"].as_i64(),
                     metrics: serde_json::from_value(v["metrics"].clone()).unwrap_or_default(),
@@ -238,10 +429,10 @@ pub async fn audited<F>(
     ctx: &RunContext,
     user: &str,
     target: &str,
-    action: &str,
+    action: Action,
     statement: &str,
     write: F,
-) -> Result<String, String>
+) -> Result<String, WriteError>
 where
     F: std::future::Future<Output = Result<String, WriteFailure>>,
 {
@@ -253,58 +444,44 @@ pub async fn audited_from<F>(
     ctx: &RunContext,
     user: &str,
     target: &str,
-    action: &str,
+    action: Action,
     statement: &str,
     before: Option<String>,
     write: F,
-) -> Result<String, String>
+) -> Result<String, WriteError>
 where
     F: std::future::Future<Output = Result<String, WriteFailure>>,
 {
     let mut rec = Record::now(&ctx.profile, user, target, action, statement);
     rec.before = before;
     if ctx.readonly {
-        rec.outcome = "refused".into();
+        rec.outcome = Outcome::Refused;
         rec.error = Some("read-only".into());
         let _ = ctx.audit.append(&rec);
-        return Err("read-only: Airflow writes are disabled".into());
+        return Err(WriteError::ReadOnly);
     }
-    rec.outcome = STARTED.into();
+    rec.outcome = Outcome::Started;
     if let Err(e) = ctx.audit.append(&rec) {
-        return Err(format!("not sent: cannot write the {e}"));
+        return Err(WriteError::NotSent(e));
     }
     let started = std::time::Instant::now();
     let r = write.await;
     rec.time = Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true);
     rec.duration_ms = started.elapsed().as_millis() as u64;
-    let r = match r {
-        Ok(m) => {
-            rec.outcome = "succeeded".into();
-            Ok(m)
+    match &r {
+        Ok(_) => rec.outcome = Outcome::Succeeded,
+        Err(failure) => {
+            rec.outcome = failure.outcome();
+            rec.error = Some(failure.to_string());
         }
-        Err(WriteFailure::Failed(e)) => {
-            rec.outcome = "failed".into();
-            rec.error = Some(e.clone());
-            Err(e)
-        }
-        Err(WriteFailure::MayHaveRun(e)) => {
-            rec.outcome = MAY_HAVE_RUN.into();
-            rec.error = Some(e.clone());
-            Err(e)
-        }
-        Err(WriteFailure::WroteOtherwise(e)) => {
-            rec.outcome = WROTE_OTHERWISE.into();
-            rec.error = Some(e.clone());
-            Err(e)
-        }
-    };
-    match ctx.audit.append(&rec) {
-        Ok(()) => r,
-        Err(e) => {
-            tracing::error!(error = %e, "cannot write the audit log");
+    }
+    match (ctx.audit.append(&rec), r) {
+        (Ok(()), r) => r.map_err(WriteError::Failed),
+        (Err(audit), r) => {
+            tracing::error!(error = %audit, "cannot write the audit log");
             Err(match r {
-                Ok(msg) => format!("{msg}, but its outcome is not in the {e}"),
-                Err(err) => format!("{err}; and its outcome is not in the {e}"),
+                Ok(done) => WriteError::Unrecorded { done, audit },
+                Err(failure) => WriteError::FailedUnrecorded { failure, audit },
             })
         }
     }
@@ -322,17 +499,17 @@ mod tests {
             "lab",
             "floe",
             "http://127.0.0.1:1/",
-            "optimize",
+            Action::Optimize,
             "ALTER TABLE \"t\" EXECUTE optimize",
         );
-        r.outcome = "succeeded".into();
+        r.outcome = Outcome::Succeeded;
         r.metrics.insert("rewritten_data_files_count".into(), 24);
         log.append(&r).unwrap();
-        r.outcome = "failed".into();
+        r.outcome = Outcome::Failed;
         log.append(&r).unwrap();
         let back = log.read();
         assert_eq!(back.len(), 2);
-        assert_eq!(back[0].outcome, "succeeded");
+        assert_eq!(back[0].outcome, Outcome::Succeeded);
         assert_eq!(back[0].metrics["rewritten_data_files_count"], 24);
         assert_eq!(back[1].statement, r.statement);
         #[cfg(unix)]
@@ -346,20 +523,69 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
+    /// The log's spelling of every action and outcome, written and read back: the file
+    /// format other tools read.
+    #[test]
+    fn actions_and_outcomes_are_spelled_as_the_log_has_them() {
+        let outcomes = [
+            (Outcome::Started, "started"),
+            (Outcome::Succeeded, "succeeded"),
+            (Outcome::Failed, "failed"),
+            (Outcome::Cancelled, "cancelled"),
+            (Outcome::Interrupted, "interrupted"),
+            (Outcome::MayHaveRun, "may_have_run"),
+            (Outcome::WroteOtherwise, "wrote_otherwise"),
+            (Outcome::NotRun, "not_run"),
+            (Outcome::Refused, "refused"),
+            (Outcome::Passed, "passed"),
+            (Outcome::NotAllowed, "not_allowed"),
+            (Outcome::Error, "error"),
+        ];
+        for (o, text) in outcomes {
+            assert_eq!(serde_json::to_value(&o).unwrap(), text);
+            assert_eq!(Outcome::parse(text), o);
+        }
+        let actions = [
+            (Action::Optimize, "optimize"),
+            (Action::ExpireSnapshots, "expire_snapshots"),
+            (Action::RemoveOrphanFiles, "remove_orphan_files"),
+            (Action::OptimizeManifests, "optimize_manifests"),
+            (Action::TriggerDag, "trigger_dag"),
+            (Action::ClearDagRun, "clear_dag_run"),
+            (Action::PauseDag, "pause_dag"),
+            (Action::UnpauseDag, "unpause_dag"),
+            (Action::FixConnection, "fix_connection"),
+            (Action::TestConnection, "test_connection"),
+        ];
+        for (a, text) in actions {
+            assert_eq!(serde_json::to_value(&a).unwrap(), text);
+            assert_eq!(Action::parse(text), a);
+        }
+        // What another floe wrote is kept as it reads.
+        assert_eq!(Outcome::parse("skipped"), Outcome::Other("skipped".into()));
+        assert_eq!(Action::parse("rollback").as_str(), "rollback");
+        let r = Record::now("lab", "floe", "h", Action::TriggerDag, "trigger d");
+        let v = serde_json::to_value(&r).unwrap();
+        assert_eq!(
+            (&v["action"], &v["outcome"]),
+            (&"trigger_dag".into(), &"started".into())
+        );
+    }
+
     #[test]
     fn started_records_are_kept_apart_from_outcomes() {
         let dir = std::env::temp_dir().join(format!("floe-audit-started-{}", std::process::id()));
         let log = AuditLog::new(dir.join("audit.jsonl"));
-        let mut r = Record::now("lab", "floe", "http://h/", "optimize", "ALTER …");
-        r.outcome = STARTED.into();
+        let mut r = Record::now("lab", "floe", "http://h/", Action::Optimize, "ALTER …");
+        r.outcome = Outcome::Started;
         log.append(&r).unwrap();
-        r.outcome = "interrupted".into();
+        r.outcome = Outcome::Interrupted;
         r.query_id = Some("q1".into());
         log.append(&r).unwrap();
         assert_eq!(log.read_all().len(), 2);
         let outcomes = log.read();
         assert_eq!(outcomes.len(), 1);
-        assert_eq!(outcomes[0].outcome, "interrupted");
+        assert_eq!(outcomes[0].outcome, Outcome::Interrupted);
         assert_eq!(outcomes[0].query_id.as_deref(), Some("q1"));
         std::fs::remove_dir_all(&dir).unwrap();
     }
@@ -376,8 +602,8 @@ mod tests {
                 let (log, big) = (log.clone(), big.clone());
                 sc.spawn(move || {
                     for i in 0..200 {
-                        let mut r = Record::now("lab", "floe", "h", "optimize", &big);
-                        r.outcome = format!("w{w}-{i}");
+                        let mut r = Record::now("lab", "floe", "h", Action::Optimize, &big);
+                        r.outcome = Outcome::Other(format!("w{w}-{i}"));
                         log.append(&r).unwrap();
                     }
                 });
@@ -406,13 +632,15 @@ mod tests {
             audit: AuditLog::new(dir.join("audit.jsonl")),
         };
         let sent = std::sync::atomic::AtomicBool::new(false);
-        let r = audited(&ctx, "u", "h", "trigger_dag", "trigger d", async {
+        let r = audited(&ctx, "u", "h", Action::TriggerDag, "trigger d", async {
             sent.store(true, std::sync::atomic::Ordering::SeqCst);
             Ok::<_, WriteFailure>("triggered".to_string())
         })
         .await;
         assert!(!sent.load(std::sync::atomic::Ordering::SeqCst));
-        assert!(r.unwrap_err().contains("audit log"));
+        let e = r.unwrap_err();
+        assert!(matches!(e, WriteError::NotSent(_)), "{e:?}");
+        assert!(e.to_string().contains("audit log"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -427,14 +655,24 @@ mod tests {
             readonly: false,
             audit: AuditLog::new(dir.join("audit.jsonl")),
         };
-        let r = audited(&ctx, "u", "h", "trigger_dag", "trigger d", async {
-            Err(WriteFailure::MayHaveRun("HTTP 504".into()))
+        let gateway = AirflowError::MayHaveRun {
+            method: "POST".into(),
+            url: "http://h/api/v2/dags/d/dagRuns".into(),
+            message: "HTTP 504".into(),
+        };
+        let sent = gateway.clone();
+        let r = audited(&ctx, "u", "h", Action::TriggerDag, "trigger d", async {
+            Err(write_failure(sent))
         })
         .await;
-        assert_eq!(r.unwrap_err(), "HTTP 504");
+        assert_eq!(
+            r.unwrap_err(),
+            WriteError::Failed(WriteFailure::MayHaveRun(gateway.clone()))
+        );
         let back = ctx.audit.read();
         assert_eq!(back.len(), 1);
-        assert_eq!(back[0].outcome, MAY_HAVE_RUN);
+        assert_eq!(back[0].outcome, Outcome::MayHaveRun);
+        assert_eq!(back[0].error, Some(gateway.to_string()));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

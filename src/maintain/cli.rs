@@ -317,7 +317,13 @@ fn event_printer(plan: &Plan) -> impl Fn(StepEvent) + Send + Sync {
                 } else if o.cancelled {
                     "cancelled".to_string()
                 } else {
-                    format!("FAILED: {}", o.error.as_deref().unwrap_or(""))
+                    format!(
+                        "FAILED: {}",
+                        o.error
+                            .as_ref()
+                            .map(ToString::to_string)
+                            .unwrap_or_default()
+                    )
                 };
                 let query = match &o.query_id {
                     Some(q) if !what.contains(q.as_str()) => format!(" (query {q})"),

@@ -3,7 +3,8 @@
 //! again. The password is never read, shown, sent or touched. Shared by the TUI and
 //! `floe connection`.
 
-use crate::airflow::{AirflowClient, ApiVersion, Connection, ConnectionTest};
+use super::audit::{Action, Outcome, WriteError};
+use crate::airflow::{AirflowClient, AirflowError, ApiVersion, Connection, ConnectionTest};
 use crate::config::uri::{UriError, parse_trino_uri};
 
 /// Where the connection is to point.
@@ -167,7 +168,17 @@ pub fn statement(id: &str, t: &Target) -> String {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Fixed {
     pub connection: Connection,
-    pub test: Result<ConnectionTest, String>,
+    pub test: Result<ConnectionTest, TestError>,
+}
+
+/// Why a fixed connection's test did not run to an answer.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum TestError {
+    #[error(transparent)]
+    Airflow(#[from] AirflowError),
+    /// floe was told to stop (`0`: how) while it waited for the test.
+    #[error("{0} during the test")]
+    Interrupted(String),
 }
 
 impl Fixed {
@@ -241,24 +252,26 @@ pub async fn fix_audited<S>(
     c: &AirflowClient,
     r: &FixRequest<'_>,
     mut stop: std::pin::Pin<&mut S>,
-) -> Result<Fixed, String>
+) -> Result<Fixed, WriteError>
 where
     S: std::future::Future<Output = String>,
 {
     use super::audit::{WriteFailure, audited_from, write_failure};
     let (id, t) = (r.id, r.target);
     let before = tokio::select! {
-        b = c.connection(id) => b.map_err(|e| format!("Airflow connection {id} at {}: {e}", r.airflow))?,
-        why = stop.as_mut() => return Err(format!("{why}: nothing was written")),
+        b = c.connection(id) => b.map_err(|source| WriteError::ReadBefore {
+            id: id.to_string(),
+            airflow: r.airflow.to_string(),
+            source,
+        })?,
+        why = stop.as_mut() => return Err(WriteError::Stopped(why)),
     };
     let answer = std::sync::Mutex::new(None);
     let write = async {
         let sent = c.set_connection_endpoint(id, &before.conn_type, &t.host, t.port);
         let a = tokio::select! {
             a = sent => a.map_err(write_failure)?,
-            why = stop.as_mut() => return Err(WriteFailure::MayHaveRun(format!(
-                "{why} while the write was in flight: Airflow may have applied it"
-            ))),
+            why = stop.as_mut() => return Err(WriteFailure::Abandoned(why)),
         };
         let otherwise = wrote_otherwise(&a, t);
         let line = format!("connection {id} → {}:{}", t.host, t.port);
@@ -274,7 +287,7 @@ where
         r.ctx,
         r.user,
         r.airflow,
-        "fix_connection",
+        Action::FixConnection,
         &statement(id, t),
         Some(endpoint_text(&before)),
         write,
@@ -284,10 +297,10 @@ where
         .lock()
         .ok()
         .and_then(|mut g| g.take())
-        .ok_or_else(|| format!("connection {id}: the write's answer was lost"))?;
+        .ok_or_else(|| WriteError::AnswerLost(id.to_string()))?;
     let test = tokio::select! {
-        x = c.test_connection(&connection) => x.map_err(|e| e.to_string()),
-        why = stop.as_mut() => Err(format!("{why} during the test")),
+        x = c.test_connection(&connection) => x.map_err(TestError::Airflow),
+        why = stop.as_mut() => Err(TestError::Interrupted(why)),
     };
     let fixed = Fixed { connection, test };
     record_test(r, &fixed)?;
@@ -295,27 +308,30 @@ where
 }
 
 /// The connection's test after a fix, its own audit record.
-fn record_test(r: &FixRequest<'_>, f: &Fixed) -> Result<(), String> {
+fn record_test(r: &FixRequest<'_>, f: &Fixed) -> Result<(), WriteError> {
     let mut rec = super::audit::Record::now(
         &r.ctx.profile,
         r.user,
         r.airflow,
-        "test_connection",
+        Action::TestConnection,
         &format!("test connection {} {}", r.id, endpoint_text(&f.connection)),
     );
     let (outcome, error) = match &f.test {
-        Ok(ConnectionTest::Passed(_)) => ("passed", None),
-        Ok(ConnectionTest::Failed(m)) => ("failed", Some(m.clone())),
-        Ok(ConnectionTest::NotAllowed(m)) => ("not_allowed", Some(m.clone())),
-        Err(e) if e.ends_with("during the test") => ("interrupted", Some(e.clone())),
-        Err(e) => ("error", Some(e.clone())),
+        Ok(ConnectionTest::Passed(_)) => (Outcome::Passed, None),
+        Ok(ConnectionTest::Failed(m)) => (Outcome::Failed, Some(m.clone())),
+        Ok(ConnectionTest::NotAllowed(m)) => (Outcome::NotAllowed, Some(m.clone())),
+        Err(e @ TestError::Interrupted(_)) => (Outcome::Interrupted, Some(e.to_string())),
+        Err(e @ TestError::Airflow(_)) => (Outcome::Error, Some(e.to_string())),
     };
-    rec.outcome = outcome.into();
+    rec.outcome = outcome;
     rec.error = error;
     r.ctx
         .audit
         .append(&rec)
-        .map_err(|e| format!("{}, but its test is not in the {e}", f.line()))
+        .map_err(|audit| WriteError::TestUnrecorded {
+            done: f.line(),
+            audit,
+        })
 }
 
 /// `floe connection ID TARGET [--yes]`: the diff; with `--yes` the audited write and the

@@ -17,7 +17,7 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use super::audit::Record;
+use super::audit::{Action, Outcome, Record};
 use crate::fmt::{human_bytes, human_duration, thousands};
 use crate::lakehouse::history::QueryRun;
 use crate::lakehouse::model::PartitionStats;
@@ -68,7 +68,7 @@ fn same_target(a: &str, b: &str) -> bool {
 pub fn audit_samples(records: &[Record], target: &str) -> Vec<Sample> {
     records
         .iter()
-        .filter(|r| r.action == "optimize" && r.outcome == "succeeded")
+        .filter(|r| r.action == Action::Optimize && r.outcome == Outcome::Succeeded)
         .filter(|r| same_target(&r.target, target) && r.duration_ms > 0)
         .filter_map(|r| {
             Some(Sample {
@@ -321,8 +321,8 @@ mod tests {
     #[test]
     fn audit_records_count_on_their_own_coordinator_only() {
         let rec = |target: &str, outcome: &str, bytes: Option<u64>| {
-            let mut r = Record::now("p", "floe", target, "optimize", "ALTER TABLE …");
-            r.outcome = outcome.into();
+            let mut r = Record::now("p", "floe", target, Action::Optimize, "ALTER TABLE …");
+            r.outcome = Outcome::parse(outcome);
             r.duration_ms = 10_000;
             r.bytes_before = bytes;
             r

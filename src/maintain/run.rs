@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
 
-use super::audit::{NOT_RUN, Record, RunContext, STARTED};
+use super::audit::{Action, AuditError, Outcome, Record, RunContext};
 use super::commit::CommitFailure;
 use crate::lakehouse::maintenance::{Plan, Procedure};
 use crate::lakehouse::model::TableRef;
@@ -21,7 +21,7 @@ pub struct StepOutcome {
     pub ok: bool,
     pub cancelled: bool,
     pub query_id: Option<String>,
-    pub error: Option<String>,
+    pub error: Option<StepError>,
     /// `rows` / updateCount (Trino ≤ 480).
     pub rows: Option<i64>,
     /// `metric_name` / `metric_value` (Trino 481+, and coordinator procedures 478+).
@@ -64,11 +64,11 @@ impl Stop {
     }
 
     /// The audit outcome of a statement stopped this way.
-    pub fn outcome(&self) -> &'static str {
+    pub fn outcome(&self) -> Outcome {
         if self.interrupted.load(Ordering::SeqCst) {
-            "interrupted"
+            Outcome::Interrupted
         } else {
-            "cancelled"
+            Outcome::Cancelled
         }
     }
 }
@@ -98,8 +98,66 @@ pub enum StepEvent {
     /// A record of the step could not be written to the audit log.
     AuditFailed {
         step: usize,
-        error: String,
+        error: AuditError,
     },
+}
+
+/// Why a statement did not succeed: Trino's error, and what a failed commit means for the
+/// table (said after it).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{trino}{}", commit.map(|c| format!(": {}", c.meaning())).unwrap_or_default())]
+pub struct StepError {
+    pub trino: TrinoError,
+    pub commit: Option<CommitFailure>,
+}
+
+impl From<TrinoError> for StepError {
+    fn from(trino: TrinoError) -> StepError {
+        StepError {
+            commit: CommitFailure::of(&trino),
+            trino,
+        }
+    }
+}
+
+/// Why a plan stopped before its end.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RunError {
+    /// Read-only: every statement audited as refused, none sent.
+    #[error("read-only: refusing to run {procedure} on {table}")]
+    ReadOnly {
+        procedure: &'static str,
+        table: TableRef,
+    },
+    /// Another plan runs on the table: one at a time per table.
+    #[error("a maintenance statement is already running on {0}; one at a time per table")]
+    Busy(TableRef),
+    #[error("internal lock poisoned")]
+    Poisoned,
+    /// Stopped between statements: `step` (1-based) of `of` was never sent, nor the rest.
+    #[error("cancelled before step {step} of {of}; {} remaining statement(s) not run", of + 1 - step)]
+    CancelledBefore { step: usize, of: usize },
+    /// A statement's `started` record could not be written, so it was not sent.
+    #[error("not run: cannot write the {0} (no statement is sent unaudited)")]
+    Unaudited(AuditError),
+    /// A statement failed or was stopped; `remaining`: the statements after it, not run.
+    #[error("{error}{}", not_run(*remaining))]
+    Step {
+        step: usize,
+        error: StepError,
+        remaining: usize,
+    },
+    /// floe itself failed while running it (a panic: a bug).
+    #[error("internal error: {0} (a bug in floe; details in floe.log)")]
+    Internal(String),
+}
+
+fn not_run(remaining: usize) -> String {
+    if remaining == 0 {
+        String::new()
+    } else {
+        format!("; {remaining} remaining statement(s) not run")
+    }
 }
 
 /// Tables with a mutation running, process-wide: a second plan on the same table is
@@ -127,7 +185,7 @@ pub async fn run_plan(
     ctx: &RunContext,
     cancel: CancellationToken,
     on_event: &(dyn Fn(StepEvent) + Send + Sync),
-) -> Result<Vec<StepOutcome>, String> {
+) -> Result<Vec<StepOutcome>, RunError> {
     run_plan_until(lake, plan, ctx, &Stop::from(cancel), on_event).await
 }
 
@@ -140,7 +198,7 @@ pub async fn run_plan_until(
     ctx: &RunContext,
     stop: &Stop,
     on_event: &(dyn Fn(StepEvent) + Send + Sync),
-) -> Result<Vec<StepOutcome>, String> {
+) -> Result<Vec<StepOutcome>, RunError> {
     let run = Run {
         lake,
         plan,
@@ -158,11 +216,7 @@ pub async fn run_plan_until(
         if stop.token().is_cancelled() {
             let why = format!("{} before step {} of {n}", stop.outcome(), i + 1);
             run.cut_short(i, &why);
-            return Err(format!(
-                "cancelled before step {} of {n}; {} remaining statement(s) not run",
-                i + 1,
-                n - i
-            ));
+            return Err(RunError::CancelledBefore { step: i + 1, of: n });
         }
         run.audit_start(i)?;
         let outcome = run.step(i).await;
@@ -172,19 +226,21 @@ pub async fn run_plan_until(
         });
         let failed = (!outcome.ok).then(|| (outcome.cancelled, outcome.error.clone()));
         outcomes.push(outcome);
-        if let Some((cancelled, err)) = failed {
-            let why = err.unwrap_or_default();
-            let rest = n - i - 1;
-            if rest == 0 {
-                return Err(why);
+        if let Some((cancelled, Some(error))) = failed {
+            let remaining = n - i - 1;
+            if remaining > 0 {
+                let how = if cancelled {
+                    format!("step {} of {n} was {}", i + 1, stop.outcome())
+                } else {
+                    format!("step {} of {n} did not succeed", i + 1)
+                };
+                run.cut_short(i + 1, &how);
             }
-            let how = if cancelled {
-                format!("step {} of {n} was {}", i + 1, stop.outcome())
-            } else {
-                format!("step {} of {n} did not succeed", i + 1)
-            };
-            run.cut_short(i + 1, &how);
-            return Err(format!("{why}; {rest} remaining statement(s) not run"));
+            return Err(RunError::Step {
+                step: i,
+                error,
+                remaining,
+            });
         }
     }
     Ok(outcomes)
@@ -201,53 +257,47 @@ struct Run<'a> {
 
 impl Run<'_> {
     /// An audit record of step `step` (or of the plan, `None`) with `outcome`.
-    fn record(&self, step: Option<usize>, outcome: &str, error: Option<String>) -> Record {
+    fn record(&self, step: Option<usize>, outcome: Outcome, error: Option<String>) -> Record {
         let s = step.and_then(|i| self.plan.steps.get(i));
         let mut r = Record::now(
             &self.ctx.profile,
             &self.ctx.user,
             &self.ctx.target,
-            self.plan.procedure.name(),
+            Action::from(&self.plan.procedure),
             s.map(|s| s.sql.as_str()).unwrap_or(""),
         );
         r.table = Some(self.plan.table.to_string());
         r.partition = s.and_then(|s| s.partition.clone());
-        r.outcome = outcome.into();
+        r.outcome = outcome;
         r.error = error;
         r
     }
 
     /// Read-only: every statement is audited as refused, none is sent.
-    fn refuse_read_only(&self) -> String {
-        let msg = format!(
-            "read-only: refusing to run {} on {}",
-            self.plan.procedure.name(),
-            self.plan.table
-        );
+    fn refuse_read_only(&self) -> RunError {
+        let e = RunError::ReadOnly {
+            procedure: self.plan.procedure.name(),
+            table: self.plan.table.clone(),
+        };
         for i in 0..self.plan.steps.len() {
-            let _ = self
-                .ctx
-                .audit
-                .append(&self.record(Some(i), "refused", Some(msg.clone())));
+            let _ =
+                self.ctx
+                    .audit
+                    .append(&self.record(Some(i), Outcome::Refused, Some(e.to_string())));
         }
-        msg
+        e
     }
 
     /// The table, for this plan alone while it runs (a second plan on it is refused).
-    fn claim(&self) -> Result<Claim, String> {
-        let mut b = busy()
-            .lock()
-            .map_err(|_| "internal lock poisoned".to_string())?;
+    fn claim(&self) -> Result<Claim, RunError> {
+        let mut b = busy().lock().map_err(|_| RunError::Poisoned)?;
         if !b.insert(self.plan.table.clone()) {
-            let msg = format!(
-                "a maintenance statement is already running on {}; one at a time per table",
-                self.plan.table
-            );
-            let _ = self
-                .ctx
-                .audit
-                .append(&self.record(Some(0), "refused", Some(msg.clone())));
-            return Err(msg);
+            let e = RunError::Busy(self.plan.table.clone());
+            let _ =
+                self.ctx
+                    .audit
+                    .append(&self.record(Some(0), Outcome::Refused, Some(e.to_string())));
+            return Err(e);
         }
         Ok(Claim(self.plan.table.clone()))
     }
@@ -259,7 +309,7 @@ impl Run<'_> {
         let rest = &self.plan.steps[from..];
         let mut r = self.record(
             None,
-            NOT_RUN,
+            Outcome::NotRun,
             Some(format!("{} of {n} statement(s) not run: {why}", rest.len())),
         );
         r.statement = rest
@@ -277,18 +327,16 @@ impl Run<'_> {
     }
 
     /// The `started` record before a statement is sent: no statement is sent unaudited.
-    fn audit_start(&self, i: usize) -> Result<(), String> {
+    fn audit_start(&self, i: usize) -> Result<(), RunError> {
         let step = &self.plan.steps[i];
-        let mut begun = self.record(Some(i), STARTED, None);
+        let mut begun = self.record(Some(i), Outcome::Started, None);
         begun.files_before = (step.files > 0).then_some(step.files);
         if let Err(e) = self.ctx.audit.append(&begun) {
             (self.on_event)(StepEvent::AuditFailed {
                 step: i,
                 error: e.clone(),
             });
-            return Err(format!(
-                "not run: cannot write the {e} (no statement is sent unaudited)"
-            ));
+            return Err(RunError::Unaudited(e));
         }
         (self.on_event)(StepEvent::Started { step: i });
         Ok(())
@@ -337,7 +385,7 @@ impl Run<'_> {
             files_after: None,
             small_after: None,
         };
-        let mut rec = self.record(Some(i), "succeeded", None);
+        let mut rec = self.record(Some(i), Outcome::Succeeded, None);
         rec.duration_ms = duration_ms;
         rec.files_before = (step.files > 0).then_some(step.files);
         rec.bytes_before = (step.bytes > 0).then_some(step.bytes);
@@ -366,25 +414,21 @@ impl Run<'_> {
             }
             Err(e) => {
                 outcome.cancelled = matches!(e, TrinoError::Cancelled { .. });
-                let commit = CommitFailure::of(&e);
-                let text = match commit {
-                    Some(c) => format!("{e}: {}", c.meaning()),
-                    None => e.to_string(),
-                };
-                outcome.error = Some(text.clone());
                 if let Some(id) = e.query_id().filter(|s| !s.is_empty()) {
                     outcome.query_id = Some(id.to_string());
                 }
+                let error = StepError::from(e);
                 rec.outcome = if outcome.cancelled {
-                    self.stop.outcome().into()
-                } else if matches!(e, TrinoError::MayHaveRun { .. })
-                    || commit == Some(CommitFailure::Unknown)
+                    self.stop.outcome()
+                } else if matches!(error.trino, TrinoError::MayHaveRun { .. })
+                    || error.commit == Some(CommitFailure::Unknown)
                 {
-                    super::audit::MAY_HAVE_RUN.into()
+                    Outcome::MayHaveRun
                 } else {
-                    "failed".into()
+                    Outcome::Failed
                 };
-                rec.error = Some(text);
+                rec.error = Some(error.to_string());
+                outcome.error = Some(error);
             }
         }
         rec.query_id = outcome.query_id.clone();

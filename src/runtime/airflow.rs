@@ -14,7 +14,7 @@ use crate::app::action::{Action, DagWrite, Effect};
 use crate::app::dags::{DagMsg, FailureDetail};
 use crate::app::snapshots::SnapshotsMsg;
 use crate::lakehouse::model::TableRef;
-use crate::maintain::audit::{WriteFailure, write_failure};
+use crate::maintain::audit::{WriteError, WriteFailure, write_failure};
 
 /// Airflow, connected on first use (and again after a failure), with its own small pool.
 #[derive(Clone)]
@@ -348,24 +348,24 @@ impl Runtime {
                     )
                     .await
                     .map(|f| f.line()),
-                    Err(e) => Err(format!("not sent: {e}")),
+                    Err(e) => Err(WriteError::NoClient(e)),
                 };
-                return Ok::<_, String>((result, None));
+                return Ok::<_, WriteError>((result, None));
             }
             let triggered = std::sync::Mutex::new(None);
             let result = crate::maintain::audit::audited(
                 &ctx,
                 &user,
                 &target,
-                a.name(),
+                a.action(),
                 &statement(&a),
                 write_dag(&af, &a, &triggered),
             )
             .await;
             let run_id = triggered.lock().ok().and_then(|mut g| g.take());
-            Ok::<_, String>((result, run_id))
+            Ok::<_, WriteError>((result, run_id))
         };
-        let reply = move |r: Result<_, String>| {
+        let reply = move |r: Result<_, WriteError>| {
             let dag_id = action.dag_id().to_string();
             let (result, run_id) = r.unwrap_or_else(|e| (Err(e), None));
             let mut out = vec![Action::Dags(DagMsg::Written {
@@ -489,8 +489,8 @@ async fn write_dag(
             ))
         }
         // Written by `fix_audited`, which audits each of its steps itself.
-        DagWrite::SetConnection { connection_id, .. } => Err(WriteFailure::Failed(format!(
-            "connection {connection_id}: not written through the DAG writes"
+        DagWrite::SetConnection { connection_id, .. } => Err(WriteFailure::Misrouted(format!(
+            "connection {connection_id}"
         ))),
         DagWrite::SetPaused { dag_id, paused } => {
             c.set_paused(dag_id, *paused).await.map_err(write_failure)?;

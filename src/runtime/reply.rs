@@ -44,7 +44,19 @@ impl FromPanic for crate::maintain::plan::PlanError {
     }
 }
 
-/// A job's and the export's errors, already composed as text.
+impl FromPanic for crate::maintain::run::RunError {
+    fn from_panic(text: String) -> Self {
+        crate::maintain::run::RunError::Internal(text)
+    }
+}
+
+impl FromPanic for crate::maintain::audit::WriteError {
+    fn from_panic(text: String) -> Self {
+        crate::maintain::audit::WriteError::Internal(text)
+    }
+}
+
+/// The export's errors, already composed as text.
 impl FromPanic for String {
     fn from_panic(text: String) -> Self {
         TrinoError::Internal(text).to_string()

@@ -8,7 +8,7 @@ use thiserror::Error;
 use crate::fmt::fmt_size;
 use crate::net::detail;
 
-#[derive(Debug, Error, Clone)]
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum TrinoError {
     /// The query ran and Trino reported it FAILED.
     #[error("{error_name}: {message} (query {query_id})")]

@@ -319,7 +319,7 @@ pub fn confirm_dag(
     let height =
         (wrapped_rows(&lines, width.saturating_sub(2) as usize) as u16 + 2).min(area.height);
     let r = centered(area, width, height);
-    boxed(f, r, lines, format!(" confirm {} ", c.action.name()));
+    boxed(f, r, lines, format!(" confirm {} ", c.action.action()));
 }
 
 /// Quitting while maintenance jobs run: `y` cancels them on Trino first, `n` stays.

@@ -1,7 +1,7 @@
 //! Two floe processes appending to one audit log never interleave a line: each record is
 //! one write(2) on an O_APPEND file. The test binary runs itself twice as the writers.
 
-use floe::maintain::audit::{AuditLog, Record};
+use floe::maintain::audit::{Action, AuditLog, Outcome, Record};
 
 const WRITER: &str = "FLOE_TEST_AUDIT_WRITER";
 const RECORDS: usize = 400;
@@ -20,8 +20,12 @@ fn writer() {
         "x".repeat(5000)
     );
     for i in 0..RECORDS {
-        let mut r = Record::now("lab", "floe", "http://h/", "optimize", &statement);
-        r.outcome = if i % 2 == 0 { "started" } else { "succeeded" }.into();
+        let mut r = Record::now("lab", "floe", "http://h/", Action::Optimize, &statement);
+        r.outcome = if i % 2 == 0 {
+            Outcome::Started
+        } else {
+            Outcome::Succeeded
+        };
         r.query_id = Some(format!("{name}-{i}"));
         log.append(&r).unwrap();
     }

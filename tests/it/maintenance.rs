@@ -10,7 +10,7 @@ use floe::lakehouse::maintenance::{Plan, Procedure, optimize_plan, table_plan};
 use floe::lakehouse::model::TableRef;
 use floe::lakehouse::queries::Lakehouse;
 use floe::maintain::audit::AuditLog;
-use floe::maintain::audit::RunContext;
+use floe::maintain::audit::{Outcome, RunContext};
 use floe::maintain::run::{StepEvent, run_plan};
 use floe::sql::{quote_ident, quote_string};
 use floe::trino::Client;
@@ -170,11 +170,11 @@ async fn optimizing_two_partitions_compacts_them_and_commits_replace_snapshots()
             assert_eq!(a.data_files, p.data_files, "{}", p.label());
         }
     }
-    // The audit log has one success record per statement, with its query id.
+    // The audit log has one `succeeded` record per statement, with its query id.
     let audit = c.audit.read();
     assert_eq!(audit.len(), 2);
     for (r, s) in audit.iter().zip(&plan.steps) {
-        assert_eq!(r.outcome, "succeeded");
+        assert_eq!(r.outcome, Outcome::Succeeded);
         assert_eq!(r.statement, s.sql);
         assert_eq!(r.table.as_deref(), Some(t.to_string().as_str()));
         assert!(r.query_id.as_deref().is_some_and(|q| !q.is_empty()));
@@ -218,7 +218,8 @@ async fn cancel_mid_run_stops_the_queue_and_leaves_the_table_valid() {
     let c = ctx("cancel", false);
     let err = run_plan(&lake, &plan, &c, token, &no_events())
         .await
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     lab().clear_faults(&u).await;
     assert!(
         err.contains("cancelled") && err.contains("2 remaining statement(s) not run"),
@@ -233,8 +234,8 @@ async fn cancel_mid_run_stops_the_queue_and_leaves_the_table_valid() {
     assert_eq!(record_count(&fresh, &t).await, records);
     let audit = c.audit.read();
     assert_eq!(audit.len(), 2);
-    assert_eq!(audit[0].outcome, "cancelled");
-    assert_eq!(audit[1].outcome, "not_run");
+    assert_eq!(audit[0].outcome, Outcome::Cancelled);
+    assert_eq!(audit[1].outcome, Outcome::NotRun);
     assert_eq!(
         audit[1].error.as_deref(),
         Some("2 of 3 statement(s) not run: step 1 of 3 was cancelled")
@@ -260,11 +261,12 @@ async fn read_only_is_refused_at_execution_time_and_audited() {
     let c = ctx("ro", true);
     let err = run_plan(&lake, &plan, &c, CancellationToken::new(), &no_events())
         .await
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     assert!(err.starts_with("read-only:"), "{err}");
     assert_eq!(snapshots(&lake, &t).await, before);
     let audit = c.audit.read();
-    assert_eq!(audit[0].outcome, "refused");
+    assert_eq!(audit[0].outcome, Outcome::Refused);
 }
 
 #[tokio::test]
@@ -285,7 +287,8 @@ async fn expire_retention_error_is_trinos_verbatim_and_the_session_property_lowe
         &no_events(),
     )
     .await
-    .unwrap_err();
+    .unwrap_err()
+    .to_string();
     assert!(
         err.starts_with(
             "INVALID_PROCEDURE_ARGUMENT: Retention specified (1.00d) is shorter than the minimum retention configured in the system (7.00d). Minimum retention can be changed with iceberg.expire-snapshots.min-retention configuration property or iceberg.expire_snapshots_min_retention session property"
@@ -770,7 +773,11 @@ async fn a_second_ctrl_c_exits_the_cli_at_once_while_the_cancel_waits() {
     lab().clear_faults(&u).await;
     assert_eq!(status.code(), Some(130));
     let audit = AuditLog::new(home.join("s/floe/audit.jsonl")).read_all();
-    assert_eq!(audit[0].outcome, "started", "the trace a hard exit leaves");
+    assert_eq!(
+        audit[0].outcome,
+        Outcome::Started,
+        "the trace a hard exit leaves"
+    );
 }
 
 #[test]
@@ -871,12 +878,13 @@ async fn a_statement_whose_answer_was_lost_is_audited_as_may_have_run() {
     let c = ctx("mhr", false);
     let err = run_plan(&lake, &plan, &c, CancellationToken::new(), &no_events())
         .await
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     lab().clear_faults(&u).await;
     assert!(err.contains("may have run"), "{err}");
     let audit = c.audit.read();
     assert_eq!(audit.len(), 1);
-    assert_eq!(audit[0].outcome, "may_have_run", "{audit:?}");
+    assert_eq!(audit[0].outcome, Outcome::MayHaveRun, "{audit:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

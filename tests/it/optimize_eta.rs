@@ -13,7 +13,7 @@ use floe::health::HealthConfig;
 use floe::lakehouse::history::TableQueries;
 use floe::lakehouse::model::TableRef;
 use floe::lakehouse::queries::Lakehouse;
-use floe::maintain::audit::AuditLog;
+use floe::maintain::audit::{Action, AuditLog, Outcome};
 use floe::maintain::eta;
 use floe::trino::Client;
 
@@ -85,7 +85,7 @@ async fn the_plan_says_how_long_from_the_optimizes_this_coordinator_ran() {
     let audit = AuditLog::new(h.join("state/floe/audit.jsonl")).read();
     let done = audit
         .iter()
-        .find(|r| r.action == "optimize" && r.outcome == "succeeded")
+        .find(|r| r.action == Action::Optimize && r.outcome == Outcome::Succeeded)
         .unwrap_or_else(|| panic!("{audit:#?}"));
     assert!(
         done.bytes_before.unwrap_or(0) > 0,

@@ -16,8 +16,8 @@ use floe::lakehouse::maintenance::optimize_plan;
 use floe::lakehouse::model::TableRef;
 use floe::lakehouse::queries::Lakehouse;
 use floe::maintain::audit::AuditLog;
-use floe::maintain::audit::RunContext;
-use floe::maintain::run::{StepEvent, run_plan};
+use floe::maintain::audit::{Outcome, RunContext};
+use floe::maintain::run::{RunError, StepEvent, run_plan};
 use floe::trino::{Client, QueryOptions};
 use pty::Pty;
 use tokio_util::sync::CancellationToken;
@@ -157,7 +157,7 @@ async fn optimize_racing(
     u: &str,
     c: &RunContext,
     other: &str,
-) -> (Result<(), String>, String, bool) {
+) -> (Result<(), RunError>, String, bool) {
     let plan = optimize_plan(t, &Default::default(), &[], 96 << 20, false).unwrap();
     assert_eq!(plan.steps.len(), 1, "{plan:?}");
     let lake = lakehouse(u);
@@ -201,7 +201,7 @@ async fn an_optimize_that_loses_its_commit_to_a_delete_fails_in_trinos_words_and
         still_running,
         "the optimize ended before the DELETE committed: no race was made"
     );
-    let err = result.unwrap_err();
+    let err = result.unwrap_err().to_string();
     let q = real_query(&u, &id).await;
     assert_eq!(q["state"], "FAILED", "{q}");
     let name = q["error_name"].as_str().unwrap().to_string();
@@ -295,7 +295,8 @@ async fn a_table_dropped_between_the_plan_and_y_fails_its_first_statement_and_ru
     let c = ctx("dropped", &u);
     let err = run_plan(&lake, &plan, &c, CancellationToken::new(), &|_| {})
         .await
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     assert!(
         err.starts_with("TABLE_NOT_FOUND: ") && err.ends_with("; 1 remaining statement(s) not run"),
         "{err}"
@@ -383,7 +384,7 @@ fn assert_cancelled_on_trino(dir: &std::path::Path, u: &str, outcome: &str) {
     let audit = AuditLog::new(dir.join("audit.jsonl")).read_all();
     let cut = audit
         .iter()
-        .find(|r| r.outcome == outcome)
+        .find(|r| r.outcome.as_str() == outcome)
         .unwrap_or_else(|| panic!("no {outcome} record: {audit:?}"));
     let id = cut
         .query_id
@@ -397,8 +398,14 @@ fn assert_cancelled_on_trino(dir: &std::path::Path, u: &str, outcome: &str) {
     assert_eq!(q["state"], "FAILED", "{q}");
     assert_eq!(q["error_name"], "USER_CANCELED", "{q}");
     // Every statement before the cut succeeded, none after it was sent.
-    let started = audit.iter().filter(|r| r.outcome == "started").count();
-    let succeeded = audit.iter().filter(|r| r.outcome == "succeeded").count();
+    let started = audit
+        .iter()
+        .filter(|r| r.outcome == Outcome::Started)
+        .count();
+    let succeeded = audit
+        .iter()
+        .filter(|r| r.outcome == Outcome::Succeeded)
+        .count();
     assert_eq!(started, succeeded + 1, "{audit:?}");
 }
 

@@ -8,6 +8,7 @@ use crate::common::pty;
 use std::time::{Duration, Instant};
 
 use common::lab;
+use floe::maintain::audit::Outcome;
 use pty::Pty;
 
 /// The lab's seed schemas: other tests' scratch tables (dozens, cloned and dropped while
@@ -586,8 +587,8 @@ fn a_running_job_survives_a_profile_switch_and_reports_under_its_profile() {
     assert_eq!(q["state"], "FINISHED", "{q}");
     let audit = floe::maintain::audit::AuditLog::new(&t.audit).read_all();
     assert!(audit.len() >= 2, "{audit:?}");
-    assert_eq!(audit[0].outcome, "started");
-    assert_eq!(audit[1].outcome, "succeeded");
+    assert_eq!(audit[0].outcome, Outcome::Started);
+    assert_eq!(audit[1].outcome, Outcome::Succeeded);
     assert_eq!(audit[1].query_id.as_deref(), Some(id.as_str()));
     assert!(
         audit

@@ -15,6 +15,7 @@ use crate::airflow::{
 };
 use crate::health::mapping::{DagName, Mapped, map_dags};
 use crate::health::{DagFacts, Finding, Health, Severity, evaluate, evaluate_dag};
+use crate::maintain::audit::WriteError;
 
 mod columns;
 pub mod connection;
@@ -412,7 +413,7 @@ pub enum DagMsg {
     /// A write's answer, with the profile it was sent on ([`crate::app::state::Conn::epoch`]).
     Written {
         action: DagWrite,
-        result: Result<String, String>,
+        result: Result<String, WriteError>,
         epoch: u64,
     },
     /// floe triggered a run (on the profile of `epoch`): watch it, on that profile only.

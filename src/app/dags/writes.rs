@@ -6,6 +6,7 @@ use crate::airflow::{AirflowError, ClearOutcome};
 use crate::app::action::{DagWrite, Effect};
 use crate::app::keymap::Command;
 use crate::app::state::{Level, Popup, State, Tab};
+use crate::maintain::audit::WriteError;
 
 /// Whether an Airflow write may be asked for at all (not read-only, Airflow configured);
 /// when not, the status line says why.
@@ -91,7 +92,7 @@ pub fn on_confirm_key(s: &mut State, c: DagConfirm, cmd: Option<Command>) -> Vec
         }
         s.set_status(
             Level::Info,
-            format!("{} {}…", c.action.name(), c.action.dag_id()),
+            format!("{} {}…", c.action.action(), c.action.dag_id()),
         );
         s.airflow_writes.push(in_flight(&c.action));
         return vec![Effect::WriteDag(c.action)];
@@ -127,13 +128,13 @@ pub(super) fn on_clear_planned(
 
 /// How a write in flight is named in the quit question.
 fn in_flight(a: &DagWrite) -> String {
-    format!("{} {}", a.name(), a.dag_id())
+    format!("{} {}", a.action(), a.dag_id())
 }
 
 pub(super) fn on_written(
     s: &mut State,
     action: DagWrite,
-    result: Result<String, String>,
+    result: Result<String, WriteError>,
     epoch: u64,
 ) -> Vec<Effect> {
     // In flight whichever profile it was sent on: the quit question stops asking.
@@ -147,7 +148,7 @@ pub(super) fn on_written(
             Ok(msg) => format!("on the profile left: {msg}"),
             Err(e) => format!(
                 "on the profile left: {} {}: {e}",
-                action.name(),
+                action.action(),
                 action.dag_id()
             ),
         };
@@ -161,7 +162,7 @@ pub(super) fn on_written(
         Ok(msg) => s.set_status(Level::Info, msg),
         Err(e) => s.set_status(
             Level::Error,
-            format!("{} {}: {e}", action.name(), action.dag_id()),
+            format!("{} {}: {e}", action.action(), action.dag_id()),
         ),
     }
     // Show the new state: the DAG's facts, and its runs when they are open.

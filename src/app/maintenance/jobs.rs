@@ -5,7 +5,8 @@ use chrono::{DateTime, Utc};
 use crate::fmt::{human_bytes, human_duration, thousands};
 use crate::lakehouse::maintenance::Plan;
 use crate::lakehouse::model::TableRef;
-use crate::maintain::run::{StepEvent, StepOutcome};
+use crate::maintain::audit::AuditError;
+use crate::maintain::run::{RunError, StepEvent, StepOutcome};
 use crate::trino::QueryProgress;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -27,11 +28,11 @@ pub struct Job {
     pub started: DateTime<Utc>,
     pub finished: Option<DateTime<Utc>>,
     /// Why it stopped early, when it did.
-    pub error: Option<String>,
+    pub error: Option<RunError>,
     /// The profile it was started on: it keeps that connection across a profile switch.
     pub profile: String,
     /// A record of it that could not be written to the audit log.
-    pub audit_error: Option<String>,
+    pub audit_error: Option<AuditError>,
     /// The operator cancelled it (`c`): a cancel that lands between two statements stops
     /// the queue without cancelling a query, and is still a cancel, not a failure.
     pub cancel_requested: bool,
@@ -84,7 +85,7 @@ impl Job {
         }
     }
 
-    pub fn finish(&mut self, now: DateTime<Utc>, error: Option<String>) {
+    pub fn finish(&mut self, now: DateTime<Utc>, error: Option<RunError>) {
         self.finished = Some(now);
         self.error = error;
         for s in &mut self.steps {
@@ -242,7 +243,10 @@ pub fn step_line(job: &Job, i: usize) -> String {
             ));
             s
         }
-        StepStatus::Failed(o) => format!("✗ {what}: {}", o.error.as_deref().unwrap_or("failed")),
+        StepStatus::Failed(o) => match &o.error {
+            Some(e) => format!("✗ {what}: {e}"),
+            None => format!("✗ {what}: failed"),
+        },
         StepStatus::Cancelled => format!("⊘ {what}: cancelled"),
         StepStatus::Skipped => format!("- {what}: not run"),
     }

@@ -13,7 +13,7 @@ use super::prompt::{Prompt, RetentionFor};
 use super::state::{Level, Popup, State, Tab};
 use crate::lakehouse::model::TableRef;
 use crate::maintain::plan::{PlanDraft, PlanError};
-use crate::maintain::run::StepEvent;
+use crate::maintain::run::{RunError, StepEvent};
 
 /// Results for maintenance.
 #[derive(Clone, Debug)]
@@ -26,7 +26,7 @@ pub enum MaintenanceMsg {
     /// statements' Trino errors are on each step's `StepEvent`).
     Done {
         job: u64,
-        result: Result<(), String>,
+        result: Result<(), RunError>,
     },
 }
 
@@ -145,7 +145,11 @@ fn on_job_event(s: &mut State, job: u64, event: StepEvent) {
                 Level::Error,
                 format!(
                     "{name} {what} failed: {}",
-                    outcome.error.as_deref().unwrap_or("")
+                    outcome
+                        .error
+                        .as_ref()
+                        .map(ToString::to_string)
+                        .unwrap_or_default()
                 ),
             );
         }

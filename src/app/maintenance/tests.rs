@@ -11,6 +11,7 @@ use crate::app::testing::*;
 use crate::app::update::update;
 use crate::lakehouse::maintenance::{Procedure, TableLayout};
 use crate::maintain::plan::PlanDraft;
+use crate::maintain::run::RunError;
 use crate::maintain::run::StepEvent;
 
 fn draft() -> PlanDraft {
@@ -233,7 +234,10 @@ fn a_failed_audit_write_is_an_error_on_screen_and_on_the_job() {
             job,
             event: StepEvent::AuditFailed {
                 step: 0,
-                error: "audit log /x/audit.jsonl: Permission denied".into(),
+                error: crate::maintain::audit::AuditError::Io {
+                    path: "/x/audit.jsonl".into(),
+                    reason: "Permission denied".into(),
+                },
             },
         }),
     );
@@ -345,7 +349,7 @@ fn a_cancel_that_lands_between_two_statements_is_a_cancel_not_a_failure() {
         &mut s,
         Action::Maintenance(MaintenanceMsg::Done {
             job,
-            result: Err("cancelled before step 1 of 1; 1 remaining statement(s) not run".into()),
+            result: Err(RunError::CancelledBefore { step: 1, of: 1 }),
         }),
     );
     let st = s.status.as_ref().unwrap();
@@ -363,9 +367,16 @@ fn a_cancel_that_lands_between_two_statements_is_a_cancel_not_a_failure() {
         &mut s,
         Action::Maintenance(MaintenanceMsg::Done {
             job,
-            result: Err(
-                "TABLE_NOT_FOUND: line 1:7: Table 'iceberg.zoning.documents' does not exist".into(),
-            ),
+            result: Err(RunError::Step {
+                step: 0,
+                error: query_failed(
+                    "TABLE_NOT_FOUND",
+                    "line 1:7: Table 'iceberg.zoning.documents' does not exist",
+                    "q1",
+                )
+                .into(),
+                remaining: 0,
+            }),
         }),
     );
     let st = s.status.as_ref().unwrap();
@@ -410,7 +421,7 @@ mod keys {
                 ok,
                 cancelled: false,
                 query_id: Some("q1".into()),
-                error: (!ok).then(|| "ICEBERG_COMMIT_ERROR: conflict".into()),
+                error: (!ok).then(|| query_failed("ICEBERG_COMMIT_ERROR", "conflict", "q1").into()),
                 rows: Some(10),
                 metrics: Default::default(),
                 duration_ms: 1200,
@@ -565,9 +576,11 @@ mod keys {
                 &mut s,
                 Action::Maintenance(MaintenanceMsg::Done {
                     job,
-                    result: Err(
-                        "ICEBERG_COMMIT_ERROR: conflict; 1 remaining statement(s) not run".into(),
-                    ),
+                    result: Err(RunError::Step {
+                        step: 0,
+                        error: query_failed("ICEBERG_COMMIT_ERROR", "conflict", "q1").into(),
+                        remaining: 1,
+                    }),
                 }),
             );
             let j = s.jobs.list.last().unwrap();

@@ -441,11 +441,11 @@ fn action_cells(a: &Record) -> [Cell; 9] {
     };
     let outcome = match &a.error {
         Some(e) => format!("{}: {}", a.outcome, e),
-        None => a.outcome.clone(),
+        None => a.outcome.to_string(),
     };
     [
         Cell::plain(when_text(Some(&a.time))),
-        Cell::text(&a.action),
+        Cell::text(a.action.as_str()),
         Cell::code(a.partition.as_deref().unwrap_or_default()),
         Cell::text(outcome),
         Cell::code(a.query_id.as_deref().unwrap_or_default()),

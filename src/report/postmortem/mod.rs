@@ -16,7 +16,7 @@ use super::{AirflowInfo, TrinoInfo};
 use crate::health::{DagFacts, Health, Severity};
 use crate::lakehouse::history::TableQueries;
 use crate::lakehouse::model::{SnapshotInfo, TableRef, TableStats};
-use crate::maintain::audit::Record;
+use crate::maintain::audit::{Action, Record};
 
 mod markdown;
 mod sequence;
@@ -112,7 +112,12 @@ pub struct Sources<'a> {
 
 /// The Airflow writes the audit log records, whose statement names the DAG second
 /// (`trigger compact_documents`, `clear compact_documents <run>`).
-const DAG_ACTIONS: [&str; 4] = ["trigger_dag", "clear_dag_run", "pause_dag", "unpause_dag"];
+const DAG_ACTIONS: [Action; 4] = [
+    Action::TriggerDag,
+    Action::ClearDagRun,
+    Action::PauseDag,
+    Action::UnpauseDag,
+];
 
 /// The audit records about `table` (its `catalog.schema.table`), and the writes to its
 /// maintenance DAG `dag_id`, oldest first.
@@ -124,7 +129,7 @@ pub fn actions_for(records: &[Record], table: &str, dag_id: Option<&str>) -> Vec
                 .as_deref()
                 .is_some_and(|t| t.eq_ignore_ascii_case(table))
                 || dag_id.is_some_and(|d| {
-                    DAG_ACTIONS.contains(&r.action.as_str())
+                    DAG_ACTIONS.contains(&r.action)
                         && r.statement.split_whitespace().nth(1) == Some(d)
                 })
         })
@@ -149,7 +154,7 @@ pub fn connection_fixes(records: &[Record], error_line: Option<&str>) -> Vec<Rec
     };
     records
         .iter()
-        .filter(|r| r.action == "fix_connection")
+        .filter(|r| r.action == Action::FixConnection)
         .filter(|r| {
             r.statement
                 .strip_prefix("set connection ")

@@ -7,6 +7,7 @@ use serde::Serialize;
 use super::Postmortem;
 use crate::fmt::thousands;
 use crate::lakehouse::history;
+use crate::maintain::audit::Action;
 use crate::report::timeline;
 
 /// One step of the incident as it happened: symptom, cause, fix, run, result.
@@ -106,9 +107,11 @@ fn fixes(p: &Postmortem, out: &mut Vec<Step>) -> Option<DateTime<Utc>> {
         let Some(t) = began(r) else {
             continue;
         };
-        let step = match r.action.as_str() {
-            "fix_connection" | "optimize" | "unpause_dag" | "clear_dag_run" => "fix",
-            "trigger_dag" => "run",
+        let step = match r.action {
+            Action::FixConnection | Action::Optimize | Action::UnpauseDag | Action::ClearDagRun => {
+                "fix"
+            }
+            Action::TriggerDag => "run",
             _ => continue,
         };
         first_fix = Some(first_fix.map_or(t, |f| f.min(t)));

@@ -45,7 +45,7 @@ fn after_the_story_the_sequence_and_header_tell_what_happened_in_order() {
     trigger.time = "2026-11-29T09:12:00.500Z".into();
     trigger.duration_ms = 800;
     let mut fix = trigger.clone();
-    fix.action = "fix_connection".into();
+    fix.action = crate::maintain::audit::Action::FixConnection;
     fix.statement = "set connection trino_documents host=127.0.0.1 port=8080".into();
     fix.time = "2026-11-29T09:10:00.000Z".into();
     let mut optimize = audit(

@@ -2,6 +2,7 @@ use super::*;
 use crate::app::testing::dags::{ERROR, failing_facts};
 use crate::app::testing::{incident_stats, t0, tref};
 use crate::health::{HealthConfig, evaluate};
+use crate::maintain::audit::Outcome;
 use crate::report::md;
 
 pub(super) fn trino() -> TrinoInfo {
@@ -13,11 +14,17 @@ pub(super) fn trino() -> TrinoInfo {
 }
 
 pub(super) fn audit(table: &str, action: &str, statement: &str, query: &str) -> Record {
-    let mut r = Record::now("lab", "floe", "http://127.0.0.1:8080/", action, statement);
+    let mut r = Record::now(
+        "lab",
+        "floe",
+        "http://127.0.0.1:8080/",
+        Action::parse(action),
+        statement,
+    );
     r.time = "2026-11-29T09:30:00.000Z".into();
     r.table = Some(table.into());
     r.query_id = Some(query.into());
-    r.outcome = "succeeded".into();
+    r.outcome = Outcome::Succeeded;
     r.files_before = Some(28);
     r.files_after = Some(2);
     r.duration_ms = 4200;
