@@ -50,7 +50,7 @@ pub async fn facts(
     intervals: &BTreeMap<String, Duration>,
     default_interval: Duration,
     concurrency: usize,
-) -> BTreeMap<String, Result<DagFacts, String>> {
+) -> BTreeMap<String, Result<DagFacts, AirflowError>> {
     let nothing = |_: &str| ();
     facts_observed(
         client,
@@ -72,7 +72,7 @@ pub async fn facts_observed<G>(
     default_interval: Duration,
     concurrency: usize,
     started: &(dyn Fn(&str) -> G + Sync),
-) -> BTreeMap<String, Result<DagFacts, String>> {
+) -> BTreeMap<String, Result<DagFacts, AirflowError>> {
     futures::stream::iter(dags.iter().cloned())
         .map(|dag| {
             let interval = intervals.get(&dag.dag_id).copied();
@@ -87,7 +87,7 @@ pub async fn facts_observed<G>(
                         }
                         f
                     });
-                (dag.dag_id.clone(), r.map_err(|e| e.to_string()))
+                (dag.dag_id.clone(), r)
             }
         })
         .buffer_unordered(concurrency.max(1))

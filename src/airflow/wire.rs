@@ -441,7 +441,7 @@ pub struct Documents {
 /// that does not decode is skipped, as the client would refuse it. Public so the fuzz
 /// targets can reach it.
 #[doc(hidden)]
-pub fn decode_documents(text: &str) -> Result<Documents, String> {
+pub fn decode_documents(text: &str) -> Result<Documents, serde_json::Error> {
     fn items<W: serde::de::DeserializeOwned, M: From<W>>(v: &Value, key: &str, out: &mut Vec<M>) {
         if let Some(Value::Array(list)) = v.get(key) {
             for item in list {
@@ -456,7 +456,7 @@ pub fn decode_documents(text: &str) -> Result<Documents, String> {
             out.push(M::from(w));
         }
     }
-    let v: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    let v: Value = serde_json::from_str(text)?;
     let mut d = Documents::default();
     items::<WireDag, _>(&v, "dags", &mut d.dags);
     items::<WireRun, _>(&v, "dag_runs", &mut d.runs);

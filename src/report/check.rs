@@ -9,7 +9,7 @@ use chrono::Utc;
 use futures::StreamExt;
 
 use super::{AirflowInfo, DagReport, Report, TableReport, TrinoInfo};
-use crate::airflow::{AirflowClient, scan};
+use crate::airflow::{AirflowClient, AirflowError, scan};
 use crate::config::Settings;
 use crate::health::mapping::{DagName, map_dags};
 use crate::health::{DagFacts, Finding, Health, Rule, Severity, evaluate, evaluate_dag};
@@ -20,7 +20,7 @@ use crate::trino::{Client, TrinoError};
 /// What Airflow said, ready to correlate.
 struct AirflowRead {
     info: AirflowInfo,
-    dags: Vec<(crate::airflow::Dag, Result<DagFacts, String>)>,
+    dags: Vec<(crate::airflow::Dag, Result<DagFacts, AirflowError>)>,
     findings: Vec<Finding>,
 }
 
@@ -168,7 +168,7 @@ async fn read_airflow(settings: &Settings, running: &Running) -> Option<AirflowR
         .map(|d| {
             let f = facts
                 .remove(&d.dag_id)
-                .unwrap_or_else(|| Err("not read".into()));
+                .unwrap_or_else(|| Err(AirflowError::Internal("its facts were not read".into())));
             (d, f)
         })
         .collect();

@@ -118,7 +118,7 @@ pub struct DagsView {
     pub tasks_load: Load,
     pub log: Option<LogView>,
     pub log_load: Load,
-    pub failures: BTreeMap<String, Result<FailureDetail, String>>,
+    pub failures: BTreeMap<String, Result<FailureDetail, AirflowError>>,
     /// Which DAG maintains which table.
     pub mapping: BTreeMap<crate::lakehouse::model::TableRef, Mapped>,
     /// The run floe triggered, followed to its end.
@@ -502,7 +502,7 @@ pub fn update(s: &mut State, msg: DagMsg) -> Vec<Effect> {
                     s.dags.failures.remove(&dag_id);
                 }
                 Err(e) => {
-                    s.dags.failures.insert(dag_id, Err(e.to_string()));
+                    s.dags.failures.insert(dag_id, Err(e));
                 }
             }
             Vec::new()
