@@ -37,7 +37,7 @@ pub enum Action {
     Partitions(PartitionsMsg),
     /// A result for the Snapshots tab (its snapshots, its DAG's runs).
     Snapshots(SnapshotsMsg),
-    Exported(Result<PathBuf, String>),
+    Exported(Result<PathBuf, crate::app::export::ExportError>),
     /// A result for the DAGs tab.
     Dags(DagMsg),
     /// A result for maintenance (a drafted plan, a job's progress and end).

@@ -33,8 +33,31 @@ const ALIASES: [(&str, &str, Option<&str>); 8] = [
 const TRY: &str = "every command is a : command by its name (see ?): :q, :profile NAME, \
                    :schema NAME, :refresh 30s, :export [csv|json|md], :freeze, :tab 0-4";
 
+/// A `:` line that names no command, or gives it what it does not take.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LineError {
+    /// `0`: the first word as typed.
+    #[error("unknown command :{0} ({TRY})")]
+    Unknown(String),
+    /// `:quit now`: a command that takes no argument (`most` 0) or one (`most` 1).
+    #[error(
+        ":{command} takes {} argument (got {:?})",
+        if *most == 0 { "no" } else { "one" },
+        args.join(" ")
+    )]
+    TooMany {
+        command: String,
+        most: usize,
+        args: Vec<String>,
+    },
+    #[error(":tab takes a tab's number or name ({})", tab_names())]
+    NoTab,
+    #[error("no tab {name:?} ({})", tab_names())]
+    UnknownTab { name: String },
+}
+
 /// A line's command and arguments; `None` for an empty line.
-pub fn parse(line: &str) -> Result<Option<Invocation>, String> {
+pub fn parse(line: &str) -> Result<Option<Invocation>, LineError> {
     let mut words = line.split_whitespace();
     let Some(first) = words.next() else {
         return Ok(None);
@@ -48,7 +71,7 @@ pub fn parse(line: &str) -> Result<Option<Invocation>, String> {
         .find(|(alias, ..)| *alias == first)
         .map(|(_, name, arg)| (*name, *arg))
         .unwrap_or((first, None));
-    let command = by_name(name).ok_or_else(|| format!("unknown command :{first} ({TRY})"))?;
+    let command = by_name(name).ok_or_else(|| LineError::Unknown(first.to_string()))?;
     if let Some(a) = implied {
         args.insert(0, a.to_string());
     }
@@ -62,26 +85,19 @@ pub fn parse(line: &str) -> Result<Option<Invocation>, String> {
         _ => 0,
     };
     if args.len() > most {
-        return Err(match most {
-            0 => format!(":{first} takes no argument (got {:?})", args.join(" ")),
-            _ => format!(":{first} takes one argument (got {:?})", args.join(" ")),
+        return Err(LineError::TooMany {
+            command: first.to_string(),
+            most,
+            args,
         });
     }
     Ok(Some(Invocation { command, args }))
 }
 
 /// `:tab 2` or `:tab partitions`: the tab command of that tab (numbered as its key).
-fn tab(args: &[String]) -> Result<Invocation, String> {
-    let names = || {
-        Tab::ALL
-            .iter()
-            .enumerate()
-            .map(|(i, t)| format!("{i} {}", t.title().to_lowercase()))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
+fn tab(args: &[String]) -> Result<Invocation, LineError> {
     let [arg] = args else {
-        return Err(format!(":tab takes a tab's number or name ({})", names()));
+        return Err(LineError::NoTab);
     };
     let tab = match arg.parse::<usize>() {
         Ok(i) => Tab::ALL.get(i).copied(),
@@ -90,7 +106,7 @@ fn tab(args: &[String]) -> Result<Invocation, String> {
             .find(|t| t.title().eq_ignore_ascii_case(arg))
             .copied(),
     }
-    .ok_or_else(|| format!("no tab {arg:?} ({})", names()))?;
+    .ok_or_else(|| LineError::UnknownTab { name: arg.clone() })?;
     let command = by_name(&format!("tab_{}", tab.title().to_lowercase()))
         .expect("every tab has its tab_ command");
     Ok(Invocation {
@@ -99,13 +115,23 @@ fn tab(args: &[String]) -> Result<Invocation, String> {
     })
 }
 
+/// `0 triage, 1 tables, …`: the tabs as `:tab` takes them.
+fn tab_names() -> String {
+    Tab::ALL
+        .iter()
+        .enumerate()
+        .map(|(i, t)| format!("{i} {}", t.title().to_lowercase()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// Enter on the `:` prompt.
 pub fn run(s: &mut State, line: &str) -> Vec<Effect> {
     let inv = match parse(line) {
         Ok(Some(inv)) => inv,
         Ok(None) => return Vec::new(),
         Err(e) => {
-            s.set_status(Level::Error, e);
+            s.set_status(Level::Error, e.to_string());
             return Vec::new();
         }
     };

@@ -4,6 +4,7 @@
 use super::action::{Effect, ProfileView};
 use super::state::{Level, State};
 use super::tables;
+use crate::config::ConfigError;
 use crate::trino::{LoginEvent, ServerInfo, TrinoError};
 
 /// Results about the connection itself.
@@ -17,7 +18,19 @@ pub enum ConnectionMsg {
     /// Trino's OAuth2 login: a URL to open in a browser, then its end.
     Login(LoginEvent),
     /// Another profile was loaded (or could not be).
-    ProfileSwitched(Result<ProfileView, String>),
+    ProfileSwitched(Result<ProfileView, SwitchError>),
+}
+
+/// Why floe stays on its profile: the other's configuration, or its Trino client.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum SwitchError {
+    #[error("profile {profile}: {source}")]
+    Config {
+        profile: String,
+        source: ConfigError,
+    },
+    #[error("profile {profile}: {source}")]
+    Client { profile: String, source: TrinoError },
 }
 
 pub fn update(s: &mut State, msg: ConnectionMsg) -> Vec<Effect> {
@@ -32,7 +45,7 @@ pub fn update(s: &mut State, msg: ConnectionMsg) -> Vec<Effect> {
         }
         ConnectionMsg::ProfileSwitched(Ok(p)) => on_switched(s, p),
         ConnectionMsg::ProfileSwitched(Err(e)) => {
-            s.set_status(Level::Error, e);
+            s.set_status(Level::Error, e.to_string());
             Vec::new()
         }
     }

@@ -36,8 +36,28 @@ pub struct ExportData {
     pub postmortem: Option<Box<Postmortem>>,
 }
 
+/// Why an export file was not written.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ExportError {
+    #[error("cannot create {}: {reason}", dir.display())]
+    CreateDir { dir: PathBuf, reason: String },
+    #[error("nothing to write: no postmortem")]
+    NoPostmortem,
+    /// The JSON could not be made.
+    #[error("{0}")]
+    Encode(String),
+    #[error("cannot write {}: {reason}", path.display())]
+    Write { path: PathBuf, reason: String },
+    /// A hundred exports of the view within one second: none is overwritten.
+    #[error("cannot write {}: too many exports this second", path.display())]
+    TooMany { path: PathBuf },
+    /// floe itself failed while writing it (a panic: a bug).
+    #[error("internal error: {0} (a bug in floe; details in floe.log)")]
+    Internal(String),
+}
+
 /// The export file was written (or not).
-pub fn on_written(s: &mut State, r: Result<PathBuf, String>) {
+pub fn on_written(s: &mut State, r: Result<PathBuf, ExportError>) {
     match r {
         Ok(path) => s.set_status(Level::Info, format!("exported to {}", path.display())),
         Err(e) => s.set_status(Level::Error, format!("export failed: {e}")),
@@ -199,15 +219,18 @@ pub fn write_export(
     audit_log: &Path,
     format: ExportFormat,
     data: &ExportData,
-) -> Result<PathBuf, String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+) -> Result<PathBuf, ExportError> {
+    std::fs::create_dir_all(dir).map_err(|e| ExportError::CreateDir {
+        dir: dir.to_path_buf(),
+        reason: e.to_string(),
+    })?;
     let stamp = Utc::now().format("%Y%m%d-%H%M%S");
     let (ext, text) = match format {
         ExportFormat::Markdown => {
             let p = data
                 .postmortem
                 .as_deref()
-                .ok_or("nothing to write: no postmortem")?
+                .ok_or(ExportError::NoPostmortem)?
                 .clone();
             let records = crate::maintain::audit::AuditLog::new(audit_log).read();
             // Sanitised as it is rendered.
@@ -229,7 +252,9 @@ pub fn write_export(
         }
         ExportFormat::Json if !data.records.is_empty() => (
             "json",
-            serde_json::to_string_pretty(&data.records).map_err(|e| e.to_string())? + "\n",
+            serde_json::to_string_pretty(&data.records)
+                .map_err(|e| ExportError::Encode(e.to_string()))?
+                + "\n",
         ),
         ExportFormat::Json => {
             let rows: Vec<serde_json::Map<String, serde_json::Value>> = data
@@ -245,7 +270,9 @@ pub fn write_export(
                 .collect();
             (
                 "json",
-                serde_json::to_string_pretty(&rows).map_err(|e| e.to_string())? + "\n",
+                serde_json::to_string_pretty(&rows)
+                    .map_err(|e| ExportError::Encode(e.to_string()))?
+                    + "\n",
             )
         }
     };
@@ -265,13 +292,17 @@ pub fn write_export(
         match write_private(&path, &text) {
             Ok(()) => return Ok(path),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(format!("cannot write {}: {e}", path.display())),
+            Err(e) => {
+                return Err(ExportError::Write {
+                    path,
+                    reason: e.to_string(),
+                });
+            }
         }
     }
-    Err(format!(
-        "cannot write {}: too many exports this second",
-        dir.join(name(0)).display()
-    ))
+    Err(ExportError::TooMany {
+        path: dir.join(name(0)),
+    })
 }
 
 fn write_private(path: &Path, text: &str) -> std::io::Result<()> {

@@ -23,15 +23,15 @@ use tokio::task::AbortHandle;
 use tokio::time::Instant;
 
 use crate::app::action::{Action, Effect, ProfileView, Slot};
-use crate::app::connection::ConnectionMsg;
-use crate::app::export::write_export;
+use crate::app::connection::{ConnectionMsg, SwitchError};
+use crate::app::export::{ExportError, write_export};
 use crate::app::keymap::Keymap;
 use crate::app::state::{State, Tab};
 use crate::config::{self, Settings};
 use crate::lakehouse::model::TableRef;
 use crate::lakehouse::queries::{Lakehouse, Layout};
 use crate::maintain::run::Stop;
-use crate::trino::Client;
+use crate::trino::{Client, TrinoError};
 use tokio::task::JoinHandle;
 
 pub use airflow::AirflowHandle;
@@ -64,7 +64,7 @@ pub struct Runtime {
 /// A profile's settings read off the event loop, or why they could not be.
 pub struct LoadedProfile {
     name: String,
-    settings: Result<Settings, String>,
+    settings: Result<Settings, config::ConfigError>,
     /// The profile's entries of the stats cache (read with its settings, off the loop).
     cached: Vec<crate::cache::Entry>,
 }
@@ -157,7 +157,7 @@ impl Runtime {
                 over.profile = Some(name.clone());
                 let loaded = self.loaded_tx.clone();
                 tokio::task::spawn_blocking(move || {
-                    let settings = config::load(&over).map_err(|e| e.to_string());
+                    let settings = config::load(&over);
                     let cached = settings.as_ref().map_or_else(
                         |_| Vec::new(),
                         |s| crate::cache::load(&s.stats_cache, &s.profile, s.trino.url.as_str()),
@@ -176,7 +176,7 @@ impl Runtime {
                 let work = async move {
                     tokio::task::spawn_blocking(move || write_export(&dir, &audit, format, &data))
                         .await
-                        .map_err(|e| e.to_string())
+                        .map_err(|e| ExportError::Internal(e.to_string()))
                         .and_then(|r| r)
                 };
                 reply::spawn_reply(None, work, Action::Exported, self.sender())
@@ -292,7 +292,10 @@ impl Runtime {
         let epoch = self.profile_epoch.clone();
         let mut epoch = epoch.lock().unwrap_or_else(|e| e.into_inner());
         let r = settings
-            .map_err(|e| format!("profile {name}: {e}"))
+            .map_err(|source| SwitchError::Config {
+                profile: name.clone(),
+                source,
+            })
             .and_then(|s| self.switch_to(&name, s, cached));
         if r.is_ok() {
             *epoch += 1;
@@ -305,8 +308,11 @@ impl Runtime {
         name: &str,
         s: Settings,
         cached: Vec<crate::cache::Entry>,
-    ) -> Result<ProfileView, String> {
-        let l = lakehouse(&s, &self.tx).map_err(|e| format!("profile {name}: {e}"))?;
+    ) -> Result<ProfileView, SwitchError> {
+        let l = lakehouse(&s, &self.tx).map_err(|source| SwitchError::Client {
+            profile: name.to_string(),
+            source,
+        })?;
         l.remember_layouts(cached_layouts(&cached));
         let view = ProfileView {
             cached,
@@ -323,14 +329,14 @@ impl Runtime {
     }
 }
 
-fn lakehouse(s: &Settings, tx: &mpsc::UnboundedSender<Action>) -> color_eyre::Result<Lakehouse> {
+fn lakehouse(s: &Settings, tx: &mpsc::UnboundedSender<Action>) -> Result<Lakehouse, TrinoError> {
     // An OAuth2 login's URL goes to the status line.
     let tx = tx.clone();
-    let client = Client::from_settings(&s.trino, s.query_timeout)
-        .map_err(|e| eyre!("{e}"))?
-        .with_oauth2_prompt(std::sync::Arc::new(move |e: &crate::trino::LoginEvent| {
+    let client = Client::from_settings(&s.trino, s.query_timeout)?.with_oauth2_prompt(
+        std::sync::Arc::new(move |e: &crate::trino::LoginEvent| {
             let _ = tx.send(Action::Connection(ConnectionMsg::Login(e.clone())));
-        }));
+        }),
+    );
     Ok(Lakehouse::new(
         client,
         s.trino.catalog.clone(),

@@ -56,10 +56,9 @@ impl FromPanic for crate::maintain::audit::WriteError {
     }
 }
 
-/// The export's errors, already composed as text.
-impl FromPanic for String {
+impl FromPanic for crate::app::export::ExportError {
     fn from_panic(text: String) -> Self {
-        TrinoError::Internal(text).to_string()
+        crate::app::export::ExportError::Internal(text)
     }
 }
 
