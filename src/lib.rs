@@ -18,6 +18,7 @@ pub mod net;
 pub mod report;
 pub mod run;
 pub mod runtime;
+pub mod spelled;
 pub mod sql;
 pub mod text;
 pub mod tls;

@@ -5,10 +5,11 @@ use std::fmt;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::wire::parse_time;
+use crate::spelled::spelled;
 
 /// Which REST API the server speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -39,57 +40,9 @@ impl fmt::Display for ApiVersion {
     }
 }
 
-macro_rules! state_enum {
-    ($(#[$meta:meta])* $name:ident { $($(#[$vmeta:meta])* $var:ident = $text:literal),* $(,)? }) => {
-        $(#[$meta])*
-        #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-        pub enum $name {
-            $($(#[$vmeta])* $var,)*
-            /// A value this version of floe does not know, as the server spelled it.
-            Unknown(String),
-        }
-
-        impl $name {
-            pub fn parse(text: &str) -> $name {
-                match text {
-                    $($text => $name::$var,)*
-                    other => $name::Unknown(other.to_string()),
-                }
-            }
-
-            /// The server's spelling.
-            pub fn as_str(&self) -> &str {
-                match self {
-                    $($name::$var => $text,)*
-                    $name::Unknown(s) => s,
-                }
-            }
-        }
-
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(self.as_str())
-            }
-        }
-
-        impl<'de> Deserialize<'de> for $name {
-            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                let s = String::deserialize(d)?;
-                Ok($name::parse(&s))
-            }
-        }
-
-        impl Serialize for $name {
-            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                s.serialize_str(self.as_str())
-            }
-        }
-    };
-}
-
-state_enum! {
+spelled! {
     /// State of a DAG run.
-    DagRunState {
+    DagRunState else Unknown {
         Queued = "queued",
         Running = "running",
         Success = "success",
@@ -104,9 +57,9 @@ impl DagRunState {
     }
 }
 
-state_enum! {
+spelled! {
     /// Why a DAG run exists.
-    RunType {
+    RunType else Unknown {
         Backfill = "backfill",
         Scheduled = "scheduled",
         Manual = "manual",
@@ -118,9 +71,9 @@ state_enum! {
     }
 }
 
-state_enum! {
+spelled! {
     /// State of a task instance (`None` in the model when not yet scheduled).
-    TaskState {
+    TaskState else Unknown {
         Removed = "removed",
         Scheduled = "scheduled",
         Queued = "queued",
@@ -137,9 +90,9 @@ state_enum! {
     }
 }
 
-state_enum! {
+spelled! {
     /// Status of one component in the health document.
-    HealthStatus {
+    HealthStatus else Unknown {
         Healthy = "healthy",
         Unhealthy = "unhealthy",
     }

@@ -10,9 +10,10 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use chrono::{SecondsFormat, Utc};
-use serde::{Serialize, Serializer};
+use serde::Serialize;
 
 use crate::airflow::AirflowError;
+use crate::spelled::spelled;
 
 /// Who runs what, for the audit log and the read-only guard: what every audited write,
 /// a plan's statement or an Airflow request, records with it.
@@ -103,72 +104,24 @@ fn os_user() -> String {
         .unwrap_or_default()
 }
 
-/// Spelled as the log has it, and read back the same way: `as_str` and `parse` of an
-/// enum with an `Other` variant for what this floe does not know (a record of another
-/// version is kept as it reads).
-macro_rules! spelled {
-    ($name:ident { $($(#[$doc:meta])* $variant:ident => $text:literal,)* }) => {
-        impl $name {
-            pub fn as_str(&self) -> &str {
-                match self {
-                    $($name::$variant => $text,)*
-                    $name::Other(s) => s,
-                }
-            }
-
-            pub fn parse(text: &str) -> $name {
-                match text {
-                    $($text => $name::$variant,)*
-                    other => $name::Other(other.to_string()),
-                }
-            }
-        }
-
-        impl std::fmt::Display for $name {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str(self.as_str())
-            }
-        }
-
-        impl Serialize for $name {
-            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                s.serialize_str(self.as_str())
-            }
-        }
-    };
+spelled! {
+    /// What was written: a maintenance procedure, or a write to Airflow. Spelled as the
+    /// log has it; what another version of floe wrote is kept as it reads.
+    Action else Other {
+        Optimize = "optimize",
+        ExpireSnapshots = "expire_snapshots",
+        RemoveOrphanFiles = "remove_orphan_files",
+        OptimizeManifests = "optimize_manifests",
+        TriggerDag = "trigger_dag",
+        ClearDagRun = "clear_dag_run",
+        PauseDag = "pause_dag",
+        UnpauseDag = "unpause_dag",
+        /// An Airflow connection's host and port.
+        FixConnection = "fix_connection",
+        /// The test of a connection just fixed.
+        TestConnection = "test_connection",
+    }
 }
-
-/// What was written: a maintenance procedure, or a write to Airflow.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum Action {
-    Optimize,
-    ExpireSnapshots,
-    RemoveOrphanFiles,
-    OptimizeManifests,
-    TriggerDag,
-    ClearDagRun,
-    PauseDag,
-    UnpauseDag,
-    /// An Airflow connection's host and port.
-    FixConnection,
-    /// The test of a connection just fixed.
-    TestConnection,
-    /// An action this floe does not know, as the log spells it.
-    Other(String),
-}
-
-spelled!(Action {
-    Optimize => "optimize",
-    ExpireSnapshots => "expire_snapshots",
-    RemoveOrphanFiles => "remove_orphan_files",
-    OptimizeManifests => "optimize_manifests",
-    TriggerDag => "trigger_dag",
-    ClearDagRun => "clear_dag_run",
-    PauseDag => "pause_dag",
-    UnpauseDag => "unpause_dag",
-    FixConnection => "fix_connection",
-    TestConnection => "test_connection",
-});
 
 impl From<&crate::lakehouse::maintenance::Procedure> for Action {
     fn from(p: &crate::lakehouse::maintenance::Procedure) -> Action {
@@ -182,54 +135,38 @@ impl From<&crate::lakehouse::maintenance::Procedure> for Action {
     }
 }
 
-/// How a write went.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum Outcome {
-    /// Written before the write is sent (a crash leaves this trace).
-    Started,
-    Succeeded,
-    /// It was not carried out (or a connection's test fails).
-    Failed,
-    /// The operator cancelled it.
-    Cancelled,
-    /// floe was told to stop (SIGTERM, SIGHUP) and cancelled it.
-    Interrupted,
-    /// It was sent and its answer does not say whether it was carried out (a gateway's
-    /// 502/504, a connection lost after sending, an answer that cannot be read): never
-    /// `failed`, which would invite sending it again.
-    MayHaveRun,
-    /// The server carried it out otherwise than asked (it answered with other values
-    /// than the ones sent): what it wrote is the record's `error`.
-    WroteOtherwise,
-    /// The one record a plan cut short leaves: how many of its statements were never
-    /// sent (its `error`), and which (its `statement`).
-    NotRun,
-    /// Read-only, or the table busy with another plan: nothing was sent.
-    Refused,
-    /// A connection's test passes.
-    Passed,
-    /// The server does not allow testing connections.
-    NotAllowed,
-    /// A connection's test could not run.
-    Error,
-    /// An outcome this floe does not know, as the log spells it.
-    Other(String),
+spelled! {
+    /// How a write went, spelled as the log has it.
+    Outcome else Other {
+        /// Written before the write is sent (a crash leaves this trace).
+        Started = "started",
+        Succeeded = "succeeded",
+        /// It was not carried out (or a connection's test fails).
+        Failed = "failed",
+        /// The operator cancelled it.
+        Cancelled = "cancelled",
+        /// floe was told to stop (SIGTERM, SIGHUP) and cancelled it.
+        Interrupted = "interrupted",
+        /// It was sent and its answer does not say whether it was carried out (a
+        /// gateway's 502/504, a connection lost after sending, an answer that cannot be
+        /// read): never `failed`, which would invite sending it again.
+        MayHaveRun = "may_have_run",
+        /// The server carried it out otherwise than asked (it answered with other values
+        /// than the ones sent): what it wrote is the record's `error`.
+        WroteOtherwise = "wrote_otherwise",
+        /// The one record a plan cut short leaves: how many of its statements were never
+        /// sent (its `error`), and which (its `statement`).
+        NotRun = "not_run",
+        /// Read-only, or the table busy with another plan: nothing was sent.
+        Refused = "refused",
+        /// A connection's test passes.
+        Passed = "passed",
+        /// The server does not allow testing connections.
+        NotAllowed = "not_allowed",
+        /// A connection's test could not run.
+        Error = "error",
+    }
 }
-
-spelled!(Outcome {
-    Started => "started",
-    Succeeded => "succeeded",
-    Failed => "failed",
-    Cancelled => "cancelled",
-    Interrupted => "interrupted",
-    MayHaveRun => "may_have_run",
-    WroteOtherwise => "wrote_otherwise",
-    NotRun => "not_run",
-    Refused => "refused",
-    Passed => "passed",
-    NotAllowed => "not_allowed",
-    Error => "error",
-});
 
 /// A record that could not be appended to the audit log.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
