@@ -132,7 +132,7 @@ mod tests {
     fn run(elapsed: u64) -> QueryRun {
         QueryRun {
             query_id: format!("q{elapsed}"),
-            state: "FINISHED".into(),
+            state: crate::lakehouse::history::QueryState::Finished,
             user: "alice".into(),
             source: Some("dashboard\u{1b}[2J".into()),
             query: "SELECT count(*) FROM documents".into(),

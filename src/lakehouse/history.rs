@@ -15,6 +15,7 @@ use serde::Serialize;
 use super::model::TableRef;
 use super::queries::Lakehouse;
 use crate::fmt::{human_duration, thousands};
+use crate::spelled::spelled;
 use crate::sql::quote_string;
 use crate::trino::{QueryInfo, Row, TrinoError};
 
@@ -25,11 +26,26 @@ pub const MAX_INFOS: usize = 24;
 /// Query infos read at once.
 const INFO_CONCURRENCY: usize = 4;
 
+spelled! {
+    /// A query's state as the coordinator keeps it (`system.runtime.queries`).
+    QueryState else Other {
+        Queued = "QUEUED",
+        WaitingForResources = "WAITING_FOR_RESOURCES",
+        Dispatching = "DISPATCHING",
+        Planning = "PLANNING",
+        Starting = "STARTING",
+        Running = "RUNNING",
+        Finishing = "FINISHING",
+        Finished = "FINISHED",
+        Failed = "FAILED",
+    }
+}
+
 /// One finished (or failed) query that read the table.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct QueryRun {
     pub query_id: String,
-    pub state: String,
+    pub state: QueryState,
     pub user: String,
     pub source: Option<String>,
     /// The statement as the coordinator keeps it (hostile text).
@@ -109,7 +125,7 @@ pub const MAX_OPTIMIZES: usize = 10;
 fn candidate(r: &Row) -> Option<QueryRun> {
     Some(QueryRun {
         query_id: r.str("query_id")?.to_string(),
-        state: r.str("state").unwrap_or_default().to_string(),
+        state: QueryState::parse(r.str("state").unwrap_or_default()),
         user: r.str("user").unwrap_or_default().to_string(),
         source: r
             .str("source")
@@ -344,7 +360,7 @@ impl Suffering<'_> {
     /// over the last 6h (5 runs) 18s`.
     pub fn line(&self, table: &str, now: DateTime<Utc>) -> String {
         let r = self.run;
-        let verb = if r.state == "FAILED" {
+        let verb = if r.state == QueryState::Failed {
             "failed after"
         } else {
             "took"
@@ -450,7 +466,7 @@ mod tests {
         let t0 = Utc.with_ymd_and_hms(2026, 11, 29, 8, 0, 0).unwrap();
         QueryRun {
             query_id: id.into(),
-            state: "FINISHED".into(),
+            state: QueryState::Finished,
             user: "alice".into(),
             source: source.map(str::to_string),
             query: q.into(),
@@ -556,6 +572,20 @@ mod tests {
         let u = unavailable(&q("PERMISSION_DENIED"), "mallory", "http://t:8080/").unwrap();
         assert!(u.starts_with("user mallory may not read"), "{u}");
         assert!(unavailable(&q("GENERIC_INTERNAL_ERROR"), "floe", "u").is_none());
+    }
+
+    /// A state is read once from the coordinator's record; one it does not know is kept as
+    /// spelled, and every state is written back as the server spelled it.
+    #[test]
+    fn states_are_read_once_and_kept_as_spelled() {
+        assert_eq!(QueryState::parse("FINISHED"), QueryState::Finished);
+        assert_eq!(QueryState::parse("FAILED"), QueryState::Failed);
+        let odd = QueryState::parse("ABANDONED\u{1b}[2J");
+        assert_eq!(odd, QueryState::Other("ABANDONED\u{1b}[2J".into()));
+        assert_eq!(odd.as_str(), "ABANDONED\u{1b}[2J");
+        let r = run("q1", None, "SELECT 1", 10, 0);
+        let v = serde_json::to_value(&r).unwrap();
+        assert_eq!(v["state"], "FINISHED");
     }
 
     #[test]

@@ -19,7 +19,7 @@ use serde::Serialize;
 
 use super::audit::{Action, Outcome, Record};
 use crate::fmt::{human_bytes, human_duration, thousands};
-use crate::lakehouse::history::QueryRun;
+use crate::lakehouse::history::{QueryRun, QueryState};
 use crate::lakehouse::model::PartitionStats;
 use crate::lakehouse::queries::Lakehouse;
 
@@ -87,7 +87,7 @@ pub fn audit_samples(records: &[Record], target: &str) -> Vec<Sample> {
 /// The coordinator's finished optimizes, by the bytes they wrote.
 pub fn coordinator_samples(runs: &[QueryRun]) -> Vec<Sample> {
     runs.iter()
-        .filter(|r| r.state == "FINISHED")
+        .filter(|r| r.state == QueryState::Finished)
         .filter_map(|r| {
             Some(Sample {
                 query_id: Some(r.query_id.clone()),

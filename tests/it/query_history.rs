@@ -7,7 +7,7 @@ use crate::common;
 
 use common::{lab, user};
 use floe::health::HealthConfig;
-use floe::lakehouse::history::{self, TableQueries};
+use floe::lakehouse::history::{self, QueryState, TableQueries};
 use floe::lakehouse::model::TableRef;
 use floe::lakehouse::queries::Lakehouse;
 use floe::trino::Client;
@@ -50,7 +50,7 @@ async fn the_queries_that_read_a_table_come_with_their_cost() {
         "the three reads, not the metadata one: {runs:#?}"
     );
     for r in &mine {
-        assert_eq!(r.state, "FINISHED");
+        assert_eq!(r.state, QueryState::Finished);
         assert_eq!(r.source.as_deref(), Some(source.as_str()));
         assert_eq!(r.query, q);
         assert!(r.elapsed_ms.is_some() && r.cpu_ms.is_some(), "{r:?}");

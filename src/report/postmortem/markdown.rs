@@ -415,7 +415,7 @@ fn query_table(runs: &[QueryRun], audited: impl Fn(&str) -> bool) -> String {
         table.row([
             Cell::plain(r.created.map(when).unwrap_or_else(|| "-".into())),
             Cell::plain(kind),
-            Cell::code(&r.state),
+            Cell::code(r.state.as_str()),
             Cell::plain(ms(r.elapsed_ms)),
             Cell::plain(ms(r.queued_ms)),
             Cell::plain(ms(r.cpu_ms)),

@@ -118,7 +118,7 @@ fn the_queries_section_says_which_runs_are_reads_and_which_are_writes() {
     use crate::lakehouse::history::{QueryRun, TableQueries};
     let run = |id: &str, source: &str, query: &str| QueryRun {
         query_id: id.into(),
-        state: "FINISHED".into(),
+        state: crate::lakehouse::history::QueryState::Finished,
         user: "floe".into(),
         source: Some(source.into()),
         query: query.into(),

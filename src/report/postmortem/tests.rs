@@ -283,7 +283,7 @@ fn the_sequence_tells_symptom_cause_fix_run_and_result_with_times() {
     p.queries = Some(TableQueries::Runs {
         runs: vec![QueryRun {
             query_id: "q1".into(),
-            state: "FINISHED".into(),
+            state: crate::lakehouse::history::QueryState::Finished,
             user: "bi".into(),
             source: Some("dashboard".into()),
             query: "SELECT 1 FROM documents".into(),
@@ -375,7 +375,7 @@ fn the_symptoms_next_runs_after_the_fix_are_its_result() {
     let t = |h: u32, m: u32| chrono::Utc.with_ymd_and_hms(2026, 11, 29, h, m, 0).unwrap();
     let run = |id: &str, at: DateTime<Utc>, ms: u64| QueryRun {
         query_id: id.into(),
-        state: "FINISHED".into(),
+        state: crate::lakehouse::history::QueryState::Finished,
         user: "bi".into(),
         source: Some("dashboard".into()),
         query: "SELECT district, count(*) FROM documents GROUP BY 1".into(),

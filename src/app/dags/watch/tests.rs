@@ -159,7 +159,7 @@ fn task(id: &str, state: TaskState, try_number: u32) -> TaskInstance {
 fn query(id: &str, elapsed_ms: u64, at: DateTime<Utc>) -> crate::lakehouse::history::QueryRun {
     crate::lakehouse::history::QueryRun {
         query_id: id.into(),
-        state: "FINISHED".into(),
+        state: crate::lakehouse::history::QueryState::Finished,
         user: "alice".into(),
         source: Some("dashboard".into()),
         query: "SELECT district, count(*)\n FROM documents GROUP BY 1".into(),
