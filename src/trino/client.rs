@@ -3,7 +3,7 @@
 
 mod answer;
 #[cfg(test)]
-mod captures;
+pub(crate) mod captures;
 mod decode;
 pub mod query_info;
 mod send;

@@ -12,6 +12,8 @@ use crate::fmt::human_bytes;
 use crate::sql::quote_string;
 use crate::units::Bytes;
 
+#[cfg(test)]
+mod captures;
 mod partitioning;
 mod predicate;
 mod refusal;
