@@ -948,15 +948,16 @@ fn a_fleet_refuses_what_would_point_every_profile_at_one_server() {
 #[test]
 fn errors_name_the_key_and_the_file_as_data() {
     let mut f = Fixture::new("typed");
-    let p = f.write("c.toml", "probe_batch = 0\n");
-    let e = f
-        .load(&Overrides {
+    let refused = |f: &Fixture, p: &PathBuf| {
+        f.load(&Overrides {
             config: Some(p.clone()),
             ..flags("http://127.0.0.1:8080")
         })
-        .unwrap_err();
+        .unwrap_err()
+    };
+    let p = f.write("c.toml", "probe_batch = 0\n");
     assert_eq!(
-        e,
+        refused(&f, &p),
         ConfigError::OutOfRange {
             key: "probe_batch",
             value: "0".into(),
@@ -965,12 +966,7 @@ fn errors_name_the_key_and_the_file_as_data() {
         }
     );
     let p = f.write("h.toml", "[health]\nsmall_file_ratio = 2.0\n");
-    let e = f
-        .load(&Overrides {
-            config: Some(p.clone()),
-            ..flags("http://127.0.0.1:8080")
-        })
-        .unwrap_err();
+    let e = refused(&f, &p);
     let ConfigError::Threshold { at, .. } = &e else {
         panic!("{e:?}")
     };

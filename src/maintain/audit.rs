@@ -462,6 +462,17 @@ mod tests {
 
     /// The log's spelling of every action and outcome, written and read back: the file
     /// format other tools read.
+    /// Each value written as the log spells it, and read back from that spelling.
+    fn spelled_as<T: Serialize + PartialEq + std::fmt::Debug>(
+        pairs: &[(T, &str)],
+        parse: fn(&str) -> T,
+    ) {
+        for (value, text) in pairs {
+            assert_eq!(serde_json::to_value(value).unwrap(), *text);
+            assert_eq!(&parse(text), value);
+        }
+    }
+
     #[test]
     fn actions_and_outcomes_are_spelled_as_the_log_has_them() {
         let outcomes = [
@@ -478,10 +489,7 @@ mod tests {
             (Outcome::NotAllowed, "not_allowed"),
             (Outcome::Error, "error"),
         ];
-        for (o, text) in outcomes {
-            assert_eq!(serde_json::to_value(&o).unwrap(), text);
-            assert_eq!(Outcome::parse(text), o);
-        }
+        spelled_as(&outcomes, Outcome::parse);
         let actions = [
             (Action::Optimize, "optimize"),
             (Action::ExpireSnapshots, "expire_snapshots"),
@@ -494,10 +502,7 @@ mod tests {
             (Action::FixConnection, "fix_connection"),
             (Action::TestConnection, "test_connection"),
         ];
-        for (a, text) in actions {
-            assert_eq!(serde_json::to_value(&a).unwrap(), text);
-            assert_eq!(Action::parse(text), a);
-        }
+        spelled_as(&actions, Action::parse);
         // What another floe wrote is kept as it reads.
         assert_eq!(Outcome::parse("skipped"), Outcome::Other("skipped".into()));
         assert_eq!(Action::parse("rollback").as_str(), "rollback");
