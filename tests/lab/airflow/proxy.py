@@ -42,23 +42,22 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
-import os
 import re
-import signal
 import socket
 import sys
-import threading
 import time
 import urllib.parse
 import zlib
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+if __package__ in (None, ""):  # run as a script: the lab package is under tests/
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from lab.common import proxy as base  # noqa: E402
+
 KINDS = {"status", "latency", "drop", "body", "big_body"}
-HOP_BY_HOP = {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
-              "trailers", "transfer-encoding", "upgrade", "host"}
+HOP_BY_HOP = base.HOP_BY_HOP
 MIB = 1024 * 1024
-CHUNK = 64 * 1024
+CHUNK = base.CHUNK
 END_LINE = "END OF BIG LOG"
 
 
@@ -131,17 +130,10 @@ class Rule:
         return {**self.spec, "remaining": self.remaining, "fired": self.fired}
 
 
-class Proxy:
+class Proxy(base.Upstream):
     def __init__(self, upstream: str) -> None:
-        u = urllib.parse.urlsplit(upstream)
-        if u.scheme != "http":
-            raise SystemExit("the upstream must be http://host:port")
-        self.upstream = upstream.rstrip("/")
-        self.up_host = u.hostname
-        self.up_port = u.port or 80
-        self.lock = threading.Lock()
+        super().__init__(upstream)
         self.rules: list[Rule] = []
-        self.requests: list[dict] = []
 
     def take(self, method: str, path: str) -> tuple[float, dict | None]:
         latency = 0.0
@@ -157,11 +149,6 @@ class Proxy:
                     action = dict(r.spec)
                     r.consume()
         return latency, action
-
-    def record(self, entry: dict) -> None:
-        with self.lock:
-            self.requests.append(entry)
-            del self.requests[:-1000]
 
 
 def big_body_chunks(mb: float, fmt: str):
@@ -189,116 +176,15 @@ def big_body_chunks(mb: float, fmt: str):
     yield tail
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class Handler(base.Handler):
     server_version = "lab-proxy"
-    sys_version = ""
     timeout = 300
-
-    def version_string(self) -> str:
-        return self.server_version
-
-    @property
-    def proxy(self) -> Proxy:
-        return self.server.proxy
 
     def log_message(self, fmt, *args) -> None:
         sys.stderr.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {self.address_string()} {fmt % args}\n")
 
-    def handle(self) -> None:
-        try:
-            super().handle()
-        except (ConnectionError, TimeoutError, OSError):
-            pass
-
-    # ------------------------------------------------------------------ plumbing
-    def read_body(self) -> bytes:
-        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-            out = bytearray()
-            while True:
-                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
-                if size == 0:
-                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-                        pass
-                    return bytes(out)
-                out += self.rfile.read(size)
-                self.rfile.readline()
-        n = int(self.headers.get("Content-Length") or 0)
-        return self.rfile.read(n) if n else b""
-
-    def answer(self, status: int, body: bytes, content_type: str | None, headers: dict | None = None) -> None:
-        self.log_request(status)
-        self.send_response_only(status)
-        self.send_header("Date", self.date_time_string())
-        if not any(k.lower() == "server" for k in (headers or {})):
-            self.send_header("Server", self.server_version)
-        if content_type:
-            self.send_header("Content-Type", content_type)
-        for k, v in (headers or {}).items():
-            self.send_header(k, str(v))
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
-
-    def answer_json(self, status: int, obj) -> None:
-        self.answer(status, json.dumps(obj).encode(), "application/json")
-
-    def drop(self) -> None:
-        try:
-            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
-        except OSError:
-            pass
-        self.close_connection = True
-
     def upstream(self, body: bytes, identity: bool = False) -> http.client.HTTPResponse:
-        conn = http.client.HTTPConnection(self.proxy.up_host, self.proxy.up_port, timeout=300)
-        # Header names are case-insensitive: the ones set below replace the client's
-        # whatever their spelling (a lowercase content-length sent twice is a 400).
-        replaced = {"host", "content-length"} | ({"accept-encoding"} if identity else set())
-        headers = {
-            k: v
-            for k, v in self.headers.items()
-            if k.lower() not in HOP_BY_HOP and k.lower() not in replaced
-        }
-        if identity:
-            headers["Accept-Encoding"] = "identity"
-        headers["Host"] = f"{self.proxy.up_host}:{self.proxy.up_port}"
-        if body or self.command in ("POST", "PUT", "PATCH"):
-            headers["Content-Length"] = str(len(body))
-        conn.request(self.command, self.path, body=body or None, headers=headers)
-        resp = conn.getresponse()
-        resp._lab_conn = conn  # closed with the response
-        return resp
-
-    def relay(self, resp: http.client.HTTPResponse) -> None:
-        """Stream an upstream answer back unchanged (chunked when it has no length)."""
-        self.send_response_only(resp.status, resp.reason)
-        length = resp.getheader("Content-Length")
-        for k, v in resp.getheaders():
-            if k.lower() in HOP_BY_HOP or k.lower() == "content-length":
-                continue
-            self.send_header(k, v)
-        chunked = length is None and self.command != "HEAD" and resp.status not in (204, 304)
-        if length is not None:
-            self.send_header("Content-Length", length)
-        elif chunked:
-            self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
-        try:
-            while True:
-                data = resp.read1(CHUNK) if hasattr(resp, "read1") else resp.read(CHUNK)
-                if not data:
-                    break
-                if chunked:
-                    self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
-                else:
-                    self.wfile.write(data)
-            if chunked:
-                self.wfile.write(b"0\r\n\r\n")
-        finally:
-            resp.close()
-            resp._lab_conn.close()
+        return super().upstream(body, "identity" if identity else None, timeout=300)
 
     # ------------------------------------------------------------------ dispatch
     def dispatch(self) -> None:
@@ -317,9 +203,10 @@ class Handler(BaseHTTPRequestHandler):
             if kind in ("status", "drop") and action.get("forward"):
                 resp = self.upstream(body)
                 entry["forwarded"] = True
-                resp.read()
-                resp.close()
-                resp._lab_conn.close()
+                try:
+                    resp.read()
+                finally:
+                    self.close_upstream(resp)
             if kind == "status":
                 text = action.get("body")
                 ctype = action.get("content_type")
@@ -358,13 +245,14 @@ class Handler(BaseHTTPRequestHandler):
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = dispatch
 
     def replace_body(self, resp: http.client.HTTPResponse, action: dict) -> None:
-        raw = resp.read()
+        try:
+            raw = resp.read()
+        finally:
+            self.close_upstream(resp)
         ctype = resp.getheader("Content-Type")
         headers = {k: v for k, v in resp.getheaders()
                    if k.lower() not in HOP_BY_HOP and k.lower() not in ("content-length", "content-type",
                                                                         "content-encoding")}
-        resp.close()
-        resp._lab_conn.close()
         if "json" in action:
             out = json.dumps(action["json"], ensure_ascii=False).encode("utf-8")
             ctype = "application/json"
@@ -437,23 +325,9 @@ class Handler(BaseHTTPRequestHandler):
             if method == "GET":
                 with p.lock:
                     return self.answer_json(200, [r.describe() for r in p.rules])
-        if path == "/_lab/requests":
-            if method == "GET":
-                with p.lock:
-                    return self.answer_json(200, list(p.requests))
-            if method == "DELETE":
-                with p.lock:
-                    p.requests.clear()
-                return self.answer_json(200, {"ok": True})
-        if path == "/_lab/health" and method == "GET":
-            return self.answer_json(200, {"ok": True, "upstream": p.upstream})
+        if self.common_control(path, method):
+            return None
         return self.answer_json(404, {"error": "not found"})
-
-
-class ProxyServer(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-    request_queue_size = 64
 
 
 def main() -> None:
@@ -462,19 +336,11 @@ def main() -> None:
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--state-file", required=True)
     args = ap.parse_args()
-    httpd = ProxyServer(("127.0.0.1", args.port), Handler)
+    httpd = base.Server(("127.0.0.1", args.port), Handler)
     httpd.proxy = Proxy(args.upstream)
     url = f"http://127.0.0.1:{httpd.server_address[1]}"
-    state = {"pid": os.getpid(), "url": url, "control_url": url + "/_lab", "upstream": httpd.proxy.upstream}
-    tmp = Path(args.state_file + ".tmp")
-    tmp.write_text(json.dumps(state))
-    tmp.replace(args.state_file)
-    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.25}, daemon=True).start()
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
-    stop.wait()
-    httpd.shutdown()
+    base.write_state(args.state_file, {"url": url, "control_url": url + "/_lab", "upstream": httpd.proxy.upstream})
+    base.serve_until_signalled([httpd])
 
 
 if __name__ == "__main__":

@@ -57,27 +57,21 @@ import http.client
 import json
 import os
 import re
-import signal
-import socket
 import sys
 import threading
 import time
 import urllib.parse
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
+from ..common import proxy as base
 from . import faults as faults_mod
 
 SERVER_ONLY_KINDS = {"fail_query", "hold", "slow", "server_time"}
-HOP_BY_HOP = {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
-              "trailers", "transfer-encoding", "upgrade", "host", "expect"}
+HOP_BY_HOP = base.HOP_BY_HOP | {"expect"}
 URI_FIELDS = (b"nextUri", b"infoUri", b"partialCancelUri")
 QUERY_PATH = re.compile(r"^/v1/statement/(?:queued|executing)/(?:partialCancel/)?([^/]+)/")
 UNKNOWN_FIELD = "labUnknownField"  # the stand-in's name for it (server.UNKNOWN_FIELD)
 STATUS_TEXT = {401: "Unauthorized", 403: "Forbidden", 429: "Too Many Requests", 502: "Bad Gateway",
                503: "Service Unavailable", 504: "Gateway Timeout"}
-CHUNK = 64 * 1024
-KEEP_REQUESTS = 1000
 KEEP_QUERIES = 20000
 
 
@@ -128,18 +122,10 @@ def basic_user(header: str | None) -> str | None:
     return text.partition(":")[0] or None
 
 
-class Proxy:
+class Proxy(base.Upstream):
     def __init__(self, upstream: str, log_file: str | None) -> None:
-        u = urllib.parse.urlsplit(upstream)
-        if u.scheme != "http" or not u.hostname:
-            raise SystemExit("the upstream must be http://host:port")
-        self.upstream = f"http://{u.netloc}"
-        self.up_netloc = u.netloc
-        self.up_host = u.hostname
-        self.up_port = u.port or 80
+        super().__init__(upstream)
         self.faults = faults_mod.FaultStore()
-        self.lock = threading.Lock()
-        self.requests: collections.deque = collections.deque(maxlen=KEEP_REQUESTS)
         self.query_users: collections.OrderedDict = collections.OrderedDict()
         self.log_lock = threading.Lock()
         self.log_fh = open(log_file, "a", buffering=1, encoding="utf-8") if log_file else None
@@ -169,10 +155,6 @@ class Proxy:
             return None
         with self.lock:
             return self.query_users.get(query_id)
-
-    def record(self, entry: dict) -> None:
-        with self.lock:
-            self.requests.append(entry)
 
     def may_shape(self, target: str, user: str | None) -> bool:
         """Whether a page-shaping rule could fire for this request (so its answer is parsed)."""
@@ -205,106 +187,25 @@ class Answer:
         return None
 
 
-class DropConnection(Exception):
-    pass
-
-
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class Handler(base.Handler):
     server_version = "lab-trino-proxy"
-    sys_version = ""
     timeout = 600
-
-    @property
-    def proxy(self) -> Proxy:
-        return self.server.proxy
+    hop_by_hop = HOP_BY_HOP
+    names_itself = False
 
     def log_message(self, fmt, *args) -> None:  # the proxy logs its own line per request
         pass
-
-    def handle(self) -> None:
-        try:
-            super().handle()
-        except (ConnectionError, TimeoutError, OSError, DropConnection):
-            pass
-
-    # ------------------------------------------------------------------ plumbing
-    def read_body(self) -> bytes:
-        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-            out = bytearray()
-            while True:
-                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
-                if size == 0:
-                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-                        pass
-                    return bytes(out)
-                out += self.rfile.read(size)
-                self.rfile.readline()
-        n = int(self.headers.get("Content-Length") or 0)
-        return self.rfile.read(n) if n else b""
 
     def client_origin(self) -> str:
         host = self.headers.get("Host") or "%s:%d" % self.server.server_address[:2]
         return f"http://{host}"
 
-    def answer(self, status: int, body: bytes, content_type: str | None, headers: list | None = None,
-               reason: str | None = None) -> None:
-        self.send_response_only(status, reason)
-        self.send_header("Date", self.date_time_string())
-        if content_type:
-            self.send_header("Content-Type", content_type)
-        for k, v in headers or []:
-            self.send_header(k, str(v))
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
-
-    def answer_json(self, status: int, obj) -> None:
-        self.answer(status, json.dumps(obj).encode(), "application/json")
-
-    def drop(self) -> None:
-        """Reset the connection: no (further) answer."""
-        try:
-            self.wfile.flush()
-        except OSError:
-            pass
-        try:
-            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
-        except OSError:
-            pass
-        self.close_connection = True
-        raise DropConnection()
-
     def upstream(self, body: bytes, buffered: bool) -> http.client.HTTPResponse:
-        p = self.proxy
-        conn = http.client.HTTPConnection(p.up_host, p.up_port, timeout=600)
-        conn.connect()
-        conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        headers = [(k, v) for k, v in self.headers.items()
-                   if k.lower() not in HOP_BY_HOP and k.lower() != "content-length"
-                   and not (buffered and k.lower() == "accept-encoding")]
+        # an answer the proxy rewrites: gzip (decoded here, encoded again) or nothing
+        accept = None
         if buffered:
-            # an answer the proxy rewrites: gzip (decoded here, encoded again) or nothing
-            accept = self.headers.get("Accept-Encoding", "")
-            headers.append(("Accept-Encoding", "gzip" if "gzip" in accept.lower() else "identity"))
-        headers.append(("Host", p.up_netloc))
-        if body or self.command in ("POST", "PUT", "PATCH"):
-            headers.append(("Content-Length", str(len(body))))
-        conn.putrequest(self.command, self.path, skip_host=True, skip_accept_encoding=True)
-        for k, v in headers:
-            conn.putheader(k, v)
-        conn.endheaders(body or None)
-        resp = conn.getresponse()
-        resp._lab_conn = conn
-        return resp
-
-    @staticmethod
-    def close_upstream(resp: http.client.HTTPResponse) -> None:
-        try:
-            resp.close()
-        finally:
-            resp._lab_conn.close()
+            accept = "gzip" if "gzip" in self.headers.get("Accept-Encoding", "").lower() else "identity"
+        return super().upstream(body, accept, timeout=600)
 
     def read_answer(self, resp: http.client.HTTPResponse) -> Answer:
         try:
@@ -319,31 +220,6 @@ class Handler(BaseHTTPRequestHandler):
         if self.command == "HEAD" and resp.getheader("Content-Length") is not None:
             headers.append(("Content-Length", resp.getheader("Content-Length")))
         return Answer(resp.status, resp.reason, headers, body, gzipped)
-
-    def relay(self, resp: http.client.HTTPResponse) -> None:
-        """Stream an upstream answer back unchanged (chunked when it has no length)."""
-        try:
-            self.send_response_only(resp.status, resp.reason)
-            length = resp.getheader("Content-Length")
-            for k, v in resp.getheaders():
-                if k.lower() in HOP_BY_HOP or k.lower() == "content-length":
-                    continue
-                self.send_header(k, self.client_location(k, v))
-            chunked = length is None and self.command != "HEAD" and resp.status not in (204, 304)
-            if length is not None:
-                self.send_header("Content-Length", length)
-            elif chunked:
-                self.send_header("Transfer-Encoding", "chunked")
-            self.end_headers()
-            while True:
-                data = resp.read1(CHUNK)
-                if not data:
-                    break
-                self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data) if chunked else data)
-            if chunked:
-                self.wfile.write(b"0\r\n\r\n")
-        finally:
-            self.close_upstream(resp)
 
     def send_answer(self, a: Answer, mid_body: bool = False, gzip_ok: bool | None = None) -> None:
         body = a.body
@@ -365,6 +241,9 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(body[: len(body) // 2])
             self.drop()
         self.wfile.write(body)
+
+    def relayed_header(self, name: str, value: str) -> str:
+        return self.client_location(name, value)
 
     def client_location(self, name: str, value: str) -> str:
         """A redirection's Location on the upstream's origin (Trino's `/` -> `/ui/`) moved to
@@ -588,28 +467,9 @@ class Handler(BaseHTTPRequestHandler):
                 return self.answer_json(200, {"ok": True, "removed": removed})
             if method == "GET":
                 return self.answer_json(200, p.faults.describe())
-        if path == "/_lab/requests":
-            if method == "GET":
-                with p.lock:
-                    return self.answer_json(200, list(p.requests))
-            if method == "DELETE":
-                with p.lock:
-                    p.requests.clear()
-                return self.answer_json(200, {"ok": True})
-        if path == "/_lab/health" and method == "GET":
-            return self.answer_json(200, {"ok": True, "upstream": p.upstream})
+        if self.common_control(path, method):
+            return None
         return self.answer_json(404, {"error": f"no control endpoint {method} {path}"})
-
-
-class ProxyServer(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-    request_queue_size = 128
-
-    def get_request(self):
-        conn, addr = self.socket.accept()
-        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        return conn, addr
 
 
 def main() -> None:
@@ -621,32 +481,23 @@ def main() -> None:
     ap.add_argument("--state-file", default=None, help="write pid and URLs here once listening")
     args = ap.parse_args()
     proxy = Proxy(args.upstream, args.log)
-    servers = [ProxyServer(("127.0.0.1", args.port), Handler)]
+    servers = [base.Server(("127.0.0.1", args.port), Handler)]
     port = servers[0].server_address[1]
     url = f"http://127.0.0.1:{port}"
     alias_url = None
     if args.alias_host:
         try:
-            servers.append(ProxyServer((args.alias_host, port), Handler))
+            servers.append(base.Server((args.alias_host, port), Handler))
             alias_url = f"http://{args.alias_host}:{port}"
         except OSError as e:
             proxy.log(f"cannot bind {args.alias_host}:{port} ({e}); no alias listener")
     for s in servers:
         s.proxy = proxy
-        threading.Thread(target=s.serve_forever, kwargs={"poll_interval": 0.25}, daemon=True).start()
     proxy.log(f"listening on {url}{' and ' + alias_url if alias_url else ''}, upstream {proxy.upstream}")
     if args.state_file:
-        state = {"pid": os.getpid(), "url": url, "control_url": url + "/_lab", "alias_url": alias_url,
-                 "upstream": proxy.upstream}
-        tmp = Path(args.state_file + ".tmp")
-        tmp.write_text(json.dumps(state))
-        tmp.replace(args.state_file)
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
-    stop.wait()
-    for s in servers:
-        s.shutdown()
+        base.write_state(args.state_file, {"url": url, "control_url": url + "/_lab", "alias_url": alias_url,
+                                           "upstream": proxy.upstream})
+    base.serve_until_signalled(servers)
 
 
 if __name__ == "__main__":

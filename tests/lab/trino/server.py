@@ -49,6 +49,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from ..common.errors import TrinoError
+from ..common.http_body import read_body
 from ..engine.api import Session
 from . import faults as faults_mod
 from . import jwt_hs256
@@ -345,19 +346,7 @@ class Handler(BaseHTTPRequestHandler):
         return f"{scheme}://{host}"
 
     def read_body(self) -> bytes:
-        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-            out = bytearray()
-            while True:
-                line = self.rfile.readline()
-                size = int(line.split(b";")[0].strip() or b"0", 16)
-                if size == 0:
-                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-                        pass
-                    return bytes(out)
-                out += self.rfile.read(size)
-                self.rfile.readline()
-        length = int(self.headers.get("Content-Length") or 0)
-        return self.rfile.read(length) if length else b""
+        return read_body(self)
 
     def send(self, status: int, body: bytes = b"", content_type: str | None = None,
              headers: list | None = None, reason: str | None = None) -> None:
