@@ -27,10 +27,13 @@ pub enum SwitchError {
     #[error("profile {profile}: {source}")]
     Config {
         profile: String,
-        source: ConfigError,
+        source: Box<ConfigError>,
     },
     #[error("profile {profile}: {source}")]
-    Client { profile: String, source: TrinoError },
+    Client {
+        profile: String,
+        source: Box<TrinoError>,
+    },
 }
 
 pub fn update(s: &mut State, msg: ConnectionMsg) -> Vec<Effect> {

@@ -5,14 +5,12 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use url::Url;
-
 use super::keys::BindError;
 use super::secrets::SecretError;
 use super::uri::UriError;
 use crate::units::{Bytes, UnitError};
 
-/// Where a setting was given.
+/// Where a setting was given (boxed in a [`ConfigError`], which stays small).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum At {
     /// A key at the top of the config file (`probe_batch`); `file` is `None` when there is
@@ -124,7 +122,7 @@ pub enum ConfigError {
         profiles.len(),
         profiles.join(", ")
     )]
-    OneServer { at: At, profiles: Vec<String> },
+    OneServer { at: Box<At>, profiles: Vec<String> },
     /// A command that works on one cluster, given several profiles.
     #[error(
         "{what} works on one cluster, and {} profiles are selected ({}): name one with --profile",
@@ -155,55 +153,55 @@ pub enum ConfigError {
         file: Option<PathBuf>,
     },
     #[error("{at}: {source}")]
-    TrinoUrl { at: At, source: UriError },
+    TrinoUrl { at: Box<At>, source: UriError },
     #[error("{at}: invalid Airflow URL {text:?}: {reason}")]
     AirflowUrl {
-        at: At,
+        at: Box<At>,
         text: String,
         reason: url::ParseError,
     },
     #[error("{at}: invalid Airflow URL {text:?}: expected http:// or https://")]
-    AirflowScheme { at: At, text: String },
+    AirflowScheme { at: Box<At>, text: String },
     /// The URL itself is never repeated: it holds the password.
     #[error(
         "{at}: the Airflow URL contains a password: use FLOE_AIRFLOW_PASSWORD, airflow.password_env or airflow.password_command"
     )]
-    AirflowPassword { at: At },
+    AirflowPassword { at: Box<At> },
     /// A credential that would cross the network in clear text.
     #[error(
         "{at}: refusing to send {what} over plain HTTP to {url}: use https://, or an SSH tunnel to 127.0.0.1"
     )]
     PlainHttp {
-        at: At,
+        at: Box<At>,
         what: &'static str,
-        url: Url,
+        url: String,
     },
     #[error(
         "{at}: basic auth needs a password: set FLOE_TRINO_PASSWORD, trino.password_env or trino.password_command"
     )]
-    NoPassword { at: At },
+    NoPassword { at: Box<At> },
     #[error(
         "{at}: bearer auth needs a token: set FLOE_TRINO_TOKEN, trino.token_env or trino.token_command"
     )]
-    NoToken { at: At },
+    NoToken { at: Box<At> },
     #[error("{at}: Trino accepts passwords only over HTTPS, but the URL is {url}")]
-    PasswordOverHttp { at: At, url: Url },
+    PasswordOverHttp { at: Box<At>, url: String },
     #[error("{at}: CA file {} does not exist", shown(file))]
-    NoCaFile { at: At, file: PathBuf },
+    NoCaFile { at: Box<At>, file: PathBuf },
     #[error("{at}: must be longer than 0s")]
-    NotPositive { at: At },
+    NotPositive { at: Box<At> },
     /// A response-size limit below 64 KiB.
     #[error("{at}: {size} is too small (at least 64KiB)")]
-    TooSmall { at: At, size: Bytes },
+    TooSmall { at: Box<At>, size: Bytes },
     #[error("refresh {} is below the minimum of 5s ({at})", humantime::format_duration(*value))]
-    RefreshBelow { at: At, value: Duration },
+    RefreshBelow { at: Box<At>, value: Duration },
     #[error("refresh {} is above the maximum of 1d ({at})", humantime::format_duration(*value))]
-    RefreshAbove { at: At, value: Duration },
+    RefreshAbove { at: Box<At>, value: Duration },
     /// A health threshold that cannot hold (out of its range, or against another one).
     #[error("{at}: {problem}")]
-    Threshold { at: At, problem: String },
+    Threshold { at: Box<At>, problem: String },
     #[error("{at}: {source}")]
-    Secret { at: At, source: SecretError },
+    Secret { at: Box<At>, source: SecretError },
     #[error("{var}={value}: expected true or false")]
     EnvBool { var: String, value: String },
     #[error("{var}: {source}")]

@@ -113,7 +113,7 @@ pub fn load_selection_with(
     ];
     if let Some(at) = one_server.into_iter().flatten().next() {
         return Err(ConfigError::OneServer {
-            at,
+            at: Box::new(at),
             profiles: members,
         });
     }
@@ -355,12 +355,12 @@ impl Layers<'_> {
     }
 
     /// Key `k` as resolved for this profile.
-    fn at(&self, k: &str) -> At {
-        At::Profile {
+    fn at(&self, k: &str) -> Box<At> {
+        Box::new(At::Profile {
             key: k.to_string(),
             profile: self.profile_name.clone(),
             file: self.file_path.clone(),
-        }
+        })
     }
 
     /// A top-level key `k` out of its bounds (`expected`).
@@ -475,7 +475,7 @@ impl Layers<'_> {
 fn build_health(
     base: &Option<HealthFile>,
     over: &Option<HealthFile>,
-    at: &dyn Fn(&str) -> At,
+    at: &dyn Fn(&str) -> Box<At>,
 ) -> Result<HealthConfig, ConfigError> {
     let mut h = HealthConfig::default();
     for f in [base, over].into_iter().flatten() {
@@ -617,7 +617,7 @@ fn build_health(
 }
 
 /// A response-size limit: at least 64 KiB (smaller would refuse ordinary answers).
-fn size(value: Option<Bytes>, default: u64, at: At) -> Result<u64, ConfigError> {
+fn size(value: Option<Bytes>, default: u64, at: Box<At>) -> Result<u64, ConfigError> {
     const MIN: u64 = 64 * 1024;
     match value {
         None => Ok(default),
@@ -629,13 +629,13 @@ fn size(value: Option<Bytes>, default: u64, at: At) -> Result<u64, ConfigError> 
 /// Credentials never cross the network in clear text: over `http://` they are refused,
 /// except to this machine (an SSH tunnel, `ssh -L 8080:airflow:8080`, is the way to reach
 /// a plain-HTTP server safely).
-fn refuse_plain_http(url: &Url, what: &'static str, at: At) -> Result<(), ConfigError> {
+fn refuse_plain_http(url: &Url, what: &'static str, at: Box<At>) -> Result<(), ConfigError> {
     if url.scheme() != "http" || super::uri::is_loopback(url) {
         return Ok(());
     }
     Err(ConfigError::PlainHttp {
         at,
         what,
-        url: url.clone(),
+        url: url.to_string(),
     })
 }

@@ -70,8 +70,8 @@ pub(super) fn secret(
     fixed_var: &str,
     env_key: Option<&str>,
     command: Option<&str>,
-    env_key_name: At,
-    command_key_name: At,
+    env_key_name: Box<At>,
+    command_key_name: Box<At>,
 ) -> Result<Option<SecretString>, ConfigError> {
     if let Some(v) = env(fixed_var)
         .map(|v| kind.clean(&v))

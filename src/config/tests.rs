@@ -971,8 +971,8 @@ fn errors_name_the_key_and_the_file_as_data() {
         panic!("{e:?}")
     };
     assert_eq!(
-        at,
-        &At::Profile {
+        **at,
+        At::Profile {
             key: "health.small_file_ratio".into(),
             profile: "default".into(),
             file: Some(p),

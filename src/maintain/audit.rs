@@ -245,7 +245,7 @@ pub enum WriteError {
     Unrecorded { done: String, audit: AuditError },
     #[error("{failure}; and its outcome is not in the {audit}")]
     FailedUnrecorded {
-        failure: WriteFailure,
+        failure: Box<WriteFailure>,
         audit: AuditError,
     },
     /// A connection's fix: the connection could not be read before the write.
@@ -253,7 +253,7 @@ pub enum WriteError {
     ReadBefore {
         id: String,
         airflow: String,
-        source: AirflowError,
+        source: Box<AirflowError>,
     },
     /// A connection's fix stopped (a signal, `0` says which) before anything was sent.
     #[error("{0}: nothing was written")]
@@ -418,7 +418,10 @@ where
             tracing::error!(error = %audit, "cannot write the audit log");
             Err(match r {
                 Ok(done) => WriteError::Unrecorded { done, audit },
-                Err(failure) => WriteError::FailedUnrecorded { failure, audit },
+                Err(failure) => WriteError::FailedUnrecorded {
+                    failure: Box::new(failure),
+                    audit,
+                },
             })
         }
     }

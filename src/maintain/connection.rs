@@ -262,7 +262,7 @@ where
         b = c.connection(id) => b.map_err(|source| WriteError::ReadBefore {
             id: id.to_string(),
             airflow: r.airflow.to_string(),
-            source,
+            source: Box::new(source),
         })?,
         why = stop.as_mut() => return Err(WriteError::Stopped(why)),
     };

@@ -102,7 +102,7 @@ pub enum PlanError {
     SpecPath {
         table: TableRef,
         spec_id: i32,
-        source: PartitioningError,
+        source: Box<PartitioningError>,
     },
     /// No partition holds two small files: nothing an optimize could merge.
     #[error(
@@ -211,7 +211,7 @@ pub async fn layout_with_specs(lake: &Lakehouse, t: &TableRef) -> Result<TableLa
         let fields = spec_fields_from_path(path).map_err(|source| PlanError::SpecPath {
             table: t.clone(),
             spec_id: id,
-            source,
+            source: Box::new(source),
         })?;
         layout.live_specs.push((id, fields));
     }

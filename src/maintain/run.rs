@@ -144,7 +144,7 @@ pub enum RunError {
     #[error("{error}{}", not_run(*remaining))]
     Step {
         step: usize,
-        error: StepError,
+        error: Box<StepError>,
         remaining: usize,
     },
     /// floe itself failed while running it (a panic: a bug).
@@ -238,7 +238,7 @@ pub async fn run_plan_until(
             }
             return Err(RunError::Step {
                 step: i,
-                error,
+                error: Box::new(error),
                 remaining,
             });
         }

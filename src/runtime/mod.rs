@@ -294,7 +294,7 @@ impl Runtime {
         let r = settings
             .map_err(|source| SwitchError::Config {
                 profile: name.clone(),
-                source,
+                source: Box::new(source),
             })
             .and_then(|s| self.switch_to(&name, s, cached));
         if r.is_ok() {
@@ -311,7 +311,7 @@ impl Runtime {
     ) -> Result<ProfileView, SwitchError> {
         let l = lakehouse(&s, &self.tx).map_err(|source| SwitchError::Client {
             profile: name.to_string(),
-            source,
+            source: Box::new(source),
         })?;
         l.remember_layouts(cached_layouts(&cached));
         let view = ProfileView {

@@ -69,7 +69,7 @@ pub fn check_coordinator(coordinator: &Url) -> Result<(), Refused> {
         Ok(())
     } else {
         Err(Refused::PlainHttp {
-            coordinator: coordinator.clone(),
+            coordinator: coordinator.to_string(),
         })
     }
 }
@@ -85,7 +85,7 @@ pub fn check_flow_url(coordinator: &Url, what: &'static str, u: &Url) -> Result<
     } else {
         Err(Refused::Origin {
             what,
-            url: u.clone(),
+            url: u.to_string(),
             origin: coordinator.origin().ascii_serialization(),
         })
     }
@@ -97,14 +97,14 @@ pub enum Refused {
     #[error(
         "refusing an OAuth2 login over plain HTTP to {coordinator}: use https://, or an SSH tunnel to 127.0.0.1"
     )]
-    PlainHttp { coordinator: Url },
+    PlainHttp { coordinator: String },
     /// `what`: the login URL or the token server; `origin`: the coordinator's.
     #[error(
         "refusing the OAuth2 {what} {url}: it is neither on the coordinator's origin ({origin}) nor https"
     )]
     Origin {
         what: &'static str,
-        url: Url,
+        url: String,
         origin: String,
     },
 }

@@ -369,12 +369,14 @@ fn a_cancel_that_lands_between_two_statements_is_a_cancel_not_a_failure() {
             job,
             result: Err(RunError::Step {
                 step: 0,
-                error: query_failed(
-                    "TABLE_NOT_FOUND",
-                    "line 1:7: Table 'iceberg.zoning.documents' does not exist",
-                    "q1",
-                )
-                .into(),
+                error: Box::new(
+                    query_failed(
+                        "TABLE_NOT_FOUND",
+                        "line 1:7: Table 'iceberg.zoning.documents' does not exist",
+                        "q1",
+                    )
+                    .into(),
+                ),
                 remaining: 0,
             }),
         }),
@@ -578,7 +580,9 @@ mod keys {
                     job,
                     result: Err(RunError::Step {
                         step: 0,
-                        error: query_failed("ICEBERG_COMMIT_ERROR", "conflict", "q1").into(),
+                        error: Box::new(
+                            query_failed("ICEBERG_COMMIT_ERROR", "conflict", "q1").into(),
+                        ),
                         remaining: 1,
                     }),
                 }),

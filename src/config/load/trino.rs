@@ -29,9 +29,9 @@ impl Layers<'_> {
             .or_else(|| self.env_nonempty("FLOE_TRINO_URL"))
             .or_else(|| t.url.clone());
         let url_origin = if over.trino.is_some() {
-            At::Flag("--trino")
+            Box::new(At::Flag("--trino"))
         } else if self.env_nonempty("FLOE_TRINO_URL").is_some() {
-            At::Env("FLOE_TRINO_URL".into())
+            Box::new(At::Env("FLOE_TRINO_URL".into()))
         } else {
             self.at("trino.url")
         };
@@ -152,7 +152,7 @@ impl Layers<'_> {
                 if url.scheme() != "https" {
                     return Err(ConfigError::PasswordOverHttp {
                         at: self.at("trino.auth"),
-                        url: url.clone(),
+                        url: url.to_string(),
                     });
                 }
                 Auth::Basic { password }

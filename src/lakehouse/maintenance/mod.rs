@@ -27,7 +27,7 @@ use predicate::path_is_ambiguous;
 pub use predicate::{
     PredicateError, files_partition_predicate, partition_path, partition_predicate,
 };
-pub use refusal::PlanRefusal;
+pub use refusal::{PartitionOf, PlanRefusal};
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub enum Procedure {
@@ -375,8 +375,7 @@ fn mixed_spec_plan(
                     .any(|(_, f)| !f.iter().any(|x| x == n))
             }) {
                 return Err(PlanRefusal::NotInEverySpec {
-                    table: table.clone(),
-                    partition: p.label(),
+                    at: PartitionOf::new(table, p.label()),
                     field: name.clone(),
                     specs: specs_text,
                 });
@@ -387,8 +386,7 @@ fn mixed_spec_plan(
         let fields = layout
             .spec_fields(id)
             .ok_or_else(|| PlanRefusal::SpecGone {
-                table: table.clone(),
-                partition: p.label(),
+                at: PartitionOf::new(table, p.label()),
                 spec_id: id,
                 specs: specs_text.clone(),
             })?;
@@ -402,8 +400,7 @@ fn mixed_spec_plan(
                 .find(|(n, _)| n == name)
                 .map(|(_, v)| v.clone())
                 .ok_or_else(|| PlanRefusal::RowLacksField {
-                    table: table.clone(),
-                    partition: p.label(),
+                    at: PartitionOf::new(table, p.label()),
                     spec_id: id,
                     field: name.clone(),
                 })?;
@@ -415,8 +412,7 @@ fn mixed_spec_plan(
             .find(|(n, v)| v.is_some() && !fields.contains(n))
         {
             return Err(PlanRefusal::FieldNotInSpec {
-                table: table.clone(),
-                partition: p.label(),
+                at: PartitionOf::new(table, p.label()),
                 field: name.clone(),
                 spec_id: id,
                 specs: specs_text,
@@ -428,8 +424,7 @@ fn mixed_spec_plan(
         };
         if path_is_ambiguous(layout, &own_stats) {
             return Err(PlanRefusal::AmbiguousPath {
-                table: table.clone(),
-                partition: p.label(),
+                at: PartitionOf::new(table, p.label()),
                 specs: specs_text,
             });
         }
@@ -495,14 +490,12 @@ fn current_spec_selects(
     for p in partitions.iter().filter(|p| !p.values.is_empty()) {
         if layout.partitioning.is_empty() {
             return Err(PlanRefusal::NoLongerPartitioned {
-                table: table.clone(),
-                partition: p.label(),
+                at: PartitionOf::new(table, p.label()),
             });
         }
         if let Some((name, _)) = p.values.iter().find(|(n, _)| layout.field(n).is_none()) {
             return Err(PlanRefusal::EarlierSpec {
-                table: table.clone(),
-                partition: p.label(),
+                at: PartitionOf::new(table, p.label()),
                 field: name.clone(),
                 current: layout.partitioning.iter().map(|f| f.name.clone()).collect(),
             });

@@ -1,8 +1,33 @@
 //! Why a plan cannot be built as asked: each refusal names the table, the partition and
 //! what the operator can do instead, before any confirmation is shown.
 
+use std::fmt;
+
 use super::predicate::PredicateError;
 use crate::lakehouse::model::TableRef;
+
+/// The partition a refusal is about: `partition district=north of iceberg.zoning.permits`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PartitionOf {
+    pub table: TableRef,
+    /// Its label, as the Partitions tab shows it.
+    pub partition: String,
+}
+
+impl PartitionOf {
+    pub fn new(table: &TableRef, partition: String) -> Box<PartitionOf> {
+        Box::new(PartitionOf {
+            table: table.clone(),
+            partition,
+        })
+    }
+}
+
+impl fmt::Display for PartitionOf {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "partition {} of {}", self.partition, self.table)
+    }
+}
 
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum PlanRefusal {
@@ -10,72 +35,59 @@ pub enum PlanRefusal {
     Predicate(#[from] PredicateError),
     /// A partition of a table whose partitioning was removed.
     #[error(
-        "{table} is no longer partitioned, but {partition} belongs to its earlier partitioning: no predicate can select it alone, and a plan without one would rewrite every file of the table; {}",
-        whole_table(table)
+        "{} is no longer partitioned, but {} belongs to its earlier partitioning: no predicate can select it alone, and a plan without one would rewrite every file of the table; {}",
+        at.table,
+        at.partition,
+        whole_table(&at.table)
     )]
-    NoLongerPartitioned { table: TableRef, partition: String },
+    NoLongerPartitioned { at: Box<PartitionOf> },
     /// A partition by a field the current spec no longer has (`current`: its fields).
     #[error(
-        "partition {partition} of {table}: field {field:?} is not in the table's current partitioning ({}): it belongs to an earlier partition spec, which Trino cannot select; {}",
+        "{at}: field {field:?} is not in the table's current partitioning ({}): it belongs to an earlier partition spec, which Trino cannot select; {}",
         current.join(", "),
-        whole_table(table)
+        whole_table(&at.table)
     )]
     EarlierSpec {
-        table: TableRef,
-        partition: String,
+        at: Box<PartitionOf>,
         field: String,
         current: Vec<String>,
     },
     /// The live files span several specs (`specs`, as `spec 0: a; spec 1: a, b`) and a
     /// partial partition names a field one of them lacks.
     #[error(
-        "partition {partition} of {table}: the table's live files span several partition specs ({specs}), and field {field:?} is not in every one of them: Trino cannot select by it; {}",
-        whole_partitions(table)
+        "{at}: the table's live files span several partition specs ({specs}), and field {field:?} is not in every one of them: Trino cannot select by it; {}",
+        whole_partitions(&at.table)
     )]
     NotInEverySpec {
-        table: TableRef,
-        partition: String,
+        at: Box<PartitionOf>,
         field: String,
         specs: String,
     },
-    #[error(
-        "partition {partition} of {table}: spec {spec_id} no longer holds live files ({specs}); read the partitions again"
-    )]
+    #[error("{at}: spec {spec_id} no longer holds live files ({specs}); read the partitions again")]
     SpecGone {
-        table: TableRef,
-        partition: String,
+        at: Box<PartitionOf>,
         spec_id: i32,
         specs: String,
     },
-    #[error(
-        "partition {partition} of {table}: spec {spec_id} has field {field:?}, which its partition row lacks"
-    )]
+    #[error("{at}: spec {spec_id} has field {field:?}, which its partition row lacks")]
     RowLacksField {
-        table: TableRef,
-        partition: String,
+        at: Box<PartitionOf>,
         spec_id: i32,
         field: String,
     },
-    #[error(
-        "partition {partition} of {table}: field {field:?} has a value, but spec {spec_id} has no such field ({specs})"
-    )]
+    #[error("{at}: field {field:?} has a value, but spec {spec_id} has no such field ({specs})")]
     FieldNotInSpec {
-        table: TableRef,
-        partition: String,
+        at: Box<PartitionOf>,
         field: String,
         spec_id: i32,
         specs: String,
     },
     /// Only its path selects it in a table of several specs, and that path is another's.
     #[error(
-        "partition {partition} of {table} cannot be selected: the table's live files span several partition specs ({specs}), so only its path (\"$partition\") selects it, and Iceberg writes NULL and the string 'null' alike there; {}",
-        whole_partitions(table)
+        "{at} cannot be selected: the table's live files span several partition specs ({specs}), so only its path (\"$partition\") selects it, and Iceberg writes NULL and the string 'null' alike there; {}",
+        whole_partitions(&at.table)
     )]
-    AmbiguousPath {
-        table: TableRef,
-        partition: String,
-        specs: String,
-    },
+    AmbiguousPath { at: Box<PartitionOf>, specs: String },
 }
 
 fn whole_table(t: &TableRef) -> String {
