@@ -22,7 +22,8 @@
 //!
 //! Knobs (environment): FLEET_SERVER (real | stand_in), FLEET_TABLES (sizes, comma-
 //! separated), FLEET_LATENCY_MS (100, stand-in), FLEET_W_SAMPLE (40), FLEET_STEADY_REFRESHES
-//! (3), FLEET_RANK_SLOTS (the slots a cold start's surveys take, 3), FLEET_SKIP_SCRIPT,
+//! (3), FLEET_RANK_SLOTS (the slots a cold start's surveys take, 3), FLEET_SKIP_WARMUP (the real
+//! coordinator's unmeasured warm-up), FLEET_SKIP_SCRIPT,
 //! FLEET_SHAPES (each statement shape alone first), FLEET_STRATEGIES (and
 //! FLEET_COMPARE_TABLES, 200: one read a table against UNION ALLs, always on the stand-in),
 //! FLEET_PYTHON (the lab venv's python).
@@ -150,6 +151,14 @@ async fn bench() {
         pid,
         probe_lake,
     };
+    if run.lab.real && std::env::var_os("FLEET_SKIP_WARMUP").is_none() {
+        run.tables = all
+            .iter()
+            .take(sizes.iter().copied().max().unwrap_or(0))
+            .cloned()
+            .collect();
+        phases::warm_up(&run).await;
+    }
     let mut per_size = Vec::new();
     for &n in &sizes {
         run.tables = all.iter().take(n).cloned().collect();
