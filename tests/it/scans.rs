@@ -166,12 +166,13 @@ async fn an_older_server_without_entries_is_read_once_per_table_too() {
     assert!(assert_one_scan_each(&u).await >= 2);
 }
 
-/// A first read of the tables discovery listed learns their layouts first, in one
-/// statement reading each `$manifests` once: no statement fails on an unpartitioned table
-/// whose manifests tell (one without any, an empty table, is learned by its first
-/// statement as before).
+/// A first read of the tables discovery listed: one survey over `$snapshots` alone, then
+/// each table's layout learned from its `$manifests`, read once a table (with its target,
+/// several tables a statement): no statement fails on an unpartitioned table whose
+/// manifests tell (one without any, an empty table, is learned by its first statement as
+/// before).
 #[tokio::test]
-async fn a_listed_fleet_learns_its_layouts_in_one_statement_and_none_fails() {
+async fn a_listed_fleet_reads_each_tables_manifests_once_and_none_fails() {
     let u = user("scans_layouts");
     let lake = lakehouse(&lab().stand_in_url(), &u);
     lake.connect().await.unwrap();
@@ -189,13 +190,26 @@ async fn a_listed_fleet_learns_its_layouts_in_one_statement_and_none_fails() {
         "{read:?}"
     );
     let queries = lab().queries_of(&u).await;
-    let layouts: Vec<&str> = queries
+    let sqls: Vec<&str> = queries.iter().filter_map(|q| q["sql"].as_str()).collect();
+    let surveys: Vec<&&str> = sqls
         .iter()
-        .filter_map(|q| q["sql"].as_str())
-        .filter(|s| s.contains("partition_fields"))
+        .filter(|s| s.contains("slice(s.history"))
         .collect();
-    assert_eq!(layouts.len(), 1, "{layouts:#?}");
-    assert_eq!(layouts[0].matches("$manifests").count(), tables.len());
+    assert_eq!(surveys.len(), 1, "{surveys:#?}");
+    assert_eq!(surveys[0].matches("$snapshots\"").count(), tables.len());
+    assert!(!surveys[0].contains("$manifests"), "{}", surveys[0]);
+    for t in &tables {
+        for meta in ["manifests", "properties"] {
+            let name = format!("\"{}${meta}\"", t.table);
+            let reads: usize = sqls.iter().map(|s| s.matches(&name).count()).sum();
+            assert!(reads <= 1, "{t}: its ${meta} read {reads} times: {sqls:#?}");
+        }
+    }
+    let meta_reads = sqls.iter().filter(|s| s.contains("$properties")).count();
+    assert!(
+        sqls.iter().any(|s| s.contains("\"documents$manifests\"")),
+        "the layout of documents is learned from its manifests: {sqls:#?}"
+    );
     for q in queries.iter().filter(|q| !q["error_name"].is_null()) {
         let sql = q["sql"].as_str().unwrap_or("");
         let (name, _, snapshots) = read
@@ -213,8 +227,9 @@ async fn a_listed_fleet_learns_its_layouts_in_one_statement_and_none_fails() {
         .count();
     assert_eq!(
         assert_one_scan_each(&u).await,
-        tables.len() + 1 + failed,
-        "one file read per table, its retry if it failed, and the survey"
+        tables.len() + 1 + failed + meta_reads,
+        "one file read per table, its retry if it failed, the survey, and the tables' \
+         metadata ahead of their file reads"
     );
 }
 

@@ -100,6 +100,11 @@ impl Lakehouse {
         let meta = self.file_meta(t).await?;
         let mut base = survey.clone();
         meta.apply(&mut base, &self.scan);
+        if !self.layout_known(t) {
+            // Its manifests did not tell (an empty table has none): the file read learns
+            // the layout from its own statement, without reading the metadata again.
+            self.pending.lock().await.meta.insert(t.clone(), meta);
+        }
         let history = self.pending.lock().await.times.remove(t);
         let dating = if history.is_some() {
             Dating::SnapshotIds
