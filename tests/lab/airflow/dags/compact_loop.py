@@ -15,6 +15,7 @@ Without the table or the connection its runs fail, which is all a parse needs.
 from __future__ import annotations
 
 import logging
+import time
 from datetime import datetime, timezone
 
 import airflow
@@ -31,6 +32,11 @@ MAJOR = int(airflow.__version__.split(".")[0])
 TABLE = f"iceberg.loop_af{MAJOR}.documents"
 CONN_ID = "trino_loop"
 SQL = f"ALTER TABLE {TABLE} EXECUTE optimize(file_size_threshold => '96MB')"
+# The optimize of the lab's clone takes a few seconds, less than one of floe's polls of a
+# watched run on a loaded machine: once it has committed the task holds this long, so the
+# test always sees it running (its log's tail) before it ends. A run on the dead host fails
+# at once.
+HOLD_S = 20
 
 log = logging.getLogger("airflow.task")
 
@@ -66,6 +72,7 @@ with DAG(
                 f"optimize of {TABLE} failed: could not connect to Trino at {endpoint} "
                 f"(connection {CONN_ID}): {exc}"
             ) from exc
+        time.sleep(HOLD_S)
 
     @task
     def report() -> None:
