@@ -743,12 +743,20 @@ def cmd_up(args) -> int:
         airflow_errors: list[BaseException] = []
         t_airflow_venvs = time.monotonic()
 
-        def build_airflow_venvs() -> None:
+        def build_airflow_venv(m: int) -> None:
             try:
-                for m in airflow_majors:
-                    airflow_venvs[m] = ensure_venv(f"airflow{m}", AIRFLOW_LOCKS[m])
+                airflow_venvs[m] = ensure_venv(f"airflow{m}", AIRFLOW_LOCKS[m])
             except BaseException as e:  # noqa: BLE001 - re-raised in the main thread
                 airflow_errors.append(e)
+
+        def build_airflow_venvs() -> None:
+            # Side by side: a first build is mostly pip waiting on downloads, one at a time.
+            builders = [threading.Thread(target=build_airflow_venv, args=(m,), name=f"airflow{m}-venv")
+                        for m in airflow_majors]
+            for th in builders:
+                th.start()
+            for th in builders:
+                th.join()
             if airflow_majors:
                 timings.append(("airflow venvs", time.monotonic() - t_airflow_venvs))
 
