@@ -293,12 +293,24 @@ impl TestBuild {
         }
     }
 
-    /// Waits for the build and says how it went and how long it took from its start.
+    /// Waits for the build and says how it went and how long it took: cargo's own figure
+    /// (a build that ended while the lab was still starting did not take until now), and
+    /// how long the suite waited for it.
     fn wait(&mut self) {
         if let Some(mut child) = self.child.take() {
             let ok = child.wait().is_ok_and(|s| s.success());
+            let took = std::fs::read_to_string(&self.log)
+                .ok()
+                .and_then(|log| {
+                    log.lines()
+                        .rev()
+                        .find_map(|l| l.trim().strip_prefix("Finished "))
+                        .and_then(|l| l.rsplit_once(" in "))
+                        .map(|(_, t)| t.trim().to_string())
+                })
+                .unwrap_or_else(|| "?".into());
             eprintln!(
-                "xtask: the test build beside the lab: {} in {:.0}s{}",
+                "xtask: the test build beside the lab: {}, built in {took} (the suite came to it {:.0}s after its start){}",
                 if ok { "ok" } else { "FAILED" },
                 self.started.elapsed().as_secs_f64(),
                 if ok {
