@@ -157,7 +157,7 @@ fn global() -> Scope {
 }
 
 /// The default keymap: `default.toml`, compiled in.
-pub const DEFAULT_KEYMAP: &str = include_str!("default.toml");
+pub const DEFAULT_KEYMAP: &str = include_str!("keys/default.toml");
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
