@@ -176,7 +176,7 @@ pub struct ReportArgs {
     pub table: String,
     /// Output format.
     #[arg(long, value_enum, default_value = "markdown")]
-    pub format: crate::report::incident::PostmortemFormat,
+    pub format: crate::report::postmortem_cli::PostmortemFormat,
     /// Write the report to FILE (atomically, readable by its owner only) instead of stdout.
     #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -206,8 +206,8 @@ pub struct MaintainArgs {
     pub timeout: Option<Dur>,
 }
 
-/// `floe maintain`'s procedures: defined beside their handler (`maintain::cli`).
-pub use crate::maintain::cli::MaintainCmd;
+/// `floe maintain`'s procedures: defined beside their handler (`mutation::maintain_cli`).
+pub use crate::mutation::maintain_cli::MaintainCmd;
 
 impl Global {
     pub fn overrides(&self) -> Overrides {

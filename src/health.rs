@@ -12,9 +12,9 @@ use crate::lakehouse::model::{PartitionStats, TableStats};
 pub mod airflow;
 mod dag;
 mod findings;
+pub mod incidents;
 pub mod mapping;
 mod rule;
-pub mod triage;
 
 /// What was read of a table's maintenance DAG: the Airflow layer's reduction of its runs
 /// (`airflow::facts`), which the rules judge.

@@ -3,12 +3,12 @@
 //! own declared spec, never from the names of its fields.
 
 pub mod budget;
-pub mod history;
 pub mod layout;
-pub mod maintenance;
 pub mod model;
+pub mod plan;
 pub mod probe;
 pub mod queries;
+pub mod query_history;
 pub mod scan;
 pub mod statements;
 pub mod summary;

@@ -13,7 +13,7 @@ pub mod files;
 pub mod fmt;
 pub mod health;
 pub mod lakehouse;
-pub mod maintain;
+pub mod mutation;
 pub mod net;
 pub mod report;
 pub mod run;

@@ -3,16 +3,16 @@
 
 pub mod check;
 pub mod fleet;
-pub mod incident;
+mod incidents;
 mod json;
 mod markdown;
-mod md;
+mod markdown_writer;
 pub mod postmortem;
+pub mod postmortem_cli;
 mod prometheus;
 pub mod record;
 mod text;
 pub mod timeline;
-mod triage;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;

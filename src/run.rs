@@ -105,7 +105,7 @@ pub fn main() -> ExitCode {
             };
             let _log = init_logging(&settings.log_dir);
             let rt = runtime();
-            rt.block_on(crate::maintain::cli::maintain(
+            rt.block_on(crate::mutation::maintain_cli::maintain(
                 &settings,
                 args.action,
                 args.timeout.map(|t| t.0),
@@ -117,7 +117,7 @@ pub fn main() -> ExitCode {
             };
             let _log = init_logging(&settings.log_dir);
             let rt = runtime();
-            rt.block_on(crate::maintain::connection::cli(
+            rt.block_on(crate::mutation::connection::cli(
                 &settings,
                 &args.id,
                 &args.target,
@@ -129,12 +129,12 @@ pub fn main() -> ExitCode {
                 Ok(s) => s,
                 Err(e) => {
                     eprintln!("floe: UNKNOWN: {}", sanitize(&e.to_string()));
-                    return ExitCode::from(crate::report::incident::UNKNOWN_EXIT);
+                    return ExitCode::from(crate::report::postmortem_cli::UNKNOWN_EXIT);
                 }
             };
             let _log = init_logging(&settings.log_dir);
             let rt = runtime();
-            rt.block_on(crate::report::incident::cli(
+            rt.block_on(crate::report::postmortem_cli::cli(
                 &settings,
                 &args.table,
                 args.format,

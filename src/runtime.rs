@@ -30,7 +30,7 @@ use crate::app::state::{State, Tab};
 use crate::config::{self, Settings};
 use crate::lakehouse::model::TableRef;
 use crate::lakehouse::queries::{Lakehouse, Layout};
-use crate::maintain::run::Stop;
+use crate::mutation::run::Stop;
 use crate::trino::{Client, TrinoError};
 use tokio::task::JoinHandle;
 

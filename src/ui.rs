@@ -5,9 +5,9 @@ pub mod ascii;
 pub mod breakdown;
 pub mod caps;
 pub mod dags;
-pub mod history;
 pub mod partitions;
 pub mod popup;
+pub mod snapshots;
 pub mod tables;
 pub mod theme;
 pub mod triage;
@@ -93,7 +93,7 @@ fn draw_screen(f: &mut Frame, s: &State, fleet: Option<&crate::app::fleet::Fleet
         },
         Tab::Tables => tables::draw(f, body, s, &th),
         Tab::Partitions => partitions::draw(f, body, s, &th),
-        Tab::Snapshots => history::draw(f, body, s, &th),
+        Tab::Snapshots => snapshots::draw(f, body, s, &th),
         Tab::Dags => dags::draw(f, body, s, &th),
     }
     draw_status(f, status, s, &th);

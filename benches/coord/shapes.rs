@@ -2,10 +2,10 @@
 //! metadata table alone, and the reads a cheaper refresh could use; and the sets of tables
 //! they are measured on.
 
-use floe::lakehouse::history::candidates_sql;
 use floe::lakehouse::model::TableRef;
 use floe::lakehouse::probe::{parse_rank, probe_sql, rank_sql};
 use floe::lakehouse::queries::Layout;
+use floe::lakehouse::query_history::candidates_sql;
 use floe::lakehouse::scan::ScanParams;
 use floe::lakehouse::statements::{
     Dating, MetaTables, describe_sql, discover_sql, files_sql, partitions_sql, properties_sql,

@@ -6,7 +6,7 @@
 
 use floe::airflow::wire::decode_connection;
 use floe::airflow::{ApiVersion, ConnectionTest};
-use floe::maintain::connection::{Target, diff_lines, endpoint_text, parse_target, wrote_otherwise};
+use floe::mutation::connection::{Target, diff_lines, endpoint_text, parse_target, wrote_otherwise};
 use floe::trino::client::query_info::{parse_data_size, parse_duration_ms, parse_query_info};
 use libfuzzer_sys::fuzz_target;
 

@@ -14,11 +14,11 @@ use super::partitions::PartitionsMsg;
 use super::snapshots::SnapshotsMsg;
 use super::tables::TablesMsg;
 use crate::health::HealthConfig;
-use crate::lakehouse::maintenance::Plan;
 use crate::lakehouse::model::{PartitionStats, TableRef, TableStats};
+use crate::lakehouse::plan::Plan;
 use crate::trino::TrinoError;
 
-pub use crate::maintain::plan::MaintenanceKind;
+pub use crate::mutation::draft::MaintenanceKind;
 
 #[derive(Clone, Debug)]
 pub enum Action {
@@ -49,7 +49,7 @@ pub enum Action {
     /// The coordinator's record of the recent queries that read a table.
     Queries {
         table: TableRef,
-        result: Result<crate::lakehouse::history::TableQueries, TrinoError>,
+        result: Result<crate::lakehouse::query_history::TableQueries, TrinoError>,
     },
 }
 
@@ -234,8 +234,8 @@ impl DagWrite {
     }
 
     /// What it is, as the audit log records it (`trigger_dag`, …).
-    pub fn action(&self) -> crate::maintain::audit::Action {
-        use crate::maintain::audit::Action;
+    pub fn action(&self) -> crate::mutation::audit::Action {
+        use crate::mutation::audit::Action;
         match self {
             DagWrite::Trigger { .. } => Action::TriggerDag,
             DagWrite::Clear { .. } => Action::ClearDagRun,

@@ -6,7 +6,7 @@
 
 use super::action::Effect;
 use super::state::{Level, Popup, State};
-use crate::lakehouse::maintenance::Plan;
+use crate::lakehouse::plan::Plan;
 use crate::text::{clip, one_line};
 
 /// The most the clipboard is given: terminals cap an OSC 52 payload (xterm at about

@@ -15,7 +15,7 @@ use crate::airflow::{
 };
 use crate::health::mapping::{DagName, Mapped, map_dags};
 use crate::health::{DagFacts, Finding, Health, Severity, evaluate, evaluate_dag};
-use crate::maintain::audit::WriteError;
+use crate::mutation::audit::WriteError;
 
 mod columns;
 pub mod connection;

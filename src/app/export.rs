@@ -232,7 +232,7 @@ pub fn write_export(
                 .as_deref()
                 .ok_or(ExportError::NoPostmortem)?
                 .clone();
-            let records = crate::maintain::audit::AuditLog::new(audit_log).read();
+            let records = crate::mutation::audit::AuditLog::new(audit_log).read();
             // Sanitised as it is rendered.
             ("md", p.with_audit(audit_log, &records).markdown())
         }
@@ -442,7 +442,7 @@ mod tests {
         use crate::app::testing::dags::{ERROR, with_dags};
         use crate::app::testing::{code, key, tref};
         use crate::app::update::update;
-        use crate::maintain::audit::{AuditLog, Record};
+        use crate::mutation::audit::{AuditLog, Record};
         use crossterm::event::KeyCode;
         use std::os::unix::fs::PermissionsExt;
 
@@ -523,12 +523,12 @@ mod tests {
             "lab",
             "floe",
             "http://t/",
-            crate::maintain::audit::Action::Optimize,
+            crate::mutation::audit::Action::Optimize,
             "ALTER TABLE … optimize",
         );
         r.table = Some("iceberg.zoning.documents".into());
         r.query_id = Some("20261129_091502_00043_lab01".into());
-        r.outcome = crate::maintain::audit::Outcome::Succeeded;
+        r.outcome = crate::mutation::audit::Outcome::Succeeded;
         audit.append(&r).unwrap();
         let path = write_export(&dir, audit.path(), ExportFormat::Markdown, data).unwrap();
         assert!(

@@ -12,8 +12,8 @@ use super::action::{Effect, MaintenanceKind};
 use super::prompt::{Prompt, RetentionFor};
 use super::state::{Level, Popup, State, Tab};
 use crate::lakehouse::model::TableRef;
-use crate::maintain::plan::{PlanDraft, PlanError};
-use crate::maintain::run::{RunError, StepEvent};
+use crate::mutation::draft::{PlanDraft, PlanError};
+use crate::mutation::run::{RunError, StepEvent};
 
 /// Results for maintenance.
 #[derive(Clone, Debug)]

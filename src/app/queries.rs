@@ -7,8 +7,8 @@ use std::collections::HashMap;
 
 use super::action::{Action, Effect};
 use super::state::{Popup, State, Tab};
-use crate::lakehouse::history::{self, TableQueries};
 use crate::lakehouse::model::TableRef;
+use crate::lakehouse::query_history::{self, TableQueries};
 
 /// Incidents (from the top) whose worst table's queries the Triage tab asks for.
 pub const TRIAGE_TABLES: usize = 5;
@@ -95,7 +95,7 @@ pub fn wanted(s: &mut State) -> Vec<Effect> {
 pub fn suffered(s: &State, t: &TableRef) -> Option<String> {
     match s.queries.by_table.get(t) {
         Some((_, QueryLoad::Loaded(q))) => {
-            history::suffering(q.runs()).map(|w| w.line(&t.table, s.now))
+            query_history::suffering(q.runs()).map(|w| w.line(&t.table, s.now))
         }
         _ => None,
     }
@@ -113,7 +113,7 @@ pub fn lines(s: &State, t: &TableRef) -> Vec<String> {
                 "queries: the coordinator's query history could not be read: {e}"
             )]
         }
-        Some((_, QueryLoad::Loaded(q))) => history::lines(q, &t.table, s.now, BREAKDOWN_RUNS),
+        Some((_, QueryLoad::Loaded(q))) => query_history::lines(q, &t.table, s.now, BREAKDOWN_RUNS),
     }
 }
 
@@ -127,12 +127,12 @@ mod tests {
     use super::*;
     use crate::app::testing::{loaded, tref};
     use crate::app::update::update;
-    use crate::lakehouse::history::QueryRun;
+    use crate::lakehouse::query_history::QueryRun;
 
     fn run(elapsed: u64) -> QueryRun {
         QueryRun {
             query_id: format!("q{elapsed}"),
-            state: crate::lakehouse::history::QueryState::Finished,
+            state: crate::lakehouse::query_history::QueryState::Finished,
             user: "alice".into(),
             source: Some("dashboard\u{1b}[2J".into()),
             query: "SELECT count(*) FROM documents".into(),

@@ -422,8 +422,8 @@ pub fn selected_name(s: &State) -> String {
 /// A maintenance plan over the incident table's partitions.
 pub mod plans {
     use super::*;
-    use crate::lakehouse::maintenance::{Procedure, TableLayout, parse_partition_entry};
-    use crate::maintain::plan::PlanDraft;
+    use crate::lakehouse::plan::{Procedure, TableLayout, parse_partition_entry};
+    use crate::mutation::draft::PlanDraft;
 
     /// The Partitions tab of the incident table, its six partitions loaded.
     pub fn on_partitions() -> State {

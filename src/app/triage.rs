@@ -1,5 +1,5 @@
 //! The Triage tab: the incidents of the tables and DAGs on screen, grouped by root cause
-//! and ranked worst first (`health::triage`), re-derived whenever tables or DAGs change.
+//! and ranked worst first (`health::incidents`), re-derived whenever tables or DAGs change.
 //! Enter jumps to an incident's evidence — the failing task's log, the DAG, the table's
 //! partitions, snapshots or findings — and Esc there comes back.
 
@@ -11,7 +11,7 @@ use super::grid::Grid;
 use super::state::{Level, Load, Popup, State, Tab};
 use crate::airflow::scan::DagList;
 use crate::health::airflow::server_findings;
-use crate::health::triage::{Facts, Incident, Jump, Kind, TableFacts, incidents};
+use crate::health::incidents::{Facts, Incident, Jump, Kind, TableFacts, incidents};
 use crate::health::{Finding, Rule, Severity};
 use crate::lakehouse::model::TableRef;
 

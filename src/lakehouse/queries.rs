@@ -5,8 +5,8 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
-use super::maintenance::TableLayout;
 use super::model::{PartitionStats, SnapshotInfo, TableRef, TableStats};
+use super::plan::TableLayout;
 use super::probe::{PARTITION_SUMMARIES_SINCE, Probe, parse_probe, probe_sql, split};
 use crate::lakehouse::scan::ScanParams;
 use crate::trino::{Client, Row, ServerInfo, TrinoError};

@@ -5,8 +5,8 @@ use std::collections::BTreeSet;
 
 use chrono::{DateTime, Utc};
 
-use super::maintenance::{PartitionField, TableLayout, files_partition_predicate};
 use super::model::{SnapshotInfo, TableRef, TableStats, TrendTail};
+use super::plan::{PartitionField, TableLayout, files_partition_predicate};
 use super::queries::Layout;
 use super::scan::ScanParams;
 use crate::sql::{quote_ident, quote_string};
@@ -711,7 +711,7 @@ pub(super) fn partition_field_names(rows: &[Row]) -> BTreeSet<String> {
 }
 
 /// A partition value as the operator reads it, by the field's transform in the table's
-/// spec (see [`crate::lakehouse::maintenance::Transform::render`]). A field the spec does
+/// spec (see [`crate::lakehouse::plan::Transform::render`]). A field the spec does
 /// not know is shown as its value: the field's name says nothing about its meaning.
 pub fn partition_value_text(field: Option<&PartitionField>, v: &Value) -> String {
     match field {

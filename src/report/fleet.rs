@@ -72,7 +72,7 @@ impl FleetReport {
             Format::Text => self.blocks(|r| r.text(), |p| format!("== profile {p} ==\n")),
             Format::Markdown => self.blocks(
                 |r| r.markdown(),
-                |p| format!("# profile {}\n\n", super::md::code(p)),
+                |p| format!("# profile {}\n\n", super::markdown_writer::code(p)),
             ),
             Format::Prometheus => {
                 let mut t = Textfile::default();

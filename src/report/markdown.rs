@@ -1,9 +1,9 @@
 //! The markdown report (for a ticket or a chat message), written with the reports' one
-//! markdown writer ([`super::md`]): identifiers as code spans, prose escaped.
+//! markdown writer ([`super::markdown_writer`]): identifiers as code spans, prose escaped.
 
 use chrono::SecondsFormat;
 
-use super::md::{self, Align, Cell, Table};
+use super::markdown_writer::{self as md, Align, Cell, Table};
 use super::{Report, TableReport};
 use crate::fmt::human_bytes;
 use crate::health::{Finding, Severity};
@@ -63,7 +63,7 @@ impl Report {
             }
             out.push_str(&format!(
                 "  \n   next: {}\n",
-                md::text(&super::triage::next_line(i))
+                md::text(&super::incidents::next_line(i))
             ));
         }
         out.push('\n');

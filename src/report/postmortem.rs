@@ -14,9 +14,9 @@ use super::record::{DagRecord, TableRecord, timestamp};
 use super::timeline::{self, DagRuns, Timeline};
 use super::{AirflowInfo, TrinoInfo};
 use crate::health::{DagFacts, Health, Severity};
-use crate::lakehouse::history::TableQueries;
 use crate::lakehouse::model::{SnapshotInfo, TableRef, TableStats};
-use crate::maintain::audit::{Action, Record};
+use crate::lakehouse::query_history::TableQueries;
+use crate::mutation::audit::{Action, Record};
 
 mod markdown;
 mod sequence;

@@ -144,7 +144,7 @@ impl Report {
                 out.push_str(&format!(" → {}", fold_whitespace(&t)));
             }
             out.push('\n');
-            out.push_str(&format!("    next: {}\n", super::triage::next_line(i)));
+            out.push_str(&format!("    next: {}\n", super::incidents::next_line(i)));
         }
         out
     }

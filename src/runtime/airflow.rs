@@ -1,5 +1,5 @@
 //! Effects that talk to Airflow: the DAG list and facts, connections, runs, tasks, logs,
-//! failures, and the writes (audited in `maintain::audit`).
+//! failures, and the writes (audited in `mutation::audit`).
 
 use std::future::Future;
 use std::sync::Arc;
@@ -14,7 +14,7 @@ use crate::app::action::{Action, DagWrite, Effect};
 use crate::app::dags::{DagMsg, FailureDetail};
 use crate::app::snapshots::SnapshotsMsg;
 use crate::lakehouse::model::TableRef;
-use crate::maintain::audit::{WriteError, WriteFailure, write_failure};
+use crate::mutation::audit::{WriteError, WriteFailure, write_failure};
 
 /// Airflow, connected on first use (and again after a failure), with its own small pool.
 #[derive(Clone)]
@@ -305,7 +305,7 @@ impl Runtime {
     /// then watched.
     fn spawn_write(&self, action: DagWrite) -> JoinHandle<()> {
         let af = self.airflow.clone();
-        let ctx = crate::maintain::context(&self.settings);
+        let ctx = crate::mutation::context(&self.settings);
         let user = self
             .settings
             .airflow
@@ -328,12 +328,12 @@ impl Runtime {
                 port,
             } = &a
             {
-                let t = crate::maintain::connection::Target {
+                let t = crate::mutation::connection::Target {
                     host: host.clone(),
                     port: *port,
                     ignored: Vec::new(),
                 };
-                let req = crate::maintain::connection::FixRequest {
+                let req = crate::mutation::connection::FixRequest {
                     ctx: &ctx,
                     user: &user,
                     airflow: &target,
@@ -341,7 +341,7 @@ impl Runtime {
                     target: &t,
                 };
                 let result = match af.get().await {
-                    Ok(c) => crate::maintain::connection::fix_audited(
+                    Ok(c) => crate::mutation::connection::fix_audited(
                         &c,
                         &req,
                         std::pin::pin!(std::future::pending::<String>()),
@@ -353,7 +353,7 @@ impl Runtime {
                 return Ok::<_, WriteError>((result, None));
             }
             let triggered = std::sync::Mutex::new(None);
-            let result = crate::maintain::audit::audited(
+            let result = crate::mutation::audit::audited(
                 &ctx,
                 &user,
                 &target,
@@ -442,9 +442,9 @@ fn statement(action: &DagWrite) -> String {
             connection_id,
             host,
             port,
-        } => crate::maintain::connection::statement(
+        } => crate::mutation::connection::statement(
             connection_id,
-            &crate::maintain::connection::Target {
+            &crate::mutation::connection::Target {
                 host: host.clone(),
                 port: *port,
                 ignored: Vec::new(),

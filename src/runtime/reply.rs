@@ -35,24 +35,24 @@ impl FromPanic for AirflowError {
     }
 }
 
-impl FromPanic for crate::maintain::plan::PlanError {
+impl FromPanic for crate::mutation::draft::PlanError {
     fn from_panic(text: String) -> Self {
-        crate::maintain::plan::PlanError::Read {
+        crate::mutation::draft::PlanError::Read {
             what: "what the plan needs".into(),
             source: Box::new(TrinoError::Internal(text)),
         }
     }
 }
 
-impl FromPanic for crate::maintain::run::RunError {
+impl FromPanic for crate::mutation::run::RunError {
     fn from_panic(text: String) -> Self {
-        crate::maintain::run::RunError::Internal(text)
+        crate::mutation::run::RunError::Internal(text)
     }
 }
 
-impl FromPanic for crate::maintain::audit::WriteError {
+impl FromPanic for crate::mutation::audit::WriteError {
     fn from_panic(text: String) -> Self {
-        crate::maintain::audit::WriteError::Internal(text)
+        crate::mutation::audit::WriteError::Internal(text)
     }
 }
 

@@ -12,10 +12,10 @@ use crate::app::maintenance::MaintenanceMsg;
 use crate::app::partitions::PartitionsMsg;
 use crate::app::snapshots::SnapshotsMsg;
 use crate::app::tables::TablesMsg;
-use crate::lakehouse::maintenance::Plan;
 use crate::lakehouse::model::TableRef;
-use crate::maintain::plan::{self, Over};
-use crate::maintain::run::{StepEvent, Stop, run_plan_until};
+use crate::lakehouse::plan::Plan;
+use crate::mutation::draft::{self, Over};
+use crate::mutation::run::{StepEvent, Stop, run_plan_until};
 use crate::trino::TrinoError;
 
 impl Runtime {
@@ -172,9 +172,9 @@ impl Runtime {
                         Some(p) => Over::These(p),
                         None => Over::SmallFiles { min_small },
                     };
-                    let mut d = plan::draft(&lake, table, kind, over, None).await?;
+                    let mut d = draft::draft(&lake, table, kind, over, None).await?;
                     if optimize {
-                        d.measured = Some(plan::measured(&lake, audit_log).await);
+                        d.measured = Some(draft::measured(&lake, audit_log).await);
                     }
                     Ok(d)
                 };
@@ -189,7 +189,7 @@ impl Runtime {
     /// profile switch does not touch it); it stops only through the returned `Stop`.
     pub(super) fn spawn_job(&mut self, job: u64, plan: Plan) -> (Stop, JoinHandle<()>) {
         let stop = Stop::new();
-        let ctx = crate::maintain::context(&self.settings);
+        let ctx = crate::mutation::context(&self.settings);
         let (tx, lake, stop2) = (self.tx.clone(), self.lake.clone(), stop.clone());
         let work = async move {
             let on_event = move |event: StepEvent| {

@@ -14,6 +14,16 @@ use crate::lakehouse::model::{SnapshotInfo, TableRef};
 use crate::trino::ServerInfo;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
+/// `insta::assert_snapshot!`, kept with this module's other files: `ui/tests/snapshots/`
+/// (`ui/snapshots/` is the Snapshots tab's module).
+macro_rules! snapshot {
+    ($($args:tt)*) => {
+        insta::with_settings!({ snapshot_path => "tests/snapshots" }, {
+            insta::assert_snapshot!($($args)*)
+        })
+    };
+}
+
 fn key(s: &mut State, c: char) {
     update(
         s,
@@ -104,13 +114,13 @@ fn snapshots() -> Vec<SnapshotInfo> {
 #[test]
 fn tables_80x24() {
     let mut s = all_loaded();
-    insta::assert_snapshot!(screen(&mut s, 80, 24).backend());
+    snapshot!(screen(&mut s, 80, 24).backend());
 }
 
 #[test]
 fn tables_160x48_with_breakdown_panel() {
     let mut s = all_loaded();
-    insta::assert_snapshot!(screen(&mut s, 160, 48).backend());
+    snapshot!(screen(&mut s, 160, 48).backend());
 }
 
 #[test]
@@ -119,7 +129,7 @@ fn tables_loading_and_stale() {
     s.conn.profile = "lab".into();
     s.conn.trino_url = "http://127.0.0.1:8080/".into();
     update(&mut s, Action::Start);
-    insta::assert_snapshot!("tables_discovering", screen(&mut s, 80, 24).backend());
+    snapshot!("tables_discovering", screen(&mut s, 80, 24).backend());
     let mut s = all_loaded();
     s.readonly = true;
     s.keymap = s.keymap.clone().with_readonly(true);
@@ -128,7 +138,7 @@ fn tables_loading_and_stale() {
         &mut s,
         Action::Key(KeyEvent::new(KeyCode::Char('r'), KeyModifiers::NONE)),
     );
-    insta::assert_snapshot!(
+    snapshot!(
         "tables_refreshing_readonly",
         screen(&mut s, 80, 24).backend()
     );
@@ -154,7 +164,7 @@ fn tables_error_keeps_rows() {
             crate::app::testing::unreachable("http://127.0.0.1:8080/v1/info"),
         ))),
     );
-    insta::assert_snapshot!(screen(&mut s, 80, 24).backend());
+    snapshot!(screen(&mut s, 80, 24).backend());
 }
 
 #[test]
@@ -175,8 +185,8 @@ fn partitions_with_marks() {
     );
     key(&mut s, ' ');
     key(&mut s, ' ');
-    insta::assert_snapshot!("partitions_80x24", screen(&mut s, 80, 24).backend());
-    insta::assert_snapshot!("partitions_160x48", screen(&mut s, 160, 48).backend());
+    snapshot!("partitions_80x24", screen(&mut s, 80, 24).backend());
+    snapshot!("partitions_160x48", screen(&mut s, 160, 48).backend());
 }
 
 #[test]
@@ -192,21 +202,21 @@ fn snapshots_with_growth_chart() {
             result: Ok(snapshots()),
         }),
     );
-    insta::assert_snapshot!("snapshots_80x24", screen(&mut s, 80, 24).backend());
-    insta::assert_snapshot!("snapshots_160x48", screen(&mut s, 160, 48).backend());
+    snapshot!("snapshots_80x24", screen(&mut s, 80, 24).backend());
+    snapshot!("snapshots_160x48", screen(&mut s, 160, 48).backend());
 }
 
 #[test]
 fn help_overlay_and_info_popup() {
     let mut s = all_loaded();
     key(&mut s, '?');
-    insta::assert_snapshot!("help_80x24", screen(&mut s, 80, 24).backend());
+    snapshot!("help_80x24", screen(&mut s, 80, 24).backend());
     update(
         &mut s,
         Action::Key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE)),
     );
     key(&mut s, 'i');
-    insta::assert_snapshot!("info_80x24", screen(&mut s, 80, 24).backend());
+    snapshot!("info_80x24", screen(&mut s, 80, 24).backend());
 }
 
 #[test]
@@ -229,7 +239,7 @@ fn the_help_scrolls_to_its_last_keys_at_80x24() {
 fn dags_tab_without_airflow() {
     let mut s = all_loaded();
     key(&mut s, '4');
-    insta::assert_snapshot!(screen(&mut s, 80, 24).backend());
+    snapshot!(screen(&mut s, 80, 24).backend());
 }
 
 #[test]
@@ -238,7 +248,7 @@ fn prompt_and_status_lines() {
     key(&mut s, '/');
     key(&mut s, 'd');
     key(&mut s, 'o');
-    insta::assert_snapshot!("filter_prompt", screen(&mut s, 80, 24).backend());
+    snapshot!("filter_prompt", screen(&mut s, 80, 24).backend());
     update(
         &mut s,
         Action::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE)),
@@ -247,7 +257,7 @@ fn prompt_and_status_lines() {
         Level::Error,
         "partitions of iceberg.zoning.documents: GENERIC_INTERNAL_ERROR: boom (query q1)",
     );
-    insta::assert_snapshot!("error_status", screen(&mut s, 80, 24).backend());
+    snapshot!("error_status", screen(&mut s, 80, 24).backend());
 }
 
 #[test]
@@ -313,7 +323,7 @@ fn tiny_terminals_and_resize_storms_do_not_panic() {
     }
     let mut term = Terminal::new(TestBackend::new(20, 5)).unwrap();
     term.draw(|f| super::draw(f, &s)).unwrap();
-    insta::assert_snapshot!("tiny_20x5", term.backend());
+    snapshot!("tiny_20x5", term.backend());
 }
 
 #[test]
@@ -325,8 +335,8 @@ fn formatting_helpers() {
 }
 
 fn confirm_state() -> State {
-    use crate::lakehouse::maintenance::{Procedure, TableLayout, parse_partition_entry};
-    use crate::maintain::plan::PlanDraft;
+    use crate::lakehouse::plan::{Procedure, TableLayout, parse_partition_entry};
+    use crate::mutation::draft::PlanDraft;
     let mut s = all_loaded();
     update(
         &mut s,
@@ -382,13 +392,13 @@ fn confirm_state() -> State {
 #[test]
 fn confirm_popup_shows_the_exact_sql() {
     let mut s = confirm_state();
-    insta::assert_snapshot!("confirm_80x24", screen(&mut s, 80, 24).backend());
-    insta::assert_snapshot!("confirm_160x48", screen(&mut s, 160, 48).backend());
+    snapshot!("confirm_80x24", screen(&mut s, 80, 24).backend());
+    snapshot!("confirm_160x48", screen(&mut s, 160, 48).backend());
 }
 
 #[test]
 fn progress_line_and_queue() {
-    use crate::maintain::run::{StepEvent, StepOutcome};
+    use crate::mutation::run::{StepEvent, StepOutcome};
     use crate::trino::QueryProgress;
     let mut s = confirm_state();
     key(&mut s, 'y');
@@ -448,9 +458,9 @@ fn progress_line_and_queue() {
             },
         }),
     );
-    insta::assert_snapshot!("progress_80x24", screen(&mut s, 80, 24).backend());
+    snapshot!("progress_80x24", screen(&mut s, 80, 24).backend());
     key(&mut s, 'Q');
-    insta::assert_snapshot!("queue_80x24", screen(&mut s, 80, 24).backend());
+    snapshot!("queue_80x24", screen(&mut s, 80, 24).backend());
 }
 
 mod dags {
@@ -463,12 +473,12 @@ mod dags {
     fn dags_tab_failing_first_with_import_error_and_the_failing_task() {
         let mut s = with_dags();
         key(&mut s, '4');
-        insta::assert_snapshot!("dags_80x24", screen(&mut s, 80, 24).backend());
-        insta::assert_snapshot!("dags_160x48", screen(&mut s, 160, 48).backend());
+        snapshot!("dags_80x24", screen(&mut s, 80, 24).backend());
+        snapshot!("dags_160x48", screen(&mut s, 160, 48).backend());
         // The Tables tab shows the DAG beside the compaction age, and the correlation.
         key(&mut s, '1');
-        insta::assert_snapshot!("tables_with_dags_80x24", screen(&mut s, 80, 24).backend());
-        insta::assert_snapshot!("tables_with_dags_160x48", screen(&mut s, 160, 48).backend());
+        snapshot!("tables_with_dags_80x24", screen(&mut s, 80, 24).backend());
+        snapshot!("tables_with_dags_160x48", screen(&mut s, 160, 48).backend());
     }
 
     #[test]
@@ -505,7 +515,7 @@ mod dags {
                 ]),
             }),
         );
-        insta::assert_snapshot!("dag_tasks_80x24", screen(&mut s, 80, 24).backend());
+        snapshot!("dag_tasks_80x24", screen(&mut s, 80, 24).backend());
         update(
             &mut s,
             Action::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE)),
@@ -544,10 +554,10 @@ mod dags {
                 }),
             }),
         );
-        insta::assert_snapshot!("dag_log_80x24", screen(&mut s, 80, 24).backend());
+        snapshot!("dag_log_80x24", screen(&mut s, 80, 24).backend());
         key(&mut s, '1');
         key(&mut s, 't');
-        insta::assert_snapshot!("confirm_trigger_80x24", screen(&mut s, 80, 24).backend());
+        snapshot!("confirm_trigger_80x24", screen(&mut s, 80, 24).backend());
     }
 }
 
@@ -819,7 +829,7 @@ fn every_popup_at_20x5() {
         );
         assert!(s.popup.is_none() && s.prompt.is_none(), "{name} closed");
     }
-    insta::assert_snapshot!("every_popup_20x5", out);
+    snapshot!("every_popup_20x5", out);
 }
 
 #[test]

@@ -10,7 +10,7 @@ use super::theme::Theme;
 use super::{ListProps, draw_list};
 use crate::app::keymap::Command;
 use crate::app::state::State;
-use crate::health::triage::{Incident, Jump, Next};
+use crate::health::incidents::{Incident, Jump, Next};
 use crate::text::one_line;
 
 pub fn draw(f: &mut Frame, area: Rect, s: &State, th: &Theme) {

@@ -1,7 +1,7 @@
 //! Two floe processes appending to one audit log never interleave a line: each record is
 //! one write(2) on an O_APPEND file. The test binary runs itself twice as the writers.
 
-use floe::maintain::audit::{Action, AuditLog, Outcome, Record};
+use floe::mutation::audit::{Action, AuditLog, Outcome, Record};
 
 const WRITER: &str = "FLOE_TEST_AUDIT_WRITER";
 const RECORDS: usize = 400;

@@ -6,12 +6,12 @@ use std::time::Duration;
 
 use common::{lab, user};
 use floe::health::HealthConfig;
-use floe::lakehouse::maintenance::{Plan, Procedure, optimize_plan, table_plan};
 use floe::lakehouse::model::TableRef;
+use floe::lakehouse::plan::{Plan, Procedure, optimize_plan, table_plan};
 use floe::lakehouse::queries::Lakehouse;
-use floe::maintain::audit::AuditLog;
-use floe::maintain::audit::{Outcome, RunContext};
-use floe::maintain::run::{StepEvent, run_plan};
+use floe::mutation::audit::AuditLog;
+use floe::mutation::audit::{Outcome, RunContext};
+use floe::mutation::run::{StepEvent, run_plan};
 use floe::sql::{quote_ident, quote_string};
 use floe::trino::Client;
 use serde_json::json;

@@ -10,11 +10,11 @@ use std::process::{Command, Output};
 
 use common::{lab, user};
 use floe::health::HealthConfig;
-use floe::lakehouse::history::TableQueries;
 use floe::lakehouse::model::TableRef;
 use floe::lakehouse::queries::Lakehouse;
-use floe::maintain::audit::{Action, AuditLog, Outcome};
-use floe::maintain::eta;
+use floe::lakehouse::query_history::TableQueries;
+use floe::mutation::audit::{Action, AuditLog, Outcome};
+use floe::mutation::eta;
 use floe::trino::Client;
 
 fn home(name: &str) -> PathBuf {

@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use common::{lab, user};
 use floe::health::HealthConfig;
-use floe::lakehouse::maintenance::{PlanRefusal, Procedure, optimize_plan, table_plan};
 use floe::lakehouse::model::{PartitionStats, TableRef};
+use floe::lakehouse::plan::{PlanRefusal, Procedure, optimize_plan, table_plan};
 use floe::lakehouse::probe::{layout_sql, parse_layouts, probe_sql};
 use floe::lakehouse::queries::{Lakehouse, Layout};
 use floe::lakehouse::scan::ScanParams;

@@ -4,8 +4,8 @@
 
 use floe::lakehouse::model::TableRef;
 use floe::lakehouse::queries::Layout;
-use floe::maintain::plan::{MaintenanceKind, Over, draft};
-use floe::maintain::run::run_plan;
+use floe::mutation::draft::{MaintenanceKind, Over, draft};
+use floe::mutation::run::run_plan;
 use tokio_util::sync::CancellationToken;
 
 use crate::wrong_target::{ctx, files_by_partition, lakehouse, no_events, sql, table};

@@ -7,9 +7,9 @@ use crate::common;
 
 use common::{lab, user};
 use floe::health::HealthConfig;
-use floe::lakehouse::history::{self, QueryState, TableQueries};
 use floe::lakehouse::model::TableRef;
 use floe::lakehouse::queries::Lakehouse;
+use floe::lakehouse::query_history::{self, QueryState, TableQueries};
 use floe::trino::Client;
 
 fn lake(url: &str, user: &str, source: &str) -> Lakehouse {
@@ -63,7 +63,7 @@ async fn the_queries_that_read_a_table_come_with_their_cost() {
         runs: mine.into_iter().cloned().collect(),
         unconfirmed: 0,
     };
-    let lines = history::lines(&only_mine, "documents", now, 5);
+    let lines = query_history::lines(&only_mine, "documents", now, 5);
     assert!(
         lines[0].starts_with(&format!("queries: the {source} query on documents took ")),
         "{lines:?}"

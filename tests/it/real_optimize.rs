@@ -12,12 +12,12 @@ use std::time::{Duration, Instant};
 
 use common::lab;
 use floe::health::HealthConfig;
-use floe::lakehouse::maintenance::optimize_plan;
 use floe::lakehouse::model::TableRef;
+use floe::lakehouse::plan::optimize_plan;
 use floe::lakehouse::queries::Lakehouse;
-use floe::maintain::audit::AuditLog;
-use floe::maintain::audit::{Outcome, RunContext};
-use floe::maintain::run::{RunError, StepEvent, run_plan};
+use floe::mutation::audit::AuditLog;
+use floe::mutation::audit::{Outcome, RunContext};
+use floe::mutation::run::{RunError, StepEvent, run_plan};
 use floe::trino::{Client, QueryOptions};
 use pty::Pty;
 use tokio_util::sync::CancellationToken;

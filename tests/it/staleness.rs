@@ -9,12 +9,12 @@ use std::time::Duration;
 use chrono::Utc;
 use common::{lab, user};
 use floe::health::{DagFacts, HealthConfig, Rule, Severity, evaluate};
-use floe::lakehouse::maintenance::optimize_plan;
 use floe::lakehouse::model::{PartitionStats, TableRef};
+use floe::lakehouse::plan::optimize_plan;
 use floe::lakehouse::queries::Lakehouse;
-use floe::maintain::audit::AuditLog;
-use floe::maintain::audit::RunContext;
-use floe::maintain::run::{StepEvent, run_plan};
+use floe::mutation::audit::AuditLog;
+use floe::mutation::audit::RunContext;
+use floe::mutation::run::{StepEvent, run_plan};
 use floe::trino::Client;
 use tokio_util::sync::CancellationToken;
 

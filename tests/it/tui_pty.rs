@@ -8,7 +8,7 @@ use crate::common::pty;
 use std::time::{Duration, Instant};
 
 use common::lab;
-use floe::maintain::audit::Outcome;
+use floe::mutation::audit::Outcome;
 use pty::Pty;
 
 /// The lab's seed schemas: other tests' scratch tables (dozens, cloned and dropped while
@@ -470,7 +470,7 @@ impl JobTui {
         let q = q.iter().find(|q| q["id"] == id).unwrap();
         assert_eq!(q["error_name"], "USER_CANCELED", "{q}");
         assert_eq!(q["delete_received"], true, "{q}");
-        let audit = floe::maintain::audit::AuditLog::new(&self.audit).read_all();
+        let audit = floe::mutation::audit::AuditLog::new(&self.audit).read_all();
         let outcomes: Vec<&str> = audit.iter().map(|r| r.outcome.as_str()).collect();
         // The plan optimizes several partitions: the cut leaves one record of the
         // statements it never sent.
@@ -585,7 +585,7 @@ fn a_running_job_survives_a_profile_switch_and_reports_under_its_profile() {
     rt.block_on(lab().clear_faults(&t.user));
     let q = q.iter().find(|q| q["id"] == id.as_str()).unwrap();
     assert_eq!(q["state"], "FINISHED", "{q}");
-    let audit = floe::maintain::audit::AuditLog::new(&t.audit).read_all();
+    let audit = floe::mutation::audit::AuditLog::new(&t.audit).read_all();
     assert!(audit.len() >= 2, "{audit:?}");
     assert_eq!(audit[0].outcome, Outcome::Started);
     assert_eq!(audit[1].outcome, Outcome::Succeeded);

@@ -6,13 +6,13 @@ use crate::common;
 
 use common::lab;
 use floe::health::HealthConfig;
-use floe::lakehouse::maintenance::optimize_plan;
 use floe::lakehouse::model::TableRef;
+use floe::lakehouse::plan::optimize_plan;
 use floe::lakehouse::queries::Lakehouse;
-use floe::maintain::audit::AuditLog;
-use floe::maintain::audit::RunContext;
-use floe::maintain::plan::select_partitions;
-use floe::maintain::run::{StepEvent, run_plan};
+use floe::mutation::audit::AuditLog;
+use floe::mutation::audit::RunContext;
+use floe::mutation::draft::select_partitions;
+use floe::mutation::run::{StepEvent, run_plan};
 use floe::trino::Client;
 use tokio_util::sync::CancellationToken;
 
@@ -365,7 +365,7 @@ async fn evolved(lake: &Lakehouse, name: &str) -> TableRef {
 async fn a_partition_of_an_earlier_spec_is_optimized_by_its_path_and_nothing_else_is_rewritten() {
     let lake = lakehouse();
     let t = evolved(&lake, "evolved").await;
-    let layout = floe::maintain::plan::layout_with_specs(&lake, &t)
+    let layout = floe::mutation::draft::layout_with_specs(&lake, &t)
         .await
         .unwrap();
     assert_eq!(
@@ -458,7 +458,7 @@ async fn a_partition_of_an_earlier_spec_is_optimized_by_its_path_and_nothing_els
 async fn partitions_of_the_current_spec_beside_an_earlier_one_are_selected_by_path() {
     let lake = lakehouse();
     let t = evolved(&lake, "evolvedcur").await;
-    let layout = floe::maintain::plan::layout_with_specs(&lake, &t)
+    let layout = floe::mutation::draft::layout_with_specs(&lake, &t)
         .await
         .unwrap();
     let list = lake.partitions(&t).await.unwrap();

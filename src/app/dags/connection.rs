@@ -7,8 +7,8 @@ use crate::airflow::{AirflowError, ApiVersion, Connection};
 use crate::app::action::{DagWrite, Effect};
 use crate::app::prompt::Prompt;
 use crate::app::state::{Level, Popup, State, Tab};
-use crate::health::triage::Next;
-use crate::maintain::connection::{diff_lines, parse_target};
+use crate::health::incidents::Next;
+use crate::mutation::connection::{diff_lines, parse_target};
 
 /// The connection the selected incident says to fix.
 pub fn incident_connection(s: &State) -> Option<String> {

@@ -58,7 +58,7 @@ pub struct Watch {
 pub struct WatchedQuery {
     pub table: TableRef,
     pub query_id: String,
-    /// The statement, whitespace folded (`history::shape`).
+    /// The statement, whitespace folded (`query_history::shape`).
     pub shape: String,
     /// `the dashboard query`
     pub who: String,
@@ -182,19 +182,19 @@ fn suffered(s: &State, t: &TableRef, until: Option<DateTime<Utc>>) -> Option<Wat
     let Some((_, crate::app::queries::QueryLoad::Loaded(q))) = s.queries.by_table.get(t) else {
         return None;
     };
-    let w = crate::lakehouse::history::suffering_until(q.runs(), until)?;
+    let w = crate::lakehouse::query_history::suffering_until(q.runs(), until)?;
     Some(WatchedQuery {
         table: t.clone(),
         query_id: w.run.query_id.clone(),
-        shape: crate::lakehouse::history::shape(&w.run.query),
-        who: crate::lakehouse::history::who(w.run),
+        shape: crate::lakehouse::query_history::shape(&w.run.query),
+        who: crate::lakehouse::query_history::who(w.run),
         elapsed_ms: w.elapsed_ms,
         splits: w.run.splits,
     })
 }
 
 /// The watch `inc` is about: its DAG, or one of its tables.
-pub fn concerns(w: &Watch, inc: &crate::health::triage::Incident) -> bool {
+pub fn concerns(w: &Watch, inc: &crate::health::incidents::Incident) -> bool {
     inc.dags.contains(&w.dag_id) || inc.tables.iter().any(|t| w.tables.contains(&t.table))
 }
 
@@ -203,7 +203,7 @@ pub fn concerns(w: &Watch, inc: &crate::health::triage::Incident) -> bool {
 /// incident, until another run is triggered — a verified fix resolves the incident it was
 /// started from, and its result (the run, the tables read again, the suffering query's
 /// next runs) is the news, whichever incident the selection fell to.
-pub fn shown_with<'a>(s: &'a State, inc: &crate::health::triage::Incident) -> Option<&'a Watch> {
+pub fn shown_with<'a>(s: &'a State, inc: &crate::health::incidents::Incident) -> Option<&'a Watch> {
     let w = s.dags.watch.as_ref()?;
     (w.outcome.is_some() || concerns(w, inc)).then_some(w)
 }
@@ -257,14 +257,14 @@ pub fn next_runs(s: &State) -> Option<String> {
     else {
         return None;
     };
-    let mut later: Vec<&crate::lakehouse::history::QueryRun> = h
+    let mut later: Vec<&crate::lakehouse::query_history::QueryRun> = h
         .runs()
         .iter()
         .filter(|r| {
             r.query_id != q.query_id
                 && r.created.is_some_and(|c| c >= ended)
                 && r.elapsed_ms.is_some()
-                && crate::lakehouse::history::shape(&r.query) == q.shape
+                && crate::lakehouse::query_history::shape(&r.query) == q.shape
         })
         .collect();
     if later.is_empty() {
@@ -274,7 +274,10 @@ pub fn next_runs(s: &State) -> Option<String> {
     let took: Vec<String> = later
         .iter()
         .take(5)
-        .filter_map(|r| r.elapsed_ms.map(crate::lakehouse::history::elapsed_text))
+        .filter_map(|r| {
+            r.elapsed_ms
+                .map(crate::lakehouse::query_history::elapsed_text)
+        })
         .collect();
     // The splits of the first run since, beside the symptom's: elapsed time moves with the
     // coordinator's load, the files a reader opens do not.
@@ -290,7 +293,7 @@ pub fn next_runs(s: &State) -> Option<String> {
         q.who,
         q.table.table,
         took.join(", "),
-        crate::lakehouse::history::elapsed_text(q.elapsed_ms)
+        crate::lakehouse::query_history::elapsed_text(q.elapsed_ms)
     ))
 }
 

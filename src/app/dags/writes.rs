@@ -6,7 +6,7 @@ use crate::airflow::{AirflowError, ClearOutcome};
 use crate::app::action::{DagWrite, Effect};
 use crate::app::keymap::Command;
 use crate::app::state::{Level, Popup, State, Tab};
-use crate::maintain::audit::WriteError;
+use crate::mutation::audit::WriteError;
 
 /// Whether an Airflow write may be asked for at all (not read-only, Airflow configured);
 /// when not, the status line says why.

@@ -6,9 +6,9 @@ use crate::app::action::Effect;
 use crate::app::keymap::Command;
 use crate::app::state::{Level, Popup, State};
 use crate::health::HealthConfig;
-use crate::lakehouse::maintenance::{Plan, PlanRefusal};
-use crate::maintain::eta;
-use crate::maintain::plan::PlanDraft;
+use crate::lakehouse::plan::{Plan, PlanRefusal};
+use crate::mutation::draft::PlanDraft;
+use crate::mutation::eta;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Confirm {
@@ -221,7 +221,7 @@ mod tests {
     use crate::app::testing::key;
     use crate::app::testing::plans::{draft, on_partitions};
     use crate::app::update::update;
-    use crate::maintain::eta::{Measured, Rate};
+    use crate::mutation::eta::{Measured, Rate};
 
     /// A slow rate measured only in the bytes the coordinator's optimizes wrote (fewer
     /// than a plan's partitions hold): the estimate is an upper bound, and it does not

@@ -3,10 +3,10 @@
 use chrono::{DateTime, Utc};
 
 use crate::fmt::{human_bytes, human_duration, thousands};
-use crate::lakehouse::maintenance::Plan;
 use crate::lakehouse::model::TableRef;
-use crate::maintain::audit::AuditError;
-use crate::maintain::run::{RunError, StepEvent, StepOutcome};
+use crate::lakehouse::plan::Plan;
+use crate::mutation::audit::AuditError;
+use crate::mutation::run::{RunError, StepEvent, StepOutcome};
 use crate::trino::QueryProgress;
 
 #[derive(Clone, Debug, PartialEq)]

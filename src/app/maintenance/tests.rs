@@ -9,10 +9,10 @@ use crate::app::prompt::Prompt;
 use crate::app::state::{Level, Popup, State};
 use crate::app::testing::*;
 use crate::app::update::update;
-use crate::lakehouse::maintenance::{Procedure, TableLayout};
-use crate::maintain::plan::PlanDraft;
-use crate::maintain::run::RunError;
-use crate::maintain::run::StepEvent;
+use crate::lakehouse::plan::{Procedure, TableLayout};
+use crate::mutation::draft::PlanDraft;
+use crate::mutation::run::RunError;
+use crate::mutation::run::StepEvent;
 
 fn draft() -> PlanDraft {
     PlanDraft {
@@ -234,7 +234,7 @@ fn a_failed_audit_write_is_an_error_on_screen_and_on_the_job() {
             job,
             event: StepEvent::AuditFailed {
                 step: 0,
-                error: crate::maintain::audit::AuditError::Io {
+                error: crate::mutation::audit::AuditError::Io {
                     path: "/x/audit.jsonl".into(),
                     reason: "Permission denied".into(),
                 },
@@ -416,7 +416,7 @@ mod keys {
         use super::*;
         use crate::app::action::MaintenanceKind;
         pub use crate::app::testing::plans::{draft, on_partitions};
-        use crate::maintain::run::{StepEvent, StepOutcome};
+        use crate::mutation::run::{StepEvent, StepOutcome};
 
         fn outcome(ok: bool, after: Option<u64>) -> StepOutcome {
             StepOutcome {
@@ -645,7 +645,7 @@ mod keys {
     mod optimize_cost {
         use super::*;
         use crate::app::testing::plans::{draft, on_partitions};
-        use crate::maintain::eta::{Measured, Rate};
+        use crate::mutation::eta::{Measured, Rate};
 
         fn measured(bytes_per_sec: f64) -> Measured {
             Measured {

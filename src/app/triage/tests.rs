@@ -5,7 +5,7 @@ use crate::app::testing::dags::with_dags;
 use crate::app::testing::{code, key, tref};
 use crate::app::update::update;
 use crate::health::Rule;
-use crate::health::triage::Kind;
+use crate::health::incidents::Kind;
 use crossterm::event::KeyCode;
 
 fn connections() -> Vec<Finding> {

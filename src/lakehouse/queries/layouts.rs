@@ -47,7 +47,7 @@ impl Lakehouse {
     pub async fn relearn_layout(
         &self,
         t: &TableRef,
-    ) -> Result<crate::lakehouse::maintenance::TableLayout, TrinoError> {
+    ) -> Result<crate::lakehouse::plan::TableLayout, TrinoError> {
         if let Ok(mut m) = self.specs.lock() {
             m.remove(t);
         }

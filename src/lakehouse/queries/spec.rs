@@ -5,8 +5,8 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use super::{CachedSpec, Lakehouse};
-use crate::lakehouse::maintenance::TableLayout;
 use crate::lakehouse::model::TableRef;
+use crate::lakehouse::plan::TableLayout;
 use crate::lakehouse::statements::{describe_sql, show_create_sql};
 use crate::trino::{TrinoError, Value};
 
@@ -64,10 +64,12 @@ impl Lakehouse {
             .and_then(|r| r.values.first())
             .and_then(Value::as_str)
             .unwrap_or("");
-        let partitioning = crate::lakehouse::maintenance::partitioning_from_show_create(text)
-            .map_err(|m| TrinoError::Malformed {
-                url: self.client.url().to_string(),
-                message: format!("partitioning of {t}: {m}"),
+        let partitioning =
+            crate::lakehouse::plan::partitioning_from_show_create(text).map_err(|m| {
+                TrinoError::Malformed {
+                    url: self.client.url().to_string(),
+                    message: format!("partitioning of {t}: {m}"),
+                }
             })?;
         let layout = Arc::new(TableLayout {
             columns,

@@ -13,7 +13,7 @@ fn globs() {
 }
 
 fn field(entry: &str) -> PartitionField {
-    crate::lakehouse::maintenance::parse_partition_entry(entry).unwrap()
+    crate::lakehouse::plan::parse_partition_entry(entry).unwrap()
 }
 
 #[test]

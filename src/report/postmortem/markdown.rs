@@ -5,9 +5,9 @@ use chrono::{DateTime, Utc};
 
 use super::{Postmortem, sequence};
 use crate::fmt::{human_bytes, human_duration, thousands};
-use crate::lakehouse::history::{self, QueryRun, TableQueries};
-use crate::maintain::audit::Record;
-use crate::report::md::{self, Align, Cell, Table};
+use crate::lakehouse::query_history::{self, QueryRun, TableQueries};
+use crate::mutation::audit::Record;
+use crate::report::markdown_writer::{self as md, Align, Cell, Table};
 use crate::report::timeline::{self, EventKind};
 
 /// Timeline rows the markdown shows at most (the newest; JSON keeps every event).
@@ -190,7 +190,7 @@ impl Postmortem {
             }
             TableQueries::Runs { runs, unconfirmed } => (runs, *unconfirmed),
         };
-        match history::suffering(runs) {
+        match query_history::suffering(runs) {
             Some(w) => o.push_str(&format!(
                 "From the coordinator's own record: {}.\n\n",
                 md::text(&w.line(short, now))
@@ -399,13 +399,16 @@ fn query_table(runs: &[QueryRun], audited: impl Fn(&str) -> bool) -> String {
         ("query id", Align::Left),
         ("statement", Align::Left),
     ]);
-    let ms = |v: Option<u64>| v.map(history::elapsed_text).unwrap_or_else(|| "-".into());
+    let ms = |v: Option<u64>| {
+        v.map(query_history::elapsed_text)
+            .unwrap_or_else(|| "-".into())
+    };
     for r in runs.iter().take(MAX_QUERY_ROWS) {
         let by = match &r.source {
             Some(s) => format!("{s} ({})", r.user),
             None => r.user.clone(),
         };
-        let kind = if !history::is_table_procedure(&r.query) {
+        let kind = if !query_history::is_table_procedure(&r.query) {
             "read"
         } else if audited(&r.query_id) {
             "write: floe's"

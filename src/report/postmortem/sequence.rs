@@ -6,8 +6,8 @@ use serde::Serialize;
 
 use super::Postmortem;
 use crate::fmt::thousands;
-use crate::lakehouse::history;
-use crate::maintain::audit::Action;
+use crate::lakehouse::query_history;
+use crate::mutation::audit::Action;
 use crate::report::timeline;
 
 /// One step of the incident as it happened: symptom, cause, fix, run, result.
@@ -31,7 +31,7 @@ pub fn sequence(p: &Postmortem) -> Vec<Step> {
         .unwrap_or_else(|_| Utc::now());
     let first_fix = fixes(p, &mut out);
     if let Some(q) = &p.queries
-        && let Some(w) = history::suffering_until(q.runs(), first_fix)
+        && let Some(w) = query_history::suffering_until(q.runs(), first_fix)
         && let Some(at) = w.run.created
     {
         out.push(Step {
@@ -91,7 +91,7 @@ const STEPS: [&str; 5] = ["symptom", "cause", "fix", "run", "result"];
 /// When an audited action began: its outcome record is written once it was answered
 /// (`time`), `duration_ms` after it was sent — and what it started (the run a trigger
 /// queued, the snapshot an optimize committed) is stamped by the server in between.
-fn began(r: &crate::maintain::audit::Record) -> Option<DateTime<Utc>> {
+fn began(r: &crate::mutation::audit::Record) -> Option<DateTime<Utc>> {
     let t = DateTime::parse_from_rfc3339(&r.time)
         .ok()?
         .with_timezone(&Utc);
@@ -162,22 +162,22 @@ pub fn symptom_after(p: &Postmortem, since: DateTime<Utc>) -> Vec<Step> {
     let Some(q) = &p.queries else {
         return Vec::new();
     };
-    let Some(w) = history::suffering_until(q.runs(), Some(since)) else {
+    let Some(w) = query_history::suffering_until(q.runs(), Some(since)) else {
         return Vec::new();
     };
-    let shape = history::shape(&w.run.query);
+    let shape = query_history::shape(&w.run.query);
     q.runs()
         .iter()
-        .filter(|r| r.query_id != w.run.query_id && history::shape(&r.query) == shape)
+        .filter(|r| r.query_id != w.run.query_id && query_history::shape(&r.query) == shape)
         .filter_map(|r| Some((r.created.filter(|c| *c >= since)?, r.elapsed_ms?)))
         .map(|(at, ms)| Step {
             at,
             step: "result",
             what: format!(
                 "{} on {short} took {} (the symptom's run: {})",
-                history::who(w.run),
-                history::elapsed_text(ms),
-                history::elapsed_text(w.elapsed_ms)
+                query_history::who(w.run),
+                query_history::elapsed_text(ms),
+                query_history::elapsed_text(w.elapsed_ms)
             ),
         })
         .collect()

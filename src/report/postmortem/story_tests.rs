@@ -45,7 +45,7 @@ fn after_the_story_the_sequence_and_header_tell_what_happened_in_order() {
     trigger.time = "2026-11-29T09:12:00.500Z".into();
     trigger.duration_ms = 800;
     let mut fix = trigger.clone();
-    fix.action = crate::maintain::audit::Action::FixConnection;
+    fix.action = crate::mutation::audit::Action::FixConnection;
     fix.statement = "set connection trino_documents host=127.0.0.1 port=8080".into();
     fix.time = "2026-11-29T09:10:00.000Z".into();
     let mut optimize = audit(
@@ -115,10 +115,10 @@ fn after_the_story_the_sequence_and_header_tell_what_happened_in_order() {
 /// does not read as "no query": the rows are said to be writes, and whose.
 #[test]
 fn the_queries_section_says_which_runs_are_reads_and_which_are_writes() {
-    use crate::lakehouse::history::{QueryRun, TableQueries};
+    use crate::lakehouse::query_history::{QueryRun, TableQueries};
     let run = |id: &str, source: &str, query: &str| QueryRun {
         query_id: id.into(),
-        state: crate::lakehouse::history::QueryState::Finished,
+        state: crate::lakehouse::query_history::QueryState::Finished,
         user: "floe".into(),
         source: Some(source.into()),
         query: query.into(),

@@ -2,8 +2,8 @@ use super::*;
 use crate::app::testing::dags::{ERROR, failing_facts};
 use crate::app::testing::{incident_stats, t0, tref};
 use crate::health::{HealthConfig, evaluate};
-use crate::maintain::audit::Outcome;
-use crate::report::md;
+use crate::mutation::audit::Outcome;
+use crate::report::markdown_writer as md;
 
 pub(super) fn trino() -> TrinoInfo {
     TrinoInfo {
@@ -229,7 +229,7 @@ fn runs_of_appends_fold_into_one_row_between_the_events_that_matter() {
 fn the_sequence_tells_symptom_cause_fix_run_and_result_with_times() {
     use crate::airflow::DagRunState;
     use crate::app::testing::dags::scheduled_run;
-    use crate::lakehouse::history::{QueryRun, TableQueries};
+    use crate::lakehouse::query_history::{QueryRun, TableQueries};
     use chrono::TimeZone;
     let t = |h: u32, m: u32| chrono::Utc.with_ymd_and_hms(2026, 11, 29, h, m, 0).unwrap();
     let rec = |action: &str, statement: &str, time: &str| {
@@ -283,7 +283,7 @@ fn the_sequence_tells_symptom_cause_fix_run_and_result_with_times() {
     p.queries = Some(TableQueries::Runs {
         runs: vec![QueryRun {
             query_id: "q1".into(),
-            state: crate::lakehouse::history::QueryState::Finished,
+            state: crate::lakehouse::query_history::QueryState::Finished,
             user: "bi".into(),
             source: Some("dashboard".into()),
             query: "SELECT 1 FROM documents".into(),
@@ -370,12 +370,12 @@ fn the_sequence_tells_symptom_cause_fix_run_and_result_with_times() {
 
 #[test]
 fn the_symptoms_next_runs_after_the_fix_are_its_result() {
-    use crate::lakehouse::history::{QueryRun, TableQueries};
+    use crate::lakehouse::query_history::{QueryRun, TableQueries};
     use chrono::TimeZone;
     let t = |h: u32, m: u32| chrono::Utc.with_ymd_and_hms(2026, 11, 29, h, m, 0).unwrap();
     let run = |id: &str, at: DateTime<Utc>, ms: u64| QueryRun {
         query_id: id.into(),
-        state: crate::lakehouse::history::QueryState::Finished,
+        state: crate::lakehouse::query_history::QueryState::Finished,
         user: "bi".into(),
         source: Some("dashboard".into()),
         query: "SELECT district, count(*) FROM documents GROUP BY 1".into(),

@@ -156,10 +156,14 @@ fn task(id: &str, state: TaskState, try_number: u32) -> TaskInstance {
     }
 }
 
-fn query(id: &str, elapsed_ms: u64, at: DateTime<Utc>) -> crate::lakehouse::history::QueryRun {
-    crate::lakehouse::history::QueryRun {
+fn query(
+    id: &str,
+    elapsed_ms: u64,
+    at: DateTime<Utc>,
+) -> crate::lakehouse::query_history::QueryRun {
+    crate::lakehouse::query_history::QueryRun {
         query_id: id.into(),
-        state: crate::lakehouse::history::QueryState::Finished,
+        state: crate::lakehouse::query_history::QueryState::Finished,
         user: "alice".into(),
         source: Some("dashboard".into()),
         query: "SELECT district, count(*)\n FROM documents GROUP BY 1".into(),
@@ -175,10 +179,10 @@ fn query(id: &str, elapsed_ms: u64, at: DateTime<Utc>) -> crate::lakehouse::hist
     }
 }
 
-fn history(runs: Vec<crate::lakehouse::history::QueryRun>) -> crate::app::action::Action {
+fn history(runs: Vec<crate::lakehouse::query_history::QueryRun>) -> crate::app::action::Action {
     crate::app::action::Action::Queries {
         table: tref("zoning", "documents"),
-        result: Ok(crate::lakehouse::history::TableQueries::Runs {
+        result: Ok(crate::lakehouse::query_history::TableQueries::Runs {
             runs,
             unconfirmed: 0,
         }),
@@ -272,8 +276,8 @@ fn enter_on_the_watched_runs_incident_opens_the_running_tasks_log_and_follows_it
     assert_eq!(running_log(&s), None);
 }
 
-fn unrelated() -> crate::health::triage::Incident {
-    use crate::health::triage::{Incident, Jump, Kind};
+fn unrelated() -> crate::health::incidents::Incident {
+    use crate::health::incidents::{Incident, Jump, Kind};
     Incident {
         severity: crate::health::Severity::Critical,
         kind: Kind::ImportError,
@@ -321,7 +325,7 @@ fn the_next_runs_of_the_query_that_suffered_are_shown_when_they_come() {
         &mut s,
         history(vec![
             query("q3", 900, later + chrono::Duration::seconds(30)),
-            crate::lakehouse::history::QueryRun {
+            crate::lakehouse::query_history::QueryRun {
                 splits: Some(364),
                 ..query("q2", 1_100, later)
             },

@@ -1,13 +1,14 @@
-//! Maintenance: drafting a plan (`plan`, one drafter for the TUI and `floe maintain`),
-//! running it (`run`, shared by both), its audit log and ETA, and `floe maintain …` for
-//! scripts and cron (`cli`).
+//! What floe changes on a cluster, for the TUI and the command line alike: drafting a
+//! maintenance plan (`draft`, one drafter for the TUI and `floe maintain`), running it
+//! (`run`, shared by both), its audit log, commit failures and ETA, the Airflow
+//! connection fix, and `floe maintain …` for scripts and cron (`maintain_cli`).
 
 pub mod audit;
-pub mod cli;
 pub mod commit;
 pub mod connection;
+pub mod draft;
 pub mod eta;
-pub mod plan;
+pub mod maintain_cli;
 pub mod run;
 
 use crate::config::Settings;

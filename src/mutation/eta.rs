@@ -12,16 +12,16 @@
 //!
 //! Pure, but for [`measure`], which reads the two sources.
 //!
-//! [`Plan::bytes`]: crate::lakehouse::maintenance::Plan::bytes
+//! [`Plan::bytes`]: crate::lakehouse::plan::Plan::bytes
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use super::audit::{Action, Outcome, Record};
 use crate::fmt::{human_bytes, human_duration, thousands};
-use crate::lakehouse::history::{QueryRun, QueryState};
 use crate::lakehouse::model::PartitionStats;
 use crate::lakehouse::queries::Lakehouse;
+use crate::lakehouse::query_history::{QueryRun, QueryState};
 
 /// Earlier optimizes a rate is measured over (the newest).
 pub const RATE_SAMPLES: usize = 5;
@@ -218,7 +218,7 @@ pub fn part_text(parts: &[PartitionStats]) -> String {
 }
 
 /// What `floe maintain optimize` prints about the cost before it runs.
-pub fn cli_lines(plan: &crate::lakehouse::maintenance::Plan, m: &Measured) -> Vec<String> {
+pub fn cli_lines(plan: &crate::lakehouse::plan::Plan, m: &Measured) -> Vec<String> {
     let mut out = vec![if plan.bytes() > 0 {
         format!("expected: {}", eta_text(plan.bytes(), m.rate.as_ref()))
     } else {
@@ -240,10 +240,10 @@ pub async fn measure(lake: &Lakehouse, audit: &[Record]) -> Measured {
     // The estimate never holds up the confirmation: a history that does not answer in time
     // is a note (dropping the read cancels it on the coordinator).
     match tokio::time::timeout(MEASURE_WITHIN, lake.optimize_runs()).await {
-        Ok(Ok(crate::lakehouse::history::TableQueries::Runs { runs, .. })) => {
+        Ok(Ok(crate::lakehouse::query_history::TableQueries::Runs { runs, .. })) => {
             samples.extend(coordinator_samples(&runs))
         }
-        Ok(Ok(crate::lakehouse::history::TableQueries::Unavailable { reason })) => {
+        Ok(Ok(crate::lakehouse::query_history::TableQueries::Unavailable { reason })) => {
             notes.push(reason)
         }
         Ok(Err(e)) => notes.push(format!(

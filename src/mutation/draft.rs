@@ -3,14 +3,14 @@
 //! partitions), the partitions a `--partition` spec names, and the measured rate an ETA
 //! is computed from.
 
-use crate::lakehouse::maintenance::{
+use crate::lakehouse::model::{PartitionStats, TableNameError, TableRef};
+use crate::lakehouse::plan::{
     PartitioningError, Plan, PlanRefusal, Procedure, TableLayout, live_specs_sql, optimize_plan,
     partition_path_sql, spec_fields_from_path, table_plan,
 };
-use crate::lakehouse::model::{PartitionStats, TableNameError, TableRef};
 use crate::lakehouse::queries::{Lakehouse, PartitionList};
-use crate::maintain::audit::AuditLog;
-use crate::maintain::eta::{self, Measured};
+use crate::mutation::audit::AuditLog;
+use crate::mutation::eta::{self, Measured};
 use crate::trino::TrinoError;
 use crate::units::UnitError;
 
@@ -488,7 +488,7 @@ pub fn optimize_targets(
             "no partition of {table} holds {min_small} or more small files: its {} small files are spread over {} partitions, so the plan optimizes every one of them, oldest first, grouped {} partitions a statement (g: one statement each)",
             crate::fmt::thousands(small),
             crate::fmt::thousands(spread.len() as u64),
-            crate::lakehouse::maintenance::MAX_GROUP
+            crate::lakehouse::plan::MAX_GROUP
         )),
         partitions: spread,
         grouped: true,
@@ -519,11 +519,11 @@ mod tests {
         };
         assert_eq!(source.name(), "TABLE_NOT_FOUND");
         let refused: PlanError =
-            PlanRefusal::Predicate(crate::lakehouse::maintenance::PredicateError::NoValue).into();
+            PlanRefusal::Predicate(crate::lakehouse::plan::PredicateError::NoValue).into();
         assert!(matches!(refused, PlanError::Refused(_)));
         assert_eq!(refused.to_string(), "no partition value to match");
     }
-    use crate::lakehouse::maintenance::{MAX_GROUP, parse_partition_entry};
+    use crate::lakehouse::plan::{MAX_GROUP, parse_partition_entry};
 
     /// `n` partitions of `small` small files each, one a day from 2026-08-01.
     fn spread(n: usize, small: u64) -> Vec<PartitionStats> {

@@ -18,7 +18,7 @@ use crate::health::mapping::{DagName, map_dags};
 use crate::health::{DagFacts, evaluate};
 use crate::lakehouse::model::{TableNameError, TableRef};
 use crate::lakehouse::queries::Lakehouse;
-use crate::maintain::audit::AuditLog;
+use crate::mutation::audit::AuditLog;
 use crate::text::sanitize;
 use crate::trino::{Client, TrinoError};
 

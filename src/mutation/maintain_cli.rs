@@ -9,13 +9,13 @@ use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::plan::{self, MaintenanceKind, Over, PlanError};
+use super::draft::{self, MaintenanceKind, Over, PlanError};
 use super::run::{StepEvent, Stop, run_plan_until};
 use super::{context, eta};
 use crate::config::Settings;
 use crate::fmt::{human_bytes, thousands};
-use crate::lakehouse::maintenance::Plan;
 use crate::lakehouse::model::TableRef;
+use crate::lakehouse::plan::Plan;
 use crate::lakehouse::queries::Lakehouse;
 use crate::trino::Client;
 use crate::units::{Bytes, Dur};
@@ -64,7 +64,7 @@ pub enum MaintainCmd {
     },
 }
 
-/// The plan of a `floe maintain` command, from the one drafter (`plan::draft`).
+/// The plan of a `floe maintain` command, from the one drafter (`draft::draft`).
 async fn build_plan(lake: &Lakehouse, s: &Settings, cmd: &MaintainCmd) -> Result<Plan, PlanError> {
     let name = match cmd {
         MaintainCmd::Optimize { table, .. }
@@ -127,7 +127,7 @@ async fn build_plan(lake: &Lakehouse, s: &Settings, cmd: &MaintainCmd) -> Result
             (MaintenanceKind::OptimizeManifests, Over::Whole, None)
         }
     };
-    let d = plan::draft(lake, t, kind, over, threshold).await?;
+    let d = draft::draft(lake, t, kind, over, threshold).await?;
     Ok(d.build(d.grouped)?)
 }
 
@@ -189,7 +189,7 @@ pub async fn maintain(
     // choice left, and the run sends no statement but its own (a slow history read would
     // only delay the fix, before its signals and its --timeout are armed).
     if !yes && matches!(cmd, MaintainCmd::Optimize { .. }) {
-        let m = plan::measured(&lake, settings.audit_log.clone()).await;
+        let m = draft::measured(&lake, settings.audit_log.clone()).await;
         for line in eta::cli_lines(&plan, &m) {
             println!("-- {}", sanitize(&line));
         }

@@ -123,9 +123,9 @@ spelled! {
     }
 }
 
-impl From<&crate::lakehouse::maintenance::Procedure> for Action {
-    fn from(p: &crate::lakehouse::maintenance::Procedure) -> Action {
-        use crate::lakehouse::maintenance::Procedure;
+impl From<&crate::lakehouse::plan::Procedure> for Action {
+    fn from(p: &crate::lakehouse::plan::Procedure) -> Action {
+        use crate::lakehouse::plan::Procedure;
         match p {
             Procedure::Optimize { .. } => Action::Optimize,
             Procedure::ExpireSnapshots { .. } => Action::ExpireSnapshots,

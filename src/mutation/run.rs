@@ -11,8 +11,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::audit::{Action, AuditError, Outcome, Record, RunContext};
 use super::commit::CommitFailure;
-use crate::lakehouse::maintenance::{Plan, Procedure};
 use crate::lakehouse::model::TableRef;
+use crate::lakehouse::plan::{Plan, Procedure};
 use crate::lakehouse::queries::Lakehouse;
 use crate::trino::{QueryOptions, QueryProgress, TrinoError};
 

@@ -2,7 +2,7 @@
 //! triage as the TUI's first tab, from what the check read.
 
 use super::Report;
-use crate::health::triage::{Facts, Incident, Next, TableFacts, incidents};
+use crate::health::incidents::{Facts, Incident, Next, TableFacts, incidents};
 
 impl Report {
     /// The incidents, worst first.
