@@ -20,6 +20,7 @@ pub mod run;
 pub mod runtime;
 pub mod spelled;
 pub mod sql;
+pub mod tab;
 pub mod text;
 pub mod tls;
 pub mod trino;

@@ -86,15 +86,12 @@ fn draw_screen(f: &mut Frame, s: &State, fleet: Option<&crate::app::fleet::Fleet
         None => draw_header(f, header, s, &th),
     }
     draw_tabs(f, tabs, s, &th);
-    match s.tab {
-        Tab::Triage => match fleet {
-            Some(fl) if s.triage.jumped.is_none() => triage::draw_fleet(f, body, fl, &th),
-            _ => triage::draw(f, body, s, &th),
-        },
-        Tab::Tables => tables::draw(f, body, s, &th),
-        Tab::Partitions => partitions::draw(f, body, s, &th),
-        Tab::Snapshots => snapshots::draw(f, body, s, &th),
-        Tab::Dags => dags::draw(f, body, s, &th),
+    match fleet {
+        // Triage lists every cluster's incidents (until Enter jumps into one).
+        Some(fl) if s.tab == Tab::Triage && s.triage.jumped.is_none() => {
+            triage::draw_fleet(f, body, fl, &th)
+        }
+        _ => (tab_view(s.tab).draw)(f, body, s, &th),
     }
     draw_status(f, status, s, &th);
     draw_footer(f, footer, s, &th);
@@ -244,6 +241,44 @@ fn cluster_line(s: &State) -> Option<String> {
     })
 }
 
+/// What the screen draws of a tab: its body, and the selected row's name where its list
+/// cuts it (the status line then shows it whole).
+struct TabView {
+    draw: fn(&mut Frame, Rect, &State, &Theme),
+    cut_name: fn(&State, u16) -> Option<String>,
+}
+
+/// Each tab's [`TabView`]: one arm a tab.
+fn tab_view(tab: Tab) -> TabView {
+    match tab {
+        Tab::Triage => TabView {
+            draw: triage::draw,
+            cut_name: uncut,
+        },
+        Tab::Tables => TabView {
+            draw: tables::draw,
+            cut_name: tables::cut_name,
+        },
+        Tab::Partitions => TabView {
+            draw: partitions::draw,
+            cut_name: partitions::cut_name,
+        },
+        Tab::Snapshots => TabView {
+            draw: snapshots::draw,
+            cut_name: uncut,
+        },
+        Tab::Dags => TabView {
+            draw: dags::draw,
+            cut_name: dags::cut_name,
+        },
+    }
+}
+
+/// A list that never cuts the selected row's name.
+fn uncut(_: &State, _: u16) -> Option<String> {
+    None
+}
+
 fn draw_tabs(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
     let mut spans = Vec::new();
     if s.fleet_member {
@@ -256,14 +291,8 @@ fn draw_tabs(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
     for (i, t) in Tab::ALL.iter().enumerate() {
         // The tab's number is its key (0 Triage … 4 DAGs).
         let mut title = format!(" {i} {} ", t.title());
-        if matches!(t, Tab::Partitions | Tab::Snapshots) {
-            let focus = match t {
-                Tab::Partitions => s.partitions.detail.table.as_ref(),
-                _ => s.snapshots.detail.table.as_ref(),
-            };
-            if let Some(tb) = focus {
-                title = format!(" {i} {}: {} ", t.title(), tb.table);
-            }
+        if let Some(tb) = t.ops().detail.and_then(|d| d(s).table.as_ref()) {
+            title = format!(" {i} {}: {} ", t.title(), tb.table);
         }
         let style = if *t == s.tab {
             th.active_tab()
@@ -276,11 +305,9 @@ fn draw_tabs(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
             spans.push(Span::raw(" "));
         }
     }
-    if s.tab == Tab::Partitions && !s.partitions.marks.is_empty() {
-        spans.push(Span::styled(
-            format!("[{} marked]", s.partitions.marks.len()),
-            th.marked(),
-        ));
+    let marked = (s.tab.ops().marked)(s);
+    if marked > 0 {
+        spans.push(Span::styled(format!("[{marked} marked]"), th.marked()));
     }
     f.render_widget(Paragraph::new(Line::from(spans)), area);
 }
@@ -346,12 +373,7 @@ fn draw_status(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
             }
             None => {
                 let filter = s.grid().map(|g| g.filter.clone()).unwrap_or_default();
-                let cut = match s.tab {
-                    Tab::Partitions => partitions::cut_name(s, area.width),
-                    Tab::Tables => tables::cut_name(s, area.width),
-                    Tab::Dags => dags::cut_name(s, area.width),
-                    _ => None,
-                };
+                let cut = (tab_view(s.tab).cut_name)(s, area.width);
                 if let (true, Some(name)) = (filter.is_empty(), cut) {
                     Line::from(vec![Span::styled("selected: ", th.dim()), Span::raw(name)])
                 } else if filter.is_empty() {

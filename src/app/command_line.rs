@@ -30,14 +30,20 @@ const ALIASES: [(&str, &str, Option<&str>); 8] = [
     ("unfreeze", "freeze", Some("off")),
 ];
 
-const TRY: &str = "every command is a : command by its name (see ?): :q, :profile NAME, \
-                   :schema NAME, :refresh 30s, :export [csv|json|md], :freeze, :tab 0-4";
+/// What a line may say, for an operator who typed what none says.
+fn try_text() -> String {
+    format!(
+        "every command is a : command by its name (see ?): :q, :profile NAME, \
+         :schema NAME, :refresh 30s, :export [csv|json|md], :freeze, :tab 0-{}",
+        Tab::ALL.len() - 1
+    )
+}
 
 /// A `:` line that names no command, or gives it what it does not take.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum LineError {
     /// `0`: the first word as typed.
-    #[error("unknown command :{0} ({TRY})")]
+    #[error("unknown command :{0} ({hint})", hint = try_text())]
     Unknown(String),
     /// `:quit now`: a command that takes no argument (`most` 0) or one (`most` 1).
     #[error(
@@ -94,23 +100,18 @@ pub fn parse(line: &str) -> Result<Option<Invocation>, LineError> {
     Ok(Some(Invocation { command, args }))
 }
 
-/// `:tab 2` or `:tab partitions`: the tab command of that tab (numbered as its key).
+/// `:tab 2` or `:tab partitions`: the command of that tab (numbered as its key).
 fn tab(args: &[String]) -> Result<Invocation, LineError> {
     let [arg] = args else {
         return Err(LineError::NoTab);
     };
     let tab = match arg.parse::<usize>() {
-        Ok(i) => Tab::ALL.get(i).copied(),
-        Err(_) => Tab::ALL
-            .iter()
-            .find(|t| t.title().eq_ignore_ascii_case(arg))
-            .copied(),
+        Ok(i) => Tab::by_number(i),
+        Err(_) => Tab::by_name(arg),
     }
     .ok_or_else(|| LineError::UnknownTab { name: arg.clone() })?;
-    let command = by_name(&format!("tab_{}", tab.title().to_lowercase()))
-        .expect("every tab has its tab_ command");
     Ok(Invocation {
-        command,
+        command: Command::Tab(tab),
         args: Vec::new(),
     })
 }
@@ -119,8 +120,7 @@ fn tab(args: &[String]) -> Result<Invocation, LineError> {
 fn tab_names() -> String {
     Tab::ALL
         .iter()
-        .enumerate()
-        .map(|(i, t)| format!("{i} {}", t.title().to_lowercase()))
+        .map(|t| format!("{} {}", t.number(), t.name()))
         .collect::<Vec<_>>()
         .join(", ")
 }

@@ -123,8 +123,7 @@ impl Keymap {
             .filter(|s| {
                 s.scope == Scope::Global
                     || s.scope == scope
-                    || (s.scope == Scope::Lake
-                        && matches!(scope, Scope::Tables | Scope::Partitions | Scope::Snapshots))
+                    || (s.scope == Scope::Lake && matches!(scope, Scope::Tab(t) if t.ops().lake))
             })
             .filter_map(|s| {
                 self.keys(s.command)
@@ -166,6 +165,7 @@ impl Default for Keymap {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tab::Tab;
     use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
     fn ev(code: KeyCode, m: KeyModifiers) -> KeyEvent {
@@ -214,11 +214,17 @@ mod tests {
         );
         // z unfolds a log's library frames, on DAGs only; v is bound to nothing.
         assert_eq!(
-            km.lookup(Scope::Dags, &ev(KeyCode::Char('z'), KeyModifiers::NONE)),
+            km.lookup(
+                Scope::Tab(Tab::Dags),
+                &ev(KeyCode::Char('z'), KeyModifiers::NONE)
+            ),
             Some(Command::Frames)
         );
         assert_eq!(
-            km.lookup(Scope::Tables, &ev(KeyCode::Char('z'), KeyModifiers::NONE)),
+            km.lookup(
+                Scope::Tab(Tab::Tables),
+                &ev(KeyCode::Char('z'), KeyModifiers::NONE)
+            ),
             None
         );
         assert_eq!(
@@ -265,13 +271,23 @@ mod tests {
         let o = ev(KeyCode::Char('o'), KeyModifiers::NONE);
         let t = ev(KeyCode::Char('t'), KeyModifiers::NONE);
         let ro = Keymap::default().with_readonly(true);
-        assert_eq!(ro.lookup(Scope::Tables, &o), None);
+        assert_eq!(ro.lookup(Scope::Tab(Tab::Tables), &o), None);
         assert!(!ro.help().iter().any(|(k, _, _)| k == "o"));
         let rw = ro.with_readonly(false);
-        assert_eq!(rw.lookup(Scope::Tables, &o), Some(Command::Optimize));
-        assert_eq!(rw.lookup(Scope::Dags, &t), Some(Command::TriggerDag));
+        assert_eq!(
+            rw.lookup(Scope::Tab(Tab::Tables), &o),
+            Some(Command::Optimize)
+        );
+        assert_eq!(
+            rw.lookup(Scope::Tab(Tab::Dags), &t),
+            Some(Command::TriggerDag)
+        );
         assert!(rw.help().iter().any(|(k, _, _)| k == "o"));
-        assert!(rw.footer(Scope::Tables).iter().any(|(k, _)| k == "o"));
+        assert!(
+            rw.footer(Scope::Tab(Tab::Tables))
+                .iter()
+                .any(|(k, _)| k == "o")
+        );
     }
 
     #[test]
@@ -294,9 +310,17 @@ mod tests {
             None
         );
         assert!(km.help().iter().all(|(_, d, _)| !d.contains("optimize")));
-        assert!(km.footer(Scope::Partitions).iter().all(|(k, _)| k != "o"));
+        assert!(
+            km.footer(Scope::Tab(Tab::Partitions))
+                .iter()
+                .all(|(k, _)| k != "o")
+        );
         let rw = Keymap::default();
-        assert!(rw.footer(Scope::Partitions).iter().any(|(k, _)| k == "o"));
+        assert!(
+            rw.footer(Scope::Tab(Tab::Partitions))
+                .iter()
+                .any(|(k, _)| k == "o")
+        );
         assert!(rw.help().len() > km.help().len());
     }
 
@@ -304,7 +328,7 @@ mod tests {
     fn footer_and_help_come_from_the_same_table() {
         let km = Keymap::default();
         let help = km.help();
-        for (key, _) in km.footer(Scope::Tables) {
+        for (key, _) in km.footer(Scope::Tab(Tab::Tables)) {
             assert!(
                 help.iter().any(|(k, _, _)| k.split(' ').any(|x| x == key)),
                 "{key} not in help"
@@ -342,18 +366,53 @@ mod tests {
     }
 
     #[test]
+    fn each_tab_is_a_command_on_its_number_by_its_config_name() {
+        let km = Keymap::default();
+        for t in Tab::ALL {
+            let n = char::from_digit(t.number() as u32, 10).unwrap();
+            let key = ev(KeyCode::Char(n), KeyModifiers::NONE);
+            assert_eq!(km.lookup(Scope::Global, &key), Some(Command::Tab(t)));
+            assert_eq!(by_name(&format!("tab_{}", t.name())), Some(Command::Tab(t)));
+            assert_eq!(spec(Command::Tab(t)).desc, format!("{} tab", t.title()));
+        }
+        assert_eq!(
+            by_name("tab_partitions"),
+            Some(Command::Tab(Tab::Partitions))
+        );
+        // A config written for the tabs' names binds them still.
+        let mut o = BTreeMap::new();
+        o.insert("tab_dags".to_string(), KeySpec::One("F4".into()));
+        let km = Keymap::from_config(&o).unwrap();
+        let f4 = ev(KeyCode::F(4), KeyModifiers::NONE);
+        let four = ev(KeyCode::Char('4'), KeyModifiers::NONE);
+        assert_eq!(km.lookup(Scope::Global, &f4), Some(Command::Tab(Tab::Dags)));
+        assert_eq!(km.lookup(Scope::Global, &four), None);
+        // The layers are the tabs': `on DAGs` in a clash.
+        let mut o = BTreeMap::new();
+        o.insert("frames".to_string(), KeySpec::One("3".into()));
+        let e = Keymap::from_config(&o).unwrap_err().to_string();
+        assert!(
+            e.contains("tab_snapshots (everywhere)") && e.contains("frames (on DAGs)"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn one_key_means_one_thing_on_one_tab_and_another_elsewhere() {
         // w wraps a log on DAGs; bound to mark on Partitions, it marks there.
         let mut o = BTreeMap::new();
         o.insert("mark".to_string(), KeySpec::One("w".into()));
         let km = Keymap::from_config(&o).unwrap();
         let w = ev(KeyCode::Char('w'), KeyModifiers::NONE);
-        assert_eq!(km.lookup(Scope::Partitions, &w), Some(Command::Mark));
-        assert_eq!(km.lookup(Scope::Dags, &w), Some(Command::Wrap));
-        assert_eq!(km.lookup(Scope::Tables, &w), None);
+        assert_eq!(
+            km.lookup(Scope::Tab(Tab::Partitions), &w),
+            Some(Command::Mark)
+        );
+        assert_eq!(km.lookup(Scope::Tab(Tab::Dags), &w), Some(Command::Wrap));
+        assert_eq!(km.lookup(Scope::Tab(Tab::Tables), &w), None);
         // The global keys work on every tab, and in a confirmation but where it shadows them.
         let g = ev(KeyCode::Char('g'), KeyModifiers::NONE);
-        assert_eq!(km.lookup(Scope::Dags, &g), Some(Command::Top));
+        assert_eq!(km.lookup(Scope::Tab(Tab::Dags), &g), Some(Command::Top));
         assert_eq!(km.lookup(Scope::Confirm, &g), Some(Command::ToggleGrouped));
         let j = ev(KeyCode::Char('j'), KeyModifiers::NONE);
         assert_eq!(km.lookup(Scope::Confirm, &j), Some(Command::Down));

@@ -10,7 +10,7 @@ pub use jobs::{Job, Jobs, StepStatus, step_line};
 
 use super::action::{Effect, MaintenanceKind};
 use super::prompt::{Prompt, RetentionFor};
-use super::state::{Level, Popup, State, Tab};
+use super::state::{Level, Popup, State};
 use crate::lakehouse::model::TableRef;
 use crate::mutation::draft::{PlanDraft, PlanError};
 use crate::mutation::run::{RunError, StepEvent};
@@ -196,18 +196,8 @@ pub fn plan(s: &mut State, kind: MaintenanceKind) -> Vec<Effect> {
         );
         return Vec::new();
     }
-    let partitions = match (kind, s.tab) {
-        (MaintenanceKind::Optimize, Tab::Partitions) => {
-            let marked = s.partitions.marked();
-            if !marked.is_empty() {
-                Some(marked)
-            } else {
-                match s.partitions.selected() {
-                    Some(r) if !r.stats.values.is_empty() => Some(vec![r.stats.clone()]),
-                    _ => None,
-                }
-            }
-        }
+    let partitions = match kind {
+        MaintenanceKind::Optimize => (s.tab.ops().partitions)(s),
         _ => None,
     };
     s.set_status(Level::Info, format!("planning maintenance of {table}…"));

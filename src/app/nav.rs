@@ -65,7 +65,7 @@ pub fn sort(s: &mut State, next: bool) {
 pub fn switch_tab(s: &mut State, tab: Tab) -> Vec<Effect> {
     // The operator chose: floe no longer moves on its own.
     s.auto_start = false;
-    if s.tab == Tab::Tables && matches!(tab, Tab::Partitions | Tab::Snapshots) {
+    if s.tab == Tab::Tables && tab.ops().detail.is_some() {
         open_selected(s);
     }
     s.tab = tab;

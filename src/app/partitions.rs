@@ -297,6 +297,19 @@ impl PartitionsView {
     }
 }
 
+/// The partitions an optimize from the Partitions tab takes: the marked ones, else the
+/// selected one; none for a row without partition values (the drafter picks).
+pub fn optimize_targets(s: &State) -> Option<Vec<PartitionStats>> {
+    let marked = s.partitions.marked();
+    if !marked.is_empty() {
+        return Some(marked);
+    }
+    match s.partitions.selected() {
+        Some(r) if !r.stats.values.is_empty() => Some(vec![r.stats.clone()]),
+        _ => None,
+    }
+}
+
 /// `y`: the `"$partition"` predicate of the selected partition (the table's name when
 /// it is unpartitioned: that is what a statement would name).
 pub fn copy(s: &mut State) -> Vec<Effect> {

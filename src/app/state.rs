@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 
 use super::action::ProfileView;
 use super::grid::Grid;
-use super::keymap::{Keymap, Scope};
+use super::keymap::Keymap;
 use super::partitions::PartitionsView;
 use super::prompt::Prompt;
 use super::snapshots::SnapshotsView;
@@ -15,43 +15,7 @@ use crate::health::HealthConfig;
 use crate::lakehouse::model::TableRef;
 use crate::trino::ServerInfo;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Tab {
-    Triage,
-    Tables,
-    Partitions,
-    Snapshots,
-    Dags,
-}
-
-impl Tab {
-    /// The keymap layer of the tab (where its keys are looked up before the global ones).
-    pub fn layer(self) -> Scope {
-        self.ops().layer
-    }
-
-    pub const ALL: [Tab; 5] = [
-        Tab::Triage,
-        Tab::Tables,
-        Tab::Partitions,
-        Tab::Snapshots,
-        Tab::Dags,
-    ];
-
-    pub fn title(self) -> &'static str {
-        self.ops().title
-    }
-
-    pub fn next(self) -> Tab {
-        let i = Tab::ALL.iter().position(|t| *t == self).unwrap_or(0);
-        Tab::ALL[(i + 1) % Tab::ALL.len()]
-    }
-
-    pub fn prev(self) -> Tab {
-        let i = Tab::ALL.iter().position(|t| *t == self).unwrap_or(0);
-        Tab::ALL[(i + Tab::ALL.len() - 1) % Tab::ALL.len()]
-    }
-}
+pub use crate::tab::Tab;
 
 /// Where a view's data stands.
 #[derive(Clone, Debug, Default, PartialEq)]

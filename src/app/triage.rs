@@ -11,7 +11,7 @@ use super::grid::Grid;
 use super::state::{Level, Load, Popup, State, Tab};
 use crate::airflow::scan::DagList;
 use crate::health::airflow::server_findings;
-use crate::health::incidents::{Facts, Incident, Jump, Kind, TableFacts, incidents};
+use crate::health::incidents::{Facts, Incident, Jump, Kind, Next, TableFacts, incidents};
 use crate::health::{Finding, Rule, Severity};
 use crate::lakehouse::model::TableRef;
 
@@ -160,6 +160,14 @@ pub fn selected_dag(s: &State) -> Option<String> {
         .selected()
         .and_then(|i| i.dag())
         .map(str::to_string)
+}
+
+/// The Airflow connection the selected incident says to fix (`F`).
+pub fn selected_connection(s: &State) -> Option<String> {
+    s.triage.selected()?.next.iter().find_map(|n| match n {
+        Next::FixConnection { connections, .. } => connections.first().cloned(),
+        _ => None,
+    })
 }
 
 /// `y`: the incident's line, as an operator pastes it into the incident channel.

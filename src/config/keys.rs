@@ -7,12 +7,14 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
+use crate::tab::Tab;
+
 mod key;
 
 pub use key::{InvalidKey, Key, KeyCodeOrd};
 
 /// What a key asks for. Its config name is its snake_case name (`sort_next`), but for the
-/// three renamed below.
+/// three renamed below and the tabs'.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Command {
@@ -27,11 +29,10 @@ pub enum Command {
     SortReverse,
     NextTab,
     PrevTab,
-    TabTriage,
-    TabTables,
-    TabPartitions,
-    TabSnapshots,
-    TabDags,
+    /// A tab, by its number (`0` … `4`, `:tab 2`). Config names `tab_triage`, `tab_tables`,
+    /// …: one a tab, from the default keymap's `tab_{name}`.
+    #[serde(skip)]
+    Tab(Tab),
     Down,
     Up,
     PageDown,
@@ -108,19 +109,45 @@ impl Command {
 }
 
 /// A layer of the keymap (where a command's keys are looked up), and where the help
-/// lists a command and the footer hints it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
-#[serde(rename_all = "snake_case")]
+/// lists a command and the footer hints it. Spelled in `default.toml` as `global`,
+/// `lake`, `confirm` or a tab's name (`dags`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Scope {
     Global,
     /// Tables, Partitions and Snapshots: the lakehouse tabs (help and footer only).
     Lake,
-    Tables,
-    Partitions,
-    Snapshots,
-    Dags,
+    /// A tab's own keys, looked up on it before the global ones.
+    Tab(Tab),
     /// The popups that ask before anything runs (never in the footer).
     Confirm,
+}
+
+impl Scope {
+    /// The scope of a name in `default.toml`.
+    pub fn by_name(name: &str) -> Option<Scope> {
+        match name {
+            "global" => Some(Scope::Global),
+            "lake" => Some(Scope::Lake),
+            "confirm" => Some(Scope::Confirm),
+            tab => Tab::ALL
+                .into_iter()
+                .find(|t| t.name() == tab)
+                .map(Scope::Tab),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Scope {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(d)?;
+        Scope::by_name(&name).ok_or_else(|| {
+            let tabs: Vec<String> = Tab::ALL.iter().map(|t| t.name()).collect();
+            serde::de::Error::custom(format!(
+                "unknown scope {name:?} (global, lake, confirm, {})",
+                tabs.join(", ")
+            ))
+        })
+    }
 }
 
 /// One command of the default keymap.
@@ -173,11 +200,14 @@ pub fn specs() -> &'static [Spec] {
             .expect("the default keymap parses")
             .command
             .into_iter()
-            .map(|e| {
+            .flat_map(|e| {
+                if e.name == TAB_ENTRY {
+                    return Tab::ALL.into_iter().map(|t| tab_spec(&e, t)).collect();
+                }
                 let command: Command = toml::Value::String(e.name.clone())
                     .try_into()
                     .unwrap_or_else(|err| panic!("default keymap: {}: {err}", e.name));
-                Spec {
+                vec![Spec {
                     command,
                     name: e.name,
                     layer: e.layer,
@@ -185,10 +215,31 @@ pub fn specs() -> &'static [Spec] {
                     keys: e.keys,
                     desc: e.desc,
                     footer: e.footer,
-                }
+                }]
             })
             .collect()
     })
+}
+
+/// The entry of `default.toml` that stands for one command a tab.
+const TAB_ENTRY: &str = "tab_{name}";
+
+/// The tab entry for tab `t`: `{name}`, `{number}` and `{title}` are the tab's.
+fn tab_spec(e: &Entry, t: Tab) -> Spec {
+    let fill = |text: &str| {
+        text.replace("{name}", &t.name())
+            .replace("{number}", &t.number().to_string())
+            .replace("{title}", t.title())
+    };
+    Spec {
+        command: Command::Tab(t),
+        name: fill(&e.name),
+        layer: e.layer,
+        scope: e.shown,
+        keys: e.keys.iter().map(|k| fill(k)).collect(),
+        desc: fill(&e.desc),
+        footer: e.footer,
+    }
 }
 
 /// The command of a config (and `:` line) name: `sort_next`, `info`, `profile`.
@@ -355,14 +406,11 @@ fn bound(c: &Command) -> String {
     format!("{} ({})", s.name, layer_name(s.layer))
 }
 
-fn layer_name(l: Scope) -> &'static str {
+fn layer_name(l: Scope) -> String {
     match l {
-        Scope::Global => "everywhere",
-        Scope::Lake => "on the lakehouse tabs",
-        Scope::Tables => "on Tables",
-        Scope::Partitions => "on Partitions",
-        Scope::Snapshots => "on Snapshots",
-        Scope::Dags => "on DAGs",
-        Scope::Confirm => "in a confirmation",
+        Scope::Global => "everywhere".to_string(),
+        Scope::Lake => "on the lakehouse tabs".to_string(),
+        Scope::Tab(t) => format!("on {}", t.title()),
+        Scope::Confirm => "in a confirmation".to_string(),
     }
 }

@@ -8,7 +8,7 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 use super::breakdown::health_breakdown;
 use super::theme::Theme;
 use crate::app::keymap::Scope;
-use crate::app::state::State;
+use crate::app::state::{State, Tab};
 use crate::lakehouse::model::TableRef;
 
 /// Rows `lines` take once wrapped to `width` columns.
@@ -38,15 +38,17 @@ pub fn help(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
         .unwrap_or(4)
         .min(12);
     let mut items: Vec<Line> = Vec::new();
-    for (scope, title) in [
-        (Scope::Global, "everywhere"),
-        (Scope::Lake, "Tables, Partitions, Snapshots"),
-        (Scope::Tables, "Tables"),
-        (Scope::Partitions, "Partitions"),
-        (Scope::Snapshots, "Snapshots"),
-        (Scope::Dags, "DAGs"),
-        (Scope::Confirm, "in a confirmation"),
-    ] {
+    let lake: Vec<&str> = Tab::ALL
+        .iter()
+        .filter(|t| t.ops().lake)
+        .map(|t| t.title())
+        .collect();
+    let groups = [(Scope::Global, "everywhere".to_string())]
+        .into_iter()
+        .chain([(Scope::Lake, lake.join(", "))])
+        .chain(Tab::ALL.map(|t| (t.layer(), t.title().to_string())))
+        .chain([(Scope::Confirm, "in a confirmation".to_string())]);
+    for (scope, title) in groups {
         let group: Vec<_> = entries.iter().filter(|(_, _, sc)| *sc == scope).collect();
         if group.is_empty() {
             continue;

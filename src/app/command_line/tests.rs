@@ -119,7 +119,12 @@ fn a_colon_command_does_what_its_key_does() {
     }
     assert_eq!(
         parse("tab 2").unwrap().unwrap().command,
-        Command::TabPartitions
+        Command::Tab(Tab::Partitions)
+    );
+    // The tabs' config names are : commands too.
+    assert_eq!(
+        parse("tab_dags").unwrap().unwrap().command,
+        Command::Tab(Tab::Dags)
     );
     // f and :freeze say the same; :unfreeze resumes.
     let ((_, a), (_, b)) = key_and_line('f', "freeze");

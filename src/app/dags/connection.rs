@@ -6,28 +6,15 @@ use super::writes::DagConfirm;
 use crate::airflow::{AirflowError, ApiVersion, Connection};
 use crate::app::action::{DagWrite, Effect};
 use crate::app::prompt::Prompt;
-use crate::app::state::{Level, Popup, State, Tab};
-use crate::health::incidents::Next;
+use crate::app::state::{Level, Popup, State};
 use crate::mutation::connection::{diff_lines, parse_target};
-
-/// The connection the selected incident says to fix.
-pub fn incident_connection(s: &State) -> Option<String> {
-    s.triage.selected()?.next.iter().find_map(|n| match n {
-        Next::FixConnection { connections, .. } => connections.first().cloned(),
-        _ => None,
-    })
-}
 
 /// `F`: ask where the incident's connection should point.
 pub fn open(s: &mut State) -> Vec<Effect> {
     if !super::writes::may_write(s) {
         return Vec::new();
     }
-    let id = match s.tab {
-        Tab::Triage => incident_connection(s),
-        _ => None,
-    };
-    let Some(id) = id else {
+    let Some(id) = (s.tab.ops().connection)(s) else {
         s.set_status(
             Level::Warn,
             "no Airflow connection to fix here: select an incident that names one (Triage tab)",
@@ -159,8 +146,10 @@ mod tests {
     use super::*;
     use crate::app::action::Action;
     use crate::app::dags::DagMsg;
+    use crate::app::state::Tab;
     use crate::app::testing::{code, key};
     use crate::app::update::update;
+    use crate::health::incidents::Next;
     use crossterm::event::KeyCode;
 
     /// The lab's incident on the Triage tab: a failing DAG whose connection is dead.

@@ -5,7 +5,7 @@ use super::DagLevel;
 use crate::airflow::{AirflowError, ClearOutcome};
 use crate::app::action::{DagWrite, Effect};
 use crate::app::keymap::Command;
-use crate::app::state::{Level, Popup, State, Tab};
+use crate::app::state::{Level, Popup, State};
 use crate::mutation::audit::WriteError;
 
 /// Whether an Airflow write may be asked for at all (not read-only, Airflow configured);
@@ -47,17 +47,14 @@ pub fn command(s: &mut State, cmd: Command) -> Vec<Effect> {
             Vec::new()
         }
         _ => {
-            // The run to clear: the selected one in the runs view, else the newest failed.
-            let run = match (s.tab, s.dags.level()) {
-                (Tab::Dags, DagLevel::Runs) => s.dags.selected_run().map(|r| r.run_id.clone()),
-                (Tab::Dags, DagLevel::Tasks | DagLevel::Log) => s.dags.run_id.clone(),
-                _ => s
-                    .dags
+            // The run to clear: the one the tab shows, else the newest failed.
+            let run = (s.tab.ops().run)(s).or_else(|| {
+                s.dags
                     .failures
                     .get(&dag_id)
                     .and_then(|f| f.as_ref().ok())
-                    .map(|f| f.run_id.clone()),
-            };
+                    .map(|f| f.run_id.clone())
+            });
             match run {
                 Some(run_id) => {
                     s.set_status(
@@ -189,20 +186,34 @@ pub(super) fn on_written(
     fx
 }
 
-/// The DAG a write applies to: the selected one on the DAGs tab, else the maintenance DAG
-/// of the selected table.
+/// The DAG a write applies to: what the tab says (the selected one on the DAGs tab, the
+/// incident's on Triage, the maintenance DAG of the tab's table elsewhere).
 pub fn target_dag(s: &State) -> Option<String> {
-    match s.tab {
-        Tab::Triage => crate::app::triage::selected_dag(s),
-        Tab::Dags => match s.dags.level() {
-            DagLevel::List => s.dags.selected().map(|r| r.dag.dag_id.clone()),
-            _ => s.dags.dag_id.clone(),
-        },
-        _ => {
-            let t = (s.tab.ops().table)(s)?;
-            s.dags.mapping.get(&t).map(|m| m.dag_id.clone())
-        }
+    (s.tab.ops().dag)(s)
+}
+
+/// On the DAGs tab: the selected DAG in the list, else the DAG whose runs are shown.
+pub fn selected_dag(s: &State) -> Option<String> {
+    match s.dags.level() {
+        DagLevel::List => s.dags.selected().map(|r| r.dag.dag_id.clone()),
+        _ => s.dags.dag_id.clone(),
     }
+}
+
+/// On the DAGs tab: the run selected among a DAG's runs, or the one whose tasks or log
+/// are shown; none on the list.
+pub fn shown_run(s: &State) -> Option<String> {
+    match s.dags.level() {
+        DagLevel::List => None,
+        DagLevel::Runs => s.dags.selected_run().map(|r| r.run_id.clone()),
+        DagLevel::Tasks | DagLevel::Log => s.dags.run_id.clone(),
+    }
+}
+
+/// The maintenance DAG of the table the tab is about.
+pub fn table_dag(s: &State) -> Option<String> {
+    let t = (s.tab.ops().table)(s)?;
+    s.dags.mapping.get(&t).map(|m| m.dag_id.clone())
 }
 
 /// A write to Airflow awaiting `y`.
