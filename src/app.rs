@@ -1,7 +1,7 @@
 //! The application core, cut by feature: each tab (and maintenance, the prompt, export)
 //! owns its view state, its messages and its `update` for them; `update` dispatches;
 //! the runtime (`crate::runtime`, beside `app` and `ui`) runs effects and draws. See
-//! README.md for how a tab is added.
+//! README.md for how a tab is added (five places, `tabs.rs` says which).
 
 pub mod action;
 pub mod command_line;
