@@ -6,7 +6,9 @@ use floe::app::action::Action;
 use floe::app::state::{State, Tab};
 use floe::app::tables::TablesMsg;
 use floe::app::update::update;
-use floe::lakehouse::model::{PartitionStats, SnapshotInfo, TableRef, TableStats};
+use floe::lakehouse::model::{
+    PartitionStats, SnapshotInfo, SnapshotOperation, TableRef, TableStats,
+};
 use floe::lakehouse::queries::PartitionList;
 
 pub fn now() -> DateTime<Utc> {
@@ -100,9 +102,9 @@ pub fn snapshots(n: usize) -> Vec<SnapshotInfo> {
             snapshot_id: 8_000_000_000_000_000_000 + i as i64,
             parent_id: Some(8_000_000_000_000_000_000 + i as i64 - 1),
             operation: if i % 24 == 0 {
-                "replace".into()
+                SnapshotOperation::Replace
             } else {
-                "append".into()
+                SnapshotOperation::Append
             },
             added_data_files: Some(20),
             deleted_data_files: i.is_multiple_of(24).then_some(400),

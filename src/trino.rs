@@ -19,5 +19,5 @@ pub use error::TrinoError;
 pub use oauth2::{LoginEvent, LoginOutcome, LoginPrompt};
 pub use output::{QueryOptions, QueryOutput, QueryProgress};
 pub use types::TrinoType;
-pub use value::{Column, Row, Value};
+pub use value::{Column, NoColumn, Row, Value};
 pub use wire::ServerInfo;

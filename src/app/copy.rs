@@ -217,7 +217,7 @@ mod tests {
                 committed_at: t0(),
                 snapshot_id: 4242,
                 parent_id: None,
-                operation: "replace".into(),
+                operation: crate::lakehouse::model::SnapshotOperation::Replace,
                 added_data_files: None,
                 deleted_data_files: None,
                 total_data_files: None,

@@ -462,7 +462,7 @@ mod tests {
             committed_at: s.now - chrono::Duration::days(2),
             snapshot_id: 7,
             parent_id: None,
-            operation: "append".into(),
+            operation: crate::lakehouse::model::SnapshotOperation::Append,
             added_data_files: Some(5),
             deleted_data_files: None,
             total_data_files: Some(2016),

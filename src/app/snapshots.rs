@@ -117,7 +117,7 @@ impl SnapshotCol {
     pub fn cmp(self, a: &SnapshotRow, b: &SnapshotRow) -> Ordering {
         let (x, y) = (&a.info, &b.info);
         let o = match self {
-            SnapshotCol::Operation => x.operation.cmp(&y.operation),
+            SnapshotCol::Operation => x.operation.as_str().cmp(y.operation.as_str()),
             SnapshotCol::Added => opt_cmp(y.added_data_files, x.added_data_files),
             SnapshotCol::Deleted => opt_cmp(y.deleted_data_files, x.deleted_data_files),
             SnapshotCol::TotalFiles => opt_cmp(y.total_data_files, x.total_data_files),
@@ -165,7 +165,7 @@ impl SnapshotCol {
             SnapshotCol::Committed => r.committed_at.to_rfc3339(),
             SnapshotCol::Age => (now - r.committed_at).num_seconds().to_string(),
             SnapshotCol::SnapshotId => r.snapshot_id.to_string(),
-            SnapshotCol::Operation => r.operation.clone(),
+            SnapshotCol::Operation => r.operation.to_string(),
             SnapshotCol::Added => opt(r.added_data_files),
             SnapshotCol::Deleted => opt(r.deleted_data_files),
             SnapshotCol::TotalFiles => opt(r.total_data_files),
@@ -477,9 +477,9 @@ mod tests {
                 snapshot_id: 100 + i,
                 parent_id: None,
                 operation: if i == 1 {
-                    "replace".into()
+                    crate::lakehouse::model::SnapshotOperation::Replace
                 } else {
-                    "append".into()
+                    crate::lakehouse::model::SnapshotOperation::Append
                 },
                 added_data_files: Some(10),
                 deleted_data_files: if i == 1 { Some(40) } else { None },

@@ -5,6 +5,7 @@ use std::fmt;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use crate::spelled::spelled;
 use crate::sql::quote_ident;
 
 /// `catalog.schema.table`, each part as Trino knows it (case preserved as reported).
@@ -281,13 +282,25 @@ impl PartitionStats {
     }
 }
 
+spelled! {
+    /// What a snapshot did, as Iceberg names it: `append` (files added), `replace` (files
+    /// rewritten, the data unchanged: a compaction, or manifests rewritten),
+    /// `overwrite` (files replaced and data changed), `delete` (files removed).
+    SnapshotOperation else Other {
+        Append = "append",
+        Replace = "replace",
+        Overwrite = "overwrite",
+        Delete = "delete",
+    }
+}
+
 /// One snapshot (from `$snapshots`).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct SnapshotInfo {
     pub committed_at: DateTime<Utc>,
     pub snapshot_id: i64,
     pub parent_id: Option<i64>,
-    pub operation: String,
+    pub operation: SnapshotOperation,
     pub added_data_files: Option<u64>,
     pub deleted_data_files: Option<u64>,
     pub total_data_files: Option<u64>,
@@ -304,7 +317,7 @@ impl SnapshotInfo {
     /// A `replace` that rewrote data files: a compaction (optimize). `optimize_manifests`
     /// also commits `replace`, but rewrites manifests only.
     pub fn is_compaction(&self) -> bool {
-        self.operation == "replace" && self.deleted_data_files.unwrap_or(0) > 0
+        self.operation == SnapshotOperation::Replace && self.deleted_data_files.unwrap_or(0) > 0
     }
 }
 
@@ -335,6 +348,30 @@ mod tests {
             "zoning"
         );
         assert!(TableRef::parse("a..b", "iceberg", None).is_err());
+    }
+
+    #[test]
+    fn a_snapshot_operation_reads_once_and_shows_as_spelled() {
+        for (text, op) in [
+            ("append", SnapshotOperation::Append),
+            ("replace", SnapshotOperation::Replace),
+            ("overwrite", SnapshotOperation::Overwrite),
+            ("delete", SnapshotOperation::Delete),
+        ] {
+            assert_eq!(SnapshotOperation::parse(text), op);
+            assert_eq!(op.to_string(), text);
+            assert_eq!(serde_json::to_string(&op).unwrap(), format!("\"{text}\""));
+        }
+        // An operation this version does not know, or none, is kept as the server wrote it.
+        let odd = SnapshotOperation::parse("Replace\u{1b}[2J");
+        assert_eq!(odd, SnapshotOperation::Other("Replace\u{1b}[2J".into()));
+        assert_eq!(odd.as_str(), "Replace\u{1b}[2J");
+        assert_eq!(SnapshotOperation::parse("").to_string(), "");
+        // Only Iceberg's own spelling is a replace: a compaction is never read from another.
+        assert_ne!(
+            SnapshotOperation::parse("REPLACE"),
+            SnapshotOperation::Replace
+        );
     }
 
     #[test]

@@ -12,6 +12,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::model::TableRef;
+use super::statements::RowsError;
 use crate::trino::Row;
 
 /// What the probe sees of one table: enough to tell that it changed.
@@ -66,7 +67,7 @@ pub fn probe_sql(tables: &[TableRef], metadata_log: bool) -> String {
 
 /// The probes of a batch's rows, by index in the batch; a table without a row is an
 /// error of the statement (every branch is an aggregate: it always has one row).
-pub fn parse_probe(rows: &[Row], batch: usize) -> Result<Vec<Probe>, String> {
+pub fn parse_probe(rows: &[Row], batch: usize) -> Result<Vec<Probe>, RowsError> {
     by_index(rows, batch, "probe", |r| Probe {
         snapshot_id: r.i64("snapshot_id"),
         committed_at: r
@@ -113,7 +114,7 @@ fn manifests_sql(tables: &[TableRef], aggregates: &str) -> String {
 
 /// Per table of a batch of [`rank_sql`], by index in the batch: its layout as
 /// [`parse_layouts`] reads it, and the files its current manifests hold.
-pub fn parse_rank(rows: &[Row], batch: usize) -> Result<Vec<(Option<bool>, u64)>, String> {
+pub fn parse_rank(rows: &[Row], batch: usize) -> Result<Vec<(Option<bool>, u64)>, RowsError> {
     by_index(rows, batch, "rank", |r| {
         (
             r.i64("partition_fields").map(|n| n > 0),
@@ -127,23 +128,24 @@ pub fn parse_rank(rows: &[Row], batch: usize) -> Result<Vec<(Option<bool>, u64)>
 pub(crate) fn by_index<T: Clone>(
     rows: &[Row],
     batch: usize,
-    what: &str,
+    what: &'static str,
     read: impl Fn(&Row) -> T,
-) -> Result<Vec<T>, String> {
+) -> Result<Vec<T>, RowsError> {
     let mut out: Vec<Option<T>> = vec![None; batch];
     for r in rows {
-        let i = r
-            .i64("i")
-            .ok_or_else(|| format!("a {what} row has no index"))?;
-        let slot = usize::try_from(i)
-            .ok()
-            .and_then(|i| out.get_mut(i))
-            .ok_or_else(|| format!("a {what} row has index {i}, outside the batch of {batch}"))?;
+        let i = r.i64("i").ok_or(RowsError::NoIndex { what })?;
+        let slot = usize::try_from(i).ok().and_then(|i| out.get_mut(i)).ok_or(
+            RowsError::OutsideBatch {
+                what,
+                index: i,
+                batch,
+            },
+        )?;
         *slot = Some(read(r));
     }
     out.into_iter()
         .enumerate()
-        .map(|(i, p)| p.ok_or_else(|| format!("no {what} row for table {i} of the batch")))
+        .map(|(index, p)| p.ok_or(RowsError::NoRow { what, index }))
         .collect()
 }
 
@@ -205,7 +207,7 @@ pub fn layout_batch(
 /// (`$files` has a `partition` column), `Some(false)` when they are not (the
 /// unpartitioned statements fit it: every live file is in one partition), `None` when it
 /// has no manifest to tell.
-pub fn parse_layouts(rows: &[Row], batch: usize) -> Result<Vec<Option<bool>>, String> {
+pub fn parse_layouts(rows: &[Row], batch: usize) -> Result<Vec<Option<bool>>, RowsError> {
     by_index(rows, batch, "layout", |r| {
         r.i64("partition_fields").map(|n| n > 0)
     })
@@ -287,8 +289,20 @@ mod tests {
 
     #[test]
     fn a_missing_or_stray_row_is_an_error() {
-        assert!(parse_probe(&rows(&[(0, Some(1), None, 1)]), 2).is_err());
-        assert!(parse_probe(&rows(&[(5, Some(1), None, 1)]), 2).is_err());
+        let missing = parse_probe(&rows(&[(0, Some(1), None, 1)]), 2).unwrap_err();
+        assert_eq!(
+            missing,
+            RowsError::NoRow {
+                what: "probe",
+                index: 1
+            }
+        );
+        assert_eq!(missing.to_string(), "no probe row for table 1 of the batch");
+        let stray = parse_probe(&rows(&[(5, Some(1), None, 1)]), 2).unwrap_err();
+        assert_eq!(
+            stray.to_string(),
+            "a probe row has index 5, outside the batch of 2"
+        );
     }
 
     #[test]

@@ -11,12 +11,12 @@ use super::probe::{PARTITION_SUMMARIES_SINCE, Probe, parse_probe, probe_sql, spl
 use crate::lakehouse::scan::ScanParams;
 use crate::trino::{Client, Row, ServerInfo, TrinoError};
 
-use super::statements::parse_snapshot;
 pub use super::statements::{
     Dating, MetaTables, describe_sql, discover_sql, files_sql, glob_match, parse_files,
     parse_stats, partition_value_text, partitions_sql, properties_sql, recount_in_spec_sql,
     recount_sql, show_create_sql, small_file_ages_sql, snapshots_sql, stats_sql,
 };
+use super::statements::{RowsError, parse_snapshot};
 use super::summary::{
     FileMeta, FileRead, SURVEY_BATCH, Snap, Survey, SurveyShape, apply_history, history_sql,
     parse_history, parse_survey, survey_sql,
@@ -461,7 +461,7 @@ impl Lakehouse {
         tables: &[TableRef],
         what: &str,
         sql: impl Fn(&[TableRef]) -> String,
-        parse: impl Fn(&[Row], usize) -> Result<Vec<T>, String>,
+        parse: impl Fn(&[Row], usize) -> Result<Vec<T>, RowsError>,
     ) -> Vec<(TableRef, Result<T, TrinoError>)> {
         let mut out = Vec::with_capacity(tables.len());
         let mut todo: Vec<&[TableRef]> = vec![tables];

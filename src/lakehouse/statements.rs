@@ -5,12 +5,12 @@ use std::collections::BTreeSet;
 
 use chrono::{DateTime, Utc};
 
-use super::model::{SnapshotInfo, TableRef, TableStats, TrendTail};
-use super::plan::{PartitionField, TableLayout, files_partition_predicate};
+use super::model::{SnapshotInfo, SnapshotOperation, TableRef, TableStats, TrendTail};
+use super::plan::{PartitionField, PredicateError, TableLayout, files_partition_predicate};
 use super::queries::Layout;
 use super::scan::ScanParams;
 use crate::sql::{quote_ident, quote_string};
-use crate::trino::{Row, Value};
+use crate::trino::{NoColumn, Row, Value};
 
 /// Which optional metadata tables the server has (each appeared in a known release).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -448,8 +448,8 @@ pub fn parse_files(
     layout: Layout,
     survey: &TableStats,
     times: Option<&[(i64, DateTime<Utc>)]>,
-) -> Result<TableStats, String> {
-    let u = |name: &str| -> Result<u64, String> { Ok(r.req(name)?.as_u64().unwrap_or(0)) };
+) -> Result<TableStats, NoColumn> {
+    let u = |name: &str| -> Result<u64, NoColumn> { Ok(r.req(name)?.as_u64().unwrap_or(0)) };
     let partitions = u("partitions")?;
     let mut lower = r
         .get("oldest_small_lower")
@@ -595,8 +595,8 @@ fn opt_time(r: &Row, name: &str) -> Option<DateTime<Utc>> {
 }
 
 /// Decode the row of [`stats_sql`].
-pub fn parse_stats(r: &Row, layout: Layout) -> Result<TableStats, String> {
-    let u = |name: &str| -> Result<u64, String> { Ok(r.req(name)?.as_u64().unwrap_or(0)) };
+pub fn parse_stats(r: &Row, layout: Layout) -> Result<TableStats, NoColumn> {
+    let u = |name: &str| -> Result<u64, NoColumn> { Ok(r.req(name)?.as_u64().unwrap_or(0)) };
     let mut trend = Vec::new();
     if let (Some(Value::Array(at)), Some(Value::Array(files))) =
         (r.get("trend_at"), r.get("trend_files"))
@@ -665,7 +665,7 @@ pub fn parse_stats(r: &Row, layout: Layout) -> Result<TableStats, String> {
     })
 }
 
-pub(super) fn parse_snapshot(r: &Row) -> Result<SnapshotInfo, String> {
+pub(super) fn parse_snapshot(r: &Row) -> Result<SnapshotInfo, RowsError> {
     let summary = r.req("summary")?;
     let num = |k: &str| summary.map_get(k).and_then(Value::as_u64);
     let text = |k: &str| {
@@ -678,13 +678,16 @@ pub(super) fn parse_snapshot(r: &Row) -> Result<SnapshotInfo, String> {
         committed_at: r
             .req("committed_at")?
             .as_datetime()
-            .ok_or("committed_at is not a timestamp")?,
-        snapshot_id: r
-            .req("snapshot_id")?
-            .as_i64()
-            .ok_or("snapshot_id is not a bigint")?,
+            .ok_or(RowsError::NotA {
+                column: "committed_at",
+                expected: "timestamp",
+            })?,
+        snapshot_id: r.req("snapshot_id")?.as_i64().ok_or(RowsError::NotA {
+            column: "snapshot_id",
+            expected: "bigint",
+        })?,
         parent_id: r.i64("parent_id"),
-        operation: r.str("operation").unwrap_or("").to_string(),
+        operation: SnapshotOperation::parse(r.str("operation").unwrap_or("")),
         added_data_files: num("added-data-files"),
         deleted_data_files: num("deleted-data-files"),
         total_data_files: num("total-data-files"),
@@ -720,13 +723,47 @@ pub fn partition_value_text(field: Option<&PartitionField>, v: &Value) -> String
     }
 }
 
+/// Rows that do not hold what their statement selects: a column missing or of another
+/// type, a row of a batched statement without its table's index or with one outside the
+/// batch, a table of the batch without its row.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RowsError {
+    #[error(transparent)]
+    NoColumn(#[from] NoColumn),
+    #[error("{column} is not a {expected}")]
+    NotA {
+        column: &'static str,
+        expected: &'static str,
+    },
+    /// `what`: the statement (`probe`, `survey`, …).
+    #[error("a {what} row has no index")]
+    NoIndex { what: &'static str },
+    #[error("a {what} row has index {index}, outside the batch of {batch}")]
+    OutsideBatch {
+        what: &'static str,
+        index: i64,
+        batch: usize,
+    },
+    #[error("no {what} row for table {index} of the batch")]
+    NoRow { what: &'static str, index: usize },
+}
+
+/// Why the re-read of an optimize step's partitions cannot be written.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RecountError {
+    #[error("no partition to re-read")]
+    NoPartition,
+    #[error(transparent)]
+    Predicate(#[from] PredicateError),
+}
+
 /// The re-read after an optimize step: files and small files left in its partitions.
 pub fn recount_sql(
     t: &TableRef,
     spec: &TableLayout,
     targets: &[Vec<(String, Option<String>)>],
     threshold: u64,
-) -> Result<String, String> {
+) -> Result<String, RecountError> {
     recount_in_spec_sql(t, spec, None, targets, threshold)
 }
 
@@ -738,9 +775,9 @@ pub fn recount_in_spec_sql(
     spec_id: Option<i32>,
     targets: &[Vec<(String, Option<String>)>],
     threshold: u64,
-) -> Result<String, String> {
+) -> Result<String, RecountError> {
     if targets.is_empty() {
-        return Err("no partition to re-read".into());
+        return Err(RecountError::NoPartition);
     }
     let preds = targets
         .iter()

@@ -18,6 +18,7 @@ use chrono::{DateTime, Utc};
 use super::model::{TableRef, TableStats, TrendTail};
 use super::probe::by_index;
 use super::scan::{ScanParams, excess_files};
+use super::statements::RowsError;
 use crate::trino::{Row, Value};
 
 /// What the newest snapshot's summary and the snapshot list say of one table.
@@ -87,7 +88,7 @@ pub fn totals_sql(tables: &[TableRef]) -> String {
 }
 
 /// The totals of a batch's rows, by index in the batch.
-pub fn parse_totals(rows: &[Row], batch: usize) -> Result<Vec<Totals>, String> {
+pub fn parse_totals(rows: &[Row], batch: usize) -> Result<Vec<Totals>, RowsError> {
     by_index(rows, batch, "totals", totals_of)
 }
 
@@ -291,7 +292,7 @@ pub fn needs_manifests(
 }
 
 /// The [`FileMeta`] of a batch's rows, by index in the batch.
-pub fn parse_file_meta(rows: &[Row], batch: usize) -> Result<Vec<FileMeta>, String> {
+pub fn parse_file_meta(rows: &[Row], batch: usize) -> Result<Vec<FileMeta>, RowsError> {
     by_index(rows, batch, "table metadata", FileMeta::of)
 }
 
@@ -466,7 +467,7 @@ pub fn parse_survey(
     batch: usize,
     table_meta: bool,
     cfg: &ScanParams,
-) -> Result<Vec<Survey>, String> {
+) -> Result<Vec<Survey>, RowsError> {
     let time = |r: &Row, n: &str| r.get(n).and_then(Value::as_datetime);
     by_index(rows, batch, "survey", |r| {
         let (history, newest) = history_of(r);
@@ -604,7 +605,7 @@ pub fn apply_history(r: &Row, survey: &mut Survey) {
 }
 
 /// The rows of [`history_sql`], by index in the batch.
-pub fn parse_history(rows: &[Row], batch: usize) -> Result<Vec<Row>, String> {
+pub fn parse_history(rows: &[Row], batch: usize) -> Result<Vec<Row>, RowsError> {
     by_index(rows, batch, "history", Row::clone)
 }
 

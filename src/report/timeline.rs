@@ -198,7 +198,7 @@ pub fn build(
             } else {
                 EventKind::Write
             },
-            what: s.operation.clone(),
+            what: s.operation.to_string(),
             id: s.snapshot_id.to_string(),
             total_files: s.total_data_files,
         })
@@ -356,7 +356,7 @@ mod tests {
             committed_at: days_ago(d),
             snapshot_id: 1000 - d,
             parent_id: None,
-            operation: op.into(),
+            operation: crate::lakehouse::model::SnapshotOperation::parse(op),
             added_data_files: Some(if compaction { 144 } else { 126 }),
             deleted_data_files: compaction.then_some(1800),
             total_data_files: Some(total),

@@ -377,6 +377,15 @@ pub struct Column {
     pub ty: TrinoType,
 }
 
+/// A row without a column its statement selects: the name asked for and the columns the
+/// result has.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("result has no column {name:?} (columns: {})", .columns.join(", "))]
+pub struct NoColumn {
+    pub name: String,
+    pub columns: Vec<String>,
+}
+
 /// A row with access by column name.
 #[derive(Clone, Debug)]
 pub struct Row {
@@ -393,16 +402,10 @@ impl Row {
     }
 
     /// The value of a column that must exist (a missing column is a decoding error).
-    pub fn req(&self, name: &str) -> Result<&Value, String> {
-        self.get(name).ok_or_else(|| {
-            format!(
-                "result has no column {name:?} (columns: {})",
-                self.columns
-                    .iter()
-                    .map(|c| c.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
+    pub fn req(&self, name: &str) -> Result<&Value, NoColumn> {
+        self.get(name).ok_or_else(|| NoColumn {
+            name: name.to_string(),
+            columns: self.columns.iter().map(|c| c.name.clone()).collect(),
         })
     }
 
@@ -430,6 +433,32 @@ mod tests {
 
     fn d(ty: &str, v: Json) -> Value {
         Value::decode(&TrinoType::parse(ty).unwrap(), &v).unwrap()
+    }
+
+    #[test]
+    fn a_missing_column_is_named_with_the_ones_there() {
+        let col = |n: &str| Column {
+            name: n.into(),
+            type_text: "bigint".into(),
+            ty: TrinoType::BigInt,
+        };
+        let row = Row {
+            columns: Arc::new(vec![col("i"), col("files")]),
+            values: vec![Value::Int(0), Value::Int(3)],
+        };
+        assert_eq!(row.req("files"), Ok(&Value::Int(3)));
+        let e = row.req("small_files").unwrap_err();
+        assert_eq!(
+            e,
+            NoColumn {
+                name: "small_files".into(),
+                columns: vec!["i".into(), "files".into()],
+            }
+        );
+        assert_eq!(
+            e.to_string(),
+            "result has no column \"small_files\" (columns: i, files)"
+        );
     }
 
     #[test]

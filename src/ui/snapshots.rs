@@ -63,7 +63,7 @@ pub fn draw(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
         let op = if compaction {
             format!("{} ◆", r.operation)
         } else {
-            r.operation.clone()
+            r.operation.to_string()
         };
         let n = |x: Option<u64>| x.map(thousands).unwrap_or_else(|| "-".into());
         let cells = shown

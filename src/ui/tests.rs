@@ -10,7 +10,7 @@ use crate::app::state::{Level, Popup, State};
 use crate::app::tables::TablesMsg;
 use crate::app::testing::{loaded, partitions, t0};
 use crate::app::update::update;
-use crate::lakehouse::model::{SnapshotInfo, TableRef};
+use crate::lakehouse::model::{SnapshotInfo, SnapshotOperation, TableRef};
 use crate::trino::ServerInfo;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
@@ -88,9 +88,9 @@ fn snapshots() -> Vec<SnapshotInfo> {
                 snapshot_id: 8_667_764_846_443_717_000 + i as i64,
                 parent_id: None,
                 operation: if compaction {
-                    "replace".into()
+                    SnapshotOperation::Replace
                 } else {
-                    "append".into()
+                    SnapshotOperation::Append
                 },
                 added_data_files: Some(if compaction { 144 } else { 126 }),
                 deleted_data_files: if compaction { Some(1800) } else { None },

@@ -39,13 +39,6 @@ pub enum PredicateError {
     HourOnDate,
 }
 
-/// For the statement builders that still report text.
-impl From<PredicateError> for String {
-    fn from(e: PredicateError) -> String {
-        e.to_string()
-    }
-}
-
 pub fn partition_predicate(
     layout: &TableLayout,
     p: &PartitionStats,

@@ -303,7 +303,7 @@ impl Lakehouse {
         }
     }
 
-    fn malformed(&self, t: &TableRef, what: &str) -> TrinoError {
+    fn malformed(&self, t: &TableRef, what: impl std::fmt::Display) -> TrinoError {
         TrinoError::Malformed {
             url: self.client.url().to_string(),
             message: format!("file read of {t}: {what}"),

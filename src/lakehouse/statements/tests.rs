@@ -96,8 +96,16 @@ fn recount_reads_only_the_steps_partitions_typed_by_their_transforms() {
     );
     assert_eq!(sql.matches("$files").count(), 1);
     assert!(!sql.contains("$properties"));
-    assert!(recount_sql(&t, &spec, &[vec![("nope".into(), Some("1".into()))]], 1).is_err());
-    assert!(recount_sql(&t, &spec, &[], 1).is_err());
+    assert_eq!(
+        recount_sql(&t, &spec, &[vec![("nope".into(), Some("1".into()))]], 1),
+        Err(RecountError::Predicate(PredicateError::NotInSpec(
+            "nope".into()
+        )))
+    );
+    assert_eq!(
+        recount_sql(&t, &spec, &[], 1).unwrap_err().to_string(),
+        "no partition to re-read"
+    );
 }
 
 #[test]

@@ -12,7 +12,7 @@ fn snapshot(at: DateTime<Utc>, id: i64, operation: &str, total: u64) -> Snapshot
         committed_at: at,
         snapshot_id: id,
         parent_id: None,
-        operation: operation.into(),
+        operation: crate::lakehouse::model::SnapshotOperation::parse(operation),
         added_data_files: Some(1),
         deleted_data_files: (operation == "replace").then_some(2_000),
         total_data_files: Some(total),

@@ -127,7 +127,7 @@ fn runs_of_appends_fold_into_one_row_between_the_events_that_matter() {
         committed_at: t(h),
         snapshot_id: 1000 + i,
         parent_id: None,
-        operation: op.into(),
+        operation: crate::lakehouse::model::SnapshotOperation::parse(op),
         added_data_files: Some(10),
         deleted_data_files: deleted,
         total_data_files: Some(total),

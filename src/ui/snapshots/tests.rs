@@ -21,7 +21,11 @@ fn snapshots() -> Vec<SnapshotInfo> {
                     - chrono::Duration::hours(9),
                 snapshot_id: 8_667_764_846_443_717_000 + i as i64,
                 parent_id: None,
-                operation: if compaction { "replace" } else { "append" }.into(),
+                operation: if compaction {
+                    crate::lakehouse::model::SnapshotOperation::Replace
+                } else {
+                    crate::lakehouse::model::SnapshotOperation::Append
+                },
                 added_data_files: Some(if compaction { 144 } else { 126 }),
                 deleted_data_files: compaction.then_some(1800),
                 total_data_files: Some(match i {
