@@ -137,10 +137,28 @@ impl Pty {
 
     /// Answer the confirmation on screen: once it has been there for floe's
     /// `confirm_dwell` (300 ms by default), as an operator who read it would; a key sooner
-    /// is ignored.
+    /// is ignored. floe counts the dwell from the frame it drew, and on a starved machine
+    /// it may get to count a good part of a second after the frame reached the terminal:
+    /// when floe says the key came too soon, it is pressed again, as its message asks.
     pub fn answer(&mut self, bytes: &[u8]) {
-        std::thread::sleep(std::time::Duration::from_millis(400));
-        self.send(bytes);
+        const TOO_SOON: &str = "key ignored: the question has been on screen for";
+        for _ in 0..3 {
+            std::thread::sleep(std::time::Duration::from_millis(600));
+            let before = self.screen();
+            self.send(bytes);
+            // The first change after the key is floe's answer to it.
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
+            let mut now = before.clone();
+            while now == before && std::time::Instant::now() < deadline {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                now = self.screen();
+            }
+            let said = |s: &str| s.lines().find(|l| l.contains(TOO_SOON)).map(str::to_owned);
+            let refused = said(&now).is_some_and(|l| said(&before) != Some(l));
+            if !refused {
+                return;
+            }
+        }
     }
 
     /// Send a signal to floe.
