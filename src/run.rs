@@ -251,23 +251,29 @@ fn runtime() -> tokio::runtime::Runtime {
 }
 
 /// Logs go to `<state dir>/floe.log`, never to the terminal. `FLOE_LOG` or `RUST_LOG` set
-/// the filter (default `floe=info`).
+/// the filter (default `floe=info`): targets and levels, `floe=debug,reqwest=info`.
 pub fn init_logging(dir: &Path) -> Option<tracing_appender::non_blocking::WorkerGuard> {
-    use tracing_subscriber::EnvFilter;
+    use tracing_subscriber::filter::Targets;
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
     std::fs::create_dir_all(dir).ok()?;
     // The log holds table names, statements and server errors: readable by its owner only.
     private_file(&dir.join("floe.log")).ok()?;
     let appender = tracing_appender::rolling::never(dir, "floe.log");
     let (writer, guard) = tracing_appender::non_blocking(appender);
-    let filter = std::env::var("FLOE_LOG")
-        .ok()
-        .and_then(|f| EnvFilter::try_new(f).ok())
-        .or_else(|| EnvFilter::try_from_default_env().ok())
-        .unwrap_or_else(|| EnvFilter::new("floe=info"));
-    tracing_subscriber::fmt()
-        .with_writer(Scrubbed(writer))
-        .with_ansi(false)
-        .with_env_filter(filter)
+    // Targets, not an EnvFilter: its span and field filters are what pulled a regex engine
+    // into the release, and a log file of one program needs targets and levels only.
+    let parse = |name: &str| std::env::var(name).ok()?.parse::<Targets>().ok();
+    let filter = parse("FLOE_LOG")
+        .or_else(|| parse("RUST_LOG"))
+        .unwrap_or_else(|| Targets::new().with_target("floe", tracing::Level::INFO));
+    tracing_subscriber::registry()
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(Scrubbed(writer))
+                .with_ansi(false),
+        )
+        .with(filter)
         .try_init()
         .ok()?;
     Some(guard)
