@@ -105,6 +105,17 @@ pub(crate) async fn cold(run: &Run, floe: &mut Floe, w: Duration) -> Value {
     r
 }
 
+/// `benches/fleet_script.py` over the run's tables as `user`, to its end.
+async fn run_script(py: &std::path::Path, run: &Run, user: &str) -> std::process::Output {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benches/fleet_script.py");
+    tokio::process::Command::new(py)
+        .arg(&path)
+        .args([&run.lab.url(), user, &run.catalog, &run.n().to_string()])
+        .output()
+        .await
+        .unwrap()
+}
+
 /// The operator's sequential script (`benches/fleet_script.py`), the same tables.
 pub(crate) async fn script(run: &Run) -> Option<Value> {
     let Some(py) = lab_python() else {
@@ -114,14 +125,8 @@ pub(crate) async fn script(run: &Run) -> Option<Value> {
     let lab = &run.lab;
     let u = run.user("script");
     lab.server_time(&u, run.latency).await;
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benches/fleet_script.py");
     let meter = Meter::start(lab);
-    let out = tokio::process::Command::new(&py)
-        .arg(&path)
-        .args([&lab.url(), &u, &run.catalog, &run.n().to_string()])
-        .output()
-        .await
-        .unwrap();
+    let out = run_script(&py, run, &u).await;
     let (wall, cpu) = meter.stop(lab);
     let text = String::from_utf8_lossy(&out.stdout);
     let v: Value = match serde_json::from_str(text.trim()) {
@@ -158,14 +163,8 @@ pub(crate) async fn warm_up(run: &Run) {
         return;
     };
     let u = run.user("warmup");
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benches/fleet_script.py");
     let t0 = Instant::now();
-    let out = tokio::process::Command::new(&py)
-        .arg(&path)
-        .args([&run.lab.url(), &u, &run.catalog, &run.n().to_string()])
-        .output()
-        .await
-        .unwrap();
+    let out = run_script(&py, run, &u).await;
     println!(
         "coordinator warm-up (unmeasured): the script over {} tables, {:.1} s{}",
         run.n(),

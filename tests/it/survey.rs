@@ -32,6 +32,17 @@ fn comparable(s: &TableStats) -> TableStats {
     }
 }
 
+/// The catalog's tables less `scratch`, where other tests write their clones meanwhile:
+/// the suite's own history, which grows with every run on the same lab.
+async fn seed_tables(lake: &Lakehouse) -> Vec<floe::lakehouse::model::TableRef> {
+    lake.discover(&[], &[])
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|t| t.schema != "scratch")
+        .collect()
+}
+
 async fn same_verdicts_as_the_one_statement_read(url: &str, who: &str) {
     same_verdicts_at(url, who, HealthConfig::default()).await;
     // A trend of three snapshots: every table of more than four has a history longer
@@ -46,15 +57,7 @@ async fn same_verdicts_as_the_one_statement_read(url: &str, who: &str) {
 async fn same_verdicts_at(url: &str, who: &str, cfg: HealthConfig) {
     let lake = lakehouse(url, &user(who), &cfg);
     lake.connect().await.unwrap();
-    let tables: Vec<_> = lake
-        .discover(&[], &[])
-        .await
-        .unwrap()
-        .into_iter()
-        // Other tests write their clones in `scratch` meanwhile: the suite's own
-        // history, which grows with every run on the same lab.
-        .filter(|t| t.schema != "scratch")
-        .collect();
+    let tables = seed_tables(&lake).await;
     assert!(tables.len() >= 8, "{tables:?}");
     let now = chrono::Utc::now();
     let surveys = lake.survey(&tables).await;
@@ -176,14 +179,7 @@ async fn fleet_reads_keep_the_verdicts(url: &str, who: &str) {
     let cfg = HealthConfig::default();
     let lake = lakehouse(url, &user(who), &cfg);
     lake.connect().await.unwrap();
-    let tables: Vec<_> = lake
-        .discover(&[], &[])
-        .await
-        .unwrap()
-        .into_iter()
-        // Other tests write their clones in `scratch` meanwhile.
-        .filter(|t| t.schema != "scratch")
-        .collect();
+    let tables = seed_tables(&lake).await;
     let now = chrono::Utc::now();
     let mut items = Vec::new();
     for (t, survey) in lake.survey(&tables).await {
