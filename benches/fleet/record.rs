@@ -21,11 +21,14 @@ pub(crate) fn shape(sql: &str) -> &'static str {
         "listing"
     } else if sql.contains("system.runtime.queries") {
         "writes read"
-    } else if sql.contains("AS i, s.snapshots") {
+    } else if sql.contains(" AS history") {
         "survey"
     } else if sql.contains("partition_fields") {
         "table metadata"
-    } else if sql.contains("GROUP BY") || sql.contains("trend_files") {
+    } else if sql.contains("GROUP BY")
+        || sql.contains("trend_files")
+        || sql.contains("AS small_files")
+    {
         "file read"
     } else if sql.contains("small_sids") || sql.contains("oldest_small_file_at") {
         "small files' age"

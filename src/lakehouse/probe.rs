@@ -149,6 +149,28 @@ pub(crate) fn by_index<T: Clone>(
         .collect()
 }
 
+/// The rows of a batch statement, grouped by the index (`i`) they carry: a table may have
+/// any number of rows, none included (see [`by_index`] for one row a table).
+pub(crate) fn rows_by_index(
+    rows: &[Row],
+    batch: usize,
+    what: &'static str,
+) -> Result<Vec<Vec<Row>>, RowsError> {
+    let mut out: Vec<Vec<Row>> = vec![Vec::new(); batch];
+    for r in rows {
+        let i = r.i64("i").ok_or(RowsError::NoIndex { what })?;
+        let slot = usize::try_from(i).ok().and_then(|i| out.get_mut(i)).ok_or(
+            RowsError::OutsideBatch {
+                what,
+                index: i,
+                batch,
+            },
+        )?;
+        slot.push(r.clone());
+    }
+    Ok(out)
+}
+
 /// The first release whose `$manifests` column is `partition_summaries` (`partitions`
 /// before).
 pub const PARTITION_SUMMARIES_SINCE: u32 = 468;

@@ -7,10 +7,10 @@ use std::collections::HashMap;
 
 use super::{FILE_META_BATCH, Lakehouse, MetaTables};
 use crate::lakehouse::model::{TableRef, TableStats};
-use crate::lakehouse::probe::by_index;
+use crate::lakehouse::probe::{by_index, rows_by_index};
 use crate::lakehouse::statements::{
-    Dating, FileReadItem, date_by_ids, files_batch_sql, files_sql, parse_files, small_dates_sql,
-    small_file_ages_sql,
+    Dating, FileReadItem, data_file_counts, data_files_batch_sql, date_by_ids, files_batch_sql,
+    files_sql, parse_files, small_dates_sql, small_file_ages_sql,
 };
 use crate::lakehouse::summary::{FileMeta, Snap, file_meta_sql, parse_file_meta};
 use crate::trino::{QueryOptions, Row, TrinoError, Value};
@@ -124,7 +124,8 @@ impl Lakehouse {
     }
 
     /// The file facts of `tables` (each with its survey's stats), several tables a
-    /// statement ([`files_batch_sql`]: `$files`, undated), each at its own target read
+    /// statement (`$files`, undated: [`data_files_batch_sql`] for the tables whose
+    /// summaries count no delete file, [`files_batch_sql`] for the others), each at its own target read
     /// ahead; then the age of the small files of the tables whose verdict needs it
     /// ([`Lakehouse::date_fleet_files`]). A table the batch could not read is read on its
     /// own ([`Lakehouse::file_stats`]'s way), and says its own error.
@@ -158,17 +159,35 @@ impl Lakehouse {
                 Err(e) => out.push((t.clone(), Err(e))),
             }
         }
-        let read = self
-            .batched(
-                &order,
+        // Tables without delete files and those with them in statements of their own:
+        // their branches have different columns.
+        let (plain, with_deletes): (Vec<TableRef>, Vec<TableRef>) =
+            order.into_iter().partition(|t| !ready[t].1.deletes);
+        let items = |b: &[TableRef]| -> Vec<FileReadItem> {
+            b.iter().map(|t| ready[t].1.clone()).collect()
+        };
+        let (counted, summed) = futures::join!(
+            self.batched(
+                &plain,
                 "file read",
-                |b| {
-                    let items: Vec<FileReadItem> = b.iter().map(|t| ready[t].1.clone()).collect();
-                    files_batch_sql(&items, &self.scan)
-                },
+                |b| data_files_batch_sql(&items(b), &self.scan),
+                |rows, n| rows_by_index(rows, n, "file read"),
+            ),
+            self.batched(
+                &with_deletes,
+                "file read",
+                |b| files_batch_sql(&items(b), &self.scan),
                 |rows, n| by_index(rows, n, "file read", Row::clone),
             )
-            .await;
+        );
+        let read = counted
+            .into_iter()
+            .map(|(t, r)| (t, r.map(FileRows::PerPartition)))
+            .chain(
+                summed
+                    .into_iter()
+                    .map(|(t, r)| (t, r.map(FileRows::Summed))),
+            );
         // Each table's end of its read at once: a retry alone where the batch failed it,
         // the age of its small files where its verdict needs it.
         let finish = read.into_iter().map(|(t, r)| {
@@ -176,8 +195,12 @@ impl Lakehouse {
             async move {
                 let history = self.pending.lock().await.times.remove(&t);
                 let result = match r {
-                    Ok(row) => parse_files(&row, item.layout, base, None)
+                    Ok(FileRows::Summed(row)) => parse_files(&row, item.layout, base, None)
                         .map_err(|m| self.malformed(&t, &m)),
+                    Ok(FileRows::PerPartition(rows)) => {
+                        data_file_counts(&rows, item.layout, base, &self.scan)
+                            .map_err(|m| self.malformed(&t, &m))
+                    }
                     // A table the batch could not read (an unpartitioned table taken for a
                     // partitioned one, a table dropped since): read alone, with the
                     // retries of a single table's read.
@@ -490,4 +513,12 @@ mod tests {
             (Some(at(10)), true)
         );
     }
+}
+
+/// What a batched file read returned for one table.
+enum FileRows {
+    /// [`data_files_batch_sql`]: a row per partition.
+    PerPartition(Vec<Row>),
+    /// [`files_batch_sql`]: the table's one row.
+    Summed(Row),
 }

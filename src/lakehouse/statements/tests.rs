@@ -332,25 +332,166 @@ fn small_files_are_dated_by_the_snapshots_that_added_them_and_a_snapshot_not_lis
     assert_eq!(date_by_ids(&[7], &[], None), None);
 }
 
-/// A batch reads each table's files in one branch: the data files' aggregates alone for
-/// a table whose summary counts no delete files, the whole read for one that does.
+/// A table whose summary counts no delete files is read with one level of aggregation,
+/// a row per partition (the planning a second level costs is what the script's whole read
+/// costs); one with delete files with the whole read, in a statement of its own.
 #[test]
 fn a_batch_reads_the_data_files_alone_where_no_delete_file_exists() {
-    let item = |name: &str, deletes: bool| FileReadItem {
+    let item = |name: &str, layout: Layout, deletes: bool| FileReadItem {
         table: TableRef::new("iceberg", "s", name),
-        layout: Layout::PartitionColumn,
+        layout,
         target: 128 << 20,
         deletes,
     };
-    let sql = files_batch_sql(&[item("a", false), item("b", true)], &ScanParams::default());
+    let h = ScanParams::default();
+    let sql = data_files_batch_sql(
+        &[
+            item("a", Layout::PartitionColumn, false),
+            item("b", Layout::Unpartitioned, false),
+        ],
+        &h,
+    );
     assert_eq!(sql.matches("UNION ALL").count(), 1, "{sql}");
     assert_eq!(sql.matches("$files").count(), 2, "{sql}");
-    for other in ["$entries", "$snapshots", "$properties", "WITH"] {
+    assert_eq!(sql.matches("GROUP BY").count(), 1, "{sql}");
+    assert_eq!(sql.matches("SELECT").count(), 4, "one level a table: {sql}");
+    for other in [
+        "$entries",
+        "$snapshots",
+        "$properties",
+        "WITH",
+        "sum(files)",
+    ] {
         assert!(!sql.contains(other), "{other}: {sql}");
     }
     let (a, b) = sql.split_once("UNION ALL").unwrap();
-    assert!(a.contains("CAST(NULL AS bigint) AS records") && a.contains("WHERE f.content = 0"));
     assert!(
-        b.contains("position_delete_files") && b.contains("count_if(kind = 0 AND content = 1)")
+        a.contains("SELECT 0 AS i") && a.contains("GROUP BY f.partition"),
+        "{a}"
     );
+    assert!(
+        b.contains("SELECT 1 AS i") && !b.contains("GROUP BY"),
+        "{b}"
+    );
+    let small = (128u64 << 20) * 3 / 4;
+    assert!(
+        a.contains(&format!("f.file_size_in_bytes < {small}")),
+        "{a}"
+    );
+
+    let sql = files_batch_sql(&[item("c", Layout::PartitionColumn, true)], &h);
+    assert!(
+        sql.contains("position_delete_files") && sql.contains("count_if(kind = 0 AND content = 1)"),
+        "{sql}"
+    );
+}
+
+/// The rows of one partitioned table's data-file read: a partition per row.
+fn partition_rows(parts: &[(u64, u64, u64, u64)]) -> Vec<Row> {
+    use std::sync::Arc;
+    let col = |n: &str| crate::trino::Column {
+        name: n.into(),
+        type_text: "bigint".into(),
+        ty: crate::trino::TrinoType::parse("bigint").unwrap(),
+    };
+    let cols = Arc::new(vec![
+        col("i"),
+        col("files"),
+        col("small_files"),
+        col("large_files"),
+        col("bytes"),
+    ]);
+    parts
+        .iter()
+        .map(|&(f, s, l, b)| Row {
+            columns: cols.clone(),
+            values: [0, f, s, l, b]
+                .into_iter()
+                .map(|v| Value::Int(v as i64))
+                .collect(),
+        })
+        .collect()
+}
+
+/// The counts summed on the client are those the server's second level of aggregation
+/// gave: the table's files, small and large ones, bytes, and its partitions by the same
+/// lines (one with `min_small_files` small files counts; one with
+/// `critical_partition_small_files` small files more than its bytes need is critical).
+#[test]
+fn a_tables_counts_are_summed_from_its_partitions_by_the_health_lines() {
+    let h = ScanParams::default();
+    let mb = 1u64 << 20;
+    let survey = TableStats {
+        target_file_size: 128 * mb,
+        records: 4_242,
+        files_unread: true,
+        ..Default::default()
+    };
+    let rows = partition_rows(&[
+        // 150 files of 1 MB: 149 more than its bytes need, critical.
+        (150, 150, 0, 150 * mb),
+        // 120 small files beside 10 huge ones: the bytes cover them, not critical, but it
+        // counts (and a whole-table average of this partition looks healthy).
+        (130, 120, 10, 120 * mb + 10 * 4096 * mb),
+        // 5 small files: below `min_small_files`.
+        (6, 5, 0, 5 * mb + 128 * mb),
+    ]);
+    let st = data_file_counts(&rows, Layout::PartitionColumn, &survey, &h).unwrap();
+    assert_eq!(
+        (st.data_files, st.small_files, st.large_files),
+        (286, 275, 10)
+    );
+    assert_eq!(st.total_bytes, 275 * mb + 10 * 4096 * mb + 128 * mb);
+    assert_eq!(
+        (
+            st.partitions,
+            st.small_file_partitions,
+            st.critical_partitions
+        ),
+        (3, 2, 1)
+    );
+    assert_eq!(st.max_partition_small_files, Some(150));
+    assert!(st.partitioned && !st.files_unread);
+    assert_eq!(st.records, 4_242, "the summary's records");
+    assert_eq!((st.delete_files, st.oldest_small_file_at), (0, None));
+
+    // At the line: files − ⌈bytes / target⌉ ≥ 100 ⇔ bytes ≤ (files − 100) × target.
+    let edge = |bytes: u64| {
+        let rows = partition_rows(&[(101, 100, 0, bytes)]);
+        data_file_counts(&rows, Layout::PartitionColumn, &survey, &h)
+            .unwrap()
+            .critical_partitions
+    };
+    assert_eq!(edge(128 * mb), 1);
+    assert_eq!(edge(128 * mb + 1), 0);
+}
+
+/// A partitioned table without a data file has no row; an unpartitioned one has one row
+/// of zeros (an aggregate without groups): neither counts a partition.
+#[test]
+fn a_table_without_data_files_counts_nothing() {
+    let h = ScanParams::default();
+    let survey = TableStats::default();
+    let st = data_file_counts(&[], Layout::PartitionColumn, &survey, &h).unwrap();
+    assert_eq!((st.data_files, st.partitions), (0, 0));
+    assert_eq!(st.max_partition_small_files, None);
+    let st = data_file_counts(
+        &partition_rows(&[(0, 0, 0, 0)]),
+        Layout::Unpartitioned,
+        &survey,
+        &h,
+    )
+    .unwrap();
+    assert_eq!((st.data_files, st.partitions), (0, 0));
+    assert_eq!(st.max_partition_small_files, None);
+    let st = data_file_counts(
+        &partition_rows(&[(40, 30, 0, 30)]),
+        Layout::Unpartitioned,
+        &survey,
+        &h,
+    )
+    .unwrap();
+    assert_eq!((st.data_files, st.small_files, st.partitions), (40, 30, 0));
+    assert_eq!(st.max_partition_small_files, Some(30));
+    assert!(!st.partitioned);
 }
