@@ -21,7 +21,7 @@ pub(crate) fn shape(sql: &str) -> &'static str {
         "listing"
     } else if sql.contains("system.runtime.queries") {
         "writes read"
-    } else if sql.contains(" AS history") {
+    } else if sql.contains(" AS history") || sql.contains("parent_id, summary FROM") {
         "survey"
     } else if sql.contains("partition_fields") {
         "table metadata"

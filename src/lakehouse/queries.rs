@@ -19,7 +19,7 @@ pub use super::statements::{
 use super::statements::{RowsError, parse_snapshot};
 use super::summary::{
     FileMeta, FileRead, SURVEY_BATCH, Snap, Survey, SurveyShape, apply_history, history_sql,
-    parse_history, parse_survey, survey_sql,
+    parse_history, parse_survey, parse_survey_rows, survey_rows_sql, survey_sql,
 };
 
 mod files;
@@ -319,14 +319,51 @@ impl Lakehouse {
             table_meta,
             summaries: self.summaries_column(),
         };
-        let mut found = self
-            .batched(
-                tables,
+        let aggregate = |tables: Vec<TableRef>| async move {
+            self.batched(
+                &tables,
                 "survey",
                 |b| survey_sql(b, &self.scan, shape),
                 |rows, n| parse_survey(rows, n, table_meta, &self.scan),
             )
-            .await;
+            .await
+        };
+        let mut found = if metadata_log || table_meta {
+            aggregate(tables.to_vec()).await
+        } else {
+            // A fleet's survey: the snapshots' rows, the facts derived here; a batch cut at
+            // its limit (a table with a history longer than its window) again in the
+            // aggregate form.
+            let rows = self
+                .batched(
+                    tables,
+                    "survey",
+                    |b| survey_rows_sql(b, &self.scan),
+                    |rows, n| {
+                        Ok(match parse_survey_rows(rows, n, &self.scan)? {
+                            Some(v) => v.into_iter().map(Some).collect(),
+                            None => vec![None; n],
+                        })
+                    },
+                )
+                .await;
+            let mut found = Vec::with_capacity(rows.len());
+            let mut again = Vec::new();
+            for (t, r) in rows {
+                match r {
+                    Ok(Some(s)) => found.push((t, Ok(s))),
+                    Ok(None) => again.push(t),
+                    Err(e) => found.push((t, Err(e))),
+                }
+            }
+            if !again.is_empty() {
+                found.extend(aggregate(again).await);
+                let place: HashMap<&TableRef, usize> =
+                    tables.iter().enumerate().map(|(i, t)| (t, i)).collect();
+                found.sort_by_key(|(t, _)| place.get(t).copied().unwrap_or(usize::MAX));
+            }
+            found
+        };
         self.read_long_histories(&mut found).await;
         let mut p = self.pending.lock().await;
         for (t, r) in &found {

@@ -33,7 +33,10 @@ fn kinds(qs: &[Value]) -> (usize, usize, usize, usize) {
         }
         if sql.contains("iceberg_tables") || sql.contains("information_schema") {
             k.0 += 1;
-        } else if sql.contains("partition_fields") || sql.contains(" AS history") {
+        } else if sql.contains("partition_fields")
+            || sql.contains(" AS history")
+            || sql.contains("parent_id, summary FROM")
+        {
             // A survey, or the target and manifests of the tables whose files are read.
             k.3 += 1;
         } else if sql.contains("$files") || sql.contains("$entries") {

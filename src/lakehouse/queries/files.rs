@@ -397,6 +397,14 @@ pub fn appended_since(
     Some((at, expired_before))
 }
 
+/// What a batched file read returned for one table.
+enum FileRows {
+    /// [`data_files_batch_sql`]: a row per partition.
+    PerPartition(Vec<Row>),
+    /// [`files_batch_sql`]: the table's one row.
+    Summed(Row),
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -513,12 +521,4 @@ mod tests {
             (Some(at(10)), true)
         );
     }
-}
-
-/// What a batched file read returned for one table.
-enum FileRows {
-    /// [`data_files_batch_sql`]: a row per partition.
-    PerPartition(Vec<Row>),
-    /// [`files_batch_sql`]: the table's one row.
-    Summed(Row),
 }

@@ -494,3 +494,224 @@ fn a_survey_row_gives_the_totals_and_the_history_of_its_snapshots() {
     assert_eq!(s.history[2].parent, None);
     assert_eq!(s.removed_by_newest, Some(0));
 }
+
+/// Snapshots as `$snapshots` has them: id, day of November 2026, operation, parent,
+/// summary.
+type SnapSpec = (
+    i64,
+    u32,
+    &'static str,
+    Option<i64>,
+    Vec<(&'static str, &'static str)>,
+);
+
+fn snapshot_fields(s: &SnapSpec) -> Vec<(Option<String>, Value)> {
+    use chrono::TimeZone;
+    let (id, d, op, parent, summary) = s;
+    let text = |s: &str| Value::Text(s.into());
+    vec![
+        (Some("snapshot_id".into()), Value::Int(*id)),
+        (
+            Some("committed_at".into()),
+            Value::TimestampTz(
+                Utc.with_ymd_and_hms(2026, 11, *d, 0, 0, 0).unwrap(),
+                "UTC".into(),
+            ),
+        ),
+        (Some("operation".into()), text(op)),
+        (
+            Some("parent_id".into()),
+            parent.map(Value::Int).unwrap_or(Value::Null),
+        ),
+        (
+            Some("summary".into()),
+            Value::Map(summary.iter().map(|(k, v)| (text(k), text(v))).collect()),
+        ),
+    ]
+}
+
+fn col(n: &str, t: &str) -> Column {
+    Column {
+        name: n.into(),
+        type_text: t.into(),
+        ty: TrinoType::parse(t).unwrap(),
+    }
+}
+
+/// The rows of [`survey_rows_sql`] for tables of `snaps` (by index), in the order given.
+fn plain_rows(tables: &[Vec<SnapSpec>]) -> Vec<Row> {
+    let cols = Arc::new(vec![
+        col("i", "integer"),
+        col("snapshot_id", "bigint"),
+        col("committed_at", "timestamp(3) with time zone"),
+        col("operation", "varchar"),
+        col("parent_id", "bigint"),
+        col("summary", "map(varchar, varchar)"),
+    ]);
+    let mut rows = Vec::new();
+    for (i, snaps) in tables.iter().enumerate() {
+        for s in snaps {
+            let mut values = vec![Value::Int(i as i64)];
+            values.extend(snapshot_fields(s).into_iter().map(|(_, v)| v));
+            rows.push(Row {
+                columns: cols.clone(),
+                values,
+            });
+        }
+    }
+    rows
+}
+
+/// The row of [`survey_sql`]'s aggregate form for the same table: count, oldest, the
+/// window newest first.
+fn aggregate_row(i: usize, snaps: &[SnapSpec], window: usize) -> Row {
+    use chrono::TimeZone;
+    let cols = Arc::new(vec![
+        col("i", "integer"),
+        col("snapshots", "bigint"),
+        col("oldest_snapshot", "double"),
+        col(
+            "history",
+            "array(row(snapshot_id bigint, committed_at timestamp(3) with time zone, operation varchar, parent_id bigint, summary map(varchar, varchar)))",
+        ),
+    ]);
+    let mut sorted: Vec<&SnapSpec> = snaps.iter().collect();
+    sorted.sort_by(|a, b| b.1.cmp(&a.1).then(b.0.cmp(&a.0)));
+    let oldest = snaps.iter().map(|s| s.1).min().map_or(Value::Null, |d| {
+        Value::Double(
+            Utc.with_ymd_and_hms(2026, 11, d, 0, 0, 0)
+                .unwrap()
+                .timestamp() as f64,
+        )
+    });
+    Row {
+        columns: cols,
+        values: vec![
+            Value::Int(i as i64),
+            Value::Int(snaps.len() as i64),
+            oldest,
+            Value::Array(
+                sorted
+                    .iter()
+                    .take(window)
+                    .map(|s| Value::Row(snapshot_fields(s)))
+                    .collect(),
+            ),
+        ],
+    }
+}
+
+/// The fleet's survey reads the snapshots' rows as they are and derives what the
+/// aggregate form computed on the server: the same survey for every table, in any order
+/// of rows; a table with no row has no snapshot; a statement cut at its limit says so.
+#[test]
+fn a_survey_of_plain_rows_gives_what_the_aggregate_gives() {
+    let compacted: Vec<SnapSpec> = vec![
+        (1, 5, "append", None, vec![("total-data-files", "50")]),
+        (
+            3,
+            20,
+            "append",
+            Some(2),
+            vec![
+                ("total-data-files", "30"),
+                ("total-files-size", "3000"),
+                ("total-delete-files", "0"),
+                ("total-records", "300"),
+                ("changed-partition-count", "2"),
+            ],
+        ),
+        (
+            2,
+            10,
+            "replace",
+            Some(1),
+            vec![("total-data-files", "10"), ("deleted-data-files", "40")],
+        ),
+    ];
+    // Two commits at the same time: the higher id is the newer, as the aggregate orders.
+    let tied: Vec<SnapSpec> = vec![
+        (
+            7,
+            3,
+            "append",
+            None,
+            vec![("total-data-files", "4"), ("total-files-size", "40")],
+        ),
+        (
+            9,
+            3,
+            "append",
+            Some(7),
+            vec![("total-data-files", "8"), ("total-files-size", "80")],
+        ),
+    ];
+    let empty: Vec<SnapSpec> = Vec::new();
+    let tables = vec![compacted, empty, tied];
+    let cfg = ScanParams::default();
+    let window = cfg.trend_limit as usize + 1;
+    let mut rows = plain_rows(&tables);
+    rows.reverse();
+    let plain = parse_survey_rows(&rows, 3, &cfg).unwrap().expect("not cut");
+    let aggregate: Vec<Row> = tables
+        .iter()
+        .enumerate()
+        .map(|(i, s)| aggregate_row(i, s, window))
+        .collect();
+    let agg = parse_survey(&aggregate, 3, false, &cfg).unwrap();
+    assert_eq!(plain, agg);
+    assert_eq!(plain[0].totals.data_files, Some(30));
+    assert_eq!(plain[0].stats.last_compaction, agg[0].stats.last_compaction);
+    assert_eq!(
+        (plain[1].totals.snapshots, plain[1].totals.snapshot_id),
+        (0, None)
+    );
+    assert_eq!(plain[1].file_read(&cfg), FileRead::NotNeeded);
+    assert_eq!(plain[2].totals.snapshot_id, Some(9));
+    assert_eq!(plain[2].totals.data_files, Some(8));
+
+    // A window of 2: the compacted table's history goes on beyond it, as the aggregate
+    // form's does, and is read again on the server.
+    let short = ScanParams {
+        trend_limit: 1,
+        ..ScanParams::default()
+    };
+    let plain = parse_survey_rows(&plain_rows(&tables), 3, &short)
+        .unwrap()
+        .expect("7 rows, under the limit of 3 × 2 + 1");
+    let aggregate: Vec<Row> = tables
+        .iter()
+        .enumerate()
+        .map(|(i, s)| aggregate_row(i, s, 2))
+        .collect();
+    assert_eq!(plain, parse_survey(&aggregate, 3, false, &short).unwrap());
+    assert!(plain[0].long_history && plain[0].history.len() == 2);
+    assert_eq!(
+        plain[0].totals.oldest_snapshot,
+        agg[0].totals.oldest_snapshot
+    );
+
+    // Cut at its limit: which table lost rows the rows cannot tell.
+    let one = vec![tables[0].clone()];
+    let tiny = ScanParams {
+        trend_limit: 0,
+        ..ScanParams::default()
+    };
+    assert_eq!(survey_rows_limit(1, &tiny), 3);
+    assert_eq!(
+        parse_survey_rows(&plain_rows(&one), 1, &tiny).unwrap(),
+        None
+    );
+    let sql = survey_rows_sql(
+        &[
+            TableRef::new("iceberg", "a", "x"),
+            TableRef::new("iceberg", "b", "y"),
+        ],
+        &cfg,
+    );
+    assert!(sql.ends_with(&format!("LIMIT {}", 2 * window + 1)), "{sql}");
+    assert_eq!(sql.matches("$snapshots").count(), 2, "{sql}");
+    for costly in ["GROUP BY", "ORDER BY", "array_agg", "count(", "$properties"] {
+        assert!(!sql.contains(costly), "{costly}: {sql}");
+    }
+}
