@@ -133,15 +133,7 @@ pub(crate) fn by_index<T: Clone>(
 ) -> Result<Vec<T>, RowsError> {
     let mut out: Vec<Option<T>> = vec![None; batch];
     for r in rows {
-        let i = r.i64("i").ok_or(RowsError::NoIndex { what })?;
-        let slot = usize::try_from(i).ok().and_then(|i| out.get_mut(i)).ok_or(
-            RowsError::OutsideBatch {
-                what,
-                index: i,
-                batch,
-            },
-        )?;
-        *slot = Some(read(r));
+        out[index_of(r, batch, what)?] = Some(read(r));
     }
     out.into_iter()
         .enumerate()
@@ -158,17 +150,22 @@ pub(crate) fn rows_by_index(
 ) -> Result<Vec<Vec<Row>>, RowsError> {
     let mut out: Vec<Vec<Row>> = vec![Vec::new(); batch];
     for r in rows {
-        let i = r.i64("i").ok_or(RowsError::NoIndex { what })?;
-        let slot = usize::try_from(i).ok().and_then(|i| out.get_mut(i)).ok_or(
-            RowsError::OutsideBatch {
-                what,
-                index: i,
-                batch,
-            },
-        )?;
-        slot.push(r.clone());
+        out[index_of(r, batch, what)?].push(r.clone());
     }
     Ok(out)
+}
+
+/// The index in its batch (`i`) a row of a batched statement carries.
+fn index_of(r: &Row, batch: usize, what: &'static str) -> Result<usize, RowsError> {
+    let i = r.i64("i").ok_or(RowsError::NoIndex { what })?;
+    usize::try_from(i)
+        .ok()
+        .filter(|&i| i < batch)
+        .ok_or(RowsError::OutsideBatch {
+            what,
+            index: i,
+            batch,
+        })
 }
 
 /// The first release whose `$manifests` column is `partition_summaries` (`partitions`

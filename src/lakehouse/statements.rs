@@ -425,11 +425,7 @@ pub fn data_file_counts(
         large_files: large,
         total_bytes: bytes,
         records: survey.records,
-        partitioned: match layout {
-            Layout::PartitionColumn => true,
-            Layout::Unpartitioned => false,
-            Layout::Directory => partitions > 1,
-        },
+        partitioned: partitioned(layout, partitions),
         partitions: if unpartitioned { 0 } else { partitions },
         small_file_partitions: if unpartitioned { 0 } else { small_parts },
         critical_partitions: if unpartitioned { 0 } else { critical },
@@ -556,11 +552,7 @@ pub fn parse_files(
             Value::Null => survey.records,
             v => v.as_u64().unwrap_or(0),
         },
-        partitioned: match layout {
-            Layout::PartitionColumn => true,
-            Layout::Unpartitioned => false,
-            Layout::Directory => partitions > 1,
-        },
+        partitioned: partitioned(layout, partitions),
         partitions,
         small_file_partitions: u("small_file_partitions")?,
         critical_partitions: u("critical_partitions")?,
@@ -581,6 +573,16 @@ pub fn parse_files(
         files_unread: false,
         ..survey.clone()
     })
+}
+
+/// Whether a table read with `layout` is partitioned: by its partition column, or with
+/// files grouped by directory, by finding more than one.
+fn partitioned(layout: Layout, partitions: u64) -> bool {
+    match layout {
+        Layout::PartitionColumn => true,
+        Layout::Unpartitioned => false,
+        Layout::Directory => partitions > 1,
+    }
 }
 
 /// Per-partition counts of one table, with how long its small files have waited (with
@@ -700,11 +702,7 @@ pub fn parse_stats(r: &Row, layout: Layout) -> Result<TableStats, NoColumn> {
         small_files: u("small_files")?,
         total_bytes: u("total_bytes")?,
         records: u("records")?,
-        partitioned: match layout {
-            Layout::PartitionColumn => true,
-            Layout::Unpartitioned => false,
-            Layout::Directory => partitions > 1,
-        },
+        partitioned: partitioned(layout, partitions),
         partitions,
         small_file_partitions: u("small_file_partitions")?,
         critical_partitions: u("critical_partitions")?,

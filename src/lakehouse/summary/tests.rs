@@ -57,11 +57,6 @@ fn one_branch_per_table_each_reading_snapshots_once() {
 
 #[test]
 fn rows_come_back_by_index_and_a_missing_key_is_unknown() {
-    let col = |n: &str, t: &str| Column {
-        name: n.into(),
-        type_text: t.into(),
-        ty: TrinoType::parse(t).unwrap(),
-    };
     let cols = Arc::new(vec![
         col("i", "integer"),
         col("snapshots", "bigint"),
@@ -405,11 +400,6 @@ fn manifests_are_read_where_the_layout_or_a_finding_needs_them() {
 #[test]
 fn a_survey_row_gives_the_totals_and_the_history_of_its_snapshots() {
     use chrono::TimeZone;
-    let col = |n: &str, t: &str| Column {
-        name: n.into(),
-        type_text: t.into(),
-        ty: TrinoType::parse(t).unwrap(),
-    };
     let cols = Arc::new(vec![
         col("i", "integer"),
         col("snapshots", "bigint"),
