@@ -260,15 +260,20 @@ impl Lab {
     /// Add fault rules for `user`'s queries to the proxy in front of the real Trino.
     pub async fn real_faults(&self, user: &str, rules: Value) {
         let url = format!("{}/faults", self.proxy_control_url());
-        let r = Self::http()
-            .post(&url)
-            .json(&json!({"user": user, "rules": rules}))
-            .send()
-            .await
-            .expect("the Trino fault proxy's control endpoint");
+        Self::post_rules(
+            &url,
+            json!({"user": user, "rules": rules}),
+            "the Trino fault proxy's control endpoint",
+        )
+        .await;
+    }
+
+    /// POST `body` to a fault proxy's `url`, which must accept it.
+    async fn post_rules(url: &str, body: Value, what: &str) {
+        let r = Self::http().post(url).json(&body).send().await.expect(what);
         let status = r.status();
-        let body = r.text().await.unwrap_or_default();
-        assert!(status.is_success(), "POST {url}: {status} {body}");
+        let text = r.text().await.unwrap_or_default();
+        assert!(status.is_success(), "POST {url}: {status} {text}");
     }
 
     /// Clear `user`'s rules on the proxy in front of the real Trino.
@@ -318,15 +323,7 @@ impl Lab {
     /// Add rules to the Airflow fault proxy of `key` (`airflow` or `airflow2`).
     pub async fn proxy_faults(&self, key: &str, rules: Value) {
         let url = format!("{}/faults", self.proxy_control(key));
-        let r = Self::http()
-            .post(&url)
-            .json(&json!({ "rules": rules }))
-            .send()
-            .await
-            .expect("proxy control endpoint");
-        let status = r.status();
-        let body = r.text().await.unwrap_or_default();
-        assert!(status.is_success(), "POST {url}: {status} {body}");
+        Self::post_rules(&url, json!({ "rules": rules }), "proxy control endpoint").await;
     }
 
     /// Clear every rule of the Airflow fault proxy of `key`, and forget its requests.
