@@ -73,7 +73,7 @@ pub(crate) async fn cold(run: &Run, floe: &mut Floe, w: Duration) -> Value {
         .iter()
         .filter(|r| r.status() == Some(Severity::Critical))
         .count();
-    let loaded = rows.iter().filter(|r| r.stats.is_some()).count();
+    let loaded = rows.iter().filter(|r| r.stats().is_some()).count();
     let mut extra = json!({
         "tables": n,
         "loaded": loaded,
@@ -81,7 +81,7 @@ pub(crate) async fn cold(run: &Run, floe: &mut Floe, w: Duration) -> Value {
         "first_critical_s": critical.map(|d| d.as_secs_f64()),
         "first_critical_table": floe.first_critical.as_ref().map(|(t, _)| t.clone()),
         "first_critical_row": floe.first_critical.as_ref().map(|(_, at)| at + 1),
-        "errors": rows.iter().filter(|r| r.error.is_some()).count(),
+        "errors": rows.iter().filter(|r| r.error().is_some()).count(),
     });
     if !lab.real {
         let stmts = qs.len() as f64;
@@ -222,7 +222,7 @@ pub(crate) async fn written(run: &Run, floe: &mut Floe, table: &TableRef) -> Val
         .state
         .tables
         .row(table)
-        .and_then(|r| r.stats.as_ref())
+        .and_then(|r| r.stats())
         .and_then(|s| s.snapshot_id);
     let u = run.user("written");
     lab.server_time(&u, run.latency).await;
@@ -233,7 +233,7 @@ pub(crate) async fn written(run: &Run, floe: &mut Floe, table: &TableRef) -> Val
         .state
         .tables
         .row(table)
-        .and_then(|r| r.stats.as_ref())
+        .and_then(|r| r.stats())
         .and_then(|s| s.snapshot_id);
     let seen = wrote.is_ok() && after.is_some() && after != before;
     let qs = lab.queries_of(&u).await;

@@ -14,7 +14,7 @@ use crate::airflow::{
     AirflowError, AirflowHealth, Dag, DagImportError, DagRun, TaskInstance, TaskLog,
 };
 use crate::health::mapping::{DagName, Mapped, map_dags};
-use crate::health::{DagFacts, Finding, Health, Severity, evaluate, evaluate_dag};
+use crate::health::{DagFacts, Finding, Health, Severity, evaluate_dag};
 use crate::mutation::audit::WriteError;
 
 mod columns;
@@ -270,9 +270,7 @@ pub fn correlate(s: &mut State) {
                     ..f
                 })
         });
-        if let Some(st) = &row.stats {
-            row.health = Some(evaluate(st, row.dag.as_ref(), &cfg, now));
-        }
+        row.evaluate(&cfg, now);
     }
     s.tables.reindex();
 }

@@ -115,7 +115,6 @@ mod tests {
     use crate::app::action::{Action, Effect};
     use crate::app::state::{State, Tab};
     use crate::app::tables::TABLE_SORTS;
-    use crate::app::tables::TablesMsg;
     use crate::app::testing::*;
     use crate::app::update::update;
     use crossterm::event::KeyCode;
@@ -204,25 +203,13 @@ mod tests {
             tables: &[(&str, &str)],
             stats: Vec<crate::lakehouse::model::TableStats>,
         ) {
-            update(s, key('r'));
-            let generation = s.tables.generation;
+            s.tables.refresh.abandon();
+            let fx = update(s, key('r'));
             let refs: Vec<_> = tables.iter().map(|(a, b)| tref(a, b)).collect();
-            update(
-                s,
-                Action::Tables(TablesMsg::Discovered {
-                    generation,
-                    result: Ok(refs.clone()),
-                }),
-            );
+            crate::app::testing::listed(s, &fx, refs.clone());
+            s.tables.refresh.abandon();
             for (t, st) in refs.into_iter().zip(stats) {
-                update(
-                    s,
-                    Action::Tables(TablesMsg::Stats {
-                        generation,
-                        table: t,
-                        result: Ok(st),
-                    }),
-                );
+                crate::app::testing::settle(s, &t, Ok(st));
             }
         }
 

@@ -55,7 +55,7 @@ pub fn load(s: &State) -> Load {
         Load::Failed(e) if s.tables.rows.is_empty() => Load::Failed(e.clone()),
         Load::Idle => Load::Idle,
         _ if s.tables.rows.is_empty() && s.tables.load.is_loading() => Load::Loading,
-        _ if s.last_refresh.is_none() && s.tables.pending > 0 => Load::Loading,
+        _ if s.last_refresh.is_none() && s.tables.refresh.running() => Load::Loading,
         _ => Load::Loaded,
     }
 }
@@ -103,17 +103,24 @@ pub fn rebuild(s: &mut State) {
         .iter()
         .filter_map(|r| super::queries::suffered(s, &r.table).map(|l| (&r.table, l)))
         .collect();
+    let errors: Vec<Option<String>> = s
+        .tables
+        .rows
+        .iter()
+        .map(|r| r.error().map(ToString::to_string))
+        .collect();
     let facts = Facts {
         tables: s
             .tables
             .rows
             .iter()
-            .map(|r| TableFacts {
+            .zip(&errors)
+            .map(|(r, error)| TableFacts {
                 suffered: suffered.get(&r.table).map(String::as_str),
                 table: &r.table,
-                stats: r.stats.as_ref(),
+                stats: r.stats(),
                 health: r.health.as_ref(),
-                error: r.error.as_deref(),
+                error: error.as_deref(),
                 dag_id: s.dags.mapping.get(&r.table).map(|m| m.dag_id.as_str()),
             })
             .collect(),

@@ -23,6 +23,7 @@ use super::summary::{
 };
 
 mod files;
+pub use files::FileItem;
 mod layouts;
 mod partitions;
 mod spec;

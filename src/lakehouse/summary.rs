@@ -797,6 +797,7 @@ impl Survey {
             position_deletes,
             equality_deletes,
             files_unread: true,
+            deletes_unknown: t.delete_files.is_none(),
             ..self.stats.clone()
         }
     }

@@ -129,8 +129,8 @@ impl Fleet {
 
     fn snapshots_of(&self, t: &TableRef) -> u64 {
         let row = self.state.tables.row(t).expect("the table is listed");
-        assert!(row.error.is_none(), "{t}: {:?}", row.error);
-        row.stats.as_ref().expect("stats").snapshots
+        assert!(row.error().is_none(), "{t}: {:?}", row.error());
+        row.stats().expect("stats").snapshots
     }
 }
 
@@ -164,7 +164,7 @@ async fn a_steady_refresh_probes_and_reads_only_the_written_table() {
         .tables
         .rows
         .iter()
-        .filter(|r| r.stats.as_ref().is_some_and(|s| !s.files_unread))
+        .filter(|r| r.stats().is_some_and(|s| !s.files_unread))
         .count();
     assert!((2..=3).contains(&read), "{read}");
     // Their files in one statement (up to FILE_BATCH tables a statement), and the age of
@@ -193,7 +193,7 @@ async fn a_steady_refresh_probes_and_reads_only_the_written_table() {
             .tables
             .rows
             .iter()
-            .all(|r| r.stats.as_ref().is_some_and(|s| s.metadata_files.is_none()))
+            .all(|r| r.stats().is_some_and(|s| s.metadata_files.is_none()))
     );
 
     // Nothing changed: the rotation looks at all three (within 1m at a 60 s refresh),
@@ -205,12 +205,16 @@ async fn a_steady_refresh_probes_and_reads_only_the_written_table() {
             .tables
             .rows
             .iter()
-            .all(|r| !r.stale && r.error.is_none() && r.checked_at.is_some())
+            .all(
+                |r| f.state.tables.standing(r) == floe::refresh::Standing::Idle
+                    && r.error().is_none()
+                    && r.read.checked_at.is_some()
+            )
     );
     // The probe gave each table its metadata log: the metadata files' rule has its count,
     // and the next probe compares the newest metadata file.
     for r in &f.state.tables.rows {
-        let st = r.stats.as_ref().unwrap();
+        let st = r.stats().unwrap();
         assert!(
             st.metadata_files.is_some_and(|n| n >= 1) && st.metadata_at.is_some(),
             "{}: {st:?}",
@@ -242,8 +246,8 @@ async fn a_steady_refresh_probes_and_reads_only_the_written_table() {
     let (disc, probes, health, surveys) = f.cycle(false, false).await;
     assert_eq!(
         (disc, probes, health, surveys),
-        (1, 1, 1, 1),
-        "the written table probed, surveyed (with its target and manifests) and its files read"
+        (1, 0, 1, 1),
+        "the written table read again without a probe: surveyed (with its target and manifests) and its files read"
     );
     assert_eq!(f.snapshots_of(written), before + 1, "the change is noticed");
 
@@ -275,7 +279,7 @@ async fn the_probe_sees_commits_that_write_no_data_and_rereads_only_that_table()
     let (disc, probes, health, _) = f.cycle(false, false).await;
     assert_eq!((disc, probes, health), (1, 1, 0), "nothing changed");
     let (changed, other) = (&clones[0], &clones[1]);
-    let other_read = f.state.tables.row(other).unwrap().read_at;
+    let other_read = f.state.tables.row(other).unwrap().read.read_at;
     let snapshots = f.snapshots_of(changed);
     let writer = Client::new(lab().config(&lab().trino_url(), &user("meta_writer"))).unwrap();
     for (what, sql) in [
@@ -308,7 +312,15 @@ async fn the_probe_sees_commits_that_write_no_data_and_rereads_only_that_table()
             ),
         ),
     ] {
-        let before = f.state.tables.row(changed).unwrap().stats.clone().unwrap();
+        let before = f
+            .state
+            .tables
+            .row(changed)
+            .unwrap()
+            .read
+            .stats
+            .clone()
+            .unwrap();
         writer
             .execute(&sql, QueryOptions::default())
             .await
@@ -319,10 +331,18 @@ async fn the_probe_sees_commits_that_write_no_data_and_rereads_only_that_table()
             (1, 1, 1),
             "{what}: one probe, then the health statement of that table alone"
         );
-        let after = f.state.tables.row(changed).unwrap().stats.clone().unwrap();
+        let after = f
+            .state
+            .tables
+            .row(changed)
+            .unwrap()
+            .read
+            .stats
+            .clone()
+            .unwrap();
         assert_ne!(after.metadata_at, before.metadata_at, "{what}: re-read");
         assert_eq!(
-            f.state.tables.row(other).unwrap().read_at,
+            f.state.tables.row(other).unwrap().read.read_at,
             other_read,
             "{what}: the other table is not read again"
         );
@@ -379,7 +399,7 @@ async fn a_broken_table_does_not_blind_its_probe_batch() {
     let stats = lake.table_stats(docs).await.unwrap();
     let p = out[0].1.as_ref().unwrap();
     assert!(
-        floe::app::tables::same_snapshot(&stats, p),
+        floe::refresh::same_snapshot(&stats, p),
         "{stats:?} vs {p:?}"
     );
     let qs = lab().real_queries_of(&user).await;

@@ -94,7 +94,7 @@ async fn same_verdicts_at(url: &str, who: &str, cfg: HealthConfig) {
             "{t}"
         );
         let mut adopted = survey.stats(&cfg.scan());
-        floe::app::tables::adopt_probe(&mut adopted, probe);
+        floe::refresh::adopt_probe(&mut adopted, probe);
         assert_eq!(adopted.metadata_files, old.metadata_files, "{t}");
         assert!(adopted.metadata_files.is_some(), "{t}");
         let new = match survey.file_read(&cfg.scan()) {
@@ -229,7 +229,10 @@ async fn fleet_reads_keep_the_verdicts_of(
     for (t, survey) in lake.survey(&tables).await {
         let survey = survey.unwrap_or_else(|e| panic!("survey of {t}: {e}"));
         if matches!(survey.file_read(&cfg.scan()), FileRead::Needed(_)) {
-            items.push((t, survey.stats(&cfg.scan())));
+            items.push(floe::lakehouse::queries::FileItem::of(
+                t,
+                survey.stats(&cfg.scan()),
+            ));
         }
     }
     assert!(items.len() >= 4, "{items:?}");

@@ -529,7 +529,13 @@ mod keys {
                 }),
             );
             assert!(
-                fx.iter().any(|e| matches!(e, Effect::LoadStats { .. })),
+                fx.iter().any(|e| matches!(
+                    e,
+                    Effect::Read {
+                        read: crate::refresh::Read::Table(_),
+                        ..
+                    }
+                )),
                 "the table row is re-read"
             );
             assert!(
