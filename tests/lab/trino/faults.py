@@ -3,7 +3,9 @@
 A rule is scoped to the requests of queries submitted by one X-Trino-User, or to every
 request (user null). `count` is how many times it fires; absent or null means until
 cleared. `on` picks the requests it applies to: `post` (POST /v1/statement), `next`
-(anything on a queued/executing nextUri), `info` (/v1/info*), `any` (default).
+(anything on a queued/executing nextUri), `info` (/v1/info*), `any` (default). A rule with
+`sql_contains` fires only on the POST of a statement whose text holds that string (a
+refresh's file read, say, and no other statement of the same user).
 
 Three kinds shape the JSON answer of a request that was processed normally (one count per
 answer they change): `big_page` pads the next page carrying `data` with an unknown field of
@@ -50,10 +52,13 @@ class Rule:
     def kind(self) -> str:
         return self.spec["kind"]
 
-    def applies(self, target: str, user: str | None) -> bool:
+    def applies(self, target: str, user: str | None, sql: str | None = None) -> bool:
         if self.remaining is not None and self.remaining <= 0:
             return False
         if self.user is not None and self.user != user:
+            return False
+        wanted = self.spec.get("sql_contains")
+        if wanted is not None and (target != "post" or sql is None or wanted not in sql):
             return False
         on = self.spec.get("on", "any")
         return on == "any" or on == target
@@ -76,6 +81,8 @@ def validate(spec: dict) -> dict:
     on = spec.get("on", "any")
     if on not in TARGETS:
         raise FaultError(f"unknown 'on' {on!r} (one of {sorted(TARGETS)})")
+    if spec.get("sql_contains") is not None and not isinstance(spec["sql_contains"], str):
+        raise FaultError("'sql_contains' must be a string (a rule with it fires on a POST of a statement holding it)")
     count = spec.get("count")
     if count is not None and (not isinstance(count, int) or count < 0):
         raise FaultError("'count' must be a non-negative integer or null")
@@ -146,15 +153,16 @@ class FaultStore:
         with self._lock:
             return [r.describe() for r in self._rules]
 
-    def for_request(self, target: str, user: str | None) -> tuple[float, dict | None]:
+    def for_request(self, target: str, user: str | None, sql: str | None = None) -> tuple[float, dict | None]:
         """Total latency (ms) to add and the first transport-level rule that fires (status,
-        drop or malformed), consuming counts."""
+        drop or malformed), consuming counts. `sql`: the statement a POST carries (a rule
+        with `sql_contains` fires only on a statement holding that text)."""
         latency = 0.0
         action = None
         with self._lock:
             for r in self._rules:
                 if (r.kind == "fail_query" or r.kind in QUERY_KINDS or r.kind in PAGE_KINDS
-                        or not r.applies(target, user)):
+                        or not r.applies(target, user, sql)):
                     continue
                 if r.kind == "latency":
                     latency += float(r.spec["ms"])
