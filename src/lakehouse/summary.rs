@@ -64,8 +64,11 @@ pub struct Survey {
     pub totals: Totals,
     pub stats: TableStats,
     /// The table's target and manifests, when this survey read them
-    /// ([`SurveyShape::table_meta`]); a fleet's survey leaves them to [`file_meta_sql`].
+    /// ([`SurveyShape::table_meta`]); a fleet's survey leaves the manifests to
+    /// [`file_meta_sql`].
     pub meta: Option<FileMeta>,
+    /// What the table's `$properties` say (its target and current snapshot), when read.
+    pub props: Option<Props>,
     /// The newest snapshots (at most `trend_limit` + 1), newest first. A file read names
     /// the snapshots that added its small files by id, which these date.
     pub history: Vec<Snap>,
@@ -96,6 +99,16 @@ impl Survey {
             cfg.max_small_manifests,
         )
     }
+}
+
+/// What a survey reads of a table's `$properties`: its target file size and its current
+/// snapshot (after a rollback, or with branches, not the newest one committed).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Props {
+    /// `write.target-file-size-bytes`, when the table sets it.
+    pub target: Option<u64>,
+    /// `current-snapshot-id`.
+    pub current: Option<i64>,
 }
 
 /// What a table's files are read with, beyond its snapshots: its target and its
@@ -246,7 +259,17 @@ impl Survey {
     /// default (what a fleet's survey bounds the small files at until the table's own
     /// target is read with its files).
     pub fn target(&self, cfg: &ScanParams) -> u64 {
-        self.meta.map_or(cfg.target_file_size, |m| m.target(cfg))
+        match (self.meta, self.props) {
+            (Some(m), _) => m.target(cfg),
+            (None, Some(p)) => p.target.unwrap_or(cfg.target_file_size),
+            (None, None) => cfg.target_file_size,
+        }
+    }
+
+    /// Whether the table's target is its own: read with its properties (the survey's or
+    /// its metadata's), not the default taken for want of them.
+    pub fn target_known(&self) -> bool {
+        self.meta.is_some() || self.props.is_some()
     }
 
     /// Whether the table's per-file read can change its verdict (see [`file_read`]).
@@ -266,7 +289,8 @@ impl Survey {
         let delete_files = t.delete_files.unwrap_or(0);
         TableStats {
             target_file_size: target,
-            target_from_property: self.meta.is_some_and(|m| m.target_property.is_some()),
+            target_from_property: self.meta.is_some_and(|m| m.target_property.is_some())
+                || self.props.is_some_and(|p| p.target.is_some()),
             data_files: t.data_files.unwrap_or(0),
             small_files: bounds.map_or(0, |b| b.at_least),
             total_bytes: t.files_size.unwrap_or(0),
@@ -344,12 +368,12 @@ pub fn file_read(t: &Totals, target: u64, cfg: &ScanParams) -> FileRead {
         Some(_) if t.delete_files.is_none_or(|d| d > 0) => {
             FileRead::Needed(small_file_bounds(t, target, cfg))
         }
-        // A file far over the target (an INFO) shows in the average when there are few.
+        // Too few files for a small-file verdict, and too few bytes for one file over
+        // the large-file line (an INFO): nothing a read of the files could find.
         Some(n)
             if n < cfg.min_small_files
-                && t.files_size.is_some_and(|b| {
-                    b as f64 <= n as f64 * target as f64 * cfg.large_file_ratio
-                }) =>
+                && t.files_size
+                    .is_some_and(|b| b as f64 <= target as f64 * cfg.large_file_ratio) =>
         {
             FileRead::NotNeeded
         }

@@ -35,6 +35,7 @@ pub fn survey_of(files: u64, each: u64) -> Survey {
             ..Default::default()
         },
         meta: None,
+        props: Some(crate::lakehouse::summary::Props::default()),
         history: Vec::new(),
         long_history: false,
         removed_by_newest: Some(0),

@@ -32,29 +32,72 @@ pub fn parse_file_meta(rows: &[Row], batch: usize) -> Result<Vec<FileMeta>, Rows
     by_index(rows, batch, "table metadata", FileMeta::of)
 }
 
-/// The history column of a survey row: its rows, newest first, with the newest one's
-/// summary (its totals).
-pub(super) fn history_of(r: &Row) -> (Vec<Snap>, Vec<(Value, Value)>) {
+/// A snapshot's summary, as `$snapshots` has it (text keys and values).
+pub(super) type Summary = Vec<(Value, Value)>;
+
+/// The history column of a survey row: its snapshots, newest first, each with its
+/// summary.
+pub(super) fn history_of(r: &Row) -> Vec<(Snap, Summary)> {
     let Some(Value::Array(items)) = r.get("history") else {
-        return (Vec::new(), Vec::new());
+        return Vec::new();
     };
-    let mut newest = None;
-    let snaps = items
+    items
         .iter()
         .filter_map(|v| {
             let Value::Row(f) = v else { return None };
             let field = |k: usize| f.get(k).map(|(_, v)| v);
             let summary = match field(4) {
-                Some(Value::Map(m)) => m.as_slice(),
-                _ => &[],
+                Some(Value::Map(m)) => m.clone(),
+                _ => Vec::new(),
             };
-            if newest.is_none() {
-                newest = Some(summary.to_vec());
-            }
-            snap_of(field(0), field(1), field(2), field(3), summary)
+            let snap = snap_of(field(0), field(1), field(2), field(3), &summary)?;
+            Some((snap, summary))
         })
+        .collect()
+}
+
+/// `history` (newest first) as the table is now: its current snapshot and the snapshots
+/// it was committed on, back as far as the history goes. After a rollback the newer
+/// snapshots are not the table's any more; with branches, neither are the branches'
+/// commits. A current snapshot the history does not hold (a long history cut at its
+/// window) leaves the history as it is: `false`.
+pub(super) fn current_line(
+    history: Vec<(Snap, Summary)>,
+    current: Option<i64>,
+) -> (Vec<(Snap, Summary)>, bool) {
+    let Some(current) = current else {
+        return (history, true);
+    };
+    if history.first().is_some_and(|(s, _)| s.id == current) {
+        // The newest is the current one: every older snapshot is on its line unless a
+        // branch or an earlier rollback forked it; follow the parents to be sure.
+        if history.windows(2).all(|w| w[0].0.parent == Some(w[1].0.id)) {
+            return (history, true);
+        }
+    }
+    let by_id: std::collections::HashMap<i64, usize> = history
+        .iter()
+        .enumerate()
+        .map(|(i, (s, _))| (s.id, i))
         .collect();
-    (snaps, newest.unwrap_or_default())
+    let Some(&start) = by_id.get(&current) else {
+        return (history, false);
+    };
+    let mut line = Vec::new();
+    let mut next = Some(start);
+    let mut taken = vec![false; history.len()];
+    while let Some(i) = next {
+        if std::mem::replace(&mut taken[i], true) {
+            break;
+        }
+        next = history[i].0.parent.and_then(|p| by_id.get(&p).copied());
+        line.push(i);
+    }
+    let mut slots: Vec<Option<(Snap, Summary)>> = history.into_iter().map(Some).collect();
+    (
+        line.into_iter().filter_map(|i| slots[i].take()).collect(),
+        true,
+    )
 }
 
 /// One snapshot from its id, commit time, operation, parent and summary as `$snapshots`
@@ -95,12 +138,14 @@ pub fn parse_survey(
 ) -> Result<Vec<Survey>, RowsError> {
     let time = |r: &Row, n: &str| r.get(n).and_then(Value::as_datetime);
     by_index(rows, batch, "survey", |r| {
-        let (history, newest) = history_of(r);
         Read {
             snapshots: r.u64("snapshots").unwrap_or(0),
             oldest: time(r, "oldest_snapshot"),
-            history,
-            newest,
+            history: history_of(r),
+            props: Some(Props {
+                target: r.u64("target_property").filter(|&t| t > 0),
+                current: r.i64("current_snapshot"),
+            }),
             meta: table_meta.then(|| FileMeta::of(r)),
             metadata_files: r.u64("metadata_files"),
             metadata_at: time(r, "metadata_at"),
@@ -113,10 +158,10 @@ pub fn parse_survey(
 pub(super) struct Read {
     snapshots: u64,
     oldest: Option<DateTime<Utc>>,
-    /// The newest snapshots, newest first (at most the window).
-    history: Vec<Snap>,
-    /// The newest snapshot's summary.
-    newest: Vec<(Value, Value)>,
+    /// The newest snapshots, newest first (at most the window), each with its summary.
+    history: Vec<(Snap, Summary)>,
+    /// What `$properties` says (`None`: not read).
+    props: Option<Props>,
     meta: Option<FileMeta>,
     metadata_files: Option<u64>,
     metadata_at: Option<DateTime<Utc>>,
@@ -128,11 +173,19 @@ impl Read {
             snapshots,
             oldest,
             history,
-            newest,
+            props,
             meta,
             metadata_files,
             metadata_at,
         } = self;
+        // The table as it is now: its current snapshot's totals and line of history.
+        let cut = (history.len() as u64) < snapshots;
+        let (history, found) = current_line(history, props.and_then(|p| p.current));
+        if !found {
+            tracing::debug!("the current snapshot is beyond the survey's window: its newest taken");
+        }
+        let newest: Summary = history.first().map(|(_, m)| m.clone()).unwrap_or_default();
+        let line: Vec<Snap> = history.into_iter().map(|(s, _)| s).collect();
         let [
             data_files,
             files_size,
@@ -143,10 +196,10 @@ impl Read {
         ] = KEYS.map(|(key, _)| count_in(&newest, key));
         let totals = Totals {
             snapshots,
-            snapshot_id: history.first().map(|s| s.id),
-            committed_at: history.first().map(|s| s.at),
+            snapshot_id: line.first().map(|s| s.id),
+            committed_at: line.first().map(|s| s.at),
             oldest_snapshot: oldest,
-            last_replace: history.iter().find(|s| s.replace).map(|s| s.at),
+            last_replace: line.iter().find(|s| s.replace).map(|s| s.at),
             data_files,
             files_size,
             delete_files,
@@ -166,7 +219,7 @@ impl Read {
             metadata_at,
             ..Default::default()
         };
-        let long_history = (history.len() as u64) < snapshots;
+        let long_history = cut;
         // The files the newest snapshot removed (its own manifests may list them).
         let removed_by_newest = if snapshots == 0 {
             Some(0)
@@ -176,11 +229,18 @@ impl Read {
                     + count_in(&newest, "removed-delete-files").unwrap_or(0),
             )
         };
-        snapshot_facts(&history, cfg.trend_limit as usize, &mut stats);
+        // The facts from every snapshot of the line read (a plain survey reads them all);
+        // the newest of them kept to date files by.
+        snapshot_facts(&line, cfg.trend_limit as usize, &mut stats);
+        let history: Vec<Snap> = line
+            .into_iter()
+            .take(history_window(cfg) as usize)
+            .collect();
         Survey {
             totals,
             stats,
             meta,
+            props,
             history,
             long_history,
             removed_by_newest,
@@ -199,38 +259,44 @@ pub fn parse_survey_rows(
     if rows.len() as u64 >= survey_rows_limit(batch, cfg) {
         return Ok(None);
     }
-    let window = history_window(cfg) as usize;
     let mut out = Vec::with_capacity(batch);
     for table in rows_by_index(rows, batch, "survey")? {
-        let mut snaps: Vec<(Snap, Vec<(Value, Value)>)> = table
-            .iter()
-            .filter_map(|r| {
-                let summary = match r.get("summary") {
-                    Some(Value::Map(m)) => m.clone(),
-                    _ => Vec::new(),
-                };
-                let snap = snap_of(
-                    r.get("snapshot_id"),
-                    r.get("committed_at"),
-                    r.get("operation"),
-                    r.get("parent_id"),
-                    &summary,
-                )?;
-                Some((snap, summary))
-            })
-            .collect();
+        let mut props = Props::default();
+        let mut snaps: Vec<(Snap, Summary)> = Vec::with_capacity(table.len());
+        for r in &table {
+            if let Some(key) = r.str("prop") {
+                let value = r.str("value").unwrap_or("").trim();
+                match key {
+                    "current-snapshot-id" => props.current = value.parse().ok(),
+                    "write.target-file-size-bytes" => {
+                        props.target = value.parse().ok().filter(|&t: &u64| t > 0)
+                    }
+                    _ => {}
+                }
+                continue;
+            }
+            let summary = match r.get("summary") {
+                Some(Value::Map(m)) => m.clone(),
+                _ => Vec::new(),
+            };
+            if let Some(snap) = snap_of(
+                r.get("snapshot_id"),
+                r.get("committed_at"),
+                r.get("operation"),
+                r.get("parent_id"),
+                &summary,
+            ) {
+                snaps.push((snap, summary));
+            }
+        }
         // Newest first, as the aggregate form orders them.
         snaps.sort_by(|(a, _), (b, _)| b.at.cmp(&a.at).then(b.id.cmp(&a.id)));
-        let snapshots = table.len() as u64;
-        let oldest = snaps.iter().map(|(s, _)| s.at).min();
-        let newest = snaps.first().map(|(_, m)| m.clone()).unwrap_or_default();
-        snaps.truncate(window);
         out.push(
             Read {
-                snapshots,
-                oldest,
-                history: snaps.into_iter().map(|(s, _)| s).collect(),
-                newest,
+                snapshots: snaps.len() as u64,
+                oldest: snaps.iter().map(|(s, _)| s.at).min(),
+                history: snaps,
+                props: Some(props),
                 meta: None,
                 metadata_files: None,
                 metadata_at: None,

@@ -43,16 +43,33 @@ pub(super) fn file_meta_from(t: &TableRef, cfg: &ScanParams, summaries: &str) ->
         "(SELECT count(*) AS manifests, count_if(length < {small}) AS small_manifests, \
          COALESCE(sum(length), 0) AS manifest_bytes, max(cardinality({summaries})) AS partition_fields \
          FROM {manifests}) m \
-         CROSS JOIN (SELECT max(CASE WHEN key = 'write.target-file-size-bytes' THEN value END) AS target_prop \
-         FROM {properties}) p",
+         CROSS JOIN {props}",
         small = cfg.small_manifest_size,
         manifests = t.meta("manifests"),
-        properties = t.meta("properties"),
+        props = props_from(t),
     )
 }
 
-pub(super) const FILE_META_COLUMNS: &str = "m.manifests, m.small_manifests, m.manifest_bytes, m.partition_fields, \
-     TRY_CAST(p.target_prop AS bigint) AS target_property";
+/// `$properties` (`p`) of `t` as a one-row aggregate: the table's target and its current
+/// snapshot ([`PROPS_COLUMNS`]).
+pub(super) fn props_from(t: &TableRef) -> String {
+    format!(
+        "(SELECT max(CASE WHEN key = 'write.target-file-size-bytes' THEN value END) AS target_prop, \
+         max(CASE WHEN key = 'current-snapshot-id' THEN value END) AS current_prop \
+         FROM {}) p",
+        t.meta("properties")
+    )
+}
+
+pub(super) const PROPS_COLUMNS: &str = "TRY_CAST(p.target_prop AS bigint) AS target_property, \
+     TRY_CAST(p.current_prop AS bigint) AS current_snapshot";
+
+pub(super) const FILE_META_COLUMNS: &str =
+    "m.manifests, m.small_manifests, m.manifest_bytes, m.partition_fields";
+
+/// The keys of `$properties` a fleet's survey reads: the table's target and its current
+/// snapshot.
+const SURVEY_PROPS: &str = "('current-snapshot-id', 'write.target-file-size-bytes')";
 
 /// One statement reading the [`FileMeta`] of each of `tables` (`$properties`, and
 /// `$manifests` for those `manifests` says: metadata only), one `UNION ALL` branch a
@@ -70,7 +87,7 @@ pub fn file_meta_sql(
         .map(|(i, t)| {
             if manifests(t) {
                 format!(
-                    "SELECT {i} AS i, {FILE_META_COLUMNS} FROM {}",
+                    "SELECT {i} AS i, {FILE_META_COLUMNS}, {PROPS_COLUMNS} FROM {}",
                     file_meta_from(t, cfg, summaries)
                 )
             } else {
@@ -114,17 +131,6 @@ pub fn survey_sql(tables: &[TableRef], cfg: &ScanParams, shape: SurveyShape) -> 
         .iter()
         .enumerate()
         .map(|(i, t)| {
-            if !shape.metadata_log && !shape.table_meta {
-                // A fleet's survey whose rows ([`survey_rows_sql`]) reached their limit:
-                // one aggregate, no subquery and no column it does not read (its absent
-                // columns read as unknown): on Trino 476 this plans in 3.9 ms a table ten
-                // to a statement, the form below in 4.4 ms.
-                return format!(
-                    "SELECT {i} AS i, count(*) AS snapshots, to_unixtime(min(committed_at)) AS oldest_snapshot, \
-                     slice({history}, 1, {window}) AS history FROM {}",
-                    t.meta("snapshots")
-                );
-            }
             let (log, log_cols) = if shape.metadata_log {
                 (
                     format!(
@@ -139,6 +145,8 @@ pub fn survey_sql(tables: &[TableRef], cfg: &ScanParams, shape: SurveyShape) -> 
                     "CAST(NULL AS bigint) AS metadata_files, CAST(NULL AS double) AS metadata_at",
                 )
             };
+            // The table's target and current snapshot always; its manifests with them
+            // when the table's own read asks for them.
             let (meta, meta_cols) = if shape.table_meta {
                 (
                     format!(" CROSS JOIN {}", file_meta_from(t, cfg, shape.summaries)),
@@ -146,15 +154,14 @@ pub fn survey_sql(tables: &[TableRef], cfg: &ScanParams, shape: SurveyShape) -> 
                 )
             } else {
                 (
-                    String::new(),
+                    format!(" CROSS JOIN {}", props_from(t)),
                     "CAST(NULL AS bigint) AS manifests, CAST(NULL AS bigint) AS small_manifests, \
-                     CAST(NULL AS bigint) AS manifest_bytes, CAST(NULL AS bigint) AS partition_fields, \
-                     CAST(NULL AS bigint) AS target_property",
+                     CAST(NULL AS bigint) AS manifest_bytes, CAST(NULL AS bigint) AS partition_fields",
                 )
             };
             format!(
                 "SELECT {i} AS i, s.snapshots, to_unixtime(s.oldest) AS oldest_snapshot, \
-                 slice(s.history, 1, {window}) AS history, {meta_cols}, {log_cols} \
+                 slice(s.history, 1, {window}) AS history, {meta_cols}, {PROPS_COLUMNS}, {log_cols} \
                  FROM (SELECT count(*) AS snapshots, min(committed_at) AS oldest, \
                  {history} AS history FROM {snapshots}) s{meta}{log}",
                 snapshots = t.meta("snapshots"),
@@ -165,10 +172,10 @@ pub fn survey_sql(tables: &[TableRef], cfg: &ScanParams, shape: SurveyShape) -> 
 }
 
 /// The rows a fleet's survey statement may return at most ([`survey_rows_sql`]): every
-/// table's window and one more. A statement that returns that many was cut: one table of
-/// it at least has more snapshots than its window.
+/// table's window and its two properties, and one more. A statement that returns that many
+/// was cut: one table of it at least has more snapshots than its window.
 pub fn survey_rows_limit(tables: usize, cfg: &ScanParams) -> u64 {
-    tables as u64 * history_window(cfg) + 1
+    tables as u64 * (history_window(cfg) + 2) + 1
 }
 
 /// A fleet's survey: each table's `$snapshots` rows as they are (id, commit time,
@@ -185,8 +192,13 @@ pub fn survey_rows_sql(tables: &[TableRef], cfg: &ScanParams) -> String {
         .enumerate()
         .map(|(i, t)| {
             format!(
-                "SELECT {i} AS i, snapshot_id, committed_at, operation, parent_id, summary FROM {}",
-                t.meta("snapshots")
+                "SELECT {i} AS i, snapshot_id, committed_at, operation, parent_id, summary, \
+                 CAST(NULL AS varchar) AS prop, CAST(NULL AS varchar) AS value FROM {snapshots}\n\
+                 UNION ALL\n\
+                 SELECT {i}, NULL, NULL, NULL, NULL, NULL, key, value FROM {properties} \
+                 WHERE key IN {SURVEY_PROPS}",
+                snapshots = t.meta("snapshots"),
+                properties = t.meta("properties"),
             )
         })
         .collect::<Vec<_>>()
