@@ -250,6 +250,12 @@ impl Runtime {
         reply::spawn_reply(None, work, Action::Exported, self.sender())
     }
 
+    /// What the reads of this runtime's connection have cost the coordinator so far (its
+    /// client's meter; a maintenance job counts on a meter of its own).
+    pub fn refresh_cost(&self) -> crate::trino::Cost {
+        self.lake.client.cost()
+    }
+
     /// Write the pending escape sequences (clipboard writes) through the terminal's own
     /// writer, between frames.
     fn write_to_terminal(&mut self, terminal: &mut terminal::Term) {

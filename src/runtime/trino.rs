@@ -136,7 +136,8 @@ impl Runtime {
     pub(super) fn spawn_job(&mut self, job: u64, plan: Plan) -> (Stop, JoinHandle<()>) {
         let stop = Stop::new();
         let ctx = crate::mutation::context(&self.settings);
-        let (tx, lake, stop2) = (self.tx.clone(), self.lake.clone(), stop.clone());
+        // Its statements are not the refresh's: counted apart from its budget.
+        let (tx, lake, stop2) = (self.tx.clone(), self.lake.with_own_meter(), stop.clone());
         let work = async move {
             let on_event = move |event: StepEvent| {
                 let _ = tx.send(Action::Maintenance(MaintenanceMsg::Step { job, event }));
