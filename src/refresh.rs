@@ -108,12 +108,14 @@ pub struct Ctx<'a> {
 /// A read to send: its id and what it reads.
 pub type Request = (RequestId, Read);
 
-/// What an answer did: the reads to send now, the tables whose facts changed (their
-/// verdicts are evaluated again), and the end of the refresh when it ended with it.
+/// What an answer did: the reads to send now, the tables it settled (their verdicts are
+/// evaluated again), of those the ones whose kept facts changed (what the cache holds:
+/// stats, probe, when read), and the end of the refresh when it ended with it.
 #[derive(Debug, Default)]
 pub struct Step {
     pub reads: Vec<Request>,
     pub settled: Vec<TableRef>,
+    pub changed: Vec<TableRef>,
     pub ended: Option<Ended>,
 }
 
@@ -310,6 +312,12 @@ impl Refresh {
             return Step::default();
         };
         let mut step = Step::default();
+        let kept = |r: &TableRead| (r.stats.clone(), r.probe, r.read_at);
+        let before: Vec<(TableRef, _)> = sent
+            .tables
+            .iter()
+            .filter_map(|t| records.get(t).map(|r| (t.clone(), kept(r))))
+            .collect();
         match answer {
             Answer::Listed(result) => self.listed(result, records, ctx),
             Answer::Surveyed(results) => {
@@ -350,6 +358,11 @@ impl Refresh {
             }
             Answer::Written(r) => self.written(r, records, sent.of_pass),
         }
+        step.changed = before
+            .into_iter()
+            .filter(|(t, old)| records.get(t).is_some_and(|r| kept(r) != *old))
+            .map(|(t, _)| t)
+            .collect();
         step.reads = self.next(records, ctx);
         step.ended = self.end_if_done(ctx.now);
         step

@@ -416,6 +416,9 @@ fn remember_cached_layouts(lake: &Lakehouse, s: &Settings) {
 fn cached_layouts(entries: &[crate::cache::Entry]) -> Vec<(TableRef, Layout)> {
     entries
         .iter()
+        // Stats its files were not read for (its totals decided it) do not know whether
+        // the table is partitioned.
+        .filter(|e| !e.stats.files_unread)
         .map(|e| {
             let layout = if e.stats.partitioned {
                 Layout::PartitionColumn

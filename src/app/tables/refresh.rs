@@ -183,7 +183,7 @@ fn apply(s: &mut State, step: Step) -> Vec<Effect> {
             row.evaluate(&cfg, now);
         }
     }
-    if !step.settled.is_empty() {
+    if !step.changed.is_empty() {
         s.tables.unsaved = true;
     }
     let mut fx: Vec<Effect> = step.reads.into_iter().map(effect).collect();
