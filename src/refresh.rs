@@ -24,6 +24,7 @@ use chrono::{DateTime, Utc};
 use crate::lakehouse::model::TableRef;
 use crate::lakehouse::scan::ScanParams;
 
+pub mod drive;
 mod pass;
 pub mod read;
 mod record;
@@ -86,6 +87,17 @@ impl Default for RefreshPolicy {
 }
 
 impl RefreshPolicy {
+    /// How a refresh spends statements under these settings.
+    pub fn of(s: &crate::config::Settings) -> RefreshPolicy {
+        RefreshPolicy {
+            probe_batch: s.probe_batch,
+            full_every: s.full_refresh_every,
+            budget: s.coordinator_budget,
+            reads: s.max_concurrent_queries,
+            ..Default::default()
+        }
+    }
+
     /// Survey batches in flight at most, and file reads at most, while a cold start's
     /// surveys last: the surveys never take the last read slot, and take one even of a
     /// single slot (then two statements are in flight).

@@ -473,19 +473,8 @@ pub fn initial_state(s: &Settings, no_color: bool) -> color_eyre::Result<State> 
         StartTab::Tables => (Tab::Tables, false),
         StartTab::Dags => (Tab::Dags, false),
     };
-    st.tables.refresh.policy = refresh_policy(s);
+    st.tables.refresh.policy = crate::refresh::RefreshPolicy::of(s);
     Ok(st)
-}
-
-/// How a refresh spends statements under these settings.
-pub fn refresh_policy(s: &Settings) -> crate::refresh::RefreshPolicy {
-    crate::refresh::RefreshPolicy {
-        probe_batch: s.probe_batch,
-        full_every: s.full_refresh_every,
-        budget: s.coordinator_budget,
-        reads: s.max_concurrent_queries,
-        ..Default::default()
-    }
 }
 
 /// Open the TUI. The terminal is restored on every exit path: normal, error, panic

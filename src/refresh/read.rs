@@ -74,6 +74,24 @@ impl Read {
         }
     }
 
+    /// What the read is, in a few words (what a check that ran out of time was still
+    /// doing).
+    pub fn describe(&self) -> String {
+        let some = |what: &str, t: &[TableRef]| match t {
+            [one] => format!("{what} of {one}"),
+            [first, ..] => format!("{what} of {} tables ({first}, …)", t.len()),
+            [] => what.to_string(),
+        };
+        match self {
+            Read::List { .. } => "listing the tables".into(),
+            Read::Survey(t) => some("the survey", t),
+            Read::Probe(t) => some("the change probe", t),
+            Read::Files(_) => some("the file read", &self.tables()),
+            Read::Table(t) => format!("the health queries of {t}"),
+            Read::Writes { .. } => "the coordinator's recent writes".into(),
+        }
+    }
+
     /// The tables the read settles.
     pub fn tables(&self) -> Vec<TableRef> {
         match self {

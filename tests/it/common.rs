@@ -1,6 +1,7 @@
 //! The lab, as integration tests see it: `.lab/lab.json` (or `$FLOE_LAB_DIR/lab.json`),
 //! written by `cargo xtask lab up`. A missing lab is a failure, never a skip.
 
+pub mod driver;
 pub mod pty;
 
 use std::path::PathBuf;

@@ -33,6 +33,7 @@ mod parity;
 mod plan_reads;
 mod query_history;
 mod real_optimize;
+mod refresh_lab;
 mod report;
 mod scans;
 mod sql_quoting;
