@@ -103,9 +103,9 @@ impl Lab {
     /// Wait until the stand-in beside the real Trino has built its metadata tables (it does
     /// so in the background from its start, over every catalog the lab serves): its Python
     /// would otherwise share the machine's cores with what is measured.
-    pub(crate) async fn stand_in_settled(&self) {
+    pub(crate) async fn stand_in_settled(&self) -> &'static str {
         let Some(control) = self.json["stand_in"]["control_url"].as_str() else {
-            return;
+            return "the lab has no stand-in";
         };
         let control = control.trim_end_matches('/').to_string();
         for _ in 0..60 {
@@ -120,15 +120,15 @@ impl Lab {
                 Ok(r) if r.status().is_success() => {
                     let v: Value = r.json().await.unwrap_or_default();
                     if v["done"] == true {
-                        return;
+                        return "the stand-in has built its metadata tables";
                     }
                 }
+                // Not listening: stopped (it is not needed beside the real Trino).
+                Err(e) if e.is_connect() => return "the stand-in does not run",
                 _ => tokio::time::sleep(Duration::from_secs(1)).await,
             }
         }
-        println!(
-            "the stand-in had not built its metadata tables after 20 minutes: measuring anyway"
-        );
+        "the stand-in had not built its metadata tables after 20 minutes: measuring anyway"
     }
 
     pub(crate) async fn server_time(&self, user: &str, ms: u64) {

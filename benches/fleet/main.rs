@@ -149,11 +149,8 @@ async fn bench() {
     let probe_lake = lab.client(&format!("fleet_w_{pid}"), &catalog);
     if lab.real {
         let t0 = Instant::now();
-        lab.stand_in_settled().await;
-        println!(
-            "the stand-in beside the coordinator has built its metadata tables ({} waited)",
-            secs(t0.elapsed())
-        );
+        let said = lab.stand_in_settled().await;
+        println!("{said} ({} waited)", secs(t0.elapsed()));
     }
     if !lab.real {
         let t0 = Instant::now();
