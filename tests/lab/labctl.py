@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Bring the lab up, report on it, and take it down (standard library only).
 
-    python3 tests/lab/labctl.py up [--scale] [--airflow2] [--no-airflow] [--full]
+    python3 tests/lab/labctl.py up [--scale [--fleets mixed,pyiceberg,trino]] [--airflow2] [--no-airflow] [--full]
     python3 tests/lab/labctl.py status
     python3 tests/lab/labctl.py dashboard [--runs N] [--every SECONDS]
     python3 tests/lab/labctl.py down
@@ -275,6 +275,20 @@ def relocate_venv(built: Path, final: Path) -> None:
 
 
 # ---------------------------------------------------------------------------- scenarios
+# The scale scenario's fleets by writer (scenarios/scale.py), each a catalog of its own:
+# the mixed one keeps the catalog name `scale` the benchmarks and tests have always read.
+SCALE_FLEETS = {"mixed": "scale", "pyiceberg": "scale_pyiceberg", "trino": "scale_trino"}
+
+
+def parse_fleets(value: str) -> list[str]:
+    fleets = [f.strip() for f in value.split(",") if f.strip()]
+    unknown = [f for f in fleets if f not in SCALE_FLEETS]
+    if unknown or not fleets:
+        raise argparse.ArgumentTypeError(
+            f"--fleets: a comma-separated list of {', '.join(SCALE_FLEETS)} (not {value!r})")
+    return list(dict.fromkeys(fleets))
+
+
 def scenario_key(args: list[str], live: Path, lock: Path) -> str:
     h = hashlib.sha256()
     for path in sorted((LAB_ROOT / "scenarios").rglob("*")):
@@ -286,9 +300,11 @@ def scenario_key(args: list[str], live: Path, lock: Path) -> str:
     return h.hexdigest()[:16]
 
 
-def ensure_scenario(venv: Path, name: str, extra: list[str], root: Path) -> dict:
+def ensure_scenario(venv: Path, name: str, extra: list[str], root: Path, scenario: str | None = None) -> dict:
+    """The warehouse `name` (its live directory and cache entry), generated as `scenario`
+    (default: `name`) with `extra` arguments."""
     live = root / "warehouses" / name
-    args = ["--scenario", name, *extra]
+    args = ["--scenario", scenario or name, *extra]
     key = scenario_key(args, live, LAB_LOCK)
     store = cache_dir() / "scenarios"
     store.mkdir(parents=True, exist_ok=True)
@@ -496,7 +512,7 @@ def spawn_real_trino(prep: dict, root: Path, catalogs: dict, runtime: Runtime) -
     rdir = root / "trino-real"
     port = free_port()
     # The benchmarks' lab keeps a short history in a larger heap (see realtrino.BENCH_HEAP).
-    bench = "scale" in catalogs
+    bench = any(name in catalogs for name in SCALE_FLEETS.values())
     heap = realtrino.BENCH_HEAP if bench else realtrino.HEAP
     realtrino.write_config(rdir / "etc", rdir / "data", port, catalogs, prep["version"], DENIED_USER,
                            COORDINATOR_ZONE, heap=heap,
@@ -703,6 +719,8 @@ def running_state(root: Path) -> tuple[dict | None, Runtime]:
 
 
 def cmd_up(args) -> int:
+    if args.fleets:
+        args.scale = True
     root = lab_dir()
     lab, runtime = running_state(root)
     procs = runtime.processes
@@ -787,14 +805,24 @@ def cmd_up(args) -> int:
 
         scenario = None
         scale = None
+        fleets: dict[str, dict] = {}
         catalogs: dict[str, str] = {}
         if not stub:
             t = time.monotonic()
             scenario = ensure_scenario(lab_venv, "seed", ["--full"] if args.full else [], root)
             catalogs["iceberg"] = scenario["path"]
             if args.scale:
-                scale = ensure_scenario(lab_venv, "scale", [], root)
-                catalogs["scale"] = scale["path"]
+                for writers in args.fleets or ["mixed"]:
+                    name = SCALE_FLEETS[writers]
+                    t_fleet = time.monotonic()
+                    extra = [] if writers == "mixed" else ["--writers", writers]
+                    fleet = ensure_scenario(lab_venv, name, extra, root, scenario="scale")
+                    fleets[writers] = {"catalog": name, "writers": writers, "expected": fleet["expected"],
+                                       "path": fleet["path"], "generated_at": fleet["generated_at"],
+                                       "cached": fleet["cached"],
+                                       "up_s": round(time.monotonic() - t_fleet, 1)}
+                    catalogs[name] = fleet["path"]
+                scale = fleets.get("mixed")
             timings.append(("scenarios", time.monotonic() - t))
 
         spawned = None
@@ -908,6 +936,8 @@ def cmd_up(args) -> int:
             "scale": None if scale is None else {
                 "catalog": "scale", "expected": scale["expected"], "path": scale["path"],
                 "generated_at": scale["generated_at"]},
+            # every fleet of the scale scenario served, by writer (`--fleets`)
+            "fleets": fleets,
             "airflow": airflow.get(3),
             "airflow2": airflow.get(2),
             "dashboard": None if scenario is None else {
@@ -1035,6 +1065,8 @@ def cmd_status(args) -> int:  # noqa: ARG001
                     f"fault proxy {lab[key].get('proxy_url')}")
         if lab.get("scenario"):
             say(f"  scenario {lab['scenario']['name']} generated at {lab['scenario']['generated_at']}")
+        for writers, fleet in (lab.get("fleets") or {}).items():
+            say(f"  scale fleet {writers}: catalog {fleet['catalog']}, generated at {fleet['generated_at']}")
     return 0 if all_alive else 1
 
 
@@ -1043,6 +1075,9 @@ def main(argv: list[str] | None = None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     up = sub.add_parser("up", help="start the lab")
     up.add_argument("--scale", action="store_true", help="also generate and serve the scale catalog")
+    up.add_argument("--fleets", type=parse_fleets, default=None, metavar="mixed,pyiceberg,trino",
+                    help="with --scale: the fleets by writer to serve, each its own catalog "
+                         "(mixed: scale, pyiceberg: scale_pyiceberg, trino: scale_trino; default mixed)")
     up.add_argument("--airflow2", action="store_true", help="also start Airflow 2")
     up.add_argument("--no-airflow", action="store_true", help="start no Airflow")
     up.add_argument("--no-second", action="store_true",
