@@ -181,7 +181,7 @@ const TEST_TRINOS: &str = "476,483";
 /// The integration subjects whose outcome depends on the real Trino's release and that
 /// read no other server of the lab's (the fault proxy and the Airflow DAGs follow the
 /// primary): run again on every other release the lab runs (`FLOE_LAB_TRINO`).
-const MATRIX_SUBJECTS: &[&str] = &["servers::", "trino_tls::", "staleness::"];
+const MATRIX_SUBJECTS: &[&str] = &["servers::", "trino_tls::", "staleness::", "wrong_target::"];
 
 /// The value of `--name VALUE` among `args` (before any `--`).
 fn flag_value(args: &[String], name: &str) -> Option<String> {
