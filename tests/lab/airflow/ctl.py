@@ -371,8 +371,14 @@ def connections(trino_url: str, trino_user: str, tls: dict | None = None) -> lis
 
 def airflow_env(major: int, venv: Path, home: Path, port: int, history_start: str,
                 test_connection: str = "enabled") -> dict:
+    # REQUESTS_CA_BUNDLE and CURL_CA_BUNDLE, where the machine sets them, replace the CA a
+    # requests session was given (requests merges the environment over `verify`): the
+    # trino_tls connection's own CA (`verify` in its extra) would never be used, and its
+    # handshake would fail against the system's roots. A worker that honours its
+    # connections' CA runs without them.
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("AIRFLOW", "FLOE_LAB_HISTORY")) and k != TLS_PASSWORD_ENV}
+           if not k.startswith(("AIRFLOW", "FLOE_LAB_HISTORY"))
+           and k not in (TLS_PASSWORD_ENV, "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")}
     env.update({
         "PATH": f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '/usr/bin:/bin')}",  # executors run `airflow …`
         "VIRTUAL_ENV": str(venv),
