@@ -533,6 +533,7 @@ pub mod plans {
             note: None,
             grouped: false,
             measured: None,
+            writer_partitions: crate::lakehouse::plan::DEFAULT_WRITER_PARTITIONS,
         }
     }
 }

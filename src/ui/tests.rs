@@ -373,6 +373,7 @@ fn confirm_state() -> State {
         note: None,
         grouped: false,
         measured: None,
+        writer_partitions: crate::lakehouse::plan::DEFAULT_WRITER_PARTITIONS,
     };
     let epoch = s.conn.epoch;
     update(

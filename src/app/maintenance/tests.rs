@@ -23,6 +23,7 @@ fn draft() -> PlanDraft {
         note: None,
         grouped: false,
         measured: None,
+        writer_partitions: crate::lakehouse::plan::DEFAULT_WRITER_PARTITIONS,
     }
 }
 
