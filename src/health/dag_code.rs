@@ -202,3 +202,96 @@ pub fn inspect(source: &str, file: &str, dag_id: &str) -> DagCode {
 
 /// A table is large for the whole-table rule from this many target files' worth of bytes.
 pub const LARGE_TABLE_TARGET_FILES: u64 = 100;
+
+/// What floe knows of a maintenance DAG's code: its file, read (and parsed, or where it
+/// does not parse), or what Airflow answered instead of it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "source", rename_all = "snake_case")]
+pub enum CodeFacts {
+    Read(DagCode),
+    /// Airflow refused (403), could not find (404) or could not give the source.
+    Unread {
+        status: Option<u16>,
+        /// What failed and where (the HTTP status and URL).
+        error: String,
+    },
+}
+
+impl CodeFacts {
+    /// What a DAG's row says when its code could not be read: `source refused: HTTP
+    /// 403`, `source not found: HTTP 404`, `source does not parse`.
+    pub fn row_note(&self) -> Option<String> {
+        match self {
+            CodeFacts::Unread { status, .. } => Some(match status {
+                Some(s @ (401 | 403)) => format!("source refused: HTTP {s}"),
+                Some(404) => "source not found: HTTP 404".into(),
+                Some(s) => format!("source unreadable: HTTP {s}"),
+                None => "source unreadable".into(),
+            }),
+            CodeFacts::Read(c) if c.unparsed.is_some() => Some("source does not parse".into()),
+            CodeFacts::Read(_) => None,
+        }
+    }
+
+    /// The code, when it was read.
+    pub fn code(&self) -> Option<&DagCode> {
+        match self {
+            CodeFacts::Read(c) => Some(c),
+            CodeFacts::Unread { .. } => None,
+        }
+    }
+
+    /// `may hide failures: compact_permits.py:56 …`: the swallowing handler, in words.
+    pub fn swallowing_text(&self) -> Option<String> {
+        let c = self.code()?;
+        c.swallowing().map(|f| f.text(&c.file))
+    }
+
+    /// The code's findings and state as evidence lines (`code: …`), with `size` telling
+    /// the bytes of the tables floe knows are large.
+    pub fn evidence(&self, size: &dyn Fn(&str) -> Option<u64>) -> Vec<String> {
+        match self {
+            CodeFacts::Unread { error, .. } => {
+                vec![format!("code: cannot read the source: {error}")]
+            }
+            CodeFacts::Read(c) => match &c.unparsed {
+                Some(u) => vec![format!("code: {} {}", c.file, u.message)],
+                None => {
+                    let mut out: Vec<String> = c
+                        .advice(size)
+                        .iter()
+                        .map(|f| format!("code: {}", f.text(&c.file)))
+                        .collect();
+                    out.extend(c.connections.iter().map(|t| {
+                        format!(
+                            "code: task {} uses connection {} ({}:{})",
+                            t.task, t.conn_id, c.file, t.line
+                        )
+                    }));
+                    out
+                }
+            },
+        }
+    }
+}
+
+/// The bytes of a table large enough for the whole-table rule: at least
+/// [`LARGE_TABLE_TARGET_FILES`] target files' worth.
+pub fn large(stats: &crate::lakehouse::model::TableStats) -> Option<u64> {
+    let line = LARGE_TABLE_TARGET_FILES.saturating_mul(stats.target_file_size.max(1));
+    (stats.total_bytes >= line).then_some(stats.total_bytes)
+}
+
+/// Whether the name an SQL statement gives (`iceberg.zoning.permits`, `zoning.permits`,
+/// `permits`; lower-cased by the reader) is `t`'s.
+pub fn names_table(sql_name: &str, t: &crate::lakehouse::model::TableRef) -> bool {
+    let parts: Vec<&str> = sql_name.split('.').collect();
+    let full = [t.catalog.as_str(), t.schema.as_str(), t.table.as_str()];
+    !parts.is_empty()
+        && parts.len() <= 3
+        && parts
+            .iter()
+            .rev()
+            .zip(full.iter().rev())
+            .all(|(a, b)| a.eq_ignore_ascii_case(b))
+}
