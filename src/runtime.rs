@@ -183,6 +183,7 @@ impl Runtime {
             }
             e @ (Effect::LoadDags { .. }
             | Effect::LoadDagFacts { .. }
+            | Effect::LoadDagCode { .. }
             | Effect::CheckConnections
             | Effect::LoadRuns { .. }
             | Effect::LoadTasks { .. }

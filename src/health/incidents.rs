@@ -26,7 +26,7 @@ use affected::{
     affected, has_rule, optimize_next, rule_severity, sort_affected, status_of, table_evidence,
 };
 use connections::{ConnFinding, conn_finding, conn_state, ids};
-use dags::{dag_cause, dag_failure_line, paused, runs, unpause};
+use dags::{dag_cause, dag_failure_line, dag_jump, paused, runs, unpause};
 use endpoints::contains_word;
 pub use endpoints::endpoints;
 pub use incident::{Incident, Jump, Kind, Next};
@@ -334,6 +334,12 @@ impl<'f, 'a> Triage<'f, 'a> {
             if let Some(e) = &d.import_error {
                 evidence.push(format!("DAG {}: {e}", d.dag_id));
             }
+            // What its own code says: advice for a DAG that does not do its work.
+            if matches!(kind, Kind::DagSucceedsStale | Kind::DagNoSuccess)
+                && let Some(c) = &d.code
+            {
+                evidence.extend(c.evidence(&|t| self.large_table(t)));
+            }
             let tables = self.claim(&mine, &mut evidence);
             if let Some(t) = tables.first() {
                 next.push(optimize_next(t));
@@ -347,11 +353,20 @@ impl<'f, 'a> Triage<'f, 'a> {
                 dags: vec![d.dag_id.clone()],
                 evidence,
                 next,
-                jump: Jump::Dag {
-                    dag_id: d.dag_id.clone(),
-                },
+                jump: dag_jump(d, kind),
             });
         }
+    }
+
+    /// The bytes of the table an SQL name (`iceberg.zoning.permits`) names, when floe
+    /// knows it is large.
+    fn large_table(&self, name: &str) -> Option<u64> {
+        self.facts.tables.iter().find_map(|t| {
+            let stats = t.stats?;
+            crate::health::dag_code::names_table(name, t.table)
+                .then(|| crate::health::dag_code::large(stats))
+                .flatten()
+        })
     }
 
     /// Connections no failing DAG names: one incident per endpoint.

@@ -103,7 +103,11 @@ fn no_tables_message(catalog: &str, schemas: &[String], globs: &[String]) -> Str
     )
 }
 
-async fn read_airflow(settings: &Settings, running: &Running) -> Option<AirflowRead> {
+async fn read_airflow(
+    settings: &Settings,
+    running: &Running,
+    tables: &[TableRef],
+) -> Option<AirflowRead> {
     let a = settings.airflow.as_ref()?;
     let mut info = AirflowInfo {
         url: a.url.to_string(),
@@ -149,7 +153,24 @@ async fn read_airflow(settings: &Settings, running: &Running) -> Option<AirflowR
         let conns = scan::trino_connections(&client, a.test_connections).await;
         crate::health::airflow::connection_findings(&conns, &settings.trino.url)
     };
-    let (mut facts, conn) = tokio::join!(
+    // The code of the DAGs that maintain a table (what hides their failures).
+    let names: Vec<DagName> = list.dags.iter().map(DagName::of).collect();
+    let mapped = map_dags(tables, &names, &settings.maintenance);
+    let maintaining = mapped.into_values().map(|m| m.dag_id).collect();
+    let codes = async {
+        let _reading = running.start(format!(
+            "Airflow: the maintenance DAGs' source on {}",
+            a.url
+        ));
+        scan::codes(
+            &client,
+            &list.dags,
+            &maintaining,
+            settings.max_concurrent_queries,
+        )
+        .await
+    };
+    let (mut facts, conn, mut codes) = tokio::join!(
         scan::facts_observed(
             &client,
             &list.dags,
@@ -158,7 +179,8 @@ async fn read_airflow(settings: &Settings, running: &Running) -> Option<AirflowR
             settings.max_concurrent_queries,
             &started
         ),
-        connections
+        connections,
+        codes
     );
     let mut findings = crate::health::airflow::server_findings(&list);
     findings.extend(conn);
@@ -168,7 +190,11 @@ async fn read_airflow(settings: &Settings, running: &Running) -> Option<AirflowR
         .map(|d| {
             let f = facts
                 .remove(&d.dag_id)
-                .unwrap_or_else(|| Err(AirflowError::Internal("its facts were not read".into())));
+                .unwrap_or_else(|| Err(AirflowError::Internal("its facts were not read".into())))
+                .map(|mut f| {
+                    f.code = codes.remove(&d.dag_id);
+                    f
+                });
             (d, f)
         })
         .collect();
@@ -258,7 +284,7 @@ async fn run_tracked(
         })
         .buffer_unordered(settings.max_concurrent_queries)
         .collect::<Vec<(TableRef, Result<TableStats, TrinoError>)>>();
-    let (results, airflow) = tokio::join!(stats, read_airflow(settings, running));
+    let (results, airflow) = tokio::join!(stats, read_airflow(settings, running, &tables));
     let now = Utc::now();
     let (mapping, facts_by_dag) = match airflow {
         Some(a) => dag_reports(&mut report, a, &tables, settings, now),

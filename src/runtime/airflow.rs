@@ -100,6 +100,17 @@ impl Runtime {
                 };
                 spawn_reply(pool, work, reply, send)
             }
+            Effect::LoadDagCode { dag, known } => {
+                let dag_id = dag.dag_id.clone();
+                let work = async move {
+                    af.call(
+                        |c| async move { crate::airflow::scan::read_code(&c, &dag, known).await },
+                    )
+                    .await
+                };
+                let reply = move |result| Action::Dags(DagMsg::Code { dag_id, result });
+                spawn_reply(pool, work, reply, send)
+            }
             Effect::CheckConnections => {
                 let trino = self.settings.trino.url.clone();
                 let test = self

@@ -340,9 +340,7 @@ pub fn optimizes(m: &Module) -> Vec<Optimize> {
 
 fn is_outer_string(n: Node) -> bool {
     matches!(n.kind(), "string" | "concatenated_string")
-        && n
-            .parent()
-            .is_none_or(|p| p.kind() != "concatenated_string")
+        && n.parent().is_none_or(|p| p.kind() != "concatenated_string")
 }
 
 /// A compaction with nothing that reads the table's state: no string names a metadata
