@@ -219,12 +219,12 @@ pub enum CodeFacts {
 
 impl CodeFacts {
     /// What a DAG's row says when its code could not be read: `source refused: HTTP
-    /// 403`, `source not found: HTTP 404`, `source does not parse`.
+    /// 403`, `no source: HTTP 404`, `source does not parse`.
     pub fn row_note(&self) -> Option<String> {
         match self {
             CodeFacts::Unread { status, .. } => Some(match status {
                 Some(s @ (401 | 403)) => format!("source refused: HTTP {s}"),
-                Some(404) => "source not found: HTTP 404".into(),
+                Some(404) => "no source: HTTP 404".into(),
                 Some(s) => format!("source unreadable: HTTP {s}"),
                 None => "source unreadable".into(),
             }),

@@ -15,6 +15,22 @@ impl Report {
             .unwrap_or_default()
     }
 
+    /// Every finding of one DAG's code, each with its file, as JSON lists them.
+    pub(super) fn code_findings(&self, f: &DagFacts) -> Vec<serde_json::Value> {
+        let Some(code) = f.code.as_ref().and_then(|c| c.code()) else {
+            return Vec::new();
+        };
+        code.advice(&|t| self.large_table(t))
+            .iter()
+            .map(|x| {
+                let mut v = serde_json::to_value(x).expect("a code finding serializes");
+                v["file"] = code.file.clone().into();
+                v["text"] = x.text(&code.file).into();
+                v
+            })
+            .collect()
+    }
+
     /// The bytes of the table an SQL name names, when the check read it and it is large.
     fn large_table(&self, name: &str) -> Option<u64> {
         self.tables

@@ -74,7 +74,8 @@ pub fn draw(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
     f.render_widget(Paragraph::new(lines), body);
 }
 
-/// ` compact_permits.py · version 1  line 51/64 · enter next finding · / search · esc back`.
+/// ` compact_permits.py · v1  54/64 · enter next finding · / search · esc back`: 74
+/// columns, within an 80-column terminal.
 fn title_line<'a>(v: &'a SourceView, th: &Theme) -> Line<'a> {
     let search = if v.search.is_empty() {
         String::new()
@@ -95,7 +96,7 @@ fn title_line<'a>(v: &'a SourceView, th: &Theme) -> Line<'a> {
         Span::styled(format!(" {}{version} ", one_line(&v.file)), th.header()),
         Span::styled(
             format!(
-                " line {}/{}{next} · / search{search} · esc back",
+                " {}/{}{next} · / search{search} · esc back",
                 (v.scroll + 1).min(v.lines.len().max(1)),
                 v.lines.len()
             ),

@@ -40,6 +40,17 @@ impl SourceKey {
         )
     }
 
+    /// `v3` for a title; empty where Airflow numbers no version.
+    pub fn short(&self) -> String {
+        match self {
+            SourceKey::V2 {
+                version_number: Some(n),
+                ..
+            } => format!("v{n}"),
+            _ => String::new(),
+        }
+    }
+
     /// `version 3`, `file token …` for messages.
     pub fn describe(&self) -> String {
         match self {

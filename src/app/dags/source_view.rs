@@ -64,11 +64,7 @@ impl SourceView {
         SourceView {
             dag_id: dag_id.to_string(),
             file: code.map(|c| c.file.clone()).unwrap_or_default(),
-            version: entry
-                .key
-                .as_ref()
-                .map(SourceKey::describe)
-                .unwrap_or_default(),
+            version: entry.key.as_ref().map(SourceKey::short).unwrap_or_default(),
             lines: screen_lines(source),
             marks,
             scroll: 0,
@@ -89,6 +85,8 @@ impl SourceView {
 /// as four spaces, a `\r` before the newline dropped.
 pub fn screen_lines(source: &str) -> Vec<String> {
     source
+        .strip_suffix('\n')
+        .unwrap_or(source)
         .split('\n')
         .map(|l| {
             let l = l.strip_suffix('\r').unwrap_or(l).replace('\t', "    ");

@@ -268,3 +268,41 @@ fn the_labs_other_dags() {
     );
     assert!(c.unparsed.is_none() && c.findings.is_empty());
 }
+
+#[test]
+fn the_labs_dag_code_dags_as_operators_write_them() {
+    let cases = [
+        (
+            lab_dag!("dagcode_hook.py"),
+            "dagcode_hook",
+            vec![39],
+            "hook.run(...)",
+        ),
+        (
+            lab_dag!("dagcode_operator.py"),
+            "dagcode_operator",
+            vec![36],
+            "op.execute(...)",
+        ),
+        (
+            lab_dag!("dagcode_helper.py"),
+            "dagcode_helper",
+            vec![29],
+            "trino_execute(...)",
+        ),
+        (lab_dag!("dagcode_clean.py"), "dagcode_clean", vec![], ""),
+    ];
+    for (src, dag, lines, around) in cases {
+        let c = inspect(src, &format!("{dag}.py"), dag);
+        assert_eq!(swallow_lines(&c), lines, "{dag}: {:?}", c.findings);
+        if let Some(f) = c.swallowing() {
+            assert_eq!(f.around.as_deref(), Some(around), "{dag}");
+        }
+    }
+    let clean = inspect(
+        lab_dag!("dagcode_clean.py"),
+        "dagcode_clean.py",
+        "dagcode_clean",
+    );
+    assert_eq!(clean.advice(&|_| None), vec![]);
+}
