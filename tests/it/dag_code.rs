@@ -326,7 +326,7 @@ async fn from_triage_to_the_line_at_80x24_over_lang_c_and_the_refused_source_on_
         .await;
     let dir = std::env::temp_dir().join(format!("floe-dagcode-tui-{}", std::process::id()));
     let mut pty = tui(&dir);
-    let ascii = |s: &str| s.chars().all(|c| c.is_ascii());
+    let ascii = |s: &str| s.is_ascii();
     // Triage: the incident of the DAG that reports success; selected, it names the line.
     let s = pty.wait_for(
         "the incident of the DAG that reports success",

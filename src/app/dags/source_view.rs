@@ -300,3 +300,6 @@ pub fn next_finding(s: &mut State) {
 
 /// The code of every DAG by id, as read so far (kept across DAG list refreshes).
 pub type CodeCache = BTreeMap<String, CodeEntry>;
+
+#[cfg(test)]
+mod tests;
