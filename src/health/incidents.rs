@@ -15,6 +15,7 @@ use super::{DagFacts, Finding, Health, Rule, Severity};
 use crate::lakehouse::model::{TableRef, TableStats};
 
 mod affected;
+mod code;
 mod connections;
 mod dags;
 mod endpoints;
@@ -339,6 +340,7 @@ impl<'f, 'a> Triage<'f, 'a> {
                 && let Some(c) = &d.code
             {
                 evidence.extend(c.evidence(&|t| self.large_table(t)));
+                next.extend(self.code_connections(d, &mut evidence));
             }
             let tables = self.claim(&mine, &mut evidence);
             if let Some(t) = tables.first() {
@@ -356,17 +358,6 @@ impl<'f, 'a> Triage<'f, 'a> {
                 jump: dag_jump(d, kind),
             });
         }
-    }
-
-    /// The bytes of the table an SQL name (`iceberg.zoning.permits`) names, when floe
-    /// knows it is large.
-    fn large_table(&self, name: &str) -> Option<u64> {
-        self.facts.tables.iter().find_map(|t| {
-            let stats = t.stats?;
-            crate::health::dag_code::names_table(name, t.table)
-                .then(|| crate::health::dag_code::large(stats))
-                .flatten()
-        })
     }
 
     /// Connections no failing DAG names: one incident per endpoint.

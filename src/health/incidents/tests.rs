@@ -765,6 +765,20 @@ fn the_dag_that_reports_success_names_its_swallowing_line_and_enter_goes_there()
         "{:?}",
         permits.evidence
     );
+    // The connection the code says the task uses fails its test: its finding is evidence
+    // and fixing it is a next action (the link from the code, not from a name).
+    assert!(
+        permits
+            .evidence
+            .iter()
+            .any(|e| e.starts_with("Airflow connection trino_permits points at")),
+        "{:?}",
+        permits.evidence
+    );
+    assert!(permits.next.iter().any(|n| matches!(
+        n,
+        Next::FixConnection { connections, .. } if connections == &vec!["trino_permits".to_string()]
+    )));
     // A refused source says so, and Enter goes to the DAG.
     lab.dags
         .iter_mut()
