@@ -279,6 +279,26 @@ fn check_carries_the_findings_with_file_and_line() {
         let md = run("markdown");
         assert!(md.contains("#### DAG code"), "{key}: {md}");
         assert!(md.contains("compact\\_permits.py:56"), "{key}: {md}");
+        // `floe report` of the table the DAG maintains: the same lines, with file and line.
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_floe"))
+            .args([
+                "report",
+                "zoning.permits",
+                "--config",
+                cfg.to_str().unwrap(),
+            ])
+            .env("DAGCODE_AIRFLOW_PASSWORD", a["password"].as_str().unwrap())
+            .env("XDG_CONFIG_HOME", home.join("c"))
+            .env("XDG_STATE_HOME", home.join("s"))
+            .env("XDG_CACHE_HOME", home.join("cache"))
+            .output()
+            .unwrap();
+        let report = String::from_utf8(out.stdout).unwrap();
+        assert!(
+            report
+                .contains("- code: may hide failures: compact\\_permits.py:56 \\`except: pass\\`"),
+            "{key}: {report}"
+        );
     }
 }
 
