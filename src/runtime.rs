@@ -184,6 +184,7 @@ impl Runtime {
             } => self.plan_maintenance(epoch, table, kind, partitions),
             Effect::LoadDags { generation } => self.load_dags(generation),
             Effect::LoadDagFacts { generation, dag } => self.load_dag_facts(generation, *dag),
+            Effect::LoadDagCode { dag, known } => self.load_dag_code(*dag, known),
             Effect::CheckConnections => self.check_connections(),
             Effect::LoadRuns { dag_id } => self.load_runs(dag_id),
             Effect::LoadTasks { dag_id, run_id } => self.load_tasks(dag_id, run_id),

@@ -128,6 +128,11 @@ pub enum Effect {
         dag: Box<crate::airflow::Dag>,
     },
     CheckConnections,
+    /// Read a DAG's code: which version Airflow holds and, unless it is `known`, its file.
+    LoadDagCode {
+        dag: Box<crate::airflow::Dag>,
+        known: Option<crate::airflow::endpoints::sources::SourceKey>,
+    },
     LoadRuns {
         dag_id: String,
     },
@@ -233,6 +238,7 @@ pub enum Slot {
     Plan,
     Dags,
     DagFacts(String),
+    DagCode(String),
     Connections,
     DagRuns,
     DagTasks,
@@ -256,6 +262,7 @@ impl Effect {
             Effect::LoadDags { .. } => Slot::Dags,
             Effect::LoadDagFacts { dag, .. } => Slot::DagFacts(dag.dag_id.clone()),
             Effect::CheckConnections => Slot::Connections,
+            Effect::LoadDagCode { dag, .. } => Slot::DagCode(dag.dag_id.clone()),
             Effect::LoadRuns { .. } => Slot::DagRuns,
             Effect::LoadTasks { .. } => Slot::DagTasks,
             Effect::LoadLog { .. } => Slot::DagLog,

@@ -15,11 +15,18 @@ pub fn reindex_current(s: &mut State) {
     (s.tab.ops().reindex)(s)
 }
 
-/// Move the selection (or scroll the log) by `delta` rows.
+/// The DAGs tab shows a DAG's source (which scrolls and searches like the log).
+pub fn in_source(s: &State) -> bool {
+    s.tab == Tab::Dags && s.dags.level() == DagLevel::Source
+}
+
+/// Move the selection (or scroll the log or the source) by `delta` rows.
 pub fn move_by(s: &mut State, delta: isize) {
     let h = s.page_height();
     if in_log(s) {
         super::dags::scroll_log(s, delta, h);
+    } else if in_source(s) {
+        super::dags::source_view::scroll(s, delta, h);
     } else if let Some(g) = s.grid_mut() {
         g.move_by(delta, h);
     }
@@ -29,6 +36,8 @@ pub fn top(s: &mut State) {
     let h = s.page_height();
     if in_log(s) {
         super::dags::scroll_log(s, isize::MIN / 2, h);
+    } else if in_source(s) {
+        super::dags::source_view::scroll(s, isize::MIN / 2, h);
     } else if let Some(g) = s.grid_mut() {
         g.top(h);
     }
@@ -38,6 +47,8 @@ pub fn bottom(s: &mut State) {
     let h = s.page_height();
     if in_log(s) {
         super::dags::scroll_log(s, isize::MAX / 2, h);
+    } else if in_source(s) {
+        super::dags::source_view::scroll(s, isize::MAX / 2, h);
     } else if let Some(g) = s.grid_mut() {
         g.bottom(h);
     }

@@ -303,6 +303,7 @@ pub mod dags {
             failing_task: Some("compact".into()),
             error_line: Some(ERROR.into()),
             expected_interval: Duration::from_secs(86_400),
+            code: None,
         }
     }
 
@@ -352,11 +353,16 @@ pub mod dags {
                 result: Ok(failing_facts()),
             }),
         );
+        // The failing task's log, and the DAG's code (it maintains a table floe lists).
         assert_eq!(
-            fx,
-            vec![Effect::LoadFailure {
+            fx[0],
+            Effect::LoadFailure {
                 dag_id: "compact_documents".into()
-            }]
+            }
+        );
+        assert!(
+            matches!(&fx[1..], [Effect::LoadDagCode { dag, known: None }] if dag.dag_id == "compact_documents"),
+            "{fx:?}"
         );
         update(
             &mut s,

@@ -249,7 +249,9 @@ pub fn enter(s: &mut State) -> Vec<Effect> {
         return Vec::new();
     };
     match jump {
-        Jump::DagFailure { dag_id } | Jump::Dag { dag_id } if !select_dag(s, &dag_id) => {
+        Jump::DagFailure { dag_id } | Jump::Dag { dag_id } | Jump::DagCode { dag_id, .. }
+            if !select_dag(s, &dag_id) =>
+        {
             s.set_status(Level::Warn, format!("DAG {dag_id} is not loaded yet"));
             Vec::new()
         }
@@ -268,6 +270,14 @@ pub fn enter(s: &mut State) -> Vec<Effect> {
         Jump::Dag { .. } => {
             arrive(s, Tab::Dags, Some(DagLevel::List));
             Vec::new()
+        }
+        Jump::DagCode { line, .. } => {
+            arrive(s, Tab::Dags, Some(DagLevel::List));
+            let fx = super::dags::source_view::open(s, Some(line));
+            if s.dags.level() == DagLevel::Source {
+                arrive(s, Tab::Dags, Some(DagLevel::Source));
+            }
+            fx
         }
         Jump::Dags => {
             s.dags.level = Some(DagLevel::List);
@@ -349,8 +359,9 @@ pub fn back(s: &mut State) -> bool {
         return false;
     }
     let filter = s.grid().is_some_and(|g| !g.filter.is_empty());
-    let log_search =
-        s.tab == Tab::Dags && s.dags.log.as_ref().is_some_and(|l| !l.search.is_empty());
+    let log_search = s.tab == Tab::Dags
+        && (s.dags.log.as_ref().is_some_and(|l| !l.search.is_empty())
+            || s.dags.source.as_ref().is_some_and(|v| !v.search.is_empty()));
     if filter || log_search {
         return false;
     }

@@ -270,6 +270,8 @@ pub(super) fn on_command(s: &mut State, cmd: Command, args: &[String]) -> Vec<Ef
         Command::ScrollRight => dags::scroll_log_sideways(s, 8),
         Command::Wrap => dags::toggle_log_wrap(s),
         Command::Frames => dags::toggle_log_frames(s),
+        Command::ViewSource if s.tab == Tab::Dags => return dags::source_view::open(s, None),
+        Command::ViewSource => {}
     }
     Vec::new()
 }

@@ -102,7 +102,11 @@ fn no_tables_message(catalog: &str, schemas: &[String], globs: &[String]) -> Str
     )
 }
 
-async fn read_airflow(settings: &Settings, running: &Running) -> Option<AirflowRead> {
+async fn read_airflow(
+    settings: &Settings,
+    running: &Running,
+    tables: tokio::sync::oneshot::Receiver<Vec<TableRef>>,
+) -> Option<AirflowRead> {
     let a = settings.airflow.as_ref()?;
     let mut info = AirflowInfo {
         url: a.url.to_string(),
@@ -148,7 +152,26 @@ async fn read_airflow(settings: &Settings, running: &Running) -> Option<AirflowR
         let conns = scan::trino_connections(&client, a.test_connections).await;
         crate::health::airflow::connection_findings(&conns, &settings.trino.url)
     };
-    let (mut facts, conn) = tokio::join!(
+    // The code of the DAGs that maintain a table (what hides their failures), once the
+    // tables are listed.
+    let codes = async {
+        let tables = tables.await.unwrap_or_default();
+        let names: Vec<DagName> = list.dags.iter().map(DagName::of).collect();
+        let mapped = map_dags(&tables, &names, &settings.maintenance);
+        let maintaining = mapped.into_values().map(|m| m.dag_id).collect();
+        let _reading = running.start(format!(
+            "Airflow: the maintenance DAGs' source on {}",
+            a.url
+        ));
+        scan::codes(
+            &client,
+            &list.dags,
+            &maintaining,
+            settings.max_concurrent_queries,
+        )
+        .await
+    };
+    let (mut facts, conn, mut codes) = tokio::join!(
         scan::facts_observed(
             &client,
             &list.dags,
@@ -157,7 +180,8 @@ async fn read_airflow(settings: &Settings, running: &Running) -> Option<AirflowR
             settings.max_concurrent_queries,
             &started
         ),
-        connections
+        connections,
+        codes
     );
     let mut findings = crate::health::airflow::server_findings(&list);
     findings.extend(conn);
@@ -167,7 +191,11 @@ async fn read_airflow(settings: &Settings, running: &Running) -> Option<AirflowR
         .map(|d| {
             let f = facts
                 .remove(&d.dag_id)
-                .unwrap_or_else(|| Err(AirflowError::Internal("its facts were not read".into())));
+                .unwrap_or_else(|| Err(AirflowError::Internal("its facts were not read".into())))
+                .map(|mut f| {
+                    f.code = codes.remove(&d.dag_id);
+                    f
+                });
             (d, f)
         })
         .collect();
@@ -246,8 +274,20 @@ async fn run_tracked(
     };
     let mut all_globs = settings.trino.tables.clone();
     all_globs.extend(globs.iter().cloned());
-    let fleet = read_fleet(settings, &all_globs, &lake, running, cached_max_age);
-    let (fleet, airflow) = tokio::join!(fleet, read_airflow(settings, running));
+    // The DAGs' code is read for the DAGs that maintain a listed table: the fleet read
+    // lists them.
+    let (listed, tables_read) = tokio::sync::oneshot::channel();
+    let fleet = async {
+        let f = read_fleet(settings, &all_globs, &lake, running, cached_max_age).await;
+        let tables = f.as_ref().map_or_else(
+            |_| Vec::new(),
+            |f| f.tables.iter().map(|(t, _)| t.clone()).collect(),
+        );
+        let _ = listed.send(tables);
+        f
+    };
+    let airflow = read_airflow(settings, running, tables_read);
+    let (fleet, airflow) = tokio::join!(fleet, airflow);
     let results = match fleet {
         Ok(f) => f,
         Err(e) => {

@@ -103,6 +103,23 @@ impl Runtime {
         spawn_reply(pool, work, reply, self.sender())
     }
 
+    /// A DAG's source (its code's findings), read unless `known` is its version already.
+    pub(super) fn load_dag_code(
+        &self,
+        dag: crate::airflow::Dag,
+        known: Option<crate::airflow::endpoints::sources::SourceKey>,
+    ) -> JoinHandle<()> {
+        let af = self.airflow.clone();
+        let pool = Some(af.pool.clone());
+        let dag_id = dag.dag_id.clone();
+        let work = async move {
+            af.call(|c| async move { crate::airflow::scan::read_code(&c, &dag, known).await })
+                .await
+        };
+        let reply = move |result| Action::Dags(DagMsg::Code { dag_id, result });
+        spawn_reply(pool, work, reply, self.sender())
+    }
+
     /// The Trino connections Airflow holds, tested where the settings allow.
     pub(super) fn check_connections(&self) -> JoinHandle<()> {
         let af = self.airflow.clone();

@@ -812,6 +812,7 @@ fn unverified_tls_is_a_badge_in_the_header() {
     assert!(header.contains("TLS UNVERIFIED"), "{header}");
 }
 
+mod dag_source;
 mod log;
 mod prose;
 mod widths;

@@ -34,6 +34,7 @@ fn failing_dag() -> DagFacts {
         failing_task: Some("compact".into()),
         error_line: Some("ConnectionError: trino-old.internal:8080".into()),
         expected_interval: Duration::from_secs(86_400),
+        code: None,
     }
 }
 
