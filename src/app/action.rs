@@ -24,7 +24,8 @@ pub use crate::mutation::draft::MaintenanceKind;
 pub enum Action {
     /// The runtime is up: load everything.
     Start,
-    Key(KeyEvent),
+    /// A key, and when it was read from the terminal.
+    Key(KeyEvent, std::time::Instant),
     Tick(DateTime<Utc>),
     /// What floe's statements have cost the coordinator so far (the client's meter).
     Cost(crate::trino::Cost),
@@ -44,8 +45,12 @@ pub enum Action {
     Maintenance(MaintenanceMsg),
     /// SIGTERM, SIGHUP (a dropped SSH session): leave cleanly.
     Terminate,
-    /// A frame was drawn: a confirm popup on screen now accepts its `y`.
-    Drawn,
+    /// The operator chose to leave (on another cluster of `floe --all`, which asked about
+    /// this one's jobs too): leave, cancelling them on Trino.
+    Leave,
+    /// A frame was drawn at this instant: a confirm popup on screen now accepts a `y`
+    /// read `confirm_dwell` after it.
+    Drawn(std::time::Instant),
     /// The coordinator's record of the recent queries that read a table.
     Queries {
         table: TableRef,

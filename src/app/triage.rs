@@ -61,9 +61,9 @@ pub fn load(s: &State) -> Load {
 }
 
 /// An incident's identity across re-derivations: its kind and what it is about.
-type Key = (Kind, Option<String>, Option<TableRef>);
+pub(crate) type Key = (Kind, Option<String>, Option<TableRef>);
 
-fn key(i: &Incident) -> Key {
+pub(crate) fn key(i: &Incident) -> Key {
     (i.kind, i.dags.first().cloned(), i.worst_table().cloned())
 }
 
