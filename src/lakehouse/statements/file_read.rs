@@ -1,8 +1,8 @@
 //! The statements of a table's file read (one table's, or a batch's over `$files`) and of
 //! the dating of its small files, and how their rows become the table's file facts.
 
-use super::*;
 use super::parse::opt_time;
+use super::*;
 
 /// One table's file read in a batch: the table, how its files group, its target, and
 /// whether its summary counts delete files.

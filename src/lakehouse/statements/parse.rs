@@ -1,8 +1,8 @@
 //! How the rows of the one-table statements become the domain model: a table's stats, a
 //! snapshot, a partition's values.
 
-use super::*;
 use super::file_read::partitioned;
+use super::*;
 
 pub(super) fn opt_time(r: &Row, name: &str) -> Option<DateTime<Utc>> {
     r.get(name).and_then(Value::as_datetime)
