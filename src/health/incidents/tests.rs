@@ -432,6 +432,77 @@ fn endpoints_are_read_from_what_the_server_said() {
     }
 }
 
+/// The `host:port: reason` shape of Python's socket errors and Go's dial errors names the
+/// endpoint, whatever punctuation follows the port; a clock time still names none.
+#[test]
+fn an_endpoint_is_read_whatever_punctuation_follows_its_port() {
+    let host = "trino-legacy.corp.example:8080";
+    for text in [
+        "could not connect to trino-legacy.corp.example:8080: Name or service not known",
+        "dial tcp trino-legacy.corp.example:8080: connect: connection refused",
+        "cannot reach trino-legacy.corp.example:8080; giving up",
+        "cannot reach trino-legacy.corp.example:8080, giving up",
+        "cannot reach trino-legacy.corp.example:8080.",
+        "cannot reach trino-legacy.corp.example:8080. Retrying",
+        "(trino-legacy.corp.example:8080)",
+        "[trino-legacy.corp.example:8080]",
+        "'trino-legacy.corp.example:8080'",
+        "trino-legacy.corp.example:8080:",
+        "trino-legacy.corp.example:8080/v1/statement",
+    ] {
+        assert_eq!(endpoints(text), vec![host], "{text}");
+    }
+    assert_eq!(
+        endpoints("dial tcp 10.0.0.5:8443: i/o timeout"),
+        vec!["10.0.0.5:8443"]
+    );
+    for none in [
+        "failed at 10:00:00: retrying",
+        "2026-11-30T10:00:00Z: run failed",
+        "2026-11-30T10:30 the run failed",
+        "2026-11-30t9:30: the run failed",
+        "version 1:2.3.4",
+    ] {
+        assert_eq!(endpoints(none), Vec::<String>::new(), "{none}");
+    }
+}
+
+/// One dead connection, its DAG and its table are one incident when the task's error has
+/// the `host:port: reason` shape: the connection at that endpoint is the suspect, `F`
+/// offered, and no incident of its own.
+#[test]
+fn a_socket_errors_endpoint_ties_the_dag_to_the_connection_holding_it() {
+    let mut lab = lab();
+    lab.dags[0].error_line = Some(
+        "ConnectionError: could not connect to trino-legacy.corp.example:8080: Name or service not known"
+            .into(),
+    );
+    lab.findings.retain(|f| !f.rule.is_airflow_connection());
+    lab.findings.push(Finding {
+        rule: Rule::AirflowConnectionFailing,
+        severity: Severity::Critical,
+        message: "Airflow connection trino_orders points at trino-legacy.corp.example:8080 and fails its test: failed to resolve trino-legacy.corp.example".into(),
+        penalty: 0,
+    });
+    let v = incidents(&lab.facts(), t0());
+    let first = &v[0];
+    assert_eq!(first.kind, Kind::Endpoint, "{:#?}", v);
+    assert_eq!(first.dags, vec!["compact_documents"]);
+    assert_eq!(tables_of(first), vec!["documents"]);
+    assert_eq!(
+        first.next[0],
+        Next::FixConnection {
+            connections: vec!["trino_orders".into()],
+            endpoint: Some("trino-legacy.corp.example:8080".into()),
+        }
+    );
+    assert!(
+        !v.iter().any(|i| i.kind == Kind::Connection),
+        "{:#?}",
+        v.iter().map(|i| i.summary()).collect::<Vec<_>>()
+    );
+}
+
 #[test]
 fn a_healthy_lakehouse_has_no_incident() {
     let cfg = HealthConfig::default();
