@@ -356,7 +356,12 @@ def connections(trino_url: str, trino_user: str) -> list[dict]:
 
 
 def airflow_env(major: int, venv: Path, home: Path, port: int, history_start: str) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "FLOE_LAB_HISTORY"))}
+    # A CA bundle named in the environment (REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE) overrides the
+    # `verify` of every requests session in the tasks (requests' merge of environment
+    # settings), so a Trino connection's own CA in its extra would be ignored: left out, as a
+    # deployment's workers leave it.
+    dropped = ("AIRFLOW", "FLOE_LAB_HISTORY", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(dropped)}
     env.update({
         "PATH": f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '/usr/bin:/bin')}",  # executors run `airflow …`
         "VIRTUAL_ENV": str(venv),
