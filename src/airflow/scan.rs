@@ -8,9 +8,7 @@ use std::time::Duration;
 use futures::StreamExt;
 
 use super::facts::DagFacts;
-use super::{
-    AirflowClient, AirflowError, AirflowHealth, Connection, ConnectionTest, Dag, DagImportError,
-};
+use super::{AirflowClient, AirflowError, AirflowHealth, Connection, Dag, DagImportError, Tested};
 
 /// The DAG list and what surrounds it (one refresh of the DAGs tab).
 #[derive(Clone, Debug)]
@@ -96,12 +94,13 @@ pub async fn facts_observed<G>(
 }
 
 /// Airflow's Trino connections, each with its test through Airflow when `test` (`None`:
-/// untested, or the test could not be asked); none when they cannot be listed. What they
-/// say beside the Trino floe reached is `health::airflow::connection_findings`'s.
+/// untested, or the test could not be asked), on a worker where the server can
+/// ([`AirflowClient::check_connection`]); none when they cannot be listed. What they say
+/// beside the Trino floe reached is `health::airflow::connection_findings`'s.
 pub async fn trino_connections(
     client: &AirflowClient,
     test: bool,
-) -> Vec<(Connection, Option<ConnectionTest>)> {
+) -> Vec<(Connection, Option<Tested>)> {
     let conns = match client.connections().await {
         Ok(c) => c,
         Err(e) => {
@@ -109,17 +108,28 @@ pub async fn trino_connections(
             return Vec::new();
         }
     };
-    let mut out = Vec::new();
-    for c in conns
-        .into_iter()
-        .filter(|c| c.conn_type.eq_ignore_ascii_case("trino"))
-    {
+    // A worker's test takes seconds: four at once, as many as Airflow runs by default
+    // (`[connection_test] max_concurrency`).
+    futures::stream::iter(
+        conns
+            .into_iter()
+            .filter(|c| c.conn_type.eq_ignore_ascii_case("trino")),
+    )
+    .map(|c| async move {
         let tested = if test {
-            client.test_connection(&c).await.ok()
+            match client.check_connection(&c).await {
+                Ok(t) => Some(t),
+                Err(e) => {
+                    tracing::warn!(connection = %c.connection_id, error = %e, "cannot test an Airflow connection");
+                    None
+                }
+            }
         } else {
             None
         };
-        out.push((c, tested));
-    }
-    out
+        (c, tested)
+    })
+    .buffered(4)
+    .collect()
+    .await
 }

@@ -15,6 +15,7 @@ mod check;
 mod check_all;
 mod cli_extras;
 mod connection_fix;
+mod connection_tests;
 mod dag_watch;
 mod doctor;
 mod faults_airflow;
