@@ -244,3 +244,100 @@ async fn a_connection_without_a_secret_is_tested_on_a_worker_and_floe_says_so() 
         "{t:?}"
     );
 }
+
+/// `floe check --format json` with Airflow behind its fault proxy.
+fn check_through_proxy(key: &str) -> Value {
+    let a = &lab().v[key];
+    let home = std::env::temp_dir().join(format!("floe-conn-tests-{key}-{}", std::process::id()));
+    let out = Command::new(env!("CARGO_BIN_EXE_floe"))
+        .args([
+            "check",
+            "--trino",
+            &lab().trino_url(),
+            "--user",
+            "floe",
+            "--format",
+            "json",
+            "--schema",
+            "zoning",
+            "--airflow",
+            a["proxy_url"].as_str().unwrap(),
+            "--airflow-user",
+            a["user"].as_str().unwrap(),
+        ])
+        .env("FLOE_AIRFLOW_PASSWORD", a["password"].as_str().unwrap())
+        .env("XDG_CONFIG_HOME", home.join("c"))
+        .env("XDG_STATE_HOME", home.join("s"))
+        .output()
+        .unwrap();
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{key}: {e}: {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+/// Airflow as deployed: `[core] test_connection` at its default, so every connection test
+/// answers 403 (both routes, as Airflow words it). The seed's story still ends at the
+/// connection: the failing task's error names trino-old.internal:8080, the connection
+/// holding that endpoint is the suspect, in those words, and its fix is offered.
+#[tokio::test]
+async fn with_connection_tests_disabled_the_seed_story_ends_at_its_connection() {
+    let _one = crate::faults_airflow::PROXY.lock().await;
+    const DISABLED: &str = "Testing connections is disabled in Airflow configuration. Contact your deployment admin to enable it.";
+    for key in SERVERS {
+        let body = if key == "airflow" {
+            json!({ "detail": DISABLED }).to_string()
+        } else {
+            json!({"detail": DISABLED, "status": 403, "title": "Forbidden", "type": "about:blank"})
+                .to_string()
+        };
+        lab().proxy_clear(key).await;
+        lab()
+            .proxy_faults(
+                key,
+                json!([{"kind": "status", "status": 403, "method": "POST",
+                        "path": "/connections/(test|enqueue-test)$", "body": body,
+                        "content_type": "application/json"}]),
+            )
+            .await;
+        let report = tokio::task::spawn_blocking(move || check_through_proxy(key))
+            .await
+            .unwrap();
+        let asked: Vec<Value> = lab().proxy_requests(key).await;
+        lab().proxy_clear(key).await;
+        assert!(
+            asked
+                .iter()
+                .any(|r| r["rule"] == "status"
+                    && r["path"].as_str().unwrap().contains("/connections/")),
+            "{key}: the connection tests were asked and refused: {asked:?}"
+        );
+        let incidents = report["incidents"].as_array().unwrap();
+        let doc = incidents
+            .iter()
+            .find(|i| {
+                i["dags"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|d| d == "compact_documents")
+            })
+            .unwrap_or_else(|| panic!("{key}: no incident of compact_documents: {report}"));
+        let cause = doc["cause"].as_str().unwrap();
+        assert!(
+            cause.contains(
+                "(connection trino_documents → trino-old.internal:8080, the host the failing task could not resolve; Airflow does not test connections here)"
+            ),
+            "{key}: {cause}"
+        );
+        let next = doc["next"].to_string();
+        assert!(
+            next.contains("\"fix_connection\"") && next.contains("\"trino_documents\""),
+            "{key}: {next}"
+        );
+        assert_eq!(doc["severity"], "CRITICAL", "{key}: {doc}");
+    }
+}
