@@ -355,7 +355,9 @@ fn record_test(r: &FixRequest<'_>, f: &Fixed) -> Result<(), WriteError> {
 }
 
 /// `floe connection ID TARGET [--yes]`: the diff; with `--yes` the audited write and the
-/// new test. 0 when written and its test passes (or the diff was printed), 1 otherwise.
+/// new test. 0 when written and its test passes, or cannot tell (Airflow tests nothing,
+/// or not the stored connection: the DAG's next run proves it), or the diff was printed;
+/// 1 otherwise.
 pub async fn cli(
     settings: &crate::config::Settings,
     id: &str,
@@ -422,7 +424,9 @@ pub async fn cli(
             } else if matches!(
                 &f.test,
                 Ok(Tested {
-                    test: ConnectionTest::Passed(_),
+                    test: ConnectionTest::Passed(_)
+                        | ConnectionTest::NotAllowed(_)
+                        | ConnectionTest::NoVerdict(_),
                     ..
                 })
             ) {

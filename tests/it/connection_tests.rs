@@ -341,3 +341,117 @@ async fn with_connection_tests_disabled_the_seed_story_ends_at_its_connection() 
         assert_eq!(doc["severity"], "CRITICAL", "{key}: {doc}");
     }
 }
+
+/// A connection of this test's own at the seed's dead host, without a password.
+fn dead_connection(key: &'static str, name: &str) -> Own {
+    let id = format!("floe_test_{name}_{}", std::process::id());
+    let own = Own { key, id };
+    own.delete();
+    let made = curl(
+        key,
+        "POST",
+        "/connections",
+        Some(&json!({
+            "connection_id": own.id, "conn_type": "trino", "host": "trino-old.internal",
+            "port": 8080, "login": "floe", "schema": "zoning",
+            "extra": "{\"catalog\": \"iceberg\", \"protocol\": \"http\"}",
+        })),
+    );
+    assert_eq!(made["connection_id"], own.id.as_str(), "{key}: {made}");
+    own
+}
+
+/// Where Airflow tests nothing, `floe connection … --yes` writes the fix, says the DAG's
+/// next run proves it (not a test) and exits 0; the audit records the write and a test
+/// `not_allowed`.
+#[tokio::test]
+async fn with_connection_tests_disabled_a_fix_is_proven_by_the_next_run() {
+    let _one = crate::faults_airflow::PROXY.lock().await;
+    let trino = url::Url::parse(&lab().trino_url()).unwrap();
+    let target = format!("{}:{}", trino.host_str().unwrap(), trino.port().unwrap());
+    for key in SERVERS {
+        let own = dead_connection(key, "fix_untested");
+        lab().proxy_clear(key).await;
+        lab()
+            .proxy_faults(
+                key,
+                json!([{"kind": "status", "status": 403, "method": "POST",
+                        "path": "/connections/(test|enqueue-test)$"}]),
+            )
+            .await;
+        let a = &lab().v[key];
+        let home =
+            std::env::temp_dir().join(format!("floe-conn-untested-{key}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&home);
+        let args = [
+            "--trino".to_string(),
+            lab().trino_url(),
+            "--airflow".into(),
+            a["proxy_url"].as_str().unwrap().into(),
+            "--airflow-user".into(),
+            a["user"].as_str().unwrap().into(),
+            "connection".into(),
+            own.id.clone(),
+            target.clone(),
+            "--yes".into(),
+        ];
+        let password = a["password"].as_str().unwrap().to_string();
+        let h = home.clone();
+        let out = tokio::task::spawn_blocking(move || {
+            Command::new(env!("CARGO_BIN_EXE_floe"))
+                .args(&args)
+                .env_clear()
+                .env("PATH", std::env::var("PATH").unwrap_or_default())
+                .env("HOME", &h)
+                .env("XDG_CONFIG_HOME", h.join("config"))
+                .env("XDG_STATE_HOME", h.join("state"))
+                .env("USER", "floe")
+                .env("FLOE_AIRFLOW_PASSWORD", password)
+                .output()
+                .unwrap()
+        })
+        .await
+        .unwrap();
+        lab().proxy_clear(key).await;
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            said.contains(&format!(
+                "connection {} → {target}; not tested (not allowed by the server",
+                own.id
+            )) && said.contains("): the DAG's next run proves it (t trigger)"),
+            "{key}: {said}"
+        );
+        assert_eq!(out.status.code(), Some(0), "{key}: {said}");
+        let now = curl(key, "GET", &format!("/connections/{}", own.id), None);
+        assert_eq!(
+            format!("{}:{}", now["host"].as_str().unwrap(), now["port"]),
+            target,
+            "{key}: {now}"
+        );
+        let audit = std::fs::read_to_string(home.join("state/floe/audit.jsonl")).unwrap();
+        let outcomes: Vec<(String, String)> = audit
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .map(|r| {
+                (
+                    r["action"].as_str().unwrap().to_string(),
+                    r["outcome"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            outcomes,
+            [
+                ("fix_connection", "started"),
+                ("fix_connection", "succeeded"),
+                ("test_connection", "not_allowed")
+            ]
+            .map(|(a, o)| (a.to_string(), o.to_string())),
+            "{key}: {audit}"
+        );
+    }
+}
