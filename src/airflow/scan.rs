@@ -108,14 +108,14 @@ pub async fn trino_connections(
             return Vec::new();
         }
     };
-    // A worker's test takes seconds: four at once, as many as Airflow runs by default
-    // (`[connection_test] max_concurrency`).
-    futures::stream::iter(
-        conns
-            .into_iter()
-            .filter(|c| c.conn_type.eq_ignore_ascii_case("trino")),
-    )
-    .map(|c| async move {
+    // One at a time: a test the API server runs holds one of its workers for as long as
+    // the connection takes to fail (a dead host's name resolution: ~25 s), and several at
+    // once starve the reads of the DAGs beside them (Airflow 2's two web workers).
+    let mut out = Vec::new();
+    for c in conns
+        .into_iter()
+        .filter(|c| c.conn_type.eq_ignore_ascii_case("trino"))
+    {
         let tested = if test {
             match client.check_connection(&c).await {
                 Ok(t) => Some(t),
@@ -127,9 +127,7 @@ pub async fn trino_connections(
         } else {
             None
         };
-        (c, tested)
-    })
-    .buffered(4)
-    .collect()
-    .await
+        out.push((c, tested));
+    }
+    out
 }
