@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::audit::{Action, AuditError, Outcome, Record, RunContext};
 use super::commit::CommitFailure;
+use super::contention::{self, Others};
 use crate::lakehouse::model::TableRef;
 use crate::lakehouse::plan::{Plan, Procedure};
 use crate::lakehouse::queries::Lakehouse;
@@ -147,6 +148,13 @@ pub enum RunError {
         error: Box<StepError>,
         remaining: usize,
     },
+    /// Another write runs on the table (any client), found before a statement was sent:
+    /// that statement and the rest were not sent.
+    #[error("{0}")]
+    Contended(super::contention::Contended),
+    /// Whether another write runs on the table could not be read before a statement.
+    #[error("{0}")]
+    Unsure(super::contention::Unknown),
     /// floe itself failed while running it (a panic: a bug).
     #[error("internal error: {0} (a bug in floe; details in floe.log)")]
     Internal(String),
@@ -204,6 +212,20 @@ pub async fn run_plan_until(
     stop: &Stop,
     on_event: &(dyn Fn(StepEvent) + Send + Sync),
 ) -> Result<Vec<StepOutcome>, RunError> {
+    run_plan_watched(lake, plan, ctx, &Others::default(), stop, on_event).await
+}
+
+/// [`run_plan_until`], asking before each statement whether another write runs on the
+/// table (the coordinator's running statements, and `others`' maintenance DAGs): one found
+/// refuses that statement and the rest, audited `refused`.
+pub async fn run_plan_watched(
+    lake: &Lakehouse,
+    plan: &Plan,
+    ctx: &RunContext,
+    others: &Others,
+    stop: &Stop,
+    on_event: &(dyn Fn(StepEvent) + Send + Sync),
+) -> Result<Vec<StepOutcome>, RunError> {
     let run = Run {
         lake,
         plan,
@@ -223,6 +245,7 @@ pub async fn run_plan_until(
             run.cut_short(i, &why);
             return Err(RunError::CancelledBefore { step: i + 1, of: n });
         }
+        run.no_other_writer(i, others).await?;
         run.audit_start(i)?;
         let outcome = run.step(i).await;
         (on_event)(StepEvent::Finished {
@@ -306,6 +329,34 @@ impl Run<'_> {
             return Err(e);
         }
         Ok(Claim(key))
+    }
+
+    /// Before step `i` is sent: nobody else writes the table (any client). One that does,
+    /// or a record that cannot be read, refuses the step (audited) and the rest.
+    async fn no_other_writer(&self, i: usize, others: &Others) -> Result<(), RunError> {
+        let n = self.plan.steps.len();
+        let token = self.stop.token();
+        let found = tokio::select! {
+            r = contention::writers(self.lake, others, &self.plan.table) => r,
+            _ = token.cancelled() => {
+                let why = format!("{} before step {} of {n}", self.stop.outcome(), i + 1);
+                self.cut_short(i, &why);
+                return Err(RunError::CancelledBefore { step: i + 1, of: n });
+            }
+        };
+        let e = match found {
+            Ok(w) if w.none() => return Ok(()),
+            Ok(w) => RunError::Contended(contention::Contended(Box::new(w))),
+            Err(u) => RunError::Unsure(u),
+        };
+        let _ = self
+            .ctx
+            .audit
+            .append(&self.record(Some(i), Outcome::Refused, Some(e.to_string())));
+        if i + 1 < n {
+            self.cut_short(i + 1, &format!("step {} of {n} was refused", i + 1));
+        }
+        Err(e)
     }
 
     /// A plan cut short (cancelled, interrupted, failed) leaves one record that says how

@@ -14,8 +14,9 @@ use crate::app::snapshots::SnapshotsMsg;
 use crate::app::tables::TablesMsg;
 use crate::lakehouse::model::TableRef;
 use crate::lakehouse::plan::Plan;
+use crate::mutation::contention::Others;
 use crate::mutation::draft::{self, Over};
-use crate::mutation::run::{StepEvent, Stop, run_plan_until};
+use crate::mutation::run::{StepEvent, Stop, run_plan_watched};
 use crate::trino::TrinoError;
 
 impl Runtime {
@@ -166,13 +167,23 @@ impl Runtime {
             } => {
                 let min_small = self.settings.health.min_small_files;
                 let audit_log = self.settings.audit_log.clone();
+                let (af, configured) = (self.airflow.clone(), self.settings.maintenance.clone());
                 let work = async move {
                     let optimize = kind == crate::app::action::MaintenanceKind::Optimize;
                     let over = match partitions {
                         Some(p) => Over::These(p),
                         None => Over::SmallFiles { min_small },
                     };
+                    // Nobody else writes the table now (any client): else nothing is drafted.
+                    let others = others_of(&af, &configured, &table).await;
+                    let mut unread = others.1;
+                    unread.extend(draft::unwritten(&lake, &others.0, &table).await?);
                     let mut d = draft::draft(&lake, table, kind, over, None).await?;
+                    if !unread.is_empty() {
+                        let mut note = d.note.take().map(|n| vec![n]).unwrap_or_default();
+                        note.extend(unread);
+                        d.note = Some(note.join("; "));
+                    }
                     if optimize {
                         d.measured = Some(draft::measured(&lake, audit_log).await);
                     }
@@ -191,17 +202,41 @@ impl Runtime {
         let stop = Stop::new();
         let ctx = crate::mutation::context(&self.settings);
         let (tx, lake, stop2) = (self.tx.clone(), self.lake.clone(), stop.clone());
+        let (af, configured) = (self.airflow.clone(), self.settings.maintenance.clone());
         let work = async move {
             let on_event = move |event: StepEvent| {
                 let _ = tx.send(Action::Maintenance(MaintenanceMsg::Step { job, event }));
             };
-            run_plan_until(&lake, &plan, &ctx, &stop2, &on_event)
+            // Before each statement: nobody else writes the table (any client).
+            let (others, _) = others_of(&af, &configured, &plan.table).await;
+            run_plan_watched(&lake, &plan, &ctx, &others, &stop2, &on_event)
                 .await
                 .map(|_| ())
         };
         let reply = move |result| Action::Maintenance(MaintenanceMsg::Done { job, result });
         (stop, spawn_reply(None, work, reply, self.sender()))
     }
+}
+
+/// Who else may write `t`: Airflow, when configured, and the table's maintenance DAGs;
+/// what could not be read to tell.
+async fn others_of(
+    af: &super::airflow::AirflowHandle,
+    configured: &[crate::config::MaintenanceMapping],
+    t: &TableRef,
+) -> (Others, Vec<String>) {
+    let mut unread = Vec::new();
+    let client = match af.configured().await {
+        Ok(c) => c,
+        Err(e) => {
+            unread.push(format!(
+                "maintenance DAGs not checked for a running task: {e}"
+            ));
+            None
+        }
+    };
+    let others = Others::of(client, configured, t, &mut unread).await;
+    (others, unread)
 }
 
 /// A batched read's result for each of its tables.

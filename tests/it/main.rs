@@ -16,6 +16,7 @@ mod check_all;
 mod cli_extras;
 mod connection_fix;
 mod connection_tests;
+mod contention;
 mod dag_watch;
 mod doctor;
 mod faults_airflow;
