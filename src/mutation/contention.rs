@@ -223,22 +223,40 @@ pub async fn writers(lake: &Lakehouse, others: &Others, t: &TableRef) -> Result<
         table: Some(t.clone()),
         ..Writers::default()
     };
-    match running_statements(lake, t).await {
-        Ok(s) => w.statements = s,
-        Err(e) => {
-            let url = lake.client.url().to_string();
-            match unavailable(&e, &lake.client.config().user, &url) {
-                Some(reason) => w
-                    .unread
-                    .push(format!("other writers not checked: {reason}")),
+    let (url, user) = (
+        lake.client.url().to_string(),
+        lake.client.config().user.clone(),
+    );
+    let known = no_record()
+        .lock()
+        .ok()
+        .and_then(|m| m.get(&(url.clone(), user.clone())).cloned());
+    let read = match known {
+        Some(reason) => Err(reason),
+        None => match running_statements(lake, t).await {
+            Ok(s) => Ok(s),
+            Err(e) => match unavailable(&e, &user, &url) {
+                // The same answer every time: asked once per coordinator and user.
+                Some(reason) => {
+                    if let Ok(mut m) = no_record().lock() {
+                        m.insert((url, user), reason.clone());
+                    }
+                    Err(reason)
+                }
                 None => {
                     return Err(Unknown {
                         table: t.clone(),
                         source: Box::new(e),
                     });
                 }
-            }
-        }
+            },
+        },
+    };
+    match read {
+        Ok(s) => w.statements = s,
+        Err(reason) => w
+            .unread
+            .push(format!("other writers not checked: {reason}")),
     }
     if let Some(af) = &others.airflow {
         for dag in &others.dags {
@@ -251,6 +269,16 @@ pub async fn writers(lake: &Lakehouse, others: &Others, t: &TableRef) -> Result<
         }
     }
     Ok(w)
+}
+
+/// Coordinators (URL and user) that keep no record of their running statements, or will
+/// not show it to that user, and what they said: process-wide, so the answer is asked for
+/// once.
+type NoRecord = std::sync::Mutex<std::collections::HashMap<(String, String), String>>;
+
+fn no_record() -> &'static NoRecord {
+    static NO_RECORD: std::sync::OnceLock<NoRecord> = std::sync::OnceLock::new();
+    NO_RECORD.get_or_init(Default::default)
 }
 
 async fn running_statements(
