@@ -103,12 +103,19 @@ pub fn rebuild(s: &mut State) {
         .iter()
         .filter_map(|r| super::queries::suffered(s, &r.table).map(|l| (&r.table, l)))
         .collect();
+    let running: HashMap<&TableRef, String> = s
+        .tables
+        .rows
+        .iter()
+        .filter_map(|r| Some((&r.table, s.jobs.running_elsewhere(&r.table, s.now)?)))
+        .collect();
     let facts = Facts {
         tables: s
             .tables
             .rows
             .iter()
             .map(|r| TableFacts {
+                running: running.get(&r.table).map(String::as_str),
                 suffered: suffered.get(&r.table).map(String::as_str),
                 table: &r.table,
                 stats: r.stats.as_ref(),

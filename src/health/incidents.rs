@@ -43,6 +43,8 @@ pub struct TableFacts<'a> {
     pub dag_id: Option<&'a str>,
     /// What the worst query that read it suffered, from the coordinator's record.
     pub suffered: Option<&'a str>,
+    /// Who else rewrites it now, when floe read that one does (`compact_documents, 40 %`).
+    pub running: Option<&'a str>,
 }
 
 /// Everything triage reads.

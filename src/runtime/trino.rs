@@ -14,7 +14,7 @@ use crate::app::snapshots::SnapshotsMsg;
 use crate::app::tables::TablesMsg;
 use crate::lakehouse::model::TableRef;
 use crate::lakehouse::plan::Plan;
-use crate::mutation::contention::Others;
+use crate::mutation::contention::{self, Others};
 use crate::mutation::draft::{self, Over};
 use crate::mutation::run::{StepEvent, Stop, run_plan_watched};
 use crate::trino::TrinoError;
@@ -191,6 +191,24 @@ impl Runtime {
                 };
                 let reply = move |r| Action::Maintenance(MaintenanceMsg::PlanReady(epoch, r));
                 spawn_reply(pool, work, reply, self.confirm_sender())
+            }
+            Effect::CheckWriters { table } => {
+                let (af, configured) = (self.airflow.clone(), self.settings.maintenance.clone());
+                let t = table.clone();
+                let work = async move {
+                    let (others, _) = others_of(&af, &configured, &t).await;
+                    Ok(contention::writers(&lake, &others, &t).await)
+                };
+                let reply = move |r: Result<_, TrinoError>| {
+                    let result = r
+                        .map_err(|e| contention::Unknown {
+                            table: table.clone(),
+                            source: Box::new(e),
+                        })
+                        .and_then(|w| w);
+                    Action::Maintenance(MaintenanceMsg::Writers { table, result })
+                };
+                spawn_reply(pool, work, reply, send)
             }
             _ => return None,
         })

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use common::{lab, user};
 use floe::lakehouse::plan::optimize_plan;
 use floe::mutation::audit::{AuditLog, Outcome, RunContext};
-use floe::mutation::contention::Others;
+use floe::mutation::contention::{Others, writers};
 use floe::mutation::draft::{self, PlanError};
 use floe::mutation::run::{RunError, run_plan};
 use serde_json::Value;
@@ -158,6 +158,27 @@ async fn a_write_running_on_the_table_refuses_o_and_floe_maintain_and_says_who_r
     ] {
         assert!(said.contains(&part), "{part:?} in {said}");
     }
+
+    // What Triage says of it: who, and Trino's own progress once the optimize is scheduled.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let w = loop {
+        let w = writers(&lake, &Others::default(), &t).await.unwrap();
+        if w.statements.iter().any(|s| s.progress.is_some()) || Instant::now() > deadline {
+            break w;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
+    assert_eq!(w.statements.len(), 1, "{w:?}");
+    let s = &w.statements[0];
+    assert_eq!(
+        (s.query_id.as_str(), s.user.as_str(), s.source.as_deref()),
+        (id.as_str(), other.as_str(), Some("nightly-compaction"))
+    );
+    assert!(s.elapsed_ms.is_some() && s.progress.is_some(), "{s:?}");
+    assert_eq!(
+        w.short(),
+        format!("query {id} by {other}, {} %", s.progress.unwrap())
+    );
 
     // `floe maintain optimize … --yes`: nothing planned, nothing sent.
     let home = std::env::temp_dir().join(format!("floe-contention-{}", std::process::id()));

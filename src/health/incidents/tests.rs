@@ -202,6 +202,7 @@ impl Lab {
                     error: e.as_deref(),
                     dag_id: d.as_deref(),
                     suffered: None,
+                    running: None,
                 })
                 .collect(),
             dags: self.dags.iter().collect(),
@@ -517,6 +518,7 @@ fn a_healthy_lakehouse_has_no_incident() {
             error: None,
             dag_id: None,
             suffered: None,
+            running: None,
         }],
         dags: Vec::new(),
         findings: Vec::new(),
@@ -541,6 +543,7 @@ fn same_names_in_two_schemas_are_told_apart() {
                 error: None,
                 dag_id: None,
                 suffered: None,
+                running: None,
             },
             TableFacts {
                 table: &b,
@@ -549,6 +552,7 @@ fn same_names_in_two_schemas_are_told_apart() {
                 error: None,
                 dag_id: None,
                 suffered: None,
+                running: None,
             },
         ],
         dags: Vec::new(),
