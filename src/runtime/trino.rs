@@ -164,54 +164,68 @@ impl Runtime {
                 table,
                 kind,
                 partitions,
-            } => {
-                let min_small = self.settings.health.min_small_files;
-                let audit_log = self.settings.audit_log.clone();
-                let (af, configured) = (self.airflow.clone(), self.settings.maintenance.clone());
-                let work = async move {
-                    let optimize = kind == crate::app::action::MaintenanceKind::Optimize;
-                    let over = match partitions {
-                        Some(p) => Over::These(p),
-                        None => Over::SmallFiles { min_small },
-                    };
-                    // Nobody else writes the table now (any client): else nothing is drafted.
-                    let others = others_of(&af, &configured, &table).await;
-                    let mut unread = others.1;
-                    unread.extend(draft::unwritten(&lake, &others.0, &table).await?);
-                    let mut d = draft::draft(&lake, table, kind, over, None).await?;
-                    if !unread.is_empty() {
-                        let mut note = d.note.take().map(|n| vec![n]).unwrap_or_default();
-                        note.extend(unread);
-                        d.note = Some(note.join("; "));
-                    }
-                    if optimize {
-                        d.measured = Some(draft::measured(&lake, audit_log).await);
-                    }
-                    Ok(d)
-                };
-                let reply = move |r| Action::Maintenance(MaintenanceMsg::PlanReady(epoch, r));
-                spawn_reply(pool, work, reply, self.confirm_sender())
-            }
-            Effect::CheckWriters { table } => {
-                let (af, configured) = (self.airflow.clone(), self.settings.maintenance.clone());
-                let t = table.clone();
-                let work = async move {
-                    let (others, _) = others_of(&af, &configured, &t).await;
-                    Ok(contention::writers(&lake, &others, &t).await)
-                };
-                let reply = move |r: Result<_, TrinoError>| {
-                    let result = r
-                        .map_err(|e| contention::Unknown {
-                            table: table.clone(),
-                            source: Box::new(e),
-                        })
-                        .and_then(|w| w);
-                    Action::Maintenance(MaintenanceMsg::Writers { table, result })
-                };
-                spawn_reply(pool, work, reply, send)
-            }
+            } => self.spawn_plan(epoch, table, kind, partitions),
+            Effect::CheckWriters { table } => self.spawn_check_writers(table),
             _ => return None,
         })
+    }
+
+    /// Draft a plan of `kind` on `table`, once nobody else writes it (any client): the
+    /// confirmation's reply, or why nothing was drafted.
+    fn spawn_plan(
+        &self,
+        epoch: u64,
+        table: TableRef,
+        kind: crate::app::action::MaintenanceKind,
+        partitions: Option<Vec<crate::lakehouse::model::PartitionStats>>,
+    ) -> JoinHandle<()> {
+        let lake = self.lake.clone();
+        let min_small = self.settings.health.min_small_files;
+        let audit_log = self.settings.audit_log.clone();
+        let (af, configured) = (self.airflow.clone(), self.settings.maintenance.clone());
+        let work = async move {
+            let optimize = kind == crate::app::action::MaintenanceKind::Optimize;
+            let over = match partitions {
+                Some(p) => Over::These(p),
+                None => Over::SmallFiles { min_small },
+            };
+            // Nobody else writes the table now (any client): else nothing is drafted.
+            let (others, mut unread) = others_of(&af, &configured, &table).await;
+            unread.extend(draft::unwritten(&lake, &others, &table).await?);
+            let mut d = draft::draft(&lake, table, kind, over, None).await?;
+            if !unread.is_empty() {
+                let mut note = d.note.take().map(|n| vec![n]).unwrap_or_default();
+                note.extend(unread);
+                d.note = Some(note.join("; "));
+            }
+            if optimize {
+                d.measured = Some(draft::measured(&lake, audit_log).await);
+            }
+            Ok(d)
+        };
+        let reply = move |r| Action::Maintenance(MaintenanceMsg::PlanReady(epoch, r));
+        spawn_reply(Some(self.pool.clone()), work, reply, self.confirm_sender())
+    }
+
+    /// Read who else writes `table` now, for Triage.
+    fn spawn_check_writers(&self, table: TableRef) -> JoinHandle<()> {
+        let lake = self.lake.clone();
+        let (af, configured) = (self.airflow.clone(), self.settings.maintenance.clone());
+        let t = table.clone();
+        let work = async move {
+            let (others, _) = others_of(&af, &configured, &t).await;
+            Ok(contention::writers(&lake, &others, &t).await)
+        };
+        let reply = move |r: Result<_, TrinoError>| {
+            let result = r
+                .map_err(|e| contention::Unknown {
+                    table: table.clone(),
+                    source: Box::new(e),
+                })
+                .and_then(|w| w);
+            Action::Maintenance(MaintenanceMsg::Writers { table, result })
+        };
+        spawn_reply(Some(self.pool.clone()), work, reply, self.sender())
     }
 
     /// Run a plan as job `job` on the current connection, which it keeps to its end (a
