@@ -10,6 +10,7 @@ use floe::lakehouse::model::{
     PartitionStats, SnapshotInfo, SnapshotOperation, TableRef, TableStats,
 };
 use floe::lakehouse::queries::PartitionList;
+use floe::refresh::{Answer, RequestId};
 
 pub fn now() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 11, 29, 9, 0, 0).unwrap()
@@ -120,6 +121,11 @@ pub fn snapshots(n: usize) -> Vec<SnapshotInfo> {
         .collect()
 }
 
+/// The answer to one of the refresh's reads, as the runtime sends it.
+pub fn answer(id: RequestId, answer: Answer) -> Action {
+    Action::Tables(TablesMsg::Answer { id, answer })
+}
+
 /// A state holding `n_tables` loaded tables, `n_partitions` partitions of the first
 /// table and `n_snapshots` of its snapshots, on the given tab.
 pub fn loaded_state(n_tables: usize, n_partitions: usize, n_snapshots: usize, tab: char) -> State {
@@ -127,25 +133,23 @@ pub fn loaded_state(n_tables: usize, n_partitions: usize, n_snapshots: usize, ta
     s.conn.profile = "bench".into();
     s.conn.trino_url = "http://127.0.0.1:8080/".into();
     update(&mut s, Action::Resize(160, 48));
-    update(&mut s, Action::Start);
-    let generation = s.tables.generation;
+    let fx = update(&mut s, Action::Start);
     let ts = tables(n_tables);
-    update(
-        &mut s,
-        Action::Tables(TablesMsg::Discovered {
-            generation,
-            result: Ok(ts.clone()),
-        }),
-    );
+    let list = fx
+        .iter()
+        .find_map(|e| match e {
+            floe::app::action::Effect::Read { id, .. } => Some(*id),
+            _ => None,
+        })
+        .expect("the listing");
+    update(&mut s, answer(list, Answer::Listed(Ok(ts.clone()))));
     for (i, t) in ts.iter().enumerate() {
-        update(
-            &mut s,
-            Action::Tables(TablesMsg::Stats {
-                generation,
-                table: t.clone(),
-                result: Ok(stats(i)),
-            }),
-        );
+        let Some(floe::app::action::Effect::Read { id, .. }) =
+            floe::app::tables::reload_row(&mut s, t)
+        else {
+            panic!("{t} has a row");
+        };
+        update(&mut s, answer(id, Answer::Table(t.clone(), Ok(stats(i)))));
     }
     let first = s.tables.selected().unwrap().table.clone();
     update(&mut s, key('2'));

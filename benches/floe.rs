@@ -5,7 +5,6 @@ mod data;
 
 use divan::Bencher;
 use floe::app::action::Action;
-use floe::app::tables::TablesMsg;
 use floe::app::update::update;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
@@ -65,18 +64,20 @@ fn update_navigation(b: Bencher, tab: char) {
 fn update_stats_result(b: Bencher) {
     let mut s = data::loaded_state(1000, 10, 10, '1');
     let tables = data::tables(1000);
-    let generation = s.tables.generation;
     let mut i = 0;
     b.bench_local(|| {
         i = (i + 1) % tables.len();
-        s.tables.pending = 2;
+        let Some(floe::app::action::Effect::Read { id, .. }) =
+            floe::app::tables::reload_row(&mut s, &tables[i])
+        else {
+            panic!("a row");
+        };
         update(
             &mut s,
-            Action::Tables(TablesMsg::Stats {
-                generation,
-                table: tables[i].clone(),
-                result: Ok(data::stats(i * 7)),
-            }),
+            data::answer(
+                id,
+                floe::refresh::Answer::Table(tables[i].clone(), Ok(data::stats(i * 7))),
+            ),
         )
     });
 }

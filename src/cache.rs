@@ -1,11 +1,15 @@
 //! The warm start: the last stats of every table, kept per profile, coordinator URL,
-//! table and snapshot in `$XDG_CACHE_HOME/floe/stats.json`, so the first frame shows the
-//! last known state of the fleet while the change probe revalidates it.
+//! table and snapshot, so the first frame shows the last known state of the fleet while
+//! the change probe revalidates it, and a check reads again only what changed.
 //!
-//! The file is a cache: a missing, corrupt or other-version file is ignored (with a log
-//! line), never an error. It is written whole to a temporary file (0600) and renamed over
-//! the old one, so a reader never sees half of it, and it is bounded: past
-//! [`MAX_ENTRIES`] the tables read longest ago are dropped.
+//! Each profile on each coordinator has a file of its own beside the configured one
+//! (`$XDG_CACHE_HOME/floe/stats.json` names the directory and the stem:
+//! `stats-<profile>-<hash>.json`), so one cluster's refresh never reads or rewrites
+//! another's, and a refresh that changed nothing writes nothing. A file is a cache: a
+//! missing, corrupt or other-version file is ignored (with a log line), never an error.
+//! It is written whole to a temporary file (0600) and renamed over the old one, so a
+//! reader never sees half of it, and it is bounded: past [`MAX_ENTRIES`] the tables read
+//! longest ago are dropped.
 
 use std::path::Path;
 use std::time::Duration;
@@ -20,9 +24,33 @@ use crate::lakehouse::probe::Probe;
 pub use crate::config::STATS_CACHE_FILE as FILE_NAME;
 /// The format's version: a file of another version is ignored. 2: `critical_partitions`
 /// counts partitions whose small files a reader pays for, no longer an average under 1/8.
-pub const VERSION: u32 = 2;
-/// Tables kept across every profile and coordinator.
+/// 3: a file per profile and coordinator; the stats are of the table's current snapshot.
+pub const VERSION: u32 = 3;
+/// Tables kept for one profile on one coordinator.
 pub const MAX_ENTRIES: usize = 20_000;
+
+/// The file of `profile` on `url` beside `path` (whose directory and stem it takes).
+pub fn file_of(path: &Path, profile: &str, url: &str) -> std::path::PathBuf {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (profile, url).hash(&mut h);
+    let safe: String = profile
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(40)
+        .collect();
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "stats".into());
+    path.with_file_name(format!("{stem}-{safe}-{:016x}.json", h.finish()))
+}
 
 /// The last stats of one table as one coordinator showed them to one profile.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -80,7 +108,7 @@ pub fn read_all(path: &Path) -> Vec<Entry> {
 
 /// The entries of one profile on one coordinator.
 pub fn load(path: &Path, profile: &str, url: &str) -> Vec<Entry> {
-    read_all(path)
+    read_all(&file_of(path, profile, url))
         .into_iter()
         .filter(|e| e.profile == profile && e.url == url)
         .collect()
@@ -101,18 +129,25 @@ pub fn load_fresh(
         .collect()
 }
 
-/// Replace what the file holds for `profile` on `url` by `entries` (a table no longer
-/// listed is gone), keeping the other profiles' and coordinators' entries, bounded.
-pub fn store(path: &Path, profile: &str, url: &str, entries: Vec<Entry>) -> std::io::Result<()> {
-    // Several profiles read at once (`floe --all`) store into one file: one read-modify-
-    // write at a time, so no profile's store drops another's entries.
-    static STORING: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _one = STORING.lock().unwrap_or_else(|e| e.into_inner());
-    let mut all: Vec<Entry> = read_all(path)
+/// Keep `entries` for `profile` on `url` beside what the file holds of its other tables
+/// (a check of some tables leaves the others' entries).
+pub fn merge(path: &Path, profile: &str, url: &str, entries: Vec<Entry>) -> std::io::Result<()> {
+    let mut all: Vec<Entry> = load(path, profile, url)
         .into_iter()
-        .filter(|e| !(e.profile == profile && e.url == url))
+        .filter(|e| !entries.iter().any(|n| n.table == e.table))
         .collect();
     all.extend(entries);
+    store(path, profile, url, all)
+}
+
+/// Replace what the file of `profile` on `url` holds by `entries` (a table no longer
+/// listed is gone), bounded; no other profile's file is read or written.
+pub fn store(path: &Path, profile: &str, url: &str, entries: Vec<Entry>) -> std::io::Result<()> {
+    // A merge reads the file it then replaces: one store at a time in this process.
+    static STORING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = STORING.lock().unwrap_or_else(|e| e.into_inner());
+    let path = &file_of(path, profile, url);
+    let mut all = entries;
     if all.len() > MAX_ENTRIES {
         all.sort_by_key(|e| std::cmp::Reverse(e.read_at));
         all.truncate(MAX_ENTRIES);
@@ -169,8 +204,24 @@ mod tests {
         assert_eq!(load(&p, "a", "http://t:8080"), vec![entry("a", "x", 100)]);
         assert_eq!(load(&p, "b", "http://t:8080").len(), 1);
         assert!(load(&p, "a", "http://other:8080").is_empty());
-        let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
+        // A file a profile: a's store never reads or rewrites b's.
+        let (fa, fb) = (
+            file_of(&p, "a", "http://t:8080"),
+            file_of(&p, "b", "http://t:8080"),
+        );
+        assert_ne!(fa, fb);
+        let b_written = std::fs::metadata(&fb).unwrap().modified().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        store(&p, "a", "http://t:8080", vec![entry("a", "x", 101)]).unwrap();
+        assert_eq!(
+            std::fs::metadata(&fb).unwrap().modified().unwrap(),
+            b_written
+        );
+        let mode = std::fs::metadata(&fa).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
+        // A merge keeps the profile's other tables.
+        merge(&p, "a", "http://t:8080", vec![entry("a", "w", 150)]).unwrap();
+        assert_eq!(load(&p, "a", "http://t:8080").len(), 2);
         // A new store of a profile replaces its tables (a dropped one is gone).
         store(&p, "a", "http://t:8080", vec![entry("a", "z", 300)]).unwrap();
         let a = load(&p, "a", "http://t:8080");
@@ -203,8 +254,10 @@ mod tests {
         assert!(read_all(&p).is_empty());
         assert!(read_all(&d.join("missing.json")).is_empty());
         // And a store over a corrupt file starts afresh.
+        let own = file_of(&p, "a", "http://t:8080");
+        std::fs::write(&own, b"{not json").unwrap();
         store(&p, "a", "http://t:8080", vec![entry("a", "x", 1)]).unwrap();
-        assert_eq!(read_all(&p).len(), 1);
+        assert_eq!(read_all(&own).len(), 1);
         std::fs::remove_dir_all(&d).unwrap();
     }
 
@@ -216,7 +269,7 @@ mod tests {
             .map(|i| entry("a", &format!("t{i}"), i))
             .collect();
         store(&p, "a", "http://t:8080", many).unwrap();
-        let all = read_all(&p);
+        let all = read_all(&file_of(&p, "a", "http://t:8080"));
         assert_eq!(all.len(), MAX_ENTRIES);
         assert!(all.iter().all(|e| e.read_at.timestamp() >= 5));
         std::fs::remove_dir_all(&d).unwrap();

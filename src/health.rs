@@ -11,6 +11,7 @@ use crate::lakehouse::model::{PartitionStats, TableStats};
 
 pub mod airflow;
 mod dag;
+pub mod dag_code;
 mod findings;
 pub mod incidents;
 pub mod mapping;

@@ -15,6 +15,7 @@ pub mod health;
 pub mod lakehouse;
 pub mod mutation;
 pub mod net;
+pub mod refresh;
 pub mod report;
 pub mod run;
 pub mod runtime;

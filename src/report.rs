@@ -2,6 +2,7 @@
 //! JSON, a Prometheus textfile, or markdown, with Nagios exit codes.
 
 pub mod check;
+mod dag_code;
 pub mod fleet;
 mod incidents;
 mod json;

@@ -49,6 +49,9 @@ pub struct Runtime {
     jobs: HashMap<u64, (Stop, JoinHandle<()>)>,
     /// Airflow writes in flight: never aborted, waited for (bounded) before exiting.
     writes: Vec<JoinHandle<()>>,
+    /// The refresh's reads in flight: each runs to its answer; a profile switch drops
+    /// them with the refresh that awaited them.
+    reads: Vec<JoinHandle<()>>,
     airflow: AirflowHandle,
     /// Bumped by each profile switch: a plan drafted for an older profile is dropped.
     profile_epoch: Arc<std::sync::Mutex<u64>>,
@@ -93,6 +96,7 @@ impl Runtime {
             overrides,
             jobs: HashMap::new(),
             writes: Vec::new(),
+            reads: Vec::new(),
             profile_epoch: Arc::default(),
             airflow: AirflowHandle::new(settings_airflow),
             to_terminal: Vec::new(),
@@ -103,19 +107,23 @@ impl Runtime {
         self.running.retain(|_, h| !h.is_finished());
         self.jobs.retain(|_, (_, h)| !h.is_finished());
         self.writes.retain(|h| !h.is_finished());
+        self.reads.retain(|h| !h.is_finished());
         for e in effects {
             self.spawn(e);
         }
     }
 
+    /// Run one effect. Every effect has its arm here: one the runtime did not know how to
+    /// run would not compile. Work kept in a slot replaces (and cancels) the slot's older
+    /// work; the refresh's reads, jobs and Airflow writes have no slot.
     fn spawn(&mut self, e: Effect) {
-        if let Some(slot) = e.slot()
-            && let Some(old) = self.running.remove(&slot)
+        let slot = e.slot();
+        if let Some(slot) = &slot
+            && let Some(old) = self.running.remove(slot)
         {
             // Dropping the old future cancels its Trino query (DELETE nextUri).
             old.abort();
         }
-        let slot = e.slot();
         let handle = match e {
             Effect::Quit => return,
             Effect::Copy(text) => {
@@ -145,64 +153,109 @@ impl Runtime {
                 return;
             }
             Effect::WriteDag(w) => {
-                if let Some(h) = self.spawn_airflow(Effect::WriteDag(w)) {
-                    self.writes.push(h);
-                }
+                let h = self.spawn_write(w);
+                self.writes.push(h);
+                return;
+            }
+            Effect::Read { id, read } => {
+                let h = self.read(id, read);
+                self.reads.push(h);
                 return;
             }
             Effect::SwitchProfile(name) => {
-                // Reading the config may run a password_command (a vault, up to its
-                // timeout): off the event loop, which keeps drawing and taking keys.
-                let mut over = self.overrides.clone();
-                over.profile = Some(name.clone());
-                let loaded = self.loaded_tx.clone();
-                tokio::task::spawn_blocking(move || {
-                    let settings = config::load(&over);
-                    let cached = settings.as_ref().map_or_else(
-                        |_| Vec::new(),
-                        |s| crate::cache::load(&s.stats_cache, &s.profile, s.trino.url.as_str()),
-                    );
-                    let _ = loaded.send(LoadedProfile {
-                        name,
-                        settings,
-                        cached,
-                    });
-                });
+                self.load_profile(name);
                 return;
             }
-            Effect::Export { format, data } => {
-                let dir = self.settings.export_dir.clone();
-                let audit = self.settings.audit_log.clone();
-                let work = async move {
-                    tokio::task::spawn_blocking(move || write_export(&dir, &audit, format, &data))
-                        .await
-                        .map_err(|e| ExportError::Internal(e.to_string()))
-                        .and_then(|r| r)
-                };
-                reply::spawn_reply(None, work, Action::Exported, self.sender())
-            }
-            e @ (Effect::LoadDags { .. }
-            | Effect::LoadDagFacts { .. }
-            | Effect::CheckConnections
-            | Effect::LoadRuns { .. }
-            | Effect::LoadTasks { .. }
-            | Effect::LoadLog { .. }
-            | Effect::LoadFailure { .. }
-            | Effect::LoadTimelineRuns { .. }
-            | Effect::PlanClear { .. }
-            | Effect::PlanConnection { .. }
-            | Effect::WatchRun { .. }) => match self.spawn_airflow(e) {
-                Some(h) => h,
-                None => return,
-            },
-            e => match self.spawn_trino(e) {
-                Some(h) => h,
-                None => return,
-            },
+            Effect::Export { format, data } => self.export(format, data),
+            Effect::FetchServerInfo => self.server_info(),
+            Effect::SaveCache {
+                profile,
+                url,
+                entries,
+            } => self.save_cache(profile, url, entries),
+            Effect::LoadPartitions { request, table } => self.load_partitions(request, table),
+            Effect::LoadSnapshots { request, table } => self.load_snapshots(request, table),
+            Effect::LoadQueries { table } => self.load_queries(table),
+            Effect::PlanMaintenance {
+                epoch,
+                table,
+                kind,
+                partitions,
+            } => self.plan_maintenance(epoch, table, kind, partitions),
+            Effect::LoadDags { generation } => self.load_dags(generation),
+            Effect::LoadDagFacts { generation, dag } => self.load_dag_facts(generation, *dag),
+            Effect::LoadDagCode { dag, known } => self.load_dag_code(*dag, known),
+            Effect::CheckConnections => self.check_connections(),
+            Effect::LoadRuns { dag_id } => self.load_runs(dag_id),
+            Effect::LoadTasks { dag_id, run_id } => self.load_tasks(dag_id, run_id),
+            Effect::LoadLog {
+                dag_id,
+                run_id,
+                task_id,
+                try_number,
+            } => self.load_log(dag_id, run_id, task_id, try_number),
+            Effect::LoadFailure { dag_id } => self.load_failure(dag_id),
+            Effect::LoadTimelineRuns { dag_id } => self.load_timeline_runs(dag_id),
+            Effect::WatchRun {
+                dag_id,
+                run_id,
+                tables,
+            } => self.spawn_watch(dag_id, run_id, tables),
+            Effect::PlanConnection {
+                connection_id,
+                target,
+                epoch,
+            } => self.plan_connection(connection_id, target, epoch),
+            Effect::PlanClear { dag_id, run_id } => self.plan_clear(dag_id, run_id),
+            Effect::CheckWriters { table } => self.check_writers(table),
         };
         if let Some(slot) = slot {
             self.running.insert(slot, handle.abort_handle());
         }
+    }
+
+    /// Read a profile's settings off the event loop (a `password_command` may take
+    /// seconds, a vault up to its timeout): the event loop keeps drawing and taking keys,
+    /// and hands the loaded profile to [`Runtime::finish_switch`].
+    fn load_profile(&self, name: String) {
+        let mut over = self.overrides.clone();
+        over.profile = Some(name.clone());
+        let loaded = self.loaded_tx.clone();
+        tokio::task::spawn_blocking(move || {
+            let settings = config::load(&over);
+            let cached = settings.as_ref().map_or_else(
+                |_| Vec::new(),
+                |s| crate::cache::load(&s.stats_cache, &s.profile, s.trino.url.as_str()),
+            );
+            let _ = loaded.send(LoadedProfile {
+                name,
+                settings,
+                cached,
+            });
+        });
+    }
+
+    /// Write an export file (CSV, JSON, the postmortem) off the event loop.
+    fn export(
+        &self,
+        format: crate::app::export::ExportFormat,
+        data: crate::app::export::ExportData,
+    ) -> tokio::task::JoinHandle<()> {
+        let dir = self.settings.export_dir.clone();
+        let audit = self.settings.audit_log.clone();
+        let work = async move {
+            tokio::task::spawn_blocking(move || write_export(&dir, &audit, format, &data))
+                .await
+                .map_err(|e| ExportError::Internal(e.to_string()))
+                .and_then(|r| r)
+        };
+        reply::spawn_reply(None, work, Action::Exported, self.sender())
+    }
+
+    /// What the reads of this runtime's connection have cost the coordinator so far (its
+    /// client's meter; a maintenance job counts on a meter of its own).
+    pub fn refresh_cost(&self) -> crate::trino::Cost {
+        self.lake.client.cost()
     }
 
     /// Write the pending escape sequences (clipboard writes) through the terminal's own
@@ -325,6 +378,9 @@ impl Runtime {
         for (_, h) in self.running.drain() {
             h.abort();
         }
+        for h in self.reads.drain(..) {
+            h.abort();
+        }
         Ok(view)
     }
 }
@@ -362,6 +418,9 @@ fn remember_cached_layouts(lake: &Lakehouse, s: &Settings) {
 fn cached_layouts(entries: &[crate::cache::Entry]) -> Vec<(TableRef, Layout)> {
     entries
         .iter()
+        // Stats its files were not read for (its totals decided it) do not know whether
+        // the table is partitioned.
+        .filter(|e| !e.stats.files_unread)
         .map(|e| {
             let layout = if e.stats.partitioned {
                 Layout::PartitionColumn
@@ -416,13 +475,7 @@ pub fn initial_state(s: &Settings, no_color: bool) -> color_eyre::Result<State> 
         StartTab::Tables => (Tab::Tables, false),
         StartTab::Dags => (Tab::Dags, false),
     };
-    st.tables.policy = crate::app::tables::RefreshPolicy {
-        probe_batch: s.probe_batch,
-        full_every: s.full_refresh_every,
-        budget: s.coordinator_budget,
-        reads: s.max_concurrent_queries,
-        ..Default::default()
-    };
+    st.tables.refresh.policy = crate::refresh::RefreshPolicy::of(s);
     Ok(st)
 }
 

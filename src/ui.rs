@@ -4,6 +4,7 @@
 pub mod ascii;
 pub mod breakdown;
 pub mod caps;
+pub mod dag_source;
 pub mod dags;
 pub mod partitions;
 pub mod popup;

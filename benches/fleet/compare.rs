@@ -91,7 +91,7 @@ pub(crate) async fn strategies(
     user: &dyn Fn(&str) -> String,
 ) {
     let subset: Vec<TableRef> = tables.iter().take(compare).cloned().collect();
-    let layout_of = |t: &TableRef| match floe.state.tables.row(t).and_then(|r| r.stats.as_ref()) {
+    let layout_of = |t: &TableRef| match floe.state.tables.row(t).and_then(|r| r.stats()) {
         Some(s) if !s.partitioned => Layout::Unpartitioned,
         _ => Layout::PartitionColumn,
     };

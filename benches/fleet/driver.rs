@@ -10,6 +10,7 @@ use floe::app::update::{refresh, update};
 use floe::config;
 use floe::health::Severity;
 use floe::lakehouse::model::TableRef;
+use floe::refresh::Answer;
 use floe::runtime::{Runtime, initial_state};
 use tokio::sync::mpsc;
 
@@ -40,10 +41,8 @@ impl Floe {
             state: State::new(chrono::Utc::now()),
             dir,
             limit,
-            rank_slots: crate::env_num(
-                "FLEET_RANK_SLOTS",
-                floe::app::tables::DEFAULT_RANK_SLOTS as u64,
-            ) as usize,
+            rank_slots: crate::env_num("FLEET_RANK_SLOTS", floe::refresh::DEFAULT_RANK_SLOTS as u64)
+                as usize,
             first_critical: None,
         }
     }
@@ -70,8 +69,9 @@ impl Floe {
 
     /// The fleet under test: the first `limit` tables the catalog lists.
     fn limit_listing(&self, a: &mut Action) {
-        if let Action::Tables(TablesMsg::Discovered {
-            result: Ok(tables), ..
+        if let Action::Tables(TablesMsg::Answer {
+            answer: Answer::Listed(Ok(tables)),
+            ..
         }) = a
         {
             tables.truncate(self.limit);
@@ -106,7 +106,7 @@ impl Floe {
         let t0 = Instant::now();
         if start {
             self.state = initial_state(&settings, true).unwrap();
-            self.state.tables.policy.rank_slots = self.rank_slots;
+            self.state.tables.refresh.policy.rank_slots = self.rank_slots;
         }
         self.first_critical = None;
         let (tx, mut rx) = mpsc::unbounded_channel();
@@ -167,14 +167,19 @@ impl Floe {
         let mut term = ratatui::Terminal::new(ratatui::backend::TestBackend::new(160, 48)).unwrap();
         term.draw(|f| floe::ui::draw(f, &st)).unwrap();
         let first_frame = t0.elapsed();
-        let painted = st.tables.rows.iter().filter(|r| r.stats.is_some()).count();
+        let painted = st
+            .tables
+            .rows
+            .iter()
+            .filter(|r| r.stats().is_some())
+            .count();
         let cached_id = st
             .tables
             .row(changed)
-            .and_then(|r| r.stats.as_ref())
+            .and_then(|r| r.stats())
             .and_then(|s| s.snapshot_id);
         self.state = st;
-        self.state.tables.policy.rank_slots = self.rank_slots;
+        self.state.tables.refresh.policy.rank_slots = self.rank_slots;
         let (tx, mut rx) = mpsc::unbounded_channel();
         let mut rt = Runtime::new(settings.clone(), config::Overrides::default(), tx).unwrap();
         let fx = update(&mut self.state, Action::Start);
@@ -187,8 +192,8 @@ impl Floe {
             rt.run(fx);
             if reread.is_none()
                 && let Some(r) = self.state.tables.row(changed)
-                && !r.cached
-                && r.stats.as_ref().and_then(|s| s.snapshot_id) != cached_id
+                && !r.read.cached
+                && r.stats().and_then(|s| s.snapshot_id) != cached_id
             {
                 reread = Some(t0.elapsed());
             }
@@ -208,18 +213,21 @@ impl Floe {
 
 /// What an action is, in a few words (`FLEET_TRACE`).
 fn traced(a: &Action) -> String {
-    match a {
-        Action::Tables(TablesMsg::Discovered { result, .. }) => {
+    let Action::Tables(TablesMsg::Answer { answer, .. }) = a else {
+        return format!("{:.60}", format!("{a:?}"));
+    };
+    match answer {
+        Answer::Listed(result) => {
             format!("listed {}", result.as_ref().map_or(0, Vec::len))
         }
-        Action::Tables(TablesMsg::Surveyed { results, .. }) => format!(
+        Answer::Surveyed(results) => format!(
             "surveyed {}..",
             results
                 .first()
                 .map(|(t, _)| t.to_string())
                 .unwrap_or_default()
         ),
-        Action::Tables(TablesMsg::FilesRead { results, .. }) => format!(
+        Answer::Files(results) => format!(
             "files read: {}",
             results
                 .iter()

@@ -65,11 +65,70 @@ impl Lab {
             .to_string()
     }
 
+    /// The fleet under test, by who wrote its tables (`FLEET_WRITERS`: mixed, pyiceberg or
+    /// trino; default mixed, the catalog `scale`).
+    pub(crate) fn writers(&self) -> String {
+        std::env::var("FLEET_WRITERS").unwrap_or_else(|_| "mixed".into())
+    }
+
+    /// The lab's record of the fleet under test (`fleets.<writers>` in lab.json; a lab of
+    /// before the fleets by writer has the mixed one alone, as `scale`).
+    fn fleet(&self) -> &Value {
+        let w = self.writers();
+        match &self.json["fleets"][&w] {
+            Value::Null if w == "mixed" => &self.json["scale"],
+            v => v,
+        }
+    }
+
     pub(crate) fn catalog(&self) -> String {
-        self.json["scale"]["catalog"]
+        self.fleet()["catalog"]
             .as_str()
-            .expect("the lab runs without the scale scenario: `cargo xtask lab up --scale`")
+            .unwrap_or_else(|| {
+                panic!(
+                    "the lab serves no {} fleet: `python3 tests/lab/labctl.py up --scale --fleets {}`",
+                    self.writers(),
+                    self.writers()
+                )
+            })
             .to_string()
+    }
+
+    /// The fleet's expected.json (each table's facts and verdict), when the lab names it.
+    pub(crate) fn expected(&self) -> Option<Value> {
+        let path = self.fleet()["expected"].as_str()?;
+        serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
+    }
+
+    /// Wait until the stand-in beside the real Trino has built its metadata tables (it does
+    /// so in the background from its start, over every catalog the lab serves): its Python
+    /// would otherwise share the machine's cores with what is measured.
+    pub(crate) async fn stand_in_settled(&self) -> &'static str {
+        let Some(control) = self.json["stand_in"]["control_url"].as_str() else {
+            return "the lab has no stand-in";
+        };
+        let control = control.trim_end_matches('/').to_string();
+        for _ in 0..60 {
+            let r = self
+                .http
+                .post(format!("{control}/engine/prewarm"))
+                .json(&json!({"wait": 20}))
+                .timeout(Duration::from_secs(60))
+                .send()
+                .await;
+            match r {
+                Ok(r) if r.status().is_success() => {
+                    let v: Value = r.json().await.unwrap_or_default();
+                    if v["done"] == true {
+                        return "the stand-in has built its metadata tables";
+                    }
+                }
+                // Not listening: stopped (it is not needed beside the real Trino).
+                Err(e) if e.is_connect() => return "the stand-in does not run",
+                _ => tokio::time::sleep(Duration::from_secs(1)).await,
+            }
+        }
+        "the stand-in had not built its metadata tables after 20 minutes: measuring anyway"
     }
 
     pub(crate) async fn server_time(&self, user: &str, ms: u64) {
@@ -148,16 +207,43 @@ impl Lab {
     }
 
     pub(crate) async fn real_queries_of(&self, user: &str) -> Vec<Value> {
+        let mut kept = std::collections::BTreeMap::new();
+        self.collect_queries(user, &mut kept, false).await;
+        let mut out: Vec<(String, Value)> = kept.into_values().collect();
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out.into_iter().map(|(_, q)| q).collect()
+    }
+
+    /// The statements `user` sent that the coordinator still keeps, with their query stats,
+    /// into `kept` (by query id, with the time each was created, for the order); with
+    /// `finished_only`, only those that ended (a phase still running: read again later).
+    pub(crate) async fn collect_queries(
+        &self,
+        user: &str,
+        kept: &mut std::collections::BTreeMap<String, (String, Value)>,
+        finished_only: bool,
+    ) {
         let observer = self.client("fleet_observer", "system");
         let sql = format!(
-            "SELECT query_id, query, state, error_code FROM system.runtime.queries \
-             WHERE \"user\" = '{}' ORDER BY created, query_id",
+            "SELECT query_id, query, state, error_code, CAST(created AS varchar) AS created \
+             FROM system.runtime.queries WHERE \"user\" = '{}' ORDER BY created, query_id",
             user.replace('\'', "''")
         );
-        let rows = observer.client.query(&sql).await.unwrap().rows;
-        let mut out = Vec::with_capacity(rows.len());
+        let rows = match observer.client.query(&sql).await {
+            Ok(out) => out.rows,
+            Err(e) => {
+                println!("  reading the coordinator's queries of {user}: {e}");
+                return;
+            }
+        };
         for r in rows {
             let id = r.str("query_id").unwrap_or_default().to_string();
+            let state = r.str("state").unwrap_or_default();
+            if kept.contains_key(&id) || (finished_only && !matches!(state, "FINISHED" | "FAILED"))
+            {
+                continue;
+            }
+            let created = format!("{} {id}", r.str("created").unwrap_or_default());
             let info: Value = match self
                 .http
                 .get(format!("{}/v1/query/{id}?pruned=true", self.url()))
@@ -179,10 +265,10 @@ impl Lab {
                     .as_str()
                     .and_then(floe::trino::client::query_info::parse_data_size)
             };
-            out.push(json!({
+            let q = json!({
                 "id": id,
                 "sql": r.str("query").unwrap_or_default(),
-                "state": r.str("state").unwrap_or_default(),
+                "state": state,
                 "error_name": r.str("error_code"),
                 "stats": {
                     "elapsed_ms": ms("elapsedTime"),
@@ -193,9 +279,9 @@ impl Lab {
                     "rows": st["processedInputPositions"].as_u64(),
                     "splits": st["totalDrivers"].as_u64(),
                 }
-            }));
+            });
+            kept.insert(id, (created, q));
         }
-        out
     }
 
     /// The real coordinator's process (its PID in `lab.json`), whose CPU the phases read.

@@ -10,18 +10,30 @@
 //! - the cold full scan (no cache), with the time from launch to the first CRITICAL row;
 //! - the sequential script (`benches/fleet_script.py`, the official `trino` client, two
 //!   statements a table), the same tables;
+//! - `floe check --format json` over the same tables, cold (the release binary);
 //! - steady refreshes with nothing changed: the cost per refresh and per minute;
+//! - an hour of open floe: the coordinator's CPU idle, then a few minutes of floe open at
+//!   its refresh interval over the unchanged fleet, over idle, extrapolated to an hour;
 //! - one row written through the coordinator, then one refresh: whether it read the table;
 //! - a warm launch over the cache after one more write: the first frame, and when the
 //!   written table was read again.
+//!
+//! Every phase's statements are kept by kind too: which metadata tables each reads
+//! (`kinds`), with the coordinator's planning and task CPU of each kind.
+//!
+//! The fleet is one of the scale scenario's fleets by writer (`FLEET_WRITERS`: mixed, the
+//! catalog `scale`; pyiceberg, `scale_pyiceberg`; trino, `scale_trino`), which the lab
+//! serves with `labctl up --scale --fleets …`.
 //!
 //! Every run writes one JSON file (`FLEET_OUT`, default `target/fleet/`), with the load
 //! average and the coordinator's heap at each phase; `FLEET_REPORT=a.json,b.json cargo
 //! bench --bench fleet` prints the markdown tables of benches/README.md from runs side by
 //! side.
 //!
-//! Knobs (environment): FLEET_SERVER (real | stand_in), FLEET_TABLES (sizes, comma-
-//! separated), FLEET_LATENCY_MS (100, stand-in), FLEET_W_SAMPLE (40), FLEET_STEADY_REFRESHES
+//! Knobs (environment): FLEET_SERVER (real | stand_in), FLEET_WRITERS (mixed | pyiceberg |
+//! trino), FLEET_TABLES (sizes, comma-separated), FLEET_SKIP_CHECK, FLEET_SKIP_OPEN,
+//! FLEET_SETTLE_S (30), FLEET_IDLE_S (120), FLEET_OPEN_MINUTES (4), FLEET_COLLECT_AFTER_S
+//! (240: a phase running longer has its statements read as it runs), FLEET_LATENCY_MS (100, stand-in), FLEET_W_SAMPLE (40), FLEET_STEADY_REFRESHES
 //! (3), FLEET_RANK_SLOTS (the slots a cold start's surveys take, 3), FLEET_SKIP_WARMUP (the real
 //! coordinator's unmeasured warm-up), FLEET_SKIP_SCRIPT,
 //! FLEET_SHAPES (each statement shape alone first), FLEET_STRATEGIES (and
@@ -37,6 +49,7 @@ use serde_json::{Value, json};
 mod compare;
 mod cost;
 mod driver;
+mod kinds;
 mod lab;
 mod phases;
 mod record;
@@ -134,6 +147,11 @@ async fn bench() {
     let load_start = record::loadavg();
     println!("load average at start: {load_start:?}");
     let probe_lake = lab.client(&format!("fleet_w_{pid}"), &catalog);
+    if lab.real {
+        let t0 = Instant::now();
+        let said = lab.stand_in_settled().await;
+        println!("{said} ({} waited)", secs(t0.elapsed()));
+    }
     if !lab.real {
         let t0 = Instant::now();
         lab.prewarmed().await;
@@ -192,6 +210,8 @@ async fn bench() {
     }
     let doc = json!({
         "started": started.to_rfc3339(),
+        "writers": run.lab.writers(),
+        "catalog": run.catalog,
         "server": if run.lab.real { "real" } else { "stand_in" },
         "trino": run.lab.json["trino"]["version"],
         "heap": run.lab.json["trino"]["heap"],
@@ -206,7 +226,11 @@ async fn bench() {
             std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/fleet")
         });
     std::fs::create_dir_all(&out).unwrap();
-    let file = out.join(format!("fleet-{}.json", started.format("%Y%m%dT%H%M%SZ")));
+    let file = out.join(format!(
+        "fleet-{}-{}.json",
+        run.lab.writers(),
+        started.format("%Y%m%dT%H%M%SZ")
+    ));
     std::fs::write(&file, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
     println!("\nwritten: {}", file.display());
 }
@@ -245,7 +269,18 @@ async fn one_size(run: &Run) -> Value {
             ratio(&|r| r["process_cpu_ms"].as_f64()),
         );
     }
+    let check = if run.lab.real && std::env::var_os("FLEET_SKIP_CHECK").is_none() {
+        Some(phases::check(run, &dir).await)
+    } else {
+        None
+    };
     let steady = phases::steady(run, &mut floe).await;
+    // Before the writes below: an hour of open floe is measured on the unchanged fleet.
+    let open = if run.lab.real && std::env::var_os("FLEET_SKIP_OPEN").is_none() {
+        Some(phases::open(run, &mut floe).await)
+    } else {
+        None
+    };
     // The table written: the first listed, which every size holds.
     let target = run.tables[0].clone();
     let written = if run.lab.real {
@@ -259,7 +294,9 @@ async fn one_size(run: &Run) -> Value {
         "tables": run.n(),
         "cold": cold,
         "script": script,
+        "check": check,
         "steady": steady,
+        "open": open,
         "written": written,
         "warm": warm,
     })

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use crate::driver::Floe;
 use crate::lab::lab_python;
-use crate::record::{Meter, line, record};
+use crate::record::{self, Meter, line, record};
 use crate::{Run, env_num, secs};
 
 /// The wall time of `n` statements sent by `c` clients that each spend `lat` per statement
@@ -73,7 +73,7 @@ pub(crate) async fn cold(run: &Run, floe: &mut Floe, w: Duration) -> Value {
         .iter()
         .filter(|r| r.status() == Some(Severity::Critical))
         .count();
-    let loaded = rows.iter().filter(|r| r.stats.is_some()).count();
+    let loaded = rows.iter().filter(|r| r.stats().is_some()).count();
     let mut extra = json!({
         "tables": n,
         "loaded": loaded,
@@ -81,8 +81,18 @@ pub(crate) async fn cold(run: &Run, floe: &mut Floe, w: Duration) -> Value {
         "first_critical_s": critical.map(|d| d.as_secs_f64()),
         "first_critical_table": floe.first_critical.as_ref().map(|(t, _)| t.clone()),
         "first_critical_row": floe.first_critical.as_ref().map(|(_, at)| at + 1),
-        "errors": rows.iter().filter(|r| r.error.is_some()).count(),
+        "errors": rows.iter().filter(|r| r.error().is_some()).count(),
     });
+    let statuses: Vec<(String, String)> = rows
+        .iter()
+        .map(|r| {
+            (
+                format!("{}.{}", r.table.schema, r.table.table),
+                r.status().map(|s| s.label()).unwrap_or("?").to_string(),
+            )
+        })
+        .collect();
+    extra["verdicts"] = verdicts(lab.expected().as_ref(), &statuses);
     if !lab.real {
         let stmts = qs.len() as f64;
         let lat = run.latency as f64 / 1000.0;
@@ -93,6 +103,8 @@ pub(crate) async fn cold(run: &Run, floe: &mut Floe, w: Duration) -> Value {
     }
     let r = record(lab, wall, cpu, &qs, extra).await;
     println!("{}", line("cold full scan", &r));
+    print_kinds(&r);
+    println!("  verdicts as expected.json: {}", r["verdicts"]);
     println!(
         "  first CRITICAL row on screen {} after launch{}; {criticals} of {n} tables CRITICAL, {loaded} loaded",
         critical.map(secs).unwrap_or_else(|| "never".into()),
@@ -126,7 +138,7 @@ pub(crate) async fn script(run: &Run) -> Option<Value> {
     let u = run.user("script");
     lab.server_time(&u, run.latency).await;
     let meter = Meter::start(lab);
-    let out = run_script(&py, run, &u).await;
+    let (out, kept) = collecting(run, &u, run_script(&py, run, &u)).await;
     let (wall, cpu) = meter.stop(lab);
     let text = String::from_utf8_lossy(&out.stdout);
     let v: Value = match serde_json::from_str(text.trim()) {
@@ -139,7 +151,7 @@ pub(crate) async fn script(run: &Run) -> Option<Value> {
             return None;
         }
     };
-    let qs = lab.queries_of(&u).await;
+    let qs = all_queries(run, &u, kept).await;
     let r = record(
         lab,
         wall,
@@ -149,6 +161,7 @@ pub(crate) async fn script(run: &Run) -> Option<Value> {
     )
     .await;
     println!("{}", line("sequential script", &r));
+    print_kinds(&r);
     lab.clear(&u).await;
     Some(r)
 }
@@ -189,6 +202,7 @@ pub(crate) async fn steady(run: &Run, floe: &mut Floe) -> Value {
         let qs = lab.queries_of(&u).await;
         let r = record(lab, wall, cpu, &qs, json!({})).await;
         println!("{}", line(&format!("steady refresh {}", i + 1), &r));
+        print_kinds(&r);
         lab.clear(&u).await;
         each.push(r);
     }
@@ -222,7 +236,7 @@ pub(crate) async fn written(run: &Run, floe: &mut Floe, table: &TableRef) -> Val
         .state
         .tables
         .row(table)
-        .and_then(|r| r.stats.as_ref())
+        .and_then(|r| r.stats())
         .and_then(|s| s.snapshot_id);
     let u = run.user("written");
     lab.server_time(&u, run.latency).await;
@@ -233,7 +247,7 @@ pub(crate) async fn written(run: &Run, floe: &mut Floe, table: &TableRef) -> Val
         .state
         .tables
         .row(table)
-        .and_then(|r| r.stats.as_ref())
+        .and_then(|r| r.stats())
         .and_then(|s| s.snapshot_id);
     let seen = wrote.is_ok() && after.is_some() && after != before;
     let qs = lab.queries_of(&u).await;
@@ -306,5 +320,251 @@ pub(crate) async fn warm(run: &Run, floe: &mut Floe, table: &TableRef) -> Value 
         w.reread.map(secs).unwrap_or_else(|| "never".into())
     );
     lab.clear(&u).await;
+    r
+}
+
+/// The statements of a record by kind, one line each, for the run's own output.
+pub(crate) fn print_kinds(r: &Value) {
+    if let Some(m) = r["by_kind"].as_object() {
+        for (k, s) in m {
+            println!(
+                "    {k}: {} statements ({} failed), {} references; planning CPU + task CPU {:.2} s",
+                s["statements"],
+                s["failed"],
+                s["references"],
+                s["cost_ms"].as_f64().unwrap_or(0.0) / 1000.0
+            );
+        }
+    }
+}
+
+/// floe's verdicts against the fleet's expected.json (`verdict.status`: the small-file and
+/// staleness rules at the generation time; "OK" there is anything below WARNING here).
+pub(crate) fn verdicts(expected: Option<&Value>, got: &[(String, String)]) -> Value {
+    let Some(exp) = expected else {
+        return Value::Null;
+    };
+    let (mut agree, mut compared) = (0, 0);
+    let mut differ = Vec::new();
+    for (key, status) in got {
+        let Some(want) = exp["tables"][key]["verdict"]["status"].as_str() else {
+            continue;
+        };
+        compared += 1;
+        let got_class = match status.as_str() {
+            "OK" | "INFO" => "OK",
+            other => other,
+        };
+        if got_class == want {
+            agree += 1;
+        } else {
+            differ.push(format!("{key}: {status}, expected {want}"));
+        }
+    }
+    differ.sort();
+    json!({"compared": compared, "agree": agree, "differ": differ.iter().take(20).collect::<Vec<_>>(), "differ_count": differ.len()})
+}
+
+/// Runs `fut` (a phase whose statements may outlive the coordinator's history: it keeps a
+/// finished statement 5 minutes when more than 100 are kept) while reading `user`'s
+/// finished statements once a minute from `FLEET_COLLECT_AFTER_S` (240 s) on; what it
+/// read, by query id. A phase shorter than that is not touched.
+async fn collecting<F: std::future::Future>(
+    run: &Run,
+    user: &str,
+    fut: F,
+) -> (
+    F::Output,
+    std::collections::BTreeMap<String, (String, Value)>,
+) {
+    let mut kept = std::collections::BTreeMap::new();
+    if !run.lab.real {
+        return (fut.await, kept);
+    }
+    let after = Duration::from_secs(env_num("FLEET_COLLECT_AFTER_S", 240));
+    let mut next = tokio::time::Instant::now() + after;
+    tokio::pin!(fut);
+    loop {
+        tokio::select! {
+            out = &mut fut => return (out, kept),
+            _ = tokio::time::sleep_until(next) => {
+                run.lab.collect_queries(user, &mut kept, true).await;
+                next += Duration::from_secs(60);
+            }
+        }
+    }
+}
+
+/// What `collecting` kept and what the coordinator still keeps, oldest first.
+async fn all_queries(
+    run: &Run,
+    user: &str,
+    mut kept: std::collections::BTreeMap<String, (String, Value)>,
+) -> Vec<Value> {
+    if !run.lab.real {
+        return run.lab.queries_of(user).await;
+    }
+    run.lab.collect_queries(user, &mut kept, false).await;
+    let mut out: Vec<(String, Value)> = kept.into_values().collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out.into_iter().map(|(_, q)| q).collect()
+}
+
+/// `floe check --format json` over the same tables, cold: the released binary (built by
+/// `cargo bench` in the bench profile, `CARGO_BIN_EXE_floe`) with a config of its own
+/// pointing at the lab, its state, cache and config directories in `dir`, the tables named
+/// by `--table` (the check reads the whole listing and keeps these: the same listing
+/// statement as for the whole catalog).
+pub(crate) async fn check(run: &Run, dir: &std::path::Path) -> Value {
+    let lab = &run.lab;
+    let u = run.user("check");
+    let home = dir.join("check");
+    let _ = std::fs::remove_dir_all(&home);
+    std::fs::create_dir_all(&home).unwrap();
+    let config = home.join("config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "max_concurrent_queries = 4\n[trino]\nurl = {:?}\nuser = {u:?}\ncatalog = {:?}\n",
+            lab.url(),
+            run.catalog
+        ),
+    )
+    .unwrap();
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_floe"));
+    cmd.arg("--config")
+        .arg(&config)
+        .args(["check", "--format", "json"])
+        .env_remove("FLOE_CONFIG")
+        .env("XDG_CONFIG_HOME", home.join("config"))
+        .env("XDG_CACHE_HOME", home.join("cache"))
+        .env("XDG_STATE_HOME", home.join("state"))
+        .env("XDG_DATA_HOME", home.join("data"));
+    for t in &run.tables {
+        cmd.arg("--table").arg(format!("{}.{}", t.schema, t.table));
+    }
+    let meter = Meter::start(lab);
+    let (out, kept) = collecting(run, &u, cmd.output()).await;
+    let (wall, cpu) = meter.stop(lab);
+    let out = out.unwrap();
+    let qs = all_queries(run, &u, kept).await;
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    let tables = report["tables"].as_array().cloned().unwrap_or_default();
+    let statuses: Vec<(String, String)> = tables
+        .iter()
+        .map(|t| {
+            (
+                format!(
+                    "{}.{}",
+                    t["schema"].as_str().unwrap_or(""),
+                    t["table"].as_str().unwrap_or("")
+                ),
+                t["status"].as_str().unwrap_or("?").to_string(),
+            )
+        })
+        .collect();
+    let mut by_status = std::collections::BTreeMap::<String, u64>::new();
+    for (_, s) in &statuses {
+        *by_status.entry(s.clone()).or_default() += 1;
+    }
+    let expected = lab.expected();
+    let r = record(
+        lab,
+        wall,
+        cpu,
+        &qs,
+        json!({
+            "tables": tables.len(),
+            "exit": out.status.code(),
+            "status": report["status"],
+            "fatal": report["fatal"],
+            "by_status": by_status,
+            "verdicts": verdicts(expected.as_ref(), &statuses),
+            "stderr": String::from_utf8_lossy(&out.stderr).chars().take(2000).collect::<String>(),
+        }),
+    )
+    .await;
+    println!("{}", line("floe check --format json", &r));
+    println!(
+        "  {} tables reported (exit {:?}): {by_status:?}; verdicts as expected.json: {}",
+        tables.len(),
+        out.status.code(),
+        r["verdicts"]
+    );
+    print_kinds(&r);
+    r
+}
+
+/// An hour of open floe: the coordinator process's CPU with nothing sent (idle, after a
+/// pause for what the phases before left running), then with floe open at its refresh
+/// interval (the default 60 s) over the unchanged fleet for `FLEET_OPEN_MINUTES` (4), a
+/// refresh at each interval as the TUI's tick sends it; over idle, a minute and an hour.
+pub(crate) async fn open(run: &Run, floe: &mut Floe) -> Value {
+    let lab = &run.lab;
+    let settle = Duration::from_secs(env_num("FLEET_SETTLE_S", 30));
+    let idle_for = Duration::from_secs(env_num("FLEET_IDLE_S", 120));
+    let minutes = env_num("FLEET_OPEN_MINUTES", 4).max(1);
+    tokio::time::sleep(settle).await;
+    let meter = Meter::start(lab);
+    tokio::time::sleep(idle_for).await;
+    let (idle_wall, idle_cpu) = meter.stop(lab);
+    let load_idle = record::loadavg();
+    let idle_per_min = idle_cpu.map(|c| c as f64 * 60.0 / idle_wall.as_secs_f64());
+    let refresh = floe.state.refresh_every.max(Duration::from_secs(1));
+    let u = run.user("open");
+    let meter = Meter::start(lab);
+    let t0 = tokio::time::Instant::now();
+    let n = ((minutes * 60) as f64 / refresh.as_secs_f64())
+        .round()
+        .max(1.0) as u32;
+    for k in 0..n {
+        tokio::time::sleep_until(t0 + refresh * k).await;
+        floe.cycle(lab, &u, 4, false, false).await;
+    }
+    tokio::time::sleep_until(t0 + refresh * n).await;
+    let (wall, cpu) = meter.stop(lab);
+    let qs = lab.queries_of(&u).await;
+    let mins = wall.as_secs_f64() / 60.0;
+    let over_idle = match (cpu, idle_per_min) {
+        (Some(c), Some(i)) => Some(c as f64 - i * mins),
+        _ => None,
+    };
+    let r = record(
+        lab,
+        wall,
+        cpu,
+        &qs,
+        json!({
+            "refresh_s": refresh.as_secs_f64(),
+            "refreshes": n,
+            "idle_wall_s": idle_wall.as_secs_f64(),
+            "idle_cpu_ms": idle_cpu,
+            "idle_cpu_ms_per_minute": idle_per_min,
+            "idle_load": load_idle,
+            "over_idle_ms": over_idle,
+            "over_idle_ms_per_minute": over_idle.map(|o| o / mins),
+            "hour_over_idle_ms": over_idle.map(|o| o / mins * 60.0),
+        }),
+    )
+    .await;
+    println!(
+        "{}",
+        line(&format!("floe open {mins:.1} min, {n} refreshes"), &r)
+    );
+    println!(
+        "  coordinator idle: {} CPU a minute; open floe over idle: {} a minute, {} an hour",
+        idle_per_min
+            .map(|v| format!("{:.2} s", v / 1000.0))
+            .unwrap_or_else(|| "-".into()),
+        r["over_idle_ms_per_minute"]
+            .as_f64()
+            .map(|v| format!("{:.2} s", v / 1000.0))
+            .unwrap_or_else(|| "-".into()),
+        r["hour_over_idle_ms"]
+            .as_f64()
+            .map(|v| format!("{:.1} s", v / 1000.0))
+            .unwrap_or_else(|| "-".into()),
+    );
+    print_kinds(&r);
     r
 }

@@ -52,6 +52,8 @@ pub(crate) struct Sums {
     pub(crate) planning_ms: u64,
     pub(crate) planning_cpu_ms: u64,
     pub(crate) cpu_ms: u64,
+    /// Tables' metadata loaded (`kinds::references`).
+    pub(crate) refs: u64,
 }
 
 impl Sums {
@@ -66,6 +68,7 @@ impl Sums {
         self.planning_ms += v("planning_ms");
         self.planning_cpu_ms += v("planning_cpu_ms");
         self.cpu_ms += v("cpu_ms");
+        self.refs += crate::kinds::references(q["sql"].as_str().unwrap_or(""));
     }
 
     /// Planning CPU plus task CPU: what the statements cost the coordinator.
@@ -82,6 +85,7 @@ impl Sums {
             "planning_cpu_ms": self.planning_cpu_ms,
             "cpu_ms": self.cpu_ms,
             "cost_ms": self.cost_ms(),
+            "references": self.refs,
         })
     }
 }
@@ -97,6 +101,17 @@ pub(crate) fn sums(qs: &[Value]) -> (Sums, Vec<(&'static str, Sums)>) {
             .add(q);
     }
     (all, by.into_iter().collect())
+}
+
+/// The statements of a phase by kind: what each reads (`kinds::kind`).
+pub(crate) fn by_kind(qs: &[Value]) -> Vec<(String, Sums)> {
+    let mut by: std::collections::BTreeMap<String, Sums> = Default::default();
+    for q in qs {
+        by.entry(crate::kinds::kind(q["sql"].as_str().unwrap_or("")))
+            .or_default()
+            .add(q);
+    }
+    by.into_iter().collect()
 }
 
 /// A phase being measured: the coordinator's CPU and the clock at its start.
@@ -145,6 +160,15 @@ pub(crate) async fn record(
     m.insert(
         "by_shape".into(),
         Value::Object(by.iter().map(|(k, s)| (k.to_string(), s.json())).collect()),
+    );
+    m.insert(
+        "by_kind".into(),
+        Value::Object(
+            by_kind(qs)
+                .into_iter()
+                .map(|(k, s)| (k, s.json()))
+                .collect(),
+        ),
     );
     if let Some((used, max)) = lab.heap().await {
         m.insert("heap_used".into(), json!(used));

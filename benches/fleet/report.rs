@@ -1,5 +1,6 @@
 //! The markdown tables of benches/README.md from the JSON files of runs: one table per
-//! fleet size, one column per run.
+//! fleet size, one column per run (its fleet by writer and its start), then for each run
+//! and size the statements by kind of each phase.
 
 use serde_json::Value;
 
@@ -26,7 +27,11 @@ pub(crate) fn markdown(runs: &[Value]) -> String {
             .collect();
         out.push_str(&format!("#### {n} tables\n\n|  |"));
         for (r, _) in &cols {
-            out.push_str(&format!(" {} |", r["started"].as_str().unwrap_or("?")));
+            out.push_str(&format!(
+                " {} fleet, {} |",
+                r["writers"].as_str().unwrap_or("mixed"),
+                r["started"].as_str().unwrap_or("?")
+            ));
         }
         out.push_str("\n|---|");
         out.push_str(&"---|".repeat(cols.len()));
@@ -39,8 +44,81 @@ pub(crate) fn markdown(runs: &[Value]) -> String {
             out.push('\n');
         }
         out.push('\n');
+        for (r, s) in &cols {
+            out.push_str(&kinds_table(r, s));
+        }
     }
     out
+}
+
+/// The phases whose statements are set out by kind, and what their cells say.
+const KIND_PHASES: &[(&str, &str)] = &[
+    ("cold", "floe's cold scan (TUI)"),
+    ("check", "`floe check`"),
+    ("script", "the script"),
+    ("open", "open floe, the minutes measured"),
+];
+
+/// One run's statements by kind at one size: a row a kind, a column a phase; each cell
+/// the statements (failed), the tables' metadata they load, and their planning CPU + task
+/// CPU on the coordinator.
+fn kinds_table(r: &Value, s: &Value) -> String {
+    let mut kinds: Vec<String> = KIND_PHASES
+        .iter()
+        .filter_map(|(k, _)| s[*k]["by_kind"].as_object())
+        .flat_map(|m| m.keys().cloned())
+        .collect();
+    kinds.sort();
+    kinds.dedup();
+    if kinds.is_empty() {
+        return String::new();
+    }
+    let mut out = format!(
+        "Statements by kind, {} fleet, {} tables ({}): statements (failed) · tables' metadata loaded · planning CPU + task CPU\n\n| reads |",
+        r["writers"].as_str().unwrap_or("mixed"),
+        s["tables"],
+        r["started"].as_str().unwrap_or("?")
+    );
+    for (_, name) in KIND_PHASES {
+        out.push_str(&format!(" {name} |"));
+    }
+    out.push_str("\n|---|");
+    out.push_str(&"---|".repeat(KIND_PHASES.len()));
+    out.push('\n');
+    for kind in kinds.iter().chain(std::iter::once(&"all".to_string())) {
+        out.push_str(&format!("| {} |", kind.replace('|', "\\|")));
+        for (phase, _) in KIND_PHASES {
+            let c = if kind == "all" {
+                &s[*phase]["coordinator"]
+            } else {
+                &s[*phase]["by_kind"][kind]
+            };
+            out.push_str(&format!(" {} |", kind_cell(c)));
+        }
+        out.push('\n');
+    }
+    out.push('\n');
+    out
+}
+
+fn kind_cell(c: &Value) -> String {
+    let Some(n) = c["statements"].as_u64() else {
+        return "-".into();
+    };
+    let failed = c["failed"].as_u64().unwrap_or(0);
+    format!(
+        "{n}{} · {} · {}",
+        if failed > 0 {
+            format!(" ({failed} failed)")
+        } else {
+            String::new()
+        },
+        c["references"]
+            .as_u64()
+            .map(|v| v.to_string())
+            .unwrap_or_else(|| "-".into()),
+        ms(&c["cost_ms"])
+    )
 }
 
 type Cell = fn(&Value, &Value) -> String;
@@ -91,6 +169,56 @@ const ROWS: &[(&str, Cell)] = &[
             )
         },
     ),
+    (
+        "the coordinator process's CPU, floe's cold scan over the script's",
+        |_, s| ratio(&s["cold"]["process_cpu_ms"], &s["script"]["process_cpu_ms"]),
+    ),
+    ("`floe check`'s cold scan, wall", |_, s| {
+        secs(&s["check"]["wall_s"])
+    }),
+    ("`floe check` faster than the script (wall)", |_, s| {
+        ratio(&s["script"]["wall_s"], &s["check"]["wall_s"])
+    }),
+    (
+        "`floe check`: planning CPU + task CPU, and over the script's",
+        |_, s| {
+            format!(
+                "{} ({})",
+                ms(&s["check"]["coordinator"]["cost_ms"]),
+                ratio(
+                    &s["check"]["coordinator"]["cost_ms"],
+                    &s["script"]["coordinator"]["cost_ms"]
+                )
+            )
+        },
+    ),
+    (
+        "`floe check`: the coordinator process's CPU, and over the script's",
+        |_, s| {
+            format!(
+                "{} ({})",
+                ms(&s["check"]["process_cpu_ms"]),
+                ratio(
+                    &s["check"]["process_cpu_ms"],
+                    &s["script"]["process_cpu_ms"]
+                )
+            )
+        },
+    ),
+    ("`floe check`: statements (failed)", |_, s| {
+        let c = &s["check"]["coordinator"];
+        if c["statements"].is_null() {
+            return "-".into();
+        }
+        format!("{} ({})", c["statements"], c["failed"])
+    }),
+    ("verdicts as expected.json, TUI / `floe check`", |_, s| {
+        format!(
+            "{} / {}",
+            agreed(&s["cold"]["verdicts"]),
+            agreed(&s["check"]["verdicts"])
+        )
+    }),
     ("statements, floe / the script", |_, s| {
         format!(
             "{} ({}) / {}",
@@ -138,6 +266,63 @@ const ROWS: &[(&str, Cell)] = &[
         },
     ),
     (
+        "the coordinator idle: process CPU a minute (load average then)",
+        |_, s| {
+            let o = &s["open"];
+            if o.is_null() {
+                return "-".into();
+            }
+            format!(
+                "{} ({})",
+                ms(&o["idle_cpu_ms_per_minute"]),
+                load(&o["idle_load"])
+            )
+        },
+    ),
+    (
+        "floe open at its refresh: process CPU over idle a minute (refreshes, statements)",
+        |_, s| {
+            let o = &s["open"];
+            if o.is_null() {
+                return "-".into();
+            }
+            format!(
+                "{} ({} refreshes of {} s, {} statements)",
+                ms(&o["over_idle_ms_per_minute"]),
+                o["refreshes"],
+                o["refresh_s"],
+                o["coordinator"]["statements"]
+            )
+        },
+    ),
+    (
+        "an hour of open floe (process CPU over idle) / one run of the script (process CPU; over idle)",
+        |_, s| {
+            let o = &s["open"];
+            let sc = &s["script"];
+            let idle = o["idle_cpu_ms_per_minute"].as_f64();
+            let script_over = match (sc["process_cpu_ms"].as_f64(), sc["wall_s"].as_f64(), idle) {
+                (Some(c), Some(w), Some(i)) => Value::from(c - i * w / 60.0),
+                _ => Value::Null,
+            };
+            format!(
+                "{} / {}; {}",
+                ms(&o["hour_over_idle_ms"]),
+                ms(&sc["process_cpu_ms"]),
+                ms(&script_over)
+            )
+        },
+    ),
+    (
+        "an hour of open floe over one run of the script (process CPU)",
+        |_, s| {
+            ratio(
+                &s["open"]["hour_over_idle_ms"],
+                &s["script"]["process_cpu_ms"],
+            )
+        },
+    ),
+    (
         "a write through the coordinator read in the next refresh",
         |_, s| match s["written"]["seen_in_one_refresh"].as_bool() {
             Some(true) => format!(
@@ -169,6 +354,13 @@ const ROWS: &[(&str, Cell)] = &[
         },
     ),
 ];
+
+fn agreed(v: &Value) -> String {
+    match (v["agree"].as_u64(), v["compared"].as_u64()) {
+        (Some(a), Some(c)) => format!("{a} of {c}"),
+        _ => "-".into(),
+    }
+}
 
 fn load(v: &Value) -> String {
     v.as_array()

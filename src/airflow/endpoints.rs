@@ -4,4 +4,5 @@ pub mod connections;
 mod dags;
 mod runs;
 mod server;
+pub mod sources;
 mod tasks;

@@ -148,6 +148,7 @@ pub fn dag_facts(
         failing_task: failure.map(|f| f.task_id.clone()),
         error_line: failure.and_then(|f| f.error_line.clone()),
         expected_interval: dag.schedule_interval.unwrap_or(default_interval),
+        code: None,
     }
 }
 
@@ -172,6 +173,10 @@ pub struct DagFacts {
     pub error_line: Option<String>,
     /// How often the DAG should succeed (schedule or config).
     pub expected_interval: Duration,
+    /// What its own code says (read once per version of its file, for the DAGs floe maps
+    /// to tables); `None` until read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<crate::health::dag_code::CodeFacts>,
 }
 
 impl DagFacts {

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 
+use super::endpoints::sources::SourceKey;
 use super::facts::DagFacts;
 use super::{AirflowClient, AirflowError, AirflowHealth, Connection, Dag, DagImportError, Tested};
 
@@ -130,4 +131,73 @@ pub async fn trino_connections(
         out.push((c, tested));
     }
     out
+}
+
+/// What was read of a DAG's code.
+#[derive(Clone, Debug, PartialEq)]
+pub enum CodeRead {
+    /// The version floe has is still Airflow's: nothing was read.
+    Unchanged,
+    /// A new version: its file and what its code says.
+    Read {
+        key: SourceKey,
+        source: String,
+        code: crate::health::dag_code::DagCode,
+    },
+}
+
+/// A DAG's code, unless the version Airflow holds is `known` already: its file read and
+/// inspected (the parse runs on a blocking thread: a large hostile file never stalls the
+/// runtime's workers).
+pub async fn read_code(
+    client: &AirflowClient,
+    dag: &Dag,
+    known: Option<SourceKey>,
+) -> Result<CodeRead, AirflowError> {
+    let key = client.source_key(dag).await?;
+    if key.is_fixed() && known.as_ref() == Some(&key) {
+        return Ok(CodeRead::Unchanged);
+    }
+    let source = client.dag_source(dag, &key).await?;
+    let dag_id = dag.dag_id.clone();
+    let (file, content) = (source.file, source.content);
+    tokio::task::spawn_blocking(move || {
+        let code = crate::health::dag_code::inspect(&content, &file, &dag_id);
+        CodeRead::Read {
+            key,
+            source: content,
+            code,
+        }
+    })
+    .await
+    .map_err(|e| AirflowError::Internal(format!("reading the DAG's code: {e}")))
+}
+
+/// The code of the DAGs named in `ids` (those floe maps to tables), `concurrency` at a
+/// time: what each says, or what Airflow answered instead of its source.
+pub async fn codes(
+    client: &AirflowClient,
+    dags: &[Dag],
+    ids: &std::collections::BTreeSet<String>,
+    concurrency: usize,
+) -> BTreeMap<String, crate::health::dag_code::CodeFacts> {
+    use crate::health::dag_code::CodeFacts;
+    futures::stream::iter(dags.iter().filter(|d| ids.contains(&d.dag_id)).cloned())
+        .map(|dag| async move {
+            let facts = match read_code(client, &dag, None).await {
+                Ok(CodeRead::Read { code, .. }) => CodeFacts::Read(code),
+                Ok(CodeRead::Unchanged) => CodeFacts::Unread {
+                    status: None,
+                    error: "no version was known, yet none was read".into(),
+                },
+                Err(e) => CodeFacts::Unread {
+                    status: e.status(),
+                    error: e.to_string(),
+                },
+            };
+            (dag.dag_id.clone(), facts)
+        })
+        .buffer_unordered(concurrency.max(1))
+        .collect()
+        .await
 }

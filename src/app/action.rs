@@ -14,7 +14,7 @@ use super::partitions::PartitionsMsg;
 use super::snapshots::SnapshotsMsg;
 use super::tables::TablesMsg;
 use crate::health::HealthConfig;
-use crate::lakehouse::model::{PartitionStats, TableRef, TableStats};
+use crate::lakehouse::model::{PartitionStats, TableRef};
 use crate::lakehouse::plan::Plan;
 use crate::trino::TrinoError;
 
@@ -73,39 +73,11 @@ pub struct ProfileView {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Effect {
     FetchServerInfo,
-    Discover {
-        generation: u64,
-        schemas: Vec<String>,
-        /// A manual refresh: what the connection learned of the tables' layouts is
-        /// read again (a table may have been re-partitioned).
-        relearn: bool,
-    },
-    LoadStats {
-        generation: u64,
-        table: TableRef,
-    },
-    /// The change probe of a batch of tables (one statement; split when it fails).
-    Probe {
-        generation: u64,
-        tables: Vec<TableRef>,
-    },
-    /// The survey of a batch of tables in a full read (one metadata-only statement; split
-    /// when it fails): what decides every verdict but the files', and which tables'
-    /// files can change theirs.
-    Survey {
-        generation: u64,
-        tables: Vec<TableRef>,
-    },
-    /// The writes the coordinator finished after `since` (its own record of them).
-    RecentWrites {
-        generation: u64,
-        since: DateTime<Utc>,
-    },
-    /// The files of surveyed tables, read in one statement (each with the stats its
-    /// survey gave).
-    LoadFiles {
-        generation: u64,
-        tables: Vec<(TableRef, Box<TableStats>)>,
+    /// One of the refresh's reads (see [`crate::refresh`]): answered once, whatever
+    /// happens, as `TablesMsg::Answer` with its id.
+    Read {
+        id: crate::refresh::RequestId,
+        read: crate::refresh::Read,
     },
     /// Keep the last stats of every table of a profile for the next start.
     SaveCache {
@@ -161,6 +133,11 @@ pub enum Effect {
         dag: Box<crate::airflow::Dag>,
     },
     CheckConnections,
+    /// Read a DAG's code: which version Airflow holds and, unless it is `known`, its file.
+    LoadDagCode {
+        dag: Box<crate::airflow::Dag>,
+        known: Option<crate::airflow::endpoints::sources::SourceKey>,
+    },
     LoadRuns {
         dag_id: String,
     },
@@ -257,14 +234,6 @@ impl DagWrite {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Slot {
     ServerInfo,
-    Discovery,
-    Stats(TableRef),
-    /// A probe batch, by its first table.
-    Probe(Option<TableRef>),
-    /// A ranking batch, by its first table.
-    Rank(Option<TableRef>),
-    /// A file read of surveyed tables, by its first table.
-    Files(Option<TableRef>),
     Cache,
     Partitions,
     Snapshots,
@@ -274,6 +243,7 @@ pub enum Slot {
     Plan,
     Dags,
     DagFacts(String),
+    DagCode(String),
     Connections,
     DagRuns,
     DagTasks,
@@ -288,12 +258,6 @@ impl Effect {
     pub fn slot(&self) -> Option<Slot> {
         Some(match self {
             Effect::FetchServerInfo => Slot::ServerInfo,
-            Effect::Discover { .. } => Slot::Discovery,
-            Effect::LoadStats { table, .. } => Slot::Stats(table.clone()),
-            Effect::Probe { tables, .. } => Slot::Probe(tables.first().cloned()),
-            Effect::Survey { tables, .. } => Slot::Rank(tables.first().cloned()),
-            Effect::LoadFiles { tables, .. } => Slot::Files(tables.first().map(|(t, _)| t.clone())),
-            Effect::RecentWrites { .. } => Slot::Probe(None),
             Effect::SaveCache { .. } => Slot::Cache,
             Effect::LoadPartitions { .. } => Slot::Partitions,
             Effect::LoadSnapshots { .. } => Slot::Snapshots,
@@ -304,6 +268,7 @@ impl Effect {
             Effect::LoadDags { .. } => Slot::Dags,
             Effect::LoadDagFacts { dag, .. } => Slot::DagFacts(dag.dag_id.clone()),
             Effect::CheckConnections => Slot::Connections,
+            Effect::LoadDagCode { dag, .. } => Slot::DagCode(dag.dag_id.clone()),
             Effect::LoadRuns { .. } => Slot::DagRuns,
             Effect::LoadTasks { .. } => Slot::DagTasks,
             Effect::LoadLog { .. } => Slot::DagLog,
@@ -312,7 +277,8 @@ impl Effect {
             Effect::PlanClear { .. } | Effect::PlanConnection { .. } => Slot::Plan,
             Effect::WatchRun { .. } => Slot::Watch,
             Effect::CheckWriters { table } => Slot::Writers(table.clone()),
-            Effect::RunPlan { .. }
+            Effect::Read { .. }
+            | Effect::RunPlan { .. }
             | Effect::WriteDag(_)
             | Effect::CancelJob(_)
             | Effect::StopJobs { .. }

@@ -272,7 +272,7 @@ pub fn schema(s: &mut State, args: &[String]) -> Vec<Effect> {
         },
     );
     // A new scope: start over even if a refresh is running.
-    s.tables.pending = 0;
+    s.tables.refresh.abandon();
     s.tables.load = Load::Idle;
     s.tables.rows.clear();
     s.tables.reindex();

@@ -96,7 +96,10 @@ pub fn in_popup(s: &mut State) -> Vec<Effect> {
             }
         }
         Some(Popup::Health(t)) => {
-            let err = s.tables.row(&t).and_then(|r| r.error.clone());
+            let err = s
+                .tables
+                .row(&t)
+                .and_then(|r| r.error().map(ToString::to_string));
             match err {
                 Some(e) => emit(s, "load error", &e),
                 None => emit(s, "table name", &t.sql()),
@@ -171,7 +174,6 @@ mod tests {
         use crate::app::action::{Action, Effect};
         use crate::app::maintenance::MaintenanceMsg;
         use crate::app::state::{Level, Popup};
-        use crate::app::tables::TablesMsg;
         use crate::app::testing::*;
         use crate::app::update::update;
         use crate::lakehouse::model::SnapshotInfo;
@@ -302,16 +304,8 @@ mod tests {
         #[test]
         fn a_popup_copies_the_error_it_shows() {
             let mut s = loaded();
-            let generation = s.tables.generation;
             let hostile = query_failed("TABLE_NOT_FOUND", &crate::text::hostile_sample(), "q1");
-            update(
-                &mut s,
-                Action::Tables(TablesMsg::Stats {
-                    generation,
-                    table: tref("audit", "events"),
-                    result: Err(hostile),
-                }),
-            );
+            crate::app::testing::settle(&mut s, &tref("audit", "events"), Err(hostile));
             s.popup = Some(Popup::Health(tref("audit", "events")));
             let fx = update(&mut s, key('y'));
             let text = copied(&fx);

@@ -14,7 +14,7 @@ use crate::airflow::{
     AirflowError, AirflowHealth, Dag, DagImportError, DagRun, TaskInstance, TaskLog,
 };
 use crate::health::mapping::{DagName, Mapped, map_dags};
-use crate::health::{DagFacts, Finding, Health, Severity, evaluate, evaluate_dag};
+use crate::health::{DagFacts, Finding, Health, Severity, evaluate_dag};
 use crate::mutation::audit::WriteError;
 
 mod columns;
@@ -22,6 +22,7 @@ pub mod connection;
 mod drill;
 pub use drill::copy;
 mod log_view;
+pub mod source_view;
 #[cfg(test)]
 mod tests;
 pub mod watch;
@@ -60,6 +61,8 @@ pub enum DagLevel {
     Runs,
     Tasks,
     Log,
+    /// A DAG's source file (`v`).
+    Source,
 }
 
 /// The failing task of a DAG's newest failed run with the tail of its log (the detail pane).
@@ -123,6 +126,12 @@ pub struct DagsView {
     pub mapping: BTreeMap<crate::lakehouse::model::TableRef, Mapped>,
     /// The run floe triggered, followed to its end.
     pub watch: Option<watch::Watch>,
+    /// The DAGs' code, read once per version of their file.
+    pub code: source_view::CodeCache,
+    /// DAGs whose code is being read.
+    pub code_loading: std::collections::BTreeSet<String>,
+    /// The source view (`v`).
+    pub source: Option<source_view::SourceView>,
 }
 
 impl DagsView {
@@ -147,7 +156,7 @@ impl DagsView {
                 self.tasks_grid
                     .rebuild(&self.tasks, |t| t.task_id.as_str(), keep_order, None)
             }
-            DagLevel::Log => {}
+            DagLevel::Log | DagLevel::Source => {}
         }
     }
 
@@ -175,7 +184,7 @@ impl DagsView {
             DagLevel::List => Some(&mut self.grid),
             DagLevel::Runs => Some(&mut self.runs_grid),
             DagLevel::Tasks => Some(&mut self.tasks_grid),
-            DagLevel::Log => None,
+            DagLevel::Log | DagLevel::Source => None,
         }
     }
 
@@ -184,7 +193,7 @@ impl DagsView {
             DagLevel::List => Some(&self.grid),
             DagLevel::Runs => Some(&self.runs_grid),
             DagLevel::Tasks => Some(&self.tasks_grid),
-            DagLevel::Log => None,
+            DagLevel::Log | DagLevel::Source => None,
         }
     }
 }
@@ -213,7 +222,7 @@ pub fn refresh(s: &mut State, manual: bool) -> Vec<Effect> {
             Effect::CheckConnections,
         ];
     }
-    let mut fx = Vec::new();
+    let mut fx = source_view::wanted(s);
     if let Some(r) = s.dags.selected() {
         fx.push(Effect::LoadDagFacts {
             generation: s.dags.generation,
@@ -270,9 +279,7 @@ pub fn correlate(s: &mut State) {
                     ..f
                 })
         });
-        if let Some(st) = &row.stats {
-            row.health = Some(evaluate(st, row.dag.as_ref(), &cfg, now));
-        }
+        row.evaluate(&cfg, now);
     }
     s.tables.reindex();
 }
@@ -364,8 +371,12 @@ pub fn on_facts(
         }
         Err(e) => row.error = Some(e.to_string()),
     }
+    source_view::attach(s, dag_id);
     correlate(s);
     s.dags.reindex();
+    let code: Vec<Effect> = source_view::want(s, dag_id).into_iter().collect();
+    source_view::mark_loading(s, &code);
+    fx.extend(code);
     // A running maintenance DAG (or one whose write was found before): who writes its
     // tables now, for Triage to say instead of proposing `o`.
     let tables: Vec<crate::lakehouse::model::TableRef> = s
@@ -401,6 +412,11 @@ pub enum DagMsg {
         result: Result<DagFacts, AirflowError>,
     },
     ConnectionFindings(Vec<Finding>),
+    /// A DAG's code: its source read and inspected, or unchanged since.
+    Code {
+        dag_id: String,
+        result: Result<source_view::CodeRead, AirflowError>,
+    },
     Runs {
         dag_id: String,
         result: Result<Vec<DagRun>, AirflowError>,
@@ -459,11 +475,18 @@ pub enum DagMsg {
     },
 }
 
-/// Esc on the DAGs tab: clear the log's search, else one level up; `false` on the list.
+/// Esc on the DAGs tab: clear the log's (or the source's) search, else one level up;
+/// `false` on the list.
 pub fn back_level(s: &mut State) -> bool {
     if s.dags.level() == DagLevel::Log && s.dags.log.as_ref().is_some_and(|l| !l.search.is_empty())
     {
         search_log(s, "");
+        return true;
+    }
+    if s.dags.level() == DagLevel::Source
+        && s.dags.source.as_ref().is_some_and(|v| !v.search.is_empty())
+    {
+        source_view::search(s, "");
         return true;
     }
     back(s)
@@ -485,6 +508,10 @@ pub fn update(s: &mut State, msg: DagMsg) -> Vec<Effect> {
         }
         DagMsg::ConnectionFindings(f) => {
             s.dags.findings = f;
+            Vec::new()
+        }
+        DagMsg::Code { dag_id, result } => {
+            source_view::on_code(s, &dag_id, result);
             Vec::new()
         }
         DagMsg::Runs { dag_id, result } => {

@@ -173,13 +173,14 @@ pub fn postmortem_of(s: &State) -> Option<Postmortem> {
             _ => None,
         },
     });
+    let error = row.error().map(ToString::to_string);
     Some(postmortem::build(postmortem::Sources {
         now: s.now,
         profile: &s.conn.profile,
         table: &table,
-        stats: row.stats.as_ref(),
+        stats: row.stats(),
         health: row.health.as_ref().unwrap_or(&unknown),
-        error: row.error.as_deref(),
+        error: error.as_deref(),
         trino: TrinoInfo {
             url: s.conn.trino_url.clone(),
             version: info.map(|i| i.node_version.version.clone()),

@@ -15,11 +15,18 @@ pub fn reindex_current(s: &mut State) {
     (s.tab.ops().reindex)(s)
 }
 
-/// Move the selection (or scroll the log) by `delta` rows.
+/// The DAGs tab shows a DAG's source (which scrolls and searches like the log).
+pub fn in_source(s: &State) -> bool {
+    s.tab == Tab::Dags && s.dags.level() == DagLevel::Source
+}
+
+/// Move the selection (or scroll the log or the source) by `delta` rows.
 pub fn move_by(s: &mut State, delta: isize) {
     let h = s.page_height();
     if in_log(s) {
         super::dags::scroll_log(s, delta, h);
+    } else if in_source(s) {
+        super::dags::source_view::scroll(s, delta, h);
     } else if let Some(g) = s.grid_mut() {
         g.move_by(delta, h);
     }
@@ -29,6 +36,8 @@ pub fn top(s: &mut State) {
     let h = s.page_height();
     if in_log(s) {
         super::dags::scroll_log(s, isize::MIN / 2, h);
+    } else if in_source(s) {
+        super::dags::source_view::scroll(s, isize::MIN / 2, h);
     } else if let Some(g) = s.grid_mut() {
         g.top(h);
     }
@@ -38,6 +47,8 @@ pub fn bottom(s: &mut State) {
     let h = s.page_height();
     if in_log(s) {
         super::dags::scroll_log(s, isize::MAX / 2, h);
+    } else if in_source(s) {
+        super::dags::source_view::scroll(s, isize::MAX / 2, h);
     } else if let Some(g) = s.grid_mut() {
         g.bottom(h);
     }
@@ -115,7 +126,6 @@ mod tests {
     use crate::app::action::{Action, Effect};
     use crate::app::state::{State, Tab};
     use crate::app::tables::TABLE_SORTS;
-    use crate::app::tables::TablesMsg;
     use crate::app::testing::*;
     use crate::app::update::update;
     use crossterm::event::KeyCode;
@@ -204,25 +214,13 @@ mod tests {
             tables: &[(&str, &str)],
             stats: Vec<crate::lakehouse::model::TableStats>,
         ) {
-            update(s, key('r'));
-            let generation = s.tables.generation;
+            s.tables.refresh.abandon();
+            let fx = update(s, key('r'));
             let refs: Vec<_> = tables.iter().map(|(a, b)| tref(a, b)).collect();
-            update(
-                s,
-                Action::Tables(TablesMsg::Discovered {
-                    generation,
-                    result: Ok(refs.clone()),
-                }),
-            );
+            crate::app::testing::listed(s, &fx, refs.clone());
+            s.tables.refresh.abandon();
             for (t, st) in refs.into_iter().zip(stats) {
-                update(
-                    s,
-                    Action::Tables(TablesMsg::Stats {
-                        generation,
-                        table: t,
-                        result: Ok(st),
-                    }),
-                );
+                crate::app::testing::settle(s, &t, Ok(st));
             }
         }
 

@@ -5,7 +5,7 @@
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::action::Effect;
-use super::nav::{in_log, reindex_current};
+use super::nav::{in_log, in_source, reindex_current};
 use super::state::State;
 
 /// A text prompt at the bottom line.
@@ -30,7 +30,7 @@ pub enum RetentionFor {
 
 /// `/`: open the filter prompt on what is filtered now.
 pub fn open_filter(s: &mut State) {
-    if s.grid().is_some() || in_log(s) {
+    if s.grid().is_some() || in_log(s) || in_source(s) {
         s.prompt = Some(Prompt::Filter(current_filter(s)));
     }
 }
@@ -106,6 +106,10 @@ pub fn set_filter(s: &mut State, text: &str) {
         super::dags::search_log(s, text);
         return;
     }
+    if in_source(s) {
+        super::dags::source_view::search(s, text);
+        return;
+    }
     let lower = text.to_lowercase();
     if let Some(g) = s.grid_mut() {
         if g.filter == lower {
@@ -123,6 +127,14 @@ pub fn current_filter(s: &State) -> String {
             .log
             .as_ref()
             .map(|l| l.search.clone())
+            .unwrap_or_default();
+    }
+    if in_source(s) {
+        return s
+            .dags
+            .source
+            .as_ref()
+            .map(|v| v.search.clone())
             .unwrap_or_default();
     }
     s.grid().map(|g| g.filter.clone()).unwrap_or_default()

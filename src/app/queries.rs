@@ -39,7 +39,7 @@ pub fn on_loaded(
         .by_table
         .get(&table)
         .map(|(g, _)| *g)
-        .unwrap_or(s.tables.generation);
+        .unwrap_or(s.tables.refresh.passes());
     let load = match result {
         Ok(q) => QueryLoad::Loaded(q),
         Err(e) => QueryLoad::Failed(e.to_string()),
@@ -49,7 +49,7 @@ pub fn on_loaded(
 
 /// Ask for `t`'s queries unless they were asked for in this refresh.
 fn want(s: &mut State, t: &TableRef, fx: &mut Vec<Effect>) {
-    let generation = s.tables.generation;
+    let generation = s.tables.refresh.passes();
     let fresh = s
         .queries
         .by_table
@@ -83,7 +83,7 @@ pub fn wanted(s: &mut State) -> Vec<Effect> {
     }
     let mut fx = Vec::new();
     for t in tables {
-        if s.tables.row(&t).is_some_and(|r| r.stats.is_some()) {
+        if s.tables.row(&t).is_some_and(|r| r.stats().is_some()) {
             want(s, &t, &mut fx);
         }
     }

@@ -256,7 +256,7 @@ impl State {
     }
 
     pub fn refresh_in_flight(&self) -> bool {
-        self.tables.load.is_loading() || self.tables.pending > 0
+        self.tables.load.is_loading() || self.tables.refresh.running()
     }
 
     /// Seconds until the next automatic refresh (None when frozen).
@@ -305,7 +305,7 @@ impl State {
         self.maintenance = p.maintenance;
         self.dags = super::dags::DagsView::default();
         self.tables = TablesView {
-            policy: self.tables.policy,
+            refresh: crate::refresh::Refresh::new(self.tables.refresh.policy, self.conn.epoch),
             ..TablesView::default()
         };
         self.partitions = PartitionsView::default();

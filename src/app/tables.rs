@@ -10,7 +10,7 @@ use super::grid::Grid;
 use super::state::{Load, State};
 use crate::health::{DagFacts, Health, Severity};
 use crate::lakehouse::model::{TableRef, TableStats};
-use crate::lakehouse::probe::{DEFAULT_PROBE_BATCH, Probe};
+use crate::refresh::{Answer, Refresh, RequestId, Standing, TableRead};
 use crate::trino::TrinoError;
 
 mod columns;
@@ -20,11 +20,7 @@ mod refresh;
 mod tests;
 pub use columns::{TABLE_SORTS, TableCol, WIDE, cmp_tables, opt};
 pub use export::export_view;
-pub use refresh::{
-    adopt_probe, cache_entries, full_due, rank_queue, record_cost, reevaluate, refresh, reload_row,
-    reread, rotation, same_snapshot, spent_per_minute, warm_start,
-};
-use refresh::{on_discovered, on_probed, on_stats, on_surveyed};
+pub use refresh::{cache_entries, reevaluate, refresh, reload_row, reread, warm_start};
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct TableRow {
@@ -32,23 +28,11 @@ pub struct TableRow {
     pub name: String,
     /// Lower-cased searchable text.
     pub search: String,
-    pub stats: Option<TableStats>,
+    /// What the table's verdict rests on (see [`crate::refresh`]).
+    pub read: TableRead,
+    /// The verdict of `read.stats` (never of a bound).
     pub health: Option<Health>,
-    pub error: Option<String>,
-    /// A reload is in flight; the values shown are from the previous refresh.
-    pub stale: bool,
-    pub loading: bool,
     pub dag: Option<DagFacts>,
-    /// What the change probe last saw (the snapshot the stats are of).
-    pub probe: Option<Probe>,
-    /// When the stats shown were read.
-    pub read_at: Option<DateTime<Utc>>,
-    /// The stats come from the cache of an earlier run and are not confirmed yet: shown
-    /// "as of" `read_at` until the probe finds the same snapshot (or they are re-read).
-    pub cached: bool,
-    /// When floe last looked at the table (a probe or a read): a steady refresh looks at
-    /// the least recently checked first, every table within `full_refresh_every`.
-    pub checked_at: Option<DateTime<Utc>>,
 }
 
 impl TableRow {
@@ -58,30 +42,43 @@ impl TableRow {
             search: name.to_lowercase(),
             name,
             table,
-            stats: None,
+            read: TableRead::default(),
             health: None,
-            error: None,
-            stale: false,
-            loading: false,
             dag: None,
-            probe: None,
-            read_at: None,
-            cached: false,
-            checked_at: None,
         }
+    }
+
+    /// The facts the screen shows: the verdict's, else what a survey proved while the
+    /// table's files are read.
+    pub fn stats(&self) -> Option<&TableStats> {
+        self.read.shown()
+    }
+
+    /// Why the table's last look failed.
+    pub fn error(&self) -> Option<&TrinoError> {
+        self.read.error.as_ref()
     }
 
     /// The row's verdict. A table whose last read failed is UNKNOWN (what Triage says of
     /// it), unless the verdict of its last good read was worse: what is shown is old.
     pub fn status(&self) -> Option<Severity> {
         let last = self.health.as_ref().map(|h| h.status);
-        if self.error.is_some() {
+        if self.read.error.is_some() {
             return Some(match last {
                 Some(s) if s.rank() > Severity::Unknown.rank() => s,
                 _ => Severity::Unknown,
             });
         }
         last
+    }
+
+    /// Its verdict evaluated again (its facts or its DAG changed, or the clock moved).
+    pub fn evaluate(&mut self, cfg: &crate::health::HealthConfig, now: DateTime<Utc>) {
+        self.health = self
+            .read
+            .stats
+            .as_ref()
+            .map(|st| crate::health::evaluate(st, self.dag.as_ref(), cfg, now));
     }
 }
 
@@ -90,97 +87,22 @@ pub struct TablesView {
     pub rows: Vec<TableRow>,
     pub grid: Grid,
     pub load: Load,
-    /// Refresh generation; results of older generations are dropped.
-    pub generation: u64,
-    /// Tables of the current generation whose probe or stats are still in flight.
-    pub pending: usize,
     /// The table the operator opened (Enter, or a detail tab left the Tables tab for):
     /// what the Partitions and Snapshots tabs are about, whatever row sorts first now.
     pub opened: Option<TableRef>,
-    pub policy: RefreshPolicy,
-    /// When every table was last read in full (`None`: never, the next refresh is a
-    /// full one). A warm start counts as one: the probe revalidates the cache.
-    pub last_full: Option<DateTime<Utc>>,
-    /// The refresh in flight re-reads every table whatever its probe says.
-    pub full: bool,
-    /// The file reads of the full refresh in flight not started yet, the next first:
-    /// started as others end, at most `policy.reads` at a time, ordered by what the
-    /// surveys prove (the most excess files first), so that the worst tables come first.
-    pub queue: std::collections::VecDeque<TableRef>,
-    /// File reads of the queue in flight.
-    pub reading: usize,
-    /// Survey batches of the full refresh still to send (up to `policy.rank_slots` of
-    /// the `policy.reads` slots in flight while file reads wait), the next last.
-    pub ranking: Vec<Vec<TableRef>>,
-    /// Survey batches in flight.
-    pub ranking_in_flight: usize,
-    /// What floe's statements have cost the coordinator so far, read at each tick (the
-    /// client's meter): the last ten minutes of readings, oldest first.
-    pub ledger: std::collections::VecDeque<(DateTime<Utc>, crate::trino::Cost)>,
-    /// The writes the coordinator finished from this time on are the next refresh's
-    /// first probes (`None` until a first refresh ended).
-    pub writes_since: Option<DateTime<Utc>>,
-    /// When the newest write read so far ended (the coordinator's clock): never read again.
-    pub writes_seen: Option<DateTime<Utc>>,
-    /// Tables the refresh in flight probes already (the written ones are added once).
-    pub probing: std::collections::HashSet<TableRef>,
-    /// Probe batches of the refresh not sent yet: at most all slots but one are probing
-    /// at a time, so a table found changed (or named by a write) is read at once.
-    pub probe_queue: std::collections::VecDeque<Vec<TableRef>>,
-    /// Probe batches in flight.
-    pub probes_in_flight: usize,
-    /// Excess files each surveyed table is proved to hold (its totals' lower bound): the
-    /// order of the file reads.
-    pub rank: std::collections::HashMap<TableRef, u64>,
+    /// The refresh: its reads in flight and queued, its policy, its cost ledger.
+    pub refresh: Refresh,
+    /// A table's stats changed since the cache was last written.
+    pub unsaved: bool,
 }
 
-/// How a refresh spends statements: tables per probe, and how long after the last full
-/// read every table is read again whatever its probe says (`None`: never). The probe sees
-/// every commit (a snapshot, an expiry, a property, schema or spec change writes a new
-/// metadata file), so every refresh costs the same; the full read is a safety net tied to
-/// the clock, never to a count of refreshes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RefreshPolicy {
-    pub probe_batch: usize,
-    /// Every table is looked at (probed) at least this often (`None`: only when a write
-    /// through the coordinator names it, or the operator refreshes).
-    pub full_every: Option<std::time::Duration>,
-    /// What the steady refreshes may cost the coordinator per minute (planning plus task
-    /// CPU; `None`: no limit).
-    pub budget: Option<std::time::Duration>,
-    /// Statements a full refresh keeps in flight (`max_concurrent_queries`).
-    pub reads: usize,
-    /// Of those, the slots a cold start's ranking takes while it lasts; the reads keep at
-    /// least one (see [`RefreshPolicy::rank_window`]).
-    pub rank_slots: usize,
-}
-
-/// The slots a cold start's ranking takes by default: all but the one read. A ranking
-/// statement orders ten tables in the time a health statement reads one, so the first
-/// CRITICAL rows come sooner when the fleet is ranked first; the statements are the same
-/// (each table's layout is learned from its ranking, not by a statement of its own).
-pub const DEFAULT_RANK_SLOTS: usize = 3;
-
-impl Default for RefreshPolicy {
-    fn default() -> RefreshPolicy {
-        RefreshPolicy {
-            probe_batch: DEFAULT_PROBE_BATCH,
-            full_every: Some(crate::config::DEFAULT_FULL_REFRESH),
-            budget: Some(crate::config::DEFAULT_COORDINATOR_BUDGET),
-            reads: 4,
-            rank_slots: DEFAULT_RANK_SLOTS,
-        }
+impl crate::refresh::Records for Vec<TableRow> {
+    fn get(&self, t: &TableRef) -> Option<&TableRead> {
+        self.iter().find(|r| &r.table == t).map(|r| &r.read)
     }
-}
 
-impl RefreshPolicy {
-    /// Ranking batches in flight at most, and health reads at most, while a cold start's
-    /// ranking lasts: the ranking never takes the last read slot, and takes one even of a
-    /// single slot (then two statements are in flight, as before ranking took slots).
-    pub fn rank_window(&self) -> (usize, usize) {
-        let reads = self.reads.max(1);
-        let rank = self.rank_slots.clamp(1, (reads - 1).max(1));
-        (rank, if reads > 1 { reads - rank } else { 1 })
+    fn get_mut(&mut self, t: &TableRef) -> Option<&mut TableRead> {
+        self.iter_mut().find(|r| &r.table == t).map(|r| &mut r.read)
     }
 }
 
@@ -224,46 +146,17 @@ impl TablesView {
     pub fn row(&self, t: &TableRef) -> Option<&TableRow> {
         self.rows.iter().find(|r| &r.table == t)
     }
+
+    /// Where `row` stands in the refresh (read now, queued, or neither).
+    pub fn standing(&self, row: &TableRow) -> Standing {
+        self.refresh.standing(&row.table, &row.read)
+    }
 }
 
-/// Results for the Tables tab.
-// Stats are the big variant and the common one (one per table per refresh): boxing them
-// would only add an allocation. Action held them inline before it nested them.
-#[allow(clippy::large_enum_variant)]
+/// Results for the Tables tab: the answer to one of the refresh's reads.
 #[derive(Clone, Debug)]
 pub enum TablesMsg {
-    Discovered {
-        generation: u64,
-        result: Result<Vec<TableRef>, TrinoError>,
-    },
-    Stats {
-        generation: u64,
-        table: TableRef,
-        result: Result<TableStats, TrinoError>,
-    },
-    /// The change probe of a batch: one result per table.
-    Probed {
-        generation: u64,
-        results: Vec<(TableRef, Result<Probe, TrinoError>)>,
-    },
-    /// The tables named by the writes the coordinator finished since the last look.
-    Written {
-        generation: u64,
-        result: Result<crate::lakehouse::writes::RecentWrites, TrinoError>,
-    },
-    /// The files of a batch of surveyed tables: one result per table.
-    FilesRead {
-        generation: u64,
-        results: Vec<(TableRef, Result<TableStats, TrinoError>)>,
-    },
-    /// The survey of a batch of a full read: one result per table.
-    Surveyed {
-        generation: u64,
-        results: Vec<(
-            TableRef,
-            Result<crate::lakehouse::summary::Survey, TrinoError>,
-        )>,
-    },
+    Answer { id: RequestId, answer: Answer },
 }
 
 /// Enter: the selected table opens its partitions.
@@ -284,27 +177,9 @@ pub fn copy(s: &mut State) -> Vec<Effect> {
     }
 }
 
-/// The Tables tab's messages: discovery and stats results.
+/// The Tables tab's messages: the refresh's answers.
 pub fn update(s: &mut State, msg: TablesMsg) -> Vec<Effect> {
     match msg {
-        TablesMsg::Discovered { generation, result } => on_discovered(s, generation, result),
-        TablesMsg::Stats {
-            generation,
-            table,
-            result,
-        } => on_stats(s, generation, &table, result),
-        TablesMsg::Probed {
-            generation,
-            results,
-        } => on_probed(s, generation, results),
-        TablesMsg::Surveyed {
-            generation,
-            results,
-        } => on_surveyed(s, generation, results),
-        TablesMsg::FilesRead {
-            generation,
-            results,
-        } => refresh::on_files_read(s, generation, results),
-        TablesMsg::Written { generation, result } => refresh::on_written(s, generation, result),
+        TablesMsg::Answer { id, answer } => refresh::on_answer(s, id, answer),
     }
 }

@@ -10,6 +10,7 @@ use super::tables::TablesMsg;
 use super::update::update;
 use crate::lakehouse::model::{PartitionStats, TableRef, TableStats};
 use crate::lakehouse::queries::PartitionList;
+use crate::refresh::{Answer, Read, ReadKind, RequestId};
 
 pub fn t0() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 11, 29, 9, 0, 0).unwrap()
@@ -75,45 +76,108 @@ pub fn healthy_stats() -> TableStats {
     }
 }
 
-/// A state that has discovered three tables and loaded two of them.
+/// The refresh's reads among `fx`, in order.
+pub fn reads_in(fx: &[Effect]) -> Vec<(RequestId, Read)> {
+    fx.iter()
+        .filter_map(|e| match e {
+            Effect::Read { id, read } => Some((*id, read.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The one read of `kind` among `fx`.
+pub fn read_of(fx: &[Effect], kind: ReadKind) -> (RequestId, Read) {
+    let found: Vec<_> = reads_in(fx)
+        .into_iter()
+        .filter(|(_, r)| r.kind() == kind)
+        .collect();
+    assert_eq!(found.len(), 1, "one {kind:?} read in {fx:?}");
+    found.into_iter().next().expect("one")
+}
+
+/// Answer the refresh's read `id`.
+pub fn answer(s: &mut State, id: RequestId, answer: Answer) -> Vec<Effect> {
+    update(s, Action::Tables(TablesMsg::Answer { id, answer }))
+}
+
+/// The listing read among `fx` answered with `tables`.
+pub fn listed(s: &mut State, fx: &[Effect], tables: Vec<TableRef>) -> Vec<Effect> {
+    let (id, _) = read_of(fx, ReadKind::List);
+    answer(s, id, Answer::Listed(Ok(tables)))
+}
+
+/// `t` read on its own and answered with `stats` (as after a maintenance job).
+pub fn reread_with(s: &mut State, t: &TableRef, stats: TableStats) -> Vec<Effect> {
+    settle(s, t, Ok(stats))
+}
+
+/// `t` read on its own and answered with `result`.
+pub fn settle(
+    s: &mut State,
+    t: &TableRef,
+    result: Result<TableStats, crate::trino::TrinoError>,
+) -> Vec<Effect> {
+    let Some(Effect::Read { id, .. }) = crate::app::tables::reload_row(s, t) else {
+        panic!("{t} has a row to read");
+    };
+    answer(s, id, Answer::Table(t.clone(), result))
+}
+
+/// A new refresh (whatever was in flight dropped) whose listing answers `tables`.
+pub fn relist(s: &mut State, tables: Vec<TableRef>) -> Vec<Effect> {
+    s.tables.refresh.abandon();
+    let fx = crate::app::tables::refresh(s, false);
+    listed(s, &fx, tables)
+}
+
+/// The listing of a new refresh (whatever was in flight dropped) answered with `e`.
+pub fn list_fails(s: &mut State, e: crate::trino::TrinoError) -> Vec<Effect> {
+    s.tables.refresh.abandon();
+    let fx = crate::app::tables::refresh(s, false);
+    let (id, _) = read_of(&fx, ReadKind::List);
+    answer(s, id, Answer::Listed(Err(e)))
+}
+
+/// A state that has discovered three tables and loaded two of them: the cold start's
+/// survey of the three is still in flight for the third (`audit.events`); the other two
+/// were read on their own meanwhile.
 pub fn loaded() -> State {
     let mut s = State::new(t0());
     s.conn.profile = "lab".into();
     s.conn.trino_url = "http://127.0.0.1:8080/".into();
     let fx = update(&mut s, Action::Start);
     assert!(matches!(fx[0], Effect::FetchServerInfo));
-    let generation = s.tables.generation;
     let tables = vec![
         tref("zoning", "parcels"),
         tref("zoning", "documents"),
         tref("audit", "events"),
     ];
-    let fx = update(
-        &mut s,
-        Action::Tables(TablesMsg::Discovered {
-            generation,
-            result: Ok(tables),
-        }),
-    );
-    // One survey of the three (metadata only); the fixture answers with their stats.
-    assert!(matches!(fx.as_slice(), [Effect::Survey { tables, .. }] if tables.len() == 3));
-    update(
-        &mut s,
-        Action::Tables(TablesMsg::Stats {
-            generation,
-            table: tref("zoning", "parcels"),
-            result: Ok(healthy_stats()),
-        }),
-    );
-    update(
-        &mut s,
-        Action::Tables(TablesMsg::Stats {
-            generation,
-            table: tref("zoning", "documents"),
-            result: Ok(incident_stats()),
-        }),
-    );
+    let fx = listed(&mut s, &fx, tables);
+    // One survey of the three (metadata only).
+    let (_, survey) = read_of(&fx, ReadKind::Survey);
+    assert_eq!(survey.tables().len(), 3);
+    reread_with(&mut s, &tref("zoning", "parcels"), healthy_stats());
+    reread_with(&mut s, &tref("zoning", "documents"), incident_stats());
     s
+}
+
+/// [`loaded`]'s state with its third table read: the cold start over.
+pub fn finish_loading(s: &mut State) -> Vec<Effect> {
+    let id = survey_in_flight(s);
+    answer(
+        s,
+        id,
+        Answer::Files(vec![(tref("audit", "events"), Ok(healthy_stats()))]),
+    )
+}
+
+/// The survey [`loaded`] left in flight: its id.
+pub fn survey_in_flight(s: &State) -> RequestId {
+    s.tables
+        .row(&tref("audit", "events"))
+        .and_then(|r| r.read.owner)
+        .expect("the survey of audit.events is in flight")
 }
 
 pub fn partitions(n: usize) -> PartitionList {
@@ -239,6 +303,7 @@ pub mod dags {
             failing_task: Some("compact".into()),
             error_line: Some(ERROR.into()),
             expected_interval: Duration::from_secs(86_400),
+            code: None,
         }
     }
 
@@ -288,11 +353,16 @@ pub mod dags {
                 result: Ok(failing_facts()),
             }),
         );
+        // The failing task's log, and the DAG's code (it maintains a table floe lists).
         assert_eq!(
-            fx,
-            vec![Effect::LoadFailure {
+            fx[0],
+            Effect::LoadFailure {
                 dag_id: "compact_documents".into()
-            }]
+            }
+        );
+        assert!(
+            matches!(&fx[1..], [Effect::LoadDagCode { dag, known: None }] if dag.dag_id == "compact_documents"),
+            "{fx:?}"
         );
         update(
             &mut s,
@@ -469,6 +539,7 @@ pub mod plans {
             note: None,
             grouped: false,
             measured: None,
+            writer_partitions: crate::lakehouse::plan::DEFAULT_WRITER_PARTITIONS,
         }
     }
 }

@@ -55,7 +55,7 @@ pub fn load(s: &State) -> Load {
         Load::Failed(e) if s.tables.rows.is_empty() => Load::Failed(e.clone()),
         Load::Idle => Load::Idle,
         _ if s.tables.rows.is_empty() && s.tables.load.is_loading() => Load::Loading,
-        _ if s.last_refresh.is_none() && s.tables.pending > 0 => Load::Loading,
+        _ if s.last_refresh.is_none() && s.tables.refresh.running() => Load::Loading,
         _ => Load::Loaded,
     }
 }
@@ -109,18 +109,25 @@ pub fn rebuild(s: &mut State) {
         .iter()
         .filter_map(|r| Some((&r.table, s.jobs.running_elsewhere(&r.table, s.now)?)))
         .collect();
+    let errors: Vec<Option<String>> = s
+        .tables
+        .rows
+        .iter()
+        .map(|r| r.error().map(ToString::to_string))
+        .collect();
     let facts = Facts {
         tables: s
             .tables
             .rows
             .iter()
-            .map(|r| TableFacts {
+            .zip(&errors)
+            .map(|(r, error)| TableFacts {
                 running: running.get(&r.table).map(String::as_str),
                 suffered: suffered.get(&r.table).map(String::as_str),
                 table: &r.table,
-                stats: r.stats.as_ref(),
+                stats: r.stats(),
                 health: r.health.as_ref(),
-                error: r.error.as_deref(),
+                error: error.as_deref(),
                 dag_id: s.dags.mapping.get(&r.table).map(|m| m.dag_id.as_str()),
             })
             .collect(),
@@ -249,7 +256,9 @@ pub fn enter(s: &mut State) -> Vec<Effect> {
         return Vec::new();
     };
     match jump {
-        Jump::DagFailure { dag_id } | Jump::Dag { dag_id } if !select_dag(s, &dag_id) => {
+        Jump::DagFailure { dag_id } | Jump::Dag { dag_id } | Jump::DagCode { dag_id, .. }
+            if !select_dag(s, &dag_id) =>
+        {
             s.set_status(Level::Warn, format!("DAG {dag_id} is not loaded yet"));
             Vec::new()
         }
@@ -268,6 +277,14 @@ pub fn enter(s: &mut State) -> Vec<Effect> {
         Jump::Dag { .. } => {
             arrive(s, Tab::Dags, Some(DagLevel::List));
             Vec::new()
+        }
+        Jump::DagCode { line, .. } => {
+            arrive(s, Tab::Dags, Some(DagLevel::List));
+            let fx = super::dags::source_view::open(s, Some(line));
+            if s.dags.level() == DagLevel::Source {
+                arrive(s, Tab::Dags, Some(DagLevel::Source));
+            }
+            fx
         }
         Jump::Dags => {
             s.dags.level = Some(DagLevel::List);
@@ -349,8 +366,9 @@ pub fn back(s: &mut State) -> bool {
         return false;
     }
     let filter = s.grid().is_some_and(|g| !g.filter.is_empty());
-    let log_search =
-        s.tab == Tab::Dags && s.dags.log.as_ref().is_some_and(|l| !l.search.is_empty());
+    let log_search = s.tab == Tab::Dags
+        && (s.dags.log.as_ref().is_some_and(|l| !l.search.is_empty())
+            || s.dags.source.as_ref().is_some_and(|v| !v.search.is_empty()));
     if filter || log_search {
         return false;
     }

@@ -48,7 +48,7 @@ fn auto_start(s: &mut State) {
         return;
     }
     let dags_in = !s.airflow_configured || !matches!(s.dags.load, Load::Idle | Load::Loading);
-    let tables_in = s.tables.load == Load::Loaded && s.tables.pending == 0;
+    let tables_in = s.tables.load == Load::Loaded && !s.tables.refresh.running();
     if !tables_in || s.last_refresh.is_none() || !dags_in {
         return;
     }
@@ -71,7 +71,7 @@ fn dispatch(s: &mut State, action: Action) -> Vec<Effect> {
         Action::Start => refresh_all(s),
         Action::Key(ev) => on_key(s, ev),
         Action::Cost(c) => {
-            tables::record_cost(s, c);
+            s.tables.refresh.record_cost(s.now, c);
             Vec::new()
         }
         Action::Tick(now) => {
@@ -270,6 +270,8 @@ pub(super) fn on_command(s: &mut State, cmd: Command, args: &[String]) -> Vec<Ef
         Command::ScrollRight => dags::scroll_log_sideways(s, 8),
         Command::Wrap => dags::toggle_log_wrap(s),
         Command::Frames => dags::toggle_log_frames(s),
+        Command::ViewSource if s.tab == Tab::Dags => return dags::source_view::open(s, None),
+        Command::ViewSource => {}
     }
     Vec::new()
 }

@@ -74,6 +74,8 @@ pub enum Command {
     ScrollRight,
     Wrap,
     Frames,
+    /// The selected DAG's source file, its code findings marked.
+    ViewSource,
     /// In a confirmation: run it (maintenance, an Airflow write, quitting with jobs).
     Confirm,
     /// In a confirmation: do not.

@@ -15,6 +15,7 @@ use super::{DagFacts, Finding, Health, Rule, Severity};
 use crate::lakehouse::model::{TableRef, TableStats};
 
 mod affected;
+mod code;
 mod connections;
 mod dags;
 mod endpoints;
@@ -27,7 +28,7 @@ use affected::{
     affected, has_rule, optimize_next, rule_severity, sort_affected, status_of, table_evidence,
 };
 use connections::{ConnFinding, conn_finding, conn_state, ids};
-use dags::{dag_cause, dag_failure_line, paused, runs, unpause};
+use dags::{dag_cause, dag_failure_line, dag_jump, paused, runs, unpause};
 pub use endpoints::endpoints;
 pub use incident::{Incident, Jump, Kind, Next};
 
@@ -212,6 +213,13 @@ impl<'f, 'a> Triage<'f, 'a> {
             if let Some(e) = &d.import_error {
                 evidence.push(format!("DAG {}: {e}", d.dag_id));
             }
+            // What its own code says: advice for a DAG that does not do its work.
+            if matches!(kind, Kind::DagSucceedsStale | Kind::DagNoSuccess)
+                && let Some(c) = &d.code
+            {
+                evidence.extend(c.evidence(&|t| self.large_table(t)));
+                next.extend(self.code_connections(d, &mut evidence));
+            }
             let tables = self.claim(&mine, &mut evidence);
             if let Some(t) = tables.first() {
                 next.push(optimize_next(t));
@@ -225,9 +233,7 @@ impl<'f, 'a> Triage<'f, 'a> {
                 dags: vec![d.dag_id.clone()],
                 evidence,
                 next,
-                jump: Jump::Dag {
-                    dag_id: d.dag_id.clone(),
-                },
+                jump: dag_jump(d, kind),
             });
         }
     }

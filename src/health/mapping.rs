@@ -14,6 +14,16 @@ pub struct DagName {
     pub tags: Vec<String>,
 }
 
+impl DagName {
+    /// The names of an Airflow DAG.
+    pub fn of(d: &crate::airflow::Dag) -> DagName {
+        DagName {
+            dag_id: d.dag_id.clone(),
+            tags: d.tags.clone(),
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Mapped {
     pub dag_id: String,

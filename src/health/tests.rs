@@ -443,6 +443,7 @@ fn dag(state: &str) -> DagFacts {
             "ConnectionError: trino-old.internal:8080: Name or service not known".into(),
         ),
         expected_interval: Duration::from_secs(86_400),
+        code: None,
     }
 }
 

@@ -182,6 +182,10 @@ pub struct TableStats {
     /// files too.
     #[serde(default)]
     pub files_unread: bool,
+    /// The summary the totals come from counts no delete files (a writer that records
+    /// none): whether the table has any is unknown until its files are read.
+    #[serde(default)]
+    pub deletes_unknown: bool,
 }
 
 /// The snapshots (with a `total-data-files`) older than those of `TableStats::trend`, as

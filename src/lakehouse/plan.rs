@@ -211,6 +211,13 @@ pub fn table_plan(table: &TableRef, procedure: Procedure) -> Plan {
 /// bounded in what it rewrites and in the length of its `IN` list.
 pub const MAX_GROUP: usize = 64;
 
+/// The partitions one writer of Trino's Iceberg connector holds open by default
+/// (`iceberg.max-partitions-per-writer`, per session `<catalog>.max_partitions_per_writer`):
+/// a statement whose rows fall into more partitions than one writer takes fails with
+/// `ICEBERG_TOO_MANY_OPEN_PARTITIONS` once a writer gets past it (always, when the
+/// coordinator writes with one writer a task).
+pub const DEFAULT_WRITER_PARTITIONS: usize = 100;
+
 /// Optimize the given partitions: one statement each (oldest first), or grouped
 /// statements over `"$partition"` ([`MAX_GROUP`] partitions each). With no partitions, the whole table; an unpartitioned
 /// layout (no partitioning) is always the whole table, one statement that carries the
@@ -222,6 +229,27 @@ pub fn optimize_plan(
     threshold: u64,
     grouped: bool,
 ) -> Result<Plan, PlanRefusal> {
+    optimize_plan_within(
+        table,
+        layout,
+        partitions,
+        threshold,
+        grouped,
+        DEFAULT_WRITER_PARTITIONS,
+    )
+}
+
+/// [`optimize_plan`] on a coordinator whose writers hold at most `writer_partitions`
+/// partitions open: a grouped statement covers at most that many (and [`MAX_GROUP`]).
+pub fn optimize_plan_within(
+    table: &TableRef,
+    layout: &TableLayout,
+    partitions: &[PartitionStats],
+    threshold: u64,
+    grouped: bool,
+    writer_partitions: usize,
+) -> Result<Plan, PlanRefusal> {
+    let group = MAX_GROUP.min(writer_partitions).max(1);
     let procedure = Procedure::Optimize { threshold };
     current_spec_selects(table, layout, partitions)?;
     if partitions.is_empty() || layout.partitioning.is_empty() {
@@ -237,11 +265,16 @@ pub fn optimize_plan(
     parts.sort_by_key(|p| temporal_key(layout, p));
     let head = format!("ALTER TABLE {} EXECUTE {}", table.sql(), procedure.call());
     if layout.mixed_specs() {
-        return mixed_spec_plan(table, layout, procedure, &head, &parts, grouped);
+        return mixed_spec_plan(table, layout, procedure, &head, &parts, grouped, group);
     }
     let mut steps = Vec::new();
     let mut notes = Vec::new();
     if grouped {
+        // Partitions named by some of the fields only (a `--partition` over the others)
+        // have no path to group them by: each keeps its own statement, by its predicate.
+        let fields = layout.partitioning.len();
+        let (partial, parts): (Vec<&PartitionStats>, Vec<&PartitionStats>) =
+            parts.into_iter().partition(|p| p.values.len() < fields);
         // A partition whose path a NULL and the string 'null' share cannot be selected by
         // it: it gets a statement of its own, by its typed predicate (`IS NULL`).
         let (alone, parts): (Vec<&PartitionStats>, Vec<&PartitionStats>) = parts
@@ -265,8 +298,8 @@ pub fn optimize_plan(
                 if alone.len() == 1 { "it" } else { "them" }
             ));
         }
-        // Bounded statements: at most MAX_GROUP partitions each, oldest first.
-        for chunk in parts.chunks(MAX_GROUP) {
+        // Bounded statements: at most `group` partitions each, oldest first.
+        for chunk in parts.chunks(group) {
             let paths: Vec<String> = chunk
                 .iter()
                 .map(|p| partition_path(p))
@@ -286,7 +319,7 @@ pub fn optimize_plan(
                 spec_id: None,
             });
         }
-        for p in alone {
+        for p in alone.into_iter().chain(partial) {
             steps.push(partition_step(&head, layout, p)?);
         }
     } else {
@@ -345,6 +378,7 @@ fn mixed_spec_plan(
     head: &str,
     parts: &[&PartitionStats],
     grouped: bool,
+    group: usize,
 ) -> Result<Plan, PlanRefusal> {
     let describe = |fields: &[String]| {
         if fields.is_empty() {
@@ -443,7 +477,7 @@ fn mixed_spec_plan(
             }
             seen.push(id);
             let of: Vec<_> = by_path.iter().filter(|e| e.0 == id).cloned().collect();
-            for chunk in of.chunks(MAX_GROUP) {
+            for chunk in of.chunks(group) {
                 steps.push(path_step(head, id, chunk));
             }
         }

@@ -23,6 +23,7 @@ use super::summary::{
 };
 
 mod files;
+pub use files::FileItem;
 mod layouts;
 mod partitions;
 mod spec;
@@ -165,6 +166,15 @@ impl Lakehouse {
             pending: Default::default(),
             meta_reading: Default::default(),
             snapshot_limit: SNAPSHOT_LIMIT,
+        }
+    }
+
+    /// The same connection whose statements are counted apart from this one's (see
+    /// [`Client::with_own_meter`]): what a maintenance job runs on.
+    pub fn with_own_meter(&self) -> Lakehouse {
+        Lakehouse {
+            client: self.client.with_own_meter(),
+            ..self.clone()
         }
     }
 
@@ -395,8 +405,20 @@ impl Lakehouse {
                     }
                     if s.needs_manifests(&self.scan) || !self.layout_known(t) {
                         p.manifests.insert(t.clone());
+                        p.order.push_back(t.clone());
+                    } else if let Some(props) = s.props {
+                        // Its target read with its snapshots, its manifests not needed:
+                        // nothing to read ahead of its files.
+                        p.meta.insert(
+                            t.clone(),
+                            FileMeta {
+                                target_property: props.target,
+                                ..FileMeta::default()
+                            },
+                        );
+                    } else {
+                        p.order.push_back(t.clone());
                     }
-                    p.order.push_back(t.clone());
                 }
             }
         }

@@ -439,6 +439,7 @@ pub fn data_file_counts(
         oldest_small_file_at: None,
         oldest_small_is_lower_bound: false,
         files_unread: false,
+        deletes_unknown: false,
         ..survey.clone()
     })
 }
@@ -571,6 +572,7 @@ pub fn parse_files(
         },
         oldest_small_is_lower_bound: lower && small_files > 0,
         files_unread: false,
+        deletes_unknown: false,
         ..survey.clone()
     })
 }
@@ -734,6 +736,7 @@ pub fn parse_stats(r: &Row, layout: Layout) -> Result<TableStats, NoColumn> {
         trend,
         trend_tail,
         files_unread: false,
+        deletes_unknown: false,
     })
 }
 

@@ -54,62 +54,6 @@ const KEYS: [(&str, &str); 6] = [
     ("total-equality-deletes", "equality_deletes"),
 ];
 
-/// The newest snapshot's summary totals ([`KEYS`]) as columns of an aggregate over
-/// `$snapshots`, each led by a comma.
-fn newest_totals() -> String {
-    KEYS.iter()
-        .map(|(k, col)| {
-            format!(
-                ", TRY_CAST(element_at(max_by(summary, committed_at), '{k}') AS bigint) AS {col}"
-            )
-        })
-        .collect()
-}
-
-/// One statement reading the totals of `tables`: one branch per table, each reading its
-/// `$snapshots` exactly once (no `WITH`: Trino would inline it into every reference),
-/// rows carrying the branch's index in `tables` as `i`.
-pub fn totals_sql(tables: &[TableRef]) -> String {
-    let keys = newest_totals();
-    tables
-        .iter()
-        .enumerate()
-        .map(|(i, t)| {
-            format!(
-                "SELECT {i} AS i, count(*) AS snapshots, max_by(snapshot_id, committed_at) AS snapshot_id, \
-                 to_unixtime(max(committed_at)) AS committed_at, to_unixtime(min(committed_at)) AS oldest_snapshot, \
-                 to_unixtime(max(CASE WHEN operation = 'replace' THEN committed_at END)) AS last_replace{keys} \
-                 FROM {}",
-                t.meta("snapshots")
-            )
-        })
-        .collect::<Vec<_>>()
-        .join("\nUNION ALL\n")
-}
-
-/// The totals of a batch's rows, by index in the batch.
-pub fn parse_totals(rows: &[Row], batch: usize) -> Result<Vec<Totals>, RowsError> {
-    by_index(rows, batch, "totals", totals_of)
-}
-
-/// The totals columns of one row (of [`totals_sql`] or [`survey_sql`]).
-fn totals_of(r: &Row) -> Totals {
-    let time = |n: &str| r.get(n).and_then(Value::as_datetime);
-    Totals {
-        snapshots: r.u64("snapshots").unwrap_or(0),
-        snapshot_id: r.i64("snapshot_id"),
-        committed_at: time("committed_at"),
-        oldest_snapshot: time("oldest_snapshot"),
-        last_replace: time("last_replace"),
-        data_files: r.u64("data_files"),
-        files_size: r.u64("files_size"),
-        delete_files: r.u64("delete_files"),
-        records: r.u64("records"),
-        position_deletes: r.u64("position_deletes"),
-        equality_deletes: r.u64("equality_deletes"),
-    }
-}
-
 /// What one metadata-only read tells of a table: its totals, every snapshot fact the
 /// verdicts use and the newest snapshots' ids and commit times (which date its files);
 /// with [`SurveyShape::table_meta`] its target, its manifests and whether they are
@@ -120,8 +64,11 @@ pub struct Survey {
     pub totals: Totals,
     pub stats: TableStats,
     /// The table's target and manifests, when this survey read them
-    /// ([`SurveyShape::table_meta`]); a fleet's survey leaves them to [`file_meta_sql`].
+    /// ([`SurveyShape::table_meta`]); a fleet's survey leaves the manifests to
+    /// [`file_meta_sql`].
     pub meta: Option<FileMeta>,
+    /// What the table's `$properties` say (its target and current snapshot), when read.
+    pub props: Option<Props>,
     /// The newest snapshots (at most `trend_limit` + 1), newest first. A file read names
     /// the snapshots that added its small files by id, which these date.
     pub history: Vec<Snap>,
@@ -152,6 +99,16 @@ impl Survey {
             cfg.max_small_manifests,
         )
     }
+}
+
+/// What a survey reads of a table's `$properties`: its target file size and its current
+/// snapshot (after a rollback, or with branches, not the newest one committed).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Props {
+    /// `write.target-file-size-bytes`, when the table sets it.
+    pub target: Option<u64>,
+    /// `current-snapshot-id`.
+    pub current: Option<i64>,
 }
 
 /// What a table's files are read with, beyond its snapshots: its target and its
@@ -218,57 +175,6 @@ pub struct SurveyShape {
     pub summaries: &'static str,
 }
 
-/// `$manifests` (`m`) and `$properties` (`p`) of `t` as two cross-joined one-row
-/// aggregates, each metadata table read once: what [`FILE_META_COLUMNS`] reads.
-fn file_meta_from(t: &TableRef, cfg: &ScanParams, summaries: &str) -> String {
-    format!(
-        "(SELECT count(*) AS manifests, count_if(length < {small}) AS small_manifests, \
-         COALESCE(sum(length), 0) AS manifest_bytes, max(cardinality({summaries})) AS partition_fields \
-         FROM {manifests}) m \
-         CROSS JOIN (SELECT max(CASE WHEN key = 'write.target-file-size-bytes' THEN value END) AS target_prop \
-         FROM {properties}) p",
-        small = cfg.small_manifest_size,
-        manifests = t.meta("manifests"),
-        properties = t.meta("properties"),
-    )
-}
-
-const FILE_META_COLUMNS: &str = "m.manifests, m.small_manifests, m.manifest_bytes, m.partition_fields, \
-     TRY_CAST(p.target_prop AS bigint) AS target_property";
-
-/// One statement reading the [`FileMeta`] of each of `tables` (`$properties`, and
-/// `$manifests` for those `manifests` says: metadata only), one `UNION ALL` branch a
-/// table: the read a fleet's survey leaves to the tables whose files are read, ten a
-/// statement. Rows carry the branch's index as `i`.
-pub fn file_meta_sql(
-    tables: &[TableRef],
-    cfg: &ScanParams,
-    summaries: &str,
-    manifests: impl Fn(&TableRef) -> bool,
-) -> String {
-    tables
-        .iter()
-        .enumerate()
-        .map(|(i, t)| {
-            if manifests(t) {
-                format!(
-                    "SELECT {i} AS i, {FILE_META_COLUMNS} FROM {}",
-                    file_meta_from(t, cfg, summaries)
-                )
-            } else {
-                format!(
-                    "SELECT {i} AS i, CAST(NULL AS bigint) AS manifests, CAST(NULL AS bigint) AS small_manifests, \
-                     CAST(NULL AS bigint) AS manifest_bytes, CAST(NULL AS bigint) AS partition_fields, \
-                     TRY_CAST(max(CASE WHEN key = 'write.target-file-size-bytes' THEN value END) AS bigint) AS target_property \
-                     FROM {}",
-                    t.meta("properties")
-                )
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("\nUNION ALL\n")
-}
-
 /// What a table's manifests can hold at most, from its totals: every manifest of a
 /// snapshot holds a live file, or was written by the snapshot itself for the files it
 /// removed (Iceberg's writers drop a manifest once nothing in it is live), so at most the
@@ -289,88 +195,6 @@ pub fn needs_manifests(
 ) -> bool {
     !partitioned_known
         || manifests_at_most(t, removed_by_newest).is_none_or(|n| n > max_small_manifests)
-}
-
-/// The [`FileMeta`] of a batch's rows, by index in the batch.
-pub fn parse_file_meta(rows: &[Row], batch: usize) -> Result<Vec<FileMeta>, RowsError> {
-    by_index(rows, batch, "table metadata", FileMeta::of)
-}
-
-/// The newest snapshots a survey returns one by one: `trend_limit`, and one more that
-/// tells whether a longer history goes on beyond them.
-fn history_window(cfg: &ScanParams) -> u64 {
-    cfg.trend_limit.max(1) + 1
-}
-
-/// One statement surveying `tables`, one branch per table reading its `$snapshots` (and,
-/// per `shape`, its `$manifests`, `$properties` and `$metadata_log_entries`) once each —
-/// every one of them from the table's metadata file or its manifest list, no manifest
-/// opened — with no window and no `WITH` (Trino would inline a `WITH` into every
-/// reference). What a table's snapshots tell travels as little SQL as can carry it: the
-/// count, the oldest, and the newest snapshots as one array of rows, newest first (id,
-/// commit time, operation, parent, summary), from which every snapshot fact and the
-/// newest totals are derived here
-/// ([`snapshot_facts`]). Each expression a statement carries costs the coordinator CPU
-/// beyond its planning (the code it generates and runs): on Trino 476 this form cost its
-/// process 35-40 ms of CPU a table ten to a statement, the same facts as aggregates,
-/// arrays and lambdas 80-90 ms. A table whose history goes on beyond the window is read
-/// again by [`history_sql`]. Rows carry the branch's index in `tables` as `i`.
-pub fn survey_sql(tables: &[TableRef], cfg: &ScanParams, shape: SurveyShape) -> String {
-    let window = history_window(cfg);
-    let history = "array_agg(ROW(snapshot_id, committed_at, operation, parent_id, summary) \
-                   ORDER BY committed_at DESC, snapshot_id DESC)";
-    tables
-        .iter()
-        .enumerate()
-        .map(|(i, t)| {
-            if !shape.metadata_log && !shape.table_meta {
-                // A fleet's survey whose rows ([`survey_rows_sql`]) reached their limit:
-                // one aggregate, no subquery and no column it does not read (its absent
-                // columns read as unknown): on Trino 476 this plans in 3.9 ms a table ten
-                // to a statement, the form below in 4.4 ms.
-                return format!(
-                    "SELECT {i} AS i, count(*) AS snapshots, to_unixtime(min(committed_at)) AS oldest_snapshot, \
-                     slice({history}, 1, {window}) AS history FROM {}",
-                    t.meta("snapshots")
-                );
-            }
-            let (log, log_cols) = if shape.metadata_log {
-                (
-                    format!(
-                        " CROSS JOIN (SELECT count(*) AS metadata_files, to_unixtime(max(\"timestamp\")) AS metadata_at FROM {}) l",
-                        t.meta("metadata_log_entries")
-                    ),
-                    "l.metadata_files, l.metadata_at",
-                )
-            } else {
-                (
-                    String::new(),
-                    "CAST(NULL AS bigint) AS metadata_files, CAST(NULL AS double) AS metadata_at",
-                )
-            };
-            let (meta, meta_cols) = if shape.table_meta {
-                (
-                    format!(" CROSS JOIN {}", file_meta_from(t, cfg, shape.summaries)),
-                    FILE_META_COLUMNS,
-                )
-            } else {
-                (
-                    String::new(),
-                    "CAST(NULL AS bigint) AS manifests, CAST(NULL AS bigint) AS small_manifests, \
-                     CAST(NULL AS bigint) AS manifest_bytes, CAST(NULL AS bigint) AS partition_fields, \
-                     CAST(NULL AS bigint) AS target_property",
-                )
-            };
-            format!(
-                "SELECT {i} AS i, s.snapshots, to_unixtime(s.oldest) AS oldest_snapshot, \
-                 slice(s.history, 1, {window}) AS history, {meta_cols}, {log_cols} \
-                 FROM (SELECT count(*) AS snapshots, min(committed_at) AS oldest, \
-                 {history} AS history FROM {snapshots}) s{meta}{log}",
-                snapshots = t.meta("snapshots"),
-            )
-        })
-        .collect::<Vec<_>>()
-        .join("\nUNION ALL\n")
 }
 
 /// One snapshot as a survey reads it.
@@ -430,332 +254,22 @@ pub fn snapshot_facts(history: &[Snap], limit: usize, stats: &mut TableStats) {
     });
 }
 
-/// The history column of a survey row: its rows, newest first, with the newest one's
-/// summary (its totals).
-fn history_of(r: &Row) -> (Vec<Snap>, Vec<(Value, Value)>) {
-    let Some(Value::Array(items)) = r.get("history") else {
-        return (Vec::new(), Vec::new());
-    };
-    let mut newest = None;
-    let snaps = items
-        .iter()
-        .filter_map(|v| {
-            let Value::Row(f) = v else { return None };
-            let field = |k: usize| f.get(k).map(|(_, v)| v);
-            let summary = match field(4) {
-                Some(Value::Map(m)) => m.as_slice(),
-                _ => &[],
-            };
-            if newest.is_none() {
-                newest = Some(summary.to_vec());
-            }
-            snap_of(field(0), field(1), field(2), field(3), summary)
-        })
-        .collect();
-    (snaps, newest.unwrap_or_default())
-}
-
-/// One snapshot from its id, commit time, operation, parent and summary as `$snapshots`
-/// has them (`None` without an id or a time).
-fn snap_of(
-    id: Option<&Value>,
-    at: Option<&Value>,
-    operation: Option<&Value>,
-    parent: Option<&Value>,
-    summary: &[(Value, Value)],
-) -> Option<Snap> {
-    Some(Snap {
-        id: id?.as_i64()?,
-        at: at?.as_datetime()?,
-        total: count_in(summary, "total-data-files"),
-        replace: operation.and_then(Value::as_str) == Some("replace"),
-        deleted: count_in(summary, "deleted-data-files"),
-        parent: parent.and_then(Value::as_i64),
-        changed_partitions: count_in(summary, "changed-partition-count"),
-    })
-}
-
-/// A count of a snapshot summary (text in the map), as the writer recorded it.
-fn count_in(summary: &[(Value, Value)], key: &str) -> Option<u64> {
-    summary.iter().find_map(|(k, v)| match (k, v) {
-        (Value::Text(k), Value::Text(v)) if k == key => v.trim().parse().ok(),
-        _ => None,
-    })
-}
-
-/// The surveys of a batch's rows, by index in the batch; `table_meta`: the statement read
-/// each table's [`FileMeta`] ([`SurveyShape::table_meta`]).
-pub fn parse_survey(
-    rows: &[Row],
-    batch: usize,
-    table_meta: bool,
-    cfg: &ScanParams,
-) -> Result<Vec<Survey>, RowsError> {
-    let time = |r: &Row, n: &str| r.get(n).and_then(Value::as_datetime);
-    by_index(rows, batch, "survey", |r| {
-        let (history, newest) = history_of(r);
-        Read {
-            snapshots: r.u64("snapshots").unwrap_or(0),
-            oldest: time(r, "oldest_snapshot"),
-            history,
-            newest,
-            meta: table_meta.then(|| FileMeta::of(r)),
-            metadata_files: r.u64("metadata_files"),
-            metadata_at: time(r, "metadata_at"),
-        }
-        .survey(cfg)
-    })
-}
-
-/// What one survey statement read of a table, before the facts are derived.
-struct Read {
-    snapshots: u64,
-    oldest: Option<DateTime<Utc>>,
-    /// The newest snapshots, newest first (at most the window).
-    history: Vec<Snap>,
-    /// The newest snapshot's summary.
-    newest: Vec<(Value, Value)>,
-    meta: Option<FileMeta>,
-    metadata_files: Option<u64>,
-    metadata_at: Option<DateTime<Utc>>,
-}
-
-impl Read {
-    fn survey(self, cfg: &ScanParams) -> Survey {
-        let Read {
-            snapshots,
-            oldest,
-            history,
-            newest,
-            meta,
-            metadata_files,
-            metadata_at,
-        } = self;
-        let [
-            data_files,
-            files_size,
-            delete_files,
-            records,
-            position_deletes,
-            equality_deletes,
-        ] = KEYS.map(|(key, _)| count_in(&newest, key));
-        let totals = Totals {
-            snapshots,
-            snapshot_id: history.first().map(|s| s.id),
-            committed_at: history.first().map(|s| s.at),
-            oldest_snapshot: oldest,
-            last_replace: history.iter().find(|s| s.replace).map(|s| s.at),
-            data_files,
-            files_size,
-            delete_files,
-            records,
-            position_deletes,
-            equality_deletes,
-        };
-        let mut stats = TableStats {
-            snapshots,
-            snapshot_id: totals.snapshot_id,
-            oldest_snapshot: totals.oldest_snapshot,
-            newest_snapshot: totals.committed_at,
-            manifests: meta.and_then(|m| m.manifests),
-            small_manifests: meta.and_then(|m| m.small_manifests),
-            manifest_bytes: meta.and_then(|m| m.manifest_bytes),
-            metadata_files,
-            metadata_at,
-            ..Default::default()
-        };
-        let long_history = (history.len() as u64) < snapshots;
-        // The files the newest snapshot removed (its own manifests may list them).
-        let removed_by_newest = if snapshots == 0 {
-            Some(0)
-        } else {
-            Some(
-                count_in(&newest, "deleted-data-files").unwrap_or(0)
-                    + count_in(&newest, "removed-delete-files").unwrap_or(0),
-            )
-        };
-        snapshot_facts(&history, cfg.trend_limit as usize, &mut stats);
-        Survey {
-            totals,
-            stats,
-            meta,
-            history,
-            long_history,
-            removed_by_newest,
-        }
-    }
-}
-
-/// The rows a fleet's survey statement may return at most ([`survey_rows_sql`]): every
-/// table's window and one more. A statement that returns that many was cut: one table of
-/// it at least has more snapshots than its window.
-pub fn survey_rows_limit(tables: usize, cfg: &ScanParams) -> u64 {
-    tables as u64 * history_window(cfg) + 1
-}
-
-/// A fleet's survey: each table's `$snapshots` rows as they are (id, commit time,
-/// operation, parent, summary), one `UNION ALL` branch a table, no aggregate and no sort,
-/// the statement cut at [`survey_rows_limit`]. The snapshot facts are derived here as
-/// from [`survey_sql`]'s arrays. On Trino 476 this plans in 2.0 ms a table ten to a
-/// statement, the aggregate form in 3.9-4.1 ms, the script's one-table `$snapshots`
-/// read in 4.5-5.0 ms: the aggregate, its sort and a limit per branch are what the
-/// planner pays for. A statement cut at its limit is read again in the aggregate form,
-/// which cuts each table's history on the server ([`parse_survey_rows`]).
-pub fn survey_rows_sql(tables: &[TableRef], cfg: &ScanParams) -> String {
-    let branches = tables
-        .iter()
-        .enumerate()
-        .map(|(i, t)| {
-            format!(
-                "SELECT {i} AS i, snapshot_id, committed_at, operation, parent_id, summary FROM {}",
-                t.meta("snapshots")
-            )
-        })
-        .collect::<Vec<_>>()
-        .join("\nUNION ALL\n");
-    format!("{branches}\nLIMIT {}", survey_rows_limit(tables.len(), cfg))
-}
-
-/// The surveys of a batch's rows of [`survey_rows_sql`], by index in the batch; `None`
-/// when the statement was cut at its limit (which tables it cut, the rows cannot tell:
-/// the batch is read again in the aggregate form). A table with no row has no snapshot.
-pub fn parse_survey_rows(
-    rows: &[Row],
-    batch: usize,
-    cfg: &ScanParams,
-) -> Result<Option<Vec<Survey>>, RowsError> {
-    if rows.len() as u64 >= survey_rows_limit(batch, cfg) {
-        return Ok(None);
-    }
-    let window = history_window(cfg) as usize;
-    let mut out = Vec::with_capacity(batch);
-    for table in rows_by_index(rows, batch, "survey")? {
-        let mut snaps: Vec<(Snap, Vec<(Value, Value)>)> = table
-            .iter()
-            .filter_map(|r| {
-                let summary = match r.get("summary") {
-                    Some(Value::Map(m)) => m.clone(),
-                    _ => Vec::new(),
-                };
-                let snap = snap_of(
-                    r.get("snapshot_id"),
-                    r.get("committed_at"),
-                    r.get("operation"),
-                    r.get("parent_id"),
-                    &summary,
-                )?;
-                Some((snap, summary))
-            })
-            .collect();
-        // Newest first, as the aggregate form orders them.
-        snaps.sort_by(|(a, _), (b, _)| b.at.cmp(&a.at).then(b.id.cmp(&a.id)));
-        let snapshots = table.len() as u64;
-        let oldest = snaps.iter().map(|(s, _)| s.at).min();
-        let newest = snaps.first().map(|(_, m)| m.clone()).unwrap_or_default();
-        snaps.truncate(window);
-        out.push(
-            Read {
-                snapshots,
-                oldest,
-                history: snaps.into_iter().map(|(s, _)| s).collect(),
-                newest,
-                meta: None,
-                metadata_files: None,
-                metadata_at: None,
-            }
-            .survey(cfg),
-        );
-    }
-    Ok(Some(out))
-}
-
-/// The snapshot facts of tables whose history goes on beyond a survey's window, computed
-/// on the server (one branch a table reading its `$snapshots` once; the trend, the newest
-/// snapshots' ids and times and the writes since the newest compaction travel as arrays
-/// cut with lambdas, the older snapshots' trend as one summary): what [`snapshot_facts`]
-/// derives from a whole history, for a history of any length.
-pub fn history_sql(tables: &[TableRef], cfg: &ScanParams) -> String {
-    let limit = cfg.trend_limit.max(1);
-    let total = "TRY_CAST(element_at(summary, 'total-data-files') AS bigint)";
-    let compaction = "operation = 'replace' AND TRY_CAST(element_at(summary, 'deleted-data-files') AS bigint) > 0";
-    let newest_first = "ORDER BY committed_at DESC, snapshot_id DESC";
-    tables
-        .iter()
-        .enumerate()
-        .map(|(i, t)| {
-            format!(
-                "SELECT {i} AS i, to_unixtime(s.last_write) AS last_write, \
-                 to_unixtime(s.lc) AS last_compaction, to_unixtime(s.last_replace) AS last_replace, \
-                 s.files_after_compaction, \
-                 IF(s.lc IS NULL, 0, COALESCE(cardinality(filter(s.writes, w -> w > s.lc)), 0)) AS writes_since_compaction, \
-                 slice(s.ta, 1, {limit}) AS trend_at, slice(s.tf, 1, {limit}) AS trend_files, \
-                 greatest(COALESCE(cardinality(s.ta), 0) - {limit}, 0) AS tail_snapshots, \
-                 element_at(s.ta, {next}) AS tail_newest, element_at(s.tf, {next}) AS tail_last_files, \
-                 IF(COALESCE(cardinality(s.tf), 0) >= {after}, reduce(sequence({after}, cardinality(s.tf)), BIGINT '0', \
-                 (acc, r) -> acc + greatest(s.tf[r] - s.tf[r - 1], 0), acc -> acc), 0) AS tail_drops \
-                 FROM (SELECT max(CASE WHEN operation <> 'replace' THEN committed_at END) AS last_write, \
-                 max(CASE WHEN {compaction} THEN committed_at END) AS lc, \
-                 max(CASE WHEN operation = 'replace' THEN committed_at END) AS last_replace, \
-                 max_by({total}, CASE WHEN {compaction} THEN committed_at END) AS files_after_compaction, \
-                 array_agg(committed_at) FILTER (WHERE operation <> 'replace') AS writes, \
-                 array_agg(to_unixtime(committed_at) {newest_first}) FILTER (WHERE {total} IS NOT NULL) AS ta, \
-                 array_agg({total} {newest_first}) FILTER (WHERE {total} IS NOT NULL) AS tf \
-                 FROM {snapshots}) s",
-                next = limit + 1,
-                after = limit + 2,
-                snapshots = t.meta("snapshots"),
-            )
-        })
-        .collect::<Vec<_>>()
-        .join("\nUNION ALL\n")
-}
-
-/// A row of [`history_sql`] over a survey of the same table: its snapshot facts replace
-/// those the survey derived from its window.
-pub fn apply_history(r: &Row, survey: &mut Survey) {
-    let time = |n: &str| r.get(n).and_then(Value::as_datetime);
-    let st = &mut survey.stats;
-    st.last_write = time("last_write");
-    st.last_compaction = time("last_compaction");
-    st.files_after_compaction = r.u64("files_after_compaction");
-    st.writes_since_compaction = r.u64("writes_since_compaction").unwrap_or(0);
-    survey.totals.last_replace = time("last_replace");
-    let mut trend = Vec::new();
-    if let (Some(Value::Array(at)), Some(Value::Array(files))) =
-        (r.get("trend_at"), r.get("trend_files"))
-    {
-        // Newest first on the wire: the trend runs oldest first.
-        for (a, f) in at.iter().zip(files).rev() {
-            if let (Some(t), Some(n)) = (a.as_datetime(), f.as_u64()) {
-                trend.push((t, n));
-            }
-        }
-    }
-    st.trend = trend;
-    let tail_snapshots = r.u64("tail_snapshots").unwrap_or(0);
-    st.trend_tail = match (time("tail_newest"), r.u64("tail_last_files")) {
-        (Some(newest), Some(last_files)) if tail_snapshots > 0 => Some(TrendTail {
-            snapshots: tail_snapshots,
-            newest,
-            last_files,
-            drops: r.u64("tail_drops").unwrap_or(0),
-        }),
-        _ => None,
-    };
-    survey.long_history = false;
-}
-
-/// The rows of [`history_sql`], by index in the batch.
-pub fn parse_history(rows: &[Row], batch: usize) -> Result<Vec<Row>, RowsError> {
-    by_index(rows, batch, "history", Row::clone)
-}
-
 impl Survey {
     /// The table's target file size: its property when this survey read it, else the
     /// default (what a fleet's survey bounds the small files at until the table's own
     /// target is read with its files).
     pub fn target(&self, cfg: &ScanParams) -> u64 {
-        self.meta.map_or(cfg.target_file_size, |m| m.target(cfg))
+        match (self.meta, self.props) {
+            (Some(m), _) => m.target(cfg),
+            (None, Some(p)) => p.target.unwrap_or(cfg.target_file_size),
+            (None, None) => cfg.target_file_size,
+        }
+    }
+
+    /// Whether the table's target is its own: read with its properties (the survey's or
+    /// its metadata's), not the default taken for want of them.
+    pub fn target_known(&self) -> bool {
+        self.meta.is_some() || self.props.is_some()
     }
 
     /// Whether the table's per-file read can change its verdict (see [`file_read`]).
@@ -775,7 +289,8 @@ impl Survey {
         let delete_files = t.delete_files.unwrap_or(0);
         TableStats {
             target_file_size: target,
-            target_from_property: self.meta.is_some_and(|m| m.target_property.is_some()),
+            target_from_property: self.meta.is_some_and(|m| m.target_property.is_some())
+                || self.props.is_some_and(|p| p.target.is_some()),
             data_files: t.data_files.unwrap_or(0),
             small_files: bounds.map_or(0, |b| b.at_least),
             total_bytes: t.files_size.unwrap_or(0),
@@ -797,6 +312,7 @@ impl Survey {
             position_deletes,
             equality_deletes,
             files_unread: true,
+            deletes_unknown: t.delete_files.is_none(),
             ..self.stats.clone()
         }
     }
@@ -852,12 +368,12 @@ pub fn file_read(t: &Totals, target: u64, cfg: &ScanParams) -> FileRead {
         Some(_) if t.delete_files.is_none_or(|d| d > 0) => {
             FileRead::Needed(small_file_bounds(t, target, cfg))
         }
-        // A file far over the target (an INFO) shows in the average when there are few.
+        // Too few files for a small-file verdict, and too few bytes for one file over
+        // the large-file line (an INFO): nothing a read of the files could find.
         Some(n)
             if n < cfg.min_small_files
-                && t.files_size.is_some_and(|b| {
-                    b as f64 <= n as f64 * target as f64 * cfg.large_file_ratio
-                }) =>
+                && t.files_size
+                    .is_some_and(|b| b as f64 <= target as f64 * cfg.large_file_ratio) =>
         {
             FileRead::NotNeeded
         }
@@ -865,5 +381,14 @@ pub fn file_read(t: &Totals, target: u64, cfg: &ScanParams) -> FileRead {
     }
 }
 
+mod parse;
+mod sql;
 #[cfg(test)]
 mod tests;
+
+pub use parse::{
+    apply_history, parse_file_meta, parse_history, parse_survey, parse_survey_rows, parse_totals,
+};
+pub use sql::{
+    file_meta_sql, history_sql, survey_rows_limit, survey_rows_sql, survey_sql, totals_sql,
+};

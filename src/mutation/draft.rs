@@ -5,8 +5,8 @@
 
 use crate::lakehouse::model::{PartitionStats, TableNameError, TableRef};
 use crate::lakehouse::plan::{
-    PartitioningError, Plan, PlanRefusal, Procedure, TableLayout, live_specs_sql, optimize_plan,
-    partition_path_sql, spec_fields_from_path, table_plan,
+    DEFAULT_WRITER_PARTITIONS, PartitioningError, Plan, PlanRefusal, Procedure, TableLayout,
+    live_specs_sql, optimize_plan_within, partition_path_sql, spec_fields_from_path, table_plan,
 };
 use crate::lakehouse::queries::{Lakehouse, PartitionList};
 use crate::mutation::audit::AuditLog;
@@ -14,6 +14,10 @@ use crate::mutation::contention::{self, Others};
 use crate::mutation::eta::{self, Measured};
 use crate::trino::TrinoError;
 use crate::units::UnitError;
+
+mod select;
+use select::split_wide;
+pub use select::{PartitionSpecError, parse_partition_spec, select_partitions};
 
 /// The maintenance an operator asks for, before the lakehouse is read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,6 +48,9 @@ pub struct PlanDraft {
     pub grouped: bool,
     /// An optimize's measured rate (earlier optimizes on this coordinator), when read.
     pub measured: Option<Measured>,
+    /// The partitions one of the coordinator's writers holds open
+    /// (`<catalog>.max_partitions_per_writer`): no statement covers more.
+    pub writer_partitions: usize,
 }
 
 impl PlanDraft {
@@ -57,12 +64,13 @@ impl PlanDraft {
 
     pub fn build(&self, grouped: bool) -> Result<Plan, PlanRefusal> {
         match &self.procedure {
-            Procedure::Optimize { threshold } => optimize_plan(
+            Procedure::Optimize { threshold } => optimize_plan_within(
                 &self.table,
                 &self.layout,
                 &self.partitions,
                 *threshold,
                 grouped,
+                self.writer_partitions,
             ),
             other => Ok(table_plan(&self.table, other.clone())),
         }
@@ -117,43 +125,11 @@ pub enum PlanError {
         "no partition of {0} holds two or more small files: optimize cannot merge them (the table is over-partitioned: its partitioning, not a compaction, is the fix)"
     )]
     OverPartitioned(TableRef),
-}
-
-/// A `--partition` spec that names no partition of the table.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum PartitionSpecError {
-    #[error("--partition {0:?}: expected COLUMN=VALUE or COLUMN IS NULL, joined by /")]
-    Syntax(String),
-    #[error("--partition {0:?}: \"(spec N)\" takes a spec id")]
-    SpecId(String),
-    /// `fields`: the table's partition fields.
+    /// The coordinator's writers' limit is not a positive number.
     #[error(
-        "--partition {spec:?}: the table has no partition field {field:?} (fields: {})",
-        fields.join(", ")
+        "the session property {property} is {value:?}: expected a positive number of partitions"
     )]
-    NoField {
-        spec: String,
-        field: String,
-        fields: Vec<String>,
-    },
-    /// `null_field`: a field given `=null`, which may have meant `IS NULL`.
-    #[error(
-        "--partition {spec:?} matches no partition holding data files{}",
-        null_hint(null_field)
-    )]
-    NoMatch {
-        spec: String,
-        null_field: Option<String>,
-    },
-}
-
-fn null_hint(field: &Option<String>) -> String {
-    match field {
-        Some(k) => {
-            format!(" (a NULL value is spelled '{k} IS NULL'; {k}=null is the string 'null')")
-        }
-        None => String::new(),
-    }
+    WriterLimit { property: String, value: String },
 }
 
 impl PlanError {
@@ -226,6 +202,48 @@ pub async fn layout_with_specs(lake: &Lakehouse, t: &TableRef) -> Result<TableLa
     Ok(layout)
 }
 
+/// The partitions one writer of the table's catalog holds open, as this session has it
+/// (`SHOW SESSION`: the catalog's `max-partitions-per-writer`, or what the session set);
+/// a connector without the property (not Iceberg nor Delta Lake) has Trino's default.
+pub async fn writer_partitions(lake: &Lakehouse, t: &TableRef) -> Result<usize, PlanError> {
+    let name = format!("{}.max_partitions_per_writer", t.catalog);
+    let out = lake
+        .client
+        .query("SHOW SESSION LIKE '%max_partitions_per_writer'")
+        .await
+        .map_err(PlanError::read(format!("the session property {name}")))?;
+    let Some(row) = out
+        .rows
+        .iter()
+        .find(|r| r.str("Name") == Some(name.as_str()))
+    else {
+        return Ok(DEFAULT_WRITER_PARTITIONS);
+    };
+    let value = row.str("Value").unwrap_or_default();
+    value
+        .trim()
+        .parse::<usize>()
+        .ok()
+        .filter(|n| *n > 0)
+        .ok_or_else(|| PlanError::WriterLimit {
+            property: name,
+            value: value.to_string(),
+        })
+}
+
+/// The note of a plan split to stay within the writers' limit.
+fn split_note(table: &TableRef, partitions: usize, limit: usize) -> String {
+    let per = crate::lakehouse::plan::MAX_GROUP.min(limit).max(1);
+    format!(
+        "{} partitions of {table} hold files to rewrite, more than a writer of this coordinator \
+         holds open ({limit}, {}.max_partitions_per_writer): one statement over them could fail \
+         with ICEBERG_TOO_MANY_OPEN_PARTITIONS, so the plan optimizes them in statements of at \
+         most {per} partitions, oldest first",
+        crate::fmt::thousands(partitions as u64),
+        table.catalog,
+    )
+}
+
 /// The partitions of a table.
 pub async fn partitions_of(lake: &Lakehouse, t: &TableRef) -> Result<PartitionList, PlanError> {
     lake.partitions(t)
@@ -279,15 +297,39 @@ pub async fn draft(
         note: None,
         grouped: false,
         measured: None,
+        writer_partitions: DEFAULT_WRITER_PARTITIONS,
     };
     if kind != MaintenanceKind::Optimize {
         return Ok(draft);
     }
+    draft.writer_partitions = writer_partitions(lake, &table).await?;
+    let limit = draft.writer_partitions;
     let parts = match over {
-        Over::Whole => return Ok(draft),
+        Over::Whole => {
+            // One statement, unless the table's partitions are more than a writer holds.
+            let list = partitions_of(lake, &table).await?;
+            let with_files: Vec<PartitionStats> = list
+                .partitions
+                .into_iter()
+                .filter(|p| p.data_files > 0)
+                .collect();
+            if list.layout_fields.is_empty() || with_files.len() <= limit {
+                return Ok(draft);
+            }
+            draft.grouped = true;
+            draft.note = Some(split_note(&table, with_files.len(), limit));
+            with_files
+        }
         Over::These(p) => p,
         Over::Named(specs) => {
-            select_partitions(&partitions_of(lake, &table).await?.partitions, &specs)?
+            let all = partitions_of(lake, &table).await?.partitions;
+            let named = select_partitions(&all, &specs)?;
+            let (parts, split) = split_wide(&all, named, limit);
+            if split > 0 {
+                draft.grouped = true;
+                draft.note = Some(split_note(&table, split, limit));
+            }
+            parts
         }
         Over::SmallFiles { min_small } => {
             // From the Tables tab: the table's small-file partitions, incrementally.
@@ -360,120 +402,6 @@ pub async fn small_file_threshold(lake: &Lakehouse, t: &TableRef) -> Result<u64,
     Ok(lake.scan.small_threshold(target))
 }
 
-/// One `--partition` spec: `COLUMN=VALUE` (the value exactly, `region=null` is the
-/// string `'null'`) or `COLUMN IS NULL` (SQL NULL), joined by `/`.
-pub fn parse_partition_spec(
-    spec: &str,
-) -> Result<Vec<(String, Option<String>)>, PartitionSpecError> {
-    spec.split('/')
-        .map(|kv| {
-            if let Some((k, v)) = kv.split_once('=') {
-                return Ok((k.trim().to_string(), Some(v.to_string())));
-            }
-            let t = kv.trim();
-            let lower = t.to_ascii_lowercase();
-            match lower.strip_suffix("is null") {
-                Some(k) if k.ends_with(char::is_whitespace) && !k.trim().is_empty() => {
-                    Ok((t[..k.trim_end().len()].to_string(), None))
-                }
-                _ => Err(PartitionSpecError::Syntax(spec.to_string())),
-            }
-        })
-        .collect()
-}
-
-/// A `--partition` spec's trailing ` (spec N)`, as the Partitions tab labels a partition
-/// of a table whose live files span several partition specs: the spec text before it and
-/// N.
-fn split_spec_id(spec: &str) -> Result<(&str, Option<i32>), PartitionSpecError> {
-    let t = spec.trim_end();
-    let Some(open) = t.strip_suffix(')').and_then(|rest| rest.rfind(" (spec ")) else {
-        return Ok((spec, None));
-    };
-    let id = t[open + " (spec ".len()..t.len() - 1]
-        .trim()
-        .parse::<i32>()
-        .map_err(|_| PartitionSpecError::SpecId(spec.to_string()))?;
-    Ok((&t[..open], Some(id)))
-}
-
-/// Partitions matching `k=v[/k=v…][ (spec N)]` specs (each spec may name a subset of the
-/// fields; `k IS NULL` matches NULL, `k=null` the string `'null'`; ` (spec N)` only the
-/// partitions of partition spec N, each its own partition).
-pub fn select_partitions(
-    all: &[PartitionStats],
-    specs: &[String],
-) -> Result<Vec<PartitionStats>, PartitionSpecError> {
-    let mut out = Vec::new();
-    for spec in specs {
-        // Only a table listed with specs has the suffix (a value may end like one).
-        let (text, spec_id) = if all.iter().any(|p| p.spec_id.is_some()) {
-            split_spec_id(spec)?
-        } else {
-            (spec.as_str(), None)
-        };
-        let wanted = parse_partition_spec(text)?;
-        if let Some(p) = all.first() {
-            for (k, _) in &wanted {
-                if !p.values.iter().any(|(n, _)| n == k) {
-                    return Err(PartitionSpecError::NoField {
-                        spec: spec.clone(),
-                        field: k.clone(),
-                        fields: p.values.iter().map(|(n, _)| n.clone()).collect(),
-                    });
-                }
-            }
-        }
-        let matches: Vec<&PartitionStats> = all
-            .iter()
-            .filter(|p| {
-                spec_id.is_none_or(|id| p.spec_id == Some(id))
-                    && wanted
-                        .iter()
-                        .all(|(k, v)| p.values.iter().any(|(n, val)| n == k && val == v))
-            })
-            .collect();
-        if matches.is_empty() {
-            return Err(PartitionSpecError::NoMatch {
-                spec: spec.clone(),
-                null_field: wanted
-                    .iter()
-                    .find(|(_, v)| v.as_deref().is_some_and(|v| v.eq_ignore_ascii_case("null")))
-                    .map(|(k, _)| k.clone()),
-            });
-        }
-        // Within one spec, each partition is its own (a predicate over some fields would
-        // select the other specs' partitions too).
-        if spec_id.is_some() || wanted.len() == all.first().map(|p| p.values.len()).unwrap_or(0) {
-            out.extend(matches.into_iter().cloned());
-        } else {
-            // A subset of the fields: one statement over all of them, counted together.
-            let mut agg = PartitionStats {
-                values: wanted.clone(),
-                data_files: 0,
-                small_files: 0,
-                total_bytes: 0,
-                records: 0,
-                min_file: u64::MAX,
-                max_file: 0,
-                delete_files: 0,
-                oldest_small_file_at: None,
-                spec_id: None,
-            };
-            for p in matches {
-                agg.data_files += p.data_files;
-                agg.small_files += p.small_files;
-                agg.total_bytes += p.total_bytes;
-                agg.records += p.records;
-                agg.min_file = agg.min_file.min(p.min_file);
-                agg.max_file = agg.max_file.max(p.max_file);
-            }
-            out.push(agg);
-        }
-    }
-    Ok(out)
-}
-
 /// What `o` on a table optimizes, and why.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Targets {
@@ -520,190 +448,4 @@ pub fn optimize_targets(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_failed_read_says_what_it_read_and_keeps_trinos_error() {
-        let trino = TrinoError::Query {
-            query_id: "q1".into(),
-            error_name: "TABLE_NOT_FOUND".into(),
-            error_code: 46,
-            error_type: "USER_ERROR".into(),
-            message: "Table 'iceberg.zoning.documents' does not exist".into(),
-            location: None,
-        };
-        let e = PlanError::read("the layout of iceberg.zoning.documents")(trino);
-        assert_eq!(
-            e.to_string(),
-            "reading the layout of iceberg.zoning.documents: TABLE_NOT_FOUND: Table 'iceberg.zoning.documents' does not exist (query q1)"
-        );
-        let PlanError::Read { source, .. } = &e else {
-            panic!("{e:?}")
-        };
-        assert_eq!(source.name(), "TABLE_NOT_FOUND");
-        let refused: PlanError =
-            PlanRefusal::Predicate(crate::lakehouse::plan::PredicateError::NoValue).into();
-        assert!(matches!(refused, PlanError::Refused(_)));
-        assert_eq!(refused.to_string(), "no partition value to match");
-    }
-    use crate::lakehouse::plan::{MAX_GROUP, parse_partition_entry};
-
-    /// `n` partitions of `small` small files each, one a day from 2026-08-01.
-    fn spread(n: usize, small: u64) -> Vec<PartitionStats> {
-        (0..n)
-            .map(|i| PartitionStats {
-                values: vec![(
-                    "ordered_at_day".into(),
-                    Some(
-                        (chrono::NaiveDate::from_ymd_opt(2026, 8, 1).unwrap()
-                            + chrono::Duration::days(i as i64))
-                        .to_string(),
-                    ),
-                )],
-                data_files: small,
-                small_files: small,
-                total_bytes: small * 4000,
-                records: 100,
-                min_file: 3000,
-                max_file: 5000,
-                delete_files: 0,
-                oldest_small_file_at: None,
-                spec_id: None,
-            })
-            .collect()
-    }
-
-    #[test]
-    fn a_table_spread_thin_optimizes_every_partition_with_small_files_in_bounded_groups() {
-        let t = TableRef::new("iceberg", "sales", "orders");
-        // 1,101 small files over 270 partitions of about four: none holds 12.
-        let mut parts = spread(270, 4);
-        parts[0].small_files = 5;
-        parts[0].data_files = 5;
-        parts.push(PartitionStats {
-            small_files: 1,
-            data_files: 1,
-            ..spread(1, 1)[0].clone()
-        });
-        let got = optimize_targets(&t, parts, 12).unwrap();
-        assert_eq!(
-            got.partitions.len(),
-            270,
-            "the lone small file cannot merge"
-        );
-        assert!(got.grouped);
-        let note = got.note.clone().unwrap();
-        assert!(
-            note.contains("no partition of iceberg.sales.orders holds 12 or more small files")
-                && note.contains("1,081 small files are spread over 270 partitions"),
-            "{note}"
-        );
-        let layout = TableLayout {
-            columns: vec![("ordered_at".into(), "timestamp(6) with time zone".into())],
-            partitioning: vec![parse_partition_entry("day(ordered_at)").unwrap()],
-            live_specs: Vec::new(),
-        };
-        let draft = PlanDraft {
-            table: t.clone(),
-            procedure: Procedure::Optimize {
-                threshold: 96 << 20,
-            },
-            layout,
-            partitions: got.partitions,
-            note: got.note,
-            grouped: got.grouped,
-            measured: None,
-        };
-        let plan = draft.build(draft.grouped).unwrap();
-        assert_eq!(plan.steps.len(), 270usize.div_ceil(MAX_GROUP));
-        assert!(plan.steps.iter().all(|s| s.targets.len() <= MAX_GROUP));
-        assert_eq!(plan.files(), 1081);
-        // Oldest first: the first statement holds the first day.
-        assert!(
-            plan.steps[0].sql.contains("2026-08-01"),
-            "{}",
-            plan.steps[0].sql
-        );
-        // One statement each on g.
-        assert_eq!(draft.build(false).unwrap().steps.len(), 270);
-    }
-
-    #[test]
-    fn partitions_past_min_small_files_are_the_plan_and_nothing_to_merge_says_why() {
-        let t = TableRef::new("iceberg", "zoning", "documents");
-        let mut parts = spread(10, 3);
-        parts[4].small_files = 20;
-        let got = optimize_targets(&t, parts, 12).unwrap();
-        assert_eq!(got.partitions.len(), 1);
-        assert_eq!(got.note, None);
-        assert!(!got.grouped);
-        let e = optimize_targets(&t, spread(30, 1), 12).unwrap_err();
-        assert!(matches!(e, PlanError::OverPartitioned(_)), "{e:?}");
-        assert!(e.to_string().contains("over-partitioned"), "{e}");
-    }
-
-    /// A spread-thin table one of whose partitions is NULL (its path is the string
-    /// 'null''s too): the grouped plan is drawn, that partition in a statement of its own
-    /// selected by `IS NULL`, the rest grouped by path.
-    #[test]
-    fn a_null_partition_of_a_table_spread_thin_is_planned_alone_beside_the_groups() {
-        let t = TableRef::new("iceberg", "zoning", "permits");
-        let mut parts: Vec<PartitionStats> = spread(100, 3)
-            .into_iter()
-            .enumerate()
-            .map(|(i, mut p)| {
-                p.values = vec![("district".into(), Some(format!("d{i:03}")))];
-                p
-            })
-            .collect();
-        parts[7].values[0].1 = None;
-        parts[8].values[0].1 = Some("null".into());
-        let got = optimize_targets(&t, parts, 12).unwrap();
-        assert!(got.grouped);
-        let draft = PlanDraft {
-            table: t.clone(),
-            procedure: Procedure::Optimize {
-                threshold: 96 << 20,
-            },
-            layout: TableLayout {
-                columns: vec![("district".into(), "varchar".into())],
-                partitioning: vec![parse_partition_entry("district").unwrap()],
-                live_specs: Vec::new(),
-            },
-            partitions: got.partitions,
-            note: got.note,
-            grouped: true,
-            measured: None,
-        };
-        let plan = draft.build(true).unwrap();
-        assert_eq!(plan.steps.len(), 98usize.div_ceil(MAX_GROUP) + 2, "{plan}");
-        assert_eq!(plan.files(), 300);
-        let alone: Vec<&str> = plan
-            .steps
-            .iter()
-            .filter(|s| !s.sql.contains("\"$partition\""))
-            .map(|s| s.sql.as_str())
-            .collect();
-        assert_eq!(alone.len(), 2, "{plan}");
-        assert!(
-            alone
-                .iter()
-                .any(|s| s.ends_with("WHERE \"district\" IS NULL")),
-            "{plan}"
-        );
-        assert!(
-            alone
-                .iter()
-                .any(|s| s.ends_with("WHERE \"district\" = 'null'")),
-            "{plan}"
-        );
-        assert!(
-            plan.notes
-                .iter()
-                .any(|n| n.starts_with("2 partitions planned alone")),
-            "{:?}",
-            plan.notes
-        );
-    }
-}
+mod tests;

@@ -336,8 +336,8 @@ fn event_printer(plan: &Plan) -> impl Fn(StepEvent) + Send + Sync {
                     if let Some(r) = o.rows {
                         s.push_str(&format!(", rows {r}"));
                     }
-                    for (k, v) in &o.metrics {
-                        s.push_str(&format!(", {k} {v}"));
+                    if let Some(m) = crate::mutation::run::metrics_text(&o.metrics) {
+                        s.push_str(&format!(", {m}"));
                     }
                     if let Some(after) = o.files_after {
                         s.push_str(&format!(", files {} -> {after}", steps[step].files));

@@ -33,6 +33,52 @@ pub struct StepOutcome {
     pub small_after: Option<u64>,
 }
 
+/// The metric rows an optimize answers from Trino 481 (`metric_name`, `metric_value`).
+pub const REWRITTEN_DATA_FILES: &str = "rewritten_data_files_count";
+pub const ADDED_DATA_FILES: &str = "added_data_files_count";
+pub const REMOVED_DELETE_FILES: &str = "removed_delete_files_count";
+
+/// What a procedure's metric rows say it did, in words: for an optimize "rewrote 214 data
+/// files into 107" (", removed 3 delete files" when it did), any other metric by its name;
+/// `None` when there are none (Trino before 481 answers no row).
+pub fn metrics_text(metrics: &BTreeMap<String, i64>) -> Option<String> {
+    if metrics.is_empty() {
+        return None;
+    }
+    let files = |n: i64, what: &str| {
+        format!(
+            "{} {what}{}",
+            crate::fmt::thousands(n.max(0) as u64),
+            if n == 1 { "" } else { "s" }
+        )
+    };
+    let mut parts = Vec::new();
+    let mut said = Vec::new();
+    if let (Some(r), Some(a)) = (
+        metrics.get(REWRITTEN_DATA_FILES),
+        metrics.get(ADDED_DATA_FILES),
+    ) {
+        parts.push(format!(
+            "rewrote {} into {}",
+            files(*r, "data file"),
+            crate::fmt::thousands((*a).max(0) as u64)
+        ));
+        said.extend([REWRITTEN_DATA_FILES, ADDED_DATA_FILES]);
+    }
+    if let Some(d) = metrics.get(REMOVED_DELETE_FILES) {
+        if *d > 0 {
+            parts.push(format!("removed {}", files(*d, "delete file")));
+        }
+        said.push(REMOVED_DELETE_FILES);
+    }
+    for (k, v) in metrics {
+        if !said.contains(&k.as_str()) {
+            parts.push(format!("{k} {v}"));
+        }
+    }
+    Some(parts.join(", "))
+}
+
 /// How a running plan is stopped: cancelled by the operator (`c`, ctrl-c, quitting with
 /// `y`), or interrupted because floe was told to stop (SIGTERM, SIGHUP). Both cancel the
 /// running statement on Trino; the audit log says which.
@@ -604,5 +650,32 @@ mod tests {
         );
         assert_eq!(refused(&ctx_a2), vec![a.clone()]);
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn an_optimizes_metric_rows_read_as_what_it_rewrote() {
+        let m = |pairs: &[(&str, i64)]| -> BTreeMap<String, i64> {
+            pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+        };
+        assert_eq!(metrics_text(&BTreeMap::new()), None, "Trino before 481");
+        let six = m(&[
+            (REWRITTEN_DATA_FILES, 2140),
+            (REMOVED_DELETE_FILES, 0),
+            (ADDED_DATA_FILES, 107),
+        ]);
+        assert_eq!(
+            metrics_text(&six).unwrap(),
+            "rewrote 2,140 data files into 107"
+        );
+        let deletes = m(&[
+            (REWRITTEN_DATA_FILES, 1),
+            (REMOVED_DELETE_FILES, 3),
+            (ADDED_DATA_FILES, 1),
+            ("new_metric", 7),
+        ]);
+        assert_eq!(
+            metrics_text(&deletes).unwrap(),
+            "rewrote 1 data file into 1, removed 3 delete files, new_metric 7"
+        );
     }
 }

@@ -6,7 +6,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chrono::Utc;
-use futures::StreamExt;
 
 use super::{AirflowInfo, DagReport, Report, TableReport, TrinoInfo};
 use crate::airflow::{AirflowClient, AirflowError, scan};
@@ -103,7 +102,11 @@ fn no_tables_message(catalog: &str, schemas: &[String], globs: &[String]) -> Str
     )
 }
 
-async fn read_airflow(settings: &Settings, running: &Running) -> Option<AirflowRead> {
+async fn read_airflow(
+    settings: &Settings,
+    running: &Running,
+    tables: tokio::sync::oneshot::Receiver<Vec<TableRef>>,
+) -> Option<AirflowRead> {
     let a = settings.airflow.as_ref()?;
     let mut info = AirflowInfo {
         url: a.url.to_string(),
@@ -149,7 +152,26 @@ async fn read_airflow(settings: &Settings, running: &Running) -> Option<AirflowR
         let conns = scan::trino_connections(&client, a.test_connections).await;
         crate::health::airflow::connection_findings(&conns, &settings.trino.url)
     };
-    let (mut facts, conn) = tokio::join!(
+    // The code of the DAGs that maintain a table (what hides their failures), once the
+    // tables are listed.
+    let codes = async {
+        let tables = tables.await.unwrap_or_default();
+        let names: Vec<DagName> = list.dags.iter().map(DagName::of).collect();
+        let mapped = map_dags(&tables, &names, &settings.maintenance);
+        let maintaining = mapped.into_values().map(|m| m.dag_id).collect();
+        let _reading = running.start(format!(
+            "Airflow: the maintenance DAGs' source on {}",
+            a.url
+        ));
+        scan::codes(
+            &client,
+            &list.dags,
+            &maintaining,
+            settings.max_concurrent_queries,
+        )
+        .await
+    };
+    let (mut facts, conn, mut codes) = tokio::join!(
         scan::facts_observed(
             &client,
             &list.dags,
@@ -158,7 +180,8 @@ async fn read_airflow(settings: &Settings, running: &Running) -> Option<AirflowR
             settings.max_concurrent_queries,
             &started
         ),
-        connections
+        connections,
+        codes
     );
     let mut findings = crate::health::airflow::server_findings(&list);
     findings.extend(conn);
@@ -168,7 +191,11 @@ async fn read_airflow(settings: &Settings, running: &Running) -> Option<AirflowR
         .map(|d| {
             let f = facts
                 .remove(&d.dag_id)
-                .unwrap_or_else(|| Err(AirflowError::Internal("its facts were not read".into())));
+                .unwrap_or_else(|| Err(AirflowError::Internal("its facts were not read".into())))
+                .map(|mut f| {
+                    f.code = codes.remove(&d.dag_id);
+                    f
+                });
             (d, f)
         })
         .collect();
@@ -242,29 +269,59 @@ async fn run_tracked(
     cached_max_age: Option<Duration>,
 ) -> Report {
     let mut report = empty_report(settings);
-    let Some((lake, tables)) = connect_and_list(settings, globs, running, &mut report).await else {
+    let Some(lake) = connect(settings, running, &mut report).await else {
         return report;
     };
-    let cached = cached_stats(settings, cached_max_age, &tables, &mut report);
-    let (lake, cached) = (&lake, &cached);
-    let stats = futures::stream::iter(tables.clone())
-        .map(|t| async move {
-            if let Some(e) = cached.get(&t) {
-                return (t, Ok(e.stats.clone()));
-            }
-            let _running = running.start(format!("Trino: the health queries of {t}"));
-            let r = lake.table_stats(&t).await;
-            (t, r)
-        })
-        .buffer_unordered(settings.max_concurrent_queries)
-        .collect::<Vec<(TableRef, Result<TableStats, TrinoError>)>>();
-    let (results, airflow) = tokio::join!(stats, read_airflow(settings, running));
+    let mut all_globs = settings.trino.tables.clone();
+    all_globs.extend(globs.iter().cloned());
+    // The DAGs' code is read for the DAGs that maintain a listed table: the fleet read
+    // lists them.
+    let (listed, tables_read) = tokio::sync::oneshot::channel();
+    let fleet = async {
+        let f = read_fleet(settings, &all_globs, &lake, running, cached_max_age).await;
+        let tables = f.as_ref().map_or_else(
+            |_| Vec::new(),
+            |f| f.tables.iter().map(|(t, _)| t.clone()).collect(),
+        );
+        let _ = listed.send(tables);
+        f
+    };
+    let airflow = read_airflow(settings, running, tables_read);
+    let (fleet, airflow) = tokio::join!(fleet, airflow);
+    let results = match fleet {
+        Ok(f) => f,
+        Err(e) => {
+            report.fatal = Some(format!(
+                "cannot list the tables of catalog {}: {e}",
+                settings.trino.catalog
+            ));
+            return report;
+        }
+    };
+    if let Some(w) = results.warning {
+        report.warnings.push(w);
+    }
+    let tables: Vec<TableRef> = results.tables.iter().map(|(t, _)| t.clone()).collect();
+    if tables.is_empty() {
+        // Nothing seen is not the same as nothing wrong: a typo in --table, a schema that
+        // does not exist, or a user whose SELECT was revoked all read this way.
+        report.findings.push(Finding {
+            rule: Rule::NoTables,
+            severity: Severity::Unknown,
+            message: no_tables_message(
+                &settings.trino.catalog,
+                &settings.trino.schemas,
+                &all_globs,
+            ),
+            penalty: 0,
+        });
+    }
     let now = Utc::now();
     let (mapping, facts_by_dag) = match airflow {
         Some(a) => dag_reports(&mut report, a, &tables, settings, now),
         None => Default::default(),
     };
-    for (table, r) in results {
+    for (table, r) in results.tables {
         let dag = mapping.get(&table).and_then(|m| {
             facts_by_dag.get(&m.dag_id).map(|f| DagFacts {
                 guessed: m.guessed,
@@ -287,14 +344,8 @@ async fn run_tracked(
     report
 }
 
-/// Connect to Trino and list the tables the check is about; `None` (with the report's
-/// fatal error set) when either fails. No table listed is an UNKNOWN finding, not a pass.
-async fn connect_and_list(
-    settings: &Settings,
-    globs: &[String],
-    running: &Running,
-    report: &mut Report,
-) -> Option<(Lakehouse, Vec<TableRef>)> {
+/// Connect to Trino; `None` (with the report's fatal error set) when it fails.
+async fn connect(settings: &Settings, running: &Running, report: &mut Report) -> Option<Lakehouse> {
     let client = match Client::from_settings(&settings.trino, settings.query_timeout) {
         Ok(c) => c,
         Err(e) => {
@@ -314,79 +365,124 @@ async fn connect_and_list(
         Ok(info) => {
             report.trino.version = Some(info.node_version.version.clone());
             report.trino.uptime_seconds = info.uptime_secs();
+            Some(lake)
         }
         Err(e) => {
             report.fatal = Some(e.to_string());
-            return None;
+            None
         }
     }
-    let mut all_globs = settings.trino.tables.clone();
-    all_globs.extend(globs.iter().cloned());
-    let listing = running.start(format!(
-        "Trino: listing the tables of catalog {}",
-        settings.trino.catalog
-    ));
-    let discovered = lake.discover(&settings.trino.schemas, &all_globs).await;
-    drop(listing);
-    let tables = match discovered {
-        Ok(t) => t,
-        Err(e) => {
-            report.fatal = Some(format!(
-                "cannot list the tables of catalog {}: {e}",
-                settings.trino.catalog
-            ));
-            return None;
-        }
-    };
-    if tables.is_empty() {
-        // Nothing seen is not the same as nothing wrong: a typo in --table, a schema that
-        // does not exist, or a user whose SELECT was revoked all read this way.
-        report.findings.push(Finding {
-            rule: Rule::NoTables,
-            severity: Severity::Unknown,
-            message: no_tables_message(
-                &settings.trino.catalog,
-                &settings.trino.schemas,
-                &all_globs,
-            ),
-            penalty: 0,
-        });
-    }
-    Some((lake, tables))
 }
 
-/// The tables' stats the TUI's cache holds young enough (`--cached-max-age`), said in
-/// the report's warnings; none without the flag.
-fn cached_stats(
+/// Every table's stats, or why they could not be read, in listing order; and what the
+/// report says of the cache.
+struct FleetRead {
+    tables: Vec<(TableRef, Result<TableStats, TrinoError>)>,
+    warning: Option<String>,
+}
+
+/// The fleet read as the TUI reads it ([`crate::refresh`]): from the stats cache the TUI
+/// and earlier checks keep, every cached table probed and only those that changed read
+/// again (the tables never read surveyed, ten a statement, their files read where they
+/// can change the verdict); with `--cached-max-age` the tables read that recently are
+/// taken as they are. What was read is kept in the cache for the next run.
+async fn read_fleet(
     settings: &Settings,
+    globs: &[String],
+    lake: &Lakehouse,
+    running: &Running,
     cached_max_age: Option<Duration>,
-    tables: &[TableRef],
-    report: &mut Report,
-) -> BTreeMap<TableRef, crate::cache::Entry> {
-    let cached: BTreeMap<TableRef, crate::cache::Entry> = match cached_max_age {
-        Some(age) => crate::cache::load_fresh(
-            &settings.stats_cache,
-            &settings.profile,
-            settings.trino.url.as_str(),
-            Utc::now(),
-            age,
-        )
-        .into_iter()
-        .map(|e| (e.table.clone(), e))
-        .collect(),
-        None => BTreeMap::new(),
+) -> Result<FleetRead, TrinoError> {
+    use crate::refresh::{Refresh, TableRead, VecRecords, drive};
+    let url = settings.trino.url.as_str();
+    let now = Utc::now();
+    let warm = crate::cache::load(&settings.stats_cache, &settings.profile, url);
+    let young = |e: &crate::cache::Entry| {
+        cached_max_age.is_some_and(|age| {
+            now.signed_duration_since(e.read_at)
+                .to_std()
+                .is_ok_and(|a| a <= age)
+        })
     };
-    let from_cache: Vec<&crate::cache::Entry> =
-        tables.iter().filter_map(|t| cached.get(t)).collect();
-    if let Some(oldest) = from_cache.iter().map(|e| e.read_at).min() {
-        report.warnings.push(format!(
-            "{} of {} tables from the stats cache (read up to {} ago, --cached-max-age)",
-            from_cache.len(),
-            tables.len(),
-            crate::fmt::human_duration(Utc::now().signed_duration_since(oldest).num_seconds())
-        ));
+    let trusted: Vec<TableRef> = warm
+        .iter()
+        .filter(|e| young(e))
+        .map(|e| e.table.clone())
+        .collect();
+    let oldest_trusted = warm.iter().filter(|e| young(e)).map(|e| e.read_at).min();
+    let oldest = warm.iter().map(|e| e.read_at).min();
+    let mut records = VecRecords(
+        warm.into_iter()
+            .map(|e| {
+                let trust = young(&e);
+                let mut r = TableRead::cached(e.stats, e.probe, e.read_at);
+                if trust {
+                    // Taken as it is: no probe (--cached-max-age).
+                    r.cached = false;
+                    r.checked_at = Some(now);
+                }
+                (e.table, r)
+            })
+            .collect(),
+    );
+    // Every cached table is probed (a cached verdict is confirmed or read again), none
+    // by rotation: a check looks at every table it does not trust.
+    let mut policy = crate::refresh::RefreshPolicy::of(settings);
+    policy.full_every = None;
+    let mut refresh = Refresh::new(policy, 0);
+    if !records.0.is_empty() {
+        refresh.warm(now, oldest);
     }
-    cached
+    let scan = settings.health.scan();
+    let reader = drive::Reader {
+        lake,
+        schemas: settings.trino.schemas.clone(),
+        globs: globs.to_vec(),
+        scan: &scan,
+        refresh_every: settings.refresh,
+    };
+    let watch = |read: &crate::refresh::Read| running.start(format!("Trino: {}", read.describe()));
+    drive::drive(&mut refresh, &mut records, &reader, false, Utc::now, watch).await?;
+    let entries: Vec<crate::cache::Entry> = records
+        .0
+        .iter()
+        .filter_map(|(t, r)| {
+            Some(crate::cache::Entry {
+                profile: settings.profile.clone(),
+                url: url.to_string(),
+                table: t.clone(),
+                probe: r.probe,
+                read_at: r.read_at?,
+                stats: r.stats.clone()?,
+            })
+        })
+        .collect();
+    if let Err(e) = crate::cache::merge(&settings.stats_cache, &settings.profile, url, entries) {
+        tracing::warn!(path = %settings.stats_cache.display(), "cannot write the stats cache: {e}");
+    }
+    let listed: std::collections::HashSet<&TableRef> = records.0.iter().map(|(t, _)| t).collect();
+    let from_cache = trusted.iter().filter(|t| listed.contains(t)).count();
+    let warning = oldest_trusted.filter(|_| from_cache > 0).map(|oldest| {
+        format!(
+            "{} of {} tables from the stats cache (read up to {} ago, --cached-max-age)",
+            from_cache,
+            records.0.len(),
+            crate::fmt::human_duration(Utc::now().signed_duration_since(oldest).num_seconds())
+        )
+    });
+    let tables = records
+        .0
+        .into_iter()
+        .map(|(t, r)| {
+            let result = match (r.error, r.stats) {
+                (Some(e), _) => Err(e),
+                (None, Some(st)) => Ok(st),
+                (None, None) => Err(TrinoError::Internal(format!("{t} was not read"))),
+            };
+            (t, result)
+        })
+        .collect();
+    Ok(FleetRead { tables, warning })
 }
 
 /// Which DAG maintains which table, and what each DAG says: the report's DAGs and their

@@ -57,6 +57,8 @@ impl Report {
                     "import_error": d.facts.import_error,
                     "tables": d.tables,
                     "findings": d.health.findings,
+                    "code": d.facts.code,
+                    "code_findings": self.code_findings(&d.facts),
                 })
             })
             .collect();

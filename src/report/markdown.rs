@@ -175,6 +175,22 @@ impl Report {
             ]);
         }
         out.push_str(&table.finish());
+        // What each DAG's own code says (advice, with file and line).
+        let code: Vec<String> = self
+            .dags
+            .iter()
+            .flat_map(|d| {
+                self.code_lines(&d.facts)
+                    .into_iter()
+                    .map(|l| format!("- {}: {}", md::code(&d.facts.dag_id), md::text(&l)))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        if !code.is_empty() {
+            out.push_str("\n#### DAG code\n\n");
+            out.push_str(&code.join("\n"));
+            out.push('\n');
+        }
     }
 }
 

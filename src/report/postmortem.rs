@@ -41,6 +41,10 @@ pub struct DagSection {
     /// The error line of the failing task's log.
     pub error_line: Option<String>,
     pub import_error: Option<String>,
+    /// What the DAG's own code says (`code: may hide failures: compact_permits.py:56 …`):
+    /// advice, with file and line.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub code: Vec<String>,
 }
 
 impl DagSection {
@@ -57,6 +61,11 @@ impl DagSection {
             failing_run: None,
             error_line: f.error_line.clone(),
             import_error: f.import_error.clone(),
+            code: f
+                .code
+                .as_ref()
+                .map(|c| c.evidence(&|_| None))
+                .unwrap_or_default(),
         }
     }
 }

@@ -119,13 +119,16 @@ async fn read_airflow(settings: &Settings, lake: &Lakehouse, table: &TableRef) -
         .iter()
         .find(|m| m.dag_id == dag.dag_id)
         .and_then(|m| m.interval);
-    let (facts, runs) = tokio::join!(
+    let ids = std::iter::once(dag.dag_id.clone()).collect();
+    let (facts, runs, mut code) = tokio::join!(
         client.fetch_facts(dag, interval.unwrap_or(settings.health.dag_interval)),
-        client.runs(&dag.dag_id, a.runs)
+        client.runs(&dag.dag_id, a.runs),
+        crate::airflow::scan::codes(&client, std::slice::from_ref(dag), &ids, 1)
     );
     match facts {
         Ok(mut f) => {
             f.guessed = mapped.guessed;
+            f.code = code.remove(&dag.dag_id);
             if let Some(i) = interval {
                 f.expected_interval = i;
             }
@@ -230,6 +233,18 @@ pub async fn gather(settings: &Settings, name: &str) -> Result<Postmortem, Gathe
     let health = evaluate(&stats, facts.as_ref(), &settings.health, now);
     let dag = facts.as_ref().map(|f| DagSection {
         failing_run: failing_run.filter(|_| f.failing_task.is_some()),
+        // The whole-table rule knows this table's size.
+        code: f
+            .code
+            .as_ref()
+            .map(|c| {
+                c.evidence(&|t| {
+                    crate::health::dag_code::names_table(t, &table)
+                        .then(|| crate::health::dag_code::large(&stats))
+                        .flatten()
+                })
+            })
+            .unwrap_or_default(),
         ..DagSection::new(f)
     });
     let audit = AuditLog::new(settings.audit_log.clone()).read();

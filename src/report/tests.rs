@@ -283,6 +283,7 @@ fn hostile_report() -> Report {
         failing_task: Some(format!("compact{h}")),
         error_line: Some(format!("ConnectionError{h}")),
         expected_interval: std::time::Duration::from_secs(86_400),
+        code: None,
     };
     for t in &mut r.tables {
         t.table = TableRef::new(format!("ice{h}"), format!("zon{h}"), format!("doc{h}"));

@@ -112,6 +112,9 @@ impl Report {
                 for f in &d.health.findings {
                     out.push_str(&finding_line(f));
                 }
+                for l in self.code_lines(&d.facts) {
+                    out.push_str(&format!("  {}\n", fold_whitespace(&l)));
+                }
             }
         }
         if !self.findings.is_empty() {

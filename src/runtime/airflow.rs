@@ -10,7 +10,7 @@ use tokio::task::JoinHandle;
 use super::Runtime;
 use super::reply::spawn_reply;
 use crate::airflow::{AirflowClient, AirflowError};
-use crate::app::action::{Action, DagWrite, Effect};
+use crate::app::action::{Action, DagWrite};
 use crate::app::dags::{DagMsg, FailureDetail};
 use crate::app::snapshots::SnapshotsMsg;
 use crate::lakehouse::model::TableRef;
@@ -65,190 +65,221 @@ impl AirflowHandle {
 }
 
 impl Runtime {
-    /// Start an Airflow effect; `None` for effects that are not Airflow's. Each is its
-    /// work and its one reply, run by [`spawn_reply`].
-    pub(super) fn spawn_airflow(&mut self, e: Effect) -> Option<JoinHandle<()>> {
+    /// The DAG list (with its import errors and the server's health).
+    pub(super) fn load_dags(&self, generation: u64) -> JoinHandle<()> {
+        let af = self.airflow.clone();
+        let work = async move {
+            af.call(|c| async move { crate::airflow::scan::list(&c).await })
+                .await
+        };
+        let reply = move |result| Action::Dags(DagMsg::Loaded { generation, result });
+        spawn_reply(None, work, reply, self.sender())
+    }
+
+    /// One DAG's facts (its runs and the failing task's log), at its expected interval.
+    pub(super) fn load_dag_facts(
+        &self,
+        generation: u64,
+        dag: crate::airflow::Dag,
+    ) -> JoinHandle<()> {
+        let af = self.airflow.clone();
+        let interval = self.dag_interval(&dag.dag_id);
+        let configured = self
+            .settings
+            .maintenance
+            .iter()
+            .find(|m| m.dag_id == dag.dag_id)
+            .and_then(|m| m.interval);
+        let dag_id = dag.dag_id.clone();
+        let pool = Some(af.pool.clone());
+        let work = async move {
+            let mut f = af
+                .call(|c| async move { c.fetch_facts(&dag, interval).await })
+                .await?;
+            if let Some(i) = configured {
+                f.expected_interval = i;
+            }
+            Ok(f)
+        };
+        let reply = move |result| {
+            Action::Dags(DagMsg::Facts {
+                generation,
+                dag_id,
+                result,
+            })
+        };
+        spawn_reply(pool, work, reply, self.sender())
+    }
+
+    /// A DAG's source (its code's findings), read unless `known` is its version already.
+    pub(super) fn load_dag_code(
+        &self,
+        dag: crate::airflow::Dag,
+        known: Option<crate::airflow::endpoints::sources::SourceKey>,
+    ) -> JoinHandle<()> {
         let af = self.airflow.clone();
         let pool = Some(af.pool.clone());
-        let send = self.sender();
-        Some(match e {
-            Effect::LoadDags { generation } => spawn_reply(
-                None,
-                async move {
-                    af.call(|c| async move { crate::airflow::scan::list(&c).await })
-                        .await
-                },
-                move |result| Action::Dags(DagMsg::Loaded { generation, result }),
-                send,
-            ),
-            Effect::LoadDagFacts { generation, dag } => {
-                let interval = self.dag_interval(&dag.dag_id);
-                let configured = self
-                    .settings
-                    .maintenance
-                    .iter()
-                    .find(|m| m.dag_id == dag.dag_id)
-                    .and_then(|m| m.interval);
-                let dag_id = dag.dag_id.clone();
-                let work = async move {
-                    let mut f = af
-                        .call(|c| async move { c.fetch_facts(&dag, interval).await })
-                        .await?;
-                    if let Some(i) = configured {
-                        f.expected_interval = i;
-                    }
-                    Ok(f)
-                };
-                let reply = move |result| {
-                    Action::Dags(DagMsg::Facts {
-                        generation,
-                        dag_id,
-                        result,
-                    })
-                };
-                spawn_reply(pool, work, reply, send)
-            }
-            Effect::CheckConnections => {
-                let trino = self.settings.trino.url.clone();
-                let test = self
-                    .settings
-                    .airflow
-                    .as_ref()
-                    .is_some_and(|a| a.test_connections);
-                let work = async move {
-                    let c = af.get().await?;
-                    let conns = crate::airflow::scan::trino_connections(&c, test).await;
-                    Ok(crate::health::airflow::connection_findings(&conns, &trino))
-                };
-                // Connection findings have no error to show: an Airflow not reached is
-                // the DAG list's to say.
-                let reply = |r: Result<_, AirflowError>| {
-                    r.ok().map(|f| Action::Dags(DagMsg::ConnectionFindings(f)))
-                };
-                spawn_reply(None, work, reply, send)
-            }
-            Effect::PlanClear { dag_id, run_id } => {
-                let (d, r) = (dag_id.clone(), run_id.clone());
-                let work = async move {
-                    af.call(|c| async move { c.clear_run(&d, &r, true, true).await })
-                        .await
-                };
-                let reply = move |result| {
-                    Action::Dags(DagMsg::ClearPlanned {
-                        dag_id,
-                        run_id,
-                        result,
-                    })
-                };
-                spawn_reply(None, work, reply, self.confirm_sender())
-            }
-            Effect::WatchRun {
+        let dag_id = dag.dag_id.clone();
+        let work = async move {
+            af.call(|c| async move { crate::airflow::scan::read_code(&c, &dag, known).await })
+                .await
+        };
+        let reply = move |result| Action::Dags(DagMsg::Code { dag_id, result });
+        spawn_reply(pool, work, reply, self.sender())
+    }
+
+    /// The Trino connections Airflow holds, tested where the settings allow.
+    pub(super) fn check_connections(&self) -> JoinHandle<()> {
+        let af = self.airflow.clone();
+        let trino = self.settings.trino.url.clone();
+        let test = self
+            .settings
+            .airflow
+            .as_ref()
+            .is_some_and(|a| a.test_connections);
+        let work = async move {
+            let c = af.get().await?;
+            let conns = crate::airflow::scan::trino_connections(&c, test).await;
+            Ok(crate::health::airflow::connection_findings(&conns, &trino))
+        };
+        // Connection findings have no error to show: an Airflow not reached is the DAG
+        // list's to say.
+        let reply = |r: Result<_, AirflowError>| {
+            r.ok().map(|f| Action::Dags(DagMsg::ConnectionFindings(f)))
+        };
+        spawn_reply(None, work, reply, self.sender())
+    }
+
+    /// The dry run of a clear (what would run again), shown before the real one.
+    pub(super) fn plan_clear(&self, dag_id: String, run_id: String) -> JoinHandle<()> {
+        let af = self.airflow.clone();
+        let (d, r) = (dag_id.clone(), run_id.clone());
+        let work = async move {
+            af.call(|c| async move { c.clear_run(&d, &r, true, true).await })
+                .await
+        };
+        let reply = move |result| {
+            Action::Dags(DagMsg::ClearPlanned {
                 dag_id,
                 run_id,
-                tables,
-            } => self.spawn_watch(dag_id, run_id, tables),
-            Effect::PlanConnection {
+                result,
+            })
+        };
+        spawn_reply(None, work, reply, self.confirm_sender())
+    }
+
+    /// An Airflow connection read to show the change to `target` as a diff before `y`.
+    pub(super) fn plan_connection(
+        &self,
+        connection_id: String,
+        target: String,
+        epoch: u64,
+    ) -> JoinHandle<()> {
+        let af = self.airflow.clone();
+        let id = connection_id.clone();
+        let work = async move {
+            af.call(|c| async move {
+                let api = c.api();
+                c.connection(&id).await.map(|conn| (conn, api))
+            })
+            .await
+        };
+        let reply = move |result| {
+            Action::Dags(DagMsg::ConnectionPlanned {
                 connection_id,
                 target,
                 epoch,
-            } => {
-                let id = connection_id.clone();
-                let work = async move {
-                    af.call(|c| async move {
-                        let api = c.api();
-                        c.connection(&id).await.map(|conn| (conn, api))
-                    })
-                    .await
-                };
-                let reply = move |result| {
-                    Action::Dags(DagMsg::ConnectionPlanned {
-                        connection_id,
-                        target,
-                        epoch,
-                        result,
-                    })
-                };
-                spawn_reply(None, work, reply, self.confirm_sender())
-            }
-            Effect::WriteDag(action) => self.spawn_write(action),
-            e => return self.spawn_drill(e),
-        })
+                result,
+            })
+        };
+        spawn_reply(None, work, reply, self.confirm_sender())
     }
 
-    /// The DAG tab's drill-down reads: runs (also the Snapshots timeline's), tasks, a
-    /// task's log, the failing task of the newest failed run; `None` for other effects.
-    fn spawn_drill(&self, e: Effect) -> Option<JoinHandle<()>> {
+    fn runs_read(&self) -> usize {
+        self.settings.airflow.as_ref().map(|a| a.runs).unwrap_or(25)
+    }
+
+    /// A DAG's runs (the DAGs tab's drill-down).
+    pub(super) fn load_runs(&self, dag_id: String) -> JoinHandle<()> {
+        let (af, runs, d) = (self.airflow.clone(), self.runs_read(), dag_id.clone());
+        let work = async move { af.call(|c| async move { c.runs(&d, runs).await }).await };
+        let reply = move |result| Action::Dags(DagMsg::Runs { dag_id, result });
+        spawn_reply(None, work, reply, self.sender())
+    }
+
+    /// A DAG's runs for the Snapshots tab's timeline.
+    pub(super) fn load_timeline_runs(&self, dag_id: String) -> JoinHandle<()> {
+        let (af, runs, d) = (self.airflow.clone(), self.runs_read(), dag_id.clone());
+        let work = async move { af.call(|c| async move { c.runs(&d, runs).await }).await };
+        let reply = move |result| Action::Snapshots(SnapshotsMsg::Runs { dag_id, result });
+        spawn_reply(None, work, reply, self.sender())
+    }
+
+    /// A run's task instances.
+    pub(super) fn load_tasks(&self, dag_id: String, run_id: String) -> JoinHandle<()> {
         let af = self.airflow.clone();
-        let pool = Some(af.pool.clone());
-        let send = self.sender();
-        let runs = self.settings.airflow.as_ref().map(|a| a.runs).unwrap_or(25);
-        Some(match e {
-            Effect::LoadRuns { dag_id } => {
-                let d = dag_id.clone();
-                let work = async move { af.call(|c| async move { c.runs(&d, runs).await }).await };
-                let reply = move |result| Action::Dags(DagMsg::Runs { dag_id, result });
-                spawn_reply(None, work, reply, send)
-            }
-            Effect::LoadTimelineRuns { dag_id } => {
-                let d = dag_id.clone();
-                let work = async move { af.call(|c| async move { c.runs(&d, runs).await }).await };
-                let reply = move |result| Action::Snapshots(SnapshotsMsg::Runs { dag_id, result });
-                spawn_reply(None, work, reply, send)
-            }
-            Effect::LoadTasks { dag_id, run_id } => {
-                let (d, r) = (dag_id.clone(), run_id.clone());
-                let work = async move {
-                    af.call(|c| async move { c.task_instances(&d, &r).await })
-                        .await
-                };
-                let reply = move |result| {
-                    Action::Dags(DagMsg::Tasks {
-                        dag_id,
-                        run_id,
-                        result,
-                    })
-                };
-                spawn_reply(None, work, reply, send)
-            }
-            Effect::LoadLog {
+        let (d, r) = (dag_id.clone(), run_id.clone());
+        let work = async move {
+            af.call(|c| async move { c.task_instances(&d, &r).await })
+                .await
+        };
+        let reply = move |result| {
+            Action::Dags(DagMsg::Tasks {
+                dag_id,
+                run_id,
+                result,
+            })
+        };
+        spawn_reply(None, work, reply, self.sender())
+    }
+
+    /// A task's log, one try of it.
+    pub(super) fn load_log(
+        &self,
+        dag_id: String,
+        run_id: String,
+        task_id: String,
+        try_number: u32,
+    ) -> JoinHandle<()> {
+        let af = self.airflow.clone();
+        let (d, r, t) = (dag_id.clone(), run_id.clone(), task_id.clone());
+        let work = async move {
+            af.call(|c| async move { c.task_log(&d, &r, &t, try_number).await })
+                .await
+        };
+        let reply = move |result| {
+            Action::Dags(DagMsg::Log {
                 dag_id,
                 run_id,
                 task_id,
                 try_number,
-            } => {
-                let (d, r, t) = (dag_id.clone(), run_id.clone(), task_id.clone());
-                let work = async move {
-                    af.call(|c| async move { c.task_log(&d, &r, &t, try_number).await })
-                        .await
-                };
-                let reply = move |result| {
-                    Action::Dags(DagMsg::Log {
-                        dag_id,
-                        run_id,
-                        task_id,
-                        try_number,
-                        result,
-                    })
-                };
-                spawn_reply(None, work, reply, send)
-            }
-            Effect::LoadFailure { dag_id } => {
-                let d = dag_id.clone();
-                let work = async move {
-                    af.call(|c| async move { failure_detail(&c, &d, runs).await })
-                        .await
-                };
-                let reply = move |result| Action::Dags(DagMsg::Failure { dag_id, result });
-                spawn_reply(pool, work, reply, send)
-            }
-            _ => return None,
-        })
+                result,
+            })
+        };
+        spawn_reply(None, work, reply, self.sender())
+    }
+
+    /// The failing task of a DAG's newest failed run, and its log's error line.
+    pub(super) fn load_failure(&self, dag_id: String) -> JoinHandle<()> {
+        let (af, runs, d) = (self.airflow.clone(), self.runs_read(), dag_id.clone());
+        let pool = Some(af.pool.clone());
+        let work = async move {
+            af.call(|c| async move { failure_detail(&c, &d, runs).await })
+                .await
+        };
+        let reply = move |result| Action::Dags(DagMsg::Failure { dag_id, result });
+        spawn_reply(pool, work, reply, self.sender())
     }
 
     /// Follow a DAG run to its end, a poll at a time (each poll's answer is sent as it
     /// comes); its reply is the last poll's, with its tables read again, or the error it
     /// gave up on ([`crate::app::dags::watch::gives_up`]).
-    fn spawn_watch(&self, dag_id: String, run_id: String, tables: Vec<TableRef>) -> JoinHandle<()> {
+    pub(super) fn spawn_watch(
+        &self,
+        dag_id: String,
+        run_id: String,
+        tables: Vec<TableRef>,
+    ) -> JoinHandle<()> {
         let tx = self.tx.clone();
         let af = self.airflow.clone();
         let lake = self.lake.clone();
@@ -311,7 +342,7 @@ impl Runtime {
 
     /// A DAG write (trigger, clear, pause, connection update), audited; a trigger's run is
     /// then watched.
-    fn spawn_write(&self, action: DagWrite) -> JoinHandle<()> {
+    pub(super) fn spawn_write(&self, action: DagWrite) -> JoinHandle<()> {
         let af = self.airflow.clone();
         let ctx = crate::mutation::context(&self.settings);
         let user = self

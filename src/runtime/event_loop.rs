@@ -77,7 +77,7 @@ pub(super) async fn event_loop(
             let tick = matches!(a, Action::Tick(_));
             let fx = update(&mut state, a);
             if tick {
-                update(&mut state, Action::Cost(rt.lake.client.cost()));
+                update(&mut state, Action::Cost(rt.refresh_cost()));
             }
             rt.run(fx);
             // Coalesce: apply every result already waiting before drawing.

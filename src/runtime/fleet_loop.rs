@@ -109,7 +109,7 @@ pub(super) async fn fleet_loop(
             let fx = update(&mut fleet, a);
             run(&mut rts, fx);
             if tick {
-                let costs: Vec<_> = rts.iter().map(|rt| rt.lake.client.cost()).collect();
+                let costs: Vec<_> = rts.iter().map(Runtime::refresh_cost).collect();
                 for (c, cost) in costs.into_iter().enumerate() {
                     let fx = update(&mut fleet, FleetAction::Cluster(c, Action::Cost(cost)));
                     run(&mut rts, fx);

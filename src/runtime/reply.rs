@@ -15,7 +15,7 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 
 use crate::airflow::AirflowError;
-use crate::app::action::{Action, Effect};
+use crate::app::action::Action;
 use crate::trino::TrinoError;
 
 /// An error an effect's work can fail with, and what a panic in that work becomes.
@@ -120,12 +120,15 @@ where
     })
 }
 
-/// Whether `e` is the one effect `FLOE_TEST_PANIC=effect` (a test-only switch, see
-/// `terminal::test_panic`) makes panic: the first table-stats load.
-pub(super) fn deliberate(e: &Effect) -> bool {
+/// Whether `read` is the one `FLOE_TEST_PANIC=effect` (a test-only switch, see
+/// `terminal::test_panic`) makes panic: the first read of a table's files.
+pub(super) fn deliberate(read: &crate::refresh::Read) -> bool {
     static DONE: AtomicBool = AtomicBool::new(false);
     super::terminal::test_panic() == Some("effect")
-        && matches!(e, Effect::LoadStats { .. } | Effect::LoadFiles { .. })
+        && matches!(
+            read,
+            crate::refresh::Read::Table(_) | crate::refresh::Read::Files(_)
+        )
         && !DONE.swap(true, Ordering::Relaxed)
 }
 
@@ -162,7 +165,10 @@ mod tests {
     async fn a_panicking_effect_fails_its_row_and_the_refresh_ends() {
         let mut s = loaded();
         assert!(s.refresh_in_flight(), "one table still loading");
-        let (generation, table) = (s.tables.generation, tref("audit", "events"));
+        let (id, table) = (
+            crate::app::testing::survey_in_flight(&s),
+            tref("audit", "events"),
+        );
         let (tx, mut rx) = mpsc::unbounded_channel();
         let work = async {
             let v: Vec<u64> = Vec::new();
@@ -170,12 +176,14 @@ mod tests {
             let _ = v[usize::from(v.is_empty())];
             Ok::<TableStats, TrinoError>(TableStats::default())
         };
-        let reply = move |result| {
-            Action::Tables(TablesMsg::Stats {
-                generation,
-                table,
-                result,
-            })
+        let reply = move |result: Result<TableStats, TrinoError>| {
+            let answer = match result {
+                Ok(st) => crate::refresh::Answer::Files(vec![(table, Ok(st))]),
+                Err(e) => {
+                    crate::refresh::Answer::failed(crate::refresh::ReadKind::Survey, vec![table], e)
+                }
+            };
+            Action::Tables(TablesMsg::Answer { id, answer })
         };
         spawn_reply(None, work, reply, sender(tx));
         let action = tokio::time::timeout(std::time::Duration::from_secs(5), rx.recv())
@@ -190,7 +198,7 @@ mod tests {
             .iter()
             .find(|r| r.name.contains("events"))
             .unwrap();
-        let err = row.error.as_deref().unwrap_or_default();
+        let err = row.error().map(ToString::to_string).unwrap_or_default();
         assert!(
             err.contains("internal error") && err.contains("index out of bounds"),
             "{err}"

@@ -1,12 +1,12 @@
-//! Effects that talk to Trino: server info, discovery, change probes, stats, partitions,
-//! snapshots, drafting and running maintenance plans; and the stats cache they fill. Each
-//! is its work and its one reply, run by [`spawn_reply`].
+//! Effects that talk to Trino: server info, the refresh's reads, partitions, snapshots,
+//! the recent queries of a table, drafting and running maintenance plans; and the stats
+//! cache the refresh fills. Each is its work and its one reply, run by [`spawn_reply`].
 
 use tokio::task::JoinHandle;
 
 use super::Runtime;
 use super::reply::{deliberate, spawn_reply};
-use crate::app::action::{Action, Effect};
+use crate::app::action::Action;
 use crate::app::connection::ConnectionMsg;
 use crate::app::maintenance::MaintenanceMsg;
 use crate::app::partitions::PartitionsMsg;
@@ -17,162 +17,96 @@ use crate::lakehouse::plan::Plan;
 use crate::mutation::contention::{self, Others};
 use crate::mutation::draft::{self, Over};
 use crate::mutation::run::{StepEvent, Stop, run_plan_watched};
+use crate::refresh::read::execute;
+use crate::refresh::{Answer, Read, RequestId};
 use crate::trino::TrinoError;
 
 impl Runtime {
-    /// Start a Trino effect; `None` for effects that are not Trino's.
-    pub(super) fn spawn_trino(&mut self, e: Effect) -> Option<JoinHandle<()>> {
+    /// The coordinator's info (version, uptime, starting).
+    pub(super) fn server_info(&self) -> JoinHandle<()> {
         let lake = self.lake.clone();
-        let pool = Some(self.pool.clone());
-        let send = self.sender();
-        let test_panic = deliberate(&e);
-        Some(match e {
-            Effect::FetchServerInfo => spawn_reply(
-                None,
-                async move { lake.connect().await },
-                |r| Action::Connection(ConnectionMsg::ServerInfo(r)),
-                send,
-            ),
-            Effect::Discover {
-                generation,
-                schemas,
-                relearn,
-            } => {
-                if relearn {
-                    lake.forget_layouts();
-                }
-                let globs = self.settings.trino.tables.clone();
-                spawn_reply(
-                    pool,
-                    async move { lake.discover(&schemas, &globs).await },
-                    move |result| Action::Tables(TablesMsg::Discovered { generation, result }),
-                    send,
-                )
+        spawn_reply(
+            None,
+            async move { lake.connect().await },
+            |r| Action::Connection(ConnectionMsg::ServerInfo(r)),
+            self.sender(),
+        )
+    }
+
+    /// One of the refresh's reads, run to its answer: never in a slot, so never aborted
+    /// but by a profile switch (when the refresh that awaits it is gone too).
+    pub(super) fn read(&self, id: RequestId, read: Read) -> JoinHandle<()> {
+        let lake = self.lake.clone();
+        let globs = self.settings.trino.tables.clone();
+        let test_panic = deliberate(&read);
+        let (kind, tables) = (read.kind(), read.tables());
+        let work = async move {
+            if test_panic {
+                panic!("FLOE_TEST_PANIC=effect");
             }
-            Effect::LoadStats { generation, table } => {
-                let t = table.clone();
-                let work = async move {
-                    if test_panic {
-                        panic!("FLOE_TEST_PANIC=effect");
-                    }
-                    lake.table_stats(&t).await
-                };
-                let reply = move |result| {
-                    Action::Tables(TablesMsg::Stats {
-                        generation,
-                        table,
-                        result,
-                    })
-                };
-                spawn_reply(pool, work, reply, send)
+            Ok::<_, TrinoError>(execute(&lake, &globs, read).await)
+        };
+        let reply = move |r: Result<Answer, TrinoError>| {
+            let answer = r.unwrap_or_else(|e| Answer::failed(kind, tables, e));
+            Action::Tables(TablesMsg::Answer { id, answer })
+        };
+        spawn_reply(Some(self.pool.clone()), work, reply, self.sender())
+    }
+
+    /// Keep the last stats of a profile's tables for the next start.
+    pub(super) fn save_cache(
+        &self,
+        profile: String,
+        url: String,
+        entries: Vec<crate::cache::Entry>,
+    ) -> JoinHandle<()> {
+        let path = self.settings.stats_cache.clone();
+        tokio::task::spawn_blocking(move || {
+            if let Err(e) = crate::cache::store(&path, &profile, &url, entries) {
+                tracing::warn!(path = %path.display(), "cannot write the stats cache: {e}");
             }
-            Effect::Probe { generation, tables } => {
-                let t = tables.clone();
-                let work = async move { Ok(lake.probe(&t).await) };
-                let reply = move |r| {
-                    let results = per_table(r, tables);
-                    Action::Tables(TablesMsg::Probed {
-                        generation,
-                        results,
-                    })
-                };
-                spawn_reply(pool, work, reply, send)
-            }
-            Effect::Survey { generation, tables } => {
-                let t = tables.clone();
-                let work = async move { Ok(lake.survey(&t).await) };
-                let reply = move |r| {
-                    let results = per_table(r, tables);
-                    Action::Tables(TablesMsg::Surveyed {
-                        generation,
-                        results,
-                    })
-                };
-                spawn_reply(pool, work, reply, send)
-            }
-            Effect::RecentWrites { generation, since } => spawn_reply(
-                pool,
-                async move { lake.recent_writes(since).await },
-                move |result| Action::Tables(TablesMsg::Written { generation, result }),
-                send,
-            ),
-            Effect::LoadFiles { generation, tables } => {
-                let names: Vec<TableRef> = tables.iter().map(|(t, _)| t.clone()).collect();
-                let work = async move {
-                    if test_panic {
-                        panic!("FLOE_TEST_PANIC=effect");
-                    }
-                    let items: Vec<(TableRef, crate::lakehouse::model::TableStats)> =
-                        tables.into_iter().map(|(t, s)| (t, *s)).collect();
-                    Ok(lake.files_batch(&items).await)
-                };
-                let reply = move |r| {
-                    let results = per_table(r, names);
-                    Action::Tables(TablesMsg::FilesRead {
-                        generation,
-                        results,
-                    })
-                };
-                spawn_reply(pool, work, reply, send)
-            }
-            Effect::SaveCache {
-                profile,
-                url,
-                entries,
-            } => {
-                let path = self.settings.stats_cache.clone();
-                tokio::task::spawn_blocking(move || {
-                    if let Err(e) = crate::cache::store(&path, &profile, &url, entries) {
-                        tracing::warn!(path = %path.display(), "cannot write the stats cache: {e}");
-                    }
-                })
-            }
-            Effect::LoadPartitions { request, table } => {
-                let t = table.clone();
-                let reply = move |result| {
-                    Action::Partitions(PartitionsMsg::Loaded {
-                        request,
-                        table,
-                        result,
-                    })
-                };
-                spawn_reply(pool, async move { lake.partitions(&t).await }, reply, send)
-            }
-            Effect::LoadQueries { table } => {
-                let t = table.clone();
-                let reply = move |result| crate::app::queries::reply(table, result);
-                spawn_reply(
-                    pool,
-                    async move { lake.table_queries(&t).await },
-                    reply,
-                    send,
-                )
-            }
-            Effect::LoadSnapshots { request, table } => {
-                let t = table.clone();
-                let reply = move |result| {
-                    Action::Snapshots(SnapshotsMsg::Loaded {
-                        request,
-                        table,
-                        result,
-                    })
-                };
-                spawn_reply(pool, async move { lake.snapshots(&t).await }, reply, send)
-            }
-            Effect::PlanMaintenance {
-                epoch,
-                table,
-                kind,
-                partitions,
-            } => self.spawn_plan(epoch, table, kind, partitions),
-            Effect::CheckWriters { table } => self.spawn_check_writers(table),
-            _ => return None,
         })
     }
 
-    /// Draft a plan of `kind` on `table`, once nobody else writes it (any client): the
-    /// confirmation's reply, or why nothing was drafted.
-    fn spawn_plan(
+    pub(super) fn load_partitions(&self, request: u64, table: TableRef) -> JoinHandle<()> {
+        let lake = self.lake.clone();
+        let t = table.clone();
+        let reply = move |result| {
+            Action::Partitions(PartitionsMsg::Loaded {
+                request,
+                table,
+                result,
+            })
+        };
+        let work = async move { lake.partitions(&t).await };
+        spawn_reply(Some(self.pool.clone()), work, reply, self.sender())
+    }
+
+    pub(super) fn load_queries(&self, table: TableRef) -> JoinHandle<()> {
+        let lake = self.lake.clone();
+        let t = table.clone();
+        let reply = move |result| crate::app::queries::reply(table, result);
+        let work = async move { lake.table_queries(&t).await };
+        spawn_reply(Some(self.pool.clone()), work, reply, self.sender())
+    }
+
+    pub(super) fn load_snapshots(&self, request: u64, table: TableRef) -> JoinHandle<()> {
+        let lake = self.lake.clone();
+        let t = table.clone();
+        let reply = move |result| {
+            Action::Snapshots(SnapshotsMsg::Loaded {
+                request,
+                table,
+                result,
+            })
+        };
+        let work = async move { lake.snapshots(&t).await };
+        spawn_reply(Some(self.pool.clone()), work, reply, self.sender())
+    }
+
+    /// Draft a maintenance plan (its reads, and for an optimize what the audit log
+    /// measured of earlier runs); sent only while the profile it was asked on is current.
+    pub(super) fn plan_maintenance(
         &self,
         epoch: u64,
         table: TableRef,
@@ -207,8 +141,30 @@ impl Runtime {
         spawn_reply(Some(self.pool.clone()), work, reply, self.confirm_sender())
     }
 
+    /// Run a plan as job `job` on the current connection, which it keeps to its end (a
+    /// profile switch does not touch it); it stops only through the returned `Stop`.
+    pub(super) fn spawn_job(&mut self, job: u64, plan: Plan) -> (Stop, JoinHandle<()>) {
+        let stop = Stop::new();
+        let ctx = crate::mutation::context(&self.settings);
+        // Its statements are not the refresh's: counted apart from its budget.
+        let (tx, lake, stop2) = (self.tx.clone(), self.lake.with_own_meter(), stop.clone());
+        let (af, configured) = (self.airflow.clone(), self.settings.maintenance.clone());
+        let work = async move {
+            let on_event = move |event: StepEvent| {
+                let _ = tx.send(Action::Maintenance(MaintenanceMsg::Step { job, event }));
+            };
+            // Before each statement: nobody else writes the table (any client).
+            let (others, _) = others_of(&af, &configured, &plan.table).await;
+            run_plan_watched(&lake, &plan, &ctx, &others, &stop2, &on_event)
+                .await
+                .map(|_| ())
+        };
+        let reply = move |result| Action::Maintenance(MaintenanceMsg::Done { job, result });
+        (stop, spawn_reply(None, work, reply, self.sender()))
+    }
+
     /// Read who else writes `table` now, for Triage.
-    fn spawn_check_writers(&self, table: TableRef) -> JoinHandle<()> {
+    pub(super) fn check_writers(&self, table: TableRef) -> JoinHandle<()> {
         let lake = self.lake.clone();
         let (af, configured) = (self.airflow.clone(), self.settings.maintenance.clone());
         let t = table.clone();
@@ -226,27 +182,6 @@ impl Runtime {
             Action::Maintenance(MaintenanceMsg::Writers { table, result })
         };
         spawn_reply(Some(self.pool.clone()), work, reply, self.sender())
-    }
-
-    /// Run a plan as job `job` on the current connection, which it keeps to its end (a
-    /// profile switch does not touch it); it stops only through the returned `Stop`.
-    pub(super) fn spawn_job(&mut self, job: u64, plan: Plan) -> (Stop, JoinHandle<()>) {
-        let stop = Stop::new();
-        let ctx = crate::mutation::context(&self.settings);
-        let (tx, lake, stop2) = (self.tx.clone(), self.lake.clone(), stop.clone());
-        let (af, configured) = (self.airflow.clone(), self.settings.maintenance.clone());
-        let work = async move {
-            let on_event = move |event: StepEvent| {
-                let _ = tx.send(Action::Maintenance(MaintenanceMsg::Step { job, event }));
-            };
-            // Before each statement: nobody else writes the table (any client).
-            let (others, _) = others_of(&af, &configured, &plan.table).await;
-            run_plan_watched(&lake, &plan, &ctx, &others, &stop2, &on_event)
-                .await
-                .map(|_| ())
-        };
-        let reply = move |result| Action::Maintenance(MaintenanceMsg::Done { job, result });
-        (stop, spawn_reply(None, work, reply, self.sender()))
     }
 }
 
@@ -269,16 +204,4 @@ async fn others_of(
     };
     let others = Others::of(client, configured, t, &mut unread).await;
     (others, unread)
-}
-
-/// A batched read's result for each of its tables.
-type PerTable<T> = Vec<(TableRef, Result<T, TrinoError>)>;
-
-/// A batched read's per-table results; a batch that failed as a whole (its work
-/// panicked) fails each of its tables with that error.
-fn per_table<T>(r: Result<PerTable<T>, TrinoError>, tables: Vec<TableRef>) -> PerTable<T> {
-    match r {
-        Ok(v) => v,
-        Err(e) => tables.into_iter().map(|t| (t, Err(e.clone()))).collect(),
-    }
 }

@@ -239,6 +239,16 @@ impl Client {
         &self.cfg.url
     }
 
+    /// The same client counting what its statements cost on a meter of its own: floe's
+    /// maintenance statements are not what its refresh spends of the coordinator budget
+    /// (an optimize's task CPU would leave the refresh no probe for minutes).
+    pub fn with_own_meter(&self) -> Client {
+        Client {
+            cost: Default::default(),
+            ..self.clone()
+        }
+    }
+
     /// What every statement this client (and its clones) finished cost the coordinator.
     pub fn cost(&self) -> super::cost::Cost {
         self.cost.read()

@@ -93,7 +93,7 @@ pub fn health_breakdown(s: &State, t: &TableRef) -> Vec<(Severity, String)> {
             out.push((Severity::Ok, "no findings: every rule passes".into()));
         }
     }
-    if let Some(st) = &row.stats {
+    if let Some(st) = row.stats() {
         out.push((Severity::Info, String::new()));
         out.push((
             Severity::Info,
@@ -123,7 +123,7 @@ pub fn health_breakdown(s: &State, t: &TableRef) -> Vec<(Severity, String)> {
         if st.files_unread {
             out.push((
                 Severity::Info,
-                if row.loading {
+                if s.tables.standing(row) != crate::refresh::Standing::Idle {
                     format!(
                         "files from the newest snapshot's totals (at least {} small); its files are being read",
                         st.small_files
@@ -137,13 +137,13 @@ pub fn health_breakdown(s: &State, t: &TableRef) -> Vec<(Severity, String)> {
             ));
         }
     }
-    if let Some(at) = row.checked_at {
+    if let Some(at) = row.read.checked_at {
         out.push((
             Severity::Info,
             format!(
                 "last checked {} ago{}",
                 crate::fmt::human_duration(s.now.signed_duration_since(at).num_seconds()),
-                match s.tables.policy.full_every {
+                match s.tables.refresh.policy.full_every {
                     Some(e) => format!(
                         " (every table is checked within {}; a write through this coordinator within a refresh)",
                         humantime::format_duration(e)
@@ -153,7 +153,7 @@ pub fn health_breakdown(s: &State, t: &TableRef) -> Vec<(Severity, String)> {
             ),
         ));
     }
-    if let Some(e) = &row.error {
+    if let Some(e) = row.error() {
         out.push((Severity::Unknown, format!("last load failed: {e}")));
     }
     let queries = crate::app::queries::lines(s, t);

@@ -43,6 +43,7 @@ pub fn draw(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
         DagLevel::Runs => runs(f, area, s, th),
         DagLevel::Tasks => tasks(f, area, s, th),
         DagLevel::Log => log(f, area, s, th),
+        DagLevel::Source => super::dag_source::draw(f, area, s, th),
     }
 }
 
@@ -226,6 +227,7 @@ fn draw_detail(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
             th.dim(),
         )));
     }
+    lines.extend(super::dag_source::code_lines(r, th));
     f.render_widget(
         Paragraph::new(lines)
             .block(Block::default().borders(Borders::TOP).title(title))
@@ -524,12 +526,23 @@ fn log_row(
     }
 }
 
-/// The DAG's name as its row shows it: `expire_snapshots (paused)`.
+/// The DAG's name as its row shows it: `expire_snapshots (paused)`, `compact_permits
+/// (source refused: HTTP 403)`.
 fn dag_name(r: &DagRow) -> String {
+    let mut notes: Vec<String> = Vec::new();
     if r.dag.paused {
-        format!("{} (paused)", r.dag.dag_id)
-    } else {
+        notes.push("paused".into());
+    }
+    notes.extend(
+        r.facts
+            .as_ref()
+            .and_then(|f| f.code.as_ref())
+            .and_then(|c| c.row_note()),
+    );
+    if notes.is_empty() {
         r.dag.dag_id.clone()
+    } else {
+        format!("{} ({})", r.dag.dag_id, notes.join("; "))
     }
 }
 

@@ -16,6 +16,7 @@ use crate::app::state::State;
 use crate::app::tables::{TableCol, TableRow, WIDE};
 use crate::fmt::human_bytes;
 use crate::health::Severity;
+use crate::refresh::Standing;
 use crate::text::sanitize;
 
 pub fn draw(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
@@ -41,21 +42,24 @@ pub fn draw(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
     };
     let now = s.now;
     draw_list(f, list, th, &props, |i| {
-        row_cells(&s.tables.rows[i], &shown, cols, now, th)
+        let r = &s.tables.rows[i];
+        row_cells(r, s.tables.standing(r), &shown, cols, now, th)
     });
     if let Some(side) = side {
         draw_side(f, side, s, th);
     }
 }
 
-fn status_cell(r: &TableRow, th: &Theme) -> Cell<'static> {
-    let (text, style) = match (r.status(), r.loading && r.stats.is_none()) {
+fn status_cell(r: &TableRow, standing: Standing, th: &Theme) -> Cell<'static> {
+    let reading = standing == Standing::Reading && r.read.stats.is_none();
+    let (text, style) = match (r.status(), reading) {
         (_, true) => ("…".to_string(), th.dim()),
         (Some(sev), _) => (sev.short().to_string(), th.severity(sev)),
         (None, _) => ("-".to_string(), th.dim()),
     };
-    // A reload in flight: the values are from the previous refresh.
-    let text = if r.stale || (r.loading && r.stats.is_some()) {
+    // Read again now or soon, or shown from an earlier run: the values are older than
+    // this refresh.
+    let text = if !reading && (standing != Standing::Idle || r.read.cached) {
         format!("{text}~")
     } else {
         text
@@ -72,23 +76,26 @@ struct Cols {
 
 fn row_cells(
     r: &TableRow,
+    standing: Standing,
     shown: &[TableCol],
     cols: Cols,
     now: chrono::DateTime<chrono::Utc>,
     th: &Theme,
 ) -> (Vec<Cell<'static>>, Style) {
-    let style = if r.stale { th.dim() } else { Style::default() };
+    let stale = r.read.cached || standing == Standing::Queued;
+    let style = if stale { th.dim() } else { Style::default() };
+    let error = r.error().map(ToString::to_string);
     let mut cells = Vec::with_capacity(shown.len());
     for &col in shown {
-        let cell = match (col, &r.stats) {
-            (TableCol::Status, _) => status_cell(r, th),
+        let cell = match (col, r.stats()) {
+            (TableCol::Status, _) => status_cell(r, standing, th),
             (TableCol::Score, _) => num(r
                 .health
                 .as_ref()
                 .map(|h| h.score.to_string())
                 .unwrap_or_default()),
             // Names and errors are the server's: sanitised in the cell, escapes visible.
-            (TableCol::Table, _) => match (&r.stats, &r.error) {
+            (TableCol::Table, _) => match (r.stats(), &error) {
                 // Not readable: the reason goes where the eye is (the full text is in `i`).
                 (None, Some(e)) => Cell::from(Line::from(vec![
                     Span::raw(one_line(&r.name)),
@@ -119,7 +126,7 @@ fn row_cells(
                     };
                 // Files not read: a proved lower bound while their read runs; nothing
                 // known (nor needed: too few files for any small-file verdict) after.
-                let text = match (st.files_unread, r.loading || r.error.is_some()) {
+                let text = match (st.files_unread, r.read.stats.is_none() || error.is_some()) {
                     (false, _) => compact(st.small_files),
                     (true, true) => format!(">={}", compact(st.small_files)),
                     (true, false) => "-".into(),

@@ -7,7 +7,6 @@ use ratatui::style::{Color, Modifier};
 use crate::app::action::Action;
 use crate::app::maintenance::MaintenanceMsg;
 use crate::app::state::{Level, Popup, State};
-use crate::app::tables::TablesMsg;
 use crate::app::testing::{loaded, partitions, t0};
 use crate::app::update::update;
 use crate::lakehouse::model::{SnapshotInfo, SnapshotOperation, TableRef};
@@ -52,18 +51,19 @@ fn screen(s: &mut State, w: u16, h: u16) -> Terminal<TestBackend> {
 
 fn all_loaded() -> State {
     let mut s = with_info(loaded());
-    let generation = s.tables.generation;
-    update(
+    let id = crate::app::testing::survey_in_flight(&s);
+    crate::app::testing::answer(
         &mut s,
-        Action::Tables(TablesMsg::Stats {
-            generation,
-            table: TableRef::new("iceberg", "audit", "events"),
-            result: Err(crate::app::testing::query_failed(
+        id,
+        crate::refresh::Answer::failed(
+            crate::refresh::ReadKind::Survey,
+            vec![TableRef::new("iceberg", "audit", "events")],
+            crate::app::testing::query_failed(
                 "TABLE_NOT_FOUND",
                 "line 1:15: Table 'iceberg.audit.events' does not exist",
                 "20261129_090000_00007_lab01",
-            )),
-        }),
+            ),
+        ),
     );
     s.status = None;
     s
@@ -147,16 +147,9 @@ fn tables_loading_and_stale() {
 #[test]
 fn tables_error_keeps_rows() {
     let mut s = all_loaded();
-    key(&mut s, 'r');
-    let generation = s.tables.generation;
-    update(
+    crate::app::testing::list_fails(
         &mut s,
-        Action::Tables(TablesMsg::Discovered {
-            generation,
-            result: Err(crate::app::testing::unreachable(
-                "http://127.0.0.1:8080/v1/statement",
-            )),
-        }),
+        crate::app::testing::unreachable("http://127.0.0.1:8080/v1/statement"),
     );
     update(
         &mut s,
@@ -380,6 +373,7 @@ fn confirm_state() -> State {
         note: None,
         grouped: false,
         measured: None,
+        writer_partitions: crate::lakehouse::plan::DEFAULT_WRITER_PARTITIONS,
     };
     let epoch = s.conn.epoch;
     update(
@@ -603,47 +597,22 @@ mod hostile {
 
     fn hostile_tables() -> State {
         let mut s = with_info(crate::app::testing::loaded());
-        let generation = s.tables.generation + 1;
-        s.tables.generation = generation;
-        s.tables.pending = 0;
         let bad = TableRef::new("iceberg", h("sch"), h("tbl"));
         let failing = TableRef::new("iceberg", "zoning", h("err"));
         // Format characters with no newline before them: they reach the cell.
         let bidi = TableRef::new("iceberg", "aaa", "\u{202e}\u{2066}gnirts\u{2069}");
-        update(
+        crate::app::testing::relist(&mut s, vec![bad.clone(), failing.clone(), bidi.clone()]);
+        s.tables.refresh.abandon();
+        crate::app::testing::settle(&mut s, &bidi, Ok(crate::app::testing::healthy_stats()));
+        crate::app::testing::settle(&mut s, &bad, Ok(crate::app::testing::incident_stats()));
+        crate::app::testing::settle(
             &mut s,
-            Action::Tables(TablesMsg::Discovered {
-                generation,
-                result: Ok(vec![bad.clone(), failing.clone(), bidi.clone()]),
-            }),
-        );
-        update(
-            &mut s,
-            Action::Tables(TablesMsg::Stats {
-                generation,
-                table: bidi,
-                result: Ok(crate::app::testing::healthy_stats()),
-            }),
-        );
-        update(
-            &mut s,
-            Action::Tables(TablesMsg::Stats {
-                generation,
-                table: bad,
-                result: Ok(crate::app::testing::incident_stats()),
-            }),
-        );
-        update(
-            &mut s,
-            Action::Tables(TablesMsg::Stats {
-                generation,
-                table: failing,
-                result: Err(crate::app::testing::query_failed(
-                    "TABLE_NOT_FOUND",
-                    &h(""),
-                    "q1",
-                )),
-            }),
+            &failing,
+            Err(crate::app::testing::query_failed(
+                "TABLE_NOT_FOUND",
+                &h(""),
+                "q1",
+            )),
         );
         s
     }
@@ -843,6 +812,7 @@ fn unverified_tls_is_a_badge_in_the_header() {
     assert!(header.contains("TLS UNVERIFIED"), "{header}");
 }
 
+mod dag_source;
 mod log;
 mod prose;
 mod widths;

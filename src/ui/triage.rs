@@ -178,6 +178,7 @@ fn jump_text(s: &State, j: &Jump) -> String {
             _ => format!("the runs of {dag_id} (its failing task is not read yet)"),
         },
         Jump::Dag { dag_id } => format!("{dag_id} in the DAGs tab"),
+        Jump::DagCode { file, line, .. } => format!("the code of {file} at line {line}"),
         Jump::Dags => "the DAGs tab".into(),
         Jump::Partitions { table } => format!("the partitions of {}", table.table),
         Jump::Snapshots { table } => format!("the snapshots of {}", table.table),

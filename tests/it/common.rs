@@ -1,6 +1,12 @@
 //! The lab, as integration tests see it: `.lab/lab.json` (or `$FLOE_LAB_DIR/lab.json`),
 //! written by `cargo xtask lab up`. A missing lab is a failure, never a skip.
+//!
+//! The real Trino the tests read is the lab's primary (`trino`), or with
+//! `FLOE_LAB_TRINO=<version>` the lab's real Trino of that version (`trinos.<version>`):
+//! `cargo xtask test` runs the version-sensitive subjects once more on each other version
+//! the lab runs. A version the lab does not run is a failure.
 
+pub mod driver;
 pub mod pty;
 
 use std::path::PathBuf;
@@ -30,7 +36,20 @@ pub fn lab() -> &'static Lab {
                 path.display()
             )
         });
-        let v: Value = serde_json::from_str(&text).expect("lab.json parses");
+        let mut v: Value = serde_json::from_str(&text).expect("lab.json parses");
+        if let Some(version) = std::env::var("FLOE_LAB_TRINO")
+            .ok()
+            .filter(|s| !s.is_empty())
+        {
+            let real = v["trinos"][&version].clone();
+            assert!(
+                real.is_object(),
+                "FLOE_LAB_TRINO={version}: the lab runs no real Trino {version} (trinos: {}); \
+                 start it with `cargo xtask lab up --trino 476,483`",
+                v["trinos"]
+            );
+            v["trino"] = real;
+        }
         let exp_path = v["scenario"]["expected"]
             .as_str()
             .expect("lab.json names the scenario's expected.json");
@@ -45,6 +64,34 @@ impl Lab {
     /// The real Trino coordinator of the lab (what every test reads by default).
     pub fn trino_url(&self) -> String {
         self.v["trino"]["url"].as_str().unwrap().to_string()
+    }
+
+    /// The release of the real Trino the tests read (`trino_url`): 476, 483.
+    pub fn trino_version(&self) -> u32 {
+        let v = &self.v["trino"]["version"];
+        v.as_str()
+            .and_then(|s| s.parse().ok())
+            .or_else(|| v.as_u64().map(|n| n as u32))
+            .unwrap_or_else(|| panic!("lab.json trino.version is not a release number: {v}"))
+    }
+
+    /// The real Trino the tests read, over HTTPS with Trino's password file authenticator:
+    /// (URL, CA file, user, password).
+    pub fn trino_tls(&self) -> (String, PathBuf, String, String) {
+        let t = &self.v["trino"];
+        let field = |k: &str| {
+            t[k].as_str()
+                .unwrap_or_else(|| {
+                    panic!("lab.json trino has no {k} (the real Trino's HTTPS listener)")
+                })
+                .to_string()
+        };
+        (
+            field("https_url"),
+            PathBuf::from(field("ca_file")),
+            field("tls_user"),
+            field("tls_password"),
+        )
     }
 
     /// The lab's Trino-protocol stand-in (`lab.json` `stand_in`): the server for what a real

@@ -7,22 +7,54 @@ use crate::common;
 
 use std::time::Duration;
 
+use common::driver::Driver;
 use common::{lab, user};
-use floe::app::action::Action;
-use floe::app::state::State;
-use floe::app::update::{refresh, update};
 use floe::config;
 use floe::lakehouse::model::TableRef;
 use floe::lakehouse::queries::Lakehouse;
-use floe::runtime::{Runtime, initial_state};
 use floe::trino::{Client, QueryOptions};
 use serde_json::Value;
-use tokio::sync::mpsc;
 
 /// Statements of `user` by kind: (discovery, probes, file reads, metadata-only reads of
 /// the tables themselves: the surveys and the target and manifests read ahead of the
 /// file reads).
-fn kinds(qs: &[Value]) -> (usize, usize, usize, usize) {
+/// A driver whose refreshes are counted by kind of statement.
+struct Fleet(Driver);
+
+impl std::ops::Deref for Fleet {
+    type Target = Driver;
+    fn deref(&self) -> &Driver {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Fleet {
+    fn deref_mut(&mut self) -> &mut Driver {
+        &mut self.0
+    }
+}
+
+impl Fleet {
+    async fn new(name: &str, globs: &[String], batch: usize, every: &str) -> Fleet {
+        Fleet(Driver::new(name, globs, batch, every).await)
+    }
+
+    /// Run one refresh to its end; the statements it sent, by kind.
+    async fn cycle(&mut self, first: bool, manual: bool) -> (usize, usize, usize, usize) {
+        let before = lab().real_queries_of(&self.user).await.len();
+        self.0.cycle(first, manual).await;
+        let qs = lab().real_queries_of(&self.user).await;
+        kinds(&qs[before..])
+    }
+
+    fn snapshots_of(&self, t: &TableRef) -> u64 {
+        let row = self.state.tables.row(t).expect("the table is listed");
+        assert!(row.error().is_none(), "{t}: {:?}", row.error());
+        row.stats().expect("stats").snapshots
+    }
+}
+
+pub fn kinds(qs: &[Value]) -> (usize, usize, usize, usize) {
     let mut k = (0, 0, 0, 0);
     for q in qs {
         let sql = q["sql"].as_str().unwrap_or("");
@@ -35,7 +67,7 @@ fn kinds(qs: &[Value]) -> (usize, usize, usize, usize) {
             k.0 += 1;
         } else if sql.contains("partition_fields")
             || sql.contains(" AS history")
-            || sql.contains("parent_id, summary FROM")
+            || sql.contains("parent_id, summary")
         {
             // A survey, or the target and manifests of the tables whose files are read.
             k.3 += 1;
@@ -50,94 +82,6 @@ fn kinds(qs: &[Value]) -> (usize, usize, usize, usize) {
         }
     }
     k
-}
-
-struct Fleet {
-    user: String,
-    state: State,
-    rt: Runtime,
-    rx: mpsc::UnboundedReceiver<Action>,
-    dir: std::path::PathBuf,
-}
-
-impl Fleet {
-    /// `every`: `full_refresh_every` (`"1m"` at the 60 s refresh: the rotation looks at
-    /// every table each refresh; `"0s"`: only the tables written through the coordinator).
-    async fn new(name: &str, globs: &[String], batch: usize, every: &str) -> Fleet {
-        let user = user(name);
-        let dir = std::env::temp_dir().join(format!("floe-fleet-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("config.toml");
-        let tables = globs
-            .iter()
-            .map(|g| format!("{g:?}"))
-            .collect::<Vec<_>>()
-            .join(", ");
-        std::fs::write(
-            &path,
-            format!(
-                "refresh = \"60s\"\nprobe_batch = {batch}\nfull_refresh_every = {every:?}\n[trino]\nurl = {:?}\nuser = {user:?}\ncatalog = \"iceberg\"\nschemas = [\"scratch\"]\ntables = [{tables}]\n",
-                lab().trino_url()
-            ),
-        )
-        .unwrap();
-        let over = config::Overrides {
-            config: Some(path),
-            ..Default::default()
-        };
-        let mut settings = config::load(&over).unwrap();
-        settings.stats_cache = dir.join("stats.json");
-        let state = initial_state(&settings, true).unwrap();
-        let (tx, rx) = mpsc::unbounded_channel();
-        let rt = Runtime::new(settings, over, tx).unwrap();
-        Fleet {
-            user,
-            state,
-            rt,
-            rx,
-            dir,
-        }
-    }
-
-    /// Run one refresh to its end; the statements it sent, by kind.
-    async fn cycle(&mut self, first: bool, manual: bool) -> (usize, usize, usize, usize) {
-        let before = lab().real_queries_of(&self.user).await.len();
-        let fx = if first {
-            update(&mut self.state, Action::Start)
-        } else {
-            refresh(&mut self.state, manual)
-        };
-        self.rt.run(fx);
-        while self.state.refresh_in_flight() {
-            let a = tokio::time::timeout(Duration::from_secs(60), self.rx.recv())
-                .await
-                .expect("the refresh ends")
-                .expect("the runtime is alive");
-            let fx = update(&mut self.state, a);
-            self.rt.run(fx);
-        }
-        // Let results still on their way (server info) land.
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        while let Ok(a) = self.rx.try_recv() {
-            let fx = update(&mut self.state, a);
-            self.rt.run(fx);
-        }
-        let qs = lab().real_queries_of(&self.user).await;
-        kinds(&qs[before..])
-    }
-
-    fn snapshots_of(&self, t: &TableRef) -> u64 {
-        let row = self.state.tables.row(t).expect("the table is listed");
-        assert!(row.error.is_none(), "{t}: {:?}", row.error);
-        row.stats.as_ref().expect("stats").snapshots
-    }
-}
-
-impl Drop for Fleet {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -164,7 +108,7 @@ async fn a_steady_refresh_probes_and_reads_only_the_written_table() {
         .tables
         .rows
         .iter()
-        .filter(|r| r.stats.as_ref().is_some_and(|s| !s.files_unread))
+        .filter(|r| r.stats().is_some_and(|s| !s.files_unread))
         .count();
     assert!((2..=3).contains(&read), "{read}");
     // Their files in one statement (up to FILE_BATCH tables a statement), and the age of
@@ -193,7 +137,7 @@ async fn a_steady_refresh_probes_and_reads_only_the_written_table() {
             .tables
             .rows
             .iter()
-            .all(|r| r.stats.as_ref().is_some_and(|s| s.metadata_files.is_none()))
+            .all(|r| r.stats().is_some_and(|s| s.metadata_files.is_none()))
     );
 
     // Nothing changed: the rotation looks at all three (within 1m at a 60 s refresh),
@@ -205,12 +149,16 @@ async fn a_steady_refresh_probes_and_reads_only_the_written_table() {
             .tables
             .rows
             .iter()
-            .all(|r| !r.stale && r.error.is_none() && r.checked_at.is_some())
+            .all(
+                |r| f.state.tables.standing(r) == floe::refresh::Standing::Idle
+                    && r.error().is_none()
+                    && r.read.checked_at.is_some()
+            )
     );
     // The probe gave each table its metadata log: the metadata files' rule has its count,
     // and the next probe compares the newest metadata file.
     for r in &f.state.tables.rows {
-        let st = r.stats.as_ref().unwrap();
+        let st = r.stats().unwrap();
         assert!(
             st.metadata_files.is_some_and(|n| n >= 1) && st.metadata_at.is_some(),
             "{}: {st:?}",
@@ -242,8 +190,8 @@ async fn a_steady_refresh_probes_and_reads_only_the_written_table() {
     let (disc, probes, health, surveys) = f.cycle(false, false).await;
     assert_eq!(
         (disc, probes, health, surveys),
-        (1, 1, 1, 1),
-        "the written table probed, surveyed (with its target and manifests) and its files read"
+        (1, 0, 1, 1),
+        "the written table read again without a probe: surveyed (with its target and manifests) and its files read"
     );
     assert_eq!(f.snapshots_of(written), before + 1, "the change is noticed");
 
@@ -275,7 +223,7 @@ async fn the_probe_sees_commits_that_write_no_data_and_rereads_only_that_table()
     let (disc, probes, health, _) = f.cycle(false, false).await;
     assert_eq!((disc, probes, health), (1, 1, 0), "nothing changed");
     let (changed, other) = (&clones[0], &clones[1]);
-    let other_read = f.state.tables.row(other).unwrap().read_at;
+    let other_read = f.state.tables.row(other).unwrap().read.read_at;
     let snapshots = f.snapshots_of(changed);
     let writer = Client::new(lab().config(&lab().trino_url(), &user("meta_writer"))).unwrap();
     for (what, sql) in [
@@ -308,7 +256,15 @@ async fn the_probe_sees_commits_that_write_no_data_and_rereads_only_that_table()
             ),
         ),
     ] {
-        let before = f.state.tables.row(changed).unwrap().stats.clone().unwrap();
+        let before = f
+            .state
+            .tables
+            .row(changed)
+            .unwrap()
+            .read
+            .stats
+            .clone()
+            .unwrap();
         writer
             .execute(&sql, QueryOptions::default())
             .await
@@ -319,10 +275,18 @@ async fn the_probe_sees_commits_that_write_no_data_and_rereads_only_that_table()
             (1, 1, 1),
             "{what}: one probe, then the health statement of that table alone"
         );
-        let after = f.state.tables.row(changed).unwrap().stats.clone().unwrap();
+        let after = f
+            .state
+            .tables
+            .row(changed)
+            .unwrap()
+            .read
+            .stats
+            .clone()
+            .unwrap();
         assert_ne!(after.metadata_at, before.metadata_at, "{what}: re-read");
         assert_eq!(
-            f.state.tables.row(other).unwrap().read_at,
+            f.state.tables.row(other).unwrap().read.read_at,
             other_read,
             "{what}: the other table is not read again"
         );
@@ -379,7 +343,7 @@ async fn a_broken_table_does_not_blind_its_probe_batch() {
     let stats = lake.table_stats(docs).await.unwrap();
     let p = out[0].1.as_ref().unwrap();
     assert!(
-        floe::app::tables::same_snapshot(&stats, p),
+        floe::refresh::same_snapshot(&stats, p),
         "{stats:?} vs {p:?}"
     );
     let qs = lab().real_queries_of(&user).await;
@@ -393,39 +357,32 @@ async fn a_broken_table_does_not_blind_its_probe_batch() {
     );
 }
 
+/// `floe check` reads the fleet as the TUI does, with its cache: a first check reads
+/// every table; the next one only probes them (their snapshots unchanged, the verdicts
+/// confirmed) and reads nothing again; an entry whose snapshot it cannot confirm is read
+/// again; `--cached-max-age` takes an entry that young as it is, unprobed.
 #[tokio::test]
-async fn check_uses_the_cache_only_when_asked_and_only_young_enough() {
-    let f = Fleet::new("check_cache", &["zoning.documents".to_string()], 50, "1h").await;
-    let mut settings = config::load(&config::Overrides {
+async fn check_reads_only_what_changed_since_the_cache_and_trusts_it_only_when_asked() {
+    let pid = std::process::id();
+    let name = format!("check_cache_{pid}");
+    lab()
+        .clone_table("zoning.documents", &format!("scratch.{name}"))
+        .await;
+    let f = Fleet::new("check_cache", std::slice::from_ref(&name), 50, "1h").await;
+    let settings = config::load(&config::Overrides {
         config: Some(f.dir.join("config.toml")),
         ..Default::default()
     })
+    .map(|mut s| {
+        s.stats_cache = f.dir.join("stats.json");
+        s
+    })
     .unwrap();
-    settings.trino.schemas = vec!["zoning".into()];
-    settings.stats_cache = f.dir.join("stats.json");
-    let docs = TableRef::new("iceberg", "zoning", "documents");
-    let marked = floe::lakehouse::model::TableStats {
-        data_files: 424_242,
-        ..Default::default()
-    };
-    floe::cache::store(
-        &settings.stats_cache,
-        &settings.profile,
-        settings.trino.url.as_str(),
-        vec![floe::cache::Entry {
-            profile: settings.profile.clone(),
-            url: settings.trino.url.to_string(),
-            table: docs.clone(),
-            probe: None,
-            read_at: chrono::Utc::now() - chrono::Duration::minutes(30),
-            stats: marked,
-        }],
-    )
-    .unwrap();
+    let table = TableRef::new("iceberg", "scratch", name.clone());
     let files_of = |r: &floe::report::Report| {
         r.tables
             .iter()
-            .find(|t| t.table == docs)
+            .find(|t| t.table == table)
             .and_then(|t| t.stats.as_ref())
             .map(|s| s.data_files)
     };
@@ -437,19 +394,54 @@ async fn check_uses_the_cache_only_when_asked_and_only_young_enough() {
             age.map(Duration::from_secs),
         )
     };
-    let fresh = run(None).await;
-    assert_ne!(
-        files_of(&fresh),
-        Some(424_242),
-        "by default a check is fresh"
+    let seen = || async { kinds(&lab().real_queries_of(&f.user).await) };
+    let first = run(None).await;
+    let read = files_of(&first).expect("read");
+    assert!(read > 1000, "{read}");
+    let before = seen().await;
+    let second = run(None).await;
+    assert_eq!(files_of(&second), Some(read));
+    let after = seen().await;
+    assert_eq!(
+        (after.1 - before.1, after.2 - before.2, after.3 - before.3),
+        (1, 0, 0),
+        "one probe, nothing read again"
     );
-    let too_old = run(Some(600)).await;
-    assert_ne!(
-        files_of(&too_old),
-        Some(424_242),
+    // An entry whose snapshot the probe cannot confirm (none recorded) is read again.
+    let marked = floe::lakehouse::model::TableStats {
+        data_files: 424_242,
+        ..Default::default()
+    };
+    let plant = |age_min: i64| {
+        floe::cache::store(
+            &settings.stats_cache,
+            &settings.profile,
+            settings.trino.url.as_str(),
+            vec![floe::cache::Entry {
+                profile: settings.profile.clone(),
+                url: settings.trino.url.to_string(),
+                table: table.clone(),
+                probe: None,
+                read_at: chrono::Utc::now() - chrono::Duration::minutes(age_min),
+                stats: marked.clone(),
+            }],
+        )
+        .unwrap()
+    };
+    plant(30);
+    assert_eq!(
+        files_of(&run(None).await),
+        Some(read),
+        "by default a check confirms"
+    );
+    plant(30);
+    assert_eq!(
+        files_of(&run(Some(600)).await),
+        Some(read),
         "30 min is older than 10 min"
     );
-    let before = kinds(&lab().real_queries_of(&f.user).await).2;
+    plant(30);
+    let before = seen().await.2;
     let cached = run(Some(3600)).await;
     assert_eq!(files_of(&cached), Some(424_242));
     assert!(
@@ -457,6 +449,5 @@ async fn check_uses_the_cache_only_when_asked_and_only_young_enough() {
         "{:?}",
         cached.warnings
     );
-    let after = kinds(&lab().real_queries_of(&f.user).await).2;
-    assert_eq!(after, before, "no health statement for a cached table");
+    assert_eq!(seen().await.2, before, "no file read for a trusted table");
 }

@@ -83,6 +83,12 @@ async fn same_verdicts_at(url: &str, who: &str, cfg: HealthConfig) {
     for (t, survey) in surveys {
         let survey = survey.unwrap_or_else(|e| panic!("survey of {t}: {e}"));
         let old = lake.table_stats_in_one(&t).await.unwrap();
+        if survey.totals.committed_at != old.newest_snapshot {
+            // Not at its newest commit (rolled back, or a branch's commit is newer): the
+            // one-statement read judges the newest commit, the survey the table as it is
+            // now (`refresh_lab::a_rolled_back_compaction_shows_the_small_files_again`).
+            continue;
+        }
         // The metadata log the survey does not read: the probe's is the one-statement
         // read's.
         let probe = probes[&t]
@@ -94,7 +100,7 @@ async fn same_verdicts_at(url: &str, who: &str, cfg: HealthConfig) {
             "{t}"
         );
         let mut adopted = survey.stats(&cfg.scan());
-        floe::app::tables::adopt_probe(&mut adopted, probe);
+        floe::refresh::adopt_probe(&mut adopted, probe);
         assert_eq!(adopted.metadata_files, old.metadata_files, "{t}");
         assert!(adopted.metadata_files.is_some(), "{t}");
         let new = match survey.file_read(&cfg.scan()) {
@@ -183,13 +189,14 @@ async fn the_survey_and_the_file_read_give_the_one_statement_verdicts_on_the_rea
     };
     let rows = |v: &[String]| {
         v.iter()
-            .filter(|s| s.contains("parent_id, summary FROM"))
+            .filter(|s| s.contains("parent_id, summary, CAST(NULL AS varchar) AS prop"))
             .count()
     };
-    // The fleet's aggregate form (a one-table read's own survey has a subquery `s`).
+    // The aggregate form (a fleet's read again when its rows were cut; a one-table read
+    // has `$manifests` in it).
     let aggregate = |v: &[String]| {
         v.iter()
-            .filter(|s| s.contains("AS i, count(*) AS snapshots"))
+            .filter(|s| s.contains("AS i, s.snapshots") && !s.contains("$manifests"))
             .count()
     };
     let default = sqls("survey_real").await;
@@ -229,7 +236,10 @@ async fn fleet_reads_keep_the_verdicts_of(
     for (t, survey) in lake.survey(&tables).await {
         let survey = survey.unwrap_or_else(|e| panic!("survey of {t}: {e}"));
         if matches!(survey.file_read(&cfg.scan()), FileRead::Needed(_)) {
-            items.push((t, survey.stats(&cfg.scan())));
+            items.push(floe::lakehouse::queries::FileItem::of(
+                t,
+                survey.stats(&cfg.scan()),
+            ));
         }
     }
     assert!(items.len() >= 4, "{items:?}");

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Bring the lab up, report on it, and take it down (standard library only).
 
-    python3 tests/lab/labctl.py up [--scale] [--airflow2] [--no-airflow] [--full]
+    python3 tests/lab/labctl.py up [--scale [--fleets mixed,pyiceberg,trino]] [--airflow2] [--no-airflow] [--full]
     python3 tests/lab/labctl.py status
     python3 tests/lab/labctl.py dashboard [--runs N] [--every SECONDS]
     python3 tests/lab/labctl.py down
@@ -36,6 +36,7 @@ LAB_ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(LAB_ROOT))
 import dashboard  # noqa: E402  (standard library only, beside this file)
 import realtrino  # noqa: E402  (standard library only, beside this file)
+import trinodist  # noqa: E402  (standard library only, beside this file)
 
 REPO_ROOT = LAB_ROOT.parents[1]
 LAB_LOCK = LAB_ROOT / "requirements.lock"
@@ -275,6 +276,20 @@ def relocate_venv(built: Path, final: Path) -> None:
 
 
 # ---------------------------------------------------------------------------- scenarios
+# The scale scenario's fleets by writer (scenarios/scale.py), each a catalog of its own:
+# the mixed one keeps the catalog name `scale` the benchmarks and tests have always read.
+SCALE_FLEETS = {"mixed": "scale", "pyiceberg": "scale_pyiceberg", "trino": "scale_trino"}
+
+
+def parse_fleets(value: str) -> list[str]:
+    fleets = [f.strip() for f in value.split(",") if f.strip()]
+    unknown = [f for f in fleets if f not in SCALE_FLEETS]
+    if unknown or not fleets:
+        raise argparse.ArgumentTypeError(
+            f"--fleets: a comma-separated list of {', '.join(SCALE_FLEETS)} (not {value!r})")
+    return list(dict.fromkeys(fleets))
+
+
 def scenario_key(args: list[str], live: Path, lock: Path) -> str:
     h = hashlib.sha256()
     for path in sorted((LAB_ROOT / "scenarios").rglob("*")):
@@ -286,9 +301,11 @@ def scenario_key(args: list[str], live: Path, lock: Path) -> str:
     return h.hexdigest()[:16]
 
 
-def ensure_scenario(venv: Path, name: str, extra: list[str], root: Path) -> dict:
+def ensure_scenario(venv: Path, name: str, extra: list[str], root: Path, scenario: str | None = None) -> dict:
+    """The warehouse `name` (its live directory and cache entry), generated as `scenario`
+    (default: `name`) with `extra` arguments."""
     live = root / "warehouses" / name
-    args = ["--scenario", name, *extra]
+    args = ["--scenario", scenario or name, *extra]
     key = scenario_key(args, live, LAB_LOCK)
     store = cache_dir() / "scenarios"
     store.mkdir(parents=True, exist_ok=True)
@@ -481,27 +498,36 @@ def start_second(venv: Path, root: Path, seed_path: str, runtime: Runtime) -> di
 
 
 # ---------------------------------------------------------------------------- the real Trino
-def prepare_real_trino() -> dict:
-    """Choose the server for the machine's newest JDK and make sure it is downloaded,
-    verified and unpacked (once, in the cache). Runs while the venvs build."""
-    version, kind, jdk, major = realtrino.choose_server()
-    if version != realtrino.SERVERS[0][1]:
-        say(f"real trino: the newest JDK here is {major} ({jdk}); Trino {realtrino.SERVERS[0][1]} needs "
-            f"{realtrino.SERVERS[0][0]}+, so the lab runs Trino {version}, the newest that JDK runs")
-    server, facts = realtrino.ensure_server(cache_dir(), version, kind, say)
+def trino_versions(spec: str) -> list[str]:
+    """`--trino 476`, `483` or `476,483`: the real Trinos to run, the first the lab's primary."""
+    versions = [v.strip() for v in spec.split(",") if v.strip()]
+    unknown = [v for v in versions if v not in trinodist.SERVERS]
+    if not versions or unknown or len(set(versions)) != len(versions):
+        raise LabError(f"--trino {spec!r}: the lab runs Trino {' and '.join(trinodist.SERVERS)} "
+                       "(one, or several comma-separated, the first the primary)")
+    return versions
+
+
+def prepare_real_trino(version: str) -> dict:
+    """The JDK for `version` and its server, downloaded, verified and laid out (once, in the
+    cache). Runs while the venvs build."""
+    jdk, major = trinodist.choose_jdk(version)
+    server, facts = trinodist.ensure_server(cache_dir(), version, jdk, say)
     return {"version": version, "server": server, "jdk": jdk, "jdk_major": major, **facts}
 
 
-def spawn_real_trino(prep: dict, root: Path, catalogs: dict, runtime: Runtime) -> tuple:
-    rdir = root / "trino-real"
-    port = free_port()
+def spawn_real_trino(prep: dict, root: Path, catalogs: dict, runtime: Runtime, tls: dict) -> tuple:
+    version = prep["version"]
+    rdir = root / f"trino-real-{version}"
+    port, https_port = free_port(), free_port()
     # The benchmarks' lab keeps a short history in a larger heap (see realtrino.BENCH_HEAP).
-    bench = "scale" in catalogs
+    bench = any(name in catalogs for name in SCALE_FLEETS.values())
     heap = realtrino.BENCH_HEAP if bench else realtrino.HEAP
-    realtrino.write_config(rdir / "etc", rdir / "data", port, catalogs, prep["version"], DENIED_USER,
+    realtrino.write_config(rdir / "etc", rdir / "data", port, catalogs, version, DENIED_USER,
                            COORDINATOR_ZONE, heap=heap,
-                           min_expire_age=realtrino.BENCH_MIN_EXPIRE_AGE if bench else "30m")
-    log_path = root / "logs" / "trino-real.log"
+                           min_expire_age=realtrino.BENCH_MIN_EXPIRE_AGE if bench else "30m",
+                           tls={**tls, "https_port": https_port, "users": realtrino.TLS_USERS})
+    log_path = root / "logs" / f"trino-real-{version}.log"
     log = open(log_path, "ab")
     jdk = Path(prep["jdk"])
     env = {**os.environ, "JAVA_HOME": str(jdk), "PATH": f"{jdk / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"}
@@ -512,25 +538,35 @@ def spawn_real_trino(prep: dict, root: Path, catalogs: dict, runtime: Runtime) -
         stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=str(rdir), env=env,
         start_new_session=True,
     )
-    runtime.add("trino-real", proc.pid)
-    return proc, port, log_path, time.monotonic(), heap
+    runtime.add(f"trino-real-{version}", proc.pid)
+    return proc, port, https_port, log_path, time.monotonic(), heap
 
 
-def finish_real_trino(prep: dict, spawned: tuple, catalogs: dict) -> dict:
-    proc, port, log_path, t0, heap = spawned
+def finish_real_trino(prep: dict, spawned: tuple, catalogs: dict, tls: dict) -> dict:
+    proc, port, https_port, log_path, t0, heap = spawned
     url = f"http://127.0.0.1:{port}"
     info = realtrino.wait_ready(url, proc, log_path)
     startup = time.monotonic() - t0
-    say(f"real trino {info['nodeVersion']['version']} ready in {startup:.1f} s on {url} "
+    got = str(info["nodeVersion"]["version"])
+    if got != prep["version"]:
+        raise LabError(f"the real Trino at {url} says it is {got}, not {prep['version']} ({prep['server']})")
+    say(f"real trino {got} ready in {startup:.1f} s on {url}, https://127.0.0.1:{https_port} "
         f"(JDK {prep['jdk_major']}, heap {heap})")
+    user, password = next(iter(realtrino.TLS_USERS.items()))
     return {
         "url": url,
-        "version": str(info["nodeVersion"]["version"]),
+        "version": got,
         "user": TRINO_USER,
         "catalog": "iceberg",
         "catalogs": {name: str(Path(path) / "catalog.db") for name, path in catalogs.items()},
         "denied_user": DENIED_USER,
         "time_zone": COORDINATOR_ZONE,
+        # the same coordinator over TLS (its own CA) with the password file authenticator
+        "https_url": f"https://127.0.0.1:{https_port}",
+        "ca_file": tls["ca_file"],
+        "tls_user": user,
+        "tls_password": password,
+        "tls_users": dict(realtrino.TLS_USERS),
         "pid": proc.pid,
         "heap": heap,
         "java_home": str(prep["jdk"]),
@@ -541,6 +577,18 @@ def finish_real_trino(prep: dict, spawned: tuple, catalogs: dict) -> dict:
         "log": str(log_path),
         "real": True,
     }
+
+
+def real_trino_tls(venv: Path, root: Path) -> dict:
+    """The real Trinos' own CA and server certificate (lab/trino/tls.py, in a folder apart
+    from the stand-in's: another CA)."""
+    out = root / "trino-real-tls"
+    proc = subprocess.run(lab_module(venv, "trino.tls", "--out", str(out)), cwd=str(REPO_ROOT), env=lab_env(),
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise LabError(f"making the real Trino's certificates in {out} failed: {proc.stderr[-2000:]}")
+    return {"ca_file": str(out / "ca.pem"), "cert_file": str(out / "server.pem"),
+            "key_file": str(out / "server-key.pem")}
 
 
 def layouts_key(live: Path, version: str) -> str:
@@ -624,11 +672,24 @@ def start_trino_proxy(upstream: str, root: Path, runtime: Runtime) -> dict:
 AIRFLOW_UP_TIMEOUT_S = {3: 1200, 2: 2700}
 
 
-def start_airflow(major: int, venv: Path, root: Path, trino_url: str, runtime: Runtime) -> dict:
+# `[core] test_connection` of each Airflow: one as deployed (Airflow's default, Disabled: a test
+# answers 403), the other Enabled (Airflow 3.3+ also tests on a worker, enqueue-test).
+TEST_CONNECTION = {3: "enabled", 2: "disabled"}
+
+
+def start_airflow(major: int, venv: Path, root: Path, trino_url: str, runtime: Runtime,
+                  tls: dict | None = None) -> dict:
+    """One Airflow (airflow/ctl.py); `tls` ({url, user, password, ca_file}): the Trino its
+    `trino_tls` connection reaches over HTTPS with a password."""
     home = root / f"airflow{major}"
     port = free_port()
     cmd = [sys.executable, str(AIRFLOW_CTL), "up", "--venv", str(venv), "--home", str(home),
-           "--port", str(port), "--trino-url", trino_url, "--trino-user", TRINO_USER, "--major", str(major)]
+           "--port", str(port), "--trino-url", trino_url, "--trino-user", TRINO_USER, "--major", str(major),
+           "--test-connection", TEST_CONNECTION[major]]
+    env = dict(os.environ)
+    if tls:
+        cmd += ["--trino-tls-url", tls["url"], "--trino-tls-user", tls["user"], "--trino-ca-file", tls["ca_file"]]
+        env["FLOE_LAB_TRINO_TLS_PASSWORD"] = tls["password"]
     with runtime._lock:
         runtime.data.setdefault("airflow_homes", [])
         if str(home) not in runtime.data["airflow_homes"]:
@@ -637,7 +698,7 @@ def start_airflow(major: int, venv: Path, root: Path, trino_url: str, runtime: R
     log = root / "logs" / f"airflow{major}-ctl.log"
     with open(log, "w") as err:
         proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL,
-                              cwd=str(REPO_ROOT), text=True, timeout=AIRFLOW_UP_TIMEOUT_S[major])
+                              cwd=str(REPO_ROOT), text=True, timeout=AIRFLOW_UP_TIMEOUT_S[major], env=env)
     lines = [ln for ln in proc.stdout.splitlines() if ln.strip().startswith("{")]
     if proc.returncode != 0 or not lines:
         raise LabError(f"airflow/ctl.py up (Airflow {major}) failed (exit {proc.returncode}); see {log}:\n"
@@ -703,6 +764,8 @@ def running_state(root: Path) -> tuple[dict | None, Runtime]:
 
 
 def cmd_up(args) -> int:
+    if args.fleets:
+        args.scale = True
     root = lab_dir()
     lab, runtime = running_state(root)
     procs = runtime.processes
@@ -763,23 +826,25 @@ def cmd_up(args) -> int:
         builder = threading.Thread(target=build_airflow_venvs, name="airflow-venvs")
         builder.start()
 
-        # The real Trino is fetched (once) and unpacked while the venvs build.
+        # The real Trinos are fetched (once) and laid out while the venvs build, side by side.
         real = not stub and not args.no_real_trino
-        real_prep: dict = {}
+        versions = trino_versions(args.trino) if real else []
+        real_prep: dict[str, dict] = {}
         real_errors: list[BaseException] = []
 
-        def prepare_real() -> None:
+        def prepare_real(version: str) -> None:
             t0 = time.monotonic()
             try:
-                real_prep.update(prepare_real_trino())
+                real_prep[version] = prepare_real_trino(version)
             except BaseException as e:  # noqa: BLE001 - re-raised in the main thread
                 real_errors.append(e)
-            timings.append(("trino download" if not real_prep.get("cached") else "trino cached",
-                            time.monotonic() - t0))
+                return
+            how = "cached" if real_prep[version].get("cached") else "download"
+            timings.append((f"trino {version} {how}", time.monotonic() - t0))
 
-        preparer = threading.Thread(target=prepare_real, name="real-trino")
-        if real:
-            preparer.start()
+        preparers = [threading.Thread(target=prepare_real, args=(v,), name=f"real-trino-{v}") for v in versions]
+        for th in preparers:
+            th.start()
 
         t = time.monotonic()
         lab_venv = ensure_venv("lab", LAB_LOCK)
@@ -787,28 +852,43 @@ def cmd_up(args) -> int:
 
         scenario = None
         scale = None
+        fleets: dict[str, dict] = {}
         catalogs: dict[str, str] = {}
         if not stub:
             t = time.monotonic()
             scenario = ensure_scenario(lab_venv, "seed", ["--full"] if args.full else [], root)
             catalogs["iceberg"] = scenario["path"]
             if args.scale:
-                scale = ensure_scenario(lab_venv, "scale", [], root)
-                catalogs["scale"] = scale["path"]
+                for writers in args.fleets or ["mixed"]:
+                    name = SCALE_FLEETS[writers]
+                    t_fleet = time.monotonic()
+                    extra = [] if writers == "mixed" else ["--writers", writers]
+                    fleet = ensure_scenario(lab_venv, name, extra, root, scenario="scale")
+                    fleets[writers] = {"catalog": name, "writers": writers, "expected": fleet["expected"],
+                                       "path": fleet["path"], "generated_at": fleet["generated_at"],
+                                       "cached": fleet["cached"],
+                                       "up_s": round(time.monotonic() - t_fleet, 1)}
+                    catalogs[name] = fleet["path"]
+                scale = fleets.get("mixed")
             timings.append(("scenarios", time.monotonic() - t))
 
-        spawned = None
+        spawned: dict[str, tuple] = {}
         layouts: dict = {}
+        tls: dict = {}
         if real:
-            preparer.join()
+            for th in preparers:
+                th.join()
             if real_errors:
                 e = real_errors[0]
                 raise LabError(str(e)) if isinstance(e, realtrino.TrinoSetupError) else e
             t = time.monotonic()
-            layouts = prepare_layouts(lab_venv, root, real_prep["version"])
+            layouts = prepare_layouts(lab_venv, root, versions[0])
             timings.append(("layouts", time.monotonic() - t))
-            # the JVM starts while the stand-in does
-            spawned = spawn_real_trino(real_prep, root, {**catalogs, "layouts": layouts["path"]}, runtime)
+            tls = real_trino_tls(lab_venv, root)
+            # the JVMs start while the stand-in does
+            for v in versions:
+                spawned[v] = spawn_real_trino(real_prep[v], root, {**catalogs, "layouts": layouts["path"]},
+                                              runtime, tls)
 
         t = time.monotonic()
         # the stand-in serves the Trino-written layouts too (the parity run compares them)
@@ -824,13 +904,16 @@ def cmd_up(args) -> int:
             second = start_second(lab_venv, root, scenario["path"], runtime)
             timings.append(("second", time.monotonic() - t))
 
-        if spawned is not None:
-            t = time.monotonic()
-            try:
-                trino = finish_real_trino(real_prep, spawned, catalogs)
-            except realtrino.TrinoSetupError as e:
-                raise LabError(str(e)) from None
-            timings.append(("real trino", time.monotonic() - spawned[3]))
+        trinos: dict[str, dict] = {}
+        if spawned:
+            for v in versions:
+                try:
+                    trinos[v] = finish_real_trino(real_prep[v], spawned[v], catalogs, tls)
+                except realtrino.TrinoSetupError as e:
+                    raise LabError(str(e)) from None
+                timings.append((f"real trino {v}", time.monotonic() - spawned[v][4]))
+            # the primary: what every test reads unless it asks for another version
+            trino = trinos[versions[0]]
             t = time.monotonic()
             write_layouts(layouts, trino["url"])
             if not layouts["cached"]:
@@ -839,9 +922,10 @@ def cmd_up(args) -> int:
                 req = urllib.request.Request(stand_in["control_url"] + "/engine/reload", data=b"{}", method="POST",
                                              headers={"Content-Type": "application/json"})
                 urllib.request.urlopen(req, timeout=120).read()
-            trino["layouts"] = {"catalog": "layouts", "schema": "zoo", "path": layouts["path"],
-                                "tables": [name.strip('"').replace('""', '"').lower()
-                                           for name, _ in realtrino.LAYOUT_TABLES]}
+            for entry in trinos.values():
+                entry["layouts"] = {"catalog": "layouts", "schema": "zoo", "path": layouts["path"],
+                                    "tables": [name.strip('"').replace('""', '"').lower()
+                                               for name, _ in realtrino.LAYOUT_TABLES]}
             if (LAB_ROOT / "trino" / "proxy.py").exists():
                 trino.update(start_trino_proxy(trino["url"], root, runtime))
         else:
@@ -868,6 +952,14 @@ def cmd_up(args) -> int:
         if airflow_errors:
             raise airflow_errors[0]
 
+        # Their trino_tls connection: the real Trino's HTTPS listener (else the stand-in's).
+        if trinos:
+            airflow_tls = {"url": trino["https_url"], "user": trino["tls_user"], "password": trino["tls_password"],
+                           "ca_file": trino["ca_file"]}
+        else:
+            user, password = next(iter(BASIC_USERS.items()))
+            airflow_tls = {"url": stand_in["https_url"], "user": user, "password": password,
+                           "ca_file": stand_in["ca_file"]}
         # Airflow 3 and 2 come up side by side (mostly waiting on their schedulers).
         airflow: dict[int, dict] = {}
         failures: list[BaseException] = []
@@ -875,7 +967,7 @@ def cmd_up(args) -> int:
         def bring_up(major: int) -> None:
             t0 = time.monotonic()
             try:
-                info = start_airflow(major, airflow_venvs[major], root, trino["url"], runtime)
+                info = start_airflow(major, airflow_venvs[major], root, trino["url"], runtime, airflow_tls)
                 key = "airflow" if major == 3 else "airflow2"
                 info.update(start_airflow_proxy(key, info["url"], root, runtime))
                 airflow[major] = info
@@ -900,6 +992,11 @@ def cmd_up(args) -> int:
             "started_at": runtime.data["started_at"],
             "lab_dir": str(root),
             "trino": trino,
+            # every real Trino by version (the primary is `trino`), and the primary over TLS
+            "trinos": trinos,
+            "trino_tls": None if not trinos else {
+                "url": trino["https_url"], "ca_file": trino["ca_file"], "user": trino["tls_user"],
+                "password": trino["tls_password"], "version": trino["version"]},
             "stand_in": stand_in,
             "second": second,
             "scenario": None if scenario is None else {
@@ -908,6 +1005,8 @@ def cmd_up(args) -> int:
             "scale": None if scale is None else {
                 "catalog": "scale", "expected": scale["expected"], "path": scale["path"],
                 "generated_at": scale["generated_at"]},
+            # every fleet of the scale scenario served, by writer (`--fleets`)
+            "fleets": fleets,
             "airflow": airflow.get(3),
             "airflow2": airflow.get(2),
             "dashboard": None if scenario is None else {
@@ -1008,13 +1107,16 @@ def cmd_status(args) -> int:  # noqa: ARG001
             except (urllib.error.URLError, OSError, ValueError) as e:
                 all_alive = False
                 say(f"  {label} {srv['url']}: not answering ({e})")
-        if trino.get("real"):
-            rss = realtrino.rss_bytes(int(trino["pid"]))
-            say(f"    real coordinator: pid {trino['pid']}, heap {trino['heap']}, "
-                f"RSS {rss / 2**20:.0f} MiB" if rss else f"    real coordinator: pid {trino['pid']} (gone)")
-            say(f"    JDK {trino['java_major']} at {trino['java_home']}; started in {trino['startup_s']} s")
-            for name, db in (trino.get("catalogs") or {}).items():
+        for real in (lab.get("trinos") or {}).values():
+            rss = realtrino.rss_bytes(int(real["pid"]))
+            say(f"  real trino {real['version']}{' (primary)' if real['url'] == trino['url'] else ''}: "
+                f"{real['url']}, {real['https_url']} (password, CA {real['ca_file']})")
+            say(f"    pid {real['pid']}, heap {real['heap']}, "
+                + (f"RSS {rss / 2**20:.0f} MiB" if rss else "gone"))
+            say(f"    JDK {real['java_major']} at {real['java_home']}; started in {real['startup_s']} s")
+            for name, db in (real.get("catalogs") or {}).items():
                 say(f"    catalog {name}: Iceberg JDBC catalog on {db}")
+        if trino.get("real"):
             if trino.get("proxy_url"):
                 say(f"    fault proxy: {trino['proxy_url']}")
         for k, v in (stand_in.get("listeners") or {}).items():
@@ -1035,6 +1137,8 @@ def cmd_status(args) -> int:  # noqa: ARG001
                     f"fault proxy {lab[key].get('proxy_url')}")
         if lab.get("scenario"):
             say(f"  scenario {lab['scenario']['name']} generated at {lab['scenario']['generated_at']}")
+        for writers, fleet in (lab.get("fleets") or {}).items():
+            say(f"  scale fleet {writers}: catalog {fleet['catalog']}, generated at {fleet['generated_at']}")
     return 0 if all_alive else 1
 
 
@@ -1043,11 +1147,17 @@ def main(argv: list[str] | None = None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     up = sub.add_parser("up", help="start the lab")
     up.add_argument("--scale", action="store_true", help="also generate and serve the scale catalog")
+    up.add_argument("--fleets", type=parse_fleets, default=None, metavar="mixed,pyiceberg,trino",
+                    help="with --scale: the fleets by writer to serve, each its own catalog "
+                         "(mixed: scale, pyiceberg: scale_pyiceberg, trino: scale_trino; default mixed)")
     up.add_argument("--airflow2", action="store_true", help="also start Airflow 2")
     up.add_argument("--no-airflow", action="store_true", help="start no Airflow")
     up.add_argument("--no-second", action="store_true",
                     help="start no second cluster (the stand-in over a copy of the seed's catalog)")
     up.add_argument("--full", action="store_true", help="the full-size seed scenario")
+    up.add_argument("--trino", default=trinodist.DEFAULT_VERSION,
+                    help="the real Trino(s): 476, 483, or both comma-separated, the first the primary "
+                         f"(default {trinodist.DEFAULT_VERSION})")
     up.add_argument("--no-real-trino", action="store_true",
                     help="serve only the stand-in (no JVM): `trino` in lab.json is the stand-in")
     up.add_argument("--stub-engine", action="store_true",

@@ -1,20 +1,16 @@
-"""The real Trino coordinator of the lab (standard library only; used by labctl).
+"""The real Trino coordinators of the lab (standard library only; used by labctl).
 
 A single-node Trino (coordinator and worker in one JVM) over the lab's Iceberg warehouses,
 read through Iceberg's JDBC catalog on the same SQLite `catalog.db` that pyiceberg's
 `SqlCatalog` writes: the scenario generators keep writing backdated histories, the real
 Trino reads them and really optimizes, expires and removes orphans, and the lab's stand-in
-server sees what Trino committed.
+server sees what Trino committed. The lab runs one per version asked for (476 and 483, see
+`trinodist`, where each comes from), all over the same catalogs.
 
-The server comes from Maven Central through `mvn` (the only registry that publishes it),
-into `$FLOE_CACHE_DIR/trino/m2` (a Maven repository of its own, so the `.sha1` files Maven
-fetched beside each artifact are at a known place), checked against those checksums, and
-unpacked once into `$FLOE_CACHE_DIR/trino/<version>/server` with the unused plugins
-removed. A lab's configuration and data live in `<lab dir>/trino-real/`.
-
-Trino 476 is the newest server on Maven Central (later servers are published elsewhere) and
-needs a JDK >= 24. Without one, the newest Trino the machine's JDK runs is taken instead
-(`SERVERS`), and `lab status` says which.
+Each listens on two ports: plain HTTP with insecure authentication (`X-Trino-User`), what
+most tests read, and HTTPS with its own CA and Trino's password file authenticator, as
+production runs (Trino takes passwords over HTTPS only). A lab's configuration and data
+live in `<lab dir>/trino-real-<version>/`.
 """
 
 from __future__ import annotations
@@ -23,22 +19,19 @@ import hashlib
 import json
 import os
 import re
+import secrets
 import shutil
 import subprocess
 import time
 import urllib.error
 import urllib.request
-import zipfile
 from pathlib import Path
 
-# (lowest JDK major, Trino version, artifacts): the newest first. `core` servers exist from
-# 472 on; older ones come as the full server tarball, whose unused plugins are deleted.
-SERVERS = [
-    (24, "476", "core"),
-    (21, "446", "full"),
-    (17, "435", "full"),
-]
-SQLITE_JDBC = "org.xerial:sqlite-jdbc:3.50.3.0:jar"
+try:  # a module of the lab's package (its tests) or a script beside labctl
+    from .trinodist import TrinoSetupError  # noqa: F401  (re-exported: labctl catches it here)
+except ImportError:
+    from trinodist import TrinoSetupError  # noqa: F401
+
 HEAP = "3G"
 # The benchmarks' lab (the scale catalog): a coordinator that keeps a run's history while
 # each phase reads its statements back (measured: two runs at 300 and 1,000 tables send
@@ -46,169 +39,9 @@ HEAP = "3G"
 # its time collecting; the second run's figures were the garbage collector's).
 BENCH_HEAP = "6G"
 BENCH_MIN_EXPIRE_AGE = "5m"
-# Plugins the lab needs: the Iceberg connector (its JDBC catalog, local file system) and
-# file-based access control's rules are built into the server.
-KEEP_PLUGINS = {"iceberg"}
-
-
-class TrinoSetupError(Exception):
-    pass
-
-
-# ---------------------------------------------------------------------------- Java
-def jdk_major(home: Path) -> int | None:
-    """The feature version of the JDK at `home`, from its `release` file (else `java -version`)."""
-    release = home / "release"
-    try:
-        m = re.search(r'^JAVA_VERSION="(\d+)', release.read_text(), re.M)
-        if m:
-            return int(m.group(1))
-    except OSError:
-        pass
-    java = home / "bin" / "java"
-    if not java.exists():
-        return None
-    try:
-        out = subprocess.run([str(java), "-version"], capture_output=True, text=True, timeout=20).stderr
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    m = re.search(r'version "(\d+)', out)
-    return int(m.group(1)) if m else None
-
-
-def find_jdks() -> list[tuple[int, Path]]:
-    """Every JDK found on the machine, newest first: $FLOE_LAB_JAVA_HOME, $JAVA_HOME, the
-    directories under /usr/lib/jvm, and the `java` on PATH."""
-    candidates: list[Path] = []
-    for var in ("FLOE_LAB_JAVA_HOME", "JAVA_HOME"):
-        if os.environ.get(var):
-            candidates.append(Path(os.environ[var]))
-    jvm = Path("/usr/lib/jvm")
-    if jvm.is_dir():
-        candidates.extend(sorted(p for p in jvm.iterdir() if p.is_dir() and not p.is_symlink()))
-    java = shutil.which("java")
-    if java:
-        candidates.append(Path(os.path.realpath(java)).parent.parent)
-    seen: set[Path] = set()
-    out: list[tuple[int, Path]] = []
-    for c in candidates:
-        c = c.resolve()
-        if c in seen or not (c / "bin" / "java").exists():
-            continue
-        seen.add(c)
-        major = jdk_major(c)
-        if major is not None:
-            out.append((major, c))
-    out.sort(key=lambda t: -t[0])
-    return out
-
-
-def choose_server() -> tuple[str, str, Path, int]:
-    """(Trino version, artifact kind, JDK home, JDK major): 476 on a JDK >= 24, else the
-    newest Trino the newest JDK found runs."""
-    jdks = find_jdks()
-    if not jdks:
-        raise TrinoSetupError(
-            "no JDK found (looked at $FLOE_LAB_JAVA_HOME, $JAVA_HOME, /usr/lib/jvm/* and `java` on PATH): "
-            "the real Trino 476 needs a JDK 24 or newer (Debian: apt-get install openjdk-25-jdk-headless, "
-            "or set FLOE_LAB_JAVA_HOME to one)")
-    major, home = jdks[0]
-    for lowest, version, kind in SERVERS:
-        if major >= lowest:
-            return version, kind, home, major
-    raise TrinoSetupError(
-        f"the newest JDK found is {major} at {home}: Trino 476 needs a JDK 24 or newer and no Trino the "
-        f"lab knows runs on {major} (the oldest it can take needs 17); set FLOE_LAB_JAVA_HOME to a newer JDK")
-
-
-# ---------------------------------------------------------------------------- download
-def mvn_fetch(coords: str, repo: Path, log: Path) -> Path:
-    """The artifact `group:artifact:version:type[:classifier]` in the Maven repository `repo`,
-    fetched there by `mvn` when missing, and checked against the `.sha1` Maven fetched with it."""
-    parts = coords.split(":")
-    group, artifact, version, kind = parts[:4]
-    path = repo / Path(*group.split(".")) / artifact / version / f"{artifact}-{version}.{kind}"
-    sha1 = path.with_name(path.name + ".sha1")
-    if not (path.exists() and sha1.exists()):
-        mvn = shutil.which("mvn")
-        if mvn is None:
-            raise TrinoSetupError(f"`mvn` is not on PATH: it fetches {coords} from Maven Central "
-                                  "(Debian: apt-get install maven)")
-        with open(log, "ab") as out:
-            proc = subprocess.run(
-                [mvn, "-B", "-q", f"-Dmaven.repo.local={repo}", "-Dtransitive=false",
-                 "org.apache.maven.plugins:maven-dependency-plugin:3.8.1:get", f"-Dartifact={coords}"],
-                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=3600)
-        if proc.returncode != 0 or not path.exists():
-            raise TrinoSetupError(f"mvn could not fetch {coords} (exit {proc.returncode}); see {log}:\n"
-                                  + log.read_text(errors="replace")[-2000:])
-    if not sha1.exists():
-        raise TrinoSetupError(f"{path}: Maven fetched no checksum beside it ({sha1.name})")
-    want = sha1.read_text().split()[0].strip().lower()
-    h = hashlib.sha1()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    if h.hexdigest() != want:
-        bad = path.with_name(path.name + ".corrupt")
-        path.replace(bad)
-        raise TrinoSetupError(f"{path}: SHA-1 {h.hexdigest()} is not the published {want}; moved it to "
-                              f"{bad.name}, the next start fetches it again")
-    return path
-
-
-def ensure_server(cache: Path, version: str, kind: str, say) -> tuple[Path, dict]:
-    """The unpacked server for `version` (plugins trimmed, the Iceberg plugin and the SQLite
-    driver in place), built once under `cache/trino/<version>/server`. Returns its path and
-    what was downloaded (bytes, seconds)."""
-    base = cache / "trino"
-    server = base / version / "server"
-    marker = server / ".floe-complete"
-    facts = {"downloaded_bytes": 0, "download_s": 0.0, "unpack_s": 0.0}
-    if marker.exists():
-        facts.update(json.loads(marker.read_text() or "{}"))
-        facts["cached"] = True
-        return server, facts
-    base.mkdir(parents=True, exist_ok=True)
-    repo = base / "m2"
-    log = base / "mvn.log"
-    t = time.monotonic()
-    if kind == "core":
-        say(f"real trino: fetching trino-server-core {version} and the Iceberg plugin through Maven (once)")
-        tarball = mvn_fetch(f"io.trino:trino-server-core:{version}:tar.gz", repo, log)
-        plugin = mvn_fetch(f"io.trino:trino-iceberg:{version}:zip", repo, log)
-    else:
-        say(f"real trino: fetching trino-server {version} through Maven (once)")
-        tarball = mvn_fetch(f"io.trino:trino-server:{version}:tar.gz", repo, log)
-        plugin = None
-    sqlite = mvn_fetch(SQLITE_JDBC, repo, log)
-    facts["download_s"] = round(time.monotonic() - t, 1)
-    facts["downloaded_bytes"] = sum(p.stat().st_size for p in (tarball, plugin, sqlite) if p is not None)
-
-    t = time.monotonic()
-    tmp = base / version / f".server.building-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    if server.exists():
-        shutil.rmtree(server)
-    tmp.mkdir(parents=True)
-    # GNU tar: the server tarball is full of hard links
-    subprocess.run(["tar", "-xzf", str(tarball), "-C", str(tmp), "--strip-components=1"], check=True)
-    plugins = tmp / "plugin"
-    if plugin is not None:
-        with zipfile.ZipFile(plugin) as z:
-            z.extractall(tmp / ".iceberg-zip")
-        (top,) = list((tmp / ".iceberg-zip").iterdir())
-        top.rename(plugins / "iceberg")
-        shutil.rmtree(tmp / ".iceberg-zip")
-    for p in plugins.iterdir():
-        if p.name not in KEEP_PLUGINS:
-            shutil.rmtree(p)
-    shutil.copy2(sqlite, plugins / "iceberg" / sqlite.name)
-    facts["unpack_s"] = round(time.monotonic() - t, 1)
-    (tmp / ".floe-complete").write_text(json.dumps(facts))
-    tmp.rename(server)
-    facts["cached"] = False
-    return server, facts
+# Users of the HTTPS listener's password file (PBKDF2, as Trino's file authenticator reads it).
+TLS_USERS = {"floe_tls": "floe-tls-secret", "etl_tls": "etl-tls-secret"}
+PBKDF2_ITERATIONS = 1000
 
 
 # ---------------------------------------------------------------------------- configuration
@@ -222,7 +55,8 @@ def catalog_properties(scenario_dir: Path, version: str) -> str:
         # the catalog name pyiceberg's SqlCatalog writes (lab/scenarios/catalog.py)
         "iceberg.jdbc-catalog.catalog-name=lab",
         f"iceberg.jdbc-catalog.default-warehouse-dir=file://{d / 'warehouse'}",
-        "fs.native-local.enabled=true",
+        # renamed in 481 (the old name still works there, with a warning)
+        "fs.local.enabled=true" if int(version) >= 481 else "fs.native-local.enabled=true",
         "local.location=/",
         # Trino's own default minimum retentions (7d) stay: a shorter retention fails with
         # INVALID_PROCEDURE_ARGUMENT unless the session property lowers it, as on a cluster
@@ -234,9 +68,35 @@ def catalog_properties(scenario_dir: Path, version: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def pbkdf2_entry(password: str) -> str:
+    """A password file's hash as Trino's file authenticator reads it: `iterations:salt:hash`,
+    PBKDF2 with HMAC-SHA1, hex."""
+    salt = secrets.token_bytes(16)
+    digest = hashlib.pbkdf2_hmac("sha1", password.encode(), salt, PBKDF2_ITERATIONS, 32)
+    return f"{PBKDF2_ITERATIONS}:{salt.hex()}:{digest.hex()}"
+
+
+def write_tls(etc: Path, cert_file: str, key_file: str, users: dict[str, str]) -> dict:
+    """The HTTPS listener's keystore (Trino reads a PEM file holding the key and the chain),
+    the password file and the authenticator's properties."""
+    keystore = etc / "tls" / "keystore.pem"
+    keystore.parent.mkdir(parents=True, exist_ok=True)
+    keystore.write_bytes(Path(key_file).read_bytes() + Path(cert_file).read_bytes())
+    os.chmod(keystore, 0o600)
+    password_file = etc / "password.db"
+    password_file.write_text("".join(f"{u}:{pbkdf2_entry(p)}\n" for u, p in users.items()))
+    os.chmod(password_file, 0o600)
+    (etc / "password-authenticator.properties").write_text(
+        f"password-authenticator.name=file\nfile.password-file={password_file}\n")
+    return {"keystore": str(keystore), "password_file": str(password_file)}
+
+
 def write_config(etc: Path, data: Path, port: int, catalogs: dict[str, str], version: str,
                  denied_user: str, time_zone: str, heap: str = HEAP,
-                 min_expire_age: str = "30m") -> None:
+                 min_expire_age: str = "30m", tls: dict | None = None) -> None:
+    """A coordinator's `etc`: plain HTTP on `port`; with `tls` ({https_port, cert_file,
+    key_file, users}) also HTTPS with the password file authenticator, HTTP keeping insecure
+    authentication for the tests that read it."""
     shutil.rmtree(etc, ignore_errors=True)
     (etc / "catalog").mkdir(parents=True)
     data.mkdir(parents=True, exist_ok=True)
@@ -273,6 +133,7 @@ def write_config(etc: Path, data: Path, port: int, catalogs: dict[str, str], ver
         # the 3 GB heap with back-to-back full GCs.
         "query.max-history=100",
         f"query.min-expire-age={min_expire_age}",
+        *(tls_properties(etc, tls) if tls else []),
     ]) + "\n")
     (etc / "log.properties").write_text("io.trino=INFO\n")
     for name, path in catalogs.items():
@@ -294,6 +155,20 @@ def write_config(etc: Path, data: Path, port: int, catalogs: dict[str, str], ver
     (etc / "rules.json").write_text(json.dumps(rules, indent=2))
     (etc / "access-control.properties").write_text(
         f"access-control.name=file\nsecurity.config-file={etc / 'rules.json'}\n")
+
+
+def tls_properties(etc: Path, tls: dict) -> list[str]:
+    files = write_tls(etc, tls["cert_file"], tls["key_file"], tls["users"])
+    return [
+        "http-server.https.enabled=true",
+        f"http-server.https.port={tls['https_port']}",
+        f"http-server.https.keystore.path={files['keystore']}",
+        "http-server.authentication.type=PASSWORD",
+        # the plain listener keeps insecure authentication (X-Trino-User), as before
+        "http-server.authentication.allow-insecure-over-http=true",
+        # required by Trino once an authenticator is configured
+        f"internal-communication.shared-secret={secrets.token_hex(32)}",
+    ]
 
 
 def statement(url: str, sql: str, user: str = "floe", timeout: float = 60, catalog: str | None = None,

@@ -10,8 +10,10 @@ use crate::{elf, root, rpm, run, tools};
 
 /// The oldest glibc the release starts on: CentOS 7's.
 pub const GLIBC: (u32, u32) = (2, 17);
-/// The largest binary the release ships: 10 MB.
-const MAX_BINARY_BYTES: u64 = 10_000_000;
+/// The largest binary the release ships: 10.5 MB. It was 10 MB until the DAGs' code was
+/// parsed: tree-sitter and its Python grammar weigh about 0.52 MB in a stripped fat-LTO
+/// `opt-level = "z"` build (measured alone), on a release of 9.66 MB.
+const MAX_BINARY_BYTES: u64 = 10_500_000;
 
 /// `cargo xtask dist`: build, check, stage, pack.
 pub fn dist(args: &[String]) -> Result<(), String> {

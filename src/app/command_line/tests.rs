@@ -68,7 +68,7 @@ fn command_line() {
     let fx = run(&mut s, "schema zoning");
     assert_eq!(s.schemas, vec!["zoning"]);
     assert!(fx.iter().any(
-        |e| matches!(e, Effect::Discover { schemas, .. } if schemas == &vec!["zoning".to_string()])
+        |e| matches!(e, Effect::Read { read: crate::refresh::Read::List { schemas, .. }, .. } if schemas == &vec!["zoning".to_string()])
     ));
     let fx = run(&mut s, "export json");
     assert!(matches!(

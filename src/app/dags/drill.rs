@@ -66,6 +66,10 @@ pub fn enter(s: &mut State) -> Vec<Effect> {
             }]
         }
         DagLevel::Log => Vec::new(),
+        DagLevel::Source => {
+            super::source_view::next_finding(s);
+            Vec::new()
+        }
     }
 }
 
@@ -76,6 +80,7 @@ pub fn back(s: &mut State) -> bool {
         DagLevel::Runs => Some(DagLevel::List),
         DagLevel::Tasks => Some(DagLevel::Runs),
         DagLevel::Log => Some(DagLevel::Tasks),
+        DagLevel::Source => Some(DagLevel::List),
     };
     true
 }
@@ -212,6 +217,13 @@ pub fn copy(s: &mut State) -> Vec<Effect> {
             Some(id) => emit(s, "DAG id", &id),
             None => emit(s, "DAG selected", ""),
         };
+    }
+    if let Some(v) = d.source.as_ref().filter(|_| d.level() == DagLevel::Source) {
+        // The finding at the top of the view, else the file's place.
+        let top = v.scroll + 1;
+        let mark = v.marks.iter().find(|m| m.0 >= top).or(v.marks.last());
+        let text = mark.map_or_else(|| format!("{}:{top}", v.file), |m| m.1.clone());
+        return emit(s, "code finding", &text);
     }
     let from_log = d
         .log

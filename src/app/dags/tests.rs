@@ -6,7 +6,6 @@ use crate::app::action::{Action, DagWrite, Effect};
 use crate::app::dags::{DagLevel, DagMsg, command as dag_command};
 use crate::app::keymap::Command;
 use crate::app::state::Popup;
-use crate::app::tables::TablesMsg;
 use crate::app::testing::dags::*;
 use crate::app::testing::*;
 use crate::app::update::update;
@@ -290,22 +289,9 @@ fn trigger_pause_and_clear_are_confirmed_and_refused_when_read_only() {
 #[test]
 fn the_dag_list_refreshes_at_five_times_the_interval() {
     let mut s = with_dags();
-    let g = s.tables.generation;
-    update(
-        &mut s,
-        Action::Tables(TablesMsg::Stats {
-            generation: g,
-            table: tref("audit", "events"),
-            result: Ok(healthy_stats()),
-        }),
-    );
+    crate::app::testing::finish_loading(&mut s);
     update(&mut s, key('4'));
-    assert!(
-        !s.refresh_in_flight(),
-        "pending {} load {:?}",
-        s.tables.pending,
-        s.tables.load
-    );
+    assert!(!s.refresh_in_flight(), "load {:?}", s.tables.load);
     // One refresh interval later: only the selected DAG is re-read.
     let fx = update(&mut s, Action::Tick(t0() + chrono::Duration::seconds(61)));
     assert!(
@@ -319,24 +305,11 @@ fn the_dag_list_refreshes_at_five_times_the_interval() {
         1
     );
     // Five intervals after the last full read: everything.
-    let g = s.tables.generation;
     let tables: Vec<_> = s.tables.rows.iter().map(|r| r.table.clone()).collect();
-    update(
-        &mut s,
-        Action::Tables(TablesMsg::Discovered {
-            generation: g,
-            result: Ok(tables.clone()),
-        }),
-    );
+    crate::app::testing::relist(&mut s, tables.clone());
+    s.tables.refresh.abandon();
     for t in tables {
-        update(
-            &mut s,
-            Action::Tables(TablesMsg::Stats {
-                generation: g,
-                table: t,
-                result: Ok(healthy_stats()),
-            }),
-        );
+        crate::app::testing::settle(&mut s, &t, Ok(healthy_stats()));
     }
     let fx = update(&mut s, Action::Tick(t0() + chrono::Duration::seconds(301)));
     assert!(

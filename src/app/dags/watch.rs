@@ -111,12 +111,7 @@ pub fn start(s: &mut State, dag_id: &str, run_id: &str) -> Vec<Effect> {
         .collect();
     let before = tables
         .iter()
-        .map(|t| {
-            (
-                t.clone(),
-                files(s.tables.row(t).and_then(|r| r.stats.as_ref())),
-            )
-        })
+        .map(|t| (t.clone(), files(s.tables.row(t).and_then(|r| r.stats()))))
         .collect();
     let query = tables.iter().find_map(|t| suffered(s, t, None));
     s.dags.watch = Some(Watch {

@@ -204,7 +204,7 @@ pub fn selected_dag(s: &State) -> Option<String> {
 /// are shown; none on the list.
 pub fn shown_run(s: &State) -> Option<String> {
     match s.dags.level() {
-        DagLevel::List => None,
+        DagLevel::List | DagLevel::Source => None,
         DagLevel::Runs => s.dags.selected_run().map(|r| r.run_id.clone()),
         DagLevel::Tasks | DagLevel::Log => s.dags.run_id.clone(),
     }

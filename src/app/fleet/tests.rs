@@ -1,6 +1,5 @@
 use super::*;
 use crate::app::action::Action;
-use crate::app::tables::TablesMsg;
 use crate::app::testing::{code, key, loaded, t0, unreachable as unreachable_err};
 use crossterm::event::KeyCode;
 
@@ -14,14 +13,12 @@ fn fleet() -> Fleet {
     let mut down = crate::app::state::State::new(t0());
     down.conn.profile = "staging".into();
     down.conn.trino_url = "http://127.0.0.1:9/".into();
-    crate::app::update::update(&mut down, Action::Start);
-    let generation = down.tables.generation;
-    crate::app::update::update(
+    let fx = crate::app::update::update(&mut down, Action::Start);
+    let (id, _) = crate::app::testing::read_of(&fx, crate::refresh::ReadKind::List);
+    crate::app::testing::answer(
         &mut down,
-        Action::Tables(TablesMsg::Discovered {
-            generation,
-            result: Err(unreachable_err("http://127.0.0.1:9/")),
-        }),
+        id,
+        crate::refresh::Answer::Listed(Err(unreachable_err("http://127.0.0.1:9/"))),
     );
     for s in [&mut a, &mut b] {
         s.tab = Tab::Triage;

@@ -172,10 +172,22 @@ impl Job {
                 None => format!("▶ {name} [{}/{n}] · {elapsed}", self.done_steps()),
             };
         }
-        let files = self
+        let mut files = self
             .files_before_after()
             .map(|(b, a)| format!(", files {} → {}", thousands(b), thousands(a)))
             .unwrap_or_default();
+        // What Trino 481+ said the statements did (its metric rows), summed.
+        let mut metrics = std::collections::BTreeMap::new();
+        for st in &self.steps {
+            if let StepStatus::Done(o) = st {
+                for (k, v) in &o.metrics {
+                    *metrics.entry(k.clone()).or_insert(0) += v;
+                }
+            }
+        }
+        if let Some(m) = crate::mutation::run::metrics_text(&metrics) {
+            files.push_str(&format!(" ({m})"));
+        }
         match &self.error {
             None => format!(
                 "✓ {name}: {} of {n} statements done{files}",
@@ -236,8 +248,8 @@ pub fn step_line(job: &Job, i: usize) -> String {
             if let Some(r) = o.rows {
                 s.push_str(&format!(", {r} rows"));
             }
-            for (k, v) in &o.metrics {
-                s.push_str(&format!(", {k} {v}"));
+            if let Some(m) = crate::mutation::run::metrics_text(&o.metrics) {
+                s.push_str(&format!(", {m}"));
             }
             s.push_str(&format!(
                 " ({:.1}s, {})",

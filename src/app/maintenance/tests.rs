@@ -23,6 +23,7 @@ fn draft() -> PlanDraft {
         note: None,
         grouped: false,
         measured: None,
+        writer_partitions: crate::lakehouse::plan::DEFAULT_WRITER_PARTITIONS,
     }
 }
 
@@ -529,7 +530,13 @@ mod keys {
                 }),
             );
             assert!(
-                fx.iter().any(|e| matches!(e, Effect::LoadStats { .. })),
+                fx.iter().any(|e| matches!(
+                    e,
+                    Effect::Read {
+                        read: crate::refresh::Read::Table(_),
+                        ..
+                    }
+                )),
                 "the table row is re-read"
             );
             assert!(

@@ -181,7 +181,7 @@ impl TableCol {
 
     /// Order two rows by this column (ties: by table).
     pub fn cmp(self, a: &TableRow, b: &TableRow) -> Ordering {
-        let s = |r: &TableRow, f: fn(&TableStats) -> u64| r.stats.as_ref().map(f);
+        let s = |r: &TableRow, f: fn(&TableStats) -> u64| r.stats().map(f);
         let o = match self {
             TableCol::Status | TableCol::Score => {
                 let rank = |r: &TableRow| r.status().map(|s| s.rank());
@@ -195,8 +195,8 @@ impl TableCol {
             TableCol::Files => opt_desc(s(a, |x| x.data_files), s(b, |x| x.data_files)),
             TableCol::Small => opt_desc(s(a, |x| x.small_files), s(b, |x| x.small_files)),
             TableCol::AvgSize => opt_cmp(
-                a.stats.as_ref().and_then(|x| x.avg_file_size()),
-                b.stats.as_ref().and_then(|x| x.avg_file_size()),
+                a.stats().and_then(|x| x.avg_file_size()),
+                b.stats().and_then(|x| x.avg_file_size()),
             ),
             TableCol::Size => opt_desc(s(a, |x| x.total_bytes), s(b, |x| x.total_bytes)),
             TableCol::Records => opt_desc(s(a, |x| x.records), s(b, |x| x.records)),
@@ -209,7 +209,7 @@ impl TableCol {
             // Oldest compaction first (never compacted first of all).
             TableCol::Compacted => {
                 let t = |r: &TableRow| {
-                    r.stats
+                    r.stats()
                         .as_ref()
                         .map(|x| x.last_compaction.map(|t| t.timestamp()).unwrap_or(i64::MIN))
                 };
@@ -218,7 +218,7 @@ impl TableCol {
             // Longest waiting first; nothing waiting (or unknown) last.
             TableCol::Waiting => {
                 let t = |r: &TableRow| {
-                    r.stats
+                    r.stats()
                         .as_ref()
                         .and_then(|x| x.oldest_small_file_at.map(|t| t.timestamp()))
                 };
@@ -231,7 +231,7 @@ impl TableCol {
             }
             TableCol::Written => {
                 let t = |r: &TableRow| {
-                    r.stats
+                    r.stats()
                         .as_ref()
                         .and_then(|x| x.last_write.map(|t| t.timestamp()))
                 };

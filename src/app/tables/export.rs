@@ -84,10 +84,10 @@ fn table_records(s: &State) -> Vec<TableRecord> {
             let r = &v.rows[i];
             TableRecord {
                 maintenance_dag: r.dag.as_ref().map(DagRecord::new),
-                error: r.error.clone(),
+                error: r.error().map(ToString::to_string),
                 ..TableRecord::new(
                     &r.table,
-                    r.stats.as_ref(),
+                    r.stats(),
                     r.health.as_ref().unwrap_or(&unknown),
                     s.now,
                 )

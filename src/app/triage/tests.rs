@@ -183,7 +183,6 @@ mod keys {
     use super::*;
     use crate::app::action::Action;
     use crate::app::state::{State, Tab};
-    use crate::app::tables::TablesMsg;
     use crate::app::testing::*;
     use crate::app::update::update;
 
@@ -195,27 +194,18 @@ mod keys {
             let mut s = State::new(t0());
             s.tab = Tab::Triage;
             s.auto_start = true;
-            update(&mut s, Action::Start);
+            let fx = update(&mut s, Action::Start);
             if touch {
                 update(&mut s, key('4'));
                 update(&mut s, key('0'));
             }
-            let generation = s.tables.generation;
-            update(
-                &mut s,
-                Action::Tables(TablesMsg::Discovered {
-                    generation,
-                    result: Ok(vec![tref("zoning", "documents")]),
-                }),
-            );
+            let fx = crate::app::testing::listed(&mut s, &fx, vec![tref("zoning", "documents")]);
             assert_eq!(s.tab, Tab::Triage, "still reading");
-            update(
+            let (survey, _) = crate::app::testing::read_of(&fx, crate::refresh::ReadKind::Survey);
+            crate::app::testing::answer(
                 &mut s,
-                Action::Tables(TablesMsg::Stats {
-                    generation,
-                    table: tref("zoning", "documents"),
-                    result: Ok(stats),
-                }),
+                survey,
+                crate::refresh::Answer::Files(vec![(tref("zoning", "documents"), Ok(stats))]),
             );
             s
         };

@@ -2,7 +2,7 @@
 
 use chrono::{DateTime, Utc};
 
-use super::{Kind, Next, TableFacts, has_rule, rule_severity};
+use super::{Jump, Kind, Next, TableFacts, has_rule, rule_severity};
 use crate::fmt::human_duration;
 use crate::health::{DagFacts, Rule, Severity};
 
@@ -63,10 +63,15 @@ pub(super) fn dag_cause(
             Kind::DagSucceedsStale,
             rule_severity(mine, Rule::StaleDagSucceeds),
             format!(
-                "DAG {} reports success{} but its table's compaction stays stale",
+                "DAG {} reports success{} but its table's compaction stays stale{}",
                 d.dag_id,
                 d.last_success_at
                     .map(|t| format!(" ({} ago)", ago(t)))
+                    .unwrap_or_default(),
+                d.code
+                    .as_ref()
+                    .and_then(|c| c.swallowing_text())
+                    .map(|t| format!("; {t}"))
                     .unwrap_or_default()
             ),
             vec![Next::ReadDagCode { dag_id }],
@@ -117,4 +122,20 @@ pub(super) fn dag_failure_line(d: &DagFacts) -> String {
         s.push_str(&format!(": {e}"));
     }
     s
+}
+
+/// Where Enter takes an incident about a DAG: its code's swallowing handler when the
+/// incident is the DAG's reporting success while its table stays stale, else the DAG.
+pub(super) fn dag_jump(d: &DagFacts, kind: Kind) -> Jump {
+    let code = d.code.as_ref().and_then(|c| c.code());
+    match code.and_then(|c| c.swallowing().map(|f| (c, f))) {
+        Some((c, f)) if kind == Kind::DagSucceedsStale => Jump::DagCode {
+            dag_id: d.dag_id.clone(),
+            file: c.file.clone(),
+            line: f.line,
+        },
+        _ => Jump::Dag {
+            dag_id: d.dag_id.clone(),
+        },
+    }
 }

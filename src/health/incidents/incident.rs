@@ -132,6 +132,12 @@ pub enum Jump {
     DagFailure { dag_id: String },
     /// The DAG in the DAGs tab.
     Dag { dag_id: String },
+    /// The DAG's source, at the line its code finding names.
+    DagCode {
+        dag_id: String,
+        file: String,
+        line: usize,
+    },
     /// The table's partitions.
     Partitions { table: TableRef },
     /// The table's snapshots.

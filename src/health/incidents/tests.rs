@@ -940,3 +940,87 @@ fn without_connection_tests_the_connection_at_the_failing_endpoint_is_the_suspec
         doc.cause
     );
 }
+
+#[test]
+fn the_dag_that_reports_success_names_its_swallowing_line_and_enter_goes_there() {
+    use crate::health::dag_code::{CodeFacts, inspect};
+    let mut lab = lab();
+    let src = include_str!("../../../tests/lab/airflow/dags/compact_permits.py");
+    lab.dags
+        .iter_mut()
+        .find(|d| d.dag_id == "compact_permits")
+        .unwrap()
+        .code = Some(CodeFacts::Read(inspect(
+        src,
+        "compact_permits.py",
+        "compact_permits",
+    )));
+    let v = incidents(&lab.facts(), t0());
+    let permits = v.iter().find(|i| i.kind == Kind::DagSucceedsStale).unwrap();
+    assert_eq!(
+        permits.cause,
+        "DAG compact_permits reports success (8h ago) but its table's compaction stays stale; may hide failures: compact_permits.py:56 `except: pass` around `TrinoHook(...).run(...)`"
+    );
+    assert_eq!(
+        permits.jump,
+        Jump::DagCode {
+            dag_id: "compact_permits".into(),
+            file: "compact_permits.py".into(),
+            line: 56
+        }
+    );
+    // The code's other advice and the connection its task uses are evidence; still
+    // WARNING: the code is advice, not a verdict.
+    assert_eq!(permits.severity, Severity::Warning);
+    assert!(
+        permits.evidence.contains(
+            &"code: task compact uses connection trino_permits (compact_permits.py:55)".to_string()
+        ),
+        "{:?}",
+        permits.evidence
+    );
+    assert!(
+        permits
+            .evidence
+            .iter()
+            .any(|e| e.starts_with("code: no retries: compact_permits.py:49")),
+        "{:?}",
+        permits.evidence
+    );
+    // The connection the code says the task uses fails its test: its finding is evidence
+    // and fixing it is a next action (the link from the code, not from a name).
+    assert!(
+        permits
+            .evidence
+            .iter()
+            .any(|e| e.starts_with("Airflow connection trino_permits points at")),
+        "{:?}",
+        permits.evidence
+    );
+    assert!(permits.next.iter().any(|n| matches!(
+        n,
+        Next::FixConnection { connections, .. } if connections == &vec!["trino_permits".to_string()]
+    )));
+    // A refused source says so, and Enter goes to the DAG.
+    lab.dags
+        .iter_mut()
+        .find(|d| d.dag_id == "compact_permits")
+        .unwrap()
+        .code = Some(CodeFacts::Unread {
+        status: Some(403),
+        error: "permission denied: HTTP 403 from http://af/api/v2/dagSources/compact_permits: Forbidden".into(),
+    });
+    let v = incidents(&lab.facts(), t0());
+    let permits = v.iter().find(|i| i.kind == Kind::DagSucceedsStale).unwrap();
+    assert!(!permits.cause.contains("may hide"), "{}", permits.cause);
+    assert_eq!(
+        permits.jump,
+        Jump::Dag {
+            dag_id: "compact_permits".into()
+        }
+    );
+    assert!(
+        permits.evidence[0]
+            .starts_with("code: cannot read the source: permission denied: HTTP 403")
+    );
+}

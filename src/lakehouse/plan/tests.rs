@@ -581,3 +581,35 @@ fn partitions_of_a_table_with_several_live_specs_are_selected_by_their_own_path(
     assert!(matches!(err, PlanRefusal::NotInEverySpec { .. }), "{err:?}");
     assert!(err.to_string().contains("not in every one"), "{err}");
 }
+
+/// A coordinator whose writers hold fewer partitions than a group: statements of at
+/// most that many.
+#[test]
+fn grouped_statements_stay_within_the_writers_limit() {
+    let t = TableRef::new("iceberg", "sales", "orders");
+    let l = TableLayout {
+        columns: vec![("region".into(), "varchar".into())],
+        partitioning: vec![parse_partition_entry("region").unwrap()],
+        live_specs: Vec::new(),
+    };
+    let parts: Vec<PartitionStats> = (0..107)
+        .map(|i| PartitionStats {
+            values: vec![("region".into(), Some(format!("r{i:03}")))],
+            data_files: 3,
+            small_files: 3,
+            total_bytes: 3000,
+            records: 30,
+            min_file: 900,
+            max_file: 1100,
+            delete_files: 0,
+            oldest_small_file_at: None,
+            spec_id: None,
+        })
+        .collect();
+    let plan = optimize_plan_within(&t, &l, &parts, 96 << 20, true, 20).unwrap();
+    assert_eq!(plan.steps.len(), 107usize.div_ceil(20));
+    assert!(plan.steps.iter().all(|s| s.targets.len() <= 20));
+    let plan = optimize_plan(&t, &l, &parts, 96 << 20, true).unwrap();
+    assert_eq!(plan.steps.len(), 107usize.div_ceil(MAX_GROUP));
+    assert_eq!(plan.files(), 321);
+}

@@ -15,6 +15,23 @@ use crate::lakehouse::statements::{
 use crate::lakehouse::summary::{FileMeta, Snap, file_meta_sql, parse_file_meta};
 use crate::trino::{QueryOptions, Row, TrinoError, Value};
 
+/// A table whose files a batched read reads, with what its survey proved of them (the
+/// facts the file read completes).
+#[derive(Clone, Debug, PartialEq)]
+pub struct FileItem {
+    pub table: TableRef,
+    pub survey: Box<TableStats>,
+}
+
+impl FileItem {
+    pub fn of(table: TableRef, survey: TableStats) -> FileItem {
+        FileItem {
+            table,
+            survey: Box::new(survey),
+        }
+    }
+}
+
 impl Lakehouse {
     /// `t`'s [`FileMeta`] for its file read: the one its survey read, or read now with
     /// the next tables waiting for theirs (up to [`FILE_META_BATCH`] a statement: what a
@@ -131,7 +148,7 @@ impl Lakehouse {
     /// own ([`Lakehouse::file_stats`]'s way), and says its own error.
     pub async fn files_batch(
         &self,
-        tables: &[(TableRef, TableStats)],
+        tables: &[FileItem],
     ) -> Vec<(TableRef, Result<TableStats, TrinoError>)> {
         let mut out = Vec::with_capacity(tables.len());
         let mut ready: HashMap<TableRef, (TableStats, FileReadItem)> = HashMap::new();
@@ -142,16 +159,18 @@ impl Lakehouse {
         } else {
             FILE_META_BATCH
         };
-        for (t, survey) in tables {
+        for FileItem { table: t, survey } in tables {
             match self.file_meta_with(t, width).await {
                 Ok(meta) => {
-                    let mut base = survey.clone();
+                    let mut base = (**survey).clone();
                     meta.apply(&mut base, &self.scan);
                     let item = FileReadItem {
                         table: t.clone(),
                         layout: self.file_layout(t),
                         target: base.target_file_size,
-                        deletes: base.delete_files > 0,
+                        // Delete files counted, or not counted at all: the read that
+                        // counts them (missing is unknown, never zero).
+                        deletes: base.delete_files > 0 || base.deletes_unknown,
                     };
                     ready.insert(t.clone(), (base, item));
                     order.push(t.clone());

@@ -213,8 +213,8 @@ fn a_survey_reads_each_metadata_table_once_per_table_and_no_file() {
         assert!(!sql.contains(other), "{other} in {sql}");
     }
     assert!(sql.starts_with("SELECT 0 AS i"));
-    // A fleet's survey: the snapshots alone (one metadata table a table, what a statement
-    // costs the coordinator a table), on a server without the metadata log either.
+    // A fleet's survey: the snapshots and the properties (the current snapshot, the
+    // target), on a server without the metadata log either.
     let fleet = survey_sql(
         &ts,
         &ScanParams::default(),
@@ -225,13 +225,8 @@ fn a_survey_reads_each_metadata_table_once_per_table_and_no_file() {
         },
     );
     assert_eq!(fleet.matches("$snapshots").count(), 2, "{fleet}");
-    for other in [
-        "$manifests",
-        "$properties",
-        "$metadata_log_entries",
-        "$files",
-        "$entries",
-    ] {
+    assert_eq!(fleet.matches("$properties").count(), 2, "{fleet}");
+    for other in ["$manifests", "$metadata_log_entries", "$files", "$entries"] {
         assert!(!fleet.contains(other), "{other} in {fleet}");
     }
     // What the table's file read needs of it reads alone, ten a statement.
@@ -660,8 +655,8 @@ fn a_survey_of_plain_rows_gives_what_the_aggregate_gives() {
     assert_eq!(plain[2].totals.snapshot_id, Some(9));
     assert_eq!(plain[2].totals.data_files, Some(8));
 
-    // A window of 2: the compacted table's history goes on beyond it, as the aggregate
-    // form's does, and is read again on the server.
+    // A window of 2: the aggregate form's history goes on beyond it (read again on the
+    // server); the plain rows hold every snapshot, whose facts are derived here.
     let short = ScanParams {
         trend_limit: 1,
         ..ScanParams::default()
@@ -674,20 +669,26 @@ fn a_survey_of_plain_rows_gives_what_the_aggregate_gives() {
         .enumerate()
         .map(|(i, s)| aggregate_row(i, s, 2))
         .collect();
-    assert_eq!(plain, parse_survey(&aggregate, 3, false, &short).unwrap());
-    assert!(plain[0].long_history && plain[0].history.len() == 2);
+    let cut = parse_survey(&aggregate, 3, false, &short).unwrap();
+    assert!(cut[0].long_history && !plain[0].long_history);
+    assert_eq!(plain[0].history.len(), 2);
+    assert_eq!(plain[0].stats.last_compaction, cut[0].stats.last_compaction);
+    assert_eq!(plain[1..], cut[1..]);
     assert_eq!(
         plain[0].totals.oldest_snapshot,
         agg[0].totals.oldest_snapshot
     );
 
     // Cut at its limit: which table lost rows the rows cannot tell.
-    let one = vec![tables[0].clone()];
+    let mut five = tables[0].clone();
+    five.push((4, 21, "append", Some(3), vec![("total-data-files", "31")]));
+    five.push((5, 22, "append", Some(4), vec![("total-data-files", "32")]));
+    let one = vec![five];
     let tiny = ScanParams {
         trend_limit: 0,
         ..ScanParams::default()
     };
-    assert_eq!(survey_rows_limit(1, &tiny), 3);
+    assert_eq!(survey_rows_limit(1, &tiny), 5);
     assert_eq!(
         parse_survey_rows(&plain_rows(&one), 1, &tiny).unwrap(),
         None
@@ -699,9 +700,136 @@ fn a_survey_of_plain_rows_gives_what_the_aggregate_gives() {
         ],
         &cfg,
     );
-    assert!(sql.ends_with(&format!("LIMIT {}", 2 * window + 1)), "{sql}");
+    assert!(
+        sql.ends_with(&format!("LIMIT {}", 2 * (window + 2) + 1)),
+        "{sql}"
+    );
     assert_eq!(sql.matches("$snapshots").count(), 2, "{sql}");
-    for costly in ["GROUP BY", "ORDER BY", "array_agg", "count(", "$properties"] {
+    assert_eq!(sql.matches("$properties").count(), 2, "{sql}");
+    for costly in ["GROUP BY", "ORDER BY", "array_agg", "count("] {
         assert!(!sql.contains(costly), "{costly}: {sql}");
     }
+}
+
+/// The survey judges the table as it is now: after a rollback of a compaction its
+/// current snapshot is the one before it, whatever was committed after; a branch's
+/// commits are not the table's.
+#[test]
+fn a_survey_takes_the_current_snapshot_and_its_line_not_the_newest_commit() {
+    let appended: Vec<SnapSpec> = vec![
+        (
+            1,
+            1,
+            "append",
+            None,
+            vec![("total-data-files", "100"), ("total-files-size", "1000")],
+        ),
+        (
+            2,
+            2,
+            "append",
+            Some(1),
+            vec![("total-data-files", "200"), ("total-files-size", "2000")],
+        ),
+        // The compaction that was rolled back, and an append on it, also gone.
+        (
+            3,
+            3,
+            "replace",
+            Some(2),
+            vec![
+                ("total-data-files", "2"),
+                ("total-files-size", "2000"),
+                ("deleted-data-files", "200"),
+            ],
+        ),
+        (
+            4,
+            4,
+            "append",
+            Some(3),
+            vec![("total-data-files", "3"), ("total-files-size", "2010")],
+        ),
+    ];
+    let cfg = ScanParams::default();
+    let mut rows = plain_rows(std::slice::from_ref(&appended));
+    rows.extend(prop_rows(
+        0,
+        &[
+            ("current-snapshot-id", "2"),
+            ("write.target-file-size-bytes", "1048576"),
+        ],
+    ));
+    let s = &parse_survey_rows(&rows, 1, &cfg).unwrap().expect("not cut")[0];
+    assert_eq!(s.totals.snapshot_id, Some(2));
+    assert_eq!(
+        s.totals.data_files,
+        Some(200),
+        "the rolled-back compaction's total is not the table's"
+    );
+    assert_eq!(
+        s.stats.last_compaction, None,
+        "the table was never compacted, as it is now"
+    );
+    assert_eq!(s.totals.snapshots, 4, "every snapshot is still kept");
+    assert_eq!(
+        s.target(&cfg),
+        1 << 20,
+        "its own target, read with its snapshots"
+    );
+    assert!(s.stats(&cfg).target_from_property);
+    // Without the properties (a server that has none of them): the newest.
+    let s = &parse_survey_rows(&plain_rows(std::slice::from_ref(&appended)), 1, &cfg)
+        .unwrap()
+        .expect("not cut")[0];
+    assert_eq!(s.totals.snapshot_id, Some(4));
+    // A branch off snapshot 2 committed after main's snapshot 4: main stays the table.
+    let mut branched = appended.clone();
+    branched.push((
+        5,
+        5,
+        "append",
+        Some(2),
+        vec![("total-data-files", "250"), ("total-files-size", "2500")],
+    ));
+    let mut rows = plain_rows(std::slice::from_ref(&branched));
+    rows.extend(prop_rows(0, &[("current-snapshot-id", "4")]));
+    let s = &parse_survey_rows(&rows, 1, &cfg).unwrap().expect("not cut")[0];
+    assert_eq!(
+        (s.totals.snapshot_id, s.totals.data_files),
+        (Some(4), Some(3))
+    );
+    let line: Vec<i64> = s.history.iter().map(|h| h.id).collect();
+    assert_eq!(line, [4, 3, 2, 1], "the branch's commit is off the line");
+    assert!(s.stats.last_compaction.is_some());
+}
+
+/// The property rows of a plain survey for table `i`.
+fn prop_rows(i: i64, props: &[(&str, &str)]) -> Vec<Row> {
+    let cols = Arc::new(vec![
+        col("i", "integer"),
+        col("snapshot_id", "bigint"),
+        col("committed_at", "timestamp(3) with time zone"),
+        col("operation", "varchar"),
+        col("parent_id", "bigint"),
+        col("summary", "map(varchar, varchar)"),
+        col("prop", "varchar"),
+        col("value", "varchar"),
+    ]);
+    props
+        .iter()
+        .map(|(k, v)| Row {
+            columns: cols.clone(),
+            values: vec![
+                Value::Int(i),
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                Value::Text((*k).into()),
+                Value::Text((*v).into()),
+            ],
+        })
+        .collect()
 }

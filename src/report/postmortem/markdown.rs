@@ -279,6 +279,9 @@ impl Postmortem {
         if let Some(e) = &d.import_error {
             o.push_str(&format!("- import error: {}\n", md::code(e)));
         }
+        for l in &d.code {
+            o.push_str(&format!("- {}\n", md::text(l)));
+        }
         o.push('\n');
     }
 

@@ -21,23 +21,14 @@ fn lines(term: &Terminal<TestBackend>) -> Vec<String> {
 
 fn with_ledger() -> State {
     let mut s = all_loaded();
-    let generation = s.tables.generation;
     let mut tables: Vec<TableRef> = s.tables.rows.iter().map(|r| r.table.clone()).collect();
     tables.push(tref("finance", "ledger \"q3\" it's-odd"));
-    update(
+    crate::app::testing::relist(&mut s, tables);
+    s.tables.refresh.abandon();
+    crate::app::testing::settle(
         &mut s,
-        Action::Tables(TablesMsg::Discovered {
-            generation,
-            result: Ok(tables),
-        }),
-    );
-    update(
-        &mut s,
-        Action::Tables(TablesMsg::Stats {
-            generation,
-            table: tref("finance", "ledger \"q3\" it's-odd"),
-            result: Ok(healthy_stats()),
-        }),
+        &tref("finance", "ledger \"q3\" it's-odd"),
+        Ok(healthy_stats()),
     );
     s
 }

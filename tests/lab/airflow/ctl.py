@@ -70,7 +70,8 @@ ALL_DAGS = [*HISTORY_DAGS, "expire_snapshots"]
 BROKEN_FILE = "broken_dag.py"
 # DAG files without a schedule, hence without history: left out of the history cache key, so
 # adding one keeps the cached history (the DAG processor parses them after a restore).
-NO_HISTORY_FILES = {"compact_loop.py"}
+NO_HISTORY_FILES = {"compact_loop.py", "dagcode_hook.py", "dagcode_operator.py", "dagcode_helper.py",
+                    "dagcode_clean.py"}
 
 USERS = {"admin": "admin", "viewer": "viewer"}
 # Fixed secrets: deterministic tokens and encrypted fields across restarts and cache restores.
@@ -84,6 +85,9 @@ PROC_LOG_DIR = "proc-logs"
 CACHED_ENTRIES = ("airflow.db", "logs", HISTORY_FILE)
 
 DEAD_TRINO = ("trino-old.internal", 8080, "etl")
+# The connection to the real Trino over HTTPS with a password (compact_parcels uses it).
+TLS_CONN = "trino_tls"
+TLS_PASSWORD_ENV = "FLOE_LAB_TRINO_TLS_PASSWORD"
 
 
 def log(msg: str) -> None:
@@ -338,12 +342,23 @@ def wait_for(what: str, check, timeout: float, interval: float = 1.0, procs: dic
 # configuration
 
 
-def connections(trino_url: str, trino_user: str) -> list[dict]:
+def connections(trino_url: str, trino_user: str, tls: dict | None = None) -> list[dict]:
+    """The lab's Trino connections; with `tls` ({url, user, password, ca_file}) also
+    `trino_tls`: the real Trino over HTTPS with a password, as production connects."""
     u = urllib.parse.urlsplit(trino_url)
     extra = json.dumps({"catalog": "iceberg", "protocol": u.scheme or "http"})
     dead_host, dead_port, dead_user = DEAD_TRINO
     dead_extra = json.dumps({"catalog": "iceberg", "protocol": "http"})
-    return [
+    secure = []
+    if tls:
+        t = urllib.parse.urlsplit(tls["url"])
+        secure.append({
+            "connection_id": TLS_CONN, "conn_type": "trino", "description": "Lakehouse Trino over TLS",
+            "host": t.hostname, "port": t.port, "login": tls["user"], "password": tls["password"],
+            "schema": "zoning",
+            # the provider passes `verify` to the client: the lab CA that signed the coordinator
+            "extra": json.dumps({"catalog": "iceberg", "protocol": "https", "verify": tls["ca_file"]})})
+    return secure + [
         {"connection_id": "trino_default", "conn_type": "trino", "description": "Lakehouse Trino",
          "host": u.hostname, "port": u.port, "login": trino_user, "schema": "zoning", "extra": extra},
         {"connection_id": "trino_documents", "conn_type": "trino",
@@ -355,13 +370,16 @@ def connections(trino_url: str, trino_user: str) -> list[dict]:
     ]
 
 
-def airflow_env(major: int, venv: Path, home: Path, port: int, history_start: str) -> dict:
-    # A CA bundle named in the environment (REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE) overrides the
-    # `verify` of every requests session in the tasks (requests' merge of environment
-    # settings), so a Trino connection's own CA in its extra would be ignored: left out, as a
-    # deployment's workers leave it.
-    dropped = ("AIRFLOW", "FLOE_LAB_HISTORY", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(dropped)}
+def airflow_env(major: int, venv: Path, home: Path, port: int, history_start: str,
+                test_connection: str = "enabled") -> dict:
+    # REQUESTS_CA_BUNDLE and CURL_CA_BUNDLE, where the machine sets them, replace the CA a
+    # requests session was given (requests merges the environment over `verify`): the
+    # trino_tls connection's own CA (`verify` in its extra) would never be used, and its
+    # handshake would fail against the system's roots. A worker that honours its
+    # connections' CA runs without them.
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("AIRFLOW", "FLOE_LAB_HISTORY"))
+           and k not in (TLS_PASSWORD_ENV, "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")}
     env.update({
         "PATH": f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '/usr/bin:/bin')}",  # executors run `airflow …`
         "VIRTUAL_ENV": str(venv),
@@ -370,7 +388,8 @@ def airflow_env(major: int, venv: Path, home: Path, port: int, history_start: st
         "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS_DIR),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "True",
-        "AIRFLOW__CORE__TEST_CONNECTION": "Enabled",
+        # Airflow's default is Disabled (POST /connections/test answers 403), as deployed
+        "AIRFLOW__CORE__TEST_CONNECTION": test_connection.capitalize(),
         "AIRFLOW__CORE__FERNET_KEY": FERNET_KEY,
         "AIRFLOW__LOGGING__BASE_LOG_FOLDER": str(home / "logs"),
         "FLOE_LAB_HISTORY_START": history_start,
@@ -576,7 +595,7 @@ def cmd_up(args) -> int:
         start = history_start_for(major, now)
         (home / HISTORY_FILE).write_text(json.dumps({"start": start, "created_at": now.isoformat(), "major": major}))
     (home / "passwords.json").write_text(json.dumps(USERS))
-    env = airflow_env(major, venv, home, args.port, start)
+    env = airflow_env(major, venv, home, args.port, start, args.test_connection)
 
     procs: dict[str, dict] = {}
 
@@ -616,7 +635,11 @@ def cmd_up(args) -> int:
         wait_for("healthy", lambda: healthy(api, started), 300, procs=procs)
         wait_for("DAGs parsed", lambda: dags_parsed(api, started), 300, procs=procs)
 
-        for conn in connections(args.trino_url, args.trino_user):
+        tls = None
+        if args.trino_tls_url:
+            tls = {"url": args.trino_tls_url, "user": args.trino_tls_user, "ca_file": args.trino_ca_file,
+                   "password": os.environ.get(TLS_PASSWORD_ENV, "")}
+        for conn in connections(args.trino_url, args.trino_user, tls):
             api.put_connection(conn)
         if not cached:
             trino_info = args.trino_url.rstrip("/") + "/v1/info"
@@ -653,6 +676,9 @@ def cmd_up(args) -> int:
             "password": USERS["admin"],
             "viewer_user": "viewer",
             "viewer_password": USERS["viewer"],
+            # `[core] test_connection`: "Disabled" (Airflow's default, 403 on a test) or "Enabled"
+            "test_connection": args.test_connection.capitalize(),
+            "tls_connection": TLS_CONN if tls else None,
             "pids": {name: p["pid"] for name, p in procs.items()},
         }
         save_state(line)
@@ -694,6 +720,12 @@ def main(argv=None) -> int:
     up.add_argument("--trino-url", required=True)
     up.add_argument("--trino-user", default="floe")
     up.add_argument("--major", type=int, choices=(2, 3), default=3)
+    up.add_argument("--test-connection", choices=("enabled", "disabled"), default="disabled",
+                    help="[core] test_connection (Airflow's default: disabled)")
+    up.add_argument("--trino-tls-url", help="the real Trino's HTTPS URL, for the trino_tls connection "
+                    f"(its password in ${TLS_PASSWORD_ENV})")
+    up.add_argument("--trino-tls-user")
+    up.add_argument("--trino-ca-file", help="the CA that signed --trino-tls-url's certificate")
     down = sub.add_parser("down")
     down.add_argument("--home", required=True)
     args = parser.parse_args(argv)

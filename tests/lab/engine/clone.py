@@ -8,6 +8,10 @@ refs (a fresh metadata log) and is registered under the target name.
 `sort_order_id` (optional, an integer or null) sets every data file's sort order id in the
 copy: null as pyiceberg's own writer leaves it, which the real Trino 476 fails `$entries` on
 (a table of that kind with the source's history).
+
+`summary_without` (optional, a list of keys) leaves those keys out of every snapshot's
+summary in the copy: a writer that records no `total-delete-files`, say (the spec makes
+every summary field optional).
 """
 
 from __future__ import annotations
@@ -100,6 +104,9 @@ def clone_table(engine: "Engine", payload: dict) -> dict:
     if sort_order is not KEEP and sort_order is not None and (isinstance(sort_order, bool)
                                                             or not isinstance(sort_order, int)):
         raise TrinoError("INVALID_ARGUMENTS", f"clone_table: sort_order_id must be an integer or null, got {sort_order!r}")
+    without = payload.get("summary_without") or []
+    if not isinstance(without, list) or not all(isinstance(k, str) for k in without):
+        raise TrinoError("INVALID_ARGUMENTS", f"clone_table: summary_without must be a list of keys, got {without!r}")
     src = w.load(s_schema, s_table)
     if src is None:
         raise TrinoError("TABLE_NOT_FOUND", f"Table '{s_cat}.{s_schema}.{s_table}' does not exist")
@@ -153,7 +160,11 @@ def clone_table(engine: "Engine", payload: dict) -> dict:
                 avro_compression=md.properties.get("write.avro.compression-codec", "gzip"),
             ) as lw:
                 lw.add_manifests(new_manifests)
-            new_snapshots.append(snap.model_copy(update={"manifest_list": ml}))
+            update = {"manifest_list": ml}
+            if without and snap.summary is not None:
+                kept = {k: v for k, v in snap.summary.additional_properties.items() if k not in without}
+                update["summary"] = type(snap.summary)(operation=snap.summary.operation, **kept)
+            new_snapshots.append(snap.model_copy(update=update))
         new_md = md.model_copy(update={
             "location": new_root,
             "table_uuid": uuid.uuid4(),

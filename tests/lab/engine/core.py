@@ -344,6 +344,9 @@ class Engine:
         if op == "unmaintained_table":
             from .unmaintained import unmaintained_table
             return unmaintained_table(self, payload)
+        if op == "require_column":
+            from .required import require_column
+            return require_column(self, payload)
         if op == "prewarm":
             # wait (up to `wait` seconds) until every table's metadata tables are built
             self.wait_prewarm(float(payload.get("wait", 0)))

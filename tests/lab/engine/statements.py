@@ -326,6 +326,12 @@ CATALOG_PROPERTIES = {
     "dynamic_filtering_wait_timeout": "duration", "orc_bloom_filters_enabled": "boolean",
     "parquet_writer_block_size": "datasize", "parquet_writer_page_size": "datasize", "sorted_writing_enabled": "boolean",
     "incremental_refresh_enabled": "boolean", "query_partition_filter_required": "boolean",
+    "max_partitions_per_writer": "integer",
+}
+# The defaults SHOW SESSION reports (Trino's own), where a client reads one.
+CATALOG_DEFAULTS = {
+    "expire_snapshots_min_retention": "7d", "remove_orphan_files_min_retention": "7d",
+    "max_partitions_per_writer": "100",
 }
 
 
@@ -428,7 +434,7 @@ def show_session(engine: "Engine", session: Session, cur: Cursor) -> Result:
     for cat in sorted(engine.warehouses):
         for name, kind in sorted(CATALOG_PROPERTIES.items()):
             full = f"{cat}.{name}"
-            default = "7d" if name.endswith("_min_retention") else ""
+            default = CATALOG_DEFAULTS.get(name, "")
             rows.append([full, session.properties.get(full, default), default, kind, ""])
     values = [r[0] for r in rows]
     keep = set(_like_filter(cur, values))

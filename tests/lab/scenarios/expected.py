@@ -105,3 +105,75 @@ def document(scenario: str, now_ms: int, full: bool, tables: dict[str, dict]) ->
         "small_partition_min_files": SMALL_PARTITION_MIN_FILES,
         "tables": tables,
     }
+
+
+# floe's default thresholds of the rules `verdict` follows (src/config/health.rs)
+CRITICAL_SMALL_FILES = 1000
+CRITICAL_PARTITION_SMALL_FILES = 100
+COMPACTION_WARN_MS = 36 * 3600 * 1000
+COMPACTION_CRITICAL_MS = 48 * 3600 * 1000
+_RANK = {"OK": 0, "WARNING": 2, "CRITICAL": 3}
+
+
+def verdict(w: HistoryWriter, now_ms: int, target: int = DEFAULT_TARGET_FILE_SIZE) -> dict[str, Any]:
+    """What floe's small-file and staleness rules (src/health/findings.rs, default
+    thresholds) say of the table at `now_ms`, from what the generator wrote: the small
+    files and the partitions that hold them, the newest compaction and the commit time of
+    the oldest live small file (what `$entries`, or `"$file_modified_time"` where Trino
+    cannot read `$entries`, dates it by). `status` is the worst of the two: "OK" means no
+    finding at WARNING or above (the fleets hold nothing else that reaches WARNING: no
+    delete files, no large files, few manifests and metadata files)."""
+    threshold = int(target * 0.75)
+    entries = w.live_entries()
+    small = [(f, at) for f, at in entries if f.file_size_in_bytes < threshold]
+    parts: dict[tuple, list[int]] = {}
+    for f, _ in entries:
+        p = parts.setdefault(tuple(f.partition) if w.spec.fields else (), [0, 0, 0])
+        p[0] += 1
+        p[1] += f.file_size_in_bytes
+        p[2] += f.file_size_in_bytes < threshold
+    files = len(entries)
+    total = sum(f.file_size_in_bytes for f, _ in entries)
+    excess = min(max(0, files - -(-total // target)), len(small))
+    # floe counts no critical partition in an unpartitioned table (its excess decides)
+    critical_partitions = sum(
+        1 for n, b, s in parts.values()
+        if s >= CRITICAL_PARTITION_SMALL_FILES and b <= (n - CRITICAL_PARTITION_SMALL_FILES) * target
+    ) if w.spec.fields else 0
+    small_partitions = sum(1 for _, _, s in parts.values() if s >= SMALL_PARTITION_MIN_FILES)
+    max_partition_small = max((s for _, _, s in parts.values()), default=0)
+    enough = len(small) >= SMALL_PARTITION_MIN_FILES
+    mergeable = max_partition_small >= 2
+    costly = enough and (excess >= CRITICAL_SMALL_FILES or critical_partitions > 0)
+    small_sev = None
+    if enough and mergeable:
+        if costly:
+            small_sev = "CRITICAL"
+        elif small_partitions > 0 or total // max(1, files) < threshold:
+            small_sev = "WARNING"
+    replaces = [c for c in w.commits if c.operation == "replace"]
+    oldest_small = min((at for _, at in small), default=None)
+    stale = None
+    if enough and mergeable:
+        if not replaces:
+            stale = {"rule": "never_compacted", "severity": "CRITICAL" if costly else "WARNING"}
+        elif oldest_small is not None:
+            waited = now_ms - oldest_small
+            sev = ("CRITICAL" if waited >= COMPACTION_CRITICAL_MS
+                   else "WARNING" if waited >= COMPACTION_WARN_MS else None)
+            if sev == "CRITICAL" and not costly:
+                sev = "WARNING"
+            if sev:
+                stale = {"rule": "compaction_stale", "severity": sev}
+    worst = max([small_sev or "OK", (stale or {}).get("severity", "OK")], key=_RANK.__getitem__)
+    return {
+        "status": worst,
+        "at": iso(now_ms),
+        "small_files": small_sev,
+        "staleness": stale,
+        "excess_files": excess,
+        "max_partition_small_files": max_partition_small,
+        "critical_partitions": critical_partitions,
+        "oldest_small_file_ms": oldest_small,
+        "oldest_small_file_at": iso(oldest_small) if oldest_small is not None else None,
+    }

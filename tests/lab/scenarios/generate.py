@@ -2,6 +2,7 @@
 """Generate a scenario warehouse for the lab.
 
     PYTHONPATH=tests python -m lab.scenarios.generate --scenario seed|scale --out DIR [--full]
+        [--tables N] [--writers mixed|pyiceberg|trino]
 
 DIR receives `catalog.db` (pyiceberg SqlCatalog on sqlite), `warehouse/` and `expected.json`.
 Snapshot timestamps are relative to the generation time (the scenario clock starts at "now"
@@ -41,6 +42,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--now", type=float, default=None, help="scenario clock origin, epoch seconds (default: now)")
     ap.add_argument("--seed", type=int, default=20261129, help="random seed")
     ap.add_argument("--tables", type=int, default=1000, help="scale: number of tables")
+    ap.add_argument("--writers", choices=["mixed", "pyiceberg", "trino"], default="mixed",
+                    help="scale: who wrote the fleet's tables (see scenarios/scale.py)")
     args = ap.parse_args(argv)
 
     out = Path(args.out).resolve()
@@ -55,15 +58,17 @@ def main(argv: list[str] | None = None) -> int:
     else:
         from .scale import build_scale
 
-        tables = build_scale(catalog, out, now_ms, n_tables=args.tables, seed=args.seed)
+        tables = build_scale(catalog, out, now_ms, n_tables=args.tables, seed=args.seed, writers=args.writers)
     doc = expected_mod.document(args.scenario, now_ms, args.full, tables)
+    if args.scenario == "scale":
+        doc["writers"] = args.writers
     doc["generation_seconds"] = round(time.monotonic() - t0, 2)
     tmp = out / "expected.json.tmp"
     tmp.write_text(json.dumps(doc, indent=1, sort_keys=False))
     os.replace(tmp, out / "expected.json")
     files = sum(t["data_files"] for t in doc["tables"].values())
     print(
-        f"{args.scenario}: {len(doc['tables'])} tables, {files} data files in "
+        f"{args.scenario}{'' if args.scenario != 'scale' else ' (' + args.writers + ')'}: {len(doc['tables'])} tables, {files} data files in "
         f"{doc['generation_seconds']:.1f}s -> {out}",
         flush=True,
     )

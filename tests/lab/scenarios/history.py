@@ -330,6 +330,11 @@ class HistoryWriter:
     format_version: int = 2
     # the data files' sort_order_id (see FastDataFileWriter); None as pyiceberg writes
     sort_order_id: int | None = 0
+    # how the writer commits: "java" (Iceberg's Java library, as Trino and Spark: merging
+    # appends unless `commit.manifest-merge.enabled` is false, summary keys in Java's order)
+    # or "pyiceberg" (pyiceberg's own: fast appends, its `commit.manifest-merge.enabled`
+    # default being false, and its summaries as its collector builds them)
+    committer: str = "java"
     metadata: TableMetadata = field(init=False)
     commits: list[CommitRecord] = field(default_factory=list)
 
@@ -406,6 +411,8 @@ class HistoryWriter:
         previous = cur.summary if cur is not None else None
         base_op = Operation.OVERWRITE if op == Operation.REPLACE else op
         s = update_snapshot_summaries(Summary(operation=base_op, **ssc.build()), previous)
+        if self.committer == "pyiceberg":
+            return Summary(operation=op, **{**s.additional_properties, **extra})
         return Summary(operation=op, **order_summary({**extra, **s.additional_properties}))
 
     def _commit(
@@ -487,7 +494,8 @@ class HistoryWriter:
 
         manifests = new_manifests + kept
         merged_min = int(md.properties.get("commit.manifest.min-count-to-merge", "100"))
-        merge_on = md.properties.get("commit.manifest-merge.enabled", "true") == "true"
+        merge_default = "false" if self.committer == "pyiceberg" else "true"
+        merge_on = md.properties.get("commit.manifest-merge.enabled", merge_default) == "true"
         if op == Operation.APPEND and merge_on and len(manifests) >= merged_min:
             # what Iceberg's MergeAppend does once enough small manifests pile up: one manifest
             # with this commit's files ADDED and every other live file EXISTING
@@ -573,6 +581,11 @@ class HistoryWriter:
 
     def live_files(self) -> list[DataFile]:
         return [e.data_file for entries in self._manifest_live.values() for e in entries]
+
+    def live_entries(self) -> list[tuple[DataFile, int]]:
+        """Every live data file with the commit time of the snapshot that added it."""
+        at = {c.snapshot_id: c.timestamp_ms for c in self.commits}
+        return [(e.data_file, at[e.snapshot_id]) for entries in self._manifest_live.values() for e in entries]
 
     def live_by_partition(self) -> dict[tuple, list[DataFile]]:
         out: dict[tuple, list[DataFile]] = {}

@@ -1,5 +1,19 @@
 """The scale scenario (catalog `scale`): many tables of varied sizes across 10 schemas.
 
+Three fleets by writer (`--writers`), each served as a catalog of its own by the lab:
+
+- `mixed` (catalog `scale`): 80 % of the tables written the way Trino and Spark write
+  (Iceberg's Java library: sort order id 0 on every data file, merging appends), 20 % the
+  way pyiceberg writes, a few of 20,000+ files, one CRITICAL table a schema;
+- `trino` (catalog `scale_trino`): the same fleet, table for table, every table written the
+  Java way;
+- `pyiceberg` (catalog `scale_pyiceberg`): every table written the way pyiceberg writes
+  (no sort order id on its data files, so the real Trino 476 fails `$entries` on them; fast
+  appends, one new manifest a commit; pyiceberg's own snapshot summaries and no table
+  properties), identity-partitioned by region into 2-6 partitions, 4-24 small files, one
+  table in three compacted (a `replace` commit: recently, a day ago with writes since, or
+  days ago with writes since).
+
 Speed comes from writing a small set of template Parquet files once (per partition value and
 size) and giving every table its own copies, with the statistics read once from the
 templates; tables are built in two worker processes and registered in one transaction.
@@ -22,7 +36,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.transforms import DayTransform, IdentityTransform
 from pyiceberg.types import DoubleType, LongType, NestedField, StringType, TimestamptzType
 
-from .expected import table_facts
+from .expected import table_facts, verdict
 from .history import FastDataFileWriter, HistoryWriter, local_path
 from .seed import BASE_PROPERTIES, DAY_MS, HOUR_MS, trino_extra
 
@@ -30,6 +44,9 @@ SCHEMAS = ["sales", "marketing", "finance_ops", "logistics", "support", "risk", 
            "legal", "telemetry"]
 PREFIXES = ["orders", "events", "metrics", "customers", "invoices", "sessions", "shipments", "tickets"]
 REGIONS = ["emea", "amer", "apac", "latam"]
+# the pyiceberg fleet's tables hold up to six region partitions
+REGIONS_MORE = ["mena", "anz"]
+WRITERS = ("mixed", "pyiceberg", "trino")
 SIZES = {"s": (20, 60), "m": (400, 900), "l": (3000, 5000)}
 # Every CRITICAL_EVERY-th table from CRITICAL_AT on is CRITICAL (more than 100 small files in
 # one partition): 97 is prime to the 10 schemas, so each schema gets one, none first in its list.
@@ -76,7 +93,7 @@ def _rows(rnd: random.Random, n: int, region: str, day_ms: int) -> pa.Table:
 class Templates:
     """Template files per (partition kind, partition value, size): written once, copied per table."""
 
-    def __init__(self, out: Path, now_ms: int, seed: int) -> None:
+    def __init__(self, out: Path, now_ms: int, seed: int, more_regions: bool = False) -> None:
         from .catalog import open_catalog
 
         self.dir = out / "warehouse" / ".templates"
@@ -100,6 +117,15 @@ class Templates:
                             (d // DAY_MS,), _rows(self.rnd, self.rnd.randint(lo, hi), "emea", d))
                 else:
                     self.files[(kind, None, size)] = fast.write_one(None, _rows(self.rnd, self.rnd.randint(lo, hi), "emea", self.days[0]))
+        if more_regions:
+            # a random stream of their own: the other fleets' templates stay as they were
+            rnd = random.Random(seed + 1)
+            w = HistoryWriter(io=io, schema=_schema(), spec=_spec("region"), location=f"file://{self.dir}/region-more",
+                              properties=dict(BASE_PROPERTIES), created_ms=now_ms, rnd=rnd)
+            fast = FastDataFileWriter(w.metadata, io)
+            for size, (lo, hi) in SIZES.items():
+                for r in REGIONS_MORE:
+                    self.files[("region", r, size)] = fast.write_one((r,), _rows(rnd, rnd.randint(lo, hi), r, self.days[0]))
 
 
 _TEMPLATES: Templates | None = None
@@ -121,7 +147,17 @@ def _copy_file(t: DataFile, new_uri: str, mtime_ms: int, sort_order_id: int | No
     return df
 
 
-def _plan(i: int, seed: int) -> dict[str, Any]:
+def _plan(i: int, seed: int, writers: str = "mixed") -> dict[str, Any]:
+    """Table `i` of the fleet written by `writers` (see the module's doc)."""
+    if writers == "pyiceberg":
+        return _pyiceberg_plan(i, seed)
+    plan = _java_plan(i, seed)
+    if writers == "trino":
+        plan["sort_order_id"] = 0
+    return plan
+
+
+def _java_plan(i: int, seed: int) -> dict[str, Any]:
     rnd = random.Random(seed * 7919 + i)
     schema = SCHEMAS[i % len(SCHEMAS)]
     name = f"{PREFIXES[(i // len(SCHEMAS)) % len(PREFIXES)]}_{i // len(SCHEMAS):03d}"
@@ -143,7 +179,125 @@ def _plan(i: int, seed: int) -> dict[str, Any]:
     return plan
 
 
+# The pyiceberg fleet: one table in PY_COMPACTED_EVERY compacted, by turns recently (the
+# compaction the newest commit), a few hours ago with loads since (the small files wait less
+# than compaction_warn) and days ago with loads since (stale).
+PY_COMPACTED_EVERY, PY_COMPACTED_AT = 3, 1
+PY_COMPACTIONS = ("recent", "writes_since", "stale")
+
+
+def _pyiceberg_plan(i: int, seed: int) -> dict[str, Any]:
+    rnd = random.Random(seed * 7919 + i)
+    files = rnd.randint(4, 24)
+    compaction = None
+    if i % PY_COMPACTED_EVERY == PY_COMPACTED_AT:
+        compaction = PY_COMPACTIONS[(i // PY_COMPACTED_EVERY) % len(PY_COMPACTIONS)]
+    return {"i": i, "schema": SCHEMAS[i % len(SCHEMAS)],
+            "name": f"{PREFIXES[(i // len(SCHEMAS)) % len(PREFIXES)]}_{i // len(SCHEMAS):03d}",
+            "kind": "region", "class": "many" if files >= 12 else "few", "files": files,
+            "partitions": rnd.randint(2, 6), "compaction": compaction,
+            "stale_days": rnd.choice([0, 0, 1, 2, 5, 12, 35]),
+            "sizes": rnd.choice([[8, 2, 0], [6, 3, 1], [4, 4, 2]]),
+            "seed": seed * 104729 + i, "sort_order_id": None, "writer": "pyiceberg"}
+
+
+def _compact(w: HistoryWriter, ts_r: int, extra: dict[str, str], skip_empty: bool = True) -> None:
+    """A compaction: the files of each partition that holds more than one merged into one
+    (with nothing to merge, no commit unless `skip_empty` is false: the mixed fleet's
+    compaction commits all the same, as it always has)."""
+    import pyarrow.parquet as pq
+
+    groups = [fs for fs in w.live_by_partition().values() if len(fs) > 1]
+    if not groups and skip_empty:
+        return
+    removed = [f for fs in groups for f in fs]
+    items = []
+    for fs in groups:
+        tables = [pq.read_table(local_path(f.file_path)) for f in fs]
+        items.append((tuple(fs[0].partition), pa.concat_tables(tables)))
+    merged = w.write_partitioned(items, ts_r)
+    w.replace(removed, merged, ts_r, extra)
+
+
+def build_pyiceberg_table(plan: dict[str, Any], out: str, now_ms: int) -> tuple[str, str, str, dict]:
+    """A table as pyiceberg writes it: each load one `append` of one file in each partition
+    it touches, dated by its commit, with pyiceberg's summaries and no table properties."""
+    from pyiceberg.io.pyarrow import PyArrowFileIO
+
+    tpl = _TEMPLATES
+    rnd = random.Random(plan["seed"])
+    io = PyArrowFileIO()
+    regions = (REGIONS + REGIONS_MORE)[: plan["partitions"]]
+    location = f"file://{out}/warehouse/{plan['schema']}/{plan['name']}-{uuid.UUID(int=rnd.getrandbits(128)).hex}"
+    mode = plan["compaction"]
+    if mode == "recent":
+        compacted = now_ms - rnd.randint(1, 20) * HOUR_MS
+        last = compacted - HOUR_MS
+    elif mode == "writes_since":
+        compacted = now_ms - rnd.randint(6, 20) * HOUR_MS
+        last = now_ms - rnd.randint(1, 5) * HOUR_MS
+    elif mode == "stale":
+        compacted = now_ms - rnd.randint(3, 20) * DAY_MS
+        last = now_ms - max(plan["stale_days"] * DAY_MS, HOUR_MS) - rnd.randint(1, 20) * HOUR_MS
+        last = max(last, compacted + 2 * HOUR_MS)
+    else:
+        compacted = None
+        last = now_ms - plan["stale_days"] * DAY_MS - rnd.randint(1, 20) * HOUR_MS
+    first = (compacted if mode == "stale" else last) - rnd.randint(2, 30) * DAY_MS
+    w = HistoryWriter(io=io, schema=_schema(), spec=_spec("region"), location=location, properties={},
+                      created_ms=first - HOUR_MS, rnd=rnd, sort_order_id=None, committer="pyiceberg")
+
+    def loads(n: int) -> list[list[str]]:
+        out_, left = [], n
+        while left > 0:
+            k = min(left, rnd.randint(1, len(regions)))
+            out_.append(rnd.sample(regions, k))
+            left -= k
+        return out_
+
+    counter = 0
+
+    def append(parts: list[str], ts: int) -> None:
+        nonlocal counter
+        files = []
+        for r in parts:
+            t = tpl.files[("region", r, rnd.choices(["s", "m", "l"], weights=plan["sizes"])[0])]
+            uri = (f"{location}/data/{w.spec.partition_to_path(t.partition, w.schema)}/"
+                   f"{counter:05d}-0-{uuid.UUID(int=rnd.getrandbits(128))}.parquet")
+            counter += 1
+            files.append(_copy_file(t, uri, ts, None))
+        w.append(files, ts, {})
+
+    def spread(batches: list[list[str]], lo: int, hi: int) -> None:
+        n = len(batches)
+        for k, parts in enumerate(batches):
+            append(parts, lo + (hi - lo) * k // max(1, n - 1) if n > 1 else hi)
+
+    if mode is None:
+        spread(loads(plan["files"]), first, last)
+    else:
+        # the loads before the compaction, then (but for a recent one) the loads since
+        before = loads(rnd.randint(len(regions) + 2, 2 * len(regions) + 6))
+        spread(before, first, (last if mode == "recent" else compacted) - HOUR_MS)
+        _compact(w, compacted, {})
+        if mode != "recent":
+            since = max(1, plan["files"] - len(w.live_files()))
+            spread(loads(since), compacted + HOUR_MS, last)
+    metadata_location = w.finish()
+    facts = table_facts(plan["schema"], plan["name"], w, metadata_location, {},
+                        f"pyiceberg-written, {len(regions)} region partitions, "
+                        f"{'never compacted' if mode is None else 'compacted (' + mode + ')'}")
+    facts["size_class"] = plan["class"]
+    facts["writer"] = "pyiceberg"
+    facts["compaction"] = mode or "never"
+    facts["verdict"] = verdict(w, now_ms)
+    facts.pop("small_file_partition_list", None)
+    return plan["schema"], plan["name"], metadata_location, facts
+
+
 def build_table(plan: dict[str, Any], out: str, now_ms: int) -> tuple[str, str, str, dict]:
+    if plan.get("writer") == "pyiceberg":
+        return build_pyiceberg_table(plan, out, now_ms)
     from .catalog import open_catalog
 
     from pyiceberg.io.pyarrow import PyArrowFileIO
@@ -188,21 +342,13 @@ def build_table(plan: dict[str, Any], out: str, now_ms: int) -> tuple[str, str, 
         if plan["replace"] and k == n_commits - 1 and len(w.live_files()) > 1 and kind != "day":
             # a compaction right after the last load: the smallest files of each partition merged
             ts_r = ts + HOUR_MS
-            groups = [fs for fs in w.live_by_partition().values() if len(fs) > 1]
-            removed = [f for fs in groups for f in fs]
-            import pyarrow.parquet as pq
-
-            items = []
-            for fs in groups:
-                tables = [pq.read_table(local_path(f.file_path)) for f in fs]
-                items.append((tuple(fs[0].partition), pa.concat_tables(tables)))
-            merged = w.write_partitioned(items, ts_r)
-            w.replace(removed, merged, ts_r, trino_extra(ts_r, "airflow", rnd))
+            _compact(w, ts_r, trino_extra(ts_r, "airflow", rnd), skip_empty=False)
     metadata_location = w.finish()
     facts = table_facts(plan["schema"], plan["name"], w, metadata_location, dict(BASE_PROPERTIES),
                         f"{plan['class']} table, {kind} partitioning")
     facts["size_class"] = plan["class"]
     facts["writer"] = "pyiceberg" if plan["sort_order_id"] is None else "trino"
+    facts["verdict"] = verdict(w, now_ms)
     facts.pop("small_file_partition_list", None)
     return plan["schema"], plan["name"], metadata_location, facts
 
@@ -212,10 +358,13 @@ def _work(args):
     return build_table(plan, out, now_ms)
 
 
-def build_scale(catalog, out: Path, now_ms: int, n_tables: int, seed: int) -> dict[str, dict[str, Any]]:
+def build_scale(catalog, out: Path, now_ms: int, n_tables: int, seed: int,
+                writers: str = "mixed") -> dict[str, dict[str, Any]]:
     global _TEMPLATES
-    _TEMPLATES = Templates(out, now_ms, seed)
-    plans = [_plan(i, seed) for i in range(n_tables)]
+    if writers not in WRITERS:
+        raise ValueError(f"writers: one of {', '.join(WRITERS)}, not {writers!r}")
+    _TEMPLATES = Templates(out, now_ms, seed, more_regions=writers == "pyiceberg")
+    plans = [_plan(i, seed, writers) for i in range(n_tables)]
     for s in sorted({p["schema"] for p in plans}):
         catalog.create_namespace(s)
     work = [(p, str(out), now_ms) for p in plans]

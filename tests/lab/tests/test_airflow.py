@@ -440,24 +440,57 @@ def test_connections_list_trino(lab, api):
         assert json.loads(conns["trino_default"]["extra"])["catalog"] == "iceberg"
 
 
-def _test_connection(api: Api, cid: str) -> dict:
+def _test_connection(api: Api, cid: str):
+    """POST /connections/test of the stored connection `cid` (its fields, without its
+    password: Airflow 2 tests only the body it is sent); the response."""
     conn = api.get(f"/connections/{cid}")
     body = {k: conn[k] for k in ("connection_id", "conn_type", "host", "port", "login", "schema", "extra")}
-    r = api.s.post(api.url("/connections/test"), json=body, timeout=120)
+    return api.s.post(api.url("/connections/test"), json=body, timeout=120)
+
+
+def _tested(af, api: Api, cid: str) -> dict | None:
+    """The test's result where `[core] test_connection` is enabled; where it is at Airflow's
+    default (disabled, as deployed) the API refuses it with 403, and None is returned."""
+    r = _test_connection(api, cid)
+    if af["test_connection"] == "Disabled":
+        assert r.status_code == 403, r.text
+        assert "test_connection" in r.text or "disabled" in r.text.lower(), r.text
+        return None
+    assert af["test_connection"] == "Enabled", af
     assert r.status_code == 200, r.text
     return r.json()
 
 
-def test_connection_test_live_trino(api):
-    result = _test_connection(api, "trino_default")
-    assert result == {"status": True, "message": "Connection successfully tested"}
+def test_one_airflow_runs_with_the_connection_test_at_its_default(lab):
+    # Airflow 2 as deployed (Disabled, Airflow's default since 2.7); Airflow 3 enabled.
+    assert lab["airflow"]["test_connection"] == "Enabled"
+    if lab.get("airflow2"):
+        assert lab["airflow2"]["test_connection"] == "Disabled"
 
 
-def test_connection_test_dead_host(api):
-    result = _test_connection(api, "trino_documents")
-    assert result["status"] is False
-    assert "trino-old.internal" in result["message"] and "port=8080" in result["message"]
-    assert "Failed to resolve" in result["message"]
+def test_connection_test_live_trino(af, api):
+    result = _tested(af, api, "trino_default")
+    if result is not None:
+        assert result == {"status": True, "message": "Connection successfully tested"}
+
+
+def test_connection_test_dead_host(af, api):
+    result = _tested(af, api, "trino_documents")
+    if result is not None:
+        assert result["status"] is False
+        assert "trino-old.internal" in result["message"] and "port=8080" in result["message"]
+        assert "Failed to resolve" in result["message"]
+
+
+def test_the_tls_connection_holds_a_login_password_and_https(lab, af, api):
+    tls = urllib.parse.urlsplit(lab["trino_tls"]["url"])
+    conn = api.get("/connections/trino_tls")
+    assert (conn["host"], conn["port"], conn["login"]) == (tls.hostname, tls.port, lab["trino_tls"]["user"])
+    if api.version == "v2":
+        extra = json.loads(conn["extra"])
+        assert extra["protocol"] == "https" and extra["verify"] == lab["trino_tls"]["ca_file"]
+    # the password is stored (the API never returns it in clear)
+    assert conn.get("password") in (None, "", "***") or conn["password"] != lab["trino_tls"]["password"]
 
 
 # ------------------------------------------------------------------------------------ auth
@@ -474,8 +507,11 @@ def test_viewer_reads_but_cannot_pause(af, flavour):
 def test_basic_auth(af, api):
     url = api.url("/dags")
     wrong = requests.get(url, auth=(af["user"], "wrong"), timeout=30)
-    api.assert_refused(wrong, 401, "Unauthorized")
-    assert requests.get(url, timeout=30).status_code == 401
+    # Airflow 2.11 (fab provider 1.5.4) refuses a wrong password, and no credentials, with
+    # 403 Forbidden and no WWW-Authenticate (2.10 answered 401 Unauthorized).
+    api.assert_refused(wrong, 403, "Forbidden")
+    assert "WWW-Authenticate" not in wrong.headers
+    assert requests.get(url, timeout=30).status_code == 403
     assert requests.get(url, auth=(af["user"], af["password"]), timeout=30).status_code == 200
 
 

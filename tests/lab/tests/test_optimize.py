@@ -337,6 +337,24 @@ def test_clone_can_leave_the_data_files_without_a_sort_order(engine, seed):
         engine.control("clone_table", {"source": t, "target": target + "2", "sort_order_id": "zero"})
 
 
+def test_clone_can_leave_keys_out_of_every_summary(engine, seed):
+    """`summary_without` writes the copy's snapshots as a writer that records none of those
+    keys would (every summary field is optional): history and files unchanged."""
+    t = clone(engine, "finance.budget")
+    target = t + "_untotalled"
+    engine.control("clone_table", {"source": t, "target": target,
+                                   "summary_without": ["total-delete-files", "total-data-files"]})
+    schema, table = target.split(".")
+    rows = run(engine, f'SELECT summary FROM iceberg.{schema}."{table}$snapshots"').rows
+    assert rows and all("total-delete-files" not in r[0] and "total-data-files" not in r[0] for r in rows)
+    assert all("total-records" in r[0] for r in rows), "the other keys stay"
+    src_schema, src_table = t.split(".")
+    count = f'SELECT count(*) FROM iceberg.{{}}."{{}}$files"'
+    assert run(engine, count.format(schema, table)).rows == run(engine, count.format(src_schema, src_table)).rows
+    with pytest.raises(TrinoError):
+        engine.control("clone_table", {"source": t, "target": target + "2", "summary_without": "total-data-files"})
+
+
 def test_optimize_keeps_the_starting_data_sequence_number(engine):
     t = clone(engine, "zoning.permits")
     schema, name = t.split(".")

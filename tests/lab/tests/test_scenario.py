@@ -149,6 +149,107 @@ def test_scale_scenario_holds_huge_tables_when_large_enough():
     assert sum(p["class"] in ("tiny", "small") for p in plans) > 600
 
 
+def _fleet(tmp_path: Path, writers: str, n: int, now: str = "1790000000") -> tuple[Path, dict]:
+    out = tmp_path / f"scale_{writers}"
+    generate("--scenario", "scale", "--writers", writers, "--tables", str(n), "--now", now, "--out", str(out))
+    return out, json.loads((out / "expected.json").read_text())
+
+
+def test_pyiceberg_fleet_is_written_the_way_pyiceberg_writes(tmp_path):
+    """The all-pyiceberg fleet: identity partitions by region (2-6), a few to two dozen small
+    files, no sort order id on any data file, fast appends (one manifest a commit, none
+    merged), pyiceberg's summaries and no table properties, one table in three compacted,
+    every data file dated by its commit."""
+    out, exp = _fleet(tmp_path, "pyiceberg", 60)
+    tables = exp["tables"]
+    assert exp["writers"] == "pyiceberg" and len(tables) == 60
+    assert len({t["schema"] for t in tables.values()}) == 10
+    assert {t["writer"] for t in tables.values()} == {"pyiceberg"}
+    cat = catalog(out)
+    for key, facts in tables.items():
+        tbl = cat.load_table((facts["schema"], facts["table"]))
+        md = tbl.metadata
+        assert facts["partitioning"] == ["region"], key
+        assert 2 <= facts["partitions"] <= 6, key
+        assert dict(md.properties) == {} and facts["properties"] == {}, key
+        files = [t.file for t in tbl.scan().plan_files()]
+        assert len(files) == facts["data_files"] == facts["small_files"], key
+        assert {f.sort_order_id for f in files} == {None}, key
+        commit_ms = {s.timestamp_ms for s in md.snapshots}
+        for f in files:
+            assert os.stat(f.file_path[len("file://"):]).st_mtime_ns // 1_000_000 in commit_ms, key
+        for snap in md.snapshots:
+            summary = snap.summary.additional_properties
+            assert not {"engine-name", "trino_query_id", "iceberg-version"} & set(summary), key
+        manifests = md.current_snapshot().manifests(tbl.io)
+        if facts["compaction"] == "never":
+            # a fast append writes one manifest and keeps every earlier one
+            assert facts["operations"] == {"append": facts["snapshots"]}, key
+            assert len(manifests) == facts["manifests"], key
+            assert len(manifests) == facts["snapshots"], key
+            assert 4 <= facts["data_files"] <= 24, key
+        else:
+            assert facts["operations"]["replace"] == 1, key
+    compactions = [t["compaction"] for t in tables.values()]
+    assert compactions.count("never") == 40
+    assert {"recent", "writes_since", "stale"} <= set(compactions)
+    # table sizes either side of min_small_files (12)
+    assert any(t["small_files"] >= 12 for t in tables.values())
+    assert any(t["small_files"] < 12 for t in tables.values())
+
+
+def test_pyiceberg_fleet_expected_verdicts(tmp_path):
+    """expected.json says what floe's small-file and staleness rules make of each table: a
+    table of 12 small files or more never compacted is WARNING (never compacted, capped: its
+    small files cost a reader little), one recently compacted is OK, one compacted days ago
+    with loads since is stale."""
+    _out, exp = _fleet(tmp_path, "pyiceberg", 90)
+    tables = list(exp["tables"].values())
+    for t in tables:
+        v = t["verdict"]
+        if t["small_files"] < 12:
+            assert v["status"] == "OK" and v["small_files"] is None and v["staleness"] is None, t["table"]
+        else:
+            assert v["status"] == "WARNING" and v["small_files"] == "WARNING", t["table"]
+        if t["compaction"] == "never" and t["small_files"] >= 12:
+            assert v["staleness"] == {"rule": "never_compacted", "severity": "WARNING"}, t["table"]
+        if t["compaction"] == "recent":
+            assert v["status"] == "OK" and t["data_files"] <= t["partitions"], t["table"]
+    stale = [t for t in tables if t["compaction"] == "stale" and t["small_files"] >= 12]
+    assert stale and all(t["verdict"]["staleness"]["rule"] == "compaction_stale" for t in stale)
+    by_status = {s: sum(t["verdict"]["status"] == s for t in tables) for s in ("OK", "WARNING", "CRITICAL")}
+    assert by_status["OK"] > 0 and by_status["WARNING"] > 0 and by_status["CRITICAL"] == 0, by_status
+
+
+def test_trino_fleet_is_the_mixed_fleet_written_the_java_way(tmp_path):
+    """The all-Trino fleet is the mixed fleet table for table, with sort order id 0 on every
+    data file: only the mixed fleet's pyiceberg-written fifth changes writer."""
+    _, mixed = _fleet(tmp_path, "mixed", 30)
+    out, trino = _fleet(tmp_path, "trino", 30)
+    assert trino["writers"] == "trino" and mixed["writers"] == "mixed"
+    assert list(trino["tables"]) == list(mixed["tables"])
+    for key, t in trino["tables"].items():
+        m = mixed["tables"][key]
+        for fact in ("data_files", "small_files", "partitions", "snapshots", "manifests", "operations",
+                     "size_class", "records", "total_bytes"):
+            assert t[fact] == m[fact], (key, fact)
+        assert t["writer"] == "trino" and t["verdict"]["status"] == m["verdict"]["status"], key
+    assert [t["writer"] for t in mixed["tables"].values()].count("pyiceberg") == 6
+    cat = catalog(out)
+    for facts in list(trino["tables"].values())[:10]:
+        tbl = cat.load_table((facts["schema"], facts["table"]))
+        assert {t.file.sort_order_id for t in tbl.scan().plan_files()} == {0}, facts["table"]
+
+
+def test_scale_expected_verdicts_name_the_critical_tables(tmp_path):
+    """The mixed fleet's CRITICAL table of each schema (one partition of 150-200 small files,
+    never compacted) is CRITICAL in expected.json, and nothing else is."""
+    _out, exp = _fleet(tmp_path, "mixed", 150)
+    critical = sorted(k for k, t in exp["tables"].items() if t["verdict"]["status"] == "CRITICAL")
+    assert critical == sorted(k for k, t in exp["tables"].items() if t["size_class"] == "critical")
+    assert len(critical) == 2
+
+
 HOSTILE_REGIONS = {"north", "a'b\"c", "Zürich-東京", "\x1b[2J", "\u202eevil", "line1\nline2"}
 
 

@@ -3,7 +3,9 @@
 A rule is scoped to the requests of queries submitted by one X-Trino-User, or to every
 request (user null). `count` is how many times it fires; absent or null means until
 cleared. `on` picks the requests it applies to: `post` (POST /v1/statement), `next`
-(anything on a queued/executing nextUri), `info` (/v1/info*), `any` (default).
+(anything on a queued/executing nextUri), `info` (/v1/info*), `any` (default). A rule with
+`sql_contains` fires only on the POST of a statement whose text holds that string (a
+refresh's file read, say, and no other statement of the same user).
 
 Three kinds shape the JSON answer of a request that was processed normally (one count per
 answer they change): `big_page` pads the next page carrying `data` with an unknown field of
@@ -62,6 +64,9 @@ class Rule:
         wanted = self.spec.get("sql")
         if wanted is not None and (sql is None or wanted not in sql):
             return False
+        posted = self.spec.get("sql_contains")
+        if posted is not None and (target != "post" or sql is None or posted not in sql):
+            return False
         on = self.spec.get("on", "any")
         return on == "any" or on == target
 
@@ -85,6 +90,8 @@ def validate(spec: dict) -> dict:
         raise FaultError(f"unknown 'on' {on!r} (one of {sorted(TARGETS)})")
     if "sql" in spec and (not isinstance(spec["sql"], str) or not spec["sql"]):
         raise FaultError("'sql' must be a non-empty string (text the statement contains)")
+    if spec.get("sql_contains") is not None and not isinstance(spec["sql_contains"], str):
+        raise FaultError("'sql_contains' must be a string (a rule with it fires on a POST of a statement holding it)")
     count = spec.get("count")
     if count is not None and (not isinstance(count, int) or count < 0):
         raise FaultError("'count' must be a non-negative integer or null")
@@ -155,10 +162,11 @@ class FaultStore:
         with self._lock:
             return [r.describe() for r in self._rules]
 
-    def for_request(self, target: str, user: str | None,
-                    sql: str | None = None) -> tuple[float, dict | None]:
+    def for_request(self, target: str, user: str | None, sql: str | None = None) -> tuple[float, dict | None]:
         """Total latency (ms) to add and the first transport-level rule that fires (status,
-        drop or malformed), consuming counts. `sql`: the statement the request is about."""
+        drop or malformed), consuming counts. `sql`: the statement the request is about (a
+        rule with `sql` fires only on its requests; one with `sql_contains` only on the POST
+        of a statement holding that text)."""
         latency = 0.0
         action = None
         with self._lock:

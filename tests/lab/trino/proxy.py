@@ -340,7 +340,9 @@ class Handler(base.Handler):
             user = p.user_of(query_id) or header_user
             if user is not None and p.user_of(query_id) is None:
                 p.learn(query_id, user)
-        latency, action = p.faults.for_request(target, user)
+        body = self.read_body()
+        sql = body.decode("utf-8", "replace") if target == "post" else None
+        latency, action = p.faults.for_request(target, user, sql)
         kind = action["kind"] if action else None
         auth = (self.headers.get("Authorization") or "").partition(" ")[0] or None
         entry = {"time": time.time(), "method": self.command, "path": self.path, "host": self.headers.get("Host"),
@@ -349,7 +351,7 @@ class Handler(base.Handler):
                  "forwarded": False, "status": None, "dropped": False, "next_uri": None}
         p.record(entry)
         try:
-            self.serve_one(target, user, latency, action, entry)
+            self.serve_one(target, user, latency, action, entry, body)
         finally:
             rules = ",".join(([kind] if kind else []) + entry["page_rules"]) or "-"
             p.log(f"{self.client_address[0]} {self.command} {self.path} host={entry['host']} user={user} "
@@ -357,12 +359,12 @@ class Handler(base.Handler):
                   f"status={entry['status']}{' dropped' if entry['dropped'] else ''} "
                   f"{(time.monotonic() - started) * 1000:.0f}ms")
 
-    def serve_one(self, target: str, user: str | None, latency: float, action: dict | None, entry: dict) -> None:
+    def serve_one(self, target: str, user: str | None, latency: float, action: dict | None, entry: dict,
+                  body: bytes) -> None:
         p = self.proxy
         kind = action["kind"] if action else None
         if latency:
             time.sleep(latency / 1000.0)
-        body = self.read_body()
         if kind == "drop" and not action.get("forward") and not action.get("mid_body"):
             entry["dropped"] = True
             return self.drop()

@@ -81,7 +81,7 @@ fn a_run_already_running_for_a_table_in_trouble_is_followed() {
 fn a_triggered_run_is_followed_then_its_table_read_again() {
     let mut s = with_dags();
     let docs = tref("zoning", "documents");
-    let before = s.tables.row(&docs).unwrap().stats.clone().unwrap();
+    let before = s.tables.row(&docs).unwrap().read.stats.clone().unwrap();
     let fx = start(&mut s, "compact_documents", "manual__1");
     assert_eq!(
         fx,
@@ -120,6 +120,7 @@ fn a_triggered_run_is_followed_then_its_table_read_again() {
         s.tables
             .row(&docs)
             .unwrap()
+            .read
             .stats
             .as_ref()
             .unwrap()

@@ -1,4 +1,5 @@
-"""Daily compaction of iceberg.zoning.parcels, against the lab's Trino (`trino_default`).
+"""Daily compaction of iceberg.zoning.parcels, against the lab's Trino over TLS (`trino_tls`:
+HTTPS, a user and password, the lab CA), as a production connection reaches a coordinator.
 
 The healthy one: optimize really runs and commits.
 """
@@ -18,7 +19,7 @@ except ImportError:  # Airflow 2
 from airflow.providers.common.sql.operators.sql import SQLExecuteQueryOperator
 
 TABLE = "iceberg.zoning.parcels"
-CONN_ID = "trino_default"
+CONN_ID = "trino_tls"
 
 log = logging.getLogger("airflow.task")
 

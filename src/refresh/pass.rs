@@ -1,0 +1,294 @@
+//! One refresh's plan: the tables still to survey, the probe batches still to send, the
+//! file reads still to start (the most excess files proved first), and which of them a
+//! free slot takes next. What is in flight is the [`super::Refresh`]'s; a pass only
+//! queues.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+
+use chrono::{DateTime, Utc};
+
+use super::{FILE_BATCH, Records, RefreshPolicy, Request};
+use crate::lakehouse::model::TableRef;
+use crate::lakehouse::queries::FileItem;
+use crate::lakehouse::summary::SURVEY_BATCH;
+
+use super::read::Read;
+
+/// What a refresh reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PassKind {
+    /// Every table surveyed; the files of those whose files can change their verdict.
+    Full,
+    /// The coordinator's writes, a rotation of the tables probed; the written and the
+    /// changed ones surveyed again.
+    Steady,
+}
+
+/// A table's next read in a pass.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum Queued {
+    Survey(TableRef),
+    Files(TableRef),
+}
+
+/// The refresh's reads in flight, by kind.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Flying {
+    pub surveys: usize,
+    pub files: usize,
+    pub probes: usize,
+    /// Tables read on their own.
+    pub tables: usize,
+}
+
+#[derive(Clone, Debug)]
+pub(super) struct Pass {
+    pub kind: PassKind,
+    pub started: DateTime<Utc>,
+    /// The listing answered.
+    pub listed: bool,
+    /// The listing failed: nothing more is read.
+    pub failed: bool,
+    /// The listed tables, in the order they are read.
+    pub listing: Vec<TableRef>,
+    /// Tables to survey, the next first.
+    surveys: VecDeque<TableRef>,
+    /// Probe batches to send, the next first.
+    probes: VecDeque<Vec<TableRef>>,
+    /// Tables whose files are to be read, the next first.
+    files: VecDeque<TableRef>,
+    /// Excess files each surveyed table is proved to hold: the order of the file reads.
+    pub rank: HashMap<TableRef, u64>,
+    /// Tables the pass has still to settle (what the screen marks as being refreshed).
+    pub due: HashSet<TableRef>,
+    /// Reads sent with the plan, given out by the next step.
+    pub early: Vec<Request>,
+}
+
+impl Pass {
+    pub fn new(kind: PassKind, started: DateTime<Utc>) -> Pass {
+        Pass {
+            kind,
+            started,
+            listed: false,
+            failed: false,
+            listing: Vec::new(),
+            surveys: VecDeque::new(),
+            probes: VecDeque::new(),
+            files: VecDeque::new(),
+            rank: HashMap::new(),
+            due: HashSet::new(),
+            early: Vec::new(),
+        }
+    }
+
+    /// Nothing left to send.
+    pub fn empty(&self) -> bool {
+        self.surveys.is_empty()
+            && self.probes.is_empty()
+            && self.files.is_empty()
+            && self.early.is_empty()
+    }
+
+    /// Every listed table surveyed, in the listing's order (worst known first).
+    pub fn plan_full(&mut self, order: &[TableRef]) {
+        self.listing = order.to_vec();
+        self.surveys = order.iter().cloned().collect();
+        self.due = order.iter().cloned().collect();
+    }
+
+    /// The rotation's tables probed, `batch` a statement.
+    pub fn plan_steady(&mut self, order: &[TableRef], probe: Vec<TableRef>, batch: usize) {
+        self.listing = order.to_vec();
+        self.due = probe.iter().cloned().collect();
+        self.probes = probe
+            .chunks(batch.max(1))
+            .map(<[TableRef]>::to_vec)
+            .collect();
+    }
+
+    /// Queue a table's next read (once: a table queued already keeps its place).
+    pub fn queue(&mut self, q: Queued) {
+        match q {
+            Queued::Survey(t) => {
+                if !self.surveys.contains(&t) {
+                    self.due.insert(t.clone());
+                    self.surveys.push_back(t);
+                }
+            }
+            Queued::Files(t) => {
+                if !self.files.contains(&t) {
+                    self.due.insert(t.clone());
+                    self.files.push_back(t);
+                    let rank = &self.rank;
+                    rank_queue(&mut self.files, rank);
+                }
+            }
+        }
+    }
+
+    /// Queue a table's next read ahead of the others (a write named it).
+    pub fn queue_first(&mut self, q: Queued) {
+        if let Queued::Survey(t) = q {
+            self.surveys.retain(|x| *x != t);
+            self.due.insert(t.clone());
+            self.surveys.push_front(t);
+        }
+    }
+
+    /// Take `t` out of the probe batches not sent yet.
+    pub fn unprobe(&mut self, t: &TableRef) {
+        for b in &mut self.probes {
+            b.retain(|x| x != t);
+        }
+        self.probes.retain(|b| !b.is_empty());
+    }
+
+    /// The tables of the probe batches not sent yet.
+    #[cfg(test)]
+    pub fn probes_left(&self) -> Vec<TableRef> {
+        self.probes.iter().flatten().cloned().collect()
+    }
+
+    /// Whether the head of the file queue is read while surveys remain: a table whose
+    /// proved small files could fill a CRITICAL partition.
+    fn urgent_queued(&self, urgent: u64) -> bool {
+        self.files
+            .front()
+            .is_some_and(|t| self.rank.get(t).is_some_and(|&r| r >= urgent))
+    }
+
+    /// The reads the windows allow now, given what of the pass is in flight.
+    pub fn next(
+        &mut self,
+        policy: &RefreshPolicy,
+        flying: Flying,
+        urgent: u64,
+        records: &impl Records,
+    ) -> Vec<Read> {
+        match self.kind {
+            PassKind::Full => self.next_full(policy, flying, urgent, records),
+            PassKind::Steady => self.next_steady(policy, flying, records),
+        }
+    }
+
+    /// A full pass: while surveys remain, only a table whose proved small files could fill
+    /// a CRITICAL partition has its files read (alone, in the reads' slots: the screen's
+    /// first answer); the others wait for the surveys to end and go [`FILE_BATCH`] tables
+    /// a statement, every slot taken. Surveys take their share of the slots while file
+    /// reads wait, every slot while none does.
+    fn next_full(
+        &mut self,
+        policy: &RefreshPolicy,
+        mut f: Flying,
+        urgent: u64,
+        records: &impl Records,
+    ) -> Vec<Read> {
+        let mut out = Vec::new();
+        let ranking = !self.surveys.is_empty() || f.surveys > 0;
+        let window = if ranking {
+            policy.rank_window().1
+        } else {
+            policy.reads.max(1)
+        };
+        while f.files < window {
+            let size = match self.files.front() {
+                Some(t) if ranking && self.rank.get(t).is_some_and(|&r| r >= urgent) => 1,
+                _ if ranking => break,
+                Some(_) => FILE_BATCH,
+                None => break,
+            };
+            match self.files_batch(size, records) {
+                Some(read) => {
+                    out.push(read);
+                    f.files += 1;
+                }
+                None if self.files.is_empty() => break,
+                None => {}
+            }
+        }
+        let slots = if !self.urgent_queued(urgent) && f.files == 0 {
+            policy.reads.max(1)
+        } else {
+            policy.rank_window().0
+        };
+        while f.surveys < slots && !self.surveys.is_empty() {
+            out.push(self.survey_batch());
+            f.surveys += 1;
+        }
+        out
+    }
+
+    /// A steady pass: every slot but one may probe; a free slot reads the files of the
+    /// tables whose surveys asked for them first, then reads the written and changed
+    /// tables again, then probes. A table changed alone is read on its own (its survey,
+    /// target and manifests in one statement, its files dated in another: two statements
+    /// where the batched reads take four); several are surveyed together, ten a
+    /// statement, and their files read together.
+    fn next_steady(
+        &mut self,
+        policy: &RefreshPolicy,
+        mut f: Flying,
+        records: &impl Records,
+    ) -> Vec<Read> {
+        let reads = policy.reads.max(1);
+        let probe_slots = reads.saturating_sub(1).max(1);
+        let mut out = Vec::new();
+        while f.surveys + f.files + f.probes + f.tables < reads {
+            if !self.files.is_empty() {
+                if let Some(read) = self.files_batch(FILE_BATCH, records) {
+                    out.push(read);
+                    f.files += 1;
+                }
+            } else if self.surveys.len() == 1 {
+                let t = self.surveys.pop_front().expect("one");
+                out.push(Read::Table(t));
+                f.tables += 1;
+            } else if !self.surveys.is_empty() {
+                out.push(self.survey_batch());
+                f.surveys += 1;
+            } else if !self.probes.is_empty() && f.probes < probe_slots {
+                out.push(Read::Probe(self.probes.pop_front().expect("not empty")));
+                f.probes += 1;
+            } else {
+                break;
+            }
+        }
+        out
+    }
+
+    fn survey_batch(&mut self) -> Read {
+        let n = self.surveys.len().min(SURVEY_BATCH);
+        Read::Survey(self.surveys.drain(..n).collect())
+    }
+
+    /// Up to `size` queued tables whose files are read in one statement, each with what
+    /// its survey proved; a table with nothing proved any more (a read of its own settled
+    /// it since) is no longer read. `None` when none of those taken is left to read.
+    fn files_batch(&mut self, size: usize, records: &impl Records) -> Option<Read> {
+        let mut batch = Vec::new();
+        while batch.len() < size {
+            let Some(t) = self.files.pop_front() else {
+                break;
+            };
+            match records.get(&t).and_then(|r| r.bound.clone()) {
+                Some(b) => batch.push(FileItem::of(t, b)),
+                None => {
+                    self.due.remove(&t);
+                }
+            }
+        }
+        (!batch.is_empty()).then_some(Read::Files(batch))
+    }
+}
+
+/// The order of the file reads not started yet: the most excess files first (where small
+/// files pile up, and the CRITICAL tables are), then the tables not ranked yet in their
+/// order, then those ranked empty. Stable: equal ranks keep the order they had.
+pub fn rank_queue(queue: &mut VecDeque<TableRef>, rank: &HashMap<TableRef, u64>) {
+    queue.make_contiguous().sort_by_key(|t| match rank.get(t) {
+        Some(&n) if n > 0 => (0, std::cmp::Reverse(n)),
+        None => (1, std::cmp::Reverse(0)),
+        Some(_) => (2, std::cmp::Reverse(0)),
+    });
+}

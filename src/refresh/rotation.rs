@@ -1,0 +1,85 @@
+//! Which tables a steady refresh looks at, and what floe's reads have cost the coordinator
+//! lately (the ledger the rotation shrinks under the budget).
+
+use std::collections::VecDeque;
+
+use chrono::{DateTime, Utc};
+
+use super::{Ctx, Records, RefreshPolicy};
+use crate::lakehouse::model::TableRef;
+use crate::trino::Cost;
+
+/// Readings of the client's cost meter, oldest first, the last ten minutes of them.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Ledger(VecDeque<(DateTime<Utc>, Cost)>);
+
+impl Ledger {
+    /// A reading of the meter at `now`.
+    pub fn record(&mut self, now: DateTime<Utc>, c: Cost) {
+        if self.0.back().is_some_and(|(_, last)| *last == c) && self.0.len() > 1 {
+            // Nothing sent since: the newest reading moves, the cost per minute falls.
+            self.0.pop_back();
+        }
+        self.0.push_back((now, c));
+        while self
+            .0
+            .front()
+            .is_some_and(|(at, _)| (now - *at).num_seconds() > 600)
+        {
+            self.0.pop_front();
+        }
+    }
+
+    /// What floe cost the coordinator per minute over the last five minutes of readings
+    /// (planning plus task CPU, seconds); `None` with less than half a minute of them.
+    pub fn per_minute(&self) -> Option<f64> {
+        let (last_at, last) = self.0.back()?;
+        let (first_at, first) = self
+            .0
+            .iter()
+            .find(|(at, _)| (*last_at - *at).num_seconds() <= 300)?;
+        let span = (*last_at - *first_at).num_milliseconds() as f64 / 60_000.0;
+        if span < 0.5 {
+            return None;
+        }
+        Some(last.since(first).coordinator_ms() as f64 / 1000.0 / span)
+    }
+}
+
+/// The tables a steady refresh probes, in `order`: every table never read, failed, or
+/// shown from the cache of an earlier run; then the least recently checked, as many as it
+/// takes to look at every table within `full_every` at this refresh interval — fewer when
+/// the last minutes cost the coordinator more than the budget, in proportion.
+pub(super) fn rotation(
+    order: &[TableRef],
+    records: &impl Records,
+    policy: &RefreshPolicy,
+    ledger: &Ledger,
+    ctx: Ctx<'_>,
+) -> Vec<TableRef> {
+    let mut quota = match policy.full_every {
+        Some(every) if !every.is_zero() => {
+            let per = ctx.refresh_every.as_secs_f64() / every.as_secs_f64();
+            (order.len() as f64 * per).ceil() as usize
+        }
+        _ => 0,
+    };
+    if let (Some(budget), Some(spent)) = (policy.budget, ledger.per_minute())
+        && spent > budget.as_secs_f64()
+    {
+        quota = (quota as f64 * budget.as_secs_f64() / spent).floor() as usize;
+    }
+    let mut must = Vec::new();
+    let mut rest = Vec::new();
+    for t in order {
+        let Some(r) = records.get(t) else { continue };
+        if r.stats.is_none() || r.error.is_some() || r.cached {
+            must.push(t.clone());
+        } else {
+            rest.push((r.checked_at, t));
+        }
+    }
+    rest.sort_by_key(|(at, _)| *at);
+    must.extend(rest.into_iter().take(quota).map(|(_, t)| t.clone()));
+    must
+}

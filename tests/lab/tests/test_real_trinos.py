@@ -1,0 +1,92 @@
+"""The lab's real Trinos: each the version lab.json says, on plain HTTP with insecure
+authentication and on HTTPS with its own CA and the password file authenticator."""
+
+from __future__ import annotations
+
+import base64
+import json
+import ssl
+import urllib.error
+import urllib.request
+
+import pytest
+
+from .. import realtrino, trinodist
+
+
+def _reals(lab) -> list[dict]:
+    reals = list((lab.get("trinos") or {}).values())
+    assert reals, "lab.json lists no real Trino (trinos)"
+    return reals
+
+
+def _post(url: str, sql: str, headers: dict, ca_file: str | None = None):
+    ctx = ssl.create_default_context(cafile=ca_file) if url.startswith("https") else None
+    req = urllib.request.Request(url + "/v1/statement", data=sql.encode(), method="POST", headers=headers)
+    return urllib.request.urlopen(req, timeout=30, context=ctx)
+
+
+def _basic(user: str, password: str) -> dict:
+    return {"Authorization": "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()}
+
+
+def test_each_real_trino_is_the_version_lab_json_names(lab):
+    for t in _reals(lab):
+        with urllib.request.urlopen(t["url"] + "/v1/info", timeout=10) as r:
+            info = json.loads(r.read())
+        assert info["nodeVersion"]["version"] == t["version"]
+        assert t["version"] in trinodist.SERVERS
+    assert lab["trino"]["url"] == _reals(lab)[0]["url"], "the first is the primary"
+    assert lab["trino_tls"]["url"] == lab["trino"]["https_url"]
+
+
+def test_https_takes_the_password_and_refuses_a_wrong_one(lab):
+    for t in _reals(lab):
+        with _post(t["https_url"], "SELECT 1", _basic(t["tls_user"], t["tls_password"]), t["ca_file"]) as r:
+            assert r.status == 200 and json.loads(r.read())["id"]
+        with pytest.raises(urllib.error.HTTPError) as e:
+            _post(t["https_url"], "SELECT 1", _basic(t["tls_user"], "wrong"), t["ca_file"])
+        assert e.value.code == 401
+        assert b"Invalid credentials" in e.value.read()
+        # another CA: the handshake fails
+        with pytest.raises(urllib.error.URLError):
+            _post(t["https_url"], "SELECT 1", _basic(t["tls_user"], t["tls_password"]),
+                  lab["stand_in"]["ca_file"])
+
+
+def test_plain_http_keeps_insecure_authentication(lab):
+    for t in _reals(lab):
+        page = realtrino.statement(t["url"], "SELECT 1", user="anyone")
+        assert page.get("error") is None and page["rows"] == [[1]]
+        with pytest.raises(urllib.error.HTTPError) as e:
+            _post(t["url"], "SELECT 1", {})
+        assert e.value.code == 401
+
+
+def test_optimize_answers_by_release(lab):
+    """481 changed optimize's answer from a `rows` column without a row to metric rows."""
+    for t in _reals(lab):
+        schema = f"lab_rt_{t['version']}"
+        for sql in (f"CREATE SCHEMA IF NOT EXISTS iceberg.{schema}",
+                    f"DROP TABLE IF EXISTS iceberg.{schema}.t",
+                    f"CREATE TABLE iceberg.{schema}.t (id bigint)",
+                    f"INSERT INTO iceberg.{schema}.t VALUES 1",
+                    f"INSERT INTO iceberg.{schema}.t VALUES 2"):
+            assert realtrino.statement(t["url"], sql, catalog="iceberg").get("error") is None, sql
+        page = realtrino.statement(t["url"], f"ALTER TABLE iceberg.{schema}.t EXECUTE optimize", catalog="iceberg")
+        assert page.get("error") is None, page["error"]
+        names = [c["name"] for c in page["columns"]]
+        if int(t["version"]) >= 481:
+            assert names == ["metric_name", "metric_value"]
+            assert dict(page["rows"])["rewritten_data_files_count"] == 2
+        else:
+            assert names == ["rows"] and page["rows"] == []
+
+
+def test_an_unknown_version_is_refused_naming_the_ones_the_lab_runs():
+    with pytest.raises(trinodist.TrinoSetupError) as e:
+        trinodist.choose_jdk("446")
+    assert "476" in str(e.value) and "483" in str(e.value)
+    # each layout is keyed by its recipe: a new recipe never builds over an older layout
+    assert trinodist.recipe_key("476") != trinodist.recipe_key("483")
+    assert trinodist.server_dir(trinodist.Path("/c"), "483").name.startswith("server-")
