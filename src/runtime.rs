@@ -206,6 +206,7 @@ impl Runtime {
                 epoch,
             } => self.plan_connection(connection_id, target, epoch),
             Effect::PlanClear { dag_id, run_id } => self.plan_clear(dag_id, run_id),
+            Effect::CheckWriters { table } => self.check_writers(table),
         };
         if let Some(slot) = slot {
             self.running.insert(slot, handle.abort_handle());

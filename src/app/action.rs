@@ -119,6 +119,11 @@ pub enum Effect {
         job: u64,
         plan: Plan,
     },
+    /// Read who else writes the table now (the coordinator's running statements, its
+    /// maintenance DAG's running task): what Triage says instead of proposing `o`.
+    CheckWriters {
+        table: TableRef,
+    },
     CancelJob(u64),
     /// Stop every running job on Trino: cancelled (the operator quit with `y`) or
     /// interrupted (SIGTERM, SIGHUP). The runtime waits, bounded, for the cancels.
@@ -251,6 +256,7 @@ pub enum Slot {
     DagFailure(String),
     TimelineRuns,
     Watch,
+    Writers(TableRef),
 }
 
 impl Effect {
@@ -275,6 +281,7 @@ impl Effect {
             Effect::LoadTimelineRuns { .. } => Slot::TimelineRuns,
             Effect::PlanClear { .. } | Effect::PlanConnection { .. } => Slot::Plan,
             Effect::WatchRun { .. } => Slot::Watch,
+            Effect::CheckWriters { table } => Slot::Writers(table.clone()),
             Effect::Read { .. }
             | Effect::RunPlan { .. }
             | Effect::WriteDag(_)

@@ -183,6 +183,7 @@ mod tests {
             schema: None,
             port: Some(8080),
             extra: None,
+            secret: Some(false),
         }
     }
 
