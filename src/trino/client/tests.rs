@@ -30,13 +30,15 @@ async fn a_statement_reading_all_entries_or_all_manifests_is_never_sent() {
 #[test]
 fn no_statement_floe_builds_names_all_entries_or_all_manifests() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    // The guard itself names what it refuses.
     let this = root.join("trino").join("client.rs");
+    let tests = root.join("trino").join("client").join("tests.rs");
     let mut files = vec![root.clone()];
     let mut sources = Vec::new();
     while let Some(p) = files.pop() {
         if p.is_dir() {
             files.extend(std::fs::read_dir(&p).unwrap().map(|e| e.unwrap().path()));
-        } else if p.extension().is_some_and(|x| x == "rs") && p != this {
+        } else if p.extension().is_some_and(|x| x == "rs") && p != this && p != tests {
             sources.push(p);
         }
     }
