@@ -504,10 +504,8 @@ impl Refresh {
                     .and_then(|p| p.writes_asked)
                     .is_some_and(|w| request.0.n > w);
             for t in self.in_flight[&request.0].tables.clone() {
-                if covers_writes {
-                    if let Some(p) = &mut self.pass {
-                        p.read_after_writes.insert(t.clone());
-                    }
+                if let Some(p) = self.pass.as_mut().filter(|_| covers_writes) {
+                    p.read_after_writes.insert(t.clone());
                 }
                 if let Some(rec) = records.get_mut(&t) {
                     rec.owner = Some(request.0);
