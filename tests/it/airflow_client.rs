@@ -731,12 +731,13 @@ async fn v1_wrong_password_is_an_auth_error_naming_status_and_url() {
     else {
         panic!("expected an auth error, got {e}");
     };
-    assert_eq!(status, 401);
+    // Airflow 2.11 answers a wrong password with 403 (2.10 answered 401).
+    assert_eq!(status, 403);
     assert!(
         url.starts_with(&format!("{}/api/v1/dags", field(Server::Two, "url"))),
         "{url}"
     );
-    assert_eq!(message, "Unauthorized");
+    assert_eq!(message, "Forbidden");
     assert!(!e.to_string().contains("wrong"));
 }
 
@@ -840,10 +841,33 @@ async fn v1_the_same_facts() {
     );
 }
 
+/// The same Airflow 2 through its API process with the connection test enabled
+/// (`lab.json` → `airflow2.tested_url`): what a deployment that turned it on answers.
+async fn tested_as(user: &str, password: &str) -> AirflowClient {
+    let mut s = settings_as(Server::Two, user, password);
+    s.url = field(Server::Two, "tested_url").parse().unwrap();
+    AirflowClient::connect(&s).await.unwrap()
+}
+
 #[tokio::test]
 async fn v1_connections_and_their_tests() {
-    let c = client(Server::Two).await;
-    let conns = c.connections().await.unwrap();
+    // As deployed (`[core] test_connection` at its default, Disabled): every test is refused,
+    // in Airflow's words, and is no verdict on the connection.
+    let deployed = client(Server::Two).await;
+    let conns = deployed.connections().await.unwrap();
+    assert_eq!(entry(Server::Two)["test_connection"], "Disabled");
+    for conn in conns.iter().filter(|c| c.conn_type == "trino") {
+        match deployed.test_connection(conn).await.unwrap() {
+            ConnectionTest::NotAllowed(m) => assert!(
+                m.starts_with("not allowed by the server")
+                    && m.contains("Testing connections is disabled in Airflow configuration"),
+                "{m}"
+            ),
+            other => panic!("{}: {other:?}", conn.connection_id),
+        }
+    }
+    // Where it is enabled, a test passes or fails on the connection it is sent.
+    let c = tested_as(&field(Server::Two, "user"), &field(Server::Two, "password")).await;
     let get = |id: &str| {
         conns
             .iter()
@@ -859,11 +883,14 @@ async fn v1_connections_and_their_tests() {
         ConnectionTest::Failed(m) => assert!(m.contains("trino-old.internal"), "{m}"),
         other => panic!("{other:?}"),
     }
-    match viewer(Server::Two)
-        .await
-        .test_connection(&get("trino_default"))
-        .await
-        .unwrap()
+    match tested_as(
+        &field(Server::Two, "viewer_user"),
+        &field(Server::Two, "viewer_password"),
+    )
+    .await
+    .test_connection(&get("trino_default"))
+    .await
+    .unwrap()
     {
         ConnectionTest::NotAllowed(m) => assert!(m.starts_with("not allowed by the server"), "{m}"),
         other => panic!("{other:?}"),

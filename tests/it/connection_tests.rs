@@ -1,9 +1,10 @@
 //! Airflow's connection tests as verdicts, on the lab's real Airflow 3 (`airflow`) and
 //! Airflow 2 (`airflow2`): a test is evidence only when it tested the stored connection,
 //! the worker's test (3.3+) is used where it can be one and said, and where Airflow tests
-//! nothing (`[core] test_connection` at its default, answered 403 here by the fault proxy
-//! in front of each Airflow, as a default deployment answers) the seed's story still ends
-//! at the connection holding the endpoint its failing task could not resolve.
+//! nothing (`[core] test_connection` at its default, Disabled, as the lab's Airflow 2 runs;
+//! answered 403 by the fault proxy in front of Airflow 3 where a test needs it) the seed's
+//! story still ends at the connection holding the endpoint its failing task could not
+//! resolve. Airflow 2's second API process has the test enabled (`tested_url`).
 //!
 //! The password-protected Trino is the lab's stand-in HTTPS listener (`stand_in.https_url`,
 //! its own CA, user `alice`), each test with connections of its own, deleted afterwards.
@@ -49,6 +50,19 @@ fn admin(key: &str) -> AirflowSettings {
 
 async fn client(key: &str) -> AirflowClient {
     AirflowClient::connect_with(&admin(key), ClientOptions::default())
+        .await
+        .unwrap_or_else(|e| panic!("{key}: {e}"))
+}
+
+/// The Airflow of `key` where its connection test is enabled: Airflow 3 as the lab runs
+/// it; Airflow 2 (as deployed: Disabled) through its second API process that enables it
+/// (`tested_url`, same metadata DB).
+async fn testing_client(key: &str) -> AirflowClient {
+    let mut settings = admin(key);
+    if lab().v[key]["test_connection"] == "Disabled" {
+        settings.url = lab().airflow_field(key, "tested_url").parse().unwrap();
+    }
+    AirflowClient::connect_with(&settings, ClientOptions::default())
         .await
         .unwrap_or_else(|e| panic!("{key}: {e}"))
 }
@@ -171,7 +185,7 @@ async fn a_password_connection_is_judged_only_by_a_test_of_the_stored_one() {
     for key in SERVERS {
         let good = Own::secure(key, "secure", "alice-secret");
         let bad = Own::secure(key, "secure_bad", "not-alices-password");
-        let c = client(key).await;
+        let c = testing_client(key).await;
         let (g, b) = (good.listed(&c).await, bad.listed(&c).await);
         let tested_g = c.check_connection(&g).await.unwrap();
         let tested_b = c.check_connection(&b).await.unwrap();

@@ -177,6 +177,13 @@ def stop_processes(procs: dict[str, dict]) -> dict:
     return {"stopped": len(members), "left": sorted(left), "seconds": round(time.monotonic() - t0, 1)}
 
 
+def _free_port() -> int:
+    import socket
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
 def start_process(name: str, argv: list[str], env: dict, home: Path) -> dict:
     logs = home / PROC_LOG_DIR
     logs.mkdir(parents=True, exist_ok=True)
@@ -624,15 +631,36 @@ def cmd_up(args) -> int:
         else:
             names = {"webserver": [airflow, "webserver", "--hostname", "127.0.0.1", "--port", str(args.port)],
                      "scheduler": [airflow, "scheduler", "--skip-serve-logs"]}
+        # Where the connection test is disabled (as deployed), a second API process of the same
+        # Airflow (same metadata DB, same connections) has it enabled: what a deployment that
+        # turned it on answers, for the tests of floe's reading of a test's verdict.
+        tested_port = None
+        envs = {name: env for name in names}
+        if args.test_connection.lower() == "disabled":
+            tested_port = _free_port()
+            tested = "api-tested" if major >= 3 else "webserver-tested"
+            if major >= 3:
+                names[tested] = [airflow, "api-server", "--host", "127.0.0.1", "--port", str(tested_port),
+                                 "--workers", "1"]
+            else:
+                names[tested] = [airflow, "webserver", "--hostname", "127.0.0.1", "--port", str(tested_port),
+                                 "--workers", "1", "--pid", str(home / "webserver-tested.pid")]
+            envs[tested] = dict(env, AIRFLOW__CORE__TEST_CONNECTION="Enabled")
         started = datetime.now(timezone.utc).replace(microsecond=0)
         for name, argv in names.items():
-            procs[name] = start_process(name, argv, env, home)
+            procs[name] = start_process(name, argv, envs[name], home)
             save_state()
         log("started " + ", ".join(f"{n}={p['pid']}" for n, p in procs.items()))
 
         base = f"http://127.0.0.1:{args.port}"
         api = Api(base, major, "admin", USERS["admin"])
         wait_for("healthy", lambda: healthy(api, started), 300, procs=procs)
+        tested_url = None
+        if tested_port:
+            tested_url = f"http://127.0.0.1:{tested_port}"
+            tested_api = Api(tested_url, major, "admin", USERS["admin"])
+            wait_for("the API with the connection test enabled", lambda: tested_api.version() is not None, 300,
+                     procs=procs)
         wait_for("DAGs parsed", lambda: dags_parsed(api, started), 300, procs=procs)
 
         tls = None
@@ -678,6 +706,8 @@ def cmd_up(args) -> int:
             "viewer_password": USERS["viewer"],
             # `[core] test_connection`: "Disabled" (Airflow's default, 403 on a test) or "Enabled"
             "test_connection": args.test_connection.capitalize(),
+            # The same Airflow's API with the test enabled, where it is disabled on `url`.
+            "tested_url": tested_url,
             "tls_connection": TLS_CONN if tls else None,
             "pids": {name: p["pid"] for name, p in procs.items()},
         }
