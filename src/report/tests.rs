@@ -81,6 +81,7 @@ pub(crate) fn report() -> Report {
         ],
         dags: vec![],
         findings: vec![],
+        connections: vec![],
         fatal: None,
         warnings: vec![],
     }
