@@ -82,6 +82,7 @@ pub fn main() -> ExitCode {
             }
             ExitCode::from(code as u8)
         }
+        Cmd::Serve(args) => crate::serve::cli(args, &overrides, all),
         Cmd::Login => {
             let Some(settings) = or_report(one_cluster(&overrides, all, "floe login")) else {
                 return ExitCode::from(1);
