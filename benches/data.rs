@@ -186,8 +186,11 @@ pub fn loaded_state(n_tables: usize, n_partitions: usize, n_snapshots: usize, ta
 }
 
 pub fn key(c: char) -> Action {
-    Action::Key(crossterm::event::KeyEvent::new(
-        crossterm::event::KeyCode::Char(c),
-        crossterm::event::KeyModifiers::NONE,
-    ))
+    Action::Key(
+        crossterm::event::KeyEvent::new(
+            crossterm::event::KeyCode::Char(c),
+            crossterm::event::KeyModifiers::NONE,
+        ),
+        std::time::Instant::now(),
+    )
 }

@@ -29,5 +29,5 @@ pub use log::{LogLine, TaskLog};
 pub use model::{
     AirflowHealth, ApiVersion, ClearOutcome, ClearScope, ClearedTask, ComponentHealth, Connection,
     ConnectionTest, Dag, DagImportError, DagRun, DagRunState, HealthStatus, RunType, ServerVersion,
-    TaskInstance, TaskState,
+    TaskInstance, TaskState, TestSite, Tested,
 };

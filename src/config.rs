@@ -23,8 +23,8 @@ pub use file::{
 pub use health::HealthConfig;
 pub use keys::{BindError, KeySpec};
 pub use load::{
-    DEFAULT_COORDINATOR_BUDGET, DEFAULT_FULL_REFRESH, Selection, load, load_from_str,
-    load_selection, load_selection_with, load_with,
+    DEFAULT_COORDINATOR_BUDGET, DEFAULT_FULL_REFRESH, Each, Selection, load, load_each,
+    load_each_with, load_from_str, load_selection, load_selection_with, load_with,
 };
 pub use schema::json_schema;
 pub use secrets::{CommandError, SecretError};

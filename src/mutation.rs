@@ -6,6 +6,7 @@
 pub mod audit;
 pub mod commit;
 pub mod connection;
+pub mod contention;
 pub mod draft;
 pub mod eta;
 pub mod maintain_cli;

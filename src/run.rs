@@ -20,68 +20,7 @@ pub fn main() -> ExitCode {
     let overrides = cli.global.overrides();
     let all = cli.global.all;
     match command {
-        Cmd::Check(args) => {
-            let selection = match config::load_selection(&overrides, cli.global.all) {
-                Ok(s) => s,
-                Err(e) => {
-                    // Monitoring needs an exit code in 0-3 whatever happens.
-                    println!("UNKNOWN: {}", sanitize(&e.to_string()));
-                    return ExitCode::from(Severity::Unknown.exit_code() as u8);
-                }
-            };
-            let log_dir = match &selection {
-                config::Selection::One(s) => s.log_dir.clone(),
-                config::Selection::Fleet(v) => v[0].log_dir.clone(),
-            };
-            let _log = init_logging(&log_dir);
-            let rt = runtime();
-            let (timeout, cached) = (args.timeout.0, args.cached_max_age.map(|d| d.0));
-            let (text, code, summary) = match selection {
-                config::Selection::One(settings) => {
-                    let report = rt.block_on(crate::report::check::run_cached(
-                        &settings,
-                        &args.tables,
-                        timeout,
-                        cached,
-                    ));
-                    (
-                        report.render(args.format),
-                        report.exit_code(),
-                        report.summary_line(),
-                    )
-                }
-                config::Selection::Fleet(fleet) => {
-                    let report = rt.block_on(crate::report::fleet::run(
-                        &fleet,
-                        &args.tables,
-                        timeout,
-                        cached,
-                    ));
-                    (
-                        report.render(args.format),
-                        report.exit_code(),
-                        report.summary_line(),
-                    )
-                }
-            };
-            match &args.output {
-                Some(path) => {
-                    if let Err(e) = write_atomic(path, &text) {
-                        println!(
-                            "UNKNOWN: cannot write the report to {}: {e}",
-                            sanitize(&path.display().to_string())
-                        );
-                        return ExitCode::from(3);
-                    }
-                    println!("{}", sanitize(&summary));
-                }
-                None => {
-                    let mut out = std::io::stdout().lock();
-                    let _ = out.write_all(text.as_bytes());
-                }
-            }
-            ExitCode::from(code as u8)
-        }
+        Cmd::Check(args) => check(&args, &overrides, all),
         Cmd::Serve(args) => crate::serve::cli(args, &overrides, all),
         Cmd::Login => {
             let Some(settings) = or_report(one_cluster(&overrides, all, "floe login")) else {
@@ -219,6 +158,79 @@ fn run_offline(command: &Cmd, global: &crate::cli::Global) -> Option<ExitCode> {
             ExitCode::from(1)
         }
     })
+}
+
+/// `floe check`: one cluster or a fleet, each profile's secrets resolved on its own (one
+/// that cannot be loaded is UNKNOWN for its own reason, the others are checked); with
+/// `--output` the file is always rewritten, atomically, even when nothing could be
+/// loaded, so a textfile never keeps an earlier success.
+fn check(args: &crate::cli::CheckArgs, overrides: &config::Overrides, all: bool) -> ExitCode {
+    use crate::report::fleet::{run as run_fleet, unloaded};
+    let rt = runtime();
+    let (timeout, cached) = (args.timeout.0, args.cached_max_age.map(|d| d.0));
+    let (text, code, summary) = match config::load_each(overrides, all) {
+        Ok(config::Each::One(settings)) => {
+            let _log = init_logging(&settings.log_dir);
+            let report = rt.block_on(crate::report::check::run_cached(
+                &settings,
+                &args.tables,
+                timeout,
+                cached,
+            ));
+            (
+                report.render(args.format),
+                report.exit_code(),
+                report.summary_line(),
+            )
+        }
+        Ok(config::Each::Fleet(fleet)) => {
+            let log_dir = fleet
+                .iter()
+                .find_map(|(_, s)| s.as_ref().ok())
+                .map(|s| s.log_dir.clone());
+            let _log = log_dir.map(|d| init_logging(&d));
+            let report = rt.block_on(run_fleet(&fleet, &args.tables, timeout, cached));
+            (
+                report.render(args.format),
+                report.exit_code(),
+                report.summary_line(),
+            )
+        }
+        Err(e) => {
+            // Monitoring needs an exit code in 0-3 whatever happens.
+            let asked = match (&overrides.profile, all) {
+                (Some(p), _) => p.clone(),
+                (None, true) => "all".to_string(),
+                (None, false) => "default".to_string(),
+            };
+            let one = unloaded(&asked, &e);
+            let summary = format!("UNKNOWN: {e}");
+            let text = match args.format {
+                crate::report::Format::Prometheus | crate::report::Format::Json => {
+                    one.render(args.format)
+                }
+                _ => format!("{}\n", sanitize(&summary)),
+            };
+            (text, Severity::Unknown.exit_code(), summary)
+        }
+    };
+    match &args.output {
+        Some(path) => {
+            if let Err(e) = write_atomic(path, &text) {
+                println!(
+                    "UNKNOWN: cannot write the report to {}: {e}",
+                    sanitize(&path.display().to_string())
+                );
+                return ExitCode::from(3);
+            }
+            println!("{}", sanitize(&summary));
+        }
+        None => {
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(text.as_bytes());
+        }
+    }
+    ExitCode::from(code as u8)
 }
 
 /// The settings of the one cluster a command works on: `--all`, `all = true` or a group of

@@ -5,7 +5,6 @@
 
 mod airflow;
 mod event_loop;
-mod fleet_loop;
 mod reply;
 mod sgr;
 mod terminal;
@@ -207,6 +206,7 @@ impl Runtime {
                 epoch,
             } => self.plan_connection(connection_id, target, epoch),
             Effect::PlanClear { dag_id, run_id } => self.plan_clear(dag_id, run_id),
+            Effect::CheckWriters { table } => self.check_writers(table),
         };
         if let Some(slot) = slot {
             self.running.insert(slot, handle.abort_handle());
@@ -503,16 +503,27 @@ pub fn run_with(settings: Settings, overrides: config::Overrides) -> color_eyre:
         settings.trino.url.as_str(),
     );
     crate::app::tables::warm_start(&mut state, cached);
-    // Effects run on these named threads: the panic hook tells their panics (an effect's
-    // error) from the event loop's (the end of floe) by the name.
+    let fleet = crate::app::fleet::Fleet::single(state);
+    serve_screen(fleet, vec![settings], overrides, caps.colours)
+}
+
+/// The one event loop over `fleet` (one profile, or every one of `floe --all`), on tokio's
+/// named worker threads (the panic hook tells their panics, an effect's error, from the
+/// event loop's, the end of floe, by the name), the terminal taken and always given back.
+fn serve_screen(
+    fleet: crate::app::fleet::Fleet,
+    settings: Vec<Settings>,
+    overrides: config::Overrides,
+    colours: crate::ui::caps::Colours,
+) -> color_eyre::Result<()> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .thread_name(terminal::WORKER_THREAD)
         .enable_all()
         .build()?;
     rt.block_on(async move {
-        let mouse = settings.mouse;
-        let mut terminal = terminal::enter(mouse, caps.colours);
-        let result = event_loop(&mut terminal, state, settings, overrides).await;
+        let mouse = settings.iter().any(|s| s.mouse);
+        let mut terminal = terminal::enter(mouse, colours);
+        let result = event_loop(&mut terminal, fleet, settings, overrides).await;
         terminal::leave(mouse);
         result
     })
@@ -520,17 +531,17 @@ pub fn run_with(settings: Settings, overrides: config::Overrides) -> color_eyre:
 
 /// Open the TUI over every profile of `fleet` at once (`floe --all`): one State and one
 /// runtime per profile, the merged Triage in front (see `app::fleet`).
-pub fn run_fleet(fleet: Vec<Settings>, overrides: config::Overrides) -> color_eyre::Result<()> {
+pub fn run_fleet(settings: Vec<Settings>, overrides: config::Overrides) -> color_eyre::Result<()> {
     color_eyre::install()?;
     if !std::io::stdout().is_terminal() {
         return Err(eyre!(
             "floe's TUI needs a terminal; for scripts and cron use `floe check --all`"
         ));
     }
-    let caps = crate::ui::caps::Caps::from_env(fleet.first().and_then(|s| s.ascii));
+    let caps = crate::ui::caps::Caps::from_env(settings.first().and_then(|s| s.ascii));
     let no_color = caps.colours == crate::ui::caps::Colours::None;
-    let mut states = Vec::with_capacity(fleet.len());
-    for s in &fleet {
+    let mut states = Vec::with_capacity(settings.len());
+    for s in &settings {
         let mut st = initial_state(s, no_color)?;
         st.ascii = caps.ascii;
         // The merged Triage is the fleet's first screen, whatever one cluster holds.
@@ -541,18 +552,8 @@ pub fn run_fleet(fleet: Vec<Settings>, overrides: config::Overrides) -> color_ey
         crate::app::tables::warm_start(&mut st, cached);
         states.push(st);
     }
-    let state = crate::app::fleet::Fleet::new(states);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .thread_name(terminal::WORKER_THREAD)
-        .enable_all()
-        .build()?;
-    rt.block_on(async move {
-        let mouse = fleet.iter().any(|s| s.mouse);
-        let mut terminal = terminal::enter(mouse, caps.colours);
-        let result = fleet_loop::fleet_loop(&mut terminal, state, fleet, overrides).await;
-        terminal::leave(mouse);
-        result
-    })
+    let fleet = crate::app::fleet::Fleet::new(states);
+    serve_screen(fleet, settings, overrides, caps.colours)
 }
 
 #[cfg(test)]
@@ -584,7 +585,7 @@ mod tests {
             switched,
             Action::Connection(ConnectionMsg::ProfileSwitched(Ok(_)))
         ));
-        before(Action::Drawn);
+        before(Action::Drawn(std::time::Instant::now()));
         let after = rt.confirm_sender();
         after(Action::Start);
         assert!(

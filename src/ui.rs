@@ -36,6 +36,9 @@ pub fn draw(f: &mut Frame, s: &State) {
 /// Every cluster at once (`floe --all`): the front cluster's screen, with the header's one
 /// line per cluster and, on Triage, the merged list of every cluster's incidents.
 pub fn draw_fleet(f: &mut Frame, fleet: &crate::app::fleet::Fleet) {
+    if !fleet.merged {
+        return draw(f, fleet.front());
+    }
     draw_screen(f, fleet.front(), Some(fleet));
     scrub(f.buffer_mut());
     if fleet.front().ascii {

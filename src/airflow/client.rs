@@ -303,8 +303,10 @@ impl AirflowClient {
                 .http
                 .request(method.clone(), url.clone())
                 .header("accept", accept);
-            if let Payload::Json(v) = body {
-                req = req.json(v);
+            match body {
+                Payload::Json(v) => req = req.json(v),
+                Payload::Header(k, v) => req = req.header(k, v),
+                Payload::None => {}
             }
             if authorize {
                 req = self.authorize(req);

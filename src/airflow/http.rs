@@ -44,6 +44,8 @@ impl Default for RetryPolicy {
 pub(super) enum Payload<'a> {
     None,
     Json(&'a Value),
+    /// No body; this header (name, value) on the request.
+    Header(&'static str, &'a str),
 }
 
 /// Percent-encode one path segment: everything but RFC 3986 unreserved characters (run

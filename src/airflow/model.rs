@@ -304,6 +304,10 @@ pub struct Connection {
     pub schema: Option<String>,
     pub port: Option<u16>,
     pub extra: Option<String>,
+    /// Whether the stored connection holds a secret floe never reads (a password, or a
+    /// masked value in its extra): `Some` where the server says so (v2 lists a password as
+    /// `***`), `None` where it never shows it (v1).
+    pub secret: Option<bool>,
 }
 
 /// What `POST …/connections/test` said.
@@ -316,6 +320,27 @@ pub enum ConnectionTest {
     /// The server refuses to test connections (`[core] test_connection` is not `Enabled`,
     /// or the user may not): nothing was tested.
     NotAllowed(String),
+    /// The test ran on what floe sent, which lacks the secret floe never reads, and failed
+    /// for lack of it: no verdict on the stored connection. Why, in words.
+    NoVerdict(String),
+}
+
+/// Where Airflow ran a connection's test.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum TestSite {
+    /// `POST …/connections/test` on the API server (Airflow 3 merges the stored
+    /// connection's secrets into what it is sent; Airflow 2 tests only what it is sent).
+    ApiServer,
+    /// `POST /api/v2/connections/enqueue-test` (Airflow 3.3+): a worker, whose network is
+    /// the tasks' own.
+    Worker,
+}
+
+/// A connection's test and where it ran.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Tested {
+    pub test: ConnectionTest,
+    pub site: TestSite,
 }
 
 /// Which tasks a clear touches.

@@ -9,9 +9,7 @@ use futures::StreamExt;
 
 use super::endpoints::sources::SourceKey;
 use super::facts::DagFacts;
-use super::{
-    AirflowClient, AirflowError, AirflowHealth, Connection, ConnectionTest, Dag, DagImportError,
-};
+use super::{AirflowClient, AirflowError, AirflowHealth, Connection, Dag, DagImportError, Tested};
 
 /// The DAG list and what surrounds it (one refresh of the DAGs tab).
 #[derive(Clone, Debug)]
@@ -97,12 +95,13 @@ pub async fn facts_observed<G>(
 }
 
 /// Airflow's Trino connections, each with its test through Airflow when `test` (`None`:
-/// untested, or the test could not be asked); none when they cannot be listed. What they
-/// say beside the Trino floe reached is `health::airflow::connection_findings`'s.
+/// untested, or the test could not be asked), on a worker where the server can
+/// ([`AirflowClient::check_connection`]); none when they cannot be listed. What they say
+/// beside the Trino floe reached is `health::airflow::connection_findings`'s.
 pub async fn trino_connections(
     client: &AirflowClient,
     test: bool,
-) -> Vec<(Connection, Option<ConnectionTest>)> {
+) -> Vec<(Connection, Option<Tested>)> {
     let conns = match client.connections().await {
         Ok(c) => c,
         Err(e) => {
@@ -110,13 +109,22 @@ pub async fn trino_connections(
             return Vec::new();
         }
     };
+    // One at a time: a test the API server runs holds one of its workers for as long as
+    // the connection takes to fail (a dead host's name resolution: ~25 s), and several at
+    // once starve the reads of the DAGs beside them (Airflow 2's two web workers).
     let mut out = Vec::new();
     for c in conns
         .into_iter()
         .filter(|c| c.conn_type.eq_ignore_ascii_case("trino"))
     {
         let tested = if test {
-            client.test_connection(&c).await.ok()
+            match client.check_connection(&c).await {
+                Ok(t) => Some(t),
+                Err(e) => {
+                    tracing::warn!(connection = %c.connection_id, error = %e, "cannot test an Airflow connection");
+                    None
+                }
+            }
         } else {
             None
         };

@@ -354,6 +354,14 @@ pub(crate) struct WireConnection {
     port: Option<i64>,
     #[serde(default)]
     extra: Option<String>,
+    /// v2 lists a stored password as `"***"` (null when there is none); v1 never shows it.
+    #[serde(default, deserialize_with = "present")]
+    password: Option<serde_json::Value>,
+}
+
+/// A field that is there, `null` included (`Some(Value::Null)`); absent, `None`.
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
 }
 
 /// One connection document as Airflow answers it (a read, or a write's answer).
@@ -363,6 +371,14 @@ pub fn decode_connection(text: &str) -> Result<Connection, serde_json::Error> {
 
 impl From<WireConnection> for Connection {
     fn from(w: WireConnection) -> Connection {
+        // A masked value in the extra is a secret too; without the password field (v1) the
+        // answer says nothing either way.
+        let masked_extra = w.extra.as_deref().is_some_and(|e| e.contains("***"));
+        let secret = match &w.password {
+            Some(serde_json::Value::String(p)) => Some(!p.is_empty() || masked_extra),
+            Some(serde_json::Value::Null) => Some(masked_extra),
+            _ => None,
+        };
         Connection {
             connection_id: w.connection_id,
             conn_type: w.conn_type.unwrap_or_default(),
@@ -372,6 +388,7 @@ impl From<WireConnection> for Connection {
             schema: nonempty(w.schema),
             port: w.port.and_then(|p| u16::try_from(p).ok()),
             extra: nonempty(w.extra),
+            secret,
         }
     }
 }

@@ -24,7 +24,8 @@ pub use crate::mutation::draft::MaintenanceKind;
 pub enum Action {
     /// The runtime is up: load everything.
     Start,
-    Key(KeyEvent),
+    /// A key, and when it was read from the terminal.
+    Key(KeyEvent, std::time::Instant),
     Tick(DateTime<Utc>),
     /// What floe's statements have cost the coordinator so far (the client's meter).
     Cost(crate::trino::Cost),
@@ -44,8 +45,12 @@ pub enum Action {
     Maintenance(MaintenanceMsg),
     /// SIGTERM, SIGHUP (a dropped SSH session): leave cleanly.
     Terminate,
-    /// A frame was drawn: a confirm popup on screen now accepts its `y`.
-    Drawn,
+    /// The operator chose to leave (on another cluster of `floe --all`, which asked about
+    /// this one's jobs too): leave, cancelling them on Trino.
+    Leave,
+    /// A frame was drawn at this instant: a confirm popup on screen now accepts a `y`
+    /// read `confirm_dwell` after it.
+    Drawn(std::time::Instant),
     /// The coordinator's record of the recent queries that read a table.
     Queries {
         table: TableRef,
@@ -113,6 +118,11 @@ pub enum Effect {
     RunPlan {
         job: u64,
         plan: Plan,
+    },
+    /// Read who else writes the table now (the coordinator's running statements, its
+    /// maintenance DAG's running task): what Triage says instead of proposing `o`.
+    CheckWriters {
+        table: TableRef,
     },
     CancelJob(u64),
     /// Stop every running job on Trino: cancelled (the operator quit with `y`) or
@@ -246,6 +256,7 @@ pub enum Slot {
     DagFailure(String),
     TimelineRuns,
     Watch,
+    Writers(TableRef),
 }
 
 impl Effect {
@@ -270,6 +281,7 @@ impl Effect {
             Effect::LoadTimelineRuns { .. } => Slot::TimelineRuns,
             Effect::PlanClear { .. } | Effect::PlanConnection { .. } => Slot::Plan,
             Effect::WatchRun { .. } => Slot::Watch,
+            Effect::CheckWriters { table } => Slot::Writers(table.clone()),
             Effect::Read { .. }
             | Effect::RunPlan { .. }
             | Effect::WriteDag(_)

@@ -278,6 +278,7 @@ mod tests {
                 &mut s,
                 Action::Maintenance(MaintenanceMsg::PlanReady(epoch, Ok(d))),
             );
+            drawn(&mut s);
             let fx = update(&mut s, key('Y'));
             let sql = copied(&fx).to_string();
             assert_eq!(sql.matches("EXECUTE optimize").count(), 2, "{sql}");

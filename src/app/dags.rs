@@ -377,6 +377,22 @@ pub fn on_facts(
     let code: Vec<Effect> = source_view::want(s, dag_id).into_iter().collect();
     source_view::mark_loading(s, &code);
     fx.extend(code);
+    // A running maintenance DAG (or one whose write was found before): who writes its
+    // tables now, for Triage to say instead of proposing `o`.
+    let tables: Vec<crate::lakehouse::model::TableRef> = s
+        .dags
+        .mapping
+        .iter()
+        .filter(|(t, m)| {
+            m.dag_id == dag_id && (active.is_some() || s.jobs.elsewhere.contains_key(*t))
+        })
+        .map(|(t, _)| t.clone())
+        .collect();
+    fx.extend(
+        tables
+            .into_iter()
+            .map(|table| Effect::CheckWriters { table }),
+    );
     if let Some(run_id) = active {
         fx.extend(watch::follow(s, dag_id, &run_id));
     }

@@ -1,7 +1,9 @@
-//! Every cluster at once (`floe --all`): one [`State`] per profile, each with its own
-//! clients, refresh and cache in the runtime, inside a [`Fleet`] that owns only what spans
-//! them — the merged Triage list (every cluster's incidents, worst first, tagged by
-//! profile), the header's one line per cluster, and which cluster is in front.
+//! The clusters on screen: one [`State`] per profile, each with its own clients, refresh
+//! and cache in the runtime, inside a [`Fleet`] that owns only what spans them — with
+//! `floe --all` the merged Triage list (every cluster's incidents, worst first, tagged by
+//! profile), the header's one line per cluster, and which cluster is in front. A single
+//! profile is a fleet of one that merges nothing: every input goes to its State as it
+//! comes, and the one event loop serves both.
 //!
 //! Pure, like the rest of `app`: `update` routes an input to the cluster it is for and
 //! returns each effect with the index of the cluster whose runtime must run it, so a
@@ -23,7 +25,8 @@ use crate::health::Severity;
 /// A row of the merged Triage list.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Row {
-    /// `clusters[cluster].triage.incidents[incident]`.
+    /// `clusters[cluster].triage.incidents[incident]` (an index into the incidents as the
+    /// list was last rebuilt: the selection keeps the incident's identity across rebuilds).
     Incident { cluster: usize, incident: usize },
     /// A cluster whose Trino could not be read: its own incident.
     Unreachable { cluster: usize },
@@ -44,18 +47,38 @@ pub struct Fleet {
     /// The merged list, worst first.
     pub rows: Vec<Row>,
     pub grid: Grid,
+    /// Several clusters merged on one screen (`floe --all`); a single profile is not.
+    pub merged: bool,
+    /// What the selected row is about, as it was when selected (a cluster's incidents may
+    /// be derived again before the list is): the row the next rebuild selects.
+    chosen: Option<(usize, Option<super::triage::Key>)>,
 }
 
 impl Fleet {
+    /// Every profile of `floe --all`, merged on one screen.
     pub fn new(clusters: Vec<State>) -> Fleet {
         let mut f = Fleet {
             clusters,
             active: 0,
             rows: Vec::new(),
             grid: Grid::default(),
+            merged: true,
+            chosen: None,
         };
         f.rebuild();
         f
+    }
+
+    /// One profile: a fleet of one, its State's own screen.
+    pub fn single(state: State) -> Fleet {
+        Fleet {
+            clusters: vec![state],
+            active: 0,
+            rows: Vec::new(),
+            grid: Grid::default(),
+            merged: false,
+            chosen: None,
+        }
     }
 
     pub fn front(&self) -> &State {
@@ -93,12 +116,10 @@ impl Fleet {
     }
 
     /// The merged list again from every cluster's incidents: worst first, then in
-    /// profile order, each cluster's own ranking kept. The selection stays on its row.
+    /// profile order, each cluster's own ranking kept. The selection stays on its
+    /// incident (by the incident's identity: a cluster's incidents reorder as it reads).
     pub fn rebuild(&mut self) {
-        let prev = self
-            .grid
-            .selected_row()
-            .and_then(|i| self.rows.get(i).cloned());
+        let prev = self.chosen.clone();
         let mut rows = Vec::new();
         for (c, s) in self.clusters.iter().enumerate() {
             if unreachable(s).is_some() {
@@ -117,7 +138,7 @@ impl Fleet {
         self.rows = order.into_iter().map(|i| rows[i].clone()).collect();
         self.grid.index = (0..self.rows.len()).collect();
         if self.grid.moved
-            && let Some(p) = prev.and_then(|p| self.rows.iter().position(|r| *r == p))
+            && let Some(p) = prev.and_then(|p| self.rows.iter().position(|r| self.identity(r) == p))
         {
             self.grid.selected = p;
         }
@@ -125,6 +146,31 @@ impl Fleet {
         self.grid.move_by(0, h);
         if self.grid.selected >= self.rows.len() {
             self.grid.selected = self.rows.len().saturating_sub(1);
+        }
+        self.remember_choice();
+    }
+
+    /// Remember what the selected row is about (see [`Fleet::chosen`]).
+    fn remember_choice(&mut self) {
+        self.chosen = self
+            .grid
+            .selected_row()
+            .and_then(|i| self.rows.get(i).cloned())
+            .map(|r| self.identity(&r));
+    }
+
+    /// What a row is about, whatever its index: its cluster and its incident's identity.
+    fn identity(&self, r: &Row) -> (usize, Option<super::triage::Key>) {
+        match r {
+            Row::Incident { cluster, incident } => (
+                *cluster,
+                self.clusters[*cluster]
+                    .triage
+                    .incidents
+                    .get(*incident)
+                    .map(super::triage::key),
+            ),
+            Row::Unreachable { cluster } => (*cluster, None),
         }
     }
 
@@ -208,12 +254,20 @@ pub enum FleetAction {
 
 /// Apply an action; the effects to run, each with the cluster whose runtime runs it.
 pub fn update(f: &mut Fleet, a: FleetAction) -> Vec<(usize, Effect)> {
+    if !f.merged {
+        // A fleet of one: every input and result is its State's, as it comes.
+        let a = match a {
+            FleetAction::Input(a) | FleetAction::Cluster(_, a) => a,
+        };
+        return tagged(0, super::update::update(&mut f.clusters[0], a));
+    }
+    let input = matches!(a, FleetAction::Input(_));
     let fx = match a {
         FleetAction::Cluster(c, a) if c < f.clusters.len() => tagged(c, f.cluster_update(c, a)),
         FleetAction::Cluster(..) => Vec::new(),
-        FleetAction::Input(Action::Key(ev)) => on_key(f, ev),
+        FleetAction::Input(Action::Key(ev, at)) => on_key(f, ev, at),
         // What the operator sees is the front cluster's screen: only it was drawn.
-        FleetAction::Input(a @ Action::Drawn) => {
+        FleetAction::Input(a @ Action::Drawn(_)) => {
             let c = f.active;
             tagged(c, f.cluster_update(c, a))
         }
@@ -234,6 +288,16 @@ pub fn update(f: &mut Fleet, a: FleetAction) -> Vec<(usize, Effect)> {
             fx
         }
     };
+    if input {
+        // Every cluster's incidents as they are now, whatever tab it was left on (the
+        // merged list and the header show them all): derived again at a key or a tick,
+        // not for each of a thousand tables' results.
+        for s in &mut f.clusters {
+            if s.triage.dirty {
+                super::triage::rebuild(s);
+            }
+        }
+    }
     f.rebuild();
     // Until the operator moves, the top row (the worst incident) is the one in front.
     let s = f.front();
@@ -241,6 +305,22 @@ pub fn update(f: &mut Fleet, a: FleetAction) -> Vec<(usize, Effect)> {
         f.follow_selection();
     }
     fx
+}
+
+/// What runs on the clusters other than `front` (jobs, Airflow writes), one line each,
+/// tagged by profile: what quitting asks about beside the front's own.
+fn busy_elsewhere(f: &Fleet, front: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    for (c, s) in f.clusters.iter().enumerate().filter(|(c, _)| *c != front) {
+        for j in s.jobs.list.iter().filter(|j| j.running()) {
+            out.push(format!("[{}] {}", s.conn.profile, j.line(s.now)));
+        }
+        for w in &s.airflow_writes {
+            out.push(format!("[{}] Airflow write {w}", s.conn.profile));
+        }
+        let _ = c;
+    }
+    out
 }
 
 impl Fleet {
@@ -261,7 +341,7 @@ fn tagged(c: usize, fx: Vec<Effect>) -> Vec<(usize, Effect)> {
 
 /// The Triage tab's moves go to the merged list while nothing is open over it; every
 /// other key goes to the front cluster. A switch of tab keeps the cluster in front.
-fn on_key(f: &mut Fleet, ev: KeyEvent) -> Vec<(usize, Effect)> {
+fn on_key(f: &mut Fleet, ev: KeyEvent, at: std::time::Instant) -> Vec<(usize, Effect)> {
     let c = f.active;
     let s = &f.clusters[c];
     let free = s.prompt.is_none() && s.popup.is_none() && s.tab == Tab::Triage;
@@ -290,6 +370,7 @@ fn on_key(f: &mut Fleet, ev: KeyEvent) -> Vec<(usize, Effect)> {
     };
     if let Some(d) = moved {
         f.grid.move_by(d, h);
+        f.remember_choice();
         f.follow_selection();
         return Vec::new();
     }
@@ -303,7 +384,19 @@ fn on_key(f: &mut Fleet, ev: KeyEvent) -> Vec<(usize, Effect)> {
         // Nothing to open: the row's line is its evidence.
         return Vec::new();
     }
-    let fx = f.cluster_update(c, Action::Key(ev));
+    // Quitting asks about every cluster's jobs and Airflow writes, not the front's alone.
+    let others = busy_elsewhere(f, c);
+    f.clusters[c].elsewhere = others;
+    let quitting = f.clusters[c].quit;
+    let mut fx = tagged(c, f.cluster_update(c, Action::Key(ev, at)));
+    if !quitting && f.clusters[c].quit {
+        // Left with the front's answer: the others' jobs are cancelled as its were.
+        for o in (0..f.clusters.len()).filter(|&o| o != c) {
+            fx.extend(tagged(o, f.cluster_update(o, Action::Leave)));
+        }
+        return fx;
+    }
+    let fx: Vec<Effect> = fx.into_iter().map(|(_, e)| e).collect();
     let (to_open, fx): (Vec<_>, Vec<_>) = fx.into_iter().partition(|e| {
         matches!(e, Effect::SwitchProfile(name)
             if f.clusters.iter().enumerate().any(|(j, s)| j != c && s.conn.profile == *name))
@@ -325,6 +418,7 @@ fn bring_to_front(f: &mut Fleet, name: &str) {
         f.grid.selected = pos;
         f.grid.moved = true;
         f.grid.ensure_visible(f.front().page_height());
+        f.remember_choice();
         f.follow_selection();
     } else {
         let tab = f.front().tab;

@@ -12,6 +12,7 @@ use super::action::{Effect, MaintenanceKind};
 use super::prompt::{Prompt, RetentionFor};
 use super::state::{Level, Popup, State};
 use crate::lakehouse::model::TableRef;
+use crate::mutation::contention::{Unknown, Writers};
 use crate::mutation::draft::{PlanDraft, PlanError};
 use crate::mutation::run::{RunError, StepEvent};
 
@@ -28,6 +29,11 @@ pub enum MaintenanceMsg {
         job: u64,
         result: Result<(), RunError>,
     },
+    /// Who else writes a table now, as read for Triage.
+    Writers {
+        table: TableRef,
+        result: Result<Writers, Unknown>,
+    },
 }
 
 /// Maintenance messages: a drafted plan, a job's progress, a job's end.
@@ -39,6 +45,19 @@ pub fn update(s: &mut State, msg: MaintenanceMsg) -> Vec<Effect> {
         }
         MaintenanceMsg::Step { job, event } => {
             on_job_event(s, job, event);
+            Vec::new()
+        }
+        MaintenanceMsg::Writers { table, result } => {
+            match result {
+                Ok(w) if w.none() => {
+                    s.jobs.elsewhere.remove(&table);
+                }
+                Ok(w) => {
+                    s.jobs.elsewhere.insert(table, (s.now, w));
+                }
+                // Not read this time: what was read before stands until it is stale.
+                Err(e) => tracing::warn!(error = %e, "cannot read who else writes a table"),
+            }
             Vec::new()
         }
         MaintenanceMsg::Done { job, result } => {
@@ -77,6 +96,12 @@ fn on_plan_ready(s: &mut State, epoch: u64, r: Result<PlanDraft, PlanError>) {
             "a plan drafted before the profile switch arrived: not shown (plan it again)",
         );
         return;
+    }
+    if let Err(PlanError::Contended(c)) = &r
+        && let Some(t) = c.0.table.clone()
+    {
+        // Said on Triage too, instead of proposing `o` again.
+        s.jobs.elsewhere.insert(t, (s.now, (*c.0).clone()));
     }
     match r.and_then(|draft| Ok(Confirm::new(draft, &s.health, epoch)?)) {
         Ok(c) if s.readonly => {

@@ -192,7 +192,7 @@ mod tests {
         // The runtime runs no effect of Drawn: a load asked there would stay "reading".
         let mut s = loaded();
         s.popup = Some(Popup::Health(tref("zoning", "documents")));
-        assert!(update(&mut s, Action::Drawn).is_empty());
+        assert!(update(&mut s, Action::Drawn(std::time::Instant::now())).is_empty());
         assert!(s.queries.by_table.is_empty());
         let now = s.now;
         let fx = update(&mut s, Action::Tick(now));

@@ -136,8 +136,9 @@ pub struct State {
     pub queries: super::queries::QueriesView,
     /// `[[maintenance]]` mappings of the profile.
     pub maintenance: Vec<crate::config::MaintenanceMapping>,
-    /// Frames drawn so far (`Action::Drawn`).
-    pub frames: u64,
+    /// When the key being handled was read from the terminal (`Action::Key`): what a
+    /// confirmation's dwell is measured against.
+    pub key_at: Option<std::time::Instant>,
     /// Airflow writes sent and not answered yet (what `y` on a DAG or connection write
     /// sent), whatever the profile: quitting asks while any is in flight.
     pub airflow_writes: Vec<String>,
@@ -152,6 +153,9 @@ pub struct State {
     /// One of several clusters on screen (`floe --all`): the tab bar and confirmations
     /// name its profile.
     pub fleet_member: bool,
+    /// What runs on the other clusters of `floe --all` (their jobs and Airflow writes,
+    /// tagged by profile), as the fleet last told it: quitting asks about them too.
+    pub elsewhere: Vec<String>,
 }
 
 impl State {
@@ -188,43 +192,42 @@ impl State {
             dags: super::dags::DagsView::default(),
             triage: super::triage::TriageView::default(),
             maintenance: Vec::new(),
-            frames: 0,
+            key_at: None,
             copied: None,
             help_scroll: 0,
             fleet_member: false,
+            elsewhere: Vec::new(),
         }
     }
 
-    /// Whether a confirm popup may take its answer: it was drawn since it opened and has
-    /// been on screen for `confirm_dwell`, so the key was pressed by someone who saw it
-    /// (not typed ahead over a slow link). Without any frame drawn (`update` driven with
-    /// no screen) there is nothing to wait for. The dwell holds back `confirm` only (a no
-    /// typed ahead is harmless); a confirm too early says so.
+    /// Whether a confirm popup may take its answer: it was drawn since it opened, and the
+    /// key was read `confirm_dwell` after that frame (both facts of the input, not of a
+    /// frame counter: a popup that was never drawn — on a cluster never in front, in a
+    /// terminal too small — takes nothing; a key typed ahead over a slow link before the
+    /// question was on screen is not its answer).
     pub fn popup_seen(&mut self, shown: bool, confirming: bool) -> bool {
-        if self.frames == 0 {
-            return true;
-        }
         if !shown {
             return false;
         }
         if !confirming {
             return true;
         }
-        let on_screen = self.popup_shown_at.map(|t| t.elapsed());
-        match on_screen {
-            Some(d) if d < self.confirm_dwell => {
-                self.set_status(
-                    Level::Warn,
-                    format!(
-                        "key ignored: the question has been on screen for {} ms only (confirm_dwell {} ms); press it again",
-                        d.as_millis(),
-                        self.confirm_dwell.as_millis()
-                    ),
-                );
-                false
-            }
-            _ => true,
+        let (Some(drawn), Some(key)) = (self.popup_shown_at, self.key_at) else {
+            return false;
+        };
+        let on_screen = key.saturating_duration_since(drawn);
+        if on_screen < self.confirm_dwell {
+            self.set_status(
+                Level::Warn,
+                format!(
+                    "key ignored: the question had been on screen for {} ms only when it was typed (confirm_dwell {} ms); press it again",
+                    on_screen.as_millis(),
+                    self.confirm_dwell.as_millis()
+                ),
+            );
+            return false;
         }
+        true
     }
 
     /// Whether a frame of this size draws the screen (popups included); below it only

@@ -17,15 +17,24 @@ pub fn t0() -> DateTime<Utc> {
 }
 
 pub fn key(c: char) -> Action {
-    Action::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE))
+    Action::Key(
+        KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE),
+        std::time::Instant::now(),
+    )
 }
 
 pub fn code(c: KeyCode) -> Action {
-    Action::Key(KeyEvent::new(c, KeyModifiers::NONE))
+    Action::Key(
+        KeyEvent::new(c, KeyModifiers::NONE),
+        std::time::Instant::now(),
+    )
 }
 
 pub fn ctrl(c: char) -> Action {
-    Action::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL))
+    Action::Key(
+        KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL),
+        std::time::Instant::now(),
+    )
 }
 
 pub fn tref(s: &str, t: &str) -> TableRef {
@@ -74,6 +83,11 @@ pub fn healthy_stats() -> TableStats {
         last_write: Some(t0() - chrono::Duration::hours(21)),
         ..Default::default()
     }
+}
+
+/// A frame drawn now (what lets a confirmation on screen take its answer).
+pub fn drawn(s: &mut State) {
+    update(s, Action::Drawn(std::time::Instant::now()));
 }
 
 /// The refresh's reads among `fx`, in order.

@@ -61,9 +61,9 @@ pub fn load(s: &State) -> Load {
 }
 
 /// An incident's identity across re-derivations: its kind and what it is about.
-type Key = (Kind, Option<String>, Option<TableRef>);
+pub(crate) type Key = (Kind, Option<String>, Option<TableRef>);
 
-fn key(i: &Incident) -> Key {
+pub(crate) fn key(i: &Incident) -> Key {
     (i.kind, i.dags.first().cloned(), i.worst_table().cloned())
 }
 
@@ -103,6 +103,12 @@ pub fn rebuild(s: &mut State) {
         .iter()
         .filter_map(|r| super::queries::suffered(s, &r.table).map(|l| (&r.table, l)))
         .collect();
+    let running: HashMap<&TableRef, String> = s
+        .tables
+        .rows
+        .iter()
+        .filter_map(|r| Some((&r.table, s.jobs.running_elsewhere(&r.table, s.now)?)))
+        .collect();
     let errors: Vec<Option<String>> = s
         .tables
         .rows
@@ -116,6 +122,7 @@ pub fn rebuild(s: &mut State) {
             .iter()
             .zip(&errors)
             .map(|(r, error)| TableFacts {
+                running: running.get(&r.table).map(String::as_str),
                 suffered: suffered.get(&r.table).map(String::as_str),
                 table: &r.table,
                 stats: r.stats(),

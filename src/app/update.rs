@@ -27,7 +27,7 @@ pub fn update(s: &mut State, action: Action) -> Vec<Effect> {
     );
     let queries = matches!(action, Action::Queries { .. });
     // A frame drawn asks for nothing: the runtime runs no effect of `Drawn`.
-    let drawn = matches!(action, Action::Drawn);
+    let drawn = matches!(action, Action::Drawn(_));
     let mut fx = dispatch(s, action);
     if data || queries {
         s.triage.dirty = true;
@@ -69,7 +69,10 @@ fn auto_start(s: &mut State) {
 fn dispatch(s: &mut State, action: Action) -> Vec<Effect> {
     match action {
         Action::Start => refresh_all(s),
-        Action::Key(ev) => on_key(s, ev),
+        Action::Key(ev, at) => {
+            s.key_at = Some(at);
+            on_key(s, ev)
+        }
         Action::Cost(c) => {
             s.tables.refresh.record_cost(s.now, c);
             Vec::new()
@@ -104,8 +107,8 @@ fn dispatch(s: &mut State, action: Action) -> Vec<Effect> {
             Vec::new()
         }
         Action::Terminate => maintenance::quit::terminate(s),
-        Action::Drawn => {
-            s.frames += 1;
+        Action::Leave => maintenance::quit::leave_cancelling(s),
+        Action::Drawn(at) => {
             // A popup under an open prompt is not what the operator is looking at, nor
             // one a terminal too small to draw it hides.
             if s.prompt.is_none() && s.drawable() {
@@ -117,7 +120,7 @@ fn dispatch(s: &mut State, action: Action) -> Vec<Effect> {
                 };
                 if first {
                     // The dwell before it takes `y` counts from the frame that shows it.
-                    s.popup_shown_at = Some(std::time::Instant::now());
+                    s.popup_shown_at = Some(at);
                 }
             }
             Vec::new()

@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::airflow::Connection;
+use crate::airflow::model::{TestSite, Tested};
 use crate::config::AirflowSettings;
 
 impl Doctor<'_> {
@@ -127,32 +128,53 @@ impl Doctor<'_> {
             return;
         };
         let t = Instant::now();
-        match client.test_connection(conn).await {
-            Ok(ConnectionTest::Passed(_)) => {
+        let r = client.check_connection(conn).await;
+        let (id, took) = (&conn.connection_id, ms(t.elapsed()));
+        let site = |s: TestSite| match s {
+            TestSite::ApiServer => "by the API server",
+            TestSite::Worker => "on a worker",
+        };
+        match r {
+            Ok(Tested {
+                test: ConnectionTest::Passed(_),
+                site: at,
+            }) => {
                 self.report(Check::pass(
                     "airflow connection test",
-                    format!(
-                        "allowed: {} passed in {}",
-                        conn.connection_id,
-                        ms(t.elapsed())
-                    ),
+                    format!("allowed: {id} passed {} in {took}", site(at)),
                 ));
             }
-            Ok(ConnectionTest::Failed(m)) => {
+            Ok(Tested {
+                test: ConnectionTest::Failed(m),
+                site: at,
+            }) => {
                 self.report(Check::pass(
                     "airflow connection test",
                     format!(
-                        "allowed: {} was tested and fails ({}): floe check reports it",
-                        conn.connection_id,
+                        "allowed: {id} was tested {} and fails ({}): floe check reports it",
+                        site(at),
                         m.lines().next().unwrap_or("")
                     ),
                 ));
             }
-            Ok(ConnectionTest::NotAllowed(m)) => {
-                self.report(Check::fail(
+            Ok(Tested {
+                test: ConnectionTest::NoVerdict(m),
+                ..
+            }) => {
+                self.report(Check::pass(
                     "airflow connection test",
-                    m,
-                    "enable it in airflow.cfg ([core] test_connection = Enabled) for a user that may edit connections, or set airflow.test_connections = false",
+                    format!("allowed, but no verdict on {id}: {m}"),
+                ));
+            }
+            Ok(Tested {
+                test: ConnectionTest::NotAllowed(m),
+                ..
+            }) => {
+                self.report(Check::skip(
+                    "airflow connection test",
+                    format!(
+                        "{m} (Airflow's default since 2.7): floe names a suspect connection from the failing task's error instead, and a fix is proven by the DAG's next run"
+                    ),
                 ));
             }
             Err(e) => {

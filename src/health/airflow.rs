@@ -6,7 +6,8 @@ use url::Url;
 use super::{Finding, Rule, Severity};
 use crate::airflow::scan::DagList;
 use crate::airflow::{
-    AirflowHealth, Connection, ConnectionTest, DagRunState, HealthStatus, TaskState,
+    AirflowHealth, Connection, ConnectionTest, DagRunState, HealthStatus, TaskState, TestSite,
+    Tested,
 };
 
 /// Components the header should name (unhealthy ones only).
@@ -78,11 +79,9 @@ fn endpoint(url: &Url) -> String {
 
 /// Findings about Airflow's Trino connections (as `airflow::scan::trino_connections` read
 /// them, each with its test): one that fails its test through Airflow, or points somewhere
-/// other than the Trino floe reached.
-pub fn connection_findings(
-    conns: &[(Connection, Option<ConnectionTest>)],
-    trino: &Url,
-) -> Vec<Finding> {
+/// other than the Trino floe reached; an untested one where floe reached Trino is an INFO
+/// (what a failing task's error may still name after a fix, where Airflow tests nothing).
+pub fn connection_findings(conns: &[(Connection, Option<Tested>)], trino: &Url) -> Vec<Finding> {
     conns
         .iter()
         .filter_map(|(c, tested)| {
@@ -91,23 +90,47 @@ pub fn connection_findings(
                 c.host.as_deref().unwrap_or(""),
                 c.port.unwrap_or(8080)
             );
-            connection_finding(&c.connection_id, &theirs, trino, tested.as_ref())
+            tested_finding(&c.connection_id, &theirs, trino, tested.as_ref())
         })
         .collect()
 }
 
-/// What one connection at `theirs` says, beside the Trino floe reached at `trino`.
-///
-/// Only a failed test is trouble. A connection whose test passes works, wherever it points:
-/// floe on a bastion reaches the coordinator through a tunnel or another name while the
-/// workers use the cluster's own, so an endpoint unlike floe's is at most an INFO. An
-/// untested one at another endpoint is a WARNING, unless floe itself came through a
-/// loopback or link-local address (a tunnel's end): then nothing tells the two apart.
+/// [`tested_finding`] of a test the API server ran.
 pub fn connection_finding(
     id: &str,
     theirs: &str,
     trino: &Url,
     tested: Option<&ConnectionTest>,
+) -> Option<Finding> {
+    let tested = tested.map(|t| Tested {
+        test: t.clone(),
+        site: TestSite::ApiServer,
+    });
+    tested_finding(id, theirs, trino, tested.as_ref())
+}
+
+/// Why a connection's finding says nothing of whether it works, as its message ends.
+pub const NOT_TESTED: &str = " (not tested)";
+/// Airflow refuses to test connections (`[core] test_connection`, disabled by default).
+pub const TESTS_DISABLED: &str = " (Airflow does not test connections here)";
+/// The test ran without the secret floe never reads: `…: why)`.
+pub const NO_VERDICT: &str = " (its test is no verdict: ";
+
+/// What one connection at `theirs` says, beside the Trino floe reached at `trino`.
+///
+/// Only a failed test is trouble, and only a test of the stored connection is a verdict (a
+/// failure for the password floe withheld is [`ConnectionTest::NoVerdict`]). A connection
+/// whose test passes works, wherever it points: floe on a bastion reaches the coordinator
+/// through a tunnel or another name while the workers use the cluster's own, so an
+/// endpoint unlike floe's is at most an INFO. An untested one at another endpoint is a
+/// WARNING, unless floe itself came through a loopback or link-local address (a tunnel's
+/// end): then nothing tells the two apart. An untested one where floe reached Trino is an
+/// INFO that says so.
+pub fn tested_finding(
+    id: &str,
+    theirs: &str,
+    trino: &Url,
+    tested: Option<&Tested>,
 ) -> Option<Finding> {
     let ours = endpoint(trino);
     let floe_local = trino
@@ -119,12 +142,16 @@ pub fn connection_finding(
         message,
         penalty: 0,
     };
-    match tested {
+    let on = match tested.map(|t| t.site) {
+        Some(TestSite::Worker) => " on a worker",
+        _ => "",
+    };
+    match tested.map(|t| &t.test) {
         Some(ConnectionTest::Failed(msg)) => Some(finding(
             Rule::AirflowConnectionFailing,
             Severity::Critical,
             format!(
-                "Airflow connection {id} points at {theirs} and fails its test: {}{}",
+                "Airflow connection {id} points at {theirs} and fails its test{on}: {}{}",
                 msg.lines().next().unwrap_or(""),
                 if theirs != ours {
                     format!(" — floe reached {ours}")
@@ -136,39 +163,47 @@ pub fn connection_finding(
         Some(ConnectionTest::Passed(_)) if theirs == ours => Some(finding(
             Rule::AirflowConnectionWorks,
             Severity::Info,
-            format!("Airflow connection {id} points at {theirs} and its test passes"),
+            format!("Airflow connection {id} points at {theirs} and its test passes{on}"),
         )),
-        _ if theirs == ours => None,
         Some(ConnectionTest::Passed(_)) => Some(finding(
             Rule::AirflowConnectionWorks,
             Severity::Info,
             format!(
-                "Airflow connection {id} points at {theirs} and its test passes — floe reached {ours}: the same coordinator by another name, or another one"
+                "Airflow connection {id} points at {theirs} and its test passes{on} — floe reached {ours}: the same coordinator by another name, or another one"
             ),
         )),
-        _ if floe_local => Some(finding(
+        untested if theirs == ours => Some(finding(
+            Rule::AirflowConnectionUntested,
+            Severity::Info,
+            format!(
+                "Airflow connection {id} points at {theirs}, the Trino floe reached{}",
+                why_untested(untested)
+            ),
+        )),
+        untested if floe_local => Some(finding(
             Rule::AirflowConnectionElsewhere,
             Severity::Info,
             format!(
                 "Airflow connection {id} points at {theirs} — floe reached Trino through {ours} on this machine (a tunnel?), so that says nothing of it{}",
-                untested(tested)
+                why_untested(untested)
             ),
         )),
-        _ => Some(finding(
+        untested => Some(finding(
             Rule::AirflowConnectionElsewhere,
             Severity::Warning,
             format!(
                 "Airflow connection {id} points at {theirs} — floe reached {ours}{}",
-                untested(tested)
+                why_untested(untested)
             ),
         )),
     }
 }
 
-fn untested(tested: Option<&ConnectionTest>) -> &'static str {
+fn why_untested(tested: Option<&ConnectionTest>) -> String {
     match tested {
-        Some(ConnectionTest::NotAllowed(_)) => " (the server does not allow testing it)",
-        _ => " (not tested)",
+        Some(ConnectionTest::NotAllowed(_)) => TESTS_DISABLED.into(),
+        Some(ConnectionTest::NoVerdict(why)) => format!("{NO_VERDICT}{why})"),
+        _ => NOT_TESTED.into(),
     }
 }
 
@@ -244,14 +279,67 @@ mod tests {
             (f.rule, f.severity),
             (Rule::AirflowConnectionWorks, Severity::Info)
         );
+        // Untested where floe reached Trino: an INFO that says so (what a failing task's
+        // error may name after a fix, where Airflow tests nothing).
+        let f = connection_finding(
+            "trino_default",
+            "127.0.0.1:35019",
+            &url("http://127.0.0.1:35019"),
+            None,
+        )
+        .unwrap();
+        assert_eq!(
+            (f.rule, f.severity),
+            (Rule::AirflowConnectionUntested, Severity::Info)
+        );
+        assert_eq!(
+            f.message,
+            "Airflow connection trino_default points at 127.0.0.1:35019, the Trino floe reached (not tested)"
+        );
+    }
+
+    /// A test that failed for the password floe withheld is no verdict: never a failing
+    /// connection, whatever it said.
+    #[test]
+    fn a_test_without_the_stored_password_is_no_verdict() {
+        let t = Tested {
+            test: ConnectionTest::NoVerdict("Airflow 2 tests only the fields it is sent".into()),
+            site: TestSite::ApiServer,
+        };
+        let f = tested_finding(
+            "trino_secure",
+            "trino.prod.internal:8443",
+            &url("http://127.0.0.1:8443"),
+            Some(&t),
+        )
+        .unwrap();
+        assert_eq!(
+            (f.rule, f.severity),
+            (Rule::AirflowConnectionElsewhere, Severity::Info)
+        );
         assert!(
-            connection_finding(
-                "trino_default",
-                "127.0.0.1:35019",
-                &url("http://127.0.0.1:35019"),
-                None
-            )
-            .is_none()
+            f.message
+                .ends_with(" (its test is no verdict: Airflow 2 tests only the fields it is sent)"),
+            "{}",
+            f.message
+        );
+        let worker = Tested {
+            test: ConnectionTest::Failed("failed to resolve trino-old.internal".into()),
+            site: TestSite::Worker,
+        };
+        let f = tested_finding(
+            "trino_documents",
+            "trino-old.internal:8080",
+            &url("http://127.0.0.1:8443"),
+            Some(&worker),
+        )
+        .unwrap();
+        assert!(
+            f.message.contains(
+                "trino-old.internal:8080 and fails its test on a worker: failed to resolve"
+            ),
+            "{}",
+            f.message
         );
     }
 
@@ -286,10 +374,6 @@ mod tests {
         )
         .unwrap();
         assert_eq!(f.severity, Severity::Info, "{f:?}");
-        assert!(
-            f.message.contains("does not allow testing"),
-            "{}",
-            f.message
-        );
+        assert!(f.message.ends_with(TESTS_DISABLED), "{}", f.message);
     }
 }

@@ -19,6 +19,7 @@ mod code;
 mod connections;
 mod dags;
 mod endpoints;
+mod failing;
 mod fixed;
 mod incident;
 
@@ -28,7 +29,6 @@ use affected::{
 };
 use connections::{ConnFinding, conn_finding, conn_state, ids};
 use dags::{dag_cause, dag_failure_line, dag_jump, paused, runs, unpause};
-use endpoints::contains_word;
 pub use endpoints::endpoints;
 pub use incident::{Incident, Jump, Kind, Next};
 
@@ -44,6 +44,8 @@ pub struct TableFacts<'a> {
     pub dag_id: Option<&'a str>,
     /// What the worst query that read it suffered, from the coordinator's record.
     pub suffered: Option<&'a str>,
+    /// Who else rewrites it now, when floe read that one does (`compact_documents, 40 %`).
+    pub running: Option<&'a str>,
 }
 
 /// Everything triage reads.
@@ -159,130 +161,6 @@ impl<'f, 'a> Triage<'f, 'a> {
         out
     }
 
-    /// Failing DAGs: by the endpoint their error names, else one incident each.
-    fn failing_dags(&mut self) {
-        let mut by_endpoint: BTreeMap<String, Vec<&'a DagFacts>> = BTreeMap::new();
-        let mut alone: Vec<&'a DagFacts> = Vec::new();
-        for &d in &self.facts.dags {
-            if d.import_error.is_some() || !d.last_run_failed() {
-                continue;
-            }
-            // Prefer an endpoint an Airflow connection points at; else the first named.
-            let named = d.error_line.as_deref().map(endpoints).unwrap_or_default();
-            let chosen = named
-                .iter()
-                .find(|e| self.conns.iter().any(|c| c.trouble && &c.endpoint == *e))
-                .or(named.first());
-            match chosen {
-                Some(e) => by_endpoint.entry(e.clone()).or_default().push(d),
-                None => alone.push(d),
-            }
-        }
-        for (endpoint, dags) in &by_endpoint {
-            self.endpoint(endpoint, dags);
-        }
-        for d in alone {
-            self.dag_failing(d);
-        }
-    }
-
-    /// DAGs failing on one endpoint, with the Airflow connections that point there.
-    fn endpoint(&mut self, endpoint: &str, dags: &[&'a DagFacts]) {
-        let here: Vec<ConnFinding<'a>> = self
-            .conns
-            .iter()
-            .filter(|c| c.trouble && c.endpoint == endpoint)
-            .cloned()
-            .collect();
-        let names = |id: &str| {
-            dags.iter().any(|d| {
-                d.error_line
-                    .as_deref()
-                    .is_some_and(|e| contains_word(e, id))
-            })
-        };
-        // The DAGs' errors name a connection that now works (fixed since): the failure
-        // is that connection's, not another's that happens to point at the endpoint.
-        if !here.iter().any(|c| names(&c.id)) {
-            let working: Vec<ConnFinding<'a>> = self
-                .conns
-                .iter()
-                .filter(|c| c.works && names(&c.id))
-                .cloned()
-                .collect();
-            if !working.is_empty() {
-                return self.fixed_endpoint(endpoint, dags, &working);
-            }
-        }
-        // Connections the DAGs' own errors name (as a word), else every one at the endpoint.
-        let named: Vec<&ConnFinding> = here.iter().filter(|c| names(&c.id)).collect();
-        let shown: Vec<&ConnFinding> = if named.is_empty() {
-            here.iter().collect()
-        } else {
-            named
-        };
-        let dag_ids: Vec<String> = dags.iter().map(|d| d.dag_id.clone()).collect();
-        let what = if dags.len() == 1 {
-            format!(
-                "DAG {}{} {}",
-                dags[0].dag_id,
-                paused(dags[0]),
-                runs(dags[0].failed_runs)
-            )
-        } else {
-            format!(
-                "DAGs {} failing ({} failed runs)",
-                dag_ids.join(", "),
-                dags.iter().map(|d| d.failed_runs.max(1)).sum::<u32>()
-            )
-        };
-        let cause = if shown.is_empty() {
-            format!("{what} (its error names {endpoint})")
-        } else {
-            format!(
-                "{what} ({} {} → {endpoint}, {})",
-                plural(shown.len(), "connection", "connections"),
-                ids(&shown).join(", "),
-                conn_state(&shown)
-            )
-        };
-        let mut evidence: Vec<String> = dags.iter().map(|d| dag_failure_line(d)).collect();
-        for c in &here {
-            evidence.push(c.finding.message.clone());
-            self.used.insert(c.index);
-        }
-        let mut mine = Vec::new();
-        for d in dags {
-            self.handled.insert(d.dag_id.as_str());
-            mine.extend(self.tables_of(&d.dag_id));
-        }
-        let tables = self.claim(&mine, &mut evidence);
-        let mut next = vec![Next::FixConnection {
-            connections: ids(&shown),
-            endpoint: Some(endpoint.to_string()),
-        }];
-        next.extend(unpause(dags.iter().copied()));
-        next.push(Next::Trigger {
-            dag_id: dag_ids[0].clone(),
-            after_fix: true,
-        });
-        if let Some(t) = tables.first() {
-            next.push(optimize_next(t));
-        }
-        self.out.push(Incident {
-            severity: Severity::Critical,
-            kind: Kind::Endpoint,
-            cause,
-            jump: Jump::DagFailure {
-                dag_id: dag_ids[0].clone(),
-            },
-            tables,
-            dags: dag_ids,
-            evidence,
-            next,
-        });
-    }
-
     /// A failing DAG whose error names no endpoint.
     fn dag_failing(&mut self, d: &'a DagFacts) {
         self.handled.insert(d.dag_id.as_str());
@@ -383,7 +261,7 @@ impl<'f, 'a> Triage<'f, 'a> {
                     "Airflow {} {} → {endpoint} {}",
                     plural(cs.len(), "connection", "connections"),
                     ids(&shown).join(", "),
-                    conn_state(&shown)
+                    conn_state(&shown, None)
                 ),
                 tables: Vec::new(),
                 dags: Vec::new(),

@@ -85,6 +85,9 @@ rules! {
     /// An Airflow connection to Trino passes its test (an INFO: what a failing DAG's
     /// error may name after the connection was fixed).
     AirflowConnectionWorks = "airflow_connection_works",
+    /// An Airflow connection to the Trino floe reached, untested (Airflow tests nothing,
+    /// or its test is no verdict): an INFO, what a failing DAG's error may still name.
+    AirflowConnectionUntested = "airflow_connection_untested",
     /// No table matched.
     NoTables = "no_tables",
     /// A table could not be read.
@@ -123,6 +126,7 @@ impl Rule {
             Rule::AirflowConnectionFailing
                 | Rule::AirflowConnectionElsewhere
                 | Rule::AirflowConnectionWorks
+                | Rule::AirflowConnectionUntested
         )
     }
 }

@@ -163,6 +163,8 @@ spelled! {
         Passed = "passed",
         /// The server does not allow testing connections.
         NotAllowed = "not_allowed",
+        /// The test ran without the secret floe never reads and failed for lack of it.
+        NoVerdict = "no_verdict",
         /// A connection's test could not run.
         Error = "error",
     }
@@ -490,6 +492,7 @@ mod tests {
             (Outcome::Refused, "refused"),
             (Outcome::Passed, "passed"),
             (Outcome::NotAllowed, "not_allowed"),
+            (Outcome::NoVerdict, "no_verdict"),
             (Outcome::Error, "error"),
         ];
         spelled_as(&outcomes, Outcome::parse);

@@ -4,7 +4,9 @@
 //! `floe connection`.
 
 use super::audit::{Action, Outcome, WriteError};
-use crate::airflow::{AirflowClient, AirflowError, ApiVersion, Connection, ConnectionTest};
+use crate::airflow::{
+    AirflowClient, AirflowError, ApiVersion, Connection, ConnectionTest, TestSite, Tested,
+};
 use crate::config::uri::{UriError, parse_trino_uri};
 
 /// Where the connection is to point.
@@ -168,7 +170,7 @@ pub fn statement(id: &str, t: &Target) -> String {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Fixed {
     pub connection: Connection,
-    pub test: Result<ConnectionTest, TestError>,
+    pub test: Result<Tested, TestError>,
 }
 
 /// Why a fixed connection's test did not run to an answer.
@@ -190,10 +192,27 @@ impl Fixed {
             c.host.as_deref().unwrap_or(""),
             c.port.map(|p| p.to_string()).unwrap_or_default()
         );
+        let on = |site: &TestSite| match site {
+            TestSite::ApiServer => "",
+            TestSite::Worker => " on a worker",
+        };
         let test = match &self.test {
-            Ok(ConnectionTest::Passed(m)) => format!("its test passes{}", said(m)),
-            Ok(ConnectionTest::Failed(m)) => format!("its test still fails{}", said(m)),
-            Ok(ConnectionTest::NotAllowed(m)) => format!("not tested: {m}"),
+            Ok(Tested {
+                test: ConnectionTest::Passed(m),
+                site,
+            }) => format!("its test passes{}{}", on(site), said(m)),
+            Ok(Tested {
+                test: ConnectionTest::Failed(m),
+                site,
+            }) => format!("its test still fails{}{}", on(site), said(m)),
+            Ok(Tested {
+                test: ConnectionTest::NotAllowed(m),
+                ..
+            }) => format!("not tested ({m}): the DAG's next run proves it (t trigger)"),
+            Ok(Tested {
+                test: ConnectionTest::NoVerdict(m),
+                ..
+            }) => format!("its test is no verdict ({m}): the DAG's next run proves it (t trigger)"),
             Err(e) => format!("its test could not run: {e}"),
         };
         format!("connection {} → {at}; {test}", c.connection_id)
@@ -299,7 +318,7 @@ where
         .and_then(|mut g| g.take())
         .ok_or_else(|| WriteError::AnswerLost(id.to_string()))?;
     let test = tokio::select! {
-        x = c.test_connection(&connection) => x.map_err(TestError::Airflow),
+        x = c.check_connection(&connection) => x.map_err(TestError::Airflow),
         why = stop.as_mut() => Err(TestError::Interrupted(why)),
     };
     let fixed = Fixed { connection, test };
@@ -316,10 +335,11 @@ fn record_test(r: &FixRequest<'_>, f: &Fixed) -> Result<(), WriteError> {
         Action::TestConnection,
         &format!("test connection {} {}", r.id, endpoint_text(&f.connection)),
     );
-    let (outcome, error) = match &f.test {
+    let (outcome, error) = match f.test.as_ref().map(|t| &t.test) {
         Ok(ConnectionTest::Passed(_)) => (Outcome::Passed, None),
         Ok(ConnectionTest::Failed(m)) => (Outcome::Failed, Some(m.clone())),
         Ok(ConnectionTest::NotAllowed(m)) => (Outcome::NotAllowed, Some(m.clone())),
+        Ok(ConnectionTest::NoVerdict(m)) => (Outcome::NoVerdict, Some(m.clone())),
         Err(e @ TestError::Interrupted(_)) => (Outcome::Interrupted, Some(e.to_string())),
         Err(e @ TestError::Airflow(_)) => (Outcome::Error, Some(e.to_string())),
     };
@@ -335,7 +355,9 @@ fn record_test(r: &FixRequest<'_>, f: &Fixed) -> Result<(), WriteError> {
 }
 
 /// `floe connection ID TARGET [--yes]`: the diff; with `--yes` the audited write and the
-/// new test. 0 when written and its test passes (or the diff was printed), 1 otherwise.
+/// new test. 0 when written and its test passes, or cannot tell (Airflow tests nothing,
+/// or not the stored connection: the DAG's next run proves it), or the diff was printed;
+/// 1 otherwise.
 pub async fn cli(
     settings: &crate::config::Settings,
     id: &str,
@@ -399,7 +421,15 @@ pub async fn cli(
             println!("{}", sanitize(&f.line()));
             if code != 0 {
                 ExitCode::from(code)
-            } else if matches!(f.test, Ok(ConnectionTest::Passed(_))) {
+            } else if matches!(
+                &f.test,
+                Ok(Tested {
+                    test: ConnectionTest::Passed(_)
+                        | ConnectionTest::NotAllowed(_)
+                        | ConnectionTest::NoVerdict(_),
+                    ..
+                })
+            ) {
                 ExitCode::SUCCESS
             } else {
                 ExitCode::from(1)
@@ -444,6 +474,7 @@ mod tests {
             schema: Some("zoning".into()),
             port: Some(8080),
             extra: None,
+            secret: Some(false),
         }
     }
 

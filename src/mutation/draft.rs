@@ -10,6 +10,7 @@ use crate::lakehouse::plan::{
 };
 use crate::lakehouse::queries::{Lakehouse, PartitionList};
 use crate::mutation::audit::AuditLog;
+use crate::mutation::contention::{self, Others};
 use crate::mutation::eta::{self, Measured};
 use crate::trino::TrinoError;
 use crate::units::UnitError;
@@ -112,6 +113,13 @@ pub enum PlanError {
         spec_id: i32,
         source: Box<PartitioningError>,
     },
+    /// Another write runs on the table (any client: its maintenance DAG, a colleague's
+    /// floe, a cron): the plan is not drafted.
+    #[error(transparent)]
+    Contended(#[from] super::contention::Contended),
+    /// Whether another write runs on the table could not be read.
+    #[error(transparent)]
+    Unsure(#[from] super::contention::Unknown),
     /// No partition holds two small files: nothing an optimize could merge.
     #[error(
         "no partition of {0} holds two or more small files: optimize cannot merge them (the table is over-partitioned: its partitioning, not a compaction, is the fix)"
@@ -355,6 +363,22 @@ pub async fn draft(
     }
     draft.partitions = parts;
     Ok(draft)
+}
+
+/// The check before a plan is drafted: nobody else writes `t` now (the coordinator's
+/// running statements, `others`' maintenance DAGs). What could not be read to tell is
+/// returned, to be said beside the plan.
+pub async fn unwritten(
+    lake: &Lakehouse,
+    others: &Others,
+    t: &TableRef,
+) -> Result<Vec<String>, PlanError> {
+    let w = contention::writers(lake, others, t).await?;
+    if w.none() {
+        Ok(w.unread)
+    } else {
+        Err(contention::Contended(Box::new(w)).into())
+    }
 }
 
 /// The measured rate of earlier optimizes (the audit log's and the coordinator's), which

@@ -9,8 +9,9 @@ use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use super::contention::Others;
 use super::draft::{self, MaintenanceKind, Over, PlanError};
-use super::run::{StepEvent, Stop, run_plan_until};
+use super::run::{StepEvent, Stop, run_plan_watched};
 use super::{context, eta};
 use crate::config::Settings;
 use crate::fmt::{human_bytes, thousands};
@@ -65,7 +66,11 @@ pub enum MaintainCmd {
 }
 
 /// The plan of a `floe maintain` command, from the one drafter (`draft::draft`).
-async fn build_plan(lake: &Lakehouse, s: &Settings, cmd: &MaintainCmd) -> Result<Plan, PlanError> {
+async fn build_plan(
+    lake: &Lakehouse,
+    s: &Settings,
+    cmd: &MaintainCmd,
+) -> Result<(Plan, Others), PlanError> {
     let name = match cmd {
         MaintainCmd::Optimize { table, .. }
         | MaintainCmd::ExpireSnapshots { table, .. }
@@ -127,8 +132,32 @@ async fn build_plan(lake: &Lakehouse, s: &Settings, cmd: &MaintainCmd) -> Result
             (MaintenanceKind::OptimizeManifests, Over::Whole, None)
         }
     };
+    // Nobody else writes the table now (any client): else nothing is planned.
+    let mut unread = Vec::new();
+    let others = others_of(s, &t, &mut unread).await;
+    unread.extend(draft::unwritten(lake, &others, &t).await?);
     let d = draft::draft(lake, t, kind, over, threshold).await?;
-    Ok(d.build(d.grouped)?)
+    let mut plan = d.build(d.grouped)?;
+    plan.notes.extend(unread);
+    Ok((plan, others))
+}
+
+/// Who else may write `t`: the Airflow of the settings, when configured, and the table's
+/// maintenance DAGs; what could not be read to tell goes to `unread`.
+async fn others_of(s: &Settings, t: &TableRef, unread: &mut Vec<String>) -> Others {
+    let Some(a) = s.airflow.as_ref() else {
+        return Others::default();
+    };
+    match crate::airflow::AirflowClient::connect(a).await {
+        Ok(c) => Others::of(Some(c), &s.maintenance, t, unread).await,
+        Err(e) => {
+            unread.push(format!(
+                "maintenance DAGs not checked for a running task: Airflow at {}: {e}",
+                a.url
+            ));
+            Others::default()
+        }
+    }
 }
 
 /// The exit code of a run stopped by `--timeout` (as timeout(1) has it).
@@ -177,7 +206,7 @@ pub async fn maintain(
         },
         None => build_plan(&lake, settings, &cmd).await,
     };
-    let plan = match planned {
+    let (plan, others) = match planned {
         Ok(p) => p,
         Err(e) => {
             eprintln!("floe: {}", sanitize(&e.to_string()));
@@ -223,7 +252,7 @@ pub async fn maintain(
         });
     }
     let on_event = event_printer(&plan);
-    match run_plan_until(&lake, &plan, &ctx, &stop, &on_event).await {
+    match run_plan_watched(&lake, &plan, &ctx, &others, &stop, &on_event).await {
         Ok(out) => {
             say(&format!(
                 "floe: {} statement(s) succeeded; audit log {}",

@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::audit::{Action, AuditError, Outcome, Record, RunContext};
 use super::commit::CommitFailure;
+use super::contention::{self, Others};
 use crate::lakehouse::model::TableRef;
 use crate::lakehouse::plan::{Plan, Procedure};
 use crate::lakehouse::queries::Lakehouse;
@@ -193,6 +194,13 @@ pub enum RunError {
         error: Box<StepError>,
         remaining: usize,
     },
+    /// Another write runs on the table (any client), found before a statement was sent:
+    /// that statement and the rest were not sent.
+    #[error("{0}")]
+    Contended(super::contention::Contended),
+    /// Whether another write runs on the table could not be read before a statement.
+    #[error("{0}")]
+    Unsure(super::contention::Unknown),
     /// floe itself failed while running it (a panic: a bug).
     #[error("internal error: {0} (a bug in floe; details in floe.log)")]
     Internal(String),
@@ -206,14 +214,19 @@ fn not_run(remaining: usize) -> String {
     }
 }
 
-/// Tables with a mutation running, process-wide: a second plan on the same table is
-/// refused rather than queued behind the first's back.
-fn busy() -> &'static Mutex<HashSet<TableRef>> {
-    static BUSY: std::sync::OnceLock<Mutex<HashSet<TableRef>>> = std::sync::OnceLock::new();
+/// A table on one cluster: the coordinator's URL (the run's audit target) and the table.
+type OnCluster = (String, TableRef);
+
+/// Tables with a mutation running, process-wide, each on its cluster: a second plan on
+/// the same table of the same cluster is refused rather than queued behind the first's
+/// back (`floe --all` runs every cluster's plans in one process, and two clusters may
+/// hold tables of one name).
+fn busy() -> &'static Mutex<HashSet<OnCluster>> {
+    static BUSY: std::sync::OnceLock<Mutex<HashSet<OnCluster>>> = std::sync::OnceLock::new();
     BUSY.get_or_init(|| Mutex::new(HashSet::new()))
 }
 
-struct Claim(TableRef);
+struct Claim(OnCluster);
 
 impl Drop for Claim {
     fn drop(&mut self) {
@@ -245,6 +258,20 @@ pub async fn run_plan_until(
     stop: &Stop,
     on_event: &(dyn Fn(StepEvent) + Send + Sync),
 ) -> Result<Vec<StepOutcome>, RunError> {
+    run_plan_watched(lake, plan, ctx, &Others::default(), stop, on_event).await
+}
+
+/// [`run_plan_until`], asking before each statement whether another write runs on the
+/// table (the coordinator's running statements, and `others`' maintenance DAGs): one found
+/// refuses that statement and the rest, audited `refused`.
+pub async fn run_plan_watched(
+    lake: &Lakehouse,
+    plan: &Plan,
+    ctx: &RunContext,
+    others: &Others,
+    stop: &Stop,
+    on_event: &(dyn Fn(StepEvent) + Send + Sync),
+) -> Result<Vec<StepOutcome>, RunError> {
     let run = Run {
         lake,
         plan,
@@ -264,6 +291,7 @@ pub async fn run_plan_until(
             run.cut_short(i, &why);
             return Err(RunError::CancelledBefore { step: i + 1, of: n });
         }
+        run.no_other_writer(i, others).await?;
         run.audit_start(i)?;
         let outcome = run.step(i).await;
         (on_event)(StepEvent::Finished {
@@ -337,7 +365,8 @@ impl Run<'_> {
     /// The table, for this plan alone while it runs (a second plan on it is refused).
     fn claim(&self) -> Result<Claim, RunError> {
         let mut b = busy().lock().map_err(|_| RunError::Poisoned)?;
-        if !b.insert(self.plan.table.clone()) {
+        let key = (self.ctx.target.clone(), self.plan.table.clone());
+        if !b.insert(key.clone()) {
             let e = RunError::Busy(self.plan.table.clone());
             let _ =
                 self.ctx
@@ -345,7 +374,35 @@ impl Run<'_> {
                     .append(&self.record(Some(0), Outcome::Refused, Some(e.to_string())));
             return Err(e);
         }
-        Ok(Claim(self.plan.table.clone()))
+        Ok(Claim(key))
+    }
+
+    /// Before step `i` is sent: nobody else writes the table (any client). One that does,
+    /// or a record that cannot be read, refuses the step (audited) and the rest.
+    async fn no_other_writer(&self, i: usize, others: &Others) -> Result<(), RunError> {
+        let n = self.plan.steps.len();
+        let token = self.stop.token();
+        let found = tokio::select! {
+            r = contention::writers(self.lake, others, &self.plan.table) => r,
+            _ = token.cancelled() => {
+                let why = format!("{} before step {} of {n}", self.stop.outcome(), i + 1);
+                self.cut_short(i, &why);
+                return Err(RunError::CancelledBefore { step: i + 1, of: n });
+            }
+        };
+        let e = match found {
+            Ok(w) if w.none() => return Ok(()),
+            Ok(w) => RunError::Contended(contention::Contended(Box::new(w))),
+            Err(u) => RunError::Unsure(u),
+        };
+        let _ = self
+            .ctx
+            .audit
+            .append(&self.record(Some(i), Outcome::Refused, Some(e.to_string())));
+        if i + 1 < n {
+            self.cut_short(i + 1, &format!("step {} of {n} was refused", i + 1));
+        }
+        Err(e)
     }
 
     /// A plan cut short (cancelled, interrupted, failed) leaves one record that says how
@@ -492,6 +549,108 @@ impl Run<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::{Auth, DEFAULT_MAX_RESPONSE_SIZE, TlsSettings, TrinoSettings};
+    use crate::health::HealthConfig;
+    use crate::lakehouse::plan::table_plan;
+    use crate::mutation::audit::AuditLog;
+    use crate::trino::Client;
+    use std::time::Duration;
+
+    /// A coordinator that takes statements and never answers: a statement sent there runs
+    /// until it is stopped.
+    fn silent() -> String {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        std::thread::spawn(move || {
+            let mut held = Vec::new();
+            for s in l.incoming() {
+                held.push(s);
+            }
+        });
+        format!("http://{addr}/")
+    }
+
+    fn lake(url: &str) -> Lakehouse {
+        let settings = TrinoSettings {
+            url: url.parse().unwrap(),
+            user: "floe".into(),
+            catalog: "iceberg".into(),
+            schemas: vec![],
+            tables: vec![],
+            auth: Auth::None,
+            tls: TlsSettings {
+                ca_file: None,
+                insecure_skip_verify: false,
+            },
+            session: Default::default(),
+            source: "floe".into(),
+            client_tags: vec![],
+            max_response_size: DEFAULT_MAX_RESPONSE_SIZE,
+        };
+        let client = Client::from_settings(&settings, Duration::from_secs(600)).unwrap();
+        Lakehouse::new(client, "iceberg", HealthConfig::default())
+    }
+
+    fn ctx(target: &str, audit: std::path::PathBuf) -> RunContext {
+        RunContext {
+            profile: target.into(),
+            user: "floe".into(),
+            target: target.into(),
+            readonly: false,
+            audit: AuditLog::new(audit),
+        }
+    }
+
+    /// `floe --all`: a table busy on one cluster is not busy on another that holds a
+    /// table of the same name (nor is the refusal audited there); on its own cluster a
+    /// second plan is refused, audited on that cluster.
+    #[tokio::test]
+    async fn a_table_is_busy_on_its_own_cluster_only() {
+        let t = TableRef::new("iceberg", "zoning", "busy_per_cluster");
+        let plan = table_plan(&t, Procedure::OptimizeManifests);
+        let dir = std::env::temp_dir().join(format!("floe-busy-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let (a, b) = (silent(), silent());
+        let (ctx_a, ctx_b) = (ctx(&a, dir.join("a.jsonl")), ctx(&b, dir.join("b.jsonl")));
+        let ctx_a2 = ctx(&a, dir.join("a2.jsonl"));
+        let (lake_a, lake_b) = (lake(&a), lake(&b));
+        let (stop_a, stop_b, stop_a2) = (Stop::new(), Stop::new(), Stop::new());
+        let nothing = |_: StepEvent| {};
+        let later = |ms| tokio::time::sleep(Duration::from_millis(ms));
+        let (_, on_b, again_on_a, ()) = tokio::join!(
+            run_plan_until(&lake_a, &plan, &ctx_a, &stop_a, &nothing),
+            async {
+                later(300).await;
+                run_plan_until(&lake_b, &plan, &ctx_b, &stop_b, &nothing).await
+            },
+            async {
+                later(300).await;
+                run_plan_until(&lake_a, &plan, &ctx_a2, &stop_a2, &nothing).await
+            },
+            async {
+                later(1500).await;
+                stop_a.cancel();
+                stop_b.cancel();
+                stop_a2.cancel();
+            }
+        );
+        assert!(!matches!(on_b, Err(RunError::Busy(_))), "{on_b:?}");
+        let refused = |c: &RunContext| {
+            c.audit
+                .read()
+                .iter()
+                .filter(|r| r.outcome == Outcome::Refused)
+                .map(|r| r.target.clone())
+                .collect::<Vec<_>>()
+        };
+        assert!(refused(&ctx_b).is_empty(), "{:?}", ctx_b.audit.read());
+        assert!(
+            matches!(&again_on_a, Err(RunError::Busy(x)) if *x == t),
+            "{again_on_a:?}"
+        );
+        assert_eq!(refused(&ctx_a2), vec![a.clone()]);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn an_optimizes_metric_rows_read_as_what_it_rewrote() {

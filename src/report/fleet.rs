@@ -8,8 +8,8 @@ use std::time::Duration;
 use chrono::{DateTime, SecondsFormat, Utc};
 
 use super::prometheus::Textfile;
-use super::{Format, Report, worst};
-use crate::config::Settings;
+use super::{Format, Report, TrinoInfo, worst};
+use crate::config::{ConfigError, Settings};
 use crate::health::Severity;
 
 /// The reports of several clusters, in the order of their profiles.
@@ -20,21 +20,46 @@ pub struct FleetReport {
 }
 
 /// Every profile's check at once ([`super::check::run_cached`] each, with its own timeout).
+/// A profile whose settings could not be loaded (its secret's variable unset, a failing
+/// `password_command`) is UNKNOWN for its own reason; the others are checked.
 pub async fn run(
-    fleet: &[Settings],
+    fleet: &[(String, Result<Settings, ConfigError>)],
     globs: &[String],
     timeout: Duration,
     cached_max_age: Option<Duration>,
 ) -> FleetReport {
-    let reports = futures::future::join_all(
-        fleet
-            .iter()
-            .map(|s| super::check::run_cached(s, globs, timeout, cached_max_age)),
-    )
+    let reports = futures::future::join_all(fleet.iter().map(|(name, s)| async move {
+        match s {
+            Ok(s) => super::check::run_cached(s, globs, timeout, cached_max_age).await,
+            Err(e) => unloaded(name, e),
+        }
+    }))
     .await;
     FleetReport {
         generated_at: Utc::now(),
         reports,
+    }
+}
+
+/// The report of a check that could not start: the profile's settings (or the whole
+/// configuration, `profile` then naming what was asked for) did not load. UNKNOWN, with
+/// the reason.
+pub fn unloaded(profile: &str, e: &ConfigError) -> Report {
+    Report {
+        generated_at: Utc::now(),
+        profile: profile.to_string(),
+        trino: TrinoInfo {
+            url: String::new(),
+            version: None,
+            uptime_seconds: None,
+        },
+        airflow: None,
+        tables: Vec::new(),
+        dags: Vec::new(),
+        findings: Vec::new(),
+        connections: Vec::new(),
+        fatal: Some(format!("profile {profile} not loaded: {e}")),
+        warnings: Vec::new(),
     }
 }
 
@@ -112,7 +137,7 @@ impl FleetReport {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::{TrinoInfo, tests::report as sample};
+    use crate::report::tests::report as sample;
 
     fn unreachable(profile: &str) -> Report {
         Report {

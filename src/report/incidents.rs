@@ -16,6 +16,7 @@ impl Report {
                     TableFacts {
                         table: &t.table,
                         suffered: None,
+                        running: None,
                         stats: t.stats.as_ref(),
                         health: Some(&t.health),
                         error: t.error.as_deref(),

@@ -33,6 +33,14 @@ impl AirflowHandle {
         }
     }
 
+    /// The client, when Airflow is configured: `Ok(None)` when it is not.
+    pub async fn configured(&self) -> Result<Option<AirflowClient>, AirflowError> {
+        if self.settings.is_none() {
+            return Ok(None);
+        }
+        self.get().await.map(Some)
+    }
+
     pub async fn get(&self) -> Result<AirflowClient, AirflowError> {
         let Some(s) = &self.settings else {
             return Err(AirflowError::Config("Airflow is not configured".into()));

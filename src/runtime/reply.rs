@@ -212,7 +212,12 @@ mod tests {
     async fn an_aborted_effect_sends_nothing() {
         let (tx, mut rx) = mpsc::unbounded_channel();
         let work = std::future::pending::<Result<(), TrinoError>>();
-        let task = spawn_reply(None, work, |_| Action::Drawn, sender(tx));
+        let task = spawn_reply(
+            None,
+            work,
+            |_| Action::Drawn(std::time::Instant::now()),
+            sender(tx),
+        );
         task.abort();
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         assert!(rx.try_recv().is_err());
@@ -227,13 +232,13 @@ mod tests {
         spawn_reply(
             Some(pool),
             work,
-            |_| vec![Action::Drawn, Action::Start],
+            |_| vec![Action::Drawn(std::time::Instant::now()), Action::Start],
             sender(tx),
         );
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         assert!(rx.try_recv().is_err(), "no reply while the permit is held");
         drop(held);
-        assert!(matches!(rx.recv().await, Some(Action::Drawn)));
+        assert!(matches!(rx.recv().await, Some(Action::Drawn(_))));
         assert!(matches!(rx.recv().await, Some(Action::Start)));
     }
 }

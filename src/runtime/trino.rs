@@ -14,8 +14,9 @@ use crate::app::snapshots::SnapshotsMsg;
 use crate::app::tables::TablesMsg;
 use crate::lakehouse::model::TableRef;
 use crate::lakehouse::plan::Plan;
+use crate::mutation::contention::{self, Others};
 use crate::mutation::draft::{self, Over};
-use crate::mutation::run::{StepEvent, Stop, run_plan_until};
+use crate::mutation::run::{StepEvent, Stop, run_plan_watched};
 use crate::refresh::read::execute;
 use crate::refresh::{Answer, Read, RequestId};
 use crate::trino::TrinoError;
@@ -115,13 +116,22 @@ impl Runtime {
         let lake = self.lake.clone();
         let min_small = self.settings.health.min_small_files;
         let audit_log = self.settings.audit_log.clone();
+        let (af, configured) = (self.airflow.clone(), self.settings.maintenance.clone());
         let work = async move {
             let optimize = kind == crate::app::action::MaintenanceKind::Optimize;
             let over = match partitions {
                 Some(p) => Over::These(p),
                 None => Over::SmallFiles { min_small },
             };
+            // Nobody else writes the table now (any client): else nothing is drafted.
+            let (others, mut unread) = others_of(&af, &configured, &table).await;
+            unread.extend(draft::unwritten(&lake, &others, &table).await?);
             let mut d = draft::draft(&lake, table, kind, over, None).await?;
+            if !unread.is_empty() {
+                let mut note = d.note.take().map(|n| vec![n]).unwrap_or_default();
+                note.extend(unread);
+                d.note = Some(note.join("; "));
+            }
             if optimize {
                 d.measured = Some(draft::measured(&lake, audit_log).await);
             }
@@ -138,15 +148,60 @@ impl Runtime {
         let ctx = crate::mutation::context(&self.settings);
         // Its statements are not the refresh's: counted apart from its budget.
         let (tx, lake, stop2) = (self.tx.clone(), self.lake.with_own_meter(), stop.clone());
+        let (af, configured) = (self.airflow.clone(), self.settings.maintenance.clone());
         let work = async move {
             let on_event = move |event: StepEvent| {
                 let _ = tx.send(Action::Maintenance(MaintenanceMsg::Step { job, event }));
             };
-            run_plan_until(&lake, &plan, &ctx, &stop2, &on_event)
+            // Before each statement: nobody else writes the table (any client).
+            let (others, _) = others_of(&af, &configured, &plan.table).await;
+            run_plan_watched(&lake, &plan, &ctx, &others, &stop2, &on_event)
                 .await
                 .map(|_| ())
         };
         let reply = move |result| Action::Maintenance(MaintenanceMsg::Done { job, result });
         (stop, spawn_reply(None, work, reply, self.sender()))
     }
+
+    /// Read who else writes `table` now, for Triage.
+    pub(super) fn check_writers(&self, table: TableRef) -> JoinHandle<()> {
+        let lake = self.lake.clone();
+        let (af, configured) = (self.airflow.clone(), self.settings.maintenance.clone());
+        let t = table.clone();
+        let work = async move {
+            let (others, _) = others_of(&af, &configured, &t).await;
+            Ok(contention::writers(&lake, &others, &t).await)
+        };
+        let reply = move |r: Result<_, TrinoError>| {
+            let result = r
+                .map_err(|e| contention::Unknown {
+                    table: table.clone(),
+                    source: Box::new(e),
+                })
+                .and_then(|w| w);
+            Action::Maintenance(MaintenanceMsg::Writers { table, result })
+        };
+        spawn_reply(Some(self.pool.clone()), work, reply, self.sender())
+    }
+}
+
+/// Who else may write `t`: Airflow, when configured, and the table's maintenance DAGs;
+/// what could not be read to tell.
+async fn others_of(
+    af: &super::airflow::AirflowHandle,
+    configured: &[crate::config::MaintenanceMapping],
+    t: &TableRef,
+) -> (Others, Vec<String>) {
+    let mut unread = Vec::new();
+    let client = match af.configured().await {
+        Ok(c) => c,
+        Err(e) => {
+            unread.push(format!(
+                "maintenance DAGs not checked for a running task: {e}"
+            ));
+            None
+        }
+    };
+    let others = Others::of(client, configured, t, &mut unread).await;
+    (others, unread)
 }

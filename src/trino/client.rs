@@ -289,12 +289,18 @@ impl Client {
     }
 
     /// Run a statement to the end: drain every page, report progress, honour cancel and
-    /// deadline (both cancel the query on the server).
+    /// deadline (both cancel the query on the server). A statement that names a metadata
+    /// table floe never reads ([`NEVER_READ`]) is not sent.
     pub async fn execute(
         &self,
         sql: &str,
         opts: QueryOptions<'_>,
     ) -> Result<QueryOutput, TrinoError> {
+        if let Some(table) = never_read(sql) {
+            return Err(TrinoError::Internal(format!(
+                "refusing to send a statement that reads {table}, which can crash a coordinator with a long snapshot history (trinodb/trino#29701)"
+            )));
+        }
         let started = Instant::now();
         let deadline_len = opts.deadline.unwrap_or(self.cfg.query_timeout);
         let deadline = deadline_len.map(|d| started + d);
@@ -440,10 +446,102 @@ impl Client {
     }
 }
 
+/// Metadata tables floe never reads: a `count(*)` on `$all_entries` crashes a coordinator
+/// with a long snapshot history (trinodb/trino#29701), and `$all_manifests` walks every
+/// snapshot's manifests the same way.
+pub const NEVER_READ: [&str; 2] = ["$all_entries", "$all_manifests"];
+
+/// The table of [`NEVER_READ`] a statement names, if any (names are case-insensitive).
+pub fn never_read(sql: &str) -> Option<&'static str> {
+    let lower = sql.to_lowercase();
+    NEVER_READ.into_iter().find(|t| lower.contains(t))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use secrecy::SecretString;
+
+    /// A statement that names `$all_entries` or `$all_manifests` is refused before anything
+    /// is sent: no connection reaches the server.
+    #[tokio::test]
+    async fn a_statement_reading_all_entries_or_all_manifests_is_never_sent() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let c = client(
+            &format!("http://{}", listener.local_addr().unwrap()),
+            Auth::None,
+        );
+        for sql in [
+            "SELECT count(*) FROM \"iceberg\".\"zoning\".\"documents$all_entries\"",
+            "select * from zoning.\"documents$ALL_MANIFESTS\"",
+        ] {
+            let e = c.query(sql).await.unwrap_err();
+            assert!(
+                matches!(&e, TrinoError::Internal(m) if m.contains("refusing to send")),
+                "{sql}: {e:?}"
+            );
+        }
+        assert!(listener.accept().is_err(), "nothing may reach the server");
+    }
+
+    /// No statement floe can send names them: no source file spells either name, and every
+    /// metadata table is named through `TableRef::meta` with a literal suffix of the ones
+    /// floe reads.
+    #[test]
+    fn no_statement_floe_builds_names_all_entries_or_all_manifests() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let this = root.join("trino").join("client.rs");
+        let mut files = vec![root.clone()];
+        let mut sources = Vec::new();
+        while let Some(p) = files.pop() {
+            if p.is_dir() {
+                files.extend(std::fs::read_dir(&p).unwrap().map(|e| e.unwrap().path()));
+            } else if p.extension().is_some_and(|x| x == "rs") && p != this {
+                sources.push(p);
+            }
+        }
+        assert!(
+            sources.len() > 100,
+            "{} files under {}",
+            sources.len(),
+            root.display()
+        );
+        let read = [
+            "files",
+            "entries",
+            "snapshots",
+            "manifests",
+            "properties",
+            "metadata_log_entries",
+            "partitions",
+            "history",
+            "refs",
+        ];
+        for p in sources {
+            let text = std::fs::read_to_string(&p).unwrap().to_lowercase();
+            for t in NEVER_READ {
+                // As a word (`max_small_manifests` is not one).
+                let bare = &t[1..];
+                let named = text.match_indices(bare).any(|(i, _)| {
+                    !text[..i]
+                        .chars()
+                        .next_back()
+                        .is_some_and(|c| c.is_alphanumeric() || c == '_')
+                });
+                assert!(!named, "{} names {bare}", p.display());
+            }
+            for (i, _) in text.match_indices(".meta(") {
+                let arg = &text[i + ".meta(".len()..];
+                let lit = arg
+                    .strip_prefix('"')
+                    .and_then(|a| a.split_once('"'))
+                    .map(|(l, _)| l)
+                    .unwrap_or_else(|| panic!("{}: .meta( without a literal suffix", p.display()));
+                assert!(read.contains(&lit), "{}: .meta(\"{lit}\")", p.display());
+            }
+        }
+    }
 
     fn client(url: &str, auth: Auth) -> Client {
         let mut cfg = ClientConfig::from_settings(

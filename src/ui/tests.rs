@@ -26,7 +26,10 @@ macro_rules! snapshot {
 fn key(s: &mut State, c: char) {
     update(
         s,
-        Action::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE)),
+        Action::Key(
+            KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE),
+            std::time::Instant::now(),
+        ),
     );
 }
 
@@ -42,10 +45,12 @@ fn with_info(mut s: State) -> State {
     s
 }
 
+/// Draw `s` at `w`x`h`, and tell it the frame was drawn (as the event loop does).
 fn screen(s: &mut State, w: u16, h: u16) -> Terminal<TestBackend> {
     update(s, Action::Resize(w, h));
     let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
     term.draw(|f| super::draw(f, s)).unwrap();
+    update(s, Action::Drawn(std::time::Instant::now()));
     term
 }
 
@@ -136,7 +141,10 @@ fn tables_loading_and_stale() {
     s.tables.load = crate::app::state::Load::Loaded;
     update(
         &mut s,
-        Action::Key(KeyEvent::new(KeyCode::Char('r'), KeyModifiers::NONE)),
+        Action::Key(
+            KeyEvent::new(KeyCode::Char('r'), KeyModifiers::NONE),
+            std::time::Instant::now(),
+        ),
     );
     snapshot!(
         "tables_refreshing_readonly",
@@ -165,7 +173,10 @@ fn partitions_with_marks() {
     let mut s = all_loaded();
     update(
         &mut s,
-        Action::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE)),
+        Action::Key(
+            KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE),
+            std::time::Instant::now(),
+        ),
     );
     let req = s.partitions.detail.request;
     update(
@@ -206,7 +217,10 @@ fn help_overlay_and_info_popup() {
     snapshot!("help_80x24", screen(&mut s, 80, 24).backend());
     update(
         &mut s,
-        Action::Key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE)),
+        Action::Key(
+            KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE),
+            std::time::Instant::now(),
+        ),
     );
     key(&mut s, 'i');
     snapshot!("info_80x24", screen(&mut s, 80, 24).backend());
@@ -244,7 +258,10 @@ fn prompt_and_status_lines() {
     snapshot!("filter_prompt", screen(&mut s, 80, 24).backend());
     update(
         &mut s,
-        Action::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE)),
+        Action::Key(
+            KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE),
+            std::time::Instant::now(),
+        ),
     );
     s.set_status(
         Level::Error,
@@ -310,7 +327,10 @@ fn tiny_terminals_and_resize_storms_do_not_panic() {
             term.draw(|f| super::draw(f, &s)).unwrap();
             update(
                 &mut s,
-                Action::Key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE)),
+                Action::Key(
+                    KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE),
+                    std::time::Instant::now(),
+                ),
             );
         }
     }
@@ -333,7 +353,10 @@ fn confirm_state() -> State {
     let mut s = all_loaded();
     update(
         &mut s,
-        Action::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE)),
+        Action::Key(
+            KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE),
+            std::time::Instant::now(),
+        ),
     );
     let req = s.partitions.detail.request;
     update(
@@ -380,6 +403,8 @@ fn confirm_state() -> State {
         &mut s,
         Action::Maintenance(MaintenanceMsg::PlanReady(epoch, Ok(draft))),
     );
+    // On screen, as the event loop draws it.
+    update(&mut s, Action::Drawn(std::time::Instant::now()));
     s
 }
 
@@ -481,7 +506,10 @@ mod dags {
         key(&mut s, '4');
         update(
             &mut s,
-            Action::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE)),
+            Action::Key(
+                KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE),
+                std::time::Instant::now(),
+            ),
         );
         update(
             &mut s,
@@ -492,7 +520,10 @@ mod dags {
         );
         update(
             &mut s,
-            Action::Key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE)),
+            Action::Key(
+                KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE),
+                std::time::Instant::now(),
+            ),
         );
         s.dags.level = Some(crate::app::dags::DagLevel::Tasks);
         s.dags.run_id = Some("scheduled__2026-11-29T00:00:00+00:00".into());
@@ -512,7 +543,10 @@ mod dags {
         snapshot!("dag_tasks_80x24", screen(&mut s, 80, 24).backend());
         update(
             &mut s,
-            Action::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE)),
+            Action::Key(
+                KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE),
+                std::time::Instant::now(),
+            ),
         );
         let mut lines: Vec<LogLine> = (0..30)
             .map(|i| LogLine {
@@ -627,11 +661,17 @@ mod hostile {
         both_sizes(&mut s, "health breakdown", "scha");
         update(
             &mut s,
-            Action::Key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE)),
+            Action::Key(
+                KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE),
+                std::time::Instant::now(),
+            ),
         );
         update(
             &mut s,
-            Action::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE)),
+            Action::Key(
+                KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE),
+                std::time::Instant::now(),
+            ),
         );
         let req = s.partitions.detail.request;
         let table = s
@@ -734,7 +774,10 @@ mod hostile {
         both_sizes(&mut s, "task instances", "taska");
         let fx = update(
             &mut s,
-            Action::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE)),
+            Action::Key(
+                KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE),
+                std::time::Instant::now(),
+            ),
         );
         let Some(crate::app::action::Effect::LoadLog {
             dag_id,
@@ -794,7 +837,10 @@ fn every_popup_at_20x5() {
         out.push_str(&format!("{name}\n{}\n", screen(&mut s, 20, 5).backend()));
         update(
             &mut s,
-            Action::Key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE)),
+            Action::Key(
+                KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE),
+                std::time::Instant::now(),
+            ),
         );
         assert!(s.popup.is_none() && s.prompt.is_none(), "{name} closed");
     }

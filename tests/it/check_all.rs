@@ -272,3 +272,107 @@ fn report_takes_its_cluster_from_profile_when_the_file_reads_every_profile() {
     assert!(text.contains(&lab().stand_in_url()), "{text}");
     assert!(!text.contains(&lab().trino_url()), "{text}");
 }
+
+/// One profile's secret cannot be resolved (`password_env` names a variable that is not
+/// set): that cluster is UNKNOWN for its own reason and the others are checked. The
+/// `--output` textfile is rewritten whatever happens (atomically), so an earlier
+/// `floe_check_success 1` never outlives a check that could not run.
+#[test]
+fn a_profile_whose_secret_is_missing_is_unknown_alone_and_the_textfile_is_always_rewritten() {
+    let h = home("secret");
+    let cfg = config(&h, "groups = { some = [\"parcels\", \"locked\"] }");
+    let mut text = std::fs::read_to_string(&cfg).unwrap();
+    text.push_str(&format!(
+        "[profiles.locked.trino]\nurl = \"{}\"\nuser = \"alice\"\npassword_env = \"FLOE_TEST_UNSET_PASSWORD\"\n",
+        lab().https_url()
+    ));
+    std::fs::write(&cfg, text).unwrap();
+    let cfg = cfg.to_str().unwrap();
+    let prom = h.join("floe.prom");
+    let earlier = "# TYPE floe_check_success gauge\nfloe_check_success{profile=\"parcels\"} 1\nfloe_check_success{profile=\"locked\"} 1\n";
+    std::fs::write(&prom, earlier).unwrap();
+    let args = [
+        "check",
+        "--config",
+        cfg,
+        "--profile",
+        "some",
+        "--format",
+        "prometheus",
+        "--output",
+        prom.to_str().unwrap(),
+    ];
+    let out = floe(&h, &args);
+    let said = stdout(&out);
+    assert_eq!(out.status.code(), Some(3), "{said}");
+    assert!(
+        said.starts_with("UNKNOWN: 2 clusters: parcels OK, locked UNKNOWN"),
+        "{said}"
+    );
+    let p = std::fs::read_to_string(&prom).unwrap();
+    assert!(
+        p.contains("floe_check_success{profile=\"parcels\"} 1\n"),
+        "{p}"
+    );
+    assert!(
+        p.contains("floe_check_success{profile=\"locked\"} 0\n"),
+        "{p}"
+    );
+    assert!(
+        p.contains("floe_table_status{profile=\"parcels\",catalog=\"iceberg\",schema=\"zoning\",table=\"parcels\"} 0\n"),
+        "{p}"
+    );
+    // Its own reason, in JSON.
+    let out = floe(
+        &h,
+        &[
+            "check",
+            "--config",
+            cfg,
+            "--profile",
+            "some",
+            "--format",
+            "json",
+        ],
+    );
+    let j: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let locked = profile(&j, "locked");
+    assert_eq!(locked["status"], "UNKNOWN");
+    assert!(
+        locked["error"]
+            .as_str()
+            .unwrap()
+            .contains("environment variable FLOE_TEST_UNSET_PASSWORD is not set"),
+        "{locked}"
+    );
+    assert_eq!(profile(&j, "parcels")["status"], "OK");
+
+    // Nothing loads at all (the file does not parse): the textfile still says so.
+    std::fs::write(&prom, earlier).unwrap();
+    std::fs::write(h.join("broken.toml"), "[trino\n").unwrap();
+    let broken = h.join("broken.toml");
+    let out = floe(
+        &h,
+        &[
+            "check",
+            "--all",
+            "--config",
+            broken.to_str().unwrap(),
+            "--format",
+            "prometheus",
+            "--output",
+            prom.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", stdout(&out));
+    assert!(stdout(&out).starts_with("UNKNOWN: "), "{}", stdout(&out));
+    let p = std::fs::read_to_string(&prom).unwrap();
+    assert!(!p.contains("} 1\n"), "{p}");
+    assert!(p.contains("floe_check_success{profile=\"all\"} 0\n"), "{p}");
+    let leftovers: Vec<_> = std::fs::read_dir(&h)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("floe.prom") && n != "floe.prom")
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}

@@ -394,6 +394,24 @@ impl Lab {
     }
 }
 
+/// The lab's Python (its venv, keyed by the lock's hash, as labctl builds it): the
+/// official `trino` client among its packages.
+pub fn lab_python() -> std::path::PathBuf {
+    let lock = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/lab/requirements.lock");
+    let out = std::process::Command::new("sha256sum")
+        .arg(&lock)
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let hash = &text.split_whitespace().next().unwrap()[..12];
+    let cache = std::env::var_os("FLOE_CACHE_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/floe")
+        });
+    cache.join(format!("venvs/lab-{hash}/bin/python"))
+}
+
 /// A user name unique to this test process and test, so faults and page sizes scoped
 /// to it touch nobody else.
 pub fn user(test: &str) -> String {

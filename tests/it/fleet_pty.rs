@@ -170,23 +170,6 @@ fn every_cluster_on_one_triage_and_an_optimize_confirmed_on_its_own_cluster() {
     p.assert_restored();
 }
 
-/// The lab's Python (its venv, keyed by the lock's hash, as labctl builds it).
-fn lab_python() -> std::path::PathBuf {
-    let lock = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/lab/requirements.lock");
-    let out = std::process::Command::new("sha256sum")
-        .arg(&lock)
-        .output()
-        .unwrap();
-    let text = String::from_utf8(out.stdout).unwrap();
-    let hash = &text.split_whitespace().next().unwrap()[..12];
-    let cache = std::env::var_os("FLOE_CACHE_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| {
-            std::path::PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/floe")
-        });
-    cache.join(format!("venvs/lab-{hash}/bin/python"))
-}
-
 /// A second cluster of its own: the stand-in over a copy of the seed's catalog
 /// (`lab.trino.second`), stopped by PID when dropped.
 struct Second {
@@ -198,7 +181,7 @@ impl Second {
     fn start(dir: &std::path::Path) -> Second {
         let seed = lab().v["scenario"]["path"].as_str().unwrap().to_string();
         let log = std::fs::File::create(dir.join("second.log")).unwrap();
-        let child = std::process::Command::new(lab_python())
+        let child = std::process::Command::new(common::lab_python())
             .args(["-m", "lab.trino.second", "--from", &seed, "--dir"])
             .arg(dir)
             .env(

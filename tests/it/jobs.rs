@@ -97,7 +97,10 @@ async fn a_job_survives_a_profile_switch_and_audits_under_its_own_profile() {
     let t = clone("zoning.permits", "jobswitch").await;
     let (ua, ub) = (user("jswitch_a"), user("jswitch_b"));
     lab()
-        .faults(&ua, json!([{"kind": "slow", "ms": 3000}]))
+        .faults(
+            &ua,
+            json!([{"kind": "slow", "ms": 3000, "sql": "EXECUTE optimize"}]),
+        )
         .await;
     let (over, audit) = two_profiles("switch", &ua, &ub);
     let settings = config::load(&over).unwrap();
@@ -147,7 +150,10 @@ async fn leaving_interrupts_running_jobs_on_trino_and_audits_them() {
     let t = clone("zoning.permits", "jobquit").await;
     let (ua, ub) = (user("jquit_a"), user("jquit_b"));
     lab()
-        .faults(&ua, json!([{"kind": "slow", "ms": 30000}]))
+        .faults(
+            &ua,
+            json!([{"kind": "slow", "ms": 30000, "sql": "EXECUTE optimize"}]),
+        )
         .await;
     let (over, audit) = two_profiles("quit", &ua, &ub);
     let settings = config::load(&over).unwrap();

@@ -15,6 +15,8 @@ mod check;
 mod check_all;
 mod cli_extras;
 mod connection_fix;
+mod connection_tests;
+mod contention;
 mod dag_code;
 mod dag_watch;
 mod doctor;

@@ -207,7 +207,10 @@ async fn cancel_mid_run_stops_the_queue_and_leaves_the_table_valid() {
     let snaps_before = snapshots(&lake, &t).await;
     let records = record_count(&lake, &t).await;
     lab()
-        .faults(&u, json!([{"kind": "slow", "ms": 20000}]))
+        .faults(
+            &u,
+            json!([{"kind": "slow", "ms": 20000, "sql": "EXECUTE optimize"}]),
+        )
         .await;
     let token = CancellationToken::new();
     let t2 = token.clone();
@@ -639,7 +642,9 @@ async fn identity_fiscal_year_is_read_planned_and_recounted_by_the_tables_spec()
 }
 
 /// `floe maintain optimize <table> --threshold 96MB --yes` as user `u`: the optimize is
-/// its only query. Its stderr is piped, its audit log under `home`.
+/// its only write (its other statements ask the coordinator who else writes the table; a
+/// fault meant for the optimize names it with `sql`). Its stderr is piped, its audit log
+/// under `home`.
 fn spawn_maintain(url: &str, t: &TableRef, u: &str, home: &std::path::Path) -> std::process::Child {
     std::process::Command::new(env!("CARGO_BIN_EXE_floe"))
         .args([
@@ -720,7 +725,10 @@ async fn the_cli_cancels_on_trino_on_sigint_and_sigterm_and_exits_130_or_143() {
         let lake = lakehouse(&lab().stand_in_url(), "floe");
         let before = snapshots(&lake, &t).await;
         lab()
-            .faults(&u, json!([{"kind": "slow", "ms": 30000, "count": 1}]))
+            .faults(
+                &u,
+                json!([{"kind": "slow", "ms": 30000, "count": 1, "sql": "EXECUTE optimize"}]),
+            )
             .await;
         let mut child = spawn_maintain(&lab().stand_in_url(), &t, &u, &home);
         let q = running_optimize(&u).await;
@@ -750,7 +758,10 @@ async fn a_second_ctrl_c_exits_the_cli_at_once_while_the_cancel_waits() {
     let home = std::env::temp_dir().join(format!("floe-cli2int-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&home);
     lab()
-        .faults(&u, json!([{"kind": "slow", "ms": 30000, "count": 1}]))
+        .faults(
+            &u,
+            json!([{"kind": "slow", "ms": 30000, "count": 1, "sql": "EXECUTE optimize"}]),
+        )
         .await;
     let mut child = spawn_maintain(&lab().stand_in_url(), &t, &u, &home);
     running_optimize(&u).await;
@@ -827,7 +838,10 @@ async fn maintain_timeout_cancels_on_trino_and_exits_124() {
     let lake = lakehouse(&lab().stand_in_url(), "floe");
     let before = snapshots(&lake, &t).await;
     lab()
-        .faults(&u, json!([{"kind": "slow", "ms": 30000, "count": 1}]))
+        .faults(
+            &u,
+            json!([{"kind": "slow", "ms": 30000, "count": 1, "sql": "EXECUTE optimize"}]),
+        )
         .await;
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_floe"))
         .args([
@@ -873,7 +887,7 @@ async fn a_statement_whose_answer_was_lost_is_audited_as_may_have_run() {
     let lake = lakehouse(&lab().stand_in_url(), &u);
     let plan = table_plan(&t, Procedure::OptimizeManifests);
     lab()
-        .faults(&u, json!([{"kind": "drop", "on": "post", "count": 1}]))
+        .faults(&u, json!([{"kind": "drop", "on": "post", "count": 1, "sql": "EXECUTE optimize_manifests"}]))
         .await;
     let c = ctx("mhr", false);
     let err = run_plan(&lake, &plan, &c, CancellationToken::new(), &no_events())
@@ -893,10 +907,14 @@ async fn an_ssh_drop_cancels_on_trino_and_audits_what_did_not_run() {
     let u = user("clihup");
     let home = std::env::temp_dir().join(format!("floe-clihup-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&home);
-    // Every statement of the run is slowed (the plan reads the table's layout first), so
-    // its optimize stays RUNNING long enough to be caught there whatever the load.
+    // The run's optimizes are slowed (not the reads around them: the plan's, and the
+    // check for other writers), so each stays RUNNING long enough to be caught there
+    // whatever the load.
     lab()
-        .faults(&u, json!([{"kind": "slow", "ms": 5000}]))
+        .faults(
+            &u,
+            json!([{"kind": "slow", "ms": 5000, "sql": "EXECUTE optimize"}]),
+        )
         .await;
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_floe"))
         .args([

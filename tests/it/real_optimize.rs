@@ -22,7 +22,7 @@ use floe::trino::{Client, QueryOptions};
 use pty::Pty;
 use tokio_util::sync::CancellationToken;
 
-fn lakehouse(user: &str) -> Lakehouse {
+pub(crate) fn lakehouse(user: &str) -> Lakehouse {
     Lakehouse::new(
         Client::new(lab().config(&lab().trino_url(), user)).unwrap(),
         "iceberg",
@@ -55,7 +55,12 @@ async fn count(lake: &Lakehouse, q: &str) -> u64 {
 /// payload with a `part` column (0-3) that is its identity partitioning when `partitioned`,
 /// written in files of about 1 MB (`iceberg.target_max_file_size`), so that optimizing it
 /// is seconds of the coordinator's own work: long enough to be watched, raced and cancelled.
-async fn long_table(lake: &Lakehouse, name: &str, thousands: u32, partitioned: bool) -> TableRef {
+pub(crate) async fn long_table(
+    lake: &Lakehouse,
+    name: &str,
+    thousands: u32,
+    partitioned: bool,
+) -> TableRef {
     let schema = format!("t_long_{name}");
     let t = TableRef::new("iceberg", &schema, format!("{name}_{}", std::process::id()));
     sql(

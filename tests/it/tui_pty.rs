@@ -440,7 +440,7 @@ impl JobTui {
             });
         lab_rt().block_on(lab().faults(
             &self.user,
-            serde_json::json!([{"kind": "slow", "ms": ms, "count": 1}]),
+            serde_json::json!([{"kind": "slow", "ms": ms, "count": 1, "sql": "EXECUTE optimize"}]),
         ));
         self.pty.answer(b"y");
         self.pty

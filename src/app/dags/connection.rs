@@ -183,6 +183,7 @@ mod tests {
             schema: None,
             port: Some(8080),
             extra: None,
+            secret: Some(false),
         }
     }
 
@@ -190,7 +191,7 @@ mod tests {
     fn f_asks_where_then_shows_the_diff_then_y_writes_two_fields() {
         let mut s = on_incident();
         // A screen: popups take keys only once drawn.
-        update(&mut s, Action::Drawn);
+        update(&mut s, Action::Drawn(std::time::Instant::now()));
         assert!(update(&mut s, key('F')).is_empty());
         assert_eq!(
             s.prompt,
@@ -220,7 +221,7 @@ mod tests {
         );
         // Not before it is drawn, and only y.
         assert!(update(&mut s, key('y')).is_empty());
-        update(&mut s, Action::Drawn);
+        update(&mut s, Action::Drawn(std::time::Instant::now()));
         let fx = update(&mut s, key('y'));
         assert_eq!(
             fx,
@@ -250,7 +251,7 @@ mod tests {
         ] {
             let mut s = on_incident();
             s.conn.trino_url = url.into();
-            update(&mut s, Action::Drawn);
+            update(&mut s, Action::Drawn(std::time::Instant::now()));
             update(&mut s, key('F'));
             assert_eq!(
                 s.prompt,
@@ -272,7 +273,7 @@ mod tests {
         }
         // Typed on purpose, it is written only after a diff that says what it means.
         let mut s = on_incident();
-        update(&mut s, Action::Drawn);
+        update(&mut s, Action::Drawn(std::time::Instant::now()));
         let a = planned(&s, "127.0.0.1:8443");
         update(&mut s, a);
         let Some(Popup::ConfirmDag(c)) = &s.popup else {
@@ -300,7 +301,7 @@ mod tests {
         s.dags
             .findings
             .push(works("trino_default", "trino.prod.internal:8443"));
-        update(&mut s, Action::Drawn);
+        update(&mut s, Action::Drawn(std::time::Instant::now()));
         update(&mut s, key('F'));
         assert_eq!(
             s.prompt,
@@ -315,7 +316,7 @@ mod tests {
         s.dags
             .findings
             .push(works("trino_default", "127.0.0.1:8443"));
-        update(&mut s, Action::Drawn);
+        update(&mut s, Action::Drawn(std::time::Instant::now()));
         update(&mut s, key('F'));
         assert!(matches!(&s.prompt, Some(Prompt::Connection { text, .. }) if text.is_empty()));
         let said = &s.status.as_ref().unwrap().text;
@@ -328,13 +329,13 @@ mod tests {
     #[test]
     fn a_diff_arriving_over_another_popup_leaves_it_and_its_y() {
         let mut s = on_incident();
-        update(&mut s, Action::Drawn);
+        update(&mut s, Action::Drawn(std::time::Instant::now()));
         // The trigger's confirmation is open (and drawn) when Airflow's answer arrives.
         update(&mut s, key('t'));
         assert!(
             matches!(s.popup, Some(Popup::ConfirmDag(ref c)) if matches!(c.action, DagWrite::Trigger { .. }))
         );
-        update(&mut s, Action::Drawn);
+        update(&mut s, Action::Drawn(std::time::Instant::now()));
         let a = planned(&s, "trino.prod.internal:8443");
         update(&mut s, a);
         let fx = update(&mut s, key('y'));
@@ -350,7 +351,7 @@ mod tests {
         // The quit question too.
         let mut s = on_incident();
         s.popup = Some(Popup::QuitJobs { shown: true });
-        update(&mut s, Action::Drawn);
+        update(&mut s, Action::Drawn(std::time::Instant::now()));
         let a = planned(&s, "trino.prod.internal:8443");
         update(&mut s, a);
         assert_eq!(s.popup, Some(Popup::QuitJobs { shown: true }));
@@ -360,7 +361,7 @@ mod tests {
     #[test]
     fn a_profile_switch_closes_the_prompt_and_drops_a_diff_read_before_it() {
         let mut s = on_incident();
-        update(&mut s, Action::Drawn);
+        update(&mut s, Action::Drawn(std::time::Instant::now()));
         update(&mut s, key('F'));
         assert!(matches!(s.prompt, Some(Prompt::Connection { .. })));
         let before = planned(&s, "trino.prod.internal:8443");
@@ -369,7 +370,7 @@ mod tests {
             s.prompt, None,
             "Enter would write staging's trino_documents"
         );
-        update(&mut s, Action::Drawn);
+        update(&mut s, Action::Drawn(std::time::Instant::now()));
         update(&mut s, before);
         assert_eq!(s.popup, None);
         assert!(
@@ -382,10 +383,10 @@ mod tests {
     #[test]
     fn quitting_while_the_write_is_in_flight_asks_first() {
         let mut s = on_incident();
-        update(&mut s, Action::Drawn);
+        update(&mut s, Action::Drawn(std::time::Instant::now()));
         let a = planned(&s, "trino.prod.internal:8443");
         update(&mut s, a);
-        update(&mut s, Action::Drawn);
+        update(&mut s, Action::Drawn(std::time::Instant::now()));
         let fx = update(&mut s, key('y'));
         let [Effect::WriteDag(action)] = &fx[..] else {
             panic!("{fx:?}")
@@ -401,7 +402,7 @@ mod tests {
             "{q:?}"
         );
         update(&mut s, code(KeyCode::Esc));
-        update(&mut s, Action::Drawn);
+        update(&mut s, Action::Drawn(std::time::Instant::now()));
         update(&mut s, key('n'));
         // Answered: q leaves at once.
         let epoch = s.conn.epoch;

@@ -212,11 +212,13 @@ fn trigger_pause_and_clear_are_confirmed_and_refused_when_read_only() {
         "{:?}",
         c.lines
     );
+    crate::app::testing::drawn(&mut s);
     assert!(
         update(&mut s, code(KeyCode::Enter)).is_empty(),
         "enter is not yes"
     );
     update(&mut s, key('t'));
+    crate::app::testing::drawn(&mut s);
     assert_eq!(
         update(&mut s, key('y')),
         vec![Effect::WriteDag(DagWrite::Trigger {
@@ -254,6 +256,7 @@ fn trigger_pause_and_clear_are_confirmed_and_refused_when_read_only() {
         panic!()
     };
     assert!(c.lines.iter().any(|l| l.contains("compact (failed)")));
+    crate::app::testing::drawn(&mut s);
     let fx = update(&mut s, key('y'));
     assert!(matches!(
         &fx[..],
@@ -276,6 +279,7 @@ fn trigger_pause_and_clear_are_confirmed_and_refused_when_read_only() {
             paused: false
         }
     );
+    crate::app::testing::drawn(&mut s);
     update(&mut s, key('n'));
     // Read-only: the keys are gone, and update refuses anyway.
     s.readonly = true;

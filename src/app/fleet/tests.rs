@@ -117,12 +117,25 @@ fn an_action_asked_on_a_row_runs_on_that_rows_cluster_and_drawn_reaches_only_the
         "the optimize asks for its plan: {fx:?}"
     );
     assert!(fx.iter().all(|(c, _)| *c == 1), "{fx:?}");
-    // Drawn reaches only the cluster on screen.
-    let before: Vec<u64> = f.clusters.iter().map(|s| s.frames).collect();
-    update(&mut f, FleetAction::Input(Action::Drawn));
-    let after: Vec<u64> = f.clusters.iter().map(|s| s.frames).collect();
-    assert_eq!(after[1], before[1] + 1);
-    assert_eq!((after[0], after[2]), (before[0], before[2]));
+    // Drawn reaches only the cluster on screen: a question open on another cluster was
+    // never drawn, and takes no answer.
+    for c in [0, 1] {
+        f.clusters[c].popup = Some(crate::app::state::Popup::QuitJobs { shown: false });
+    }
+    update(
+        &mut f,
+        FleetAction::Input(Action::Drawn(std::time::Instant::now())),
+    );
+    let shown = |f: &Fleet, c: usize| {
+        matches!(
+            f.clusters[c].popup,
+            Some(crate::app::state::Popup::QuitJobs { shown: true })
+        )
+    };
+    assert!(shown(&f, 1) && !shown(&f, 0));
+    for c in [0, 1] {
+        f.clusters[c].popup = None;
+    }
     // A result for one cluster leaves the front where it is.
     update(&mut f, FleetAction::Cluster(2, Action::Tick(t0())));
     assert_eq!(f.active, 1);
@@ -197,4 +210,182 @@ fn profile_naming_a_cluster_already_read_brings_it_to_the_front_and_switches_not
         vec![(1, Effect::SwitchProfile("dr".into()))],
         "the front cluster switches"
     );
+}
+
+/// `q` on the cluster in front asks about every cluster's running jobs, not its own alone;
+/// its `y` cancels them all (before, another cluster's optimize was interrupted without
+/// a question).
+#[test]
+fn quitting_asks_about_every_clusters_jobs_and_cancels_them_all() {
+    use crate::app::maintenance::MaintenanceMsg;
+    let mut f = fleet();
+    // An optimize runs on prod-us while prod-eu is in front.
+    {
+        let us = &mut f.clusters[1];
+        us.tab = Tab::Partitions;
+        let mut s = crate::app::testing::plans::on_partitions();
+        s.conn.profile = "prod-us".into();
+        update_state_to_running_job(&mut s);
+        f.clusters[1] = s;
+    }
+    assert_eq!(f.active, 0);
+    assert!(f.clusters[0].jobs.list.iter().all(|j| !j.running()));
+    let fx = update(&mut f, FleetAction::Input(key('q')));
+    assert!(
+        !fx.iter()
+            .any(|(_, e)| matches!(e, Effect::Quit | Effect::StopJobs { .. })),
+        "asked, not left: {fx:?}"
+    );
+    assert!(!f.quit());
+    assert!(matches!(
+        f.clusters[0].popup,
+        Some(crate::app::state::Popup::QuitJobs { .. })
+    ));
+    let lines = crate::app::maintenance::quit::question(&f.clusters[0]);
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("[prod-us]") && l.contains("optimize")),
+        "{lines:#?}"
+    );
+    update(
+        &mut f,
+        FleetAction::Input(Action::Drawn(std::time::Instant::now())),
+    );
+    let fx = update(&mut f, FleetAction::Input(key('y')));
+    assert!(f.quit());
+    assert!(
+        fx.iter()
+            .any(|(c, e)| *c == 1 && matches!(e, Effect::StopJobs { interrupted: false })),
+        "prod-us's jobs are cancelled as the operator answered: {fx:?}"
+    );
+    let _ = MaintenanceMsg::Done {
+        job: 0,
+        result: Ok(()),
+    };
+}
+
+/// A confirmation opened on a cluster that was never drawn in front takes no `y` until a
+/// frame shows it, and then only a `y` read the dwell after that frame.
+#[test]
+fn a_confirmation_takes_only_a_key_read_after_it_was_drawn() {
+    let mut f = fleet();
+    let t = std::time::Instant::now();
+    // prod-us comes to the front (never drawn there) and `t` asks to trigger its DAG.
+    select_first_of(&mut f, 1);
+    let s = &mut f.clusters[1];
+    s.popup = Some(crate::app::state::Popup::QuitJobs { shown: false });
+    s.jobs.list.clear();
+    s.confirm_dwell = std::time::Duration::from_millis(500);
+    let y = |at| FleetAction::Input(Action::Key(key_event('y'), at));
+    update(&mut f, y(t));
+    assert!(!f.quit(), "typed before any frame showed the question");
+    update(&mut f, FleetAction::Input(Action::Drawn(t)));
+    update(&mut f, y(t + std::time::Duration::from_millis(100)));
+    assert!(!f.quit(), "typed within the dwell after the frame");
+    update(&mut f, y(t + std::time::Duration::from_millis(600)));
+    assert!(f.quit(), "read the dwell after the frame that showed it");
+}
+
+fn key_event(c: char) -> crossterm::event::KeyEvent {
+    crossterm::event::KeyEvent::new(KeyCode::Char(c), crossterm::event::KeyModifiers::NONE)
+}
+
+/// A cluster left on another tab still has its incidents derived again as it reads:
+/// the merged list and the header show it turning CRITICAL (before, only a cluster whose
+/// own tab was Triage rebuilt its incidents).
+#[test]
+fn a_cluster_on_another_tab_shows_its_new_incidents_in_the_merged_list() {
+    let mut f = fleet();
+    f.clusters[1].tab = Tab::Tables;
+    let events = crate::app::testing::tref("audit", "events");
+    let mut bloated = crate::app::testing::healthy_stats();
+    bloated.snapshots = 900;
+    bloated.oldest_snapshot = Some(t0() - chrono::Duration::days(90));
+    let fx = crate::app::testing::settle(&mut f.clusters[1], &events, Ok(bloated));
+    let _ = fx;
+    update(&mut f, FleetAction::Input(Action::Tick(t0())));
+    let h = f.header();
+    assert!(h.contains("prod-us ✓ 2 crit"), "{h}");
+    assert!(
+        f.rows
+            .iter()
+            .any(|r| f.row_text(r).starts_with("[prod-us]") && f.row_text(r).contains("events")),
+        "{:#?}",
+        f.rows.iter().map(|r| f.row_text(r)).collect::<Vec<_>>()
+    );
+}
+
+/// The merged list's highlighted row stays on its incident when its cluster's incidents
+/// reorder: the row, the evidence and every action are about the same incident (before,
+/// the row kept its index and another incident took its place).
+#[test]
+fn the_merged_selection_keeps_its_incident_when_the_incidents_reorder() {
+    use crate::app::testing::{healthy_stats, settle, tref};
+    let mut f = fleet();
+    // prod-us: documents' incident first, then events' snapshots past retention.
+    let mut bloated = healthy_stats();
+    bloated.snapshots = 900;
+    bloated.oldest_snapshot = Some(t0() - chrono::Duration::days(90));
+    settle(&mut f.clusters[1], &tref("audit", "events"), Ok(bloated));
+    update(&mut f, FleetAction::Input(Action::Tick(t0())));
+    let bloat = f
+        .rows
+        .iter()
+        .position(|r| f.row_text(r).starts_with("[prod-us]") && f.row_text(r).contains("events"))
+        .expect("events' incident");
+    let Row::Incident { incident, .. } = f.rows[bloat] else {
+        panic!("an incident row")
+    };
+    assert_eq!(incident, 1, "second of prod-us's incidents");
+    for _ in 0..bloat {
+        update(&mut f, FleetAction::Input(key('j')));
+    }
+    assert_eq!(f.grid.selected_row(), Some(bloat));
+    let before = crate::app::triage::key(&f.clusters[1].triage.incidents[incident]);
+    // documents is compacted meanwhile: its incident goes, events' moves up.
+    settle(
+        &mut f.clusters[1],
+        &tref("zoning", "documents"),
+        Ok(healthy_stats()),
+    );
+    update(&mut f, FleetAction::Input(Action::Tick(t0())));
+    let now = f.clusters[1]
+        .triage
+        .incidents
+        .iter()
+        .position(|i| crate::app::triage::key(i) == before)
+        .expect("still an incident");
+    assert_ne!(now, incident, "the incidents reordered");
+    let sel = f.grid.selected_row().expect("a selection");
+    assert_eq!(
+        f.rows[sel],
+        Row::Incident {
+            cluster: 1,
+            incident: now
+        }
+    );
+    assert!(f.row_text(&f.rows[sel]).contains("events"));
+    assert_eq!(f.clusters[1].triage.grid.selected_row(), Some(now));
+}
+
+/// `s` (on its Partitions tab) with an optimize of two partitions running.
+fn update_state_to_running_job(s: &mut crate::app::state::State) {
+    use crate::app::maintenance::MaintenanceMsg;
+    use crate::app::update::update as step;
+    step(s, key(' '));
+    step(s, key(' '));
+    let d = crate::app::testing::plans::draft(s);
+    let epoch = s.conn.epoch;
+    step(
+        s,
+        Action::Maintenance(MaintenanceMsg::PlanReady(epoch, Ok(d))),
+    );
+    crate::app::testing::drawn(s);
+    let fx = step(s, key('y'));
+    assert!(
+        fx.iter().any(|e| matches!(e, Effect::RunPlan { .. })),
+        "{fx:?}"
+    );
+    assert!(s.jobs.list.iter().any(|j| j.running()));
 }

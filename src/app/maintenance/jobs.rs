@@ -1,11 +1,14 @@
 //! Maintenance jobs: plans being run, with the state of each statement.
 
+use std::collections::BTreeMap;
+
 use chrono::{DateTime, Utc};
 
 use crate::fmt::{human_bytes, human_duration, thousands};
 use crate::lakehouse::model::TableRef;
 use crate::lakehouse::plan::Plan;
 use crate::mutation::audit::AuditError;
+use crate::mutation::contention::Writers;
 use crate::mutation::run::{RunError, StepEvent, StepOutcome};
 use crate::trino::QueryProgress;
 
@@ -268,9 +271,24 @@ pub fn step_line(job: &Job, i: usize) -> String {
 pub struct Jobs {
     pub list: Vec<Job>,
     pub next_id: u64,
+    /// Writes of other clients found running on a table (its maintenance DAG, a
+    /// colleague's floe, a cron), and when they were read.
+    pub elsewhere: BTreeMap<TableRef, (DateTime<Utc>, Writers)>,
 }
 
+/// How long a write found running elsewhere is believed without being read again.
+pub const ELSEWHERE_FOR: chrono::Duration = chrono::Duration::minutes(3);
+
 impl Jobs {
+    /// `compact_documents, 40 %`: who else rewrites `t`, as last read (within
+    /// [`ELSEWHERE_FOR`]).
+    pub fn running_elsewhere(&self, t: &TableRef, now: DateTime<Utc>) -> Option<String> {
+        self.elsewhere
+            .get(t)
+            .filter(|(at, w)| now - *at <= ELSEWHERE_FOR && !w.none())
+            .map(|(_, w)| w.short())
+    }
+
     pub fn get_mut(&mut self, id: u64) -> Option<&mut Job> {
         self.list.iter_mut().find(|j| j.id == id)
     }

@@ -12,9 +12,10 @@ fn running(s: &State) -> usize {
     s.jobs.list.iter().filter(|j| j.running()).count()
 }
 
-/// `q`, ctrl-c, `:q`: leave, or ask when jobs run or an Airflow write is in flight.
+/// `q`, ctrl-c, `:q`: leave, or ask when jobs run or an Airflow write is in flight here or
+/// on another cluster of `floe --all`.
 pub fn quit(s: &mut State) -> Vec<Effect> {
-    match running(s) + s.airflow_writes.len() {
+    match running(s) + s.airflow_writes.len() + s.elsewhere.len() {
         0 => leave(s, None),
         _ => {
             if !matches!(s.popup, Some(Popup::QuitJobs { .. })) {
@@ -29,6 +30,12 @@ pub fn quit(s: &mut State) -> Vec<Effect> {
 /// SIGTERM, SIGHUP: leave now, interrupting the running jobs on Trino.
 pub fn terminate(s: &mut State) -> Vec<Effect> {
     leave(s, Some(true))
+}
+
+/// The operator chose to leave on another cluster, which asked about these jobs too:
+/// leave, cancelling them.
+pub fn leave_cancelling(s: &mut State) -> Vec<Effect> {
+    leave(s, Some(false))
 }
 
 /// Leave; with jobs running, stop them first (`interrupted` or operator-cancelled).
@@ -91,8 +98,14 @@ pub fn question(s: &State) -> Vec<String> {
         }
         lines.push("  quitting waits up to 10s for the answer; after that the audit log says only 'started'".into());
     }
+    if !s.elsewhere.is_empty() {
+        lines.push(format!("{} on other clusters:", s.elsewhere.len()));
+        for w in &s.elsewhere {
+            lines.push(format!("  {w}"));
+        }
+    }
     lines.push(String::new());
-    lines.push(if running(s) > 0 {
+    lines.push(if running(s) + s.elsewhere.len() > 0 {
         "y  cancel them on Trino, then quit".into()
     } else {
         "y  quit".into()

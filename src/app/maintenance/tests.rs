@@ -38,14 +38,14 @@ fn plan_ready(s: &mut State) -> Vec<Effect> {
 /// A state with a screen: one frame drawn.
 fn on_screen() -> State {
     let mut s = loaded();
-    update(&mut s, Action::Drawn);
+    update(&mut s, Action::Drawn(std::time::Instant::now()));
     s
 }
 
 /// Confirm a plan (drawn first) and return its job.
 fn run_job(s: &mut State) -> u64 {
     plan_ready(s);
-    update(s, Action::Drawn);
+    update(s, Action::Drawn(std::time::Instant::now()));
     match update(s, key('y')).as_slice() {
         [Effect::RunPlan { job, .. }] => *job,
         fx => panic!("not run: {fx:?}"),
@@ -64,7 +64,7 @@ fn a_y_within_the_confirm_dwell_runs_nothing_and_says_why() {
     let mut s = on_screen();
     s.confirm_dwell = std::time::Duration::from_millis(300);
     plan_ready(&mut s);
-    update(&mut s, Action::Drawn);
+    update(&mut s, Action::Drawn(std::time::Instant::now()));
     assert!(s.popup_shown_at.is_some());
     assert!(update(&mut s, key('y')).is_empty(), "typed ahead");
     assert!(matches!(s.popup, Some(Popup::Confirm(_))), "still asking");
@@ -77,7 +77,7 @@ fn a_y_within_the_confirm_dwell_runs_nothing_and_says_why() {
     update(&mut s, key('j'));
     assert!(matches!(s.popup, Some(Popup::Confirm(_))));
     // Another frame does not restart the dwell; once it has passed, y runs the plan.
-    update(&mut s, Action::Drawn);
+    update(&mut s, Action::Drawn(std::time::Instant::now()));
     s.popup_shown_at = Some(std::time::Instant::now() - std::time::Duration::from_millis(400));
     assert!(matches!(
         update(&mut s, key('y')).as_slice(),
@@ -92,7 +92,7 @@ fn a_y_typed_before_the_confirm_was_drawn_runs_nothing() {
     assert!(update(&mut s, key('y')).is_empty(), "not drawn yet");
     assert!(s.jobs.list.is_empty());
     assert!(matches!(s.popup, Some(Popup::Confirm(_))), "still asking");
-    update(&mut s, Action::Drawn);
+    update(&mut s, Action::Drawn(std::time::Instant::now()));
     assert!(matches!(
         update(&mut s, key('y')).as_slice(),
         [Effect::RunPlan { .. }]
@@ -114,11 +114,11 @@ fn a_plan_arriving_under_the_filter_prompt_leaves_the_prompt_and_waits_to_be_see
     assert!(update(&mut s, key('y')).is_empty());
     assert_eq!(s.prompt, Some(Prompt::Filter("dy".into())));
     // Drawn under the prompt: not seen.
-    update(&mut s, Action::Drawn);
+    update(&mut s, Action::Drawn(std::time::Instant::now()));
     update(&mut s, code(KeyCode::Esc));
     assert!(update(&mut s, key('y')).is_empty(), "never shown alone yet");
     assert!(s.jobs.list.is_empty());
-    update(&mut s, Action::Drawn);
+    update(&mut s, Action::Drawn(std::time::Instant::now()));
     assert!(matches!(
         update(&mut s, key('y')).as_slice(),
         [Effect::RunPlan { .. }]
@@ -136,7 +136,7 @@ fn a_dag_write_confirm_takes_its_y_only_once_drawn() {
         shown: false,
     })));
     assert!(update(&mut s, key('y')).is_empty());
-    update(&mut s, Action::Drawn);
+    update(&mut s, Action::Drawn(std::time::Instant::now()));
     assert_eq!(
         update(&mut s, key('y')),
         vec![Effect::WriteDag(DagWrite::Trigger {
@@ -150,7 +150,7 @@ fn a_profile_switch_closes_a_stale_confirm_and_keeps_the_running_job() {
     let mut s = on_screen();
     let job = run_job(&mut s);
     plan_ready(&mut s);
-    update(&mut s, Action::Drawn);
+    update(&mut s, Action::Drawn(std::time::Instant::now()));
     update(
         &mut s,
         Action::Connection(crate::app::connection::ConnectionMsg::ProfileSwitched(Ok(
@@ -191,15 +191,15 @@ fn quitting_with_a_job_running_asks_and_y_cancels_it_first() {
     // ctrl-c asks the same question; a y typed before the question was drawn waits.
     assert!(update(&mut s, ctrl('c')).is_empty());
     assert!(update(&mut s, key('y')).is_empty());
-    update(&mut s, Action::Drawn);
+    update(&mut s, Action::Drawn(std::time::Instant::now()));
     update(&mut s, key('n'));
     assert!(s.popup.is_none() && !s.quit);
     update(&mut s, ctrl('c'));
-    update(&mut s, Action::Drawn);
+    update(&mut s, Action::Drawn(std::time::Instant::now()));
     update(&mut s, code(KeyCode::Esc));
     assert!(s.popup.is_none() && !s.quit);
     update(&mut s, key('q'));
-    update(&mut s, Action::Drawn);
+    update(&mut s, Action::Drawn(std::time::Instant::now()));
     assert_eq!(
         update(&mut s, key('y')),
         vec![Effect::StopJobs { interrupted: false }, Effect::Quit]
@@ -306,9 +306,9 @@ fn a_plan_arriving_over_a_dag_confirmation_leaves_it_and_its_y() {
     let mut s = on_screen();
     let dag = crate::app::dags::confirm_trigger(&s, "maint_zoning");
     s.popup = Some(Popup::ConfirmDag(Box::new(dag)));
-    update(&mut s, Action::Drawn);
+    update(&mut s, Action::Drawn(std::time::Instant::now()));
     plan_ready(&mut s);
-    update(&mut s, Action::Drawn);
+    update(&mut s, Action::Drawn(std::time::Instant::now()));
     assert!(
         matches!(s.popup, Some(Popup::ConfirmDag(_))),
         "the open confirmation stays: {:?}",
@@ -327,11 +327,11 @@ fn a_confirm_on_a_terminal_too_small_to_draw_it_is_not_seen() {
     let mut s = on_screen();
     update(&mut s, Action::Resize(19, 4));
     plan_ready(&mut s);
-    update(&mut s, Action::Drawn);
+    update(&mut s, Action::Drawn(std::time::Instant::now()));
     assert!(update(&mut s, key('y')).is_empty(), "not drawn: no y taken");
     assert!(s.jobs.list.is_empty());
     update(&mut s, Action::Resize(80, 24));
-    update(&mut s, Action::Drawn);
+    update(&mut s, Action::Drawn(std::time::Instant::now()));
     assert!(matches!(
         update(&mut s, key('y')).as_slice(),
         [Effect::RunPlan { .. }]
@@ -458,6 +458,7 @@ mod keys {
                 &mut s,
                 Action::Maintenance(MaintenanceMsg::PlanReady(epoch, Ok(d))),
             );
+            drawn(&mut s);
             let Some(Popup::Confirm(c)) = &s.popup else {
                 panic!("no confirm popup")
             };
@@ -472,13 +473,16 @@ mod keys {
                 &mut s,
                 Action::Maintenance(MaintenanceMsg::PlanReady(epoch, Ok(d))),
             );
+            drawn(&mut s);
             update(&mut s, key('g'));
             let Some(Popup::Confirm(c)) = &s.popup else {
                 panic!()
             };
             assert_eq!(c.plan.steps.len(), 1, "grouped");
             assert!(c.plan.steps[0].sql.contains("\"$partition\" IN"));
+            drawn(&mut s);
             update(&mut s, key('g'));
+            drawn(&mut s);
             let fx = update(&mut s, key('y'));
             let [Effect::RunPlan { job, plan }] = &fx[..] else {
                 panic!("{fx:?}")
@@ -558,6 +562,7 @@ mod keys {
                 &mut s,
                 Action::Maintenance(MaintenanceMsg::PlanReady(epoch, Ok(d))),
             );
+            drawn(&mut s);
             let fx = update(&mut s, key('y'));
             let Effect::RunPlan { job, .. } = fx[0].clone() else {
                 panic!()
@@ -680,7 +685,7 @@ mod keys {
                 &mut s,
                 Action::Maintenance(MaintenanceMsg::PlanReady(epoch, Ok(d))),
             );
-            update(&mut s, Action::Drawn);
+            update(&mut s, Action::Drawn(std::time::Instant::now()));
             s
         }
 
@@ -733,7 +738,7 @@ mod keys {
             // Another plan: a `y` in the same input batch, before it is drawn, runs nothing.
             assert!(update(&mut s, key('y')).is_empty());
             assert!(matches!(s.popup, Some(Popup::Confirm(_))), "still asking");
-            update(&mut s, Action::Drawn);
+            update(&mut s, Action::Drawn(std::time::Instant::now()));
             let part1 = confirm(&s).clone();
             assert!(part1.incremental);
             assert!(part1.plan.steps.len() < 6, "{}", part1.plan.steps.len());
@@ -760,9 +765,9 @@ mod keys {
             // `i` again is the whole plan.
             let mut s = confirming(Some(measured(10.0)));
             update(&mut s, key('i'));
-            update(&mut s, Action::Drawn);
+            update(&mut s, Action::Drawn(std::time::Instant::now()));
             update(&mut s, key('i'));
-            update(&mut s, Action::Drawn);
+            update(&mut s, Action::Drawn(std::time::Instant::now()));
             assert_eq!(confirm(&s).plan.steps.len(), 6);
             assert!(!confirm(&s).incremental);
         }

@@ -129,7 +129,10 @@ fn marks_toggle_move_and_clear() {
     assert_eq!(s.partitions.marks.len(), 1);
     update(
         &mut s,
-        Action::Key(KeyEvent::new(KeyCode::Char('\\'), KeyModifiers::CONTROL)),
+        Action::Key(
+            KeyEvent::new(KeyCode::Char('\\'), KeyModifiers::CONTROL),
+            std::time::Instant::now(),
+        ),
     );
     assert!(s.partitions.marks.is_empty());
 }

@@ -218,3 +218,91 @@ mod keys {
         assert_eq!(s.tab, Tab::Triage, "the operator's choice stays");
     }
 }
+
+/// The seed's morning: the connection fixed, `t y` triggered the compaction DAG. Its run
+/// is running, and its facts ask who writes its table; once read, Triage says
+/// "compaction running (compact_documents, 40 %)" instead of proposing `o`.
+#[test]
+fn a_compaction_running_elsewhere_is_said_instead_of_proposing_o() {
+    use crate::app::maintenance::MaintenanceMsg;
+    use crate::app::testing::dags::failing_facts;
+    use crate::health::incidents::Next;
+    use crate::mutation::contention::{RunningStatement, RunningTask, Writers};
+    let mut s = triaged();
+    let generation = s.dags.generation;
+    let mut running = failing_facts();
+    running.active_run = Some("manual__2026-12-01T11:56:00+00:00".into());
+    let fx = update(
+        &mut s,
+        Action::Dags(DagMsg::Facts {
+            generation,
+            dag_id: "compact_documents".into(),
+            result: Ok(running),
+        }),
+    );
+    let docs = tref("zoning", "documents");
+    assert!(
+        fx.iter()
+            .any(|e| matches!(e, Effect::CheckWriters { table } if *table == docs)),
+        "{fx:?}"
+    );
+    let w = Writers {
+        table: Some(docs.clone()),
+        statements: vec![RunningStatement {
+            query_id: "20261201_115700_00042_abcde".into(),
+            state: "RUNNING".into(),
+            user: "etl".into(),
+            source: Some("airflow".into()),
+            query: "ALTER TABLE iceberg.zoning.documents EXECUTE optimize".into(),
+            elapsed_ms: Some(60_000),
+            progress: Some(40),
+        }],
+        tasks: vec![RunningTask {
+            dag_id: "compact_documents".into(),
+            run_id: "manual__2026-12-01T11:56:00+00:00".into(),
+            task_id: Some("compact".into()),
+            since: Some(s.now),
+        }],
+        unread: vec![],
+    };
+    update(
+        &mut s,
+        Action::Maintenance(MaintenanceMsg::Writers {
+            table: docs.clone(),
+            result: Ok(w),
+        }),
+    );
+    update(&mut s, key('0'));
+    let first = &s.triage.incidents[0];
+    assert_eq!(first.worst_table(), Some(&docs));
+    assert!(
+        !first
+            .next
+            .iter()
+            .any(|n| matches!(n, Next::Optimize { .. })),
+        "{:?}",
+        first.next
+    );
+    let said: Vec<String> = first.next.iter().map(Next::text).collect();
+    assert!(
+        said.contains(&"compaction running (compact_documents, 40 %)".to_string()),
+        "{said:?}"
+    );
+    // Read again once it ended: `o` is proposed again.
+    update(
+        &mut s,
+        Action::Maintenance(MaintenanceMsg::Writers {
+            table: docs.clone(),
+            result: Ok(Writers::default()),
+        }),
+    );
+    update(&mut s, key('0'));
+    assert!(
+        s.triage.incidents[0]
+            .next
+            .iter()
+            .any(|n| matches!(n, Next::Optimize { table } if *table == docs)),
+        "{:?}",
+        s.triage.incidents[0].next
+    );
+}

@@ -26,12 +26,23 @@ pub struct Affected {
     /// Some partition holds two small files or more: optimize has something to merge.
     #[serde(skip)]
     mergeable: bool,
+    /// Who else rewrites it now (`compact_documents, 40 %`), when floe read that one does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub running: Option<String>,
 }
 
-/// The table action for an affected table: optimize when it has something to merge;
-/// else (every partition holds one small file at most) the findings, which say the
-/// partitioning is the fix: a next action is one floe carries out.
+/// The table action for an affected table: none while another write rewrites it (the
+/// compaction running, said); optimize when it has something to merge; else (every
+/// partition holds one small file at most) the findings, which say the partitioning is the
+/// fix: a next action is one floe carries out.
 pub(super) fn optimize_next(a: &Affected) -> Next {
+    if let Some(by) = &a.running {
+        // A compaction is under way: a second would race it to the commit.
+        return Next::CompactionRunning {
+            table: a.table.clone(),
+            by: by.clone(),
+        };
+    }
     if a.mergeable {
         Next::Optimize {
             table: a.table.clone(),
@@ -129,6 +140,7 @@ pub(super) fn affected(t: &TableFacts, name: String, now: DateTime<Utc>) -> Affe
         suffered: t.suffered.map(str::to_string),
         small_files: small,
         mergeable,
+        running: t.running.map(str::to_string),
     }
 }
 

@@ -1,8 +1,9 @@
 //! Endpoints (`host:port`) and words named in server text (error lines, findings).
 
-/// `host:port` endpoints named in `text`, in order: `host:port` tokens (URLs included)
-/// and urllib3's `host='h', port=p`. A host has a letter or is a dotted IPv4 address, so
-/// times (`10:00:00`) and positions (`line 1:15`) are not endpoints.
+/// `host:port` endpoints named in `text`, in order: `host:port` tokens (URLs included, and
+/// the `host:port: reason` of socket and dial errors) and urllib3's `host='h', port=p`. A
+/// host has a letter or is a dotted IPv4 address and is not a timestamp's date and hour, so
+/// times (`10:00:00`, `2026-11-30T10:30`) and positions (`line 1:15`) are not endpoints.
 pub fn endpoints(text: &str) -> Vec<String> {
     let mut found: Vec<(usize, String)> = Vec::new();
     let is_host = |c: char| c.is_ascii_alphanumeric() || c == '.' || c == '-' || c == '_';
@@ -25,10 +26,12 @@ pub fn endpoints(text: &str) -> Vec<String> {
         if end == k + 1 || end - k - 1 > 5 {
             continue;
         }
+        // What follows the port ends it, whatever the punctuation (`host:port: reason` of
+        // Python's socket errors and Go's dial errors included), unless it goes on as a
+        // clock time (`10:00:00`) or a version (`1.2.3`).
+        let digit_at = |j: usize| chars.get(j).is_some_and(|x| x.1.is_ascii_digit());
         if let Some(&(_, next)) = chars.get(end)
-            && (next.is_ascii_alphanumeric()
-                || next == ':'
-                || next == '.' && { chars.get(end + 1).is_some_and(|x| x.1.is_ascii_digit()) })
+            && (next.is_ascii_alphanumeric() || (next == ':' || next == '.') && digit_at(end + 1))
         {
             continue;
         }
@@ -75,7 +78,11 @@ fn valid_endpoint(host: &str, port: &str) -> bool {
     let Ok(p) = port.parse::<u32>() else {
         return false;
     };
-    if !(1..=65_535).contains(&p) || host.is_empty() || host.starts_with(['.', '-']) {
+    if !(1..=65_535).contains(&p)
+        || host.is_empty()
+        || host.starts_with(['.', '-'])
+        || date_and_hour(host)
+    {
         return false;
     }
     let dotted_ip = host.split('.').count() == 4
@@ -83,6 +90,24 @@ fn valid_endpoint(host: &str, port: &str) -> bool {
             .split('.')
             .all(|o| !o.is_empty() && o.len() <= 3 && o.chars().all(|c| c.is_ascii_digit()));
     dotted_ip || host.chars().any(|c| c.is_ascii_alphabetic())
+}
+
+/// `2026-11-30T10` (or `…t10`): the date and hour of a timestamp, whose minutes follow the
+/// colon (`2026-11-30T10:30 the run failed`), not a host.
+fn date_and_hour(host: &str) -> bool {
+    let b = host.as_bytes();
+    let digits = |r: std::ops::Range<usize>| b[r].iter().all(u8::is_ascii_digit);
+    let hour = match b.len() {
+        12 | 13 => 11..b.len(),
+        _ => return false,
+    };
+    digits(0..4)
+        && b[4] == b'-'
+        && digits(5..7)
+        && b[7] == b'-'
+        && digits(8..10)
+        && matches!(b[10], b'T' | b't')
+        && digits(hour)
 }
 
 /// Whether `word` occurs in `text` with no identifier character on either side.

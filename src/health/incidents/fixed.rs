@@ -1,15 +1,17 @@
-//! A failing DAG whose error names a connection that now passes its test: fixed since.
+//! A failing DAG whose error names a connection fixed since: it passes its test now, or,
+//! where Airflow tests nothing, it points elsewhere than the task failed on.
 
 use super::affected::optimize_next;
-use super::connections::ConnFinding;
+use super::connections::{ConnFinding, why_untested};
 use super::dags::{dag_failure_line, paused, runs, unpause};
 use super::{DagFacts, Incident, Jump, Kind, Next, Severity, Triage, worse};
 
 impl<'f, 'a> Triage<'f, 'a> {
-    /// DAGs failing on `endpoint` whose errors name connections that now pass their test
-    /// (`working`): fixed since. When floe fixed one and the DAG's last run came before,
-    /// the run after the fix is what is left to do; a run after the fix that still failed
-    /// on the old endpoint means the tasks read another definition of the connection.
+    /// DAGs failing on `endpoint` whose errors name connections fixed since (`working`:
+    /// their test passes now, or, untested, they point elsewhere). When floe fixed one and
+    /// the DAG's last run came before, the run after the fix is what is left to do (and,
+    /// untested, its proof); a run after the fix that still failed on the old endpoint
+    /// means the tasks read another definition of the connection.
     pub(super) fn fixed_endpoint(
         &mut self,
         endpoint: &str,
@@ -24,18 +26,30 @@ impl<'f, 'a> Triage<'f, 'a> {
         let when = fixed_at
             .map(|t| format!("fixed {}", t.format("%H:%M")))
             .unwrap_or_else(|| "changed".into());
+        let verdict = if c.works {
+            "its test passes"
+        } else {
+            why_untested(&[c])
+        };
         let (severity, state) = if ran_after {
             (
                 Severity::Critical,
                 format!(
-                    "{when}, its test passes, yet a run after it still failed on {endpoint}: the tasks read another definition of {} (an AIRFLOW_CONN_ variable or a secrets backend?)",
+                    "{when}, {verdict}, yet a run after it still failed on {endpoint}: the tasks read another definition of {} (an AIRFLOW_CONN_ variable or a secrets backend?)",
                     c.id
                 ),
+            )
+        } else if c.works {
+            (
+                Severity::Warning,
+                format!("{when}, its test passes; the last run failed before the fix: t trigger"),
             )
         } else {
             (
                 Severity::Warning,
-                format!("{when}, its test passes; the last run failed before the fix: t trigger"),
+                format!(
+                    "{when}, {verdict}: the DAG's next run proves it (t trigger); the last run failed on {endpoint}"
+                ),
             )
         };
         let dag_ids: Vec<String> = dags.iter().map(|d| d.dag_id.clone()).collect();

@@ -79,6 +79,9 @@ pub enum Next {
     ReadDagCode { dag_id: String },
     /// Optimize the table (the worst of the incident).
     Optimize { table: TableRef },
+    /// Another write rewrites the table now (its maintenance DAG, a colleague's floe, a
+    /// cron): no optimize is proposed beside it; `by`: who, and how far.
+    CompactionRunning { table: TableRef, by: String },
     /// Expire the table's snapshots.
     ExpireSnapshots { table: TableRef },
     /// Map a maintenance DAG to the tables (`[[maintenance]]`).
@@ -113,6 +116,7 @@ impl Next {
                 format!("read {dag_id}'s code: it reports success without compacting")
             }
             Next::Optimize { table } => format!("optimize {}", table.table),
+            Next::CompactionRunning { by, .. } => format!("compaction running ({by})"),
             Next::ExpireSnapshots { table } => format!("expire snapshots of {}", table.table),
             Next::MapDag => "map a maintenance DAG ([[maintenance]])".into(),
             Next::Inspect => "read the findings".into(),

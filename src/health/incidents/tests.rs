@@ -202,6 +202,7 @@ impl Lab {
                     error: e.as_deref(),
                     dag_id: d.as_deref(),
                     suffered: None,
+                    running: None,
                 })
                 .collect(),
             dags: self.dags.iter().collect(),
@@ -432,6 +433,77 @@ fn endpoints_are_read_from_what_the_server_said() {
     }
 }
 
+/// The `host:port: reason` shape of Python's socket errors and Go's dial errors names the
+/// endpoint, whatever punctuation follows the port; a clock time still names none.
+#[test]
+fn an_endpoint_is_read_whatever_punctuation_follows_its_port() {
+    let host = "trino-legacy.corp.example:8080";
+    for text in [
+        "could not connect to trino-legacy.corp.example:8080: Name or service not known",
+        "dial tcp trino-legacy.corp.example:8080: connect: connection refused",
+        "cannot reach trino-legacy.corp.example:8080; giving up",
+        "cannot reach trino-legacy.corp.example:8080, giving up",
+        "cannot reach trino-legacy.corp.example:8080.",
+        "cannot reach trino-legacy.corp.example:8080. Retrying",
+        "(trino-legacy.corp.example:8080)",
+        "[trino-legacy.corp.example:8080]",
+        "'trino-legacy.corp.example:8080'",
+        "trino-legacy.corp.example:8080:",
+        "trino-legacy.corp.example:8080/v1/statement",
+    ] {
+        assert_eq!(endpoints(text), vec![host], "{text}");
+    }
+    assert_eq!(
+        endpoints("dial tcp 10.0.0.5:8443: i/o timeout"),
+        vec!["10.0.0.5:8443"]
+    );
+    for none in [
+        "failed at 10:00:00: retrying",
+        "2026-11-30T10:00:00Z: run failed",
+        "2026-11-30T10:30 the run failed",
+        "2026-11-30t9:30: the run failed",
+        "version 1:2.3.4",
+    ] {
+        assert_eq!(endpoints(none), Vec::<String>::new(), "{none}");
+    }
+}
+
+/// One dead connection, its DAG and its table are one incident when the task's error has
+/// the `host:port: reason` shape: the connection at that endpoint is the suspect, `F`
+/// offered, and no incident of its own.
+#[test]
+fn a_socket_errors_endpoint_ties_the_dag_to_the_connection_holding_it() {
+    let mut lab = lab();
+    lab.dags[0].error_line = Some(
+        "ConnectionError: could not connect to trino-legacy.corp.example:8080: Name or service not known"
+            .into(),
+    );
+    lab.findings.retain(|f| !f.rule.is_airflow_connection());
+    lab.findings.push(Finding {
+        rule: Rule::AirflowConnectionFailing,
+        severity: Severity::Critical,
+        message: "Airflow connection trino_orders points at trino-legacy.corp.example:8080 and fails its test: failed to resolve trino-legacy.corp.example".into(),
+        penalty: 0,
+    });
+    let v = incidents(&lab.facts(), t0());
+    let first = &v[0];
+    assert_eq!(first.kind, Kind::Endpoint, "{:#?}", v);
+    assert_eq!(first.dags, vec!["compact_documents"]);
+    assert_eq!(tables_of(first), vec!["documents"]);
+    assert_eq!(
+        first.next[0],
+        Next::FixConnection {
+            connections: vec!["trino_orders".into()],
+            endpoint: Some("trino-legacy.corp.example:8080".into()),
+        }
+    );
+    assert!(
+        !v.iter().any(|i| i.kind == Kind::Connection),
+        "{:#?}",
+        v.iter().map(|i| i.summary()).collect::<Vec<_>>()
+    );
+}
+
 #[test]
 fn a_healthy_lakehouse_has_no_incident() {
     let cfg = HealthConfig::default();
@@ -446,6 +518,7 @@ fn a_healthy_lakehouse_has_no_incident() {
             error: None,
             dag_id: None,
             suffered: None,
+            running: None,
         }],
         dags: Vec::new(),
         findings: Vec::new(),
@@ -470,6 +543,7 @@ fn same_names_in_two_schemas_are_told_apart() {
                 error: None,
                 dag_id: None,
                 suffered: None,
+                running: None,
             },
             TableFacts {
                 table: &b,
@@ -478,6 +552,7 @@ fn same_names_in_two_schemas_are_told_apart() {
                 error: None,
                 dag_id: None,
                 suffered: None,
+                running: None,
             },
         ],
         dags: Vec::new(),
@@ -585,7 +660,7 @@ fn connections_that_point_elsewhere_are_worded_alike_in_both_passes() {
     assert_eq!(v[0].kind, Kind::Endpoint);
     assert!(
         v[0].cause.ends_with(
-            "(connection trino_documents → trino-old.internal:8080, is not the Trino floe reached)"
+            "(connection trino_documents → trino-old.internal:8080, the host the failing task could not reach; not tested)"
         ),
         "{}",
         v[0].cause
@@ -705,6 +780,153 @@ fn a_failure_stays_with_the_connection_its_error_names_once_that_one_is_fixed() 
 fn a_run_after_the_fix_that_still_fails_names_a_shadowing_definition() {
     // Fixed before the DAG's last run, which still failed on the old endpoint.
     let lab = fixed_documents(Some(t0() - chrono::Duration::days(1)));
+    let v = incidents(&lab.facts(), t0());
+    let doc = v
+        .iter()
+        .find(|i| i.dags.iter().any(|d| d == "compact_documents"))
+        .unwrap();
+    assert_eq!(doc.severity, Severity::Critical);
+    assert!(
+        doc.cause
+            .contains("AIRFLOW_CONN_ variable or a secrets backend"),
+        "{}",
+        doc.cause
+    );
+}
+
+/// After a fix to a wrong address (its test fails), the DAG's failure stays pinned on the
+/// connection its error names (`(connection trino_documents)`), not on another that still
+/// points at the endpoint in the old error.
+#[test]
+fn a_failure_is_pinned_on_the_connection_its_error_names() {
+    let mut lab = lab();
+    lab.findings
+        .retain(|f| !f.message.starts_with("Airflow connection trino_documents "));
+    lab.findings.push(Finding {
+        rule: Rule::AirflowConnectionFailing,
+        severity: Severity::Critical,
+        message: "Airflow connection trino_documents points at trino-new.internal:8080 and fails its test: failed to resolve 'trino-new.internal' — floe reached 127.0.0.1:8080".into(),
+        penalty: 0,
+    });
+    lab.fixed.insert("trino_documents".into(), t0());
+    let v = incidents(&lab.facts(), t0() + chrono::Duration::minutes(1));
+    let doc = v
+        .iter()
+        .find(|i| i.dags.iter().any(|d| d == "compact_documents"))
+        .expect("the DAG's incident");
+    assert!(
+        doc.cause.contains(
+            "(connection trino_documents → trino-new.internal:8080, fails its test; its last run failed on trino-old.internal:8080)"
+        ),
+        "{}",
+        doc.cause
+    );
+    assert!(!doc.cause.contains("trino_permits"), "{}", doc.cause);
+    assert_eq!(
+        doc.next[0],
+        Next::FixConnection {
+            connections: vec!["trino_documents".into()],
+            endpoint: Some("trino-new.internal:8080".into()),
+        }
+    );
+    assert_eq!(tables_of(doc), vec!["documents"]);
+    // trino_permits, still at the old endpoint, is an incident of its own.
+    let permits: Vec<&Incident> = v
+        .iter()
+        .filter(|i| i.kind == Kind::Connection && i.cause.contains("trino_permits"))
+        .collect();
+    assert_eq!(permits.len(), 1, "{v:#?}");
+    assert!(!permits[0].cause.contains("trino_documents"), "{v:#?}");
+}
+
+/// The lab's task error, whole: the host it could not resolve and the connection it used.
+const RESOLVE_ERROR: &str = "ConnectionError: optimize of iceberg.zoning.documents failed: could not connect to Trino at trino-old.internal:8080 (connection trino_documents): failed to execute: HTTPConnectionPool(host='trino-old.internal', port=8080): Max retries exceeded with url: /v1/statement (Caused by NameResolutionError(\"Failed to resolve 'trino-old.internal' ([Errno -2] Name or service not known)\"))";
+
+/// Airflow as deployed: `[core] test_connection` at its default (disabled, 403), so
+/// nothing is tested. The connection holding the endpoint the failing task could not
+/// resolve is the suspect and `F` is offered; after floe's fix the DAG's next run proves
+/// it, not a test; a run after the fix still failing on the old endpoint is critical.
+#[test]
+fn without_connection_tests_the_connection_at_the_failing_endpoint_is_the_suspect() {
+    use crate::airflow::ConnectionTest;
+    use crate::health::airflow::connection_finding;
+    let floe = url::Url::parse("http://127.0.0.1:35019").unwrap();
+    let disabled = ConnectionTest::NotAllowed(
+        "not allowed by the server: Testing connections is disabled in Airflow configuration."
+            .into(),
+    );
+    let with = |documents_at: &str| {
+        let mut lab = lab();
+        lab.dags[0].error_line = Some(RESOLVE_ERROR.into());
+        lab.findings.retain(|f| !f.rule.is_airflow_connection());
+        for (id, at) in [
+            ("trino_documents", documents_at),
+            ("trino_permits", "trino-old.internal:8080"),
+            ("trino_default", "127.0.0.1:35019"),
+        ] {
+            lab.findings
+                .extend(connection_finding(id, at, &floe, Some(&disabled)));
+        }
+        lab
+    };
+    let lab = with("trino-old.internal:8080");
+    let v = incidents(&lab.facts(), t0());
+    let first = &v[0];
+    assert_eq!(first.kind, Kind::Endpoint, "{v:#?}");
+    assert_eq!(first.severity, Severity::Critical);
+    assert_eq!(
+        first.cause,
+        "DAG compact_documents failing 14 runs (connection trino_documents → \
+         trino-old.internal:8080, the host the failing task could not resolve; Airflow does \
+         not test connections here)"
+    );
+    assert_eq!(
+        first.next[0],
+        Next::FixConnection {
+            connections: vec!["trino_documents".into()],
+            endpoint: Some("trino-old.internal:8080".into()),
+        }
+    );
+    assert!(
+        !v.iter().any(|i| i.kind == Kind::Connection),
+        "{:#?}",
+        v.iter().map(|i| i.summary()).collect::<Vec<_>>()
+    );
+
+    // Fixed by floe, untested: the DAG's next run is the proof.
+    let mut lab = with("127.0.0.1:35019");
+    lab.fixed.insert("trino_documents".into(), t0());
+    let v = incidents(&lab.facts(), t0() + chrono::Duration::minutes(1));
+    let doc = v
+        .iter()
+        .find(|i| i.dags.iter().any(|d| d == "compact_documents"))
+        .expect("the DAG's incident");
+    assert!(
+        doc.cause
+            .contains("(connection trino_documents → 127.0.0.1:35019, fixed ")
+            && doc.cause.contains(
+                "Airflow does not test connections here: the DAG's next run proves it (t trigger)"
+            ),
+        "{}",
+        doc.cause
+    );
+    assert!(
+        !doc.next
+            .iter()
+            .any(|n| matches!(n, Next::FixConnection { .. })),
+        "{:?}",
+        doc.next
+    );
+    assert!(
+        doc.next.iter().any(
+            |n| matches!(n, Next::Trigger { dag_id, after_fix: false } if dag_id == "compact_documents")
+        ),
+        "{:?}",
+        doc.next
+    );
+    // The run after the fix failed on the old endpoint again: another definition wins.
+    lab.fixed
+        .insert("trino_documents".into(), t0() - chrono::Duration::days(1));
     let v = incidents(&lab.facts(), t0());
     let doc = v
         .iter()

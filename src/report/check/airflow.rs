@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use chrono::Utc;
 
 use super::Running;
+use crate::airflow::model::Tested;
 use crate::airflow::{AirflowClient, AirflowError, Connection, ConnectionTest, scan};
 use crate::config::Settings;
 use crate::health::mapping::{DagName, map_dags};
@@ -208,7 +209,7 @@ pub(super) fn dag_reports(
 }
 
 /// A connection as the report keeps it: where it points and whether its test passed.
-fn connection_report((c, tested): &(Connection, Option<ConnectionTest>)) -> ConnectionReport {
+fn connection_report((c, tested): &(Connection, Option<Tested>)) -> ConnectionReport {
     ConnectionReport {
         id: c.connection_id.clone(),
         endpoint: format!(
@@ -216,10 +217,10 @@ fn connection_report((c, tested): &(Connection, Option<ConnectionTest>)) -> Conn
             c.host.as_deref().unwrap_or(""),
             c.port.unwrap_or(8080)
         ),
-        test: match tested {
+        test: match tested.as_ref().map(|t| &t.test) {
             Some(ConnectionTest::Passed(_)) => Some(true),
             Some(ConnectionTest::Failed(_)) => Some(false),
-            Some(ConnectionTest::NotAllowed(_)) | None => None,
+            Some(ConnectionTest::NotAllowed(_) | ConnectionTest::NoVerdict(_)) | None => None,
         },
     }
 }

@@ -38,6 +38,8 @@ pub struct QueryInfo {
     /// metadata table, the rows and bytes the connector produced from it.
     pub processed_bytes: Option<u64>,
     pub processed_rows: Option<u64>,
+    /// Trino's progress of a running query (`progressPercentage`, 0-100), once scheduled.
+    pub progress: Option<f64>,
     pub inputs: Vec<QueryInput>,
 }
 
@@ -131,6 +133,10 @@ pub fn parse_query_info(doc: &Json) -> Option<QueryInfo> {
         processed_rows: stats
             .and_then(|s| s.get("processedInputPositions"))
             .and_then(Json::as_u64),
+        progress: stats
+            .and_then(|s| s.get("progressPercentage"))
+            .and_then(Json::as_f64)
+            .filter(|p| p.is_finite() && (0.0..=100.0).contains(p)),
         inputs,
     })
 }

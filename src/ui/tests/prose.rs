@@ -44,7 +44,10 @@ fn help_words(s: &mut State, w: u16, h: u16) -> BTreeSet<String> {
     }
     update(
         s,
-        Action::Key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE)),
+        Action::Key(
+            KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE),
+            std::time::Instant::now(),
+        ),
     );
     seen
 }

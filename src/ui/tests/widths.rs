@@ -58,7 +58,10 @@ fn the_partition_name_yields_last_then_shows_its_values() {
     let mut s = all_loaded();
     update(
         &mut s,
-        Action::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE)),
+        Action::Key(
+            KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE),
+            std::time::Instant::now(),
+        ),
     );
     let req = s.partitions.detail.request;
     update(

@@ -190,6 +190,29 @@ def test_delete_cancels(raw, control, user):
     assert q["delete_received"] is True and q["error_name"] == "USER_CANCELED"
 
 
+def test_a_rule_with_sql_touches_only_the_statements_that_contain_it(raw, control, user):
+    # A client's own reads around a statement (`SELECT 2`) are not what the rule is for.
+    control.faults(user, {"kind": "slow", "ms": 20000, "count": 1, "sql": "SELECT 1"},
+                   {"kind": "drop", "on": "post", "count": 1, "sql": "SELECT 3"})
+    other = drive_to_executing(raw, "SELECT 2")
+    page = raw.get(other[-1]["nextUri"]).json()
+    while "nextUri" in page:
+        page = raw.get(page["nextUri"]).json()
+    assert page["stats"]["state"] == "FINISHED", page
+    pages = drive_to_executing(raw, "SELECT 1")
+    running = raw.get(pages[-1]["nextUri"]).json()
+    assert running["stats"]["state"] == "RUNNING"
+    assert raw.http.delete(running["nextUri"], timeout=10).status_code == 204
+    with pytest.raises(requests.RequestException):  # dropped: the answer is cut short
+        raw.post("SELECT 3")
+    assert raw.post("SELECT 3").status_code == 200
+    fired = {r["kind"]: r["fired"] for r in control.fault_state() if r["user"] == user}
+    assert fired == {"slow": 1, "drop": 1}, fired
+    bad = control.http.post(f"{control.base}/faults", timeout=10,
+                            json={"user": user, "rules": [{"kind": "slow", "ms": 1, "sql": ""}]})
+    assert bad.status_code == 400 and "'sql'" in bad.text, bad.text
+
+
 def test_delete_while_queued(raw, control, user):
     control.faults(user, {"kind": "hold", "ms": 5000, "count": 1})
     post = raw.post("SELECT 1").json()

@@ -90,3 +90,38 @@ def test_an_unknown_version_is_refused_naming_the_ones_the_lab_runs():
     # each layout is keyed by its recipe: a new recipe never builds over an older layout
     assert trinodist.recipe_key("476") != trinodist.recipe_key("483")
     assert trinodist.server_dir(trinodist.Path("/c"), "483").name.startswith("server-")
+
+
+def test_each_real_trino_is_laid_out_from_its_lock(lab):
+    """What a server is made of is its lock file's pins, fetched and checked against their
+    SHA-1: the jars of its `lib/` and of its Iceberg plugin are the pinned ones, and no other
+    (but the two built here: the assembled server's main class and the plugin's services jar)."""
+    for t in _reals(lab):
+        version = t["version"]
+        pins = trinodist.read_lock(version)
+        server = trinodist.Path(t["server_dir"])
+        assert server.name == f"server-{trinodist.recipe_key(version)}", "the layout of this lock"
+        name = lambda p: trinodist.relative_path(p.coords).rsplit("/", 1)[1]  # noqa: E731
+        plugin = {name(p) for p in pins if p.role == "plugin"}
+        on_disk = {f.name for f in (server / "plugin" / "iceberg").glob("*.jar")}
+        if trinodist.SERVERS[version][1] == "assembled":
+            assert {f.name for f in (server / "lib").glob("*.jar")} == \
+                {name(p) for p in pins if p.role == "lib"} | {f"floe-lab-trino-main-{version}.jar"}
+            assert on_disk == plugin | {f"trino-iceberg-{version}-services.jar"}
+        else:
+            assert plugin <= on_disk, "sqlite-jdbc beside the release's Iceberg plugin"
+        for p in pins:
+            assert len(p.sha1) == 40 and p.size > 0
+
+
+def test_a_lock_line_is_role_coordinates_sha1_and_size():
+    for version in trinodist.SERVERS:
+        pins = trinodist.read_lock(version)
+        assert {p.role for p in pins} <= set(trinodist.ROLES)
+        assert sum(p.role == "password" for p in pins) == 1
+    with pytest.raises(trinodist.TrinoSetupError):
+        trinodist.Pin("lib", "io.trino:trino-main:483", "0" * 40, 1)  # no type
+    with pytest.raises(trinodist.TrinoSetupError):
+        trinodist.Pin("lib", "io.trino:trino-main:483:jar", "not-a-sha1", 1)
+    assert trinodist.relative_path("io.airlift:launcher:318:tar.gz:bin") == \
+        "io/airlift/launcher/318/launcher-318-bin.tar.gz"

@@ -17,6 +17,10 @@ Besides the transport faults, two kinds shape a query's execution (one count per
 `hold` keeps it QUEUED for `ms` before it reaches the engine, `slow` makes it run `ms`
 longer, reporting split progress and honouring cancellation meanwhile.
 
+A rule with `sql` (the stand-in only) applies only to the requests and queries of
+statements whose text contains it (`"sql": "EXECUTE optimize"`: the optimize, not the
+reads a client sends around it).
+
 `server_time` adds a fixed server time of `ms` to every statement (not every HTTP request)
 of the user it is scoped to, as a real coordinator's planning and scheduling costs: the
 statement waits that long before the engine runs it, without holding one of the lab's
@@ -57,8 +61,11 @@ class Rule:
             return False
         if self.user is not None and self.user != user:
             return False
-        wanted = self.spec.get("sql_contains")
-        if wanted is not None and (target != "post" or sql is None or wanted not in sql):
+        wanted = self.spec.get("sql")
+        if wanted is not None and (sql is None or wanted not in sql):
+            return False
+        posted = self.spec.get("sql_contains")
+        if posted is not None and (target != "post" or sql is None or posted not in sql):
             return False
         on = self.spec.get("on", "any")
         return on == "any" or on == target
@@ -81,6 +88,8 @@ def validate(spec: dict) -> dict:
     on = spec.get("on", "any")
     if on not in TARGETS:
         raise FaultError(f"unknown 'on' {on!r} (one of {sorted(TARGETS)})")
+    if "sql" in spec and (not isinstance(spec["sql"], str) or not spec["sql"]):
+        raise FaultError("'sql' must be a non-empty string (text the statement contains)")
     if spec.get("sql_contains") is not None and not isinstance(spec["sql_contains"], str):
         raise FaultError("'sql_contains' must be a string (a rule with it fires on a POST of a statement holding it)")
     count = spec.get("count")
@@ -155,8 +164,9 @@ class FaultStore:
 
     def for_request(self, target: str, user: str | None, sql: str | None = None) -> tuple[float, dict | None]:
         """Total latency (ms) to add and the first transport-level rule that fires (status,
-        drop or malformed), consuming counts. `sql`: the statement a POST carries (a rule
-        with `sql_contains` fires only on a statement holding that text)."""
+        drop or malformed), consuming counts. `sql`: the statement the request is about (a
+        rule with `sql` fires only on its requests; one with `sql_contains` only on the POST
+        of a statement holding that text)."""
         latency = 0.0
         action = None
         with self._lock:
@@ -188,21 +198,22 @@ class FaultStore:
                 out.append(dict(r.spec))
         return out
 
-    def take_query_rule(self, kind: str, user: str | None) -> dict | None:
-        """A `hold`, `slow` or `server_time` rule for a query of `user` being submitted, consuming one count."""
+    def take_query_rule(self, kind: str, user: str | None, sql: str | None = None) -> dict | None:
+        """A `hold`, `slow` or `server_time` rule for a query of `user` (its text `sql`) being
+        submitted, consuming one count."""
         with self._lock:
             for r in self._rules:
-                if r.kind == kind and r.applies(r.spec.get("on", "any"), user):
+                if r.kind == kind and r.applies(r.spec.get("on", "any"), user, sql):
                     r.consume()
                     return dict(r.spec)
         return None
 
-    def fail_query(self, user: str | None, pages_served: int) -> dict | None:
-        """The fail_query rule that fires for a query of `user` about to get its page number
-        `pages_served` (0-based, executing pages), consuming one count."""
+    def fail_query(self, user: str | None, pages_served: int, sql: str | None = None) -> dict | None:
+        """The fail_query rule that fires for a query of `user` (its text `sql`) about to get
+        its page number `pages_served` (0-based, executing pages), consuming one count."""
         with self._lock:
             for r in self._rules:
-                if r.kind != "fail_query" or not r.applies("next", user):
+                if r.kind != "fail_query" or not r.applies("next", user, sql):
                     continue
                 if pages_served >= int(r.spec.get("after_pages", 0)):
                     r.consume()

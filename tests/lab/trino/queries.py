@@ -289,9 +289,9 @@ class QueryManager:
             q.dispatch_error = TrinoError("PERMISSION_DENIED", "Access Denied: Cannot execute query")
             self._finish_locked(q, error=q.dispatch_error)
             return
-        hold = self.faults.take_query_rule("hold", q.user) if self.faults else None
-        slow = self.faults.take_query_rule("slow", q.user) if self.faults else None
-        server = self.faults.take_query_rule("server_time", q.user) if self.faults else None
+        hold = self.faults.take_query_rule("hold", q.user, q.sql) if self.faults else None
+        slow = self.faults.take_query_rule("slow", q.user, q.sql) if self.faults else None
+        server = self.faults.take_query_rule("server_time", q.user, q.sql) if self.faults else None
         if slow:
             q.slow_s = float(slow["ms"]) / 1000.0
         # hold and server_time wait on a timer, not on a worker thread
@@ -610,7 +610,7 @@ class QueryManager:
     def _next_page(self, base: str, q: Query, token: int) -> Page:
         # caller holds q.cond
         if not q.final and self.faults is not None:
-            rule = self.faults.fail_query(q.user, q.exec_pages)
+            rule = self.faults.fail_query(q.user, q.exec_pages, q.sql)
             if rule is not None:
                 q.cancelled.set()
                 # the injected failure replaces whatever the engine produced

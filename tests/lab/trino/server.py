@@ -346,6 +346,10 @@ class Handler(BaseHTTPRequestHandler):
         return f"{scheme}://{host}"
 
     def read_body(self) -> bytes:
+        body = getattr(self, "_body", None)
+        if body is not None:
+            self._body = None
+            return body
         return read_body(self)
 
     def send(self, status: int, body: bytes = b"", content_type: str | None = None,
@@ -451,9 +455,9 @@ class Handler(BaseHTTPRequestHandler):
         self.send(status, text.encode("utf-8"), "text/plain; charset=utf-8", headers, reason=reason)
 
     # ------------------------------------------------------------------ faults
-    def apply_faults(self, target: str, user: str | None) -> bool:
+    def apply_faults(self, target: str, user: str | None, sql: str | None = None) -> bool:
         """Apply injected faults; True when the request has been answered by one."""
-        latency, action = self.lab.faults.for_request(target, user)
+        latency, action = self.lab.faults.for_request(target, user, sql)
         if latency:
             time.sleep(latency / 1000.0)
         if action is None:
@@ -489,6 +493,13 @@ class Handler(BaseHTTPRequestHandler):
         self._fault_action = action
         return False
 
+    def query_sql_from_path(self) -> str | None:
+        m = re.match(r"^/v1/statement/(?:queued|executing)/(?:partialCancel/)?([^/]+)/", self.path)
+        if not m:
+            return None
+        q = self.lab.queries.get(m.group(1))
+        return q.sql if q else None
+
     def query_user_from_path(self) -> str | None:
         m = re.match(r"^/v1/statement/(?:queued|executing)/(?:partialCancel/)?([^/]+)/", self.path)
         if not m:
@@ -509,17 +520,24 @@ class Handler(BaseHTTPRequestHandler):
         return "any-other"
 
     def dispatch(self) -> None:
+        self._body = None
         try:
             target = self.target_of()
             if target is not None:
+                sql = None
                 if target == "next":
                     user = self.query_user_from_path()
+                    sql = self.query_sql_from_path()
                 else:
                     user = self.headers.get("X-Trino-User")
                     if target == "any-other":
                         target = "other"
+                    if target == "post":
+                        # the statement, read once, so a rule can match its text
+                        self._body = read_body(self)
+                        sql = self._body.decode("utf-8", "replace")
                 self._fault_target, self._fault_user = target, user
-                if self.apply_faults(target, user):
+                if self.apply_faults(target, user, sql):
                     return
             else:
                 self._fault_target = self._fault_user = None
