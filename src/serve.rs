@@ -49,6 +49,10 @@ pub struct ServeArgs {
     /// it, FLOE_SERVE_TOKEN; without either, /metrics is open.
     #[arg(long, value_name = "FILE")]
     pub token_file: Option<PathBuf>,
+    /// Print every metric floe serves (name, type, labels, help), one a line, and exit
+    /// (no config read): what alert rules and dashboards may use.
+    #[arg(long)]
+    pub list_metrics: bool,
 }
 
 /// The environment variable holding the token when `--token-file` is not given.
@@ -57,6 +61,10 @@ pub const TOKEN_ENV: &str = "FLOE_SERVE_TOKEN";
 /// `floe serve`: exit 0 once stopped by SIGTERM or SIGINT, 1 when it cannot start (the
 /// config, the address, the TLS files or the token), naming what failed.
 pub fn cli(args: ServeArgs, overrides: &Overrides, all: bool) -> ExitCode {
+    if args.list_metrics {
+        print!("{}", list_metrics());
+        return ExitCode::SUCCESS;
+    }
     let fleet = match load(overrides, all) {
         Ok(f) => f,
         Err(e) => {
@@ -78,6 +86,20 @@ pub fn cli(args: ServeArgs, overrides: &Overrides, all: bool) -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// `--list-metrics`: `name<TAB>type<TAB>labels (comma-separated)<TAB>help`, one a line,
+/// sample names (a counter's with `_total`).
+pub fn list_metrics() -> String {
+    let mut out = String::new();
+    for m in crate::report::metrics::METRICS {
+        let kind = match m.kind {
+            crate::report::metrics::Kind::Gauge => "gauge",
+            crate::report::metrics::Kind::Counter => "counter",
+        };
+        out.push_str(&format!("{}\t{kind}\t{}\t{}\n", m.name, m.labels.join(","), m.help));
+    }
+    out
 }
 
 /// The clusters the command line and the config select, in the file's order.
