@@ -137,7 +137,7 @@ pub const METRICS: &[Metric] = &[
     gauge(
         "floe_table_small_files_waiting_hours",
         TABLE,
-        "Hours the oldest live small data file has waited for compaction (0 when none is small). A partial optimize resets last_compaction_age_hours but not this: alert on this one.",
+        "Hours the oldest live small data file has waited for compaction (0 when the verdict says no compaction waits: none is small, or none could be merged). A partial optimize resets last_compaction_age_hours but not this: alert on this one.",
     ),
     gauge(
         "floe_table_last_write_age_hours",

@@ -129,14 +129,21 @@ impl Report {
                 None => None,
             }),
         );
+        // 0 when the verdict says no compaction waits (no small file, or none a compaction
+        // could merge: each alone in its partition), as the TUI's "small files no longer
+        // waiting" says after a run.
         out.gauge(
             "floe_table_small_files_waiting_hours",
-            self.per(&read, |s| {
-                if s.small_files == 0 {
-                    return Some("0.00".into());
-                }
-                s.oldest_small_file_at.map(|t| hours_since(now, t))
-            }),
+            read.iter()
+                .filter_map(|(t, s)| {
+                    let v = if s.small_files == 0 || !t.health.waits_for_compaction() {
+                        "0.00".to_string()
+                    } else {
+                        hours_since(now, s.oldest_small_file_at?)
+                    };
+                    Some((self.labels(&t.table), v))
+                })
+                .collect(),
         );
         out.gauge(
             "floe_table_last_write_age_hours",
