@@ -3,6 +3,7 @@
 //! own declared spec, never from the names of its fields.
 
 pub mod budget;
+pub mod fallbacks;
 pub mod layout;
 pub mod model;
 pub mod plan;

@@ -22,6 +22,7 @@ use super::summary::{
     parse_history, parse_survey, parse_survey_rows, survey_rows_sql, survey_sql,
 };
 
+pub use super::fallbacks::{ENTRIES_GIVE_UP, EntriesRecord};
 mod files;
 pub use files::FileItem;
 mod layouts;
@@ -76,42 +77,6 @@ pub struct Lakehouse {
     /// The most snapshots [`Lakehouse::snapshots`] reads of one table (the newest):
     /// the page limit bounds one answer, not a query of a million rows.
     snapshot_limit: usize,
-}
-
-/// Which tables' `$entries` the server failed to read, and per catalog how many tables
-/// failed and how many read it. A catalog whose first [`ENTRIES_GIVE_UP`] tables all failed
-/// and none read it is read through `$files` from then on: on the real Trino 476 every
-/// cold read of a pyiceberg-written table cost a failed `$entries` statement (its whole
-/// planning, ~0.9 s) before the `$files` one, 300 failed statements in a 300-table cold
-/// start. One table that reads it keeps `$entries` for the catalog's others.
-#[derive(Debug, Default)]
-pub struct EntriesRecord {
-    tables: HashSet<TableRef>,
-    catalogs: HashMap<String, (u32, u32)>,
-}
-
-/// Tables of one catalog whose `$entries` failed, none read, before the catalog is read
-/// through `$files` (a few, as that many run at once at a cold start).
-pub const ENTRIES_GIVE_UP: u32 = 3;
-
-impl EntriesRecord {
-    pub fn failed(&mut self, t: &TableRef) {
-        if self.tables.insert(t.clone()) {
-            self.catalogs.entry(t.catalog.clone()).or_default().0 += 1;
-        }
-    }
-
-    pub fn read(&mut self, t: &TableRef) {
-        self.catalogs.entry(t.catalog.clone()).or_default().1 += 1;
-    }
-
-    pub fn unreadable(&self, t: &TableRef) -> bool {
-        self.tables.contains(t)
-            || self
-                .catalogs
-                .get(&t.catalog)
-                .is_some_and(|(failed, read)| *failed >= ENTRIES_GIVE_UP && *read == 0)
-    }
 }
 
 /// The default of [`Lakehouse::with_snapshot_limit`].
@@ -611,41 +576,5 @@ impl Lakehouse {
                 ))
             })
             .collect())
-    }
-}
-
-#[cfg(test)]
-mod entries_record_tests {
-    use super::{ENTRIES_GIVE_UP, EntriesRecord};
-    use crate::lakehouse::model::TableRef;
-
-    #[test]
-    fn a_catalog_whose_first_tables_all_fail_entries_is_read_through_files() {
-        let t = |c: &str, n: usize| TableRef::new(c, "s", format!("t{n}"));
-        let mut r = EntriesRecord::default();
-        for n in 0..ENTRIES_GIVE_UP as usize - 1 {
-            r.failed(&t("lake", n));
-            // The same table failing twice counts once.
-            r.failed(&t("lake", n));
-        }
-        assert!(r.unreadable(&t("lake", 0)));
-        assert!(
-            !r.unreadable(&t("lake", 99)),
-            "not yet: too few tables failed"
-        );
-        r.failed(&t("lake", 50));
-        assert!(
-            r.unreadable(&t("lake", 99)),
-            "every table of the catalog now"
-        );
-        assert!(!r.unreadable(&t("other", 99)), "another catalog is its own");
-        // One table of a catalog reading it keeps $entries for the catalog's others.
-        let mut r = EntriesRecord::default();
-        r.read(&t("lake", 0));
-        for n in 1..=ENTRIES_GIVE_UP as usize + 2 {
-            r.failed(&t("lake", n));
-        }
-        assert!(r.unreadable(&t("lake", 1)));
-        assert!(!r.unreadable(&t("lake", 99)));
     }
 }
