@@ -97,7 +97,12 @@ pub fn list_metrics() -> String {
             crate::report::metrics::Kind::Gauge => "gauge",
             crate::report::metrics::Kind::Counter => "counter",
         };
-        out.push_str(&format!("{}\t{kind}\t{}\t{}\n", m.name, m.labels.join(","), m.help));
+        out.push_str(&format!(
+            "{}\t{kind}\t{}\t{}\n",
+            m.name,
+            m.labels.join(","),
+            m.help
+        ));
     }
     out
 }

@@ -113,7 +113,11 @@ pub const METRICS: &[Metric] = &[
         TABLE,
         "Records in data files (before deletes).",
     ),
-    gauge("floe_table_partitions", TABLE, "Partitions holding data files."),
+    gauge(
+        "floe_table_partitions",
+        TABLE,
+        "Partitions holding data files.",
+    ),
     gauge(
         "floe_table_small_file_partitions",
         TABLE,
@@ -272,7 +276,9 @@ pub fn names_in(text: &str) -> std::collections::BTreeSet<&str> {
     let mut rest = text;
     while let Some(i) = rest.find("floe_") {
         let before = rest[..i].chars().next_back();
-        let word_end = rest[i..].find(|c: char| !ident(c)).map_or(rest.len(), |n| i + n);
+        let word_end = rest[i..]
+            .find(|c: char| !ident(c))
+            .map_or(rest.len(), |n| i + n);
         if !before.is_some_and(ident) {
             out.insert(&rest[i..word_end]);
         }
@@ -291,7 +297,11 @@ mod tests {
         for m in METRICS {
             assert!(seen.insert(m.name), "{} listed twice", m.name);
             assert!(m.name.starts_with("floe_"), "{}", m.name);
-            assert!(m.labels.first() == Some(&"profile"), "{}: no profile", m.name);
+            assert!(
+                m.labels.first() == Some(&"profile"),
+                "{}: no profile",
+                m.name
+            );
             // OpenMetrics reserves these suffixes for the samples of other types.
             let reserved = ["_count", "_sum", "_bucket", "_created", "_info"];
             assert!(

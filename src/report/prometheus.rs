@@ -90,10 +90,7 @@ impl Report {
                 )
             })
             .collect();
-        out.gauge(
-            "floe_table_status",
-            status_samples,
-        );
+        out.gauge("floe_table_status", status_samples);
         out.gauge(
             "floe_table_health_score",
             read.iter()
@@ -107,7 +104,9 @@ impl Report {
             ("floe_table_total_bytes", |s| s.total_bytes),
             ("floe_table_records", |s| s.records),
             ("floe_table_partitions", |s| s.partitions),
-            ("floe_table_small_file_partitions", |s| s.small_file_partitions),
+            ("floe_table_small_file_partitions", |s| {
+                s.small_file_partitions
+            }),
             ("floe_table_delete_files", |s| s.delete_files),
             ("floe_table_snapshots", |s| s.snapshots),
         ];
@@ -248,12 +247,14 @@ impl Report {
             .flat_map(|d| {
                 let base = dl(d);
                 let base = base.trim_end_matches('}').to_string();
-                by_rule(&d.health.findings).into_iter().map(move |(rule, sev)| {
-                    (
-                        format!("{base},rule=\"{rule}\"}}"),
-                        sev.exit_code().to_string(),
-                    )
-                })
+                by_rule(&d.health.findings)
+                    .into_iter()
+                    .map(move |(rule, sev)| {
+                        (
+                            format!("{base},rule=\"{rule}\"}}"),
+                            sev.exit_code().to_string(),
+                        )
+                    })
             })
             .collect();
         out.gauge("floe_dag_finding", findings);

@@ -313,7 +313,10 @@ impl Cluster {
             return;
         }
         self.cached = entries.clone();
-        let (path, profile) = (self.settings.stats_cache.clone(), self.settings.profile.clone());
+        let (path, profile) = (
+            self.settings.stats_cache.clone(),
+            self.settings.profile.clone(),
+        );
         let written = tokio::task::spawn_blocking(move || {
             crate::cache::merge(&path, &profile, &url, entries).map_err(|e| (path, e))
         })
@@ -341,7 +344,13 @@ impl Cluster {
         t.up = Some(ok);
         t.airflow_up = airflow_up;
         t.duration = Some(took);
-        t.read_errors = Some(self.records.0.iter().filter(|(_, r)| r.error.is_some()).count());
+        t.read_errors = Some(
+            self.records
+                .0
+                .iter()
+                .filter(|(_, r)| r.error.is_some())
+                .count(),
+        );
         self.published = Arc::new(self.publication(families(&report), report.summary_line()));
     }
 

@@ -45,7 +45,12 @@ impl State {
         let slots = self.slots.read().unwrap_or_else(|e| e.into_inner());
         slots
             .iter()
-            .map(|s| s.published.read().unwrap_or_else(|e| e.into_inner()).clone())
+            .map(|s| {
+                s.published
+                    .read()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .clone()
+            })
             .collect()
     }
 
@@ -127,8 +132,16 @@ pub async fn run(
 
 /// The line `floe serve` prints once listening (stderr: the journal's, a terminal's).
 fn announce(args: &ServeArgs, state: &State) {
-    let scheme = if state.guard().tls.is_some() { "https" } else { "http" };
-    let profiles: Vec<String> = state.published().iter().map(|p| p.profile.clone()).collect();
+    let scheme = if state.guard().tls.is_some() {
+        "https"
+    } else {
+        "http"
+    };
+    let profiles: Vec<String> = state
+        .published()
+        .iter()
+        .map(|p| p.profile.clone())
+        .collect();
     let line = format!(
         "floe serve: listening on {scheme}://{}/metrics for {} cluster{} ({})",
         args.listen,
@@ -228,5 +241,8 @@ fn reload(state: &State, args: &ServeArgs, overrides: &Overrides, all: bool) {
         gone.task.abort();
     }
     state.reload_ok.store(true, Ordering::Relaxed);
-    tracing::info!(clusters = slots.len(), "floe serve: SIGHUP: the config reloaded");
+    tracing::info!(
+        clusters = slots.len(),
+        "floe serve: SIGHUP: the config reloaded"
+    );
 }

@@ -52,7 +52,9 @@ pub fn negotiate(accept: Option<&str>) -> Format {
         }
         match media.as_str() {
             "application/openmetrics-text"
-                if version.as_deref().is_none_or(|v| v == "1.0.0" || v == "0.0.1") =>
+                if version
+                    .as_deref()
+                    .is_none_or(|v| v == "1.0.0" || v == "0.0.1") =>
             {
                 om = om.max(q)
             }

@@ -55,7 +55,10 @@ impl Guard {
         };
         let sent = header
             .and_then(|h| h.to_str().ok())
-            .and_then(|h| h.strip_prefix("Bearer ").or_else(|| h.strip_prefix("bearer ")))
+            .and_then(|h| {
+                h.strip_prefix("Bearer ")
+                    .or_else(|| h.strip_prefix("bearer "))
+            })
             .unwrap_or("")
             .trim();
         sent.len() == token.len()
@@ -94,12 +97,7 @@ fn acceptor(cert: &PathBuf, key: &PathBuf) -> Result<TlsAcceptor, String> {
     let config = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .and_then(|b| b.with_no_client_auth().with_single_cert(chain, key))
-        .map_err(|e| {
-            format!(
-                "cannot serve TLS with {} and its key: {e}",
-                cert.display()
-            )
-        })?;
+        .map_err(|e| format!("cannot serve TLS with {} and its key: {e}", cert.display()))?;
     Ok(TlsAcceptor::from(Arc::new(config)))
 }
 
@@ -194,8 +192,14 @@ fn route(state: &State, req: Request<hyper::body::Incoming>) -> Response<Full<By
 
 /// `/metrics`: the token checked, the format negotiated, the clusters' last refreshes.
 fn metrics(state: &State, req: &Request<hyper::body::Incoming>) -> Response<Full<Bytes>> {
-    if !state.guard().admits(req.headers().get(header::AUTHORIZATION)) {
-        let mut r = plain(StatusCode::UNAUTHORIZED, "a bearer token is required\n".into());
+    if !state
+        .guard()
+        .admits(req.headers().get(header::AUTHORIZATION))
+    {
+        let mut r = plain(
+            StatusCode::UNAUTHORIZED,
+            "a bearer token is required\n".into(),
+        );
         r.headers_mut().insert(
             header::WWW_AUTHENTICATE,
             HeaderValue::from_static("Bearer realm=\"floe\""),

@@ -457,7 +457,8 @@ pub fn prometheus() -> (PathBuf, PathBuf) {
             );
             v = serde_json::from_slice(&out.stdout).expect("prometheus.py prints JSON");
         }
-        let path = |k: &str| PathBuf::from(v[k].as_str().unwrap_or_else(|| panic!("prometheus.{k}")));
+        let path =
+            |k: &str| PathBuf::from(v[k].as_str().unwrap_or_else(|| panic!("prometheus.{k}")));
         (path("prometheus"), path("promtool"))
     })
     .clone()

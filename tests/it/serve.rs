@@ -142,7 +142,10 @@ fn the_shipped_rules_pass_promtool_and_use_only_floes_metric_names() {
     // Every alert of the rules has a unit test.
     let rules = std::fs::read_to_string(dir.join("floe-rules.yml")).unwrap();
     let tests = std::fs::read_to_string(dir.join("floe-rules.test.yml")).unwrap();
-    for line in rules.lines().filter(|l| l.trim_start().starts_with("- alert: ")) {
+    for line in rules
+        .lines()
+        .filter(|l| l.trim_start().starts_with("- alert: "))
+    {
         let name = line.trim_start().trim_start_matches("- alert: ").trim();
         assert!(
             tests.contains(&format!("alertname: {name}\n")),
@@ -154,9 +157,16 @@ fn the_shipped_rules_pass_promtool_and_use_only_floes_metric_names() {
         &std::fs::read_to_string(repo().join("assets/grafana/floe.json")).unwrap(),
     )
     .unwrap();
-    assert!(dash["schemaVersion"].as_u64().unwrap() >= 39, "{}", dash["schemaVersion"]);
+    assert!(
+        dash["schemaVersion"].as_u64().unwrap() >= 39,
+        "{}",
+        dash["schemaVersion"]
+    );
     let vars = dash["templating"]["list"].as_array().unwrap();
-    assert!(vars.iter().any(|v| v["type"] == "datasource" && v["name"] == "datasource"));
+    assert!(
+        vars.iter()
+            .any(|v| v["type"] == "datasource" && v["name"] == "datasource")
+    );
     for p in dash["panels"].as_array().unwrap() {
         assert_eq!(p["datasource"]["uid"], "${datasource}", "{}", p["title"]);
     }
@@ -204,7 +214,10 @@ impl Airflow {
         if let Some(b) = body {
             req = req.json(&b);
         }
-        let r = req.send().await.unwrap_or_else(|e| panic!("{method} {url}: {e}"));
+        let r = req
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{method} {url}: {e}"));
         let status = r.status().as_u16();
         (status, r.json().await.unwrap_or(Value::Null))
     }
@@ -213,7 +226,9 @@ impl Airflow {
     async fn reset(&self, host: &str, port: u16) {
         let start = Instant::now();
         loop {
-            let (status, v) = self.call(reqwest::Method::GET, &format!("/dags/{DAG}"), None).await;
+            let (status, v) = self
+                .call(reqwest::Method::GET, &format!("/dags/{DAG}"), None)
+                .await;
             if status == 200 {
                 break;
             }
@@ -234,15 +249,27 @@ impl Airflow {
             .await;
         assert_eq!(status, 200, "unpause {DAG}: {v}");
         let (_, runs) = self
-            .call(reqwest::Method::GET, &format!("/dags/{DAG}/dagRuns?limit=100"), None)
+            .call(
+                reqwest::Method::GET,
+                &format!("/dags/{DAG}/dagRuns?limit=100"),
+                None,
+            )
             .await;
         for r in runs["dag_runs"].as_array().cloned().unwrap_or_default() {
             let id = floe::airflow::encode_segment(r["dag_run_id"].as_str().unwrap());
-            self.call(reqwest::Method::DELETE, &format!("/dags/{DAG}/dagRuns/{id}"), None)
-                .await;
-        }
-        self.call(reqwest::Method::DELETE, &format!("/connections/{CONN}"), None)
+            self.call(
+                reqwest::Method::DELETE,
+                &format!("/dags/{DAG}/dagRuns/{id}"),
+                None,
+            )
             .await;
+        }
+        self.call(
+            reqwest::Method::DELETE,
+            &format!("/connections/{CONN}"),
+            None,
+        )
+        .await;
         let (status, v) = self
             .call(
                 reqwest::Method::POST,
@@ -255,7 +282,10 @@ impl Airflow {
                 })),
             )
             .await;
-        assert!(status == 200 || status == 201, "create {CONN}: {status} {v}");
+        assert!(
+            status == 200 || status == 201,
+            "create {CONN}: {status} {v}"
+        );
     }
 
     /// The connection pointed at `host:port` (the fix).
@@ -284,13 +314,20 @@ impl Airflow {
         let start = Instant::now();
         loop {
             let (_, v) = self
-                .call(reqwest::Method::GET, &format!("/dags/{DAG}/dagRuns/{id}"), None)
+                .call(
+                    reqwest::Method::GET,
+                    &format!("/dags/{DAG}/dagRuns/{id}"),
+                    None,
+                )
                 .await;
             let state = v["state"].as_str().unwrap_or_default().to_string();
             if state == "success" || state == "failed" {
                 return state;
             }
-            assert!(start.elapsed() < Duration::from_secs(300), "run {id} still {state}");
+            assert!(
+                start.elapsed() < Duration::from_secs(300),
+                "run {id} still {state}"
+            );
             tokio::time::sleep(Duration::from_secs(1)).await;
         }
     }
@@ -346,8 +383,14 @@ fn start_floe(home: &Path, cfg: &Path, port: u16) -> Proc {
         .env("HOME", home)
         .env("XDG_CACHE_HOME", home.join("cache"))
         .env("XDG_STATE_HOME", home.join("state"))
-        .env("FLOE_TEST_AF3_PASSWORD", lab().airflow_field("airflow", "password"))
-        .env("FLOE_TEST_AF2_PASSWORD", lab().airflow_field("airflow2", "password"))
+        .env(
+            "FLOE_TEST_AF3_PASSWORD",
+            lab().airflow_field("airflow", "password"),
+        )
+        .env(
+            "FLOE_TEST_AF2_PASSWORD",
+            lab().airflow_field("airflow2", "password"),
+        )
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(home.join("serve.stderr")).unwrap())
         .spawn()
@@ -373,7 +416,10 @@ fn start_prometheus(home: &Path, floe_port: u16, port: u16) -> Proc {
     .unwrap();
     let child = Command::new(server)
         .arg(format!("--config.file={}", cfg.display()))
-        .arg(format!("--storage.tsdb.path={}", home.join("tsdb").display()))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            home.join("tsdb").display()
+        ))
         .arg(format!("--web.listen-address=127.0.0.1:{port}"))
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(home.join("prometheus.stderr")).unwrap())
@@ -427,7 +473,14 @@ async fn query(http: &reqwest::Client, prom: &str, q: &str) -> Option<f64> {
 
 /// `floe serve`'s counter of the lab's refreshes, read from /metrics.
 async fn refreshes(http: &reqwest::Client, floe: &str) -> u64 {
-    let text = http.get(format!("{floe}/metrics")).send().await.unwrap().text().await.unwrap();
+    let text = http
+        .get(format!("{floe}/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
     sample(&text, "floe_refreshes_total{profile=\"lab\"}") as u64
 }
 
@@ -514,9 +567,11 @@ fn a_real_prometheus_alerts_on_the_seed_and_the_alerts_end_after_the_fix() {
     ]
     .to_vec();
     let all: Vec<String> = seed.iter().chain(&private).cloned().collect();
-    rt.block_on(wait_until("the alerts firing", Duration::from_secs(300), || async {
-        expect(&firing(&http, &prom_url).await, &all)
-    }));
+    rt.block_on(wait_until(
+        "the alerts firing",
+        Duration::from_secs(300),
+        || async { expect(&firing(&http, &prom_url).await, &all) },
+    ));
     eprintln!(
         "the seed's alerts firing after {:.1}s: {:?}",
         started.elapsed().as_secs_f64(),
@@ -525,9 +580,18 @@ fn a_real_prometheus_alerts_on_the_seed_and_the_alerts_end_after_the_fix() {
 
     rt.block_on(async {
         // The dead cluster is UNKNOWN for itself, the others served.
-        assert_eq!(query(&http, &prom_url, "floe_up{profile=\"down\"}").await, Some(0.0));
-        assert_eq!(query(&http, &prom_url, "floe_up{profile=\"lab\"}").await, Some(1.0));
-        assert_eq!(query(&http, &prom_url, "floe_up{profile=\"second\"}").await, Some(1.0));
+        assert_eq!(
+            query(&http, &prom_url, "floe_up{profile=\"down\"}").await,
+            Some(0.0)
+        );
+        assert_eq!(
+            query(&http, &prom_url, "floe_up{profile=\"lab\"}").await,
+            Some(1.0)
+        );
+        assert_eq!(
+            query(&http, &prom_url, "floe_up{profile=\"second\"}").await,
+            Some(1.0)
+        );
         // OpenMetrics by the Accept header; every sample labelled by its profile.
         let r = http
             .get(format!("{floe_url}/metrics"))
@@ -535,16 +599,32 @@ fn a_real_prometheus_alerts_on_the_seed_and_the_alerts_end_after_the_fix() {
             .send()
             .await
             .unwrap();
-        assert!(r.headers()["content-type"].to_str().unwrap().starts_with("application/openmetrics-text"));
+        assert!(
+            r.headers()["content-type"]
+                .to_str()
+                .unwrap()
+                .starts_with("application/openmetrics-text")
+        );
         let om = r.text().await.unwrap();
-        assert!(om.ends_with("# EOF\n"), "{}", &om[om.len().saturating_sub(200)..]);
+        assert!(
+            om.ends_with("# EOF\n"),
+            "{}",
+            &om[om.len().saturating_sub(200)..]
+        );
         for l in om.lines().filter(|l| !l.starts_with('#')) {
             assert!(l.contains("{profile=\""), "{l}");
         }
-        let health = http.get(format!("{floe_url}/healthz")).send().await.unwrap();
+        let health = http
+            .get(format!("{floe_url}/healthz"))
+            .send()
+            .await
+            .unwrap();
         assert_eq!(health.status(), 200);
         let health = health.text().await.unwrap();
-        assert!(health.contains("down: down:") || health.contains("down: no refresh"), "{health}");
+        assert!(
+            health.contains("down: down:") || health.contains("down: no refresh"),
+            "{health}"
+        );
     });
 
     // The fix: the connection pointed at the lab's Trino, a run triggered; it compacts.
@@ -553,11 +633,19 @@ fn a_real_prometheus_alerts_on_the_seed_and_the_alerts_end_after_the_fix() {
         assert_eq!(af.run().await, "success", "the run after the fix compacts");
         (Instant::now(), refreshes(&http, &floe_url).await)
     });
-    rt.block_on(wait_until("the private alerts ending", Duration::from_secs(120), || async {
-        let f = firing(&http, &prom_url).await;
-        let still: Vec<&String> = private.iter().filter(|p| f.contains(*p)).collect();
-        if still.is_empty() { Ok(()) } else { Err(format!("still firing {still:?}")) }
-    }));
+    rt.block_on(wait_until(
+        "the private alerts ending",
+        Duration::from_secs(120),
+        || async {
+            let f = firing(&http, &prom_url).await;
+            let still: Vec<&String> = private.iter().filter(|p| f.contains(*p)).collect();
+            if still.is_empty() {
+                Ok(())
+            } else {
+                Err(format!("still firing {still:?}"))
+            }
+        },
+    ));
     let count_at_end = rt.block_on(refreshes(&http, &floe_url));
     eprintln!(
         "the alerts ended {:.1}s after the run's success, {} refreshes of the lab later",
@@ -565,14 +653,30 @@ fn a_real_prometheus_alerts_on_the_seed_and_the_alerts_end_after_the_fix() {
         count_at_end - count_at_fix
     );
     // The refresh running at the fix may have read before it; two more end the alerts.
-    assert!(count_at_end - count_at_fix <= 3, "{count_at_fix} → {count_at_end}");
+    assert!(
+        count_at_end - count_at_fix <= 3,
+        "{count_at_fix} → {count_at_end}"
+    );
     // The seed's incident is still alerting (only the private copy was fixed).
     rt.block_on(async { expect(&firing(&http, &prom_url).await, &seed).unwrap() });
 
     // An idle exporter's cost: statements per refresh of the lab, nothing changing.
     rt.block_on(async {
-        let read = |t: String| (sample(&t, "floe_statements_total{profile=\"lab\"}"), sample(&t, "floe_refreshes_total{profile=\"lab\"}"));
-        let get = || async { http.get(format!("{floe_url}/metrics")).send().await.unwrap().text().await.unwrap() };
+        let read = |t: String| {
+            (
+                sample(&t, "floe_statements_total{profile=\"lab\"}"),
+                sample(&t, "floe_refreshes_total{profile=\"lab\"}"),
+            )
+        };
+        let get = || async {
+            http.get(format!("{floe_url}/metrics"))
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap()
+        };
         let (s0, r0) = read(get().await);
         tokio::time::sleep(REFRESH * 4).await;
         let (s1, r1) = read(get().await);
@@ -589,10 +693,22 @@ fn a_real_prometheus_alerts_on_the_seed_and_the_alerts_end_after_the_fix() {
     floe.signal("-HUP");
     rt.block_on(async {
         tokio::time::sleep(Duration::from_secs(1)).await;
-        let t = http.get(format!("{floe_url}/metrics")).send().await.unwrap().text().await.unwrap();
-        assert_eq!(sample(&t, "floe_config_last_reload_successful{profile=\"lab\"}"), 1.0);
+        let t = http
+            .get(format!("{floe_url}/metrics"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert_eq!(
+            sample(&t, "floe_config_last_reload_successful{profile=\"lab\"}"),
+            1.0
+        );
     });
-    let status = floe.stop(Duration::from_secs(10)).expect("floe serve stops on SIGTERM");
+    let status = floe
+        .stop(Duration::from_secs(10))
+        .expect("floe serve stops on SIGTERM");
     assert!(status.success(), "{status:?}");
     prom.stop(Duration::from_secs(20));
     // Nothing left failing for other tests: the connection where it works, no runs.
