@@ -76,6 +76,21 @@ impl Published {
         }
     }
 
+    /// A cluster's publication after a refresh that read it, with no cost counted yet:
+    /// what a benchmark or a test of the exposition serves.
+    pub fn of(profile: &str, period: Duration, families: Vec<(usize, String)>) -> Published {
+        Published {
+            profile: profile.to_string(),
+            labels: format!("{{profile=\"{}\"}}", prom_escape(profile)),
+            period,
+            last_ok: Some(Utc::now()),
+            up: Some(true),
+            refreshes: 1,
+            families,
+            ..Published::empty()
+        }
+    }
+
     /// The sample lines of the family at `index` of `METRICS`.
     pub fn family(&self, index: usize) -> Option<&str> {
         self.families
