@@ -714,3 +714,76 @@ fn a_real_prometheus_alerts_on_the_seed_and_the_alerts_end_after_the_fix() {
     // Nothing left failing for other tests: the connection where it works, no runs.
     rt.block_on(af.reset(&host, port));
 }
+
+/// The statements `user` started on the real coordinator after `since` (Unix seconds).
+async fn statements_since(user: &str, since: f64) -> usize {
+    lab()
+        .real_queries_of(user)
+        .await
+        .iter()
+        .filter(|q| q["created"].as_f64().is_some_and(|c| c > since))
+        .count()
+}
+
+#[test]
+fn an_idle_exporter_costs_the_coordinator_what_an_idle_tui_costs() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let home = std::env::temp_dir().join(format!("floe-serve-idle-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&home);
+    std::fs::create_dir_all(&home).unwrap();
+    let (u_tui, u_serve) = (common::user("idle_tui"), common::user("idle_serve"));
+    let cfg = |name: &str, user: &str| {
+        let path = home.join(format!("{name}.toml"));
+        std::fs::write(
+            &path,
+            format!(
+                "refresh = \"{}s\"\n[trino]\nurl = \"{}\"\nuser = \"{user}\"\ntables = [\"zoning.*\"]\n",
+                REFRESH.as_secs(),
+                lab().trino_url()
+            ),
+        )
+        .unwrap();
+        path.to_str().unwrap().to_string()
+    };
+    let (tui_cfg, serve_cfg) = (cfg("tui", &u_tui), cfg("serve", &u_serve));
+    let port = free_port();
+    let mut serve = start_floe(&home, Path::new(&serve_cfg), port);
+    let mut tui = common::pty::Pty::spawn(&["--config", &tui_cfg], 160, 48);
+    tui.wait_for("the tables", Duration::from_secs(120), |s| {
+        s.contains("documents")
+    });
+    // Both past their first (full) refresh and a steady one; then an idle window.
+    std::thread::sleep(REFRESH * 4);
+    let since = chrono::Utc::now().timestamp_millis() as f64 / 1000.0;
+    let window = REFRESH * 8;
+    std::thread::sleep(window);
+    let (n_tui, n_serve) = rt.block_on(async {
+        (
+            statements_since(&u_tui, since).await,
+            statements_since(&u_serve, since).await,
+        )
+    });
+    eprintln!(
+        "idle over {window:?} ({} refresh periods): the TUI sent {n_tui} statements, floe serve {n_serve}",
+        window.as_secs() / REFRESH.as_secs()
+    );
+    assert!(
+        n_tui > 0 && n_serve > 0,
+        "both refresh: TUI {n_tui}, serve {n_serve}"
+    );
+    // The same refresh: a period's phase may add one refresh's statements to either.
+    assert!(
+        n_serve <= n_tui + n_tui.div_ceil(4).max(3),
+        "an idle exporter costs more than an idle TUI: {n_serve} > {n_tui}"
+    );
+    tui.send(b"q");
+    assert!(tui.wait_exit(Duration::from_secs(10)).success());
+    let status = serve
+        .stop(Duration::from_secs(10))
+        .expect("floe serve stops");
+    assert!(status.success(), "{status:?}");
+}
