@@ -787,3 +787,138 @@ fn an_idle_exporter_costs_the_coordinator_what_an_idle_tui_costs() {
         .expect("floe serve stops");
     assert!(status.success(), "{status:?}");
 }
+
+/// HTTPS with the lab's certificate for 127.0.0.1, a bearer token for /metrics (not for
+/// /healthz), and SIGHUP: a profile added is served, a config that does not load keeps
+/// what was served and says so.
+#[test]
+fn tls_a_bearer_token_and_sighup() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let home = std::env::temp_dir().join(format!("floe-serve-tls-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&home);
+    std::fs::create_dir_all(&home).unwrap();
+    let tls = lab().dir.join("trino-real-tls");
+    let cfg = home.join("config.toml");
+    let one = format!(
+        "all = true\nrefresh = \"{}s\"\n[trino]\nuser = \"floe\"\n[profiles.parcels.trino]\nurl = \"{}\"\ntables = [\"zoning.parcels\"]\n",
+        REFRESH.as_secs(),
+        lab().trino_url()
+    );
+    std::fs::write(&cfg, &one).unwrap();
+    std::fs::write(home.join("token"), "s3cret-token\n").unwrap();
+    let port = free_port();
+    let child = Command::new(env!("CARGO_BIN_EXE_floe"))
+        .args(["--config", cfg.to_str().unwrap(), "serve", "--listen"])
+        .arg(format!("127.0.0.1:{port}"))
+        .arg("--tls-cert")
+        .arg(tls.join("server.pem"))
+        .arg("--tls-key")
+        .arg(tls.join("server-key.pem"))
+        .arg("--token-file")
+        .arg(home.join("token"))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", &home)
+        .env("XDG_CACHE_HOME", home.join("cache"))
+        .env("XDG_STATE_HOME", home.join("state"))
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(home.join("serve.stderr")).unwrap())
+        .spawn()
+        .unwrap();
+    let mut floe = Proc {
+        child,
+        what: "floe serve",
+    };
+    let ca = reqwest::Certificate::from_pem(&std::fs::read(tls.join("ca.pem")).unwrap()).unwrap();
+    let http = reqwest::Client::builder()
+        .add_root_certificate(ca)
+        .timeout(Duration::from_secs(10))
+        .build()
+        .unwrap();
+    let base = format!("https://127.0.0.1:{port}");
+    let get = |path: &'static str, token: Option<&'static str>| {
+        let (http, base) = (http.clone(), base.clone());
+        async move {
+            let mut req = http.get(format!("{base}{path}"));
+            if let Some(t) = token {
+                req = req.bearer_auth(t);
+            }
+            match req.send().await {
+                Ok(r) => Ok((r.status().as_u16(), r.text().await.unwrap_or_default())),
+                Err(e) => Err(e.to_string()),
+            }
+        }
+    };
+    rt.block_on(async {
+        wait_until(
+            "the first refresh served over TLS",
+            Duration::from_secs(120),
+            || async {
+                match get("/metrics", Some("s3cret-token")).await {
+                    Ok((200, t)) if t.contains("floe_up{profile=\"parcels\"} 1") => Ok(()),
+                    other => Err(format!("{other:?}")),
+                }
+            },
+        )
+        .await;
+        assert_eq!(get("/metrics", None).await.unwrap().0, 401);
+        assert_eq!(get("/metrics", Some("s3cret-tokem")).await.unwrap().0, 401);
+        assert_eq!(get("/healthz", None).await.unwrap().0, 200);
+        // Plain HTTP on the TLS port is refused.
+        let plain = reqwest::Client::new()
+            .get(format!("http://127.0.0.1:{port}/metrics"))
+            .timeout(Duration::from_secs(5))
+            .send()
+            .await;
+        assert!(plain.is_err() || plain.unwrap().status() != 200);
+    });
+
+    // A second profile, then SIGHUP: both served.
+    let two = format!(
+        "{one}[profiles.permits.trino]\nurl = \"{}\"\ntables = [\"zoning.permits\"]\n",
+        lab().trino_url()
+    );
+    std::fs::write(&cfg, &two).unwrap();
+    floe.signal("-HUP");
+    rt.block_on(wait_until(
+        "the added profile served",
+        Duration::from_secs(120),
+        || async {
+            match get("/metrics", Some("s3cret-token")).await {
+                Ok((200, t))
+                    if t.contains("floe_up{profile=\"permits\"} 1")
+                        && t.contains("floe_up{profile=\"parcels\"} 1") =>
+                {
+                    Ok(())
+                }
+                other => Err(format!("{other:?}")),
+            }
+        },
+    ));
+    // A config that does not load: everything served as it was, the reload said failed.
+    std::fs::write(&cfg, "refresh = \"soonish\"\n").unwrap();
+    floe.signal("-HUP");
+    rt.block_on(wait_until(
+        "the failed reload said",
+        Duration::from_secs(20),
+        || async {
+            match get("/metrics", Some("s3cret-token")).await {
+                Ok((200, t))
+                    if t.contains("floe_config_last_reload_successful{profile=\"permits\"} 0")
+                        && t.contains("floe_up{profile=\"parcels\"} 1") =>
+                {
+                    Ok(())
+                }
+                other => Err(format!("{other:?}")),
+            }
+        },
+    ));
+    let status = floe
+        .stop(Duration::from_secs(10))
+        .expect("floe serve stops on SIGTERM");
+    assert!(status.success(), "{status:?}");
+}
