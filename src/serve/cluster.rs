@@ -348,13 +348,18 @@ impl Cluster {
         t.refreshes += 1;
         if ok {
             t.last_ok = Some(report.generated_at);
+            if t.up == Some(false) {
+                tracing::info!(profile = %self.settings.profile, "refresh succeeded again");
+            }
         } else {
             t.failures += 1;
-            tracing::warn!(
-                profile = %self.settings.profile,
-                "refresh failed: {}",
-                report.fatal.as_deref().unwrap_or("")
-            );
+            // Said once when the cluster goes down, not at every refresh while it stays.
+            let why = report.fatal.as_deref().unwrap_or("");
+            if t.up == Some(false) {
+                tracing::debug!(profile = %self.settings.profile, "refresh failed: {why}");
+            } else {
+                tracing::warn!(profile = %self.settings.profile, "refresh failed: {why}");
+            }
         }
         t.up = Some(ok);
         t.airflow_up = airflow_up;
