@@ -713,6 +713,7 @@ fn a_real_prometheus_alerts_on_the_seed_and_the_alerts_end_after_the_fix() {
     prom.stop(Duration::from_secs(20));
     // Nothing left failing for other tests: the connection where it works, no runs.
     rt.block_on(af.reset(&host, port));
+    let _ = std::fs::remove_dir_all(&home);
 }
 
 /// The statements `user` started on the real coordinator after `since` (Unix seconds).
