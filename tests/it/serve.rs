@@ -787,6 +787,7 @@ fn an_idle_exporter_costs_the_coordinator_what_an_idle_tui_costs() {
         .stop(Duration::from_secs(10))
         .expect("floe serve stops");
     assert!(status.success(), "{status:?}");
+    let _ = std::fs::remove_dir_all(&home);
 }
 
 /// HTTPS with the lab's certificate for 127.0.0.1, a bearer token for /metrics (not for
@@ -922,4 +923,5 @@ fn tls_a_bearer_token_and_sighup() {
         .stop(Duration::from_secs(10))
         .expect("floe serve stops on SIGTERM");
     assert!(status.success(), "{status:?}");
+    let _ = std::fs::remove_dir_all(&home);
 }
