@@ -578,54 +578,7 @@ fn a_real_prometheus_alerts_on_the_seed_and_the_alerts_end_after_the_fix() {
         rt.block_on(firing(&http, &prom_url))
     );
 
-    rt.block_on(async {
-        // The dead cluster is UNKNOWN for itself, the others served.
-        assert_eq!(
-            query(&http, &prom_url, "floe_up{profile=\"down\"}").await,
-            Some(0.0)
-        );
-        assert_eq!(
-            query(&http, &prom_url, "floe_up{profile=\"lab\"}").await,
-            Some(1.0)
-        );
-        assert_eq!(
-            query(&http, &prom_url, "floe_up{profile=\"second\"}").await,
-            Some(1.0)
-        );
-        // OpenMetrics by the Accept header; every sample labelled by its profile.
-        let r = http
-            .get(format!("{floe_url}/metrics"))
-            .header("Accept", "application/openmetrics-text;version=1.0.0")
-            .send()
-            .await
-            .unwrap();
-        assert!(
-            r.headers()["content-type"]
-                .to_str()
-                .unwrap()
-                .starts_with("application/openmetrics-text")
-        );
-        let om = r.text().await.unwrap();
-        assert!(
-            om.ends_with("# EOF\n"),
-            "{}",
-            &om[om.len().saturating_sub(200)..]
-        );
-        for l in om.lines().filter(|l| !l.starts_with('#')) {
-            assert!(l.contains("{profile=\""), "{l}");
-        }
-        let health = http
-            .get(format!("{floe_url}/healthz"))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(health.status(), 200);
-        let health = health.text().await.unwrap();
-        assert!(
-            health.contains("down: down:") || health.contains("down: no refresh"),
-            "{health}"
-        );
-    });
+    rt.block_on(served_as_expected(&http, &prom_url, &floe_url));
 
     // The fix: the connection pointed at the lab's Trino, a run triggered; it compacts.
     let (fixed_at, count_at_fix) = rt.block_on(async {
@@ -661,32 +614,7 @@ fn a_real_prometheus_alerts_on_the_seed_and_the_alerts_end_after_the_fix() {
     rt.block_on(async { expect(&firing(&http, &prom_url).await, &seed).unwrap() });
 
     // An idle exporter's cost: statements per refresh of the lab, nothing changing.
-    rt.block_on(async {
-        let read = |t: String| {
-            (
-                sample(&t, "floe_statements_total{profile=\"lab\"}"),
-                sample(&t, "floe_refreshes_total{profile=\"lab\"}"),
-            )
-        };
-        let get = || async {
-            http.get(format!("{floe_url}/metrics"))
-                .send()
-                .await
-                .unwrap()
-                .text()
-                .await
-                .unwrap()
-        };
-        let (s0, r0) = read(get().await);
-        tokio::time::sleep(REFRESH * 4).await;
-        let (s1, r1) = read(get().await);
-        eprintln!(
-            "idle: {} statements over {} refreshes of the lab ({:.1} per refresh)",
-            s1 - s0,
-            r1 - r0,
-            (s1 - s0) / (r1 - r0).max(1.0)
-        );
-    });
+    rt.block_on(idle_statements(&http, &floe_url));
 
     // SIGHUP reloads (the same config: still served, the reload successful); SIGTERM
     // stops it, exit 0.
@@ -924,4 +852,83 @@ fn tls_a_bearer_token_and_sighup() {
         .expect("floe serve stops on SIGTERM");
     assert!(status.success(), "{status:?}");
     let _ = std::fs::remove_dir_all(&home);
+}
+
+/// What the scrape serves besides the alerts: the dead cluster UNKNOWN for itself and the
+/// others served, OpenMetrics by the Accept header with every sample's profile, /healthz.
+async fn served_as_expected(http: &reqwest::Client, prom_url: &str, floe_url: &str) {
+    // The dead cluster is UNKNOWN for itself, the others served.
+    assert_eq!(
+        query(http, prom_url, "floe_up{profile=\"down\"}").await,
+        Some(0.0)
+    );
+    assert_eq!(
+        query(http, prom_url, "floe_up{profile=\"lab\"}").await,
+        Some(1.0)
+    );
+    assert_eq!(
+        query(http, prom_url, "floe_up{profile=\"second\"}").await,
+        Some(1.0)
+    );
+    // OpenMetrics by the Accept header; every sample labelled by its profile.
+    let r = http
+        .get(format!("{floe_url}/metrics"))
+        .header("Accept", "application/openmetrics-text;version=1.0.0")
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        r.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("application/openmetrics-text")
+    );
+    let om = r.text().await.unwrap();
+    assert!(
+        om.ends_with("# EOF\n"),
+        "{}",
+        &om[om.len().saturating_sub(200)..]
+    );
+    for l in om.lines().filter(|l| !l.starts_with('#')) {
+        assert!(l.contains("{profile=\""), "{l}");
+    }
+    let health = http
+        .get(format!("{floe_url}/healthz"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(health.status(), 200);
+    let health = health.text().await.unwrap();
+    assert!(
+        health.contains("down: down:") || health.contains("down: no refresh"),
+        "{health}"
+    );
+}
+
+/// The statements floe serve sent the lab over four refresh periods, nothing changing.
+async fn idle_statements(http: &reqwest::Client, floe_url: &str) {
+    let read = |t: String| {
+        (
+            sample(&t, "floe_statements_total{profile=\"lab\"}"),
+            sample(&t, "floe_refreshes_total{profile=\"lab\"}"),
+        )
+    };
+    let get = || async {
+        http.get(format!("{floe_url}/metrics"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    };
+    let (s0, r0) = read(get().await);
+    tokio::time::sleep(REFRESH * 4).await;
+    let (s1, r1) = read(get().await);
+    eprintln!(
+        "idle: {} statements over {} refreshes of the lab ({:.1} per refresh)",
+        s1 - s0,
+        r1 - r0,
+        (s1 - s0) / (r1 - r0).max(1.0)
+    );
 }
