@@ -422,7 +422,9 @@ impl Refresh {
                 pass.plan_steady(&order, probe, self.policy.probe_batch);
                 if let Some(since) = since {
                     let read = self.send(Read::Writes { since }, true);
-                    self.pass.as_mut().expect("planned above").early.push(read);
+                    let pass = self.pass.as_mut().expect("planned above");
+                    pass.writes_asked = Some(read.0.n);
+                    pass.early.push(read);
                 }
             }
         }
@@ -457,6 +459,11 @@ impl Refresh {
                     .any(|n| crate::lakehouse::writes::names_table(n, t))
             })
             .filter(|t| records.get(t).is_some())
+            // A survey or file read sent in a later step than the writes' statement (a
+            // probe saw the change first) started after that statement was sent: it is not
+            // sent again. A write that ended in between, on a coordinator that started the
+            // writes' statement late, is left to the table's next probe.
+            .filter(|t| !p.read_after_writes.contains(*t))
             .cloned()
             .collect();
         for t in named {
@@ -490,7 +497,16 @@ impl Refresh {
         let reads = pass.next(&self.policy, counts, urgent, records);
         for read in reads {
             let request = self.send(read, true);
+            let covers_writes = !matches!(request.1, Read::Probe(_))
+                && self
+                    .pass
+                    .as_ref()
+                    .and_then(|p| p.writes_asked)
+                    .is_some_and(|w| request.0.n > w);
             for t in self.in_flight[&request.0].tables.clone() {
+                if let Some(p) = self.pass.as_mut().filter(|_| covers_writes) {
+                    p.read_after_writes.insert(t.clone());
+                }
                 if let Some(rec) = records.get_mut(&t) {
                     rec.owner = Some(request.0);
                 }

@@ -206,7 +206,7 @@ pub(crate) fn statements(tables: &[Table]) -> Vec<(String, String)> {
     );
     add(
         "table metadata ahead of the file reads ($properties, $manifests)",
-        file_meta_sql(&refs, &h, "partition_summaries", |_| true),
+        file_meta_sql(&refs, &h, "partition_summaries", |_| true, |_| None),
     );
     add("survey without lambdas", strip_lambdas(&survey));
     add(

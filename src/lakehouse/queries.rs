@@ -18,7 +18,7 @@ pub use super::statements::{
 };
 use super::statements::{RowsError, parse_snapshot};
 use super::summary::{
-    FileMeta, FileRead, SURVEY_BATCH, Snap, Survey, SurveyShape, apply_history, history_sql,
+    FileMeta, FileRead, Props, SURVEY_BATCH, Snap, Survey, SurveyShape, apply_history, history_sql,
     parse_history, parse_survey, parse_survey_rows, survey_rows_sql, survey_sql,
 };
 
@@ -91,6 +91,8 @@ struct Pending {
     /// Of those, the tables whose manifests must be read too ([`Survey::needs_manifests`]).
     manifests: HashSet<TableRef>,
     meta: HashMap<TableRef, FileMeta>,
+    /// Of those, the tables whose `$properties` the survey read: not read again.
+    props: HashMap<TableRef, Props>,
     times: HashMap<TableRef, Arc<Vec<Snap>>>,
 }
 
@@ -346,6 +348,12 @@ impl Lakehouse {
             if let Some(m) = s.meta {
                 self.learn_layout_of(t, &m);
             }
+            // What it read of `$properties` is not read again ahead of its files (replaced
+            // at each survey, taken by the file read).
+            match s.props {
+                Some(props) => p.props.insert(t.clone(), props),
+                None => p.props.remove(t),
+            };
             if matches!(s.file_read(&self.scan), FileRead::NotNeeded) {
                 continue;
             }

@@ -63,6 +63,11 @@ pub(super) struct Pass {
     pub due: HashSet<TableRef>,
     /// Reads sent with the plan, given out by the next step.
     pub early: Vec<Request>,
+    /// The request number of the coordinator's recent writes, when they are asked.
+    pub writes_asked: Option<u64>,
+    /// Tables whose survey or file read was sent after the writes were asked: a write the
+    /// writes name is already in what those read (never read twice for it).
+    pub read_after_writes: HashSet<TableRef>,
 }
 
 impl Pass {
@@ -79,6 +84,8 @@ impl Pass {
             rank: HashMap::new(),
             due: HashSet::new(),
             early: Vec::new(),
+            writes_asked: None,
+            read_after_writes: HashSet::new(),
         }
     }
 

@@ -551,6 +551,42 @@ fn a_write_the_coordinator_ran_is_surveyed_first_without_a_probe() {
     assert!(!probed.contains(&"t077".to_string()));
 }
 
+/// The probe saw the write first and the table's read went out; the writes' answer that
+/// names it comes after: the table is not read a second time (on the real Trino 476, every
+/// table written by another client was read twice when the probe answered first).
+#[test]
+fn a_write_whose_table_a_probe_already_had_read_again_is_not_read_twice() {
+    let mut h = Harness::new(4);
+    h.r.policy.probe_batch = 2;
+    let tables = [t("a"), t("b"), t("c")];
+    let sent = steady(&mut h, &tables);
+    let probes = of_kind(&sent, ReadKind::Probe);
+    let step = h.answer(
+        probes[0].0,
+        Answer::Probed(vec![
+            (t("a"), Ok(probe(8, t0() + chrono::Duration::seconds(30)))),
+            (t("b"), Ok(probe(7, t0()))),
+        ]),
+    );
+    assert_eq!(tables_of(&step.reads, ReadKind::Table), [["a"]]);
+    let (writes, _) = of_kind(&sent, ReadKind::Writes)[0].clone();
+    let step = h.answer(
+        writes,
+        Answer::Written(Ok(crate::lakehouse::writes::RecentWrites {
+            names: vec![vec!["s".into(), "a".into()], vec!["s".into(), "c".into()]],
+            newest: Some(t0()),
+        })),
+    );
+    // c, whose probe is still out, is read for the write; a is not read again.
+    assert_eq!(tables_of(&step.reads, ReadKind::Table), [["c"]], "{step:?}");
+    let tables: Vec<Vec<String>> = in_flight(&h)
+        .iter()
+        .filter(|(_, r)| r.kind() != ReadKind::Probe)
+        .map(|(_, r)| r.tables().iter().map(|x| x.table.clone()).collect())
+        .collect();
+    assert_eq!(tables, [["a"], ["c"]], "one read each");
+}
+
 #[test]
 fn a_refresh_that_cost_the_coordinator_over_its_budget_probes_fewer_tables() {
     let mut h = Harness::new(4);

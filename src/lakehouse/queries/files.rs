@@ -12,7 +12,7 @@ use crate::lakehouse::statements::{
     Dating, FileReadItem, data_file_counts, data_files_batch_sql, date_by_ids, files_batch_sql,
     files_sql, parse_files, small_dates_sql, small_file_ages_sql,
 };
-use crate::lakehouse::summary::{FileMeta, Snap, file_meta_sql, parse_file_meta};
+use crate::lakehouse::summary::{FileMeta, Props, Snap, file_meta_sql, parse_file_meta};
 use crate::trino::{QueryOptions, Row, TrinoError, Value};
 
 /// A table whose files a batched read reads, with what its survey proved of them (the
@@ -50,7 +50,7 @@ impl Lakehouse {
         // One metadata read at a time: a file read that starts while another's batch is
         // on its way waits for it (its table may be in it) instead of reading again.
         let _reading = self.meta_reading.lock().await;
-        let (batch, manifests) = {
+        let (batch, manifests, props) = {
             let mut p = self.pending.lock().await;
             if let Some(m) = p.meta.remove(t) {
                 return Ok(m);
@@ -70,14 +70,26 @@ impl Lakehouse {
                 .filter(|x| p.manifests.remove(*x) || !self.layout_known(x))
                 .cloned()
                 .collect();
-            (batch, manifests)
+            let props: HashMap<TableRef, Props> = batch
+                .iter()
+                .filter_map(|x| p.props.remove(x).map(|v| (x.clone(), v)))
+                .collect();
+            (batch, manifests, props)
         };
         let summaries = self.summaries_column();
         let found = self
             .batched(
                 &batch,
                 "table metadata",
-                |b| file_meta_sql(b, &self.scan, summaries, |x| manifests.contains(x)),
+                |b| {
+                    file_meta_sql(
+                        b,
+                        &self.scan,
+                        summaries,
+                        |x| manifests.contains(x),
+                        |x| props.get(x).copied(),
+                    )
+                },
                 parse_file_meta,
             )
             .await;

@@ -40,13 +40,20 @@ pub fn totals_sql(tables: &[TableRef]) -> String {
 /// aggregates, each metadata table read once: what [`FILE_META_COLUMNS`] reads.
 pub(super) fn file_meta_from(t: &TableRef, cfg: &ScanParams, summaries: &str) -> String {
     format!(
+        "{} CROSS JOIN {}",
+        manifests_from(t, cfg, summaries),
+        props_from(t)
+    )
+}
+
+/// `$manifests` (`m`) of `t` as a one-row aggregate: what [`FILE_META_COLUMNS`] reads.
+fn manifests_from(t: &TableRef, cfg: &ScanParams, summaries: &str) -> String {
+    format!(
         "(SELECT count(*) AS manifests, count_if(length < {small}) AS small_manifests, \
          COALESCE(sum(length), 0) AS manifest_bytes, max(cardinality({summaries})) AS partition_fields \
-         FROM {manifests}) m \
-         CROSS JOIN {props}",
+         FROM {manifests}) m",
         small = cfg.small_manifest_size,
         manifests = t.meta("manifests"),
-        props = props_from(t),
     )
 }
 
@@ -71,33 +78,44 @@ pub(super) const FILE_META_COLUMNS: &str =
 /// snapshot.
 const SURVEY_PROPS: &str = "('current-snapshot-id', 'write.target-file-size-bytes')";
 
-/// One statement reading the [`FileMeta`] of each of `tables` (`$properties`, and
-/// `$manifests` for those `manifests` says: metadata only), one `UNION ALL` branch a
-/// table: the read a fleet's survey leaves to the tables whose files are read, ten a
-/// statement. Rows carry the branch's index as `i`.
+/// One statement reading the [`FileMeta`] of each of `tables`, one `UNION ALL` branch a
+/// table (metadata only): `$manifests` for those `manifests` says, `$properties` for those
+/// whose target the survey did not already read (`props`; its target travels as a
+/// literal). The read a fleet's survey leaves to the tables whose files are read, ten a
+/// statement. Every branch has the same columns; rows carry the branch's index as `i`.
 pub fn file_meta_sql(
     tables: &[TableRef],
     cfg: &ScanParams,
     summaries: &str,
     manifests: impl Fn(&TableRef) -> bool,
+    props: impl Fn(&TableRef) -> Option<Props>,
 ) -> String {
+    const NO_MANIFESTS: &str = "CAST(NULL AS bigint) AS manifests, CAST(NULL AS bigint) AS small_manifests, \
+         CAST(NULL AS bigint) AS manifest_bytes, CAST(NULL AS bigint) AS partition_fields";
+    const TARGET: &str =
+        "TRY_CAST(max(CASE WHEN key = 'write.target-file-size-bytes' THEN value END) AS bigint)";
     tables
         .iter()
         .enumerate()
         .map(|(i, t)| {
-            if manifests(t) {
-                format!(
-                    "SELECT {i} AS i, {FILE_META_COLUMNS}, {PROPS_COLUMNS} FROM {}",
+            let known = props(t).map(|p| match p.target {
+                Some(v) => format!("BIGINT '{v}' AS target_property"),
+                None => "CAST(NULL AS bigint) AS target_property".to_string(),
+            });
+            match (manifests(t), known) {
+                (true, Some(target)) => format!(
+                    "SELECT {i} AS i, {FILE_META_COLUMNS}, {target} FROM {}",
+                    manifests_from(t, cfg, summaries)
+                ),
+                (true, None) => format!(
+                    "SELECT {i} AS i, {FILE_META_COLUMNS}, TRY_CAST(p.target_prop AS bigint) AS target_property FROM {}",
                     file_meta_from(t, cfg, summaries)
-                )
-            } else {
-                format!(
-                    "SELECT {i} AS i, CAST(NULL AS bigint) AS manifests, CAST(NULL AS bigint) AS small_manifests, \
-                     CAST(NULL AS bigint) AS manifest_bytes, CAST(NULL AS bigint) AS partition_fields, \
-                     TRY_CAST(max(CASE WHEN key = 'write.target-file-size-bytes' THEN value END) AS bigint) AS target_property \
-                     FROM {}",
+                ),
+                (false, Some(target)) => format!("SELECT {i} AS i, {NO_MANIFESTS}, {target}"),
+                (false, None) => format!(
+                    "SELECT {i} AS i, {NO_MANIFESTS}, {TARGET} AS target_property FROM {}",
                     t.meta("properties")
-                )
+                ),
             }
         })
         .collect::<Vec<_>>()

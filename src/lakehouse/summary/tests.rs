@@ -230,16 +230,64 @@ fn a_survey_reads_each_metadata_table_once_per_table_and_no_file() {
         assert!(!fleet.contains(other), "{other} in {fleet}");
     }
     // What the table's file read needs of it reads alone, ten a statement.
-    let meta = file_meta_sql(&ts, &ScanParams::default(), "partitions", |_| true);
+    let meta = file_meta_sql(
+        &ts,
+        &ScanParams::default(),
+        "partitions",
+        |_| true,
+        |_| None,
+    );
     assert_eq!(meta.matches("$manifests").count(), 2, "{meta}");
     assert_eq!(meta.matches("$properties").count(), 2, "{meta}");
     assert!(meta.contains("cardinality(partitions)") && !meta.contains("$snapshots"));
     // The manifests only where the layout or a finding needs them.
-    let meta = file_meta_sql(&ts, &ScanParams::default(), "partitions", |t| {
-        t.schema == "a"
-    });
+    let meta = file_meta_sql(
+        &ts,
+        &ScanParams::default(),
+        "partitions",
+        |t| t.schema == "a",
+        |_| None,
+    );
     assert_eq!(meta.matches("$manifests").count(), 1, "{meta}");
     assert_eq!(meta.matches("$properties").count(), 2, "{meta}");
+    // A target the survey read is not read again: it travels as a literal, and every
+    // branch has the same columns.
+    let known = Props {
+        target: Some(64 * MB),
+        current: Some(7),
+    };
+    for manifests in [true, false] {
+        let meta = file_meta_sql(
+            &ts,
+            &ScanParams::default(),
+            "partitions",
+            |_| manifests,
+            |t| (t.schema == "a").then_some(known),
+        );
+        assert_eq!(meta.matches("$properties").count(), 1, "{meta}");
+        assert!(
+            meta.contains(&format!("BIGINT '{}' AS target_property", 64 * MB)),
+            "{meta}"
+        );
+        let columns: Vec<usize> = meta
+            .split("\nUNION ALL\n")
+            .map(|b| {
+                // The select list's columns: its commas outside parentheses.
+                let list = b.split(" FROM ").next().unwrap();
+                let mut depth = 0i32;
+                list.chars()
+                    .filter(|c| {
+                        depth += i32::from(*c == '(') - i32::from(*c == ')');
+                        *c == ',' && depth == 0
+                    })
+                    .count()
+            })
+            .collect();
+        assert!(
+            columns.iter().all(|&c| c == columns[0]),
+            "{columns:?}: {meta}"
+        );
+    }
 }
 
 #[test]
