@@ -81,3 +81,55 @@ fn update_stats_result(b: Bencher) {
         )
     });
 }
+
+/// A scrape of `floe serve` at 1,000 tables per cluster, one cluster and three: the
+/// clusters' families as their last refresh rendered them, joined with the exporter's own
+/// metrics and written in the Prometheus text format (target ≤ 50 ms).
+#[divan::bench(args = [1, 3])]
+fn scrape_1000_tables(b: Bencher, clusters: usize) {
+    use floe::report::{Report, TableReport, TrinoInfo};
+    use std::sync::Arc;
+    let cfg = floe::config::HealthConfig::default();
+    let now = data::now();
+    let published: Vec<Arc<floe::serve::Published>> = (0..clusters)
+        .map(|c| {
+            let profile = format!("prod-{c}");
+            let tables = data::tables(1000)
+                .into_iter()
+                .enumerate()
+                .map(|(i, t)| {
+                    let st = data::stats(i);
+                    TableReport {
+                        table: t,
+                        health: floe::health::evaluate(&st, None, &cfg, now),
+                        stats: Some(st),
+                        error: None,
+                        dag: None,
+                    }
+                })
+                .collect();
+            let report = Report {
+                generated_at: now,
+                profile: profile.clone(),
+                trino: TrinoInfo {
+                    url: "http://trino:8080/".into(),
+                    version: Some("476".into()),
+                    uptime_seconds: Some(3600.0),
+                },
+                airflow: None,
+                tables,
+                dags: vec![],
+                findings: vec![],
+                connections: vec![],
+                fatal: None,
+                warnings: vec![],
+            };
+            Arc::new(floe::serve::Published::of(
+                &profile,
+                std::time::Duration::from_secs(120),
+                floe::serve::families(&report),
+            ))
+        })
+        .collect();
+    b.bench_local(|| floe::serve::render(&published, floe::serve::Format::Text, now, true));
+}

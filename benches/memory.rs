@@ -20,6 +20,9 @@ fn main() {
     if !std::env::args().any(|a| a == "--bench") {
         return;
     }
+    if std::env::var("FLOE_BENCH_MEMORY").as_deref() == Ok("serve") {
+        return serve();
+    }
     let base = rss_kb("VmRSS:");
     let s = data::loaded_state(1000, 100_000, 10_000, '2');
     let loaded = rss_kb("VmRSS:");
@@ -38,4 +41,75 @@ fn main() {
         peak as f64 / 1024.0
     );
     std::hint::black_box(&s);
+    // floe serve's figures in a process of their own (a freed heap stays resident).
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .arg("--bench")
+        .env("FLOE_BENCH_MEMORY", "serve")
+        .output()
+        .unwrap();
+    print!("{}", String::from_utf8_lossy(&out.stdout));
+}
+
+/// What `floe serve` holds for 3 clusters of 1,000 tables: each cluster's records and the
+/// stats cache's copy of them (two `TableStats` a table), its families as its last refresh
+/// rendered them, and one scrape's answer (target ≤ 100 MB RSS above the start).
+fn serve() {
+    use floe::report::{Report, TableReport, TrinoInfo};
+    let base = rss_kb("VmRSS:");
+    let cfg = floe::config::HealthConfig::default();
+    let now = data::now();
+    let mut held = Vec::new();
+    let mut published = Vec::new();
+    for c in 0..3 {
+        let profile = format!("prod-{c}");
+        let tables: Vec<TableReport> = data::tables(1000)
+            .into_iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let st = data::stats(i);
+                TableReport {
+                    table: t,
+                    health: floe::health::evaluate(&st, None, &cfg, now),
+                    stats: Some(st),
+                    error: None,
+                    dag: None,
+                }
+            })
+            .collect();
+        let report = Report {
+            generated_at: now,
+            profile: profile.clone(),
+            trino: TrinoInfo {
+                url: "http://trino:8080/".into(),
+                version: Some("476".into()),
+                uptime_seconds: Some(3600.0),
+            },
+            airflow: None,
+            tables,
+            dags: vec![],
+            findings: vec![],
+            connections: vec![],
+            fatal: None,
+            warnings: vec![],
+        };
+        published.push(std::sync::Arc::new(floe::serve::Published::of(
+            &profile,
+            std::time::Duration::from_secs(120),
+            floe::serve::families(&report),
+        )));
+        let records: Vec<_> = (0..1000).map(data::stats).collect();
+        let cached: Vec<_> = (0..1000).map(data::stats).collect();
+        held.push((records, cached));
+    }
+    let scrape = floe::serve::render(&published, floe::serve::Format::Text, now, true);
+    let loaded = rss_kb("VmRSS:");
+    println!("memory: floe serve, 3 clusters x 1,000 tables");
+    println!(
+        "  RSS held    {:>7.1} MB (+{:.1} MB; one scrape {:.1} MB, {} lines; target ≤ 100 MB)",
+        loaded as f64 / 1024.0,
+        (loaded.saturating_sub(base)) as f64 / 1024.0,
+        scrape.len() as f64 / 1e6,
+        scrape.lines().count()
+    );
+    std::hint::black_box((&held, &published, &scrape));
 }

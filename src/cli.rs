@@ -104,6 +104,10 @@ pub enum Cmd {
     /// two fields only (the password is never read, sent or changed), audited, and tests
     /// the connection again. Exit 0 when written and its test passes, 1 otherwise.
     Connection(ConnectionArgs),
+    /// Serve every cluster's health to Prometheus (/metrics, text or OpenMetrics) and
+    /// /healthz, from the TUI's cheap refresh every `refresh`: a scrape never reads a
+    /// coordinator. SIGHUP reloads the config; SIGTERM stops it (exit 0).
+    Serve(ServeArgs),
     /// Show the resolved configuration (secrets redacted), or the config file's JSON Schema.
     Config(ConfigArgs),
     /// Log in to Trino with OAuth2 (auth = "oauth2"): prints a URL to open in a browser,
@@ -208,6 +212,8 @@ pub struct MaintainArgs {
 
 /// `floe maintain`'s procedures: defined beside their handler (`mutation::maintain_cli`).
 pub use crate::mutation::maintain_cli::MaintainCmd;
+/// `floe serve`'s options: defined beside the exporter (`serve`).
+pub use crate::serve::ServeArgs;
 
 impl Global {
     pub fn overrides(&self) -> Overrides {

@@ -19,6 +19,7 @@ pub mod refresh;
 pub mod report;
 pub mod run;
 pub mod runtime;
+pub mod serve;
 pub mod spelled;
 pub mod sql;
 pub mod tab;

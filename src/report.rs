@@ -8,9 +8,10 @@ mod incidents;
 mod json;
 mod markdown;
 mod markdown_writer;
+pub mod metrics;
 pub mod postmortem;
 pub mod postmortem_cli;
-mod prometheus;
+pub(crate) mod prometheus;
 pub mod record;
 mod text;
 pub mod timeline;
@@ -62,6 +63,17 @@ pub struct DagReport {
     pub tables: Vec<String>,
 }
 
+/// One of Airflow's Trino connections and what Airflow's test of it said.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConnectionReport {
+    pub id: String,
+    /// `host:port` as the connection holds them.
+    pub endpoint: String,
+    /// `Some(true)`: its test passed; `Some(false)`: failed; `None`: not tested (Airflow
+    /// refuses tests, or could not be asked).
+    pub test: Option<bool>,
+}
+
 #[derive(Clone, Debug)]
 pub struct Report {
     pub generated_at: DateTime<Utc>,
@@ -72,6 +84,8 @@ pub struct Report {
     pub dags: Vec<DagReport>,
     /// Findings that belong to no table or DAG (import errors, connection mismatches).
     pub findings: Vec<Finding>,
+    /// Airflow's Trino connections, each with its test.
+    pub connections: Vec<ConnectionReport>,
     /// Set when nothing could be evaluated (Trino unreachable, auth failed…).
     pub fatal: Option<String>,
     /// How floe connected that the operator must know (TLS verification off…).

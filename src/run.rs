@@ -21,6 +21,7 @@ pub fn main() -> ExitCode {
     let all = cli.global.all;
     match command {
         Cmd::Check(args) => check(&args, &overrides, all),
+        Cmd::Serve(args) => crate::serve::cli(args, &overrides, all),
         Cmd::Login => {
             let Some(settings) = or_report(one_cluster(&overrides, all, "floe login")) else {
                 return ExitCode::from(1);

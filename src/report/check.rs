@@ -1,43 +1,36 @@
 //! `floe check`: connect, discover, read every table with bounded concurrency, read the
 //! maintenance DAGs, correlate, evaluate.
 
-use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chrono::Utc;
 
-use super::{AirflowInfo, DagReport, Report, TableReport, TrinoInfo};
-use crate::airflow::{AirflowClient, AirflowError, scan};
+use super::{Report, TableReport, TrinoInfo};
 use crate::config::Settings;
-use crate::health::mapping::{DagName, map_dags};
-use crate::health::{DagFacts, Finding, Health, Rule, Severity, evaluate, evaluate_dag};
+use crate::health::{DagFacts, Finding, Health, Rule, Severity, evaluate};
 use crate::lakehouse::model::{TableRef, TableStats};
 use crate::lakehouse::queries::Lakehouse;
 use crate::trino::{Client, TrinoError};
 
-/// What Airflow said, ready to correlate.
-struct AirflowRead {
-    info: AirflowInfo,
-    dags: Vec<(crate::airflow::Dag, Result<DagFacts, AirflowError>)>,
-    findings: Vec<Finding>,
-}
+mod airflow;
+pub(crate) use airflow::{AirflowRead, read_airflow};
 
 /// The default of `floe check --timeout`.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// What is still running, for the message of a check that ran out of time.
 #[derive(Clone, Default)]
-struct Running(Arc<Mutex<Vec<String>>>);
+pub(crate) struct Running(Arc<Mutex<Vec<String>>>);
 
 /// Marks one piece of work done when dropped (finished or abandoned).
-struct RunningGuard {
+pub(crate) struct RunningGuard {
     running: Running,
     what: String,
 }
 
 impl Running {
-    fn start(&self, what: String) -> RunningGuard {
+    pub(crate) fn start(&self, what: String) -> RunningGuard {
         if let Ok(mut v) = self.0.lock() {
             v.push(what.clone());
         }
@@ -47,7 +40,7 @@ impl Running {
         }
     }
 
-    fn snapshot(&self) -> Vec<String> {
+    pub(crate) fn snapshot(&self) -> Vec<String> {
         self.0.lock().map(|v| v.clone()).unwrap_or_default()
     }
 }
@@ -102,110 +95,6 @@ fn no_tables_message(catalog: &str, schemas: &[String], globs: &[String]) -> Str
     )
 }
 
-async fn read_airflow(
-    settings: &Settings,
-    running: &Running,
-    tables: tokio::sync::oneshot::Receiver<Vec<TableRef>>,
-) -> Option<AirflowRead> {
-    let a = settings.airflow.as_ref()?;
-    let mut info = AirflowInfo {
-        url: a.url.to_string(),
-        version: None,
-        api: None,
-        error: None,
-    };
-    let unreachable = |info: AirflowInfo, e: String| AirflowRead {
-        findings: vec![Finding {
-            rule: Rule::AirflowUnreachable,
-            severity: Severity::Unknown,
-            message: format!("DAGs not evaluated: {e}"),
-            penalty: 0,
-        }],
-        info: AirflowInfo {
-            error: Some(e),
-            ..info
-        },
-        dags: Vec::new(),
-    };
-    let connecting = running.start(format!("Airflow: connecting to {}", a.url));
-    let client = match AirflowClient::connect(a).await {
-        Ok(c) => c,
-        Err(e) => return Some(unreachable(info, e.to_string())),
-    };
-    drop(connecting);
-    info.version = Some(client.server_version().version.clone());
-    info.api = Some(client.api().to_string());
-    let listing = running.start(format!("Airflow: listing the DAGs of {}", a.url));
-    let list = match scan::list(&client).await {
-        Ok(l) => l,
-        Err(e) => return Some(unreachable(info, e.to_string())),
-    };
-    drop(listing);
-    let intervals: BTreeMap<String, std::time::Duration> = settings
-        .maintenance
-        .iter()
-        .filter_map(|m| Some((m.dag_id.clone(), m.interval?)))
-        .collect();
-    let started = |dag_id: &str| running.start(format!("Airflow: runs and logs of DAG {dag_id}"));
-    let connections = async {
-        let _testing = running.start(format!("Airflow: the connections of {}", a.url));
-        let conns = scan::trino_connections(&client, a.test_connections).await;
-        crate::health::airflow::connection_findings(&conns, &settings.trino.url)
-    };
-    // The code of the DAGs that maintain a table (what hides their failures), once the
-    // tables are listed.
-    let codes = async {
-        let tables = tables.await.unwrap_or_default();
-        let names: Vec<DagName> = list.dags.iter().map(DagName::of).collect();
-        let mapped = map_dags(&tables, &names, &settings.maintenance);
-        let maintaining = mapped.into_values().map(|m| m.dag_id).collect();
-        let _reading = running.start(format!(
-            "Airflow: the maintenance DAGs' source on {}",
-            a.url
-        ));
-        scan::codes(
-            &client,
-            &list.dags,
-            &maintaining,
-            settings.max_concurrent_queries,
-        )
-        .await
-    };
-    let (mut facts, conn, mut codes) = tokio::join!(
-        scan::facts_observed(
-            &client,
-            &list.dags,
-            &intervals,
-            settings.health.dag_interval,
-            settings.max_concurrent_queries,
-            &started
-        ),
-        connections,
-        codes
-    );
-    let mut findings = crate::health::airflow::server_findings(&list);
-    findings.extend(conn);
-    let dags = list
-        .dags
-        .into_iter()
-        .map(|d| {
-            let f = facts
-                .remove(&d.dag_id)
-                .unwrap_or_else(|| Err(AirflowError::Internal("its facts were not read".into())))
-                .map(|mut f| {
-                    f.code = codes.remove(&d.dag_id);
-                    f
-                });
-            (d, f)
-        })
-        .collect();
-    Some(AirflowRead {
-        info,
-        dags,
-        findings,
-    })
-}
-
 /// Evaluate every table the settings select (plus `--table` globs), and the maintenance
 /// DAGs when Airflow is configured, within [`DEFAULT_TIMEOUT`].
 pub async fn run(settings: &Settings, globs: &[String]) -> Report {
@@ -244,7 +133,8 @@ pub async fn run_cached(
     }
 }
 
-fn empty_report(settings: &Settings) -> Report {
+/// A report of `settings`' cluster with nothing read yet.
+pub(crate) fn empty_report(settings: &Settings) -> Report {
     Report {
         generated_at: Utc::now(),
         profile: settings.profile.clone(),
@@ -257,6 +147,7 @@ fn empty_report(settings: &Settings) -> Report {
         tables: Vec::new(),
         dags: Vec::new(),
         findings: Vec::new(),
+        connections: Vec::new(),
         fatal: None,
         warnings: settings.warnings(),
     }
@@ -301,27 +192,45 @@ async fn run_tracked(
     if let Some(w) = results.warning {
         report.warnings.push(w);
     }
-    let tables: Vec<TableRef> = results.tables.iter().map(|(t, _)| t.clone()).collect();
+    assemble(
+        &mut report,
+        results.tables,
+        airflow,
+        settings,
+        &all_globs,
+        Utc::now(),
+    );
+    report
+}
+
+/// The report of what was read, as of `now`: each table's verdict (with the facts of the
+/// DAG that maintains it), each DAG's, Airflow's own findings and connections, worst DAG
+/// first. `globs` are the listing's filters (what an empty listing names). What `floe
+/// check` and each refresh of `floe serve` make of their reads.
+pub(crate) fn assemble(
+    report: &mut Report,
+    results: Vec<(TableRef, Result<TableStats, TrinoError>)>,
+    airflow: Option<AirflowRead>,
+    settings: &Settings,
+    globs: &[String],
+    now: chrono::DateTime<Utc>,
+) {
+    let tables: Vec<TableRef> = results.iter().map(|(t, _)| t.clone()).collect();
     if tables.is_empty() {
         // Nothing seen is not the same as nothing wrong: a typo in --table, a schema that
         // does not exist, or a user whose SELECT was revoked all read this way.
         report.findings.push(Finding {
             rule: Rule::NoTables,
             severity: Severity::Unknown,
-            message: no_tables_message(
-                &settings.trino.catalog,
-                &settings.trino.schemas,
-                &all_globs,
-            ),
+            message: no_tables_message(&settings.trino.catalog, &settings.trino.schemas, globs),
             penalty: 0,
         });
     }
-    let now = Utc::now();
     let (mapping, facts_by_dag) = match airflow {
-        Some(a) => dag_reports(&mut report, a, &tables, settings, now),
+        Some(a) => airflow::dag_reports(report, a, &tables, settings, now),
         None => Default::default(),
     };
-    for (table, r) in results.tables {
+    for (table, r) in results {
         let dag = mapping.get(&table).and_then(|m| {
             facts_by_dag.get(&m.dag_id).map(|f| DagFacts {
                 guessed: m.guessed,
@@ -341,7 +250,6 @@ async fn run_tracked(
             .then(a.facts.dag_id.cmp(&b.facts.dag_id))
     });
     report.generated_at = now;
-    report
 }
 
 /// Connect to Trino; `None` (with the report's fatal error set) when it fails.
@@ -485,72 +393,8 @@ async fn read_fleet(
     Ok(FleetRead { tables, warning })
 }
 
-/// Which DAG maintains which table, and what each DAG says: the report's DAGs and their
-/// findings; the mapping and each readable DAG's facts, for the tables' verdicts.
-fn dag_reports(
-    report: &mut Report,
-    a: AirflowRead,
-    tables: &[TableRef],
-    settings: &Settings,
-    now: chrono::DateTime<Utc>,
-) -> (
-    BTreeMap<TableRef, crate::health::mapping::Mapped>,
-    BTreeMap<String, DagFacts>,
-) {
-    let mut facts_by_dag: BTreeMap<String, DagFacts> = BTreeMap::new();
-    let names: Vec<DagName> = a
-        .dags
-        .iter()
-        .map(|(d, _)| DagName {
-            dag_id: d.dag_id.clone(),
-            tags: d.tags.clone(),
-        })
-        .collect();
-    let mapping = map_dags(tables, &names, &settings.maintenance);
-    for (dag, facts) in a.dags {
-        let maintained: Vec<String> = mapping
-            .iter()
-            .filter(|(_, m)| m.dag_id == dag.dag_id)
-            .map(|(t, _)| t.to_string())
-            .collect();
-        match facts {
-            Ok(f) => {
-                report.dags.push(DagReport {
-                    health: evaluate_dag(&f, now),
-                    facts: f.clone(),
-                    tables: maintained,
-                });
-                facts_by_dag.insert(dag.dag_id.clone(), f);
-            }
-            Err(e) => report.findings.push(Finding {
-                rule: Rule::DagUnreadable,
-                severity: Severity::Unknown,
-                message: format!("DAG {}: cannot read its runs: {e}", dag.dag_id),
-                penalty: 0,
-            }),
-        }
-    }
-    // A configured DAG Airflow does not list is a finding of its own.
-    for m in &settings.maintenance {
-        if !names.iter().any(|n| n.dag_id == m.dag_id) {
-            report.findings.push(Finding {
-                rule: Rule::DagMissing,
-                severity: Severity::Warning,
-                message: format!(
-                    "DAG {} (maintains {}) is not among Airflow's maintenance DAGs",
-                    m.dag_id, m.table
-                ),
-                penalty: 0,
-            });
-        }
-    }
-    report.findings.extend(a.findings);
-    report.airflow = Some(a.info);
-    (mapping, facts_by_dag)
-}
-
 /// One table's part of the report: its verdict, or UNKNOWN naming the failed read.
-fn table_report(
+pub(crate) fn table_report(
     table: TableRef,
     r: Result<TableStats, TrinoError>,
     dag: Option<DagFacts>,

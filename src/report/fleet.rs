@@ -57,6 +57,7 @@ pub fn unloaded(profile: &str, e: &ConfigError) -> Report {
         tables: Vec::new(),
         dags: Vec::new(),
         findings: Vec::new(),
+        connections: Vec::new(),
         fatal: Some(format!("profile {profile} not loaded: {e}")),
         warnings: Vec::new(),
     }

@@ -100,6 +100,7 @@ mod tests {
                 message: "Airflow connection trino_documents points at trino-old.internal:8080 and fails its test: boom\nsecond line".into(),
                 penalty: 0,
             }],
+            connections: vec![],
             fatal: None,
             warnings: vec![],
         }

@@ -1,10 +1,14 @@
 //! The Prometheus textfile report (for node_exporter's textfile collector). Every sample
 //! carries the `profile` it was read through, so the reports of several clusters
 //! (`floe check --all`) share one file: each metric family once, its samples per profile.
+//! `floe serve` serves the same families from each cluster's last refresh. Every family's
+//! type and help come from [`super::metrics::METRICS`].
 
 use chrono::{DateTime, Utc};
 
+use super::metrics::{Metric, metric};
 use super::{DagReport, Report, TableReport};
+use crate::health::{Finding, Severity};
 use crate::lakehouse::model::{TableRef, TableStats};
 
 impl Report {
@@ -15,11 +19,13 @@ impl Report {
     }
 
     /// This report's samples, added to `out`'s families.
-    pub(super) fn prometheus_into(&self, out: &mut Textfile) {
+    pub(crate) fn prometheus_into(&self, out: &mut Textfile) {
         self.check_metrics(out);
         self.table_metrics(out);
         self.age_metrics(out);
+        self.finding_metrics(out);
         self.dag_metrics(out);
+        self.connection_metrics(out);
     }
 
     /// `{profile="…"}`, the labels of a sample about the whole check.
@@ -53,7 +59,6 @@ impl Report {
     fn check_metrics(&self, out: &mut Textfile) {
         out.gauge(
             "floe_check_success",
-            "1 when floe reached Trino and evaluated the tables, 0 otherwise.",
             vec![(
                 self.check_labels(),
                 if self.fatal.is_some() {
@@ -65,7 +70,6 @@ impl Report {
         );
         out.gauge(
             "floe_check_timestamp_seconds",
-            "When this report was generated (Unix time).",
             vec![(
                 self.check_labels(),
                 self.generated_at.timestamp().to_string(),
@@ -86,63 +90,28 @@ impl Report {
                 )
             })
             .collect();
-        out.gauge(
-            "floe_table_status",
-            "Health status: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.",
-            status_samples,
-        );
+        out.gauge("floe_table_status", status_samples);
         out.gauge(
             "floe_table_health_score",
-            "Health score 0-100 (100 minus the penalties of the findings).",
             read.iter()
                 .map(|(t, _)| (self.labels(&t.table), t.health.score.to_string()))
                 .collect(),
         );
         // Plain counts of each table, one gauge each.
-        let counts: [(&str, &str, Count); 8] = [
-            (
-                "floe_table_data_files",
-                "Data files in the current snapshot.",
-                |s| s.data_files,
-            ),
-            (
-                "floe_table_small_files",
-                "Data files below small_file_ratio x the table's target file size.",
-                |s| s.small_files,
-            ),
-            (
-                "floe_table_total_bytes",
-                "Bytes of data files in the current snapshot.",
-                |s| s.total_bytes,
-            ),
-            (
-                "floe_table_records",
-                "Records in data files (before deletes).",
-                |s| s.records,
-            ),
-            (
-                "floe_table_partitions",
-                "Partitions holding data files.",
-                |s| s.partitions,
-            ),
-            (
-                "floe_table_small_file_partitions",
-                "Partitions holding at least min_small_files small files.",
-                |s| s.small_file_partitions,
-            ),
-            (
-                "floe_table_delete_files",
-                "Delete files (merge-on-read).",
-                |s| s.delete_files,
-            ),
-            (
-                "floe_table_snapshots",
-                "Snapshots in the table's metadata.",
-                |s| s.snapshots,
-            ),
+        let counts: [(&str, Count); 8] = [
+            ("floe_table_data_files", |s| s.data_files),
+            ("floe_table_small_files", |s| s.small_files),
+            ("floe_table_total_bytes", |s| s.total_bytes),
+            ("floe_table_records", |s| s.records),
+            ("floe_table_partitions", |s| s.partitions),
+            ("floe_table_small_file_partitions", |s| {
+                s.small_file_partitions
+            }),
+            ("floe_table_delete_files", |s| s.delete_files),
+            ("floe_table_snapshots", |s| s.snapshots),
         ];
-        for (name, help, value) in counts {
-            out.gauge(name, help, self.per(&read, |s| Some(value(s).to_string())));
+        for (name, value) in counts {
+            out.gauge(name, self.per(&read, |s| Some(value(s).to_string())));
         }
     }
 
@@ -153,28 +122,89 @@ impl Report {
         let now = self.generated_at;
         out.gauge(
             "floe_table_last_compaction_age_hours",
-            "Hours since the last compaction (a replace snapshot that rewrote data files); +Inf when a table with data was never compacted.",
             self.per(&read, |s| match s.last_compaction {
                 Some(t) => Some(hours_since(now, t)),
                 None if s.data_files > 0 => Some("+Inf".into()),
                 None => None,
             }),
         );
+        // 0 when the verdict says no compaction waits (no small file, or none a compaction
+        // could merge: each alone in its partition), as the TUI's "small files no longer
+        // waiting" says after a run.
         out.gauge(
             "floe_table_small_files_waiting_hours",
-            "Hours the oldest live small data file has waited for compaction (0 when none is small). A partial optimize resets last_compaction_age_hours but not this: alert on this one.",
-            self.per(&read, |s| {
-                if s.small_files == 0 {
-                    return Some("0.00".into());
-                }
-                s.oldest_small_file_at.map(|t| hours_since(now, t))
-            }),
+            read.iter()
+                .filter_map(|(t, s)| {
+                    let v = if s.small_files == 0 || !t.health.waits_for_compaction() {
+                        "0.00".to_string()
+                    } else {
+                        hours_since(now, s.oldest_small_file_at?)
+                    };
+                    Some((self.labels(&t.table), v))
+                })
+                .collect(),
         );
         out.gauge(
             "floe_table_last_write_age_hours",
-            "Hours since the last snapshot that added or removed data.",
             self.per(&read, |s| s.last_write.map(|t| hours_since(now, t))),
         );
+    }
+
+    /// Each table's findings by rule (the worst of a rule's, once), and the DAG that
+    /// maintains it: what an alert on one rule (a compaction DAG green while its table
+    /// stays stale) selects, and the DAG it names.
+    fn finding_metrics(&self, out: &mut Textfile) {
+        let mut findings = Vec::new();
+        let mut dags = Vec::new();
+        for t in &self.tables {
+            let labels = self.labels(&t.table);
+            let base = labels.trim_end_matches('}');
+            for (rule, severity) in by_rule(&t.health.findings) {
+                findings.push((
+                    format!("{base},rule=\"{rule}\"}}"),
+                    severity.exit_code().to_string(),
+                ));
+            }
+            if let Some(d) = &t.dag {
+                dags.push((
+                    format!("{base},dag_id=\"{}\"}}", prom_escape(&d.dag_id)),
+                    "1".to_string(),
+                ));
+            }
+        }
+        out.gauge("floe_table_finding", findings);
+        out.gauge("floe_table_maintenance_dag", dags);
+    }
+
+    /// `{profile="…",dag_id="…"}`
+    fn dag_labels(&self, d: &DagReport) -> String {
+        format!(
+            "{{profile=\"{}\",dag_id=\"{}\"}}",
+            prom_escape(&self.profile),
+            prom_escape(&d.facts.dag_id)
+        )
+    }
+
+    /// Each of Airflow's Trino connections as Airflow's test of it says (untested ones
+    /// have no sample: nothing is known of them).
+    fn connection_metrics(&self, out: &mut Textfile) {
+        let samples = self
+            .connections
+            .iter()
+            .filter_map(|c| {
+                let passed = c.test?;
+                Some((
+                    format!(
+                        "{{profile=\"{}\",connection=\"{}\",endpoint=\"{}\"}}",
+                        prom_escape(&self.profile),
+                        prom_escape(&c.id),
+                        prom_escape(&c.endpoint)
+                    ),
+                    if passed { "1" } else { "0" }.to_string(),
+                ))
+            })
+            .collect();
+        out.gauge("floe_airflow_connection_test_success", samples);
     }
 
     /// Each maintenance DAG's status, last success and failed runs.
@@ -183,16 +213,9 @@ impl Report {
             return;
         }
         let now = self.generated_at;
-        let dl = |d: &DagReport| {
-            format!(
-                "{{profile=\"{}\",dag_id=\"{}\"}}",
-                prom_escape(&self.profile),
-                prom_escape(&d.facts.dag_id)
-            )
-        };
+        let dl = |d: &DagReport| self.dag_labels(d);
         out.gauge(
             "floe_dag_status",
-            "Maintenance DAG status: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.",
             self.dags
                 .iter()
                 .map(|d| (dl(d), d.health.status.exit_code().to_string()))
@@ -200,7 +223,6 @@ impl Report {
         );
         out.gauge(
             "floe_dag_last_success_age_hours",
-            "Hours since the DAG's last successful run; +Inf when none in the window.",
             self.dags
                 .iter()
                 .map(|d| {
@@ -214,12 +236,28 @@ impl Report {
         );
         out.gauge(
             "floe_dag_failed_runs",
-            "Failed runs among the runs floe read.",
             self.dags
                 .iter()
                 .map(|d| (dl(d), d.facts.failed_runs.to_string()))
                 .collect(),
         );
+        let findings = self
+            .dags
+            .iter()
+            .flat_map(|d| {
+                let base = dl(d);
+                let base = base.trim_end_matches('}').to_string();
+                by_rule(&d.health.findings)
+                    .into_iter()
+                    .map(move |(rule, sev)| {
+                        (
+                            format!("{base},rule=\"{rule}\"}}"),
+                            sev.exit_code().to_string(),
+                        )
+                    })
+            })
+            .collect();
+        out.gauge("floe_dag_finding", findings);
     }
 
     /// The tables whose stats were read, with their stats.
@@ -231,37 +269,52 @@ impl Report {
     }
 }
 
-/// The textfile's gauges in the order they were first added: a family's `HELP` and
+/// The textfile's families in the order they were first added: a family's `HELP` and
 /// `TYPE` lines once (the format allows no second), then every sample of every report.
 #[derive(Default)]
-pub(super) struct Textfile {
+pub(crate) struct Textfile {
     families: Vec<Family>,
 }
 
-/// A gauge's name, help and samples (labels, value).
-type Family = (String, String, Vec<(String, String)>);
+/// A family and its samples (labels, value).
+pub(crate) type Family = (&'static Metric, Vec<(String, String)>);
 
 impl Textfile {
-    /// Samples (labels, value) of the gauge `name`.
-    fn gauge(&mut self, name: &str, help: &str, samples: Vec<(String, String)>) {
-        match self.families.iter_mut().find(|(n, _, _)| n == name) {
-            Some((_, _, s)) => s.extend(samples),
-            None => self
-                .families
-                .push((name.to_string(), help.to_string(), samples)),
+    /// Samples (labels, value) of the gauge `name` (listed in `METRICS`).
+    fn gauge(&mut self, name: &str, samples: Vec<(String, String)>) {
+        match self.families.iter_mut().find(|(m, _)| m.name == name) {
+            Some((_, s)) => s.extend(samples),
+            None => self.families.push((metric(name), samples)),
         }
+    }
+
+    /// Every family with its samples, in the order first added.
+    pub(crate) fn into_families(self) -> Vec<Family> {
+        self.families
     }
 
     pub(super) fn render(&self) -> String {
         let mut out = String::new();
-        for (name, help, samples) in &self.families {
-            out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} gauge\n"));
+        for (m, samples) in &self.families {
+            let name = m.name;
+            out.push_str(&format!("# HELP {name} {}\n# TYPE {name} gauge\n", m.help));
             for (labels, v) in samples {
                 out.push_str(&format!("{name}{labels} {v}\n"));
             }
         }
         out
     }
+}
+
+/// A verdict's findings, once a rule: the worst severity of each rule's, in rule order
+/// (two findings of one rule would make two samples of one series).
+fn by_rule(findings: &[Finding]) -> Vec<(&'static str, Severity)> {
+    let mut out: std::collections::BTreeMap<crate::health::Rule, Severity> = Default::default();
+    for f in findings {
+        let e = out.entry(f.rule).or_insert(f.severity);
+        *e = super::worst(*e, f.severity);
+    }
+    out.into_iter().map(|(r, s)| (r.as_str(), s)).collect()
 }
 
 /// Hours from `t` to `now`, two decimals (0 for a time in the future).
@@ -272,7 +325,9 @@ fn hours_since(now: DateTime<Utc>, t: DateTime<Utc>) -> String {
 /// Reads one count of a table's stats.
 type Count = fn(&TableStats) -> u64;
 
-fn prom_escape(s: &str) -> String {
+/// A label value as the text format and OpenMetrics both take it: the server's control
+/// characters made visible first (the formats know only `\\`, `\"` and `\n`), then escaped.
+pub(crate) fn prom_escape(s: &str) -> String {
     crate::text::sanitize(s)
         .replace('\\', "\\\\")
         .replace('"', "\\\"")

@@ -81,6 +81,7 @@ pub(crate) fn report() -> Report {
         ],
         dags: vec![],
         findings: vec![],
+        connections: vec![],
         fatal: None,
         warnings: vec![],
     }
@@ -404,4 +405,22 @@ fn connection_warnings_come_right_after_the_summary() {
             .is_null(),
         "no key when there is nothing to warn about"
     );
+}
+
+#[test]
+fn served_families_of_hostile_names_hold_no_control_bytes() {
+    let mut r = report();
+    r.profile = "p\u{1b}]0;owned\u{7}".into();
+    r.tables[0].table = TableRef::new("ice\"berg", "zo\nning", "doc\u{1b}[31m\\uments");
+    for (_, lines) in crate::serve::families(&r) {
+        for (i, c) in lines.char_indices() {
+            assert!(
+                c == '\n' || !crate::text::is_unsafe(c),
+                "{c:?} at {i}: {lines}"
+            );
+        }
+        for l in lines.lines() {
+            assert!(l.starts_with("floe_") && l.contains("{profile=\"p"), "{l}");
+        }
+    }
 }

@@ -435,3 +435,37 @@ pub fn bash_completes(script: &std::path::Path, words: &str, cword: usize) -> (S
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
+
+/// Debian's Prometheus server and promtool, as lab.json names them (`prometheus`), else
+/// as `tests/lab/prometheus.py ensure` unpacks them (a lab started before labctl wrote
+/// them): `(prometheus, promtool)`. Missing is a failure.
+pub fn prometheus() -> (PathBuf, PathBuf) {
+    static PROM: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
+    PROM.get_or_init(|| {
+        let mut v = lab().v["prometheus"].clone();
+        if !v.is_object() {
+            let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/lab/prometheus.py");
+            let out = std::process::Command::new("python3")
+                .arg(&script)
+                .arg("ensure")
+                .output()
+                .expect("python3 runs tests/lab/prometheus.py");
+            assert!(
+                out.status.success(),
+                "tests/lab/prometheus.py ensure failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            v = serde_json::from_slice(&out.stdout).expect("prometheus.py prints JSON");
+        }
+        let path =
+            |k: &str| PathBuf::from(v[k].as_str().unwrap_or_else(|| panic!("prometheus.{k}")));
+        (path("prometheus"), path("promtool"))
+    })
+    .clone()
+}
+
+/// A port nothing listens on (bound, then released).
+pub fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}

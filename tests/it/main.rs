@@ -39,6 +39,7 @@ mod real_optimize;
 mod refresh_lab;
 mod report;
 mod scans;
+mod serve;
 mod servers;
 mod sql_quoting;
 mod staleness;

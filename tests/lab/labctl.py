@@ -35,6 +35,7 @@ from pathlib import Path
 LAB_ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(LAB_ROOT))
 import dashboard  # noqa: E402  (standard library only, beside this file)
+import prometheus  # noqa: E402  (standard library only, beside this file)
 import realtrino  # noqa: E402  (standard library only, beside this file)
 import trinodist  # noqa: E402  (standard library only, beside this file)
 
@@ -988,6 +989,11 @@ def cmd_up(args) -> int:
                 e = dash_errors[0]
                 raise LabError(str(e)) if isinstance(e, dashboard.DashboardError) else e
 
+        # Debian's Prometheus server and promtool, for floe serve's tests (they start it).
+        try:
+            prom = prometheus.ensure()
+        except prometheus.PrometheusSetupError as e:
+            raise LabError(str(e)) from None
         lab_doc = {
             "started_at": runtime.data["started_at"],
             "lab_dir": str(root),
@@ -1012,6 +1018,7 @@ def cmd_up(args) -> int:
             "dashboard": None if scenario is None else {
                 "user": dashboard.USER, "source": dashboard.SOURCE, "query": dashboard.QUERY,
                 "url": trino["url"], "runs": dash_runs},
+            "prometheus": prom,
             "pids": {name: rec["pid"] for name, rec in runtime.processes.items()},
         }
         tmp = root / "lab.json.tmp"

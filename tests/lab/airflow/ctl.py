@@ -70,8 +70,8 @@ ALL_DAGS = [*HISTORY_DAGS, "expire_snapshots"]
 BROKEN_FILE = "broken_dag.py"
 # DAG files without a schedule, hence without history: left out of the history cache key, so
 # adding one keeps the cached history (the DAG processor parses them after a restore).
-NO_HISTORY_FILES = {"compact_loop.py", "dagcode_hook.py", "dagcode_operator.py", "dagcode_helper.py",
-                    "dagcode_clean.py"}
+NO_HISTORY_FILES = {"compact_loop.py", "compact_serve.py", "dagcode_hook.py", "dagcode_operator.py",
+                    "dagcode_helper.py", "dagcode_clean.py"}
 
 USERS = {"admin": "admin", "viewer": "viewer"}
 # Fixed secrets: deterministic tokens and encrypted fields across restarts and cache restores.
