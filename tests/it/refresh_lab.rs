@@ -226,7 +226,7 @@ async fn delete_files_a_summary_does_not_count_are_read_not_taken_for_none() {
     lab()
         .post(
             "engine/clone_table",
-            json!({"source": "layouts.zoo.with_deletes", "target": format!("zoo.{name}"),
+            json!({"source": "layouts.zoo.with_deletes", "target": format!("scratch.{name}"),
                    "summary_without": ["total-delete-files", "total-position-deletes",
                                        "total-equality-deletes"]}),
         )
@@ -236,11 +236,12 @@ async fn delete_files_a_summary_does_not_count_are_read_not_taken_for_none() {
         "layouts",
         floe::health::HealthConfig::default(),
     );
-    let t = TableRef::new("layouts", "zoo", name.clone());
+    // Beside the layouts' own schema, which other subjects list as it is.
+    let t = TableRef::new("layouts", "scratch", name.clone());
     let deletes: u64 = lake
         .client
         .execute(
-            &format!("SELECT count(*) AS n FROM layouts.zoo.\"{name}$files\" WHERE content <> 0"),
+            &format!("SELECT count(*) AS n FROM layouts.scratch.\"{name}$files\" WHERE content <> 0"),
             QueryOptions::default(),
         )
         .await
@@ -261,6 +262,10 @@ async fn delete_files_a_summary_does_not_count_are_read_not_taken_for_none() {
     let st = read[0].1.as_ref().unwrap();
     assert_eq!(st.delete_files, deletes, "{st:?}");
     assert!(!st.deletes_unknown);
+    lake.client
+        .execute(&format!("DROP TABLE {}", t.sql()), QueryOptions::default())
+        .await
+        .unwrap();
 }
 
 /// A maintenance job's statements are not the refresh's: the coordinator budget weighs
