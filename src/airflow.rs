@@ -20,6 +20,7 @@ mod log_tail;
 pub mod model;
 pub mod scan;
 pub mod wire;
+pub mod write;
 
 pub use client::{AirflowClient, ClientOptions};
 pub use error::AirflowError;
@@ -31,3 +32,4 @@ pub use model::{
     ConnectionTest, Dag, DagImportError, DagRun, DagRunState, HealthStatus, RunType, ServerVersion,
     TaskInstance, TaskState, TestSite, Tested,
 };
+pub use write::WriteRequest;

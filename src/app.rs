@@ -20,7 +20,7 @@ pub mod maintenance;
 pub mod nav;
 pub mod partitions;
 pub mod prompt;
-pub mod queries;
+pub mod query_history;
 pub mod snapshots;
 pub mod state;
 pub mod tables;

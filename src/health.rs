@@ -11,7 +11,6 @@ use crate::lakehouse::model::{PartitionStats, TableStats};
 
 pub mod airflow;
 mod dag;
-pub mod dag_code;
 mod findings;
 pub mod incidents;
 pub mod mapping;

@@ -10,7 +10,7 @@ pub mod plan;
 pub mod probe;
 pub mod queries;
 pub mod query_history;
+pub mod recent_writes;
 pub mod scan;
 pub mod statements;
 pub mod summary;
-pub mod writes;

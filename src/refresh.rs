@@ -55,14 +55,14 @@ pub struct RefreshPolicy {
     /// Statements a refresh keeps in flight (`max_concurrent_queries`).
     pub reads: usize,
     /// Of those, the slots a cold start's surveys take while file reads wait; the reads
-    /// keep at least one (see [`RefreshPolicy::rank_window`]).
-    pub rank_slots: usize,
+    /// keep at least one (see [`RefreshPolicy::survey_window`]).
+    pub survey_slots: usize,
 }
 
 /// The slots a cold start's surveys take by default: all but the one read. A survey
 /// orders ten tables in the time a file read reads one, so the first CRITICAL rows come
 /// sooner when the fleet is surveyed first.
-pub const DEFAULT_RANK_SLOTS: usize = 3;
+pub const DEFAULT_SURVEY_SLOTS: usize = 3;
 
 /// Tables whose files one statement reads: what a statement costs the coordinator beyond
 /// its reads is paid once for them (on Trino 476 ten file reads in one statement cost its
@@ -81,7 +81,7 @@ impl Default for RefreshPolicy {
             full_every: Some(crate::config::DEFAULT_FULL_REFRESH),
             budget: Some(crate::config::DEFAULT_COORDINATOR_BUDGET),
             reads: 4,
-            rank_slots: DEFAULT_RANK_SLOTS,
+            survey_slots: DEFAULT_SURVEY_SLOTS,
         }
     }
 }
@@ -101,10 +101,10 @@ impl RefreshPolicy {
     /// Survey batches in flight at most, and file reads at most, while a cold start's
     /// surveys last: the surveys never take the last read slot, and take one even of a
     /// single slot (then two statements are in flight).
-    pub fn rank_window(&self) -> (usize, usize) {
+    pub fn survey_window(&self) -> (usize, usize) {
         let reads = self.reads.max(1);
-        let rank = self.rank_slots.clamp(1, (reads - 1).max(1));
-        (rank, if reads > 1 { reads - rank } else { 1 })
+        let surveys = self.survey_slots.clamp(1, (reads - 1).max(1));
+        (surveys, if reads > 1 { reads - surveys } else { 1 })
     }
 }
 
@@ -434,7 +434,7 @@ impl Refresh {
     /// name are read again in this refresh, without a probe (a write changed them).
     fn written(
         &mut self,
-        r: Result<crate::lakehouse::writes::RecentWrites, crate::trino::TrinoError>,
+        r: Result<crate::lakehouse::recent_writes::RecentWrites, crate::trino::TrinoError>,
         records: &impl Records,
         of_pass: bool,
     ) {
@@ -456,7 +456,7 @@ impl Refresh {
             .filter(|t| {
                 w.names
                     .iter()
-                    .any(|n| crate::lakehouse::writes::names_table(n, t))
+                    .any(|n| crate::lakehouse::recent_writes::names_table(n, t))
             })
             .filter(|t| records.get(t).is_some())
             // A survey or file read sent in a later step than the writes' statement (a

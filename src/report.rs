@@ -14,7 +14,6 @@ pub mod postmortem_cli;
 pub(crate) mod prometheus;
 pub mod record;
 mod text;
-pub mod timeline;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -42,7 +41,7 @@ pub struct TrinoInfo {
 pub struct AirflowInfo {
     pub url: String,
     pub version: Option<String>,
-    pub api: Option<String>,
+    pub api: Option<crate::airflow::ApiVersion>,
     pub error: Option<String>,
 }
 

@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use crate::airflow::{DagRun, DagRunState};
 use crate::fmt::thousands;
-use crate::lakehouse::model::SnapshotInfo;
+use crate::lakehouse::model::{SnapshotInfo, SnapshotOperation};
 
 /// What happened at one point of the timeline.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -65,6 +65,9 @@ pub struct Event {
     pub kind: EventKind,
     /// The snapshot's operation, or the run's state, as the server spells it.
     pub what: String,
+    /// The snapshot's operation, typed (`None` for a DAG run).
+    #[serde(skip)]
+    pub operation: Option<SnapshotOperation>,
     /// The snapshot id, or the run id.
     pub id: String,
     /// Data files after the snapshot (`total-data-files` of its summary).
@@ -133,7 +136,7 @@ pub enum Row<'a> {
 /// An ordinary write: an append. Compactions, overwrites and deletes, DAG runs and
 /// failures stay rows of their own.
 fn ordinary(e: &Event) -> bool {
-    e.kind == EventKind::Write && e.what == "append"
+    e.kind == EventKind::Write && e.operation == Some(SnapshotOperation::Append)
 }
 
 /// The rows of `events` (oldest first): each run of two or more appends between other
@@ -199,6 +202,7 @@ pub fn build(
                 EventKind::Write
             },
             what: s.operation.to_string(),
+            operation: Some(s.operation.clone()),
             id: s.snapshot_id.to_string(),
             total_files: s.total_data_files,
         })
@@ -208,6 +212,7 @@ pub fn build(
             at: run_time(r)?,
             kind: run_kind(r),
             what: r.state.as_str().to_string(),
+            operation: None,
             id: r.run_id.clone(),
             total_files: None,
         })

@@ -29,7 +29,7 @@ pub(crate) struct Floe {
     pub(crate) dir: PathBuf,
     pub(crate) limit: usize,
     /// The slots a cold start's ranking takes (`FLEET_RANK_SLOTS`).
-    pub(crate) rank_slots: usize,
+    pub(crate) survey_slots: usize,
     /// The first CRITICAL row of the last timed cycle, and its place in the listing.
     pub(crate) first_critical: Option<(String, usize)>,
 }
@@ -41,8 +41,10 @@ impl Floe {
             state: State::new(chrono::Utc::now()),
             dir,
             limit,
-            rank_slots: crate::env_num("FLEET_RANK_SLOTS", floe::refresh::DEFAULT_RANK_SLOTS as u64)
-                as usize,
+            survey_slots: crate::env_num(
+                "FLEET_RANK_SLOTS",
+                floe::refresh::DEFAULT_SURVEY_SLOTS as u64,
+            ) as usize,
             first_critical: None,
         }
     }
@@ -106,7 +108,7 @@ impl Floe {
         let t0 = Instant::now();
         if start {
             self.state = initial_state(&settings, true).unwrap();
-            self.state.tables.refresh.policy.rank_slots = self.rank_slots;
+            self.state.tables.refresh.policy.survey_slots = self.survey_slots;
         }
         self.first_critical = None;
         let (tx, mut rx) = mpsc::unbounded_channel();
@@ -179,7 +181,7 @@ impl Floe {
             .and_then(|r| r.stats())
             .and_then(|s| s.snapshot_id);
         self.state = st;
-        self.state.tables.refresh.policy.rank_slots = self.rank_slots;
+        self.state.tables.refresh.policy.survey_slots = self.survey_slots;
         let (tx, mut rx) = mpsc::unbounded_channel();
         let mut rt = Runtime::new(settings.clone(), config::Overrides::default(), tx).unwrap();
         let fx = update(&mut self.state, Action::Start);

@@ -155,6 +155,24 @@ impl AirflowClient {
     }
 
     /// `{base}/api/vN/{segments…}?{query}`, every segment percent-encoded.
+    /// Send `w` as it reads ([`WriteRequest::line`]): its URL and the server's answer.
+    pub(super) async fn send_write(
+        &self,
+        w: &super::WriteRequest,
+    ) -> Result<(Url, Reply), AirflowError> {
+        let segments: Vec<&str> = w.segments.iter().map(String::as_str).collect();
+        let url = self.url(&segments, &w.query)?;
+        let r = self
+            .call(
+                w.method.clone(),
+                &url,
+                super::http::Payload::Json(&w.body),
+                super::http::JSON,
+            )
+            .await?;
+        Ok((url, r))
+    }
+
     pub(super) fn url(
         &self,
         segments: &[&str],

@@ -176,7 +176,7 @@ pub struct DagFacts {
     /// What its own code says (read once per version of its file, for the DAGs floe maps
     /// to tables); `None` until read.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub code: Option<crate::health::dag_code::CodeFacts>,
+    pub code: Option<crate::dag_code::CodeFacts>,
 }
 
 impl DagFacts {

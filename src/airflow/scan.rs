@@ -15,7 +15,7 @@ use super::{AirflowClient, AirflowError, AirflowHealth, Connection, Dag, DagImpo
 #[derive(Clone, Debug)]
 pub struct DagList {
     pub version: String,
-    pub api: String,
+    pub api: super::ApiVersion,
     pub health: Option<AirflowHealth>,
     pub dags: Vec<Dag>,
     pub import_errors: Vec<DagImportError>,
@@ -34,7 +34,7 @@ pub async fn list(client: &AirflowClient) -> Result<DagList, AirflowError> {
     };
     Ok(DagList {
         version: client.server_version().version.clone(),
-        api: client.api().to_string(),
+        api: client.api(),
         health,
         dags,
         import_errors,
@@ -142,7 +142,7 @@ pub enum CodeRead {
     Read {
         key: SourceKey,
         source: String,
-        code: crate::health::dag_code::DagCode,
+        code: crate::dag_code::DagCode,
     },
 }
 
@@ -162,7 +162,7 @@ pub async fn read_code(
     let dag_id = dag.dag_id.clone();
     let (file, content) = (source.file, source.content);
     tokio::task::spawn_blocking(move || {
-        let code = crate::health::dag_code::inspect(&content, &file, &dag_id);
+        let code = crate::dag_code::inspect(&content, &file, &dag_id);
         CodeRead::Read {
             key,
             source: content,
@@ -180,8 +180,8 @@ pub async fn codes(
     dags: &[Dag],
     ids: &std::collections::BTreeSet<String>,
     concurrency: usize,
-) -> BTreeMap<String, crate::health::dag_code::CodeFacts> {
-    use crate::health::dag_code::CodeFacts;
+) -> BTreeMap<String, crate::dag_code::CodeFacts> {
+    use crate::dag_code::CodeFacts;
     futures::stream::iter(dags.iter().filter(|d| ids.contains(&d.dag_id)).cloned())
         .map(|dag| async move {
             let facts = match read_code(client, &dag, None).await {

@@ -102,7 +102,7 @@ pub struct DagsView {
     pub load: Load,
     pub generation: u64,
     pub version: Option<String>,
-    pub api: Option<String>,
+    pub api: Option<crate::airflow::ApiVersion>,
     pub health: Option<AirflowHealth>,
     pub import_errors: Vec<DagImportError>,
     /// Connection and server findings.
@@ -295,7 +295,7 @@ pub fn on_list(
     match result {
         Ok(list) => {
             s.dags.version = Some(list.version.clone());
-            s.dags.api = Some(list.api.clone());
+            s.dags.api = Some(list.api);
             s.conn.airflow_version = Some(list.version.clone());
             s.dags.health = list.health.clone();
             s.dags.import_errors = list.import_errors.clone();

@@ -11,8 +11,8 @@ use super::state::{Level, State};
 use crate::health::{Health, Severity};
 use crate::report::postmortem::{self, DagSection, Postmortem};
 use crate::report::record::TableRecord;
-use crate::report::timeline::DagRuns;
 use crate::report::{AirflowInfo, TrinoInfo};
+use crate::timeline::DagRuns;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ExportFormat {
@@ -167,7 +167,7 @@ pub fn postmortem_of(s: &State) -> Option<Postmortem> {
     let airflow = s.conn.airflow_url.as_ref().map(|url| AirflowInfo {
         url: url.clone(),
         version: s.conn.airflow_version.clone(),
-        api: s.dags.api.clone(),
+        api: s.dags.api,
         error: match &s.dags.load {
             super::state::Load::Failed(e) => Some(e.clone()),
             _ => None,
@@ -195,7 +195,7 @@ pub fn postmortem_of(s: &State) -> Option<Postmortem> {
         audit_log: None,
         audit: &[],
         queries: match s.queries.by_table.get(&table) {
-            Some((_, crate::app::queries::QueryLoad::Loaded(q))) => Some(q.clone()),
+            Some((_, crate::app::query_history::QueryLoad::Loaded(q))) => Some(q.clone()),
             _ => None,
         },
         notes,

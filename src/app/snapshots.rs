@@ -11,7 +11,7 @@ use super::layout::Width;
 use super::state::{Level, Load, State};
 use crate::airflow::DagRun;
 use crate::lakehouse::model::{SnapshotInfo, TableRef};
-use crate::report::timeline::{self, DagRuns, Timeline};
+use crate::timeline::{self, DagRuns, Timeline};
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct SnapshotRow {

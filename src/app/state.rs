@@ -133,7 +133,7 @@ pub struct State {
     pub dags: super::dags::DagsView,
     pub triage: super::triage::TriageView,
     /// The recent queries that read a table, per table.
-    pub queries: super::queries::QueriesView,
+    pub queries: super::query_history::QueriesView,
     /// `[[maintenance]]` mappings of the profile.
     pub maintenance: Vec<crate::config::MaintenanceMapping>,
     /// When the key being handled was read from the terminal (`Action::Key`): what a

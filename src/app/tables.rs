@@ -1,6 +1,6 @@
 //! The Tables tab: every table, worst first, and the messages that fill it. How a refresh
-//! spends statements (the probe, the full read's queue, a cold start's ranking) is in
-//! [`refresh`]; the health breakdown a table's side panel and `i` popup draw is the UI's
+//! spends statements (the probe, the surveys, the file reads' queue) is the scheduler's
+//! ([`crate::refresh`]); [`refresh`] applies its steps to the tab; the health breakdown a table's side panel and `i` popup draw is the UI's
 //! (`ui::breakdown`).
 
 use chrono::{DateTime, Utc};

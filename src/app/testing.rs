@@ -284,7 +284,7 @@ pub mod dags {
     pub fn list() -> DagList {
         DagList {
             version: "3.3.2".into(),
-            api: "v2".into(),
+            api: crate::airflow::ApiVersion::V2,
             health: None,
             dags: vec![
                 dag("compact_documents", "iceberg.zoning.documents", false),

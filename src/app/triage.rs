@@ -73,7 +73,7 @@ pub fn rebuild(s: &mut State) {
     if s.airflow_configured {
         loose.extend(server_findings(&DagList {
             version: String::new(),
-            api: String::new(),
+            api: s.dags.api.unwrap_or(crate::airflow::ApiVersion::V2),
             health: s.dags.health.clone(),
             dags: Vec::new(),
             import_errors: s.dags.import_errors.clone(),
@@ -101,7 +101,7 @@ pub fn rebuild(s: &mut State) {
         .tables
         .rows
         .iter()
-        .filter_map(|r| super::queries::suffered(s, &r.table).map(|l| (&r.table, l)))
+        .filter_map(|r| super::query_history::suffered(s, &r.table).map(|l| (&r.table, l)))
         .collect();
     let running: HashMap<&TableRef, String> = s
         .tables

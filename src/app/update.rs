@@ -10,8 +10,8 @@ use super::keymap::{Command, Scope};
 use super::prompt::RetentionFor;
 use super::state::{Level, Load, Popup, State, Tab};
 use super::{
-    command_line, copy, dags, export, health, help, maintenance, nav, partitions, prompt, queries,
-    snapshots, tables, triage,
+    command_line, copy, dags, export, health, help, maintenance, nav, partitions, prompt,
+    query_history, snapshots, tables, triage,
 };
 
 pub fn update(s: &mut State, action: Action) -> Vec<Effect> {
@@ -36,7 +36,7 @@ pub fn update(s: &mut State, action: Action) -> Vec<Effect> {
     }
     auto_start(s);
     if !s.quit && !drawn {
-        fx.extend(queries::wanted(s));
+        fx.extend(query_history::wanted(s));
     }
     fx
 }
@@ -130,7 +130,7 @@ fn dispatch(s: &mut State, action: Action) -> Vec<Effect> {
         Action::Snapshots(msg) => snapshots::update(s, msg),
         Action::Maintenance(msg) => maintenance::update(s, msg),
         Action::Queries { table, result } => {
-            queries::on_loaded(s, table, result);
+            query_history::on_loaded(s, table, result);
             Vec::new()
         }
         Action::Dags(msg) => {

@@ -5,13 +5,13 @@ use super::*;
 
 macro_rules! corpus {
     ($name:literal) => {
-        include_str!(concat!("../../../tests/fixtures/dag_code/", $name))
+        include_str!(concat!("../../tests/fixtures/dag_code/", $name))
     };
 }
 
 macro_rules! lab_dag {
     ($name:literal) => {
-        include_str!(concat!("../../../tests/lab/airflow/dags/", $name))
+        include_str!(concat!("../../tests/lab/airflow/dags/", $name))
     };
 }
 

@@ -6,6 +6,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use super::{DagFacts, Finding, HealthConfig, Rule, Severity, age, clip, excess_files, pct};
+use crate::airflow::DagRunState;
 use crate::fmt::{human_bytes, human_duration, thousands};
 use crate::lakehouse::model::TableStats;
 
@@ -220,7 +221,7 @@ pub(super) fn stale_dag_finding(
     // As critical as what the stale compaction costs a reader.
     let severity = cost.capped(Severity::Critical);
     let guessed = if d.guessed { " (guessed mapping)" } else { "" };
-    let last = d.last_run_text();
+    let last = d.last_run_state.as_ref();
     if let Some(e) = &d.import_error {
         Some(Finding {
             rule: Rule::StaleDagBroken,
@@ -241,7 +242,7 @@ pub(super) fn stale_dag_finding(
             ),
             penalty: 0,
         })
-    } else if last == "failed" {
+    } else if last == Some(&DagRunState::Failed) {
         let what = match (&d.failing_task, &d.error_line) {
             (Some(t), Some(e)) => format!(": {t}: {}", clip(e)),
             (Some(t), None) => format!(": task {t} failed"),
@@ -256,7 +257,7 @@ pub(super) fn stale_dag_finding(
             ),
             penalty: 0,
         })
-    } else if last == "success" {
+    } else if last == Some(&DagRunState::Success) {
         Some(Finding {
             rule: Rule::StaleDagSucceeds,
             severity,

@@ -82,7 +82,7 @@ pub fn parse_probe(rows: &[Row], batch: usize) -> Result<Vec<Probe>, RowsError> 
 }
 
 /// Tables ranked per statement on a cold start (see [`rank_sql`]): as few as
-/// [`LAYOUT_BATCH`], for the same reason: the reads wait for the ranking.
+/// [`LAYOUT_BATCH`], for the same reason: the file reads wait for the surveys.
 pub const RANK_BATCH: usize = LAYOUT_BATCH;
 
 /// One statement telling, for each of `tables`, what [`layout_sql`] tells (how many

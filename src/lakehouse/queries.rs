@@ -524,20 +524,23 @@ impl Lakehouse {
     }
 
     /// The writes the coordinator finished after `since` (see
-    /// [`crate::lakehouse::writes`]): the tables they name, and when the last one ended
+    /// [`crate::lakehouse::recent_writes`]): the tables they name, and when the last one ended
     /// by the coordinator's clock.
     pub async fn recent_writes(
         &self,
         since: chrono::DateTime<chrono::Utc>,
-    ) -> Result<super::writes::RecentWrites, TrinoError> {
+    ) -> Result<super::recent_writes::RecentWrites, TrinoError> {
         let out = self
             .client
-            .query(&super::writes::recent_writes_sql(since))
+            .query(&super::recent_writes::recent_writes_sql(since))
             .await?;
         let mut names: Vec<Vec<String>> = out
             .rows
             .iter()
-            .filter_map(|r| r.str("query").and_then(super::writes::written_target))
+            .filter_map(|r| {
+                r.str("query")
+                    .and_then(super::recent_writes::written_target)
+            })
             .collect();
         names.sort();
         names.dedup();
@@ -546,7 +549,7 @@ impl Lakehouse {
             .iter()
             .filter_map(|r| r.get("ended").and_then(crate::trino::Value::as_datetime))
             .max();
-        Ok(super::writes::RecentWrites { names, newest })
+        Ok(super::recent_writes::RecentWrites { names, newest })
     }
 
     /// The newest snapshots of one table (at most the snapshot limit), oldest first. The

@@ -102,23 +102,6 @@ pub fn parse_target(text: &str) -> Result<Target, TargetError> {
     })
 }
 
-/// The request the change sends, as the diff shows it.
-pub fn request_line(api: ApiVersion, id: &str) -> String {
-    let v = match api {
-        ApiVersion::V2 => "v2",
-        ApiVersion::V1 => "v1",
-    };
-    let mask: Vec<String> = crate::airflow::endpoints::connections::endpoint_mask(api)
-        .into_iter()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect();
-    format!(
-        "PATCH /api/{v}/connections/{}?{}",
-        crate::airflow::encode_segment(id),
-        mask.join("&")
-    )
-}
-
 /// The change as a diff: the Airflow it goes to, the two fields before and after, the
 /// request, what is not sent.
 pub fn diff_lines(c: &Connection, t: &Target, api: ApiVersion, airflow: &str) -> Vec<String> {
@@ -149,7 +132,17 @@ pub fn diff_lines(c: &Connection, t: &Target, api: ApiVersion, airflow: &str) ->
         out.push(format!("- port: {port}"));
         out.push(format!("+ port: {}", t.port));
     }
-    out.push(request_line(api, &c.connection_id));
+    // The request as it is sent (the server's own conn_type, which v2 requires).
+    out.push(
+        crate::airflow::WriteRequest::connection_endpoint(
+            api,
+            &c.connection_id,
+            &c.conn_type,
+            &t.host,
+            t.port,
+        )
+        .line(api),
+    );
     out.push("only host and port are written: the password, login, schema and extra are not read, sent or changed".into());
     if !t.ignored.is_empty() {
         out.push(format!(
@@ -525,7 +518,7 @@ mod tests {
                 "+ host: trino.prod.internal",
                 "- port: 8080",
                 "+ port: 8443",
-                "PATCH /api/v2/connections/trino_documents?update_mask=host&update_mask=port",
+                r#"PATCH /api/v2/connections/trino_documents?update_mask=host&update_mask=port {"conn_type":"trino","connection_id":"trino_documents","host":"trino.prod.internal","port":8443}"#,
                 "only host and port are written: the password, login, schema and extra are not read, sent or changed",
                 "then the connection is tested again; the tasks use this stored connection only if no AIRFLOW_CONN_ variable or secrets backend defines the same id",
             ]
@@ -535,7 +528,7 @@ mod tests {
         assert_eq!(d[1], "  host: trino-old.internal (unchanged)");
         assert_eq!(
             d[4],
-            "PATCH /api/v1/connections/trino_documents?update_mask=host,port"
+            r#"PATCH /api/v1/connections/trino_documents?update_mask=host,port {"connection_id":"trino_documents","host":"trino-old.internal","port":9090}"#
         );
     }
 

@@ -22,7 +22,7 @@ use crate::health::mapping::{DagName, map_dags};
 use crate::lakehouse::model::TableRef;
 use crate::lakehouse::queries::Lakehouse;
 use crate::lakehouse::query_history::unavailable;
-use crate::lakehouse::writes::{names_table, written_target};
+use crate::lakehouse::recent_writes::{names_table, written_target};
 use crate::sql::quote_string;
 use crate::trino::TrinoError;
 

@@ -192,16 +192,16 @@ impl Pass {
         records: &impl Records,
     ) -> Vec<Read> {
         let mut out = Vec::new();
-        let ranking = !self.surveys.is_empty() || f.surveys > 0;
-        let window = if ranking {
-            policy.rank_window().1
+        let surveying = !self.surveys.is_empty() || f.surveys > 0;
+        let window = if surveying {
+            policy.survey_window().1
         } else {
             policy.reads.max(1)
         };
         while f.files < window {
             let size = match self.files.front() {
-                Some(t) if ranking && self.rank.get(t).is_some_and(|&r| r >= urgent) => 1,
-                _ if ranking => break,
+                Some(t) if surveying && self.rank.get(t).is_some_and(|&r| r >= urgent) => 1,
+                _ if surveying => break,
                 Some(_) => FILE_BATCH,
                 None => break,
             };
@@ -217,7 +217,7 @@ impl Pass {
         let slots = if !self.urgent_queued(urgent) && f.files == 0 {
             policy.reads.max(1)
         } else {
-            policy.rank_window().0
+            policy.survey_window().0
         };
         while f.surveys < slots && !self.surveys.is_empty() {
             out.push(self.survey_batch());

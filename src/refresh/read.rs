@@ -7,8 +7,8 @@ use chrono::{DateTime, Utc};
 use crate::lakehouse::model::{TableRef, TableStats};
 use crate::lakehouse::probe::Probe;
 use crate::lakehouse::queries::{FileItem, Lakehouse};
+use crate::lakehouse::recent_writes::RecentWrites;
 use crate::lakehouse::summary::Survey;
-use crate::lakehouse::writes::RecentWrites;
 use crate::trino::TrinoError;
 
 /// A read's id: the connection it was sent on and its number there. Never reused for the

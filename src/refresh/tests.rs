@@ -223,22 +223,22 @@ fn in_flight(h: &Harness) -> Vec<Request> {
 }
 
 #[test]
-fn the_ranking_never_takes_the_last_read_slot() {
-    let window = |reads, rank_slots| {
+fn the_surveys_never_take_the_last_read_slot() {
+    let window = |reads, survey_slots| {
         RefreshPolicy {
             reads,
-            rank_slots,
+            survey_slots,
             ..Default::default()
         }
-        .rank_window()
+        .survey_window()
     };
-    assert_eq!(window(4, DEFAULT_RANK_SLOTS), (3, 1));
-    assert_eq!(window(2, DEFAULT_RANK_SLOTS), (1, 1));
-    assert_eq!(window(8, DEFAULT_RANK_SLOTS), (3, 5));
-    assert_eq!(window(4, 1), (1, 3), "one ranking slot, as a knob can ask");
+    assert_eq!(window(4, DEFAULT_SURVEY_SLOTS), (3, 1));
+    assert_eq!(window(2, DEFAULT_SURVEY_SLOTS), (1, 1));
+    assert_eq!(window(8, DEFAULT_SURVEY_SLOTS), (3, 5));
+    assert_eq!(window(4, 1), (1, 3), "one survey slot, as a knob can ask");
     assert_eq!(window(4, 9), (3, 1));
-    // A single slot: the ranking runs beside it rather than never.
-    assert_eq!(window(1, DEFAULT_RANK_SLOTS), (1, 1));
+    // A single slot: the surveys run beside it rather than never.
+    assert_eq!(window(1, DEFAULT_SURVEY_SLOTS), (1, 1));
     assert_eq!(window(0, 0), (1, 1));
 }
 
@@ -532,7 +532,7 @@ fn a_write_the_coordinator_ran_is_surveyed_first_without_a_probe() {
     let (writes, _) = of_kind(&sent, ReadKind::Writes)[0].clone();
     let step = h.answer(
         writes,
-        Answer::Written(Ok(crate::lakehouse::writes::RecentWrites {
+        Answer::Written(Ok(crate::lakehouse::recent_writes::RecentWrites {
             names: vec![vec!["s".into(), "t077".into()]],
             newest: Some(t0()),
         })),
@@ -572,7 +572,7 @@ fn a_write_whose_table_a_probe_already_had_read_again_is_not_read_twice() {
     let (writes, _) = of_kind(&sent, ReadKind::Writes)[0].clone();
     let step = h.answer(
         writes,
-        Answer::Written(Ok(crate::lakehouse::writes::RecentWrites {
+        Answer::Written(Ok(crate::lakehouse::recent_writes::RecentWrites {
             names: vec![vec!["s".into(), "a".into()], vec!["s".into(), "c".into()]],
             newest: Some(t0()),
         })),

@@ -3,8 +3,8 @@
 //! the source could not be read.
 
 use super::Report;
+use crate::dag_code::{large, names_table};
 use crate::health::DagFacts;
-use crate::health::dag_code::{large, names_table};
 
 impl Report {
     /// `code: may hide failures: compact_permits.py:56 …` lines of one DAG.

@@ -78,7 +78,7 @@ mod tests {
             airflow: Some(AirflowInfo {
                 url: "http://127.0.0.1:8081/".into(),
                 version: Some("3.3.2".into()),
-                api: Some("v2".into()),
+                api: Some(crate::airflow::ApiVersion::V2),
                 error: None,
             }),
             tables: vec![TableReport {

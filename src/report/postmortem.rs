@@ -11,12 +11,12 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use serde::Serialize;
 
 use super::record::{DagRecord, TableRecord, timestamp};
-use super::timeline::{self, DagRuns, Timeline};
 use super::{AirflowInfo, TrinoInfo};
 use crate::health::{DagFacts, Health, Severity};
 use crate::lakehouse::model::{SnapshotInfo, TableRef, TableStats};
 use crate::lakehouse::query_history::TableQueries;
 use crate::mutation::audit::{Action, Record};
+use crate::timeline::{self, DagRuns, Timeline};
 
 mod markdown;
 mod sequence;

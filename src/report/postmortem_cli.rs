@@ -10,7 +10,6 @@ use std::time::Duration;
 use chrono::Utc;
 
 use super::postmortem::{self, DagSection, Postmortem, Sources};
-use super::timeline::DagRuns;
 use super::{AirflowInfo, TrinoInfo};
 use crate::airflow::{AirflowClient, scan};
 use crate::config::Settings;
@@ -20,6 +19,7 @@ use crate::lakehouse::model::{TableNameError, TableRef};
 use crate::lakehouse::queries::Lakehouse;
 use crate::mutation::audit::AuditLog;
 use crate::text::sanitize;
+use crate::timeline::DagRuns;
 use crate::trino::{Client, TrinoError};
 
 /// The formats of `floe report`.
@@ -81,7 +81,7 @@ async fn read_airflow(settings: &Settings, lake: &Lakehouse, table: &TableRef) -
         Err(e) => return Some(unreadable(read, e.to_string())),
     };
     read.info.version = Some(client.server_version().version.clone());
-    read.info.api = Some(client.api().to_string());
+    read.info.api = Some(client.api());
     let list = match scan::list(&client).await {
         Ok(l) => l,
         Err(e) => return Some(unreadable(read, e.to_string())),
@@ -239,8 +239,8 @@ pub async fn gather(settings: &Settings, name: &str) -> Result<Postmortem, Gathe
             .as_ref()
             .map(|c| {
                 c.evidence(&|t| {
-                    crate::health::dag_code::names_table(t, &table)
-                        .then(|| crate::health::dag_code::large(&stats))
+                    crate::dag_code::names_table(t, &table)
+                        .then(|| crate::dag_code::large(&stats))
                         .flatten()
                 })
             })

@@ -268,7 +268,7 @@ fn hostile_report() -> Report {
     r.airflow = Some(AirflowInfo {
         url: "http://127.0.0.1:8080/".into(),
         version: Some(format!("3{h}")),
-        api: Some("v2".into()),
+        api: Some(crate::airflow::ApiVersion::V2),
         error: Some(format!("HTTP 500{h}")),
     });
     let facts = DagFacts {

@@ -85,7 +85,7 @@ impl Runtime {
     pub(super) fn load_queries(&self, table: TableRef) -> JoinHandle<()> {
         let lake = self.lake.clone();
         let t = table.clone();
-        let reply = move |result| crate::app::queries::reply(table, result);
+        let reply = move |result| crate::app::query_history::reply(table, result);
         let work = async move { lake.table_queries(&t).await };
         spawn_reply(Some(self.pool.clone()), work, reply, self.sender())
     }

@@ -156,7 +156,7 @@ pub fn health_breakdown(s: &State, t: &TableRef) -> Vec<(Severity, String)> {
     if let Some(e) = row.error() {
         out.push((Severity::Unknown, format!("last load failed: {e}")));
     }
-    let queries = crate::app::queries::lines(s, t);
+    let queries = crate::app::query_history::lines(s, t);
     if !queries.is_empty() {
         out.push((Severity::Info, String::new()));
         out.extend(queries.into_iter().map(|l| (Severity::Info, l)));

@@ -14,8 +14,8 @@ use super::theme::Theme;
 use crate::app::dags::DagRow;
 use crate::app::dags::source_view::SourceView;
 use crate::app::state::State;
+use crate::dag_code::CodeFacts;
 use crate::health::Severity;
-use crate::health::dag_code::CodeFacts;
 use crate::text::one_line;
 
 pub fn draw(f: &mut Frame, area: Rect, s: &State, th: &Theme) {

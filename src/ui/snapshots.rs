@@ -16,7 +16,7 @@ use crate::app::snapshots::{SnapshotCol, SnapshotRow, timeline};
 use crate::app::state::{Load, State};
 use crate::fmt::human_duration;
 use crate::health::Severity;
-use crate::report::timeline::{EventKind, Timeline};
+use crate::timeline::{EventKind, Timeline};
 
 pub fn draw(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
     let v = &s.snapshots;

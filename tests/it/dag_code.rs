@@ -19,7 +19,7 @@ use floe::airflow::endpoints::sources::SourceKey;
 use floe::airflow::scan::{self, CodeRead};
 use floe::airflow::{AirflowClient, ApiVersion};
 use floe::config::{AirflowApi, AirflowSettings, TlsSettings};
-use floe::health::dag_code::{CodeFacts, CodeRule, DagCode};
+use floe::dag_code::{CodeFacts, CodeRule, DagCode};
 use secrecy::SecretString;
 
 const SERVERS: [&str; 2] = ["airflow", "airflow2"];

@@ -1,12 +1,12 @@
 //! Connections: listing them (passwords are never read) and testing one.
 
 use reqwest::Method;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::airflow::http::{JSON, Payload, decode, decode_written};
 use crate::airflow::model::{ApiVersion, Connection, ConnectionTest, TestSite, Tested};
 use crate::airflow::wire::WireConnection;
-use crate::airflow::{AirflowClient, AirflowError};
+use crate::airflow::{AirflowClient, AirflowError, WriteRequest};
 
 impl AirflowClient {
     /// Every connection (passwords are never read).
@@ -25,7 +25,7 @@ impl AirflowClient {
     }
 
     /// Point a connection at `host:port`, writing those two fields only: `PATCH
-    /// …/connections/{id}` with the update mask of [`endpoint_mask`]. The password, login,
+    /// …/connections/{id}` ([`WriteRequest::connection_endpoint`]). The password, login,
     /// schema and extra are neither sent nor touched. v2's body must carry `conn_type`, so
     /// it is the one the server has (`conn_type`).
     pub async fn set_connection_endpoint(
@@ -35,11 +35,8 @@ impl AirflowClient {
         host: &str,
         port: u16,
     ) -> Result<Connection, AirflowError> {
-        let url = self.url(&["connections", id], &endpoint_mask(self.api()))?;
-        let body = endpoint_body(self.api(), id, conn_type, host, port);
-        let r = self
-            .call(Method::PATCH, &url, Payload::Json(&body), JSON)
-            .await?;
+        let write = WriteRequest::connection_endpoint(self.api(), id, conn_type, host, port);
+        let (url, r) = self.send_write(&write).await?;
         // Accepted: an answer that is not a connection does not undo the write.
         let w: WireConnection = decode_written(&Method::PATCH, &url, &r.text)?;
         Ok(Connection::from(w))
@@ -239,40 +236,6 @@ pub fn auth_refused(message: &str) -> bool {
     .any(|k| m.contains(k))
 }
 
-/// The update mask of a host/port update. v2 (FastAPI) reads a repeated key; v1
-/// (connexion) keeps only the last of repeated keys — measured on Airflow 2.10.5:
-/// `update_mask=host&update_mask=port` wrote the port alone — and reads a comma list.
-pub fn endpoint_mask(api: crate::airflow::ApiVersion) -> Vec<(&'static str, String)> {
-    match api {
-        crate::airflow::ApiVersion::V2 => {
-            vec![
-                ("update_mask", "host".into()),
-                ("update_mask", "port".into()),
-            ]
-        }
-        crate::airflow::ApiVersion::V1 => vec![("update_mask", "host,port".into())],
-    }
-}
-
-/// The body of a host/port update: the id (both APIs check it against the path), v2's
-/// required `conn_type`, and the two fields; never a password.
-pub fn endpoint_body(
-    api: crate::airflow::ApiVersion,
-    id: &str,
-    conn_type: &str,
-    host: &str,
-    port: u16,
-) -> Value {
-    match api {
-        crate::airflow::ApiVersion::V2 => json!({
-            "connection_id": id, "conn_type": conn_type, "host": host, "port": port
-        }),
-        crate::airflow::ApiVersion::V1 => json!({
-            "connection_id": id, "host": host, "port": port
-        }),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -305,7 +268,14 @@ mod tests {
     #[test]
     fn the_update_never_carries_a_password() {
         for api in [ApiVersion::V2, ApiVersion::V1] {
-            let b = endpoint_body(api, "trino_documents", "trino", "trino.internal", 8443);
+            let b = WriteRequest::connection_endpoint(
+                api,
+                "trino_documents",
+                "trino",
+                "trino.internal",
+                8443,
+            )
+            .body;
             let o = b.as_object().unwrap();
             assert_eq!(o["host"], "trino.internal");
             assert_eq!(o["port"], 8443);
@@ -313,7 +283,7 @@ mod tests {
             assert!(!o.contains_key("extra") && !o.contains_key("schema"));
         }
         assert_eq!(
-            endpoint_body(ApiVersion::V2, "c", "trino", "h", 1)["conn_type"],
+            WriteRequest::connection_endpoint(ApiVersion::V2, "c", "trino", "h", 1).body["conn_type"],
             "trino"
         );
     }

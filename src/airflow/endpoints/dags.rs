@@ -1,12 +1,11 @@
 //! DAGs: listing, reading, pausing, and the files that failed to import.
 
 use reqwest::Method;
-use serde_json::json;
 
-use crate::airflow::http::{JSON, Payload, decode_written};
+use crate::airflow::http::decode_written;
 use crate::airflow::model::{ApiVersion, Dag, DagImportError};
 use crate::airflow::wire::{WireDag, WireImportError};
-use crate::airflow::{AirflowClient, AirflowError};
+use crate::airflow::{AirflowClient, AirflowError, WriteRequest};
 
 impl AirflowClient {
     /// DAGs carrying any of `tags` (OR) plus those named in `ids`; every DAG when both are
@@ -52,10 +51,8 @@ impl AirflowClient {
 
     /// Pause or unpause a DAG; returns the DAG as the server now has it.
     pub async fn set_paused(&self, dag_id: &str, paused: bool) -> Result<Dag, AirflowError> {
-        let url = self.url(&["dags", dag_id], &[("update_mask", "is_paused".into())])?;
-        let body = json!({ "is_paused": paused });
-        let r = self
-            .call(Method::PATCH, &url, Payload::Json(&body), JSON)
+        let (url, r) = self
+            .send_write(&WriteRequest::set_paused(dag_id, paused))
             .await?;
         let w: WireDag = decode_written(&Method::PATCH, &url, &r.text)?;
         Ok(Dag::from(w))

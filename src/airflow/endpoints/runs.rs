@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use crate::airflow::http::{JSON, Payload, decode, decode_written};
 use crate::airflow::model::{ApiVersion, ClearOutcome, ClearScope, ClearedTask, DagRun};
 use crate::airflow::wire::{WireRun, WireTaskRef};
-use crate::airflow::{AirflowClient, AirflowError};
+use crate::airflow::{AirflowClient, AirflowError, WriteRequest};
 
 impl AirflowClient {
     /// The newest `limit` runs of a DAG, newest first (`order_by=-run_after` on v2,
@@ -38,13 +38,8 @@ impl AirflowClient {
     /// Create a manual run now (`{"logical_date": null}` on v2, `{}` on v1). On a paused
     /// DAG the run is created `queued` and waits for the DAG to be unpaused.
     pub async fn trigger(&self, dag_id: &str) -> Result<DagRun, AirflowError> {
-        let url = self.url(&["dags", dag_id, "dagRuns"], &[])?;
-        let body = match self.inner.api {
-            ApiVersion::V2 => json!({"logical_date": null}),
-            ApiVersion::V1 => json!({}),
-        };
-        let r = self
-            .call(Method::POST, &url, Payload::Json(&body), JSON)
+        let (url, r) = self
+            .send_write(&WriteRequest::trigger(self.inner.api, dag_id))
             .await?;
         let w: WireRun = decode_written(&Method::POST, &url, &r.text)?;
         Ok(DagRun::from(w))

@@ -15,7 +15,7 @@ use crate::airflow::endpoints::sources::SourceKey;
 use crate::airflow::{AirflowError, Dag};
 use crate::app::action::Effect;
 use crate::app::state::{Level, State};
-use crate::health::dag_code::CodeFacts;
+use crate::dag_code::CodeFacts;
 
 pub use crate::airflow::scan::CodeRead;
 

@@ -174,7 +174,8 @@ pub fn follow(s: &mut State, dag_id: &str, run_id: &str) -> Vec<Effect> {
 /// The slowest query the coordinator's record holds for `t` (as the incidents say it),
 /// among those created before `until`.
 fn suffered(s: &State, t: &TableRef, until: Option<DateTime<Utc>>) -> Option<WatchedQuery> {
-    let Some((_, crate::app::queries::QueryLoad::Loaded(q))) = s.queries.by_table.get(t) else {
+    let Some((_, crate::app::query_history::QueryLoad::Loaded(q))) = s.queries.by_table.get(t)
+    else {
         return None;
     };
     let w = crate::lakehouse::query_history::suffering_until(q.runs(), until)?;
@@ -248,7 +249,8 @@ pub fn next_runs(s: &State) -> Option<String> {
     w.outcome.as_ref()?;
     let q = &query_of(s, w)?;
     let ended = w.run.as_ref().and_then(|r| r.end_date).unwrap_or(w.since);
-    let Some((_, crate::app::queries::QueryLoad::Loaded(h))) = s.queries.by_table.get(&q.table)
+    let Some((_, crate::app::query_history::QueryLoad::Loaded(h))) =
+        s.queries.by_table.get(&q.table)
     else {
         return None;
     };

@@ -2,7 +2,7 @@
 //! maintenance DAG): trigger, clear, pause; each shown for confirmation first.
 
 use super::DagLevel;
-use crate::airflow::{AirflowError, ClearOutcome};
+use crate::airflow::{AirflowError, ApiVersion, ClearOutcome, WriteRequest};
 use crate::app::action::{DagWrite, Effect};
 use crate::app::keymap::Command;
 use crate::app::state::{Level, Popup, State};
@@ -247,10 +247,9 @@ pub fn confirm_trigger(s: &State, dag_id: &str) -> DagConfirm {
             ));
         }
     }
-    lines.push(match s.dags.api.as_deref() {
-        Some("v1") => format!("POST /api/v1/dags/{dag_id}/dagRuns {{}}"),
-        _ => format!("POST /api/v2/dags/{dag_id}/dagRuns {{\"logical_date\": null}}"),
-    });
+    // The request as it is sent, on the API the DAG list was read from.
+    let api = s.dags.api.unwrap_or(ApiVersion::V2);
+    lines.push(WriteRequest::trigger(api, dag_id).line(api));
     DagConfirm {
         action: DagWrite::Trigger {
             dag_id: dag_id.to_string(),
@@ -269,7 +268,7 @@ pub fn confirm_pause(s: &State, dag_id: &str) -> Option<DagConfirm> {
         },
         lines: vec![
             format!("{} {dag_id}", if paused { "unpause" } else { "pause" }),
-            format!("PATCH {{\"is_paused\": {}}}", !paused),
+            WriteRequest::set_paused(dag_id, !paused).line(s.dags.api.unwrap_or(ApiVersion::V2)),
         ],
         shown: false,
     })

@@ -34,8 +34,8 @@ impl Triage<'_, '_> {
     pub(super) fn large_table(&self, name: &str) -> Option<u64> {
         self.facts.tables.iter().find_map(|t| {
             let stats = t.stats?;
-            crate::health::dag_code::names_table(name, t.table)
-                .then(|| crate::health::dag_code::large(stats))
+            crate::dag_code::names_table(name, t.table)
+                .then(|| crate::dag_code::large(stats))
                 .flatten()
         })
     }

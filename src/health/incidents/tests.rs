@@ -943,7 +943,7 @@ fn without_connection_tests_the_connection_at_the_failing_endpoint_is_the_suspec
 
 #[test]
 fn the_dag_that_reports_success_names_its_swallowing_line_and_enter_goes_there() {
-    use crate::health::dag_code::{CodeFacts, inspect};
+    use crate::dag_code::{CodeFacts, inspect};
     let mut lab = lab();
     let src = include_str!("../../../tests/lab/airflow/dags/compact_permits.py");
     lab.dags

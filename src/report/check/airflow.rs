@@ -67,7 +67,7 @@ pub(crate) async fn read_airflow(
     };
     drop(connecting);
     info.version = Some(client.server_version().version.clone());
-    info.api = Some(client.api().to_string());
+    info.api = Some(client.api());
     let listing = running.start(format!("Airflow: listing the DAGs of {}", a.url));
     let list = match scan::list(&client).await {
         Ok(l) => l,

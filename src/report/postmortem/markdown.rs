@@ -8,7 +8,7 @@ use crate::fmt::{human_bytes, human_duration, thousands};
 use crate::lakehouse::query_history::{self, QueryRun, TableQueries};
 use crate::mutation::audit::Record;
 use crate::report::markdown_writer::{self as md, Align, Cell, Table};
-use crate::report::timeline::{self, EventKind};
+use crate::timeline::{self, EventKind};
 
 /// Timeline rows the markdown shows at most (the newest; JSON keeps every event).
 const MAX_TIMELINE_ROWS: usize = 60;

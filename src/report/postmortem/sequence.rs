@@ -8,7 +8,7 @@ use super::Postmortem;
 use crate::fmt::thousands;
 use crate::lakehouse::query_history;
 use crate::mutation::audit::Action;
-use crate::report::timeline;
+use crate::timeline;
 
 /// One step of the incident as it happened: symptom, cause, fix, run, result.
 #[derive(Clone, Debug, PartialEq, Serialize)]

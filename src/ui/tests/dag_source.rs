@@ -7,7 +7,7 @@ use crate::airflow::endpoints::sources::SourceKey;
 use crate::airflow::scan::CodeRead;
 use crate::app::dags::DagMsg;
 use crate::app::testing::dags::with_dags;
-use crate::health::dag_code::inspect;
+use crate::dag_code::inspect;
 
 /// `insta::assert_snapshot!` into `ui/tests/snapshots/`, beside the other screens'.
 macro_rules! screen_snapshot {

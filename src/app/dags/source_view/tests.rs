@@ -8,7 +8,7 @@ use crate::app::dags::DagMsg;
 use crate::app::testing::dags::with_dags;
 use crate::app::testing::key;
 use crate::app::update::update;
-use crate::health::dag_code::inspect;
+use crate::dag_code::inspect;
 
 /// The seed's swallowing DAG, as Airflow serves its file.
 pub(crate) const PERMITS: &str =
