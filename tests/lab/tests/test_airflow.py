@@ -468,6 +468,20 @@ def test_one_airflow_runs_with_the_connection_test_at_its_default(lab):
         assert lab["airflow2"]["test_connection"] == "Disabled"
 
 
+def test_where_the_test_is_disabled_a_second_api_of_the_same_airflow_has_it_enabled(af, flavour):
+    if af["test_connection"] != "Disabled":
+        assert af.get("tested_url") is None, af
+        return
+    tested = flavour(af["tested_url"], af["user"], af["password"])
+    assert tested.get("/version")["version"] == af["version"]
+    # The same metadata DB: the same connections, tested there.
+    result = _test_connection(tested, "trino_default")
+    assert result.status_code == 200, result.text
+    assert result.json() == {"status": True, "message": "Connection successfully tested"}
+    result = _test_connection(tested, "trino_documents")
+    assert result.status_code == 200 and result.json()["status"] is False, result.text
+
+
 def test_connection_test_live_trino(af, api):
     result = _tested(af, api, "trino_default")
     if result is not None:
