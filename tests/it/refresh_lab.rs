@@ -241,7 +241,9 @@ async fn delete_files_a_summary_does_not_count_are_read_not_taken_for_none() {
     let deletes: u64 = lake
         .client
         .execute(
-            &format!("SELECT count(*) AS n FROM layouts.scratch.\"{name}$files\" WHERE content <> 0"),
+            &format!(
+                "SELECT count(*) AS n FROM layouts.scratch.\"{name}$files\" WHERE content <> 0"
+            ),
             QueryOptions::default(),
         )
         .await
@@ -314,4 +316,137 @@ async fn a_maintenance_job_is_not_counted_against_the_refresh_budget() {
         after.statements, before.statements,
         "the optimize ran on a meter of its own: {sent:#?}"
     );
+}
+
+/// The header's refresh age in seconds (`4s ago, next 5s`, `refreshing… (6s ago)`), none
+/// before the first refresh.
+fn header_age(screen: &str) -> Option<i64> {
+    let head = screen.lines().next()?;
+    let before = &head[..head.find(" ago")?];
+    let token = before.rsplit([' ', '(']).next()?;
+    let (n, unit) = token.split_at(token.find(|c: char| !c.is_ascii_digit())?);
+    let n: i64 = n.parse().ok()?;
+    Some(match unit {
+        "s" => n,
+        "m" => n * 60,
+        "h" => n * 3600,
+        _ => return None,
+    })
+}
+
+/// An open floe at `--refresh 5s` through an optimize of 60 statements (one partition
+/// each: the session holds the writers to one partition) keeps refreshing during the job
+/// and after it: the header's age never goes above two periods (before the refresh was
+/// one value, a read replaced by the job's end was never answered, and the header read
+/// "refreshing… (1m ago)" for good).
+#[test]
+fn an_open_floe_keeps_refreshing_through_an_optimize_of_sixty_statements() {
+    use common::pty::Pty;
+    use std::time::{Duration, Instant};
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let schema = format!("r_sixty_{}", std::process::id());
+    let lake = owner();
+    rt.block_on(async {
+        sql(
+            &lake,
+            &format!("CREATE SCHEMA IF NOT EXISTS iceberg.{schema}"),
+        )
+        .await;
+        sql(&lake, &format!("DROP TABLE IF EXISTS iceberg.{schema}.t")).await;
+        sql(
+            &lake,
+            &format!(
+                "CREATE TABLE iceberg.{schema}.t (id bigint, part integer) \
+                 WITH (partitioning = ARRAY['part'])"
+            ),
+        )
+        .await;
+        // Three writes of one file in each of the 60 partitions.
+        for _ in 0..3 {
+            sql(
+                &lake,
+                &format!(
+                    "INSERT INTO iceberg.{schema}.t SELECT x, CAST(x % 60 AS integer) \
+                     FROM UNNEST(sequence(0, 59)) AS u(x)"
+                ),
+            )
+            .await;
+        }
+    });
+    let dir = std::env::temp_dir().join(format!("floe-sixty-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "audit_log = {:?}\n[trino]\nurl = {:?}\nuser = {:?}\ncatalog = \"iceberg\"\n\
+             schemas = [{schema:?}]\nsession = {{ \"iceberg.max_partitions_per_writer\" = \"1\" }}\n",
+            dir.join("audit.jsonl").display().to_string(),
+            lab().trino_url(),
+            user("sixty"),
+        ),
+    )
+    .unwrap();
+    let mut pty = Pty::spawn_env(
+        &["--config", config.to_str().unwrap(), "--refresh", "5s"],
+        &[("XDG_STATE_HOME", dir.join("state").to_str().unwrap())],
+        140,
+        36,
+    );
+    pty.wait_for("the table, read", Duration::from_secs(120), |s| {
+        s.contains("t: 180 small files") && s.contains("o optimize t")
+    });
+    pty.send(b"o");
+    let plan = pty.wait_for("the plan of 60 statements", Duration::from_secs(60), |s| {
+        s.contains("EXECUTE optimize") && s.contains("60 statements")
+    });
+    pty.answer(b"y");
+    pty.wait_for("the job line", Duration::from_secs(30), |s| {
+        s.contains("▶ optimize")
+    });
+    // Every half second until 30 s after the job's end: the age stays within two periods.
+    let start = Instant::now();
+    let mut ended: Option<Instant> = None;
+    let mut oldest = 0;
+    while ended.is_none_or(|e| e.elapsed() < Duration::from_secs(30)) {
+        assert!(
+            start.elapsed() < Duration::from_secs(600),
+            "the job ends: {}",
+            pty.screen()
+        );
+        let s = pty.screen();
+        if let Some(age) = header_age(&s) {
+            oldest = oldest.max(age);
+            assert!(
+                age <= 10,
+                "the header's age {age}s, two periods are 10s:\n{s}"
+            );
+        }
+        if ended.is_none() && s.contains("of 60 statements done") {
+            ended = Some(Instant::now());
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    eprintln!("the header's oldest age: {oldest}s; plan:\n{plan}");
+    let audit = std::fs::read_to_string(dir.join("audit.jsonl")).unwrap();
+    let succeeded = audit
+        .lines()
+        .filter(|l| l.contains("\"outcome\":\"succeeded\"") && l.contains("EXECUTE optimize"))
+        .count();
+    assert_eq!(succeeded, 60, "{audit}");
+    pty.send(b"q");
+    pty.wait_exit(Duration::from_secs(30));
+    let _ = std::fs::remove_dir_all(&dir);
+    rt.block_on(sql(&lake, &format!("DROP TABLE iceberg.{schema}.t")));
+}
+
+#[test]
+fn the_header_age_reads_both_forms() {
+    assert_eq!(header_age(" floe │ x │ 4s ago, next 5s"), Some(4));
+    assert_eq!(header_age(" floe │ x │ refreshing… (1m ago)"), Some(60));
+    assert_eq!(header_age(" floe │ x │ refreshing… (- ago)"), None);
 }
