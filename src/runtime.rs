@@ -205,7 +205,11 @@ impl Runtime {
                 target,
                 epoch,
             } => self.plan_connection(connection_id, target, epoch),
-            Effect::PlanClear { dag_id, run_id } => self.plan_clear(dag_id, run_id),
+            Effect::PlanClear {
+                dag_id,
+                run_id,
+                epoch,
+            } => self.plan_clear(dag_id, run_id, epoch),
             Effect::CheckWriters { table } => self.check_writers(table),
         };
         if let Some(slot) = slot {

@@ -180,6 +180,9 @@ pub enum Effect {
     PlanClear {
         dag_id: String,
         run_id: String,
+        /// The profile it was asked on ([`crate::app::state::Conn::epoch`]), echoed with
+        /// the dry run: a plan of another profile's run never opens a confirmation here.
+        epoch: u64,
     },
     WriteDag(DagWrite),
     /// Put this text (already cleaned) on the terminal's clipboard (OSC 52).

@@ -441,6 +441,8 @@ pub enum DagMsg {
         dag_id: String,
         run_id: String,
         result: Result<crate::airflow::ClearOutcome, AirflowError>,
+        /// The profile it was asked on ([`crate::app::state::Conn::epoch`]).
+        epoch: u64,
     },
     /// A write's answer, with the profile it was sent on ([`crate::app::state::Conn::epoch`]).
     Written {
@@ -554,8 +556,9 @@ pub fn update(s: &mut State, msg: DagMsg) -> Vec<Effect> {
             dag_id,
             run_id,
             result,
+            epoch,
         } => {
-            writes::on_clear_planned(s, &dag_id, &run_id, result);
+            writes::on_clear_planned(s, &dag_id, &run_id, result, epoch);
             Vec::new()
         }
         DagMsg::Written {

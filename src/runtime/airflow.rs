@@ -151,7 +151,7 @@ impl Runtime {
     }
 
     /// The dry run of a clear (what would run again), shown before the real one.
-    pub(super) fn plan_clear(&self, dag_id: String, run_id: String) -> JoinHandle<()> {
+    pub(super) fn plan_clear(&self, dag_id: String, run_id: String, epoch: u64) -> JoinHandle<()> {
         let af = self.airflow.clone();
         let (d, r) = (dag_id.clone(), run_id.clone());
         let work = async move {
@@ -163,6 +163,7 @@ impl Runtime {
                 dag_id,
                 run_id,
                 result,
+                epoch,
             })
         };
         spawn_reply(None, work, reply, self.confirm_sender())

@@ -231,7 +231,8 @@ fn trigger_pause_and_clear_are_confirmed_and_refused_when_read_only() {
         fx,
         vec![Effect::PlanClear {
             dag_id: "compact_documents".into(),
-            run_id: "scheduled__2026-11-29T00:00:00+00:00".into()
+            run_id: "scheduled__2026-11-29T00:00:00+00:00".into(),
+            epoch: s.conn.epoch,
         }]
     );
     let outcome = crate::airflow::ClearOutcome {
@@ -244,12 +245,25 @@ fn trigger_pause_and_clear_are_confirmed_and_refused_when_read_only() {
         }],
         run: None,
     };
+    // A dry run asked on another profile (switched away and back since) opens nothing.
+    let epoch = s.conn.epoch;
+    update(
+        &mut s,
+        Action::Dags(DagMsg::ClearPlanned {
+            dag_id: "compact_documents".into(),
+            run_id: "scheduled__2026-11-29T00:00:00+00:00".into(),
+            result: Ok(outcome.clone()),
+            epoch: epoch + 1,
+        }),
+    );
+    assert!(s.popup.is_none(), "{:?}", s.popup);
     update(
         &mut s,
         Action::Dags(DagMsg::ClearPlanned {
             dag_id: "compact_documents".into(),
             run_id: "scheduled__2026-11-29T00:00:00+00:00".into(),
             result: Ok(outcome),
+            epoch,
         }),
     );
     let Some(Popup::ConfirmDag(c)) = &s.popup else {

@@ -61,7 +61,11 @@ pub fn command(s: &mut State, cmd: Command) -> Vec<Effect> {
                         Level::Info,
                         format!("dry run: what clearing {run_id} would run again…"),
                     );
-                    vec![Effect::PlanClear { dag_id, run_id }]
+                    vec![Effect::PlanClear {
+                        dag_id,
+                        run_id,
+                        epoch: s.conn.epoch,
+                    }]
                 }
                 None => {
                     s.set_status(
@@ -103,7 +107,12 @@ pub(super) fn on_clear_planned(
     dag_id: &str,
     run_id: &str,
     result: Result<ClearOutcome, AirflowError>,
+    epoch: u64,
 ) {
+    if epoch != s.conn.epoch {
+        // Asked on another profile: its run is not this profile's to clear.
+        return;
+    }
     match result {
         Ok(_) if s.popup.is_some() => {
             // Replacing the open popup would hand its answer to this clear.
