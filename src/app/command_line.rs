@@ -11,11 +11,37 @@ use crate::fmt::human_duration;
 
 use crate::config::{MAX_REFRESH, MIN_REFRESH};
 
-/// A command with the arguments its `:` line gave (a key gives none).
+/// A command with the argument its `:` line gave (a key gives none).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Invocation {
     pub command: Command,
-    pub args: Vec<String>,
+    pub arg: Arg,
+}
+
+/// A `:` line's argument, read as its command takes it when the line is parsed.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Arg {
+    /// None given (what a key gives).
+    #[default]
+    None,
+    /// `:refresh 30s`: the interval (its bounds are the command's to check).
+    Every(std::time::Duration),
+    /// `:freeze`/`:freeze on`, `:unfreeze`/`:freeze off`.
+    Frozen(bool),
+    /// `:export csv|json|md`.
+    Export(ExportChoice),
+    /// `:profile NAME`.
+    Profile(String),
+    /// `:schema A,B` or `:schema A B`: the schemas, split at commas.
+    Schemas(Vec<String>),
+}
+
+/// What `:export` writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExportChoice {
+    Rows(ExportFormat),
+    /// The table's postmortem (Markdown).
+    Postmortem,
 }
 
 /// The short names vim and k9s users type: (alias, command name, the argument it implies).
@@ -58,6 +84,13 @@ pub enum LineError {
     },
     #[error(":tab takes a tab's number or name ({})", tab_names())]
     NoTab,
+    #[error(":freeze takes on or off (got {0:?})")]
+    Freeze(String),
+    #[error("unknown export format {0:?} (csv, json, or md: the table's postmortem)")]
+    Export(String),
+    /// `:refresh` with what is not a duration: the config's own words for it.
+    #[error("{0}")]
+    Every(String),
     #[error("no tab {name:?} ({})", tab_names())]
     UnknownTab { name: String },
 }
@@ -97,7 +130,31 @@ pub fn parse(line: &str) -> Result<Option<Invocation>, LineError> {
             args,
         });
     }
-    Ok(Some(Invocation { command, args }))
+    let arg = match (command, args.first().map(String::as_str)) {
+        (_, None) => Arg::None,
+        (Command::Schema, _) => Arg::Schemas(
+            args.iter()
+                .flat_map(|a| a.split(','))
+                .filter(|x| !x.is_empty())
+                .map(str::to_string)
+                .collect(),
+        ),
+        (Command::Refresh, Some(a)) => Arg::Every(
+            crate::config::Dur::parse(a)
+                .map_err(|e| LineError::Every(e.to_string()))?
+                .0,
+        ),
+        (Command::Freeze, Some("on")) => Arg::Frozen(true),
+        (Command::Freeze, Some("off")) => Arg::Frozen(false),
+        (Command::Freeze, Some(other)) => return Err(LineError::Freeze(other.to_string())),
+        (Command::Export, Some("csv")) => Arg::Export(ExportChoice::Rows(ExportFormat::Csv)),
+        (Command::Export, Some("json")) => Arg::Export(ExportChoice::Rows(ExportFormat::Json)),
+        (Command::Export, Some("md" | "markdown")) => Arg::Export(ExportChoice::Postmortem),
+        (Command::Export, Some(other)) => return Err(LineError::Export(other.to_string())),
+        (Command::Profile, Some(name)) => Arg::Profile(name.to_string()),
+        (_, Some(_)) => Arg::None,
+    };
+    Ok(Some(Invocation { command, arg }))
 }
 
 /// `:tab 2` or `:tab partitions`: the command of that tab (numbered as its key).
@@ -112,7 +169,7 @@ fn tab(args: &[String]) -> Result<Invocation, LineError> {
     .ok_or_else(|| LineError::UnknownTab { name: arg.clone() })?;
     Ok(Invocation {
         command: Command::Tab(tab),
-        args: Vec::new(),
+        arg: Arg::None,
     })
 }
 
@@ -151,23 +208,12 @@ pub fn run(s: &mut State, line: &str) -> Vec<Effect> {
         );
         return Vec::new();
     }
-    super::update::on_command(s, inv.command, &inv.args)
+    super::update::on_command(s, inv.command, &inv.arg)
 }
 
-/// `f` toggles (`on: None`), `:freeze` and `:unfreeze` say which.
-pub fn freeze(s: &mut State, arg: Option<&str>) {
-    s.frozen = match arg {
-        None => !s.frozen,
-        Some("on") => true,
-        Some("off") => false,
-        Some(other) => {
-            s.set_status(
-                Level::Error,
-                format!(":freeze takes on or off (got {other:?})"),
-            );
-            return;
-        }
-    };
+/// `f` toggles (`None`), `:freeze` and `:unfreeze` say which.
+pub fn freeze(s: &mut State, frozen: Option<bool>) {
+    s.frozen = frozen.unwrap_or(!s.frozen);
     let text = if s.frozen {
         match s.keymap.keys_text(Command::Freeze) {
             k if k.is_empty() => "auto-refresh frozen (:unfreeze resumes)".to_string(),
@@ -180,46 +226,35 @@ pub fn freeze(s: &mut State, arg: Option<&str>) {
 }
 
 /// `:refresh 30s`: the auto-refresh interval, within its bounds.
-pub fn refresh_every(s: &mut State, arg: &str) {
-    match crate::config::Dur::parse(arg) {
-        Ok(d) if (MIN_REFRESH..=MAX_REFRESH).contains(&d.0) => {
-            s.refresh_every = d.0;
-            s.set_status(
-                Level::Info,
-                format!(
-                    "auto-refresh every {}",
-                    human_duration(d.0.as_secs() as i64)
-                ),
-            );
-        }
-        Ok(_) => s.set_status(
+pub fn refresh_every(s: &mut State, every: std::time::Duration) {
+    if (MIN_REFRESH..=MAX_REFRESH).contains(&every) {
+        s.refresh_every = every;
+        s.set_status(
+            Level::Info,
+            format!(
+                "auto-refresh every {}",
+                human_duration(every.as_secs() as i64)
+            ),
+        );
+    } else {
+        s.set_status(
             Level::Error,
             format!(
-                "refresh interval must be at least 5s and at most {} (got {arg})",
-                human_duration(MAX_REFRESH.as_secs() as i64)
+                "refresh interval must be at least 5s and at most {} (got {})",
+                human_duration(MAX_REFRESH.as_secs() as i64),
+                human_duration(every.as_secs() as i64)
             ),
-        ),
-        Err(e) => s.set_status(Level::Error, e.to_string()),
+        );
     }
 }
 
-/// `ctrl-s` and `:export [csv|json|md]`.
-pub fn export(s: &mut State, arg: Option<&str>) -> Vec<Effect> {
-    let format = match arg {
-        None | Some("csv") => ExportFormat::Csv,
-        Some("json") => ExportFormat::Json,
-        Some("md" | "markdown") => return super::export::export_postmortem(s),
-        Some(other) => {
-            s.set_status(
-                Level::Error,
-                format!(
-                    "unknown export format {other:?} (csv, json, or md: the table's postmortem)"
-                ),
-            );
-            return Vec::new();
-        }
-    };
-    super::export::export(s, format)
+/// `ctrl-s` and `:export [csv|json|md]` (none: CSV).
+pub fn export(s: &mut State, choice: Option<ExportChoice>) -> Vec<Effect> {
+    match choice {
+        None => super::export::export(s, ExportFormat::Csv),
+        Some(ExportChoice::Rows(format)) => super::export::export(s, format),
+        Some(ExportChoice::Postmortem) => super::export::export_postmortem(s),
+    }
 }
 
 fn profiles_text(s: &State) -> String {
@@ -256,13 +291,8 @@ pub fn profile(s: &mut State, arg: Option<&str>) -> Vec<Effect> {
 }
 
 /// `:schema A,B` or `:schema A B` (none: every schema), read from the start.
-pub fn schema(s: &mut State, args: &[String]) -> Vec<Effect> {
-    s.schemas = args
-        .iter()
-        .flat_map(|a| a.split(','))
-        .filter(|x| !x.is_empty())
-        .map(str::to_string)
-        .collect();
+pub fn schema(s: &mut State, schemas: &[String]) -> Vec<Effect> {
+    s.schemas = schemas.to_vec();
     s.set_status(
         Level::Info,
         if s.schemas.is_empty() {

@@ -335,7 +335,7 @@ pub fn on_list(
                 .collect()
         }
         Err(e) => {
-            s.dags.load = Load::Failed(e.to_string());
+            s.dags.load = Load::Failed(e.clone().into());
             s.set_status(Level::Error, format!("Airflow: {e}"));
             Vec::new()
         }

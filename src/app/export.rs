@@ -169,7 +169,7 @@ pub fn postmortem_of(s: &State) -> Option<Postmortem> {
         version: s.conn.airflow_version.clone(),
         api: s.dags.api,
         error: match &s.dags.load {
-            super::state::Load::Failed(e) => Some(e.clone()),
+            super::state::Load::Failed(e) => Some(e.to_string()),
             _ => None,
         },
     });

@@ -238,7 +238,7 @@ pub fn unreachable(s: &State) -> Option<String> {
         return None;
     }
     match (&s.tables.load, &s.conn.info_error) {
-        (Load::Failed(e), _) => Some(e.clone()),
+        (Load::Failed(e), _) => Some(e.to_string()),
         (_, Some(e)) if s.conn.info.is_none() => Some(e.clone()),
         _ => None,
     }

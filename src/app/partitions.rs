@@ -420,7 +420,7 @@ fn on_partitions(
         }
         Err(e) => {
             s.set_status(Level::Error, format!("partitions of {table}: {e}"));
-            s.partitions.detail.load = Load::Failed(e.to_string());
+            s.partitions.detail.load = Load::Failed(e.into());
         }
     }
 }

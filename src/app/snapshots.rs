@@ -316,7 +316,7 @@ fn on_snapshots(
         }
         Err(e) => {
             s.set_status(Level::Error, format!("snapshots of {table}: {e}"));
-            s.snapshots.detail.load = Load::Failed(e.to_string());
+            s.snapshots.detail.load = Load::Failed(e.into());
             Vec::new()
         }
     }
@@ -382,7 +382,7 @@ fn on_runs(
         }
         // The runs read before stay on the chart; the sentence says they could not be
         // read again only when there are none.
-        Err(e) => r.load = Load::Failed(e.to_string()),
+        Err(e) => r.load = Load::Failed(e.into()),
     }
     Vec::new()
 }
@@ -410,7 +410,7 @@ pub fn dag_runs(s: &State) -> DagRuns {
             ..
         }) => DagRuns::Failed {
             dag_id,
-            error: e.clone(),
+            error: e.to_string(),
         },
         _ => DagRuns::Loading(dag_id),
     }

@@ -25,7 +25,17 @@ pub enum Load {
     Loading,
     Loaded,
     /// The last attempt failed; rows already shown stay.
-    Failed(String),
+    Failed(LoadError),
+}
+
+/// Why a view's read failed: the server's error, as its client gave it (its Display names
+/// what failed and where).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LoadError {
+    #[error(transparent)]
+    Trino(#[from] crate::trino::TrinoError),
+    #[error(transparent)]
+    Airflow(#[from] crate::airflow::AirflowError),
 }
 
 impl Load {

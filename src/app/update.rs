@@ -5,6 +5,7 @@
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 use super::action::{Action, Effect, MaintenanceKind};
+use super::command_line::Arg;
 use super::connection::{self, ConnectionMsg};
 use super::keymap::{Command, Scope};
 use super::prompt::RetentionFor;
@@ -204,26 +205,45 @@ fn on_key(s: &mut State, ev: KeyEvent) -> Vec<Effect> {
             }
             Vec::new()
         }
-        None => cmd.map(|c| on_command(s, c, &[])).unwrap_or_default(),
+        None => cmd
+            .map(|c| on_command(s, c, &Arg::None))
+            .unwrap_or_default(),
     }
 }
 
 /// The one executor of commands: a key's (no arguments) and a `:` line's
 /// (`command_line::parse` says which commands take arguments, and how many).
-pub(super) fn on_command(s: &mut State, cmd: Command, args: &[String]) -> Vec<Effect> {
-    let arg = args.first().map(String::as_str);
+pub(super) fn on_command(s: &mut State, cmd: Command, arg: &Arg) -> Vec<Effect> {
     let h = s.page_height() as isize;
     let half = (h / 2).max(1);
     match cmd {
         Command::Quit => return quit(s),
         Command::Help => help::open(s),
         Command::Refresh => match arg {
-            None => return refresh(s, true),
-            Some(every) => command_line::refresh_every(s, every),
+            Arg::Every(every) => command_line::refresh_every(s, *every),
+            _ => return refresh(s, true),
         },
-        Command::Freeze => command_line::freeze(s, arg),
-        Command::Profile => return command_line::profile(s, arg),
-        Command::Schema => return command_line::schema(s, args),
+        Command::Freeze => command_line::freeze(
+            s,
+            match arg {
+                Arg::Frozen(f) => Some(*f),
+                _ => None,
+            },
+        ),
+        Command::Profile => {
+            let name = match arg {
+                Arg::Profile(n) => Some(n.as_str()),
+                _ => None,
+            };
+            return command_line::profile(s, name);
+        }
+        Command::Schema => {
+            let schemas = match arg {
+                Arg::Schemas(v) => v.as_slice(),
+                _ => &[],
+            };
+            return command_line::schema(s, schemas);
+        }
         Command::Filter => prompt::open_filter(s),
         Command::CommandLine => s.prompt = Some(prompt::Prompt::Command(String::new())),
         Command::SortNext => nav::sort(s, true),
@@ -249,7 +269,13 @@ pub(super) fn on_command(s: &mut State, cmd: Command, args: &[String]) -> Vec<Ef
         Command::Mark => {}
         Command::ClearMarks => partitions::clear_marks(s),
         Command::Health => health::open(s),
-        Command::Export => return command_line::export(s, arg),
+        Command::Export => {
+            let choice = match arg {
+                Arg::Export(c) => Some(*c),
+                _ => None,
+            };
+            return command_line::export(s, choice);
+        }
         Command::Optimize => return maintenance::plan(s, MaintenanceKind::Optimize),
         Command::OptimizeManifests => {
             return maintenance::plan(s, MaintenanceKind::OptimizeManifests);

@@ -149,14 +149,20 @@ fn every_keymap_command_and_alias_parses_to_a_command() {
             "{alias}"
         );
     }
-    assert_eq!(
-        parse("unfreeze").unwrap().unwrap().args,
-        vec!["off".to_string()]
-    );
+    assert_eq!(parse("unfreeze").unwrap().unwrap().arg, Arg::Frozen(false));
+    assert_eq!(parse("freeze").unwrap().unwrap().arg, Arg::Frozen(true));
     assert_eq!(parse("   ").unwrap(), None);
     assert_eq!(
-        parse("schema a b,c").unwrap().unwrap().args,
-        vec!["a", "b,c"]
+        parse("schema a b,c").unwrap().unwrap().arg,
+        Arg::Schemas(vec!["a".into(), "b".into(), "c".into()])
+    );
+    assert_eq!(
+        parse("refresh 30s").unwrap().unwrap().arg,
+        Arg::Every(std::time::Duration::from_secs(30))
+    );
+    assert_eq!(
+        parse("w md").unwrap().unwrap().arg,
+        Arg::Export(ExportChoice::Postmortem)
     );
 }
 

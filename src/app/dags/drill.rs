@@ -101,7 +101,7 @@ pub(super) fn on_runs(s: &mut State, dag_id: &str, result: Result<Vec<DagRun>, A
         }
         Err(e) => {
             s.set_status(Level::Error, format!("runs of {dag_id}: {e}"));
-            s.dags.runs_load = Load::Failed(e.to_string());
+            s.dags.runs_load = Load::Failed(e.into());
         }
     }
 }
@@ -127,7 +127,7 @@ pub(super) fn on_tasks(
         }
         Err(e) => {
             s.set_status(Level::Error, format!("tasks of {dag_id} {run_id}: {e}"));
-            s.dags.tasks_load = Load::Failed(e.to_string());
+            s.dags.tasks_load = Load::Failed(e.into());
         }
     }
 }
@@ -172,7 +172,7 @@ pub(super) fn on_log(
                 Level::Error,
                 format!("log of {task_id} ({run_id}, try {try_number}): {e}"),
             );
-            s.dags.log_load = Load::Failed(e.to_string());
+            s.dags.log_load = Load::Failed(e.into());
         }
     }
 }

@@ -139,7 +139,7 @@ fn listed(
     let tables = match result {
         Ok(t) => t,
         Err(e) => {
-            s.tables.load = Load::Failed(e.to_string());
+            s.tables.load = Load::Failed(e.clone().into());
             s.set_status(Level::Error, format!("cannot list tables: {e}"));
             return Err(e);
         }
