@@ -10,10 +10,12 @@ use crate::{elf, root, rpm, run, tools};
 
 /// The oldest glibc the release starts on: CentOS 7's.
 pub const GLIBC: (u32, u32) = (2, 17);
-/// The largest binary the release ships: 10.5 MB. It was 10 MB until the DAGs' code was
+/// The largest binary the release ships: 11 MB. It was 10 MB until the DAGs' code was
 /// parsed: tree-sitter and its Python grammar weigh about 0.52 MB in a stripped fat-LTO
-/// `opt-level = "z"` build (measured alone), on a release of 9.66 MB.
-const MAX_BINARY_BYTES: u64 = 10_500_000;
+/// `opt-level = "z"` build (measured alone), on a release of 9.66 MB; then 10.5 MB until
+/// `floe serve` (hyper's HTTP/1 server, its TLS acceptor, the exposition): the release
+/// measured 10,846,488 bytes with it.
+const MAX_BINARY_BYTES: u64 = 11_000_000;
 
 /// `cargo xtask dist`: build, check, stage, pack.
 pub fn dist(args: &[String]) -> Result<(), String> {
