@@ -194,3 +194,40 @@ pub fn key(c: char) -> Action {
         std::time::Instant::now(),
     )
 }
+
+/// The report of one cluster of `n` tables (the fixture's stats, each judged by the default
+/// health rules): what `floe serve` publishes after a refresh.
+pub fn report(profile: &str, n: usize, now: DateTime<Utc>) -> floe::report::Report {
+    use floe::report::{Report, TableReport, TrinoInfo};
+    let cfg = floe::config::HealthConfig::default();
+    let tables = tables(n)
+        .into_iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let st = stats(i);
+            TableReport {
+                table: t,
+                health: floe::health::evaluate(&st, None, &cfg, now),
+                stats: Some(st),
+                error: None,
+                dag: None,
+            }
+        })
+        .collect();
+    Report {
+        generated_at: now,
+        profile: profile.to_string(),
+        trino: TrinoInfo {
+            url: "http://trino:8080/".into(),
+            version: Some("476".into()),
+            uptime_seconds: Some(3600.0),
+        },
+        airflow: None,
+        tables,
+        dags: vec![],
+        findings: vec![],
+        connections: vec![],
+        fatal: None,
+        warnings: vec![],
+    }
+}

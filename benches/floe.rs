@@ -87,43 +87,12 @@ fn update_stats_result(b: Bencher) {
 /// metrics and written in the Prometheus text format (target ≤ 50 ms).
 #[divan::bench(args = [1, 3])]
 fn scrape_1000_tables(b: Bencher, clusters: usize) {
-    use floe::report::{Report, TableReport, TrinoInfo};
     use std::sync::Arc;
-    let cfg = floe::config::HealthConfig::default();
     let now = data::now();
     let published: Vec<Arc<floe::serve::Published>> = (0..clusters)
         .map(|c| {
             let profile = format!("prod-{c}");
-            let tables = data::tables(1000)
-                .into_iter()
-                .enumerate()
-                .map(|(i, t)| {
-                    let st = data::stats(i);
-                    TableReport {
-                        table: t,
-                        health: floe::health::evaluate(&st, None, &cfg, now),
-                        stats: Some(st),
-                        error: None,
-                        dag: None,
-                    }
-                })
-                .collect();
-            let report = Report {
-                generated_at: now,
-                profile: profile.clone(),
-                trino: TrinoInfo {
-                    url: "http://trino:8080/".into(),
-                    version: Some("476".into()),
-                    uptime_seconds: Some(3600.0),
-                },
-                airflow: None,
-                tables,
-                dags: vec![],
-                findings: vec![],
-                connections: vec![],
-                fatal: None,
-                warnings: vec![],
-            };
+            let report = data::report(&profile, 1000, now);
             Arc::new(floe::serve::Published::of(
                 &profile,
                 std::time::Duration::from_secs(120),

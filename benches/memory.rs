@@ -54,44 +54,13 @@ fn main() {
 /// stats cache's copy of them (two `TableStats` a table), its families as its last refresh
 /// rendered them, and one scrape's answer (target ≤ 100 MB RSS above the start).
 fn serve() {
-    use floe::report::{Report, TableReport, TrinoInfo};
     let base = rss_kb("VmRSS:");
-    let cfg = floe::config::HealthConfig::default();
     let now = data::now();
     let mut held = Vec::new();
     let mut published = Vec::new();
     for c in 0..3 {
         let profile = format!("prod-{c}");
-        let tables: Vec<TableReport> = data::tables(1000)
-            .into_iter()
-            .enumerate()
-            .map(|(i, t)| {
-                let st = data::stats(i);
-                TableReport {
-                    table: t,
-                    health: floe::health::evaluate(&st, None, &cfg, now),
-                    stats: Some(st),
-                    error: None,
-                    dag: None,
-                }
-            })
-            .collect();
-        let report = Report {
-            generated_at: now,
-            profile: profile.clone(),
-            trino: TrinoInfo {
-                url: "http://trino:8080/".into(),
-                version: Some("476".into()),
-                uptime_seconds: Some(3600.0),
-            },
-            airflow: None,
-            tables,
-            dags: vec![],
-            findings: vec![],
-            connections: vec![],
-            fatal: None,
-            warnings: vec![],
-        };
+        let report = data::report(&profile, 1000, now);
         published.push(std::sync::Arc::new(floe::serve::Published::of(
             &profile,
             std::time::Duration::from_secs(120),
