@@ -84,10 +84,9 @@ impl TableQueries {
     }
 }
 
-/// The candidates: finished or failed queries whose text names the table as a whole word
-/// (not `documents$files`, floe's own metadata reads), floe's reads of this history left
-/// out. A running query has no final cost yet.
-pub fn candidates_sql(t: &TableRef) -> String {
+/// A regular expression (for `regexp_like`) matching a query text that names `t`'s table
+/// as a whole word: not `documents$files` (floe's own metadata reads), not `documents_v2`.
+pub fn table_word_pattern(t: &TableRef) -> String {
     let name: String = t
         .table
         .to_lowercase()
@@ -97,7 +96,14 @@ pub fn candidates_sql(t: &TableRef) -> String {
             esc.then_some('\\').into_iter().chain(std::iter::once(c))
         })
         .collect();
-    let pattern = format!("(?i)(^|[^a-z0-9_$]){name}([^a-z0-9_$]|$)");
+    format!("(?i)(^|[^a-z0-9_$]){name}([^a-z0-9_$]|$)")
+}
+
+/// The candidates: finished or failed queries whose text names the table as a whole word
+/// (not `documents$files`, floe's own metadata reads), floe's reads of this history left
+/// out. A running query has no final cost yet.
+pub fn candidates_sql(t: &TableRef) -> String {
+    let pattern = table_word_pattern(t);
     format!(
         "SELECT query_id, state, \"user\", source, query, created, \"end\", error_code \
          FROM system.runtime.queries \

@@ -21,13 +21,18 @@ pub struct RecentWrites {
     pub newest: Option<DateTime<Utc>>,
 }
 
+/// A regular expression (for `regexp_like`, already a valid SQL literal's content) matching
+/// the text of a statement that writes: floe's own reads of the record start with SELECT.
+pub const WRITE_STATEMENT: &str =
+    "^\\s*(?i)(insert|merge|update|delete|alter|create|truncate|drop|call)\\b";
+
 /// The statement reading the writes that finished after `since` (the coordinator's
 /// clock): the text of each and when it ended.
 pub fn recent_writes_sql(since: DateTime<Utc>) -> String {
     format!(
         "SELECT query, to_unixtime(\"end\") AS ended FROM system.runtime.queries \
          WHERE state = 'FINISHED' AND \"end\" > from_unixtime({:.3}) \
-         AND regexp_like(query, '^\\s*(?i)(insert|merge|update|delete|alter|create|truncate|drop|call)\\b')",
+         AND regexp_like(query, '{WRITE_STATEMENT}')",
         since.timestamp_millis() as f64 / 1000.0
     )
 }

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 
 use chrono::{DateTime, Utc};
 
-use super::model::{SnapshotInfo, SnapshotOperation, TableRef, TableStats, TrendTail};
+use super::model::{SnapshotInfo, SnapshotOperation, TableRef, TableStats};
 use super::plan::{PartitionField, PredicateError, TableLayout, files_partition_predicate};
 use super::queries::Layout;
 use super::scan::ScanParams;

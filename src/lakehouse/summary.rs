@@ -388,6 +388,7 @@ mod tests;
 
 pub use parse::{
     apply_history, parse_file_meta, parse_history, parse_survey, parse_survey_rows, parse_totals,
+    trend_tail,
 };
 pub use sql::{
     file_meta_sql, history_sql, survey_rows_limit, survey_rows_sql, survey_sql, totals_sql,

@@ -21,8 +21,8 @@ use crate::config::MaintenanceMapping;
 use crate::health::mapping::{DagName, map_dags};
 use crate::lakehouse::model::TableRef;
 use crate::lakehouse::queries::Lakehouse;
-use crate::lakehouse::query_history::unavailable;
-use crate::lakehouse::recent_writes::{names_table, written_target};
+use crate::lakehouse::query_history::{table_word_pattern, unavailable};
+use crate::lakehouse::recent_writes::{WRITE_STATEMENT, names_table, written_target};
 use crate::sql::quote_string;
 use crate::trino::TrinoError;
 
@@ -196,21 +196,12 @@ impl Others {
 /// a word (refined on the client: the name they write must be `t`'s). Floe's own read of
 /// this record starts with SELECT, so it is never among them.
 pub fn running_writes_sql(t: &TableRef) -> String {
-    let name: String = t
-        .table
-        .to_lowercase()
-        .chars()
-        .flat_map(|c| {
-            let esc = !(c.is_ascii_alphanumeric() || c == '_');
-            esc.then_some('\\').into_iter().chain(std::iter::once(c))
-        })
-        .collect();
-    let pattern = format!("(?i)(^|[^a-z0-9_$]){name}([^a-z0-9_$]|$)");
+    let pattern = table_word_pattern(t);
     format!(
         "SELECT query_id, state, \"user\", source, query, created \
          FROM system.runtime.queries \
          WHERE state NOT IN ('FINISHED', 'FAILED') \
-         AND regexp_like(query, '^\\s*(?i)(insert|merge|update|delete|alter|create|truncate|drop|call)\\b') \
+         AND regexp_like(query, '{WRITE_STATEMENT}') \
          AND regexp_like(query, {})",
         quote_string(&pattern)
     )

@@ -21,16 +21,7 @@ pub fn parse_stats(r: &Row, layout: Layout) -> Result<TableStats, NoColumn> {
             }
         }
     }
-    let tail_snapshots = r.u64("tail_snapshots").unwrap_or(0);
-    let trend_tail = match (opt_time(r, "tail_newest"), r.u64("tail_last_files")) {
-        (Some(newest), Some(last_files)) if tail_snapshots > 0 => Some(TrendTail {
-            snapshots: tail_snapshots,
-            newest,
-            last_files,
-            drops: r.u64("tail_drops").unwrap_or(0),
-        }),
-        _ => None,
-    };
+    let trend_tail = crate::lakehouse::summary::trend_tail(r, opt_time(r, "tail_newest"));
     let partitions = u("partitions")?;
     Ok(TableStats {
         snapshot_id: None,

@@ -329,20 +329,26 @@ pub fn apply_history(r: &Row, survey: &mut Survey) {
         }
     }
     st.trend = trend;
-    let tail_snapshots = r.u64("tail_snapshots").unwrap_or(0);
-    st.trend_tail = match (time("tail_newest"), r.u64("tail_last_files")) {
-        (Some(newest), Some(last_files)) if tail_snapshots > 0 => Some(TrendTail {
-            snapshots: tail_snapshots,
-            newest,
-            last_files,
-            drops: r.u64("tail_drops").unwrap_or(0),
-        }),
-        _ => None,
-    };
+    st.trend_tail = trend_tail(r, time("tail_newest"));
     survey.long_history = false;
 }
 
 /// The rows of [`history_sql`], by index in the batch.
 pub fn parse_history(rows: &[Row], batch: usize) -> Result<Vec<Row>, RowsError> {
     by_index(rows, batch, "history", Row::clone)
+}
+
+/// The trend's older snapshots as one summary (`tail_snapshots`, `tail_newest` given as
+/// `newest`, `tail_last_files`, `tail_drops`), when the history goes on beyond the window.
+pub fn trend_tail(r: &Row, newest: Option<DateTime<Utc>>) -> Option<TrendTail> {
+    let snapshots = r.u64("tail_snapshots").unwrap_or(0);
+    match (newest, r.u64("tail_last_files")) {
+        (Some(newest), Some(last_files)) if snapshots > 0 => Some(TrendTail {
+            snapshots,
+            newest,
+            last_files,
+            drops: r.u64("tail_drops").unwrap_or(0),
+        }),
+        _ => None,
+    }
 }
