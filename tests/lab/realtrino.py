@@ -68,6 +68,56 @@ def catalog_properties(scenario_dir: Path, version: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+# The catalog of the Delta Lake tables, on a server that has the connector (476: see
+# trinodist's docstring).
+DELTA_CATALOG = "delta"
+DELTA_PLUGIN_DIR = "delta-lake"
+
+
+def delta_catalog_properties(metastore: Path, version: str) -> str:
+    """The Delta Lake catalog over local files, its tables registered in a file metastore
+    under `metastore`; Trino's own defaults otherwise (vacuum's 7-day minimum retention)."""
+    return "\n".join([
+        "connector.name=delta_lake",
+        "hive.metastore=file",
+        f"hive.metastore.catalog.dir=local://{Path(metastore).resolve()}",
+        "fs.local.enabled=true" if int(version) >= 481 else "fs.native-local.enabled=true",
+        "local.location=/",
+        "delta.register-table-procedure.enabled=true",
+        "delta.enable-non-concurrent-writes=true",
+    ]) + "\n"
+
+
+def delta_statements(warehouse: Path, tables: dict) -> list[str]:
+    """Register the delta-rs tables of `warehouse` (`tables`: expected.json's, by
+    `schema.table`) in the catalog."""
+    wh = Path(warehouse).resolve()
+    out = []
+    for schema in sorted({k.split(".")[0] for k in tables}):
+        out.append(f"CREATE SCHEMA IF NOT EXISTS {schema} WITH (location = 'local://{wh / schema}')")
+    for name in sorted(tables):
+        schema, table = name.split(".")
+        out.append(f"CALL system.register_table(schema_name => '{schema}', table_name => '{table}', "
+                   f"table_location => 'local://{wh / schema / table}')")
+    # (no table written by Trino itself: on a local file system Trino's Delta Lake connector
+    # has no transaction log synchronizer and refuses every write, INSERT and OPTIMIZE
+    # alike, delta.enable-non-concurrent-writes or not: "Writes are not enabled on the
+    # local filesystem")
+    return out
+
+
+def create_delta_tables(url: str, warehouse: Path, tables: dict) -> list[str]:
+    """Run `delta_statements` on the real Trino; the statements that failed, with
+    Trino's error."""
+    failed = []
+    for sql in delta_statements(warehouse, tables):
+        page = statement_when_scheduled(url, sql, DELTA_CATALOG)
+        err = page.get("error")
+        if err:
+            failed.append(f"{sql[:120]}: {err.get('errorName')}: {err.get('message')}")
+    return failed
+
+
 def pbkdf2_entry(password: str) -> str:
     """A password file's hash as Trino's file authenticator reads it: `iterations:salt:hash`,
     PBKDF2 with HMAC-SHA1, hex."""
@@ -93,7 +143,8 @@ def write_tls(etc: Path, cert_file: str, key_file: str, users: dict[str, str]) -
 
 def write_config(etc: Path, data: Path, port: int, catalogs: dict[str, str], version: str,
                  denied_user: str, time_zone: str, heap: str = HEAP,
-                 min_expire_age: str = "30m", tls: dict | None = None) -> None:
+                 min_expire_age: str = "30m", tls: dict | None = None,
+                 delta_metastore: Path | None = None) -> None:
     """A coordinator's `etc`: plain HTTP on `port`; with `tls` ({https_port, cert_file,
     key_file, users}) also HTTPS with the password file authenticator, HTTP keeping insecure
     authentication for the tests that read it."""
@@ -138,6 +189,9 @@ def write_config(etc: Path, data: Path, port: int, catalogs: dict[str, str], ver
     (etc / "log.properties").write_text("io.trino=INFO\n")
     for name, path in catalogs.items():
         (etc / "catalog" / f"{name}.properties").write_text(catalog_properties(Path(path), version))
+    if delta_metastore is not None:
+        (etc / "catalog" / f"{DELTA_CATALOG}.properties").write_text(
+            delta_catalog_properties(delta_metastore, version))
     # the denied user: every statement fails PERMISSION_DENIED "Access Denied: Cannot execute query"
     rules = {
         "queries": [

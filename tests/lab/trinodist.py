@@ -29,6 +29,12 @@ own work, which this module does not redo; fetching the resolved files is not.
 Trino's password authenticators plugin was never published to Maven Central (the release
 bundles it): both servers load it from the 476 release tarball (its SPI, a
 `PasswordAuthenticatorFactory` named `file`, is unchanged since).
+
+The Delta Lake connector is served on Maven Central only as 449 (`io.trino:trino-delta-lake`:
+no 476 or 483 jar, zip or POM), and a plugin runs only on its own release: 476 takes its
+`plugin/delta-lake` from the full release tarball `io.trino:trino-server:476:tar.gz` (821 MB,
+the core tarball holds no connector). No Delta Lake plugin of 483 is served, so 483 runs
+without one.
 """
 
 from __future__ import annotations
@@ -68,6 +74,9 @@ DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
 # The 476 release tarball: the server of 476 and the source of the password plugin for both.
 RELEASE_TARBALL = "io.trino:trino-server-core:476:tar.gz"
 PASSWORD_PLUGIN = "password-authenticators"
+# The full 476 release tarball: the source of the Delta Lake plugin of 476 (see above).
+FULL_TARBALL = "io.trino:trino-server:476:tar.gz"
+DELTA_PLUGIN = "delta-lake"
 # Plugins a release server keeps: the Iceberg connector, the password file authenticator
 # (file-based access control is built into the server).
 KEEP_PLUGINS = ("iceberg", PASSWORD_PLUGIN)
@@ -89,6 +98,7 @@ ROLES = {
     "plugin": "a jar of the Iceberg plugin, into plugin/iceberg",
     "launcher": "airlift's launcher tarballs, unpacked at the server's root (483)",
     "password": "the 476 release tarball, whose plugin/password-authenticators both servers load",
+    "delta": "the full 476 release tarball, whose plugin/delta-lake the 476 server loads",
 }
 
 # The main class of an assembled server (the release's own, io.trino.server.TrinoServer in
@@ -431,6 +441,8 @@ def _ensure_server(server: Path, cache: Path, version: str, jdk: Path, say) -> t
             build_assembled(version, by_role, tmp, jdk)
         copy_jars(by_role.get("plugin", []), tmp / "plugin" / "iceberg")
         add_password_plugin(tmp, by_role)
+        if by_role.get("delta"):
+            add_plugin_from(tmp, one(by_role, "delta"), DELTA_PLUGIN)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -529,17 +541,22 @@ def main_jar(version: str, out: Path, jdk: Path) -> None:
 
 def add_password_plugin(out: Path, by_role: dict[str, list[Path]]) -> None:
     """The password file authenticator, from the 476 release tarball (see the docstring)."""
-    target = out / "plugin" / PASSWORD_PLUGIN
+    add_plugin_from(out, one(by_role, "password"), PASSWORD_PLUGIN)
+
+
+def add_plugin_from(out: Path, tarball: Path, plugin: str) -> None:
+    """`plugin/<plugin>` of the release tarball `tarball` into the server `out`."""
+    target = out / "plugin" / plugin
     if target.exists():
         return
-    tarball = one(by_role, "password")
-    # the tarball's plugin files are hard links to the server's own: unpack it whole
+    # the tarball's plugin files are hard links to the server's own (lib/, other plugins):
+    # unpack it whole
     work = Path(tempfile.mkdtemp(prefix="release-", dir=out.parent))
     try:
         subprocess.run(["tar", "-xzf", str(tarball), "-C", str(work), "--strip-components=1"], check=True)
-        source = work / "plugin" / PASSWORD_PLUGIN
+        source = work / "plugin" / plugin
         if not source.is_dir():
-            raise TrinoSetupError(f"{tarball}: no plugin/{PASSWORD_PLUGIN} in it")
+            raise TrinoSetupError(f"{tarball}: no plugin/{plugin} in it")
         shutil.move(str(source), str(target))
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -674,7 +691,8 @@ def resolve_roles(version: str, repo: Path, log: Path) -> list[tuple[str, str]]:
     if SERVERS[version][1] == "release":
         return [("server", f"io.trino:trino-server-core:{version}:tar.gz"),
                 ("plugin-zip", f"io.trino:trino-iceberg:{version}:zip"),
-                ("plugin", SQLITE_JDBC), ("password", RELEASE_TARBALL)]
+                ("plugin", SQLITE_JDBC), ("password", RELEASE_TARBALL),
+                ("delta", FULL_TARBALL)]
     root_pom = mvn_get(f"io.trino:trino-root:{version}:pom", repo, log)
     iceberg_pom = mvn_get(f"io.trino:trino-iceberg:{version}:pom", repo, log)
     work = Path(tempfile.mkdtemp(prefix="poms-"))

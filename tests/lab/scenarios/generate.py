@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Generate a scenario warehouse for the lab.
 
-    PYTHONPATH=tests python -m lab.scenarios.generate --scenario seed|scale --out DIR [--full]
+    PYTHONPATH=tests python -m lab.scenarios.generate --scenario seed|scale|delta --out DIR [--full]
         [--tables N] [--writers mixed|pyiceberg|trino]
 
 DIR receives `catalog.db` (pyiceberg SqlCatalog on sqlite), `warehouse/` and `expected.json`.
@@ -36,7 +36,7 @@ def _clean(out: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--scenario", choices=["seed", "scale"], required=True)
+    ap.add_argument("--scenario", choices=["seed", "scale", "delta"], required=True)
     ap.add_argument("--out", required=True, help="scenario directory (created or replaced)")
     ap.add_argument("--full", action="store_true", help="seed: ~18,000 files in zoning.documents instead of ~2,000")
     ap.add_argument("--now", type=float, default=None, help="scenario clock origin, epoch seconds (default: now)")
@@ -50,6 +50,15 @@ def main(argv: list[str] | None = None) -> int:
     _clean(out)
     now_ms = int((args.now if args.now is not None else time.time()) * 1000)
     t0 = time.monotonic()
+    if args.scenario == "delta":
+        from .delta import build_delta
+
+        tables = build_delta(out, now_ms)
+        doc = {"scenario": "delta", "now_ms": now_ms, "tables": tables,
+               "generation_seconds": round(time.monotonic() - t0, 2)}
+        (out / "expected.json").write_text(json.dumps(doc, indent=1))
+        print(f"delta: {len(tables)} tables in {doc['generation_seconds']:.1f}s -> {out}", flush=True)
+        return 0
     catalog = open_catalog(out)
     if args.scenario == "seed":
         from .seed import build_seed

@@ -1,0 +1,144 @@
+"""The `delta` warehouse: Delta Lake tables written by delta-rs (the `deltalake` package),
+dated as production tables are (each commit's time in its log, its files' modification
+times), for the real Trino's Delta Lake catalog beside the Iceberg one.
+
+- `sales.orders`: partitioned by region, a load a few hours apart for three weeks, each
+  one small file in each region it touches; delta-rs's `OPTIMIZE` twelve days ago, loads
+  since: a stale compaction with many small files waiting.
+- `web.clicks`: unpartitioned, forty small appends over five days, never optimized.
+- `sales.customers`: two writes of one file each: healthy.
+
+`expected.json` holds each table's facts at the generator's clock (live data files, files
+under the small-file line, partitions, the newest OPTIMIZE). The lab registers the tables
+in the catalog (`CALL delta.system.register_table`) once the real Trino runs, and writes
+the Trino-written ones there itself (see realtrino.create_delta_tables).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from pathlib import Path
+from typing import Any
+
+HOUR_MS = 3_600_000
+DAY_MS = 24 * HOUR_MS
+REGIONS = ["emea", "amer", "apac", "latam"]
+# floe's default small-file line: 3/4 of a 128 MiB target
+SMALL_LINE = int(128 * 1024 * 1024 * 0.75)
+
+
+def _batch(rnd: random.Random, n: int, regions: list[str], start: int):
+    import pyarrow as pa
+
+    return pa.table({
+        "order_id": pa.array(range(start, start + n), pa.int64()),
+        "region": pa.array([regions[i % len(regions)] for i in range(n)]),
+        "amount": pa.array([round(rnd.uniform(1, 500), 2) for _ in range(n)], pa.float64()),
+        "note": pa.array([f"order {start + i}" for i in range(n)]),
+    })
+
+
+def _redate(root: Path, times: list[int]) -> None:
+    """Give each commit of the table at `root` its time: `times[v]` (ms) for version v, in
+    its commitInfo, its add and remove actions, and the modification times of its log file
+    and of the data files it added."""
+    log = root / "_delta_log"
+    for v, ts in enumerate(times):
+        path = log / f"{v:020d}.json"
+        lines = []
+        for line in path.read_text().splitlines():
+            if not line.strip():
+                continue
+            action = json.loads(line)
+            if "commitInfo" in action:
+                action["commitInfo"]["timestamp"] = ts
+            if "add" in action:
+                action["add"]["modificationTime"] = ts
+                data = root / action["add"]["path"]
+                if data.exists():
+                    os.utime(data, (ts / 1000, ts / 1000))
+            if "remove" in action:
+                action["remove"]["deletionTimestamp"] = ts
+            lines.append(json.dumps(action, separators=(",", ":")))
+        path.write_text("\n".join(lines) + "\n")
+        os.utime(path, (ts / 1000, ts / 1000))
+
+
+def _facts(root: Path, partitioned: bool, now_ms: int) -> dict[str, Any]:
+    from deltalake import DeltaTable
+
+    dt = DeltaTable(str(root))
+    adds = dt.get_add_actions(flatten=True)
+    import pyarrow as pa
+
+    adds = pa.table(adds)
+    sizes = adds.column("size_bytes").to_pylist()
+    parts = set()
+    if partitioned:
+        parts = set(adds.column("partition.region").to_pylist())
+    optimize = [h for h in dt.history() if h.get("operation") == "OPTIMIZE"]
+    return {
+        "format": "delta",
+        "data_files": len(sizes),
+        "small_files": sum(1 for s in sizes if s < SMALL_LINE),
+        "total_bytes": sum(sizes),
+        "partitions": len(parts),
+        "version": dt.version(),
+        "last_optimize_ms": max((h["timestamp"] for h in optimize), default=None),
+        "location": str(root),
+    }
+
+
+def build_delta(out: Path, now_ms: int, seed: int = 20261206) -> dict[str, dict[str, Any]]:
+    """Write the warehouse under `out/warehouse`; each table's facts by `schema.table`."""
+    from deltalake import DeltaTable, write_deltalake
+
+    rnd = random.Random(seed)
+    wh = out / "warehouse"
+    tables: dict[str, dict[str, Any]] = {}
+
+    # sales.orders: 3 weeks of loads, OPTIMIZE 12 days ago, loads since
+    root = wh / "sales" / "orders"
+    times = []
+    start = now_ms - 21 * DAY_MS
+    optimized_at = now_ms - 12 * DAY_MS
+    loads_before = [start + i * (optimized_at - start - HOUR_MS) // 19 for i in range(20)]
+    loads_after = [optimized_at + HOUR_MS + i * (now_ms - 2 * HOUR_MS - optimized_at) // 27 for i in range(28)]
+    n = 0
+    for ts in loads_before:
+        regions = rnd.sample(REGIONS, rnd.randint(1, 2))
+        write_deltalake(str(root), _batch(rnd, 40, regions, n), mode="append", partition_by=["region"])
+        n += 40
+        times.append(ts)
+    DeltaTable(str(root)).optimize.compact()
+    times.append(optimized_at)
+    for ts in loads_after:
+        regions = rnd.sample(REGIONS, rnd.randint(1, 2))
+        write_deltalake(str(root), _batch(rnd, 40, regions, n), mode="append", partition_by=["region"])
+        n += 40
+        times.append(ts)
+    _redate(root, times)
+    tables["sales.orders"] = {**_facts(root, True, now_ms), "writer": "delta-rs",
+                              "verdict": "stale OPTIMIZE, small files waiting"}
+
+    # web.clicks: 40 small appends over 5 days, never optimized
+    root = wh / "web" / "clicks"
+    times = []
+    for i in range(40):
+        write_deltalake(str(root), _batch(rnd, 25, ["web"], i * 25), mode="append")
+        times.append(now_ms - 5 * DAY_MS + i * (5 * DAY_MS - HOUR_MS) // 39)
+    _redate(root, times)
+    tables["web.clicks"] = {**_facts(root, False, now_ms), "writer": "delta-rs",
+                            "verdict": "never optimized, small files"}
+
+    # sales.customers: two writes, healthy
+    root = wh / "sales" / "customers"
+    times = []
+    for i in range(2):
+        write_deltalake(str(root), _batch(rnd, 100, ["all"], i * 100), mode="append")
+        times.append(now_ms - (3 - i) * DAY_MS)
+    _redate(root, times)
+    tables["sales.customers"] = {**_facts(root, False, now_ms), "writer": "delta-rs", "verdict": "healthy"}
+    return tables
