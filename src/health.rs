@@ -44,6 +44,7 @@ impl HealthConfig {
             small_manifest_size: self.small_manifest_size,
             max_small_manifests: self.max_small_manifests.min(self.critical_manifests),
             trend_limit: self.trend_limit,
+            stale_critical: self.compaction_critical,
         }
     }
 

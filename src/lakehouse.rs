@@ -3,6 +3,8 @@
 //! own declared spec, never from the names of its fields.
 
 pub mod budget;
+pub mod dating;
+pub mod delta;
 pub mod fallbacks;
 pub mod layout;
 pub mod model;

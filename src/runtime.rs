@@ -396,11 +396,10 @@ fn lakehouse(s: &Settings, tx: &mpsc::UnboundedSender<Action>) -> Result<Lakehou
             let _ = tx.send(Action::Connection(ConnectionMsg::Login(e.clone())));
         }),
     );
-    Ok(Lakehouse::new(
-        client,
-        s.trino.catalog.clone(),
-        s.health.clone(),
-    ))
+    Ok(
+        Lakehouse::new(client, s.trino.catalog.clone(), s.health.clone())
+            .with_fallbacks_beside(&s.stats_cache),
+    )
 }
 
 /// Whether each table was partitioned, as the stats cache remembers it, handed to the

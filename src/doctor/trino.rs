@@ -3,6 +3,9 @@
 
 use super::*;
 
+/// What floe reads where `$entries` fails.
+const FILES_INSTEAD: &str = "floe reads $files instead, and dates small files from the table's history where it settles the verdict, else from the files' modification times";
+
 impl Doctor<'_> {
     pub(super) async fn trino(&mut self, s: &Settings) {
         // Each step reports its checks; `None`: one failed that the rest needs.
@@ -15,14 +18,15 @@ impl Doctor<'_> {
         self.trino_info(&client).await?;
         self.trino_auth(s, &client).await?;
         self.trino_catalog(s, &client).await?;
-        let lake = Lakehouse::new(client.clone(), s.trino.catalog.clone(), s.health.clone());
+        let lake = Lakehouse::new(client.clone(), s.trino.catalog.clone(), s.health.clone())
+            .with_fallbacks_beside(&s.stats_cache);
         let _ = lake.connect().await;
         self.iceberg_tables(s, &client, &lake).await;
         let listed_from = client.cost();
         let tables = self.trino_tables(s, &lake).await?;
         let listing = client.cost().since(&listed_from);
         let table = tables[0].clone();
-        self.entries(&client, &table).await;
+        self.entries(&client, &lake, &table).await;
         self.health_statement(&lake, &table).await;
         self.coordinator_budget(s, &lake, &tables, listing).await;
         Some(())
@@ -408,7 +412,29 @@ impl Doctor<'_> {
         }
     }
 
-    pub(super) async fn entries(&mut self, client: &Client, table: &TableRef) {
+    pub(super) async fn entries(&mut self, client: &Client, lake: &Lakehouse, table: &TableRef) {
+        // What floe already learned this server cannot read: not asked again.
+        let learned = lake.learned_fallbacks();
+        if let Some((catalog, c)) = learned
+            .catalogs()
+            .find(|(c, _)| learned.catalog_unreadable(c))
+        {
+            self.report(Check {
+                name: "$entries",
+                status: Status::Fallback,
+                figure: format!(
+                    "Trino {} cannot read it on catalog {catalog} ({} tables failed, none read: {}), as floe learned (kept in {}); not asked again",
+                    lake.server_version().unwrap_or(0),
+                    c.failed,
+                    c.error.as_deref().unwrap_or("no message"),
+                    lake.fallbacks_file()
+                        .map(|p| p.display().to_string())
+                        .unwrap_or_default()
+                ),
+                fix: Some(FILES_INSTEAD.into()),
+            });
+            return;
+        }
         let sql = format!("SELECT status FROM {} LIMIT 1", table.meta("entries"));
         let t = Instant::now();
         match client.query(&sql).await {
@@ -423,10 +449,7 @@ impl Doctor<'_> {
                     name: "$entries",
                     status: Status::Fallback,
                     figure: e.to_string(),
-                    fix: Some(
-                        "floe dates compaction by the newest replace snapshot instead of each file's commit"
-                            .into(),
-                    ),
+                    fix: Some(FILES_INSTEAD.into()),
                 });
             }
         }

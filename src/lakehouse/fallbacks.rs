@@ -1,6 +1,12 @@
-//! What floe learned a server cannot read, so that it never pays for the same failure twice.
+//! What floe learned a server cannot read, so that it never pays for the same failure
+//! twice: in one connection, and from one launch to the next while the cluster runs the
+//! same server version (a file per coordinator beside the stats cache; an upgrade that
+//! fixes the read is tried afresh).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
 
 use super::model::TableRef;
 
@@ -10,10 +16,19 @@ use super::model::TableRef;
 /// cold read of a pyiceberg-written table cost a failed `$entries` statement (its whole
 /// planning, ~0.9 s) before the `$files` one, 300 failed statements in a 300-table cold
 /// start. One table that reads it keeps `$entries` for the catalog's others.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct EntriesRecord {
-    tables: HashSet<TableRef>,
-    catalogs: HashMap<String, (u32, u32)>,
+    tables: BTreeSet<TableRef>,
+    catalogs: BTreeMap<String, CatalogRecord>,
+}
+
+/// One catalog's `$entries` reads.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CatalogRecord {
+    pub failed: u32,
+    pub read: u32,
+    /// The server's words for the first failure (sanitised).
+    pub error: Option<String>,
 }
 
 /// Tables of one catalog whose `$entries` failed, none read, before the catalog is read
@@ -21,23 +36,127 @@ pub struct EntriesRecord {
 pub const ENTRIES_GIVE_UP: u32 = 3;
 
 impl EntriesRecord {
-    pub fn failed(&mut self, t: &TableRef) {
-        if self.tables.insert(t.clone()) {
-            self.catalogs.entry(t.catalog.clone()).or_default().0 += 1;
+    /// `t`'s `$entries` failed (with `error`, the server's words); whether that is news
+    /// (a table not known to fail before).
+    pub fn failed(&mut self, t: &TableRef, error: &str) -> bool {
+        if !self.tables.insert(t.clone()) {
+            return false;
         }
+        let c = self.catalogs.entry(t.catalog.clone()).or_default();
+        c.failed += 1;
+        if c.error.is_none() {
+            c.error = Some(crate::text::sanitize(error).chars().take(300).collect());
+        }
+        true
     }
 
-    pub fn read(&mut self, t: &TableRef) {
-        self.catalogs.entry(t.catalog.clone()).or_default().1 += 1;
+    /// `t`'s `$entries` read; whether that is news (its catalog's first read).
+    pub fn read(&mut self, t: &TableRef) -> bool {
+        let c = self.catalogs.entry(t.catalog.clone()).or_default();
+        c.read += 1;
+        c.read == 1
     }
 
     pub fn unreadable(&self, t: &TableRef) -> bool {
-        self.tables.contains(t)
-            || self
-                .catalogs
-                .get(&t.catalog)
-                .is_some_and(|(failed, read)| *failed >= ENTRIES_GIVE_UP && *read == 0)
+        self.tables.contains(t) || self.catalog_unreadable(&t.catalog)
     }
+
+    /// Whether the catalog is read through `$files` for every table.
+    pub fn catalog_unreadable(&self, catalog: &str) -> bool {
+        self.catalogs
+            .get(catalog)
+            .is_some_and(|c| c.failed >= ENTRIES_GIVE_UP && c.read == 0)
+    }
+
+    /// Each catalog with a table that failed, with its record.
+    pub fn catalogs(&self) -> impl Iterator<Item = (&str, &CatalogRecord)> {
+        self.catalogs
+            .iter()
+            .filter(|(_, c)| c.failed > 0)
+            .map(|(k, c)| (k.as_str(), c))
+    }
+
+    /// What `other` learned that this record does not know.
+    pub fn absorb(&mut self, other: EntriesRecord) {
+        for t in other.tables {
+            self.tables.insert(t);
+        }
+        for (k, c) in other.catalogs {
+            let mine = self.catalogs.entry(k).or_default();
+            mine.failed = mine.failed.max(c.failed);
+            mine.read = mine.read.max(c.read);
+            if mine.error.is_none() {
+                mine.error = c.error;
+            }
+        }
+    }
+}
+
+/// A coordinator's URL as the fallbacks name it (`http://host:8080` and `…:8080/` are one).
+fn coordinator(url: &str) -> &str {
+    url.trim_end_matches('/')
+}
+
+/// The file of one coordinator's learned fallbacks beside the stats cache `stats_cache`.
+pub fn file_of(stats_cache: &Path, url: &str) -> PathBuf {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    coordinator(url).hash(&mut h);
+    stats_cache.with_file_name(format!("fallbacks-{:016x}.json", h.finish()))
+}
+
+/// The format of [`file_of`]'s file: another is ignored.
+const FORMAT: u32 = 1;
+
+#[derive(Serialize, Deserialize)]
+struct FallbacksFile {
+    format: u32,
+    url: String,
+    /// The server version the record was learned on.
+    server_version: u32,
+    entries: EntriesRecord,
+}
+
+/// What was learned on `url` while it ran `server_version`; nothing from a missing,
+/// corrupt or other-version file (a server upgraded since may read what its predecessor
+/// could not).
+pub fn load(path: &Path, url: &str, server_version: u32) -> Option<EntriesRecord> {
+    let text = std::fs::read(path).ok()?;
+    match serde_json::from_slice::<FallbacksFile>(&text) {
+        Ok(f)
+            if f.format == FORMAT
+                && coordinator(&f.url) == coordinator(url)
+                && f.server_version == server_version =>
+        {
+            Some(f.entries)
+        }
+        Ok(_) => None,
+        Err(e) => {
+            tracing::warn!(path = %path.display(), "learned fallbacks ignored: {e}");
+            None
+        }
+    }
+}
+
+/// Keep `entries`, learned on `url` running `server_version`: written whole to a
+/// temporary file (0600) and renamed over the old one.
+pub fn store(
+    path: &Path,
+    url: &str,
+    server_version: u32,
+    entries: &EntriesRecord,
+) -> std::io::Result<()> {
+    let text = serde_json::to_vec_pretty(&FallbacksFile {
+        format: FORMAT,
+        url: coordinator(url).to_string(),
+        server_version,
+        entries: entries.clone(),
+    })
+    .map_err(std::io::Error::other)?;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    crate::files::write_atomic(path, &text, 0o600)
 }
 
 #[cfg(test)]

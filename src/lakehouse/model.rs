@@ -142,8 +142,10 @@ pub struct TableStats {
     /// The commit time of the oldest live small data file: how long compaction has left
     /// small files waiting. Known with `$entries` (Trino 469+).
     pub oldest_small_file_at: Option<DateTime<Utc>>,
-    /// The snapshot that added that file has expired: `oldest_small_file_at` is the
-    /// oldest snapshot left, and the file has waited at least that long (maybe longer).
+    /// `oldest_small_file_at` is a lower bound: the file has waited at least that long
+    /// (maybe longer). The snapshot that added it has expired (it is the oldest snapshot
+    /// left), or the history dated a small file without reading them all, where no exact
+    /// date could lower the verdict (`crate::lakehouse::dating::compacted_since`).
     pub oldest_small_is_lower_bound: bool,
     /// Manifests of the current snapshot, those below `small_manifest_size`, their bytes.
     pub manifests: Option<u64>,

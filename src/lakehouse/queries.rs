@@ -25,7 +25,10 @@ use super::summary::{
 pub use super::fallbacks::{ENTRIES_GIVE_UP, EntriesRecord};
 mod files;
 pub use files::FileItem;
+mod delta_reads;
 mod layouts;
+mod learned;
+mod listing;
 mod partitions;
 mod spec;
 
@@ -74,6 +77,11 @@ pub struct Lakehouse {
     /// `sort_order_id`, which the spec allows and pyiceberg writes): they are read through
     /// `$files`, without write times.
     entries_unreadable: Arc<Mutex<EntriesRecord>>,
+    /// Where what this connection learns the server cannot read is kept for the next
+    /// launch (see [`super::fallbacks`]), when set.
+    fallbacks_file: Option<Arc<std::path::PathBuf>>,
+    /// The catalog's table format, as its listing learned it (see `delta_reads`).
+    format: Arc<std::sync::atomic::AtomicU8>,
     /// The most snapshots [`Lakehouse::snapshots`] reads of one table (the newest):
     /// the page limit bounds one answer, not a query of a million rows.
     snapshot_limit: usize,
@@ -130,6 +138,10 @@ impl Lakehouse {
             layouts: Arc::new(Mutex::new(HashMap::new())),
             specs: Arc::new(Mutex::new(HashMap::new())),
             entries_unreadable: Arc::new(Mutex::new(EntriesRecord::default())),
+            fallbacks_file: None,
+            format: Arc::new(std::sync::atomic::AtomicU8::new(
+                delta_reads::FORMAT_UNKNOWN,
+            )),
             pending: Default::default(),
             meta_reading: Default::default(),
             snapshot_limit: SNAPSHOT_LIMIT,
@@ -151,11 +163,19 @@ impl Lakehouse {
         self
     }
 
-    /// Ask the coordinator who it is, and remember its version.
+    /// Ask the coordinator who it is, and remember its version (and what an earlier
+    /// launch learned it cannot read).
     pub async fn connect(&self) -> Result<ServerInfo, TrinoError> {
         let info = self.client.info().await?;
-        self.server_version
-            .store(info.version_number().unwrap_or(0), Ordering::Relaxed);
+        let version = info.version_number().unwrap_or(0);
+        self.server_version.store(version, Ordering::Relaxed);
+        if let Some(path) = self.fallbacks_file.as_deref()
+            && version > 0
+            && let Some(known) = super::fallbacks::load(path, self.client.url().as_str(), version)
+            && let Ok(mut r) = self.entries_unreadable.lock()
+        {
+            r.absorb(known);
+        }
         Ok(info)
     }
 
@@ -167,54 +187,6 @@ impl Lakehouse {
         self.server_version().is_none_or(|v| v >= since)
     }
 
-    /// Every Iceberg table of the catalog in the given schemas (all when empty), filtered
-    /// by globs over `schema.table`, sorted.
-    pub async fn discover(
-        &self,
-        schemas: &[String],
-        globs: &[String],
-    ) -> Result<Vec<TableRef>, TrinoError> {
-        let mut rows = None;
-        if self.supports(ICEBERG_TABLES_SINCE) {
-            let sql = discover_sql(&self.catalog, schemas, true);
-            match self.client.query(&sql).await {
-                Ok(out) => rows = Some(out.rows),
-                Err(TrinoError::Query { ref error_name, .. })
-                    if matches!(error_name.as_str(), "TABLE_NOT_FOUND" | "SCHEMA_NOT_FOUND") => {}
-                Err(e) => return Err(e),
-            }
-        }
-        let rows = match rows {
-            Some(r) => r,
-            None => {
-                let sql = discover_sql(&self.catalog, schemas, false);
-                self.client.query(&sql).await?.rows
-            }
-        };
-        let mut tables: Vec<TableRef> = rows
-            .iter()
-            .filter_map(|r| {
-                Some(TableRef::new(
-                    &self.catalog,
-                    r.str("table_schema")?,
-                    r.str("table_name")?,
-                ))
-            })
-            .filter(|t| {
-                globs.is_empty()
-                    || globs.iter().any(|g| {
-                        glob_match(g, &format!("{}.{}", t.schema, t.table))
-                            || glob_match(g, &t.table)
-                    })
-            })
-            .collect();
-        tables.sort();
-        tables.dedup();
-        // A new listing starts a new refresh: what the last one left unread goes.
-        *self.pending.lock().await = Pending::default();
-        Ok(tables)
-    }
-
     /// The optional metadata tables this server has, by its version (all when unknown).
     pub fn meta_tables(&self) -> MetaTables {
         MetaTables {
@@ -224,35 +196,21 @@ impl Lakehouse {
         }
     }
 
-    /// `m` with files dated by their modification time where this server has `$entries`
-    /// but `m` reads `$files` instead (it failed for the table): what the waiting age of
-    /// small files needs. Servers without `$entries` keep the newest compaction.
-    pub fn dated(&self, m: MetaTables) -> MetaTables {
-        MetaTables {
-            file_times: !m.entries && self.meta_tables().entries,
-            ..m
-        }
-    }
-
-    /// The metadata tables to read `t` through: [`Lakehouse::meta_tables`] less `$entries`
-    /// where this server could not read it for `t`.
-    pub fn meta_tables_for(&self, t: &TableRef) -> MetaTables {
-        let mut m = self.meta_tables();
-        if m.entries
-            && self
-                .entries_unreadable
-                .lock()
-                .is_ok_and(|s| s.unreadable(t))
-        {
-            m.entries = false;
-        }
-        m
-    }
-
     /// The health facts of one table: its survey (metadata only: its snapshots, target,
     /// manifests and metadata log in one statement), then its files when they can change
     /// its verdict ([`crate::lakehouse::summary::file_read`]).
     pub async fn table_stats(&self, t: &TableRef) -> Result<TableStats, TrinoError> {
+        if self.is_delta() {
+            let (_, survey) = self
+                .delta_survey(std::slice::from_ref(t))
+                .await
+                .pop()
+                .ok_or_else(|| TrinoError::Malformed {
+                    url: self.client.url().to_string(),
+                    message: format!("survey of {t} returned nothing"),
+                })?;
+            return survey.map(|s| s.stats);
+        }
         let (_, survey) = self
             .survey_with(
                 std::slice::from_ref(t),
@@ -278,6 +236,9 @@ impl Lakehouse {
     /// worth reading get their target and manifests read ahead of their files, ten a
     /// statement ([`Lakehouse::file_stats`]).
     pub async fn survey(&self, tables: &[TableRef]) -> Vec<(TableRef, Result<Survey, TrinoError>)> {
+        if self.is_delta() {
+            return self.delta_survey(tables).await;
+        }
         self.survey_with(tables, false, false).await
     }
 
@@ -464,6 +425,9 @@ impl Lakehouse {
     /// The change probe of `tables` (see [`super::probe`]), in one statement when all
     /// answer (see [`Lakehouse::batched`]).
     pub async fn probe(&self, tables: &[TableRef]) -> Vec<(TableRef, Result<Probe, TrinoError>)> {
+        if self.is_delta() {
+            return self.delta_probe(tables).await;
+        }
         let metadata_log = self.meta_tables().metadata_log;
         self.batched(
             tables,
@@ -556,6 +520,9 @@ impl Lakehouse {
     /// read is bounded by a LIMIT: a table with a million snapshots is not read whole (its
     /// verdict comes from the health statement's aggregates, which count them all).
     pub async fn snapshots(&self, t: &TableRef) -> Result<Vec<SnapshotInfo>, TrinoError> {
+        if self.is_delta() {
+            return self.delta_snapshots(t).await;
+        }
         let out = self
             .client
             .query(&snapshots_sql(t, self.snapshot_limit))

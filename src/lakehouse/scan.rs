@@ -25,6 +25,10 @@ pub struct ScanParams {
     /// Snapshots whose `total-data-files` travel one by one (the newest); the older ones
     /// as one summary.
     pub trend_limit: u64,
+    /// The age past which the small files' wait is critical (`compaction_critical`): a
+    /// wait known to be at least that long needs no read of its exact start, since no
+    /// later reading can lower its severity.
+    pub stale_critical: std::time::Duration,
 }
 
 impl ScanParams {

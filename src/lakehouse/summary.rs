@@ -78,6 +78,9 @@ pub struct Survey {
     /// Data and delete files the newest snapshot removed (what its own manifests may list
     /// beside the live files: [`manifests_at_most`]).
     pub removed_by_newest: Option<u64>,
+    /// The survey read every fact the table's verdict uses (a Delta table's partitions'
+    /// totals and history): `stats` are final, no file read follows.
+    pub complete: bool,
 }
 
 impl Survey {
@@ -198,7 +201,7 @@ pub fn needs_manifests(
 }
 
 /// One snapshot as a survey reads it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Snap {
     pub id: i64,
     pub at: DateTime<Utc>,
@@ -206,6 +209,11 @@ pub struct Snap {
     pub total: Option<u64>,
     /// A `replace` (a compaction, or any rewrite).
     pub replace: bool,
+    /// An `append`: it added files and removed none.
+    pub append: bool,
+    /// `added-data-files` and `added-files-size`, when the writer recorded them.
+    pub added: Option<u64>,
+    pub added_bytes: Option<u64>,
     /// `deleted-data-files`.
     pub deleted: Option<u64>,
     /// The snapshot it was committed on (`None` for a table's first).
@@ -217,7 +225,7 @@ pub struct Snap {
 
 impl Snap {
     /// A `replace` that rewrote data files: a compaction.
-    fn compaction(&self) -> bool {
+    pub fn compaction(&self) -> bool {
         self.replace && self.deleted.is_some_and(|d| d > 0)
     }
 }
@@ -274,6 +282,9 @@ impl Survey {
 
     /// Whether the table's per-file read can change its verdict (see [`file_read`]).
     pub fn file_read(&self, cfg: &ScanParams) -> FileRead {
+        if self.complete {
+            return FileRead::NotNeeded;
+        }
         file_read(&self.totals, self.target(cfg), cfg)
     }
 
@@ -281,6 +292,9 @@ impl Survey {
     /// counts from the newest snapshot's summary, the small files at their proved lower
     /// bound, marked unread ([`TableStats::files_unread`]) until the per-file read.
     pub fn stats(&self, cfg: &ScanParams) -> TableStats {
+        if self.complete {
+            return self.stats.clone();
+        }
         let t = &self.totals;
         let target = self.target(cfg);
         let bounds = small_file_bounds(t, target, cfg);

@@ -37,6 +37,7 @@ pub fn survey_of(files: u64, each: u64) -> Survey {
         meta: None,
         props: Some(crate::lakehouse::summary::Props::default()),
         history: Vec::new(),
+        complete: false,
         long_history: false,
         removed_by_newest: Some(0),
     }

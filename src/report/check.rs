@@ -265,7 +265,8 @@ async fn connect(settings: &Settings, running: &Running, report: &mut Report) ->
         client,
         settings.trino.catalog.clone(),
         settings.health.clone(),
-    );
+    )
+    .with_fallbacks_beside(&settings.stats_cache);
     let connecting = running.start(format!("Trino: connecting to {}", settings.trino.url));
     let connected = lake.connect().await;
     drop(connecting);

@@ -436,11 +436,10 @@ fn verdict((t, r): &(TableRef, TableRead)) -> (TableRef, Result<TableStats, Trin
 fn lakehouse(s: &Settings) -> Result<Lakehouse, String> {
     let client = Client::from_settings(&s.trino, s.query_timeout)
         .map_err(|e| format!("profile {}: {e}", s.profile))?;
-    Ok(Lakehouse::new(
-        client,
-        s.trino.catalog.clone(),
-        s.health.clone(),
-    ))
+    Ok(
+        Lakehouse::new(client, s.trino.catalog.clone(), s.health.clone())
+            .with_fallbacks_beside(&s.stats_cache),
+    )
 }
 
 fn add(a: Cost, b: Cost) -> Cost {

@@ -23,7 +23,11 @@ fn home(name: &str) -> PathBuf {
 
 /// `floe --config <config> doctor` with a clean environment (no tmux, a 256-colour TERM).
 fn doctor(name: &str, config: &str, env: &[(&str, &str)]) -> Run {
-    let h = home(name);
+    doctor_in(&home(name), config, env)
+}
+
+/// [`doctor`] with `h` as its home.
+fn doctor_in(h: &std::path::Path, config: &str, env: &[(&str, &str)]) -> Run {
     let path = h.join("config.toml");
     std::fs::write(
         &path,
@@ -39,7 +43,7 @@ fn doctor(name: &str, config: &str, env: &[(&str, &str)]) -> Run {
         .arg("doctor")
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", &h)
+        .env("HOME", h)
         .env("XDG_CONFIG_HOME", h.join("config"))
         .env("XDG_STATE_HOME", h.join("state"))
         .env("USER", "floe")
@@ -300,4 +304,45 @@ fn the_catalog_is_checked_through_what_floe_reads_not_system_metadata() {
         c.contains("no catalog nope") && c.contains("iceberg"),
         "{c}"
     );
+}
+
+/// What floe learned a coordinator cannot read (kept beside the stats cache, per
+/// coordinator and server version) is what doctor reports, in the server's words, without
+/// asking again: `$entries` of a catalog whose tables all failed it.
+#[test]
+fn a_read_floe_learned_the_server_cannot_serve_is_reported_not_asked_again() {
+    let l = lab();
+    let user = common::user("doctor_learned");
+    let h = home("learned");
+    let url = l.trino_url();
+    let mut learned = floe::lakehouse::fallbacks::EntriesRecord::default();
+    for n in 0..floe::lakehouse::fallbacks::ENTRIES_GIVE_UP {
+        learned.failed(
+            &floe::lakehouse::model::TableRef::new("iceberg", "zoning", format!("t{n}")),
+            "GENERIC_INTERNAL_ERROR: Cannot invoke \"java.lang.Integer.intValue()\"",
+        );
+    }
+    // Where floe keeps it for this home's stats cache.
+    let stats = h.join(".cache/floe/stats.json");
+    let file = floe::lakehouse::fallbacks::file_of(&stats, &url);
+    floe::lakehouse::fallbacks::store(&file, &url, l.trino_version(), &learned).unwrap();
+    let config = format!(
+        "[trino]\nurl = {url:?}\ncatalog = \"iceberg\"\nschemas = [\"zoning\"]\nuser = {user:?}\n"
+    );
+    let r = doctor_in(&h, &config, &[]);
+    let entries = line(&r.out, "! $entries");
+    assert!(
+        entries.contains("as floe learned")
+            && entries.contains("GENERIC_INTERNAL_ERROR")
+            && entries.contains(&l.trino_version().to_string()),
+        "{entries}"
+    );
+    assert!(fix_of(&r.out, "! $entries").contains("$files"));
+    let asked = tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(l.real_queries_of(&user))
+        .into_iter()
+        .filter(|q| q["sql"].as_str().unwrap_or("").contains("$entries"))
+        .count();
+    assert_eq!(asked, 0, "a read known to fail is not sent");
 }

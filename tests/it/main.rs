@@ -19,6 +19,7 @@ mod connection_tests;
 mod contention;
 mod dag_code;
 mod dag_watch;
+mod delta;
 mod doctor;
 mod faults_airflow;
 mod faults_trino;

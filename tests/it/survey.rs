@@ -285,11 +285,26 @@ async fn fleet_reads_keep_the_verdicts_of(
             // Where the one statement could not date them (a table whose `$entries` the
             // server fails), a table written by appends alone is dated by its history.
             if old.oldest_small_file_at.is_some() {
-                assert_eq!(
-                    (new.oldest_small_file_at, new.oldest_small_is_lower_bound),
-                    (old.oldest_small_file_at, old.oldest_small_is_lower_bound),
-                    "{t}"
-                );
+                if new.oldest_small_is_lower_bound && !old.oldest_small_is_lower_bound {
+                    // Dated from its history, at least as old as a small file it proves:
+                    // never older than the oldest one (its verdict compared below).
+                    assert!(
+                        new.oldest_small_file_at >= old.oldest_small_file_at,
+                        "{t}: {new:?}\nvs {old:?}"
+                    );
+                } else {
+                    // The history's commit time against the files' own (`$entries`, or
+                    // their modification time): the same instant, to the second.
+                    let (a, b) = (
+                        new.oldest_small_file_at.unwrap(),
+                        old.oldest_small_file_at.unwrap(),
+                    );
+                    assert!(
+                        (a - b).num_milliseconds().abs() < 1000
+                            && new.oldest_small_is_lower_bound == old.oldest_small_is_lower_bound,
+                        "{t}: {new:?}\nvs {old:?}"
+                    );
+                }
             } else {
                 assert!(
                     new.oldest_small_file_at >= new.oldest_snapshot,
@@ -353,4 +368,120 @@ async fn the_fleet_file_reads_keep_the_verdicts_of_every_layout_on_the_real_trin
         fleet_reads_keep_the_verdicts_of(&lab().trino_url(), "fleet_reads_layouts", &catalog, cfg)
             .await;
     assert!(read >= 15, "{read} of the layouts read");
+}
+
+/// The same on a fleet written the pyiceberg way (`pyfleet`: identity partitions, an
+/// `append` a load, one table in three compacted): the real Trino 476 fails `$entries` on
+/// every table of it, so the one-statement read dates small files by their modification
+/// times; the fleet's reads date them from the history wherever it settles the verdict,
+/// and scan the files of the others only.
+#[tokio::test]
+async fn the_fleet_file_reads_keep_the_verdicts_of_a_pyiceberg_fleet_on_the_real_trino() {
+    let catalog = lab().v["pyfleet"]["catalog"]
+        .as_str()
+        .expect("lab.json pyfleet names the catalog of the pyiceberg-written fleet")
+        .to_string();
+    let who = "fleet_reads_pyfleet";
+    let read = fleet_reads_keep_the_verdicts_of(
+        &lab().trino_url(),
+        who,
+        &catalog,
+        HealthConfig::default(),
+    )
+    .await;
+    assert!(read >= 10, "{read} of the pyiceberg fleet read");
+}
+
+/// On the same fleet, what the fleet's reads send to date small files: the files of a
+/// compacted table are scanned (`"$file_modified_time"`) only where its history cannot
+/// settle its verdict; `$entries`, which the real 476 fails on every table of it, is
+/// asked only of tables that need the read, and what failed is kept beside the stats
+/// cache: the next launch on the same server asks it of none (481+ reads it).
+#[tokio::test]
+async fn a_pyiceberg_fleet_scans_only_the_files_its_history_cannot_date() {
+    let catalog = lab().v["pyfleet"]["catalog"].as_str().unwrap().to_string();
+    let cache = std::env::temp_dir().join(format!("floe-pyfleet-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&cache);
+    let stats_cache = cache.join("stats.json");
+    let first = pyfleet_dating(&catalog, "pyfleet_dating", &stats_cache).await;
+    let (settled, unsettled, scans, entries) = first;
+    assert!(
+        settled >= 2,
+        "{settled} compacted tables dated by their history"
+    );
+    if lab().trino_version() >= 481 {
+        assert_eq!((scans, entries), (0, unsettled), "481+ reads $entries");
+        return;
+    }
+    assert_eq!(
+        scans, unsettled,
+        "a scan for each table its history cannot date ({settled} dated by it)"
+    );
+    assert!(
+        (1..=unsettled).contains(&entries),
+        "$entries asked of the tables that need the read only: {entries} of {unsettled}"
+    );
+    // The next launch, the same coordinator and version: no $entries at all.
+    let again = pyfleet_dating(&catalog, "pyfleet_dating_again", &stats_cache).await;
+    assert_eq!(again, (settled, unsettled, unsettled, 0), "{again:?}");
+    let _ = std::fs::remove_dir_all(&cache);
+}
+
+/// One fleet read of `catalog` as `who`, learning beside `stats_cache`: the compacted
+/// tables whose small files' age matters, those the history settles and those it does
+/// not, and the statements sent that scanned files and that read `$entries`.
+async fn pyfleet_dating(
+    catalog: &str,
+    who: &str,
+    stats_cache: &std::path::Path,
+) -> (usize, usize, usize, usize) {
+    use floe::lakehouse::dating::compacted_since;
+    let cfg = HealthConfig::default();
+    let scan = cfg.scan();
+    let u = user(who);
+    let lake =
+        lakehouse_of(&lab().trino_url(), &u, &cfg, catalog).with_fallbacks_beside(stats_cache);
+    lake.connect().await.unwrap();
+    let tables = seed_tables(&lake).await;
+    let mut items = Vec::new();
+    let mut histories = std::collections::HashMap::new();
+    for (t, survey) in lake.survey(&tables).await {
+        let survey = survey.unwrap();
+        if matches!(survey.file_read(&scan), FileRead::Needed(_)) {
+            histories.insert(t.clone(), survey.history.clone());
+            items.push(floe::lakehouse::queries::FileItem::of(
+                t,
+                survey.stats(&scan),
+            ));
+        }
+    }
+    let now = chrono::Utc::now();
+    let (mut settled, mut unsettled) = (0, 0);
+    for (t, stats) in lake.files_batch(&items).await {
+        let stats = stats.unwrap();
+        let needs_age = stats.last_compaction.is_some()
+            && stats.small_files >= scan.min_small_files
+            && stats.max_partition_small_files.is_none_or(|m| m >= 2);
+        if !needs_age {
+            continue;
+        }
+        if compacted_since(&histories[&t], &stats, &scan, now).is_some() {
+            settled += 1;
+        } else {
+            unsettled += 1;
+        }
+        assert!(stats.oldest_small_file_at.is_some(), "{t}: {stats:?}");
+    }
+    let sent = lab().real_queries_of(&u).await;
+    let count = |needle: &str| {
+        sent.iter()
+            .filter(|q| q["sql"].as_str().unwrap_or("").contains(needle))
+            .count()
+    };
+    (
+        settled,
+        unsettled,
+        count("$file_modified_time"),
+        count("$entries"),
+    )
 }

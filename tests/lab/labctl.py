@@ -280,6 +280,8 @@ def relocate_venv(built: Path, final: Path) -> None:
 # The scale scenario's fleets by writer (scenarios/scale.py), each a catalog of its own:
 # the mixed one keeps the catalog name `scale` the benchmarks and tests have always read.
 SCALE_FLEETS = {"mixed": "scale", "pyiceberg": "scale_pyiceberg", "trino": "scale_trino"}
+# The catalog of the small pyiceberg-written fleet every lab serves.
+PYFLEET = "pyfleet"
 
 
 def parse_fleets(value: str) -> list[str]:
@@ -517,17 +519,25 @@ def prepare_real_trino(version: str) -> dict:
     return {"version": version, "server": server, "jdk": jdk, "jdk_major": major, **facts}
 
 
-def spawn_real_trino(prep: dict, root: Path, catalogs: dict, runtime: Runtime, tls: dict) -> tuple:
+def spawn_real_trino(prep: dict, root: Path, catalogs: dict, runtime: Runtime, tls: dict,
+                     delta: dict | None = None) -> tuple:
     version = prep["version"]
     rdir = root / f"trino-real-{version}"
     port, https_port = free_port(), free_port()
+    # a Delta Lake catalog where the server has the connector (476; see trinodist)
+    metastore = None
+    if delta is not None and (Path(prep["server"]) / "plugin" / realtrino.DELTA_PLUGIN_DIR).is_dir():
+        metastore = rdir / "delta-metastore"
+        shutil.rmtree(metastore, ignore_errors=True)
+        metastore.mkdir(parents=True)
     # The benchmarks' lab keeps a short history in a larger heap (see realtrino.BENCH_HEAP).
     bench = any(name in catalogs for name in SCALE_FLEETS.values())
     heap = realtrino.BENCH_HEAP if bench else realtrino.HEAP
     realtrino.write_config(rdir / "etc", rdir / "data", port, catalogs, version, DENIED_USER,
                            COORDINATOR_ZONE, heap=heap,
                            min_expire_age=realtrino.BENCH_MIN_EXPIRE_AGE if bench else "30m",
-                           tls={**tls, "https_port": https_port, "users": realtrino.TLS_USERS})
+                           tls={**tls, "https_port": https_port, "users": realtrino.TLS_USERS},
+                           delta_metastore=metastore)
     log_path = root / "logs" / f"trino-real-{version}.log"
     log = open(log_path, "ab")
     jdk = Path(prep["jdk"])
@@ -540,11 +550,11 @@ def spawn_real_trino(prep: dict, root: Path, catalogs: dict, runtime: Runtime, t
         start_new_session=True,
     )
     runtime.add(f"trino-real-{version}", proc.pid)
-    return proc, port, https_port, log_path, time.monotonic(), heap
+    return proc, port, https_port, log_path, time.monotonic(), heap, metastore
 
 
 def finish_real_trino(prep: dict, spawned: tuple, catalogs: dict, tls: dict) -> dict:
-    proc, port, https_port, log_path, t0, heap = spawned
+    proc, port, https_port, log_path, t0, heap, _ = spawned
     url = f"http://127.0.0.1:{port}"
     info = realtrino.wait_ready(url, proc, log_path)
     startup = time.monotonic() - t0
@@ -853,12 +863,22 @@ def cmd_up(args) -> int:
 
         scenario = None
         scale = None
+        pyfleet = None
+        delta_scenario = None
         fleets: dict[str, dict] = {}
         catalogs: dict[str, str] = {}
         if not stub:
             t = time.monotonic()
             scenario = ensure_scenario(lab_venv, "seed", ["--full"] if args.full else [], root)
             catalogs["iceberg"] = scenario["path"]
+            # a small fleet written the pyiceberg way, beside the seed: the survey tests run
+            # on it as on the seed (its tables' $entries the real 476 fails)
+            pyfleet = ensure_scenario(lab_venv, PYFLEET, ["--writers", "pyiceberg", "--tables", "36"],
+                                      root, scenario="scale")
+            catalogs[PYFLEET] = pyfleet["path"]
+            # Delta Lake tables written by delta-rs, for the real Trino's Delta Lake catalog
+            # (not the stand-in's: it serves Iceberg only)
+            delta_scenario = ensure_scenario(lab_venv, "delta", [], root, scenario="delta")
             if args.scale:
                 for writers in args.fleets or ["mixed"]:
                     name = SCALE_FLEETS[writers]
@@ -889,7 +909,7 @@ def cmd_up(args) -> int:
             # the JVMs start while the stand-in does
             for v in versions:
                 spawned[v] = spawn_real_trino(real_prep[v], root, {**catalogs, "layouts": layouts["path"]},
-                                              runtime, tls)
+                                              runtime, tls, delta=delta_scenario)
 
         t = time.monotonic()
         # the stand-in serves the Trino-written layouts too (the parity run compares them)
@@ -923,6 +943,18 @@ def cmd_up(args) -> int:
                 req = urllib.request.Request(stand_in["control_url"] + "/engine/reload", data=b"{}", method="POST",
                                              headers={"Content-Type": "application/json"})
                 urllib.request.urlopen(req, timeout=120).read()
+            for v, entry in trinos.items():
+                if spawned[v][6] is None:
+                    continue
+                t = time.monotonic()
+                expected = json.loads(Path(delta_scenario["expected"]).read_text())
+                failed = realtrino.create_delta_tables(entry["url"], Path(delta_scenario["path"]) / "warehouse",
+                                                       expected["tables"])
+                if failed:
+                    raise LabError(f"the Delta Lake tables on the real Trino {v} failed:\n" + "\n".join(failed))
+                entry["delta"] = {"catalog": realtrino.DELTA_CATALOG, "expected": delta_scenario["expected"],
+                                  "path": delta_scenario["path"]}
+                timings.append((f"delta tables on {v}", time.monotonic() - t))
             for entry in trinos.values():
                 entry["layouts"] = {"catalog": "layouts", "schema": "zoo", "path": layouts["path"],
                                     "tables": [name.strip('"').replace('""', '"').lower()
@@ -1013,6 +1045,10 @@ def cmd_up(args) -> int:
                 "generated_at": scale["generated_at"]},
             # every fleet of the scale scenario served, by writer (`--fleets`)
             "fleets": fleets,
+            # the small pyiceberg-written fleet every lab serves beside the seed
+            "pyfleet": None if pyfleet is None else {
+                "catalog": PYFLEET, "expected": pyfleet["expected"], "path": pyfleet["path"],
+                "generated_at": pyfleet["generated_at"]},
             "airflow": airflow.get(3),
             "airflow2": airflow.get(2),
             "dashboard": None if scenario is None else {

@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 
 use super::{FILE_META_BATCH, Lakehouse, MetaTables};
+use crate::lakehouse::dating::{appended_since, compacted_since};
 use crate::lakehouse::model::{TableRef, TableStats};
 use crate::lakehouse::probe::{by_index, rows_by_index};
 use crate::lakehouse::statements::{
@@ -275,7 +276,8 @@ impl Lakehouse {
     /// partition (its staleness is the age of the oldest), from `$entries` (the snapshots
     /// that added them) or, where the server fails that, their modification times. A table
     /// never compacted, written by appends alone and all of whose files are small is dated
-    /// by its history, no read: its oldest file is its first one. Any other table is left
+    /// by its history, no read: its oldest file is its first one; so is a compacted one
+    /// whose history settles its verdict ([`compacted_since`]). Any other table is left
     /// undated (its verdict does not use the age; the screen says so).
     pub(super) async fn date_fleet_files(
         &self,
@@ -297,6 +299,19 @@ impl Lakehouse {
             }
             return;
         }
+        // A compacted table whose history settles its verdict: no read of its files.
+        if let Some(h) = history
+            && let Some((at, bound)) = compacted_since(h, stats, &self.scan, chrono::Utc::now())
+        {
+            stats.oldest_small_file_at = Some(at);
+            stats.oldest_small_is_lower_bound = bound;
+            return;
+        }
+        tracing::debug!(
+            table = %t,
+            history = history.is_some(),
+            "small files dated by a read of the table's files: its history cannot settle the verdict"
+        );
         let meta = self.meta_tables_for(t);
         if meta.entries {
             let dating = if history.is_some() {
@@ -307,18 +322,19 @@ impl Lakehouse {
             let sql = small_dates_sql(t, &self.scan, stats.target_file_size, dating);
             match self.client.execute(&sql, QueryOptions::default()).await {
                 Ok(out) => {
+                    self.learn_entries(|r| r.read(t));
                     if let Some(r) = out.rows.first() {
                         date_from_row(r, stats, history);
                     }
                     return;
                 }
-                Err(TrinoError::Query { ref error_name, .. })
-                    if error_name == "GENERIC_INTERNAL_ERROR" =>
-                {
+                Err(TrinoError::Query {
+                    ref error_name,
+                    ref message,
+                    ..
+                }) if error_name == "GENERIC_INTERNAL_ERROR" => {
                     // The server cannot read this table's `$entries`: its files' times.
-                    if let Ok(mut s) = self.entries_unreadable.lock() {
-                        s.failed(t);
-                    }
+                    self.learn_entries(|r| r.failed(t, &format!("{error_name}: {message}")));
                 }
                 Err(e) => {
                     tracing::warn!(table = %t, "small files not dated: {e}");
@@ -396,38 +412,6 @@ fn date_from_row(r: &Row, stats: &mut TableStats, history: Option<&[Snap]>) {
     }
 }
 
-/// When the oldest file of a table written by appends alone was added, from its whole
-/// history (newest first): no file ever left it (its `total-data-files` never fell, no
-/// compaction), so its oldest live file is its first one, added by the oldest snapshot
-/// that holds any; all its files are small, so that one is small. A bound (at least that
-/// old) when the oldest snapshot kept already held files and has a parent: the snapshots
-/// before it expired. `None` for any other table.
-pub fn appended_since(
-    history: &[Snap],
-    stats: &TableStats,
-) -> Option<(chrono::DateTime<chrono::Utc>, bool)> {
-    if stats.data_files == 0
-        || stats.small_files != stats.data_files
-        || stats.delete_files > 0
-        || history.iter().any(|s| s.replace)
-    {
-        return None;
-    }
-    // Oldest first: every total at least the one before.
-    let totals: Option<Vec<u64>> = history.iter().rev().map(|s| s.total).collect();
-    let totals = totals?;
-    if totals.windows(2).any(|w| w[1] < w[0]) {
-        return None;
-    }
-    let first = history
-        .iter()
-        .rev()
-        .position(|s| s.total.unwrap_or(0) > 0)?;
-    let at = history[history.len() - 1 - first].at;
-    let expired_before = first == 0 && history.last().is_some_and(|s| s.parent.is_some());
-    Some((at, expired_before))
-}
-
 /// What a batched file read returned for one table.
 enum FileRows {
     /// [`data_files_batch_sql`]: a row per partition.
@@ -439,8 +423,8 @@ enum FileRows {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lakehouse::dating::testing::{all_small, at, snap};
     use crate::trino::{Column, TrinoType};
-    use chrono::{TimeZone, Utc};
 
     /// A row of `(column, type, value)`.
     fn row(cells: Vec<(&str, &str, Value)>) -> Row {
@@ -456,69 +440,6 @@ mod tests {
             columns: std::sync::Arc::new(columns),
             values: cells.into_iter().map(|(_, _, v)| v).collect(),
         }
-    }
-
-    fn at(d: u32) -> chrono::DateTime<Utc> {
-        Utc.with_ymd_and_hms(2026, 11, d, 0, 0, 0).unwrap()
-    }
-
-    /// A snapshot committed on the one before it (`id - 1`), the first (`id` 1) on none.
-    fn snap(id: i64, d: u32, total: u64, replace: bool) -> Snap {
-        Snap {
-            id,
-            at: at(d),
-            total: Some(total),
-            replace,
-            deleted: None,
-            parent: (id > 1).then_some(id - 1),
-            changed_partitions: None,
-        }
-    }
-
-    fn all_small(files: u64) -> TableStats {
-        TableStats {
-            data_files: files,
-            small_files: files,
-            ..Default::default()
-        }
-    }
-
-    #[test]
-    fn a_table_written_by_appends_alone_is_dated_by_its_first_files() {
-        // Created empty on the 1st, appended to from the 3rd.
-        let h = [
-            snap(4, 9, 30, false),
-            snap(3, 5, 20, false),
-            snap(2, 3, 10, false),
-            snap(1, 1, 0, false),
-        ];
-        assert_eq!(appended_since(&h, &all_small(30)), Some((at(3), false)));
-        // The oldest snapshot kept already held files and has a parent (expired): at
-        // least as old as it.
-        assert_eq!(appended_since(&h[..3], &all_small(30)), Some((at(3), true)));
-        // Its first snapshot held files: exactly then.
-        let first = [snap(2, 5, 20, false), snap(1, 3, 10, false)];
-        assert_eq!(appended_since(&first, &all_small(20)), Some((at(3), false)));
-        // Files that left (a delete, an overwrite, a compaction), a file that is not small,
-        // delete files, a summary without totals: not dated this way.
-        let fell = [snap(4, 9, 15, false), snap(3, 5, 20, false)];
-        assert_eq!(appended_since(&fell, &all_small(15)), None);
-        let compacted = [snap(4, 9, 30, true), snap(3, 5, 20, false)];
-        assert_eq!(appended_since(&compacted, &all_small(30)), None);
-        let mut big = all_small(30);
-        big.small_files = 29;
-        assert_eq!(appended_since(&h, &big), None);
-        let mut deletes = all_small(30);
-        deletes.delete_files = 1;
-        assert_eq!(appended_since(&h, &deletes), None);
-        let untotalled = [
-            Snap {
-                total: None,
-                ..h[0]
-            },
-            h[1],
-        ];
-        assert_eq!(appended_since(&untotalled, &all_small(30)), None);
     }
 
     #[test]

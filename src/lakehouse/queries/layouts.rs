@@ -128,18 +128,13 @@ impl Lakehouse {
                         "the server cannot read $entries ({}); reading $files instead, without file write times",
                         crate::text::sanitize(message)
                     );
-                    if let Ok(mut s) = self.entries_unreadable.lock() {
-                        s.failed(t);
-                    }
+                    self.learn_entries(|r| r.failed(t, &format!("{error_name}: {message}")));
                 }
                 again
             }
             other => {
-                if meta.entries
-                    && other.is_ok()
-                    && let Ok(mut s) = self.entries_unreadable.lock()
-                {
-                    s.read(t);
+                if meta.entries && other.is_ok() {
+                    self.learn_entries(|r| r.read(t));
                 }
                 other
             }

@@ -16,6 +16,9 @@ impl Lakehouse {
     /// failed for it, its small files dated by their modification times (the operator
     /// looks: see [`Lakehouse::dated`]).
     pub async fn partitions(&self, t: &TableRef) -> Result<PartitionList, TrinoError> {
+        if self.is_delta() {
+            return self.delta_partitions(t).await;
+        }
         let (rows, layout) = self
             .with_layout(t, |l, m| partitions_sql(t, &self.scan, l, self.dated(m)))
             .await?;

@@ -114,6 +114,9 @@ pub(super) fn snap_of(
         at: at?.as_datetime()?,
         total: count_in(summary, "total-data-files"),
         replace: operation.and_then(Value::as_str) == Some("replace"),
+        append: operation.and_then(Value::as_str) == Some("append"),
+        added: count_in(summary, "added-data-files"),
+        added_bytes: count_in(summary, "added-files-size"),
         deleted: count_in(summary, "deleted-data-files"),
         parent: parent.and_then(Value::as_i64),
         changed_partitions: count_in(summary, "changed-partition-count"),
@@ -244,6 +247,7 @@ impl Read {
             history,
             long_history,
             removed_by_newest,
+            complete: false,
         }
     }
 }

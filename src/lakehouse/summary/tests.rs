@@ -358,6 +358,7 @@ fn snapshot_facts_from_a_history_are_the_aggregates_facts() {
         deleted,
         parent: None,
         changed_partitions: None,
+        ..Default::default()
     };
     // Newest first: three writes after a compaction, a replace that deleted nothing
     // (not a compaction), a write without totals, and older writes with a drop.

@@ -1,0 +1,84 @@
+use super::*;
+
+const MB: u64 = 1 << 20;
+
+#[test]
+fn a_partitions_totals_prove_its_small_files_never_more() {
+    let line = 96 * MB;
+    // 30 files of 1 MB: all small.
+    assert_eq!(small_at_least(30, 30 * MB, line), 30);
+    // 3 files holding 200 MB: at most two hold the line, so one at least is small.
+    assert_eq!(small_at_least(3, 200 * MB, line), 1);
+    // 2 files of 500 MB together: none proved.
+    assert_eq!(small_at_least(2, 1000 * MB, line), 0);
+}
+
+#[test]
+fn a_delta_tables_stats_come_from_its_partitions_and_history() {
+    let cfg = ScanParams::default();
+    let h = History {
+        commits: 49,
+        version: Some(48),
+        writes_since: 28,
+        ..History::default()
+    };
+    // Four region partitions of small files, one empty (a partition the log still lists
+    // with no live file).
+    let parts = [(12, 12 * MB), (11, 11 * MB), (0, 0), (22, 22 * MB)];
+    let st = stats(&parts, &h, true, &cfg);
+    assert_eq!(
+        (
+            st.data_files,
+            st.small_files,
+            st.partitions,
+            st.max_partition_small_files
+        ),
+        (45, 45, 3, Some(22))
+    );
+    assert_eq!(
+        (st.snapshots, st.snapshot_id, st.writes_since_compaction),
+        (49, Some(48), 28)
+    );
+    assert!(!st.files_unread);
+    // Unpartitioned: one row, no partition counted.
+    let st = stats(&[(40, 40 * MB)], &h, false, &cfg);
+    assert_eq!((st.data_files, st.small_files, st.partitions), (40, 40, 0));
+}
+
+#[test]
+fn partition_values_are_read_from_the_rows_json() {
+    assert_eq!(
+        partition_values(r#"{"region":"emea","day":null,"n":3}"#),
+        vec![
+            ("day".to_string(), None),
+            ("n".to_string(), Some("3".to_string())),
+            ("region".to_string(), Some("emea".to_string())),
+        ]
+    );
+    assert!(partition_values("not json").is_empty());
+}
+
+#[test]
+fn a_catalogs_connector_names_its_format() {
+    assert_eq!(
+        TableFormat::of_connector("delta_lake"),
+        Some(TableFormat::Delta)
+    );
+    assert_eq!(
+        TableFormat::of_connector("iceberg"),
+        Some(TableFormat::Iceberg)
+    );
+    assert_eq!(TableFormat::of_connector("hive"), None);
+}
+
+#[test]
+fn the_survey_reads_each_tables_partitions_and_history_once() {
+    let tables = [
+        TableRef::new("delta", "sales", "orders"),
+        TableRef::new("delta", "web", "clicks"),
+    ];
+    let sql = survey_sql(&tables);
+    assert_eq!(sql.matches("$partitions\"").count(), 2, "{sql}");
+    assert_eq!(sql.matches("$history\"").count(), 2, "{sql}");
+    assert!(sql.contains("'OPTIMIZE'"));
+}

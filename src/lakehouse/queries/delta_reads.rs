@@ -1,0 +1,185 @@
+//! A Delta Lake catalog's tables, read through the same entry points as an Iceberg one's
+//! (see [`crate::lakehouse::delta`]): the listing learns the catalog's format, and every
+//! read of a Delta catalog takes the Delta way.
+
+use std::sync::atomic::Ordering;
+
+use super::{Lakehouse, PartitionList};
+use crate::lakehouse::delta::{self, TableFormat};
+use crate::lakehouse::model::{SnapshotInfo, TableRef};
+use crate::lakehouse::probe::{Probe, parse_probe};
+use crate::lakehouse::summary::Survey;
+use crate::trino::{TrinoError, Value};
+
+/// [`Lakehouse::format`]'s states.
+pub(super) const FORMAT_UNKNOWN: u8 = 0;
+const FORMAT_ICEBERG: u8 = 1;
+const FORMAT_DELTA: u8 = 2;
+
+impl Lakehouse {
+    /// The format of the catalog's tables, as the listing learned it (Iceberg until then).
+    pub fn format(&self) -> TableFormat {
+        match self.format.load(Ordering::Relaxed) {
+            FORMAT_DELTA => TableFormat::Delta,
+            _ => TableFormat::Iceberg,
+        }
+    }
+
+    pub(super) fn set_format(&self, f: TableFormat) {
+        let v = match f {
+            TableFormat::Iceberg => FORMAT_ICEBERG,
+            TableFormat::Delta => FORMAT_DELTA,
+        };
+        self.format.store(v, Ordering::Relaxed);
+    }
+
+    pub(super) fn is_delta(&self) -> bool {
+        self.format() == TableFormat::Delta
+    }
+
+    /// The catalog's connector, asked once where the listing could not tell (a catalog
+    /// without `system.iceberg_tables` on a server that has it): a catalog of another
+    /// connector than Iceberg's or Delta Lake's is read as Iceberg, and fails as such.
+    pub(super) async fn learn_format(&self) -> Result<TableFormat, TrinoError> {
+        let sql = format!(
+            "SELECT connector_name FROM system.metadata.catalogs WHERE catalog_name = {}",
+            crate::sql::quote_string(&self.catalog)
+        );
+        let out = self.client.query(&sql).await?;
+        let f = out
+            .rows
+            .first()
+            .and_then(|r| r.str("connector_name"))
+            .and_then(TableFormat::of_connector)
+            .unwrap_or_default();
+        self.set_format(f);
+        Ok(f)
+    }
+
+    /// The surveys of Delta tables: their partitions' totals and history, ten tables a
+    /// statement, complete (no file read follows).
+    pub(super) async fn delta_survey(
+        &self,
+        tables: &[TableRef],
+    ) -> Vec<(TableRef, Result<Survey, TrinoError>)> {
+        let read = self
+            .batched(
+                tables,
+                "delta survey",
+                delta::survey_sql,
+                delta::parse_survey,
+            )
+            .await;
+        // A table with commits and no partition row is unpartitioned (or empty): its
+        // files' totals from their hidden columns, ten tables a statement.
+        let whole: Vec<TableRef> = read
+            .iter()
+            .filter(|(_, r)| r.as_ref().is_ok_and(|(p, h)| p.is_empty() && h.commits > 0))
+            .map(|(t, _)| t.clone())
+            .collect();
+        let mut totals: std::collections::HashMap<TableRef, Result<(u64, u64), TrinoError>> =
+            Default::default();
+        if !whole.is_empty() {
+            let found = self
+                .batched(
+                    &whole,
+                    "delta files",
+                    delta::unpartitioned_sql,
+                    |rows, n| {
+                        crate::lakehouse::probe::by_index(rows, n, "delta files", |r| {
+                            (r.u64("files").unwrap_or(0), r.u64("bytes").unwrap_or(0))
+                        })
+                    },
+                )
+                .await;
+            totals.extend(found);
+        }
+        read.into_iter()
+            .map(|(t, r)| {
+                let survey = r.and_then(|(parts, history)| {
+                    let partitioned = !parts.is_empty();
+                    let parts = match totals.remove(&t) {
+                        Some(whole) => vec![whole?],
+                        None => parts,
+                    };
+                    Ok(Survey {
+                        totals: Default::default(),
+                        stats: delta::stats(&parts, &history, partitioned, &self.scan),
+                        meta: None,
+                        props: None,
+                        history: Vec::new(),
+                        long_history: false,
+                        removed_by_newest: None,
+                        complete: true,
+                    })
+                });
+                (t, survey)
+            })
+            .collect()
+    }
+
+    /// The change probe of Delta tables: the newest version of each, ten a statement.
+    pub(super) async fn delta_probe(
+        &self,
+        tables: &[TableRef],
+    ) -> Vec<(TableRef, Result<Probe, TrinoError>)> {
+        self.batched(tables, "change probe", delta::probe_sql, parse_probe)
+            .await
+    }
+
+    /// One Delta table's partitions.
+    pub(super) async fn delta_partitions(&self, t: &TableRef) -> Result<PartitionList, TrinoError> {
+        let out = self.client.query(&delta::partitions_sql(t)).await?;
+        let partitions = delta::parse_partitions(&out.rows, &self.scan);
+        let layout_fields = partitions
+            .first()
+            .map(|p| p.values.iter().map(|(k, _)| k.clone()).collect())
+            .unwrap_or_default();
+        Ok(PartitionList {
+            target_file_size: self.scan.target_file_size,
+            layout_fields,
+            partitions,
+        })
+    }
+
+    /// One Delta table's history as its snapshots, oldest first: a version a snapshot;
+    /// `OPTIMIZE` a compaction, a write an append (a blind append) or an overwrite.
+    pub(super) async fn delta_snapshots(
+        &self,
+        t: &TableRef,
+    ) -> Result<Vec<SnapshotInfo>, TrinoError> {
+        let out = self
+            .client
+            .query(&delta::history_sql(t, self.snapshot_limit))
+            .await?;
+        let mut list: Vec<SnapshotInfo> = out
+            .rows
+            .iter()
+            .filter_map(|r| {
+                let operation = r.str("operation").unwrap_or("");
+                Some(SnapshotInfo {
+                    committed_at: r.get("committed_at").and_then(Value::as_datetime)?,
+                    snapshot_id: r.i64("version")?,
+                    parent_id: r.i64("parent_id"),
+                    operation: delta::operation_of(
+                        operation,
+                        r.get("is_blind_append").and_then(Value::as_bool),
+                    ),
+                    added_data_files: None,
+                    // an OPTIMIZE rewrote files: what marks a compaction
+                    deleted_data_files: (operation == "OPTIMIZE").then_some(1),
+                    total_data_files: None,
+                    added_records: None,
+                    total_records: None,
+                    total_delete_files: None,
+                    added_files_size: None,
+                    removed_files_size: None,
+                    trino_user: r.str("user_name").map(str::to_string),
+                    trino_query_id: None,
+                })
+            })
+            .collect();
+        list.reverse();
+        Ok(list)
+    }
+}

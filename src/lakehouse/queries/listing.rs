@@ -1,0 +1,64 @@
+//! The listing of a catalog's tables, which learns the catalog's format.
+
+use super::{ICEBERG_TABLES_SINCE, Lakehouse, Pending, discover_sql, glob_match};
+use crate::lakehouse::delta;
+use crate::lakehouse::model::TableRef;
+use crate::trino::TrinoError;
+
+impl Lakehouse {
+    /// Every table of the catalog (Iceberg, or Delta Lake) in the given schemas (all when
+    /// empty), filtered
+    /// by globs over `schema.table`, sorted.
+    pub async fn discover(
+        &self,
+        schemas: &[String],
+        globs: &[String],
+    ) -> Result<Vec<TableRef>, TrinoError> {
+        let mut rows = None;
+        if self.supports(ICEBERG_TABLES_SINCE) && !self.is_delta() {
+            let sql = discover_sql(&self.catalog, schemas, true);
+            match self.client.query(&sql).await {
+                Ok(out) => {
+                    self.set_format(delta::TableFormat::Iceberg);
+                    rows = Some(out.rows)
+                }
+                Err(TrinoError::Query { ref error_name, .. })
+                    if matches!(error_name.as_str(), "TABLE_NOT_FOUND" | "SCHEMA_NOT_FOUND") =>
+                {
+                    // Not an Iceberg catalog (a Delta Lake one?): its connector says.
+                    self.learn_format().await?;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        let rows = match rows {
+            Some(r) => r,
+            None => {
+                let sql = discover_sql(&self.catalog, schemas, false);
+                self.client.query(&sql).await?.rows
+            }
+        };
+        let mut tables: Vec<TableRef> = rows
+            .iter()
+            .filter_map(|r| {
+                Some(TableRef::new(
+                    &self.catalog,
+                    r.str("table_schema")?,
+                    r.str("table_name")?,
+                ))
+            })
+            .filter(|t| {
+                globs.is_empty()
+                    || globs.iter().any(|g| {
+                        glob_match(g, &format!("{}.{}", t.schema, t.table))
+                            || glob_match(g, &t.table)
+                    })
+            })
+            .collect();
+        tables.sort();
+        tables.dedup();
+        // A new listing starts a new refresh: what the last one left unread goes.
+        *self.pending.lock().await = Pending::default();
+        Ok(tables)
+    }
+}
