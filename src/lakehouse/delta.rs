@@ -142,11 +142,11 @@ pub struct History {
     pub writes_since: u64,
 }
 
+/// One table's survey: its partitions' `(files, bytes)` and its history.
+pub type DeltaSurvey = (Vec<(u64, u64)>, History);
+
 /// The surveys of a batch's rows: each table's partitions' `(files, bytes)` and history.
-pub fn parse_survey(
-    rows: &[Row],
-    batch: usize,
-) -> Result<Vec<(Vec<(u64, u64)>, History)>, RowsError> {
+pub fn parse_survey(rows: &[Row], batch: usize) -> Result<Vec<DeltaSurvey>, RowsError> {
     let time = |r: &Row, n: &str| r.get(n).and_then(Value::as_datetime);
     rows_by_index(rows, batch, "delta survey")?
         .into_iter()

@@ -280,25 +280,18 @@ async fn fleet_reads_keep_the_verdicts_of(
                 "{t}: {old:?}"
             ),
         }
-        if new.oldest_small_file_at.is_some() {
+        if let Some(a) = new.oldest_small_file_at {
             dated += 1;
             // Where the one statement could not date them (a table whose `$entries` the
             // server fails), a table written by appends alone is dated by its history.
-            if old.oldest_small_file_at.is_some() {
+            if let Some(b) = old.oldest_small_file_at {
                 if new.oldest_small_is_lower_bound && !old.oldest_small_is_lower_bound {
                     // Dated from its history, at least as old as a small file it proves:
                     // never older than the oldest one (its verdict compared below).
-                    assert!(
-                        new.oldest_small_file_at >= old.oldest_small_file_at,
-                        "{t}: {new:?}\nvs {old:?}"
-                    );
+                    assert!(a >= b, "{t}: {new:?}\nvs {old:?}");
                 } else {
                     // The history's commit time against the files' own (`$entries`, or
                     // their modification time): the same instant, to the second.
-                    let (a, b) = (
-                        new.oldest_small_file_at.unwrap(),
-                        old.oldest_small_file_at.unwrap(),
-                    );
                     assert!(
                         (a - b).num_milliseconds().abs() < 1000
                             && new.oldest_small_is_lower_bound == old.oldest_small_is_lower_bound,

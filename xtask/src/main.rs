@@ -8,6 +8,7 @@ use std::time::Instant;
 mod dist;
 mod elf;
 mod fuzz;
+mod matrix;
 mod package;
 mod rpm;
 mod tools;
@@ -183,7 +184,7 @@ const TEST_TRINOS: &str = "476,483";
 /// primary): run again on every other release the lab runs (`FLOE_LAB_TRINO`). Measured
 /// on 483 beside another lab: servers 200 s; staleness, wrong_target and bounded_reads
 /// together 99 s (bounded_reads passes there too, and is left to the primary).
-const MATRIX_SUBJECTS: &[&str] = &["servers::", "trino_tls::", "staleness::", "wrong_target::"];
+pub const MATRIX_SUBJECTS: &[&str] = &["servers::", "trino_tls::", "staleness::", "wrong_target::"];
 
 /// The value of `--name VALUE` among `args` (before any `--`).
 fn flag_value(args: &[String], name: &str) -> Option<String> {
@@ -246,6 +247,8 @@ fn test(args: &[String]) -> Result<(), String> {
         }
         // A failed build is reported by the `cargo test` below, which builds again.
         build.wait();
+        // The version-sensitive subjects on each other real Trino of the lab, beside.
+        let matrix = matrix::Matrix::start(&others);
         if let Err(e) = run(
             Command::new(env!("CARGO"))
                 // Every test binary runs even when one fails: one run names every failure.
@@ -258,20 +261,9 @@ fn test(args: &[String]) -> Result<(), String> {
         ) {
             failures.push(e);
         }
-        // The version-sensitive subjects on each other real Trino of the lab.
-        for version in &others {
-            if let Err(e) = run(
-                Command::new(env!("CARGO"))
-                    .args(["test", "--test", "it", "--no-fail-fast", "--"])
-                    .args(MATRIX_SUBJECTS)
-                    .current_dir(root())
-                    .env("FLOE_LAB_DIR", lab_dir())
-                    .env("FLOE_LAB_TRINO", version)
-                    .env("CI", std::env::var("CI").unwrap_or_else(|_| "true".into())),
-                &format!("floe's version-sensitive subjects on Trino {version}"),
-            ) {
-                failures.push(e);
-            }
+        match matrix {
+            Ok(m) => failures.extend(m.wait()),
+            Err(e) => failures.push(format!("the version-sensitive subjects: {e}")),
         }
         if let Err(e) = run(
             Command::new(env!("CARGO"))
