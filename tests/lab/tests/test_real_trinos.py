@@ -125,3 +125,27 @@ def test_a_lock_line_is_role_coordinates_sha1_and_size():
         trinodist.Pin("lib", "io.trino:trino-main:483:jar", "not-a-sha1", 1)
     assert trinodist.relative_path("io.airlift:launcher:318:tar.gz:bin") == \
         "io/airlift/launcher/318/launcher-318-bin.tar.gz"
+
+
+def test_the_delta_rs_tables_are_served_by_the_release_that_has_the_delta_lake_plugin(lab):
+    """476 (whose Delta Lake plugin the full release tarball brings) registers the delta
+    scenario's tables, each with the commits delta-rs wrote; 483 has no such plugin. A write
+    through Trino to the local file system is refused (why no table is Trino-written)."""
+    reals = _reals(lab)
+    for t in reals:
+        server = trinodist.Path(t["server_dir"])
+        assert (server / "plugin" / realtrino.DELTA_PLUGIN_DIR).is_dir() == bool(t.get("delta")), t["version"]
+    served = [t for t in reals if t.get("delta")]
+    assert [t["version"] for t in served] == ["476"] or not any(t["version"] == "476" for t in reals)
+    for t in served:
+        expected = json.load(open(t["delta"]["expected"]))["tables"]
+        rows = realtrino.statement(
+            t["url"], "SELECT table_schema || '.' || table_name FROM delta.information_schema.tables "
+                      "WHERE table_schema <> 'information_schema'")["rows"]
+        assert set(expected) <= {r[0] for r in rows}
+        for name, facts in expected.items():
+            schema, table = name.split(".")
+            page = realtrino.statement(t["url"], f'SELECT count(*), max(version) FROM delta.{schema}."{table}$history"')
+            assert page["rows"] == [[facts["version"] + 1, facts["version"]]], name
+        refused = realtrino.statement(t["url"], "ALTER TABLE delta.web.clicks EXECUTE optimize")
+        assert refused.get("error", {}).get("errorName") == "NOT_SUPPORTED", refused.get("error")

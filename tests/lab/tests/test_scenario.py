@@ -272,3 +272,25 @@ def test_budget_through_the_lab(connect):
     assert {r[0] for r in cur.fetchall()} == HOSTILE_REGIONS
     cur.execute("SELECT count(*) FROM iceberg.finance.budget WHERE fiscal_year = 2026 AND region = 'a''b\"c'")
     assert cur.fetchall()[0][0] > 0
+
+
+def test_the_delta_scenario_dates_its_commits_and_counts_its_files(tmp_path):
+    """delta-rs's tables, each commit at the time the scenario says (its log's commitInfo),
+    with the facts expected.json keeps."""
+    import json as _json
+    import time as _time
+
+    from deltalake import DeltaTable
+
+    from ..scenarios.delta import DAY_MS, build_delta
+
+    now = int(_time.time() * 1000)
+    tables = build_delta(tmp_path, now)
+    orders = tables["sales.orders"]
+    assert (orders["data_files"], orders["small_files"], orders["partitions"]) == (45, 45, 4)
+    assert abs(orders["last_optimize_ms"] - (now - 12 * DAY_MS)) < 1000
+    assert tables["web.clicks"]["last_optimize_ms"] is None
+    history = DeltaTable(str(tmp_path / "warehouse" / "web" / "clicks")).history()
+    oldest = min(h["timestamp"] for h in history)
+    assert now - 5 * DAY_MS - 1000 <= oldest <= now - 4 * DAY_MS, "dated five days back"
+    assert _json.dumps(tables)  # expected.json holds it
