@@ -200,29 +200,18 @@ impl Lakehouse {
     /// manifests and metadata log in one statement), then its files when they can change
     /// its verdict ([`crate::lakehouse::summary::file_read`]).
     pub async fn table_stats(&self, t: &TableRef) -> Result<TableStats, TrinoError> {
-        if self.is_delta() {
-            let (_, survey) = self
-                .delta_survey(std::slice::from_ref(t))
+        let one = std::slice::from_ref(t);
+        // A Delta table's survey is complete: no file read follows it.
+        let mut surveyed = if self.is_delta() {
+            self.delta_survey(one).await
+        } else {
+            self.survey_with(one, self.meta_tables().metadata_log, true)
                 .await
-                .pop()
-                .ok_or_else(|| TrinoError::Malformed {
-                    url: self.client.url().to_string(),
-                    message: format!("survey of {t} returned nothing"),
-                })?;
-            return survey.map(|s| s.stats);
-        }
-        let (_, survey) = self
-            .survey_with(
-                std::slice::from_ref(t),
-                self.meta_tables().metadata_log,
-                true,
-            )
-            .await
-            .pop()
-            .ok_or_else(|| TrinoError::Malformed {
-                url: self.client.url().to_string(),
-                message: format!("survey of {t} returned nothing"),
-            })?;
+        };
+        let (_, survey) = surveyed.pop().ok_or_else(|| TrinoError::Malformed {
+            url: self.client.url().to_string(),
+            message: format!("survey of {t} returned nothing"),
+        })?;
         let survey = survey?;
         match survey.file_read(&self.scan) {
             FileRead::NotNeeded => Ok(survey.stats(&self.scan)),
