@@ -36,11 +36,13 @@ LAB_ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(LAB_ROOT))
 import dashboard  # noqa: E402  (standard library only, beside this file)
 import prometheus  # noqa: E402  (standard library only, beside this file)
+import objectstore  # noqa: E402  (standard library only, beside this file)
 import realtrino  # noqa: E402  (standard library only, beside this file)
 import trinodist  # noqa: E402  (standard library only, beside this file)
 
 REPO_ROOT = LAB_ROOT.parents[1]
 LAB_LOCK = LAB_ROOT / "requirements.lock"
+S3_LOCK = LAB_ROOT / "requirements-s3.lock"
 AIRFLOW_CTL = LAB_ROOT / "airflow" / "ctl.py"
 AIRFLOW_PROXY = LAB_ROOT / "airflow" / "proxy.py"
 AIRFLOW_LOCKS = {
@@ -519,17 +521,36 @@ def prepare_real_trino(version: str) -> dict:
     return {"version": version, "server": server, "jdk": jdk, "jdk_major": major, **facts}
 
 
+def has_delta(prep: dict) -> bool:
+    """The server has the Delta Lake connector (476; see trinodist)."""
+    return (Path(prep["server"]) / "plugin" / realtrino.DELTA_PLUGIN_DIR).is_dir()
+
+
+def start_object_store(root: Path, runtime: Runtime, warehouse: Path) -> dict:
+    """The lab's object store (objectstore.py) with the delta-rs tables of `warehouse`
+    uploaded under `s3://<bucket>/warehouse/`."""
+    venv = ensure_venv("s3", S3_LOCK)
+    port = free_port()
+    try:
+        proc = objectstore.start(venv, port, root / "logs" / "s3.log")
+        runtime.add("s3", proc.pid)
+        url = objectstore.endpoint(port)
+        files = objectstore.upload(url, warehouse, "warehouse")
+    except objectstore.ObjectStoreError as e:
+        raise LabError(str(e)) from None
+    return {"endpoint": url, "bucket": objectstore.BUCKET, "region": objectstore.REGION,
+            "access_key": objectstore.ACCESS_KEY, "secret_key": objectstore.SECRET_KEY,
+            "pid": proc.pid, "uploaded_files": files}
+
+
 def spawn_real_trino(prep: dict, root: Path, catalogs: dict, runtime: Runtime, tls: dict,
-                     delta: dict | None = None) -> tuple:
+                     delta_s3: dict | None = None) -> tuple:
     version = prep["version"]
     rdir = root / f"trino-real-{version}"
     port, https_port = free_port(), free_port()
-    # a Delta Lake catalog where the server has the connector (476; see trinodist)
-    metastore = None
-    if delta is not None and (Path(prep["server"]) / "plugin" / realtrino.DELTA_PLUGIN_DIR).is_dir():
-        metastore = rdir / "delta-metastore"
-        shutil.rmtree(metastore, ignore_errors=True)
-        metastore.mkdir(parents=True)
+    # a Delta Lake catalog where the server has the connector
+    if not has_delta(prep):
+        delta_s3 = None
     # The benchmarks' lab keeps a short history in a larger heap (see realtrino.BENCH_HEAP).
     bench = any(name in catalogs for name in SCALE_FLEETS.values())
     heap = realtrino.BENCH_HEAP if bench else realtrino.HEAP
@@ -537,7 +558,7 @@ def spawn_real_trino(prep: dict, root: Path, catalogs: dict, runtime: Runtime, t
                            COORDINATOR_ZONE, heap=heap,
                            min_expire_age=realtrino.BENCH_MIN_EXPIRE_AGE if bench else "30m",
                            tls={**tls, "https_port": https_port, "users": realtrino.TLS_USERS},
-                           delta_metastore=metastore)
+                           delta_s3=delta_s3)
     log_path = root / "logs" / f"trino-real-{version}.log"
     log = open(log_path, "ab")
     jdk = Path(prep["jdk"])
@@ -550,7 +571,7 @@ def spawn_real_trino(prep: dict, root: Path, catalogs: dict, runtime: Runtime, t
         start_new_session=True,
     )
     runtime.add(f"trino-real-{version}", proc.pid)
-    return proc, port, https_port, log_path, time.monotonic(), heap, metastore
+    return proc, port, https_port, log_path, time.monotonic(), heap, delta_s3
 
 
 def finish_real_trino(prep: dict, spawned: tuple, catalogs: dict, tls: dict) -> dict:
@@ -896,6 +917,7 @@ def cmd_up(args) -> int:
         spawned: dict[str, tuple] = {}
         layouts: dict = {}
         tls: dict = {}
+        delta_s3: dict | None = None
         if real:
             for th in preparers:
                 th.join()
@@ -906,10 +928,14 @@ def cmd_up(args) -> int:
             layouts = prepare_layouts(lab_venv, root, versions[0])
             timings.append(("layouts", time.monotonic() - t))
             tls = real_trino_tls(lab_venv, root)
+            if delta_scenario is not None and any(has_delta(real_prep[v]) for v in versions):
+                t = time.monotonic()
+                delta_s3 = start_object_store(root, runtime, Path(delta_scenario["path"]) / "warehouse")
+                timings.append(("object store", time.monotonic() - t))
             # the JVMs start while the stand-in does
             for v in versions:
                 spawned[v] = spawn_real_trino(real_prep[v], root, {**catalogs, "layouts": layouts["path"]},
-                                              runtime, tls, delta=delta_scenario)
+                                              runtime, tls, delta_s3=delta_s3)
 
         t = time.monotonic()
         # the stand-in serves the Trino-written layouts too (the parity run compares them)
@@ -948,12 +974,12 @@ def cmd_up(args) -> int:
                     continue
                 t = time.monotonic()
                 expected = json.loads(Path(delta_scenario["expected"]).read_text())
-                failed = realtrino.create_delta_tables(entry["url"], Path(delta_scenario["path"]) / "warehouse",
-                                                       expected["tables"])
+                failed = realtrino.create_delta_tables(entry["url"], spawned[v][6], expected["tables"])
                 if failed:
                     raise LabError(f"the Delta Lake tables on the real Trino {v} failed:\n" + "\n".join(failed))
                 entry["delta"] = {"catalog": realtrino.DELTA_CATALOG, "expected": delta_scenario["expected"],
-                                  "path": delta_scenario["path"]}
+                                  "path": delta_scenario["path"], "s3": spawned[v][6],
+                                  "trino_written": [realtrino.TRINO_DELTA_TABLE]}
                 timings.append((f"delta tables on {v}", time.monotonic() - t))
             for entry in trinos.values():
                 entry["layouts"] = {"catalog": "layouts", "schema": "zoo", "path": layouts["path"],

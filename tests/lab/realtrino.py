@@ -74,43 +74,72 @@ DELTA_CATALOG = "delta"
 DELTA_PLUGIN_DIR = "delta-lake"
 
 
-def delta_catalog_properties(metastore: Path, version: str) -> str:
-    """The Delta Lake catalog over local files, its tables registered in a file metastore
-    under `metastore`; Trino's own defaults otherwise (vacuum's 7-day minimum retention)."""
+def delta_catalog_properties(s3: dict, version: str) -> str:
+    """The Delta Lake catalog over the lab's object store (`s3`: {endpoint, bucket,
+    access_key, secret_key, region}; see objectstore.py), its file metastore there too;
+    Trino's own defaults otherwise (vacuum's 7-day minimum retention)."""
     return "\n".join([
         "connector.name=delta_lake",
         "hive.metastore=file",
-        f"hive.metastore.catalog.dir=local://{Path(metastore).resolve()}",
-        "fs.local.enabled=true" if int(version) >= 481 else "fs.native-local.enabled=true",
-        "local.location=/",
+        f"hive.metastore.catalog.dir=s3://{s3['bucket']}/metastore",
+        "fs.native-s3.enabled=true",
+        f"s3.endpoint={s3['endpoint']}",
+        f"s3.region={s3['region']}",
+        "s3.path-style-access=true",
+        f"s3.aws-access-key={s3['access_key']}",
+        f"s3.aws-secret-key={s3['secret_key']}",
         "delta.register-table-procedure.enabled=true",
+        # S3 without a lock service: Trino's writes take the lock-file synchronizer
         "delta.enable-non-concurrent-writes=true",
     ]) + "\n"
 
 
-def delta_statements(warehouse: Path, tables: dict) -> list[str]:
-    """Register the delta-rs tables of `warehouse` (`tables`: expected.json's, by
-    `schema.table`) in the catalog."""
-    wh = Path(warehouse).resolve()
-    out = []
-    for schema in sorted({k.split(".")[0] for k in tables}):
-        out.append(f"CREATE SCHEMA IF NOT EXISTS {schema} WITH (location = 'local://{wh / schema}')")
-    for name in sorted(tables):
-        schema, table = name.split(".")
-        out.append(f"CALL system.register_table(schema_name => '{schema}', table_name => '{table}', "
-                   f"table_location => 'local://{wh / schema / table}')")
-    # (no table written by Trino itself: on a local file system Trino's Delta Lake connector
-    # has no transaction log synchronizer and refuses every write, INSERT and OPTIMIZE
-    # alike, delta.enable-non-concurrent-writes or not: "Writes are not enabled on the
-    # local filesystem")
+# The Delta table Trino itself writes at every start (the delta-rs ones are uploaded):
+# partitioned, deletion vectors on, a compaction between its loads and a DELETE after
+# them (the DELETE writes deletion vectors, which Trino 476's vacuum refuses).
+TRINO_DELTA_TABLE = "sales.returns"
+
+
+def trino_delta_statements() -> list[str]:
+    regions = ["emea", "amer", "apac", "latam"]
+    out = [f"CREATE TABLE {TRINO_DELTA_TABLE} (return_id bigint, region varchar, amount double) "
+           "WITH (partitioned_by = ARRAY['region'], deletion_vectors_enabled = true)"]
+    n = 0
+
+    def load(k: int) -> str:
+        nonlocal n
+        # each load: three rows in each of two regions, one file a region
+        rows = ", ".join(f"({n + i}, '{regions[(k + i % 2) % 4]}', {10 + (n + i) % 90}.5)"
+                         for i in range(6))
+        n += 6
+        return f"INSERT INTO {TRINO_DELTA_TABLE} VALUES {rows}"
+
+    out += [load(k) for k in range(6)]
+    out.append(f"ALTER TABLE {TRINO_DELTA_TABLE} EXECUTE optimize")
+    out += [load(k) for k in range(6, 14)]
+    out.append(f"DELETE FROM {TRINO_DELTA_TABLE} WHERE return_id % 7 = 0")
     return out
 
 
-def create_delta_tables(url: str, warehouse: Path, tables: dict) -> list[str]:
+def delta_statements(s3: dict, tables: dict) -> list[str]:
+    """Register the delta-rs tables (`tables`: expected.json's, by `schema.table`, uploaded
+    under `s3://<bucket>/warehouse/`) in the catalog, then write Trino's own."""
+    out = []
+    schemas = sorted({k.split(".")[0] for k in tables} | {TRINO_DELTA_TABLE.split(".")[0]})
+    for schema in schemas:
+        out.append(f"CREATE SCHEMA IF NOT EXISTS {schema}")
+    for name in sorted(tables):
+        schema, table = name.split(".")
+        out.append(f"CALL system.register_table(schema_name => '{schema}', table_name => '{table}', "
+                   f"table_location => 's3://{s3['bucket']}/warehouse/{schema}/{table}')")
+    return out + trino_delta_statements()
+
+
+def create_delta_tables(url: str, s3: dict, tables: dict) -> list[str]:
     """Run `delta_statements` on the real Trino; the statements that failed, with
     Trino's error."""
     failed = []
-    for sql in delta_statements(warehouse, tables):
+    for sql in delta_statements(s3, tables):
         page = statement_when_scheduled(url, sql, DELTA_CATALOG)
         err = page.get("error")
         if err:
@@ -144,7 +173,7 @@ def write_tls(etc: Path, cert_file: str, key_file: str, users: dict[str, str]) -
 def write_config(etc: Path, data: Path, port: int, catalogs: dict[str, str], version: str,
                  denied_user: str, time_zone: str, heap: str = HEAP,
                  min_expire_age: str = "30m", tls: dict | None = None,
-                 delta_metastore: Path | None = None) -> None:
+                 delta_s3: dict | None = None) -> None:
     """A coordinator's `etc`: plain HTTP on `port`; with `tls` ({https_port, cert_file,
     key_file, users}) also HTTPS with the password file authenticator, HTTP keeping insecure
     authentication for the tests that read it."""
@@ -189,9 +218,9 @@ def write_config(etc: Path, data: Path, port: int, catalogs: dict[str, str], ver
     (etc / "log.properties").write_text("io.trino=INFO\n")
     for name, path in catalogs.items():
         (etc / "catalog" / f"{name}.properties").write_text(catalog_properties(Path(path), version))
-    if delta_metastore is not None:
+    if delta_s3 is not None:
         (etc / "catalog" / f"{DELTA_CATALOG}.properties").write_text(
-            delta_catalog_properties(delta_metastore, version))
+            delta_catalog_properties(delta_s3, version))
     # the denied user: every statement fails PERMISSION_DENIED "Access Denied: Cannot execute query"
     rules = {
         "queries": [
