@@ -337,6 +337,9 @@ fn draw_status(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
                     RetentionFor::RemoveOrphanFiles => {
                         "remove orphan files older than (min 7d unless the server allows less): "
                     }
+                    RetentionFor::Vacuum => {
+                        "vacuum the files no version of this long references (min 7d unless the catalog allows less): "
+                    }
                 },
                 th.key(),
             ),

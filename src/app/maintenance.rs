@@ -234,7 +234,7 @@ pub fn plan(s: &mut State, kind: MaintenanceKind) -> Vec<Effect> {
     }]
 }
 
-/// `E`, `X`: ask for the retention first (the prompt plans on enter).
+/// `x`, `R`, `V`: ask for the retention first (the prompt plans on enter).
 pub fn ask_retention(s: &mut State, r: RetentionFor) {
     if s.readonly {
         s.set_status(Level::Error, "read-only: maintenance is disabled");
@@ -257,6 +257,7 @@ pub fn plan_with_retention(s: &mut State, r: RetentionFor, text: &str) -> Vec<Ef
                     RetentionFor::RemoveOrphanFiles => {
                         MaintenanceKind::RemoveOrphanFiles { retention_secs }
                     }
+                    RetentionFor::Vacuum => MaintenanceKind::Vacuum { retention_secs },
                 },
             )
         }

@@ -26,6 +26,7 @@ pub enum Prompt {
 pub enum RetentionFor {
     ExpireSnapshots,
     RemoveOrphanFiles,
+    Vacuum,
 }
 
 /// `/`: open the filter prompt on what is filtered now.

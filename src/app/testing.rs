@@ -548,6 +548,7 @@ pub mod plans {
                     parse_partition_entry("day(filed_at)").unwrap(),
                 ],
                 live_specs: Vec::new(),
+                format: Default::default(),
             },
             partitions: marked,
             note: None,

@@ -282,6 +282,7 @@ pub(super) fn on_command(s: &mut State, cmd: Command, arg: &Arg) -> Vec<Effect> 
         }
         Command::ExpireSnapshots => maintenance::ask_retention(s, RetentionFor::ExpireSnapshots),
         Command::RemoveOrphans => maintenance::ask_retention(s, RetentionFor::RemoveOrphanFiles),
+        Command::Vacuum => maintenance::ask_retention(s, RetentionFor::Vacuum),
         Command::TriggerDag | Command::ClearRun | Command::PauseDag => {
             return dags::command(s, cmd);
         }

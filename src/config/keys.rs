@@ -58,6 +58,8 @@ pub enum Command {
     #[serde(rename = "remove_orphan_files")]
     RemoveOrphans,
     OptimizeManifests,
+    /// A Delta table's vacuum (its retention asked first).
+    Vacuum,
     TriggerDag,
     ClearRun,
     PauseDag,
@@ -96,6 +98,7 @@ impl Command {
                 | Command::ExpireSnapshots
                 | Command::RemoveOrphans
                 | Command::OptimizeManifests
+                | Command::Vacuum
                 | Command::TriggerDag
                 | Command::ClearRun
                 | Command::PauseDag

@@ -40,6 +40,14 @@ impl TableFormat {
         }
     }
 
+    /// The format's name in a sentence.
+    pub fn title(self) -> &'static str {
+        match self {
+            TableFormat::Iceberg => "Iceberg",
+            TableFormat::Delta => "Delta Lake",
+        }
+    }
+
     pub fn label(self) -> &'static str {
         match self {
             TableFormat::Iceberg => "iceberg",
@@ -328,3 +336,19 @@ pub fn operation_of(operation: &str, blind_append: Option<bool>) -> SnapshotOper
 
 #[cfg(test)]
 mod tests;
+
+/// Files and small files of the partitions matching any of `targets` (a target matches a
+/// partition whose values hold every pair it names).
+pub fn recount(
+    partitions: &[PartitionStats],
+    targets: &[Vec<(String, Option<String>)>],
+) -> (u64, u64) {
+    partitions
+        .iter()
+        .filter(|p| {
+            targets
+                .iter()
+                .any(|want| want.iter().all(|kv| p.values.contains(kv)))
+        })
+        .fold((0, 0), |(f, s), p| (f + p.data_files, s + p.small_files))
+}

@@ -14,13 +14,14 @@ use crate::units::Bytes;
 
 #[cfg(test)]
 mod captures;
+mod delta_plan;
 mod partitioning;
 mod predicate;
 mod refusal;
 
 pub use partitioning::{
-    PartitionField, PartitioningError, TableLayout, Transform, live_specs_sql,
-    parse_partition_entry, partition_path_sql, partitioning_from_show_create,
+    PartitionField, PartitioningError, TableLayout, Transform, delta_partitioning_from_show_create,
+    live_specs_sql, parse_partition_entry, partition_path_sql, partitioning_from_show_create,
     spec_fields_from_path,
 };
 use predicate::path_is_ambiguous;
@@ -31,10 +32,22 @@ pub use refusal::{PartitionOf, PlanRefusal};
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub enum Procedure {
-    Optimize { threshold: u64 },
-    ExpireSnapshots { retention_secs: u64 },
-    RemoveOrphanFiles { retention_secs: u64 },
+    Optimize {
+        threshold: u64,
+    },
+    ExpireSnapshots {
+        retention_secs: u64,
+    },
+    RemoveOrphanFiles {
+        retention_secs: u64,
+    },
     OptimizeManifests,
+    /// A Delta table's `CALL <catalog>.system.vacuum`: removes the files no version
+    /// newer than the retention references (never under the catalog's minimum retention,
+    /// `delta.vacuum.min-retention`, 7 days by default).
+    Vacuum {
+        retention_secs: u64,
+    },
 }
 
 impl Procedure {
@@ -44,6 +57,21 @@ impl Procedure {
             Procedure::ExpireSnapshots { .. } => "expire_snapshots",
             Procedure::RemoveOrphanFiles { .. } => "remove_orphan_files",
             Procedure::OptimizeManifests => "optimize_manifests",
+            Procedure::Vacuum { .. } => "vacuum",
+        }
+    }
+
+    /// The statement that runs the procedure on `table` (no partition predicate).
+    pub fn statement(&self, table: &TableRef) -> String {
+        match self {
+            Procedure::Vacuum { retention_secs } => format!(
+                "CALL {}.system.vacuum({}, {}, {})",
+                crate::sql::quote_ident(&table.catalog),
+                quote_string(&table.schema),
+                quote_string(&table.table),
+                quote_string(&trino_duration(*retention_secs))
+            ),
+            _ => format!("ALTER TABLE {} EXECUTE {}", table.sql(), self.call()),
         }
     }
 
@@ -68,6 +96,10 @@ impl Procedure {
                 )
             }
             Procedure::OptimizeManifests => "optimize_manifests".into(),
+            // (a CALL, not a table procedure: see `statement`)
+            Procedure::Vacuum { retention_secs } => {
+                format!("vacuum({})", trino_duration(*retention_secs))
+            }
         }
     }
 }
@@ -167,6 +199,11 @@ impl Plan {
                 )
             }
             Procedure::OptimizeManifests => format!("optimize the manifests of {}", self.table),
+            Procedure::Vacuum { retention_secs } => format!(
+                "vacuum {}: remove the files no version of the last {} references",
+                self.table,
+                trino_duration(*retention_secs)
+            ),
         }
     }
 }
@@ -189,7 +226,7 @@ impl fmt::Display for Plan {
 
 /// A table-wide procedure (no WHERE).
 pub fn table_plan(table: &TableRef, procedure: Procedure) -> Plan {
-    let sql = format!("ALTER TABLE {} EXECUTE {}", table.sql(), procedure.call());
+    let sql = procedure.statement(table);
     Plan {
         table: table.clone(),
         procedure,
@@ -263,7 +300,12 @@ pub fn optimize_plan_within(
     }
     let mut parts: Vec<&PartitionStats> = partitions.iter().collect();
     parts.sort_by_key(|p| temporal_key(layout, p));
-    let head = format!("ALTER TABLE {} EXECUTE {}", table.sql(), procedure.call());
+    let head = procedure.statement(table);
+    if layout.format == crate::lakehouse::delta::TableFormat::Delta {
+        return Ok(delta_plan::plan(
+            table, layout, procedure, &head, &parts, grouped, group,
+        )?);
+    }
     if layout.mixed_specs() {
         return mixed_spec_plan(table, layout, procedure, &head, &parts, grouped, group);
     }

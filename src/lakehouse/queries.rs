@@ -202,7 +202,7 @@ impl Lakehouse {
     pub async fn table_stats(&self, t: &TableRef) -> Result<TableStats, TrinoError> {
         let one = std::slice::from_ref(t);
         // A Delta table's survey is complete: no file read follows it.
-        let mut surveyed = if self.is_delta() {
+        let mut surveyed = if self.delta().await? {
             self.delta_survey(one).await
         } else {
             self.survey_with(one, self.meta_tables().metadata_log, true)
@@ -509,7 +509,7 @@ impl Lakehouse {
     /// read is bounded by a LIMIT: a table with a million snapshots is not read whole (its
     /// verdict comes from the health statement's aggregates, which count them all).
     pub async fn snapshots(&self, t: &TableRef) -> Result<Vec<SnapshotInfo>, TrinoError> {
-        if self.is_delta() {
+        if self.delta().await? {
             return self.delta_snapshots(t).await;
         }
         let out = self

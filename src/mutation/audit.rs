@@ -112,6 +112,8 @@ spelled! {
         ExpireSnapshots = "expire_snapshots",
         RemoveOrphanFiles = "remove_orphan_files",
         OptimizeManifests = "optimize_manifests",
+        /// A Delta table's vacuum.
+        Vacuum = "vacuum",
         TriggerDag = "trigger_dag",
         ClearDagRun = "clear_dag_run",
         PauseDag = "pause_dag",
@@ -131,6 +133,7 @@ impl From<&crate::lakehouse::plan::Procedure> for Action {
             Procedure::ExpireSnapshots { .. } => Action::ExpireSnapshots,
             Procedure::RemoveOrphanFiles { .. } => Action::RemoveOrphanFiles,
             Procedure::OptimizeManifests => Action::OptimizeManifests,
+            Procedure::Vacuum { .. } => Action::Vacuum,
         }
     }
 }

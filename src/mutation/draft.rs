@@ -3,6 +3,7 @@
 //! partitions), the partitions a `--partition` spec names, and the measured rate an ETA
 //! is computed from.
 
+use crate::lakehouse::delta::TableFormat;
 use crate::lakehouse::model::{PartitionStats, TableNameError, TableRef};
 use crate::lakehouse::plan::{
     DEFAULT_WRITER_PARTITIONS, PartitioningError, Plan, PlanRefusal, Procedure, TableLayout,
@@ -32,6 +33,10 @@ pub enum MaintenanceKind {
         retention_secs: u64,
     },
     OptimizeManifests,
+    /// A Delta table's vacuum.
+    Vacuum {
+        retention_secs: u64,
+    },
 }
 
 /// Everything needed to (re)build a plan purely, e.g. when the operator toggles grouping.
@@ -125,6 +130,15 @@ pub enum PlanError {
         "no partition of {0} holds two or more small files: optimize cannot merge them (the table is over-partitioned: its partitioning, not a compaction, is the fix)"
     )]
     OverPartitioned(TableRef),
+    /// A procedure of the other table format (an Iceberg procedure on a Delta table, a
+    /// vacuum of an Iceberg table).
+    #[error("{procedure} is not a procedure of {format} tables, and {table} is one: {instead}")]
+    NotOfFormat {
+        table: TableRef,
+        procedure: &'static str,
+        format: &'static str,
+        instead: &'static str,
+    },
     /// The coordinator's writers' limit is not a positive number.
     #[error(
         "the session property {property} is {value:?}: expected a positive number of partitions"
@@ -138,6 +152,20 @@ impl PlanError {
         move |source| PlanError::Read {
             what,
             source: Box::new(source),
+        }
+    }
+}
+
+/// What to run instead, when `procedure` is not one of `format`'s tables.
+fn other_formats(procedure: &Procedure, format: TableFormat) -> Option<&'static str> {
+    match (procedure, format) {
+        (Procedure::Optimize { .. }, _) | (Procedure::Vacuum { .. }, TableFormat::Delta) => None,
+        (Procedure::Vacuum { .. }, TableFormat::Iceberg) => Some(
+            "expire_snapshots and remove_orphan_files free an Iceberg table's unreferenced files",
+        ),
+        (_, TableFormat::Iceberg) => None,
+        (_, TableFormat::Delta) => {
+            Some("vacuum removes the files a Delta table's versions no longer reference")
         }
     }
 }
@@ -162,7 +190,8 @@ pub async fn layout_of(lake: &Lakehouse, t: &TableRef) -> Result<TableLayout, Pl
 /// belongs to and which fields that spec has.
 pub async fn layout_with_specs(lake: &Lakehouse, t: &TableRef) -> Result<TableLayout, PlanError> {
     let mut layout = layout_of(lake, t).await?;
-    if layout.partitioning.is_empty() {
+    // (a Delta table has one layout: its partition columns)
+    if layout.partitioning.is_empty() || layout.format == TableFormat::Delta {
         return Ok(layout);
     }
     let what = format!("the partition specs of the live files of {t}");
@@ -288,7 +317,21 @@ pub async fn draft(
             Procedure::RemoveOrphanFiles { retention_secs }
         }
         MaintenanceKind::OptimizeManifests => Procedure::OptimizeManifests,
+        MaintenanceKind::Vacuum { retention_secs } => Procedure::Vacuum { retention_secs },
     };
+    // Each format has its own procedures: one of the other's is refused before a plan.
+    let format = lake.known_format().await.map_err(PlanError::read(format!(
+        "the connector of catalog {}",
+        table.catalog
+    )))?;
+    if let Some(instead) = other_formats(&procedure, format) {
+        return Err(PlanError::NotOfFormat {
+            table,
+            procedure: procedure.name(),
+            format: format.title(),
+            instead,
+        });
+    }
     let mut draft = PlanDraft {
         table: table.clone(),
         procedure,

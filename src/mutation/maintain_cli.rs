@@ -63,6 +63,47 @@ pub enum MaintainCmd {
         #[arg(long)]
         yes: bool,
     },
+    /// CALL <catalog>.system.vacuum(…) of a Delta Lake table: removes the files no
+    /// version newer than the retention references.
+    Vacuum {
+        table: String,
+        #[arg(long, value_name = "DURATION", default_value = "7d")]
+        retention: String,
+        #[arg(long)]
+        yes: bool,
+    },
+}
+
+impl MaintainCmd {
+    /// The table named on the command line.
+    fn table(&self) -> &str {
+        match self {
+            MaintainCmd::Optimize { table, .. }
+            | MaintainCmd::ExpireSnapshots { table, .. }
+            | MaintainCmd::RemoveOrphanFiles { table, .. }
+            | MaintainCmd::OptimizeManifests { table, .. }
+            | MaintainCmd::Vacuum { table, .. } => table,
+        }
+    }
+
+    /// `--yes`: run it.
+    fn yes(&self) -> bool {
+        match self {
+            MaintainCmd::Optimize { yes, .. }
+            | MaintainCmd::ExpireSnapshots { yes, .. }
+            | MaintainCmd::RemoveOrphanFiles { yes, .. }
+            | MaintainCmd::OptimizeManifests { yes, .. }
+            | MaintainCmd::Vacuum { yes, .. } => *yes,
+        }
+    }
+
+    fn table_ref(&self, s: &Settings) -> Result<TableRef, PlanError> {
+        Ok(TableRef::parse(
+            self.table(),
+            &s.trino.catalog,
+            s.trino.schemas.first().map(String::as_str),
+        )?)
+    }
 }
 
 /// The plan of a `floe maintain` command, from the one drafter (`draft::draft`).
@@ -71,17 +112,7 @@ async fn build_plan(
     s: &Settings,
     cmd: &MaintainCmd,
 ) -> Result<(Plan, Others), PlanError> {
-    let name = match cmd {
-        MaintainCmd::Optimize { table, .. }
-        | MaintainCmd::ExpireSnapshots { table, .. }
-        | MaintainCmd::RemoveOrphanFiles { table, .. }
-        | MaintainCmd::OptimizeManifests { table, .. } => table,
-    };
-    let t = TableRef::parse(
-        name,
-        &s.trino.catalog,
-        s.trino.schemas.first().map(String::as_str),
-    )?;
+    let t = cmd.table_ref(s)?;
     let retention = |text: &str| -> Result<u64, PlanError> {
         Dur::parse(text)
             .map(|d| d.0.as_secs())
@@ -131,6 +162,13 @@ async fn build_plan(
         MaintainCmd::OptimizeManifests { .. } => {
             (MaintenanceKind::OptimizeManifests, Over::Whole, None)
         }
+        MaintainCmd::Vacuum { retention: r, .. } => (
+            MaintenanceKind::Vacuum {
+                retention_secs: retention(r)?,
+            },
+            Over::Whole,
+            None,
+        ),
     };
     // Nobody else writes the table now (any client): else nothing is planned.
     let mut unread = Vec::new();
@@ -171,11 +209,15 @@ pub async fn maintain(
     timeout: Option<Duration>,
 ) -> ExitCode {
     let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
-    let yes = match &cmd {
-        MaintainCmd::Optimize { yes, .. }
-        | MaintainCmd::ExpireSnapshots { yes, .. }
-        | MaintainCmd::RemoveOrphanFiles { yes, .. }
-        | MaintainCmd::OptimizeManifests { yes, .. } => *yes,
+    let yes = cmd.yes();
+    // The table's own catalog (it may name another than the profile's): its connector
+    // says how it is read and maintained.
+    let catalog = match cmd.table_ref(settings) {
+        Ok(t) => t.catalog,
+        Err(e) => {
+            eprintln!("floe: {}", sanitize(&e.to_string()));
+            return ExitCode::from(1);
+        }
     };
     let client = match Client::from_settings(&settings.trino, settings.query_timeout) {
         Ok(c) => c,
@@ -184,11 +226,7 @@ pub async fn maintain(
             return ExitCode::from(1);
         }
     };
-    let lake = Lakehouse::new(
-        client,
-        settings.trino.catalog.clone(),
-        settings.health.clone(),
-    );
+    let lake = Lakehouse::new(client, catalog, settings.health.clone());
     if let Err(e) = lake.connect().await {
         eprintln!("floe: {}", sanitize(&e.to_string()));
         return ExitCode::from(1);

@@ -391,6 +391,7 @@ fn confirm_state() -> State {
                 parse_partition_entry("day(filed_at)").unwrap(),
             ],
             live_specs: Vec::new(),
+            format: Default::default(),
         },
         partitions: marked,
         note: None,

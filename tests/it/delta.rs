@@ -180,3 +180,284 @@ async fn a_delta_tables_partitions_and_history_fill_the_detail_tabs() {
         "oldest first"
     );
 }
+
+/// `floe maintain …` on the lab's real Trino as `u`, its state under `home`.
+fn maintain(u: &str, home: &std::path::Path, args: &[&str]) -> std::process::Output {
+    let url = lab().trino_url();
+    let mut all = vec!["--trino", url.as_str(), "--user", u, "maintain"];
+    all.extend_from_slice(args);
+    std::process::Command::new(env!("CARGO_BIN_EXE_floe"))
+        .args(&all)
+        .env("XDG_CONFIG_HOME", home.join("c"))
+        .env("XDG_STATE_HOME", home.join("s"))
+        .output()
+        .unwrap()
+}
+
+fn home(name: &str) -> std::path::PathBuf {
+    let h = std::env::temp_dir().join(format!("floe-delta-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&h);
+    h
+}
+
+fn audit(home: &std::path::Path) -> Vec<floe::mutation::audit::Record> {
+    floe::mutation::audit::AuditLog::new(home.join("s/floe/audit.jsonl")).read()
+}
+
+/// The operations of a Delta table's versions, oldest first.
+async fn operations(lake: &Lakehouse, t: &TableRef) -> Vec<String> {
+    let q = format!(
+        "SELECT operation FROM {} ORDER BY version",
+        t.meta("history")
+    );
+    lake.client
+        .query(&q)
+        .await
+        .unwrap_or_else(|e| panic!("{q}: {e}"))
+        .rows
+        .iter()
+        .map(|r| r.str("operation").unwrap_or("").to_string())
+        .collect()
+}
+
+/// A Delta table Trino writes for one test: `loads` INSERTs of a row in each of two
+/// regions (a file a region each), deletion vectors on when `dv`.
+async fn scratch_table(lake: &Lakehouse, name: &str, loads: u32, dv: bool) -> TableRef {
+    let t = TableRef::new(
+        &lake.catalog,
+        "scratch",
+        format!("{name}_{}", std::process::id()),
+    );
+    for q in [
+        format!("CREATE SCHEMA IF NOT EXISTS {}.scratch", lake.catalog),
+        format!("DROP TABLE IF EXISTS {}", t.sql()),
+        format!(
+            "CREATE TABLE {} (id bigint, region varchar) WITH (partitioned_by = ARRAY['region'], \
+             deletion_vectors_enabled = {dv})",
+            t.sql()
+        ),
+    ] {
+        lake.client
+            .query(&q)
+            .await
+            .unwrap_or_else(|e| panic!("{q}: {e}"));
+    }
+    for i in 0..loads {
+        let q = format!(
+            "INSERT INTO {} VALUES ({i}, 'north'), ({}, 'south')",
+            t.sql(),
+            i + 1000
+        );
+        lake.client
+            .query(&q)
+            .await
+            .unwrap_or_else(|e| panic!("{q}: {e}"));
+    }
+    t
+}
+
+#[tokio::test]
+async fn a_delta_partition_is_optimized_on_the_real_trino_then_re_read_and_audited() {
+    let (catalog, _) = delta();
+    let u = user("delta_opt");
+    let lake = lake(&u, &catalog);
+    lake.connect().await.unwrap();
+    let t = scratch_table(&lake, "opt", 6, false).await;
+    let name = format!("{catalog}.scratch.{}", t.table);
+    let h = home("opt");
+    // Without --yes: the plan, in the Delta way (the partition by its column's value).
+    let out = maintain(&u, &h, &["optimize", &name, "--partition", "region=north"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let want = format!(
+        "ALTER TABLE \"{catalog}\".\"scratch\".\"{}\" EXECUTE optimize(file_size_threshold => '96MB') WHERE \"region\" = 'north';",
+        t.table
+    );
+    assert!(text.contains(&want), "{text}");
+    assert!(text.contains("not run: add --yes"), "{text}");
+    assert_eq!(
+        operations(&lake, &t).await.last().map(String::as_str),
+        Some("WRITE"),
+        "nothing ran"
+    );
+    // With it: run, re-read (the partition's six files are one), audited.
+    let out = maintain(
+        &u,
+        &h,
+        &["optimize", &name, "--partition", "region=north", "--yes"],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("[1/1] done"), "{err}");
+    assert_eq!(
+        operations(&lake, &t).await.last().map(String::as_str),
+        Some("OPTIMIZE")
+    );
+    let parts = lake.partitions(&t).await.unwrap();
+    let files = |region: &str| {
+        parts
+            .partitions
+            .iter()
+            .find(|p| p.values == vec![("region".to_string(), Some(region.to_string()))])
+            .map(|p| p.data_files)
+    };
+    assert_eq!(
+        (files("north"), files("south")),
+        (Some(1), Some(6)),
+        "the partition asked for, alone"
+    );
+    let records = audit(&h);
+    let last = records.last().expect("audited");
+    assert_eq!(
+        (last.action.as_str(), last.outcome.as_str()),
+        ("optimize", "succeeded")
+    );
+    assert_eq!(last.files_before, Some(6));
+    assert_eq!(last.files_after, Some(1), "re-read after the statement");
+
+    // Two marked partitions, grouped: one statement over the column's IN list.
+    let t2 = scratch_table(&lake, "grouped", 4, true).await;
+    let marked = lake.partitions(&t2).await.unwrap().partitions;
+    let d = floe::mutation::draft::draft(
+        &lake,
+        t2.clone(),
+        floe::mutation::draft::MaintenanceKind::Optimize,
+        floe::mutation::draft::Over::These(marked),
+        None,
+    )
+    .await
+    .unwrap();
+    let plan = d.build(true).unwrap();
+    assert_eq!(plan.steps.len(), 1, "{plan}");
+    assert!(
+        plan.steps[0]
+            .sql
+            .ends_with("WHERE \"region\" IN ('north', 'south')"),
+        "{plan}"
+    );
+    let ctx = floe::mutation::audit::RunContext {
+        profile: "lab".into(),
+        user: u.clone(),
+        target: lab().trino_url(),
+        readonly: false,
+        audit: floe::mutation::audit::AuditLog::new(h.join("grouped.jsonl")),
+    };
+    let outcomes = floe::mutation::run::run_plan(
+        &lake,
+        &plan,
+        &ctx,
+        tokio_util::sync::CancellationToken::new(),
+        &|_| {},
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        (outcomes[0].files_after, outcomes[0].small_after),
+        (Some(2), Some(2)),
+        "{outcomes:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_delta_vacuum_shows_its_retention_and_trinos_refusals_in_trinos_words() {
+    let (catalog, _) = delta();
+    let u = user("delta_vac");
+    let lake = lake(&u, &catalog);
+    lake.connect().await.unwrap();
+    let t = scratch_table(&lake, "vac", 3, false).await;
+    let name = format!("{catalog}.scratch.{}", t.table);
+    let h = home("vac");
+    let out = maintain(&u, &h, &["vacuum", &name]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!(
+            "CALL \"{catalog}\".system.vacuum('scratch', '{}', '7d');",
+            t.table
+        )) && text.contains("the last 7d"),
+        "the statement and its retention: {text}"
+    );
+    // Under the catalog's minimum: Trino's refusal, in its words; audited as failed.
+    let out = maintain(&u, &h, &["vacuum", &name, "--retention", "1d", "--yes"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("INVALID_PROCEDURE_ARGUMENT")
+            && err.contains("Retention specified (1.00d) is shorter than the minimum retention configured in the system (7.00d)"),
+        "{err}"
+    );
+    let records = audit(&h);
+    assert_eq!(
+        records
+            .iter()
+            .map(|r| (r.action.as_str(), r.outcome.as_str()))
+            .collect::<Vec<_>>(),
+        vec![("vacuum", "failed")]
+    );
+    // At the minimum: it runs.
+    let out = maintain(&u, &h, &["vacuum", &name, "--yes"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(audit(&h).last().unwrap().outcome.as_str(), "succeeded");
+    // A table with deletion vectors: 476 cannot vacuum it, and says so.
+    let dv = scratch_table(&lake, "vac_dv", 2, true).await;
+    let out = maintain(
+        &u,
+        &h,
+        &[
+            "vacuum",
+            &format!("{catalog}.scratch.{}", dv.table),
+            "--yes",
+        ],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("NOT_SUPPORTED")
+            && err.contains("Cannot execute vacuum procedure with deletionVectors writer features"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn a_procedure_of_the_other_format_is_refused_before_anything_runs() {
+    let (catalog, _) = delta();
+    let u = user("delta_refuse");
+    let h = home("refuse");
+    let out = maintain(
+        &u,
+        &h,
+        &[
+            "expire-snapshots",
+            &format!("{catalog}.sales.orders"),
+            "--yes",
+        ],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!(
+            "expire_snapshots is not a procedure of Delta Lake tables, and {catalog}.sales.orders is one: vacuum removes"
+        )),
+        "{err}"
+    );
+    let out = maintain(&u, &h, &["vacuum", "iceberg.zoning.permits", "--yes"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("vacuum is not a procedure of Iceberg tables"),
+        "{err}"
+    );
+    assert!(audit(&h).is_empty(), "nothing ran, nothing to audit");
+    // Nothing but reads was sent.
+    for q in lab().real_queries_of(&u).await {
+        let sql = q["sql"].as_str().unwrap_or("");
+        assert!(!sql.contains("EXECUTE") && !sql.contains("vacuum"), "{sql}");
+    }
+}

@@ -636,6 +636,32 @@ mod keys {
         }
 
         #[test]
+        fn vacuum_asks_for_its_retention_then_plans_and_read_only_has_no_key_for_it() {
+            let mut s = loaded();
+            update(&mut s, key('V'));
+            assert!(
+                matches!(s.prompt, Some(Prompt::Retention(RetentionFor::Vacuum, ref t)) if t == "7d")
+            );
+            let fx = update(&mut s, code(KeyCode::Enter));
+            assert_eq!(
+                fx,
+                vec![Effect::PlanMaintenance {
+                    epoch: s.conn.epoch,
+                    table: tref("zoning", "documents"),
+                    kind: MaintenanceKind::Vacuum {
+                        retention_secs: 7 * 86_400
+                    },
+                    partitions: None
+                }]
+            );
+            let mut s = loaded();
+            s.readonly = true;
+            s.keymap = s.keymap.clone().with_readonly(true);
+            update(&mut s, key('V'));
+            assert_eq!(s.prompt, None, "no vacuum in read-only mode");
+        }
+
+        #[test]
         fn readonly_refuses_in_update_as_well_as_in_the_keymap() {
             let mut s = on_partitions();
             s.readonly = true;

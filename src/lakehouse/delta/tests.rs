@@ -82,3 +82,32 @@ fn the_survey_reads_each_tables_partitions_and_history_once() {
     assert_eq!(sql.matches("$history\"").count(), 2, "{sql}");
     assert!(sql.contains("'OPTIMIZE'"));
 }
+
+#[test]
+fn a_recount_sums_the_partitions_any_target_names_in_full_or_in_part() {
+    let p = |region: &str, day: &str, files: u64, small: u64| PartitionStats {
+        values: vec![
+            ("region".into(), Some(region.into())),
+            ("day".into(), Some(day.into())),
+        ],
+        data_files: files,
+        small_files: small,
+        total_bytes: 0,
+        records: 0,
+        min_file: 0,
+        max_file: 0,
+        delete_files: 0,
+        oldest_small_file_at: None,
+        spec_id: None,
+    };
+    let parts = vec![
+        p("emea", "2026-12-01", 1, 1),
+        p("emea", "2026-12-02", 5, 5),
+        p("amer", "2026-12-01", 2, 0),
+    ];
+    let emea = vec![("region".to_string(), Some("emea".to_string()))];
+    assert_eq!(recount(&parts, std::slice::from_ref(&emea)), (6, 6));
+    let one = parts[2].values.clone();
+    assert_eq!(recount(&parts, &[emea, one]), (8, 6));
+    assert_eq!(recount(&parts, &[]), (0, 0));
+}

@@ -61,6 +61,9 @@ pub struct TableLayout {
     /// and its field names in order, as the `"$partition"` path of one of its files names
     /// them (see [`spec_fields_from_path`]). Empty when not read.
     pub live_specs: Vec<(i32, Vec<String>)>,
+    /// The table's format: a Delta table is partitioned by its columns' values alone and
+    /// has no `"$partition"` path to select partitions by.
+    pub format: crate::lakehouse::delta::TableFormat,
 }
 
 impl TableLayout {
@@ -270,6 +273,32 @@ fn split_args(s: &str) -> Vec<&str> {
 
 /// The `partitioning = ARRAY['a', 'day(b)']` property of the `WITH (…)` clause of
 /// `SHOW CREATE TABLE`'s text (empty when the table is not partitioned).
+/// A Delta table's partitioning from its `SHOW CREATE TABLE`: `partitioned_by = ARRAY[…]`
+/// names the columns whose values partition it (Delta has no transforms: each column is
+/// an identity field). No such property: unpartitioned.
+pub fn delta_partitioning_from_show_create(
+    text: &str,
+) -> Result<Vec<PartitionField>, PartitioningError> {
+    let props = crate::lakehouse::layout::with_properties(text)?;
+    let Some((_, value)) = props.iter().find(|(k, _)| k == "partitioned_by") else {
+        return Ok(Vec::new());
+    };
+    let PropValue::Array(items) = value else {
+        return Err(PartitioningError::NotArray(value.clone()));
+    };
+    items
+        .iter()
+        .map(|item| match item {
+            PropValue::Str(column) => Ok(PartitionField {
+                name: column.clone(),
+                source: column.clone(),
+                transform: Transform::Identity,
+            }),
+            other => Err(PartitioningError::NotString(other.clone())),
+        })
+        .collect()
+}
+
 pub fn partitioning_from_show_create(text: &str) -> Result<Vec<PartitionField>, PartitioningError> {
     let props = crate::lakehouse::layout::with_properties(text)?;
     let Some((_, value)) = props.iter().find(|(k, _)| k == "partitioning") else {

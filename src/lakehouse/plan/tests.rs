@@ -13,6 +13,7 @@ fn documents() -> (TableRef, TableLayout) {
         )
         .unwrap(),
         live_specs: Vec::new(),
+        format: Default::default(),
     };
     (TableRef::new("iceberg", "zoning", "documents"), layout)
 }
@@ -158,6 +159,7 @@ fn nulls_months_hours_dates_and_buckets() {
             parse_partition_entry("hour(ts)").unwrap(),
         ],
         live_specs: Vec::new(),
+        format: Default::default(),
     };
     let p = part(
         &[
@@ -338,6 +340,7 @@ fn identity_year_columns_make_equality_predicates() {
         )
         .unwrap(),
         live_specs: Vec::new(),
+        format: Default::default(),
     };
     let p = part(
         &[("fiscal_year", Some("2026")), ("region", Some("emea"))],
@@ -373,6 +376,7 @@ fn files_predicates_turn_rendered_values_back_into_field_values() {
         .map(|e| parse_partition_entry(e).unwrap())
         .collect(),
         live_specs: Vec::new(),
+        format: Default::default(),
     };
     let one = |k: &str, v: &str| files_partition_predicate(&l, &[(k.into(), Some(v.into()))]);
     assert_eq!(
@@ -498,6 +502,7 @@ fn identity_timestamps_with_zone_keep_their_microseconds() {
         columns: vec![("tstz".into(), "timestamp(6) with time zone".into())],
         partitioning: vec![parse_partition_entry("tstz").unwrap()],
         live_specs: Vec::new(),
+        format: Default::default(),
     };
     let at = chrono::DateTime::parse_from_rfc3339("2026-11-05T11:15:00.123456Z")
         .unwrap()
@@ -591,6 +596,7 @@ fn grouped_statements_stay_within_the_writers_limit() {
         columns: vec![("region".into(), "varchar".into())],
         partitioning: vec![parse_partition_entry("region").unwrap()],
         live_specs: Vec::new(),
+        format: Default::default(),
     };
     let parts: Vec<PartitionStats> = (0..107)
         .map(|i| PartitionStats {
@@ -612,4 +618,108 @@ fn grouped_statements_stay_within_the_writers_limit() {
     let plan = optimize_plan(&t, &l, &parts, 96 << 20, true).unwrap();
     assert_eq!(plan.steps.len(), 107usize.div_ceil(MAX_GROUP));
     assert_eq!(plan.files(), 321);
+}
+
+fn delta_layout(columns: &[(&str, &str)], partitioned_by: &str) -> TableLayout {
+    let text = format!(
+        "CREATE TABLE delta.sales.orders (\n   x bigint\n)\nWITH (\n   location = 's3://lake/x',\n   partitioned_by = ARRAY[{partitioned_by}]\n)"
+    );
+    TableLayout {
+        columns: columns
+            .iter()
+            .map(|(n, t)| (n.to_string(), t.to_string()))
+            .collect(),
+        partitioning: delta_partitioning_from_show_create(&text).unwrap(),
+        live_specs: Vec::new(),
+        format: crate::lakehouse::delta::TableFormat::Delta,
+    }
+}
+
+#[test]
+fn a_delta_tables_partitioning_is_its_partitioned_by_columns_each_by_identity() {
+    let l = delta_layout(&[("region", "varchar")], "'region', 'day'");
+    assert_eq!(
+        l.partitioning
+            .iter()
+            .map(|f| (f.name.as_str(), f.source.as_str(), f.transform.clone()))
+            .collect::<Vec<_>>(),
+        vec![
+            ("region", "region", Transform::Identity),
+            ("day", "day", Transform::Identity)
+        ]
+    );
+    assert!(
+        delta_partitioning_from_show_create("CREATE TABLE t (\n   x bigint\n)")
+            .unwrap()
+            .is_empty(),
+        "unpartitioned"
+    );
+    // (a column named like a transform is a column)
+    let l = delta_layout(&[("year", "integer")], "'year'");
+    assert_eq!(l.partitioning[0].transform, Transform::Identity);
+}
+
+#[test]
+fn a_delta_plan_groups_one_columns_partitions_in_an_in_list_and_never_uses_the_partition_path() {
+    let t = TableRef::new("delta", "sales", "orders");
+    let l = delta_layout(&[("region", "varchar"), ("day", "date")], "'region'");
+    let parts = vec![
+        part(&[("region", Some("emea"))], 4),
+        part(&[("region", Some("o'hare"))], 3),
+        part(&[("region", None)], 2),
+    ];
+    let plan = optimize_plan(&t, &l, &parts, 96 << 20, true).unwrap();
+    let sql: Vec<&str> = plan.steps.iter().map(|s| s.sql.as_str()).collect();
+    assert_eq!(
+        sql,
+        vec![
+            "ALTER TABLE \"delta\".\"sales\".\"orders\" EXECUTE optimize(file_size_threshold => '96MB') WHERE \"region\" IN ('emea', 'o''hare')",
+            "ALTER TABLE \"delta\".\"sales\".\"orders\" EXECUTE optimize(file_size_threshold => '96MB') WHERE \"region\" IS NULL",
+        ]
+    );
+    assert_eq!(plan.steps[0].targets.len(), 2);
+    assert_eq!(plan.steps[0].small_files, 7);
+    // Not grouped: a statement a partition.
+    let plan = optimize_plan(&t, &l, &parts, 96 << 20, false).unwrap();
+    assert_eq!(plan.steps.len(), 3);
+    assert!(
+        plan.steps
+            .iter()
+            .any(|s| s.sql.ends_with("WHERE \"region\" = 'emea'")),
+        "{plan}"
+    );
+    // Two columns: Delta takes no disjunction over both, so a statement a partition,
+    // grouped or not, each by its typed values.
+    let l = delta_layout(&[("region", "varchar"), ("day", "date")], "'region', 'day'");
+    let parts = vec![
+        part(&[("region", Some("emea")), ("day", Some("2026-12-01"))], 4),
+        part(&[("region", Some("amer")), ("day", Some("2026-12-02"))], 4),
+    ];
+    let plan = optimize_plan(&t, &l, &parts, 96 << 20, true).unwrap();
+    assert_eq!(plan.steps.len(), 2, "{plan}");
+    assert!(
+        plan.steps
+            .iter()
+            .all(|s| !s.sql.contains("$partition") && s.sql.contains("\"day\" = DATE '")),
+        "{plan}"
+    );
+}
+
+#[test]
+fn a_vacuum_is_a_call_of_the_tables_catalog_with_its_names_and_retention_quoted() {
+    let t = TableRef::new("delta lake", "o'sales", "orders");
+    let plan = table_plan(
+        &t,
+        Procedure::Vacuum {
+            retention_secs: 7 * 86_400,
+        },
+    );
+    assert_eq!(
+        plan.steps[0].sql,
+        "CALL \"delta lake\".system.vacuum('o''sales', 'orders', '7d')"
+    );
+    assert_eq!(
+        plan.summary(),
+        format!("vacuum {t}: remove the files no version of the last 7d references")
+    );
 }

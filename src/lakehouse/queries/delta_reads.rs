@@ -37,6 +37,22 @@ impl Lakehouse {
         self.format() == TableFormat::Delta
     }
 
+    /// Whether the catalog is Delta Lake's, learned first where no listing told (a read of
+    /// one table: `floe maintain`, a postmortem).
+    pub(super) async fn delta(&self) -> Result<bool, TrinoError> {
+        Ok(self.known_format().await? == TableFormat::Delta)
+    }
+
+    /// The catalog's format: as the listing learned it, else asked of the catalog list
+    /// once (a `floe maintain` lists no table).
+    pub async fn known_format(&self) -> Result<TableFormat, TrinoError> {
+        if self.format.load(Ordering::Relaxed) == FORMAT_UNKNOWN {
+            self.learn_format().await
+        } else {
+            Ok(self.format())
+        }
+    }
+
     /// The catalog's connector, asked once where the listing could not tell (a catalog
     /// without `system.iceberg_tables` on a server that has it): a catalog of another
     /// connector than Iceberg's or Delta Lake's is read as Iceberg, and fails as such.
@@ -140,6 +156,18 @@ impl Lakehouse {
             layout_fields,
             partitions,
         })
+    }
+
+    /// What is left in the partitions of a Delta table matching any of `targets` (each
+    /// the values a plan step recorded, all fields or some): its partitions read again
+    /// (`$partitions`, one statement), their files and proved small files summed.
+    pub(super) async fn delta_recount(
+        &self,
+        t: &TableRef,
+        targets: &[Vec<(String, Option<String>)>],
+    ) -> Result<(u64, u64), TrinoError> {
+        let list = self.delta_partitions(t).await?;
+        Ok(delta::recount(&list.partitions, targets))
     }
 
     /// One Delta table's history as its snapshots, oldest first: a version a snapshot;

@@ -16,7 +16,7 @@ impl Lakehouse {
     /// failed for it, its small files dated by their modification times (the operator
     /// looks: see [`Lakehouse::dated`]).
     pub async fn partitions(&self, t: &TableRef) -> Result<PartitionList, TrinoError> {
-        if self.is_delta() {
+        if self.delta().await? {
             return self.delta_partitions(t).await;
         }
         let (rows, layout) = self
@@ -105,6 +105,9 @@ impl Lakehouse {
         targets: &[Vec<(String, Option<String>)>],
         threshold: u64,
     ) -> Result<(u64, u64), TrinoError> {
+        if self.delta().await? {
+            return self.delta_recount(t, targets).await;
+        }
         let names: BTreeSet<String> = targets.iter().flatten().map(|(k, _)| k.clone()).collect();
         let spec = self.spec_for_fields(t, &names).await?;
         let sql = recount_in_spec_sql(t, &spec, spec_id, targets, threshold).map_err(|m| {

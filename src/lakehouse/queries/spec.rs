@@ -5,6 +5,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use super::{CachedSpec, Lakehouse};
+use crate::lakehouse::delta::TableFormat;
 use crate::lakehouse::model::TableRef;
 use crate::lakehouse::plan::TableLayout;
 use crate::lakehouse::statements::{describe_sql, show_create_sql};
@@ -64,17 +65,20 @@ impl Lakehouse {
             .and_then(|r| r.values.first())
             .and_then(Value::as_str)
             .unwrap_or("");
-        let partitioning =
-            crate::lakehouse::plan::partitioning_from_show_create(text).map_err(|m| {
-                TrinoError::Malformed {
-                    url: self.client.url().to_string(),
-                    message: format!("partitioning of {t}: {m}"),
-                }
-            })?;
+        let format = self.format();
+        let partitioning = match format {
+            TableFormat::Delta => crate::lakehouse::plan::delta_partitioning_from_show_create(text),
+            TableFormat::Iceberg => crate::lakehouse::plan::partitioning_from_show_create(text),
+        }
+        .map_err(|m| TrinoError::Malformed {
+            url: self.client.url().to_string(),
+            message: format!("partitioning of {t}: {m}"),
+        })?;
         let layout = Arc::new(TableLayout {
             columns,
             partitioning,
             live_specs: Vec::new(),
+            format,
         });
         let unknown = fields
             .iter()

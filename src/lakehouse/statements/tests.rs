@@ -71,6 +71,7 @@ fn recount_reads_only_the_steps_partitions_typed_by_their_transforms() {
             .map(|e| field(e))
             .collect(),
         live_specs: Vec::new(),
+        format: Default::default(),
     };
     let sql = recount_sql(
         &t,

@@ -80,6 +80,7 @@ fn a_table_spread_thin_optimizes_every_partition_with_small_files_in_bounded_gro
         columns: vec![("ordered_at".into(), "timestamp(6) with time zone".into())],
         partitioning: vec![parse_partition_entry("day(ordered_at)").unwrap()],
         live_specs: Vec::new(),
+        format: Default::default(),
     };
     let draft = PlanDraft {
         table: t.clone(),
@@ -148,6 +149,7 @@ fn a_null_partition_of_a_table_spread_thin_is_planned_alone_beside_the_groups() 
             columns: vec![("district".into(), "varchar".into())],
             partitioning: vec![parse_partition_entry("district").unwrap()],
             live_specs: Vec::new(),
+            format: Default::default(),
         },
         partitions: got.partitions,
         note: got.note,
@@ -228,6 +230,7 @@ fn a_partial_spec_wider_than_a_writer_is_split_into_bounded_statements() {
                 parse_partition_entry("day(ordered_at)").unwrap(),
             ],
             live_specs: Vec::new(),
+            format: Default::default(),
         },
         partitions: parts,
         note: None,
