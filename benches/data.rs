@@ -215,6 +215,7 @@ pub fn report(profile: &str, n: usize, now: DateTime<Utc>) -> floe::report::Repo
                 stats: Some(st),
                 error: None,
                 dag: None,
+                format: None,
             }
         })
         .collect();

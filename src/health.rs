@@ -281,12 +281,40 @@ pub fn retention_cost(
     })
 }
 
+/// A Delta table keeps its versions by its log's own retention (no snapshot to expire);
+/// what stays on storage is the files its OPTIMIZEs replaced, until a vacuum removes
+/// them. INFO once the newest OPTIMIZE is past the retention: a vacuum would free what it
+/// replaced. Trino's vacuum commits no version, so whether one ran since is not known.
+fn delta_vacuum(stats: &TableStats, cfg: &HealthConfig, now: DateTime<Utc>) -> Option<Finding> {
+    let at = stats.last_compaction?;
+    let retention = cfg.snapshot_retention.as_secs() as i64;
+    let old = age(now, at);
+    if old <= retention {
+        return None;
+    }
+    Some(Finding {
+        rule: Rule::SnapshotBloat,
+        severity: Severity::Info,
+        message: format!(
+            "{} versions; the files the OPTIMIZE of {} ago replaced are past the {} retention: \
+             vacuum removes them (Trino's vacuum commits no version: whether one ran since is not known)",
+            thousands(stats.snapshots),
+            human_duration(old),
+            human_duration(retention)
+        ),
+        penalty: 0,
+    })
+}
+
 /// Snapshots past retention (or too many of them). What they cost sets the severity:
 /// INFO while few snapshots could be expired and they pin few files (a healthy but
 /// unmaintained small table is not a WARNING), WARNING once either is worth an
 /// `expire_snapshots`, CRITICAL when they are also too many. Summaries without totals
 /// leave the cost unknown: WARNING, as a retention breach always was.
 fn snapshot_bloat(stats: &TableStats, cfg: &HealthConfig, now: DateTime<Utc>) -> Option<Finding> {
+    if stats.format == crate::lakehouse::delta::TableFormat::Delta {
+        return delta_vacuum(stats, cfg, now);
+    }
     if stats.snapshots <= 1 {
         return None;
     }

@@ -53,6 +53,8 @@ pub struct TableReport {
     /// Why the table could not be read (its status is then UNKNOWN).
     pub error: Option<String>,
     pub dag: Option<DagFacts>,
+    /// The table's format, by its catalog's connector, when known.
+    pub format: Option<crate::lakehouse::delta::TableFormat>,
 }
 
 #[derive(Clone, Debug)]

@@ -48,6 +48,25 @@ impl TableRow {
         }
     }
 
+    /// Name each row as its table's schema and name, or with its catalog too where the
+    /// rows come from more than one catalog (a profile reading several).
+    pub fn name_all(rows: &mut [TableRow]) {
+        let several = rows
+            .first()
+            .is_some_and(|f| rows.iter().any(|r| r.table.catalog != f.table.catalog));
+        for r in rows {
+            let name = if several {
+                format!("{}.{}.{}", r.table.catalog, r.table.schema, r.table.table)
+            } else {
+                format!("{}.{}", r.table.schema, r.table.table)
+            };
+            if name != r.name {
+                r.search = name.to_lowercase();
+                r.name = name;
+            }
+        }
+    }
+
     /// The facts the screen shows: the verdict's, else what a survey proved while the
     /// table's files are read.
     pub fn stats(&self) -> Option<&TableStats> {

@@ -69,7 +69,12 @@ pub use crate::tls::TlsSettings;
 pub struct TrinoSettings {
     pub url: Url,
     pub user: String,
+    /// The catalog read (and unqualified table names' catalog): the first `trino.catalog`
+    /// names.
     pub catalog: String,
+    /// Further catalogs read beside it (`trino.catalog = "iceberg,delta"`; `*`: every
+    /// other Iceberg and Delta Lake catalog of the cluster).
+    pub more_catalogs: Vec<String>,
     pub schemas: Vec<String>,
     pub tables: Vec<String>,
     pub auth: Auth,

@@ -19,6 +19,7 @@ impl Doctor<'_> {
         self.trino_auth(s, &client).await?;
         self.trino_catalog(s, &client).await?;
         let lake = Lakehouse::new(client.clone(), s.trino.catalog.clone(), s.health.clone())
+            .with_catalogs(&s.trino.more_catalogs)
             .with_fallbacks_beside(&s.stats_cache);
         let _ = lake.connect().await;
         self.iceberg_tables(s, &client, &lake).await;

@@ -99,6 +99,10 @@ impl<'f, 'a> Triage<'f, 'a> {
         let mut names: BTreeMap<String, usize> = BTreeMap::new();
         for t in &facts.tables {
             *names.entry(t.table.table.to_lowercase()).or_default() += 1;
+            // (a schema's table in two catalogs: `schema.table` is shared too)
+            *names
+                .entry(format!("{}.{}", t.table.schema, t.table.table).to_lowercase())
+                .or_default() += 1;
         }
         Triage {
             facts,
@@ -122,16 +126,15 @@ impl<'f, 'a> Triage<'f, 'a> {
         }
     }
 
-    /// The table's name as lines show it: the bare name unless two schemas share it.
+    /// The table's name as lines show it: the bare name unless two schemas share it, its
+    /// catalog too when two catalogs share its schema and name.
     fn name_of(&self, t: &TableRef) -> String {
-        if self
-            .names
-            .get(&t.table.to_lowercase())
-            .copied()
-            .unwrap_or(0)
-            > 1
-        {
-            format!("{}.{}", t.schema, t.table)
+        let shared = |k: String| self.names.get(&k.to_lowercase()).copied().unwrap_or(0) > 1;
+        let qualified = format!("{}.{}", t.schema, t.table);
+        if shared(qualified.clone()) {
+            format!("{}.{qualified}", t.catalog)
+        } else if shared(t.table.clone()) {
+            qualified
         } else {
             t.table.clone()
         }

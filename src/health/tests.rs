@@ -978,3 +978,43 @@ fn ids_are_snake_case_and_unique() {
     assert!(Rule::StaleDagFailing.is_dag_correlation());
     assert!(!Rule::DagFailing.is_dag_correlation());
 }
+
+#[test]
+fn a_delta_tables_versions_are_not_snapshots_to_expire_its_old_optimize_is_a_vacuum_to_run() {
+    let cfg = HealthConfig::default();
+    let day = chrono::Duration::days(1);
+    let mut s = TableStats {
+        format: crate::lakehouse::delta::TableFormat::Delta,
+        data_files: 2,
+        snapshots: 49,
+        oldest_snapshot: Some(now() - day * 21),
+        newest_snapshot: Some(now() - day),
+        ..Default::default()
+    };
+    // 49 versions over three weeks, never optimized: Delta's log keeps them itself.
+    let h = evaluate(&s, None, &cfg, now());
+    assert!(
+        h.findings.iter().all(|f| f.rule != Rule::SnapshotBloat),
+        "{h:?}"
+    );
+    // An OPTIMIZE 12 days ago: what it replaced is past the retention.
+    s.last_compaction = Some(now() - day * 12);
+    let h = evaluate(&s, None, &cfg, now());
+    let f = h
+        .findings
+        .iter()
+        .find(|f| f.rule == Rule::SnapshotBloat)
+        .expect("a vacuum to run");
+    assert_eq!(f.severity, Severity::Info);
+    assert!(
+        f.message.contains(
+            "the OPTIMIZE of 12d ago replaced are past the 7d retention: vacuum removes them"
+        ) && !f.message.contains("expire_snapshots"),
+        "{}",
+        f.message
+    );
+    // Within the retention: nothing to say.
+    s.last_compaction = Some(now() - day * 3);
+    let h = evaluate(&s, None, &cfg, now());
+    assert!(h.findings.iter().all(|f| f.rule != Rule::SnapshotBloat));
+}

@@ -210,6 +210,7 @@ pub fn stats(
     let min = cfg.min_small_files;
     let crit = cfg.critical_partition_small_files.max(min);
     let mut st = TableStats {
+        format: TableFormat::Delta,
         target_file_size: target,
         partitioned,
         snapshot_id: history.version,

@@ -108,6 +108,9 @@ impl fmt::Display for TableRef {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct TableStats {
+    /// The table's format: which rules speak of its maintenance (a Delta table has
+    /// versions and vacuum, not snapshots to expire).
+    pub format: crate::lakehouse::delta::TableFormat,
     /// The target file size used for this table's verdicts (bytes).
     pub target_file_size: u64,
     /// True when the target came from the table property `write.target-file-size-bytes`.

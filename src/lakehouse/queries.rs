@@ -25,6 +25,8 @@ use super::summary::{
 pub use super::fallbacks::{ENTRIES_GIVE_UP, EntriesRecord};
 mod files;
 pub use files::FileItem;
+mod catalogs;
+pub use catalogs::{catalogs_sql, choose as choose_catalogs};
 mod delta_reads;
 mod layouts;
 mod learned;
@@ -82,6 +84,10 @@ pub struct Lakehouse {
     fallbacks_file: Option<Arc<std::path::PathBuf>>,
     /// The catalog's table format, as its listing learned it (see `delta_reads`).
     format: Arc<std::sync::atomic::AtomicU8>,
+    /// The other catalogs read beside this one (see `catalogs`).
+    siblings: Arc<std::sync::RwLock<Vec<Lakehouse>>>,
+    /// The catalogs asked for beside this one, found at connect (see `catalogs`).
+    more_catalogs: Arc<Vec<String>>,
     /// The most snapshots [`Lakehouse::snapshots`] reads of one table (the newest):
     /// the page limit bounds one answer, not a query of a million rows.
     snapshot_limit: usize,
@@ -142,6 +148,8 @@ impl Lakehouse {
             format: Arc::new(std::sync::atomic::AtomicU8::new(
                 delta_reads::FORMAT_UNKNOWN,
             )),
+            siblings: Default::default(),
+            more_catalogs: Default::default(),
             pending: Default::default(),
             meta_reading: Default::default(),
             snapshot_limit: SNAPSHOT_LIMIT,
@@ -151,10 +159,27 @@ impl Lakehouse {
     /// The same connection whose statements are counted apart from this one's (see
     /// [`Client::with_own_meter`]): what a maintenance job runs on.
     pub fn with_own_meter(&self) -> Lakehouse {
+        let client = self.client.with_own_meter();
+        let siblings = self
+            .siblings()
+            .into_iter()
+            .map(|l| Lakehouse {
+                client: client.clone(),
+                ..l
+            })
+            .collect();
         Lakehouse {
-            client: self.client.with_own_meter(),
+            client,
+            siblings: Arc::new(std::sync::RwLock::new(siblings)),
             ..self.clone()
         }
+    }
+
+    /// Read `more` catalogs beside this one (a profile's further catalogs; `*`: every
+    /// Iceberg and Delta Lake catalog of the cluster), found at [`Lakehouse::connect`].
+    pub fn with_catalogs(mut self, more: &[String]) -> Lakehouse {
+        self.more_catalogs = Arc::new(more.to_vec());
+        self
     }
 
     /// Read at most `n` snapshots of a table (its newest) in [`Lakehouse::snapshots`].
@@ -175,6 +200,9 @@ impl Lakehouse {
             && let Ok(mut r) = self.entries_unreadable.lock()
         {
             r.absorb(known);
+        }
+        if !self.more_catalogs.is_empty() {
+            self.add_catalogs(&self.more_catalogs).await?;
         }
         Ok(info)
     }
@@ -200,6 +228,9 @@ impl Lakehouse {
     /// manifests and metadata log in one statement), then its files when they can change
     /// its verdict ([`crate::lakehouse::summary::file_read`]).
     pub async fn table_stats(&self, t: &TableRef) -> Result<TableStats, TrinoError> {
+        if let Some(l) = self.sibling(&t.catalog) {
+            return Box::pin(l.table_stats(t)).await;
+        }
         let one = std::slice::from_ref(t);
         // A Delta table's survey is complete: no file read follows it.
         let mut surveyed = if self.delta().await? {
@@ -225,6 +256,24 @@ impl Lakehouse {
     /// worth reading get their target and manifests read ahead of their files, ten a
     /// statement ([`Lakehouse::file_stats`]).
     pub async fn survey(&self, tables: &[TableRef]) -> Vec<(TableRef, Result<Survey, TrinoError>)> {
+        if !self.siblings().is_empty() {
+            let mut out = Vec::with_capacity(tables.len());
+            for (lake, group) in self.by_catalog(tables.to_vec(), |t| t) {
+                match lake {
+                    Some(l) if !group.is_empty() => out.extend(Box::pin(l.survey(&group)).await),
+                    None if !group.is_empty() => out.extend(self.survey_here(&group).await),
+                    _ => {}
+                }
+            }
+            return out;
+        }
+        self.survey_here(tables).await
+    }
+
+    async fn survey_here(
+        &self,
+        tables: &[TableRef],
+    ) -> Vec<(TableRef, Result<Survey, TrinoError>)> {
         if self.is_delta() {
             return self.delta_survey(tables).await;
         }
@@ -396,6 +445,9 @@ impl Lakehouse {
     /// The health facts of one table in the single statement floe read them with before
     /// the survey (every metadata table of the table in one plan): kept for comparison.
     pub async fn table_stats_in_one(&self, t: &TableRef) -> Result<TableStats, TrinoError> {
+        if let Some(l) = self.sibling(&t.catalog) {
+            return Box::pin(l.table_stats_in_one(t)).await;
+        }
         let (rows, layout) = self
             .with_layout(t, |l, m| stats_sql(t, &self.scan, l, m))
             .await?;
@@ -414,6 +466,21 @@ impl Lakehouse {
     /// The change probe of `tables` (see [`super::probe`]), in one statement when all
     /// answer (see [`Lakehouse::batched`]).
     pub async fn probe(&self, tables: &[TableRef]) -> Vec<(TableRef, Result<Probe, TrinoError>)> {
+        if !self.siblings().is_empty() {
+            let mut out = Vec::with_capacity(tables.len());
+            for (lake, group) in self.by_catalog(tables.to_vec(), |t| t) {
+                match lake {
+                    Some(l) if !group.is_empty() => out.extend(Box::pin(l.probe(&group)).await),
+                    None if !group.is_empty() => out.extend(self.probe_here(&group).await),
+                    _ => {}
+                }
+            }
+            return out;
+        }
+        self.probe_here(tables).await
+    }
+
+    async fn probe_here(&self, tables: &[TableRef]) -> Vec<(TableRef, Result<Probe, TrinoError>)> {
         if self.is_delta() {
             return self.delta_probe(tables).await;
         }
@@ -509,6 +576,9 @@ impl Lakehouse {
     /// read is bounded by a LIMIT: a table with a million snapshots is not read whole (its
     /// verdict comes from the health statement's aggregates, which count them all).
     pub async fn snapshots(&self, t: &TableRef) -> Result<Vec<SnapshotInfo>, TrinoError> {
+        if let Some(l) = self.sibling(&t.catalog) {
+            return Box::pin(l.snapshots(t)).await;
+        }
         if self.delta().await? {
             return self.delta_snapshots(t).await;
         }

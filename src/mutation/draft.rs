@@ -320,10 +320,13 @@ pub async fn draft(
         MaintenanceKind::Vacuum { retention_secs } => Procedure::Vacuum { retention_secs },
     };
     // Each format has its own procedures: one of the other's is refused before a plan.
-    let format = lake.known_format().await.map_err(PlanError::read(format!(
-        "the connector of catalog {}",
-        table.catalog
-    )))?;
+    let format = lake
+        .format_of(&table)
+        .await
+        .map_err(PlanError::read(format!(
+            "the connector of catalog {}",
+            table.catalog
+        )))?;
     if let Some(instead) = other_formats(&procedure, format) {
         return Err(PlanError::NotOfFormat {
             table,

@@ -200,6 +200,9 @@ async fn run_tracked(
         &all_globs,
         Utc::now(),
     );
+    for t in &mut report.tables {
+        t.format = Some(lake.format_of_catalog(&t.table.catalog));
+    }
     report
 }
 
@@ -266,6 +269,7 @@ async fn connect(settings: &Settings, running: &Running, report: &mut Report) ->
         settings.trino.catalog.clone(),
         settings.health.clone(),
     )
+    .with_catalogs(&settings.trino.more_catalogs)
     .with_fallbacks_beside(&settings.stats_cache);
     let connecting = running.start(format!("Trino: connecting to {}", settings.trino.url));
     let connected = lake.connect().await;
@@ -409,6 +413,7 @@ pub(crate) fn table_report(
             stats: Some(stats),
             error: None,
             dag,
+            format: None,
         },
         Err(e) => TableReport {
             health: Health {
@@ -425,6 +430,7 @@ pub(crate) fn table_report(
             stats: None,
             error: Some(e.to_string()),
             dag,
+            format: None,
         },
     }
 }

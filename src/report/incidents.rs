@@ -88,6 +88,7 @@ mod tests {
                 error: None,
                 // Its DAG's facts were not read: the DAG's list of tables still maps it.
                 dag: None,
+                format: None,
             }],
             dags: vec![DagReport {
                 health: evaluate_dag(&facts, now),

@@ -84,6 +84,11 @@ pub const METRICS: &[Metric] = &[
         "When this report was generated (Unix time).",
     ),
     gauge(
+        "floe_table_format",
+        &["profile", "catalog", "schema", "table", "format"],
+        "Always 1: the table's format (iceberg, delta) as a label, to join on.",
+    ),
+    gauge(
         "floe_table_status",
         TABLE,
         "Health status: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.",

@@ -181,11 +181,8 @@ pub async fn gather(settings: &Settings, name: &str) -> Result<Postmortem, Gathe
     let url = || settings.trino.url.to_string();
     let client = Client::from_settings(&settings.trino, settings.query_timeout)
         .map_err(|source| GatherError::Client { url: url(), source })?;
-    let lake = Lakehouse::new(
-        client,
-        settings.trino.catalog.clone(),
-        settings.health.clone(),
-    );
+    // The table's own catalog: its connector says how it is read.
+    let lake = Lakehouse::new(client, table.catalog.clone(), settings.health.clone());
     let info = lake
         .connect()
         .await

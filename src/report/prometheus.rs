@@ -90,6 +90,21 @@ impl Report {
                 )
             })
             .collect();
+        let info = self
+            .tables
+            .iter()
+            .filter_map(|t| {
+                let f = t.format?;
+                let labels = self.labels(&t.table);
+                let labels = format!(
+                    "{},format=\"{}\"}}",
+                    labels.strip_suffix('}').unwrap_or(&labels),
+                    f.label()
+                );
+                Some((labels, "1".to_string()))
+            })
+            .collect();
+        out.gauge("floe_table_format", info);
         out.gauge("floe_table_status", status_samples);
         out.gauge(
             "floe_table_health_score",

@@ -14,6 +14,8 @@ pub struct TableRecord {
     pub catalog: String,
     pub schema: String,
     pub table: String,
+    /// `iceberg` or `delta`, when the catalog's connector is known.
+    pub format: Option<crate::lakehouse::delta::TableFormat>,
     pub status: Severity,
     pub score: u32,
     pub data_files: Option<u64>,
@@ -85,6 +87,7 @@ impl TableRecord {
             catalog: table.catalog.clone(),
             schema: table.schema.clone(),
             table: table.table.clone(),
+            format: None,
             status: health.status,
             score: health.score,
             data_files: n(|s| s.data_files),
@@ -120,6 +123,7 @@ impl TableRecord {
         TableRecord {
             maintenance_dag: t.dag.as_ref().map(DagRecord::new),
             error: t.error.clone(),
+            format: t.format,
             ..TableRecord::new(&t.table, t.stats.as_ref(), &t.health, now)
         }
     }

@@ -56,6 +56,7 @@ pub(crate) fn report() -> Report {
                 stats: Some(docs),
                 error: None,
                 dag: None,
+                format: None,
             },
             TableReport {
                 table: odd.clone(),
@@ -63,6 +64,7 @@ pub(crate) fn report() -> Report {
                 stats: Some(ok),
                 error: None,
                 dag: None,
+                format: None,
             },
             TableReport {
                 table: TableRef::new("iceberg", "zoning", "broken"),
@@ -77,6 +79,7 @@ pub(crate) fn report() -> Report {
                         .into(),
                 ),
                 dag: None,
+                format: None,
             },
         ],
         dags: vec![],

@@ -461,3 +461,183 @@ async fn a_procedure_of_the_other_format_is_refused_before_anything_runs() {
         assert!(!sql.contains("EXECUTE") && !sql.contains("vacuum"), "{sql}");
     }
 }
+
+/// `floe check` as `u` with `args` after the common ones; its stdout and exit code.
+fn check(u: &str, args: &[&str]) -> (String, String, Option<i32>) {
+    let h = home(&format!("check-{u}"));
+    let url = lab().trino_url();
+    let mut all = vec!["check", "--trino", url.as_str(), "--user", u];
+    all.extend_from_slice(args);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_floe"))
+        .args(&all)
+        .env("XDG_CONFIG_HOME", h.join("c"))
+        .env("XDG_STATE_HOME", h.join("s"))
+        .env("XDG_CACHE_HOME", h.join("cache"))
+        .output()
+        .unwrap();
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        out.status.code(),
+    )
+}
+
+#[tokio::test]
+async fn a_profile_reads_its_iceberg_and_delta_catalogs_in_one_report_each_table_tagged() {
+    let (catalog, expected) = delta();
+    let both = format!("iceberg,{catalog}");
+    let u = user("delta_both");
+    let (out, err, code) = check(
+        &u,
+        &[
+            "--catalog",
+            &both,
+            "--schema",
+            "zoning",
+            "--schema",
+            "sales",
+            "--schema",
+            "web",
+            "--format",
+            "json",
+        ],
+    );
+    let report: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}"));
+    assert_eq!(code, Some(2), "the seed's documents is CRITICAL: {err}");
+    let tables = report["tables"].as_array().unwrap();
+    let of = |c: &str, name: &str| {
+        tables
+            .iter()
+            .find(|t| {
+                t["catalog"] == c
+                    && format!(
+                        "{}.{}",
+                        t["schema"].as_str().unwrap(),
+                        t["table"].as_str().unwrap()
+                    ) == name
+            })
+            .unwrap_or_else(|| panic!("{c}.{name} in {out}"))
+    };
+    let docs = of("iceberg", "zoning.documents");
+    assert_eq!(
+        (docs["format"].as_str(), docs["status"].as_str()),
+        (Some("iceberg"), Some("CRITICAL"))
+    );
+    for name in expected["tables"].as_object().unwrap().keys() {
+        let t = of(&catalog, name);
+        assert_eq!(t["format"], "delta", "{t}");
+        assert_eq!(
+            t["data_files"], expected["tables"][name]["data_files"],
+            "{name}: read the Delta way"
+        );
+    }
+    assert_eq!(
+        of(&catalog, "sales.orders")["status"],
+        "WARNING",
+        "the stale OPTIMIZE"
+    );
+    // The exporter says each table's format once, beside its usual series.
+    let (text, _, _) = check(
+        &u,
+        &[
+            "--catalog",
+            &both,
+            "--schema",
+            "sales",
+            "--format",
+            "prometheus",
+        ],
+    );
+    assert!(
+        text.contains(&format!(
+            "floe_table_format{{profile=\"default\",catalog=\"{catalog}\",schema=\"sales\",table=\"orders\",format=\"delta\"}} 1"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "floe_table_data_files{{profile=\"default\",catalog=\"{catalog}\",schema=\"sales\",table=\"orders\"}} "
+        )),
+        "{text}"
+    );
+    // A catalog the cluster does not have: said, with those it has.
+    let (out, err, code) = check(&u, &["--catalog", "iceberg,lake_nope", "--format", "json"]);
+    assert_eq!(code, Some(3), "{out}{err}");
+    assert!(
+        out.contains("the cluster has no catalog lake_nope (it has ") && out.contains(&catalog),
+        "{out}"
+    );
+}
+
+#[test]
+fn one_triage_over_both_formats_and_v_vacuums_the_selected_delta_table() {
+    use crate::common::pty;
+    use std::time::Duration;
+    let (catalog, _) = delta();
+    let url = lab().trino_url();
+    let both = format!("iceberg,{catalog}");
+    let u = user("delta_tui");
+    let mut pty = pty::Pty::spawn_env(
+        &[
+            "--trino",
+            &url,
+            "--user",
+            &u,
+            "--catalog",
+            &both,
+            "--schema",
+            "zoning",
+            "--schema",
+            "sales",
+            "--schema",
+            "web",
+        ],
+        &[("NO_COLOR", "1")],
+        120,
+        30,
+    );
+    // Triage: the seed's documents and the Delta tables waiting, in one incident.
+    pty.send(b"0");
+    pty.wait_for("both formats on Triage", Duration::from_secs(90), |s| {
+        s.contains("documents: 2,004 small files")
+            && s.contains("orders: 45 small files, compacted 12d ago")
+            && s.contains("clicks: 40 small files, never compacted")
+    });
+    // The Tables tab names rows by catalog: filter to the Delta table, V asks its retention.
+    pty.send(b"1");
+    pty.send(b"/");
+    pty.send(format!("{catalog}.sales.orders").as_bytes());
+    pty.send(b"\r");
+    pty.wait_for("the Delta table alone", Duration::from_secs(30), |s| {
+        s.contains(&format!("{catalog}.sales.orders")) && !s.contains("iceberg.zoning.documents")
+    });
+    pty.send(b"V");
+    pty.wait_for(
+        "the vacuum's retention asked",
+        Duration::from_secs(10),
+        |s| s.contains("vacuum the files no version of this long references"),
+    );
+    pty.send(b"\r");
+    let s = pty.wait_for("the vacuum's confirmation", Duration::from_secs(30), |s| {
+        s.contains(&format!(
+            "CALL \"{catalog}\".system.vacuum('sales', 'orders', '7d')"
+        ))
+    });
+    assert!(
+        s.contains("remove the files no version of the last 7d references"),
+        "{s}"
+    );
+    // n: declined, nothing ran.
+    pty.send(b"n");
+    pty.send(b"q");
+    assert!(pty.wait_exit(Duration::from_secs(10)).success());
+    pty.assert_restored();
+    let ran = tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(lab().real_queries_of(&u));
+    assert!(
+        ran.iter()
+            .all(|q| !q["sql"].as_str().unwrap_or("").contains("vacuum")),
+        "declined: no vacuum sent"
+    );
+}

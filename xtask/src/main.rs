@@ -527,11 +527,17 @@ fn cluster_config(
     let url = t["url"]
         .as_str()
         .ok_or_else(|| format!("lab.json has no {trino_key}.url"))?;
+    // The Iceberg catalog, and the Delta Lake one where this Trino serves it: one Triage
+    // over both formats.
+    let mut catalog = t["catalog"].as_str().unwrap_or("iceberg").to_string();
+    if let Some(delta) = t["delta"]["catalog"].as_str() {
+        catalog = format!("{catalog},{delta}");
+    }
     let mut text = format!(
         "\n[{prefix}trino]\nurl = {}\nuser = {}\ncatalog = {}\n",
         toml_str(url),
         toml_str(t["user"].as_str().unwrap_or("floe")),
-        toml_str(t["catalog"].as_str().unwrap_or("iceberg")),
+        toml_str(&catalog),
     );
     if let Some(a) = j.get(airflow_key).filter(|a| !a.is_null()) {
         text.push_str(&format!(

@@ -31,6 +31,7 @@ pub fn warm_start(s: &mut State, entries: Vec<Entry>) -> Option<String> {
             row
         })
         .collect();
+    TableRow::name_all(&mut s.tables.rows);
     s.tables.refresh.warm(now, oldest);
     s.tables.reindex();
     let said = oldest.map(|at| cached_status(now, at));
@@ -153,6 +154,7 @@ fn listed(
         .iter()
         .map(|t| old.remove(t).unwrap_or_else(|| TableRow::new(t.clone())))
         .collect();
+    TableRow::name_all(&mut s.tables.rows);
     s.tables.load = Load::Loaded;
     crate::app::dags::correlate(s);
     s.tables.reindex_keeping(key);

@@ -65,6 +65,18 @@ impl Layers<'_> {
             .or_else(|| endpoint.catalog.clone())
             .or_else(|| t.catalog.clone())
             .unwrap_or_else(|| "iceberg".into());
+        // `iceberg,delta`: the first is the catalog, the others are read beside it; `*`
+        // alone reads every one of the cluster's beside `iceberg`.
+        let mut named: Vec<String> = catalog
+            .split(',')
+            .map(|c| c.trim().to_string())
+            .filter(|c| !c.is_empty())
+            .collect();
+        let catalog = match named.iter().position(|c| c != "*") {
+            Some(i) => named.remove(i),
+            None => "iceberg".to_string(),
+        };
+        let more_catalogs = named;
         let schemas = if !over.schemas.is_empty() {
             over.schemas.clone()
         } else if let Some(s) = self.env_nonempty("FLOE_SCHEMAS") {
@@ -96,6 +108,7 @@ impl Layers<'_> {
             url,
             user,
             catalog,
+            more_catalogs,
             schemas,
             tables,
             auth,

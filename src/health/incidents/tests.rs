@@ -570,6 +570,37 @@ fn same_names_in_two_schemas_are_told_apart() {
 }
 
 #[test]
+fn a_schemas_table_in_two_catalogs_is_named_with_its_catalog() {
+    let cfg = HealthConfig::default();
+    let a = TableRef::new("iceberg", "sales", "orders");
+    let b = TableRef::new("delta", "sales", "orders");
+    let st = never_compacted(50, 9);
+    let h = evaluate(&st, None, &cfg, t0());
+    let fact = |t| TableFacts {
+        table: t,
+        stats: Some(&st),
+        health: Some(&h),
+        error: None,
+        dag_id: None,
+        suffered: None,
+        running: None,
+    };
+    let facts = Facts {
+        tables: vec![fact(&a), fact(&b)],
+        dags: Vec::new(),
+        findings: Vec::new(),
+        airflow: false,
+        fixed: Default::default(),
+    };
+    let v = incidents(&facts, t0());
+    assert_eq!(
+        v[0].summary(),
+        "2 tables wait for compaction (Airflow not configured) → delta.sales.orders: 50 small \
+         files, waiting 9d; iceberg.sales.orders: 50 small files, waiting 9d"
+    );
+}
+
+#[test]
 fn a_failing_dag_that_is_also_paused_says_so() {
     let mut lab = lab();
     lab.dags[0].paused = true;

@@ -16,6 +16,14 @@ pub(super) const FORMAT_UNKNOWN: u8 = 0;
 const FORMAT_ICEBERG: u8 = 1;
 const FORMAT_DELTA: u8 = 2;
 
+/// How [`Lakehouse::format`] stores `f`.
+pub(super) fn format_code(f: TableFormat) -> u8 {
+    match f {
+        TableFormat::Iceberg => FORMAT_ICEBERG,
+        TableFormat::Delta => FORMAT_DELTA,
+    }
+}
+
 impl Lakehouse {
     /// The format of the catalog's tables, as the listing learned it (Iceberg until then).
     pub fn format(&self) -> TableFormat {
@@ -26,11 +34,7 @@ impl Lakehouse {
     }
 
     pub(super) fn set_format(&self, f: TableFormat) {
-        let v = match f {
-            TableFormat::Iceberg => FORMAT_ICEBERG,
-            TableFormat::Delta => FORMAT_DELTA,
-        };
-        self.format.store(v, Ordering::Relaxed);
+        self.format.store(format_code(f), Ordering::Relaxed);
     }
 
     pub(super) fn is_delta(&self) -> bool {

@@ -7,8 +7,8 @@ use crate::trino::TrinoError;
 
 impl Lakehouse {
     /// Every table of the catalog (Iceberg, or Delta Lake) in the given schemas (all when
-    /// empty), filtered
-    /// by globs over `schema.table`, sorted.
+    /// empty), filtered by globs over `schema.table`, sorted; then those of the catalogs
+    /// read beside it (see `catalogs`), each catalog's sorted.
     pub async fn discover(
         &self,
         schemas: &[String],
@@ -59,6 +59,10 @@ impl Lakehouse {
         tables.dedup();
         // A new listing starts a new refresh: what the last one left unread goes.
         *self.pending.lock().await = Pending::default();
+        // The other catalogs read beside this one, after its own tables.
+        for l in self.siblings() {
+            tables.extend(Box::pin(l.discover(schemas, globs)).await?);
+        }
         Ok(tables)
     }
 }

@@ -16,6 +16,9 @@ impl Lakehouse {
     /// failed for it, its small files dated by their modification times (the operator
     /// looks: see [`Lakehouse::dated`]).
     pub async fn partitions(&self, t: &TableRef) -> Result<PartitionList, TrinoError> {
+        if let Some(l) = self.sibling(&t.catalog) {
+            return Box::pin(l.partitions(t)).await;
+        }
         if self.delta().await? {
             return self.delta_partitions(t).await;
         }
@@ -105,6 +108,9 @@ impl Lakehouse {
         targets: &[Vec<(String, Option<String>)>],
         threshold: u64,
     ) -> Result<(u64, u64), TrinoError> {
+        if let Some(l) = self.sibling(&t.catalog) {
+            return Box::pin(l.recount_in_spec(t, spec_id, targets, threshold)).await;
+        }
         if self.delta().await? {
             return self.delta_recount(t, targets).await;
         }

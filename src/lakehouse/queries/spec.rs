@@ -16,6 +16,9 @@ impl Lakehouse {
     /// partition values read and how a maintenance plan types its predicates. Read once
     /// per table and kept for the life of this connection.
     pub async fn table_layout(&self, t: &TableRef) -> Result<TableLayout, TrinoError> {
+        if let Some(l) = self.sibling(&t.catalog) {
+            return Box::pin(l.table_layout(t)).await;
+        }
         Ok(self.spec(t).await?.as_ref().clone())
     }
 

@@ -24,6 +24,7 @@ pub fn parse_stats(r: &Row, layout: Layout) -> Result<TableStats, NoColumn> {
     let trend_tail = crate::lakehouse::summary::trend_tail(r, opt_time(r, "tail_newest"));
     let partitions = u("partitions")?;
     Ok(TableStats {
+        format: Default::default(),
         snapshot_id: None,
         target_file_size: u("target")?,
         target_from_property: r.req("target_from_property")?.as_bool().unwrap_or(false),

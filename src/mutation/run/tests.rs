@@ -25,6 +25,7 @@ fn lake(url: &str) -> Lakehouse {
         url: url.parse().unwrap(),
         user: "floe".into(),
         catalog: "iceberg".into(),
+        more_catalogs: Vec::new(),
         schemas: vec![],
         tables: vec![],
         auth: Auth::None,

@@ -90,6 +90,7 @@ fn client(url: &str, auth: Auth) -> Client {
             url: url.parse().unwrap(),
             user: "oncall".into(),
             catalog: "iceberg".into(),
+            more_catalogs: Vec::new(),
             schemas: vec![],
             tables: vec![],
             auth: Auth::None,

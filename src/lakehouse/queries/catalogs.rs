@@ -1,0 +1,238 @@
+//! Several catalogs read as one lakehouse: a profile's further catalogs (`catalog =
+//! "iceberg,delta"`; `*`: every Iceberg and Delta Lake catalog of the cluster, from its
+//! catalog list and connector names), each read through a Lakehouse of its own — its own
+//! format, its own listing — sharing this one's client and what it learned of the server.
+//! A read of a table goes to its catalog's; a read of many is split by catalog.
+
+use std::collections::HashMap;
+use std::sync::atomic::AtomicU8;
+use std::sync::{Arc, RwLock};
+
+use super::Lakehouse;
+use super::delta_reads::format_code;
+use crate::lakehouse::delta::TableFormat;
+use crate::lakehouse::model::TableRef;
+use crate::trino::TrinoError;
+
+/// The catalogs of the cluster floe reads, with their connector: `(name, connector)`.
+pub fn catalogs_sql() -> &'static str {
+    "SELECT catalog_name, connector_name FROM system.metadata.catalogs ORDER BY catalog_name"
+}
+
+/// Which of the cluster's `listed` catalogs (name, connector) to read beside `primary`:
+/// every Iceberg and Delta Lake one for `*`, else those `wanted` names; a name the
+/// cluster does not have, or of a connector floe does not read, is an error that says so.
+pub fn choose(
+    primary: &str,
+    wanted: &[String],
+    listed: &[(String, String)],
+) -> Result<Vec<(String, TableFormat)>, String> {
+    let format_of = |name: &str| {
+        listed
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, c)| (c.as_str(), TableFormat::of_connector(c)))
+    };
+    let mut out = Vec::new();
+    if wanted.iter().any(|w| w == "*") {
+        for (name, connector) in listed {
+            if let Some(f) = TableFormat::of_connector(connector)
+                && name != primary
+            {
+                out.push((name.clone(), f));
+            }
+        }
+        return Ok(out);
+    }
+    for name in wanted.iter().filter(|w| w.as_str() != primary) {
+        match format_of(name) {
+            Some((_, Some(f))) => out.push((name.clone(), f)),
+            Some((connector, None)) => {
+                return Err(format!(
+                    "catalog {name} is a {connector} catalog: floe reads Iceberg and Delta Lake catalogs"
+                ));
+            }
+            None => {
+                return Err(format!(
+                    "the cluster has no catalog {name} (it has {})",
+                    listed
+                        .iter()
+                        .map(|(n, _)| n.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
+impl Lakehouse {
+    /// Read `wanted` beside this catalog (see [`choose`]): one statement, the cluster's
+    /// catalog list, which also tells each one's format (and this one's).
+    pub async fn add_catalogs(&self, wanted: &[String]) -> Result<(), TrinoError> {
+        if wanted.iter().all(|w| w == &self.catalog) {
+            return Ok(());
+        }
+        let out = self.client.query(catalogs_sql()).await?;
+        let listed: Vec<(String, String)> = out
+            .rows
+            .iter()
+            .filter_map(|r| {
+                Some((
+                    r.str("catalog_name")?.to_string(),
+                    r.str("connector_name")?.to_string(),
+                ))
+            })
+            .collect();
+        if let Some(f) = listed
+            .iter()
+            .find(|(n, _)| *n == self.catalog)
+            .and_then(|(_, c)| TableFormat::of_connector(c))
+        {
+            self.set_format(f);
+        }
+        let chosen =
+            choose(&self.catalog, wanted, &listed).map_err(|message| TrinoError::Malformed {
+                url: self.client.url().to_string(),
+                message,
+            })?;
+        let siblings = chosen
+            .into_iter()
+            .map(|(catalog, f)| Lakehouse {
+                catalog,
+                format: Arc::new(AtomicU8::new(format_code(f))),
+                siblings: Arc::new(RwLock::new(Vec::new())),
+                ..self.clone()
+            })
+            .collect();
+        if let Ok(mut s) = self.siblings.write() {
+            *s = siblings;
+        }
+        Ok(())
+    }
+
+    /// Every catalog read: this one first.
+    pub fn catalogs(&self) -> Vec<String> {
+        let mut out = vec![self.catalog.clone()];
+        if let Ok(s) = self.siblings.read() {
+            out.extend(s.iter().map(|l| l.catalog.clone()));
+        }
+        out
+    }
+
+    /// The Lakehouse of another catalog read beside this one.
+    pub(super) fn sibling(&self, catalog: &str) -> Option<Lakehouse> {
+        if catalog == self.catalog {
+            return None;
+        }
+        self.siblings
+            .read()
+            .ok()?
+            .iter()
+            .find(|l| l.catalog == catalog)
+            .cloned()
+    }
+
+    /// The other catalogs read beside this one.
+    pub(super) fn siblings(&self) -> Vec<Lakehouse> {
+        self.siblings.read().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    /// `items` by the catalog whose Lakehouse reads them: this one's (None) first, in
+    /// the order given within each.
+    pub(super) fn by_catalog<T>(
+        &self,
+        items: Vec<T>,
+        table: impl Fn(&T) -> &TableRef,
+    ) -> Vec<(Option<Lakehouse>, Vec<T>)> {
+        let mut own = Vec::new();
+        let mut others: HashMap<String, (Lakehouse, Vec<T>)> = HashMap::new();
+        let mut order = Vec::new();
+        for item in items {
+            let catalog = table(&item).catalog.clone();
+            match self.sibling(&catalog) {
+                None => own.push(item),
+                Some(l) => {
+                    if !others.contains_key(&catalog) {
+                        order.push(catalog.clone());
+                    }
+                    others
+                        .entry(catalog)
+                        .or_insert((l, Vec::new()))
+                        .1
+                        .push(item);
+                }
+            }
+        }
+        let mut out = vec![(None, own)];
+        for c in order {
+            if let Some((l, v)) = others.remove(&c) {
+                out.push((Some(l), v));
+            }
+        }
+        out
+    }
+
+    /// The format of a catalog read, as known now (Iceberg until learned).
+    pub fn format_of_catalog(&self, catalog: &str) -> TableFormat {
+        match self.sibling(catalog) {
+            Some(l) => l.format(),
+            None => self.format(),
+        }
+    }
+
+    /// The format of `t`'s catalog.
+    pub async fn format_of(&self, t: &TableRef) -> Result<TableFormat, TrinoError> {
+        match self.sibling(&t.catalog) {
+            Some(l) => Ok(l.format()),
+            None => self.known_format().await,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn listed() -> Vec<(String, String)> {
+        [
+            ("delta", "delta_lake"),
+            ("iceberg", "iceberg"),
+            ("pyfleet", "iceberg"),
+            ("system", "system"),
+            ("tpch", "tpch"),
+        ]
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect()
+    }
+
+    #[test]
+    fn every_iceberg_and_delta_catalog_for_a_star_the_named_ones_else() {
+        let all = choose("iceberg", &["*".into()], &listed()).unwrap();
+        assert_eq!(
+            all,
+            vec![
+                ("delta".to_string(), TableFormat::Delta),
+                ("pyfleet".to_string(), TableFormat::Iceberg)
+            ]
+        );
+        let named = choose("iceberg", &["iceberg".into(), "delta".into()], &listed()).unwrap();
+        assert_eq!(named, vec![("delta".to_string(), TableFormat::Delta)]);
+    }
+
+    #[test]
+    fn a_missing_catalog_or_one_of_another_connector_is_named_in_the_error() {
+        let e = choose("iceberg", &["lake".into()], &listed()).unwrap_err();
+        assert!(
+            e.contains("no catalog lake") && e.contains("delta, iceberg"),
+            "{e}"
+        );
+        let e = choose("iceberg", &["tpch".into()], &listed()).unwrap_err();
+        assert_eq!(
+            e,
+            "catalog tpch is a tpch catalog: floe reads Iceberg and Delta Lake catalogs"
+        );
+    }
+}
