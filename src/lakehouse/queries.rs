@@ -88,6 +88,8 @@ pub struct Lakehouse {
     siblings: Arc<std::sync::RwLock<Vec<Lakehouse>>>,
     /// The catalogs asked for beside this one, found at connect (see `catalogs`).
     more_catalogs: Arc<Vec<String>>,
+    /// Whether they were found (a listing sent before the connect ended finds them).
+    catalogs_found: Arc<std::sync::atomic::AtomicBool>,
     /// The most snapshots [`Lakehouse::snapshots`] reads of one table (the newest):
     /// the page limit bounds one answer, not a query of a million rows.
     snapshot_limit: usize,
@@ -150,6 +152,7 @@ impl Lakehouse {
             )),
             siblings: Default::default(),
             more_catalogs: Default::default(),
+            catalogs_found: Default::default(),
             pending: Default::default(),
             meta_reading: Default::default(),
             snapshot_limit: SNAPSHOT_LIMIT,
@@ -201,9 +204,7 @@ impl Lakehouse {
         {
             r.absorb(known);
         }
-        if !self.more_catalogs.is_empty() {
-            self.add_catalogs(&self.more_catalogs).await?;
-        }
+        self.find_catalogs().await?;
         Ok(info)
     }
 

@@ -5,7 +5,7 @@
 //! A read of a table goes to its catalog's; a read of many is split by catalog.
 
 use std::collections::HashMap;
-use std::sync::atomic::AtomicU8;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, RwLock};
 
 use super::Lakehouse;
@@ -103,12 +103,25 @@ impl Lakehouse {
                 catalog,
                 format: Arc::new(AtomicU8::new(format_code(f))),
                 siblings: Arc::new(RwLock::new(Vec::new())),
+                // (a sibling reads its own catalog alone)
+                more_catalogs: Default::default(),
                 ..self.clone()
             })
             .collect();
         if let Ok(mut s) = self.siblings.write() {
             *s = siblings;
         }
+        Ok(())
+    }
+
+    /// The catalogs asked for beside this one, found once (at connect, or by the first
+    /// listing when it is sent before the connect ends).
+    pub(super) async fn find_catalogs(&self) -> Result<(), TrinoError> {
+        if self.more_catalogs.is_empty() || self.catalogs_found.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        self.add_catalogs(&self.more_catalogs).await?;
+        self.catalogs_found.store(true, Ordering::Relaxed);
         Ok(())
     }
 

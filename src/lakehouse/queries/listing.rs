@@ -14,6 +14,7 @@ impl Lakehouse {
         schemas: &[String],
         globs: &[String],
     ) -> Result<Vec<TableRef>, TrinoError> {
+        self.find_catalogs().await?;
         let mut rows = None;
         if self.supports(ICEBERG_TABLES_SINCE) && !self.is_delta() {
             let sql = discover_sql(&self.catalog, schemas, true);
