@@ -362,6 +362,21 @@ fn stale_finding(
 /// Merge-on-read delete files: position and equality deletes apart, weighed against the
 /// data files and rows they burden; equality deletes weigh `equality_delete_weight` times.
 pub(super) fn delete_finding(stats: &TableStats, cfg: &HealthConfig) -> Option<Finding> {
+    if let Some(n) = stats.deletion_vector_removals.filter(|n| *n > 0) {
+        // A Delta table's deletion vectors: Trino does not say how many, nor what they
+        // mark; its history says which commits wrote them.
+        return Some(Finding {
+            rule: Rule::DeleteFiles,
+            severity: Severity::Info,
+            message: format!(
+                "deletion vectors on: {} DELETE/MERGE/UPDATE commit{} since the last OPTIMIZE \
+                 marked rows removed; reads filter them until an OPTIMIZE rewrites those files",
+                thousands(n),
+                if n == 1 { "" } else { "s" }
+            ),
+            penalty: 0,
+        });
+    }
     if stats.delete_files == 0 {
         return None;
     }

@@ -1018,3 +1018,31 @@ fn a_delta_tables_versions_are_not_snapshots_to_expire_its_old_optimize_is_a_vac
     let h = evaluate(&s, None, &cfg, now());
     assert!(h.findings.iter().all(|f| f.rule != Rule::SnapshotBloat));
 }
+
+#[test]
+fn a_delta_tables_deletion_vectors_since_its_optimize_are_an_info() {
+    let cfg = HealthConfig::default();
+    let mut s = TableStats {
+        format: crate::lakehouse::delta::TableFormat::Delta,
+        data_files: 12,
+        deletion_vector_removals: Some(2),
+        ..Default::default()
+    };
+    let h = evaluate(&s, None, &cfg, now());
+    let f = h
+        .findings
+        .iter()
+        .find(|f| f.rule == Rule::DeleteFiles)
+        .expect("deletion vectors");
+    assert_eq!(f.severity, Severity::Info);
+    assert!(
+        f.message.starts_with(
+            "deletion vectors on: 2 DELETE/MERGE/UPDATE commits since the last OPTIMIZE"
+        ),
+        "{}",
+        f.message
+    );
+    s.deletion_vector_removals = Some(0);
+    let h = evaluate(&s, None, &cfg, now());
+    assert!(h.findings.iter().all(|f| f.rule != Rule::DeleteFiles));
+}

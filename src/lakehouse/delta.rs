@@ -89,10 +89,15 @@ fn not_writes() -> String {
         .join(", ")
 }
 
+/// The commits that remove rows without rewriting a file where deletion vectors are on.
+const ROW_REMOVALS: &str = "'DELETE', 'MERGE', 'UPDATE'";
+
 /// One statement over `tables`: for each, a row a partition (`kind` `p`: its files and
-/// bytes) and one row of its history's facts (`kind` `h`: commits, the newest version
-/// and commit, the oldest kept, the newest `OPTIMIZE`, the newest write and the writes
-/// since that `OPTIMIZE`). Rows carry the table's index as `i`.
+/// bytes), one row of its history's facts (`kind` `h`: commits, the newest version and
+/// commit, the oldest kept, the newest `OPTIMIZE`, the newest write, the writes since that
+/// `OPTIMIZE` and the DELETE, MERGE and UPDATE commits since it) and one of its properties
+/// (`kind` `v`: whether deletion vectors are on, in `files`). Rows carry the table's index
+/// as `i`.
 pub fn survey_sql(tables: &[TableRef]) -> String {
     let writes = not_writes();
     tables
@@ -103,16 +108,21 @@ pub fn survey_sql(tables: &[TableRef]) -> String {
                 "SELECT {i} AS i, 'p' AS kind, CAST(file_count AS bigint) AS files, CAST(total_size AS bigint) AS bytes, \
                  CAST(NULL AS bigint) AS versions, CAST(NULL AS bigint) AS version, CAST(NULL AS double) AS newest, \
                  CAST(NULL AS double) AS oldest, CAST(NULL AS double) AS last_optimize, CAST(NULL AS double) AS last_write, \
-                 CAST(NULL AS bigint) AS writes_since FROM {partitions}\n\
+                 CAST(NULL AS bigint) AS writes_since, CAST(NULL AS bigint) AS removals_since FROM {partitions}\n\
                  UNION ALL\n\
                  SELECT {i}, 'h', NULL, NULL, count(*), max(version), to_unixtime(max(\"timestamp\")), \
                  to_unixtime(min(\"timestamp\")), to_unixtime(max(lo)), \
                  to_unixtime(max(CASE WHEN operation NOT IN ({writes}) THEN \"timestamp\" END)), \
-                 count_if(operation NOT IN ({writes}) AND \"timestamp\" > lo) \
+                 count_if(operation NOT IN ({writes}) AND \"timestamp\" > lo), \
+                 count_if(operation IN ({ROW_REMOVALS}) AND (lo IS NULL OR \"timestamp\" > lo)) \
                  FROM (SELECT version, \"timestamp\", operation, \
-                 max(CASE WHEN operation = 'OPTIMIZE' THEN \"timestamp\" END) OVER () AS lo FROM {history}) h",
+                 max(CASE WHEN operation = 'OPTIMIZE' THEN \"timestamp\" END) OVER () AS lo FROM {history}) h\n\
+                 UNION ALL\n\
+                 SELECT {i}, 'v', CAST(count_if(key = 'delta.enableDeletionVectors' AND lower(value) = 'true') AS bigint), \
+                 NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM {properties}",
                 partitions = t.meta("partitions"),
                 history = t.meta("history"),
+                properties = t.meta("properties"),
             )
         })
         .collect::<Vec<_>>()
@@ -148,6 +158,10 @@ pub struct History {
     pub last_optimize: Option<DateTime<Utc>>,
     pub last_write: Option<DateTime<Utc>>,
     pub writes_since: u64,
+    /// DELETE, MERGE and UPDATE commits since the newest `OPTIMIZE` (all, never one).
+    pub removals_since: u64,
+    /// Deletion vectors are on (`delta.enableDeletionVectors`).
+    pub deletion_vectors: bool,
 }
 
 /// One table's survey: its partitions' `(files, bytes)` and its history.
@@ -162,6 +176,7 @@ pub fn parse_survey(rows: &[Row], batch: usize) -> Result<Vec<DeltaSurvey>, Rows
         .map(|(index, table)| {
             let mut parts = Vec::new();
             let mut history = None;
+            let mut deletion_vectors = false;
             for r in &table {
                 match r.str("kind") {
                     Some("p") => {
@@ -176,15 +191,19 @@ pub fn parse_survey(rows: &[Row], batch: usize) -> Result<Vec<DeltaSurvey>, Rows
                             last_optimize: time(r, "last_optimize"),
                             last_write: time(r, "last_write"),
                             writes_since: r.u64("writes_since").unwrap_or(0),
+                            removals_since: r.u64("removals_since").unwrap_or(0),
+                            deletion_vectors: false,
                         })
                     }
+                    Some("v") => deletion_vectors = r.u64("files").unwrap_or(0) > 0,
                     _ => {}
                 }
             }
-            let history = history.ok_or(RowsError::NoRow {
+            let mut history = history.ok_or(RowsError::NoRow {
                 what: "delta history",
                 index,
             })?;
+            history.deletion_vectors = deletion_vectors;
             Ok((parts, history))
         })
         .collect()
@@ -220,6 +239,7 @@ pub fn stats(
         last_compaction: history.last_optimize,
         last_write: history.last_write,
         writes_since_compaction: history.writes_since,
+        deletion_vector_removals: history.deletion_vectors.then_some(history.removals_since),
         ..TableStats::default()
     };
     let mut most = None;

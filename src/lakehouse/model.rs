@@ -111,6 +111,10 @@ pub struct TableStats {
     /// The table's format: which rules speak of its maintenance (a Delta table has
     /// versions and vacuum, not snapshots to expire).
     pub format: crate::lakehouse::delta::TableFormat,
+    /// A Delta table with deletion vectors on: its DELETE, MERGE and UPDATE commits since
+    /// its newest OPTIMIZE (whose removed rows readers filter until one rewrites the files).
+    /// `None`: deletion vectors off, or not a Delta table.
+    pub deletion_vector_removals: Option<u64>,
     /// The target file size used for this table's verdicts (bytes).
     pub target_file_size: u64,
     /// True when the target came from the table property `write.target-file-size-bytes`.

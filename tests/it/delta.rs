@@ -117,6 +117,7 @@ async fn a_delta_catalogs_tables_are_listed_read_and_judged_by_the_same_rules() 
         assert!(
             sql.contains("$partitions")
                 || sql.contains("$history")
+                || sql.contains("$properties")
                 || sql.contains("\"$path\"")
                 || sql.contains("information_schema")
                 || sql.contains("iceberg_tables")
@@ -130,6 +131,23 @@ async fn a_delta_catalogs_tables_are_listed_read_and_judged_by_the_same_rules() 
             .count()
             <= 1,
         "the fleet's partitions in one statement"
+    );
+    // Trino's own table: deletion vectors on, a DELETE after its OPTIMIZE.
+    let returns = TableRef::new(&catalog, "sales", "returns");
+    let st = lake.table_stats(&returns).await.unwrap();
+    assert_eq!(st.deletion_vector_removals, Some(1), "{st:?}");
+    let h = evaluate(&st, None, &cfg, now);
+    let dv = h
+        .findings
+        .iter()
+        .find(|f| f.rule == Rule::DeleteFiles)
+        .unwrap_or_else(|| panic!("{h:?}"));
+    assert!(
+        dv.message.starts_with(
+            "deletion vectors on: 1 DELETE/MERGE/UPDATE commit since the last OPTIMIZE"
+        ),
+        "{}",
+        dv.message
     );
 }
 
@@ -598,7 +616,7 @@ fn one_triage_over_both_formats_and_v_vacuums_the_selected_delta_table() {
     );
     // Triage: the seed's documents and the Delta tables waiting, in one incident.
     pty.send(b"0");
-    pty.wait_for("both formats on Triage", Duration::from_secs(90), |s| {
+    pty.wait_for("both formats on Triage", Duration::from_secs(30), |s| {
         s.contains("documents: 2,004 small files")
             && s.contains("orders: 45 small files, compacted 12d ago")
             && s.contains("clicks: 40 small files, never compacted")

@@ -80,7 +80,25 @@ fn the_survey_reads_each_tables_partitions_and_history_once() {
     let sql = survey_sql(&tables);
     assert_eq!(sql.matches("$partitions\"").count(), 2, "{sql}");
     assert_eq!(sql.matches("$history\"").count(), 2, "{sql}");
+    assert_eq!(sql.matches("$properties\"").count(), 2, "{sql}");
     assert!(sql.contains("'OPTIMIZE'"));
+}
+
+#[test]
+fn deletion_vectors_are_told_by_the_property_and_their_commits_by_the_history() {
+    let cfg = ScanParams::default();
+    let mut h = History {
+        commits: 17,
+        removals_since: 1,
+        ..History::default()
+    };
+    // Off: nothing to say, whatever the history.
+    let st = stats(&[(12, 12 * MB)], &h, true, &cfg);
+    assert_eq!(st.deletion_vector_removals, None);
+    h.deletion_vectors = true;
+    let st = stats(&[(12, 12 * MB)], &h, true, &cfg);
+    assert_eq!(st.deletion_vector_removals, Some(1));
+    assert_eq!(st.format, TableFormat::Delta);
 }
 
 #[test]

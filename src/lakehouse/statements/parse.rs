@@ -25,6 +25,7 @@ pub fn parse_stats(r: &Row, layout: Layout) -> Result<TableStats, NoColumn> {
     let partitions = u("partitions")?;
     Ok(TableStats {
         format: Default::default(),
+        deletion_vector_removals: None,
         snapshot_id: None,
         target_file_size: u("target")?,
         target_from_property: r.req("target_from_property")?.as_bool().unwrap_or(false),
