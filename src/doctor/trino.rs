@@ -21,7 +21,8 @@ impl Doctor<'_> {
         let lake = Lakehouse::new(client.clone(), s.trino.catalog.clone(), s.health.clone())
             .with_catalogs(&s.trino.more_catalogs)
             .with_fallbacks_beside(&s.stats_cache);
-        let _ = lake.connect().await;
+        let connected = lake.connect().await;
+        self.more_catalogs(s, &lake, connected.err()).await?;
         self.iceberg_tables(s, &client, &lake).await;
         let listed_from = client.cost();
         let tables = self.trino_tables(s, &lake).await?;
@@ -230,6 +231,37 @@ impl Doctor<'_> {
                 return None;
             }
         }
+        Some(())
+    }
+
+    /// The catalogs read beside the first (`trino.catalog = "iceberg,delta"`, `*`), each
+    /// with its format, as the connect found them in the cluster's catalog list.
+    async fn more_catalogs(
+        &mut self,
+        s: &Settings,
+        lake: &Lakehouse,
+        failed: Option<crate::trino::TrinoError>,
+    ) -> Option<()> {
+        if s.trino.more_catalogs.is_empty() {
+            return Some(());
+        }
+        if let Some(e) = failed {
+            self.report(Check::fail(
+                "catalogs",
+                e.to_string(),
+                "set trino.catalog (--catalog) to catalogs the cluster has, comma-separated",
+            ));
+            return None;
+        }
+        let read: Vec<String> = lake
+            .catalogs()
+            .iter()
+            .map(|c| format!("{c} ({})", lake.format_of_catalog(c).title()))
+            .collect();
+        self.report(Check::pass(
+            "catalogs",
+            format!("read: {}", read.join(", ")),
+        ));
         Some(())
     }
 

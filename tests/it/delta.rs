@@ -659,3 +659,36 @@ fn one_triage_over_both_formats_and_v_vacuums_the_selected_delta_table() {
         "declined: no vacuum sent"
     );
 }
+
+#[test]
+fn doctor_says_which_catalogs_it_reads_and_of_which_format() {
+    let (catalog, _) = delta();
+    let u = user("delta_doctor");
+    let h = home("doctor");
+    let url = lab().trino_url();
+    let doctor = |cats: &str| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_floe"))
+            .args(["--trino", &url, "--user", &u, "--catalog", cats, "doctor"])
+            .env("XDG_CONFIG_HOME", h.join("c"))
+            .env("XDG_STATE_HOME", h.join("s"))
+            .env("XDG_CACHE_HOME", h.join("cache"))
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let text = doctor(&format!("iceberg,{catalog}"));
+    assert!(
+        text.lines().any(|l| l.starts_with("✓ catalogs")
+            && l.ends_with(&format!("read: iceberg (Iceberg), {catalog} (Delta Lake)"))),
+        "{text}"
+    );
+    let text = doctor("iceberg,lake_nope");
+    assert!(
+        text.lines().any(|l| l.starts_with("✗ catalogs")
+            && l.contains(
+                "trino.catalog (--catalog): the cluster has no catalog lake_nope (it has "
+            )),
+        "{text}"
+    );
+}

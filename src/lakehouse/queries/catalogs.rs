@@ -92,11 +92,9 @@ impl Lakehouse {
         {
             self.set_format(f);
         }
-        let chosen =
-            choose(&self.catalog, wanted, &listed).map_err(|message| TrinoError::Malformed {
-                url: self.client.url().to_string(),
-                message,
-            })?;
+        let chosen = choose(&self.catalog, wanted, &listed).map_err(|message| {
+            TrinoError::Config(format!("trino.catalog (--catalog): {message}"))
+        })?;
         let siblings = chosen
             .into_iter()
             .map(|(catalog, f)| Lakehouse {
