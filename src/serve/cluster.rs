@@ -287,6 +287,9 @@ impl Cluster {
             &self.settings.trino.tables,
             Utc::now(),
         );
+        for t in &mut report.tables {
+            t.format = Some(self.lake.format_of_catalog(&t.table.catalog));
+        }
         (report, airflow_up)
     }
 
