@@ -65,8 +65,9 @@ impl Lab {
             .to_string()
     }
 
-    /// The fleet under test, by who wrote its tables (`FLEET_WRITERS`: mixed, pyiceberg or
-    /// trino; default mixed, the catalog `scale`).
+    /// The fleet under test, by who wrote its tables (`FLEET_WRITERS`: mixed, pyiceberg,
+    /// trino, or delta: the Delta Lake catalog with the Delta fleet; default mixed, the
+    /// catalog `scale`).
     pub(crate) fn writers(&self) -> String {
         std::env::var("FLEET_WRITERS").unwrap_or_else(|_| "mixed".into())
     }

@@ -120,9 +120,12 @@ pub(crate) async fn cold(run: &Run, floe: &mut Floe, w: Duration) -> Value {
 /// `benches/fleet_script.py` over the run's tables as `user`, to its end.
 async fn run_script(py: &std::path::Path, run: &Run, user: &str) -> std::process::Output {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benches/fleet_script.py");
+    // A Delta Lake fleet is read the Delta way by the script too.
+    let delta = (run.lab.writers() == "delta").then_some("--delta");
     tokio::process::Command::new(py)
         .arg(&path)
         .args([&run.lab.url(), user, &run.catalog, &run.n().to_string()])
+        .args(delta)
         .output()
         .await
         .unwrap()
@@ -274,10 +277,18 @@ pub(crate) async fn written(run: &Run, floe: &mut Floe, table: &TableRef) -> Val
 /// One row into `table` through the coordinator, as the bench's writer.
 async fn write_one_row(run: &Run, table: &TableRef) -> Result<(), String> {
     let writer = run.lab.client(&run.user("writer"), &run.catalog);
-    let sql = format!(
-        "INSERT INTO {} (id, region, ts, amount, note) VALUES (0, 'emea', current_timestamp, 0, 'fleet bench')",
-        table.sql()
-    );
+    // (the Delta fleet's tables, delta-rs's: order_id, region, amount, note)
+    let sql = if run.lab.writers() == "delta" {
+        format!(
+            "INSERT INTO {} (order_id, region, amount, note) VALUES (0, 'emea', 0, 'fleet bench')",
+            table.sql()
+        )
+    } else {
+        format!(
+            "INSERT INTO {} (id, region, ts, amount, note) VALUES (0, 'emea', current_timestamp, 0, 'fleet bench')",
+            table.sql()
+        )
+    };
     writer
         .client
         .execute(&sql, QueryOptions::default())

@@ -93,11 +93,12 @@ fn not_writes() -> String {
 const ROW_REMOVALS: &str = "'DELETE', 'MERGE', 'UPDATE'";
 
 /// One statement over `tables`: for each, a row a partition (`kind` `p`: its files and
-/// bytes), one row of its history's facts (`kind` `h`: commits, the newest version and
+/// bytes) and one row of its history's facts (`kind` `h`: commits, the newest version and
 /// commit, the oldest kept, the newest `OPTIMIZE`, the newest write, the writes since that
-/// `OPTIMIZE` and the DELETE, MERGE and UPDATE commits since it) and one of its properties
-/// (`kind` `v`: whether deletion vectors are on, in `files`). Rows carry the table's index
-/// as `i`.
+/// `OPTIMIZE` and the DELETE, MERGE and UPDATE commits since it). Rows carry the table's
+/// index as `i`. Whether deletion vectors are on is read after, for the tables with such
+/// commits alone ([`deletion_vectors_sql`]): each metadata table a statement references
+/// reads the table's log again.
 pub fn survey_sql(tables: &[TableRef]) -> String {
     let writes = not_writes();
     tables
@@ -116,13 +117,26 @@ pub fn survey_sql(tables: &[TableRef]) -> String {
                  count_if(operation NOT IN ({writes}) AND \"timestamp\" > lo), \
                  count_if(operation IN ({ROW_REMOVALS}) AND (lo IS NULL OR \"timestamp\" > lo)) \
                  FROM (SELECT version, \"timestamp\", operation, \
-                 max(CASE WHEN operation = 'OPTIMIZE' THEN \"timestamp\" END) OVER () AS lo FROM {history}) h\n\
-                 UNION ALL\n\
-                 SELECT {i}, 'v', CAST(count_if(key = 'delta.enableDeletionVectors' AND lower(value) = 'true') AS bigint), \
-                 NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM {properties}",
+                 max(CASE WHEN operation = 'OPTIMIZE' THEN \"timestamp\" END) OVER () AS lo FROM {history}) h",
                 partitions = t.meta("partitions"),
                 history = t.meta("history"),
-                properties = t.meta("properties"),
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\nUNION ALL\n")
+}
+
+/// Whether deletion vectors are on in each of `tables` (`delta.enableDeletionVectors`,
+/// from `$properties`): a row a table, `dv` 1 or 0. Rows carry the table's index as `i`.
+pub fn deletion_vectors_sql(tables: &[TableRef]) -> String {
+    tables
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            format!(
+                "SELECT {i} AS i, CAST(count_if(key = 'delta.enableDeletionVectors' AND lower(value) = 'true') AS bigint) AS dv \
+                 FROM {}",
+                t.meta("properties")
             )
         })
         .collect::<Vec<_>>()
@@ -160,7 +174,8 @@ pub struct History {
     pub writes_since: u64,
     /// DELETE, MERGE and UPDATE commits since the newest `OPTIMIZE` (all, never one).
     pub removals_since: u64,
-    /// Deletion vectors are on (`delta.enableDeletionVectors`).
+    /// Deletion vectors are on (`delta.enableDeletionVectors`), read for a table with
+    /// `removals_since` alone.
     pub deletion_vectors: bool,
 }
 
@@ -176,7 +191,6 @@ pub fn parse_survey(rows: &[Row], batch: usize) -> Result<Vec<DeltaSurvey>, Rows
         .map(|(index, table)| {
             let mut parts = Vec::new();
             let mut history = None;
-            let mut deletion_vectors = false;
             for r in &table {
                 match r.str("kind") {
                     Some("p") => {
@@ -195,15 +209,13 @@ pub fn parse_survey(rows: &[Row], batch: usize) -> Result<Vec<DeltaSurvey>, Rows
                             deletion_vectors: false,
                         })
                     }
-                    Some("v") => deletion_vectors = r.u64("files").unwrap_or(0) > 0,
                     _ => {}
                 }
             }
-            let mut history = history.ok_or(RowsError::NoRow {
+            let history = history.ok_or(RowsError::NoRow {
                 what: "delta history",
                 index,
             })?;
-            history.deletion_vectors = deletion_vectors;
             Ok((parts, history))
         })
         .collect()

@@ -541,7 +541,13 @@ async fn a_profile_reads_its_iceberg_and_delta_catalogs_in_one_report_each_table
         (docs["format"].as_str(), docs["status"].as_str()),
         (Some("iceberg"), Some("CRITICAL"))
     );
-    for name in expected["tables"].as_object().unwrap().keys() {
+    // (the schemas asked for: a bench's lab also serves a Delta fleet beside them)
+    for name in expected["tables"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .filter(|k| k.starts_with("sales.") || k.starts_with("web."))
+    {
         let t = of(&catalog, name);
         assert_eq!(t["format"], "delta", "{t}");
         assert_eq!(

@@ -282,16 +282,19 @@ def relocate_venv(built: Path, final: Path) -> None:
 # The scale scenario's fleets by writer (scenarios/scale.py), each a catalog of its own:
 # the mixed one keeps the catalog name `scale` the benchmarks and tests have always read.
 SCALE_FLEETS = {"mixed": "scale", "pyiceberg": "scale_pyiceberg", "trino": "scale_trino"}
+# The Delta fleet (`--fleets delta`): DELTA_FLEET_TABLES delta-rs tables more in the Delta
+# Lake catalog, beside its own (scenarios/delta.py).
+DELTA_FLEET_TABLES = 100
 # The catalog of the small pyiceberg-written fleet every lab serves.
 PYFLEET = "pyfleet"
 
 
 def parse_fleets(value: str) -> list[str]:
     fleets = [f.strip() for f in value.split(",") if f.strip()]
-    unknown = [f for f in fleets if f not in SCALE_FLEETS]
+    unknown = [f for f in fleets if f not in SCALE_FLEETS and f != "delta"]
     if unknown or not fleets:
         raise argparse.ArgumentTypeError(
-            f"--fleets: a comma-separated list of {', '.join(SCALE_FLEETS)} (not {value!r})")
+            f"--fleets: a comma-separated list of {', '.join([*SCALE_FLEETS, 'delta'])} (not {value!r})")
     return list(dict.fromkeys(fleets))
 
 
@@ -899,9 +902,17 @@ def cmd_up(args) -> int:
             catalogs[PYFLEET] = pyfleet["path"]
             # Delta Lake tables written by delta-rs, for the real Trino's Delta Lake catalog
             # (not the stand-in's: it serves Iceberg only)
-            delta_scenario = ensure_scenario(lab_venv, "delta", [], root, scenario="delta")
+            delta_fleet = args.scale and "delta" in (args.fleets or [])
+            delta_scenario = ensure_scenario(
+                lab_venv, "delta", ["--delta-fleet", str(DELTA_FLEET_TABLES)] if delta_fleet else [], root,
+                scenario="delta")
+            if delta_fleet:
+                fleets["delta"] = {"catalog": realtrino.DELTA_CATALOG, "writers": "delta",
+                                   "expected": delta_scenario["expected"], "path": delta_scenario["path"],
+                                   "generated_at": delta_scenario["generated_at"],
+                                   "cached": delta_scenario["cached"]}
             if args.scale:
-                for writers in args.fleets or ["mixed"]:
+                for writers in [w for w in (args.fleets or ["mixed"]) if w != "delta"]:
                     name = SCALE_FLEETS[writers]
                     t_fleet = time.monotonic()
                     extra = [] if writers == "mixed" else ["--writers", writers]
@@ -1216,9 +1227,10 @@ def main(argv: list[str] | None = None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     up = sub.add_parser("up", help="start the lab")
     up.add_argument("--scale", action="store_true", help="also generate and serve the scale catalog")
-    up.add_argument("--fleets", type=parse_fleets, default=None, metavar="mixed,pyiceberg,trino",
+    up.add_argument("--fleets", type=parse_fleets, default=None, metavar="mixed,pyiceberg,trino,delta",
                     help="with --scale: the fleets by writer to serve, each its own catalog "
-                         "(mixed: scale, pyiceberg: scale_pyiceberg, trino: scale_trino; default mixed)")
+                         "(mixed: scale, pyiceberg: scale_pyiceberg, trino: scale_trino; default mixed); "
+                         f"delta: {DELTA_FLEET_TABLES} delta-rs tables more in the Delta Lake catalog")
     up.add_argument("--airflow2", action="store_true", help="also start Airflow 2")
     up.add_argument("--no-airflow", action="store_true", help="start no Airflow")
     up.add_argument("--no-second", action="store_true",

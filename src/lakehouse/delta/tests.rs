@@ -80,7 +80,16 @@ fn the_survey_reads_each_tables_partitions_and_history_once() {
     let sql = survey_sql(&tables);
     assert_eq!(sql.matches("$partitions\"").count(), 2, "{sql}");
     assert_eq!(sql.matches("$history\"").count(), 2, "{sql}");
-    assert_eq!(sql.matches("$properties\"").count(), 2, "{sql}");
+    assert_eq!(
+        sql.matches("$properties\"").count(),
+        0,
+        "read after, where it matters"
+    );
+    let dv = deletion_vectors_sql(&tables[..1]);
+    assert!(
+        dv.contains("delta.enableDeletionVectors") && dv.contains("orders$properties"),
+        "{dv}"
+    );
     assert!(sql.contains("'OPTIMIZE'"));
 }
 

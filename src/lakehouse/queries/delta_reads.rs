@@ -114,9 +114,35 @@ impl Lakehouse {
                 .await;
             totals.extend(found);
         }
+        // Deletion vectors matter where rows were removed since the newest OPTIMIZE: their
+        // property is read for those tables alone, ten a statement.
+        let removed: Vec<TableRef> = read
+            .iter()
+            .filter(|(_, r)| r.as_ref().is_ok_and(|(_, h)| h.removals_since > 0))
+            .map(|(t, _)| t.clone())
+            .collect();
+        let mut dv: std::collections::HashMap<TableRef, bool> = Default::default();
+        if !removed.is_empty() {
+            let found = self
+                .batched(
+                    &removed,
+                    "deletion vectors",
+                    delta::deletion_vectors_sql,
+                    |rows, n| {
+                        crate::lakehouse::probe::by_index(rows, n, "deletion vectors", |r| {
+                            r.u64("dv").unwrap_or(0) > 0
+                        })
+                    },
+                )
+                .await;
+            // (a failed read leaves the finding out, not the table's verdict)
+            dv.extend(found.into_iter().filter_map(|(t, r)| Some((t, r.ok()?))));
+        }
         read.into_iter()
             .map(|(t, r)| {
-                let survey = r.and_then(|(parts, history)| {
+                let on = dv.get(&t).copied().unwrap_or(false);
+                let survey = r.and_then(|(parts, mut history)| {
+                    history.deletion_vectors = on;
                     let partitioned = !parts.is_empty();
                     let parts = match totals.remove(&t) {
                         Some(whole) => vec![whole?],

@@ -91,8 +91,9 @@ def _facts(root: Path, partitioned: bool, now_ms: int) -> dict[str, Any]:
     }
 
 
-def build_delta(out: Path, now_ms: int, seed: int = 20261206) -> dict[str, dict[str, Any]]:
-    """Write the warehouse under `out/warehouse`; each table's facts by `schema.table`."""
+def build_delta(out: Path, now_ms: int, seed: int = 20261206, fleet: int = 0) -> dict[str, dict[str, Any]]:
+    """Write the warehouse under `out/warehouse`; each table's facts by `schema.table`;
+    `fleet` more tables for the fleet bench (see `build_fleet_table`)."""
     from deltalake import DeltaTable, write_deltalake
 
     rnd = random.Random(seed)
@@ -141,4 +142,31 @@ def build_delta(out: Path, now_ms: int, seed: int = 20261206) -> dict[str, dict[
         times.append(now_ms - (3 - i) * DAY_MS)
     _redate(root, times)
     tables["sales.customers"] = {**_facts(root, False, now_ms), "writer": "delta-rs", "verdict": "healthy"}
+    for k in range(fleet):
+        name = f"fleet_{k % 4}.t_{k:03d}"
+        tables[name] = build_fleet_table(wh / f"fleet_{k % 4}" / f"t_{k:03d}", k, rnd, now_ms)
     return tables
+
+
+def build_fleet_table(root: Path, k: int, rnd: random.Random, now_ms: int) -> dict[str, Any]:
+    """One table of the fleet bench's Delta fleet: every other one partitioned by region
+    (2-4 regions), 4-20 small loads over the last ten days, one in three with an OPTIMIZE
+    halfway through its loads."""
+    from deltalake import DeltaTable, write_deltalake
+
+    partitioned = k % 2 == 0
+    regions = REGIONS[: 2 + k % 3] if partitioned else ["all"]
+    loads = rnd.randint(4, 20)
+    optimize_at = loads // 2 if k % 3 == 0 else None
+    start = now_ms - 10 * DAY_MS
+    step = (10 * DAY_MS - HOUR_MS) // loads
+    times = []
+    for i in range(loads):
+        if i == optimize_at:
+            DeltaTable(str(root)).optimize.compact()
+            times.append(start + i * step - HOUR_MS // 2)
+        batch = _batch(rnd, 10, rnd.sample(regions, min(2, len(regions))), i * 10)
+        write_deltalake(str(root), batch, mode="append", partition_by=["region"] if partitioned else None)
+        times.append(start + i * step)
+    _redate(root, times)
+    return {**_facts(root, partitioned, now_ms), "writer": "delta-rs"}

@@ -42,6 +42,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--now", type=float, default=None, help="scenario clock origin, epoch seconds (default: now)")
     ap.add_argument("--seed", type=int, default=20261129, help="random seed")
     ap.add_argument("--tables", type=int, default=1000, help="scale: number of tables")
+    ap.add_argument("--delta-fleet", type=int, default=0,
+                    help="delta: that many more tables under schemas fleet_0..fleet_3 (the fleet bench's)")
     ap.add_argument("--writers", choices=["mixed", "pyiceberg", "trino"], default="mixed",
                     help="scale: who wrote the fleet's tables (see scenarios/scale.py)")
     args = ap.parse_args(argv)
@@ -53,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.scenario == "delta":
         from .delta import build_delta
 
-        tables = build_delta(out, now_ms)
+        tables = build_delta(out, now_ms, fleet=args.delta_fleet)
         doc = {"scenario": "delta", "now_ms": now_ms, "tables": tables,
                "generation_seconds": round(time.monotonic() - t0, 2)}
         (out / "expected.json").write_text(json.dumps(doc, indent=1))

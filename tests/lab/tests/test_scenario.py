@@ -294,3 +294,25 @@ def test_the_delta_scenario_dates_its_commits_and_counts_its_files(tmp_path):
     oldest = min(h["timestamp"] for h in history)
     assert now - 5 * DAY_MS - 1000 <= oldest <= now - 4 * DAY_MS, "dated five days back"
     assert _json.dumps(tables)  # expected.json holds it
+
+
+def test_the_delta_fleet_adds_its_tables_and_leaves_the_others_as_they_were(tmp_path):
+    """`--delta-fleet N` (the fleet bench's Delta fleet): N tables more under fleet_0..3,
+    every other one partitioned, one in three with an OPTIMIZE; the scenario's own tables
+    unchanged."""
+    import time as _time
+
+    from ..scenarios.delta import build_delta
+
+    now = int(_time.time() * 1000)
+    base = build_delta(tmp_path / "a", now)
+    tables = build_delta(tmp_path / "b", now, fleet=6)
+    fleet = {k: v for k, v in tables.items() if k.startswith("fleet_")}
+    assert sorted(fleet) == ["fleet_0.t_000", "fleet_0.t_004", "fleet_1.t_001", "fleet_1.t_005",
+                             "fleet_2.t_002", "fleet_3.t_003"]
+    assert [fleet[f"fleet_{k % 4}.t_{k:03d}"]["partitions"] > 0 for k in range(6)] == [True, False] * 3
+    assert [fleet[f"fleet_{k % 4}.t_{k:03d}"]["last_optimize_ms"] is not None for k in range(6)] == \
+        [True, False, False, True, False, False]
+    for name, facts in base.items():
+        assert {k: v for k, v in tables[name].items() if k != "location"} == \
+            {k: v for k, v in facts.items() if k != "location"}, name
