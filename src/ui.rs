@@ -20,7 +20,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph, Row, Table, TableState};
 
 use crate::app::layout::Width;
-use crate::app::prompt::{Prompt, RetentionFor};
+use crate::app::prompt::Prompt;
 use crate::app::state::{Load, Popup, State, Tab};
 use crate::fmt::human_duration;
 use theme::Theme;
@@ -329,20 +329,7 @@ fn draw_status(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
             Span::raw("█"),
         ]),
         Some(Prompt::Retention(r, t)) => Line::from(vec![
-            Span::styled(
-                match r {
-                    RetentionFor::ExpireSnapshots => {
-                        "expire snapshots older than (min 7d unless the server allows less): "
-                    }
-                    RetentionFor::RemoveOrphanFiles => {
-                        "remove orphan files older than (min 7d unless the server allows less): "
-                    }
-                    RetentionFor::Vacuum => {
-                        "vacuum the files no version of this long references (min 7d unless the catalog allows less): "
-                    }
-                },
-                th.key(),
-            ),
+            Span::styled(r.question(), th.key()),
             Span::raw(t.clone()),
             Span::raw("█"),
             Span::styled("  enter plans it, esc cancels", th.dim()),

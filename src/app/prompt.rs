@@ -29,6 +29,23 @@ pub enum RetentionFor {
     Vacuum,
 }
 
+impl RetentionFor {
+    /// What the prompt asks.
+    pub fn question(self) -> &'static str {
+        match self {
+            RetentionFor::ExpireSnapshots => {
+                "expire snapshots older than (min 7d unless the server allows less): "
+            }
+            RetentionFor::RemoveOrphanFiles => {
+                "remove orphan files older than (min 7d unless the server allows less): "
+            }
+            RetentionFor::Vacuum => {
+                "vacuum the files no version of this long references (min 7d unless the catalog allows less): "
+            }
+        }
+    }
+}
+
 /// `/`: open the filter prompt on what is filtered now.
 pub fn open_filter(s: &mut State) {
     if s.grid().is_some() || in_log(s) || in_source(s) {

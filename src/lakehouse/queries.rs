@@ -159,32 +159,6 @@ impl Lakehouse {
         }
     }
 
-    /// The same connection whose statements are counted apart from this one's (see
-    /// [`Client::with_own_meter`]): what a maintenance job runs on.
-    pub fn with_own_meter(&self) -> Lakehouse {
-        let client = self.client.with_own_meter();
-        let siblings = self
-            .siblings()
-            .into_iter()
-            .map(|l| Lakehouse {
-                client: client.clone(),
-                ..l
-            })
-            .collect();
-        Lakehouse {
-            client,
-            siblings: Arc::new(std::sync::RwLock::new(siblings)),
-            ..self.clone()
-        }
-    }
-
-    /// Read `more` catalogs beside this one (a profile's further catalogs; `*`: every
-    /// Iceberg and Delta Lake catalog of the cluster), found at [`Lakehouse::connect`].
-    pub fn with_catalogs(mut self, more: &[String]) -> Lakehouse {
-        self.more_catalogs = Arc::new(more.to_vec());
-        self
-    }
-
     /// Read at most `n` snapshots of a table (its newest) in [`Lakehouse::snapshots`].
     pub fn with_snapshot_limit(mut self, n: usize) -> Lakehouse {
         self.snapshot_limit = n.max(1);
@@ -251,27 +225,7 @@ impl Lakehouse {
         }
     }
 
-    /// The surveys of a fleet's `tables` (see [`crate::lakehouse::summary::survey_sql`]),
-    /// in one statement when all answer: `$snapshots` alone. The change probe reads the
-    /// metadata log (see `adopt_probe` in the TUI's refresh); the tables whose files are
-    /// worth reading get their target and manifests read ahead of their files, ten a
-    /// statement ([`Lakehouse::file_stats`]).
-    pub async fn survey(&self, tables: &[TableRef]) -> Vec<(TableRef, Result<Survey, TrinoError>)> {
-        if !self.siblings().is_empty() {
-            let mut out = Vec::with_capacity(tables.len());
-            for (lake, group) in self.by_catalog(tables.to_vec(), |t| t) {
-                match lake {
-                    Some(l) if !group.is_empty() => out.extend(Box::pin(l.survey(&group)).await),
-                    None if !group.is_empty() => out.extend(self.survey_here(&group).await),
-                    _ => {}
-                }
-            }
-            return out;
-        }
-        self.survey_here(tables).await
-    }
-
-    async fn survey_here(
+    pub(super) async fn survey_here(
         &self,
         tables: &[TableRef],
     ) -> Vec<(TableRef, Result<Survey, TrinoError>)> {
@@ -464,24 +418,10 @@ impl Lakehouse {
         Ok(stats)
     }
 
-    /// The change probe of `tables` (see [`super::probe`]), in one statement when all
-    /// answer (see [`Lakehouse::batched`]).
-    pub async fn probe(&self, tables: &[TableRef]) -> Vec<(TableRef, Result<Probe, TrinoError>)> {
-        if !self.siblings().is_empty() {
-            let mut out = Vec::with_capacity(tables.len());
-            for (lake, group) in self.by_catalog(tables.to_vec(), |t| t) {
-                match lake {
-                    Some(l) if !group.is_empty() => out.extend(Box::pin(l.probe(&group)).await),
-                    None if !group.is_empty() => out.extend(self.probe_here(&group).await),
-                    _ => {}
-                }
-            }
-            return out;
-        }
-        self.probe_here(tables).await
-    }
-
-    async fn probe_here(&self, tables: &[TableRef]) -> Vec<(TableRef, Result<Probe, TrinoError>)> {
+    pub(super) async fn probe_here(
+        &self,
+        tables: &[TableRef],
+    ) -> Vec<(TableRef, Result<Probe, TrinoError>)> {
         if self.is_delta() {
             return self.delta_probe(tables).await;
         }

@@ -271,47 +271,46 @@ fn split_args(s: &str) -> Vec<&str> {
     out
 }
 
-/// The `partitioning = ARRAY['a', 'day(b)']` property of the `WITH (…)` clause of
-/// `SHOW CREATE TABLE`'s text (empty when the table is not partitioned).
+/// The fields of the array property `key` of the `WITH (…)` clause of `SHOW CREATE
+/// TABLE`'s text, each of its strings made a field by `field` (none when it is absent).
+fn array_property(
+    text: &str,
+    key: &str,
+    field: impl Fn(&str) -> Result<PartitionField, PartitioningError>,
+) -> Result<Vec<PartitionField>, PartitioningError> {
+    let props = crate::lakehouse::layout::with_properties(text)?;
+    let Some((_, value)) = props.iter().find(|(k, _)| k == key) else {
+        return Ok(Vec::new());
+    };
+    let PropValue::Array(items) = value else {
+        return Err(PartitioningError::NotArray(value.clone()));
+    };
+    items
+        .iter()
+        .map(|item| match item {
+            PropValue::Str(e) => field(e),
+            other => Err(PartitioningError::NotString(other.clone())),
+        })
+        .collect()
+}
+
 /// A Delta table's partitioning from its `SHOW CREATE TABLE`: `partitioned_by = ARRAY[…]`
 /// names the columns whose values partition it (Delta has no transforms: each column is
 /// an identity field). No such property: unpartitioned.
 pub fn delta_partitioning_from_show_create(
     text: &str,
 ) -> Result<Vec<PartitionField>, PartitioningError> {
-    let props = crate::lakehouse::layout::with_properties(text)?;
-    let Some((_, value)) = props.iter().find(|(k, _)| k == "partitioned_by") else {
-        return Ok(Vec::new());
-    };
-    let PropValue::Array(items) = value else {
-        return Err(PartitioningError::NotArray(value.clone()));
-    };
-    items
-        .iter()
-        .map(|item| match item {
-            PropValue::Str(column) => Ok(PartitionField {
-                name: column.clone(),
-                source: column.clone(),
-                transform: Transform::Identity,
-            }),
-            other => Err(PartitioningError::NotString(other.clone())),
+    array_property(text, "partitioned_by", |column| {
+        Ok(PartitionField {
+            name: column.to_string(),
+            source: column.to_string(),
+            transform: Transform::Identity,
         })
-        .collect()
+    })
 }
 
+/// The `partitioning = ARRAY['a', 'day(b)']` property of the `WITH (…)` clause of
+/// `SHOW CREATE TABLE`'s text (empty when the table is not partitioned).
 pub fn partitioning_from_show_create(text: &str) -> Result<Vec<PartitionField>, PartitioningError> {
-    let props = crate::lakehouse::layout::with_properties(text)?;
-    let Some((_, value)) = props.iter().find(|(k, _)| k == "partitioning") else {
-        return Ok(Vec::new());
-    };
-    let PropValue::Array(items) = value else {
-        return Err(PartitioningError::NotArray(value.clone()));
-    };
-    items
-        .iter()
-        .map(|item| match item {
-            PropValue::Str(e) => parse_partition_entry(e),
-            other => Err(PartitioningError::NotString(other.clone())),
-        })
-        .collect()
+    array_property(text, "partitioning", parse_partition_entry)
 }

@@ -12,6 +12,8 @@ use super::Lakehouse;
 use super::delta_reads::format_code;
 use crate::lakehouse::delta::TableFormat;
 use crate::lakehouse::model::TableRef;
+use crate::lakehouse::probe::Probe;
+use crate::lakehouse::summary::Survey;
 use crate::trino::TrinoError;
 
 /// The catalogs of the cluster floe reads, with their connector: `(name, connector)`.
@@ -68,6 +70,69 @@ pub fn choose(
 }
 
 impl Lakehouse {
+    /// The same connection whose statements are counted apart from this one's (see
+    /// [`Client::with_own_meter`]): what a maintenance job runs on.
+    pub fn with_own_meter(&self) -> Lakehouse {
+        let client = self.client.with_own_meter();
+        let siblings = self
+            .siblings()
+            .into_iter()
+            .map(|l| Lakehouse {
+                client: client.clone(),
+                ..l
+            })
+            .collect();
+        Lakehouse {
+            client,
+            siblings: Arc::new(std::sync::RwLock::new(siblings)),
+            ..self.clone()
+        }
+    }
+
+    /// Read `more` catalogs beside this one (a profile's further catalogs; `*`: every
+    /// Iceberg and Delta Lake catalog of the cluster), found at [`Lakehouse::connect`].
+    pub fn with_catalogs(mut self, more: &[String]) -> Lakehouse {
+        self.more_catalogs = Arc::new(more.to_vec());
+        self
+    }
+
+    /// The surveys of a fleet's `tables` (see [`crate::lakehouse::summary::survey_sql`]),
+    /// in one statement when all answer: `$snapshots` alone. The change probe reads the
+    /// metadata log (see `adopt_probe` in the TUI's refresh); the tables whose files are
+    /// worth reading get their target and manifests read ahead of their files, ten a
+    /// statement ([`Lakehouse::file_stats`]).
+    pub async fn survey(&self, tables: &[TableRef]) -> Vec<(TableRef, Result<Survey, TrinoError>)> {
+        if !self.siblings().is_empty() {
+            let mut out = Vec::with_capacity(tables.len());
+            for (lake, group) in self.by_catalog(tables.to_vec(), |t| t) {
+                match lake {
+                    Some(l) if !group.is_empty() => out.extend(Box::pin(l.survey(&group)).await),
+                    None if !group.is_empty() => out.extend(self.survey_here(&group).await),
+                    _ => {}
+                }
+            }
+            return out;
+        }
+        self.survey_here(tables).await
+    }
+
+    /// The change probe of `tables` (see [`super::probe`]), in one statement when all
+    /// answer (see [`Lakehouse::batched`]).
+    pub async fn probe(&self, tables: &[TableRef]) -> Vec<(TableRef, Result<Probe, TrinoError>)> {
+        if !self.siblings().is_empty() {
+            let mut out = Vec::with_capacity(tables.len());
+            for (lake, group) in self.by_catalog(tables.to_vec(), |t| t) {
+                match lake {
+                    Some(l) if !group.is_empty() => out.extend(Box::pin(l.probe(&group)).await),
+                    None if !group.is_empty() => out.extend(self.probe_here(&group).await),
+                    _ => {}
+                }
+            }
+            return out;
+        }
+        self.probe_here(tables).await
+    }
+
     /// Read `wanted` beside this catalog (see [`choose`]): one statement, the cluster's
     /// catalog list, which also tells each one's format (and this one's).
     pub async fn add_catalogs(&self, wanted: &[String]) -> Result<(), TrinoError> {
