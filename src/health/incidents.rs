@@ -79,8 +79,9 @@ pub fn incidents(facts: &Facts, now: DateTime<Utc>) -> Vec<Incident> {
 struct Triage<'f, 'a> {
     facts: &'f Facts<'a>,
     now: DateTime<Utc>,
-    /// How many schemas hold a table of each (lower-cased) name.
-    names: BTreeMap<String, usize>,
+    /// How many tables share each (lower-cased) name, and each schema and name (`None`:
+    /// the name alone; a schema's name is shared across catalogs).
+    names: BTreeMap<(Option<String>, String), usize>,
     /// Tables that need attention.
     troubled: Vec<&'f TableFacts<'a>>,
     /// The connection findings among [`Facts::findings`].
@@ -96,12 +97,12 @@ struct Triage<'f, 'a> {
 
 impl<'f, 'a> Triage<'f, 'a> {
     fn new(facts: &'f Facts<'a>, now: DateTime<Utc>) -> Self {
-        let mut names: BTreeMap<String, usize> = BTreeMap::new();
+        let mut names: BTreeMap<(Option<String>, String), usize> = BTreeMap::new();
         for t in &facts.tables {
-            *names.entry(t.table.table.to_lowercase()).or_default() += 1;
-            // (a schema's table in two catalogs: `schema.table` is shared too)
+            let table = t.table.table.to_lowercase();
+            *names.entry((None, table.clone())).or_default() += 1;
             *names
-                .entry(format!("{}.{}", t.table.schema, t.table.table).to_lowercase())
+                .entry((Some(t.table.schema.to_lowercase()), table))
                 .or_default() += 1;
         }
         Triage {
@@ -129,11 +130,14 @@ impl<'f, 'a> Triage<'f, 'a> {
     /// The table's name as lines show it: the bare name unless two schemas share it, its
     /// catalog too when two catalogs share its schema and name.
     fn name_of(&self, t: &TableRef) -> String {
-        let shared = |k: String| self.names.get(&k.to_lowercase()).copied().unwrap_or(0) > 1;
+        let shared = |schema: Option<&str>| {
+            let key = (schema.map(str::to_lowercase), t.table.to_lowercase());
+            self.names.get(&key).copied().unwrap_or(0) > 1
+        };
         let qualified = format!("{}.{}", t.schema, t.table);
-        if shared(qualified.clone()) {
+        if shared(Some(&t.schema)) {
             format!("{}.{qualified}", t.catalog)
-        } else if shared(t.table.clone()) {
+        } else if shared(None) {
             qualified
         } else {
             t.table.clone()

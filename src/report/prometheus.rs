@@ -96,12 +96,11 @@ impl Report {
             .filter_map(|t| {
                 let f = t.format?;
                 let labels = self.labels(&t.table);
-                let labels = format!(
-                    "{},format=\"{}\"}}",
-                    labels.strip_suffix('}').unwrap_or(&labels),
-                    f.label()
-                );
-                Some((labels, "1".to_string()))
+                let base = labels.trim_end_matches('}');
+                Some((
+                    format!("{base},format=\"{}\"}}", f.label()),
+                    "1".to_string(),
+                ))
             })
             .collect();
         out.gauge("floe_table_format", info);

@@ -199,17 +199,25 @@ async fn a_delta_tables_partitions_and_history_fill_the_detail_tabs() {
     );
 }
 
-/// `floe maintain …` on the lab's real Trino as `u`, its state under `home`.
-fn maintain(u: &str, home: &std::path::Path, args: &[&str]) -> std::process::Output {
+/// floe on the lab's real Trino as `u` with `args` after it, its config, state and cache
+/// under `home`, without colour.
+fn floe(u: &str, home: &std::path::Path, args: &[&str]) -> std::process::Output {
     let url = lab().trino_url();
-    let mut all = vec!["--trino", url.as_str(), "--user", u, "maintain"];
+    let mut all = vec!["--trino", url.as_str(), "--user", u];
     all.extend_from_slice(args);
     std::process::Command::new(env!("CARGO_BIN_EXE_floe"))
         .args(&all)
         .env("XDG_CONFIG_HOME", home.join("c"))
         .env("XDG_STATE_HOME", home.join("s"))
+        .env("XDG_CACHE_HOME", home.join("cache"))
+        .env("NO_COLOR", "1")
         .output()
         .unwrap()
+}
+
+/// `floe maintain …` as `u`, its state under `home`.
+fn maintain(u: &str, home: &std::path::Path, args: &[&str]) -> std::process::Output {
+    floe(u, home, &[&["maintain"], args].concat())
 }
 
 fn home(name: &str) -> std::path::PathBuf {
@@ -482,17 +490,11 @@ async fn a_procedure_of_the_other_format_is_refused_before_anything_runs() {
 
 /// `floe check` as `u` with `args` after the common ones; its stdout and exit code.
 fn check(u: &str, args: &[&str]) -> (String, String, Option<i32>) {
-    let h = home(&format!("check-{u}"));
-    let url = lab().trino_url();
-    let mut all = vec!["check", "--trino", url.as_str(), "--user", u];
-    all.extend_from_slice(args);
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_floe"))
-        .args(&all)
-        .env("XDG_CONFIG_HOME", h.join("c"))
-        .env("XDG_STATE_HOME", h.join("s"))
-        .env("XDG_CACHE_HOME", h.join("cache"))
-        .output()
-        .unwrap();
+    let out = floe(
+        u,
+        &home(&format!("check-{u}")),
+        &[&["check"], args].concat(),
+    );
     (
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
@@ -671,16 +673,8 @@ fn doctor_says_which_catalogs_it_reads_and_of_which_format() {
     let (catalog, _) = delta();
     let u = user("delta_doctor");
     let h = home("doctor");
-    let url = lab().trino_url();
     let doctor = |cats: &str| {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_floe"))
-            .args(["--trino", &url, "--user", &u, "--catalog", cats, "doctor"])
-            .env("XDG_CONFIG_HOME", h.join("c"))
-            .env("XDG_STATE_HOME", h.join("s"))
-            .env("XDG_CACHE_HOME", h.join("cache"))
-            .env("NO_COLOR", "1")
-            .output()
-            .unwrap();
+        let out = floe(&u, &h, &["--catalog", cats, "doctor"]);
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
     let text = doctor(&format!("iceberg,{catalog}"));

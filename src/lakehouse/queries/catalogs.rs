@@ -4,7 +4,6 @@
 //! format, its own listing — sharing this one's client and what it learned of the server.
 //! A read of a table goes to its catalog's; a read of many is split by catalog.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, RwLock};
 
@@ -102,35 +101,21 @@ impl Lakehouse {
     /// worth reading get their target and manifests read ahead of their files, ten a
     /// statement ([`Lakehouse::file_stats`]).
     pub async fn survey(&self, tables: &[TableRef]) -> Vec<(TableRef, Result<Survey, TrinoError>)> {
-        if !self.siblings().is_empty() {
-            let mut out = Vec::with_capacity(tables.len());
-            for (lake, group) in self.by_catalog(tables.to_vec(), |t| t) {
-                match lake {
-                    Some(l) if !group.is_empty() => out.extend(Box::pin(l.survey(&group)).await),
-                    None if !group.is_empty() => out.extend(self.survey_here(&group).await),
-                    _ => {}
-                }
-            }
-            return out;
+        let mut out = Vec::with_capacity(tables.len());
+        for (lake, group) in self.by_catalog(tables, |t| t) {
+            out.extend(lake.survey_here(&group).await);
         }
-        self.survey_here(tables).await
+        out
     }
 
     /// The change probe of `tables` (see [`super::probe`]), in one statement when all
     /// answer (see [`Lakehouse::batched`]).
     pub async fn probe(&self, tables: &[TableRef]) -> Vec<(TableRef, Result<Probe, TrinoError>)> {
-        if !self.siblings().is_empty() {
-            let mut out = Vec::with_capacity(tables.len());
-            for (lake, group) in self.by_catalog(tables.to_vec(), |t| t) {
-                match lake {
-                    Some(l) if !group.is_empty() => out.extend(Box::pin(l.probe(&group)).await),
-                    None if !group.is_empty() => out.extend(self.probe_here(&group).await),
-                    _ => {}
-                }
-            }
-            return out;
+        let mut out = Vec::with_capacity(tables.len());
+        for (lake, group) in self.by_catalog(tables, |t| t) {
+            out.extend(lake.probe_here(&group).await);
         }
-        self.probe_here(tables).await
+        out
     }
 
     /// Read `wanted` beside this catalog (see [`choose`]): one statement, the cluster's
@@ -215,39 +200,28 @@ impl Lakehouse {
         self.siblings.read().map(|s| s.clone()).unwrap_or_default()
     }
 
-    /// `items` by the catalog whose Lakehouse reads them: this one's (None) first, in
-    /// the order given within each.
-    pub(super) fn by_catalog<T>(
+    /// `items` by the Lakehouse of their catalog (this one's first, then each other
+    /// catalog's), the order given kept within each; an item of a catalog not read goes
+    /// to this one. Groups without items are left out.
+    pub(super) fn by_catalog<T: Clone>(
         &self,
-        items: Vec<T>,
+        items: &[T],
         table: impl Fn(&T) -> &TableRef,
-    ) -> Vec<(Option<Lakehouse>, Vec<T>)> {
-        let mut own = Vec::new();
-        let mut others: HashMap<String, (Lakehouse, Vec<T>)> = HashMap::new();
-        let mut order = Vec::new();
+    ) -> Vec<(Lakehouse, Vec<T>)> {
+        let mut groups: Vec<(Lakehouse, Vec<T>)> = std::iter::once(self.clone())
+            .chain(self.siblings())
+            .map(|l| (l, Vec::new()))
+            .collect();
         for item in items {
-            let catalog = table(&item).catalog.clone();
-            match self.sibling(&catalog) {
-                None => own.push(item),
-                Some(l) => {
-                    if !others.contains_key(&catalog) {
-                        order.push(catalog.clone());
-                    }
-                    others
-                        .entry(catalog)
-                        .or_insert((l, Vec::new()))
-                        .1
-                        .push(item);
-                }
-            }
+            let catalog = &table(item).catalog;
+            let at = groups
+                .iter()
+                .position(|(l, _)| l.catalog == *catalog)
+                .unwrap_or(0);
+            groups[at].1.push(item.clone());
         }
-        let mut out = vec![(None, own)];
-        for c in order {
-            if let Some((l, v)) = others.remove(&c) {
-                out.push((Some(l), v));
-            }
-        }
-        out
+        groups.retain(|(_, v)| !v.is_empty());
+        groups
     }
 
     /// The format of a catalog read, as known now (Iceberg until learned).

@@ -163,20 +163,11 @@ impl Lakehouse {
         &self,
         tables: &[FileItem],
     ) -> Vec<(TableRef, Result<TableStats, TrinoError>)> {
-        if !self.siblings().is_empty() {
-            let mut out = Vec::with_capacity(tables.len());
-            for (lake, group) in self.by_catalog(tables.to_vec(), |i| &i.table) {
-                match lake {
-                    Some(l) if !group.is_empty() => {
-                        out.extend(Box::pin(l.files_batch(&group)).await)
-                    }
-                    None if !group.is_empty() => out.extend(self.files_batch_here(&group).await),
-                    _ => {}
-                }
-            }
-            return out;
+        let mut out = Vec::with_capacity(tables.len());
+        for (lake, group) in self.by_catalog(tables, |i| &i.table) {
+            out.extend(lake.files_batch_here(&group).await);
         }
-        self.files_batch_here(tables).await
+        out
     }
 
     async fn files_batch_here(
