@@ -65,8 +65,11 @@ pub(crate) async fn cold(run: &Run, floe: &mut Floe, w: Duration) -> Value {
     lab.server_time(&u, run.latency).await;
     let _ = std::fs::remove_file(floe.dir.join("stats.json"));
     let meter = Meter::start(lab);
-    let (_, critical) = floe.cycle_timed(lab, &u, 4, true, false).await;
-    let (wall, cpu) = meter.stop(lab);
+    // The scan's wall time ends with its last answer; the cache written after it (in the
+    // cycle's pause) is the client's work, in its CPU.
+    let (wall, critical) = floe.cycle_timed(lab, &u, 4, true, false).await;
+    let (_, cpu) = meter.stop(lab);
+    let client = meter.client_ms();
     let qs = lab.queries_of(&u).await;
     let rows = &floe.state.tables.rows;
     let criticals = rows
@@ -82,6 +85,7 @@ pub(crate) async fn cold(run: &Run, floe: &mut Floe, w: Duration) -> Value {
         "first_critical_table": floe.first_critical.as_ref().map(|(t, _)| t.clone()),
         "first_critical_row": floe.first_critical.as_ref().map(|(_, at)| at + 1),
         "errors": rows.iter().filter(|r| r.error().is_some()).count(),
+        "client_cpu_ms": client,
     });
     let statuses: Vec<(String, String)> = rows
         .iter()
@@ -143,6 +147,7 @@ pub(crate) async fn script(run: &Run) -> Option<Value> {
     let meter = Meter::start(lab);
     let (out, kept) = collecting(run, &u, run_script(&py, run, &u)).await;
     let (wall, cpu) = meter.stop(lab);
+    let client = meter.client_ms();
     let text = String::from_utf8_lossy(&out.stdout);
     let v: Value = match serde_json::from_str(text.trim()) {
         Ok(v) => v,
@@ -160,7 +165,7 @@ pub(crate) async fn script(run: &Run) -> Option<Value> {
         wall,
         cpu,
         &qs,
-        json!({"tables": v["tables"], "script_wall_s": v["wall_s"]}),
+        json!({"tables": v["tables"], "script_wall_s": v["wall_s"], "client_cpu_ms": client}),
     )
     .await;
     println!("{}", line("sequential script", &r));
@@ -457,6 +462,7 @@ pub(crate) async fn check(run: &Run, dir: &std::path::Path) -> Value {
     let meter = Meter::start(lab);
     let (out, kept) = collecting(run, &u, cmd.output()).await;
     let (wall, cpu) = meter.stop(lab);
+    let client = meter.client_ms();
     let out = out.unwrap();
     let qs = all_queries(run, &u, kept).await;
     let report: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
@@ -491,6 +497,7 @@ pub(crate) async fn check(run: &Run, dir: &std::path::Path) -> Value {
             "fatal": report["fatal"],
             "by_status": by_status,
             "verdicts": verdicts(expected.as_ref(), &statuses),
+            "client_cpu_ms": client,
             "stderr": String::from_utf8_lossy(&out.stderr).chars().take(2000).collect::<String>(),
         }),
     )

@@ -118,6 +118,21 @@ pub(crate) fn by_kind(qs: &[Value]) -> Vec<(String, Sums)> {
 pub(crate) struct Meter {
     t0: Instant,
     cpu0: Option<u64>,
+    client0: u64,
+}
+
+/// The CPU this process and its waited-for children have used (user + system), in ms:
+/// the client's side of a phase (the TUI runs in this process; `floe check` and the
+/// script are children).
+fn client_cpu_ms() -> u64 {
+    let of = |who| {
+        // SAFETY: getrusage only writes the struct it is given.
+        let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+        unsafe { libc::getrusage(who, &mut u) };
+        let ms = |t: libc::timeval| t.tv_sec as u64 * 1000 + t.tv_usec as u64 / 1000;
+        ms(u.ru_utime) + ms(u.ru_stime)
+    };
+    of(libc::RUSAGE_SELF) + of(libc::RUSAGE_CHILDREN)
 }
 
 impl Meter {
@@ -125,7 +140,13 @@ impl Meter {
         Meter {
             t0: Instant::now(),
             cpu0: lab.coordinator_cpu_ms(),
+            client0: client_cpu_ms(),
         }
+    }
+
+    /// The client's CPU since the start (this process and the children it waited for).
+    pub(crate) fn client_ms(&self) -> u64 {
+        client_cpu_ms().saturating_sub(self.client0)
     }
 
     /// The phase ended now: its wall time and the coordinator process's CPU over it
@@ -182,7 +203,7 @@ pub(crate) async fn record(
 pub(crate) fn line(name: &str, r: &Value) -> String {
     let c = &r["coordinator"];
     format!(
-        "{name}: {:.2} s, {} statements ({} failed); coordinator: planning {:.2} s wall / {:.2} s CPU, tasks {:.2} s CPU, cost {:.2} s; process CPU {}",
+        "{name}: {:.2} s, {} statements ({} failed); coordinator: planning {:.2} s wall / {:.2} s CPU, tasks {:.2} s CPU, cost {:.2} s; process CPU {}{}",
         r["wall_s"].as_f64().unwrap_or(f64::NAN),
         c["statements"],
         c["failed"],
@@ -194,6 +215,10 @@ pub(crate) fn line(name: &str, r: &Value) -> String {
             .as_u64()
             .map(|v| format!("{:.2} s", v as f64 / 1000.0))
             .unwrap_or_else(|| "-".into()),
+        r["client_cpu_ms"]
+            .as_u64()
+            .map(|v| format!("; the client's CPU {:.2} s", v as f64 / 1000.0))
+            .unwrap_or_default(),
     )
 }
 
