@@ -8,7 +8,7 @@ over a fleet's tables, one statement after the other.
     python benches/coord/branches.py LAB_JSON CATALOG [SHAPE:TABLES_A_STATEMENT ...]
 
 SHAPE is one of `snapshots` (a survey's $snapshots branch), `properties` (its
-$properties branch), `survey` (both, as a fleet's survey sends them) and `files` (a
+$properties branch), `partitions` (`$partitions`' counts), `survey` (both, as a fleet's survey sends them) and `files` (a
 file read's $files branch); the first 300 tables the catalog lists are read, in
 statements of TABLES_A_STATEMENT tables.
 """
@@ -51,7 +51,9 @@ def branches(shape, i, ref):
         f"SELECT {i} AS i, b.* FROM (SELECT count(*) AS files, count_if(f.file_size_in_bytes < 100663296) AS small_files, "
         f"sum(f.file_size_in_bytes) AS bytes FROM {ref('files')} f WHERE f.content = 0 GROUP BY f.partition) b"
     )
+    partitions = f"SELECT {i} AS i, file_count, total_size FROM {ref('partitions')}"
     return {
+        "partitions": [partitions],
         "snapshots": [snap],
         "properties": [props.replace("NULL, NULL, NULL, NULL, NULL, ", "")],
         "survey": [snap, props],

@@ -483,7 +483,7 @@ mod tests;
 
 pub use file_read::{
     Dating, FileReadItem, data_file_counts, data_files_batch_sql, data_files_sql, date_by_ids,
-    files_batch_sql, parse_files, small_dates_sql,
+    every_file_small, files_batch_sql, parse_files, small_dates_sql,
 };
 pub(crate) use parse::{parse_snapshot, partition_field_names};
 pub use parse::{parse_stats, partition_value_text};

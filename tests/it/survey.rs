@@ -383,6 +383,21 @@ async fn the_fleet_file_reads_keep_the_verdicts_of_a_pyiceberg_fleet_on_the_real
     )
     .await;
     assert!(read >= 10, "{read} of the pyiceberg fleet read");
+    // Its tables hold a few MB each: their totals prove every file small, and their
+    // partitions' counts came from `$partitions` (the facts compared above).
+    let sent = lab().real_queries_of(&user(who)).await;
+    let from_partitions = sent
+        .iter()
+        .filter(|q| {
+            q["sql"]
+                .as_str()
+                .is_some_and(|s| s.contains("$partitions\""))
+        })
+        .count();
+    assert!(
+        from_partitions >= 1,
+        "no file read from $partitions: {sent:?}"
+    );
 }
 
 /// On the same fleet, what the fleet's reads send to date small files: the files of a

@@ -10,8 +10,8 @@ use crate::lakehouse::dating::{appended_since, compacted_since};
 use crate::lakehouse::model::{TableRef, TableStats};
 use crate::lakehouse::probe::{by_index, rows_by_index};
 use crate::lakehouse::statements::{
-    Dating, FileReadItem, data_file_counts, data_files_batch_sql, date_by_ids, files_batch_sql,
-    files_sql, parse_files, small_dates_sql, small_file_ages_sql,
+    Dating, FileReadItem, data_file_counts, data_files_batch_sql, date_by_ids, every_file_small,
+    files_batch_sql, files_sql, parse_files, small_dates_sql, small_file_ages_sql,
 };
 use crate::lakehouse::summary::{FileMeta, Props, Snap, file_meta_sql, parse_file_meta};
 use crate::trino::{QueryOptions, Row, TrinoError, Value};
@@ -195,6 +195,7 @@ impl Lakehouse {
                         // Delete files counted, or not counted at all: the read that
                         // counts them (missing is unknown, never zero).
                         deletes: base.delete_files > 0 || base.deletes_unknown,
+                        all_small: every_file_small(&base, &self.scan),
                     };
                     ready.insert(t.clone(), (base, item));
                     order.push(t.clone());

@@ -343,6 +343,7 @@ fn a_batch_reads_the_data_files_alone_where_no_delete_file_exists() {
         layout,
         target: 128 << 20,
         deletes,
+        all_small: false,
     };
     let h = ScanParams::default();
     let sql = data_files_batch_sql(
@@ -385,6 +386,83 @@ fn a_batch_reads_the_data_files_alone_where_no_delete_file_exists() {
         sql.contains("position_delete_files") && sql.contains("count_if(kind = 0 AND content = 1)"),
         "{sql}"
     );
+}
+
+/// A table whose totals prove every file small has its partitions' counts read from
+/// `$partitions` (cheaper to plan than the `$files` aggregate), in the same columns: its
+/// files are its small files, none large. Not a table of the directory layout, nor one
+/// whose totals do not prove it (bytes at the line, a delete file, no totals).
+#[test]
+fn a_table_proved_all_small_is_counted_from_its_partitions() {
+    let h = ScanParams::default();
+    let item = |name: &str, layout: Layout, all_small: bool| FileReadItem {
+        table: TableRef::new("iceberg", "s", name),
+        layout,
+        target: 128 << 20,
+        deletes: false,
+        all_small,
+    };
+    let sql = data_files_batch_sql(
+        &[
+            item("a", Layout::PartitionColumn, true),
+            item("b", Layout::Unpartitioned, true),
+            item("c", Layout::Directory, true),
+            item("d", Layout::PartitionColumn, false),
+        ],
+        &h,
+    );
+    let branches: Vec<&str> = sql.split("UNION ALL").collect();
+    assert_eq!(branches.len(), 4, "{sql}");
+    for b in &branches[..2] {
+        assert!(
+            b.contains("$partitions\"")
+                && b.contains("file_count AS files, file_count AS small_files, BIGINT '0' AS large_files, total_size AS bytes")
+                && !b.contains("$files"),
+            "{b}"
+        );
+    }
+    for b in &branches[2..] {
+        assert!(b.contains("$files\"") && !b.contains("$partitions"), "{b}");
+    }
+
+    let survey = |files: u64, bytes: u64| TableStats {
+        target_file_size: 128 << 20,
+        data_files: files,
+        total_bytes: bytes,
+        files_unread: true,
+        ..TableStats::default()
+    };
+    let line = (128u64 << 20) * 3 / 4;
+    assert!(every_file_small(&survey(20, 40 << 20), &h));
+    assert!(every_file_small(&survey(20, line - 1), &h));
+    // At the line one file may be exactly it: not small.
+    assert!(!every_file_small(&survey(20, line), &h));
+    // No totals: the summary proves nothing.
+    assert!(!every_file_small(&survey(0, 0), &h));
+    assert!(!every_file_small(&survey(20, 0), &h));
+    // Delete files, counted or unknown.
+    let with_deletes = TableStats {
+        delete_files: 1,
+        ..survey(20, 1 << 20)
+    };
+    assert!(!every_file_small(&with_deletes, &h));
+    let unknown = TableStats {
+        deletes_unknown: true,
+        ..survey(20, 1 << 20)
+    };
+    assert!(!every_file_small(&unknown, &h));
+    // Facts already read from the files are not a survey's bound.
+    let read = TableStats {
+        files_unread: false,
+        ..survey(20, 1 << 20)
+    };
+    assert!(!every_file_small(&read, &h));
+    // A table's own target moves the line.
+    let bigger = TableStats {
+        target_file_size: 512 << 20,
+        ..survey(20, line + 1)
+    };
+    assert!(every_file_small(&bigger, &h));
 }
 
 /// The rows of one partitioned table's data-file read: a partition per row.
