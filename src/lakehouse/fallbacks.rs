@@ -20,6 +20,11 @@ use super::model::TableRef;
 pub struct EntriesRecord {
     tables: BTreeSet<TableRef>,
     catalogs: BTreeMap<String, CatalogRecord>,
+    /// The format of each catalog whose listing had to ask its connector (one without
+    /// `system.iceberg_tables`: a Delta Lake catalog): the next launch lists it the
+    /// Delta way at once, with no failed statement first.
+    #[serde(default)]
+    formats: BTreeMap<String, crate::lakehouse::delta::TableFormat>,
 }
 
 /// One catalog's `$entries` reads.
@@ -77,7 +82,24 @@ impl EntriesRecord {
     }
 
     /// What `other` learned that this record does not know.
+    /// Keep `catalog`'s format, learned from its connector; whether it is new.
+    pub fn learned_format(
+        &mut self,
+        catalog: &str,
+        format: crate::lakehouse::delta::TableFormat,
+    ) -> bool {
+        self.formats.insert(catalog.to_string(), format) != Some(format)
+    }
+
+    /// `catalog`'s format as an earlier listing learned it from its connector.
+    pub fn format(&self, catalog: &str) -> Option<crate::lakehouse::delta::TableFormat> {
+        self.formats.get(catalog).copied()
+    }
+
     pub fn absorb(&mut self, other: EntriesRecord) {
+        for (k, f) in other.formats {
+            self.formats.entry(k).or_insert(f);
+        }
         for t in other.tables {
             self.tables.insert(t);
         }

@@ -176,6 +176,11 @@ impl Lakehouse {
             && let Some(known) = super::fallbacks::load(path, self.client.url().as_str(), version)
             && let Ok(mut r) = self.entries_unreadable.lock()
         {
+            // A catalog an earlier launch on this server found without
+            // `system.iceberg_tables` is listed the way its connector reads at once.
+            if let Some(f) = known.format(&self.catalog) {
+                self.set_format(f);
+            }
             r.absorb(known);
         }
         self.find_catalogs().await?;

@@ -595,6 +595,66 @@ async fn a_profile_reads_its_iceberg_and_delta_catalogs_in_one_report_each_table
     );
 }
 
+/// A profile of one Delta Lake catalog: its first launch tries `system.iceberg_tables`,
+/// which that catalog has not, and asks the catalog list; what it learned is kept beside
+/// the stats cache, so the next launch on the same server sends no failed statement.
+#[tokio::test]
+async fn a_delta_catalogs_format_is_learned_once_not_at_every_launch() {
+    let (catalog, _) = delta();
+    let u = user("delta_once");
+    let args = [
+        "--catalog",
+        catalog.as_str(),
+        "--schema",
+        "sales",
+        "--format",
+        "json",
+    ];
+    let failed = |qs: &[Value]| {
+        qs.iter()
+            .filter(|q| q["state"] == "FAILED")
+            .map(|q| q["sql"].as_str().unwrap_or("").to_string())
+            .collect::<Vec<_>>()
+    };
+    // One home for both launches: the second finds what the first kept.
+    let h = home(&format!("once-{u}"));
+    let check = |_: &str, args: &[&str]| {
+        let out = floe(&u, &h, &[&["check"], args].concat());
+        (
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+            out.status.code(),
+        )
+    };
+    let (out, err, code) = check(&u, &args);
+    assert_eq!(code, Some(1), "sales.orders is a WARNING: {out}{err}");
+    let first = lab().real_queries_of(&u).await;
+    let f = failed(&first);
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert!(f[0].contains("system.iceberg_tables"), "{f:?}");
+    let (out, err, code) = check(&u, &args);
+    assert_eq!(code, Some(1), "{out}{err}");
+    let again = lab().real_queries_of(&u).await;
+    let f = failed(&again[first.len()..]);
+    assert!(f.is_empty(), "the second launch failed {f:?}");
+    assert!(
+        !again[first.len()..].iter().any(|q| q["sql"]
+            .as_str()
+            .unwrap_or("")
+            .contains("system.metadata.catalogs")),
+        "the second launch asked the catalog list again"
+    );
+    let report: Value = serde_json::from_str(&out).unwrap();
+    assert!(
+        report["tables"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t["format"] == "delta"),
+        "{out}"
+    );
+}
+
 #[test]
 fn one_triage_over_both_formats_and_v_vacuums_the_selected_delta_table() {
     use crate::common::pty;

@@ -72,3 +72,36 @@ fn what_was_learned_is_kept_per_coordinator_and_server_version() {
     assert!(mine.catalog_unreadable("lake") && !mine.catalog_unreadable("other"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A catalog's format learned from its connector is kept with the rest; a file written
+/// before formats were kept still loads (none known).
+#[test]
+fn a_catalogs_format_learned_from_its_connector_is_kept() {
+    use crate::lakehouse::delta::TableFormat;
+    let dir = std::env::temp_dir().join(format!("floe-formats-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let url = "http://trino:8080";
+    let path = file_of(&dir.join("stats.json"), url);
+    let mut r = EntriesRecord::default();
+    assert!(r.learned_format("delta", TableFormat::Delta), "news");
+    assert!(!r.learned_format("delta", TableFormat::Delta), "known");
+    assert_eq!(r.format("delta"), Some(TableFormat::Delta));
+    assert_eq!(r.format("iceberg"), None);
+    store(&path, url, 476, &r).unwrap();
+    let back = load(&path, url, 476).unwrap();
+    assert_eq!(back.format("delta"), Some(TableFormat::Delta));
+    let mut mine = EntriesRecord::default();
+    mine.absorb(back);
+    assert_eq!(mine.format("delta"), Some(TableFormat::Delta));
+    // The file of an earlier release: no `formats`.
+    std::fs::write(
+        &path,
+        format!(
+            r#"{{"format":1,"url":"{url}","server_version":476,"entries":{{"tables":[],"catalogs":{{}}}}}}"#
+        ),
+    )
+    .unwrap();
+    assert_eq!(load(&path, url, 476).map(|r| r.format("delta")), Some(None));
+    let _ = std::fs::remove_dir_all(&dir);
+}

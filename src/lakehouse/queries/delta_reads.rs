@@ -73,6 +73,9 @@ impl Lakehouse {
             .and_then(TableFormat::of_connector)
             .unwrap_or_default();
         self.set_format(f);
+        // Kept for the next launch on this server: its listing asks no more.
+        let catalog = self.catalog.clone();
+        self.learn_entries(|r| r.learned_format(&catalog, f));
         Ok(f)
     }
 
