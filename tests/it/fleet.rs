@@ -71,7 +71,8 @@ pub fn kinds(qs: &[Value]) -> (usize, usize, usize, usize) {
         {
             // A survey, or the target and manifests of the tables whose files are read.
             k.3 += 1;
-        } else if sql.contains("$files") || sql.contains("$entries") {
+        } else if sql.contains("$files") || sql.contains("$entries") || sql.contains("$partitions")
+        {
             // A file read: several tables a statement in a refresh, one for a table read
             // alone (`$entries` where the server has it).
             k.2 += 1;

@@ -196,7 +196,11 @@ async fn a_failed_file_read_keeps_the_last_verdict_and_caches_no_bound() {
     lab()
         .real_faults(
             &d.user,
+            // (its files are read from `$files`, or `$partitions` where its totals
+            // prove them all small)
             json!([{"kind": "status", "status": 500, "on": "post", "sql_contains": "$files",
+                    "body": "lab: the file read refused"},
+                   {"kind": "status", "status": 500, "on": "post", "sql_contains": "$partitions",
                     "body": "lab: the file read refused"}]),
         )
         .await;
