@@ -215,7 +215,7 @@ pub(crate) async fn warm_up(run: &Run) {
 fn check_command(run: &Run, home: &std::path::Path, u: &str) -> tokio::process::Command {
     let lab = &run.lab;
     let _ = std::fs::remove_dir_all(home);
-    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(home).unwrap();
     let config = home.join("config.toml");
     std::fs::write(
         &config,
