@@ -36,6 +36,12 @@ impl ScanParams {
     pub fn small_threshold(&self, target: u64) -> u64 {
         (target as f64 * self.small_file_ratio).floor() as u64
     }
+
+    /// The small-file line at `target` bytes per file as an integer a file size compares
+    /// with exactly: a file is small when its size is below it (`size < target × ratio`).
+    pub fn small_line(&self, target: u64) -> u64 {
+        (target.max(1) as f64 * self.small_file_ratio).ceil() as u64
+    }
 }
 
 /// Files a reader opens beyond what `bytes` need at `target` per file: the cost small

@@ -230,7 +230,7 @@ pub fn files_sql(
     let target = target.max(1);
     // A file is small below the line and large above it (the health rules' ratios): the
     // comparison with the exact product, as integers.
-    let small = (target as f64 * h.small_file_ratio).ceil() as u64;
+    let small = h.small_line(target);
     let large = (target as f64 * h.large_file_ratio).floor() as u64;
     let null_ts = "CAST(NULL AS timestamp(3) with time zone)";
     let dated = !meta.entries && meta.file_times;

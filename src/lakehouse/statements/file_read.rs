@@ -27,12 +27,7 @@ pub fn every_file_small(s: &TableStats, h: &ScanParams) -> bool {
         && s.delete_files == 0
         && s.data_files > 0
         && s.total_bytes > 0
-        && s.total_bytes < small_line(s.target_file_size, h)
-}
-
-/// The size a file is small below, at `target` bytes (health's rule).
-fn small_line(target: u64, h: &ScanParams) -> u64 {
-    (target.max(1) as f64 * h.small_file_ratio).ceil() as u64
+        && s.total_bytes < h.small_line(s.target_file_size)
 }
 
 /// The file read of a table whose summary counts no delete files: one row per partition
@@ -65,7 +60,7 @@ pub fn data_files_sql(
         );
     }
     let target = target.max(1);
-    let small = small_line(target, h);
+    let small = h.small_line(target);
     let large = (target as f64 * h.large_file_ratio).floor() as u64;
     let group = if layout == Layout::Unpartitioned {
         String::new()
@@ -199,7 +194,7 @@ pub fn data_file_counts(
 /// `oldest_small_lower` when a snapshot expired). One `$entries` read, for a table whose
 /// verdict depends on the age ([`crate::lakehouse::model::TableStats::waits_on_age`]).
 pub fn small_dates_sql(t: &TableRef, h: &ScanParams, target: u64, dating: Dating) -> String {
-    let small = (target.max(1) as f64 * h.small_file_ratio).ceil() as u64;
+    let small = h.small_line(target);
     let is_small = format!(
         "e.status <> 2 AND e.data_file.content = 0 AND e.data_file.file_size_in_bytes < {small}"
     );
