@@ -22,9 +22,11 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use crate::lakehouse::model::TableRef;
+use crate::lakehouse::recent_writes::names_table;
 use crate::lakehouse::scan::ScanParams;
 
 pub mod drive;
+pub mod listing;
 mod pass;
 pub mod read;
 mod record;
@@ -179,6 +181,8 @@ pub struct Refresh {
     pub writes_since: Option<DateTime<Utc>>,
     /// When the newest write read so far ended (the coordinator's clock).
     writes_seen: Option<DateTime<Utc>>,
+    /// Whether a steady refresh may take the last listing.
+    listing: listing::Cadence,
 }
 
 impl Refresh {
@@ -272,10 +276,13 @@ impl Refresh {
         };
         self.passes += 1;
         self.pass = Some(Pass::new(kind, now));
+        let reuse = self.listing.reuse(kind, now);
+        let relearn = manual;
         Some(self.send(
             Read::List {
                 schemas,
-                relearn: manual,
+                relearn,
+                reuse,
             },
             true,
         ))
@@ -342,6 +349,9 @@ impl Refresh {
             }
             Answer::Probed(results) => {
                 for (t, r) in results {
+                    if r.as_ref().is_err_and(|e| e.name() == "TABLE_NOT_FOUND") {
+                        self.listing.out_of_date();
+                    }
                     if let Some(rec) = owned(records, &t, id) {
                         if record::take_probe(rec, r, ctx.now) {
                             step.settled.push(t.clone());
@@ -411,6 +421,7 @@ impl Refresh {
         pass.listed = true;
         let Ok(order) = result else {
             pass.failed = true;
+            self.listing.failed();
             return;
         };
         match pass.kind {
@@ -450,14 +461,15 @@ impl Refresh {
         let Some(p) = self.pass.as_mut().filter(|_| of_pass) else {
             return;
         };
+        let lists = |n: &Vec<String>| p.listing.iter().any(|t| names_table(n, t));
+        if !w.names.iter().all(lists) {
+            // A table created (or renamed) through this coordinator since the listing.
+            self.listing.out_of_date();
+        }
         let named: Vec<TableRef> = p
             .listing
             .iter()
-            .filter(|t| {
-                w.names
-                    .iter()
-                    .any(|n| crate::lakehouse::recent_writes::names_table(n, t))
-            })
+            .filter(|t| w.names.iter().any(|n| names_table(n, t)))
             .filter(|t| records.get(t).is_some())
             // A survey or file read sent in a later step than the writes' statement (a
             // probe saw the change first) started after that statement was sent: it is not

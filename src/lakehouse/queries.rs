@@ -90,6 +90,9 @@ pub struct Lakehouse {
     more_catalogs: Arc<Vec<String>>,
     /// Whether they were found (a listing sent before the connect ended finds them).
     catalogs_found: Arc<std::sync::atomic::AtomicBool>,
+    /// The last listing that succeeded: its filters and its tables (see
+    /// [`Lakehouse::listed_again`]).
+    last_listing: Arc<Mutex<Option<LastListing>>>,
     /// The most snapshots [`Lakehouse::snapshots`] reads of one table (the newest):
     /// the page limit bounds one answer, not a query of a million rows.
     snapshot_limit: usize,
@@ -115,6 +118,9 @@ struct Pending {
 /// Tables whose [`FileMeta`] one statement reads ([`file_meta_sql`]): the metadata-only
 /// batch width of the survey.
 pub const FILE_META_BATCH: usize = SURVEY_BATCH;
+
+/// A listing's filters (schemas, globs) and the tables it found.
+type LastListing = (Vec<String>, Vec<String>, Vec<TableRef>);
 
 #[derive(Clone)]
 struct CachedSpec {
@@ -155,6 +161,7 @@ impl Lakehouse {
             catalogs_found: Default::default(),
             pending: Default::default(),
             meta_reading: Default::default(),
+            last_listing: Default::default(),
             snapshot_limit: SNAPSHOT_LIMIT,
         }
     }

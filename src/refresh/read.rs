@@ -22,8 +22,13 @@ pub struct RequestId {
 /// What a read asks.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Read {
-    /// The fleet's tables (a manual refresh learns the tables' layouts again).
-    List { schemas: Vec<String>, relearn: bool },
+    /// The fleet's tables (a manual refresh learns the tables' layouts again; `reuse`: the
+    /// connection's last listing stands, no statement is sent, see [`super::listing`]).
+    List {
+        schemas: Vec<String>,
+        relearn: bool,
+        reuse: bool,
+    },
     /// The survey of a batch (one metadata-only statement; split when it fails).
     Survey(Vec<TableRef>),
     /// The change probe of a batch (one statement; split when it fails).
@@ -130,9 +135,16 @@ impl Answer {
 /// Run `read` against `lake`; `globs` filter the listing (`schema.table` or `table`).
 pub async fn execute(lake: &Lakehouse, globs: &[String], read: Read) -> Answer {
     match read {
-        Read::List { schemas, relearn } => {
+        Read::List {
+            schemas,
+            relearn,
+            reuse,
+        } => {
             if relearn {
                 lake.forget_layouts();
+            }
+            if reuse && let Some(tables) = lake.listed_again(&schemas, globs).await {
+                return Answer::Listed(Ok(tables));
             }
             Answer::Listed(lake.discover(&schemas, globs).await)
         }

@@ -370,7 +370,8 @@ fn only_a_manual_refresh_lists_with_relearned_layouts_and_reads_everything() {
         read,
         Read::List {
             schemas: vec![],
-            relearn: false
+            relearn: false,
+            reuse: false
         }
     );
     assert!(
@@ -383,7 +384,8 @@ fn only_a_manual_refresh_lists_with_relearned_layouts_and_reads_everything() {
         read,
         Read::List {
             schemas: vec![],
-            relearn: true
+            relearn: true,
+            reuse: false
         }
     );
     assert!(h.r.full());
@@ -728,4 +730,84 @@ fn the_first_probe_after_a_survey_keeps_its_stats_and_gives_them_the_metadata_lo
     );
     let st = h.rec("a").stats.clone().unwrap();
     assert_eq!((st.metadata_at, st.metadata_files), (Some(at), Some(240)));
+}
+
+/// A steady refresh over `tables`, every read answered: the probes find `gone` missing and
+/// the rest unchanged, the coordinator's writes name `written`. Whether its listing took
+/// the last one.
+fn steady_once(h: &mut Harness, tables: &[TableRef], gone: &str, written: &[&str]) -> bool {
+    let (id, read) = h.r.start(h.now, false, vec![]).expect("not running");
+    let Read::List { reuse, .. } = read else {
+        panic!("{read:?}")
+    };
+    h.recs.relist(tables);
+    let mut waiting = h.answer(id, Answer::Listed(Ok(tables.to_vec()))).reads;
+    while let Some((id, read)) = waiting.pop() {
+        let answer = match read {
+            Read::Probe(ts) => Answer::Probed(
+                ts.into_iter()
+                    .map(|t| {
+                        let r = if t.table == gone {
+                            Err(failed("TABLE_NOT_FOUND"))
+                        } else {
+                            Ok(probe(7, t0()))
+                        };
+                        (t, r)
+                    })
+                    .collect(),
+            ),
+            Read::Writes { .. } => {
+                Answer::Written(Ok(crate::lakehouse::recent_writes::RecentWrites {
+                    names: written
+                        .iter()
+                        .map(|n| vec!["s".to_string(), n.to_string()])
+                        .collect(),
+                    newest: Some(h.now),
+                }))
+            }
+            other => Answer::Files(
+                other
+                    .tables()
+                    .into_iter()
+                    .map(|t| (t, Ok(read_of(3))))
+                    .collect(),
+            ),
+        };
+        waiting.extend(h.answer(id, answer).reads);
+    }
+    assert!(!h.r.running(), "the refresh ended");
+    h.now += chrono::Duration::minutes(1);
+    reuse
+}
+
+#[test]
+fn a_steady_refresh_lists_again_after_five_minutes_a_new_table_written_or_one_gone() {
+    let mut h = Harness::new(4);
+    let tables: Vec<TableRef> = (0..3).map(|i| t(&format!("t{i}"))).collect();
+    cold(&mut h, &tables);
+    let listed: Vec<bool> = (0..6)
+        .map(|_| steady_once(&mut h, &tables, "", &[]))
+        .collect();
+    // Listed at 0 (the cold start) and 5 minutes on.
+    assert_eq!(listed, [true, true, true, true, false, true]);
+    // A table created through the coordinator: the write names no listed table.
+    assert!(steady_once(&mut h, &tables, "", &["t1", "new_one"]));
+    assert!(
+        !steady_once(&mut h, &tables, "", &[]),
+        "listed for the new table"
+    );
+    assert!(
+        steady_once(&mut h, &tables, "", &["t1"]),
+        "a listed table written"
+    );
+    // A table a probe cannot find.
+    h.r.policy.probe_batch = 3;
+    assert!(steady_once(&mut h, &tables, "t2", &[]));
+    assert!(
+        !steady_once(&mut h, &tables, "", &[]),
+        "listed for the table gone"
+    );
+    // A manual refresh lists.
+    let (_, read) = h.r.start(h.now, true, vec![]).unwrap();
+    assert!(matches!(read, Read::List { reuse: false, .. }));
 }

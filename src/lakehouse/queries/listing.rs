@@ -64,6 +64,31 @@ impl Lakehouse {
         for l in self.siblings() {
             tables.extend(Box::pin(l.discover(schemas, globs)).await?);
         }
+        *self.last_listing.lock().expect("listing lock") =
+            Some((schemas.to_vec(), globs.to_vec(), tables.clone()));
         Ok(tables)
+    }
+
+    /// The tables the last listing with these filters found, without a statement (what a
+    /// steady refresh lists between two listings, see `refresh::listing`); `None` when
+    /// this connection has not listed with them.
+    pub async fn listed_again(
+        &self,
+        schemas: &[String],
+        globs: &[String],
+    ) -> Option<Vec<TableRef>> {
+        let tables = self
+            .last_listing
+            .lock()
+            .expect("listing lock")
+            .as_ref()
+            .filter(|(s, g, _)| s == schemas && g == globs)
+            .map(|(_, _, t)| t.clone())?;
+        // As a listing does: what the last refresh left unread goes.
+        *self.pending.lock().await = Pending::default();
+        for l in self.siblings() {
+            *l.pending.lock().await = Pending::default();
+        }
+        Some(tables)
     }
 }
