@@ -1,7 +1,8 @@
 //! What the queries suffered, per table: the coordinator's record of the recent queries
-//! that read it, asked for the table whose health breakdown is open and for the worst
-//! tables of the Triage tab's first incidents, once per refresh. This module owns those
-//! answers; the breakdown and the incidents read them.
+//! that read it, asked for the table whose health breakdown is open (and a watched run's)
+//! once per refresh, and for the worst tables of the Triage tab's first incidents once
+//! every [`TRIAGE_EVERY`] refreshes. This module owns those answers; the breakdown and the
+//! incidents read them.
 
 use std::collections::HashMap;
 
@@ -14,6 +15,11 @@ use crate::lakehouse::query_history::{self, TableQueries};
 pub const TRIAGE_TABLES: usize = 5;
 /// Runs the breakdown lists under the worst one.
 pub const BREAKDOWN_RUNS: usize = 5;
+/// Refreshes between two reads of the Triage tab's tables' queries. Each read is a
+/// statement over the coordinator's whole record (a regular expression over the text of
+/// every query it keeps); an incident's evidence (the dashboard query that took 4m12s) is
+/// minutes old anyway, and a table opened in the breakdown is read again every refresh.
+pub const TRIAGE_EVERY: u64 = 5;
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum QueryLoad {
@@ -47,14 +53,14 @@ pub fn on_loaded(
     s.queries.by_table.insert(table, (generation, load));
 }
 
-/// Ask for `t`'s queries unless they were asked for in this refresh.
-fn want(s: &mut State, t: &TableRef, fx: &mut Vec<Effect>) {
+/// Ask for `t`'s queries unless they were asked for in the last `every` refreshes.
+fn want(s: &mut State, t: &TableRef, every: u64, fx: &mut Vec<Effect>) {
     let generation = s.tables.refresh.passes();
     let fresh = s
         .queries
         .by_table
         .get(t)
-        .is_some_and(|(g, l)| *g == generation || *l == QueryLoad::Loading);
+        .is_some_and(|(g, l)| generation < g + every || *l == QueryLoad::Loading);
     if !fresh {
         s.queries
             .by_table
@@ -66,25 +72,31 @@ fn want(s: &mut State, t: &TableRef, fx: &mut Vec<Effect>) {
 /// The loads what is on screen needs: the open breakdown's table, the Triage tab's
 /// first incidents' worst tables.
 pub fn wanted(s: &mut State) -> Vec<Effect> {
-    let mut tables: Vec<TableRef> = Vec::new();
+    // The open breakdown's and a watched run's first (every refresh), then Triage's.
+    let mut tables: Vec<(TableRef, u64)> = Vec::new();
     if let Some(Popup::Health(t)) = &s.popup {
-        tables.push(t.clone());
+        tables.push((t.clone(), 1));
     }
     // After a watched run: the next runs of the query its table suffered.
-    tables.extend(super::dags::watch::query_tables(s));
+    tables.extend(
+        super::dags::watch::query_tables(s)
+            .into_iter()
+            .map(|t| (t, 1)),
+    );
     if s.tab == Tab::Triage {
         tables.extend(
             s.triage
                 .incidents
                 .iter()
                 .filter_map(|i| i.worst_table().cloned())
-                .take(TRIAGE_TABLES),
+                .take(TRIAGE_TABLES)
+                .map(|t| (t, TRIAGE_EVERY)),
         );
     }
     let mut fx = Vec::new();
-    for t in tables {
+    for (t, every) in tables {
         if s.tables.row(&t).is_some_and(|r| r.stats().is_some()) {
-            want(s, &t, &mut fx);
+            want(s, &t, every, &mut fx);
         }
     }
     fx
@@ -185,6 +197,49 @@ mod tests {
         assert!(line.contains("(3 runs) 18s"), "{line}");
         // The breakdown's text is sanitised where it is drawn.
         assert!(!crate::text::sanitize(&l[0]).contains('\u{1b}'));
+    }
+
+    #[test]
+    fn triage_asks_every_fifth_refresh_and_the_breakdown_every_refresh() {
+        let mut s = loaded();
+        s.tab = Tab::Triage;
+        crate::app::triage::rebuild(&mut s);
+        let tables: Vec<TableRef> = s.tables.rows.iter().map(|r| r.table.clone()).collect();
+        // What `fx` and the wants after it ask for, each answered.
+        let asked = |s: &mut State, mut fx: Vec<Effect>| -> Vec<TableRef> {
+            fx.extend(wanted(s));
+            let out: Vec<TableRef> = fx
+                .iter()
+                .filter_map(|e| match e {
+                    Effect::LoadQueries { table } => Some(table.clone()),
+                    _ => None,
+                })
+                .collect();
+            for t in &out {
+                let none = TableQueries::Runs {
+                    runs: vec![],
+                    unconfirmed: 0,
+                };
+                on_loaded(s, t.clone(), Ok(none));
+            }
+            out
+        };
+        let first = asked(&mut s, Vec::new());
+        assert!(!first.is_empty(), "the incidents' worst tables");
+        let mut counts = Vec::new();
+        for _ in 0..TRIAGE_EVERY {
+            let fx = crate::app::testing::relist(&mut s, tables.clone());
+            counts.push(asked(&mut s, fx).len());
+        }
+        let mut expected = vec![0; TRIAGE_EVERY as usize];
+        expected[TRIAGE_EVERY as usize - 1] = first.len();
+        assert_eq!(counts, expected, "asked again the fifth refresh on");
+        // The breakdown opened on one of them: read again at every refresh.
+        s.popup = Some(Popup::Health(first[0].clone()));
+        for _ in 0..2 {
+            let fx = crate::app::testing::relist(&mut s, tables.clone());
+            assert_eq!(asked(&mut s, fx), vec![first[0].clone()]);
+        }
     }
 
     #[test]
