@@ -307,6 +307,30 @@ impl Lab {
         Some(ticks * 1000 / hz)
     }
 
+    /// Wait until the coordinator is quiet again: two seconds in which its process used
+    /// under 100 ms of CPU (the idle JVM uses 15-20 ms a second here), at most a minute.
+    /// Each measured phase starts on a quiet coordinator, so the garbage and the
+    /// compilations a phase leaves behind are not paid in the next one's figures (the
+    /// check ran right after the script's 2,001 statements, and its process CPU counted
+    /// what the script had left). The seconds waited.
+    pub(crate) async fn quiet(&self) -> f64 {
+        let t0 = std::time::Instant::now();
+        let Some(mut last) = self.coordinator_cpu_ms() else {
+            return 0.0;
+        };
+        while t0.elapsed() < Duration::from_secs(60) {
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            let Some(now) = self.coordinator_cpu_ms() else {
+                break;
+            };
+            if now - last < 100 {
+                break;
+            }
+            last = now;
+        }
+        t0.elapsed().as_secs_f64()
+    }
+
     /// The coordinator's heap in use and its limit (`/v1/status`), bytes.
     pub(crate) async fn heap(&self) -> Option<(u64, u64)> {
         if !self.real {
