@@ -341,6 +341,7 @@ impl Refresh {
             Answer::Listed(result) => self.listed(result, records, ctx),
             Answer::Surveyed(results) => {
                 for (t, r) in results {
+                    self.listing.note(&r);
                     if let Some(rec) = owned(records, &t, id) {
                         let queued = record::take_survey(rec, r, ctx);
                         self.queue_files(&t, queued, &mut step);
@@ -349,9 +350,7 @@ impl Refresh {
             }
             Answer::Probed(results) => {
                 for (t, r) in results {
-                    if r.as_ref().is_err_and(|e| e.name() == "TABLE_NOT_FOUND") {
-                        self.listing.out_of_date();
-                    }
+                    self.listing.note(&r);
                     if let Some(rec) = owned(records, &t, id) {
                         if record::take_probe(rec, r, ctx.now) {
                             step.settled.push(t.clone());
@@ -364,6 +363,7 @@ impl Refresh {
             }
             Answer::Files(results) => {
                 for (t, r) in results {
+                    self.listing.note(&r);
                     if let Some(rec) = owned(records, &t, id) {
                         record::take_stats(rec, r, ctx.now);
                         step.settled.push(t.clone());
@@ -372,6 +372,7 @@ impl Refresh {
                 }
             }
             Answer::Table(t, r) => {
+                self.listing.note(&r);
                 if let Some(rec) = owned(records, &t, id) {
                     record::take_stats(rec, r, ctx.now);
                     step.settled.push(t.clone());
@@ -462,8 +463,8 @@ impl Refresh {
             return;
         };
         let lists = |n: &Vec<String>| p.listing.iter().any(|t| names_table(n, t));
-        if !w.names.iter().all(lists) {
-            // A table created (or renamed) through this coordinator since the listing.
+        if !w.created.iter().all(lists) {
+            // A table created through this coordinator since the listing.
             self.listing.out_of_date();
         }
         let named: Vec<TableRef> = p

@@ -517,12 +517,25 @@ impl Lakehouse {
             .collect();
         names.sort();
         names.dedup();
+        let mut created: Vec<Vec<String>> = out
+            .rows
+            .iter()
+            .filter_map(|r| r.str("query"))
+            .filter(|q| super::recent_writes::creates_table(q))
+            .filter_map(super::recent_writes::written_target)
+            .collect();
+        created.sort();
+        created.dedup();
         let newest = out
             .rows
             .iter()
             .filter_map(|r| r.get("ended").and_then(crate::trino::Value::as_datetime))
             .max();
-        Ok(super::recent_writes::RecentWrites { names, newest })
+        Ok(super::recent_writes::RecentWrites {
+            names,
+            newest,
+            created,
+        })
     }
 
     /// The newest snapshots of one table (at most the snapshot limit), oldest first. The

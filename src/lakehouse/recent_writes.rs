@@ -19,6 +19,33 @@ pub struct RecentWrites {
     pub names: Vec<Vec<String>>,
     /// When the last of them ended (the coordinator's clock): the next read starts there.
     pub newest: Option<DateTime<Utc>>,
+    /// Of those, the tables a `CREATE TABLE` made (the listing may lack them), those the
+    /// profile's globs leave out already dropped (see [`in_globs`]).
+    pub created: Vec<Vec<String>>,
+}
+
+/// Whether a statement creates a table (`CREATE [OR REPLACE] TABLE`, with `AS` or not).
+pub fn creates_table(sql: &str) -> bool {
+    let mut words = Words::new(sql);
+    words.keyword().is_some_and(|k| k == "create") && written_target(sql).is_some()
+}
+
+/// Whether a table named `parts` may be one the profile's globs (over `schema.table` or
+/// `table`, none: every table) list.
+pub fn in_globs(parts: &[String], globs: &[String]) -> bool {
+    let Some(table) = parts.last() else {
+        return false;
+    };
+    let schema = parts.len().checked_sub(2).map(|i| &parts[i]);
+    globs.is_empty()
+        || globs.iter().any(|g| {
+            crate::lakehouse::statements::glob_match(g, table)
+                || schema.is_some_and(|s| {
+                    crate::lakehouse::statements::glob_match(g, &format!("{s}.{table}"))
+                })
+                // A bare name may be any schema's.
+                || (schema.is_none() && g.contains('.'))
+        })
 }
 
 /// A regular expression (for `regexp_like`, already a valid SQL literal's content) matching
@@ -203,6 +230,28 @@ mod tests {
 
     fn parts(p: &[&str]) -> Option<Vec<String>> {
         Some(p.iter().map(|s| s.to_string()).collect())
+    }
+
+    #[test]
+    fn a_create_is_told_from_other_writes_and_kept_by_the_globs() {
+        assert!(creates_table("CREATE TABLE s.t AS SELECT 1 x"));
+        assert!(creates_table(
+            "/* etl */ create or replace table t (id int)"
+        ));
+        assert!(!creates_table("CREATE SCHEMA s"));
+        assert!(!creates_table("INSERT INTO s.t VALUES (1)"));
+        let n = |p: &[&str]| p.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let globs = vec!["zoning.*".to_string(), "events_?".to_string()];
+        assert!(in_globs(&n(&["zoning", "parcels"]), &globs));
+        assert!(in_globs(&n(&["c", "zoning", "parcels"]), &globs));
+        assert!(in_globs(&n(&["audit", "events_1"]), &globs));
+        assert!(!in_globs(&n(&["audit", "logins"]), &globs));
+        assert!(
+            in_globs(&n(&["logins"]), &globs),
+            "a bare name may be zoning's"
+        );
+        assert!(!in_globs(&n(&["logins"]), &["events_?".to_string()]));
+        assert!(in_globs(&n(&["anything"]), &[]));
     }
 
     #[test]

@@ -7,10 +7,10 @@
 //! listing every fifth minute instead of every minute is most of a statement a minute
 //! saved, all day, on every fleet.
 //!
-//! A table created through this coordinator is listed at the next refresh: its `CREATE`
-//! is in the coordinator's writes and names no listed table. One created by another
-//! engine, or dropped, is listed within [`LISTING_EVERY`] (and at once with `r`). A
-//! table a probe cannot find any more makes the next refresh list.
+//! A table created through this coordinator is listed by the refresh after the one that
+//! reads its `CREATE` in the coordinator's writes (a write that names no listed table).
+//! A table any read cannot find any more (dropped) makes the next refresh list. One
+//! created by another engine is listed within [`LISTING_EVERY`], and at once with `r`.
 
 use std::time::Duration;
 
@@ -56,6 +56,14 @@ impl Cadence {
     /// gone: the next refresh lists.
     pub fn out_of_date(&mut self) {
         self.stale = true;
+    }
+
+    /// A table's read answered `r`: a table the server cannot find is gone from the
+    /// listing.
+    pub fn note<T>(&mut self, r: &Result<T, crate::trino::TrinoError>) {
+        if r.as_ref().is_err_and(|e| e.name() == "TABLE_NOT_FOUND") {
+            self.out_of_date();
+        }
     }
 }
 

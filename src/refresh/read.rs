@@ -155,6 +155,13 @@ pub async fn execute(lake: &Lakehouse, globs: &[String], read: Read) -> Answer {
             let r = lake.table_stats(&t).await;
             Answer::Table(t, r)
         }
-        Read::Writes { since } => Answer::Written(lake.recent_writes(since).await),
+        Read::Writes { since } => {
+            let mut w = lake.recent_writes(since).await;
+            if let Ok(w) = &mut w {
+                w.created
+                    .retain(|n| crate::lakehouse::recent_writes::in_globs(n, globs));
+            }
+            Answer::Written(w)
+        }
     }
 }

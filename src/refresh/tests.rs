@@ -537,6 +537,7 @@ fn a_write_the_coordinator_ran_is_surveyed_first_without_a_probe() {
         Answer::Written(Ok(crate::lakehouse::recent_writes::RecentWrites {
             names: vec![vec!["s".into(), "t077".into()]],
             newest: Some(t0()),
+            created: vec![],
         })),
     );
     // The written table is read at once in the slot the probes leave.
@@ -577,6 +578,7 @@ fn a_write_whose_table_a_probe_already_had_read_again_is_not_read_twice() {
         Answer::Written(Ok(crate::lakehouse::recent_writes::RecentWrites {
             names: vec![vec!["s".into(), "a".into()], vec!["s".into(), "c".into()]],
             newest: Some(t0()),
+            created: vec![],
         })),
     );
     // c, whose probe is still out, is read for the write; a is not read again.
@@ -732,10 +734,20 @@ fn the_first_probe_after_a_survey_keeps_its_stats_and_gives_them_the_metadata_lo
     assert_eq!((st.metadata_at, st.metadata_files), (Some(at), Some(240)));
 }
 
-/// A steady refresh over `tables`, every read answered: the probes find `gone` missing and
-/// the rest unchanged, the coordinator's writes name `written`. Whether its listing took
-/// the last one.
-fn steady_once(h: &mut Harness, tables: &[TableRef], gone: &str, written: &[&str]) -> bool {
+/// A steady refresh over `tables`, every read answered: the probes find every table gone
+/// (`gone` is `*`) or all unchanged, the coordinator's writes name `written`, of which `created` were
+/// created. Whether its listing took the last one.
+fn steady_once(
+    h: &mut Harness,
+    tables: &[TableRef],
+    gone: &str,
+    (written, created): (&[&str], &[&str]),
+) -> bool {
+    let names = |n: &[&str]| -> Vec<Vec<String>> {
+        n.iter()
+            .map(|n| vec!["s".to_string(), n.to_string()])
+            .collect()
+    };
     let (id, read) = h.r.start(h.now, false, vec![]).expect("not running");
     let Read::List { reuse, .. } = read else {
         panic!("{read:?}")
@@ -747,7 +759,7 @@ fn steady_once(h: &mut Harness, tables: &[TableRef], gone: &str, written: &[&str
             Read::Probe(ts) => Answer::Probed(
                 ts.into_iter()
                     .map(|t| {
-                        let r = if t.table == gone {
+                        let r = if gone == "*" {
                             Err(failed("TABLE_NOT_FOUND"))
                         } else {
                             Ok(probe(7, t0()))
@@ -758,11 +770,9 @@ fn steady_once(h: &mut Harness, tables: &[TableRef], gone: &str, written: &[&str
             ),
             Read::Writes { .. } => {
                 Answer::Written(Ok(crate::lakehouse::recent_writes::RecentWrites {
-                    names: written
-                        .iter()
-                        .map(|n| vec!["s".to_string(), n.to_string()])
-                        .collect(),
+                    names: names(written),
                     newest: Some(h.now),
+                    created: names(created),
                 }))
             }
             other => Answer::Files(
@@ -786,25 +796,23 @@ fn a_steady_refresh_lists_again_after_five_minutes_a_new_table_written_or_one_go
     let tables: Vec<TableRef> = (0..3).map(|i| t(&format!("t{i}"))).collect();
     cold(&mut h, &tables);
     let listed: Vec<bool> = (0..6)
-        .map(|_| steady_once(&mut h, &tables, "", &[]))
+        .map(|_| steady_once(&mut h, &tables, "", (&[], &[])))
         .collect();
     // Listed at 0 (the cold start) and 5 minutes on.
     assert_eq!(listed, [true, true, true, true, false, true]);
-    // A table created through the coordinator: the write names no listed table.
-    assert!(steady_once(&mut h, &tables, "", &["t1", "new_one"]));
-    assert!(
-        !steady_once(&mut h, &tables, "", &[]),
-        "listed for the new table"
-    );
-    assert!(
-        steady_once(&mut h, &tables, "", &["t1"]),
-        "a listed table written"
-    );
+    // Writes to tables the listing lacks (another catalog's, say) list nothing.
+    assert!(steady_once(&mut h, &tables, "", (&["t1", "other"], &[])));
+    assert!(steady_once(&mut h, &tables, "", (&[], &[])));
+    // A table created through the coordinator: a CREATE names no listed table.
+    assert!(steady_once(&mut h, &tables, "", (&["new"], &["new"])));
+    let listed = steady_once(&mut h, &tables, "", (&[], &[]));
+    assert!(!listed, "listed for the new table");
+    let replaced = steady_once(&mut h, &tables, "", (&["t1"], &["t1"]));
+    assert!(replaced, "a listed table replaced lists nothing");
     // A table a probe cannot find.
-    h.r.policy.probe_batch = 3;
-    assert!(steady_once(&mut h, &tables, "t2", &[]));
+    assert!(steady_once(&mut h, &tables, "*", (&[], &[])));
     assert!(
-        !steady_once(&mut h, &tables, "", &[]),
+        !steady_once(&mut h, &tables, "", (&[], &[])),
         "listed for the table gone"
     );
     // A manual refresh lists.

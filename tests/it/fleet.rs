@@ -143,9 +143,9 @@ async fn a_steady_refresh_probes_and_reads_only_the_written_table() {
     );
 
     // Nothing changed: the rotation looks at all three (within 1m at a 60 s refresh),
-    // ⌈3/2⌉ probes and the discovery, no read.
+    // ⌈3/2⌉ probes, no read; no listing (the cold start's stands five minutes).
     let (disc, probes, health, other) = f.cycle(false, false).await;
-    assert_eq!((disc, probes, health, other), (1, 2, 0, 0));
+    assert_eq!((disc, probes, health, other), (0, 2, 0, 0));
     assert!(
         f.state
             .tables
@@ -175,7 +175,11 @@ async fn a_steady_refresh_probes_and_reads_only_the_written_table() {
     let (_, _, health, _) = f.cycle(false, false).await;
     assert_eq!(health, 0, "nothing written since");
     let (disc, probes, health, _) = f.cycle(false, false).await;
-    assert_eq!((disc, probes, health), (1, 0, 0), "no write, no probe");
+    assert_eq!(
+        (disc, probes, health),
+        (0, 0, 0),
+        "no write, no probe, no listing"
+    );
     let written = &clones[0];
     let before = f.snapshots_of(written);
     let writer = Client::new(lab().config(&lab().trino_url(), &user("steady_writer"))).unwrap();
@@ -192,10 +196,47 @@ async fn a_steady_refresh_probes_and_reads_only_the_written_table() {
     let (disc, probes, health, surveys) = f.cycle(false, false).await;
     assert_eq!(
         (disc, probes, health, surveys),
-        (1, 0, 1, 1),
+        (0, 0, 1, 1),
         "the written table read again without a probe: surveyed (with its target and manifests) and its files read"
     );
     assert_eq!(f.snapshots_of(written), before + 1, "the change is noticed");
+
+    // A table created through the coordinator: the refresh after the one that reads its
+    // CREATE among the writes lists it. Dropped: its read fails TABLE_NOT_FOUND and the
+    // next refresh lists without it.
+    let created = TableRef::new("iceberg", "scratch", format!("fleet_9_{pid}"));
+    writer
+        .execute(
+            &format!("CREATE TABLE {} (id bigint)", created.sql()),
+            QueryOptions::default(),
+        )
+        .await
+        .unwrap();
+    let (disc, ..) = f.cycle(false, false).await;
+    assert_eq!(disc, 0, "the writes are read after the listing was taken");
+    assert!(f.state.tables.row(&created).is_none());
+    let (disc, ..) = f.cycle(false, false).await;
+    assert_eq!(disc, 1, "listed for the table the writes named");
+    assert!(f.state.tables.row(&created).is_some());
+    writer
+        .execute(
+            &format!("DROP TABLE {}", created.sql()),
+            QueryOptions::default(),
+        )
+        .await
+        .unwrap();
+    let (disc, ..) = f.cycle(false, false).await;
+    assert_eq!(disc, 0);
+    assert!(
+        f.state
+            .tables
+            .row(&created)
+            .is_some_and(|r| r.error().is_some()),
+        "its read failed"
+    );
+    let (disc, ..) = f.cycle(false, false).await;
+    assert_eq!(disc, 1, "listed for the table gone");
+    assert!(f.state.tables.row(&created).is_none());
 
     // `r` reads everything: one survey, the target and manifests of the tables whose
     // files matter (one statement), and their files.
@@ -223,7 +264,7 @@ async fn the_probe_sees_commits_that_write_no_data_and_rereads_only_that_table()
         "both tables' files in one statement, documents' small files dated by its history"
     );
     let (disc, probes, health, _) = f.cycle(false, false).await;
-    assert_eq!((disc, probes, health), (1, 1, 0), "nothing changed");
+    assert_eq!((disc, probes, health), (0, 1, 0), "nothing changed");
     let (changed, other) = (&clones[0], &clones[1]);
     let other_read = f.state.tables.row(other).unwrap().read.read_at;
     let snapshots = f.snapshots_of(changed);
@@ -274,7 +315,7 @@ async fn the_probe_sees_commits_that_write_no_data_and_rereads_only_that_table()
         let (disc, probes, health, _) = f.cycle(false, false).await;
         assert_eq!(
             (disc, probes, health),
-            (1, 1, 1),
+            (0, 1, 1),
             "{what}: one probe, then the health statement of that table alone"
         );
         let after = f
