@@ -32,6 +32,16 @@ pub(crate) struct Floe {
     pub(crate) survey_slots: usize,
     /// The first CRITICAL row of the last timed cycle, and its place in the listing.
     pub(crate) first_critical: Option<(String, usize)>,
+    /// The runtime of the refreshes after a launch, as one user: an open floe keeps its
+    /// connection (and what it learned: the listing, the formats) from one refresh to the
+    /// next; a launch starts a new one.
+    live: Option<Live>,
+}
+
+struct Live {
+    user: String,
+    rt: Runtime,
+    rx: mpsc::UnboundedReceiver<Action>,
 }
 
 impl Floe {
@@ -46,6 +56,7 @@ impl Floe {
                 floe::refresh::DEFAULT_SURVEY_SLOTS as u64,
             ) as usize,
             first_critical: None,
+            live: None,
         }
     }
 
@@ -71,13 +82,7 @@ impl Floe {
 
     /// The fleet under test: the first `limit` tables the catalog lists.
     fn limit_listing(&self, a: &mut Action) {
-        if let Action::Tables(TablesMsg::Answer {
-            answer: Answer::Listed(Ok(tables)),
-            ..
-        }) = a
-        {
-            tables.truncate(self.limit);
-        }
+        limit_listing(self.limit, a)
     }
 
     /// One refresh as `user` to its end; its wall time.
@@ -111,8 +116,14 @@ impl Floe {
             self.state.tables.refresh.policy.survey_slots = self.survey_slots;
         }
         self.first_critical = None;
-        let (tx, mut rx) = mpsc::unbounded_channel();
-        let mut rt = Runtime::new(settings.clone(), config::Overrides::default(), tx).unwrap();
+        if start || self.live.as_ref().is_none_or(|l| l.user != user) {
+            let (tx, rx) = mpsc::unbounded_channel();
+            let rt = Runtime::new(settings.clone(), config::Overrides::default(), tx).unwrap();
+            let user = user.to_string();
+            self.live = Some(Live { user, rt, rx });
+        }
+        let limit = self.limit;
+        let Live { rt, rx, .. } = self.live.as_mut().expect("started above");
         let mut critical = None;
         let fx = if start {
             update(&mut self.state, Action::Start)
@@ -123,7 +134,7 @@ impl Floe {
         let trace = std::env::var_os("FLEET_TRACE").is_some();
         while self.state.refresh_in_flight() {
             let mut a = rx.recv().await.expect("the runtime is alive");
-            self.limit_listing(&mut a);
+            limit_listing(limit, &mut a);
             if trace {
                 eprintln!("{:>8.3} s {}", t0.elapsed().as_secs_f64(), traced(&a));
             }
@@ -238,5 +249,16 @@ fn traced(a: &Action) -> String {
                 .join(" ")
         ),
         other => format!("{:.60}", format!("{other:?}")),
+    }
+}
+
+/// The fleet under test: the first `limit` tables the catalog lists.
+fn limit_listing(limit: usize, a: &mut Action) {
+    if let Action::Tables(TablesMsg::Answer {
+        answer: Answer::Listed(Ok(tables)),
+        ..
+    }) = a
+    {
+        tables.truncate(limit);
     }
 }

@@ -308,15 +308,16 @@ impl Lab {
     }
 
     /// Wait until the coordinator is quiet again: two seconds in which its process used
-    /// under 100 ms of CPU (the idle JVM uses 15-20 ms a second here), at most a minute.
-    /// Each measured phase starts on a quiet coordinator, so the garbage and the
-    /// compilations a phase leaves behind are not paid in the next one's figures (the
-    /// check ran right after the script's 2,001 statements, and its process CPU counted
-    /// what the script had left). The seconds waited.
-    pub(crate) async fn quiet(&self) -> f64 {
+    /// under 100 ms of CPU (the idle JVM uses 15-20 ms a second once settled), at most a
+    /// minute (after a phase of hundreds of statements its background lasts minutes: the
+    /// minute is then the pause). Each measured phase starts after it, so the garbage and
+    /// the compilations a phase leaves behind are paid less in the next one's figures
+    /// (the check ran right after the script's 2,001 statements, and its process CPU
+    /// counted what the script had left). The seconds waited, and whether it was quiet.
+    pub(crate) async fn quiet(&self) -> (f64, bool) {
         let t0 = std::time::Instant::now();
         let Some(mut last) = self.coordinator_cpu_ms() else {
-            return 0.0;
+            return (0.0, false);
         };
         while t0.elapsed() < Duration::from_secs(60) {
             tokio::time::sleep(Duration::from_secs(2)).await;
@@ -324,11 +325,11 @@ impl Lab {
                 break;
             };
             if now - last < 100 {
-                break;
+                return (t0.elapsed().as_secs_f64(), true);
             }
             last = now;
         }
-        t0.elapsed().as_secs_f64()
+        (t0.elapsed().as_secs_f64(), false)
     }
 
     /// The coordinator's heap in use and its limit (`/v1/status`), bytes.

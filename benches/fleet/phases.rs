@@ -64,8 +64,7 @@ pub(crate) async fn cold(run: &Run, floe: &mut Floe, w: Duration) -> Value {
     let u = run.user("cold");
     lab.server_time(&u, run.latency).await;
     let _ = std::fs::remove_file(floe.dir.join("stats.json"));
-    let quiet = lab.quiet().await;
-    println!("  (the coordinator quiet after {quiet:.0} s)");
+    quiet(lab).await;
     let meter = Meter::start(lab);
     // The scan's wall time ends with its last answer; the cache written after it (in the
     // cycle's pause) is the client's work, in its CPU.
@@ -146,8 +145,7 @@ pub(crate) async fn script(run: &Run) -> Option<Value> {
     let lab = &run.lab;
     let u = run.user("script");
     lab.server_time(&u, run.latency).await;
-    let quiet = lab.quiet().await;
-    println!("  (the coordinator quiet after {quiet:.0} s)");
+    quiet(lab).await;
     let meter = Meter::start(lab);
     let (out, kept) = collecting(run, &u, run_script(&py, run, &u)).await;
     let (wall, cpu) = meter.stop(lab);
@@ -485,8 +483,7 @@ pub(crate) async fn check(run: &Run, dir: &std::path::Path) -> Value {
     let lab = &run.lab;
     let u = run.user("check");
     let mut cmd = check_command(run, &dir.join("check"), &u);
-    let quiet = lab.quiet().await;
-    println!("  (the coordinator quiet after {quiet:.0} s)");
+    quiet(lab).await;
     let meter = Meter::start(lab);
     let (out, kept) = collecting(run, &u, cmd.output()).await;
     let (wall, cpu) = meter.stop(lab);
@@ -635,4 +632,12 @@ pub(crate) async fn open(run: &Run, floe: &mut Floe) -> Value {
     );
     print_kinds(&r);
     r
+}
+
+/// Wait for a quiet coordinator before a measured phase (`Lab::quiet`), and say so.
+async fn quiet(lab: &crate::lab::Lab) {
+    match lab.quiet().await {
+        (s, true) => println!("  (the coordinator quiet after {s:.0} s)"),
+        (s, false) => println!("  (the coordinator still busy after {s:.0} s: measured anyway)"),
+    }
 }
