@@ -457,7 +457,9 @@ fn the_job_line_reads_the_real_stats_and_c_cancels_the_optimize_on_trino() {
 fn quitting_while_a_real_optimize_runs_cancels_it_on_trino() {
     let rt = runtime();
     let owner = lakehouse("floe");
-    let t = rt.block_on(long_table(&owner, "quit", 1500, false));
+    // Twice the gauge test's table: the optimize must still run when the quit's `y` is
+    // answered (on an unloaded lab 1,500 thousand rows optimized in 2.8 s, before it).
+    let t = rt.block_on(long_table(&owner, "quit", 3000, false));
     let u = user("quit");
     let dir = std::env::temp_dir().join(format!("floe-ro-quit-{}", std::process::id()));
     let mut pty = tui_on(&t, &u, &dir);
