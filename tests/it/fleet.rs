@@ -205,26 +205,22 @@ async fn a_steady_refresh_probes_and_reads_only_the_written_table() {
     // CREATE among the writes lists it. Dropped: its read fails TABLE_NOT_FOUND and the
     // next refresh lists without it.
     let created = TableRef::new("iceberg", "scratch", format!("fleet_9_{pid}"));
-    writer
-        .execute(
-            &format!("CREATE TABLE {} (id bigint)", created.sql()),
-            QueryOptions::default(),
-        )
-        .await
-        .unwrap();
+    let (create, drop) = (
+        format!("CREATE TABLE {} (id bigint)", created.sql()),
+        format!("DROP TABLE {}", created.sql()),
+    );
+    let run = |sql: String| async move {
+        let c = Client::new(lab().config(&lab().trino_url(), &user("steady_writer"))).unwrap();
+        c.execute(&sql, QueryOptions::default()).await.unwrap();
+    };
+    run(create).await;
     let (disc, ..) = f.cycle(false, false).await;
     assert_eq!(disc, 0, "the writes are read after the listing was taken");
     assert!(f.state.tables.row(&created).is_none());
     let (disc, ..) = f.cycle(false, false).await;
     assert_eq!(disc, 1, "listed for the table the writes named");
     assert!(f.state.tables.row(&created).is_some());
-    writer
-        .execute(
-            &format!("DROP TABLE {}", created.sql()),
-            QueryOptions::default(),
-        )
-        .await
-        .unwrap();
+    run(drop).await;
     let (disc, ..) = f.cycle(false, false).await;
     assert_eq!(disc, 0);
     assert!(
