@@ -277,11 +277,10 @@ impl Refresh {
         self.passes += 1;
         self.pass = Some(Pass::new(kind, now));
         let reuse = self.listing.reuse(kind, now);
-        let relearn = manual;
         Some(self.send(
             Read::List {
                 schemas,
-                relearn,
+                relearn: manual,
                 reuse,
             },
             true,

@@ -507,25 +507,21 @@ impl Lakehouse {
             .client
             .query(&super::recent_writes::recent_writes_sql(since))
             .await?;
-        let mut names: Vec<Vec<String>> = out
-            .rows
-            .iter()
-            .filter_map(|r| {
-                r.str("query")
-                    .and_then(super::recent_writes::written_target)
-            })
-            .collect();
-        names.sort();
-        names.dedup();
-        let mut created: Vec<Vec<String>> = out
-            .rows
-            .iter()
-            .filter_map(|r| r.str("query"))
-            .filter(|q| super::recent_writes::creates_table(q))
-            .filter_map(super::recent_writes::written_target)
-            .collect();
-        created.sort();
-        created.dedup();
+        use super::recent_writes::{creates_table, written_target};
+        let (mut names, mut created) = (Vec::new(), Vec::new());
+        for q in out.rows.iter().filter_map(|r| r.str("query")) {
+            let Some(target) = written_target(q) else {
+                continue;
+            };
+            if creates_table(q) {
+                created.push(target.clone());
+            }
+            names.push(target);
+        }
+        for list in [&mut names, &mut created] {
+            list.sort();
+            list.dedup();
+        }
         let newest = out
             .rows
             .iter()
