@@ -54,9 +54,9 @@ pub struct Global {
     /// Trino user.
     #[arg(long, global = true, value_name = "NAME")]
     pub user: Option<String>,
-    /// Catalog of the tables, Iceberg or Delta Lake (default iceberg); several,
-    /// comma-separated, are read in one view (iceberg,delta); `*` adds every other Iceberg
-    /// and Delta Lake catalog of the cluster (iceberg,*).
+    /// Catalog of the tables, Iceberg or Delta Lake (default: every Iceberg and Delta Lake
+    /// catalog of the cluster, iceberg first); several, comma-separated, are read in one
+    /// view (iceberg,delta); `*` adds every other one of the cluster (iceberg,*).
     #[arg(long, global = true, value_name = "NAME[,NAME…]")]
     pub catalog: Option<String>,
     /// Schema to watch (repeat for several; default all).

@@ -398,7 +398,7 @@ fn lakehouse(s: &Settings, tx: &mpsc::UnboundedSender<Action>) -> Result<Lakehou
     );
     Ok(
         Lakehouse::new(client, s.trino.catalog.clone(), s.health.clone())
-            .with_catalogs(&s.trino.more_catalogs)
+            .with_catalogs_of(&s.trino)
             .with_fallbacks_beside(&s.stats_cache),
     )
 }

@@ -75,6 +75,9 @@ pub struct TrinoSettings {
     /// Further catalogs read beside it (`trino.catalog = "iceberg,delta"`; `*`: every
     /// other Iceberg and Delta Lake catalog of the cluster).
     pub more_catalogs: Vec<String>,
+    /// No layer named a catalog: every Iceberg and Delta Lake catalog of the cluster is
+    /// read (`iceberg` first when it has one), as far as its catalog list can be read.
+    pub catalogs_by_default: bool,
     pub schemas: Vec<String>,
     pub tables: Vec<String>,
     pub auth: Auth,

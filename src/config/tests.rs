@@ -52,6 +52,11 @@ fn flags_alone_are_enough() {
     assert_eq!(s.trino.url.as_str(), "http://127.0.0.1:8080/");
     assert_eq!(s.trino.user, "operator");
     assert_eq!(s.trino.catalog, "iceberg");
+    assert_eq!(
+        (s.trino.more_catalogs.clone(), s.trino.catalogs_by_default),
+        (vec!["*".to_string()], true),
+        "no catalog named: every one of the cluster's, iceberg first"
+    );
     assert_eq!(s.refresh, Duration::from_secs(60));
     assert_eq!(s.max_concurrent_queries, 4);
     assert!(!s.readonly);
@@ -199,6 +204,10 @@ schemas = ["a", "b"]
     assert_eq!(
         s.trino.catalog, "lake",
         "file value survives where nothing overrides it"
+    );
+    assert!(
+        s.trino.more_catalogs.is_empty() && !s.trino.catalogs_by_default,
+        "a catalog named is read alone"
     );
 }
 

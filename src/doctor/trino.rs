@@ -19,7 +19,7 @@ impl Doctor<'_> {
         self.trino_auth(s, &client).await?;
         self.trino_catalog(s, &client).await?;
         let lake = Lakehouse::new(client.clone(), s.trino.catalog.clone(), s.health.clone())
-            .with_catalogs(&s.trino.more_catalogs)
+            .with_catalogs_of(&s.trino)
             .with_fallbacks_beside(&s.stats_cache);
         let connected = lake.connect().await;
         self.more_catalogs(s, &lake, connected.err()).await?;
@@ -194,6 +194,13 @@ impl Doctor<'_> {
                     format!("{catalog} exists ({n} schemas visible)"),
                 ));
             }
+            Err(e) if e.name() == "CATALOG_NOT_FOUND" && s.trino.catalogs_by_default => {
+                // None named: the cluster's own catalogs are read (the next check).
+                self.report(Check::skip(
+                    "catalog",
+                    format!("no catalog {catalog}: the cluster's Iceberg and Delta Lake catalogs are read"),
+                ));
+            }
             Err(e) if e.name() == "CATALOG_NOT_FOUND" => {
                 // What the user may use instead, when the server says (best effort).
                 let others = client
@@ -258,16 +265,49 @@ impl Doctor<'_> {
             .iter()
             .map(|c| format!("{c} ({})", lake.format_of_catalog(c).title()))
             .collect();
-        self.report(Check::pass(
-            "catalogs",
-            format!("read: {}", read.join(", ")),
-        ));
+        let by_default = if s.trino.catalogs_by_default {
+            " (none named: every Iceberg and Delta Lake catalog of the cluster)"
+        } else {
+            ""
+        };
+        match lake.catalogs_unread() {
+            Some(why) => {
+                self.report(Check {
+                name: "catalogs",
+                status: Status::Fallback,
+                figure: format!("the cluster's catalog list not read: {why}"),
+                fix: Some(format!(
+                    "floe reads {} alone; name the catalogs in trino.catalog (--catalog), comma-separated, or allow SELECT on system.metadata.catalogs",
+                    s.trino.catalog
+                )),
+                });
+            }
+            None if read.is_empty() => {
+                self.report(Check::fail(
+                    "catalogs",
+                    "the cluster has no Iceberg or Delta Lake catalog".to_string(),
+                    "set trino.catalog (--catalog) to the catalog of the tables",
+                ));
+                return None;
+            }
+            None => {
+                self.report(Check::pass(
+                    "catalogs",
+                    format!("read: {}{by_default}", read.join(", ")),
+                ));
+            }
+        }
         Some(())
     }
 
     /// `system.iceberg_tables`, or the slower listing floe falls back to.
     async fn iceberg_tables(&mut self, s: &Settings, client: &Client, lake: &Lakehouse) {
-        let catalog = &s.trino.catalog;
+        // The first catalog read (the one named, or the cluster's first by default).
+        let catalog = &lake
+            .catalogs()
+            .into_iter()
+            .next()
+            .unwrap_or_else(|| s.trino.catalog.clone());
         let version = lake.server_version();
         let listing = format!(
             "SELECT count(*) AS n FROM {}.system.iceberg_tables",

@@ -90,6 +90,15 @@ pub struct Lakehouse {
     more_catalogs: Arc<Vec<String>>,
     /// Whether they were found (a listing sent before the connect ended finds them).
     catalogs_found: Arc<std::sync::atomic::AtomicBool>,
+    /// No catalog was named: the cluster's are read as far as its catalog list can be
+    /// read, and this one only when the cluster has it (see `catalogs`).
+    catalogs_by_default: bool,
+    /// Why the cluster's catalogs were not found, when they were read by default: this
+    /// catalog is read alone (`floe doctor` says so).
+    catalogs_unread: Arc<Mutex<Option<String>>>,
+    /// This catalog is not the cluster's (read by default, where it has none of that
+    /// name): its listing is empty, the others are read.
+    absent: Arc<std::sync::atomic::AtomicBool>,
     /// The last listing that succeeded: its filters and its tables (see
     /// [`Lakehouse::listed_again`]).
     last_listing: Arc<Mutex<Option<LastListing>>>,
@@ -159,6 +168,9 @@ impl Lakehouse {
             siblings: Default::default(),
             more_catalogs: Default::default(),
             catalogs_found: Default::default(),
+            catalogs_by_default: false,
+            catalogs_unread: Default::default(),
+            absent: Default::default(),
             pending: Default::default(),
             meta_reading: Default::default(),
             last_listing: Default::default(),

@@ -269,7 +269,7 @@ async fn connect(settings: &Settings, running: &Running, report: &mut Report) ->
         settings.trino.catalog.clone(),
         settings.health.clone(),
     )
-    .with_catalogs(&settings.trino.more_catalogs)
+    .with_catalogs_of(&settings.trino)
     .with_fallbacks_beside(&settings.stats_cache);
     let connecting = running.start(format!("Trino: connecting to {}", settings.trino.url));
     let connected = lake.connect().await;

@@ -441,7 +441,7 @@ fn lakehouse(s: &Settings) -> Result<Lakehouse, String> {
         .map_err(|e| format!("profile {}: {e}", s.profile))?;
     Ok(
         Lakehouse::new(client, s.trino.catalog.clone(), s.health.clone())
-            .with_catalogs(&s.trino.more_catalogs)
+            .with_catalogs_of(&s.trino)
             .with_fallbacks_beside(&s.stats_cache),
     )
 }

@@ -752,3 +752,51 @@ fn doctor_says_which_catalogs_it_reads_and_of_which_format() {
         "{text}"
     );
 }
+
+/// A profile that names no catalog reads every Iceberg and Delta Lake catalog the cluster
+/// has (the real Trino's list: the seed's `iceberg`, the pyiceberg fleet, the Delta one),
+/// `iceberg` first, each table tagged with its catalog and format; `floe doctor` says so.
+#[test]
+fn a_profile_naming_no_catalog_reads_every_iceberg_and_delta_catalog_of_the_cluster() {
+    let (catalog, _) = delta();
+    let u = user("delta_default");
+    let (out, err, code) = check(
+        &u,
+        &[
+            "--schema", "zoning", "--schema", "sales", "--format", "json",
+        ],
+    );
+    let report: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}"));
+    assert_eq!(code, Some(2), "the seed's documents is CRITICAL: {err}");
+    let tables = report["tables"].as_array().unwrap();
+    let find = |c: &str, name: &str| {
+        tables.iter().find(|t| {
+            t["catalog"] == c
+                && format!(
+                    "{}.{}",
+                    t["schema"].as_str().unwrap(),
+                    t["table"].as_str().unwrap()
+                ) == name
+        })
+    };
+    let docs = find("iceberg", "zoning.documents").unwrap_or_else(|| panic!("{out}"));
+    assert_eq!(docs["format"], "iceberg");
+    let orders = find(&catalog, "sales.orders").unwrap_or_else(|| panic!("{out}"));
+    assert_eq!(orders["format"], "delta");
+    assert_eq!(
+        tables[0]["catalog"], "iceberg",
+        "iceberg first, where an unqualified name points"
+    );
+    let text = String::from_utf8_lossy(&floe(&u, &home("doctor-default"), &["doctor"]).stdout)
+        .into_owned();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("✓ catalogs"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        line.contains("read: iceberg (Iceberg), ")
+            && line.contains(&format!("{catalog} (Delta Lake)"))
+            && line.ends_with("(none named: every Iceberg and Delta Lake catalog of the cluster)"),
+        "{line}"
+    );
+}

@@ -63,8 +63,11 @@ impl Layers<'_> {
             .clone()
             .or_else(|| self.env_nonempty("FLOE_TRINO_CATALOG"))
             .or_else(|| endpoint.catalog.clone())
-            .or_else(|| t.catalog.clone())
-            .unwrap_or_else(|| "iceberg".into());
+            .or_else(|| t.catalog.clone());
+        // None named: every Iceberg and Delta Lake catalog the cluster has, `iceberg`
+        // first (see `Lakehouse::with_catalogs_of`).
+        let catalogs_by_default = catalog.is_none();
+        let catalog = catalog.unwrap_or_else(|| "*".into());
         // `iceberg,delta`: the first is the catalog, the others are read beside it; `*`
         // alone reads every one of the cluster's beside `iceberg`.
         let mut named: Vec<String> = catalog
@@ -109,6 +112,7 @@ impl Layers<'_> {
             user,
             catalog,
             more_catalogs,
+            catalogs_by_default,
             schemas,
             tables,
             auth,

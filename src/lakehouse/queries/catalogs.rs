@@ -95,6 +95,26 @@ impl Lakehouse {
         self
     }
 
+    /// The catalogs `trino` names beside this one; with none named, every Iceberg and
+    /// Delta Lake catalog of the cluster, as far as its catalog list can be read (a user
+    /// denied `system.metadata.catalogs`, or a server without it, reads this one alone),
+    /// and this one only when the cluster has it.
+    pub fn with_catalogs_of(mut self, trino: &crate::config::TrinoSettings) -> Lakehouse {
+        self.catalogs_by_default = trino.catalogs_by_default;
+        self.with_catalogs(&trino.more_catalogs)
+    }
+
+    /// Why the cluster's catalogs were not found when none was named (this one is read
+    /// alone), as the server said it.
+    pub fn catalogs_unread(&self) -> Option<String> {
+        self.catalogs_unread.lock().ok()?.clone()
+    }
+
+    /// This catalog was read by default and the cluster has none of its name.
+    pub fn absent(&self) -> bool {
+        self.absent.load(Ordering::Relaxed)
+    }
+
     /// The surveys of a fleet's `tables` (see [`crate::lakehouse::summary::survey_sql`]),
     /// in one statement when all answer: `$snapshots` alone. The change probe reads the
     /// metadata log (see `adopt_probe` in the TUI's refresh); the tables whose files are
@@ -142,6 +162,9 @@ impl Lakehouse {
         {
             self.set_format(f);
         }
+        if self.catalogs_by_default && !listed.iter().any(|(n, _)| *n == self.catalog) {
+            self.absent.store(true, Ordering::Relaxed);
+        }
         let chosen = choose(&self.catalog, wanted, &listed).map_err(|message| {
             TrinoError::Config(format!("trino.catalog (--catalog): {message}"))
         })?;
@@ -153,6 +176,8 @@ impl Lakehouse {
                 siblings: Arc::new(RwLock::new(Vec::new())),
                 // (a sibling reads its own catalog alone)
                 more_catalogs: Default::default(),
+                catalogs_by_default: false,
+                absent: Default::default(),
                 ..self.clone()
             })
             .collect();
@@ -168,14 +193,29 @@ impl Lakehouse {
         if self.more_catalogs.is_empty() || self.catalogs_found.load(Ordering::Relaxed) {
             return Ok(());
         }
-        self.add_catalogs(&self.more_catalogs).await?;
+        match self.add_catalogs(&self.more_catalogs).await {
+            Ok(()) => {}
+            // Read by default: a server or a user without the catalog list reads this
+            // catalog alone, as before catalogs were read by default.
+            Err(e @ TrinoError::Query { .. }) if self.catalogs_by_default => {
+                tracing::debug!("the cluster's catalogs not read: {e}");
+                if let Ok(mut u) = self.catalogs_unread.lock() {
+                    *u = Some(e.to_string());
+                }
+            }
+            Err(e) => return Err(e),
+        }
         self.catalogs_found.store(true, Ordering::Relaxed);
         Ok(())
     }
 
-    /// Every catalog read: this one first.
+    /// Every catalog read: this one first (unless the cluster has none of its name, see
+    /// [`Lakehouse::absent`]).
     pub fn catalogs(&self) -> Vec<String> {
-        let mut out = vec![self.catalog.clone()];
+        let mut out = Vec::new();
+        if !self.absent() {
+            out.push(self.catalog.clone());
+        }
         if let Ok(s) = self.siblings.read() {
             out.extend(s.iter().map(|l| l.catalog.clone()));
         }

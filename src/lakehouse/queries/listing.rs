@@ -16,7 +16,10 @@ impl Lakehouse {
     ) -> Result<Vec<TableRef>, TrinoError> {
         self.find_catalogs().await?;
         let mut rows = None;
-        if self.supports(ICEBERG_TABLES_SINCE) && !self.is_delta() {
+        if self.absent() {
+            // Read by default, and the cluster has no catalog of this name: its others.
+            rows = Some(Vec::new());
+        } else if self.supports(ICEBERG_TABLES_SINCE) && !self.is_delta() {
             let sql = discover_sql(&self.catalog, schemas, true);
             match self.client.query(&sql).await {
                 Ok(out) => {

@@ -26,6 +26,7 @@ fn lake(url: &str) -> Lakehouse {
         user: "floe".into(),
         catalog: "iceberg".into(),
         more_catalogs: Vec::new(),
+        catalogs_by_default: false,
         schemas: vec![],
         tables: vec![],
         auth: Auth::None,

@@ -91,6 +91,7 @@ fn client(url: &str, auth: Auth) -> Client {
             user: "oncall".into(),
             catalog: "iceberg".into(),
             more_catalogs: Vec::new(),
+            catalogs_by_default: false,
             schemas: vec![],
             tables: vec![],
             auth: Auth::None,
