@@ -23,6 +23,7 @@ use crate::trino::{Client, ClientConfig, RetryPolicy, TrinoError};
 
 /// How long one network step may take before it is a failure.
 mod airflow;
+mod catalogs;
 mod local;
 mod trino;
 
