@@ -800,3 +800,38 @@ fn a_profile_naming_no_catalog_reads_every_iceberg_and_delta_catalog_of_the_clus
         "{line}"
     );
 }
+
+/// With no catalog named, a user the cluster denies its `system` catalog (its catalog
+/// list) reads `iceberg` alone, as before catalogs were read by default: nothing fails
+/// that the list was not read, and `floe doctor` says why and what to set.
+#[test]
+fn a_user_denied_the_catalog_list_reads_iceberg_alone_and_doctor_says_why() {
+    let prefix = lab().v["trino"]["no_system_prefix"]
+        .as_str()
+        .expect("lab.json: trino.no_system_prefix")
+        .to_string();
+    let u = format!("{prefix}{}", std::process::id());
+    let (out, err, code) = check(&u, &["--schema", "zoning", "--format", "json"]);
+    let report: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}"));
+    assert_eq!(
+        code,
+        Some(2),
+        "the seed's documents is CRITICAL: {out}\n{err}"
+    );
+    let tables = report["tables"].as_array().unwrap();
+    assert!(
+        !tables.is_empty() && tables.iter().all(|t| t["catalog"] == "iceberg"),
+        "{out}"
+    );
+    let text = String::from_utf8_lossy(&floe(&u, &home("doctor-nosystem"), &["doctor"]).stdout)
+        .into_owned();
+    let line = text
+        .lines()
+        .find(|l| l.contains("catalogs") && l.contains("the cluster's catalog list not read"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(line.contains("Access Denied"), "Trino's words: {line}");
+    assert!(
+        text.contains("floe reads iceberg alone; name the catalogs in trino.catalog"),
+        "{text}"
+    );
+}
