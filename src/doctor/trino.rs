@@ -2,6 +2,7 @@
 //! one health statement).
 
 use super::*;
+use crate::lakehouse::delta::TableFormat;
 
 /// What floe reads where `$entries` fails.
 const FILES_INSTEAD: &str = "floe reads $files instead, and dates small files from the table's history where it settles the verdict, else from the files' modification times";
@@ -27,7 +28,9 @@ impl Doctor<'_> {
         let listed_from = client.cost();
         let tables = self.trino_tables(s, &lake).await?;
         let listing = client.cost().since(&listed_from);
-        let table = tables[0].clone();
+        // The Iceberg reads are checked on an Iceberg table, when one is read.
+        let iceberg = |t: &&TableRef| lake.format_of_catalog(&t.catalog) == TableFormat::Iceberg;
+        let table = tables.iter().find(iceberg).unwrap_or(&tables[0]).clone();
         self.entries(&client, &lake, &table).await;
         self.health_statement(&lake, &table).await;
         self.coordinator_budget(s, &lake, &tables, listing).await;
@@ -194,11 +197,15 @@ impl Doctor<'_> {
                     format!("{catalog} exists ({n} schemas visible)"),
                 ));
             }
-            Err(e) if e.name() == "CATALOG_NOT_FOUND" && s.trino.catalogs_by_default => {
-                // None named: the cluster's own catalogs are read (the next check).
+            Err(e)
+                if s.trino.catalogs_by_default
+                    && matches!(e.name(), "CATALOG_NOT_FOUND" | "PERMISSION_DENIED") =>
+            {
+                // None named: the cluster's own catalogs are read (the next check), this
+                // one only if its list shows it to this user.
                 self.report(Check::skip(
                     "catalog",
-                    format!("no catalog {catalog}: the cluster's Iceberg and Delta Lake catalogs are read"),
+                    format!("{catalog} not read ({e}): none named, the cluster's Iceberg and Delta Lake catalogs are"),
                 ));
             }
             Err(e) if e.name() == "CATALOG_NOT_FOUND" => {
@@ -243,12 +250,13 @@ impl Doctor<'_> {
 
     /// `system.iceberg_tables`, or the slower listing floe falls back to.
     async fn iceberg_tables(&mut self, s: &Settings, client: &Client, lake: &Lakehouse) {
-        // The first catalog read (the one named, or the cluster's first by default).
-        let catalog = &lake
-            .catalogs()
-            .into_iter()
-            .next()
-            .unwrap_or_else(|| s.trino.catalog.clone());
+        // The first Iceberg catalog read (the one named, or the cluster's first).
+        let catalogs = lake.catalogs();
+        let catalog = catalogs
+            .iter()
+            .find(|c| lake.format_of_catalog(c) == TableFormat::Iceberg)
+            .or(catalogs.first())
+            .unwrap_or(&s.trino.catalog);
         let version = lake.server_version();
         let listing = format!(
             "SELECT count(*) AS n FROM {}.system.iceberg_tables",

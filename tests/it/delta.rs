@@ -835,3 +835,53 @@ fn a_user_denied_the_catalog_list_reads_iceberg_alone_and_doctor_says_why() {
         "{text}"
     );
 }
+
+/// With no catalog named, a user to whom the cluster shows no `iceberg` catalog (the lab
+/// denies it to `noiceberg_` users; elsewhere, a cluster whose Iceberg catalog is named
+/// otherwise) reads the catalogs it has: `floe check` judges the Delta catalog's tables
+/// and sends nothing to `iceberg`, and `floe doctor` does not fail on it.
+#[test]
+fn with_no_iceberg_catalog_to_read_the_clusters_others_are_read() {
+    let (catalog, _) = delta();
+    let prefix = lab().v["trino"]["no_iceberg_prefix"]
+        .as_str()
+        .expect("lab.json: trino.no_iceberg_prefix")
+        .to_string();
+    let u = format!("{prefix}{}", std::process::id());
+    let (out, err, code) = check(
+        &u,
+        &[
+            "--schema", "zoning", "--schema", "sales", "--format", "json",
+        ],
+    );
+    let report: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}"));
+    assert!(report["fatal"].is_null(), "{out}\n{err}");
+    assert_ne!(code, Some(3), "{out}\n{err}");
+    let tables = report["tables"].as_array().unwrap();
+    assert!(
+        tables.iter().all(|t| t["catalog"] != "iceberg")
+            && tables
+                .iter()
+                .any(|t| t["catalog"] == catalog.as_str() && t["table"] == "orders"),
+        "{out}"
+    );
+    let text = String::from_utf8_lossy(&floe(&u, &home("doctor-noiceberg"), &["doctor"]).stdout)
+        .into_owned();
+    assert!(
+        text.lines().any(|l| l.starts_with("✓ catalogs")
+            && l.contains("read: ")
+            && !l.contains("iceberg (Iceberg)")
+            && l.contains(&format!("{catalog} (Delta Lake)"))),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.contains("catalog") && l.contains("iceberg not read (")),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("✓ system.iceberg_tables") || l.starts_with("✓ $entries")),
+        "the Iceberg reads checked on an Iceberg catalog, not the Delta one: {text}"
+    );
+}

@@ -596,6 +596,7 @@ def finish_real_trino(prep: dict, spawned: tuple, catalogs: dict, tls: dict) -> 
         "catalogs": {name: str(Path(path) / "catalog.db") for name, path in catalogs.items()},
         "denied_user": DENIED_USER,
         "no_system_prefix": realtrino.NO_SYSTEM_PREFIX,
+        "no_iceberg_prefix": realtrino.NO_ICEBERG_PREFIX,
         "time_zone": COORDINATOR_ZONE,
         # the same coordinator over TLS (its own CA) with the password file authenticator
         "https_url": f"https://127.0.0.1:{https_port}",

@@ -42,6 +42,9 @@ BENCH_MIN_EXPIRE_AGE = "5m"
 # Users whose name starts so cannot read the `system` catalog (its catalog list, its
 # query record), as a cluster's access control may deny them: everything else they may.
 NO_SYSTEM_PREFIX = "nosystem_"
+# Users whose name starts so cannot see the `iceberg` catalog: to them the cluster has
+# none of that name (what a cluster whose Iceberg catalog is named otherwise looks like).
+NO_ICEBERG_PREFIX = "noiceberg_"
 # Users of the HTTPS listener's password file (PBKDF2, as Trino's file authenticator reads it).
 TLS_USERS = {"floe_tls": "floe-tls-secret", "etl_tls": "etl-tls-secret"}
 PBKDF2_ITERATIONS = 1000
@@ -232,6 +235,7 @@ def write_config(etc: Path, data: Path, port: int, catalogs: dict[str, str], ver
         ],
         "catalogs": [
             {"user": re.escape(NO_SYSTEM_PREFIX) + ".*", "catalog": "system", "allow": "none"},
+            {"user": re.escape(NO_ICEBERG_PREFIX) + ".*", "catalog": "iceberg", "allow": "none"},
             {"allow": "all"},
         ],
         "schemas": [{"owner": True}],
