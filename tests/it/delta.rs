@@ -488,6 +488,18 @@ async fn a_procedure_of_the_other_format_is_refused_before_anything_runs() {
     }
 }
 
+/// The row of `catalog`.`name` (`schema.table`) among a JSON report's tables.
+fn report_table<'a>(tables: &'a [Value], catalog: &str, name: &str) -> Option<&'a Value> {
+    tables.iter().find(|t| {
+        t["catalog"] == catalog
+            && format!(
+                "{}.{}",
+                t["schema"].as_str().unwrap(),
+                t["table"].as_str().unwrap()
+            ) == name
+    })
+}
+
 /// `floe check` as `u` with `args` after the common ones; its stdout and exit code.
 fn check(u: &str, args: &[&str]) -> (String, String, Option<i32>) {
     let out = floe(
@@ -526,17 +538,7 @@ async fn a_profile_reads_its_iceberg_and_delta_catalogs_in_one_report_each_table
     assert_eq!(code, Some(2), "the seed's documents is CRITICAL: {err}");
     let tables = report["tables"].as_array().unwrap();
     let of = |c: &str, name: &str| {
-        tables
-            .iter()
-            .find(|t| {
-                t["catalog"] == c
-                    && format!(
-                        "{}.{}",
-                        t["schema"].as_str().unwrap(),
-                        t["table"].as_str().unwrap()
-                    ) == name
-            })
-            .unwrap_or_else(|| panic!("{c}.{name} in {out}"))
+        report_table(tables, c, name).unwrap_or_else(|| panic!("{c}.{name} in {out}"))
     };
     let docs = of("iceberg", "zoning.documents");
     assert_eq!(
@@ -769,16 +771,7 @@ fn a_profile_naming_no_catalog_reads_every_iceberg_and_delta_catalog_of_the_clus
     let report: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}"));
     assert_eq!(code, Some(2), "the seed's documents is CRITICAL: {err}");
     let tables = report["tables"].as_array().unwrap();
-    let find = |c: &str, name: &str| {
-        tables.iter().find(|t| {
-            t["catalog"] == c
-                && format!(
-                    "{}.{}",
-                    t["schema"].as_str().unwrap(),
-                    t["table"].as_str().unwrap()
-                ) == name
-        })
-    };
+    let find = |c: &str, name: &str| report_table(tables, c, name);
     let docs = find("iceberg", "zoning.documents").unwrap_or_else(|| panic!("{out}"));
     assert_eq!(docs["format"], "iceberg");
     let orders = find(&catalog, "sales.orders").unwrap_or_else(|| panic!("{out}"));
