@@ -34,14 +34,15 @@ impl Doctor<'_> {
         };
         match lake.catalogs_unread() {
             Some(why) => {
-                self.report(Check {
-                name: "catalogs",
-                status: Status::Fallback,
-                figure: format!("the cluster's catalog list not read: {why}"),
-                fix: Some(format!(
+                let fix = format!(
                     "floe reads {} alone; name the catalogs in trino.catalog (--catalog), comma-separated, or allow SELECT on system.metadata.catalogs",
                     s.trino.catalog
-                )),
+                );
+                self.report(Check {
+                    name: "catalogs",
+                    status: Status::Fallback,
+                    figure: format!("the cluster's catalog list not read: {why}"),
+                    fix: Some(fix),
                 });
             }
             None if read.is_empty() => {

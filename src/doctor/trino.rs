@@ -203,10 +203,10 @@ impl Doctor<'_> {
             {
                 // None named: the cluster's own catalogs are read (the next check), this
                 // one only if its list shows it to this user.
-                self.report(Check::skip(
-                    "catalog",
-                    format!("{catalog} not read ({e}): none named, the cluster's Iceberg and Delta Lake catalogs are"),
-                ));
+                let figure = format!(
+                    "{catalog} not read ({e}): none named, the cluster's Iceberg and Delta Lake catalogs are"
+                );
+                self.report(Check::skip("catalog", figure));
             }
             Err(e) if e.name() == "CATALOG_NOT_FOUND" => {
                 // What the user may use instead, when the server says (best effort).
