@@ -28,6 +28,9 @@ pub fn http_client(
     connect: Duration,
     request: Duration,
 ) -> Result<reqwest::Client, ClientError> {
+    // reqwest's TLS takes the process' crypto provider (ring; see Cargo.toml). Installing
+    // it is idempotent: a second call finds it installed and changes nothing.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let mut b = reqwest::Client::builder()
         .connect_timeout(connect)
         .timeout(request)

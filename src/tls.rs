@@ -55,7 +55,7 @@ pub fn client_config(ca_file: &Path) -> Result<rustls::ClientConfig, TlsError> {
     if certs.is_empty() {
         return Err(TlsError::NoCertificate { file: file() });
     }
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut roots = rustls::RootCertStore::empty();
     let (added, _) = roots.add_parsable_certificates(certs.iter().cloned());
     if added == 0 {

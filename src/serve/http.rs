@@ -93,7 +93,7 @@ fn acceptor(cert: &PathBuf, key: &PathBuf) -> Result<TlsAcceptor, String> {
     }
     let key = PrivateKeyDer::from_pem_file(key)
         .map_err(|e| format!("cannot read the private key of {}: {e}", key.display()))?;
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
     let config = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .and_then(|b| b.with_no_client_auth().with_single_cert(chain, key))
