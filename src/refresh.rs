@@ -48,8 +48,9 @@ pub use rotation::Ledger;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RefreshPolicy {
     pub probe_batch: usize,
-    /// Every table is looked at (probed) at least this often (`None`: only when a write
-    /// through the coordinator names it, or the operator refreshes).
+    /// Every table is looked at (probed) this often, give or take a probe batch's wait
+    /// (`None`: only when a write through the coordinator names it, or the operator
+    /// refreshes).
     pub full_every: Option<Duration>,
     /// What the steady refreshes may cost the coordinator per minute (planning plus task
     /// CPU; `None`: no limit).
@@ -183,6 +184,8 @@ pub struct Refresh {
     writes_seen: Option<DateTime<Utc>>,
     /// Whether a steady refresh may take the last listing.
     listing: listing::Cadence,
+    /// Tables the probe rotation owes, paid in whole batches (`rotation::rotation`).
+    probe_credit: f64,
 }
 
 impl Refresh {
@@ -427,7 +430,9 @@ impl Refresh {
         match pass.kind {
             PassKind::Full => pass.plan_full(&order),
             PassKind::Steady => {
-                let probe = rotation::rotation(&order, records, &self.policy, &self.ledger, ctx);
+                let owed = &mut self.probe_credit;
+                let probe =
+                    rotation::rotation(&order, records, &self.policy, &self.ledger, ctx, owed);
                 let since = self.writes_since;
                 let pass = self.pass.as_mut().expect("planned above");
                 pass.plan_steady(&order, probe, self.policy.probe_batch);

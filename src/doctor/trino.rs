@@ -366,14 +366,14 @@ impl Doctor<'_> {
         let per_minute = est.per_minute();
         let budget = s.coordinator_budget;
         let figure = format!(
-            "{:.2} s of planning + CPU a minute at {} tables (listing {} ms, probe of {} {} ms, writes {} ms, {} probes a refresh{}); budget {}{}",
+            "{:.2} s of planning + CPU a minute at {} tables (listing {} ms, probe of {} {} ms, writes {} ms, {}{}); budget {}{}",
             per_minute.as_secs_f64(),
             tables.len(),
             est.listing_ms,
             est.probe_batch,
             est.probe_ms,
             est.writes_ms,
-            est.probes_per_refresh(),
+            est.probe_cadence(),
             if writes.is_err() {
                 "; the coordinator's query list is not readable: writes are seen by the rotation only"
             } else {

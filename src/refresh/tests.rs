@@ -284,7 +284,7 @@ fn cold(h: &mut Harness, tables: &[TableRef]) {
 fn a_steady_refresh_probes_in_batches_and_reads_again_only_what_changed() {
     let mut h = Harness::new(4);
     h.r.policy.probe_batch = 2;
-    let tables = [t("a"), t("b"), t("c")];
+    let tables = [t("a"), t("b"), t("c"), t("d")];
     let sent = steady(&mut h, &tables);
     assert!(!h.r.full());
     // The coordinator's writes first (what changed), then all slots but one probe.
@@ -292,7 +292,7 @@ fn a_steady_refresh_probes_in_batches_and_reads_again_only_what_changed() {
     assert_eq!(kinds, [ReadKind::Writes, ReadKind::Probe, ReadKind::Probe]);
     assert_eq!(
         tables_of(&sent, ReadKind::Probe),
-        [vec!["a", "b"], vec!["c"]]
+        [vec!["a", "b"], vec!["c", "d"]]
     );
     let (writes, _) = of_kind(&sent, ReadKind::Writes)[0].clone();
     let step = h.answer(writes, Answer::Written(Ok(Default::default())));
@@ -312,7 +312,10 @@ fn a_steady_refresh_probes_in_batches_and_reads_again_only_what_changed() {
     assert!(h.rec("b").stats.is_some() && !h.rec("b").cached);
     let step = h.answer(
         probes[1].0,
-        Answer::Probed(vec![(t("c"), Ok(probe(7, t0())))]),
+        Answer::Probed(vec![
+            (t("c"), Ok(probe(7, t0()))),
+            (t("d"), Ok(probe(7, t0()))),
+        ]),
     );
     assert!(step.reads.is_empty() && step.ended.is_none());
     let (read, _) = of_kind(&in_flight(&h), ReadKind::Table)[0].clone();
@@ -607,21 +610,55 @@ fn a_refresh_that_cost_the_coordinator_over_its_budget_probes_fewer_tables() {
     // At a minute's refresh every table within ten minutes: ten a refresh.
     assert_eq!(probed, 10);
     h.r.abandon();
-    // Eight seconds a minute spent: a quarter as many.
+    // Eight seconds a minute spent: a quarter as many, a batch every fourth refresh.
     let c = |ms| crate::trino::Cost {
         planning_ms: ms,
         ..Default::default()
     };
     h.r.record_cost(h.now - chrono::Duration::minutes(2), c(0));
     h.r.record_cost(h.now, c(16_000));
-    let (id, _) = h.r.start(h.now, false, vec![]).unwrap();
-    let sent = h.answer(id, Answer::Listed(Ok(tables.clone()))).reads;
-    let probed: usize = of_kind(&sent, ReadKind::Probe)
-        .iter()
-        .map(|(_, r)| r.tables().len())
-        .sum::<usize>()
-        + h.r.pass.as_ref().unwrap().probes_left().len();
-    assert_eq!(probed, 2);
+    let probed: Vec<usize> = (0..4)
+        .map(|_| {
+            let (id, _) = h.r.start(h.now, false, vec![]).unwrap();
+            let sent = h.answer(id, Answer::Listed(Ok(tables.clone()))).reads;
+            let n = of_kind(&sent, ReadKind::Probe)
+                .iter()
+                .map(|(_, r)| r.tables().len())
+                .sum::<usize>()
+                + h.r.pass.as_ref().unwrap().probes_left().len();
+            h.r.abandon();
+            n
+        })
+        .collect();
+    assert_eq!(probed, [0, 0, 0, 10]);
+}
+
+/// 300 tables to look at within the default hour at a minute's refresh: five a minute,
+/// sent as one statement of ten every other minute; within the hour, every table.
+#[test]
+fn the_probe_rotation_sends_whole_batches_and_looks_at_every_table_within_the_hour() {
+    let mut h = Harness::new(4);
+    let tables: Vec<TableRef> = (0..300).map(|i| t(&format!("t{i:03}"))).collect();
+    cold(&mut h, &tables);
+    assert_eq!(h.r.policy.probe_batch, 10);
+    let mut probed = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for _ in 0..60 {
+        let at = h.now;
+        steady_once(&mut h, &tables, "", (&[], &[]));
+        let now: Vec<String> = h
+            .recs
+            .0
+            .iter()
+            .filter(|(_, r)| r.checked_at == Some(at))
+            .map(|(t, _)| t.table.clone())
+            .collect();
+        probed.push(now.len());
+        seen.extend(now);
+    }
+    assert_eq!(probed[..6], [0, 10, 0, 10, 0, 10]);
+    assert_eq!(probed.iter().sum::<usize>(), 300);
+    assert_eq!(seen.len(), 300, "every table once");
 }
 
 /// However the answers of a cold start interleave (surveys, file reads, every one in a
@@ -795,6 +832,8 @@ fn a_steady_refresh_lists_again_after_five_minutes_a_new_table_written_or_one_go
     let mut h = Harness::new(4);
     let tables: Vec<TableRef> = (0..3).map(|i| t(&format!("t{i}"))).collect();
     cold(&mut h, &tables);
+    // Every table probed at every refresh (a probe finds the one gone).
+    h.r.policy.full_every = Some(Duration::from_secs(60));
     let listed: Vec<bool> = (0..6)
         .map(|_| steady_once(&mut h, &tables, "", (&[], &[])))
         .collect();
