@@ -22,15 +22,20 @@ pub enum ClientError {
     Build(String),
 }
 
+/// Install ring as the process' crypto provider, which every reqwest client's TLS takes
+/// (reqwest is built without one of its own; see Cargo.toml). Call it before building a
+/// reqwest client any other way than [`http_client`]; a second call changes nothing.
+pub fn install_crypto() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
 /// Build a reqwest client with the TLS settings (custom CA, or verification off when asked).
 pub fn http_client(
     tls: &TlsSettings,
     connect: Duration,
     request: Duration,
 ) -> Result<reqwest::Client, ClientError> {
-    // reqwest's TLS takes the process' crypto provider (ring; see Cargo.toml). Installing
-    // it is idempotent: a second call finds it installed and changes nothing.
-    let _ = rustls::crypto::ring::default_provider().install_default();
+    install_crypto();
     let mut b = reqwest::Client::builder()
         .connect_timeout(connect)
         .timeout(request)

@@ -27,7 +27,10 @@ impl Lab {
         );
         Lab {
             url: json["trino"]["url"].as_str().unwrap().to_string(),
-            http: reqwest::Client::new(),
+            http: {
+                floe::net::install_crypto();
+                reqwest::Client::new()
+            },
         }
     }
 

@@ -38,7 +38,10 @@ impl Lab {
         Lab {
             json,
             dir,
-            http: reqwest::Client::new(),
+            http: {
+                floe::net::install_crypto();
+                reqwest::Client::new()
+            },
             real,
         }
     }

@@ -89,9 +89,13 @@ pub(super) fn rotation(
     let batch = policy.probe_batch.max(1);
     *credit = (*credit + rate).min((rest.len() + batch) as f64);
     let owed = credit.floor() as usize;
-    // Whole batches, or the whole rotation when it is smaller than one.
+    // Whole batches, or the whole rotation when it is owed (or smaller than a batch).
     let unit = batch.min(rest.len()).max(1);
-    let mut take = owed / unit * unit;
+    let mut take = if owed >= rest.len() {
+        rest.len()
+    } else {
+        owed / unit * unit
+    };
     let free = (batch - must.len() % batch) % batch;
     if !must.is_empty() {
         take += free.min(owed - take);

@@ -100,7 +100,7 @@ async fn viewer(server: Server) -> AirflowClient {
 }
 
 fn http() -> reqwest::Client {
-    reqwest::Client::builder()
+    crate::common::http_builder()
         .timeout(Duration::from_secs(60))
         .build()
         .unwrap()

@@ -174,7 +174,7 @@ impl Lab {
     }
 
     fn http() -> reqwest::Client {
-        reqwest::Client::builder()
+        http_builder()
             .timeout(Duration::from_secs(60))
             .build()
             .unwrap()
@@ -468,4 +468,11 @@ pub fn prometheus() -> (PathBuf, PathBuf) {
 pub fn free_port() -> u16 {
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     l.local_addr().unwrap().port()
+}
+
+/// A reqwest client builder for the tests' own HTTP: the process' TLS crypto installed
+/// first, as floe's own clients have it (reqwest has no provider of its own).
+pub fn http_builder() -> reqwest::ClientBuilder {
+    floe::net::install_crypto();
+    reqwest::Client::builder()
 }

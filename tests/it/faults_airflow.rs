@@ -255,7 +255,7 @@ async fn delete_run(key: &str, dag_id: &str, run_id: &str) {
         l.airflow_field(key, "user"),
         l.airflow_field(key, "password"),
     );
-    let http = reqwest::Client::new();
+    let http = crate::common::http_builder().build().unwrap();
     let prefix = if key == "airflow" { "api/v2" } else { "api/v1" };
     let url = format!(
         "{base}/{prefix}/dags/{dag_id}/dagRuns/{}",

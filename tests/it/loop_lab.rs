@@ -50,7 +50,7 @@ impl Airflow {
             api: s("api"),
             user: s("user"),
             password: s("password"),
-            http: reqwest::Client::builder()
+            http: crate::common::http_builder()
                 .timeout(Duration::from_secs(60))
                 .build()
                 .unwrap(),

@@ -35,7 +35,7 @@ fn control_url() -> String {
 }
 
 fn http() -> reqwest::Client {
-    reqwest::Client::builder()
+    crate::common::http_builder()
         .timeout(Duration::from_secs(30))
         .no_proxy()
         .build()

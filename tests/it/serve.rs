@@ -188,7 +188,7 @@ impl Airflow {
             base: f("url").trim_end_matches('/').to_string(),
             user: f("user"),
             password: f("password"),
-            http: reqwest::Client::builder()
+            http: crate::common::http_builder()
                 .timeout(Duration::from_secs(60))
                 .build()
                 .unwrap(),
@@ -546,7 +546,7 @@ fn a_real_prometheus_alerts_on_the_seed_and_the_alerts_end_after_the_fix() {
     let mut prom = start_prometheus(&home, floe_port, prom_port);
     let floe_url = format!("http://127.0.0.1:{floe_port}");
     let prom_url = format!("http://127.0.0.1:{prom_port}");
-    let http = reqwest::Client::builder()
+    let http = crate::common::http_builder()
         .timeout(Duration::from_secs(10))
         .build()
         .unwrap();
@@ -764,7 +764,7 @@ fn tls_a_bearer_token_and_sighup() {
         what: "floe serve",
     };
     let ca = reqwest::Certificate::from_pem(&std::fs::read(tls.join("ca.pem")).unwrap()).unwrap();
-    let http = reqwest::Client::builder()
+    let http = crate::common::http_builder()
         .add_root_certificate(ca)
         .timeout(Duration::from_secs(10))
         .build()
@@ -799,7 +799,9 @@ fn tls_a_bearer_token_and_sighup() {
         assert_eq!(get("/metrics", Some("s3cret-tokem")).await.unwrap().0, 401);
         assert_eq!(get("/healthz", None).await.unwrap().0, 200);
         // Plain HTTP on the TLS port is refused.
-        let plain = reqwest::Client::new()
+        let plain = crate::common::http_builder()
+            .build()
+            .unwrap()
             .get(format!("http://127.0.0.1:{port}/metrics"))
             .timeout(Duration::from_secs(5))
             .send()

@@ -198,7 +198,9 @@ fn airflow_api() -> (String, String) {
         .build()
         .unwrap();
     let token = rt.block_on(async {
-        let r: serde_json::Value = reqwest::Client::new()
+        let r: serde_json::Value = crate::common::http_builder()
+            .build()
+            .unwrap()
             .post(format!("{base}/auth/token"))
             .json(&serde_json::json!({"username": a["user"], "password": a["password"]}))
             .send()
@@ -219,7 +221,9 @@ fn runs_of(dag: &str) -> Vec<String> {
         .build()
         .unwrap();
     rt.block_on(async {
-        let r: serde_json::Value = reqwest::Client::new()
+        let r: serde_json::Value = crate::common::http_builder()
+            .build()
+            .unwrap()
             .get(format!("{base}/api/v2/dags/{dag}/dagRuns"))
             .bearer_auth(&token)
             .send()
@@ -244,7 +248,9 @@ fn delete_run(dag: &str, run: &str) {
         .build()
         .unwrap();
     rt.block_on(async {
-        reqwest::Client::new()
+        crate::common::http_builder()
+            .build()
+            .unwrap()
             .delete(format!(
                 "{base}/api/v2/dags/{dag}/dagRuns/{}",
                 floe::airflow::encode_segment(run)
