@@ -89,18 +89,17 @@ pub(super) fn rotation(
     let batch = policy.probe_batch.max(1);
     *credit = (*credit + rate).min((rest.len() + batch) as f64);
     let owed = credit.floor() as usize;
-    // Whole batches, or the whole rotation when it is owed (or smaller than a batch).
-    let unit = batch.min(rest.len()).max(1);
+    // Whole batches, or the whole rotation once it is owed (a rotation smaller than a
+    // batch waits for all of it).
     let mut take = if owed >= rest.len() {
         rest.len()
     } else {
-        owed / unit * unit
+        owed / batch * batch
     };
-    let free = (batch - must.len() % batch) % batch;
     if !must.is_empty() {
-        take += free.min(owed - take);
+        let free = (batch - must.len() % batch) % batch;
+        take = (take + free.min(owed - take)).min(rest.len());
     }
-    let take = take.min(rest.len());
     *credit -= take as f64;
     rest.sort_by_key(|(at, _)| *at);
     must.extend(rest.into_iter().take(take).map(|(_, t)| t.clone()));

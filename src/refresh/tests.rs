@@ -633,6 +633,27 @@ fn a_refresh_that_cost_the_coordinator_over_its_budget_probes_fewer_tables() {
     assert_eq!(probed, [0, 0, 0, 10]);
 }
 
+/// Tables that must be probed (a failed read) go every refresh, and their statement's
+/// free places carry the rotation's owed tables rather than wait for a whole batch.
+#[test]
+fn the_tables_a_refresh_must_probe_carry_the_rotations_owed_ones_in_their_batch() {
+    let mut h = Harness::new(4);
+    let tables: Vec<TableRef> = (0..30).map(|i| t(&format!("t{i:02}"))).collect();
+    cold(&mut h, &tables);
+    h.r.policy.full_every = Some(Duration::from_secs(360));
+    for (t, r) in &mut h.recs.0 {
+        if t.table == "t07" || t.table == "t19" {
+            r.error = Some(failed("TABLE_NOT_FOUND"));
+        }
+    }
+    // Five owed a refresh: with the two that must go, one statement of seven.
+    let sent = h.start(false, &tables);
+    let probes = tables_of(&sent, ReadKind::Probe);
+    assert_eq!(probes.len(), 1, "{probes:?}");
+    assert_eq!(probes[0].len(), 7, "{probes:?}");
+    assert!(probes[0].iter().any(|x| x == "t07") && probes[0].iter().any(|x| x == "t19"));
+}
+
 /// 300 tables to look at within the default hour at a minute's refresh: five a minute,
 /// sent as one statement of ten every other minute; within the hour, every table.
 #[test]
