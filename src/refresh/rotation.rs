@@ -52,10 +52,10 @@ impl Ledger {
 /// last minutes cost the coordinator more than the budget, in proportion.
 ///
 /// The rate accrues in `credit` (tables owed) and is paid in whole probe statements of
-/// `probe_batch` tables: a statement costs the coordinator's process about as much as
-/// four tables' reads before it reads any (on Trino 476: `SELECT 1` 92 ms of CPU, a probe
-/// of five tables 300 ms), so 300 tables an hour are ten every other minute, not five
-/// every minute. A table may then wait a batch's refreshes past `full_every`; the batch
+/// `probe_batch` tables: a statement costs the coordinator's process one to two tables'
+/// reads before it reads any (on Trino 476: `SELECT 1` 22-92 ms of CPU, a probe of five
+/// tables 110-300 ms), so 300 tables an hour are ten every other minute, not five every
+/// minute. A table may then wait a batch's refreshes past `full_every`; the batch
 /// of the tables that must be probed is filled from the rotation when the credit allows.
 pub(super) fn rotation(
     order: &[TableRef],
