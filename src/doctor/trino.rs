@@ -365,20 +365,31 @@ impl Doctor<'_> {
         };
         let per_minute = est.per_minute();
         let budget = s.coordinator_budget;
+        let writes_read = match (&writes, lake.query_list_served()) {
+            (Err(_), _) => {
+                "; the coordinator's queries are not readable: writes are seen by the rotation only"
+                    .to_string()
+            }
+            (Ok(_), true) => String::new(),
+            (Ok(_), false) => format!(
+                "; its query list refused ({}): writes read with a statement",
+                lake.learned_fallbacks().query_list().unwrap_or_default()
+            ),
+        };
         let figure = format!(
-            "{:.2} s of planning + CPU a minute at {} tables (listing {} ms, probe of {} {} ms, writes {} ms, {}{}); budget {}{}",
+            "{:.2} s of planning + CPU a minute at {} tables (listing {} ms, probe of {} {} ms, writes {}, {}{}); budget {}{}",
             per_minute.as_secs_f64(),
             tables.len(),
             est.listing_ms,
             est.probe_batch,
             est.probe_ms,
-            est.writes_ms,
-            est.probe_cadence(),
-            if writes.is_err() {
-                "; the coordinator's query list is not readable: writes are seen by the rotation only"
+            if writes.is_ok() && lake.query_list_served() {
+                "from the query list, no statement".to_string()
             } else {
-                ""
+                format!("{} ms", est.writes_ms)
             },
+            est.probe_cadence(),
+            writes_read,
             budget.map_or("none".to_string(), |b| format!(
                 "{} s a minute",
                 b.as_secs_f64()

@@ -25,6 +25,10 @@ pub struct EntriesRecord {
     /// Delta way at once, with no failed statement first.
     #[serde(default)]
     formats: BTreeMap<String, crate::lakehouse::delta::TableFormat>,
+    /// Why the coordinator's query list (`GET /v1/query`) was refused, when it was: the
+    /// recent writes are read with a statement over `system.runtime.queries` instead.
+    #[serde(default)]
+    query_list: Option<String>,
 }
 
 /// One catalog's `$entries` reads.
@@ -96,7 +100,24 @@ impl EntriesRecord {
         self.formats.get(catalog).copied()
     }
 
+    /// The coordinator refused its query list, in `why`'s words; whether that is news.
+    pub fn query_list_refused(&mut self, why: &str) -> bool {
+        let news = self.query_list.is_none();
+        if news {
+            self.query_list = Some(crate::text::sanitize(why).chars().take(300).collect());
+        }
+        news
+    }
+
+    /// Why the coordinator's query list was refused, if it was.
+    pub fn query_list(&self) -> Option<&str> {
+        self.query_list.as_deref()
+    }
+
     pub fn absorb(&mut self, other: EntriesRecord) {
+        if self.query_list.is_none() {
+            self.query_list = other.query_list;
+        }
         for (k, f) in other.formats {
             self.formats.entry(k).or_insert(f);
         }

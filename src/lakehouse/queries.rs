@@ -32,6 +32,7 @@ mod layouts;
 mod learned;
 mod listing;
 mod partitions;
+mod query_list;
 mod spec;
 
 /// The first Trino release with `<catalog>.system.iceberg_tables`.
@@ -506,44 +507,6 @@ impl Lakehouse {
             }
         }
         out
-    }
-
-    /// The writes the coordinator finished after `since` (see
-    /// [`crate::lakehouse::recent_writes`]): the tables they name, and when the last one ended
-    /// by the coordinator's clock.
-    pub async fn recent_writes(
-        &self,
-        since: chrono::DateTime<chrono::Utc>,
-    ) -> Result<super::recent_writes::RecentWrites, TrinoError> {
-        let out = self
-            .client
-            .query(&super::recent_writes::recent_writes_sql(since))
-            .await?;
-        use super::recent_writes::{creates_table, written_target};
-        let (mut names, mut created) = (Vec::new(), Vec::new());
-        for q in out.rows.iter().filter_map(|r| r.str("query")) {
-            let Some(target) = written_target(q) else {
-                continue;
-            };
-            if creates_table(q) {
-                created.push(target.clone());
-            }
-            names.push(target);
-        }
-        for list in [&mut names, &mut created] {
-            list.sort();
-            list.dedup();
-        }
-        let newest = out
-            .rows
-            .iter()
-            .filter_map(|r| r.get("ended").and_then(crate::trino::Value::as_datetime))
-            .max();
-        Ok(super::recent_writes::RecentWrites {
-            names,
-            newest,
-            created,
-        })
     }
 
     /// The newest snapshots of one table (at most the snapshot limit), oldest first. The

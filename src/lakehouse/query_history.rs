@@ -1,6 +1,7 @@
 //! What the queries suffered: the coordinator's own record of the recent queries that
-//! read a table. `system.runtime.queries` lists the candidates (its text names the
-//! table); the query info it links (`/v1/query/{id}`) decides — a query counts only when
+//! read a table. Its query list (`GET /v1/query`, or `system.runtime.queries` where it
+//! does not serve it) gives the candidates (its text names the table); the query info it
+//! links (`/v1/query/{id}`) decides — a query counts only when
 //! its `inputs` hold the table — and tells the cost: elapsed, queued, CPU, splits,
 //! physical input. A coordinator that keeps no such record, or a user who may not read
 //! it, is an answer ([`TableQueries::Unavailable`]), not an error.
@@ -128,6 +129,54 @@ pub fn optimizes_sql() -> String {
 /// Earlier optimizes read from the coordinator's history.
 pub const MAX_OPTIMIZES: usize = 10;
 
+/// Whether `query` names `t`'s table as a whole word, as [`table_word_pattern`] matches
+/// it in the coordinator.
+pub fn names_table_word(query: &str, t: &TableRef) -> bool {
+    let (q, name) = (query.to_lowercase(), t.table.to_lowercase());
+    let word =
+        |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$');
+    !name.is_empty()
+        && q.match_indices(&name).any(|(i, _)| {
+            !word(q[..i].chars().next_back()) && !word(q[i + name.len()..].chars().next())
+        })
+}
+
+/// Whether `query` is an `ALTER TABLE … EXECUTE optimize`, as [`optimizes_sql`] picks
+/// them in the coordinator.
+pub fn is_optimize(query: &str) -> bool {
+    let q = crate::text::fold_whitespace(query).to_lowercase();
+    let Some(rest) = q.trim_start().strip_prefix("alter table ") else {
+        return false;
+    };
+    rest.match_indices(" execute optimize").any(|(i, m)| {
+        i > 0
+            && !rest[i + m.len()..]
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_alphanumeric() || c == '_')
+    })
+}
+
+/// A candidate from the coordinator's query list.
+fn listed_candidate(q: crate::trino::client::query_list::ListedQuery) -> QueryRun {
+    QueryRun {
+        query_id: q.query_id,
+        state: QueryState::parse(&q.state),
+        user: q.user,
+        source: q.source,
+        query: q.query,
+        created: q.created,
+        ended: q.ended,
+        elapsed_ms: None,
+        queued_ms: None,
+        cpu_ms: None,
+        splits: None,
+        physical_input_bytes: None,
+        physical_written_bytes: None,
+        error_code: q.error_code,
+    }
+}
+
 fn candidate(r: &Row) -> Option<QueryRun> {
     Some(QueryRun {
         query_id: r.str("query_id")?.to_string(),
@@ -198,31 +247,74 @@ pub fn unavailable(e: &TrinoError, user: &str, url: &str) -> Option<String> {
     }
 }
 
+/// Which of the coordinator's listed queries are candidates: of `state` (all: `None`),
+/// those `pick` keeps, the `limit` newest.
+struct Listed<'a> {
+    state: Option<&'a str>,
+    pick: &'a (dyn Fn(&QueryRun) -> bool + Sync),
+    limit: usize,
+}
+
 impl Lakehouse {
     /// The recent queries the coordinator ran that read `t`, newest first.
     pub async fn table_queries(&self, t: &TableRef) -> Result<TableQueries, TrinoError> {
-        self.history(&candidates_sql(t), MAX_INFOS, |i| reads(i, t))
+        let pick = |q: &QueryRun| {
+            matches!(q.state, QueryState::Finished | QueryState::Failed)
+                && names_table_word(&q.query, t)
+                && !q.query.contains("system.runtime.queries")
+        };
+        let listed = Listed {
+            state: None,
+            pick: &pick,
+            limit: MAX_CANDIDATES,
+        };
+        self.history(&candidates_sql(t), listed, MAX_INFOS, |i| reads(i, t))
             .await
     }
 
     /// The optimizes the coordinator still keeps (any table), newest first, with what
     /// they wrote.
     pub async fn optimize_runs(&self) -> Result<TableQueries, TrinoError> {
-        self.history(&optimizes_sql(), MAX_OPTIMIZES, |_| true)
+        let pick = |q: &QueryRun| is_optimize(&q.query);
+        let listed = Listed {
+            state: Some("FINISHED"),
+            pick: &pick,
+            limit: MAX_OPTIMIZES,
+        };
+        self.history(&optimizes_sql(), listed, MAX_OPTIMIZES, |_| true)
             .await
     }
 
-    /// The candidates `sql` lists, each kept when its query info passes `keep`.
+    /// The candidates: from the coordinator's query list those `listed` picks, newest
+    /// first, or those `sql` lists where it does not serve the list.
+    async fn candidates(&self, sql: &str, listed: Listed<'_>) -> Result<Vec<QueryRun>, TrinoError> {
+        if let Some(qs) = self.query_list(listed.state).await {
+            let mut cands: Vec<QueryRun> = qs?
+                .into_iter()
+                .map(listed_candidate)
+                .filter(|q| (listed.pick)(q))
+                .collect();
+            cands.sort_by_key(|q| std::cmp::Reverse(q.created));
+            cands.truncate(listed.limit);
+            return Ok(cands);
+        }
+        let out = self.client.query(sql).await?;
+        Ok(out.rows.iter().filter_map(candidate).collect())
+    }
+
+    /// The candidates (see [`Lakehouse::candidates`]), each kept when its query info
+    /// passes `keep`.
     async fn history(
         &self,
         sql: &str,
+        listed: Listed<'_>,
         infos: usize,
         keep: impl Fn(&QueryInfo) -> bool,
     ) -> Result<TableQueries, TrinoError> {
         let user = self.client.config().user.clone();
         let url = self.client.url().to_string();
-        let out = match self.client.query(sql).await {
-            Ok(o) => o,
+        let cands = match self.candidates(sql, listed).await {
+            Ok(c) => c,
             Err(e) => {
                 return match unavailable(&e, &user, &url) {
                     Some(reason) => Ok(TableQueries::Unavailable { reason }),
@@ -230,7 +322,6 @@ impl Lakehouse {
                 };
             }
         };
-        let cands: Vec<QueryRun> = out.rows.iter().filter_map(candidate).collect();
         let client = &self.client;
         let infos: Vec<(QueryRun, Result<QueryInfo, TrinoError>)> =
             stream::iter(cands.into_iter().take(infos))

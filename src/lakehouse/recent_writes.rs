@@ -64,6 +64,53 @@ pub fn recent_writes_sql(since: DateTime<Utc>) -> String {
     )
 }
 
+/// Whether a statement is a write as [`WRITE_STATEMENT`] picks them (its first keyword).
+pub fn is_write(sql: &str) -> bool {
+    Words::new(sql).keyword().is_some_and(|k| {
+        matches!(
+            k.as_str(),
+            "insert"
+                | "merge"
+                | "update"
+                | "delete"
+                | "alter"
+                | "create"
+                | "truncate"
+                | "drop"
+                | "call"
+        )
+    })
+}
+
+/// What the writes among `queries` (each a statement's text and when it ended) name:
+/// the tables they write, those a `CREATE TABLE` made, and when the last write ended (a
+/// read's end says nothing of the writes). A write of no table (a `CREATE SCHEMA`, a
+/// `CALL`) names none; its end still counts.
+pub fn of_queries<'a>(
+    queries: impl IntoIterator<Item = (&'a str, Option<DateTime<Utc>>)>,
+) -> RecentWrites {
+    let (mut names, mut created, mut newest) = (Vec::new(), Vec::new(), None);
+    for (q, ended) in queries.into_iter().filter(|(q, _)| is_write(q)) {
+        newest = newest.max(ended);
+        let Some(target) = written_target(q) else {
+            continue;
+        };
+        if creates_table(q) {
+            created.push(target.clone());
+        }
+        names.push(target);
+    }
+    for list in [&mut names, &mut created] {
+        list.sort();
+        list.dedup();
+    }
+    RecentWrites {
+        names,
+        newest,
+        created,
+    }
+}
+
 /// The table a statement writes, as the parts of its name (`[t]`, `[s, t]` or
 /// `[c, s, t]`), unquoted names folded to lower case as Trino folds them; `None` for a
 /// statement that writes no table (a `CREATE SCHEMA`, a `CALL`, a view).
@@ -252,6 +299,38 @@ mod tests {
         );
         assert!(!in_globs(&n(&["logins"]), &["events_?".to_string()]));
         assert!(in_globs(&n(&["anything"]), &[]));
+    }
+
+    #[test]
+    fn the_writes_among_a_coordinators_queries_name_their_tables_and_the_newest_end() {
+        let at = |s: i64| DateTime::from_timestamp(1_800_000_000 + s, 0);
+        let w = of_queries([
+            ("SELECT * FROM s.read_only", at(50)),
+            ("/* dbt */ INSERT INTO s.a SELECT 1", at(10)),
+            ("CREATE TABLE s.b AS SELECT 1 x", at(20)),
+            ("insert into s.a values (2)", at(5)),
+            ("CREATE SCHEMA s2", at(30)),
+            ("DELETE FROM s.c", None),
+        ]);
+        assert_eq!(
+            w.names,
+            vec![
+                vec!["s".to_string(), "a".to_string()],
+                vec!["s".to_string(), "b".to_string()],
+                vec!["s".to_string(), "c".to_string()],
+            ]
+        );
+        assert_eq!(w.created, vec![vec!["s".to_string(), "b".to_string()]]);
+        assert_eq!(
+            w.newest,
+            at(30),
+            "a write of no table counts, a read does not"
+        );
+        assert!(is_write(
+            "  call iceberg.system.rollback_to_snapshot('s', 't', 1)"
+        ));
+        assert!(!is_write("WITH x AS (SELECT 1) SELECT * FROM x"));
+        assert_eq!(of_queries([]), RecentWrites::default());
     }
 
     #[test]

@@ -6,6 +6,7 @@ mod answer;
 pub(crate) mod captures;
 mod decode;
 pub mod query_info;
+pub mod query_list;
 mod send;
 
 use std::collections::BTreeMap;

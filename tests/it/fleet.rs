@@ -200,6 +200,19 @@ async fn a_steady_refresh_probes_and_reads_only_the_written_table() {
         "the written table read again without a probe: surveyed (with its target and manifests) and its files read"
     );
     assert_eq!(f.snapshots_of(written), before + 1, "the change is noticed");
+    // Seen from the coordinator's query list: no statement over its record was sent.
+    let record_reads = lab()
+        .real_queries_of(&f.user)
+        .await
+        .iter()
+        .filter(|q| {
+            q["sql"]
+                .as_str()
+                .unwrap_or("")
+                .contains("system.runtime.queries")
+        })
+        .count();
+    assert_eq!(record_reads, 0, "the writes read from GET /v1/query");
 
     // A table created through the coordinator: the refresh after the one that reads its
     // CREATE among the writes lists it. Dropped: its read fails TABLE_NOT_FOUND and the
@@ -239,6 +252,82 @@ async fn a_steady_refresh_probes_and_reads_only_the_written_table() {
     let (_, _, health, surveys) = f.cycle(false, true).await;
     // (documents' copy was compacted above: no small files left to date.)
     assert_eq!((health, surveys), (1, 2));
+}
+
+/// A coordinator that does not serve its query list to floe (a proxy or gateway answering
+/// 404 for `GET /v1/query`): the writes are read with a statement over
+/// `system.runtime.queries`, the list is not asked again, and a write still shows within
+/// one refresh.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_the_query_list_the_writes_are_read_with_a_statement() {
+    let pid = std::process::id();
+    let name = format!("fleet_nolist_{pid}");
+    lab()
+        .clone_table("audit.events", &format!("scratch.{name}"))
+        .await;
+    let t = TableRef::new("iceberg", "scratch", name.clone());
+    let mut f = Fleet(
+        Driver::with(
+            "nolist",
+            common::driver::Setup {
+                schema: "scratch",
+                globs: std::slice::from_ref(&name),
+                probe_batch: 10,
+                every: "0s",
+                url: lab().proxy_url(),
+            },
+        )
+        .await,
+    );
+    lab()
+        .real_faults(
+            &f.user,
+            serde_json::json!([{"kind": "status", "status": 404, "on": "queries", "count": null}]),
+        )
+        .await;
+    f.cycle(true, false).await;
+    f.cycle(false, false).await;
+    let before = f.snapshots_of(&t);
+    let writer = Client::new(lab().config(&lab().trino_url(), &user("nolist_writer"))).unwrap();
+    writer
+        .execute(
+            &format!("ALTER TABLE {} EXECUTE optimize", t.sql()),
+            QueryOptions::default(),
+        )
+        .await
+        .unwrap();
+    let (disc, probes, health, _) = f.cycle(false, false).await;
+    assert_eq!(
+        (disc, probes, health),
+        (0, 0, 1),
+        "the written table read again"
+    );
+    assert_eq!(f.snapshots_of(&t), before + 1, "the change is noticed");
+    let lists: Vec<Value> = lab()
+        .proxy_requests_of(&f.user)
+        .await
+        .into_iter()
+        .filter(|r| r["path"].as_str().unwrap_or("").starts_with("/v1/query"))
+        .collect();
+    assert_eq!(lists.len(), 1, "asked once, then learned: {lists:#?}");
+    assert_eq!(lists[0]["status"], 404, "{lists:#?}");
+    let record_reads: Vec<String> = lab()
+        .real_queries_of(&f.user)
+        .await
+        .iter()
+        .filter_map(|q| q["sql"].as_str())
+        .filter(|q| q.contains("system.runtime.queries"))
+        .map(str::to_string)
+        .collect();
+    let writes = record_reads
+        .iter()
+        .filter(|q| q.contains("\"end\" > from_unixtime"))
+        .count();
+    assert_eq!(
+        writes, 2,
+        "the writes, one statement a steady refresh (the Triage's history of its worst table besides): {record_reads:#?}"
+    );
+    lab().clear_real_faults(&f.user).await;
 }
 
 /// What the periodic full re-read used to be there for — commits that add no data: a

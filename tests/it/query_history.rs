@@ -1,5 +1,6 @@
-//! What the queries suffered, read from the real coordinator's own record
-//! (`system.runtime.queries` and the query info it links): the queries that read a table,
+//! What the queries suffered, read from the real coordinator's own record (its query
+//! list, or `system.runtime.queries` where that is not served, and the query info it
+//! links): the queries that read a table,
 //! with their cost; a coordinator without that record, or a user who may not read it, is
 //! said plainly.
 
@@ -38,8 +39,43 @@ async fn the_queries_that_read_a_table_come_with_their_cost() {
         .query("SELECT count(*) FROM iceberg.zoning.\"documents$snapshots\" -- documents")
         .await
         .unwrap();
-    let reader = lake(&lab().trino_url(), &user("history_reader"), "floe");
+    let reader_user = user("history_reader");
+    let reader = lake(&lab().trino_url(), &reader_user, "floe");
     let got = reader.table_queries(&docs).await.unwrap();
+    assert!(
+        lab().real_queries_of(&reader_user).await.is_empty(),
+        "read from the coordinator's query list: no statement"
+    );
+    // Where the list is not served (a proxy answering 404), the statement gives the same.
+    let nolist_user = user("history_nolist");
+    lab()
+        .real_faults(
+            &nolist_user,
+            serde_json::json!([{"kind": "status", "status": 404, "on": "queries", "count": null}]),
+        )
+        .await;
+    let nolist = lake(&lab().proxy_url(), &nolist_user, "floe");
+    let by_statement = nolist.table_queries(&docs).await.unwrap();
+    lab().clear_real_faults(&nolist_user).await;
+    let statements = lab().real_queries_of(&nolist_user).await;
+    assert_eq!(statements.len(), 1, "{statements:#?}");
+    assert!(
+        statements[0]["sql"]
+            .as_str()
+            .unwrap_or("")
+            .contains("system.runtime.queries")
+    );
+    let of_u = |t: &TableQueries| {
+        let mut ids: Vec<String> = t
+            .runs()
+            .iter()
+            .filter(|r| r.user == u)
+            .map(|r| r.query_id.clone())
+            .collect();
+        ids.sort();
+        ids
+    };
+    assert_eq!(of_u(&by_statement), of_u(&got), "the same three runs");
     let TableQueries::Runs { runs, .. } = &got else {
         panic!("the real coordinator keeps its queries: {got:?}");
     };

@@ -105,3 +105,30 @@ fn a_catalogs_format_learned_from_its_connector_is_kept() {
     assert_eq!(load(&path, url, 476).map(|r| r.format("delta")), Some(None));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_refused_query_list_is_kept_with_its_words() {
+    let dir = std::env::temp_dir().join(format!("floe-qlist-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let url = "http://gateway:8080";
+    let path = file_of(&dir.join("stats.json"), url);
+    let mut r = EntriesRecord::default();
+    assert_eq!(r.query_list(), None);
+    assert!(r.query_list_refused("HTTP 404 from http://gateway:8080/v1/query\x1b[2J"));
+    assert!(
+        !r.query_list_refused("HTTP 405"),
+        "known: the first words stay"
+    );
+    assert_eq!(
+        r.query_list(),
+        Some("HTTP 404 from http://gateway:8080/v1/query\\x1b[2J"),
+        "sanitised: the escape shown, not sent"
+    );
+    store(&path, url, 476, &r).unwrap();
+    let mut mine = EntriesRecord::default();
+    mine.absorb(load(&path, url, 476).unwrap());
+    assert!(mine.query_list().is_some_and(|w| w.starts_with("HTTP 404")));
+    assert_eq!(load(&path, url, 483), None, "an upgrade is asked afresh");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -137,3 +137,34 @@ fn the_candidates_statement_quotes_the_name() {
     );
     assert!(sql.contains("state IN ('FINISHED', 'FAILED')"), "{sql}");
 }
+
+#[test]
+fn the_query_list_is_searched_as_the_coordinator_searches_its_record() {
+    let t = TableRef::new("iceberg", "zoning", "documents");
+    assert!(names_table_word("SELECT * FROM zoning.documents d", &t));
+    assert!(names_table_word("select count(*) from DOCUMENTS", &t));
+    assert!(names_table_word("SELECT 1 FROM \"documents\"", &t));
+    assert!(names_table_word("documents", &t));
+    assert!(
+        !names_table_word("SELECT * FROM \"documents$files\"", &t),
+        "floe's own reads"
+    );
+    assert!(!names_table_word("SELECT * FROM documents_v2", &t));
+    assert!(!names_table_word("SELECT * FROM old_documents", &t));
+    assert!(
+        names_table_word("SELECT * FROM old_documents JOIN documents USING (id)", &t),
+        "a later whole word"
+    );
+    let dotted = TableRef::new("iceberg", "s", "a.b");
+    assert!(names_table_word("SELECT * FROM s.\"a.b\"", &dotted));
+    assert!(!names_table_word("SELECT * FROM s.\"axb\"", &dotted));
+
+    assert!(is_optimize("ALTER TABLE zoning.documents EXECUTE optimize"));
+    assert!(is_optimize(
+        "  alter table t\n  execute   OPTIMIZE(file_size_threshold => '96MB') WHERE d = 'x'"
+    ));
+    assert!(!is_optimize("ALTER TABLE t EXECUTE optimize_manifests"));
+    assert!(!is_optimize("ALTER TABLE t EXECUTE expire_snapshots"));
+    assert!(!is_optimize("SELECT 'ALTER TABLE t EXECUTE optimize'"));
+    assert!(!is_optimize("ALTER TABLE EXECUTE optimize"), "no table");
+}

@@ -497,6 +497,19 @@ def test_a_rule_for_one_user_leaves_another_alone(tp, pc, user):
     assert all(r["rule"] == "status" and not r["forwarded"] for r in pc.requests(user=user))
 
 
+def test_a_rule_on_the_query_list_leaves_statements_alone(tp, pc, user, raw):
+    pc.faults(user, {"kind": "status", "status": 404, "on": "queries", "count": None})
+    status, _, _ = raw.get(tp["proxy_url"] + "/v1/query?state=FINISHED")
+    assert status == 404
+    assert Raw.rows(raw.run(SMALL_SQL)) == SMALL_ROWS
+    status, _, _ = raw.get(tp["proxy_url"] + "/v1/info")
+    assert status == 200
+    pc.cleanup()
+    status, _, data = raw.get(tp["proxy_url"] + "/v1/query?state=FINISHED")
+    assert status == 200 and all(q["state"] == "FINISHED" for q in json.loads(data))
+    assert any(SMALL_SQL in q["query"] for q in json.loads(data)), "the real coordinator's list"
+
+
 def test_next_uris_are_scoped_by_the_user_who_posted(tp, pc, user):
     # the POST names the user; its nextUri requests carry no user header at all
     status, _, data = Raw(tp["proxy_url"], user).post(SMALL_SQL)

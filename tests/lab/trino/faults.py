@@ -3,7 +3,8 @@
 A rule is scoped to the requests of queries submitted by one X-Trino-User, or to every
 request (user null). `count` is how many times it fires; absent or null means until
 cleared. `on` picks the requests it applies to: `post` (POST /v1/statement), `next`
-(anything on a queued/executing nextUri), `info` (/v1/info*), `any` (default). A rule with
+(anything on a queued/executing nextUri), `info` (/v1/info*), `queries` (the coordinator's
+query list, GET /v1/query), `any` (default). A rule with
 `sql_contains` fires only on the POST of a statement whose text holds that string (a
 refresh's file read, say, and no other statement of the same user).
 
@@ -38,7 +39,7 @@ KINDS = {"status", "latency", "drop", "malformed", "fail_query", "hold", "slow",
 QUERY_KINDS = {"hold", "slow", "server_time"}
 # kinds that reshape a JSON answer after it was produced
 PAGE_KINDS = {"big_page", "extra_fields", "redirect_host"}
-TARGETS = {"post", "next", "info", "any"}
+TARGETS = {"post", "next", "info", "queries", "any"}
 
 
 class FaultError(ValueError):

@@ -12,7 +12,7 @@ streamed back. JSON answers of `/v1/statement*` have their `nextUri`, `infoUri` 
 and Host header), so a client keeps going through the proxy.
 
 Fault rules are the stand-in server's (`faults.py`: same JSON, same `user` scoping, same
-`on` = post | next | info | any and `count`), posted to the control endpoint on the same
+`on` = post | next | info | queries | any and `count`), posted to the control endpoint on the same
 listener (`/_lab/`, never forwarded):
 
     POST   /_lab/faults   {"user": u | null, "rules": [...]}   add rules (400 on a bad one)
@@ -330,6 +330,8 @@ class Handler(base.Handler):
             target = "next"
         elif path.startswith("/v1/info") or path.startswith("/v1/status"):
             target = "info"
+        elif path.rstrip("/") == "/v1/query" and self.command == "GET":
+            target = "queries"
         else:
             target = "other"
         header_user = self.headers.get("X-Trino-User") or basic_user(self.headers.get("Authorization"))

@@ -605,12 +605,11 @@ class Handler(BaseHTTPRequestHandler):
             return self.send_json(200, self.node_status())
 
         if path.rstrip("/") == "/v1/query" and method == "GET":
+            # The stand-in keeps no record of its queries for a client to read (no
+            # system.runtime.queries either), as a gateway in front of a cluster: the list
+            # is not served. A query's own info (below) is.
             self.lab.authenticate(self)
-            wanted = {s.upper() for s in params.get("state", [])}
-            base = self.base_url()
-            out = [self.lab.queries.basic_info(base, q) for q in list(self.lab.queries.queries.values())
-                   if not wanted or q.state in wanted]
-            return self.send_json(200, out)
+            raise HttpError(404, "Not Found")
         m = re.fullmatch(r"/v1/query/([^/]+)", path)
         if m:
             self.lab.authenticate(self)
