@@ -10,13 +10,13 @@ use crate::trino::client::query_list::ListedQuery;
 
 /// Whether `e` says the coordinator does not serve its query list to floe (a gateway or
 /// proxy without `/v1/query`, a server that answers something else, an answer over
-/// `trino.max_response_size`), as opposed to a failure of the moment.
+/// `trino.max_response_size`), as opposed to a failure of the moment. A refused login is
+/// the moment's (an expired token, a password changed): the statement would meet it too,
+/// and a list kept refused for the server's version would outlive it.
 fn list_refused(e: &TrinoError) -> bool {
     match e {
         TrinoError::Http { status, .. } => matches!(status, 400 | 404 | 405 | 406 | 410 | 501),
-        TrinoError::Auth { .. } | TrinoError::Malformed { .. } | TrinoError::TooLarge { .. } => {
-            true
-        }
+        TrinoError::Malformed { .. } | TrinoError::TooLarge { .. } => true,
         _ => false,
     }
 }
@@ -102,5 +102,13 @@ mod tests {
             url: "http://c".into(),
             limit: 1 << 20
         }));
+        assert!(
+            !list_refused(&TrinoError::Auth {
+                status: 401,
+                url: "http://c/v1/query".into(),
+                message: String::new()
+            }),
+            "a login refused is not the list refused"
+        );
     }
 }
