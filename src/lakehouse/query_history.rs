@@ -157,7 +157,7 @@ pub fn is_optimize(query: &str) -> bool {
     })
 }
 
-/// A candidate from the coordinator's query list.
+/// A candidate from the coordinator's query list (its cost comes from its query info).
 fn listed_candidate(q: crate::trino::client::query_list::ListedQuery) -> QueryRun {
     QueryRun {
         query_id: q.query_id,
@@ -177,26 +177,23 @@ fn listed_candidate(q: crate::trino::client::query_list::ListedQuery) -> QueryRu
     }
 }
 
+/// A candidate from a row of `system.runtime.queries`.
 fn candidate(r: &Row) -> Option<QueryRun> {
-    Some(QueryRun {
-        query_id: r.str("query_id")?.to_string(),
-        state: QueryState::parse(r.str("state").unwrap_or_default()),
-        user: r.str("user").unwrap_or_default().to_string(),
-        source: r
-            .str("source")
-            .filter(|s| !s.is_empty())
-            .map(str::to_string),
-        query: r.str("query").unwrap_or_default().to_string(),
-        created: r.datetime("created"),
-        ended: r.datetime("end"),
-        elapsed_ms: None,
-        queued_ms: None,
-        cpu_ms: None,
-        splits: None,
-        physical_input_bytes: None,
-        physical_written_bytes: None,
-        error_code: r.str("error_code").map(str::to_string),
-    })
+    Some(listed_candidate(
+        crate::trino::client::query_list::ListedQuery {
+            query_id: r.str("query_id")?.to_string(),
+            state: r.str("state").unwrap_or_default().to_string(),
+            user: r.str("user").unwrap_or_default().to_string(),
+            source: r
+                .str("source")
+                .filter(|s| !s.is_empty())
+                .map(str::to_string),
+            query: r.str("query").unwrap_or_default().to_string(),
+            created: r.datetime("created"),
+            ended: r.datetime("end"),
+            error_code: r.str("error_code").map(str::to_string),
+        },
+    ))
 }
 
 /// Whether the query info says the query read `t`.
