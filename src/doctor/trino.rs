@@ -365,15 +365,20 @@ impl Doctor<'_> {
         };
         let per_minute = est.per_minute();
         let budget = s.coordinator_budget;
-        let writes_read = match (&writes, lake.query_list_served()) {
-            (Err(_), _) => {
+        // How the writes are read: their figure, and what the line adds about it.
+        let (writes_figure, writes_read) = match (&writes, lake.query_list_served()) {
+            (Ok(_), true) => ("from the query list, no statement".to_string(), String::new()),
+            (Ok(_), false) => (
+                format!("{} ms", est.writes_ms),
+                format!(
+                    "; its query list refused ({}): writes read with a statement",
+                    lake.learned_fallbacks().query_list().unwrap_or_default()
+                ),
+            ),
+            (Err(_), _) => (
+                format!("{} ms", est.writes_ms),
                 "; the coordinator's queries are not readable: writes are seen by the rotation only"
-                    .to_string()
-            }
-            (Ok(_), true) => String::new(),
-            (Ok(_), false) => format!(
-                "; its query list refused ({}): writes read with a statement",
-                lake.learned_fallbacks().query_list().unwrap_or_default()
+                    .to_string(),
             ),
         };
         let figure = format!(
@@ -383,11 +388,7 @@ impl Doctor<'_> {
             est.listing_ms,
             est.probe_batch,
             est.probe_ms,
-            if writes.is_ok() && lake.query_list_served() {
-                "from the query list, no statement".to_string()
-            } else {
-                format!("{} ms", est.writes_ms)
-            },
+            writes_figure,
             est.probe_cadence(),
             writes_read,
             budget.map_or("none".to_string(), |b| format!(

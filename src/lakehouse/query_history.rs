@@ -18,7 +18,7 @@ use super::queries::Lakehouse;
 use crate::fmt::{human_duration, thousands};
 use crate::spelled::spelled;
 use crate::sql::quote_string;
-use crate::trino::{QueryInfo, Row, TrinoError};
+use crate::trino::{QueryInfo, TrinoError};
 
 /// Candidates read from `system.runtime.queries`, newest first.
 pub const MAX_CANDIDATES: usize = 60;
@@ -177,25 +177,6 @@ fn listed_candidate(q: crate::trino::client::query_list::ListedQuery) -> QueryRu
     }
 }
 
-/// A candidate from a row of `system.runtime.queries`.
-fn candidate(r: &Row) -> Option<QueryRun> {
-    Some(listed_candidate(
-        crate::trino::client::query_list::ListedQuery {
-            query_id: r.str("query_id")?.to_string(),
-            state: r.str("state").unwrap_or_default().to_string(),
-            user: r.str("user").unwrap_or_default().to_string(),
-            source: r
-                .str("source")
-                .filter(|s| !s.is_empty())
-                .map(str::to_string),
-            query: r.str("query").unwrap_or_default().to_string(),
-            created: r.datetime("created"),
-            ended: r.datetime("end"),
-            error_code: r.str("error_code").map(str::to_string),
-        },
-    ))
-}
-
 /// Whether the query info says the query read `t`.
 pub fn reads(info: &QueryInfo, t: &TableRef) -> bool {
     info.inputs.iter().any(|i| {
@@ -296,7 +277,12 @@ impl Lakehouse {
             return Ok(cands);
         }
         let out = self.client.query(sql).await?;
-        Ok(out.rows.iter().filter_map(candidate).collect())
+        Ok(out
+            .rows
+            .iter()
+            .filter_map(crate::trino::client::query_list::ListedQuery::from_row)
+            .map(listed_candidate)
+            .collect())
     }
 
     /// The candidates (see [`Lakehouse::candidates`]), each kept when its query info

@@ -280,23 +280,19 @@ async fn running_statements(
     let now = Utc::now();
     let mut found = Vec::new();
     for r in &out.rows {
-        let query = r.str("query").unwrap_or_default().to_string();
-        if !written_target(&query).is_some_and(|parts| names_table(&parts, t)) {
-            continue;
-        }
-        let Some(query_id) = r.str("query_id").map(str::to_string) else {
+        let Some(q) = crate::trino::client::query_list::ListedQuery::from_row(r) else {
             continue;
         };
-        let created: Option<DateTime<Utc>> = r.datetime("created");
+        if !written_target(&q.query).is_some_and(|parts| names_table(&parts, t)) {
+            continue;
+        }
+        let created = q.created;
         // The query info for its progress; one the coordinator will not show still counts.
-        let info = lake.client.query_info(&query_id).await.ok();
+        let info = lake.client.query_info(&q.query_id).await.ok();
         found.push(RunningStatement {
-            state: r.str("state").unwrap_or_default().to_string(),
-            user: r.str("user").unwrap_or_default().to_string(),
-            source: r
-                .str("source")
-                .filter(|s| !s.is_empty())
-                .map(str::to_string),
+            state: q.state,
+            user: q.user,
+            source: q.source,
             elapsed_ms: info
                 .as_ref()
                 .and_then(|i| i.elapsed_ms)
@@ -305,8 +301,8 @@ async fn running_statements(
                 .as_ref()
                 .and_then(|i| i.progress)
                 .map(|p| p.round() as u8),
-            query,
-            query_id,
+            query: q.query,
+            query_id: q.query_id,
         });
     }
     Ok(found)

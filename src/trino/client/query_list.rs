@@ -27,6 +27,27 @@ pub struct ListedQuery {
     pub error_code: Option<String>,
 }
 
+impl ListedQuery {
+    /// The same from a row of `system.runtime.queries` (its columns `query_id`, `state`,
+    /// `user`, `source`, `query`, `created`, `end`, `error_code`, those it has); `None`
+    /// without an id.
+    pub fn from_row(r: &crate::trino::Row) -> Option<ListedQuery> {
+        Some(ListedQuery {
+            query_id: r.str("query_id")?.to_string(),
+            state: r.str("state").unwrap_or_default().to_string(),
+            user: r.str("user").unwrap_or_default().to_string(),
+            source: r
+                .str("source")
+                .filter(|s| !s.is_empty())
+                .map(str::to_string),
+            query: r.str("query").unwrap_or_default().to_string(),
+            created: r.datetime("created"),
+            ended: r.datetime("end"),
+            error_code: r.str("error_code").map(str::to_string),
+        })
+    }
+}
+
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Listed {
