@@ -1,6 +1,8 @@
 //! floe's state and runtime driven as the event loop drives them.
 
+use std::collections::HashSet;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use floe::app::action::Action;
@@ -27,7 +29,8 @@ pub(crate) struct Warm {
 pub(crate) struct Floe {
     pub(crate) state: State,
     pub(crate) dir: PathBuf,
-    pub(crate) limit: usize,
+    /// The fleet under test: what floe lists beyond it is left out.
+    pub(crate) fleet: Arc<HashSet<TableRef>>,
     /// The slots a cold start's ranking takes (`FLEET_RANK_SLOTS`).
     pub(crate) survey_slots: usize,
     /// The first CRITICAL row of the last timed cycle, and its place in the listing.
@@ -45,12 +48,12 @@ struct Live {
 }
 
 impl Floe {
-    /// A floe of its own (its config and cache in `dir`) over the first `limit` tables.
-    pub(crate) fn new(dir: PathBuf, limit: usize) -> Floe {
+    /// A floe of its own (its config and cache in `dir`) over the tables of `fleet`.
+    pub(crate) fn new(dir: PathBuf, fleet: &[TableRef]) -> Floe {
         Floe {
             state: State::new(chrono::Utc::now()),
             dir,
-            limit,
+            fleet: Arc::new(fleet.iter().cloned().collect()),
             survey_slots: crate::env_num(
                 "FLEET_RANK_SLOTS",
                 floe::refresh::DEFAULT_SURVEY_SLOTS as u64,
@@ -80,9 +83,9 @@ impl Floe {
         s
     }
 
-    /// The fleet under test: the first `limit` tables the catalog lists.
+    /// The fleet under test: of what floe lists, the tables of the fleet.
     fn limit_listing(&self, a: &mut Action) {
-        limit_listing(self.limit, a)
+        limit_listing(&self.fleet, a)
     }
 
     /// One refresh as `user` to its end; its wall time.
@@ -122,7 +125,7 @@ impl Floe {
             let user = user.to_string();
             self.live = Some(Live { user, rt, rx });
         }
-        let limit = self.limit;
+        let fleet = self.fleet.clone();
         let Live { rt, rx, .. } = self.live.as_mut().expect("started above");
         let mut critical = None;
         let fx = if start {
@@ -134,7 +137,7 @@ impl Floe {
         let trace = std::env::var_os("FLEET_TRACE").is_some();
         while self.state.refresh_in_flight() {
             let mut a = rx.recv().await.expect("the runtime is alive");
-            limit_listing(limit, &mut a);
+            limit_listing(&fleet, &mut a);
             if trace {
                 eprintln!("{:>8.3} s {}", t0.elapsed().as_secs_f64(), traced(&a));
             }
@@ -252,13 +255,13 @@ fn traced(a: &Action) -> String {
     }
 }
 
-/// The fleet under test: the first `limit` tables the catalog lists.
-fn limit_listing(limit: usize, a: &mut Action) {
+/// The fleet under test: of what floe lists, the tables of `fleet`, in floe's order.
+fn limit_listing(fleet: &HashSet<TableRef>, a: &mut Action) {
     if let Action::Tables(TablesMsg::Answer {
         answer: Answer::Listed(Ok(tables)),
         ..
     }) = a
     {
-        tables.truncate(limit);
+        tables.retain(|t| fleet.contains(t));
     }
 }

@@ -70,38 +70,77 @@ impl Lab {
 
     /// The fleet under test, by who wrote its tables (`FLEET_WRITERS`: mixed, pyiceberg,
     /// trino, or delta: the Delta Lake catalog with the Delta fleet; default mixed, the
-    /// catalog `scale`).
+    /// catalog `scale`). Several, comma-separated (`mixed,delta`), are measured as one
+    /// fleet over their catalogs, in one floe view (see `select`).
     pub(crate) fn writers(&self) -> String {
         std::env::var("FLEET_WRITERS").unwrap_or_else(|_| "mixed".into())
     }
 
-    /// The lab's record of the fleet under test (`fleets.<writers>` in lab.json; a lab of
-    /// before the fleets by writer has the mixed one alone, as `scale`).
-    fn fleet(&self) -> &Value {
-        let w = self.writers();
-        match &self.json["fleets"][&w] {
+    /// The fleets of [`Lab::writers`], in the order named.
+    fn fleets(&self) -> Vec<String> {
+        self.writers()
+            .split(',')
+            .map(|w| w.trim().to_string())
+            .filter(|w| !w.is_empty())
+            .collect()
+    }
+
+    /// The lab's record of fleet `w` (`fleets.<w>` in lab.json; a lab of before the
+    /// fleets by writer has the mixed one alone, as `scale`).
+    fn fleet(&self, w: &str) -> &Value {
+        match &self.json["fleets"][w] {
             Value::Null if w == "mixed" => &self.json["scale"],
             v => v,
         }
     }
 
-    pub(crate) fn catalog(&self) -> String {
-        self.fleet()["catalog"]
-            .as_str()
-            .unwrap_or_else(|| {
-                panic!(
-                    "the lab serves no {} fleet: `python3 tests/lab/labctl.py up --scale --fleets {}`",
-                    self.writers(),
-                    self.writers()
-                )
+    /// The catalogs of the fleets under test, in the order named.
+    pub(crate) fn catalogs(&self) -> Vec<String> {
+        self.fleets()
+            .iter()
+            .map(|w| {
+                self.fleet(w)["catalog"]
+                    .as_str()
+                    .unwrap_or_else(|| {
+                        panic!(
+                            "the lab serves no {w} fleet: `python3 tests/lab/labctl.py up --scale --fleets {}`",
+                            self.writers()
+                        )
+                    })
+                    .to_string()
             })
-            .to_string()
+            .collect()
     }
 
-    /// The fleet's expected.json (each table's facts and verdict), when the lab names it.
+    /// What a profile names to read the fleets under test in one view: their catalogs,
+    /// comma-separated.
+    pub(crate) fn catalog(&self) -> String {
+        self.catalogs().join(",")
+    }
+
+    /// Whether `catalog` is the lab's Delta Lake catalog with the Delta fleet.
+    pub(crate) fn is_delta(&self, catalog: &str) -> bool {
+        self.fleet("delta")["catalog"].as_str() == Some(catalog)
+    }
+
+    /// Each table's facts and verdict (`tables` by `schema.table`) from the fleets'
+    /// expected.json, when the lab names them; a name two fleets share is not compared.
     pub(crate) fn expected(&self) -> Option<Value> {
-        let path = self.fleet()["expected"].as_str()?;
-        serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
+        let mut tables = serde_json::Map::new();
+        let mut shared = Vec::new();
+        for w in self.fleets() {
+            let path = self.fleet(&w)["expected"].as_str()?;
+            let v: Value = serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
+            for (k, t) in v["tables"].as_object()?.clone() {
+                if tables.insert(k.clone(), t).is_some() {
+                    shared.push(k);
+                }
+            }
+        }
+        for k in shared {
+            tables.remove(&k);
+        }
+        Some(json!({ "tables": tables }))
     }
 
     /// Wait until the stand-in beside the real Trino has built its metadata tables (it does

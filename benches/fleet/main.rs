@@ -146,7 +146,8 @@ async fn bench() {
     );
     let load_start = record::loadavg();
     println!("load average at start: {load_start:?}");
-    let probe_lake = lab.client(&format!("fleet_w_{pid}"), &catalog);
+    let catalogs = lab.catalogs();
+    let probe_lake = lab.client(&format!("fleet_w_{pid}"), &catalogs[0]);
     if lab.real {
         let t0 = Instant::now();
         let said = lab.stand_in_settled().await;
@@ -160,7 +161,11 @@ async fn bench() {
             secs(t0.elapsed())
         );
     }
-    let all = probe_lake.discover(&[], &[]).await.unwrap();
+    let mut lists = Vec::new();
+    for c in &catalogs {
+        let lake = lab.client(&format!("fleet_w_{pid}"), c);
+        lists.push((lab.is_delta(c), lake.discover(&[], &[]).await.unwrap()));
+    }
     let mut run = Run {
         lab,
         catalog,
@@ -170,35 +175,27 @@ async fn bench() {
         probe_lake,
     };
     if run.lab.real && std::env::var_os("FLEET_SKIP_WARMUP").is_none() {
-        run.tables = all
-            .iter()
-            .take(sizes.iter().copied().max().unwrap_or(0))
-            .cloned()
-            .collect();
+        run.tables = select(&lists, sizes.iter().copied().max().unwrap_or(0));
         phases::warm_up(&run).await;
     }
     let mut per_size = Vec::new();
     for &n in &sizes {
-        run.tables = all.iter().take(n).cloned().collect();
+        run.tables = select(&lists, n);
         println!("\n== {} tables", run.n());
         per_size.push(one_size(&run).await);
     }
     let load_end = record::loadavg();
     println!("load average at the end: {load_end:?}");
     if !run.lab.real || std::env::var_os("FLEET_STRATEGIES").is_some() {
-        run.tables = all
-            .iter()
-            .take(sizes.last().copied().unwrap_or(0))
-            .cloned()
-            .collect();
+        run.tables = select(&lists, sizes.last().copied().unwrap_or(0));
         let compare = env_num("FLEET_COMPARE_TABLES", 200) as usize;
         let dir = std::env::temp_dir().join(format!("floe-fleet-bench-{pid}-strategies"));
         std::fs::create_dir_all(&dir).unwrap();
-        let floe = Floe::new(dir.clone(), run.n());
+        let floe = Floe::new(dir.clone(), &run.tables);
         let user = |phase: &str| run.user(phase);
         strategies(
             &run.lab,
-            &run.catalog,
+            &run.lab.catalogs()[0],
             &floe,
             &run.tables,
             compare,
@@ -228,11 +225,42 @@ async fn bench() {
     std::fs::create_dir_all(&out).unwrap();
     let file = out.join(format!(
         "fleet-{}-{}.json",
-        run.lab.writers(),
+        run.lab.writers().replace(',', "+"),
         started.format("%Y%m%dT%H%M%SZ")
     ));
     std::fs::write(&file, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
     println!("\nwritten: {}", file.display());
+}
+
+/// The fleet of `n` tables: of one catalog its first `n` as listed; over several (each
+/// listed, with whether it is Delta Lake's), the Delta Lake catalogs' first third of `n`
+/// at most, shared between them, and the Iceberg catalogs' first of the rest, shared
+/// evenly (the last takes what the others leave), in the catalogs' order.
+fn select(lists: &[(bool, Vec<TableRef>)], n: usize) -> Vec<TableRef> {
+    if let [(_, only)] = lists {
+        return only.iter().take(n).cloned().collect();
+    }
+    let deltas = lists.iter().filter(|(d, _)| *d).count();
+    let icebergs = lists.len() - deltas;
+    let mut quota: Vec<usize> = lists
+        .iter()
+        .map(|(d, l)| if *d { l.len().min(n / 3 / deltas) } else { 0 })
+        .collect();
+    let mut rest = n - quota.iter().sum::<usize>();
+    let mut left = icebergs;
+    for (q, (d, l)) in quota.iter_mut().zip(lists) {
+        if !*d {
+            let share = if left == 1 { rest } else { rest / left };
+            *q = l.len().min(share);
+            rest -= *q;
+            left -= 1;
+        }
+    }
+    lists
+        .iter()
+        .zip(quota)
+        .flat_map(|((_, l), q)| l.iter().take(q).cloned())
+        .collect()
 }
 
 /// Every phase at one fleet size; its record.
@@ -243,12 +271,18 @@ async fn one_size(run: &Run) -> Value {
     let mut w = Duration::ZERO;
     if run.lab.real {
         if std::env::var_os("FLEET_SHAPES").is_some() {
-            shapes(&run.lab, &run.catalog, &run.tables, &run.user("shapes")).await;
+            shapes(
+                &run.lab,
+                &run.lab.catalogs()[0],
+                &run.tables,
+                &run.user("shapes"),
+            )
+            .await;
         }
     } else {
         w = phases::measure_w(run).await;
     }
-    let mut floe = Floe::new(dir.clone(), run.n());
+    let mut floe = Floe::new(dir.clone(), &run.tables);
     let cold = phases::cold(run, &mut floe, w).await;
     // The check before the script: a coordinator keeps every finished query's record for
     // `query.min-expire-age` (15 min by default, 5 in the lab), and after the script's

@@ -122,18 +122,36 @@ pub(crate) async fn cold(run: &Run, floe: &mut Floe, w: Duration) -> Value {
     r
 }
 
-/// `benches/fleet_script.py` over the run's tables as `user`, to its end.
-async fn run_script(py: &std::path::Path, run: &Run, user: &str) -> std::process::Output {
+/// `benches/fleet_script.py` over the run's tables as `user`, to its end: one run a
+/// catalog, one after the other, each over its first tables as the fleet takes them (a
+/// Delta Lake catalog read the Delta way); what the runs printed, summed (`tables`,
+/// `statements`, `wall_s`), or what a failed one said.
+async fn run_script(py: &std::path::Path, run: &Run, user: &str) -> Result<Value, String> {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benches/fleet_script.py");
-    // A Delta Lake fleet is read the Delta way by the script too.
-    let delta = (run.lab.writers() == "delta").then_some("--delta");
-    tokio::process::Command::new(py)
-        .arg(&path)
-        .args([&run.lab.url(), user, &run.catalog, &run.n().to_string()])
-        .args(delta)
-        .output()
-        .await
-        .unwrap()
+    let mut sum = json!({"tables": 0, "statements": 0, "wall_s": 0.0});
+    for catalog in run.lab.catalogs() {
+        let n = run.tables.iter().filter(|t| t.catalog == catalog).count();
+        if n == 0 {
+            continue;
+        }
+        let delta = run.lab.is_delta(&catalog).then_some("--delta");
+        let out = tokio::process::Command::new(py)
+            .arg(&path)
+            .args([&run.lab.url(), user, &catalog, &n.to_string()])
+            .args(delta)
+            .output()
+            .await
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let v: Value = serde_json::from_str(text.trim())
+            .map_err(|_| format!("{catalog}: {text}{}", String::from_utf8_lossy(&out.stderr)))?;
+        for k in ["tables", "statements"] {
+            sum[k] = json!(sum[k].as_u64().unwrap_or(0) + v[k].as_u64().unwrap_or(0));
+        }
+        sum["wall_s"] =
+            json!(sum["wall_s"].as_f64().unwrap_or(0.0) + v["wall_s"].as_f64().unwrap_or(0.0));
+    }
+    Ok(sum)
 }
 
 /// The operator's sequential script (`benches/fleet_script.py`), the same tables.
@@ -150,14 +168,10 @@ pub(crate) async fn script(run: &Run) -> Option<Value> {
     let (out, kept) = collecting(run, &u, run_script(&py, run, &u)).await;
     let (wall, cpu) = meter.stop(lab);
     let client = meter.client_ms();
-    let text = String::from_utf8_lossy(&out.stdout);
-    let v: Value = match serde_json::from_str(text.trim()) {
+    let v = match out {
         Ok(v) => v,
-        Err(_) => {
-            println!(
-                "sequential script failed: {text}{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
+        Err(e) => {
+            println!("sequential script failed: {e}");
             return None;
         }
     };
@@ -192,7 +206,7 @@ pub(crate) async fn warm_up(run: &Run) {
         "coordinator warm-up (unmeasured): the script over {} tables, {:.1} s{}",
         run.n(),
         t0.elapsed().as_secs_f64(),
-        if out.status.success() { "" } else { ", failed" }
+        if out.is_ok() { "" } else { ", failed" }
     );
     run.lab.clear(&u).await;
     // floe's statement shapes too: the first measured phase is floe's, and a coordinator
@@ -329,9 +343,9 @@ pub(crate) async fn written(run: &Run, floe: &mut Floe, table: &TableRef) -> Val
 
 /// One row into `table` through the coordinator, as the bench's writer.
 async fn write_one_row(run: &Run, table: &TableRef) -> Result<(), String> {
-    let writer = run.lab.client(&run.user("writer"), &run.catalog);
+    let writer = run.lab.client(&run.user("writer"), &table.catalog);
     // (the Delta fleet's tables, delta-rs's: order_id, region, amount, note)
-    let sql = if run.lab.writers() == "delta" {
+    let sql = if run.lab.is_delta(&table.catalog) {
         format!(
             "INSERT INTO {} (order_id, region, amount, note) VALUES (0, 'emea', 0, 'fleet bench')",
             table.sql()
