@@ -495,18 +495,12 @@ impl Refresh {
             return Vec::new();
         };
         let mut out = std::mem::take(&mut pass.early);
-        let flying = |kind| {
+        let counts = pass::Flying::of(
             self.in_flight
                 .values()
-                .filter(|s| s.of_pass && s.kind == kind)
-                .count()
-        };
-        let counts = pass::Flying {
-            surveys: flying(ReadKind::Survey),
-            files: flying(ReadKind::Files),
-            probes: flying(ReadKind::Probe),
-            tables: flying(ReadKind::Table),
-        };
+                .filter(|s| s.of_pass)
+                .map(|s| (s.kind, s.tables.as_slice())),
+        );
         let urgent = ctx
             .scan
             .critical_partition_small_files

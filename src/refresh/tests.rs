@@ -1,6 +1,7 @@
 //! The scheduler alone: what it sends, in which order and windows, how answers settle the
 //! tables, and that a refresh always ends, whatever order (or whether) answers come in.
 
+use std::collections::HashSet;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -878,4 +879,57 @@ fn a_steady_refresh_lists_again_after_five_minutes_a_new_table_written_or_one_go
     // A manual refresh lists.
     let (_, read) = h.r.start(h.now, true, vec![]).unwrap();
     assert!(matches!(read, Read::List { reuse: false, .. }));
+}
+
+#[test]
+fn a_catalog_of_slow_surveys_never_holds_every_slot_while_anothers_tables_wait() {
+    let mut h = Harness::new(4);
+    let of = |c: &str, i: usize| TableRef::new(c, "s", format!("t{i:02}"));
+    // The slow catalog listed first (its statements never answer in this test).
+    let tables: Vec<TableRef> = (0..30)
+        .map(|i| of("delta", i))
+        .chain((0..30).map(|i| of("iceberg", i)))
+        .collect();
+    let mut sent = h.start(false, &tables);
+    let catalog_of = |r: &Request| r.1.tables()[0].catalog.clone();
+    for r in of_kind(&sent, ReadKind::Survey) {
+        let cs: HashSet<String> = r.1.tables().iter().map(|t| t.catalog.clone()).collect();
+        assert_eq!(cs.len(), 1, "one catalog a statement: {r:?}");
+    }
+    let mut surveyed = 0;
+    while surveyed < 30 {
+        let flying: Vec<Request> =
+            h.r.in_flight
+                .iter()
+                .filter(|(_, s)| s.kind == ReadKind::Survey)
+                .map(|(id, s)| (*id, Read::Survey(s.tables.clone())))
+                .collect();
+        let slow = flying.iter().filter(|r| catalog_of(r) == "delta").count();
+        let fast_sent: usize = flying
+            .iter()
+            .filter(|r| catalog_of(r) == "iceberg")
+            .map(|r| r.1.tables().len())
+            .sum();
+        // While tables of the fast catalog wait, the slow one has its share of the slots.
+        if surveyed + fast_sent < 30 {
+            assert!(
+                slow <= 2,
+                "the slow catalog holds {slow} of 4 slots: {flying:?}"
+            );
+        }
+        let Some(fast) = flying.iter().find(|r| catalog_of(r) == "iceberg") else {
+            panic!(
+                "no survey of the other catalog in flight after {surveyed} of its tables; sent {sent:?}"
+            );
+        };
+        let results = fast
+            .1
+            .tables()
+            .into_iter()
+            .map(|t| (t, Ok(survey_of(3, MB))))
+            .collect();
+        surveyed += fast.1.tables().len();
+        sent = h.answer(fast.0, Answer::Surveyed(results)).reads;
+    }
+    assert_eq!(surveyed, 30, "every table of the fast catalog surveyed");
 }
