@@ -125,12 +125,16 @@ async fn a_delta_catalogs_tables_are_listed_read_and_judged_by_the_same_rules() 
             "an unexpected read: {sql}"
         );
     }
+    // Ten tables a statement (one for the lab's own tables; a lab serving the fleet
+    // bench's Delta fleet in the same catalog lists a hundred more).
+    let surveys = sent
+        .iter()
+        .filter(|q| q["sql"].as_str().unwrap_or("").contains("$partitions"))
+        .count();
     assert!(
-        sent.iter()
-            .filter(|q| q["sql"].as_str().unwrap_or("").contains("$partitions"))
-            .count()
-            <= 1,
-        "the fleet's partitions in one statement"
+        surveys >= 1 && surveys <= tables.len().div_ceil(10),
+        "{} tables' partitions in {surveys} statements",
+        tables.len()
     );
     // Trino's own table: deletion vectors on, a DELETE after its OPTIMIZE.
     let returns = TableRef::new(&catalog, "sales", "returns");
