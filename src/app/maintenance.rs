@@ -129,7 +129,7 @@ fn on_plan_ready(s: &mut State, epoch: u64, r: Result<PlanDraft, PlanError>) {
             // only once it has been drawn with no prompt in front of it.
             s.status = None;
             // Why the plan covers what it covers (a table spread thin), beside it.
-            if let Some(note) = c.draft.note.clone() {
+            if let Some(note) = c.draft.note.clone().filter(|n| !c.plan.notes.contains(n)) {
                 s.set_status(Level::Info, note);
             }
             s.popup = Some(Popup::Confirm(Box::new(c)));

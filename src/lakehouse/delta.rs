@@ -11,6 +11,8 @@
 
 use chrono::{DateTime, Utc};
 
+pub mod log;
+
 use super::model::{PartitionStats, SnapshotOperation, TableRef, TableStats};
 use super::probe::rows_by_index;
 use super::scan::ScanParams;

@@ -77,7 +77,11 @@ impl PlanDraft {
                 grouped,
                 self.writer_partitions,
             ),
-            other => Ok(table_plan(&self.table, other.clone())),
+            other => {
+                let mut plan = table_plan(&self.table, other.clone());
+                plan.notes.extend(self.note.clone());
+                Ok(plan)
+            }
         }
     }
 }
@@ -345,6 +349,16 @@ pub async fn draft(
         measured: None,
         writer_partitions: DEFAULT_WRITER_PARTITIONS,
     };
+    if let MaintenanceKind::Vacuum { retention_secs } = kind {
+        // What it deletes, from the log, beside the plan (a log that cannot be read
+        // leaves the vacuum as asked, and says so).
+        draft.note = Some(match lake.delta_log(&table, retention_secs).await {
+            Ok(facts) => facts.vacuum_note(retention_secs),
+            Err(e) => {
+                format!("what this vacuum deletes could not be read from the log of {table}: {e}")
+            }
+        });
+    }
     if kind != MaintenanceKind::Optimize {
         return Ok(draft);
     }

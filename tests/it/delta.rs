@@ -719,6 +719,8 @@ fn one_triage_over_both_formats_and_v_vacuums_the_selected_delta_table() {
         s.contains("remove the files no version of the last 7d references"),
         "{s}"
     );
+    // What it deletes, from the table's log, beside the statement.
+    assert!(s.contains("note: the log (versions 0-"), "{s}");
     // n: declined, nothing ran.
     pty.send(b"n");
     pty.send(b"q");
@@ -886,4 +888,115 @@ fn with_no_iceberg_catalog_to_read_the_clusters_others_are_read() {
             .any(|l| l.starts_with("✓ system.iceberg_tables") || l.starts_with("✓ $entries")),
         "the Iceberg reads checked on an Iceberg catalog, not the Delta one: {text}"
     );
+}
+
+/// What the commit files under `root/_delta_log` say, read here without Trino: the
+/// files whose last action is a remove older than `line_ms` (their count and the bytes
+/// their adds give) and the other removed ones.
+fn removed_in_log(root: &std::path::Path, line_ms: i64) -> ((u64, u64), (u64, u64)) {
+    let mut commits: Vec<_> = std::fs::read_dir(root.join("_delta_log"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    commits.sort();
+    // path -> (removed at, or None while live; its add's size)
+    let mut files: std::collections::HashMap<String, (Option<i64>, u64)> = Default::default();
+    for c in commits {
+        for line in std::fs::read_to_string(&c).unwrap().lines() {
+            let a: Value = serde_json::from_str(line).unwrap();
+            if let Some(add) = a.get("add") {
+                let path = add["path"].as_str().unwrap().to_string();
+                files.insert(path, (None, add["size"].as_u64().unwrap()));
+            } else if let Some(rm) = a.get("remove") {
+                let e = files
+                    .entry(rm["path"].as_str().unwrap().to_string())
+                    .or_default();
+                e.0 = Some(rm["deletionTimestamp"].as_i64().unwrap());
+            }
+        }
+    }
+    let (mut old, mut young) = ((0, 0), (0, 0));
+    for (at, size) in files.values() {
+        match at {
+            Some(t) if *t < line_ms => old = (old.0 + 1, old.1 + size),
+            Some(_) => young = (young.0 + 1, young.1 + size),
+            None => {}
+        }
+    }
+    (old, young)
+}
+
+#[tokio::test]
+async fn the_log_tells_what_a_vacuum_deletes_and_what_deletion_vectors_hide() {
+    let (catalog, expected) = delta();
+    let u = user("delta_log");
+    let lake = lake(&u, &catalog);
+    lake.connect().await.unwrap();
+    lake.discover(&[], &[]).await.unwrap();
+    // delta-rs's table: an OPTIMIZE twelve days ago replaced its first loads' files.
+    let orders = TableRef::new(&catalog, "sales", "orders");
+    let root = std::path::PathBuf::from(
+        expected["tables"]["sales.orders"]["location"]
+            .as_str()
+            .unwrap(),
+    );
+    let day = 86_400;
+    let now_ms = Utc::now().timestamp_millis();
+    let (old, young) = removed_in_log(&root, now_ms - 7 * day * 1000);
+    assert!(
+        old.0 > 0 && young.0 == 0,
+        "the lab's OPTIMIZE: {old:?} {young:?}"
+    );
+    let week = lake.delta_log(&orders, 7 * day as u64).await.unwrap();
+    assert_eq!(
+        (
+            week.freeable_files,
+            week.freeable_bytes,
+            week.freeable_unsized
+        ),
+        (old.0, old.1, 0),
+        "{week:?}"
+    );
+    assert_eq!((week.kept_files, week.dv_files), (0, 0), "{week:?}");
+    let version = expected["tables"]["sales.orders"]["version"]
+        .as_i64()
+        .unwrap();
+    assert_eq!(week.versions, Some((0, version)), "every commit read");
+    // At a retention longer than the OPTIMIZE's age, the same files are kept.
+    let month = lake.delta_log(&orders, 20 * day as u64).await.unwrap();
+    assert_eq!(
+        (month.freeable_files, month.kept_files, month.kept_bytes),
+        (0, old.0, old.1),
+        "{month:?}"
+    );
+    // `floe maintain vacuum` shows it beside the statement, before anything runs.
+    let h = home("log");
+    let out = maintain(&u, &h, &["vacuum", &format!("{catalog}.sales.orders")]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!(
+            "-- note: the log (versions 0-{version}) names {} files ({}) removed more than 7d ago: this vacuum deletes them",
+            old.0,
+            floe::fmt::human_bytes(old.1)
+        )),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(audit(&h).is_empty(), "nothing ran");
+    // Trino's own table: its DELETE of every seventh row wrote deletion vectors (a
+    // remove and an add of the same file in one commit: the file stays live).
+    let returns = TableRef::new(&catalog, "sales", "returns");
+    let f = lake.delta_log(&returns, 7 * day as u64).await.unwrap();
+    // return_id 0..83 in fourteen loads of six, every seventh deleted: 12 rows.
+    assert_eq!(f.dv_rows, 12, "{f:?}");
+    assert!(f.dv_files > 0, "{f:?}");
+    // One statement a read of the log: three here, one by `floe maintain`.
+    let logs = |sent: Vec<Value>| {
+        sent.iter()
+            .filter(|q| q["sql"].as_str().unwrap_or("").contains("$transactions"))
+            .count()
+    };
+    assert_eq!(logs(lab().real_queries_of(&user(&u)).await), 3);
+    assert_eq!(logs(lab().real_queries_of(&u).await), 1);
 }

@@ -243,4 +243,21 @@ impl Lakehouse {
         list.reverse();
         Ok(list)
     }
+
+    /// What `t`'s log tells of its removed files at `retention_secs` and of its live
+    /// files' deletion vectors: one statement over its commits ([`delta::log::log_sql`]).
+    pub async fn delta_log(
+        &self,
+        t: &TableRef,
+        retention_secs: u64,
+    ) -> Result<delta::log::LogFacts, TrinoError> {
+        if let Some(l) = self.sibling(&t.catalog) {
+            return Box::pin(l.delta_log(t, retention_secs)).await;
+        }
+        let out = self
+            .client
+            .query(&delta::log::log_sql(t, retention_secs))
+            .await?;
+        Ok(delta::log::parse_log(&out.rows))
+    }
 }

@@ -58,6 +58,7 @@ fn no_statement_floe_builds_names_all_entries_or_all_manifests() {
         "partitions",
         "history",
         "refs",
+        "transactions",
     ];
     for p in sources {
         let text = std::fs::read_to_string(&p).unwrap().to_lowercase();
