@@ -91,6 +91,77 @@ def _facts(root: Path, partitioned: bool, now_ms: int) -> dict[str, Any]:
     }
 
 
+# The commits that write no data, as floe reads a Delta history (src/lakehouse/delta.rs):
+# the newest of the others is the table's last write.
+NOT_WRITES = {
+    "OPTIMIZE", "VACUUM START", "VACUUM END", "CREATE TABLE", "CREATE OR REPLACE TABLE",
+    "SET TBLPROPERTIES", "UNSET TBLPROPERTIES", "ADD COLUMNS", "CHANGE COLUMN", "DROP COLUMNS",
+    "RENAME COLUMN", "COMMENT", "SET COLUMN COMMENT", "ADD CONSTRAINT", "DROP CONSTRAINT",
+    "UPGRADE PROTOCOL", "RESTORE",
+}
+
+
+def _verdict(root: Path, partitioned: bool, now_ms: int) -> dict[str, Any]:
+    """What floe's small-file and staleness rules (default thresholds, as expected.py's
+    `verdict` states them for Iceberg) say of the Delta table at `root`, from its live
+    files' real sizes and its history: a Delta table's staleness is its newest OPTIMIZE's
+    age while a write came after it (no per-file date)."""
+    from deltalake import DeltaTable
+    import pyarrow as pa
+
+    from .expected import (_RANK, COMPACTION_CRITICAL_MS, COMPACTION_WARN_MS,
+                           CRITICAL_PARTITION_SMALL_FILES, CRITICAL_SMALL_FILES,
+                           DEFAULT_TARGET_FILE_SIZE, SMALL_PARTITION_MIN_FILES)
+
+    target = DEFAULT_TARGET_FILE_SIZE
+    dt = DeltaTable(str(root))
+    adds = pa.table(dt.get_add_actions(flatten=True))
+    sizes = adds.column("size_bytes").to_pylist()
+    keys = adds.column("partition.region").to_pylist() if partitioned else [None] * len(sizes)
+    parts: dict[Any, list[int]] = {}
+    for k, size in zip(keys, sizes):
+        p = parts.setdefault(k, [0, 0, 0])
+        p[0] += 1
+        p[1] += size
+        p[2] += size < SMALL_LINE
+    files, total = len(sizes), sum(sizes)
+    small = sum(1 for x in sizes if x < SMALL_LINE)
+    excess = min(max(0, files - -(-total // target)), small)
+    critical_partitions = sum(
+        1 for n, b, sm in parts.values()
+        if sm >= CRITICAL_PARTITION_SMALL_FILES and b <= (n - CRITICAL_PARTITION_SMALL_FILES) * target
+    ) if partitioned else 0
+    small_partitions = sum(1 for _, _, sm in parts.values() if sm >= SMALL_PARTITION_MIN_FILES) if partitioned else 0
+    max_partition_small = max((sm for _, _, sm in parts.values()), default=0)
+    enough = small >= SMALL_PARTITION_MIN_FILES
+    mergeable = max_partition_small >= 2
+    costly = enough and (excess >= CRITICAL_SMALL_FILES or critical_partitions > 0)
+    small_sev = None
+    if enough and mergeable:
+        if costly:
+            small_sev = "CRITICAL"
+        elif small_partitions > 0 or total // max(1, files) < SMALL_LINE:
+            small_sev = "WARNING"
+    history = dt.history()
+    optimized = max((h["timestamp"] for h in history if h.get("operation") == "OPTIMIZE"), default=None)
+    written = max((h["timestamp"] for h in history if h.get("operation") not in NOT_WRITES), default=None)
+    stale = None
+    if enough and mergeable:
+        if optimized is None:
+            stale = {"rule": "never_compacted", "severity": "CRITICAL" if costly else "WARNING"}
+        elif written is not None and written > optimized:
+            waited = now_ms - optimized
+            sev = ("CRITICAL" if waited >= COMPACTION_CRITICAL_MS
+                   else "WARNING" if waited >= COMPACTION_WARN_MS else None)
+            if sev == "CRITICAL" and not costly:
+                sev = "WARNING"
+            if sev:
+                stale = {"rule": "compaction_stale", "severity": sev}
+    worst = max([small_sev or "OK", (stale or {}).get("severity", "OK")], key=_RANK.__getitem__)
+    return {"status": worst, "small_files": small_sev, "staleness": stale,
+            "excess_files": excess, "max_partition_small_files": max_partition_small}
+
+
 def build_delta(out: Path, now_ms: int, seed: int = 20261206, fleet: int = 0) -> dict[str, dict[str, Any]]:
     """Write the warehouse under `out/warehouse`; each table's facts by `schema.table`;
     `fleet` more tables for the fleet bench (see `build_fleet_table`)."""
@@ -169,4 +240,5 @@ def build_fleet_table(root: Path, k: int, rnd: random.Random, now_ms: int) -> di
         write_deltalake(str(root), batch, mode="append", partition_by=["region"] if partitioned else None)
         times.append(start + i * step)
     _redate(root, times)
-    return {**_facts(root, partitioned, now_ms), "writer": "delta-rs"}
+    return {**_facts(root, partitioned, now_ms), "writer": "delta-rs",
+            "verdict": _verdict(root, partitioned, now_ms)}
