@@ -287,18 +287,29 @@ impl Pass {
     }
 
     /// The next survey statement: up to [`SURVEY_BATCH`] queued tables of one catalog, the
-    /// one with the fewest surveys in flight (the first queued of those tied). A catalog
-    /// whose statements are slow (a Delta Lake log on a far object store: 8 s a statement
-    /// in the lab, where an Iceberg survey takes 0.3 s) then never holds every slot
-    /// while another's tables wait behind it.
+    /// one with the fewest surveys in flight; of those tied, the one with the most tables
+    /// still queued (a catalog's share of the slots follows its share of the work), then
+    /// the first queued. A catalog whose statements are slow (a Delta Lake log on a far
+    /// object store: 8 s a statement in the lab, where an Iceberg survey takes 0.3 s)
+    /// then never holds every slot while another's tables wait behind it, nor more than
+    /// its share of the work while the other has more to survey.
     fn survey_batch(&mut self, f: &mut Flying) -> Read {
+        let mut queued: BTreeMap<&str, usize> = BTreeMap::new();
+        for t in &self.surveys {
+            *queued.entry(t.catalog.as_str()).or_default() += 1;
+        }
         let catalog = self
             .surveys
             .iter()
-            .map(|t| &t.catalog)
-            .min_by_key(|c| f.surveying.get(*c).copied().unwrap_or(0))
+            .map(|t| t.catalog.as_str())
+            .min_by_key(|c| {
+                (
+                    f.surveying.get(*c).copied().unwrap_or(0),
+                    std::cmp::Reverse(queued[c]),
+                )
+            })
             .expect("a table queued")
-            .clone();
+            .to_string();
         let (mut batch, mut rest) = (Vec::new(), VecDeque::new());
         for t in self.surveys.drain(..) {
             if batch.len() < SURVEY_BATCH && t.catalog == catalog {

@@ -933,3 +933,26 @@ fn a_catalog_of_slow_surveys_never_holds_every_slot_while_anothers_tables_wait()
     }
     assert_eq!(surveyed, 30, "every table of the fast catalog surveyed");
 }
+
+#[test]
+fn a_catalog_with_more_tables_to_survey_takes_the_slot_two_catalogs_tie_for() {
+    let mut h = Harness::new(4);
+    let of = |c: &str, i: usize| TableRef::new(c, "s", format!("t{i:02}"));
+    // The smaller catalog listed first: 20 tables against 30.
+    let tables: Vec<TableRef> = (0..20)
+        .map(|i| of("delta", i))
+        .chain((0..30).map(|i| of("iceberg", i)))
+        .collect();
+    let sent = h.start(false, &tables);
+    let catalogs: Vec<String> = of_kind(&sent, ReadKind::Survey)
+        .iter()
+        .map(|r| r.1.tables()[0].catalog.clone())
+        .collect();
+    // Each tie to the catalog with more tables queued: of three slots (a file read
+    // queued), two to it.
+    assert_eq!(
+        catalogs,
+        ["iceberg", "delta", "iceberg", "delta"],
+        "{sent:?}"
+    );
+}
