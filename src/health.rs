@@ -297,7 +297,8 @@ fn delta_vacuum(stats: &TableStats, cfg: &HealthConfig, now: DateTime<Utc>) -> O
         severity: Severity::Info,
         message: format!(
             "{} versions; the files the OPTIMIZE of {} ago replaced are past the {} retention: \
-             vacuum removes them (Trino's vacuum commits no version: whether one ran since is not known)",
+             vacuum removes them (Trino's vacuum commits no version: whether one ran since is not known; \
+             the Snapshots tab and the vacuum's plan read from the table's log what it deletes)",
             thousands(stats.snapshots),
             human_duration(old),
             human_duration(retention)

@@ -195,6 +195,10 @@ impl Runtime {
             } => self.load_log(dag_id, run_id, task_id, try_number),
             Effect::LoadFailure { dag_id } => self.load_failure(dag_id),
             Effect::LoadTimelineRuns { dag_id } => self.load_timeline_runs(dag_id),
+            Effect::LoadDeltaLog {
+                table,
+                retention_secs,
+            } => self.load_delta_log(table, retention_secs),
             Effect::WatchRun {
                 dag_id,
                 run_id,

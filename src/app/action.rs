@@ -163,6 +163,12 @@ pub enum Effect {
     LoadTimelineRuns {
         dag_id: String,
     },
+    /// The log of the Snapshots tab's Delta table: what a vacuum of `retention_secs`
+    /// deletes, the rows its deletion vectors hide.
+    LoadDeltaLog {
+        table: TableRef,
+        retention_secs: u64,
+    },
     /// Follow a run to its end, then read `tables` again.
     WatchRun {
         dag_id: String,
@@ -258,6 +264,7 @@ pub enum Slot {
     DagLog,
     DagFailure(String),
     TimelineRuns,
+    DeltaLog,
     Watch,
     Writers(TableRef),
 }
@@ -282,6 +289,7 @@ impl Effect {
             Effect::LoadLog { .. } => Slot::DagLog,
             Effect::LoadFailure { dag_id } => Slot::DagFailure(dag_id.clone()),
             Effect::LoadTimelineRuns { .. } => Slot::TimelineRuns,
+            Effect::LoadDeltaLog { .. } => Slot::DeltaLog,
             Effect::PlanClear { .. } | Effect::PlanConnection { .. } => Slot::Plan,
             Effect::WatchRun { .. } => Slot::Watch,
             Effect::CheckWriters { table } => Slot::Writers(table.clone()),

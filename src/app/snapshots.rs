@@ -10,6 +10,7 @@ use super::grid::{Grid, opt_cmp};
 use super::layout::Width;
 use super::state::{Level, Load, State};
 use crate::airflow::DagRun;
+use crate::lakehouse::delta::log::LogFacts;
 use crate::lakehouse::model::{SnapshotInfo, TableRef};
 use crate::timeline::{self, DagRuns, Timeline};
 
@@ -192,6 +193,8 @@ pub struct SnapshotsView {
     pub grid: Grid,
     /// The runs of the table's maintenance DAG, for the timeline.
     pub runs: Option<TimelineRuns>,
+    /// A Delta table's log, as read with its history (the error's text when it failed).
+    pub log: Option<Result<LogFacts, String>>,
 }
 
 /// The runs of one maintenance DAG, as the timeline reads them.
@@ -270,6 +273,11 @@ pub enum SnapshotsMsg {
         dag_id: String,
         result: Result<Vec<DagRun>, crate::airflow::AirflowError>,
     },
+    /// What a Delta table's log tells (see [`crate::lakehouse::delta::log`]).
+    Log {
+        table: TableRef,
+        result: Result<LogFacts, crate::trino::TrinoError>,
+    },
 }
 
 /// The Snapshots tab's messages.
@@ -281,7 +289,32 @@ pub fn update(s: &mut State, msg: SnapshotsMsg) -> Vec<Effect> {
             result,
         } => on_snapshots(s, request, &table, result),
         SnapshotsMsg::Runs { dag_id, result } => on_runs(s, &dag_id, result),
+        SnapshotsMsg::Log { table, result } => {
+            if s.snapshots.detail.table.as_ref() == Some(&table) {
+                s.snapshots.log = Some(result.map_err(|e| e.to_string()));
+            }
+            Vec::new()
+        }
     }
+}
+
+/// A Delta table's log, read beside its history: what a vacuum at the snapshot
+/// retention deletes and the rows deletion vectors hide (one statement; an Iceberg
+/// table reads nothing more).
+fn load_log(s: &mut State, table: &TableRef) -> Vec<Effect> {
+    s.snapshots.log = None;
+    let delta = s
+        .tables
+        .row(table)
+        .and_then(|r| r.stats())
+        .is_some_and(|st| st.format == crate::lakehouse::delta::TableFormat::Delta);
+    if !delta {
+        return Vec::new();
+    }
+    vec![Effect::LoadDeltaLog {
+        table: table.clone(),
+        retention_secs: s.health.snapshot_retention.as_secs(),
+    }]
 }
 
 /// The snapshots of `table` arrived.
@@ -312,7 +345,9 @@ fn on_snapshots(
             s.snapshots.detail.load = Load::Loaded;
             s.snapshots.reindex();
             // The DAG's runs are read again with the snapshots: one timeline, one moment.
-            load_runs(s, true)
+            let mut fx = load_runs(s, true);
+            fx.extend(load_log(s, table));
+            fx
         }
         Err(e) => {
             s.set_status(Level::Error, format!("snapshots of {table}: {e}"));
@@ -419,12 +454,25 @@ pub fn dag_runs(s: &State) -> DagRuns {
 /// The timeline of the Snapshots tab's table: its snapshots and its DAG's runs.
 pub fn timeline(s: &State) -> Timeline {
     let snaps: Vec<SnapshotInfo> = s.snapshots.rows.iter().map(|r| r.info.clone()).collect();
-    timeline::build(
+    let mut tl = timeline::build(
         &snaps,
         &dag_runs(s),
         s.now,
         chrono::Duration::from_std(s.health.compaction_warn).unwrap_or(chrono::Duration::hours(36)),
-    )
+    );
+    // A Delta table's log: what its vacuum would delete, after the story.
+    match &s.snapshots.log {
+        Some(Ok(f)) => {
+            tl.sentence.push_str(" · ");
+            tl.sentence
+                .push_str(&f.summary(s.health.snapshot_retention.as_secs()));
+        }
+        Some(Err(e)) => tl
+            .sentence
+            .push_str(&format!(" · the table's log could not be read: {e}")),
+        None => {}
+    }
+    tl
 }
 
 impl TableDetail for SnapshotsView {

@@ -104,6 +104,15 @@ impl Runtime {
         spawn_reply(Some(self.pool.clone()), work, reply, self.sender())
     }
 
+    /// The log of the Snapshots tab's Delta table (see [`crate::lakehouse::queries::Lakehouse::delta_log`]).
+    pub(super) fn load_delta_log(&self, table: TableRef, retention_secs: u64) -> JoinHandle<()> {
+        let lake = self.lake.clone();
+        let t = table.clone();
+        let reply = move |result| Action::Snapshots(SnapshotsMsg::Log { table, result });
+        let work = async move { lake.delta_log(&t, retention_secs).await };
+        spawn_reply(Some(self.pool.clone()), work, reply, self.sender())
+    }
+
     /// Draft a maintenance plan (its reads, and for an optimize what the audit log
     /// measured of earlier runs); sent only while the profile it was asked on is current.
     pub(super) fn plan_maintenance(

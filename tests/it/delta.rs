@@ -723,6 +723,12 @@ fn one_triage_over_both_formats_and_v_vacuums_the_selected_delta_table() {
     assert!(s.contains("note: the log (versions 0-"), "{s}");
     // n: declined, nothing ran.
     pty.send(b"n");
+    // Its history tab reads the log too: what a vacuum at the snapshot retention deletes.
+    pty.send(b"3");
+    pty.wait_for("the Snapshots tab's log", Duration::from_secs(30), |s| {
+        let words = s.split_whitespace().collect::<Vec<_>>().join(" ");
+        words.contains("a vacuum at 7d deletes") && words.contains("the log (versions 0-")
+    });
     pty.send(b"q");
     assert!(pty.wait_exit(Duration::from_secs(10)).success());
     pty.assert_restored();

@@ -91,6 +91,41 @@ pub fn parse_log(rows: &[Row]) -> LogFacts {
 }
 
 impl LogFacts {
+    /// What a vacuum of `retention_secs` deletes and what deletion vectors hide, in a
+    /// clause for the Snapshots tab's sentence.
+    pub fn summary(&self, retention_secs: u64) -> String {
+        let age = human_duration(retention_secs as i64);
+        let Some((oldest, newest)) = self.versions else {
+            return "the table's log keeps no commit file".to_string();
+        };
+        let mut out = format!(
+            "a vacuum at {age} deletes {} file{} ({}) the log (versions {oldest}-{newest}) removed",
+            thousands(self.freeable_files),
+            if self.freeable_files == 1 { "" } else { "s" },
+            human_bytes(self.freeable_bytes)
+        );
+        if self.freeable_unsized > 0 || oldest > 0 {
+            out.push_str(" at least");
+        }
+        if self.kept_files > 0 {
+            out.push_str(&format!(
+                ", keeps {} removed since ({})",
+                thousands(self.kept_files),
+                human_bytes(self.kept_bytes)
+            ));
+        }
+        if self.dv_files > 0 {
+            out.push_str(&format!(
+                "; deletion vectors hide {} row{} in {} live file{}",
+                thousands(self.dv_rows),
+                if self.dv_rows == 1 { "" } else { "s" },
+                thousands(self.dv_files),
+                if self.dv_files == 1 { "" } else { "s" },
+            ));
+        }
+        out
+    }
+
     /// What a vacuum of `retention_secs` deletes, as the log tells it, in a sentence for
     /// its confirmation.
     pub fn vacuum_note(&self, retention_secs: u64) -> String {
@@ -243,6 +278,15 @@ mod tests {
                 "the log (versions 0-48) names no file removed more than 1d ago: this vacuum deletes only files"
             ),
             "{nothing}"
+        );
+        assert_eq!(
+            f.summary(86_400),
+            "a vacuum at 1d deletes 20 files (40 MB) the log (versions 31-48) removed at least; \
+             deletion vectors hide 1,204 rows in 1 live file"
+        );
+        assert_eq!(
+            facts().summary(7 * 86_400),
+            "a vacuum at 7d deletes 20 files (40 MB) the log (versions 0-48) removed, keeps 3 removed since (3.0 MB)"
         );
         let none = LogFacts::default().vacuum_note(86_400);
         assert!(none.contains("keeps no commit file"), "{none}");

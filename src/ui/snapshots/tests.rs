@@ -237,3 +237,46 @@ fn wrapping_keeps_words_whole() {
         vec!["a b c d…"]
     );
 }
+
+#[test]
+fn a_delta_tables_history_brings_its_log_and_the_sentence_says_what_a_vacuum_deletes() {
+    let mut s = loaded();
+    let t = tref("zoning", "documents");
+    let row = s.tables.row_mut(&t).unwrap();
+    row.read.stats.as_mut().unwrap().format = crate::lakehouse::delta::TableFormat::Delta;
+    let (mut s, fx) = on_snapshots(s);
+    let log = Effect::LoadDeltaLog {
+        table: t.clone(),
+        retention_secs: 7 * 86_400,
+    };
+    assert!(fx.contains(&log), "{fx:?}");
+    let facts = crate::lakehouse::delta::log::LogFacts {
+        versions: Some((0, 48)),
+        freeable_files: 28,
+        freeable_bytes: 46_080,
+        dv_files: 8,
+        dv_rows: 12,
+        ..Default::default()
+    };
+    update(
+        &mut s,
+        Action::Snapshots(crate::app::snapshots::SnapshotsMsg::Log {
+            table: t,
+            result: Ok(facts),
+        }),
+    );
+    let shown = text(&screen(&mut s, 200, 30));
+    let words = shown.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        words.contains(
+            "a vacuum at 7d deletes 28 files (45 KB) the log (versions 0-48) removed; deletion vectors hide 12 rows in 8 live files"
+        ),
+        "{shown}"
+    );
+    // An Iceberg table's history reads no log.
+    let (_, fx) = on_snapshots(loaded());
+    assert!(
+        !fx.iter().any(|e| matches!(e, Effect::LoadDeltaLog { .. })),
+        "{fx:?}"
+    );
+}
