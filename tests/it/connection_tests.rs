@@ -469,3 +469,30 @@ async fn with_connection_tests_disabled_a_fix_is_proven_by_the_next_run() {
         );
     }
 }
+
+/// Two tests of one connection at once (two operators, or floe beside the Airflow UI):
+/// Airflow answers the second 409 while the first runs; it is enqueued again once that
+/// one ends, and both are the worker's verdict.
+#[tokio::test]
+async fn two_tests_of_one_connection_at_once_both_run_on_a_worker() {
+    let c = client("airflow").await;
+    let conns = c.connections().await.unwrap();
+    let dead = conns
+        .iter()
+        .find(|c| c.connection_id == "trino_documents")
+        .expect("trino_documents")
+        .clone();
+    let (a, b) = tokio::join!(c.check_connection(&dead), c.check_connection(&dead));
+    let (a, b) = (a.unwrap(), b.unwrap());
+    assert_eq!(
+        (a.site, b.site),
+        (TestSite::Worker, TestSite::Worker),
+        "{a:?} {b:?}"
+    );
+    for t in [a, b] {
+        assert!(
+            matches!(&t.test, ConnectionTest::Failed(m) if m.contains("trino-old.internal")),
+            "{t:?}"
+        );
+    }
+}

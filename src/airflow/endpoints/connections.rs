@@ -119,19 +119,31 @@ impl AirflowClient {
         self.api() == ApiVersion::V2 && version_at_least(&self.server_version().version, (3, 3))
     }
 
-    /// The worker test: enqueued, then polled until it succeeds or fails. `None` when the
-    /// server does not serve it (404/405), another test of the connection is under way
-    /// (409), or it did not end within [`WORKER_TEST_WAIT`].
+    /// The worker test: enqueued, then polled until it succeeds or fails. While another
+    /// test of the connection is under way (409: a colleague's floe, the Airflow UI) it
+    /// is enqueued again once that one ends. `None` when the server does not serve it
+    /// (404/405) or it did not end within [`WORKER_TEST_WAIT`].
     async fn enqueue_test(
         &self,
         conn: &Connection,
     ) -> Result<Option<ConnectionTest>, AirflowError> {
         let url = self.url(&["connections", "enqueue-test"], &[])?;
         let body = conn.test_body();
-        let token = match self
-            .call(Method::POST, &url, Payload::Json(&body), JSON)
-            .await
-        {
+        let deadline = tokio::time::Instant::now() + WORKER_TEST_WAIT;
+        let token = loop {
+            match self
+                .call(Method::POST, &url, Payload::Json(&body), JSON)
+                .await
+            {
+                Err(AirflowError::Http { status: 409, .. })
+                    if tokio::time::Instant::now() < deadline =>
+                {
+                    tokio::time::sleep(WORKER_TEST_POLL).await;
+                }
+                r => break r,
+            }
+        };
+        let token = match token {
             Ok(r) => {
                 let v: Value = decode(&url, &r.text)?;
                 match v["token"].as_str() {
@@ -155,7 +167,6 @@ impl AirflowClient {
             }) => return Ok(None),
             Err(e) => return Err(e),
         };
-        let deadline = tokio::time::Instant::now() + WORKER_TEST_WAIT;
         loop {
             let r = self
                 .call(Method::GET, &url, Payload::Header(TEST_TOKEN, &token), JSON)
