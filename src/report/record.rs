@@ -87,7 +87,8 @@ impl TableRecord {
             catalog: table.catalog.clone(),
             schema: table.schema.clone(),
             table: table.table.clone(),
-            format: None,
+            // (read stats know their format; a postmortem's record has no report's)
+            format: stats.map(|s| s.format),
             status: health.status,
             score: health.score,
             data_files: n(|s| s.data_files),
@@ -123,7 +124,7 @@ impl TableRecord {
         TableRecord {
             maintenance_dag: t.dag.as_ref().map(DagRecord::new),
             error: t.error.clone(),
-            format: t.format,
+            format: t.format.or(t.stats.as_ref().map(|s| s.format)),
             ..TableRecord::new(&t.table, t.stats.as_ref(), &t.health, now)
         }
     }

@@ -1006,3 +1006,41 @@ async fn the_log_tells_what_a_vacuum_deletes_and_what_deletion_vectors_hide() {
     assert_eq!(logs(lab().real_queries_of(&user(&u)).await), 3);
     assert_eq!(logs(lab().real_queries_of(&u).await), 1);
 }
+
+#[test]
+fn a_delta_tables_postmortem_tells_its_story_in_the_same_words() {
+    let (catalog, expected) = delta();
+    let u = user("delta_pm");
+    let h = home("pm");
+    let name = format!("{catalog}.sales.orders");
+    let out = floe(&u, &h, &["report", &name]);
+    let md = String::from_utf8_lossy(&out.stdout).to_string();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "a WARNING, as floe check: {md}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(floe::text::is_inert(&md));
+    for want in [
+        format!("# Postmortem: `{name}`"),
+        "**WARNING**".to_string(),
+        "| `compaction_stale` |".to_string(),
+        "last compaction 12d ago".to_string(),
+        "◆ compaction (replace)".to_string(),
+    ] {
+        assert!(md.contains(&want), "{want:?} not in:\n{md}");
+    }
+    let out = floe(&u, &h, &["report", &name, "--format", "json"]);
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+    assert_eq!(v["name"], name.as_str());
+    assert_eq!(v["table"]["format"], "delta", "{v}");
+    let files = expected["tables"]["sales.orders"]["data_files"]
+        .as_u64()
+        .unwrap();
+    assert!(
+        md.contains(&floe::fmt::thousands(files)),
+        "its {files} data files, read the Delta way:\n{md}"
+    );
+}
