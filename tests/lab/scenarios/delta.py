@@ -109,9 +109,8 @@ def _verdict(root: Path, partitioned: bool, now_ms: int) -> dict[str, Any]:
     from deltalake import DeltaTable
     import pyarrow as pa
 
-    from .expected import (_RANK, COMPACTION_CRITICAL_MS, COMPACTION_WARN_MS,
-                           CRITICAL_PARTITION_SMALL_FILES, CRITICAL_SMALL_FILES,
-                           DEFAULT_TARGET_FILE_SIZE, SMALL_PARTITION_MIN_FILES)
+    from .expected import (CRITICAL_PARTITION_SMALL_FILES, DEFAULT_TARGET_FILE_SIZE,
+                           SMALL_PARTITION_MIN_FILES, judge)
 
     target = DEFAULT_TARGET_FILE_SIZE
     dt = DeltaTable(str(root))
@@ -133,31 +132,15 @@ def _verdict(root: Path, partitioned: bool, now_ms: int) -> dict[str, Any]:
     ) if partitioned else 0
     small_partitions = sum(1 for _, _, sm in parts.values() if sm >= SMALL_PARTITION_MIN_FILES) if partitioned else 0
     max_partition_small = max((sm for _, _, sm in parts.values()), default=0)
-    enough = small >= SMALL_PARTITION_MIN_FILES
-    mergeable = max_partition_small >= 2
-    costly = enough and (excess >= CRITICAL_SMALL_FILES or critical_partitions > 0)
-    small_sev = None
-    if enough and mergeable:
-        if costly:
-            small_sev = "CRITICAL"
-        elif small_partitions > 0 or total // max(1, files) < SMALL_LINE:
-            small_sev = "WARNING"
     history = dt.history()
     optimized = max((h["timestamp"] for h in history if h.get("operation") == "OPTIMIZE"), default=None)
     written = max((h["timestamp"] for h in history if h.get("operation") not in NOT_WRITES), default=None)
-    stale = None
-    if enough and mergeable:
-        if optimized is None:
-            stale = {"rule": "never_compacted", "severity": "CRITICAL" if costly else "WARNING"}
-        elif written is not None and written > optimized:
-            waited = now_ms - optimized
-            sev = ("CRITICAL" if waited >= COMPACTION_CRITICAL_MS
-                   else "WARNING" if waited >= COMPACTION_WARN_MS else None)
-            if sev == "CRITICAL" and not costly:
-                sev = "WARNING"
-            if sev:
-                stale = {"rule": "compaction_stale", "severity": sev}
-    worst = max([small_sev or "OK", (stale or {}).get("severity", "OK")], key=_RANK.__getitem__)
+    # what waits is what came after the newest OPTIMIZE (a Delta table dates no file)
+    waited = (now_ms - optimized
+              if optimized is not None and written is not None and written > optimized else None)
+    small_sev, stale, worst = judge(
+        small, excess, critical_partitions, small_partitions, max_partition_small,
+        total // max(1, files) < SMALL_LINE, optimized is not None, waited)
     return {"status": worst, "small_files": small_sev, "staleness": stale,
             "excess_files": excess, "max_partition_small_files": max_partition_small}
 

@@ -115,6 +115,38 @@ COMPACTION_CRITICAL_MS = 48 * 3600 * 1000
 _RANK = {"OK": 0, "WARNING": 2, "CRITICAL": 3}
 
 
+def judge(small: int, excess: int, critical_partitions: int, small_partitions: int,
+          max_partition_small: int, small_average: bool, compacted: bool,
+          waited_ms: int | None) -> tuple[str | None, dict | None, str]:
+    """floe's small-file and staleness rules on a table's counts, whatever its format:
+    `small_average` the average file is under the small-file line; `compacted` a
+    compaction ever ran; `waited_ms` how long what a compaction should merge has waited
+    (None: nothing waits). Returns the small-file severity, the staleness finding and the
+    worst status."""
+    enough = small >= SMALL_PARTITION_MIN_FILES
+    mergeable = max_partition_small >= 2
+    costly = enough and (excess >= CRITICAL_SMALL_FILES or critical_partitions > 0)
+    small_sev = None
+    if enough and mergeable:
+        if costly:
+            small_sev = "CRITICAL"
+        elif small_partitions > 0 or small_average:
+            small_sev = "WARNING"
+    stale = None
+    if enough and mergeable:
+        if not compacted:
+            stale = {"rule": "never_compacted", "severity": "CRITICAL" if costly else "WARNING"}
+        elif waited_ms is not None:
+            sev = ("CRITICAL" if waited_ms >= COMPACTION_CRITICAL_MS
+                   else "WARNING" if waited_ms >= COMPACTION_WARN_MS else None)
+            if sev == "CRITICAL" and not costly:
+                sev = "WARNING"
+            if sev:
+                stale = {"rule": "compaction_stale", "severity": sev}
+    worst = max([small_sev or "OK", (stale or {}).get("severity", "OK")], key=_RANK.__getitem__)
+    return small_sev, stale, worst
+
+
 def verdict(w: HistoryWriter, now_ms: int, target: int = DEFAULT_TARGET_FILE_SIZE) -> dict[str, Any]:
     """What floe's small-file and staleness rules (src/health/findings.rs, default
     thresholds) say of the table at `now_ms`, from what the generator wrote: the small
@@ -142,30 +174,12 @@ def verdict(w: HistoryWriter, now_ms: int, target: int = DEFAULT_TARGET_FILE_SIZ
     ) if w.spec.fields else 0
     small_partitions = sum(1 for _, _, s in parts.values() if s >= SMALL_PARTITION_MIN_FILES)
     max_partition_small = max((s for _, _, s in parts.values()), default=0)
-    enough = len(small) >= SMALL_PARTITION_MIN_FILES
-    mergeable = max_partition_small >= 2
-    costly = enough and (excess >= CRITICAL_SMALL_FILES or critical_partitions > 0)
-    small_sev = None
-    if enough and mergeable:
-        if costly:
-            small_sev = "CRITICAL"
-        elif small_partitions > 0 or total // max(1, files) < threshold:
-            small_sev = "WARNING"
     replaces = [c for c in w.commits if c.operation == "replace"]
     oldest_small = min((at for _, at in small), default=None)
-    stale = None
-    if enough and mergeable:
-        if not replaces:
-            stale = {"rule": "never_compacted", "severity": "CRITICAL" if costly else "WARNING"}
-        elif oldest_small is not None:
-            waited = now_ms - oldest_small
-            sev = ("CRITICAL" if waited >= COMPACTION_CRITICAL_MS
-                   else "WARNING" if waited >= COMPACTION_WARN_MS else None)
-            if sev == "CRITICAL" and not costly:
-                sev = "WARNING"
-            if sev:
-                stale = {"rule": "compaction_stale", "severity": sev}
-    worst = max([small_sev or "OK", (stale or {}).get("severity", "OK")], key=_RANK.__getitem__)
+    small_sev, stale, worst = judge(
+        len(small), excess, critical_partitions, small_partitions, max_partition_small,
+        total // max(1, files) < threshold, bool(replaces),
+        None if oldest_small is None else now_ms - oldest_small)
     return {
         "status": worst,
         "at": iso(now_ms),
