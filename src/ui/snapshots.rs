@@ -39,7 +39,11 @@ pub fn draw(f: &mut Frame, area: Rect, s: &State, th: &Theme) {
         l
     } else if area.height > 4 && v.detail.load == Load::Loaded {
         let [c, l] = Layout::vertical([Constraint::Length(1), Constraint::Min(3)]).areas(area);
-        let line = wrap_words(&tl.sentence, c.width.saturating_sub(1) as usize, 1);
+        let line = wrap_words(
+            &crate::text::sanitize(&tl.sentence),
+            c.width.saturating_sub(1) as usize,
+            1,
+        );
         f.render_widget(
             Paragraph::new(Span::styled(format!(" {}", line[0]), th.header())),
             c,
@@ -213,8 +217,9 @@ fn chart_title(s: &State, points: &[(f64, f64)]) -> String {
 /// The sentence at the top of `inner`; the areas left for the plot and the runs row.
 fn draw_sentence(f: &mut Frame, inner: Rect, tl: &Timeline, th: &Theme) -> [Rect; 2] {
     let sentence_rows = if inner.height >= 6 { 2 } else { 1 };
+    // (it names a DAG, and a Delta table's log error: server strings)
     let lines = wrap_words(
-        &tl.sentence,
+        &crate::text::sanitize(&tl.sentence),
         inner.width.saturating_sub(1) as usize,
         sentence_rows,
     );

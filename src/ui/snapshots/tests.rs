@@ -280,3 +280,35 @@ fn a_delta_tables_history_brings_its_log_and_the_sentence_says_what_a_vacuum_del
         "{fx:?}"
     );
 }
+
+#[test]
+fn a_log_error_from_the_server_reaches_the_sentence_inert() {
+    let mut s = loaded();
+    let t = tref("zoning", "documents");
+    let row = s.tables.row_mut(&t).unwrap();
+    row.read.stats.as_mut().unwrap().format = crate::lakehouse::delta::TableFormat::Delta;
+    let (mut s, _) = on_snapshots(s);
+    update(
+        &mut s,
+        Action::Snapshots(crate::app::snapshots::SnapshotsMsg::Log {
+            table: t,
+            result: Err(crate::trino::TrinoError::Malformed {
+                url: "http://trino/".into(),
+                message: "bad\x1b]52;c;ZXZpbA==\x07log\u{202e}gol".into(),
+            }),
+        }),
+    );
+    for (w, h) in [(200, 30), (80, 12)] {
+        let shown = text(&screen(&mut s, w, h));
+        assert!(
+            w < 200
+                || (shown.contains("the table's log could not be read")
+                    && shown.contains("bad\\x1b]52;c;")),
+            "the escape shown, not sent: {shown}"
+        );
+        assert!(
+            !shown.contains('\x1b') && !shown.contains('\x07') && !shown.contains('\u{202e}'),
+            "{shown:?}"
+        );
+    }
+}
