@@ -348,6 +348,17 @@ async fn a_delta_partition_is_optimized_on_the_real_trino_then_re_read_and_audit
     );
     assert_eq!(last.files_before, Some(6));
     assert_eq!(last.files_after, Some(1), "re-read after the statement");
+    // The next plan says how long it should take, from that run's bytes and time.
+    let out = maintain(&u, &h, &["optimize", &name, "--partition", "region=south"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let eta = text
+        .lines()
+        .find(|l| l.starts_with("-- expected: "))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        eta.starts_with("-- expected: ~") && eta.contains("in the audit log"),
+        "{eta}"
+    );
 
     // Two marked partitions, grouped: one statement over the column's IN list.
     let t2 = scratch_table(&lake, "grouped", 4, true).await;

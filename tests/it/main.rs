@@ -20,6 +20,7 @@ mod contention;
 mod dag_code;
 mod dag_watch;
 mod delta;
+mod delta_jobs;
 mod doctor;
 mod faults_airflow;
 mod faults_trino;

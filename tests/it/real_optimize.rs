@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use common::lab;
 use floe::health::HealthConfig;
+use floe::lakehouse::delta::TableFormat;
 use floe::lakehouse::model::TableRef;
 use floe::lakehouse::plan::optimize_plan;
 use floe::lakehouse::queries::Lakehouse;
@@ -30,7 +31,7 @@ pub(crate) fn lakehouse(user: &str) -> Lakehouse {
     )
 }
 
-fn user(name: &str) -> String {
+pub(crate) fn user(name: &str) -> String {
     format!("ro_{name}_{}", std::process::id())
 }
 
@@ -61,27 +62,44 @@ pub(crate) async fn long_table(
     thousands: u32,
     partitioned: bool,
 ) -> TableRef {
+    long_table_of(lake, TableFormat::Iceberg, name, thousands, partitioned).await
+}
+
+/// [`long_table`] in `lake`'s catalog, of `format` (a Delta Lake table's files are about
+/// 0.5 MB at the same target: 108 files for 1,500 thousand rows on Trino 476).
+pub(crate) async fn long_table_of(
+    lake: &Lakehouse,
+    format: TableFormat,
+    name: &str,
+    thousands: u32,
+    partitioned: bool,
+) -> TableRef {
+    let catalog = lake.catalog.as_str();
     let schema = format!("t_long_{name}");
-    let t = TableRef::new("iceberg", &schema, format!("{name}_{}", std::process::id()));
+    let t = TableRef::new(catalog, &schema, format!("{name}_{}", std::process::id()));
     sql(
         lake,
-        &format!("CREATE SCHEMA IF NOT EXISTS iceberg.{schema}"),
+        &format!("CREATE SCHEMA IF NOT EXISTS \"{catalog}\".{schema}"),
     )
     .await;
     sql(lake, &format!("DROP TABLE IF EXISTS {}", t.sql())).await;
+    let by = if partitioned { "'part'" } else { "" };
+    let (with, size) = match format {
+        TableFormat::Iceberg => (format!("partitioning = ARRAY[{by}]"), "iceberg"),
+        TableFormat::Delta => (format!("partitioned_by = ARRAY[{by}]"), "delta"),
+    };
     let ctas = format!(
-        "CREATE TABLE {} WITH (partitioning = ARRAY[{}]) AS \
+        "CREATE TABLE {} WITH ({with}) AS \
          SELECT CAST(a % 4 AS integer) AS part, CAST(a AS bigint) * 1000 + b AS id, \
                 to_hex(sha256(to_utf8(CAST(a * 1000 + b AS varchar)))) AS payload \
          FROM UNNEST(sequence(1, {thousands})) AS x(a) CROSS JOIN UNNEST(sequence(1, 1000)) AS y(b)",
         t.sql(),
-        if partitioned { "'part'" } else { "" }
     );
     lake.client
         .execute(
             &ctas,
             QueryOptions {
-                session: vec![("iceberg.target_max_file_size".into(), "1MB".into())],
+                session: vec![(format!("{size}.target_max_file_size"), "1MB".into())],
                 deadline: Some(Some(Duration::from_secs(600))),
                 ..Default::default()
             },
@@ -329,16 +347,17 @@ async fn a_table_dropped_between_the_plan_and_y_fails_its_first_statement_and_ru
 }
 
 /// floe in a terminal on the real Trino, showing only `t`, as user `u`.
-fn tui_on(t: &TableRef, u: &str, dir: &std::path::Path) -> Pty {
+pub(crate) fn tui_on(t: &TableRef, u: &str, dir: &std::path::Path) -> Pty {
     let _ = std::fs::remove_dir_all(dir);
     std::fs::create_dir_all(dir).unwrap();
     let config = dir.join("config.toml");
     std::fs::write(
         &config,
         format!(
-            "audit_log = {:?}\n[trino]\nurl = {:?}\nuser = {u:?}\ncatalog = \"iceberg\"\nschemas = [{:?}]\ntables = [\"{}.{}\"]\n",
+            "audit_log = {:?}\n[trino]\nurl = {:?}\nuser = {u:?}\ncatalog = {:?}\nschemas = [{:?}]\ntables = [\"{}.{}\"]\n",
             dir.join("audit.jsonl").display().to_string(),
             lab().trino_url(),
+            t.catalog,
             t.schema,
             t.schema,
             t.table,
@@ -354,7 +373,7 @@ fn tui_on(t: &TableRef, u: &str, dir: &std::path::Path) -> Pty {
 }
 
 /// The job line's stats, `(completed splits, total splits, rows)`, when it shows them.
-fn job_stats(screen: &str) -> Option<(u64, u64, u64)> {
+pub(crate) fn job_stats(screen: &str) -> Option<(u64, u64, u64)> {
     let line = screen.lines().find(|l| l.contains("▶ optimize"))?;
     let (before, after) = line.split_once(" splits, ")?;
     let (done, total) = before.rsplit(' ').next()?.split_once('/')?;
@@ -365,7 +384,7 @@ fn job_stats(screen: &str) -> Option<(u64, u64, u64)> {
 /// `o` then `y` on the selected (only, unpartitioned) table: a plan of one statement;
 /// returns the job line once it shows the coordinator's stats of that query, scheduled,
 /// with rows processed.
-fn start_optimize(pty: &mut Pty) -> String {
+pub(crate) fn start_optimize(pty: &mut Pty) -> String {
     pty.send(b"o");
     pty.wait_for("the confirm popup", Duration::from_secs(60), |s| {
         s.contains("EXECUTE optimize")
@@ -385,7 +404,7 @@ fn start_optimize(pty: &mut Pty) -> String {
 
 /// The audit's cancelled record of a plan cut in its running statement, and that query as
 /// the coordinator ended it.
-fn assert_cancelled_on_trino(dir: &std::path::Path, u: &str, outcome: &str) {
+pub(crate) fn assert_cancelled_on_trino(dir: &std::path::Path, u: &str, outcome: &str) {
     let audit = AuditLog::new(dir.join("audit.jsonl")).read_all();
     let cut = audit
         .iter()
@@ -414,7 +433,7 @@ fn assert_cancelled_on_trino(dir: &std::path::Path, u: &str, outcome: &str) {
     assert_eq!(started, succeeded + 1, "{audit:?}");
 }
 
-fn runtime() -> tokio::runtime::Runtime {
+pub(crate) fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -176,10 +176,27 @@ impl Lakehouse {
             .await
     }
 
-    /// One Delta table's partitions.
+    /// One Delta table's partitions. An unpartitioned table's `$partitions` has no
+    /// `partition` column (and no row): Trino refuses the statement at analysis, and the
+    /// table's one "partition" is its files' totals from their hidden columns, as the
+    /// survey reads them.
     pub(super) async fn delta_partitions(&self, t: &TableRef) -> Result<PartitionList, TrinoError> {
-        let out = self.client.query(&delta::partitions_sql(t)).await?;
-        let partitions = delta::parse_partitions(&out.rows, &self.scan);
+        let partitions = match self.client.query(&delta::partitions_sql(t)).await {
+            Ok(out) => delta::parse_partitions(&out.rows, &self.scan),
+            Err(TrinoError::Query {
+                ref error_name,
+                ref message,
+                ..
+            }) if super::layouts::missing_partition(error_name, message) => {
+                let whole = delta::unpartitioned_sql(std::slice::from_ref(t));
+                let out = self.client.query(&whole).await?;
+                delta::parse_partitions(&out.rows, &self.scan)
+                    .into_iter()
+                    .filter(|p| p.data_files > 0)
+                    .collect()
+            }
+            Err(e) => return Err(e),
+        };
         let layout_fields = partitions
             .first()
             .map(|p| p.values.iter().map(|(k, _)| k.clone()).collect())

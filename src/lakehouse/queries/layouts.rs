@@ -178,8 +178,9 @@ impl Lakehouse {
 /// unpartitioned table): Trino says COLUMN_NOT_FOUND for `f.partition` over `$files`
 /// ("Column 'f.partition' cannot be resolved") and INVALID_COLUMN_REFERENCE for the field
 /// of a row, `e.data_file.partition` over `$entries` ("Column reference
-/// 'e.data_file.partition' is invalid").
-fn missing_partition(error_name: &str, message: &str) -> bool {
+/// 'e.data_file.partition' is invalid"), and COLUMN_NOT_FOUND for `partition` over a
+/// Delta Lake table's `$partitions` ("Column 'partition' cannot be resolved").
+pub(super) fn missing_partition(error_name: &str, message: &str) -> bool {
     matches!(error_name, "COLUMN_NOT_FOUND" | "INVALID_COLUMN_REFERENCE")
         && message.contains("partition")
 }
