@@ -243,15 +243,17 @@ fn text_report_starts_with_the_nagios_line_and_writes_files_atomically() {
     let dir = std::env::temp_dir().join(format!("floe-prom-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("floe.prom");
-    let out = floe(&[
+    let mut args = vec![
         "check",
         "--trino",
-        &url,
+        url.as_str(),
         "--format",
         "prometheus",
         "--output",
         file.to_str().unwrap(),
-    ]);
+    ];
+    args.extend(schemas.iter().map(String::as_str));
+    let out = floe(&args);
     assert_eq!(out.status.code(), Some(2));
     assert!(
         std::fs::read_to_string(&file)
