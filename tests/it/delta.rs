@@ -155,6 +155,48 @@ async fn a_delta_catalogs_tables_are_listed_read_and_judged_by_the_same_rules() 
     );
 }
 
+/// A profile of an Iceberg and a Delta Lake catalog lists both at once: their listings
+/// overlap on the coordinator, so a cold start's first survey waits for the slower one,
+/// not for both one after the other.
+#[tokio::test]
+async fn the_iceberg_and_delta_catalogs_are_listed_at_once() {
+    let (catalog, _) = delta();
+    let u = user("delta_listed_at_once");
+    let lake = Lakehouse::new(
+        Client::new(lab().config(&lab().trino_url(), &u)).unwrap(),
+        "iceberg",
+        HealthConfig::default(),
+    )
+    .with_catalogs(std::slice::from_ref(&catalog));
+    lake.connect().await.unwrap();
+    let tables = lake.discover(&[], &[]).await.unwrap();
+    // Each catalog's tables, the profile's own first.
+    let first_delta = tables.iter().position(|t| t.catalog == catalog);
+    assert!(
+        first_delta.is_some_and(|i| i > 0 && tables[..i].iter().all(|t| t.catalog == "iceberg")),
+        "{tables:?}"
+    );
+    let rows = lab()
+        .real_rows(&format!(
+            "SELECT query, to_unixtime(created), to_unixtime(\"end\") FROM system.runtime.queries \
+             WHERE \"user\" = '{u}'"
+        ))
+        .await;
+    let listing = |needle: &str| {
+        let r = rows
+            .iter()
+            .find(|r| r[0].as_str().unwrap_or("").contains(needle))
+            .unwrap_or_else(|| panic!("no listing with {needle}: {rows:?}"));
+        (r[1].as_f64().unwrap(), r[2].as_f64().unwrap())
+    };
+    let iceberg = listing("\"iceberg\".system.iceberg_tables");
+    let delta = listing(&format!("\"{catalog}\".information_schema.tables"));
+    assert!(
+        delta.0 < iceberg.1 && iceberg.0 < delta.1,
+        "the listings overlap: iceberg {iceberg:?}, delta {delta:?}"
+    );
+}
+
 #[tokio::test]
 async fn a_delta_tables_partitions_and_history_fill_the_detail_tabs() {
     let (catalog, expected) = delta();
