@@ -15,7 +15,7 @@ use floe::trino::Client;
 use serde_json::Value;
 
 /// The lab's Delta Lake catalog and its expected.json.
-fn delta() -> (String, Value) {
+pub(crate) fn delta() -> (String, Value) {
     let d = &lab().v["trino"]["delta"];
     let catalog = d["catalog"]
         .as_str()
@@ -27,7 +27,7 @@ fn delta() -> (String, Value) {
     (catalog, expected)
 }
 
-fn lake(who: &str, catalog: &str) -> Lakehouse {
+pub(crate) fn lake(who: &str, catalog: &str) -> Lakehouse {
     Lakehouse::new(
         Client::new(lab().config(&lab().trino_url(), &user(who))).unwrap(),
         catalog,
@@ -277,7 +277,7 @@ fn audit(home: &std::path::Path) -> Vec<floe::mutation::audit::Record> {
 }
 
 /// The operations of a Delta table's versions, oldest first.
-async fn operations(lake: &Lakehouse, t: &TableRef) -> Vec<String> {
+pub(crate) async fn operations(lake: &Lakehouse, t: &TableRef) -> Vec<String> {
     let q = format!(
         "SELECT operation FROM {} ORDER BY version",
         t.meta("history")

@@ -3,50 +3,19 @@
 //! coordinator's own stats of the running statement, and `c` cancels it there
 //! (`USER_CANCELED` in `system.runtime.queries`), audited as cancelled, nothing committed.
 
-use crate::common::lab;
+use crate::delta::{delta, lake, operations};
 use crate::real_optimize::{
-    assert_cancelled_on_trino, job_stats, long_table_of, runtime, start_optimize, tui_on, user,
+    cancel_then_quit, job_stats, long_table_of, runtime, start_optimize, tui_on, user,
 };
 
 use std::time::Duration;
 
-use floe::health::HealthConfig;
 use floe::lakehouse::delta::TableFormat;
-use floe::lakehouse::model::TableRef;
-use floe::lakehouse::queries::Lakehouse;
-use floe::trino::Client;
-
-fn delta_lake(u: &str) -> Lakehouse {
-    let catalog = lab().v["trino"]["delta"]["catalog"]
-        .as_str()
-        .expect("lab.json trino.delta: the primary real Trino serves a Delta Lake catalog");
-    Lakehouse::new(
-        Client::new(lab().config(&lab().trino_url(), u)).unwrap(),
-        catalog,
-        HealthConfig::default(),
-    )
-}
-
-/// The operations of a Delta table's versions, oldest first.
-async fn history(lake: &Lakehouse, t: &TableRef) -> Vec<String> {
-    let q = format!(
-        "SELECT operation FROM {} ORDER BY version",
-        t.meta("history")
-    );
-    lake.client
-        .query(&q)
-        .await
-        .unwrap_or_else(|e| panic!("{q}: {e}"))
-        .rows
-        .iter()
-        .map(|r| r.str("operation").unwrap_or("").to_string())
-        .collect()
-}
 
 #[test]
 fn a_delta_optimize_shows_its_cost_and_stats_and_c_cancels_it_on_trino() {
     let rt = runtime();
-    let owner = delta_lake("floe");
+    let owner = lake("floe", &delta().0);
     // 3,000 thousand rows in ~200 files of 0.5 MB: an optimize of about 7 s on an unloaded
     // lab (1,500 thousand took 3.6 s), still running when `c` is sent.
     let t = rt.block_on(long_table_of(
@@ -70,7 +39,7 @@ fn a_delta_optimize_shows_its_cost_and_stats_and_c_cancels_it_on_trino() {
         warm.sql()
     )))
     .unwrap();
-    let before = rt.block_on(history(&owner, &t));
+    let before = rt.block_on(operations(&owner, &t));
     let u = user("delta_gauge");
     let dir = std::env::temp_dir().join(format!("floe-ro-delta-gauge-{}", std::process::id()));
     let mut pty = tui_on(&t, &u, &dir);
@@ -104,17 +73,10 @@ fn a_delta_optimize_shows_its_cost_and_stats_and_c_cancels_it_on_trino() {
     let (done, total, _) = job_stats(&line).unwrap();
     assert!(done <= total, "{line}");
     assert!(line.contains(" 1/1 "), "one statement: {line}");
-    pty.send(b"c");
-    pty.wait_for("the cancelled job", Duration::from_secs(60), |s| {
-        s.contains("⊘ optimize") && s.contains("cancelled")
-    });
-    pty.send(b"q");
-    assert!(pty.wait_exit(Duration::from_secs(15)).success());
-    pty.assert_restored();
-    assert_cancelled_on_trino(&dir, &u, "cancelled");
+    cancel_then_quit(&mut pty, &dir, &u);
     // The cancelled statement committed no version.
     assert_eq!(
-        rt.block_on(history(&owner, &t)),
+        rt.block_on(operations(&owner, &t)),
         before,
         "the cancelled optimize committed nothing"
     );

@@ -404,7 +404,7 @@ pub(crate) fn start_optimize(pty: &mut Pty) -> String {
 
 /// The audit's cancelled record of a plan cut in its running statement, and that query as
 /// the coordinator ended it.
-pub(crate) fn assert_cancelled_on_trino(dir: &std::path::Path, u: &str, outcome: &str) {
+fn assert_cancelled_on_trino(dir: &std::path::Path, u: &str, outcome: &str) {
     let audit = AuditLog::new(dir.join("audit.jsonl")).read_all();
     let cut = audit
         .iter()
@@ -433,6 +433,19 @@ pub(crate) fn assert_cancelled_on_trino(dir: &std::path::Path, u: &str, outcome:
     assert_eq!(started, succeeded + 1, "{audit:?}");
 }
 
+/// `c` on the running optimize, then `q`: the job shown cancelled, the terminal given
+/// back, the statement cancelled on Trino and audited so.
+pub(crate) fn cancel_then_quit(pty: &mut Pty, dir: &std::path::Path, u: &str) {
+    pty.send(b"c");
+    pty.wait_for("the cancelled job", Duration::from_secs(60), |s| {
+        s.contains("⊘ optimize") && s.contains("cancelled")
+    });
+    pty.send(b"q");
+    assert!(pty.wait_exit(Duration::from_secs(15)).success());
+    pty.assert_restored();
+    assert_cancelled_on_trino(dir, u, "cancelled");
+}
+
 pub(crate) fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -455,14 +468,7 @@ fn the_job_line_reads_the_real_stats_and_c_cancels_the_optimize_on_trino() {
         line.contains(" 1/1 ") && line.contains("· table ·"),
         "one statement: {line}"
     );
-    pty.send(b"c");
-    pty.wait_for("the cancelled job", Duration::from_secs(60), |s| {
-        s.contains("⊘ optimize") && s.contains("cancelled")
-    });
-    pty.send(b"q");
-    assert!(pty.wait_exit(Duration::from_secs(15)).success());
-    pty.assert_restored();
-    assert_cancelled_on_trino(&dir, &u, "cancelled");
+    cancel_then_quit(&mut pty, &dir, &u);
     // Unpartitioned: the plan is one statement, and the cancelled one committed nothing.
     let ops = rt.block_on(operations(&owner, &t));
     assert_eq!(
