@@ -4,7 +4,7 @@
 
 use std::sync::atomic::Ordering;
 
-use super::{Lakehouse, PartitionList};
+use super::{Lakehouse, Layout, PartitionList};
 use crate::lakehouse::delta::{self, TableFormat};
 use crate::lakehouse::model::{SnapshotInfo, TableRef};
 use crate::lakehouse::probe::{Probe, parse_probe};
@@ -100,6 +100,9 @@ impl Lakehouse {
             .filter(|(_, r)| r.as_ref().is_ok_and(|(p, h)| p.is_empty() && h.commits > 0))
             .map(|(t, _)| t.clone())
             .collect();
+        for t in &whole {
+            self.set_file_layout(t, Layout::Unpartitioned);
+        }
         let mut totals: std::collections::HashMap<TableRef, Result<(u64, u64), TrinoError>> =
             Default::default();
         if !whole.is_empty() {
@@ -179,15 +182,29 @@ impl Lakehouse {
     /// One Delta table's partitions. An unpartitioned table's `$partitions` has no
     /// `partition` column (and no row): Trino refuses the statement at analysis, and the
     /// table's one "partition" is its files' totals from their hidden columns, as the
-    /// survey reads them.
+    /// survey reads them. A table known unpartitioned (by its survey, or by that refusal
+    /// once) is read that way at once, as an Iceberg table's learned layout is.
     pub(super) async fn delta_partitions(&self, t: &TableRef) -> Result<PartitionList, TrinoError> {
-        let partitions = match self.client.query(&delta::partitions_sql(t)).await {
-            Ok(out) => delta::parse_partitions(&out.rows, &self.scan),
-            Err(TrinoError::Query {
-                ref error_name,
-                ref message,
-                ..
-            }) if super::layouts::missing_partition(error_name, message) => {
+        let unpartitioned = self.layouts_of(t) == Some(Layout::Unpartitioned);
+        let listed = if unpartitioned {
+            None
+        } else {
+            match self.client.query(&delta::partitions_sql(t)).await {
+                Ok(out) => Some(delta::parse_partitions(&out.rows, &self.scan)),
+                Err(TrinoError::Query {
+                    ref error_name,
+                    ref message,
+                    ..
+                }) if super::layouts::missing_partition(error_name, message) => {
+                    self.set_file_layout(t, Layout::Unpartitioned);
+                    None
+                }
+                Err(e) => return Err(e),
+            }
+        };
+        let partitions = match listed {
+            Some(p) => p,
+            None => {
                 let whole = delta::unpartitioned_sql(std::slice::from_ref(t));
                 let out = self.client.query(&whole).await?;
                 delta::parse_partitions(&out.rows, &self.scan)
@@ -195,7 +212,6 @@ impl Lakehouse {
                     .filter(|p| p.data_files > 0)
                     .collect()
             }
-            Err(e) => return Err(e),
         };
         let layout_fields = partitions
             .first()

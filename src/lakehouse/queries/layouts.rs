@@ -69,6 +69,11 @@ impl Lakehouse {
         }
     }
 
+    /// What was learned of `t`'s layout, whatever the server's release.
+    pub(super) fn layouts_of(&self, t: &TableRef) -> Option<Layout> {
+        self.layouts.lock().ok().and_then(|m| m.get(t).copied())
+    }
+
     pub(super) fn layout_known(&self, t: &TableRef) -> bool {
         self.layouts.lock().is_ok_and(|m| m.contains_key(t))
     }
