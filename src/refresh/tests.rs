@@ -956,3 +956,26 @@ fn a_catalog_with_more_tables_to_survey_takes_the_slot_two_catalogs_tie_for() {
         "{sent:?}"
     );
 }
+
+#[test]
+fn a_catalog_takes_the_share_of_the_slots_its_share_of_the_tables_gives() {
+    let mut h = Harness::new(4);
+    let of = |c: &str, i: usize| TableRef::new(c, "s", format!("t{i:03}"));
+    // The smaller catalog listed first: 100 tables against 200.
+    let tables: Vec<TableRef> = (0..100)
+        .map(|i| of("delta", i))
+        .chain((0..200).map(|i| of("iceberg", i)))
+        .collect();
+    let sent = h.start(false, &tables);
+    let catalogs: Vec<String> = of_kind(&sent, ReadKind::Survey)
+        .iter()
+        .map(|r| r.1.tables()[0].catalog.clone())
+        .collect();
+    // Of four slots, three to the catalog with two thirds of the tables (taking turns
+    // gave each two, and the larger one's tables waited behind the smaller's).
+    assert_eq!(
+        catalogs,
+        ["iceberg", "delta", "iceberg", "iceberg"],
+        "{sent:?}"
+    );
+}
