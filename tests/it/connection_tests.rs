@@ -496,3 +496,57 @@ async fn two_tests_of_one_connection_at_once_both_run_on_a_worker() {
         );
     }
 }
+
+/// A worker test whose enqueue the API server answers with a server error (a 500 as two
+/// requests deadlock on its metadata DB; a 504 after it enqueued the test) is enqueued
+/// once more, through the lab's Airflow fault proxy, and its verdict is the worker's.
+#[tokio::test]
+async fn a_server_error_on_the_enqueue_is_asked_once_more_and_the_worker_still_answers() {
+    let _one = crate::faults_airflow::PROXY.lock().await;
+    let key = "airflow";
+    let mut settings = admin(key);
+    settings.url = lab().airflow_field(key, "proxy_url").parse().unwrap();
+    let c = AirflowClient::connect_with(&settings, ClientOptions::default())
+        .await
+        .unwrap();
+    let dead = c
+        .connections()
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|c| c.connection_id == "trino_documents")
+        .expect("trino_documents");
+    for (rule, posts) in [
+        (
+            json!({"kind": "status", "status": 500, "method": "POST", "path": "/connections/enqueue-test$", "count": 1}),
+            2..=2,
+        ),
+        (
+            json!({"kind": "status", "status": 504, "method": "POST", "path": "/connections/enqueue-test$", "forward": true, "count": 1}),
+            2..=20,
+        ),
+    ] {
+        lab().proxy_clear(key).await;
+        lab().proxy_faults(key, json!([rule.clone()])).await;
+        let t = c.check_connection(&dead).await;
+        let sent = lab()
+            .proxy_requests(key)
+            .await
+            .into_iter()
+            .filter(|r| {
+                r["method"] == "POST"
+                    && r["path"]
+                        .as_str()
+                        .is_some_and(|p| p.ends_with("/connections/enqueue-test"))
+            })
+            .count();
+        lab().proxy_clear(key).await;
+        let t = t.unwrap_or_else(|e| panic!("{rule}: {e}"));
+        assert_eq!(t.site, TestSite::Worker, "{rule}: {t:?}");
+        assert!(
+            matches!(&t.test, ConnectionTest::Failed(m) if m.contains("trino-old.internal")),
+            "{rule}: {t:?}"
+        );
+        assert!(posts.contains(&sent), "{rule}: {sent} enqueues sent");
+    }
+}
