@@ -391,10 +391,7 @@ def airflow_env(major: int, venv: Path, home: Path, port: int, history_start: st
         "PATH": f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '/usr/bin:/bin')}",  # executors run `airflow …`
         "VIRTUAL_ENV": str(venv),
         "AIRFLOW_HOME": str(home),
-        # SQLite's busy timeout is 5 s by default: two API requests that write the audit
-        # log while the scheduler holds the lock fail "database is locked" (a 500) on a
-        # loaded machine; 30 s keeps such lock waits harmless.
-        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home / 'airflow.db'}?timeout=30",
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home / 'airflow.db'}",
         "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS_DIR),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "True",
@@ -425,10 +422,11 @@ def airflow_env(major: int, venv: Path, home: Path, port: int, history_start: st
             # Airflow 2 refuses LocalExecutor on SQLite unless this check is skipped (as its own test
             # suite does). SequentialExecutor would start a fresh `airflow tasks run` interpreter
             # per task (~4 s each, the history took 7-15 min); LocalExecutor forks from the warm
-            # scheduler. Two task slots keep lock waits short.
+            # scheduler. Two task slots and a 30 s SQLite busy timeout keep lock waits harmless.
             "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
             "AIRFLOW__CORE__PARALLELISM": "2",
             "_AIRFLOW__SKIP_DATABASE_EXECUTOR_COMPATIBILITY_CHECK": "1",
+            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home / 'airflow.db'}?timeout=30",
             "AIRFLOW__API__AUTH_BACKENDS": "airflow.providers.fab.auth_manager.api.auth.backend.basic_auth,"
                                           "airflow.api.auth.backend.session",
             "AIRFLOW__WEBSERVER__WEB_SERVER_HOST": "127.0.0.1",
