@@ -89,8 +89,9 @@ pub struct Lakehouse {
     siblings: Arc<std::sync::RwLock<Vec<Lakehouse>>>,
     /// The catalogs asked for beside this one, found at connect (see `catalogs`).
     more_catalogs: Arc<Vec<String>>,
-    /// Whether they were found (a listing sent before the connect ended finds them).
-    catalogs_found: Arc<std::sync::atomic::AtomicBool>,
+    /// Whether they were found (a listing sent before the connect ended finds them), held
+    /// while they are looked for.
+    catalogs_found: Arc<tokio::sync::Mutex<bool>>,
     /// No catalog was named: the cluster's are read as far as its catalog list can be
     /// read, and this one only when the cluster has it (see `catalogs`).
     catalogs_by_default: bool,

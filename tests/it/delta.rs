@@ -197,6 +197,31 @@ async fn the_iceberg_and_delta_catalogs_are_listed_at_once() {
     );
 }
 
+/// A cold start connects and lists at once: the cluster's catalog list, which both need
+/// to know the other catalogs, is read once.
+#[tokio::test]
+async fn a_connect_and_a_listing_at_once_read_the_catalog_list_once() {
+    let (catalog, _) = delta();
+    let u = user("delta_catalogs_once");
+    let lake = Lakehouse::new(
+        Client::new(lab().config(&lab().trino_url(), &u)).unwrap(),
+        "iceberg",
+        HealthConfig::default(),
+    )
+    .with_catalogs(std::slice::from_ref(&catalog));
+    let (connected, tables) = tokio::join!(lake.connect(), lake.discover(&[], &[]));
+    connected.unwrap();
+    let tables = tables.unwrap();
+    assert!(tables.iter().any(|t| t.catalog == catalog), "{tables:?}");
+    let rows = lab()
+        .real_rows(&format!(
+            "SELECT query FROM system.runtime.queries WHERE \"user\" = '{u}' \
+             AND query LIKE '%catalog_name, connector_name FROM system.metadata.catalogs%'"
+        ))
+        .await;
+    assert_eq!(rows.len(), 1, "{rows:?}");
+}
+
 #[tokio::test]
 async fn a_delta_tables_partitions_and_history_fill_the_detail_tabs() {
     let (catalog, expected) = delta();

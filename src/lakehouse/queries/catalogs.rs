@@ -188,9 +188,14 @@ impl Lakehouse {
     }
 
     /// The catalogs asked for beside this one, found once (at connect, or by the first
-    /// listing when it is sent before the connect ends).
+    /// listing when it is sent before the connect ends): a second caller while the first
+    /// reads waits for its answer instead of sending the statement again.
     pub(super) async fn find_catalogs(&self) -> Result<(), TrinoError> {
-        if self.more_catalogs.is_empty() || self.catalogs_found.load(Ordering::Relaxed) {
+        if self.more_catalogs.is_empty() {
+            return Ok(());
+        }
+        let mut found = self.catalogs_found.lock().await;
+        if *found {
             return Ok(());
         }
         match self.add_catalogs(&self.more_catalogs).await {
@@ -205,7 +210,7 @@ impl Lakehouse {
             }
             Err(e) => return Err(e),
         }
-        self.catalogs_found.store(true, Ordering::Relaxed);
+        *found = true;
         Ok(())
     }
 
