@@ -934,20 +934,27 @@ fn a_catalog_of_slow_surveys_never_holds_every_slot_while_anothers_tables_wait()
     assert_eq!(surveyed, 30, "every table of the fast catalog surveyed");
 }
 
-#[test]
-fn a_catalog_with_more_tables_to_survey_takes_the_slot_two_catalogs_tie_for() {
+/// The catalogs of a cold start's first surveys over `delta` tables of one catalog
+/// listed first, then `iceberg` of another, with four read slots.
+fn first_surveys(delta: usize, iceberg: usize) -> (Vec<String>, Vec<Request>) {
     let mut h = Harness::new(4);
-    let of = |c: &str, i: usize| TableRef::new(c, "s", format!("t{i:02}"));
-    // The smaller catalog listed first: 20 tables against 30.
-    let tables: Vec<TableRef> = (0..20)
+    let of = |c: &str, i: usize| TableRef::new(c, "s", format!("t{i:03}"));
+    let tables: Vec<TableRef> = (0..delta)
         .map(|i| of("delta", i))
-        .chain((0..30).map(|i| of("iceberg", i)))
+        .chain((0..iceberg).map(|i| of("iceberg", i)))
         .collect();
     let sent = h.start(false, &tables);
-    let catalogs: Vec<String> = of_kind(&sent, ReadKind::Survey)
+    let catalogs = of_kind(&sent, ReadKind::Survey)
         .iter()
         .map(|r| r.1.tables()[0].catalog.clone())
         .collect();
+    (catalogs, sent)
+}
+
+#[test]
+fn a_catalog_with_more_tables_to_survey_takes_the_slot_two_catalogs_tie_for() {
+    // The smaller catalog listed first: 20 tables against 30.
+    let (catalogs, sent) = first_surveys(20, 30);
     // Each tie to the catalog with more tables queued: of three slots (a file read
     // queued), two to it.
     assert_eq!(
@@ -959,18 +966,8 @@ fn a_catalog_with_more_tables_to_survey_takes_the_slot_two_catalogs_tie_for() {
 
 #[test]
 fn a_catalog_takes_the_share_of_the_slots_its_share_of_the_tables_gives() {
-    let mut h = Harness::new(4);
-    let of = |c: &str, i: usize| TableRef::new(c, "s", format!("t{i:03}"));
     // The smaller catalog listed first: 100 tables against 200.
-    let tables: Vec<TableRef> = (0..100)
-        .map(|i| of("delta", i))
-        .chain((0..200).map(|i| of("iceberg", i)))
-        .collect();
-    let sent = h.start(false, &tables);
-    let catalogs: Vec<String> = of_kind(&sent, ReadKind::Survey)
-        .iter()
-        .map(|r| r.1.tables()[0].catalog.clone())
-        .collect();
+    let (catalogs, sent) = first_surveys(100, 200);
     // Of four slots, three to the catalog with two thirds of the tables (taking turns
     // gave each two, and the larger one's tables waited behind the smaller's).
     assert_eq!(

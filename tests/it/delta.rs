@@ -155,6 +155,16 @@ async fn a_delta_catalogs_tables_are_listed_read_and_judged_by_the_same_rules() 
     );
 }
 
+/// `iceberg` read with the lab's Delta catalog beside it, as user `u`.
+fn with_delta(u: &str, catalog: &str) -> Lakehouse {
+    Lakehouse::new(
+        Client::new(lab().config(&lab().trino_url(), u)).unwrap(),
+        "iceberg",
+        HealthConfig::default(),
+    )
+    .with_catalogs(&[catalog.to_string()])
+}
+
 /// A profile of an Iceberg and a Delta Lake catalog lists both at once: their listings
 /// overlap on the coordinator, so a cold start's first survey waits for the slower one,
 /// not for both one after the other.
@@ -162,12 +172,7 @@ async fn a_delta_catalogs_tables_are_listed_read_and_judged_by_the_same_rules() 
 async fn the_iceberg_and_delta_catalogs_are_listed_at_once() {
     let (catalog, _) = delta();
     let u = user("delta_listed_at_once");
-    let lake = Lakehouse::new(
-        Client::new(lab().config(&lab().trino_url(), &u)).unwrap(),
-        "iceberg",
-        HealthConfig::default(),
-    )
-    .with_catalogs(std::slice::from_ref(&catalog));
+    let lake = with_delta(&u, &catalog);
     lake.connect().await.unwrap();
     let tables = lake.discover(&[], &[]).await.unwrap();
     // Each catalog's tables, the profile's own first.
@@ -203,12 +208,7 @@ async fn the_iceberg_and_delta_catalogs_are_listed_at_once() {
 async fn a_connect_and_a_listing_at_once_read_the_catalog_list_once() {
     let (catalog, _) = delta();
     let u = user("delta_catalogs_once");
-    let lake = Lakehouse::new(
-        Client::new(lab().config(&lab().trino_url(), &u)).unwrap(),
-        "iceberg",
-        HealthConfig::default(),
-    )
-    .with_catalogs(std::slice::from_ref(&catalog));
+    let lake = with_delta(&u, &catalog);
     let (connected, tables) = tokio::join!(lake.connect(), lake.discover(&[], &[]));
     connected.unwrap();
     let tables = tables.unwrap();
