@@ -130,7 +130,7 @@ impl AirflowClient {
         let url = self.url(&["connections", "enqueue-test"], &[])?;
         let body = conn.test_body();
         let deadline = tokio::time::Instant::now() + WORKER_TEST_WAIT;
-        let mut server_errors = 0;
+        let mut asked_again = false;
         let token = loop {
             match self
                 .call(Method::POST, &url, Payload::Json(&body), JSON)
@@ -145,9 +145,9 @@ impl AirflowClient {
                 // an API server restarting: a 502-504, or the answer lost) is asked again:
                 // a test only reads, and one enqueued after all answers 409, which waits.
                 Err(AirflowError::Http { status: 500, .. } | AirflowError::MayHaveRun { .. })
-                    if server_errors == 0 && tokio::time::Instant::now() < deadline =>
+                    if !asked_again && tokio::time::Instant::now() < deadline =>
                 {
-                    server_errors += 1;
+                    asked_again = true;
                     tokio::time::sleep(WORKER_TEST_POLL).await;
                 }
                 r => break r,
