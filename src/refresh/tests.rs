@@ -955,8 +955,9 @@ fn first_surveys(delta: usize, iceberg: usize) -> (Vec<String>, Vec<Request>) {
 fn a_catalog_with_more_tables_to_survey_takes_the_slot_two_catalogs_tie_for() {
     // The smaller catalog listed first: 20 tables against 30.
     let (catalogs, sent) = first_surveys(20, 30);
-    // Each tie to the catalog with more tables queued: of three slots (a file read
-    // queued), two to it.
+    // The larger catalog first; then each below its share in turn (20 against 30
+    // queued gives two and two: the fourth goes to the smaller, 2 of its 10 left
+    // against 3 of the larger's 10).
     assert_eq!(
         catalogs,
         ["iceberg", "delta", "iceberg", "delta"],
