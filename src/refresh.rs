@@ -319,9 +319,9 @@ impl Refresh {
 
     /// Take the answer to `id`: apply it to the tables it settles, plan what it makes
     /// due, send what the windows allow, and end the refresh when nothing of it is left.
-    /// A listing's answer carries the tables in the order they are read (worst known
-    /// first) and `records` must already hold a record for each. An answer to an id not
-    /// awaited changes nothing.
+    /// A listing's answer, or a part of it, carries the tables in the order they are read
+    /// (worst known first) and `records` must already hold a record for each. An answer to
+    /// an id not awaited changes nothing.
     pub fn answer(
         &mut self,
         id: RequestId,
@@ -329,7 +329,12 @@ impl Refresh {
         records: &mut impl Records,
         ctx: Ctx<'_>,
     ) -> Step {
-        let Some(sent) = self.in_flight.remove(&id) else {
+        let sent = match answer {
+            // A part of the listing: the listing itself is still awaited.
+            Answer::ListedPart(_) => self.in_flight.get(&id).cloned(),
+            _ => self.in_flight.remove(&id),
+        };
+        let Some(sent) = sent else {
             return Step::default();
         };
         let mut step = Step::default();
@@ -341,6 +346,11 @@ impl Refresh {
             .collect();
         match answer {
             Answer::Listed(result) => self.listed(result, records, ctx),
+            Answer::ListedPart(tables) => {
+                if let Some(p) = self.pass.as_mut().filter(|p| !p.listed) {
+                    p.plan_part(&tables);
+                }
+            }
             Answer::Surveyed(results) => {
                 for (t, r) in results {
                     self.listing.note(&r);
@@ -423,7 +433,9 @@ impl Refresh {
         let Some(pass) = &mut self.pass else { return };
         pass.listed = true;
         let Ok(order) = result else {
+            // What a catalog's part queued is not read either (what is in flight ends).
             pass.failed = true;
+            pass.drop_queued();
             self.listing.failed();
             return;
         };

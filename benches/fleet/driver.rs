@@ -236,6 +236,11 @@ fn traced(a: &Action) -> String {
         Answer::Listed(result) => {
             format!("listed {}", result.as_ref().map_or(0, Vec::len))
         }
+        Answer::ListedPart(tables) => format!(
+            "listed {} of {}",
+            tables.len(),
+            tables.first().map(|t| t.catalog.as_str()).unwrap_or("?")
+        ),
         Answer::Surveyed(results) => format!(
             "surveyed {}..",
             results
@@ -258,7 +263,7 @@ fn traced(a: &Action) -> String {
 /// The fleet under test: of what floe lists, the tables of `fleet`, in floe's order.
 fn limit_listing(fleet: &HashSet<TableRef>, a: &mut Action) {
     if let Action::Tables(TablesMsg::Answer {
-        answer: Answer::Listed(Ok(tables)),
+        answer: Answer::Listed(Ok(tables)) | Answer::ListedPart(tables),
         ..
     }) = a
     {

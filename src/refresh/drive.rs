@@ -9,6 +9,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
+use tokio::sync::mpsc::UnboundedSender;
 
 use super::read::execute;
 use super::{Answer, Ctx, Ended, Read, Refresh, Request, RequestId, VecRecords};
@@ -45,12 +46,21 @@ pub async fn drive<G: Send + 'static>(
         return Ok(None);
     };
     let mut flying: Flying<'_> = FuturesUnordered::new();
+    let (parts, mut part) = tokio::sync::mpsc::unbounded_channel();
     let guard = watch(&listing.1);
-    push(&mut flying, r, listing, guard);
+    push(&mut flying, r, listing, guard, Some(parts));
     let mut listing_failed = None;
-    while let Some((id, answer)) = flying.next().await {
+    loop {
+        // A part of the listing is sent before its whole: taken first.
+        let (id, answer) = tokio::select! {
+            biased;
+            Some(a) = part.recv() => a,
+            Some(a) = flying.next() => a,
+            else => break,
+        };
         match &answer {
             Answer::Listed(Ok(tables)) => records.relist(tables),
+            Answer::ListedPart(tables) => records.add(tables),
             Answer::Listed(Err(e)) => listing_failed = Some(e.clone()),
             _ => {}
         }
@@ -62,7 +72,7 @@ pub async fn drive<G: Send + 'static>(
         let step = refresh.answer(id, answer, records, ctx);
         for read in step.reads {
             let guard = watch(&read.1);
-            push(&mut flying, r, read, guard);
+            push(&mut flying, r, read, guard, None);
         }
         if let Some(ended) = step.ended {
             return match listing_failed {
@@ -74,16 +84,23 @@ pub async fn drive<G: Send + 'static>(
     Ok(None)
 }
 
-/// Run `read` as one of the reads in flight; `guard` is held until its answer.
+/// Run `read` as one of the reads in flight; `guard` is held until its answer. A listing
+/// sends its parts on `parts`.
 fn push<'a, G: Send + 'static>(
     flying: &mut Flying<'a>,
     r: &Reader<'a>,
     (id, read): Request,
     guard: G,
+    parts: Option<UnboundedSender<(RequestId, Answer)>>,
 ) {
     let (lake, globs) = (r.lake, r.globs.clone());
     flying.push(Box::pin(async move {
-        let answer = execute(lake, &globs, read).await;
+        let on_part = move |tables| {
+            if let Some(p) = &parts {
+                let _ = p.send((id, Answer::ListedPart(tables)));
+            }
+        };
+        let answer = execute(lake, &globs, read, &on_part).await;
         drop(guard);
         (id, answer)
     }));

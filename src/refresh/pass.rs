@@ -77,6 +77,8 @@ pub(super) struct Pass {
     pub listing: Vec<TableRef>,
     /// Tables to survey, the next first.
     surveys: VecDeque<TableRef>,
+    /// Tables a part of the listing planned before the whole of it came.
+    planned: HashSet<TableRef>,
     /// Probe batches to send, the next first.
     probes: VecDeque<Vec<TableRef>>,
     /// Tables whose files are to be read, the next first.
@@ -103,6 +105,7 @@ impl Pass {
             failed: false,
             listing: Vec::new(),
             surveys: VecDeque::new(),
+            planned: HashSet::new(),
             probes: VecDeque::new(),
             files: VecDeque::new(),
             rank: HashMap::new(),
@@ -121,11 +124,38 @@ impl Pass {
             && self.early.is_empty()
     }
 
-    /// Every listed table surveyed, in the listing's order (worst known first).
+    /// Every listed table surveyed, in the listing's order (worst known first); those a
+    /// part of the listing planned already keep their place (and, once read, stay read).
     pub fn plan_full(&mut self, order: &[TableRef]) {
         self.listing = order.to_vec();
-        self.surveys = order.iter().cloned().collect();
-        self.due = order.iter().cloned().collect();
+        let planned = std::mem::take(&mut self.planned);
+        for t in order.iter().filter(|t| !planned.contains(*t)) {
+            self.surveys.push_back(t.clone());
+            self.due.insert(t.clone());
+        }
+    }
+
+    /// A full pass's tables of one catalog, listed while another's listing is awaited:
+    /// surveyed now, in the order given. A steady pass waits for the whole listing (its
+    /// rotation is planned over every table).
+    pub fn plan_part(&mut self, tables: &[TableRef]) {
+        if self.kind != PassKind::Full {
+            return;
+        }
+        for t in tables {
+            if self.planned.insert(t.clone()) {
+                self.surveys.push_back(t.clone());
+                self.due.insert(t.clone());
+            }
+        }
+    }
+
+    /// Nothing queued is sent any more (the listing failed).
+    pub fn drop_queued(&mut self) {
+        for t in self.surveys.drain(..).chain(self.files.drain(..)) {
+            self.due.remove(&t);
+        }
+        self.probes.clear();
     }
 
     /// The rotation's tables probed, `batch` a statement.

@@ -60,6 +60,11 @@ pub enum ReadKind {
 #[derive(Clone, Debug)]
 pub enum Answer {
     Listed(Result<Vec<TableRef>, TrinoError>),
+    /// The tables of a catalog whose listing answered while another catalog's is still
+    /// awaited (a profile of several catalogs): a cold start surveys them at once, and
+    /// the listing's read stays in flight until its [`Answer::Listed`], which lists every
+    /// catalog's tables again.
+    ListedPart(Vec<TableRef>),
     Surveyed(Vec<(TableRef, Result<Survey, TrinoError>)>),
     Probed(Vec<(TableRef, Result<Probe, TrinoError>)>),
     Files(Vec<(TableRef, Result<TableStats, TrinoError>)>),
@@ -132,8 +137,19 @@ impl Answer {
     }
 }
 
-/// Run `read` against `lake`; `globs` filter the listing (`schema.table` or `table`).
-pub async fn execute(lake: &Lakehouse, globs: &[String], read: Read) -> Answer {
+/// What a listing's read is told of each catalog's tables as they come (see
+/// [`Answer::ListedPart`]).
+pub type OnPart<'a> = &'a (dyn Fn(Vec<TableRef>) + Send + Sync);
+
+/// Run `read` against `lake`; `globs` filter the listing (`schema.table` or `table`). A
+/// listing of several catalogs tells `on_part` each catalog's tables that come while
+/// another's are still awaited, before it answers with all of them.
+pub async fn execute(
+    lake: &Lakehouse,
+    globs: &[String],
+    read: Read,
+    on_part: OnPart<'_>,
+) -> Answer {
     match read {
         Read::List {
             schemas,
@@ -146,7 +162,7 @@ pub async fn execute(lake: &Lakehouse, globs: &[String], read: Read) -> Answer {
             if reuse && let Some(tables) = lake.listed_again(&schemas, globs).await {
                 return Answer::Listed(Ok(tables));
             }
-            Answer::Listed(lake.discover(&schemas, globs).await)
+            Answer::Listed(lake.discover_in_parts(&schemas, globs, on_part).await)
         }
         Read::Survey(tables) => Answer::Surveyed(lake.survey(&tables).await),
         Read::Probe(tables) => Answer::Probed(lake.probe(&tables).await),

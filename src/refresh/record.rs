@@ -74,6 +74,16 @@ impl VecRecords {
             .map(|t| (t.clone(), old.remove(t).unwrap_or_default()))
             .collect();
     }
+
+    /// A record for each of `tables` not held yet (a part of a listing: the other
+    /// catalogs' records stay until the whole listing comes).
+    pub fn add(&mut self, tables: &[TableRef]) {
+        let held: std::collections::HashSet<TableRef> =
+            self.0.iter().map(|(t, _)| t.clone()).collect();
+        let new = tables.iter().filter(|t| !held.contains(*t));
+        let new: Vec<_> = new.map(|t| (t.clone(), TableRead::default())).collect();
+        self.0.extend(new);
+    }
 }
 
 impl Records for VecRecords {

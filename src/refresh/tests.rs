@@ -977,3 +977,107 @@ fn a_catalog_takes_the_share_of_the_slots_its_share_of_the_tables_gives() {
         "{sent:?}"
     );
 }
+
+/// Answer every survey of `reads` with three small files a table (settled by its
+/// totals): the reads that answers send.
+fn survey_all(h: &mut Harness, reads: &[Request]) -> Vec<Request> {
+    let mut sent = Vec::new();
+    for (id, read) in of_kind(reads, ReadKind::Survey) {
+        let results = read
+            .tables()
+            .into_iter()
+            .map(|t| (t, Ok(survey_of(3, MB))))
+            .collect();
+        sent.extend(h.answer(id, Answer::Surveyed(results)).reads);
+    }
+    sent
+}
+
+#[test]
+fn a_catalogs_tables_are_surveyed_while_anothers_listing_is_awaited() {
+    let mut h = Harness::new(4);
+    let of = |c: &str, i: usize| TableRef::new(c, "s", format!("t{i:03}"));
+    let iceberg: Vec<TableRef> = (0..25).map(|i| of("iceberg", i)).collect();
+    let delta: Vec<TableRef> = (0..12).map(|i| of("delta", i)).collect();
+    let (list, _) = h.r.start(h.now, false, vec![]).expect("not running");
+    // The Iceberg catalog's listing answers first: its tables are surveyed at once.
+    h.recs.add(&iceberg);
+    let step = h.answer(list, Answer::ListedPart(iceberg.clone()));
+    let mut sent = step.reads;
+    assert_eq!(tables_of(&sent, ReadKind::Survey).len(), 3, "{sent:?}");
+    assert!(h.r.expects(list), "the listing is still awaited");
+    assert!(step.ended.is_none());
+    // A survey answered before the whole listing: the refresh goes on.
+    let first = sent.remove(0);
+    sent.extend(survey_all(&mut h, &[first]));
+    assert!(h.r.running());
+    // The whole listing: the other catalog's tables are queued, the first's not again.
+    let all: Vec<TableRef> = delta.iter().chain(&iceberg).cloned().collect();
+    h.recs.relist(&all);
+    let step = h.answer(list, Answer::Listed(Ok(all.clone())));
+    assert!(!h.r.expects(list));
+    sent.extend(step.reads);
+    let mut surveyed: Vec<TableRef> = iceberg[..10].to_vec();
+    let mut ended = 0;
+    while !sent.is_empty() {
+        let batch = std::mem::take(&mut sent);
+        for (_, r) in of_kind(&batch, ReadKind::Survey) {
+            surveyed.extend(r.tables());
+        }
+        for (id, _) in of_kind(&batch, ReadKind::Survey) {
+            let found = h.r.in_flight[&id].tables.clone();
+            let results = found.into_iter().map(|t| (t, Ok(survey_of(3, MB))));
+            let step = h.answer(id, Answer::Surveyed(results.collect()));
+            ended += usize::from(step.ended.is_some());
+            sent.extend(step.reads);
+        }
+    }
+    surveyed.sort();
+    let mut expected = all.clone();
+    expected.sort();
+    assert_eq!(surveyed, expected, "every table surveyed, once");
+    assert_eq!(ended, 1);
+    assert!(!h.r.running());
+}
+
+#[test]
+fn a_listing_that_fails_after_a_catalogs_part_reads_nothing_more() {
+    let mut h = Harness::new(4);
+    let iceberg: Vec<TableRef> = (0..60).map(|i| t(&format!("t{i:02}"))).collect();
+    let (list, _) = h.r.start(h.now, false, vec![]).expect("not running");
+    h.recs.add(&iceberg);
+    let sent = h.answer(list, Answer::ListedPart(iceberg.clone())).reads;
+    assert_eq!(of_kind(&sent, ReadKind::Survey).len(), 4, "{sent:?}");
+    // The other catalog's listing failed: what is queued is dropped, what is in flight
+    // ends the refresh.
+    let step = h.answer(list, Answer::Listed(Err(failed("CATALOG_NOT_FOUND"))));
+    assert!(step.reads.is_empty(), "{:?}", step.reads);
+    assert!(step.ended.is_none(), "four surveys still in flight");
+    let mut ended = Vec::new();
+    for (id, read) in sent {
+        let results = read.tables().into_iter().map(|t| (t, Ok(survey_of(3, MB))));
+        let step = h.answer(id, Answer::Surveyed(results.collect()));
+        assert!(step.reads.is_empty(), "{:?}", step.reads);
+        ended.extend(step.ended);
+    }
+    assert_eq!(ended.len(), 1);
+    assert!(ended[0].listing_failed);
+    assert_eq!(h.r.standing(&t("t55"), h.rec("t55")), Standing::Idle);
+}
+
+#[test]
+fn a_steady_refresh_waits_for_the_whole_listing() {
+    let mut h = Harness::new(4);
+    let tables: Vec<TableRef> = (0..20).map(|i| t(&format!("t{i:02}"))).collect();
+    let sent = h.start(false, &tables);
+    let more = survey_all(&mut h, &sent);
+    assert!(more.is_empty() && !h.r.running(), "{more:?}");
+    // A steady refresh that lists (the manual flag is not set, nothing is stale: the
+    // listing is reused, as a statement it would be the same).
+    h.now += chrono::Duration::seconds(60);
+    let (list, _) = h.r.start(h.now, false, vec![]).expect("not running");
+    assert!(!h.r.full());
+    let step = h.answer(list, Answer::ListedPart(tables[..10].to_vec()));
+    assert!(step.reads.is_empty(), "{:?}", step.reads);
+    assert!(h.r.expects(list));
+}

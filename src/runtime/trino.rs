@@ -40,11 +40,19 @@ impl Runtime {
         let globs = self.settings.trino.tables.clone();
         let test_panic = deliberate(&read);
         let (kind, tables) = (read.kind(), read.tables());
+        let send = self.sender();
+        // A part of a listing goes on the channel its whole answer takes after it.
+        let on_part = move |tables| {
+            send(Action::Tables(TablesMsg::Answer {
+                id,
+                answer: Answer::ListedPart(tables),
+            }))
+        };
         let work = async move {
             if test_panic {
                 panic!("FLOE_TEST_PANIC=effect");
             }
-            Ok::<_, TrinoError>(execute(&lake, &globs, read).await)
+            Ok::<_, TrinoError>(execute(&lake, &globs, read, &on_part).await)
         };
         let reply = move |r: Result<Answer, TrinoError>| {
             let answer = r.unwrap_or_else(|e| Answer::failed(kind, tables, e));

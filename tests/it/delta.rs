@@ -222,6 +222,71 @@ async fn a_connect_and_a_listing_at_once_read_the_catalog_list_once() {
     assert_eq!(rows.len(), 1, "{rows:?}");
 }
 
+/// A profile of an Iceberg and a Delta Lake catalog: the catalog whose listing answers
+/// first is told on its own (a cold start surveys it while the other's listing runs), the
+/// other comes with the whole listing; a refresh driven to its end, as `floe check` and
+/// the TUI drive it, surveys every table of both catalogs once.
+#[tokio::test]
+async fn a_catalog_listed_first_is_told_alone_and_no_table_is_surveyed_twice() {
+    use floe::refresh::drive::{Reader, drive};
+    use floe::refresh::{Read, Refresh, RefreshPolicy, VecRecords};
+    let (catalog, _) = delta();
+    let u = user("delta_listed_in_parts");
+    let lake = with_delta(&u, &catalog);
+    lake.connect().await.unwrap();
+    let parts = std::sync::Mutex::new(Vec::new());
+    let on_part = |p: Vec<TableRef>| parts.lock().unwrap().push(p);
+    // A few tables of each catalog: what is read is not what is tested.
+    let globs = ["finance.*".to_string(), "sales.*".to_string()];
+    let tables = lake.discover_in_parts(&[], &globs, &on_part).await.unwrap();
+    let parts = parts.into_inner().unwrap();
+    assert_eq!(parts.len(), 1, "one catalog before the other: {parts:?}");
+    let first = parts[0][0].catalog.clone();
+    let of_first: Vec<TableRef> = tables
+        .iter()
+        .filter(|t| t.catalog == first)
+        .cloned()
+        .collect();
+    assert_eq!(parts[0], of_first, "the whole of one catalog's tables");
+    assert!(tables.iter().any(|t| t.catalog != first), "{tables:?}");
+    assert!(tables.len() < 10, "{tables:?}");
+
+    let scan = HealthConfig::default().scan();
+    let reader = Reader {
+        lake: &lake,
+        schemas: Vec::new(),
+        globs: globs.to_vec(),
+        scan: &scan,
+        refresh_every: std::time::Duration::from_secs(60),
+    };
+    let (mut refresh, mut records) = (
+        Refresh::new(RefreshPolicy::default(), 0),
+        VecRecords::default(),
+    );
+    let surveyed = std::sync::Mutex::new(Vec::new());
+    let watch = |read: &Read| {
+        if let Read::Survey(t) = read {
+            surveyed.lock().unwrap().extend(t.iter().cloned());
+        }
+    };
+    let ended = drive(&mut refresh, &mut records, &reader, false, Utc::now, watch).await;
+    assert!(ended.unwrap().is_some_and(|e| e.full && !e.listing_failed));
+    let mut surveyed = surveyed.into_inner().unwrap();
+    surveyed.sort();
+    let mut expected = tables.clone();
+    expected.sort();
+    assert_eq!(
+        surveyed, expected,
+        "every table of both catalogs surveyed, once"
+    );
+    let listed: Vec<&TableRef> = records.0.iter().map(|(t, _)| t).collect();
+    assert_eq!(
+        listed,
+        tables.iter().collect::<Vec<_>>(),
+        "the records in the listing's order"
+    );
+}
+
 #[tokio::test]
 async fn a_delta_tables_partitions_and_history_fill_the_detail_tabs() {
     let (catalog, expected) = delta();

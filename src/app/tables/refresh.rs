@@ -112,6 +112,7 @@ pub(super) fn on_answer(s: &mut State, id: RequestId, answer: Answer) -> Vec<Eff
     }
     let answer = match answer {
         Answer::Listed(result) => Answer::Listed(listed(s, result)),
+        Answer::ListedPart(tables) => Answer::ListedPart(listed_part(s, tables)),
         Answer::Table(t, Err(e)) => {
             // A table read on its own (after a job, a watched run): its failure is said
             // at once, not at the end of a refresh it is not part of.
@@ -166,13 +167,44 @@ fn listed(
         };
         s.set_status(Level::Warn, format!("no Iceberg tables found in {scope}"));
     }
-    // Worst known first, so what matters fills in first.
-    Ok(s.tables
+    Ok(read_order(s, |_| true))
+}
+
+/// The order a refresh reads the rows of `part` in: the rows on screen as they are sorted
+/// (worst known first, so what matters fills in first), then those a filter hides (read
+/// all the same: a filter narrows the view, not what is kept up to date).
+fn read_order(s: &State, part: impl Fn(&TableRef) -> bool) -> Vec<TableRef> {
+    let shown: std::collections::HashSet<usize> = s.tables.grid.index.iter().copied().collect();
+    let hidden = (0..s.tables.rows.len()).filter(|i| !shown.contains(i));
+    s.tables
         .grid
         .index
         .iter()
-        .map(|&i| s.tables.rows[i].table.clone())
-        .collect())
+        .copied()
+        .chain(hidden)
+        .map(|i| &s.tables.rows[i].table)
+        .filter(|t| part(t))
+        .cloned()
+        .collect()
+}
+
+/// A catalog's tables listed while another's are awaited: their rows join the list (the
+/// other rows stay until the whole listing), in the order the refresh reads them.
+fn listed_part(s: &mut State, tables: Vec<TableRef>) -> Vec<TableRef> {
+    let key = s.tables.selected().map(|r| r.table.clone());
+    let held: std::collections::HashSet<TableRef> =
+        s.tables.rows.iter().map(|r| r.table.clone()).collect();
+    let new: Vec<TableRow> = tables
+        .iter()
+        .filter(|t| !held.contains(*t))
+        .map(|t| TableRow::new(t.clone()))
+        .collect();
+    s.tables.rows.extend(new);
+    TableRow::name_all(&mut s.tables.rows);
+    s.tables.load = Load::Loaded;
+    s.tables.reindex_keeping(key);
+    let part: std::collections::HashSet<&TableRef> = tables.iter().collect();
+    read_order(s, |t| part.contains(t))
 }
 
 /// What a step of the refresh did, on screen: the settled rows' verdicts, the reads it

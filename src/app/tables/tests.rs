@@ -508,3 +508,40 @@ fn a_job_that_ends_while_its_table_is_read_never_stops_the_refresh() {
     let fx = update(&mut s, Action::Tick(later));
     read_of(&fx, ReadKind::List);
 }
+
+/// A profile of two catalogs: the one whose listing answers first has its rows on screen
+/// and its tables surveyed before the other's listing answers; the whole listing then
+/// adds the other's rows, and none is surveyed twice.
+#[test]
+fn a_catalogs_rows_come_and_are_surveyed_while_anothers_listing_is_awaited() {
+    let mut s = State::new(t0());
+    let fx = refresh(&mut s, false);
+    let (list, _) = read_of(&fx, ReadKind::List);
+    let iceberg = vec![tref("sales", "orders"), tref("sales", "returns")];
+    let delta = TableRef::new("delta", "web", "clicks");
+    let fx = answer(&mut s, list, Answer::ListedPart(iceberg.clone()));
+    let surveyed: Vec<TableRef> = reads_in(&fx).iter().flat_map(|(_, r)| r.tables()).collect();
+    assert_eq!(surveyed.len(), 2, "{fx:?}");
+    assert_eq!(s.tables.rows.len(), 2);
+    assert!(s.refresh_in_flight());
+    let all = vec![iceberg[0].clone(), iceberg[1].clone(), delta.clone()];
+    let fx = answer(&mut s, list, Answer::Listed(Ok(all)));
+    let surveyed: Vec<TableRef> = reads_in(&fx).iter().flat_map(|(_, r)| r.tables()).collect();
+    assert_eq!(surveyed, [delta], "{fx:?}");
+    assert_eq!(s.tables.rows.len(), 3);
+}
+
+/// A filter narrows the rows on screen, not what a refresh keeps up to date: a table it
+/// hides is still read.
+#[test]
+fn a_refresh_reads_the_tables_a_filter_hides() {
+    let mut s = State::new(t0());
+    let fx = refresh(&mut s, false);
+    let tables = vec![tref("sales", "orders"), tref("sales", "returns")];
+    crate::app::prompt::set_filter(&mut s, "orders");
+    let fx = listed(&mut s, &fx, tables.clone());
+    assert_eq!(s.tables.grid.index.len(), 1, "the filter shows one row");
+    let mut surveyed: Vec<TableRef> = reads_in(&fx).iter().flat_map(|(_, r)| r.tables()).collect();
+    surveyed.sort();
+    assert_eq!(surveyed, tables, "{fx:?}");
+}

@@ -1,34 +1,63 @@
 //! The listing of a catalog's tables, which learns the catalog's format.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use super::{ICEBERG_TABLES_SINCE, Lakehouse, Pending, discover_sql, glob_match};
 use crate::lakehouse::delta;
 use crate::lakehouse::model::TableRef;
+use crate::refresh::read::OnPart;
 use crate::trino::TrinoError;
 
 impl Lakehouse {
     /// Every table of the catalog (Iceberg, or Delta Lake) in the given schemas (all when
     /// empty), filtered by globs over `schema.table`, sorted; then those of the catalogs
-    /// read beside it (see `catalogs`), each catalog's sorted. The catalogs are listed at
-    /// once: a cold start's first survey waits for the slowest listing, not for their sum
-    /// (on the lab's Trino 476 an Iceberg listing takes 0.2 s, a Delta Lake one 0.3 s).
+    /// read beside it (see `catalogs`), each catalog's sorted.
     pub async fn discover(
         &self,
         schemas: &[String],
         globs: &[String],
     ) -> Result<Vec<TableRef>, TrinoError> {
+        self.discover_in_parts(schemas, globs, &|_| {}).await
+    }
+
+    /// [`Lakehouse::discover`], each catalog's tables told to `on_part` as they come while
+    /// another catalog's are still awaited (the last catalog's come with the whole). The
+    /// catalogs are listed at once, and a cold start surveys a catalog's tables as soon as
+    /// they are in: on the lab's Trino 476 an Iceberg listing answers in 0.06 s and a
+    /// Delta Lake one (`information_schema`) in 0.4 s, which the first survey of the
+    /// Iceberg tables no longer waits for.
+    pub async fn discover_in_parts(
+        &self,
+        schemas: &[String],
+        globs: &[String],
+        on_part: OnPart<'_>,
+    ) -> Result<Vec<TableRef>, TrinoError> {
         self.find_catalogs().await?;
+        // A new listing starts a new refresh: what the last one left unread goes (the
+        // catalogs share it), before any catalog's tables are told.
         let siblings = self.siblings();
+        for l in std::iter::once(self).chain(&siblings) {
+            *l.pending.lock().await = Pending::default();
+        }
+        let waiting = AtomicUsize::new(1 + siblings.len());
+        let told = |r: Result<Vec<TableRef>, TrinoError>| {
+            let last = waiting.fetch_sub(1, Ordering::AcqRel) == 1;
+            if let (Ok(tables), false) = (&r, last)
+                && !tables.is_empty()
+            {
+                on_part(tables.clone());
+            }
+            r
+        };
         let (own, others) = tokio::join!(
-            self.own_tables(schemas, globs),
+            async { told(self.own_tables(schemas, globs).await) },
             futures::future::try_join_all(
                 siblings
                     .iter()
-                    .map(|l| Box::pin(l.discover(schemas, globs)))
+                    .map(|l| Box::pin(async { told(l.own_tables(schemas, globs).await) }))
             )
         );
         let mut tables = own?;
-        // A new listing starts a new refresh: what the last one left unread goes.
-        *self.pending.lock().await = Pending::default();
         // The other catalogs read beside this one, after its own tables.
         tables.extend(others?.into_iter().flatten());
         *self.last_listing.lock().expect("listing lock") =
