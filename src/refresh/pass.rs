@@ -321,10 +321,12 @@ impl Pass {
     /// follows its share of the tables still queued, so of four slots a catalog of 200
     /// tables takes three beside one of 100, where taking turns gave each two. Of those
     /// tied, the one with the most tables still queued, then the first queued. A catalog
-    /// whose statements are slow (a Delta Lake log on a far object store: 4-9 s a
-    /// statement in the lab, where an Iceberg survey takes 0.3 s) then never holds every
-    /// slot while another's tables wait behind it, nor more than its share of the work
-    /// while the other has more to survey.
+    /// with tables queued and no survey in flight comes before any share: its last
+    /// tables never wait behind the others' slots. A catalog whose statements are slow
+    /// (a Delta Lake log on a far object store: 4-9 s a statement in the lab, where an
+    /// Iceberg survey takes 0.3 s) then never holds every slot while another's tables
+    /// wait behind it, nor more than its share of the work while the other has more to
+    /// survey.
     fn survey_batch(&mut self, f: &mut Flying) -> Read {
         let mut queued: BTreeMap<&str, usize> = BTreeMap::new();
         for t in &self.surveys {
@@ -341,7 +343,10 @@ impl Pass {
             .map(|t| t.catalog.as_str())
             .min_by(|a, b| {
                 let ((fa, ra), (fb, rb)) = (need(a), need(b));
-                (fa * rb).cmp(&(fb * ra)).then(queued[b].cmp(&queued[a]))
+                (flying(a) > 0)
+                    .cmp(&(flying(b) > 0))
+                    .then((fa * rb).cmp(&(fb * ra)))
+                    .then(queued[b].cmp(&queued[a]))
             })
             .expect("a table queued")
             .to_string();

@@ -1081,3 +1081,30 @@ fn a_steady_refresh_waits_for_the_whole_listing() {
     assert!(step.reads.is_empty(), "{:?}", step.reads);
     assert!(h.r.expects(list));
 }
+
+#[test]
+fn a_catalogs_last_tables_never_wait_while_another_holds_every_slot() {
+    // 100 Delta tables (slow surveys) beside 20 Iceberg ones: the Iceberg catalog's
+    // share is one slot of four.
+    let (catalogs, sent) = first_surveys(100, 20);
+    assert_eq!(catalogs, ["delta", "iceberg", "delta", "delta"], "{sent:?}");
+    // Its first ten are in; ten are left against the Delta catalog's 70. By shares the
+    // Delta catalog would take the free slot, and all four: the Iceberg tables' last
+    // batch would wait for a Delta survey to end (10 s in the lab's trace).
+    let mut h = Harness::new(4);
+    let of = |c: &str, i: usize| TableRef::new(c, "s", format!("t{i:03}"));
+    let tables: Vec<TableRef> = (0..100)
+        .map(|i| of("delta", i))
+        .chain((0..20).map(|i| of("iceberg", i)))
+        .collect();
+    let sent = h.start(false, &tables);
+    let iceberg = of_kind(&sent, ReadKind::Survey)
+        .into_iter()
+        .find(|(_, r)| r.tables()[0].catalog == "iceberg")
+        .expect("an Iceberg survey");
+    let next = survey_all(&mut h, &[iceberg]);
+    let surveys = tables_of(&next, ReadKind::Survey);
+    assert_eq!(surveys.len(), 1, "{next:?}");
+    let (_, read) = &of_kind(&next, ReadKind::Survey)[0];
+    assert_eq!(read.tables()[0].catalog, "iceberg", "{next:?}");
+}
