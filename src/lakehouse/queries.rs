@@ -31,6 +31,7 @@ mod delta_reads;
 mod layouts;
 mod learned;
 mod listing;
+pub use listing::OnPart;
 mod partitions;
 mod query_list;
 mod spec;

@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 
 use crate::lakehouse::model::{TableRef, TableStats};
 use crate::lakehouse::probe::Probe;
-use crate::lakehouse::queries::{FileItem, Lakehouse};
+use crate::lakehouse::queries::{FileItem, Lakehouse, OnPart};
 use crate::lakehouse::recent_writes::RecentWrites;
 use crate::lakehouse::summary::Survey;
 use crate::trino::TrinoError;
@@ -136,10 +136,6 @@ impl Answer {
         }
     }
 }
-
-/// What a listing's read is told of each catalog's tables as they come (see
-/// [`Answer::ListedPart`]).
-pub type OnPart<'a> = &'a (dyn Fn(Vec<TableRef>) + Send + Sync);
 
 /// Run `read` against `lake`; `globs` filter the listing (`schema.table` or `table`). A
 /// listing of several catalogs tells `on_part` each catalog's tables that come while

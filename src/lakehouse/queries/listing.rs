@@ -5,8 +5,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use super::{ICEBERG_TABLES_SINCE, Lakehouse, Pending, discover_sql, glob_match};
 use crate::lakehouse::delta;
 use crate::lakehouse::model::TableRef;
-use crate::refresh::read::OnPart;
 use crate::trino::TrinoError;
+
+/// What a listing of several catalogs is told of each catalog's tables as they come
+/// ([`Lakehouse::discover_in_parts`]).
+pub type OnPart<'a> = &'a (dyn Fn(Vec<TableRef>) + Send + Sync);
 
 impl Lakehouse {
     /// Every table of the catalog (Iceberg, or Delta Lake) in the given schemas (all when
