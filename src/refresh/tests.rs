@@ -936,7 +936,7 @@ fn a_catalog_of_slow_surveys_never_holds_every_slot_while_anothers_tables_wait()
 
 /// The catalogs of a cold start's first surveys over `delta` tables of one catalog
 /// listed first, then `iceberg` of another, with four read slots.
-fn first_surveys(delta: usize, iceberg: usize) -> (Vec<String>, Vec<Request>) {
+fn first_surveys(delta: usize, iceberg: usize) -> (Vec<String>, Vec<Request>, Harness) {
     let mut h = Harness::new(4);
     let of = |c: &str, i: usize| TableRef::new(c, "s", format!("t{i:03}"));
     let tables: Vec<TableRef> = (0..delta)
@@ -948,13 +948,13 @@ fn first_surveys(delta: usize, iceberg: usize) -> (Vec<String>, Vec<Request>) {
         .iter()
         .map(|r| r.1.tables()[0].catalog.clone())
         .collect();
-    (catalogs, sent)
+    (catalogs, sent, h)
 }
 
 #[test]
 fn a_catalog_with_more_tables_to_survey_takes_the_slot_two_catalogs_tie_for() {
     // The smaller catalog listed first: 20 tables against 30.
-    let (catalogs, sent) = first_surveys(20, 30);
+    let (catalogs, sent, _) = first_surveys(20, 30);
     // The larger catalog first; then each below its share in turn (20 against 30
     // queued gives two and two: the fourth goes to the smaller, 2 of its 10 left
     // against 3 of the larger's 10).
@@ -968,7 +968,7 @@ fn a_catalog_with_more_tables_to_survey_takes_the_slot_two_catalogs_tie_for() {
 #[test]
 fn a_catalog_takes_the_share_of_the_slots_its_share_of_the_tables_gives() {
     // The smaller catalog listed first: 100 tables against 200.
-    let (catalogs, sent) = first_surveys(100, 200);
+    let (catalogs, sent, _) = first_surveys(100, 200);
     // Of four slots, three to the catalog with two thirds of the tables (taking turns
     // gave each two, and the larger one's tables waited behind the smaller's).
     assert_eq!(
@@ -1086,18 +1086,11 @@ fn a_steady_refresh_waits_for_the_whole_listing() {
 fn a_catalogs_last_tables_never_wait_while_another_holds_every_slot() {
     // 100 Delta tables (slow surveys) beside 20 Iceberg ones: the Iceberg catalog's
     // share is one slot of four.
-    let (catalogs, sent) = first_surveys(100, 20);
+    let (catalogs, sent, mut h) = first_surveys(100, 20);
     assert_eq!(catalogs, ["delta", "iceberg", "delta", "delta"], "{sent:?}");
     // Its first ten are in; ten are left against the Delta catalog's 70. By shares the
     // Delta catalog would take the free slot, and all four: the Iceberg tables' last
     // batch would wait for a Delta survey to end (10 s in the lab's trace).
-    let mut h = Harness::new(4);
-    let of = |c: &str, i: usize| TableRef::new(c, "s", format!("t{i:03}"));
-    let tables: Vec<TableRef> = (0..100)
-        .map(|i| of("delta", i))
-        .chain((0..20).map(|i| of("iceberg", i)))
-        .collect();
-    let sent = h.start(false, &tables);
     let iceberg = of_kind(&sent, ReadKind::Survey)
         .into_iter()
         .find(|(_, r)| r.tables()[0].catalog == "iceberg")
