@@ -346,11 +346,7 @@ impl Refresh {
             .collect();
         match answer {
             Answer::Listed(result) => self.listed(result, records, ctx),
-            Answer::ListedPart(tables) => {
-                if let Some(p) = self.pass.as_mut().filter(|p| !p.listed) {
-                    p.plan_part(&tables);
-                }
-            }
+            Answer::ListedPart(tables) => self.pass.iter_mut().for_each(|p| p.plan_part(&tables)),
             Answer::Surveyed(results) => {
                 for (t, r) in results {
                     self.listing.note(&r);
@@ -399,7 +395,7 @@ impl Refresh {
             .map(|(t, _)| t)
             .collect();
         step.reads = self.next(records, ctx);
-        step.ended = self.end_if_done(ctx.now);
+        step.ended = self.end_if_done();
         step
     }
 
@@ -542,7 +538,7 @@ impl Refresh {
     /// The refresh's end, once it is listed, nothing of it is queued and none of its reads
     /// is in flight: the next refresh reads the writes since this one began (with a margin
     /// for the two clocks).
-    fn end_if_done(&mut self, now: DateTime<Utc>) -> Option<Ended> {
+    fn end_if_done(&mut self) -> Option<Ended> {
         let p = self.pass.as_ref()?;
         let flying = self.in_flight.values().any(|s| s.of_pass);
         if !p.listed || flying || !p.empty() {
@@ -553,7 +549,6 @@ impl Refresh {
             let margin = p.started - chrono::Duration::seconds(WRITES_MARGIN_S);
             self.writes_since = Some(margin).max(self.writes_seen);
         }
-        let _ = now;
         Some(Ended {
             full: p.kind == PassKind::Full,
             started: p.started,

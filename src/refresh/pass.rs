@@ -137,9 +137,9 @@ impl Pass {
 
     /// A full pass's tables of one catalog, listed while another's listing is awaited:
     /// surveyed now, in the order given. A steady pass waits for the whole listing (its
-    /// rotation is planned over every table).
+    /// rotation is planned over every table); a part after it changes nothing.
     pub fn plan_part(&mut self, tables: &[TableRef]) {
-        if self.kind != PassKind::Full {
+        if self.kind != PassKind::Full || self.listed {
             return;
         }
         for t in tables {
