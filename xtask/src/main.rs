@@ -5,6 +5,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::Instant;
 
+use background::{Background, TestBuild};
+
+mod background;
 mod dist;
 mod elf;
 mod fuzz;
@@ -229,19 +232,25 @@ fn test(args: &[String]) -> Result<(), String> {
     let result = (|| {
         let mut failures = Vec::new();
         let py = lab_python()?;
-        if let Err(e) = run(
-            Command::new(&py)
-                .args([
-                    "-m",
-                    "pytest",
-                    "-q",
-                    "-p",
-                    "no:cacheprovider",
-                    "tests/lab/tests",
-                ])
+        let pytest = |marker: &str| {
+            let mut cmd = Command::new(&py);
+            cmd.args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", marker])
+                .arg("tests/lab/tests")
                 .current_dir(root())
-                .env("FLOE_LAB_DIR", lab_dir()),
-            "the lab's own tests (pytest)",
+                .env("FLOE_LAB_DIR", lab_dir());
+            cmd
+        };
+        // The lab's tests that read and write only what they make themselves run beside
+        // everything after the lab's start (they wait on their servers more than they
+        // compute); the others, which read what floe's tests write, before floe's tests.
+        let beside = Background::start(
+            &mut pytest("beside_suite"),
+            "the lab's own tests that run beside floe's (pytest -m beside_suite)",
+            "pytest-beside",
+        );
+        if let Err(e) = run(
+            &mut pytest("not beside_suite"),
+            "the lab's own tests that read what floe's tests write (pytest -m 'not beside_suite')",
         ) {
             failures.push(e);
         }
@@ -264,6 +273,9 @@ fn test(args: &[String]) -> Result<(), String> {
         match matrix {
             Ok(m) => failures.extend(m.wait()),
             Err(e) => failures.push(format!("the version-sensitive subjects: {e}")),
+        }
+        if let Err(e) = beside.and_then(Background::wait) {
+            failures.push(e);
         }
         if let Err(e) = run(
             Command::new(env!("CARGO"))
@@ -292,88 +304,6 @@ fn test(args: &[String]) -> Result<(), String> {
         let _ = labctl(&["down".into()]);
     }
     result
-}
-
-/// `cargo test --no-run` in the background, its output in a log of its own (the lab's
-/// start-up speaks on the terminal meanwhile). Only for a run with no cargo arguments of
-/// its own, which could change what is built; killed if the run ends before it does.
-struct TestBuild {
-    child: Option<std::process::Child>,
-    log: PathBuf,
-    started: Instant,
-}
-
-impl TestBuild {
-    fn start(cargo_args: &[String]) -> Self {
-        let log = cache_dir().join("test-build.log");
-        let started = Instant::now();
-        let child = if cargo_args.is_empty() {
-            let _ = std::fs::create_dir_all(cache_dir());
-            std::fs::File::create(&log).ok().and_then(|f| {
-                let err = f.try_clone().ok()?;
-                eprintln!(
-                    "xtask: building the tests while the lab starts (log: {})",
-                    log.display()
-                );
-                Command::new(env!("CARGO"))
-                    .args(["test", "--workspace", "--all-targets", "--no-run"])
-                    .current_dir(root())
-                    .stdin(Stdio::null())
-                    .stdout(f)
-                    .stderr(err)
-                    .spawn()
-                    .ok()
-            })
-        } else {
-            None
-        };
-        TestBuild {
-            child,
-            log,
-            started,
-        }
-    }
-
-    /// Waits for the build and says how it went and how long it took: cargo's own figure
-    /// (a build that ended while the lab was still starting did not take until now), and
-    /// how long the suite waited for it.
-    fn wait(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let ok = child.wait().is_ok_and(|s| s.success());
-            let took = std::fs::read_to_string(&self.log)
-                .ok()
-                .and_then(|log| {
-                    log.lines()
-                        .rev()
-                        .find_map(|l| l.trim().strip_prefix("Finished "))
-                        .and_then(|l| l.rsplit_once(" in "))
-                        .map(|(_, t)| t.trim().to_string())
-                })
-                .unwrap_or_else(|| "?".into());
-            eprintln!(
-                "xtask: the test build beside the lab: {}, built in {took} (the suite came to it {:.0}s after its start){}",
-                if ok { "ok" } else { "FAILED" },
-                self.started.elapsed().as_secs_f64(),
-                if ok {
-                    String::new()
-                } else {
-                    format!(
-                        " (log: {}; cargo test builds again below)",
-                        self.log.display()
-                    )
-                }
-            );
-        }
-    }
-}
-
-impl Drop for TestBuild {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
 }
 
 fn demo(args: &[String]) -> Result<(), String> {

@@ -6,19 +6,12 @@
 //! own and printed when it ends.
 
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::time::Instant;
+use std::process::{Command, Stdio};
 
+use crate::background::Background;
 use crate::{MATRIX_SUBJECTS, lab_dir, root};
 
-struct Run {
-    version: String,
-    child: Child,
-    log: PathBuf,
-    started: Instant,
-}
-
-pub struct Matrix(Vec<Run>);
+pub struct Matrix(Vec<Background>);
 
 /// The integration binary `cargo test --test it` builds, built (a no-op after the test
 /// build).
@@ -47,54 +40,22 @@ impl Matrix {
         let bin = it_binary(&[])?;
         let mut runs = Vec::new();
         for version in versions {
-            let log = std::env::temp_dir()
-                .join(format!("floe-matrix-{version}-{}.log", std::process::id()));
-            let file =
-                std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
-            let err = file.try_clone().map_err(|e| e.to_string())?;
-            eprintln!(
-                "xtask: floe's version-sensitive subjects on Trino {version}, beside the suite (log: {})",
-                log.display()
-            );
-            let child = Command::new(&bin)
-                .args(MATRIX_SUBJECTS)
-                .current_dir(root())
-                .env("FLOE_LAB_DIR", lab_dir())
-                .env("FLOE_LAB_TRINO", version)
-                .env("CI", std::env::var("CI").unwrap_or_else(|_| "true".into()))
-                .stdout(file)
-                .stderr(err)
-                .spawn()
-                .map_err(|e| format!("{}: {e}", bin.display()))?;
-            runs.push(Run {
-                version: version.clone(),
-                child,
-                log,
-                started: Instant::now(),
-            });
+            runs.push(Background::start(
+                Command::new(&bin)
+                    .args(MATRIX_SUBJECTS)
+                    .current_dir(root())
+                    .env("FLOE_LAB_DIR", lab_dir())
+                    .env("FLOE_LAB_TRINO", version)
+                    .env("CI", std::env::var("CI").unwrap_or_else(|_| "true".into())),
+                &format!("floe's version-sensitive subjects on Trino {version}"),
+                &format!("matrix-{version}"),
+            )?);
         }
         Ok(Matrix(runs))
     }
 
     /// Wait for each, print its output, and name those that failed.
     pub fn wait(self) -> Vec<String> {
-        let mut failures = Vec::new();
-        for mut r in self.0 {
-            let status = r.child.wait();
-            let what = format!("floe's version-sensitive subjects on Trino {}", r.version);
-            eprint!("{}", std::fs::read_to_string(&r.log).unwrap_or_default());
-            let ok = status.as_ref().is_ok_and(|s| s.success());
-            eprintln!(
-                "xtask: {what}: {} in {:.0}s",
-                if ok { "ok" } else { "FAILED" },
-                r.started.elapsed().as_secs_f64()
-            );
-            if ok {
-                let _ = std::fs::remove_file(&r.log);
-            } else {
-                failures.push(format!("{what} failed ({status:?})"));
-            }
-        }
-        failures
+        self.0.into_iter().filter_map(|r| r.wait().err()).collect()
     }
 }

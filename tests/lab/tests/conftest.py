@@ -14,6 +14,12 @@ REPO_ROOT = LAB_ROOT.parents[1]
 
 
 def pytest_configure(config) -> None:
+    # `cargo xtask test` runs the tests marked beside_suite beside floe's own tests, and the
+    # others before them: those read what the suite writes (the seed through the real
+    # Trinos, the stand-in's view of the scenario, the Airflows' histories, the dashboard's
+    # runs) or read it as the lab's start left it. A file is marked only when it reads and
+    # writes nothing but what it makes itself; unmarked is the safe default.
+    config.addinivalue_line("markers", "beside_suite: runs beside floe's tests (`cargo xtask test`)")
     # the engine runs compiled statements with a plain execute on purpose (engine/query.py)
     config.addinivalue_line("filterwarnings", "ignore:Arrow output on a DB-API result:UserWarning")
 

@@ -13,6 +13,10 @@ import requests
 
 from .test_airflow import APIS, V1, V2, af, flavour, q  # noqa: F401
 
+# Reads and writes only what it makes itself (its own users, tables, servers and
+# caches): runs beside floe's tests (see conftest.py).
+pytestmark = pytest.mark.beside_suite
+
 HOSTILE = "\x1b]52;c;ZXZpbA==\x07 \x1b[2J\r\u202eevil\u202c tail"
 
 

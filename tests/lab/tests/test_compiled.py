@@ -5,9 +5,15 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 from ..engine import compiled, parse_cache
 from ..engine.query import QueryRun, parse
 from .test_engine_common import engine, fails, run, seed, session  # noqa: F401
+
+# Reads and writes only what it makes itself (its own users, tables, servers and
+# caches): runs beside floe's tests (see conftest.py).
+pytestmark = pytest.mark.beside_suite
 
 SHAPE = ('SELECT count(*) AS "files", sum(f.file_size_in_bytes) AS bytes, max(f.record_count) AS most '
          'FROM "iceberg"."zoning"."{t}$files" f WHERE f.content = 0')

@@ -11,6 +11,10 @@ import pytest
 
 from .test_engine_common import engine, expected, facts, fails, one, run, seed  # noqa: F401
 
+# Reads and writes only what it makes itself (its own users, tables, servers and
+# caches): runs beside floe's tests (see conftest.py).
+pytestmark = pytest.mark.beside_suite
+
 DOCS = 'iceberg.zoning."documents$'
 SMALL = 100663296  # 0.75 x 128 MB
 

@@ -7,6 +7,10 @@ from pathlib import Path
 
 import pytest
 
+# Reads and writes only what it makes itself (its own users, tables, servers and
+# caches): runs beside floe's tests (see conftest.py).
+pytestmark = pytest.mark.beside_suite
+
 LABCTL = Path(__file__).resolve().parents[1] / "labctl.py"
 
 

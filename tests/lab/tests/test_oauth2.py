@@ -10,6 +10,10 @@ import time
 import pytest
 import requests
 
+# Reads and writes only what it makes itself (its own users, tables, servers and
+# caches): runs beside floe's tests (see conftest.py).
+pytestmark = pytest.mark.beside_suite
+
 CHALLENGE = re.compile(r'^Bearer x_redirect_server="([^"]+)", x_token_server="([^"]+)"$')
 
 

@@ -13,6 +13,10 @@ import pytest
 from ..common.errors import TrinoError
 from .test_engine_common import clone, engine, expected, facts, fails, one, run, seed  # noqa: F401
 
+# Reads and writes only what it makes itself (its own users, tables, servers and
+# caches): runs beside floe's tests (see conftest.py).
+pytestmark = pytest.mark.beside_suite
+
 FILTER_NODE = "Unexpected FilterNode found in plan; probably connector was not able to handle provided WHERE expression"
 
 

@@ -3,9 +3,15 @@ the one its own text parses to, positions included."""
 
 import sqlglot
 
+import pytest
+
 from ..engine import parse_cache
 from ..engine.query import node_pos
 from ..engine.scans import scans_of_sql
+
+# Reads and writes only what it makes itself (its own users, tables, servers and
+# caches): runs beside floe's tests (see conftest.py).
+pytestmark = pytest.mark.beside_suite
 
 ONE = 'SELECT count(*) AS "n", \'say "hi"\' AS s -- "not" an identifier\nFROM "cat"."s"."a$files" f /* "nor" this */ WHERE f.x = \'it\'\'s\''
 TWO = ONE.replace('"a$files"', '"a much longer ""name""$files"')

@@ -15,6 +15,10 @@ import requests
 
 from .conftest import RawClient
 
+# Reads and writes only what it makes itself (its own users, tables, servers and
+# caches): runs beside floe's tests (see conftest.py).
+pytestmark = pytest.mark.beside_suite
+
 UNKNOWN = "labUnknownField"
 
 

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
+
 from ..engine.scans import scans_of_sql
+
+# Reads and writes only what it makes itself (its own users, tables, servers and
+# caches): runs beside floe's tests (see conftest.py).
+pytestmark = pytest.mark.beside_suite
 
 F = 'iceberg.zoning.documents$files'
 S = 'iceberg.zoning.documents$snapshots'

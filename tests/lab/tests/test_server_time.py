@@ -3,10 +3,15 @@ overlapping across statements in flight as on a real coordinator."""
 
 from __future__ import annotations
 
+import pytest
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 from .conftest import RawClient
+
+# Reads and writes only what it makes itself (its own users, tables, servers and
+# caches): runs beside floe's tests (see conftest.py).
+pytestmark = pytest.mark.beside_suite
 
 
 def timed(client: RawClient, sql: str = "SELECT 1") -> tuple[float, int]:

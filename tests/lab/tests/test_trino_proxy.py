@@ -19,6 +19,10 @@ from urllib.parse import urlsplit
 import pytest
 import trino
 
+# Reads and writes only what it makes itself (its own users, tables, servers and
+# caches): runs beside floe's tests (see conftest.py).
+pytestmark = pytest.mark.beside_suite
+
 UNKNOWN = "labUnknownField"
 
 

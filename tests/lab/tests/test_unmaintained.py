@@ -11,6 +11,10 @@ import pytest
 from ..common.errors import TrinoError
 from .test_engine_common import engine, fails, one, run, seed  # noqa: F401
 
+# Reads and writes only what it makes itself (its own users, tables, servers and
+# caches): runs beside floe's tests (see conftest.py).
+pytestmark = pytest.mark.beside_suite
+
 DAY_S = 86_400
 
 
