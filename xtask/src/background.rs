@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
 
 use crate::{cache_dir, root};
 
@@ -12,7 +12,7 @@ pub struct Background {
     what: String,
     child: Option<Child>,
     log: PathBuf,
-    started: Instant,
+    started: SystemTime,
 }
 
 impl Background {
@@ -33,20 +33,26 @@ impl Background {
             what: what.to_string(),
             child: Some(child),
             log,
-            started: Instant::now(),
+            started: SystemTime::now(),
         })
     }
 
-    /// Wait for it, print its output and say how it went; the log is kept when it failed.
+    /// Wait for it, print its output and say how it went and how long it took: until its
+    /// last output (its log's modification time), since it may have ended long before it
+    /// was waited for. The log is kept when it failed.
     pub fn wait(mut self) -> Result<(), String> {
         let status = self.child.take().map(|mut c| c.wait());
         eprint!("{}", std::fs::read_to_string(&self.log).unwrap_or_default());
         let ok = matches!(&status, Some(Ok(s)) if s.success());
+        let took = std::fs::metadata(&self.log)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|end| end.duration_since(self.started).ok())
+            .map_or_else(|| "?".to_string(), |d| format!("{:.0}s", d.as_secs_f64()));
         eprintln!(
-            "xtask: {}: {} in {:.0}s",
+            "xtask: {}: {} in {took} (its last output)",
             self.what,
             if ok { "ok" } else { "FAILED" },
-            self.started.elapsed().as_secs_f64()
         );
         if ok {
             let _ = std::fs::remove_file(&self.log);

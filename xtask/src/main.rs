@@ -241,25 +241,29 @@ fn test(args: &[String]) -> Result<(), String> {
                 .env("FLOE_LAB_DIR", lab_dir());
             cmd
         };
-        if let Err(e) = run(
+        // The lab's tests that read what floe's tests write, before them: beside the end of
+        // the test build and the version-sensitive subjects on the other real Trinos (those
+        // read and write only their own coordinator), since alone they left a core idle
+        // (1.04 of the 2 busy, on a new machine).
+        let before = Background::start(
             &mut pytest("not beside_suite"),
             "the lab's own tests that read what floe's tests write (pytest -m 'not beside_suite')",
-        ) {
-            failures.push(e);
-        }
+            "pytest-before",
+        );
         // A failed build is reported by the `cargo test` below, which builds again.
         build.wait();
+        // The version-sensitive subjects on each other real Trino of the lab, beside.
+        let matrix = matrix::Matrix::start(&others);
+        if let Err(e) = before.and_then(Background::wait) {
+            failures.push(e);
+        }
         // The lab's tests that read and write only what they make themselves run beside
-        // floe's tests (they wait on their servers more than they compute: 0.6 of a core);
-        // the others, which read what floe's tests write, before them, alone (measured
-        // side by side, the two halves took 103 and 100 s, the first alone ~70 s).
+        // floe's tests (they wait on their servers more than they compute: 0.6 of a core).
         let beside = Background::start(
             &mut pytest("beside_suite"),
             "the lab's own tests that run beside floe's (pytest -m beside_suite)",
             "pytest-beside",
         );
-        // The version-sensitive subjects on each other real Trino of the lab, beside.
-        let matrix = matrix::Matrix::start(&others);
         if let Err(e) = run(
             Command::new(env!("CARGO"))
                 // Every test binary runs even when one fails: one run names every failure.

@@ -98,6 +98,7 @@ def test_many_pages(connect, control, user, expected):
     assert q["pages"] >= math.ceil(len(rows) / 37) + 1   # data pages plus the final one
 
 
+@pytest.mark.beside_suite
 def test_queued_polling(connect, control, user):
     control.faults(user, {"kind": "hold", "ms": 2500, "count": 1})
     conn = connect(user)
@@ -144,6 +145,7 @@ def test_permission_denied_for_a_user_without_rights(connect, lab):
     assert info.value.message == "Access Denied: Cannot execute query"
 
 
+@pytest.mark.beside_suite
 def test_injected_query_failure_is_a_query_error(connect, control, user):
     control.faults(user, {"kind": "fail_query", "error_name": "GENERIC_INTERNAL_ERROR",
                           "message": "worker lost", "after_pages": 0, "count": 1})
@@ -155,6 +157,7 @@ def test_injected_query_failure_is_a_query_error(connect, control, user):
 
 
 # --------------------------------------------------------------------------- retries
+@pytest.mark.beside_suite
 @pytest.mark.parametrize("status", [502, 503, 504])
 def test_client_retries_gateway_errors(connect, control, user, status):
     control.faults(user, {"kind": "status", "status": status, "count": 2, "on": "next"})
@@ -163,6 +166,7 @@ def test_client_retries_gateway_errors(connect, control, user, status):
     assert rule["fired"] == 2
 
 
+@pytest.mark.beside_suite
 def test_client_honours_retry_after(connect, control, user):
     control.faults(user, {"kind": "status", "status": 429, "retry_after": "1", "count": 2, "on": "post"})
     t0 = time.monotonic()
@@ -172,6 +176,7 @@ def test_client_honours_retry_after(connect, control, user):
     assert rule["fired"] == 2
 
 
+@pytest.mark.beside_suite
 def test_client_gives_up_after_a_storm(connect, control, user):
     control.faults(user, {"kind": "status", "status": 503, "count": None, "on": "post"})
     with pytest.raises(trino.exceptions.Http503Error):
@@ -179,6 +184,7 @@ def test_client_gives_up_after_a_storm(connect, control, user):
 
 
 # --------------------------------------------------------------------------- cancel
+@pytest.mark.beside_suite
 def test_cancel_ends_query_user_canceled(connect, control, user):
     control.faults(user, {"kind": "slow", "ms": 20000, "count": 1})
     conn = connect(user)

@@ -79,6 +79,7 @@ def test_data_is_paged(raw, control, user, expected):
     assert len(data_pages) == -(-n // 10) and n > 30
 
 
+@pytest.mark.beside_suite
 def test_running_pages_report_progress(raw, control, user):
     control.faults(user, {"kind": "slow", "ms": 2500, "count": 1})
     pages = raw.run("SELECT 1")
@@ -97,6 +98,7 @@ def test_running_pages_report_progress(raw, control, user):
         assert "planningTimeMillis" in p["stats"]          # 469+ fields on a 480 listener
 
 
+@pytest.mark.beside_suite
 def test_long_poll_answers_within_a_second(raw, control, user):
     control.faults(user, {"kind": "slow", "ms": 3000, "count": 1})
     pages = drive_to_executing(raw, "SELECT 1")
@@ -108,6 +110,7 @@ def test_long_poll_answers_within_a_second(raw, control, user):
 
 
 # --------------------------------------------------------------------------- tokens
+@pytest.mark.beside_suite
 def test_same_token_returns_the_same_page_and_old_tokens_are_gone(raw, control, user):
     control.config(user, page_size=1)
     pages = drive_to_executing(raw, 'SELECT snapshot_id FROM iceberg.audit."events$snapshots"')
@@ -147,6 +150,7 @@ def test_queued_token_rules(raw):
     assert raw.get(uri1).status_code == 200                      # the last token again
 
 
+@pytest.mark.beside_suite
 def test_head_is_a_heartbeat(raw, control, user):
     control.faults(user, {"kind": "slow", "ms": 1500, "count": 1})
     pages = drive_to_executing(raw, "SELECT 1")
@@ -175,6 +179,7 @@ def test_head_statement_checks_credentials(raw, raw_factory):
 
 
 # --------------------------------------------------------------------------- cancel
+@pytest.mark.beside_suite
 def test_delete_cancels(raw, control, user):
     control.faults(user, {"kind": "slow", "ms": 20000, "count": 1})
     pages = drive_to_executing(raw, "SELECT 1")
@@ -190,6 +195,7 @@ def test_delete_cancels(raw, control, user):
     assert q["delete_received"] is True and q["error_name"] == "USER_CANCELED"
 
 
+@pytest.mark.beside_suite
 def test_a_rule_with_sql_touches_only_the_statements_that_contain_it(raw, control, user):
     # A client's own reads around a statement (`SELECT 2`) are not what the rule is for.
     control.faults(user, {"kind": "slow", "ms": 20000, "count": 1, "sql": "SELECT 1"},
@@ -213,6 +219,7 @@ def test_a_rule_with_sql_touches_only_the_statements_that_contain_it(raw, contro
     assert bad.status_code == 400 and "'sql'" in bad.text, bad.text
 
 
+@pytest.mark.beside_suite
 def test_delete_while_queued(raw, control, user):
     control.faults(user, {"kind": "hold", "ms": 5000, "count": 1})
     post = raw.post("SELECT 1").json()
@@ -223,6 +230,7 @@ def test_delete_while_queued(raw, control, user):
     assert final["error"]["errorName"] == "USER_CANCELED" and "nextUri" not in final
 
 
+@pytest.mark.beside_suite
 def test_abandoned_query(raw, control, user):
     control.config(user, client_timeout_s=0.5)
     pages = drive_to_executing(raw, "SELECT 1")
@@ -234,6 +242,7 @@ def test_abandoned_query(raw, control, user):
 
 
 # --------------------------------------------------------------------------- queued phase
+@pytest.mark.beside_suite
 def test_queued_pages_while_held(raw, control, user):
     control.faults(user, {"kind": "hold", "ms": 2200, "count": 1})
     pages = drive_to_executing(raw, "SELECT 1")
@@ -396,6 +405,7 @@ def test_optimize_update_count_by_version(lab, raw_factory, control, user):
 
 
 # --------------------------------------------------------------------------- faults
+@pytest.mark.beside_suite
 def test_drop_closes_the_connection_and_the_page_can_be_fetched_again(raw, control, user):
     control.faults(user, {"kind": "drop", "on": "next", "count": 1})
     post = raw.post("SELECT 1").json()
@@ -406,6 +416,7 @@ def test_drop_closes_the_connection_and_the_page_can_be_fetched_again(raw, contr
     assert RawClient.rows(raw_follow(raw, again.json()["nextUri"])) == [[1]]
 
 
+@pytest.mark.beside_suite
 def test_malformed_is_truncated_json(raw, control, user):
     control.faults(user, {"kind": "malformed", "on": "next", "count": 1})
     post = raw.post("SELECT 1").json()
@@ -416,6 +427,7 @@ def test_malformed_is_truncated_json(raw, control, user):
     assert raw.get(post["nextUri"]).json()["id"] == post["id"]
 
 
+@pytest.mark.beside_suite
 def test_status_storm_until_cleared(raw, control, user):
     control.faults(user, {"kind": "status", "status": 502, "count": None, "on": "post"})
     for _ in range(3):
@@ -424,6 +436,7 @@ def test_status_storm_until_cleared(raw, control, user):
     assert raw.post("SELECT 1").status_code == 200
 
 
+@pytest.mark.beside_suite
 def test_status_429_carries_retry_after(raw, control, user):
     control.faults(user, {"kind": "status", "status": 429, "retry_after": "2", "count": 1})
     r = raw.post("SELECT 1")
@@ -431,12 +444,14 @@ def test_status_429_carries_retry_after(raw, control, user):
     assert raw.post("SELECT 1").status_code == 200
 
 
+@pytest.mark.beside_suite
 def test_status_401(raw, control, user):
     control.faults(user, {"kind": "status", "status": 401, "count": 1, "on": "post"})
     r = raw.post("SELECT 1")
     assert r.status_code == 401 and "WWW-Authenticate" in r.headers
 
 
+@pytest.mark.beside_suite
 def test_faults_are_scoped_to_their_user(raw, raw_factory, control, user):
     control.faults(user, {"kind": "status", "status": 503, "count": None})
     assert raw.post("SELECT 1").status_code == 503
@@ -444,6 +459,7 @@ def test_faults_are_scoped_to_their_user(raw, raw_factory, control, user):
     assert RawClient.rows(other.run("SELECT 1")) == [[1]]
 
 
+@pytest.mark.beside_suite
 def test_next_faults_find_the_user_of_the_query(raw, control, user):
     control.faults(user, {"kind": "status", "status": 504, "count": 1, "on": "next"})
     post = raw.post("SELECT 1")
@@ -454,6 +470,7 @@ def test_next_faults_find_the_user_of_the_query(raw, control, user):
     assert requests.get(post.json()["nextUri"], timeout=10).status_code == 200
 
 
+@pytest.mark.beside_suite
 def test_latency(raw, control, user):
     control.faults(user, {"kind": "latency", "ms": 400, "count": 2, "on": "post"})
     t0 = time.monotonic()
@@ -461,6 +478,7 @@ def test_latency(raw, control, user):
     assert time.monotonic() - t0 >= 0.4
 
 
+@pytest.mark.beside_suite
 def test_fail_query_after_pages(raw, control, user):
     control.config(user, page_size=5)
     control.faults(user, {"kind": "fail_query", "error_name": "REMOTE_TASK_ERROR",

@@ -27,6 +27,7 @@ def expected_seed(seed) -> dict:
     return json.loads((seed / "expected.json").read_text())
 
 
+@pytest.mark.beside_suite
 def test_expected_json_matches_the_warehouse(seed, expected_seed):
     cat = catalog(seed)
     names = {(t["schema"], t["table"]) for t in expected_seed["tables"].values()}
@@ -51,6 +52,7 @@ def test_expected_json_matches_the_warehouse(seed, expected_seed):
             assert os.path.getsize(f.file_path[len("file://"):]) == f.file_size_in_bytes
 
 
+@pytest.mark.beside_suite
 def test_history_is_valid_and_follows_the_clock(seed, expected_seed):
     cat = catalog(seed)
     now = expected_seed["generated_at_ms"]
@@ -70,6 +72,7 @@ def test_history_is_valid_and_follows_the_clock(seed, expected_seed):
             assert md.last_updated_ms == snaps[-1].timestamp_ms
 
 
+@pytest.mark.beside_suite
 def test_seed_tables_have_their_promised_shapes(seed, expected_seed):
     t = expected_seed["tables"]
     now = expected_seed["generated_at_ms"]
@@ -101,6 +104,7 @@ def test_seed_tables_have_their_promised_shapes(seed, expected_seed):
     assert all(p["small_files"] >= 12 for p in budget["small_file_partition_list"])
 
 
+@pytest.mark.beside_suite
 def test_file_modified_times_are_the_commit_times(seed, expected_seed):
     cat = catalog(seed)
     facts = expected_seed["tables"]["zoning.permits"]
@@ -112,6 +116,7 @@ def test_file_modified_times_are_the_commit_times(seed, expected_seed):
     assert facts["data_files"] == len(list(tbl.scan().plan_files()))
 
 
+@pytest.mark.beside_suite
 def test_scale_scenario_small(tmp_path):
     out = tmp_path / "scale"
     generate("--scenario", "scale", "--tables", "60", "--out", str(out))
@@ -138,6 +143,7 @@ def test_scale_scenario_small(tmp_path):
         assert ids == ({None} if facts["writer"] == "pyiceberg" else {0}), (key, ids)
 
 
+@pytest.mark.beside_suite
 def test_scale_scenario_holds_huge_tables_when_large_enough():
     """Tables of 20,000+ files at fixed places of a fleet large enough to hold them."""
     from lab.scenarios.scale import HUGE_AT, HUGE_FILES, _plan
@@ -155,6 +161,7 @@ def _fleet(tmp_path: Path, writers: str, n: int, now: str = "1790000000") -> tup
     return out, json.loads((out / "expected.json").read_text())
 
 
+@pytest.mark.beside_suite
 def test_pyiceberg_fleet_is_written_the_way_pyiceberg_writes(tmp_path):
     """The all-pyiceberg fleet: identity partitions by region (2-6), a few to two dozen small
     files, no sort order id on any data file, fast appends (one manifest a commit, none
@@ -198,6 +205,7 @@ def test_pyiceberg_fleet_is_written_the_way_pyiceberg_writes(tmp_path):
     assert any(t["small_files"] < 12 for t in tables.values())
 
 
+@pytest.mark.beside_suite
 def test_pyiceberg_fleet_expected_verdicts(tmp_path):
     """expected.json says what floe's small-file and staleness rules make of each table: a
     table of 12 small files or more never compacted is WARNING (never compacted, capped: its
@@ -221,6 +229,7 @@ def test_pyiceberg_fleet_expected_verdicts(tmp_path):
     assert by_status["OK"] > 0 and by_status["WARNING"] > 0 and by_status["CRITICAL"] == 0, by_status
 
 
+@pytest.mark.beside_suite
 def test_trino_fleet_is_the_mixed_fleet_written_the_java_way(tmp_path):
     """The all-Trino fleet is the mixed fleet table for table, with sort order id 0 on every
     data file: only the mixed fleet's pyiceberg-written fifth changes writer."""
@@ -241,6 +250,7 @@ def test_trino_fleet_is_the_mixed_fleet_written_the_java_way(tmp_path):
         assert {t.file.sort_order_id for t in tbl.scan().plan_files()} == {0}, facts["table"]
 
 
+@pytest.mark.beside_suite
 def test_scale_expected_verdicts_name_the_critical_tables(tmp_path):
     """The mixed fleet's CRITICAL table of each schema (one partition of 150-200 small files,
     never compacted) is CRITICAL in expected.json, and nothing else is."""
@@ -274,6 +284,7 @@ def test_budget_through_the_lab(connect):
     assert cur.fetchall()[0][0] > 0
 
 
+@pytest.mark.beside_suite
 def test_the_delta_scenario_dates_its_commits_and_counts_its_files(tmp_path):
     """delta-rs's tables, each commit at the time the scenario says (its log's commitInfo),
     with the facts expected.json keeps."""
@@ -296,6 +307,7 @@ def test_the_delta_scenario_dates_its_commits_and_counts_its_files(tmp_path):
     assert _json.dumps(tables)  # expected.json holds it
 
 
+@pytest.mark.beside_suite
 def test_the_delta_fleet_adds_its_tables_and_leaves_the_others_as_they_were(tmp_path):
     """`--delta-fleet N` (the fleet bench's Delta fleet): N tables more under fleet_0..3,
     every other one partitioned, one in three with an OPTIMIZE; the scenario's own tables
