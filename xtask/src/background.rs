@@ -69,10 +69,15 @@ impl Background {
 
 impl Drop for Background {
     fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
+        stop(self.child.take());
+    }
+}
+
+/// Kill a run that was never waited for, and reap it.
+fn stop(child: Option<Child>) {
+    if let Some(mut child) = child {
+        let _ = child.kill();
+        let _ = child.wait();
     }
 }
 
@@ -151,9 +156,6 @@ impl TestBuild {
 
 impl Drop for TestBuild {
     fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
+        stop(self.child.take());
     }
 }
