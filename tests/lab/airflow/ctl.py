@@ -391,7 +391,9 @@ def airflow_env(major: int, venv: Path, home: Path, port: int, history_start: st
         "PATH": f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '/usr/bin:/bin')}",  # executors run `airflow …`
         "VIRTUAL_ENV": str(venv),
         "AIRFLOW_HOME": str(home),
-        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home / 'airflow.db'}",
+        # A 30 s SQLite busy timeout (sqlite3's default is 5 s): under the suite's load a
+        # write behind the scheduler's waited longer and the API answered 500 "Database error".
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home / 'airflow.db'}?timeout=30",
         "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS_DIR),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "True",
@@ -428,11 +430,10 @@ def airflow_env(major: int, venv: Path, home: Path, port: int, history_start: st
             # Airflow 2 refuses LocalExecutor on SQLite unless this check is skipped (as its own test
             # suite does). SequentialExecutor would start a fresh `airflow tasks run` interpreter
             # per task (~4 s each, the history took 7-15 min); LocalExecutor forks from the warm
-            # scheduler. Two task slots and a 30 s SQLite busy timeout keep lock waits harmless.
+            # scheduler. Two task slots and the 30 s SQLite busy timeout keep lock waits harmless.
             "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
             "AIRFLOW__CORE__PARALLELISM": "2",
             "_AIRFLOW__SKIP_DATABASE_EXECUTOR_COMPATIBILITY_CHECK": "1",
-            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home / 'airflow.db'}?timeout=30",
             "AIRFLOW__API__AUTH_BACKENDS": "airflow.providers.fab.auth_manager.api.auth.backend.basic_auth,"
                                           "airflow.api.auth.backend.session",
             "AIRFLOW__WEBSERVER__WEB_SERVER_HOST": "127.0.0.1",
