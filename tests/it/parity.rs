@@ -833,8 +833,9 @@ async fn optimize() {
         Manifests::RealOnly,
     )
     .await;
-    // Chosen partitions, one statement each and grouped over "$partition", for every
-    // partition transform of the lab.
+    // Chosen partitions, for every partition transform of the lab, on one pair of clones:
+    // the partition with the most small files alone (a statement of its own), then the next
+    // two grouped over "$partition" (one statement).
     let sources = [
         TableRef::new("iceberg", "finance", "budget"),
         TableRef::new("iceberg", "zoning", "documents"),
@@ -846,30 +847,35 @@ async fn optimize() {
             .filter(|t| !t.table.starts_with("unpartitioned")),
     );
     for src in sources {
-        for grouped in [false, true] {
-            let what = format!(
-                "opt_{}_{}",
-                src.table.replace(|c: char| !c.is_alphanumeric(), ""),
-                grouped as u8
-            );
-            let (a, b) = clones(&src, &what).await;
-            let (lake, parts) = partitions_of(&p, &a).await;
-            let chosen: Vec<PartitionStats> = parts.into_iter().take(2).collect();
-            let layout = lake.table_layout(&a).await.unwrap();
+        let what = format!(
+            "opt_{}",
+            src.table.replace(|c: char| !c.is_alphanumeric(), "")
+        );
+        let (a, b) = clones(&src, &what).await;
+        let (lake, parts) = partitions_of(&p, &a).await;
+        let layout = lake.table_layout(&a).await.unwrap();
+        let (alone, next) = parts.split_at(parts.len().min(1));
+        let next = &next[..next.len().min(2)];
+        let (mut sa, mut sb, mut what_ran) = (Vec::new(), Vec::new(), Vec::new());
+        for (chosen, grouped) in [(alone, false), (next, true)] {
+            if chosen.is_empty() {
+                continue;
+            }
             let steps = |t: &TableRef| -> Result<Vec<String>, PlanRefusal> {
-                Ok(optimize_plan(t, &layout, &chosen, threshold, grouped)?
+                Ok(optimize_plan(t, &layout, chosen, threshold, grouped)?
                     .steps
                     .into_iter()
                     .map(|s| s.sql)
                     .collect())
             };
             match (steps(&a), steps(&b)) {
-                (Ok(sa), Ok(sb)) => {
-                    let label = format!(
-                        "{src} grouped={grouped} {:?}",
+                (Ok(x), Ok(y)) => {
+                    sa.extend(x);
+                    sb.extend(y);
+                    what_ran.push(format!(
+                        "grouped={grouped} {:?}",
                         chosen.iter().map(|c| c.label()).collect::<Vec<_>>()
-                    );
-                    run_on_both(&mut p, &label, &sa, &sb, (&a, &b), Manifests::RealOnly).await;
+                    ));
                 }
                 (Err(e), _) | (_, Err(e)) => {
                     // A partition of an older spec: floe refuses before any statement.
@@ -880,6 +886,10 @@ async fn optimize() {
                     );
                 }
             }
+        }
+        if !sa.is_empty() {
+            let label = format!("{src} {}", what_ran.join(", then "));
+            run_on_both(&mut p, &label, &sa, &sb, (&a, &b), Manifests::RealOnly).await;
         }
     }
     p.finish();
