@@ -190,6 +190,19 @@ const TEST_TRINOS: &str = "476,483";
 /// together 99 s (bounded_reads passes there too, and is left to the primary).
 pub const MATRIX_SUBJECTS: &[&str] = &["servers::", "trino_tls::", "staleness::", "wrong_target::"];
 
+/// The integration subjects that mostly wait (on Airflow's runs, Prometheus' evaluations, a
+/// refresh period, a timeout) and share no DAG, user or file with the others: they run one
+/// after the other beside the rest of the suite, which skips them. In the suite's name
+/// order two of them at once left a core idle, and they were its tail.
+pub const WAITING_SUBJECTS: &[&str] = &[
+    "loop_lab::airflow_3_from_the_first_screen_to_the_verified_fix",
+    "loop_lab::airflow_2_from_the_first_screen_to_the_verified_fix",
+    "serve::an_idle_exporter_costs_the_coordinator_what_an_idle_tui_costs",
+    "serve::a_real_prometheus_alerts_on_the_seed_and_the_alerts_end_after_the_fix",
+    "tui_faults::config_hung_password_command_times_out_naming_the_key",
+    "dag_watch::a_run_airflow_answers_404_about_is_not_polled_again",
+];
+
 /// The value of `--name VALUE` among `args` (before any `--`).
 fn flag_value(args: &[String], name: &str) -> Option<String> {
     let args: Vec<&String> = args.iter().take_while(|a| *a != "--").collect();
@@ -254,6 +267,8 @@ fn test(args: &[String]) -> Result<(), String> {
         build.wait();
         // The version-sensitive subjects on each other real Trino of the lab, beside.
         let matrix = matrix::Matrix::start(&others);
+        // The subjects that mostly wait, beside, when the whole suite runs.
+        let waiting = cargo_args.is_empty().then(matrix::waiting);
         if let Err(e) = before.and_then(Background::wait) {
             failures.push(e);
         }
@@ -269,6 +284,9 @@ fn test(args: &[String]) -> Result<(), String> {
                 // Every test binary runs even when one fails: one run names every failure.
                 .args(["test", "--workspace", "--all-targets", "--no-fail-fast"])
                 .args(&cargo_args)
+                .args(waiting.iter().flat_map(|_| {
+                    std::iter::once("--").chain(WAITING_SUBJECTS.iter().flat_map(|n| ["--skip", n]))
+                }))
                 .current_dir(root())
                 .env("FLOE_LAB_DIR", lab_dir())
                 .env("CI", std::env::var("CI").unwrap_or_else(|_| "true".into())),
@@ -279,6 +297,9 @@ fn test(args: &[String]) -> Result<(), String> {
         match matrix {
             Ok(m) => failures.extend(m.wait()),
             Err(e) => failures.push(format!("the version-sensitive subjects: {e}")),
+        }
+        if let Some(Err(e)) = waiting.map(|w| w.and_then(Background::wait)) {
+            failures.push(e);
         }
         if let Err(e) = beside.and_then(Background::wait) {
             failures.push(e);

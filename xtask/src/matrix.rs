@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 use crate::background::Background;
-use crate::{MATRIX_SUBJECTS, lab_dir, root};
+use crate::{MATRIX_SUBJECTS, WAITING_SUBJECTS, lab_dir, root};
 
 pub struct Matrix(Vec<Background>);
 
@@ -57,5 +57,47 @@ impl Matrix {
     /// Wait for each, print its output, and name those that failed.
     pub fn wait(self) -> Vec<String> {
         self.0.into_iter().filter_map(|r| r.wait().err()).collect()
+    }
+}
+
+/// The subjects that mostly wait, one after the other on the primary Trino, beside the rest
+/// of the suite (which skips them).
+pub fn waiting() -> Result<Background, String> {
+    let bin = it_binary(&[])?;
+    Background::start(
+        Command::new(&bin)
+            .args(WAITING_SUBJECTS)
+            .args(["--exact", "--test-threads", "1"])
+            .current_dir(root())
+            .env("FLOE_LAB_DIR", lab_dir())
+            .env("CI", std::env::var("CI").unwrap_or_else(|_| "true".into())),
+        "floe's subjects that mostly wait",
+        "waiting",
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{MATRIX_SUBJECTS, WAITING_SUBJECTS, root};
+
+    /// A renamed subject would run in neither place's way: the waiting run would find no
+    /// test of that name (and pass), the suite would run it in its own order again.
+    #[test]
+    fn every_waiting_subject_is_a_test_of_the_integration_suite() {
+        for name in WAITING_SUBJECTS {
+            let (module, test) = name.split_once("::").expect("module::test");
+            let path = root().join(format!("tests/it/{module}.rs"));
+            let source = std::fs::read_to_string(&path)
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            assert!(
+                source.contains(&format!("fn {test}(")),
+                "{name}: no such test in {}",
+                path.display()
+            );
+            assert!(
+                !MATRIX_SUBJECTS.iter().any(|m| name.starts_with(m)),
+                "{name} also runs in the version matrix"
+            );
+        }
     }
 }
