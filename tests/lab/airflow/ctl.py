@@ -630,6 +630,12 @@ def cmd_up(args) -> int:
                     run_cli([airflow, "users", "create", "--username", user, "--password", USERS[user],
                              "--role", role, "--firstname", user, "--lastname", "lab",
                              "--email", f"{user}@lab.invalid"], env, home, f"users create {user}")
+        # Write-ahead logging: readers and the writer no longer block each other. In the
+        # default rollback journal, a fresh suite's load on Airflow 3 (a DAG run, connection
+        # tests on its worker and floe's reads at once) made the scheduler's write wait out
+        # its 30 s busy timeout: it died on "database is locked" and every later run waited.
+        with contextlib.closing(sqlite3.connect(home / "airflow.db")) as db:
+            db.execute("PRAGMA journal_mode=WAL")
         if major >= 3:
             names = {"api": [airflow, "api-server", "--host", "127.0.0.1", "--port", str(args.port)],
                      "scheduler": [airflow, "scheduler", "--skip-serve-logs"],
