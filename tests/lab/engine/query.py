@@ -266,6 +266,14 @@ class QueryRun:
             if isinstance(fin, exp.Lambda) and len(fin.expressions) == 1 \
                     and isinstance(fin.this, (exp.Column, exp.Identifier)) and fin.this.name == fin.expressions[0].name:
                 r.set("finish", None)
+        # Trino's date_diff counts whole units elapsed (23:50 to 00:30 the next day is 0
+        # days); DuckDB's counts the boundaries crossed (1). DuckDB's date_sub counts whole units.
+        for d in list(tree.find_all(exp.DateDiff)):
+            unit = d.args.get("unit")
+            if unit is None:
+                continue
+            d.replace(exp.Anonymous(this="date_sub", expressions=[
+                exp.Literal.string(unit.name.lower()), d.expression.copy(), d.this.copy()]))
         for a in list(tree.find_all(exp.ArraySize)):
             t = self.expr_column_type(a.this)
             if t is not None and t.startswith("map("):

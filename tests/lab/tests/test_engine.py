@@ -325,6 +325,15 @@ def test_missing_map_key_fails_like_trino(engine):
 
 # -- functions and encodings ------------------------------------------------------------------------------------
 
+def test_date_diff_counts_whole_units_as_trino_does(engine):
+    # 40 minutes across midnight is 0 days in Trino (DuckDB's date_diff would say 1)
+    row = one(engine, """
+        SELECT date_diff('day', TIMESTAMP '2026-12-07 23:50:04 UTC', TIMESTAMP '2026-12-08 00:30:00 UTC'),
+               date_diff('day', TIMESTAMP '2026-12-06 23:50:04 UTC', TIMESTAMP '2026-12-08 00:30:00 UTC'),
+               date_diff('hour', TIMESTAMP '2026-12-07 23:50:04 UTC', TIMESTAMP '2026-12-08 01:30:00 UTC')""")
+    assert list(row) == [0, 1, 1]
+
+
 def test_health_query_functions(engine, expected):
     docs = facts(expected, "zoning.documents")
     r = run(engine, f"""
