@@ -31,6 +31,15 @@ fn it_binary(cargo_args: &[String]) -> Result<PathBuf, String> {
         .ok_or_else(|| "cargo test --no-run named no integration binary".to_string())
 }
 
+/// The integration binary run against the lab, as `cargo test` runs it.
+fn it_command(bin: &std::path::Path) -> Command {
+    let mut cmd = Command::new(bin);
+    cmd.current_dir(root())
+        .env("FLOE_LAB_DIR", lab_dir())
+        .env("CI", std::env::var("CI").unwrap_or_else(|_| "true".into()));
+    cmd
+}
+
 impl Matrix {
     /// Start the subjects on each of `versions`.
     pub fn start(versions: &[String]) -> Result<Matrix, String> {
@@ -41,12 +50,9 @@ impl Matrix {
         let mut runs = Vec::new();
         for version in versions {
             runs.push(Background::start(
-                Command::new(&bin)
+                it_command(&bin)
                     .args(MATRIX_SUBJECTS)
-                    .current_dir(root())
-                    .env("FLOE_LAB_DIR", lab_dir())
-                    .env("FLOE_LAB_TRINO", version)
-                    .env("CI", std::env::var("CI").unwrap_or_else(|_| "true".into())),
+                    .env("FLOE_LAB_TRINO", version),
                 &format!("floe's version-sensitive subjects on Trino {version}"),
                 &format!("matrix-{version}"),
             )?);
@@ -65,12 +71,9 @@ impl Matrix {
 pub fn waiting() -> Result<Background, String> {
     let bin = it_binary(&[])?;
     Background::start(
-        Command::new(&bin)
+        it_command(&bin)
             .args(WAITING_SUBJECTS)
-            .args(["--exact", "--test-threads", "1"])
-            .current_dir(root())
-            .env("FLOE_LAB_DIR", lab_dir())
-            .env("CI", std::env::var("CI").unwrap_or_else(|_| "true".into())),
+            .args(["--exact", "--test-threads", "1"]),
         "floe's subjects that mostly wait",
         "waiting",
     )
